@@ -1,0 +1,18 @@
+/* x86-64: the cheap per-event clock is the TSC, read with rdtsc. */
+#ifndef LP_ARCH_H
+#define LP_ARCH_H
+
+#include <stdint.h>
+
+#define LP_ARCH_NAME "x86_64"
+#define LP_ARCH_COUNTER LP_CLOCK_TSC
+
+/* Called twice per traced call: must stay a single instruction. */
+static inline uint64_t lp_arch_counter(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+#endif

@@ -1,0 +1,140 @@
+/* Raw counter to CLOCK_MONOTONIC conversion by interpolation between
+ * sampled pairs (see clocksync.h). */
+#include <time.h>
+
+#include "layerprof/format.h"
+#include "lp_arch.h"
+#include "common/clocksync.h"
+#include "common/varint.h"
+
+uint64_t clocksync_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t clocksync_raw_now(uint32_t kind)
+{
+	if (kind != LP_CLOCK_MONOTONIC && kind == LP_ARCH_COUNTER)
+		return lp_arch_counter();
+	return clocksync_monotonic_ns();
+}
+
+void clocksync_init(struct clocksync *cs, uint32_t kind)
+{
+	cs->kind = kind;
+	cs->count = 0;
+	cs->first = 0;
+	cs->hint = 0;
+	cs->exported = 0;
+}
+
+static struct clocksync_point *point(struct clocksync *cs, uint32_t i)
+{
+	return &cs->pts[(cs->first + i) % CLOCKSYNC_POINTS];
+}
+
+void clocksync_sample(struct clocksync *cs, int force)
+{
+	struct clocksync_point p;
+	uint64_t a, b;
+
+	if (cs->kind == LP_CLOCK_MONOTONIC)
+		return;
+	a = clocksync_raw_now(cs->kind);
+	p.ns = clocksync_monotonic_ns();
+	b = clocksync_raw_now(cs->kind);
+	p.raw = a + (b - a) / 2;
+	if (cs->count && !force && p.ns - point(cs, cs->count - 1)->ns < CLOCKSYNC_MIN_GAP_NS)
+		return;
+	if (cs->count && p.raw <= point(cs, cs->count - 1)->raw)
+		return;
+	if (cs->count == CLOCKSYNC_POINTS) {
+		cs->first = (cs->first + 1) % CLOCKSYNC_POINTS;
+		cs->count--;
+		if (cs->hint)
+			cs->hint--;
+		if (cs->exported)
+			cs->exported--;
+	}
+	*point(cs, cs->count++) = p;
+}
+
+static uint64_t interpolate(const struct clocksync_point *a, const struct clocksync_point *b, uint64_t raw)
+{
+	uint64_t draw = b->raw - a->raw, dns = b->ns - a->ns;
+
+	if (!draw)
+		return a->ns;
+	if (raw >= a->raw) {
+#ifdef __SIZEOF_INT128__
+		return a->ns + (uint64_t)((unsigned __int128)(raw - a->raw) * dns / draw);
+#else
+		return a->ns + (uint64_t)((long double)(raw - a->raw) * dns / draw);
+#endif
+	}
+#ifdef __SIZEOF_INT128__
+	{
+		uint64_t back = (uint64_t)((unsigned __int128)(a->raw - raw) * dns / draw);
+		return back < a->ns ? a->ns - back : 0;
+	}
+#else
+	{
+		uint64_t back = (uint64_t)((long double)(a->raw - raw) * dns / draw);
+		return back < a->ns ? a->ns - back : 0;
+	}
+#endif
+}
+
+uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw)
+{
+	uint32_t lo, hi, h = cs->hint;
+
+	if (cs->kind == LP_CLOCK_MONOTONIC)
+		return raw;
+	if (cs->count < 2)
+		return cs->count ? point(cs, 0)->ns : 0;
+	/* most events fall in the segment the previous one did */
+	if (h + 1 < cs->count && point(cs, h)->raw <= raw && raw < point(cs, h + 1)->raw)
+		return interpolate(point(cs, h), point(cs, h + 1), raw);
+	if (raw < point(cs, 0)->raw)
+		return interpolate(point(cs, 0), point(cs, 1), raw);
+	if (raw >= point(cs, cs->count - 1)->raw) {
+		cs->hint = cs->count - 2;
+		return interpolate(point(cs, cs->count - 2), point(cs, cs->count - 1), raw);
+	}
+	lo = 0;
+	hi = cs->count - 1; /* pts[lo].raw <= raw < pts[hi].raw */
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (point(cs, mid)->raw <= raw)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	cs->hint = lo;
+	return interpolate(point(cs, lo), point(cs, lo + 1), raw);
+}
+
+size_t clocksync_export(struct clocksync *cs, uint8_t *buf, size_t size)
+{
+	size_t len = 0;
+	uint32_t i, n = cs->count - cs->exported;
+
+	if (size < VARINT_MAX)
+		return 0;
+	if (n > (size - VARINT_MAX) / (2 * VARINT_MAX))
+		n = (uint32_t)((size - VARINT_MAX) / (2 * VARINT_MAX));
+	len += varint_put(buf, n);
+	for (i = 0; i < n; i++) {
+		const struct clocksync_point *p = point(cs, cs->exported + i);
+
+		len += varint_put(buf + len, p->raw);
+		len += varint_put(buf + len, p->ns);
+	}
+	cs->exported += n;
+	return len;
+}

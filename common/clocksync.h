@@ -1,0 +1,42 @@
+/* Conversion of the runtime's raw counter (TSC, CNTVCT) to CLOCK_MONOTONIC
+ * ns: the drain samples (raw, ns) pairs as it goes and converts each event
+ * by interpolating between the pairs that bracket it. */
+#ifndef LP_CLOCKSYNC_H
+#define LP_CLOCKSYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLOCKSYNC_POINTS 4096u
+#define CLOCKSYNC_MIN_GAP_NS 1000000u
+
+struct clocksync_point {
+	uint64_t raw, ns;
+};
+
+struct clocksync {
+	uint32_t kind;  /* enum lp_clock_kind */
+	uint32_t count; /* points held, oldest at `first` */
+	uint32_t first;
+	uint32_t hint; /* logical index of the segment used last */
+	uint32_t exported; /* points already handed to clocksync_export */
+	struct clocksync_point pts[CLOCKSYNC_POINTS];
+};
+
+void clocksync_init(struct clocksync *cs, uint32_t kind);
+/* Takes a sample now; keeps it if the last kept one is at least
+ * CLOCKSYNC_MIN_GAP_NS old or `force` is set.  Every event read before this
+ * call is converted exactly (by interpolation) from then on. */
+void clocksync_sample(struct clocksync *cs, int force);
+/* Converts a raw value.  Values after the newest point extrapolate from the
+ * last two points; values before the oldest from the first two. */
+uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw);
+/* Current CLOCK_MONOTONIC in ns. */
+uint64_t clocksync_monotonic_ns(void);
+/* Current raw value of `kind` on this machine. */
+uint64_t clocksync_raw_now(uint32_t kind);
+/* Writes the points taken since the last call as a CLOCK chunk payload
+ * (varint count, then varint raw/ns pairs) into buf; returns its length. */
+size_t clocksync_export(struct clocksync *cs, uint8_t *buf, size_t size);
+
+#endif

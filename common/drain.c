@@ -1,0 +1,585 @@
+/* The drain (see drain.h): session directory, ring consumer, encoding. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/clocksync.h"
+#include "common/drain.h"
+#include "common/encoder.h"
+
+#define DRAIN_STREAMS_MAX 65536u
+#define DRAIN_PATH_MAX 600u
+#define DRAIN_EXITS_MAX 4096u
+
+struct stream {
+	struct lp_ring_header *ring;
+	const struct lp_slot *slots;
+	size_t map_size;
+	uint32_t ring_slots;
+	uint32_t tail;
+	uint64_t lost_reported; /* events covered by LOST slots so far */
+	bool final;             /* its process is gone: head will not move */
+	bool closed;
+	int exit_status;        /* with final: wait status, or -1 */
+	struct encoder *enc;
+	struct filter_stream fs;
+	bool filtered;
+	struct drain *d;
+};
+
+struct exited {
+	pid_t pid;
+	int status;
+};
+
+struct drain {
+	char dir[DRAIN_PATH_MAX];
+	struct drain_config cfg;
+	struct drain_ops ops;
+	struct lp_control *control;
+	struct clocksync *clock;
+	struct stream **streams;
+	size_t nstreams, cap;
+	struct exited exits[DRAIN_EXITS_MAX];
+	size_t nexits;
+	struct drain_stats stats;
+	uint64_t last_clock_export;
+	int error;
+};
+
+static int emit(struct drain *d, uint8_t type, const uint8_t *payload, size_t len)
+{
+	int r;
+
+	if (d->error)
+		return d->error;
+	r = d->ops.chunk(d->ops.ctx, type, payload, len);
+	if (r)
+		d->error = r;
+	d->stats.bytes += len;
+	return r;
+}
+
+static void flush_stream(struct stream *s)
+{
+	const uint8_t *payload;
+	uint64_t events = s->enc->events;
+	size_t len = encoder_take(s->enc, &payload);
+
+	if (len) {
+		s->d->stats.events += events;
+		emit(s->d, LP_CHUNK_EVENTS, payload, len);
+	}
+}
+
+static inline void maybe_flush(struct stream *s)
+{
+	if (encoder_full(s->enc))
+		flush_stream(s);
+}
+
+/* Sink of the record-time filter stage: straight into the encoder. */
+static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+{
+	struct stream *s = ctx;
+
+	if (flags & FILTER_INHERITED)
+		return; /* already written in the FORK task event */
+	encoder_entry(s->enc, ns, addr);
+	maybe_flush(s);
+}
+
+static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags)
+{
+	struct stream *s = ctx;
+
+	encoder_exit(s->enc, ns, addr);
+	maybe_flush(s);
+}
+
+static int write_control(struct drain *d)
+{
+	char path[DRAIN_PATH_MAX + 16];
+	struct lp_control c;
+	void *map;
+	int fd;
+
+	memset(&c, 0, sizeof(c));
+	c.magic = LP_CONTROL_MAGIC;
+	c.version = LP_SHM_VERSION;
+	c.clock = d->cfg.clock;
+	c.ring_chunks = d->cfg.ring_chunks;
+	c.chunk_slots = d->cfg.chunk_slots;
+	c.flags = LP_CTL_ENABLED;
+	c.next_image = 1;
+	snprintf(path, sizeof(path), "%s/%s", d->dir, LP_CONTROL_NAME);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, &c, sizeof(c)) != (ssize_t)sizeof(c)) {
+		int e = errno ? -errno : -EIO;
+
+		close(fd);
+		return e;
+	}
+	map = mmap(NULL, sizeof(c), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -errno;
+	d->control = map;
+	return 0;
+}
+
+struct drain *drain_new(const char *dir, const struct drain_config *cfg, const struct drain_ops *ops)
+{
+	struct drain *d;
+	int r;
+
+	if (strlen(dir) >= DRAIN_PATH_MAX - 64 || !ops->chunk) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->clock = malloc(sizeof(*d->clock));
+	if (!d->clock) {
+		free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	strcpy(d->dir, dir);
+	d->cfg = *cfg;
+	d->ops = *ops;
+	clocksync_init(d->clock, cfg->clock);
+	clocksync_sample(d->clock, 1);
+	if (mkdir(dir, 0700)) {
+		r = -errno;
+		goto fail;
+	}
+	r = write_control(d);
+	if (r) {
+		rmdir(dir);
+		goto fail;
+	}
+	return d;
+fail:
+	free(d->clock);
+	free(d);
+	errno = -r;
+	return NULL;
+}
+
+void drain_set_enabled(struct drain *d, bool on)
+{
+	_Atomic uint32_t *flags = (_Atomic uint32_t *)&d->control->flags;
+
+	if (on)
+		atomic_fetch_or_explicit(flags, LP_CTL_ENABLED, memory_order_release);
+	else
+		atomic_fetch_and_explicit(flags, ~(uint32_t)LP_CTL_ENABLED, memory_order_release);
+}
+
+static bool exited_status(struct drain *d, uint32_t pid, int *status)
+{
+	size_t i;
+
+	for (i = 0; i < d->nexits; i++) {
+		if ((uint32_t)d->exits[i].pid == pid) {
+			*status = d->exits[i].status;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Maps a ring file the runtime finished setting up, then unlinks it: the
+ * mapping keeps it alive, and a crash of the recorder leaves nothing behind. */
+static int stream_open(struct drain *d, const char *name)
+{
+	char path[DRAIN_PATH_MAX + 300];
+	struct lp_ring_header *h;
+	struct stream *s;
+	struct stat st;
+	size_t expect;
+	void *map;
+	int fd, status;
+
+	snprintf(path, sizeof(path), "%s/%s", d->dir, name);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || (size_t)st.st_size < 4096) {
+		close(fd);
+		return 0; /* not sized yet: next poll */
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return 0;
+	h = map;
+	if (atomic_load_explicit((_Atomic uint32_t *)&h->magic, memory_order_acquire) != LP_RING_MAGIC) {
+		munmap(map, (size_t)st.st_size);
+		return 0; /* not ready yet */
+	}
+	expect = (size_t)h->header_size + (size_t)(h->ring_chunks + 1) * h->chunk_slots * sizeof(struct lp_slot);
+	if (h->version != LP_SHM_VERSION || h->slot_size != sizeof(struct lp_slot) || h->header_size < 256 ||
+	    h->ring_chunks != d->cfg.ring_chunks || h->chunk_slots != d->cfg.chunk_slots ||
+	    expect != (size_t)st.st_size || d->nstreams >= DRAIN_STREAMS_MAX) {
+		munmap(map, (size_t)st.st_size);
+		unlink(path);
+		return 0;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		munmap(map, (size_t)st.st_size);
+		return -ENOMEM;
+	}
+	s->enc = malloc(sizeof(*s->enc));
+	if (!s->enc) {
+		free(s);
+		munmap(map, (size_t)st.st_size);
+		return -ENOMEM;
+	}
+	if (d->nstreams == d->cap) {
+		size_t ncap = d->cap ? 2 * d->cap : 64;
+		struct stream **n = realloc(d->streams, ncap * sizeof(*n));
+
+		if (!n) {
+			free(s->enc);
+			free(s);
+			munmap(map, (size_t)st.st_size);
+			return -ENOMEM;
+		}
+		d->streams = n;
+		d->cap = ncap;
+	}
+	s->d = d;
+	s->ring = h;
+	s->slots = (const struct lp_slot *)((const char *)map + h->header_size);
+	s->map_size = (size_t)st.st_size;
+	s->ring_slots = h->ring_chunks * h->chunk_slots;
+	s->tail = atomic_load_explicit((_Atomic uint32_t *)&h->tail, memory_order_acquire);
+	s->exit_status = -1;
+	encoder_init(s->enc, h->image, h->pid, h->tid);
+	if (d->ops.filter && !filter_spec_is_empty(d->ops.filter)) {
+		struct filter_sink sink = { .ctx = s, .entry = sink_entry, .exit = sink_exit };
+
+		if (filter_stream_init(&s->fs, d->ops.filter, &sink, h->image)) {
+			free(s->enc);
+			free(s);
+			munmap(map, (size_t)st.st_size);
+			return -ENOMEM;
+		}
+		s->filtered = true;
+	}
+	if (exited_status(d, h->pid, &status)) {
+		s->final = true;
+		if (h->tid == h->pid)
+			s->exit_status = status;
+	}
+	d->streams[d->nstreams++] = s;
+	d->stats.streams++;
+	unlink(path);
+	return 0;
+}
+
+static int scan_dir(struct drain *d)
+{
+	size_t prefix = strlen(LP_RING_PREFIX);
+	struct dirent *e;
+	DIR *dir = opendir(d->dir);
+	int r = 0;
+
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir)) && !r)
+		if (!strncmp(e->d_name, LP_RING_PREFIX, prefix))
+			r = stream_open(d, e->d_name);
+	closedir(dir);
+	return r;
+}
+
+static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_t *p, uint32_t len)
+{
+	if (ext == LP_EXT_MAP && len >= sizeof(struct lp_ext_map)) {
+		struct lp_ext_map m;
+		struct lp_event ev;
+
+		memcpy(&m, p, sizeof(m));
+		if (sizeof(m) + (size_t)m.build_id_len + m.path_len > len || m.start > m.end)
+			return;
+		memset(&ev, 0, sizeof(ev));
+		ev.type = LP_EV_MAP;
+		ev.time = ns;
+		ev.base = m.base;
+		ev.start = m.start;
+		ev.end = m.end;
+		ev.offset = m.offset;
+		ev.build_id = p + sizeof(m);
+		ev.build_id_len = m.build_id_len;
+		ev.str = (const char *)p + sizeof(m) + m.build_id_len;
+		ev.str_len = m.path_len;
+		if (s->d->ops.map)
+			s->d->ops.map(s->d->ops.ctx, s->ring->image, &ev);
+		encoder_map(s->enc, ns, ev.base, ev.start, ev.end, ev.offset, ev.build_id, ev.build_id_len, ev.str,
+			    ev.str_len);
+	} else if (ext == LP_EXT_TASK && len >= sizeof(struct lp_ext_task)) {
+		struct lp_ext_task t;
+		uint64_t frames[256];
+		uint32_t i;
+
+		memcpy(&t, p, sizeof(t));
+		if (t.nframes > 256 || sizeof(t) + (size_t)t.name_len + (size_t)t.nframes * 8 > len)
+			return;
+		for (i = 0; i < t.nframes; i++)
+			memcpy(&frames[i], p + sizeof(t) + t.name_len + 8 * i, 8);
+		encoder_task(s->enc, ns, t.kind, t.arg, (const char *)p + sizeof(t), t.name_len, frames, t.nframes);
+		if (s->filtered)
+			for (i = 0; i < t.nframes; i++)
+				filter_inherit(&s->fs, ns, frames[i]);
+	}
+	maybe_flush(s);
+}
+
+/* Consumes slots [s->tail, head) of one ring. */
+static uint32_t stream_consume(struct stream *s, uint32_t head)
+{
+	struct clocksync *cs = s->d->clock;
+	uint32_t mask = s->ring_slots - 1, n = 0;
+	uint8_t ext[ENCODER_EVENT_MAX];
+
+	while (s->tail != head) {
+		const struct lp_slot *sl = &s->slots[s->tail & mask];
+		uint64_t word = sl->word, payload = word & LP_SLOT_PAYLOAD_MASK;
+		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), step = 1;
+		uint64_t ns = clocksync_ns(cs, sl->time);
+
+		switch (type) {
+		case LP_RAW_ENTRY:
+			if (s->filtered) {
+				filter_entry(&s->fs, ns, payload);
+			} else {
+				encoder_entry(s->enc, ns, payload);
+				maybe_flush(s);
+			}
+			break;
+		case LP_RAW_EXIT:
+			if (s->filtered) {
+				filter_exit(&s->fs, ns, payload);
+			} else {
+				encoder_exit(s->enc, ns, payload);
+				maybe_flush(s);
+			}
+			break;
+		case LP_RAW_LOST:
+			s->lost_reported += payload;
+			s->d->stats.lost += payload;
+			encoder_lost(s->enc, ns, payload);
+			maybe_flush(s);
+			break;
+		case LP_RAW_LONGJMP:
+			if (s->filtered)
+				filter_longjmp(&s->fs, ns, payload);
+			else
+				encoder_longjmp(s->enc, ns, payload);
+			break;
+		case LP_RAW_PAD:
+			step = payload && payload <= s->ring->chunk_slots ? (uint32_t)payload : 1;
+			break;
+		case LP_RAW_EXT: {
+			uint32_t len = (uint32_t)(payload & 0xffffffffu);
+			uint32_t kind = (uint32_t)(payload >> 32);
+			uint32_t body = (len + 15) / 16;
+
+			if (len > sizeof(ext) || body + 1 > s->ring->chunk_slots)
+				break; /* a broken record: skip the slot */
+			if ((uint32_t)(head - s->tail) < body + 1)
+				return n; /* cannot happen with a sane producer */
+			memcpy(ext, &s->slots[(s->tail + 1) & mask], len);
+			decode_ext(s, ns, kind, ext, len);
+			step = 1 + body;
+			break;
+		}
+		default:
+			break;
+		}
+		s->tail += step;
+		n += step;
+	}
+	return n;
+}
+
+static void stream_close(struct stream *s)
+{
+	uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_acquire);
+	uint64_t ns = clocksync_ns(s->d->clock, clocksync_raw_now(s->d->cfg.clock));
+	uint32_t state = atomic_load_explicit((_Atomic uint32_t *)&s->ring->state, memory_order_acquire);
+
+	if (s->filtered)
+		filter_finish(&s->fs, s->fs.last_ns);
+	if (s->enc->len && s->enc->last_ns < ns)
+		ns = s->enc->last_ns;
+	if (dropped > s->lost_reported) {
+		encoder_lost(s->enc, ns, dropped - s->lost_reported);
+		s->d->stats.lost += dropped - s->lost_reported;
+		s->lost_reported = dropped;
+	}
+	if (state == LP_RING_CLOSED)
+		encoder_task(s->enc, ns, LP_TASK_END, 0, NULL, 0, NULL, 0);
+	else if (s->exit_status != -1)
+		encoder_task(s->enc, ns, LP_TASK_EXIT, (uint64_t)(uint32_t)s->exit_status, NULL, 0, NULL, 0);
+	flush_stream(s);
+	if (s->filtered)
+		filter_stream_release(&s->fs);
+	munmap(s->ring, s->map_size);
+	s->ring = NULL;
+	s->closed = true;
+}
+
+long drain_poll(struct drain *d)
+{
+	uint32_t *heads;
+	long total = 0;
+	size_t i, j;
+	int r;
+
+	r = scan_dir(d);
+	if (r)
+		return r;
+	if (!d->nstreams)
+		return 0;
+	heads = malloc(d->nstreams * sizeof(*heads));
+	if (!heads)
+		return -ENOMEM;
+	/* Load every head, then sample the clock: each slot read below was
+	 * written before the sample, so its time converts by interpolation. */
+	for (i = 0; i < d->nstreams; i++)
+		heads[i] = atomic_load_explicit((_Atomic uint32_t *)&d->streams[i]->ring->head, memory_order_acquire);
+	clocksync_sample(d->clock, 1);
+	for (i = 0; i < d->nstreams; i++) {
+		struct stream *s = d->streams[i];
+		uint32_t state = atomic_load_explicit((_Atomic uint32_t *)&s->ring->state, memory_order_acquire);
+		bool done = state == LP_RING_CLOSED || s->final;
+
+		if ((uint32_t)(heads[i] - s->tail) > s->ring_slots)
+			heads[i] = s->tail + s->ring_slots; /* a broken producer */
+		total += stream_consume(s, heads[i]);
+		atomic_store_explicit((_Atomic uint32_t *)&s->ring->tail, s->tail, memory_order_release);
+		if (done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire))
+			stream_close(s);
+	}
+	free(heads);
+	/* drop closed streams */
+	for (i = j = 0; i < d->nstreams; i++) {
+		if (d->streams[i]->closed) {
+			free(d->streams[i]->enc);
+			free(d->streams[i]);
+		} else {
+			d->streams[j++] = d->streams[i];
+		}
+	}
+	d->nstreams = j;
+	return d->error ? d->error : total;
+}
+
+void drain_process_exited(struct drain *d, pid_t pid, int status)
+{
+	size_t i;
+
+	for (i = 0; i < d->nstreams; i++) {
+		struct stream *s = d->streams[i];
+
+		if (s->ring->pid == (uint32_t)pid) {
+			s->final = true;
+			if (s->ring->tid == (uint32_t)pid)
+				s->exit_status = status;
+		}
+	}
+	/* rings of this pid not found yet: remembered for stream_open */
+	if (d->nexits < DRAIN_EXITS_MAX) {
+		d->exits[d->nexits].pid = pid;
+		d->exits[d->nexits].status = status;
+		d->nexits++;
+	}
+}
+
+static void emit_clock(struct drain *d)
+{
+	uint8_t buf[16384];
+	size_t len;
+
+	while ((len = clocksync_export(d->clock, buf, sizeof(buf))) > 1)
+		emit(d, LP_CHUNK_CLOCK, buf, len);
+}
+
+int drain_finish(struct drain *d)
+{
+	char end[256];
+	size_t i;
+	int n;
+
+	drain_poll(d);
+	for (i = 0; i < d->nstreams; i++)
+		d->streams[i]->final = true;
+	drain_poll(d);
+	for (i = 0; i < d->nstreams; i++) {
+		stream_close(d->streams[i]);
+		free(d->streams[i]->enc);
+		free(d->streams[i]);
+	}
+	d->nstreams = 0;
+	emit_clock(d);
+	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
+		     (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
+	emit(d, LP_CHUNK_END, (const uint8_t *)end, (size_t)n);
+	return d->error;
+}
+
+void drain_get_stats(const struct drain *d, struct drain_stats *out)
+{
+	*out = d->stats;
+}
+
+void drain_free(struct drain *d)
+{
+	char path[DRAIN_PATH_MAX + 300];
+	struct dirent *e;
+	size_t i;
+	DIR *dir;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->nstreams; i++) {
+		if (d->streams[i]->filtered)
+			filter_stream_release(&d->streams[i]->fs);
+		if (d->streams[i]->ring)
+			munmap(d->streams[i]->ring, d->streams[i]->map_size);
+		free(d->streams[i]->enc);
+		free(d->streams[i]);
+	}
+	free(d->streams);
+	if (d->control)
+		munmap(d->control, sizeof(*d->control));
+	dir = opendir(d->dir);
+	if (dir) {
+		while ((e = readdir(dir))) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", d->dir, e->d_name);
+			unlink(path);
+		}
+		closedir(dir);
+	}
+	rmdir(d->dir);
+	free(d->clock);
+	free(d);
+}

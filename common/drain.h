@@ -1,0 +1,61 @@
+/* The drain: owns a session directory, finds the rings the runtime creates
+ * in it, consumes their slots and turns them into trace chunks.  Used by
+ * `layerprof record` and by the agent; C11 and libc only.  Single-threaded:
+ * all calls from one thread. */
+#ifndef LP_DRAIN_H
+#define LP_DRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/event.h"
+#include "common/filter.h"
+
+struct drain;
+
+struct drain_ops {
+	void *ctx;
+	/* A finished chunk.  Returns 0 or -errno (the drain stops writing and
+	 * drain_poll returns the error). */
+	int (*chunk)(void *ctx, uint8_t type, const uint8_t *payload, size_t len);
+	/* Optional: a code mapping was seen (before any event that needs it). */
+	void (*map)(void *ctx, uint32_t image, const struct lp_event *ev);
+	/* Optional: record-time filters; NULL or empty records everything. */
+	const struct filter_spec *filter;
+};
+
+struct drain_config {
+	uint32_t ring_chunks; /* power of two, >= 2 */
+	uint32_t chunk_slots; /* power of two, >= 64 */
+	uint32_t clock;       /* enum lp_clock_kind for the runtime */
+};
+
+struct drain_stats {
+	uint64_t events;  /* events written */
+	uint64_t lost;    /* events the runtime dropped */
+	uint64_t streams; /* rings seen */
+	uint64_t bytes;   /* payload bytes written */
+};
+
+/* Creates the session directory `dir` (which must not exist) with its
+ * control file.  On error returns NULL with errno set. */
+struct drain *drain_new(const char *dir, const struct drain_config *cfg, const struct drain_ops *ops);
+/* Consumes what the rings hold now.  Returns the number of slots consumed,
+ * or -errno from the chunk callback. */
+long drain_poll(struct drain *d);
+/* The process `pid` is gone (wait status `status`): once drained, its
+ * rings are closed and its main stream ends with a TASK EXIT event. */
+void drain_process_exited(struct drain *d, pid_t pid, int status);
+/* Drains everything, closes every stream and writes the clock points and
+ * the END chunk.  Returns 0 or -errno. */
+int drain_finish(struct drain *d);
+/* Copies the counters so far. */
+void drain_get_stats(const struct drain *d, struct drain_stats *out);
+/* Enables or disables tracing in every process of the session. */
+void drain_set_enabled(struct drain *d, bool on);
+/* Unmaps everything and removes the session directory.  Accepts NULL. */
+void drain_free(struct drain *d);
+
+#endif

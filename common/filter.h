@@ -1,0 +1,83 @@
+/* The filter stage: turns one thread's entry/exit/longjmp stream into a
+ * properly nested one (repairing unmatched exits and abandoned frames) and
+ * applies the user's filters: only-inside (-F), exclude (-N), depth and
+ * minimum duration.  Used by the drain at record time and by the host
+ * readers at report time, so both mean the same thing. */
+#ifndef LP_FILTER_H
+#define LP_FILTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FILTER_STACK_MAX 16384u
+
+enum filter_class {
+	FILTER_ONLY = 1u << 0,    /* matches an --only pattern */
+	FILTER_EXCLUDE = 1u << 1, /* matches an --exclude pattern */
+};
+
+enum filter_event_flags {
+	FILTER_INHERITED = 1u << 0, /* frame entered before a fork, in the parent */
+	FILTER_UNFINISHED = 1u << 1, /* exit invented: longjmp, missing exit or end of stream */
+};
+
+struct filter_spec {
+	/* Returns enum filter_class bits for a function; NULL when there are
+	 * no patterns.  Called once per entry: cache inside if slow. */
+	unsigned (*classify)(void *ctx, uint32_t image, uint64_t addr);
+	void *ctx;
+	bool has_only;
+	uint32_t max_depth; /* 0: no limit */
+	uint64_t min_ns;    /* 0: no limit */
+};
+
+struct filter_sink {
+	void *ctx;
+	/* depth: 0 for a root call.  flags: enum filter_event_flags */
+	void (*entry)(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags);
+	void (*exit)(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags);
+};
+
+struct filter_frame {
+	uint64_t addr;
+	uint64_t entry_ns;
+	uint8_t visible;
+	uint8_t emitted;
+	uint8_t only;
+	uint8_t flags;
+};
+
+struct filter_stream {
+	const struct filter_spec *spec;
+	struct filter_sink sink;
+	uint32_t image;
+	uint32_t depth;     /* frames on the stack */
+	uint32_t overflow;  /* frames past FILTER_STACK_MAX, not tracked */
+	uint32_t visible;   /* visible frames on the stack */
+	uint32_t emitted;   /* emitted frames on the stack */
+	uint32_t only;      /* --only frames on the stack */
+	uint32_t excluded_at; /* stack index of the excluding frame, or UINT32_MAX */
+	uint32_t cap;
+	uint64_t last_ns;
+	uint64_t unmatched; /* exits that matched no frame */
+	struct filter_frame *stack;
+};
+
+/* Returns 0 or -ENOMEM.  spec must outlive the stream. */
+int filter_stream_init(struct filter_stream *fs, const struct filter_spec *spec, const struct filter_sink *sink,
+		       uint32_t image);
+void filter_stream_release(struct filter_stream *fs);
+
+void filter_entry(struct filter_stream *fs, uint64_t ns, uint64_t addr);
+void filter_exit(struct filter_stream *fs, uint64_t ns, uint64_t addr);
+/* A frame the thread was already inside when its stream began (fork). */
+void filter_inherit(struct filter_stream *fs, uint64_t ns, uint64_t addr);
+/* longjmp back to `depth` frames: the frames above end now. */
+void filter_longjmp(struct filter_stream *fs, uint64_t ns, uint64_t depth);
+/* End of the stream: every open frame ends at ns. */
+void filter_finish(struct filter_stream *fs, uint64_t ns);
+
+/* True when the spec changes nothing but repairs the nesting. */
+bool filter_spec_is_empty(const struct filter_spec *spec);
+
+#endif

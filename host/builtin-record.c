@@ -1,0 +1,454 @@
+/* layerprof record: runs a program with the runtime preloaded, drains its
+ * rings while it runs and writes the trace directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/chunk.h"
+#include "common/clocksync.h"
+#include "common/drain.h"
+#include "host/builtin.h"
+#include "host/lib/classify.h"
+#include "host/lib/options.h"
+#include "host/lib/symbolizer.h"
+#include "lp_arch.h"
+
+#define RECORD_DEFAULT_OUTPUT "layerprof.data"
+#define RECORD_DEFAULT_BUFFER (4u << 20)
+#define RECORD_CHUNK_SLOTS 4096u
+#define RECORD_POLL_MIN_US 500
+#define RECORD_POLL_MAX_US 10000
+
+static const char record_usage[] =
+	"usage: layerprof record [options] [--] <program> [<args>]\n"
+	"\n"
+	"Runs <program> with the layerprof runtime and records the calls of its\n"
+	"functions built with -finstrument-functions (or linked with -llayerprof).\n"
+	"The exit status of the program is passed through.\n"
+	"\n"
+	"  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
+	"                        is kept as DIR.old)\n"
+	"  -b, --buffer-size SZ  ring buffer per thread (default 4M; e.g. 256K, 16M)\n"
+	"      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
+	"  -q, --quiet           no summary line\n" FILTER_HELP "  -h, --help            this text\n";
+
+static volatile sig_atomic_t stop_requests;
+static volatile sig_atomic_t forward_signal;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGINT)
+		stop_requests++;
+	else
+		forward_signal = sig;
+}
+
+struct recorder {
+	int fd;
+	const char *out;
+	struct symbolizer *sym;
+	struct classifier *cls;
+	struct filter_spec spec;
+	struct filter_opts fopts;
+	int write_error;
+};
+
+static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len)
+{
+	struct recorder *rec = ctx;
+	int r = chunk_write_fd(rec->fd, type, payload, (uint32_t)len);
+
+	if (r && !rec->write_error) {
+		rec->write_error = r;
+		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec->out, strerror(-r));
+	}
+	return r;
+}
+
+static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
+{
+	struct recorder *rec = ctx;
+
+	if (rec->sym)
+		symbolizer_add_map(rec->sym, image, ev->base, ev->start, ev->end, ev->offset, ev->build_id,
+				   ev->build_id_len, ev->str, ev->str_len);
+}
+
+/* Where the runtime library is: $LAYERPROF_LIB, next to an installed
+ * layerprof (../lib), or in the build tree (../runtime). */
+static int find_runtime(char *out, size_t size)
+{
+	static const char *const rel[] = { "/../lib/liblayerprof.so", "/../runtime/liblayerprof.so",
+					   "/liblayerprof.so" };
+	const char *env = getenv("LAYERPROF_LIB");
+	const char *dir = layerprof_exe_dir();
+	size_t i;
+
+	if (env && *env) {
+		if (access(env, R_OK))
+			return -errno;
+		snprintf(out, size, "%s", env);
+		return 0;
+	}
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
+		if (!access(path, R_OK) && realpath(path, out))
+			return 0;
+	}
+	(void)size;
+	return -ENOENT;
+}
+
+/* An existing trace directory is kept as DIR.old, as uftrace does. */
+static int prepare_output(const char *out)
+{
+	char data[PATH_MAX], old[PATH_MAX];
+	struct stat st;
+
+	if (stat(out, &st) == 0) {
+		snprintf(data, sizeof(data), "%s/%s", out, LP_TRACE_DATA);
+		if (!S_ISDIR(st.st_mode) || access(data, F_OK)) {
+			fprintf(stderr, "layerprof record: '%s' exists and is not a layerprof trace; choose another -o\n",
+				out);
+			return -EEXIST;
+		}
+		snprintf(old, sizeof(old), "%s.old", out);
+		if (!access(old, F_OK)) {
+			char oldata[PATH_MAX + 16];
+
+			snprintf(oldata, sizeof(oldata), "%s/%s", old, LP_TRACE_DATA);
+			unlink(oldata);
+			if (rmdir(old)) {
+				fprintf(stderr, "layerprof record: cannot replace '%s': %s\n", old, strerror(errno));
+				return -errno;
+			}
+		}
+		if (rename(out, old)) {
+			fprintf(stderr, "layerprof record: cannot move '%s' to '%s': %s\n", out, old, strerror(errno));
+			return -errno;
+		}
+	}
+	if (mkdir(out, 0755)) {
+		fprintf(stderr, "layerprof record: cannot create trace '%s': %s\n", out, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer)
+{
+	char meta[8192];
+	struct utsname u;
+	size_t n = 0;
+	int i;
+
+	uname(&u);
+	n += (size_t)snprintf(meta + n, sizeof(meta) - n,
+			      "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
+			      "start_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\ncommand=",
+			      u.nodename, u.release, LP_ARCH_NAME,
+			      clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter", (unsigned long long)buffer,
+			      (unsigned long long)clocksync_monotonic_ns(), (long long)time(NULL),
+			      filter_opts_any(&rec->fopts) ? 1 : 0);
+	for (i = 0; i < argc && n < sizeof(meta) - 2; i++) {
+		const char *a = argv[i];
+
+		if (i)
+			meta[n++] = ' ';
+		while (*a && n < sizeof(meta) - 2) {
+			char c = *a++;
+			meta[n++] = (c == '\n') ? ' ' : c;
+		}
+	}
+	meta[n++] = '\n';
+	{
+		uint8_t hdr[LP_FILE_HEADER_SIZE];
+
+		trace_header_put(hdr);
+		if (write(rec->fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
+			return -errno;
+	}
+	return chunk_write_fd(rec->fd, LP_CHUNK_META, meta, (uint32_t)n);
+}
+
+/* The clock the runtime should use: the architecture's counter when the
+ * kernel's own clocksource trusts it (x86: "tsc"), else CLOCK_MONOTONIC. */
+static uint32_t choose_clock(const char *want)
+{
+	char cs[64] = "";
+	FILE *f;
+
+	if (want && !strcmp(want, "monotonic"))
+		return LP_CLOCK_MONOTONIC;
+	if (LP_ARCH_COUNTER == LP_CLOCK_MONOTONIC)
+		return LP_CLOCK_MONOTONIC;
+	if (want && !strcmp(want, "counter"))
+		return LP_ARCH_COUNTER;
+	if (LP_ARCH_COUNTER == LP_CLOCK_TSC) {
+		f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+		if (!f)
+			return LP_CLOCK_MONOTONIC;
+		if (!fgets(cs, sizeof(cs), f))
+			cs[0] = '\0';
+		fclose(f);
+		return strncmp(cs, "tsc", 3) ? LP_CLOCK_MONOTONIC : LP_CLOCK_TSC;
+	}
+	return LP_ARCH_COUNTER;
+}
+
+static void child_exec(char **argv, const char *session, const char *lib, int errfd)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *preload;
+	int e;
+
+	setenv(LP_ENV_SESSION, session, 1);
+	if (old && *old) {
+		preload = malloc(strlen(lib) + strlen(old) + 2);
+		if (preload) {
+			sprintf(preload, "%s:%s", lib, old);
+			setenv("LD_PRELOAD", preload, 1);
+		}
+	} else {
+		setenv("LD_PRELOAD", lib, 1);
+	}
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	execvp(argv[0], argv);
+	e = errno;
+	if (write(errfd, &e, sizeof(e)) < 0) {
+		/* nothing else to tell the parent with */
+	}
+	_exit(127);
+}
+
+static void print_exit(const char *prog, int status)
+{
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "layerprof record: '%s' was killed by signal %d (%s)%s\n", prog, WTERMSIG(status),
+			strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "buffer-size", required_argument, NULL, 'b' },
+		{ "clock", required_argument, NULL, 'C' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		FILTER_LONG_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct recorder rec = { .fd = -1, .out = RECORD_DEFAULT_OUTPUT };
+	struct drain_config cfg;
+	struct drain_ops ops = { 0 };
+	struct drain_stats st;
+	struct drain *d = NULL;
+	uint64_t buffer = RECORD_DEFAULT_BUFFER;
+	const char *clock_opt = "auto";
+	char lib[PATH_MAX], session[256], data[PATH_MAX];
+	int c, r, errpipe[2], status = 0, exit_code = LP_EXIT_FAILURE, quiet = 0, child_errno = 0;
+	unsigned poll_us = RECORD_POLL_MIN_US;
+	bool child_done = false;
+	pid_t child;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:b:qhF:N:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			rec.out = optarg;
+			break;
+		case 'b':
+			if (parse_size(optarg, &buffer) || buffer < (64u << 10) || buffer > (1ull << 31)) {
+				fprintf(stderr, "layerprof record: invalid --buffer-size '%s': expected 64K to 2G\n",
+					optarg);
+				return LP_EXIT_USAGE;
+			}
+			break;
+		case 'C':
+			if (strcmp(optarg, "auto") && strcmp(optarg, "counter") && strcmp(optarg, "monotonic")) {
+				fprintf(stderr, "layerprof record: invalid --clock '%s': auto, counter or monotonic\n",
+					optarg);
+				return LP_EXIT_USAGE;
+			}
+			clock_opt = optarg;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			fputs(record_usage, stdout);
+			return LP_EXIT_OK;
+		default:
+			r = filter_opts_parse(&rec.fopts, c, optarg, "record");
+			if (r == 1)
+				break;
+			if (r == 0)
+				fputs(record_usage, stderr);
+			return LP_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "layerprof record: no program to run\n");
+		fputs(record_usage, stderr);
+		return LP_EXIT_USAGE;
+	}
+	if (find_runtime(lib, sizeof(lib))) {
+		fprintf(stderr, "layerprof record: cannot find liblayerprof.so (set LAYERPROF_LIB to its path)\n");
+		return LP_EXIT_FAILURE;
+	}
+	if (prepare_output(rec.out))
+		return LP_EXIT_FAILURE;
+	snprintf(data, sizeof(data), "%s/%s", rec.out, LP_TRACE_DATA);
+	rec.fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (rec.fd < 0) {
+		fprintf(stderr, "layerprof record: cannot create trace '%s': %s\n", data, strerror(errno));
+		return LP_EXIT_FAILURE;
+	}
+
+	cfg.chunk_slots = RECORD_CHUNK_SLOTS;
+	cfg.ring_chunks = 2;
+	while ((uint64_t)cfg.ring_chunks * 2 * cfg.chunk_slots * sizeof(struct lp_slot) <= buffer &&
+	       cfg.ring_chunks < 4096)
+		cfg.ring_chunks *= 2;
+	cfg.clock = choose_clock(clock_opt);
+	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer)) {
+		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", data, strerror(errno));
+		goto out;
+	}
+
+	ops.ctx = &rec;
+	ops.chunk = on_chunk;
+	ops.map = on_map;
+	if (rec.fopts.n_only || rec.fopts.n_exclude || rec.fopts.depth || rec.fopts.min_ns) {
+		rec.sym = symbolizer_new(SYMBOLIZER_DEMANGLE);
+		if (rec.sym && (rec.fopts.n_only || rec.fopts.n_exclude)) {
+			rec.cls = classifier_new(rec.sym, &rec.fopts);
+			rec.spec.classify = classifier_classify;
+			rec.spec.ctx = rec.cls;
+		}
+		rec.spec.has_only = rec.fopts.n_only > 0;
+		rec.spec.max_depth = rec.fopts.depth;
+		rec.spec.min_ns = rec.fopts.min_ns;
+		ops.filter = &rec.spec;
+		if (!rec.sym || ((rec.fopts.n_only || rec.fopts.n_exclude) && !rec.cls)) {
+			fprintf(stderr, "layerprof record: out of memory\n");
+			goto out;
+		}
+	}
+	if (rec.fopts.n_tids) {
+		fprintf(stderr, "layerprof record: --tid applies to report, tree and replay (thread ids are not known "
+				"before the program runs)\n");
+		exit_code = LP_EXIT_USAGE;
+		goto out;
+	}
+
+	snprintf(session, sizeof(session), "%s/layerprof-%d-%lx", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
+		 (int)getpid(), (unsigned long)clocksync_monotonic_ns());
+	d = drain_new(session, &cfg, &ops);
+	if (!d) {
+		fprintf(stderr, "layerprof record: cannot create session '%s': %s\n", session, strerror(errno));
+		goto out;
+	}
+
+	/* orphaned descendants come to us, so that every exit is seen */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	if (pipe2(errpipe, O_CLOEXEC)) {
+		fprintf(stderr, "layerprof record: cannot create pipe: %s\n", strerror(errno));
+		goto out;
+	}
+	child = fork();
+	if (child < 0) {
+		fprintf(stderr, "layerprof record: cannot fork: %s\n", strerror(errno));
+		goto out;
+	}
+	if (child == 0) {
+		close(errpipe[0]);
+		child_exec(argv + optind, session, lib, errpipe[1]);
+	}
+	close(errpipe[1]);
+	if (read(errpipe[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
+		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", argv[optind], strerror(child_errno));
+		exit_code = child_errno == ENOENT ? 127 : 126;
+		waitpid(child, NULL, 0);
+		close(errpipe[0]);
+		goto out;
+	}
+	close(errpipe[0]);
+
+	for (;;) {
+		long consumed = drain_poll(d);
+		pid_t p;
+		int s;
+
+		if (consumed < 0)
+			break;
+		if (forward_signal && !child_done) {
+			kill(child, forward_signal);
+			forward_signal = 0;
+		}
+		while ((p = waitpid(-1, &s, WNOHANG)) > 0) {
+			drain_process_exited(d, p, s);
+			if (p == child) {
+				status = s;
+				child_done = true;
+			}
+		}
+		if (p < 0 && errno == ECHILD)
+			break;
+		if (stop_requests > 1) {
+			fprintf(stderr, "layerprof record: interrupted: writing what was recorded; the program keeps "
+					"running\n");
+			break;
+		}
+		poll_us = consumed > 0 ? RECORD_POLL_MIN_US : (poll_us * 2 > RECORD_POLL_MAX_US ? RECORD_POLL_MAX_US : poll_us * 2);
+		usleep(poll_us);
+	}
+	r = drain_finish(d);
+	drain_get_stats(d, &st);
+	if (r) {
+		exit_code = LP_EXIT_FAILURE;
+		goto out;
+	}
+	if (st.lost)
+		fprintf(stderr, "layerprof record: warning: %llu events lost (rings full: try a larger --buffer-size)\n",
+			(unsigned long long)st.lost);
+	if (!quiet && isatty(STDERR_FILENO))
+		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
+			(unsigned long long)st.events, (unsigned long long)st.streams, rec.out,
+			(unsigned long long)st.bytes);
+	print_exit(argv[optind], status);
+	if (!child_done)
+		exit_code = 130;
+	else if (WIFEXITED(status))
+		exit_code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		exit_code = 128 + WTERMSIG(status);
+out:
+	drain_free(d);
+	classifier_free(rec.cls);
+	symbolizer_free(rec.sym);
+	if (rec.fd >= 0 && close(rec.fd) && exit_code == 0) {
+		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", data, strerror(errno));
+		exit_code = LP_EXIT_FAILURE;
+	}
+	return exit_code;
+}

@@ -1,0 +1,284 @@
+/* layerprof replay: every entry and exit in time order, per thread,
+ * indented by depth, with durations.  One pass over the trace; each
+ * thread's lines go to a temporary file and are printed thread by thread. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/builtin.h"
+#include "host/lib/walk.h"
+
+#define REPLAY_OPEN_FILES_MAX 4096u
+
+static const char replay_usage[] =
+	"usage: layerprof replay [options] [<trace dir>]\n"
+	"\n"
+	"Prints the calls of a trace (default layerprof.data) as they happened, thread\n"
+	"by thread, indented by depth, with the duration of each call.\n"
+	"\n"
+	"      --format FMT      text (default) or json (one object per thread with\n"
+	"                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
+	"\n"
+	"Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
+
+struct pending {
+	bool set;
+	uint64_t ns, addr;
+	uint32_t depth;
+	unsigned flags;
+};
+
+struct rstream {
+	FILE *f;
+	struct pending p;
+	uint64_t events;
+};
+
+struct replay {
+	struct walk w;
+	bool json;
+	uint64_t t0;
+	int error;
+};
+
+static void on_begin(void *ctx, struct walk_stream *s)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs;
+
+	if (!rp->t0 || s->first_ns < rp->t0)
+		rp->t0 = s->first_ns;
+	if (s->index >= REPLAY_OPEN_FILES_MAX) {
+		rp->error = -EMFILE;
+		return;
+	}
+	rs = calloc(1, sizeof(*rs));
+	if (!rs || !(rs->f = tmpfile())) {
+		free(rs);
+		rp->error = -errno;
+		return;
+	}
+	s->user = rs;
+}
+
+static void time_col(const struct replay *rp, uint64_t ns, char *buf, size_t size)
+{
+	uint64_t t = ns > rp->t0 ? ns - rp->t0 : 0;
+
+	snprintf(buf, size, "%llu.%06llu", (unsigned long long)(t / 1000000000u),
+		 (unsigned long long)(t % 1000000000u / 1000u));
+}
+
+static void put_json_event(struct replay *rp, struct walk_stream *s, const char *type, uint64_t ns,
+			   uint64_t addr, uint32_t depth, int64_t dur, unsigned flags)
+{
+	struct rstream *rs = s->user;
+	char name[1024];
+	const char *p;
+
+	walk_name(&rp->w, s->image, addr, name, sizeof(name));
+	fprintf(rs->f, "%s{\"type\":\"%s\",\"time_ns\":%llu,\"depth\":%u,\"name\":\"", rs->events ? "," : "", type,
+		(unsigned long long)ns, depth);
+	for (p = name; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', rs->f);
+		if ((unsigned char)*p >= 0x20)
+			fputc(*p, rs->f);
+	}
+	fputc('"', rs->f);
+	if (dur >= 0)
+		fprintf(rs->f, ",\"duration_ns\":%lld", (long long)dur);
+	if (flags & FILTER_UNFINISHED)
+		fputs(",\"unfinished\":true", rs->f);
+	if (flags & FILTER_INHERITED)
+		fputs(",\"inherited\":true", rs->f);
+	fputc('}', rs->f);
+	rs->events++;
+}
+
+/* A pending entry is printed as "name() {" unless its exit comes next. */
+static void flush_pending(struct replay *rp, struct walk_stream *s)
+{
+	struct rstream *rs = s->user;
+	char t[32], name[1024];
+
+	if (!rs->p.set)
+		return;
+	rs->p.set = false;
+	if (rp->json) {
+		put_json_event(rp, s, "entry", rs->p.ns, rs->p.addr, rs->p.depth, -1, rs->p.flags);
+		return;
+	}
+	time_col(rp, rs->p.ns, t, sizeof(t));
+	walk_name(&rp->w, s->image, rs->p.addr, name, sizeof(name));
+	fprintf(rs->f, "%14s %12s | %*s%s() {%s\n", t, "", (int)(2 * rs->p.depth), "", name,
+		rs->p.flags & FILTER_INHERITED ? "   /* entered before fork */" : "");
+}
+
+static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	rs->p.set = true;
+	rs->p.ns = ns;
+	rs->p.addr = addr;
+	rs->p.depth = depth;
+	rs->p.flags = flags;
+}
+
+static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
+		       uint64_t entry_ns, unsigned flags)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32], d[32], name[1024];
+	const char *note = flags & FILTER_UNFINISHED ? " (no exit)" : "";
+
+	if (!rs)
+		return;
+	if (rp->json) {
+		flush_pending(rp, s);
+		put_json_event(rp, s, "exit", ns, addr, depth, (int64_t)(ns - entry_ns), flags);
+		return;
+	}
+	format_duration(ns - entry_ns, d, sizeof(d));
+	walk_name(&rp->w, s->image, addr, name, sizeof(name));
+	if (rs->p.set && rs->p.depth == depth && rs->p.addr == addr) {
+		rs->p.set = false;
+		time_col(rp, entry_ns, t, sizeof(t));
+		fprintf(rs->f, "%14s %12s | %*s%s();%s\n", t, d, (int)(2 * depth), "", name, note);
+		return;
+	}
+	flush_pending(rp, s);
+	time_col(rp, ns, t, sizeof(t));
+	fprintf(rs->f, "%14s %12s | %*s} /* %s */%s\n", t, d, (int)(2 * depth), "", name, note);
+}
+
+static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32];
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	if (rp->json) {
+		fprintf(rs->f, "%s{\"type\":\"lost\",\"time_ns\":%llu,\"count\":%llu}", rs->events ? "," : "",
+			(unsigned long long)ns, (unsigned long long)count);
+		rs->events++;
+		return;
+	}
+	time_col(rp, ns, t, sizeof(t));
+	fprintf(rs->f, "%14s %12s | *** %llu events lost ***\n", t, "", (unsigned long long)count);
+}
+
+static void on_end(void *ctx, struct walk_stream *s)
+{
+	if (s->user)
+		flush_pending(ctx, s);
+}
+
+static int copy_out(FILE *f)
+{
+	char buf[65536];
+	size_t n;
+
+	rewind(f);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		if (fwrite(buf, 1, n, stdout) != n)
+			return -EIO;
+	return ferror(f) ? -EIO : 0;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		FILTER_LONG_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct walk_ops ops = { .begin = on_begin, .entry = on_entry, .exit = on_exit_ev, .lost = on_lost, .end = on_end };
+	struct replay rp = { 0 };
+	struct filter_opts fopts = { 0 };
+	const char *dir = "layerprof.data";
+	char err[512];
+	uint32_t i;
+	int c, r, code;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "hF:N:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
+				fprintf(stderr, "layerprof replay: invalid --format '%s': text or json\n", optarg);
+				return LP_EXIT_USAGE;
+			}
+			rp.json = !strcmp(optarg, "json");
+			break;
+		case 'h':
+			fputs(replay_usage, stdout);
+			return LP_EXIT_OK;
+		default:
+			r = filter_opts_parse(&fopts, c, optarg, "replay");
+			if (r == 1)
+				break;
+			if (r == 0)
+				fputs(replay_usage, stderr);
+			return LP_EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		dir = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "layerprof replay: one trace at a time ('%s' is extra)\n", argv[optind]);
+		return LP_EXIT_USAGE;
+	}
+	r = walk_open(&rp.w, dir, &fopts, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "layerprof replay: %s\n", err);
+		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
+	}
+	ops.ctx = &rp;
+	walk_run(&rp.w, &ops);
+	code = walk_report_condition(&rp.w, "replay");
+	if (rp.error) {
+		fprintf(stderr, "layerprof replay: cannot buffer thread output: %s\n", strerror(-rp.error));
+		code = LP_EXIT_FAILURE;
+	}
+	if (rp.json)
+		printf("{\"trace\":\"%s\",\"lost_events\":%llu,\"threads\":[", dir, (unsigned long long)rp.w.lost);
+	for (i = 0; i < rp.w.nstreams; i++) {
+		const struct walk_stream *s = rp.w.streams[i];
+		struct rstream *rs = s->user;
+
+		if (!rs)
+			continue;
+		if (rp.json) {
+			printf("%s{\"pid\":%u,\"tid\":%u,\"comm\":\"%s\",\"events\":[", i ? "," : "", s->pid, s->tid,
+			       s->comm);
+		} else {
+			printf("%s# thread %u (%s), process %u", i ? "\n" : "", s->tid, s->comm, s->pid);
+			if (s->parent_pid)
+				printf(", forked from %u", s->parent_pid);
+			printf("\n#%13s %12s | %s\n", "TIME (s)", "DURATION", "FUNCTION");
+		}
+		if (copy_out(rs->f))
+			code = LP_EXIT_FAILURE;
+		if (rp.json)
+			printf("]}");
+		fclose(rs->f);
+		free(rs);
+	}
+	if (rp.json)
+		printf("]}\n");
+	walk_release(&rp.w);
+	return code;
+}

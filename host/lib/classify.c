@@ -1,0 +1,140 @@
+/* Pattern classification of functions (see classify.h). */
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/filter.h"
+#include "host/lib/classify.h"
+#include "host/lib/symbolizer.h"
+
+#define CLASSIFY_CACHE_MAX (1u << 20)
+
+struct entry {
+	uint64_t addr;
+	uint32_t image;
+	uint8_t used;
+	uint8_t cls;
+};
+
+struct classifier {
+	struct symbolizer *sym;
+	const struct filter_opts *f;
+	struct entry *tab;
+	uint32_t cap, n;
+};
+
+struct classifier *classifier_new(struct symbolizer *sym, const struct filter_opts *f)
+{
+	struct classifier *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->sym = sym;
+	c->f = f;
+	c->cap = 1024;
+	c->tab = calloc(c->cap, sizeof(*c->tab));
+	if (!c->tab) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void classifier_free(struct classifier *c)
+{
+	if (!c)
+		return;
+	free(c->tab);
+	free(c);
+}
+
+int classifier_match(const char *pattern, const char *name)
+{
+	char bare[1024];
+	const char *paren;
+	size_t n;
+
+	if (!fnmatch(pattern, name, 0))
+		return 1;
+	paren = strchr(name, '(');
+	if (!paren)
+		return 0;
+	n = (size_t)(paren - name);
+	if (n >= sizeof(bare))
+		return 0;
+	memcpy(bare, name, n);
+	bare[n] = '\0';
+	return !fnmatch(pattern, bare, 0);
+}
+
+static uint32_t slot_of(const struct classifier *c, uint32_t image, uint64_t addr)
+{
+	uint64_t h = (addr ^ ((uint64_t)image << 47)) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 40) & (c->cap - 1);
+}
+
+static void grow(struct classifier *c)
+{
+	struct entry *old = c->tab;
+	uint32_t i, oldcap = c->cap;
+
+	if (c->cap >= CLASSIFY_CACHE_MAX)
+		return;
+	c->tab = calloc(2 * (size_t)c->cap, sizeof(*c->tab));
+	if (!c->tab) {
+		c->tab = old;
+		return;
+	}
+	c->cap *= 2;
+	c->n = 0;
+	for (i = 0; i < oldcap; i++) {
+		if (old[i].used) {
+			uint32_t h = slot_of(c, old[i].image, old[i].addr);
+
+			while (c->tab[h].used)
+				h = (h + 1) & (c->cap - 1);
+			c->tab[h] = old[i];
+			c->n++;
+		}
+	}
+	free(old);
+}
+
+unsigned classifier_classify(void *ctx, uint32_t image, uint64_t addr)
+{
+	struct classifier *c = ctx;
+	struct symbol s;
+	unsigned cls = 0;
+	uint32_t h;
+	size_t i;
+
+	h = slot_of(c, image, addr);
+	while (c->tab[h].used) {
+		if (c->tab[h].addr == addr && c->tab[h].image == image)
+			return c->tab[h].cls;
+		h = (h + 1) & (c->cap - 1);
+	}
+	if (symbolizer_lookup(c->sym, image, addr, &s) || !s.name)
+		return 0; /* unknown yet (its mapping may come later): not cached */
+	for (i = 0; i < c->f->n_only; i++)
+		if (classifier_match(c->f->only[i], s.name))
+			cls |= FILTER_ONLY;
+	for (i = 0; i < c->f->n_exclude; i++)
+		if (classifier_match(c->f->exclude[i], s.name))
+			cls |= FILTER_EXCLUDE;
+	if (c->n * 2 >= c->cap) {
+		grow(c);
+		h = slot_of(c, image, addr);
+		while (c->tab[h].used)
+			h = (h + 1) & (c->cap - 1);
+	}
+	if (c->n * 2 < c->cap) {
+		c->tab[h].used = 1;
+		c->tab[h].addr = addr;
+		c->tab[h].image = image;
+		c->tab[h].cls = (uint8_t)cls;
+		c->n++;
+	}
+	return cls;
+}

@@ -1,0 +1,22 @@
+/* Function patterns (globs on demangled names) turned into the filter
+ * stage's classes, with a cache so each address is matched once. */
+#ifndef LP_CLASSIFY_H
+#define LP_CLASSIFY_H
+
+#include <stdint.h>
+
+#include "host/lib/options.h"
+
+struct symbolizer;
+struct classifier;
+
+/* Borrows sym and the pattern strings in f: they must outlive it.
+ * Returns NULL on ENOMEM. */
+struct classifier *classifier_new(struct symbolizer *sym, const struct filter_opts *f);
+void classifier_free(struct classifier *c);
+/* The filter_spec classify callback: ctx is a struct classifier. */
+unsigned classifier_classify(void *ctx, uint32_t image, uint64_t addr);
+/* True when name (or name without its parameter list) matches pattern. */
+int classifier_match(const char *pattern, const char *name);
+
+#endif

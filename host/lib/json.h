@@ -1,0 +1,31 @@
+/* A small streaming JSON writer for --format json output. */
+#ifndef LP_JSON_H
+#define LP_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSON_DEPTH_MAX 65536
+
+struct json {
+	FILE *f;
+	int depth;
+	bool first[JSON_DEPTH_MAX];
+};
+
+/* key is NULL inside arrays and at the top level. */
+void json_init(struct json *j, FILE *f);
+void json_object_begin(struct json *j, const char *key);
+void json_object_end(struct json *j);
+void json_array_begin(struct json *j, const char *key);
+void json_array_end(struct json *j);
+void json_str(struct json *j, const char *key, const char *value);
+void json_u64(struct json *j, const char *key, uint64_t value);
+void json_i64(struct json *j, const char *key, int64_t value);
+void json_bool(struct json *j, const char *key, bool value);
+void json_null(struct json *j, const char *key);
+/* Ends the document with a newline. */
+void json_finish(struct json *j);
+
+#endif

@@ -1,0 +1,59 @@
+/* Option values shared by the subcommands: filters, durations, sizes. */
+#ifndef LP_OPTIONS_H
+#define LP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OPTIONS_PATTERNS_MAX 64
+#define OPTIONS_TIDS_MAX 256
+
+/* -F/--only, -N/--exclude, --depth, --min-time, --tid */
+struct filter_opts {
+	const char *only[OPTIONS_PATTERNS_MAX];
+	size_t n_only;
+	const char *exclude[OPTIONS_PATTERNS_MAX];
+	size_t n_exclude;
+	uint32_t depth;
+	uint64_t min_ns;
+	uint32_t tids[OPTIONS_TIDS_MAX];
+	size_t n_tids;
+};
+
+/* The getopt_long codes of the filter options; the subcommands put
+ * FILTER_LONG_OPTIONS in their option tables and pass every code they do
+ * not know to filter_opts_parse. */
+enum filter_opt_code {
+	OPT_ONLY = 'F',
+	OPT_EXCLUDE = 'N',
+	OPT_DEPTH = 0x1000,
+	OPT_MIN_TIME,
+	OPT_TID,
+};
+
+#define FILTER_LONG_OPTIONS                                                                                     \
+	{ "only", required_argument, NULL, OPT_ONLY }, { "exclude", required_argument, NULL, OPT_EXCLUDE },      \
+		{ "depth", required_argument, NULL, OPT_DEPTH }, { "min-time", required_argument, NULL, OPT_MIN_TIME }, \
+		{ "tid", required_argument, NULL, OPT_TID }
+
+#define FILTER_HELP                                                                                  \
+	"  -F, --only FUNC       only calls inside FUNC (glob; repeatable)\n"                            \
+	"  -N, --exclude FUNC    leave out FUNC and what it calls (glob; repeatable)\n"                  \
+	"      --depth N         only calls up to N levels deep\n"                                       \
+	"      --min-time DUR    leave out calls shorter than DUR (e.g. 10us, 2ms, 500ns)\n"              \
+	"      --tid TID[,TID]   only these threads\n"
+
+/* Returns 1 when `code` was a filter option (parsed into *f), 0 when it is
+ * not one, -1 after printing a message about a bad value. */
+int filter_opts_parse(struct filter_opts *f, int code, const char *arg, const char *cmd);
+bool filter_opts_any(const struct filter_opts *f);
+
+/* "10", "10ns", "1.5us", "2ms", "1s" -> ns.  Returns 0 or -EINVAL. */
+int parse_duration(const char *s, uint64_t *ns);
+/* "4096", "64K", "4M", "1G" -> bytes.  Returns 0 or -EINVAL. */
+int parse_size(const char *s, uint64_t *bytes);
+/* Formats ns for people: "123 ns", "4.567 us", "1.234 ms", "2.345 s". */
+const char *format_duration(uint64_t ns, char *buf, size_t size);
+
+#endif

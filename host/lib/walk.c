@@ -1,0 +1,351 @@
+/* The event walk (see walk.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/lib/classify.h"
+#include "host/lib/symbolizer.h"
+#include "host/lib/walk.h"
+
+int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen)
+{
+	int r;
+
+	memset(w, 0, sizeof(*w));
+	w->dir = dir;
+	if (fopts)
+		w->fopts = *fopts;
+	r = reader_open(&w->r, dir, err, errlen);
+	if (r)
+		return r;
+	w->dec = malloc(sizeof(*w->dec));
+	w->sym = symbolizer_new(SYMBOLIZER_DEMANGLE | SYMBOLIZER_LINES);
+	w->hash_cap = 1024;
+	w->hash = calloc(w->hash_cap, sizeof(*w->hash));
+	if (!w->dec || !w->sym || !w->hash)
+		goto nomem;
+	if (w->fopts.n_only || w->fopts.n_exclude) {
+		w->cls = classifier_new(w->sym, &w->fopts);
+		if (!w->cls)
+			goto nomem;
+		w->spec.classify = classifier_classify;
+		w->spec.ctx = w->cls;
+	}
+	w->spec.has_only = w->fopts.n_only > 0;
+	w->spec.max_depth = w->fopts.depth;
+	w->spec.min_ns = w->fopts.min_ns;
+	return 0;
+nomem:
+	snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
+	walk_release(w);
+	return -ENOMEM;
+}
+
+static uint32_t hash_of(uint32_t image, uint32_t tid, uint32_t cap)
+{
+	uint64_t h = ((uint64_t)image << 32 | tid) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32) & (cap - 1);
+}
+
+static int hash_grow(struct walk *w)
+{
+	uint32_t cap = w->hash_cap * 2, i;
+	uint32_t *n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < w->nstreams; i++) {
+		uint32_t h = hash_of(w->streams[i]->image, w->streams[i]->tid, cap);
+
+		while (n[h])
+			h = (h + 1) & (cap - 1);
+		n[h] = i + 1;
+	}
+	free(w->hash);
+	w->hash = n;
+	w->hash_cap = cap;
+	return 0;
+}
+
+static bool tid_selected(const struct walk *w, uint32_t tid)
+{
+	size_t i;
+
+	if (!w->fopts.n_tids)
+		return true;
+	for (i = 0; i < w->fopts.n_tids; i++)
+		if (w->fopts.tids[i] == tid)
+			return true;
+	return false;
+}
+
+/* The filter stage's sink: forwards to the consumer. */
+static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+{
+	struct walk_stream *s = ctx;
+	const struct walk_ops *ops = s->w->ops;
+
+	if (ops->entry)
+		ops->entry(ops->ctx, s, ns, addr, depth, flags);
+}
+
+static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags)
+{
+	struct walk_stream *s = ctx;
+	const struct walk_ops *ops = s->w->ops;
+
+	if (ops->exit)
+		ops->exit(ops->ctx, s, ns, addr, depth, entry_ns, flags);
+}
+
+static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit };
+	struct walk_stream *s;
+	uint32_t h = hash_of(image, tid, w->hash_cap);
+
+	while (w->hash[h]) {
+		s = w->streams[w->hash[h] - 1];
+		if (s->image == image && s->tid == tid)
+			return s;
+		h = (h + 1) & (w->hash_cap - 1);
+	}
+	if (w->nstreams >= WALK_STREAMS_MAX)
+		return NULL;
+	if (w->nstreams == w->cap) {
+		uint32_t cap = w->cap ? 2 * w->cap : 64;
+		struct walk_stream **n = realloc(w->streams, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		w->streams = n;
+		w->cap = cap;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->image = image;
+	s->pid = pid;
+	s->tid = tid;
+	s->first_ns = s->last_ns = ns;
+	s->index = w->nstreams;
+	s->w = w;
+	s->selected = tid_selected(w, tid) &&
+		      (!w->restrict_stream || (image == w->only_image && tid == w->only_tid));
+	sink.ctx = s;
+	if (filter_stream_init(&s->fs, &w->spec, &sink, image)) {
+		free(s);
+		return NULL;
+	}
+	w->streams[w->nstreams++] = s;
+	w->hash[h] = w->nstreams;
+	if (w->nstreams * 2 > w->hash_cap && hash_grow(w)) {
+		/* the table still works, only slower */
+	}
+	if (s->selected && w->ops->begin)
+		w->ops->begin(w->ops->ctx, s);
+	return s;
+}
+
+static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	uint32_t i;
+
+	switch (ev->arg) {
+	case LP_TASK_FORK:
+		s->parent_pid = (uint32_t)ev->value;
+		for (i = 0; i < ev->nframes; i++)
+			filter_inherit(&s->fs, ev->time, ev->frames[i]);
+		__attribute__((fallthrough)); /* the name is the comm */
+	case LP_TASK_START: {
+		size_t n = ev->str_len < 16 ? ev->str_len : 16;
+
+		memcpy(s->comm, ev->str, n);
+		s->comm[n] = '\0';
+		break;
+	}
+	case LP_TASK_END:
+		s->ended = true;
+		break;
+	case LP_TASK_EXIT:
+		s->exited = true;
+		s->status = (uint32_t)ev->value;
+		break;
+	default:
+		break;
+	}
+}
+
+static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
+{
+	struct decoder *d = w->dec;
+	struct walk_stream *s;
+	struct lp_event ev;
+	int r;
+
+	if (decoder_begin(d, payload, len))
+		return -EBADMSG;
+	s = stream_get(w, d->image, d->pid, d->tid, d->time);
+	if (!s)
+		return -ENOMEM;
+	while ((r = decoder_next(d, &ev)) > 0) {
+		w->events++;
+		switch (ev.type) {
+		case LP_EV_ENTRY:
+			s->calls++;
+			if (s->selected)
+				filter_entry(&s->fs, ev.time, ev.value);
+			break;
+		case LP_EV_EXIT:
+			if (s->selected)
+				filter_exit(&s->fs, ev.time, ev.value);
+			break;
+		case LP_EV_LONGJMP:
+			if (s->selected)
+				filter_longjmp(&s->fs, ev.time, ev.value);
+			break;
+		case LP_EV_LOST:
+			s->lost += ev.value;
+			w->lost += ev.value;
+			if (s->selected && w->ops->lost)
+				w->ops->lost(w->ops->ctx, s, ev.time, ev.value);
+			break;
+		case LP_EV_MAP:
+			symbolizer_add_map(w->sym, d->image, ev.base, ev.start, ev.end, ev.offset, ev.build_id,
+					   ev.build_id_len, ev.str, ev.str_len);
+			break;
+		case LP_EV_TASK:
+			on_task(w, s, &ev);
+			break;
+		default:
+			break;
+		}
+		s->last_ns = ev.time;
+	}
+	if (!w->first_ns || s->first_ns < w->first_ns)
+		w->first_ns = s->first_ns;
+	if (s->last_ns > w->last_ns)
+		w->last_ns = s->last_ns;
+	return r < 0 ? -EBADMSG : 0;
+}
+
+static void reset_streams(struct walk *w)
+{
+	uint32_t i;
+
+	for (i = 0; i < w->nstreams; i++) {
+		filter_stream_release(&w->streams[i]->fs);
+		free(w->streams[i]);
+	}
+	w->nstreams = 0;
+	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
+	w->events = w->lost = 0;
+	w->first_ns = w->last_ns = 0;
+}
+
+int walk_run(struct walk *w, const struct walk_ops *ops)
+{
+	const uint8_t *payload;
+	struct chunk_info ci;
+	uint32_t i;
+	int r;
+
+	w->ops = ops;
+	reset_streams(w);
+	reader_seek(&w->r, LP_FILE_HEADER_SIZE);
+	w->r.state = READER_OK;
+	w->r.chunks = 0;
+	w->r.seen_end = false;
+	while (reader_next(&w->r, &ci, &payload) > 0) {
+		switch (ci.type) {
+		case LP_CHUNK_EVENTS:
+			r = walk_events(w, payload, ci.len);
+			if (r == -ENOMEM)
+				return r;
+			if (r) {
+				w->r.state = READER_DAMAGED;
+				snprintf(w->r.damage, sizeof(w->r.damage),
+					 "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
+				goto done;
+			}
+			break;
+		case LP_CHUNK_META: {
+			size_t n = ci.len < sizeof(w->meta) - 1 ? ci.len : sizeof(w->meta) - 1;
+
+			memcpy(w->meta, payload, n);
+			w->meta[n] = '\0';
+			w->filtered_at_record = strstr(w->meta, "\nfiltered=1") != NULL;
+			break;
+		}
+		default:
+			break;
+		}
+	}
+done:
+	for (i = 0; i < w->nstreams; i++) {
+		struct walk_stream *s = w->streams[i];
+
+		if (s->selected) {
+			filter_finish(&s->fs, s->last_ns);
+			if (ops->end)
+				ops->end(ops->ctx, s);
+		}
+	}
+	return 0;
+}
+
+const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size)
+{
+	return symbolizer_format(w->sym, image, addr, buf, size);
+}
+
+const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = w->meta;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t llen = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (llen > klen && !strncmp(p, key, klen) && p[klen] == '=') {
+			size_t n = llen - klen - 1;
+
+			if (n >= size)
+				n = size - 1;
+			memcpy(buf, p + klen + 1, n);
+			buf[n] = '\0';
+			return buf;
+		}
+		p += llen + (nl ? 1 : 0);
+	}
+	return NULL;
+}
+
+int walk_report_condition(const struct walk *w, const char *cmd)
+{
+	if (w->r.state == READER_DAMAGED) {
+		fprintf(stderr, "layerprof %s: trace '%s' is damaged: %s; results cover the readable part\n", cmd,
+			w->dir, w->r.damage);
+		return 3;
+	}
+	if (!w->r.seen_end)
+		fprintf(stderr, "layerprof %s: warning: trace '%s' has no end record: the recording was interrupted\n",
+			cmd, w->dir);
+	return 0;
+}
+
+void walk_release(struct walk *w)
+{
+	if (w->hash)
+		reset_streams(w);
+	free(w->streams);
+	free(w->hash);
+	free(w->dec);
+	classifier_free(w->cls);
+	symbolizer_free(w->sym);
+	reader_release(&w->r);
+	memset(w, 0, sizeof(*w));
+}

@@ -1,0 +1,89 @@
+/* The event walk: reads a trace once, in file order, and hands each
+ * thread's properly nested, filtered function events to a consumer (report,
+ * tree, replay).  Memory stays bounded by the number of threads and stack
+ * depth, not by the number of events. */
+#ifndef LP_WALK_H
+#define LP_WALK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/decoder.h"
+#include "common/filter.h"
+#include "host/lib/options.h"
+#include "host/lib/reader.h"
+
+struct symbolizer;
+struct classifier;
+
+#define WALK_STREAMS_MAX 65536u
+
+struct walk_stream {
+	uint32_t image, pid, tid;
+	char comm[17];
+	uint64_t first_ns, last_ns;
+	uint64_t calls;     /* entries seen (before filters) */
+	uint64_t lost;      /* events the target dropped in this stream */
+	uint32_t parent_pid; /* forked child: the parent's pid; else 0 */
+	bool ended;         /* the thread ended (TASK END) */
+	bool exited;        /* the process exited (TASK EXIT); see status */
+	uint32_t status;    /* wait status with `exited` */
+	bool selected;      /* passes --tid */
+	uint32_t index;     /* order of first appearance */
+	void *user;         /* the consumer's */
+	struct filter_stream fs;
+	struct walk *w;
+};
+
+struct walk_ops {
+	void *ctx;
+	void (*begin)(void *ctx, struct walk_stream *s);
+	void (*entry)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags);
+	void (*exit)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+		     unsigned flags);
+	void (*lost)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
+	/* after the last event of the trace, once per stream, in index order */
+	void (*end)(void *ctx, struct walk_stream *s);
+};
+
+struct walk {
+	const char *dir;
+	struct reader r;
+	struct decoder *dec;
+	struct symbolizer *sym;
+	struct classifier *cls;
+	struct filter_opts fopts;
+	struct filter_spec spec;
+	struct walk_stream **streams; /* in order of first appearance */
+	uint32_t nstreams, cap;
+	uint32_t *hash; /* stream index + 1 */
+	uint32_t hash_cap;
+	uint64_t events, lost;
+	uint64_t first_ns, last_ns;
+	char meta[4096];  /* META chunk text (NUL-terminated, cut if longer) */
+	bool filtered_at_record;
+	bool bad_payload;
+	/* only_stream: with `restrict_stream`, events of other streams are
+	 * decoded (for their mappings) but not handed to the consumer */
+	bool restrict_stream;
+	uint32_t only_image, only_tid;
+	const struct walk_ops *ops; /* during walk_run */
+};
+
+/* Opens the trace and sets up symbols and filters.  fopts is copied (its
+ * pattern strings are borrowed).  Returns 0, or -errno with a message in
+ * err (the trace reader's codes: see reader_open). */
+int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen);
+/* Reads the whole trace, calling ops.  Can run again (it rewinds).
+ * Returns 0; the trace's damage, if any, is in w->r.state / w->r.damage. */
+int walk_run(struct walk *w, const struct walk_ops *ops);
+/* A function's display name: demangled symbol, or an address form. */
+const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size);
+/* Looks up "key" in the META chunk; copies its value.  Returns buf or NULL. */
+const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t size);
+/* Prints the trace's condition to stderr (damage, unfinished recording)
+ * and returns the exit code it means: 0, or 3 when the trace is damaged. */
+int walk_report_condition(const struct walk *w, const char *cmd);
+void walk_release(struct walk *w);
+
+#endif

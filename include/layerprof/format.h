@@ -1,0 +1,200 @@
+/* The one contract between the target side (runtime, agent) and the host tools:
+ * the shared-memory ring layout and the trace chunk/event encoding.
+ * docs/format.md describes the same thing in prose; keep both in step. */
+#ifndef LAYERPROF_FORMAT_H
+#define LAYERPROF_FORMAT_H
+
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------------
+ * Session directory (record/agent <-> runtime).
+ *
+ * The recorder creates a directory (usually under /dev/shm) and exports its
+ * path in LP_ENV_SESSION.  It holds:
+ *   control          struct lp_control, written by the recorder
+ *   r.<pid>.<tid>.<image>   one ring per traced thread, created by the runtime
+ * ------------------------------------------------------------------------- */
+#define LP_ENV_SESSION "LAYERPROF_SESSION"
+#define LP_CONTROL_NAME "control"
+#define LP_RING_PREFIX "r."
+
+#define LP_CONTROL_MAGIC 0x4c50434eu /* "LPCN" */
+#define LP_RING_MAGIC 0x4c50524eu    /* "LPRN" */
+#define LP_SHM_VERSION 1u
+
+enum lp_clock_kind {
+	LP_CLOCK_MONOTONIC = 0, /* clock_gettime(CLOCK_MONOTONIC), ns */
+	LP_CLOCK_TSC = 1,       /* x86 rdtsc, converted by the drain */
+	LP_CLOCK_CNTVCT = 2,    /* aarch64 virtual counter, converted by the drain */
+};
+
+enum lp_control_flags {
+	LP_CTL_ENABLED = 1u << 0, /* gates record; cleared: one flag check per gate */
+};
+
+/* Written by the recorder before the program starts; read by every traced
+ * process.  Fields below `flags` change only while tracing is stopped. */
+struct lp_control {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t clock;        /* enum lp_clock_kind */
+	uint32_t ring_chunks;  /* chunks per thread ring */
+	uint32_t chunk_slots;  /* slots per chunk (power of two) */
+	uint32_t reserved0;
+	uint32_t flags;        /* enum lp_control_flags; read with acquire */
+	uint32_t next_image;   /* atomic counter: a new id per process image */
+	uint8_t pad[32];
+};
+
+enum lp_ring_state {
+	LP_RING_LIVE = 0,
+	LP_RING_CLOSED = 1, /* thread ended: head is final */
+};
+
+/* One producer (the thread), one consumer (the drain).  head and tail are
+ * slot counts modulo 2^32; the ring holds ring_chunks * chunk_slots slots.
+ * The producer checks for room only when it crosses a chunk boundary: when
+ * the next chunk is not free it drops a whole chunk's worth of events,
+ * counts them in `dropped` and later writes an LP_RAW_LOST slot. */
+struct lp_ring_header {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t header_size; /* offset of slot 0 in the file */
+	uint32_t slot_size;   /* sizeof(struct lp_slot) */
+	uint32_t ring_chunks;
+	uint32_t chunk_slots;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t image; /* process image id (changes on exec, fork) */
+	uint32_t clock; /* enum lp_clock_kind */
+	uint32_t ptr_bits;  /* 32 or 64: the producer's word size */
+	uint32_t parent_pid; /* for the first ring of a forked child: the forking pid */
+	char comm[16];
+	/* producer cache line */
+	uint32_t head;    /* atomic, release: slots published */
+	uint32_t state;   /* atomic, enum lp_ring_state */
+	uint64_t dropped; /* atomic: events dropped so far */
+	uint8_t pad1[48];
+	/* consumer cache line */
+	uint32_t tail; /* atomic, release: slots consumed */
+	uint8_t pad2[60];
+};
+
+/* A slot: 16 bytes.  word = payload (low 56 bits) | type << 56. */
+struct lp_slot {
+	uint64_t time; /* raw clock value (enum lp_clock_kind) */
+	uint64_t word;
+};
+
+#define LP_SLOT_TYPE_SHIFT 56
+#define LP_SLOT_PAYLOAD_MASK ((UINT64_C(1) << LP_SLOT_TYPE_SHIFT) - 1)
+
+enum lp_raw_type {
+	LP_RAW_NONE = 0,
+	LP_RAW_ENTRY = 1,   /* payload: function address */
+	LP_RAW_EXIT = 2,    /* payload: function address */
+	LP_RAW_LOST = 3,    /* payload: events dropped before this slot */
+	LP_RAW_LONGJMP = 4, /* payload: call depth the thread returns to */
+	LP_RAW_EXT = 5,     /* payload: ext_type << 32 | byte length; the
+	                     * bytes follow in the next ceil(len/16) slots */
+	LP_RAW_PAD = 6,     /* payload: slots to skip (rest of a chunk) */
+};
+
+/* Extended records carried in LP_RAW_EXT slots. */
+enum lp_ext_type {
+	LP_EXT_MAP = 1,  /* struct lp_ext_map + build id + path */
+	LP_EXT_TASK = 2, /* struct lp_ext_task + name/path */
+};
+
+struct lp_ext_map {
+	uint64_t base;   /* load bias of the object */
+	uint64_t start;  /* first byte of an executable segment */
+	uint64_t end;    /* one past its last byte */
+	uint64_t offset; /* file offset of `start` */
+	uint16_t build_id_len;
+	uint16_t path_len;
+	uint32_t reserved;
+	/* build id bytes, then path bytes (no NUL) */
+};
+
+struct lp_ext_task {
+	uint32_t kind; /* enum lp_task_kind */
+	uint32_t arg;  /* pid for FORK, status for EXIT */
+	uint32_t name_len;
+	uint32_t nframes;
+	/* name or path bytes (no NUL), then nframes u64 function addresses:
+	 * for FORK, the stack the child inherited, outermost first */
+};
+
+/* ---------------------------------------------------------------------------
+ * Trace file: <trace dir>/data, all little-endian.
+ *
+ *   file header   "LPTRACE\0", u16 major, u16 minor, u32 reserved
+ *   chunk*        struct lp_chunk_header + payload
+ *
+ * A reader stops at the first chunk that is short or fails its checksum and
+ * reports what it kept; nothing after that point is trusted.
+ * ------------------------------------------------------------------------- */
+#define LP_TRACE_DATA "data"
+#define LP_TRACE_MAGIC "LPTRACE"
+#define LP_TRACE_MAJOR 1u
+#define LP_TRACE_MINOR 0u
+#define LP_FILE_HEADER_SIZE 16u
+
+#define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" as little-endian bytes */
+#define LP_CHUNK_HEADER_SIZE 16u
+#define LP_CHUNK_MAX_PAYLOAD (1u << 20)
+#define LP_CHUNK_TARGET_PAYLOAD (60u << 10)
+
+/* On disk: u32 magic, u8 type, u8 flags, u16 reserved, u32 payload length,
+ * u32 crc32c of the payload. */
+enum lp_chunk_type {
+	LP_CHUNK_META = 1,   /* "key=value\n" text */
+	LP_CHUNK_EVENTS = 2, /* one stream's events, see below */
+	LP_CHUNK_CLOCK = 3,  /* varint count, then (raw, ns) varint pairs */
+	LP_CHUNK_END = 4,    /* "key=value\n" text: written when a session closes */
+};
+
+/* EVENTS payload: varint image, varint pid, varint tid, varint base_ns,
+ * then events.  Each event: one byte (type | arg << 4), varint delta_ns from
+ * the previous event of the chunk (the first from base_ns), then a body.
+ * Function references use `arg`: 0..13 index the chunk's address table,
+ * 14 means a varint index follows, 15 means a varint address follows and is
+ * appended to the table.  The table starts empty in every chunk.
+ * Types 6..13 have the body "varint length, bytes", so that a reader skips
+ * the types it does not know; their bodies are defined by their sources. */
+enum lp_event_type {
+	LP_EV_ENTRY = 1,   /* func ref */
+	LP_EV_EXIT = 2,    /* func ref */
+	LP_EV_LOST = 3,    /* varint events lost just before this point */
+	LP_EV_MAP = 4,     /* varint base, start, end, offset, build id, path */
+	LP_EV_TASK = 5,    /* arg = enum lp_task_kind; varint arg, name */
+	LP_EV_SYSCALL_ENTER = 6, /* reserved: syscall profiler */
+	LP_EV_SYSCALL_EXIT = 7,  /* reserved: syscall profiler */
+	LP_EV_KERNEL = 8,  /* reserved: kernel tracepoint event */
+	LP_EV_ALLOC = 9,   /* reserved: memory tracer (alloc/free/realloc) */
+	LP_EV_STACK = 10,  /* reserved: interned call stack definition */
+	LP_EV_SYNC = 11,   /* reserved: sync wait begin/end */
+	LP_EV_COUNTER = 12, /* reserved: counter sample */
+	LP_EV_MARKER = 13, /* reserved: user marker */
+	LP_EV_LONGJMP = 14, /* varint depth the thread returned to */
+	LP_EV_EXTENDED = 15, /* varint subtype, varint length, bytes */
+};
+
+#define LP_REF_INLINE_MAX 13u
+#define LP_REF_INDEX 14u
+#define LP_REF_NEW 15u
+#define LP_REF_TABLE_MAX 65536u
+
+/* Byte strings in events (paths, names, build ids): varint length + bytes. */
+#define LP_STRING_MAX 4096u
+
+enum lp_task_kind {
+	LP_TASK_START = 0, /* stream begins: name = comm */
+	LP_TASK_FORK = 1,  /* arg = parent pid */
+	LP_TASK_EXEC = 2,  /* name = executable path */
+	LP_TASK_EXIT = 3,  /* arg = wait status (recorder-written) */
+	LP_TASK_END = 4,   /* thread ended normally */
+};
+
+#endif

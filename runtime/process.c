@@ -1,0 +1,110 @@
+/* Process-wide part of the runtime: attaching to the recorder's session,
+ * the clock choice, and keeping a forked child apart from its parent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+struct lp_process lp_proc;
+
+LP_NOINSTR uint64_t lp_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* In the child of fork(): the calling thread is the only one left, and its
+ * ring belongs to the parent.  Start a new image with a new ring on the next
+ * gate; the stack inherited from the parent goes into the first record. */
+static LP_NOINSTR void atfork_child(void)
+{
+	struct lp_thread *t = &lp_self;
+
+	if (!lp_proc.active)
+		return;
+	lp_proc.image = atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->next_image, 1,
+						   memory_order_relaxed);
+	lp_proc.parent_pid = (uint32_t)getppid();
+	atomic_store(&lp_proc.maps_written, 0);
+	if (t->state == LP_THREAD_READY) {
+		/* keep the parent's mapping: unmapping here could race with
+		 * nothing, but costs a system call for no gain */
+		t->state = LP_THREAD_NEW;
+		t->ring = NULL;
+		t->cur = t->limit = NULL;
+		t->lost_pending = t->dropped = 0;
+		t->nested = 0;
+		t->destructor_rounds = 0;
+	}
+	t->busy = 0;
+}
+
+static LP_NOINSTR bool session_attach(void)
+{
+	const char *dir = getenv(LP_ENV_SESSION);
+	char path[600];
+	struct stat st;
+	void *map;
+	int fd;
+
+	if (!dir || !*dir || strlen(dir) > 500)
+		return false;
+	strcpy(path, dir);
+	strcat(path, "/" LP_CONTROL_NAME);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(struct lp_control)) {
+		close(fd);
+		return false;
+	}
+	map = mmap(NULL, sizeof(struct lp_control), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return false;
+	lp_proc.control = map;
+	if (lp_proc.control->magic != LP_CONTROL_MAGIC || lp_proc.control->version != LP_SHM_VERSION) {
+		munmap(map, sizeof(struct lp_control));
+		lp_proc.control = NULL;
+		return false;
+	}
+	lp_proc.session_dir = dir;
+	lp_proc.clock = lp_proc.control->clock == LP_ARCH_COUNTER ? LP_ARCH_COUNTER : LP_CLOCK_MONOTONIC;
+	lp_proc.image = atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->next_image, 1,
+						   memory_order_relaxed);
+	return true;
+}
+
+/* Attaches once per process image.  Called from the first gate of every
+ * thread and from the constructor; concurrent callers that lose the race
+ * see tracing off until the winner is done (their events are not counted:
+ * the session is not set up yet, so there is nowhere to count them). */
+LP_NOINSTR bool lp_process_init(void)
+{
+	int expected = 0;
+
+	if (atomic_load_explicit(&lp_proc.init, memory_order_acquire) == 2)
+		return lp_proc.active;
+	if (!atomic_compare_exchange_strong(&lp_proc.init, &expected, 1))
+		return false;
+	lp_proc.active = session_attach();
+	if (lp_proc.active)
+		pthread_atfork(NULL, NULL, atfork_child);
+	atomic_store_explicit(&lp_proc.init, 2, memory_order_release);
+	return lp_proc.active;
+}
+
+/* Attach as early as possible so that the first gate is cheap. */
+__attribute__((constructor)) static LP_NOINSTR void runtime_constructor(void)
+{
+	lp_process_init();
+}

@@ -1,0 +1,112 @@
+/* Internal interface of liblayerprof, the in-process runtime: per-thread
+ * state, the ring producer and the process-wide session. */
+#ifndef LP_RUNTIME_H
+#define LP_RUNTIME_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layerprof/format.h"
+#include "lp_arch.h"
+
+#define LP_EXPORT __attribute__((visibility("default")))
+#define LP_NOINSTR __attribute__((no_instrument_function))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Frames whose addresses the runtime remembers, so that a forked child can
+ * start its stream with the stack it inherited. Deeper frames are counted. */
+#define LP_SHADOW_MAX 256
+#define LP_JMPBUF_SLOTS 8
+
+enum lp_thread_state {
+	LP_THREAD_NEW = 0,   /* no ring yet: set up on first use */
+	LP_THREAD_READY = 1, /* recording into its ring */
+	LP_THREAD_OFF = 2,   /* not traced (no session, failure, thread ended) */
+};
+
+struct lp_jmp_note {
+	const void *env;
+	uint32_t depth;
+};
+
+/* Per-thread state, in initial-exec TLS.  The fields used by every gate come
+ * first.  Written only by its own thread (and by its signal handlers, which
+ * the `busy` flag keeps out). */
+struct lp_thread {
+	struct lp_slot *cur;   /* next slot to write */
+	struct lp_slot *limit; /* end of the current chunk */
+	uint32_t *head_ptr;    /* ring head, or `scratch_head` while dropping */
+	uint32_t head;         /* value last stored through head_ptr */
+	uint32_t depth;        /* current call depth */
+	uint8_t state;         /* enum lp_thread_state */
+	volatile uint8_t busy; /* inside a gate: a nested gate (signal) drops */
+
+	struct lp_ring_header *ring;
+	struct lp_slot *slots;   /* ring_chunks * chunk_slots slots */
+	struct lp_slot *scratch; /* one chunk where dropped events go */
+	uint32_t ring_slots;
+	uint32_t chunk_slots;
+	uint32_t saved_head;   /* real head while writing to scratch */
+	uint32_t scratch_head; /* target of head_ptr while dropping */
+	uint64_t lost_pending; /* dropped, not yet reported with a LOST slot */
+	uint64_t dropped;      /* total dropped, mirrored in ring->dropped */
+	uint32_t nested;       /* events dropped by gates nested in a gate */
+	size_t map_size;
+	uintptr_t shadow[LP_SHADOW_MAX];
+	struct lp_jmp_note jmp[LP_JMPBUF_SLOTS];
+	uint32_t jmp_next;
+	uint32_t destructor_rounds;
+};
+
+extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
+
+/* Process-wide session state, set by lp_process_init. */
+struct lp_process {
+	_Atomic int init;            /* 0 none, 1 in progress, 2 done */
+	bool active;                 /* a session is attached */
+	struct lp_control *control;  /* shared with the recorder */
+	const char *session_dir;
+	uint32_t image;
+	uint32_t clock;               /* enum lp_clock_kind of this process */
+	uint32_t parent_pid;          /* set in a forked child until its first ring */
+	_Atomic int maps_written;     /* first ring of the image carries the maps */
+	char exe[512];
+};
+
+extern struct lp_process lp_proc;
+
+/* process.c: attaches to the session named by LP_ENV_SESSION.  Safe to call
+ * from any gate; returns true when tracing is on for this process. */
+bool lp_process_init(void);
+uint64_t lp_monotonic_ns(void);
+
+/* The clock every slot of this process uses: the architecture's counter
+ * when the recorder asked for it, else CLOCK_MONOTONIC.  Hot path. */
+static inline LP_NOINSTR uint64_t lp_clock_now(void)
+{
+	if (likely(lp_proc.clock == LP_ARCH_COUNTER))
+		return lp_arch_counter();
+	return lp_monotonic_ns();
+}
+
+/* thread.c: creates the calling thread's ring (called once per thread from
+ * its first gate).  Returns false and turns the thread off on failure. */
+bool lp_thread_start(struct lp_thread *t);
+/* Slow path of every write: the current chunk is full. Returns the slot to
+ * write next (in the ring, or in scratch when the ring has no room). */
+struct lp_slot *lp_ring_advance(struct lp_thread *t);
+/* Writes one slot outside the gates (LOST, LONGJMP, ...). */
+void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
+/* Writes an extended record of `len` bytes (at most one chunk). */
+void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len);
+/* Marks the calling thread's ring closed; later gates on it are ignored. */
+void lp_thread_close(struct lp_thread *t);
+
+/* maps.c: writes one LP_EXT_MAP per executable segment of every loaded
+ * object into the thread's ring. */
+void lp_maps_write(struct lp_thread *t);
+
+#endif

@@ -1,0 +1,283 @@
+/* Per-thread rings: created on a thread's first gate, written by the gates,
+ * closed when the thread ends.  Everything here is off the hot path except
+ * lp_ring_advance, which runs once per chunk (thousands of events). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+#define LP_RING_HEADER_SIZE 4096u
+
+_Static_assert(sizeof(struct lp_ring_header) == 192, "ring header layout");
+_Static_assert(offsetof(struct lp_ring_header, head) == 64, "producer line");
+_Static_assert(offsetof(struct lp_ring_header, tail) == 128, "consumer line");
+_Static_assert(sizeof(struct lp_slot) == 16, "slot size");
+
+static pthread_key_t thread_key;
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+
+static LP_NOINSTR void thread_destructor(void *arg)
+{
+	struct lp_thread *t = &lp_self;
+
+	/* Other destructors may still run traced code after this one: ask to
+	 * be called again in the next round and close in the last one. */
+	if (++t->destructor_rounds < 3) {
+		pthread_setspecific(thread_key, arg);
+		return;
+	}
+	lp_thread_close(t);
+}
+
+static LP_NOINSTR void thread_key_create(void)
+{
+	if (pthread_key_create(&thread_key, thread_destructor))
+		thread_key = (pthread_key_t)-1;
+}
+
+static LP_NOINSTR uint32_t gettid_raw(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+static LP_NOINSTR void put_task(struct lp_thread *t, uint32_t kind, uint32_t arg, const char *name,
+				const uintptr_t *frames, uint32_t nframes)
+{
+	unsigned char buf[sizeof(struct lp_ext_task) + 512 + LP_SHADOW_MAX * 8];
+	struct lp_ext_task task = { .kind = kind, .arg = arg };
+	size_t name_len = name ? strnlen(name, 511) : 0;
+	size_t off = sizeof(task);
+	uint32_t i;
+
+	task.name_len = (uint32_t)name_len;
+	task.nframes = nframes;
+	memcpy(buf, &task, sizeof(task));
+	memcpy(buf + off, name, name_len);
+	off += name_len;
+	for (i = 0; i < nframes; i++) {
+		uint64_t f = frames[i];
+		memcpy(buf + off, &f, 8);
+		off += 8;
+	}
+	lp_ring_put_ext(t, LP_EXT_TASK, buf, off);
+}
+
+/* Sets up the calling thread's ring.  Runs once per thread, from its first
+ * gate; may make system calls but must leave errno as it found it. */
+LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
+{
+	int saved_errno = errno;
+	struct lp_ring_header *h;
+	char path[600], comm[16] = "";
+	uint32_t chunks, chunk_slots, tid;
+	size_t size;
+	void *map;
+	int fd;
+
+	t->state = LP_THREAD_OFF; /* until the ring exists; also guards recursion */
+	if (!lp_process_init())
+		goto out;
+	chunks = lp_proc.control->ring_chunks;
+	chunk_slots = lp_proc.control->chunk_slots;
+	if (chunks < 2 || chunks > 4096 || chunk_slots < 64 || chunk_slots > (1u << 20) ||
+	    (chunk_slots & (chunk_slots - 1)) || (chunks & (chunks - 1)))
+		goto out;
+	tid = gettid_raw();
+	snprintf(path, sizeof(path), "%s/" LP_RING_PREFIX "%u.%u.%u", lp_proc.session_dir, (unsigned)getpid(),
+		 (unsigned)tid, (unsigned)lp_proc.image);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	size = LP_RING_HEADER_SIZE + (size_t)(chunks + 1) * chunk_slots * sizeof(struct lp_slot);
+	if (ftruncate(fd, (off_t)size)) {
+		close(fd);
+		unlink(path);
+		goto out;
+	}
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		unlink(path);
+		goto out;
+	}
+	h = map;
+	h->version = LP_SHM_VERSION;
+	h->header_size = LP_RING_HEADER_SIZE;
+	h->slot_size = sizeof(struct lp_slot);
+	h->ring_chunks = chunks;
+	h->chunk_slots = chunk_slots;
+	h->pid = (uint32_t)getpid();
+	h->tid = tid;
+	h->image = lp_proc.image;
+	h->clock = lp_proc.clock;
+	h->ptr_bits = (uint32_t)(sizeof(void *) * 8);
+	h->parent_pid = lp_proc.parent_pid;
+	prctl(PR_GET_NAME, comm, 0, 0, 0);
+	memcpy(h->comm, comm, sizeof(h->comm));
+	atomic_store_explicit((_Atomic uint32_t *)&h->magic, LP_RING_MAGIC, memory_order_release);
+
+	t->ring = h;
+	t->slots = (struct lp_slot *)((char *)map + LP_RING_HEADER_SIZE);
+	t->scratch = t->slots + (size_t)chunks * chunk_slots;
+	t->ring_slots = chunks * chunk_slots;
+	t->chunk_slots = chunk_slots;
+	t->map_size = size;
+	t->head_ptr = &h->head;
+	t->head = 0;
+	t->cur = t->limit = NULL;
+	t->busy = 0;
+	t->state = LP_THREAD_READY;
+
+	/* The stream opens with who it is; a forked child's first stream also
+	 * carries the frames it inherited, and the first stream of an image
+	 * carries the code mappings. */
+	if (lp_proc.parent_pid && tid == (uint32_t)getpid()) {
+		uint32_t n = t->depth < LP_SHADOW_MAX ? t->depth : LP_SHADOW_MAX;
+		put_task(t, LP_TASK_FORK, lp_proc.parent_pid, comm, t->shadow, n);
+		lp_proc.parent_pid = 0;
+	} else {
+		t->depth = 0;
+		put_task(t, LP_TASK_START, 0, comm, NULL, 0);
+	}
+	if (!atomic_exchange(&lp_proc.maps_written, 1))
+		lp_maps_write(t);
+
+	pthread_once(&thread_key_once, thread_key_create);
+	if (thread_key != (pthread_key_t)-1)
+		pthread_setspecific(thread_key, t);
+out:
+	errno = saved_errno;
+	return t->state == LP_THREAD_READY;
+}
+
+static LP_NOINSTR void ring_publish_dropped(struct lp_thread *t)
+{
+	atomic_store_explicit((_Atomic uint64_t *)&t->ring->dropped, t->dropped, memory_order_relaxed);
+}
+
+/* Called when t->cur reaches t->limit, so always at a chunk boundary of the
+ * ring (or at the end of scratch).  Decides whether the next chunk of the
+ * ring is free; if not, the next chunk's worth of events goes to scratch
+ * and is counted as dropped. */
+LP_NOINSTR struct lp_slot *lp_ring_advance(struct lp_thread *t)
+{
+	struct lp_ring_header *h = t->ring;
+	uint32_t tail, nested;
+
+	if (t->head_ptr != &h->head) {
+		/* scratch is full: every event written there is lost */
+		t->lost_pending += t->head;
+		t->dropped += t->head;
+		t->head = t->saved_head;
+		t->head_ptr = &h->head;
+	}
+	nested = t->nested;
+	if (nested) {
+		t->nested -= nested;
+		t->lost_pending += nested;
+		t->dropped += nested;
+	}
+	tail = atomic_load_explicit((_Atomic uint32_t *)&h->tail, memory_order_acquire);
+	if ((uint32_t)(t->head - tail) + t->chunk_slots <= t->ring_slots) {
+		t->cur = t->slots + (t->head & (t->ring_slots - 1));
+		t->limit = t->cur + t->chunk_slots;
+		if (t->lost_pending) {
+			struct lp_slot *s = t->cur;
+			uint64_t n = t->lost_pending & LP_SLOT_PAYLOAD_MASK;
+
+			s->time = lp_clock_now();
+			s->word = n | ((uint64_t)LP_RAW_LOST << LP_SLOT_TYPE_SHIFT);
+			t->cur = s + 1;
+			t->lost_pending = 0;
+			ring_publish_dropped(t);
+			atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, ++t->head, memory_order_release);
+		}
+		return t->cur;
+	}
+	t->saved_head = t->head;
+	t->head = 0;
+	t->head_ptr = &t->scratch_head;
+	t->cur = t->scratch;
+	t->limit = t->scratch + t->chunk_slots;
+	ring_publish_dropped(t);
+	return t->cur;
+}
+
+LP_NOINSTR void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload)
+{
+	struct lp_slot *s = t->cur;
+
+	if (s == t->limit)
+		s = lp_ring_advance(t);
+	s->time = lp_clock_now();
+	s->word = (payload & LP_SLOT_PAYLOAD_MASK) | ((uint64_t)type << LP_SLOT_TYPE_SHIFT);
+	t->cur = s + 1;
+	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, ++t->head, memory_order_release);
+}
+
+/* An extended record never straddles a chunk: when it does not fit in what
+ * is left of the current chunk, a PAD slot skips the rest. */
+LP_NOINSTR void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len)
+{
+	size_t body = (len + sizeof(struct lp_slot) - 1) / sizeof(struct lp_slot);
+	struct lp_slot *s;
+	uint64_t now = lp_clock_now();
+
+	if (body + 1 > t->chunk_slots || len > 0xffffffffu)
+		return;
+	if (t->cur != t->limit && (size_t)(t->limit - t->cur) < body + 1) {
+		size_t skip = (size_t)(t->limit - t->cur);
+
+		s = t->cur;
+		s->time = now;
+		s->word = (uint64_t)skip | ((uint64_t)LP_RAW_PAD << LP_SLOT_TYPE_SHIFT);
+		t->cur = t->limit;
+		t->head += (uint32_t)skip;
+		atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+	}
+	s = t->cur;
+	if (s == t->limit)
+		s = lp_ring_advance(t);
+	if ((size_t)(t->limit - s) < body + 1) {
+		/* a LOST slot took the room: pad again, once */
+		size_t skip = (size_t)(t->limit - s);
+
+		s->time = now;
+		s->word = (uint64_t)skip | ((uint64_t)LP_RAW_PAD << LP_SLOT_TYPE_SHIFT);
+		t->cur = t->limit;
+		t->head += (uint32_t)skip;
+		atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+		s = lp_ring_advance(t);
+	}
+	s->time = now;
+	s->word = ((uint64_t)ext_type << 32 | (uint64_t)len) | ((uint64_t)LP_RAW_EXT << LP_SLOT_TYPE_SHIFT);
+	memcpy(s + 1, data, len);
+	t->cur = s + 1 + body;
+	t->head += (uint32_t)(1 + body);
+	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+}
+
+LP_NOINSTR void lp_thread_close(struct lp_thread *t)
+{
+	if (t->state != LP_THREAD_READY)
+		return;
+	t->busy = 1;
+	if (t->head_ptr != &t->ring->head) {
+		t->dropped += t->head;
+		t->head = t->saved_head;
+		t->head_ptr = &t->ring->head;
+	}
+	t->dropped += t->nested;
+	t->nested = 0;
+	ring_publish_dropped(t);
+	atomic_store_explicit((_Atomic uint32_t *)&t->ring->state, LP_RING_CLOSED, memory_order_release);
+	t->state = LP_THREAD_OFF;
+	t->busy = 0;
+}
