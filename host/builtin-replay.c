@@ -268,6 +268,8 @@ int cmd_replay(int argc, char **argv)
 			printf("%s# thread %u (%s), process %u", i ? "\n" : "", s->tid, s->comm, s->pid);
 			if (s->parent_pid)
 				printf(", forked from %u", s->parent_pid);
+			else if (s->after_exec)
+				printf(" (after exec)");
 			printf("\n#%13s %12s | %s\n", "TIME (s)", "DURATION", "FUNCTION");
 		}
 		if (copy_out(rs->f))

@@ -385,6 +385,7 @@ static void print_json(struct report *rp, struct row **rows, size_t n)
 		json_u64(&j, "lost_events", s->lost);
 		if (s->parent_pid)
 			json_u64(&j, "parent_pid", s->parent_pid);
+		json_bool(&j, "after_exec", s->after_exec);
 		if (s->exited)
 			json_u64(&j, "exit_status", s->status);
 		json_object_end(&j);

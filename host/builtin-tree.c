@@ -370,7 +370,9 @@ int cmd_tree(int argc, char **argv)
 			json_object_begin(&j, NULL);
 			json_u64(&j, "pid", s->pid);
 			json_u64(&j, "tid", s->tid);
+			json_u64(&j, "image", s->image);
 			json_str(&j, "comm", s->comm);
+			json_bool(&j, "after_exec", s->after_exec);
 			json_u64(&j, "lost_events", s->lost);
 			if (s->parent_pid)
 				json_u64(&j, "parent_pid", s->parent_pid);
@@ -379,9 +381,11 @@ int cmd_tree(int argc, char **argv)
 			json_object_end(&j);
 		} else {
 			printf("%s# thread %u (%s), process %u%s", i ? "\n" : "", s->tid, s->comm, s->pid,
-			       s->parent_pid ? "" : "\n");
+			       s->parent_pid || s->after_exec ? "" : "\n");
 			if (s->parent_pid)
 				printf(", forked from %u\n", s->parent_pid);
+			else if (s->after_exec)
+				printf(" (after exec)\n");
 			if (s->lost)
 				printf("# %llu events lost in this thread: the tree is incomplete\n",
 				       (unsigned long long)s->lost);

@@ -245,6 +245,46 @@ static void reset_streams(struct walk *w)
 	w->first_ns = w->last_ns = 0;
 }
 
+static int stream_cmp(const void *a, const void *b)
+{
+	const struct walk_stream *x = *(const struct walk_stream *const *)a;
+	const struct walk_stream *y = *(const struct walk_stream *const *)b;
+
+	if (x->first_ns != y->first_ns)
+		return x->first_ns < y->first_ns ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Streams in order of their first event (file order follows draining, not
+ * time), and a process's main thread marked when an earlier image of the
+ * same pid exists: that image called exec. */
+static void order_streams(struct walk *w)
+{
+	uint32_t i, k;
+
+	qsort(w->streams, w->nstreams, sizeof(*w->streams), stream_cmp);
+	for (i = 0; i < w->nstreams; i++) {
+		struct walk_stream *s = w->streams[i];
+
+		if (s->tid != s->pid || s->parent_pid)
+			continue;
+		for (k = 0; k < i; k++) {
+			const struct walk_stream *e = w->streams[k];
+
+			if (e->pid == s->pid && e->tid == e->pid && e->image != s->image)
+				s->after_exec = true;
+		}
+	}
+	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
+	for (i = 0; i < w->nstreams; i++) {
+		uint32_t h = hash_of(w->streams[i]->image, w->streams[i]->tid, w->hash_cap);
+
+		while (w->hash[h])
+			h = (h + 1) & (w->hash_cap - 1);
+		w->hash[h] = i + 1;
+	}
+}
+
 int walk_run(struct walk *w, const struct walk_ops *ops)
 {
 	const uint8_t *payload;
@@ -284,6 +324,7 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 		}
 	}
 done:
+	order_streams(w);
 	for (i = 0; i < w->nstreams; i++) {
 		struct walk_stream *s = w->streams[i];
 

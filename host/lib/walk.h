@@ -26,6 +26,7 @@ struct walk_stream {
 	uint64_t lost;      /* events the target dropped in this stream */
 	uint32_t parent_pid; /* forked child: the parent's pid; else 0 */
 	bool ended;         /* the thread ended (TASK END) */
+	bool after_exec;    /* main thread of an image that replaced another */
 	bool exited;        /* the process exited (TASK EXIT); see status */
 	uint32_t status;    /* wait status with `exited` */
 	bool selected;      /* passes --tid */
@@ -42,7 +43,8 @@ struct walk_ops {
 	void (*exit)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
 		     unsigned flags);
 	void (*lost)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
-	/* after the last event of the trace, once per stream, in index order */
+	/* after the last event of the trace, once per stream; by then
+	 * w->streams is in order of first event */
 	void (*end)(void *ctx, struct walk_stream *s);
 };
 

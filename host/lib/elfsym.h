@@ -1,0 +1,57 @@
+/* The function symbols and source lines of one ELF object file, read once
+ * with libelf/libdw and kept sorted for lookups by ELF virtual address. */
+#ifndef LP_ELFSYM_H
+#define LP_ELFSYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct elfsym;
+
+enum elfsym_flags {
+	ELFSYM_LINES = 1u << 0, /* keep DWARF open so elfsym_line() can answer */
+	ELFSYM_WARN = 1u << 1,  /* say on stderr why an object gives no symbols */
+};
+
+/* Longest build id used to name a separate debug file. */
+#define ELFSYM_BUILD_ID_MAX 64u
+
+/* Reads the symbols of `path` (NUL-terminated, may be ""). When build_id_len
+ * is nonzero, the file is used only if it carries the same GNU build id; when
+ * it is missing, stripped or differs, <debug_dir>/.build-id/xx/rest.debug is
+ * tried as well (debug_dir NULL: not tried). Files that are missing, not
+ * regular, not ELF, truncated or corrupt give an object with no symbols:
+ * every elfsym_find() then fails. Nothing passed in needs to outlive the
+ * call. With ELFSYM_LINES, the file holding DWARF stays open (one file
+ * descriptor) until elfsym_free(). Returns NULL only when memory runs out.
+ * Free with elfsym_free(). */
+struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t build_id_len,
+			   const char *debug_dir, unsigned flags);
+
+/* Closes the files and frees every string handed out. Accepts NULL. */
+void elfsym_free(struct elfsym *e);
+
+struct elfsym_hit {
+	const char *name; /* raw (mangled) name; owned by e */
+	uint64_t start;   /* ELF address of the symbol */
+	size_t index;     /* handle for elfsym_demangle() */
+};
+
+/* Finds the function symbol covering ELF address `addr`: the one whose
+ * [start, start + size) holds it or, for a symbol of size 0, the nearest one
+ * below. Returns false when none does (a gap, or no symbols). O(log n). */
+bool elfsym_find(struct elfsym *e, uint64_t addr, struct elfsym_hit *hit);
+
+/* The C++-demangled form of a hit's name, or its raw name when it is not a
+ * mangled name or cannot be demangled. Computed on first use and kept: the
+ * string is owned by e. NULL only when memory runs out. */
+const char *elfsym_demangle(struct elfsym *e, const struct elfsym_hit *hit);
+
+/* Source file and line of ELF address `addr` from DWARF (ELFSYM_LINES only).
+ * At an address where several line rows start, the first one is taken,
+ * which for a function's entry is the line that opens its body. *file is
+ * owned by e. Returns false when unknown. */
+bool elfsym_line(struct elfsym *e, uint64_t addr, const char **file, unsigned *line);
+
+#endif

@@ -1,0 +1,83 @@
+/* Turns a runtime function address of a traced process image into a
+ * function name, module and source line, from the code mappings in the trace.
+ *
+ * Not thread-safe: one thread at a time per symbolizer. */
+#ifndef LP_SYMBOLIZER_H
+#define LP_SYMBOLIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+enum symbolizer_flags {
+	SYMBOLIZER_DEMANGLE = 1u << 0, /* C++ names as source spells them */
+	SYMBOLIZER_LINES = 1u << 1,    /* source file:line from DWARF */
+	SYMBOLIZER_WARN = 1u << 2,     /* one stderr line per object file giving no symbols */
+};
+
+/* Longest path and build id symbolizer_add_map() accepts. */
+#define SYMBOLIZER_PATH_MAX 4096u
+#define SYMBOLIZER_BUILD_ID_MAX 64u
+
+/* Directory searched for separate debug files as <dir>/.build-id/xx/rest.debug
+ * when an object is stripped or its file on disk is not the traced one. */
+#define SYMBOLIZER_DEBUG_DIR "/usr/lib/debug"
+
+/* Returns a new symbolizer with no maps, or NULL when memory runs out.
+ * The caller frees it with symbolizer_free(). */
+struct symbolizer *symbolizer_new(unsigned flags);
+
+/* Frees s, closes every object file it opened (with SYMBOLIZER_LINES, one
+ * descriptor stays open per object file with DWARF until here) and frees
+ * every string it handed out. Accepts NULL. */
+void symbolizer_free(struct symbolizer *s);
+
+/* Sets the separate debug directory (copied; NULL: look for none). The
+ * default is SYMBOLIZER_DEBUG_DIR. Applies to object files first used after
+ * the call. Returns 0 or -ENOMEM. */
+int symbolizer_set_debug_dir(struct symbolizer *s, const char *dir);
+
+/* Records that image `image` runs ELF object `path` (path_len bytes, no NUL
+ * needed; may be empty) with load bias `base`, an executable segment
+ * [start, end) read from file offset `offset`, and the given GNU build id
+ * (may be empty: then any file at path is trusted). Copies everything it
+ * needs; build_id and path need not stay valid. A map already known for the
+ * image is ignored, so maps may be sent again (e.g. after dlopen). Object
+ * files are opened on first lookup and shared by every image that maps the
+ * same (path, build id). Addresses are translated with base alone (ELF
+ * address = addr - base); offset only tells maps apart. When maps of an
+ * image overlap, the one starting highest wins, and of equal starts the
+ * one added last.
+ * Returns 0, -EINVAL (end <= start, a NUL inside path, lengths above the
+ * maxima), -ENOSPC (too many maps, images or objects) or -ENOMEM. */
+int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t start,
+		       uint64_t end, uint64_t offset, const uint8_t *build_id,
+		       size_t build_id_len, const char *path, size_t path_len);
+
+struct symbol {
+	const char *name;   /* demangled when SYMBOLIZER_DEMANGLE, else raw; NULL when unknown */
+	uint64_t offset;    /* addr - symbol start */
+	const char *module; /* path of the object ("" when the trace had none),
+	                     * NULL when no map covers addr */
+	const char *file;   /* source file from DWARF, NULL when unknown or !SYMBOLIZER_LINES */
+	unsigned line;      /* 0 when unknown */
+};
+
+/* Fills *out for runtime address addr of image. All strings are owned by s
+ * and stay valid until symbolizer_free(). Answers are cached (a bounded
+ * cache that starts over when full): looking the same (image, addr) up
+ * again costs one hash probe. Never crashes on object files that are
+ * missing, stripped, truncated or garbage: they just give no name.
+ * Returns 0 when a name was found, -ENOENT otherwise (out->module and
+ * out->file may still be set), -ENOMEM when memory ran out (out cleared). */
+int symbolizer_lookup(struct symbolizer *s, uint32_t image, uint64_t addr, struct symbol *out);
+
+/* Formats addr for display into buf (always NUL-terminated when size > 0,
+ * cut to size): "name", "name+0x<off>" inside a function, else
+ * "<module basename>+0x<elf address>" (what addr2line -e <module> wants),
+ * else "0x<addr>". Returns buf. */
+const char *symbolizer_format(struct symbolizer *s, uint32_t image, uint64_t addr, char *buf,
+			      size_t size);
+
+#endif

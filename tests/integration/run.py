@@ -1,0 +1,570 @@
+#!/usr/bin/env python3
+"""Integration tests: build the sample programs in tests/programs, record them
+with layerprof and compare reports, trees and replays with exact
+expectations (tests/programs/expect/*.json); cross-check call counts with
+uftrace; feed bad traces; kill programs and the recorder mid-run.
+
+usage: run.py --build BUILD_DIR GROUP [GROUP...]
+groups: programs, uftrace, filters, badinput, crash, linking, cli, replay
+Prints one line per check and ends with 'N passed, N failed'."""
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROGS = os.path.join(ROOT, "tests", "programs")
+EXPECT = os.path.join(PROGS, "expect")
+TIMEOUT = 120
+
+passed = 0
+failed = 0
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("ok   %s" % what)
+    else:
+        failed += 1
+        print("FAIL %s%s" % (what, (": " + detail) if detail else ""))
+    sys.stdout.flush()
+    return ok
+
+
+def skip(what, why):
+    print("skip %s: %s" % (what, why))
+
+
+def run(cmd, **kw):
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    kw.setdefault("timeout", TIMEOUT)
+    return subprocess.run(cmd, universal_newlines=True, **kw)
+
+
+class Layerprof:
+    def __init__(self, build):
+        self.exe = os.path.join(build, "host", "layerprof")
+        self.libdir = os.path.join(build, "runtime")
+
+    def __call__(self, *args, **kw):
+        return run([self.exe] + list(args), **kw)
+
+    def json(self, *args):
+        r = self(*args)
+        if r.returncode != 0:
+            raise RuntimeError("layerprof %s failed (%d): %s" % (" ".join(args), r.returncode, r.stderr))
+        return json.loads(r.stdout)
+
+
+# ---------------------------------------------------------------- building
+
+VARIANTS = [("gcc", "g++", "-O2"), ("gcc", "g++", "-O0"), ("clang", "clang++", "-O2")]
+
+
+def have(tool):
+    return shutil.which(tool) is not None
+
+
+class Builder:
+    """Builds sample programs for one compiler/optimisation variant."""
+
+    def __init__(self, cc, cxx, opt, root):
+        self.cc, self.cxx, self.opt = cc, cxx, opt
+        self.dir = os.path.join(root, "%s%s" % (cc, opt))
+        os.makedirs(self.dir, exist_ok=True)
+        self.built = {}
+
+    def flags(self):
+        return [self.opt, "-g", "-finstrument-functions", "-pthread", "-I", PROGS]
+
+    def lib(self, name):
+        """lib<name>.so from <name>.c"""
+        out = os.path.join(self.dir, "lib%s.so" % name)
+        if out not in self.built:
+            r = run([self.cc] + self.flags() + ["-fPIC", "-shared", os.path.join(PROGS, name + ".c"), "-o", out])
+            if r.returncode:
+                raise RuntimeError("cannot build %s: %s" % (out, r.stderr))
+            self.built[out] = True
+        return out
+
+    def prog(self, name, extra=None):
+        src = os.path.join(PROGS, name + ".c")
+        comp = self.cc
+        if not os.path.exists(src):
+            src = os.path.join(PROGS, name + ".cc")
+            comp = self.cxx
+        out = os.path.join(self.dir, name)
+        key = (out, tuple(extra or []))
+        if key in self.built:
+            return out
+        cmd = [comp] + self.flags() + [src, "-o", out] + (extra or [])
+        if name == "dlopen_main":
+            self.lib("shared")
+            cmd += ["-L", self.dir, "-lshared", "-Wl,-rpath,$ORIGIN", "-ldl"]
+        r = run(cmd)
+        if r.returncode:
+            raise RuntimeError("cannot build %s: %s" % (name, r.stderr))
+        self.built[key] = True
+        return out
+
+
+# ---------------------------------------------------------------- helpers
+
+def tree_streams(tree):
+    """[(stream, {name: calls}, set of (parent, child))] from tree json"""
+    out = []
+    for t in tree["threads"]:
+        calls, edges = {}, set()
+
+        def walk(nodes, parent):
+            for n in nodes:
+                calls[n["name"]] = calls.get(n["name"], 0) + n["calls"]
+                if parent is not None:
+                    edges.add((parent, n["name"]))
+                walk(n["children"], n["name"])
+
+        walk(t["calls"], None)
+        out.append((t, calls, edges))
+    return out
+
+
+def nonzero(d):
+    return {k: v for k, v in d.items() if v}
+
+
+def multiset(dicts):
+    return sorted(json.dumps(nonzero(d), sort_keys=True) for d in dicts)
+
+
+def check_expectations(tag, exp, report, tree):
+    streams = tree_streams(tree)
+    funcs = {f["name"]: f["calls"] for f in report["functions"]}
+    for name, n in sorted(exp.get("calls", {}).items()):
+        check(funcs.get(name, 0) == n, "%s: %s called %d times" % (tag, name, n), "got %s" % funcs.get(name, 0))
+    for name, n in sorted(exp.get("min_calls", {}).items()):
+        check(funcs.get(name, 0) >= n, "%s: %s called at least %d times" % (tag, name, n),
+              "got %s" % funcs.get(name, 0))
+    check(report["lost_events"] == 0, "%s: no events lost" % tag, "lost %d" % report["lost_events"])
+    known = set(exp.get("calls", {})) | set(exp.get("min_calls", {}))
+    if "per_thread" in exp:
+        got = [{k: v for k, v in c.items() if k in known} for _, c, _ in streams]
+        check(multiset(got) == multiset(exp["per_thread"]), "%s: calls per thread" % tag,
+              "got %s" % multiset(got))
+    if "per_process" in exp:
+        procs = {}
+        for t, c, _ in streams:
+            acc = procs.setdefault((t["pid"], t["image"]), {})
+            for k, v in c.items():
+                if k in known:
+                    acc[k] = acc.get(k, 0) + v
+        want = [p["calls"] for p in exp["per_process"]]
+        check(multiset(procs.values()) == multiset(want), "%s: calls per process image" % tag,
+              "got %s" % multiset(procs.values()))
+    edges = set()
+    for _, _, e in streams:
+        edges |= e
+    for a, b in exp.get("edges", []):
+        check((a, b) in edges, "%s: %s calls %s" % (tag, a, b))
+    for a, b in exp.get("not_edges", []):
+        check((a, b) not in edges, "%s: %s never calls %s" % (tag, a, b))
+
+
+def load_expectations():
+    out = []
+    for path in sorted(glob.glob(os.path.join(EXPECT, "*.json"))):
+        with open(path) as f:
+            exp = json.load(f)
+        exp["_name"] = os.path.splitext(os.path.basename(path))[0]
+        out.append(exp)
+    return out
+
+
+def prog_args(exp, b):
+    return [a.replace("@BINDIR@", b.dir) for a in exp.get("args", [])]
+
+
+def prepare(exp, b):
+    for need in exp.get("needs", []):
+        if need.startswith("lib") and need.endswith(".so"):
+            b.lib(need[3:-3])
+        else:
+            b.prog(need)
+    return b.prog(exp["program"])
+
+
+def expected_exit(exp):
+    if "signal" in exp:
+        return 128 + getattr(signal, exp["signal"])
+    return exp.get("exit_code", 0)
+
+
+def record(lp, out, argv, env=None, extra=()):
+    return lp("record", "-q", "-o", out, *extra, "--", *argv, env=env)
+
+
+# ---------------------------------------------------------------- groups
+
+def group_programs(lp, tmp):
+    for cc, cxx, opt in VARIANTS:
+        if not have(cc):
+            skip("programs with %s" % cc, "%s is not installed" % cc)
+            continue
+        b = Builder(cc, cxx, opt, tmp)
+        for exp in load_expectations():
+            if exp["_name"] in ("killme", "busy", "busy_threads"):
+                continue
+            tag = "%s %s %s" % (exp["_name"], cc, opt)
+            binary = prepare(exp, b)
+            out = os.path.join(tmp, "t-%s-%s%s" % (exp["_name"], cc, opt))
+            r = record(lp, out, [binary] + prog_args(exp, b))
+            if not check(r.returncode == expected_exit(exp), "%s: exit status passed through" % tag,
+                         "got %d, stderr %s" % (r.returncode, r.stderr.strip())):
+                continue
+            check_expectations(tag, exp, lp.json("report", "--format", "json", out),
+                               lp.json("tree", "--format", "json", out))
+
+
+def uftrace_counts(binary, args, tmp):
+    d = os.path.join(tmp, "uftrace.data")
+    shutil.rmtree(d, ignore_errors=True)
+    r = run(["uftrace", "record", "-d", d, binary] + args, cwd=tmp)
+    if not os.path.exists(os.path.join(d, "info")):
+        return None
+    r = run(["uftrace", "report", "-d", d, "-f", "call", "--no-pager"], cwd=tmp)
+    counts = {}
+    for line in r.stdout.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[0].isdigit():
+            counts[parts[1].strip()] = int(parts[0])
+    return counts
+
+
+# programs whose every counted function uftrace sees exactly like the truth
+# (uftrace 0.13 loses the frames a longjmp skips, and does not follow the
+# thread that outlives main: those are checked against the expectations only)
+UFTRACE_PROGRAMS = ["recursion", "mutual", "signals", "exceptions", "exit_deep"]
+
+
+def bare_name(name):
+    """uftrace prints C++ names without their parameter lists"""
+    depth = 0
+    for i, c in enumerate(name):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0 and i > 0:
+            return name[:i]
+    return name
+
+
+def group_uftrace(lp, tmp):
+    if not have("uftrace"):
+        skip("uftrace cross-check", "uftrace is not installed (apt-get install uftrace)")
+        return
+    b = Builder("gcc", "g++", "-O2", tmp)
+    for exp in load_expectations():
+        if exp["_name"] not in UFTRACE_PROGRAMS:
+            continue
+        binary = prepare(exp, b)
+        args = prog_args(exp, b)
+        theirs = uftrace_counts(binary, args, tmp)
+        if theirs is None:
+            skip("uftrace %s" % exp["_name"], "uftrace record failed here")
+            continue
+        out = os.path.join(tmp, "u-" + exp["_name"])
+        record(lp, out, [binary] + args)
+        ours = {f["name"]: f["calls"] for f in lp.json("report", "--format", "json", out)["functions"]}
+        for name in sorted(exp["calls"]):
+            if not exp["calls"][name]:
+                continue
+            check(ours.get(name, 0) == theirs.get(bare_name(name), -1),
+                  "uftrace agrees: %s %s" % (exp["_name"], name),
+                  "layerprof %s, uftrace %s" % (ours.get(name), theirs.get(bare_name(name))))
+
+
+def group_filters(lp, tmp):
+    b = Builder("gcc", "g++", "-O2", tmp)
+    rec = b.prog("recursion")
+    thr = b.prog("threads")
+    base = os.path.join(tmp, "f-base")
+    record(lp, base, [rec])
+
+    def calls(*args, trace=base):
+        d = lp.json("report", "--format", "json", *args, trace)
+        return {f["name"]: f["calls"] for f in d["functions"]}
+
+    full = calls()
+    check(full.get("fib") == 1973 and full.get("main") == 1, "recursion baseline", str(full))
+    # depth: main is depth 1, fib(15) at 2, its callees at 3
+    check(calls("--depth", "1") == {"main": 1}, "report --depth 1")
+    check(calls("--depth", "3") == {"main": 1, "fib": 3}, "report --depth 3", str(calls("--depth", "3")))
+    check(calls("-N", "fib") == {"main": 1}, "report -N fib hides fib's subtree")
+    check(calls("-F", "fib") == {"fib": 1973}, "report -F fib keeps only calls inside fib")
+    check(calls("-F", "f?b", "--depth", "2") == {"fib": 3}, "report -F with glob and --depth")
+    check(calls("-F", "nosuchfunction") == {}, "report -F with no match is empty")
+    # min-time: main takes longer than any single leaf call
+    big = calls("--min-time", "1s")
+    check(big == {}, "report --min-time 1s drops everything", str(big))
+    mid = calls("--min-time", "1ns")
+    check(mid.get("main") == 1 and mid.get("fib", 0) <= 1973, "report --min-time 1ns keeps main", str(mid))
+    # record-time filters give the same numbers as report-time ones
+    for args, want in ((["--depth", "3"], {"main": 1, "fib": 3}), (["-N", "fib"], {"main": 1}),
+                       (["-F", "fib", "--depth", "2"], {"fib": 3})):
+        out = os.path.join(tmp, "f-rec-" + "-".join(a.strip("-") for a in args))
+        record(lp, out, [rec], extra=args)
+        got = calls(trace=out)
+        check(got == want, "record %s" % " ".join(args), str(got))
+        tree = lp("tree", out)
+        check("recorded with filters" in lp("report", out).stdout, "report says record-time filters were used")
+    # --tid
+    tt = os.path.join(tmp, "f-threads")
+    record(lp, tt, [thr])
+    rep = lp.json("report", "--format", "json", "--per-thread", tt)
+    tids = sorted({f["tid"] for f in rep["functions"] if f["name"] == "worker"})
+    check(len(tids) == 4, "per-thread report has 4 worker threads", str(tids))
+    one = lp.json("report", "--format", "json", "--tid", str(tids[0]), tt)
+    names = {f["name"]: f["calls"] for f in one["functions"]}
+    check(names.get("worker") == 1 and "main" not in names, "report --tid selects one thread", str(names))
+    # sort orders
+    d = lp.json("report", "--format", "json", "--sort", "calls", base)
+    check([f["name"] for f in d["functions"]] == ["fib", "main"], "report --sort calls")
+    d = lp.json("report", "--format", "json", "--sort", "name", base)
+    check([f["name"] for f in d["functions"]] == ["fib", "main"], "report --sort name")
+    # tree --focus and depth
+    t = lp.json("tree", "--format", "json", "--focus", "fib", base)
+    roots = [n["name"] for n in t["threads"][0]["calls"]]
+    check(roots == ["fib"] and t["threads"][0]["calls"][0]["calls"] == 1, "tree --focus fib roots at fib",
+          str(roots))
+    t = lp.json("tree", "--format", "json", "--depth", "2", base)
+    top = t["threads"][0]["calls"][0]
+    check(top["name"] == "main" and [c["name"] for c in top["children"]] == ["fib"] and
+          top["children"][0]["children"] == [], "tree --depth 2")
+    # fib's inclusive time counts recursion once: never more than main's
+    rep = lp.json("report", "--format", "json", base)
+    f = {x["name"]: x for x in rep["functions"]}
+    check(f["fib"]["total_ns"] <= f["main"]["total_ns"], "recursive total is not double counted")
+    check(f["fib"]["self_ns"] + f["main"]["self_ns"] == f["main"]["total_ns"],
+          "self times add up to the root's total")
+
+
+def write_bytes(path, data):
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "data"), "wb") as f:
+        f.write(data)
+
+
+def group_badinput(lp, tmp):
+    b = Builder("gcc", "g++", "-O2", tmp)
+    good = os.path.join(tmp, "b-good")
+    record(lp, good, [b.prog("threads")])
+    with open(os.path.join(good, "data"), "rb") as f:
+        data = f.read()
+    notdir = os.path.join(tmp, "b-file")
+    with open(notdir, "w") as f:
+        f.write("hello")
+    cases = {
+        "missing": os.path.join(tmp, "no-such-trace"),
+        "not a directory": notdir,
+        "empty": None,
+        "short header": data[:7],
+        "bad magic": b"NOTATRACE" + data[9:],
+        "wrong version": data[:8] + bytes([9, 0]) + data[10:],
+    }
+    for name, content in cases.items():
+        path = content if isinstance(content, str) else os.path.join(tmp, "b-" + name.replace(" ", "-"))
+        if not isinstance(content, str):
+            write_bytes(path, content or b"")
+        for cmd in ("report", "tree", "replay"):
+            r = lp(cmd, path)
+            lines = [l for l in r.stderr.splitlines() if l.strip()]
+            check(r.returncode == 3 and len(lines) == 1 and r.stdout == "",
+                  "%s of a %s trace: one message, exit 3" % (cmd, name),
+                  "rc %d, stderr %r" % (r.returncode, r.stderr))
+    # damage after some chunks: readable part reported, exit 3
+    for name, content in (("truncated", data[:len(data) * 2 // 3]),
+                          ("corrupt", data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0xff]) +
+                           data[len(data) // 2 + 1:])):
+        path = os.path.join(tmp, "b-" + name)
+        write_bytes(path, content)
+        for cmd in ("report", "tree", "replay"):
+            r = lp(cmd, path)
+            check(r.returncode == 3 and "damaged" in r.stderr and r.stdout,
+                  "%s of a %s trace: partial output, exit 3" % (cmd, name), "rc %d %r" % (r.returncode, r.stderr))
+    # every prefix of a small trace: never a crash
+    small = os.path.join(tmp, "b-small")
+    record(lp, small, [b.prog("recursion")])
+    with open(os.path.join(small, "data"), "rb") as f:
+        sdata = f.read()
+    bad = []
+    step = max(1, len(sdata) // 200)
+    for cut in range(0, len(sdata), step):
+        path = os.path.join(tmp, "b-cut")
+        write_bytes(path, sdata[:cut])
+        r = lp("report", path)
+        if r.returncode not in (0, 3):
+            bad.append((cut, r.returncode))
+    check(not bad, "report of every prefix of a trace exits 0 or 3", str(bad[:5]))
+
+
+def group_crash(lp, tmp):
+    b = Builder("gcc", "g++", "-O2", tmp)
+    km = b.prog("killme")
+    # the program is killed with SIGKILL while recording
+    out = os.path.join(tmp, "c-killed")
+    p = subprocess.Popen([lp.exe, "record", "-q", "-o", out, km], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True)
+    pid = int(p.stdout.readline())
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGKILL)
+    _, err = p.communicate(timeout=TIMEOUT)
+    check(p.returncode == 137 and "signal 9" in err, "record reports the program's SIGKILL", "%d %r" % (p.returncode, err))
+    rep = lp.json("report", "--format", "json", out)
+    f = {x["name"]: x["calls"] for x in rep["functions"]}
+    check(f.get("ready") == 1 and f.get("tick", 0) >= 50 and rep["complete"],
+          "trace of a SIGKILLed program holds its events", str(f))
+    # the recorder itself is killed: the trace is readable up to its last whole chunk
+    out = os.path.join(tmp, "c-recorder-killed")
+    busy = b.prog("busy")
+    p = subprocess.Popen([lp.exe, "record", "-q", "-o", out, busy, "200000000"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=TIMEOUT)
+    subprocess.run(["pkill", "-9", "-f", busy])
+    r = lp("report", "--format", "json", out)
+    ok = r.returncode in (0, 3) and r.stdout
+    if ok:
+        rep = json.loads(r.stdout)
+        f = {x["name"]: x["calls"] for x in rep["functions"]}
+        ok = f.get("tiny_a", 0) > 0 and not rep["complete"]
+    check(ok, "trace of a SIGKILLed recorder is readable up to its last chunk", r.stderr.strip())
+    check("no end record" in r.stderr or "damaged" in r.stderr, "report says the recording was interrupted")
+    # abort from depth: the last events before the abort are present
+    ab = b.prog("abort_deep")
+    out = os.path.join(tmp, "c-abort")
+    r = record(lp, out, [ab])
+    rep = lp.json("report", "--format", "json", out)
+    f = {x["name"]: x["calls"] for x in rep["functions"]}
+    check(r.returncode == 134 and f.get("last_words") == 1, "events up to abort() are kept", str(f))
+
+
+def group_linking(lp, tmp):
+    b = Builder("gcc", "g++", "-O2", tmp)
+    inc = ["-L", lp.libdir, "-Wl,-rpath," + lp.libdir]
+    shared = b.prog("recursion", extra=inc + ["-llayerprof"])
+    out = os.path.join(tmp, "l-shared")
+    env = dict(os.environ, LAYERPROF_LIB=os.path.join(lp.libdir, "liblayerprof.so"))
+    r = record(lp, out, [shared], env=env)
+    f = {x["name"]: x["calls"] for x in lp.json("report", "--format", "json", out)["functions"]}
+    check(r.returncode == 0 and f.get("fib") == 1973, "program linked with -llayerprof (shared)", str(f))
+    static_bin = os.path.join(b.dir, "recursion-static")
+    r = run(["gcc", "-O2", "-g", "-finstrument-functions", "-I", PROGS, os.path.join(PROGS, "recursion.c"), "-o",
+             static_bin, os.path.join(lp.libdir, "liblayerprof.a"), "-pthread", "-ldl"])
+    check(r.returncode == 0, "link with liblayerprof.a", r.stderr)
+    out = os.path.join(tmp, "l-static")
+    r = record(lp, out, [static_bin])
+    f = {x["name"]: x["calls"] for x in lp.json("report", "--format", "json", out)["functions"]}
+    check(r.returncode == 0 and f.get("fib") == 1973, "program linked with liblayerprof.a (static)", str(f))
+    # without a session the runtime stays out of the way
+    r = run([static_bin])
+    check(r.returncode == 0 and "610" in r.stdout, "linked program runs normally without record",
+          r.stdout + r.stderr)
+
+
+def group_cli(lp, tmp):
+    for cmd in ("record", "report", "tree", "replay"):
+        r = lp(cmd, "--help")
+        check(r.returncode == 0 and r.stdout.startswith("usage: layerprof " + cmd), "%s --help" % cmd)
+        r = lp(cmd, "--no-such-option")
+        check(r.returncode == 2, "%s rejects an unknown option with exit 2" % cmd)
+    r = lp("frobnicate")
+    check(r.returncode == 2 and "not a layerprof command" in r.stderr, "unknown command")
+    r = lp("record", "-o", os.path.join(tmp, "x"), "--", "/no/such/program")
+    check(r.returncode == 127 and "cannot run" in r.stderr, "record of a missing program exits 127")
+    r = lp("record", "-o", os.path.join(tmp, "x"))
+    check(r.returncode == 2, "record without a program exits 2")
+    for bad in (("--depth", "0"), ("--depth", "x"), ("--min-time", "fast"), ("--tid", "abc"), ("--sort", "size"),
+                ("--format", "yaml")):
+        r = lp("report", *bad, os.path.join(tmp, "x"))
+        check(r.returncode == 2 and len(r.stderr.strip().splitlines()) >= 1, "report %s exits 2" % " ".join(bad))
+    # an old trace is kept as DIR.old
+    b = Builder("gcc", "g++", "-O2", tmp)
+    rec = b.prog("recursion")
+    out = os.path.join(tmp, "cli-again")
+    record(lp, out, [rec])
+    record(lp, out, [rec])
+    check(os.path.exists(os.path.join(out + ".old", "data")), "re-recording keeps the previous trace as .old")
+    notrace = os.path.join(tmp, "cli-notrace")
+    os.makedirs(notrace, exist_ok=True)
+    r = record(lp, notrace, [rec])
+    check(r.returncode == 1 and "not a layerprof trace" in r.stderr, "record refuses to overwrite a non-trace dir")
+
+
+def group_replay(lp, tmp):
+    b = Builder("gcc", "g++", "-O2", tmp)
+    out = os.path.join(tmp, "r-longjmp")
+    record(lp, out, [b.prog("longjmp")])
+    text = lp("replay", out).stdout.splitlines()
+    funcs = [l.split("|", 1)[1] for l in text if "|" in l and not l.startswith("#")]
+    # the first round: main, runner, ten dives, the jump back, after_jump
+    want = (["main() {", "  runner() {"] + ["    " + "  " * i + "dive() {" for i in range(9)] +
+            ["    " + "  " * 9 + "dive(); (no exit)"] +
+            ["    " + "  " * i + "} /* dive */ (no exit)" for i in range(8, -1, -1)] + ["    after_jump();"])
+    got = [f[1:] for f in funcs[:len(want)]]
+    check(got == want, "replay of longjmp: exact order and nesting", "\n".join(got))
+    j = lp.json("replay", "--format", "json", out)
+    ev = j["threads"][0]["events"]
+    check(sum(1 for e in ev if e["type"] == "entry") == sum(1 for e in ev if e["type"] == "exit"),
+          "replay json pairs every entry with an exit")
+    times = [e["time_ns"] for e in ev]
+    check(times == sorted(times), "replay json is in time order")
+
+
+GROUPS = {
+    "programs": group_programs,
+    "uftrace": group_uftrace,
+    "filters": group_filters,
+    "badinput": group_badinput,
+    "crash": group_crash,
+    "linking": group_linking,
+    "cli": group_cli,
+    "replay": group_replay,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("groups", nargs="+", choices=sorted(GROUPS))
+    args = ap.parse_args()
+    lp = Layerprof(os.path.abspath(args.build))
+    tmp = tempfile.mkdtemp(prefix="layerprof-it-")
+    try:
+        for g in args.groups:
+            try:
+                GROUPS[g](lp, tmp)
+            except Exception as e:  # a broken step fails the group, loudly
+                check(False, "group %s ran to the end" % g, "%s: %s" % (type(e).__name__, e))
+    finally:
+        if args.keep:
+            print("kept %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,800 @@
+/* Unit test of host/lib/symbolizer: looks up functions of real binaries built
+ * from symbolizer_fixtures/, with addresses taken from nm and readelf. */
+#include "host/lib/symbolizer.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Paths come from CMakeLists.symbolizer.cmake (or the compiler command). */
+#ifndef SYMB_FIXTURE_NOPIE
+#error "SYMB_FIXTURE_NOPIE must name the non-PIE fixture executable"
+#endif
+#ifndef SYMB_NM
+#define SYMB_NM "nm"
+#endif
+#ifndef SYMB_OBJCOPY
+#define SYMB_OBJCOPY "objcopy"
+#endif
+#ifndef SYMB_READELF
+#define SYMB_READELF "readelf"
+#endif
+
+#define FIXTURE_MAIN_SRC SYMB_FIXTURE_DIR "/fixture_main.c"
+#define FIXTURE_LIB_SRC SYMB_FIXTURE_DIR "/fixture_lib.c"
+#define FIXTURE_CPP_SRC SYMB_FIXTURE_DIR "/fixture_cpp.cpp"
+
+#define PIE_BASE 0x555555554000ull
+#define PIE_BASE2 0x7f0012340000ull
+#define MAP_SPAN 0x100000ull
+#define ALL_FLAGS (SYMBOLIZER_DEMANGLE | SYMBOLIZER_LINES)
+#define CMD_MAX (3 * PATH_MAX)
+
+static int passed, failed;
+static char tmpdir[] = "/tmp/lp-symbolizer-XXXXXX";
+
+static void check_true(bool ok, const char *file, int line, const char *what)
+{
+	if (ok) {
+		passed++;
+		return;
+	}
+	failed++;
+	printf("FAIL %s:%d: %s\n", file, line, what);
+}
+
+static void check_str(const char *got, const char *want, const char *file, int line,
+		      const char *what)
+{
+	if ((!got && !want) || (got && want && strcmp(got, want) == 0)) {
+		passed++;
+		return;
+	}
+	failed++;
+	printf("FAIL %s:%d: %s is \"%s\", want \"%s\"\n", file, line, what, got ? got : "(null)",
+	       want ? want : "(null)");
+}
+
+static void check_u64(uint64_t got, uint64_t want, const char *file, int line, const char *what)
+{
+	if (got == want) {
+		passed++;
+		return;
+	}
+	failed++;
+	printf("FAIL %s:%d: %s is %" PRIu64 " (0x%" PRIx64 "), want %" PRIu64 " (0x%" PRIx64
+	       ")\n",
+	       file, line, what, got, got, want, want);
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n, m;
+
+	if (!s)
+		return false;
+	n = strlen(s);
+	m = strlen(tail);
+	return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+#define CHECK(cond) check_true((cond), __FILE__, __LINE__, #cond)
+#define CHECK_STR(got, want) check_str((got), (want), __FILE__, __LINE__, #got)
+#define CHECK_U64(got, want) check_u64((got), (want), __FILE__, __LINE__, #got)
+#define CHECK_INT(got, want) check_u64((uint64_t)(int64_t)(got), (uint64_t)(int64_t)(want), \
+				       __FILE__, __LINE__, #got)
+
+/* Fails the whole run: the test cannot go on without its inputs. */
+static void die(const char *what, const char *arg)
+{
+	printf("FAIL %s: %s\n", what, arg);
+	printf("%d passed, %d failed\n", passed, failed + 1);
+	exit(1);
+}
+
+static void run(const char *cmd)
+{
+	if (system(cmd) != 0)
+		die("command failed", cmd);
+}
+
+static void tmp_path(char *buf, size_t size, const char *name)
+{
+	if ((size_t)snprintf(buf, size, "%s/%s", tmpdir, name) >= size)
+		die("path too long", name);
+}
+
+/* The ELF address of `sym` in `file` according to nm. */
+static uint64_t nm_addr(const char *file, const char *sym)
+{
+	char cmd[CMD_MAX], line[4096];
+	uint64_t addr = 0;
+	bool found = false;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s --defined-only '%s'", SYMB_NM, file);
+	p = popen(cmd, "r");
+	if (!p)
+		die("cannot run", cmd);
+	while (fgets(line, sizeof(line), p)) {
+		char type, name[1024];
+		unsigned long long a;
+
+		if (sscanf(line, "%llx %c %1023s", &a, &type, name) == 3 && strcmp(name, sym) == 0) {
+			addr = a;
+			found = true;
+		}
+	}
+	pclose(p);
+	if (!found)
+		die("nm does not list", sym);
+	return addr;
+}
+
+/* The GNU build id of `file` according to readelf; returns its length. */
+static size_t readelf_build_id(const char *file, uint8_t *id, size_t max)
+{
+	char cmd[CMD_MAX], line[4096];
+	size_t len = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s -n '%s'", SYMB_READELF, file);
+	p = popen(cmd, "r");
+	if (!p)
+		die("cannot run", cmd);
+	while (fgets(line, sizeof(line), p)) {
+		const char *hex = strstr(line, "Build ID: ");
+		unsigned byte;
+
+		if (!hex || len)
+			continue;
+		for (hex += 10; len < max && sscanf(hex, "%2x", &byte) == 1; hex += 2)
+			id[len++] = (uint8_t)byte;
+	}
+	pclose(p);
+	if (!len)
+		die("readelf shows no build id in", file);
+	return len;
+}
+
+/* 1-based number of the first line of `file` containing `needle`. */
+static unsigned source_line(const char *file, const char *needle)
+{
+	char line[4096];
+	unsigned n = 0;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		die("cannot open", file);
+	while (fgets(line, sizeof(line), f)) {
+		n++;
+		if (strstr(line, needle)) {
+			fclose(f);
+			return n;
+		}
+	}
+	fclose(f);
+	die("no such line in fixture source", needle);
+	return 0;
+}
+
+static bool has_section(const char *file, const char *section)
+{
+	char cmd[CMD_MAX];
+
+	snprintf(cmd, sizeof(cmd), "%s -S -W '%s' | grep -q ' %s '", SYMB_READELF, file, section);
+	return system(cmd) == 0;
+}
+
+/* File offset and size of a section according to readelf; false if absent. */
+static bool section_range(const char *file, const char *section, size_t *off, size_t *size)
+{
+	char cmd[CMD_MAX], line[4096], want[256];
+	bool found = false;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s -S -W '%s'", SYMB_READELF, file);
+	snprintf(want, sizeof(want), "] %s ", section);
+	p = popen(cmd, "r");
+	if (!p)
+		die("cannot run", cmd);
+	while (fgets(line, sizeof(line), p)) {
+		const char *at = strstr(line, want);
+		unsigned long o, n;
+
+		if (at && sscanf(at + strlen(want), "%*s %*x %lx %lx", &o, &n) == 2) {
+			*off = o;
+			*size = n;
+			found = true;
+		}
+	}
+	pclose(p);
+	return found;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+		die("cannot write", path);
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *data;
+	long size;
+
+	if (!f || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) <= 0 ||
+	    fseek(f, 0, SEEK_SET) != 0)
+		die("cannot read", path);
+	data = malloc((size_t)size);
+	if (!data || fread(data, 1, (size_t)size, f) != (size_t)size)
+		die("cannot read", path);
+	fclose(f);
+	*len = (size_t)size;
+	return data;
+}
+
+/* Adds a map for `file` loaded at `base` covering its text around elf_addr. */
+static int add_file_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t elf_addr,
+			const char *file, const uint8_t *id, size_t id_len)
+{
+	uint64_t page = elf_addr & ~0xfffull;
+
+	return symbolizer_add_map(s, image, base, base + page, base + page + MAP_SPAN, page, id,
+				  id_len, file, strlen(file));
+}
+
+/* What the runtime records: the executable segments of a loaded object,
+ * found through dl_iterate_phdr, with the build id read from memory. */
+struct phdr_walk {
+	struct symbolizer *s;
+	uint32_t image;
+	const char *want; /* substring of the object's name; "" for the program */
+	int maps;
+	uint64_t base;
+};
+
+static size_t note_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) *ph,
+			    const uint8_t **id)
+{
+	const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+	const uint8_t *end = p + ph->p_memsz;
+
+	while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
+		const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+		size_t name = (n->n_namesz + 3) & ~3u, desc = (n->n_descsz + 3) & ~3u;
+
+		if ((size_t)(end - p) < sizeof(*n) + name + desc)
+			break;
+		if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+		    memcmp(p + sizeof(*n), "GNU", 4) == 0) {
+			*id = p + sizeof(*n) + name;
+			return n->n_descsz;
+		}
+		p += sizeof(*n) + name + desc;
+	}
+	return 0;
+}
+
+static int phdr_add(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct phdr_walk *w = data;
+	const uint8_t *id = NULL;
+	size_t id_len = 0;
+	char path[PATH_MAX];
+	ssize_t n;
+	int i;
+
+	(void)size;
+	if (w->want[0] ? !strstr(info->dlpi_name, w->want) : info->dlpi_name[0] != '\0')
+		return 0;
+	if (w->want[0]) {
+		snprintf(path, sizeof(path), "%s", info->dlpi_name);
+	} else {
+		n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+		if (n <= 0)
+			die("cannot read", "/proc/self/exe");
+		path[n] = '\0';
+	}
+	for (i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_NOTE && !id_len)
+			id_len = note_build_id(info, &info->dlpi_phdr[i], &id);
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (symbolizer_add_map(w->s, w->image, info->dlpi_addr, start, start + ph->p_memsz,
+				       ph->p_offset, id, id_len, path, strlen(path)) == 0)
+			w->maps++;
+	}
+	w->base = info->dlpi_addr;
+	return 1; /* the first match is the one */
+}
+
+static int add_loaded_maps(struct symbolizer *s, uint32_t image, const char *want,
+			   uint64_t *base)
+{
+	struct phdr_walk w = { s, image, want, 0, 0 };
+
+	dl_iterate_phdr(phdr_add, &w);
+	if (base)
+		*base = w.base;
+	return w.maps;
+}
+
+static void test_nopie(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	uint64_t add = nm_addr(SYMB_FIXTURE_NOPIE, "fixture_add");
+	uint64_t nosize = nm_addr(SYMB_FIXTURE_NOPIE, "fixture_nosize");
+	struct symbol sym;
+	char buf[256];
+
+	CHECK(s != NULL);
+	/* Built with -O2: the entry address starts several line rows; the
+	 * first is the line of the definition. */
+	CHECK(add >= 0x400000); /* linked at its final address */
+	CHECK_INT(add_file_map(s, 1, 0, add, SYMB_FIXTURE_NOPIE, NULL, 0), 0);
+
+	CHECK_INT(symbolizer_lookup(s, 1, add, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	CHECK_U64(sym.offset, 0);
+	CHECK_STR(sym.module, SYMB_FIXTURE_NOPIE);
+	CHECK(ends_with(sym.file, "/symbolizer_fixtures/fixture_main.c"));
+	CHECK_U64(sym.line, source_line(FIXTURE_MAIN_SRC, "int fixture_add(int a, int b) {"));
+
+	CHECK_INT(symbolizer_lookup(s, 1, add + 2, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	CHECK_U64(sym.offset, 2);
+	CHECK_STR(symbolizer_format(s, 1, add + 2, buf, sizeof(buf)), "fixture_add+0x2");
+	CHECK_STR(symbolizer_format(s, 1, add, buf, sizeof(buf)), "fixture_add");
+
+	/* A symbol of size 0 covers up to the next symbol. */
+	CHECK_INT(symbolizer_lookup(s, 1, nosize + 8, &sym), 0);
+	CHECK_STR(sym.name, "fixture_nosize");
+	CHECK_U64(sym.offset, 8);
+
+	/* No map covers address 0x10; image 7 has no maps at all. */
+	CHECK_INT(symbolizer_lookup(s, 1, 0x10, &sym), -ENOENT);
+	CHECK(sym.name == NULL && sym.module == NULL && sym.file == NULL && sym.line == 0);
+	CHECK_STR(symbolizer_format(s, 1, 0x10, buf, sizeof(buf)), "0x10");
+	CHECK_INT(symbolizer_lookup(s, 7, add, &sym), -ENOENT);
+	CHECK(sym.module == NULL);
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, add);
+	{
+		char got[64];
+
+		CHECK_STR(symbolizer_format(s, 7, add, got, sizeof(got)), buf);
+	}
+	symbolizer_free(s);
+}
+
+static void test_pie(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	uint64_t local = nm_addr(SYMB_FIXTURE_PIE, "fixture_local");
+	struct symbol sym, again;
+	const char *module;
+	int i, same = 0;
+
+	CHECK(add < 0x400000); /* position independent: linked near 0 */
+	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, SYMB_FIXTURE_PIE, NULL, 0), 0);
+	CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + add, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	CHECK_U64(sym.offset, 0);
+	CHECK_U64(sym.line, source_line(FIXTURE_MAIN_SRC, "int fixture_add(int a, int b) {"));
+	/* A local (static) function is only in .symtab (the PIE is -O0, so it
+	 * is not inlined away). */
+	CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + local, &sym), 0);
+	CHECK_STR(sym.name, "fixture_local");
+	CHECK_U64(sym.line, source_line(FIXTURE_MAIN_SRC, "static int fixture_local(int x) {"));
+	/* The ELF address alone is not mapped in this image. */
+	CHECK_INT(symbolizer_lookup(s, 1, add, &sym), -ENOENT);
+	symbolizer_lookup(s, 1, PIE_BASE + add, &sym);
+	module = sym.module;
+
+	/* A second image maps the same file elsewhere: same object, shared. */
+	CHECK_INT(add_file_map(s, 2, PIE_BASE2, add, SYMB_FIXTURE_PIE, NULL, 0), 0);
+	CHECK_INT(symbolizer_lookup(s, 2, PIE_BASE2 + add + 1, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	CHECK_U64(sym.offset, 1);
+	CHECK(sym.module == module);
+
+	/* Sending a map again changes nothing. */
+	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, SYMB_FIXTURE_PIE, NULL, 0), 0);
+	for (i = 0; i < 1000; i++) {
+		symbolizer_lookup(s, 1, PIE_BASE + add, &again);
+		same += again.name == sym.name && again.line == sym.line;
+	}
+	CHECK_INT(same, 1000);
+
+	/* An answer given before a map arrived is replaced once it does. */
+	CHECK_INT(add_file_map(s, 3, PIE_BASE2, add, SYMB_FIXTURE_PIE, NULL, 0), 0);
+	CHECK_INT(symbolizer_lookup(s, 3, PIE_BASE + add, &sym), -ENOENT);
+	CHECK(sym.module == NULL);
+	CHECK_INT(add_file_map(s, 3, PIE_BASE, add, SYMB_FIXTURE_PIE, NULL, 0), 0);
+	CHECK_INT(symbolizer_lookup(s, 3, PIE_BASE + add, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	symbolizer_free(s);
+}
+
+static void test_shared_lib(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	void *lib = dlopen(SYMB_FIXTURE_LIB, RTLD_NOW | RTLD_LOCAL);
+	const char *name = strrchr(SYMB_FIXTURE_LIB, '/') + 1;
+	void *func, *other;
+	uint64_t base = 0;
+	struct symbol sym;
+
+	if (!lib)
+		die("cannot dlopen", dlerror());
+	func = dlsym(lib, "fixture_lib_func");
+	other = dlsym(lib, "fixture_lib_other");
+	CHECK(func != NULL && other != NULL);
+	/* Maps as the runtime sees them after dlopen, sent twice. */
+	CHECK(add_loaded_maps(s, 5, name, &base) > 0);
+	CHECK(add_loaded_maps(s, 5, name, NULL) > 0);
+	CHECK(base != 0);
+	CHECK_INT(symbolizer_lookup(s, 5, (uintptr_t)func, &sym), 0);
+	CHECK_STR(sym.name, "fixture_lib_func");
+	CHECK_U64(sym.offset, 0);
+	CHECK(ends_with(sym.module, name));
+	CHECK(ends_with(sym.file, "/symbolizer_fixtures/fixture_lib.c"));
+	CHECK_U64(sym.line, source_line(FIXTURE_LIB_SRC, "int fixture_lib_func(int x) {"));
+	CHECK_INT(symbolizer_lookup(s, 5, (uintptr_t)other, &sym), 0);
+	CHECK_STR(sym.name, "fixture_lib_other");
+	CHECK_U64(sym.line, source_line(FIXTURE_LIB_SRC, "int fixture_lib_other(int x) {"));
+	CHECK_U64((uintptr_t)func - base, nm_addr(SYMB_FIXTURE_LIB, "fixture_lib_func"));
+	symbolizer_free(s);
+	dlclose(lib);
+}
+
+static void test_cpp(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	struct symbolizer *raw = symbolizer_new(0);
+	void *lib = dlopen(SYMB_FIXTURE_CPP, RTLD_NOW | RTLD_LOCAL);
+	const char *name = strrchr(SYMB_FIXTURE_CPP, '/') + 1;
+	void *draw_int, *draw_double;
+	struct symbol sym;
+	char buf[256];
+
+	if (!lib)
+		die("cannot dlopen", dlerror());
+	draw_int = dlsym(lib, "_ZN2ns6Widget4drawEi");
+	draw_double = dlsym(lib, "_ZN2ns6Widget4drawEd");
+	CHECK(draw_int != NULL && draw_double != NULL);
+	CHECK(add_loaded_maps(s, 1, name, NULL) > 0);
+	CHECK(add_loaded_maps(raw, 1, name, NULL) > 0);
+
+	CHECK_INT(symbolizer_lookup(s, 1, (uintptr_t)draw_int, &sym), 0);
+	CHECK_STR(sym.name, "ns::Widget::draw(int)");
+	CHECK(ends_with(sym.file, "/symbolizer_fixtures/fixture_cpp.cpp"));
+	CHECK_U64(sym.line, source_line(FIXTURE_CPP_SRC, "int Widget::draw(int x) {"));
+	CHECK_INT(symbolizer_lookup(s, 1, (uintptr_t)draw_double, &sym), 0);
+	CHECK_STR(sym.name, "ns::Widget::draw(double)");
+	CHECK_U64(sym.line, source_line(FIXTURE_CPP_SRC, "int Widget::draw(double x) {"));
+	CHECK_STR(symbolizer_format(s, 1, (uintptr_t)draw_double + 4, buf, sizeof(buf)),
+		  "ns::Widget::draw(double)+0x4");
+
+	/* Without the flags: the raw name, and no line. */
+	CHECK_INT(symbolizer_lookup(raw, 1, (uintptr_t)draw_int, &sym), 0);
+	CHECK_STR(sym.name, "_ZN2ns6Widget4drawEi");
+	CHECK(sym.file == NULL && sym.line == 0);
+	symbolizer_free(raw);
+	symbolizer_free(s);
+	dlclose(lib);
+}
+
+/* The test program itself, found the way the runtime finds the main
+ * executable (dl_iterate_phdr gives it an empty name). */
+static void test_self(void)
+{
+	struct symbolizer *s = symbolizer_new(SYMBOLIZER_DEMANGLE);
+	struct symbol sym;
+
+	CHECK(add_loaded_maps(s, 1, "", NULL) > 0);
+	CHECK_INT(symbolizer_lookup(s, 1, (uintptr_t)test_self, &sym), 0);
+	CHECK_STR(sym.name, "test_self");
+	CHECK_U64(sym.offset, 0);
+	symbolizer_free(s);
+}
+
+static void test_build_id(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	uint8_t id[SYMBOLIZER_BUILD_ID_MAX], wrong[SYMBOLIZER_BUILD_ID_MAX];
+	size_t len = readelf_build_id(SYMB_FIXTURE_PIE, id, sizeof(id));
+	const char *base = strrchr(SYMB_FIXTURE_PIE, '/') + 1;
+	struct symbol sym;
+	char buf[256], want[256];
+
+	CHECK_INT(symbolizer_set_debug_dir(s, NULL), 0);
+	memcpy(wrong, id, len);
+	wrong[len - 1] ^= 0x5a;
+	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, SYMB_FIXTURE_PIE, id, len), 0);
+	CHECK_INT(add_file_map(s, 2, PIE_BASE, add, SYMB_FIXTURE_PIE, wrong, len), 0);
+	CHECK_INT(add_file_map(s, 3, PIE_BASE, add, SYMB_FIXTURE_PIE, id, len - 1), 0);
+
+	CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + add, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	CHECK_INT(symbolizer_lookup(s, 2, PIE_BASE + add, &sym), -ENOENT);
+	CHECK(sym.name == NULL && sym.file == NULL);
+	CHECK_STR(sym.module, SYMB_FIXTURE_PIE);
+	snprintf(want, sizeof(want), "%s+0x%" PRIx64, base, add);
+	CHECK_STR(symbolizer_format(s, 2, PIE_BASE + add, buf, sizeof(buf)), want);
+	CHECK_INT(symbolizer_lookup(s, 3, PIE_BASE + add, &sym), -ENOENT);
+	symbolizer_free(s);
+}
+
+/* A stripped copy gives addresses only, unless a debug file with the same
+ * build id sits under <debug dir>/.build-id/. */
+static void test_stripped(void)
+{
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	uint8_t id[SYMBOLIZER_BUILD_ID_MAX];
+	size_t len = readelf_build_id(SYMB_FIXTURE_PIE, id, sizeof(id)), i;
+	char stripped[PATH_MAX], dbgdir[PATH_MAX], dbgfile[PATH_MAX], cmd[CMD_MAX];
+	char buf[256], want[256], hex[2 * SYMBOLIZER_BUILD_ID_MAX + 1] = "";
+	struct symbolizer *s;
+	struct symbol sym;
+
+	tmp_path(stripped, sizeof(stripped), "fixture_stripped");
+	snprintf(cmd, sizeof(cmd), "%s --strip-all '%s' '%s'", SYMB_OBJCOPY, SYMB_FIXTURE_PIE,
+		 stripped);
+	run(cmd);
+
+	s = symbolizer_new(ALL_FLAGS);
+	CHECK_INT(symbolizer_set_debug_dir(s, NULL), 0);
+	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, stripped, id, len), 0);
+	CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + add, &sym), -ENOENT);
+	CHECK(sym.name == NULL && sym.file == NULL && sym.line == 0);
+	CHECK_STR(sym.module, stripped);
+	snprintf(want, sizeof(want), "fixture_stripped+0x%" PRIx64, add);
+	CHECK_STR(symbolizer_format(s, 1, PIE_BASE + add, buf, sizeof(buf)), want);
+	symbolizer_free(s);
+
+	tmp_path(dbgdir, sizeof(dbgdir), "debug");
+	for (i = 1; i < len; i++)
+		snprintf(hex + 2 * (i - 1), 3, "%02x", id[i]);
+	if ((size_t)snprintf(dbgfile, sizeof(dbgfile), "%s/.build-id/%02x", dbgdir, id[0]) >=
+	    sizeof(dbgfile))
+		die("path too long", dbgdir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dbgfile);
+	run(cmd);
+	if ((size_t)snprintf(dbgfile, sizeof(dbgfile), "%s/.build-id/%02x/%s.debug", dbgdir, id[0],
+			     hex) >= sizeof(dbgfile))
+		die("path too long", dbgdir);
+	snprintf(cmd, sizeof(cmd), "%s --only-keep-debug '%s' '%s'", SYMB_OBJCOPY,
+		 SYMB_FIXTURE_PIE, dbgfile);
+	run(cmd);
+
+	s = symbolizer_new(ALL_FLAGS);
+	CHECK_INT(symbolizer_set_debug_dir(s, dbgdir), 0);
+	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, stripped, id, len), 0);
+	CHECK_INT(add_file_map(s, 2, PIE_BASE, add, stripped, NULL, 0), 0);
+	CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + add, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	CHECK_STR(sym.module, stripped);
+	CHECK(ends_with(sym.file, "/symbolizer_fixtures/fixture_main.c"));
+	CHECK_U64(sym.line, source_line(FIXTURE_MAIN_SRC, "int fixture_add(int a, int b) {"));
+	/* Without a build id in the trace there is no debug file to find. */
+	CHECK_INT(symbolizer_lookup(s, 2, PIE_BASE + add, &sym), -ENOENT);
+	symbolizer_free(s);
+}
+
+/* DWARF without .debug_aranges (clang's default) still gives lines. */
+static void test_no_aranges(void)
+{
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	char path[PATH_MAX], cmd[CMD_MAX];
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	struct symbol sym;
+
+	tmp_path(path, sizeof(path), "fixture_no_aranges");
+	snprintf(cmd, sizeof(cmd), "%s --remove-section=.debug_aranges '%s' '%s'", SYMB_OBJCOPY,
+		 SYMB_FIXTURE_PIE, path);
+	run(cmd);
+	CHECK(!has_section(path, ".debug_aranges"));
+	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, path, NULL, 0), 0);
+	CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + add, &sym), 0);
+	CHECK(ends_with(sym.file, "/symbolizer_fixtures/fixture_main.c"));
+	CHECK_U64(sym.line, source_line(FIXTURE_MAIN_SRC, "int fixture_add(int a, int b) {"));
+	symbolizer_free(s);
+}
+
+/* A DWARF string section that does not end in NUL would make libdw read
+ * past it: the names stay, the lines go. ASan builds catch a regression. */
+static void test_unterminated_strings(void)
+{
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	char path[PATH_MAX];
+	size_t len, off, size;
+	uint8_t *elf = read_file(SYMB_FIXTURE_PIE, &len);
+	struct symbol sym;
+
+	if (!section_range(SYMB_FIXTURE_PIE, ".debug_line_str", &off, &size) &&
+	    !section_range(SYMB_FIXTURE_PIE, ".debug_str", &off, &size))
+		die("no DWARF string section in", SYMB_FIXTURE_PIE);
+	CHECK(size > 0 && off + size <= len);
+	memset(elf + off, 'x', size);
+	tmp_path(path, sizeof(path), "fixture_bad_strings");
+	write_file(path, elf, len);
+	free(elf);
+	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, path, NULL, 0), 0);
+	CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + add, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	CHECK(sym.file == NULL && sym.line == 0);
+	symbolizer_free(s);
+}
+
+/* Looks up one address in `path` mapped at PIE_BASE: the result must be
+ * "no name" and the formatted text "<basename>+0x1234". */
+static void expect_unusable(const char *path, const char *shown, int line)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	struct symbol sym;
+	char buf[256], want[256];
+
+	symbolizer_set_debug_dir(s, NULL);
+	check_u64((uint64_t)(int64_t)add_file_map(s, 1, PIE_BASE, 0x1234, path, NULL, 0), 0,
+		  __FILE__, line, "add_file_map");
+	check_u64((uint64_t)(int64_t)symbolizer_lookup(s, 1, PIE_BASE + 0x1234, &sym),
+		  (uint64_t)(int64_t)-ENOENT, __FILE__, line, "symbolizer_lookup");
+	check_true(sym.name == NULL && sym.file == NULL, __FILE__, line, "no name, no file");
+	check_str(sym.module, path, __FILE__, line, "sym.module");
+	snprintf(want, sizeof(want), "%s+0x1234", shown);
+	check_str(symbolizer_format(s, 1, PIE_BASE + 0x1234, buf, sizeof(buf)), want, __FILE__,
+		  line, "symbolizer_format");
+	symbolizer_free(s);
+}
+
+static void test_bad_files(void)
+{
+	char path[PATH_MAX], cmd[CMD_MAX];
+	uint8_t junk[8192];
+	uint8_t *elf;
+	size_t len, i;
+	uint32_t x = 12345;
+
+	expect_unusable("/nonexistent/dir/libgone.so.1", "libgone.so.1", __LINE__);
+	expect_unusable(tmpdir, strrchr(tmpdir, '/') + 1, __LINE__); /* a directory */
+	expect_unusable("/dev/null", "null", __LINE__);
+
+	tmp_path(path, sizeof(path), "empty.so");
+	write_file(path, "", 0);
+	expect_unusable(path, "empty.so", __LINE__);
+
+	tmp_path(path, sizeof(path), "fifo.so");
+	CHECK(mkfifo(path, 0600) == 0);
+	expect_unusable(path, "fifo.so", __LINE__); /* must not block */
+
+	for (i = 0; i < sizeof(junk); i++) {
+		x = x * 1103515245u + 12345u;
+		junk[i] = (uint8_t)(x >> 16);
+	}
+	tmp_path(path, sizeof(path), "garbage.so");
+	write_file(path, junk, sizeof(junk));
+	expect_unusable(path, "garbage.so", __LINE__);
+	memcpy(junk, "\177ELF\2\1\1", 7); /* an ELF header, then garbage */
+	tmp_path(path, sizeof(path), "badelf.so");
+	write_file(path, junk, sizeof(junk));
+	expect_unusable(path, "badelf.so", __LINE__);
+
+	/* Truncated copies of a real executable. */
+	elf = read_file(SYMB_FIXTURE_PIE, &len);
+	tmp_path(path, sizeof(path), "short.so");
+	write_file(path, elf, 64);
+	expect_unusable(path, "short.so", __LINE__);
+	write_file(path, elf, 1000);
+	expect_unusable(path, "short.so", __LINE__);
+
+	/* Corrupt copies: whatever they give, they must not crash. */
+	tmp_path(path, sizeof(path), "corrupt.so");
+	for (i = 0; i < 40; i++) {
+		uint8_t *copy = malloc(len);
+		struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+		struct symbol sym;
+		char buf[64];
+		size_t j, cut = i % 4 == 3 ? len / 2 : len;
+
+		memcpy(copy, elf, len);
+		for (j = 0; j < 64; j++) {
+			x = x * 1103515245u + 12345u;
+			copy[(x >> 8) % len] = (uint8_t)(x >> 24);
+		}
+		write_file(path, copy, cut);
+		symbolizer_set_debug_dir(s, NULL);
+		add_file_map(s, 1, PIE_BASE, 0, path, NULL, 0);
+		for (j = 0; j < 0x3000; j += 0x40) {
+			symbolizer_lookup(s, 1, PIE_BASE + j, &sym);
+			symbolizer_format(s, 1, PIE_BASE + j, buf, sizeof(buf));
+		}
+		symbolizer_free(s);
+		free(copy);
+	}
+	passed++;
+	free(elf);
+
+	/* An empty path names nothing: the raw address is shown. */
+	{
+		struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+		struct symbol sym;
+		char buf[64];
+
+		CHECK_INT(symbolizer_add_map(s, 1, PIE_BASE, PIE_BASE, PIE_BASE + 0x1000, 0, NULL, 0,
+					     "", 0),
+			  0);
+		CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + 0x10, &sym), -ENOENT);
+		CHECK_STR(sym.module, "");
+		CHECK_STR(symbolizer_format(s, 1, PIE_BASE + 0x10, buf, sizeof(buf)),
+			  "0x555555554010");
+		symbolizer_free(s);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'", path);
+	run(cmd);
+}
+
+static void test_api_edges(void)
+{
+	struct symbolizer *s = symbolizer_new(0);
+	uint64_t add = nm_addr(SYMB_FIXTURE_NOPIE, "fixture_add");
+	uint8_t big[SYMBOLIZER_BUILD_ID_MAX + 1] = { 0 };
+	char buf[8];
+
+	symbolizer_free(NULL);
+	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x2000, 0x2000, 0, NULL, 0, "x", 1), -EINVAL);
+	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x2000, 0x1000, 0, NULL, 0, "x", 1), -EINVAL);
+	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x1000, 0x2000, 0, NULL, 0, "a\0b", 3), -EINVAL);
+	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x1000, 0x2000, 0, big, sizeof(big), "x", 1),
+		  -EINVAL);
+	CHECK_INT(add_file_map(s, 1, 0, add, SYMB_FIXTURE_NOPIE, NULL, 0), 0);
+
+	/* Output is cut to the buffer and always terminated. */
+	CHECK_STR(symbolizer_format(s, 1, add, buf, 5), "fixt");
+	buf[0] = 'x';
+	CHECK(symbolizer_format(s, 1, add, buf, 0) == buf && buf[0] == 'x');
+	CHECK_STR(symbolizer_format(s, 1, add, buf, 1), "");
+	symbolizer_free(s);
+}
+
+int main(void)
+{
+	char cmd[CMD_MAX];
+
+	if (!mkdtemp(tmpdir))
+		die("cannot create a temporary directory", strerror(errno));
+	test_nopie();
+	test_pie();
+	test_shared_lib();
+	test_cpp();
+	test_self();
+	test_build_id();
+	test_stripped();
+	test_no_aranges();
+	test_unterminated_strings();
+	test_bad_files();
+	test_api_edges();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		printf("cannot remove %s\n", tmpdir);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
