@@ -91,7 +91,8 @@ static void put_bytes(struct encoder *e, const void *p, size_t n, size_t max)
 	if (n > max)
 		n = max;
 	e->len += varint_put(e->buf + e->len, n);
-	memcpy(e->buf + e->len, p, n);
+	if (n)
+		memcpy(e->buf + e->len, p, n);
 	e->len += n;
 }
 

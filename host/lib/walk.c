@@ -262,7 +262,8 @@ static void order_streams(struct walk *w)
 {
 	uint32_t i, k;
 
-	qsort(w->streams, w->nstreams, sizeof(*w->streams), stream_cmp);
+	if (w->nstreams > 1)
+		qsort(w->streams, w->nstreams, sizeof(*w->streams), stream_cmp);
 	for (i = 0; i < w->nstreams; i++) {
 		struct walk_stream *s = w->streams[i];
 
