@@ -29,6 +29,7 @@ void clocksync_init(struct clocksync *cs, uint32_t kind)
 	cs->first = 0;
 	cs->hint = 0;
 	cs->exported = 0;
+	cs->seg_raw0 = cs->seg_raw1 = 0;
 }
 
 static struct clocksync_point *point(struct clocksync *cs, uint32_t i)
@@ -60,6 +61,7 @@ void clocksync_sample(struct clocksync *cs, int force)
 			cs->exported--;
 	}
 	*point(cs, cs->count++) = p;
+	cs->seg_raw1 = 0; /* an extrapolated segment may now be an interpolated one */
 }
 
 static uint64_t interpolate(const struct clocksync_point *a, const struct clocksync_point *b, uint64_t raw)
@@ -88,17 +90,50 @@ static uint64_t interpolate(const struct clocksync_point *a, const struct clocks
 #endif
 }
 
+/* (raw - raw0) * mult >> 32 without overflow for any 64-bit operands */
+static uint64_t mul_shift32(uint64_t d, uint64_t mult)
+{
+#ifdef __SIZEOF_INT128__
+	return (uint64_t)(((unsigned __int128)d * mult) >> 32);
+#else
+	uint64_t dl = d & 0xffffffffu, dh = d >> 32, ml = mult & 0xffffffffu, mh = mult >> 32;
+
+	return dh * mh * (UINT64_C(1) << 32) + dh * ml + dl * mh + ((dl * ml) >> 32);
+#endif
+}
+
+/* Caches segment [a, b) when its rate fits the fixed-point form (ns per
+ * raw tick below 2^32, raw span below 2^32 ticks).  The error is below one
+ * ns for any raw value inside the segment. */
+static void cache_segment(struct clocksync *cs, const struct clocksync_point *a, const struct clocksync_point *b)
+{
+	uint64_t draw = b->raw - a->raw, dns = b->ns - a->ns;
+
+	if (!draw || draw >= (UINT64_C(1) << 32) || dns >= (UINT64_C(1) << 32)) {
+		cs->seg_raw1 = 0;
+		return;
+	}
+	cs->seg_raw0 = a->raw;
+	cs->seg_raw1 = b->raw;
+	cs->seg_ns0 = a->ns;
+	cs->seg_mult = (dns << 32) / draw;
+}
+
 uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw)
 {
 	uint32_t lo, hi, h = cs->hint;
 
 	if (cs->kind == LP_CLOCK_MONOTONIC)
 		return raw;
+	if (raw >= cs->seg_raw0 && raw < cs->seg_raw1)
+		return cs->seg_ns0 + mul_shift32(raw - cs->seg_raw0, cs->seg_mult);
 	if (cs->count < 2)
 		return cs->count ? point(cs, 0)->ns : 0;
 	/* most events fall in the segment the previous one did */
-	if (h + 1 < cs->count && point(cs, h)->raw <= raw && raw < point(cs, h + 1)->raw)
+	if (h + 1 < cs->count && point(cs, h)->raw <= raw && raw < point(cs, h + 1)->raw) {
+		cache_segment(cs, point(cs, h), point(cs, h + 1));
 		return interpolate(point(cs, h), point(cs, h + 1), raw);
+	}
 	if (raw < point(cs, 0)->raw)
 		return interpolate(point(cs, 0), point(cs, 1), raw);
 	if (raw >= point(cs, cs->count - 1)->raw) {
@@ -116,6 +151,7 @@ uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw)
 			hi = mid;
 	}
 	cs->hint = lo;
+	cache_segment(cs, point(cs, lo), point(cs, lo + 1));
 	return interpolate(point(cs, lo), point(cs, lo + 1), raw);
 }
 

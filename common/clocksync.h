@@ -20,6 +20,9 @@ struct clocksync {
 	uint32_t first;
 	uint32_t hint; /* logical index of the segment used last */
 	uint32_t exported; /* points already handed to clocksync_export */
+	/* the segment the last conversion used, as ns = ns0 + (raw - raw0) *
+	 * mult >> 32: one multiplication per event instead of a division */
+	uint64_t seg_raw0, seg_raw1, seg_ns0, seg_mult;
 	struct clocksync_point pts[CLOCKSYNC_POINTS];
 };
 

@@ -419,7 +419,14 @@ int cmd_record(int argc, char **argv)
 					"running\n");
 			break;
 		}
-		poll_us = consumed > 0 ? RECORD_POLL_MIN_US : (poll_us * 2 > RECORD_POLL_MAX_US ? RECORD_POLL_MAX_US : poll_us * 2);
+		/* a busy program gets the drain's full attention; an idle one
+		 * costs a wake-up every RECORD_POLL_MAX_US at most */
+		if (consumed >= (long)cfg.chunk_slots)
+			continue;
+		if (consumed > 0)
+			poll_us = RECORD_POLL_MIN_US;
+		else if (poll_us < RECORD_POLL_MAX_US)
+			poll_us *= 2;
 		usleep(poll_us);
 	}
 	r = drain_finish(d);
