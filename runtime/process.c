@@ -36,8 +36,8 @@ static LP_NOINSTR void atfork_child(void)
 	lp_proc.parent_pid = (uint32_t)getppid();
 	atomic_store(&lp_proc.maps_written, 0);
 	if (t->state == LP_THREAD_READY) {
-		/* keep the parent's mapping: unmapping here could race with
-		 * nothing, but costs a system call for no gain */
+		/* the parent's ring is not ours to write */
+		munmap(t->ring, t->map_size);
 		t->state = LP_THREAD_NEW;
 		t->ring = NULL;
 		t->cur = t->limit = NULL;

@@ -279,5 +279,10 @@ LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 	ring_publish_dropped(t);
 	atomic_store_explicit((_Atomic uint32_t *)&t->ring->state, LP_RING_CLOSED, memory_order_release);
 	t->state = LP_THREAD_OFF;
+	/* the drain has its own mapping: the thread's can go, so that programs
+	 * that start and end threads all day do not pile up rings */
+	munmap(t->ring, t->map_size);
+	t->ring = NULL;
+	t->cur = t->limit = NULL;
 	t->busy = 0;
 }

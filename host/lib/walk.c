@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host/lib/classify.h"
 #include "host/lib/symbolizer.h"
@@ -286,8 +287,14 @@ static void order_streams(struct walk *w)
 	}
 }
 
+/* Progress on stderr for big traces, only when stderr is a terminal. */
+#define WALK_PROGRESS_MIN_BYTES (64 << 20)
+#define WALK_PROGRESS_STEP (16 << 20)
+
 int walk_run(struct walk *w, const struct walk_ops *ops)
 {
+	bool progress = w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+	off_t next_progress = WALK_PROGRESS_STEP;
 	const uint8_t *payload;
 	struct chunk_info ci;
 	uint32_t i;
@@ -300,6 +307,10 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 	w->r.chunks = 0;
 	w->r.seen_end = false;
 	while (reader_next(&w->r, &ci, &payload) > 0) {
+		if (progress && w->r.offset >= next_progress) {
+			fprintf(stderr, "\rreading %s: %3d%%", w->dir, (int)(100 * w->r.offset / w->r.size));
+			next_progress = w->r.offset + WALK_PROGRESS_STEP;
+		}
 		switch (ci.type) {
 		case LP_CHUNK_EVENTS:
 			r = walk_events(w, payload, ci.len);
@@ -325,6 +336,8 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 		}
 	}
 done:
+	if (progress)
+		fprintf(stderr, "\r%*s\r", (int)strlen(w->dir) + 16, "");
 	order_streams(w);
 	for (i = 0; i < w->nstreams; i++) {
 		struct walk_stream *s = w->streams[i];
