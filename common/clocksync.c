@@ -102,9 +102,8 @@ static uint64_t mul_shift32(uint64_t d, uint64_t mult)
 #endif
 }
 
-/* Caches segment [a, b) when its rate fits the fixed-point form (ns per
- * raw tick below 2^32, raw span below 2^32 ticks).  The error is below one
- * ns for any raw value inside the segment. */
+/* Caches segment [a, b) when both spans are below 2^32 (ticks and ns), so
+ * that the fast path stays exact (see clocksync_ns). */
 static void cache_segment(struct clocksync *cs, const struct clocksync_point *a, const struct clocksync_point *b)
 {
 	uint64_t draw = b->raw - a->raw, dns = b->ns - a->ns;
@@ -116,6 +115,8 @@ static void cache_segment(struct clocksync *cs, const struct clocksync_point *a,
 	cs->seg_raw0 = a->raw;
 	cs->seg_raw1 = b->raw;
 	cs->seg_ns0 = a->ns;
+	cs->seg_draw = draw;
+	cs->seg_dns = dns;
 	cs->seg_mult = (dns << 32) / draw;
 }
 
@@ -125,8 +126,16 @@ uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw)
 
 	if (cs->kind == LP_CLOCK_MONOTONIC)
 		return raw;
-	if (raw >= cs->seg_raw0 && raw < cs->seg_raw1)
-		return cs->seg_ns0 + mul_shift32(raw - cs->seg_raw0, cs->seg_mult);
+	if (raw >= cs->seg_raw0 && raw < cs->seg_raw1) {
+		uint64_t d = raw - cs->seg_raw0, q = mul_shift32(d, cs->seg_mult);
+
+		/* mult is rounded down, so q is the exact quotient or one below:
+		 * one multiplication tells which (both sides stay below 2^64
+		 * because d, draw and dns are below 2^32) */
+		if ((q + 1) * cs->seg_draw <= d * cs->seg_dns)
+			q++;
+		return cs->seg_ns0 + q;
+	}
 	if (cs->count < 2)
 		return cs->count ? point(cs, 0)->ns : 0;
 	/* most events fall in the segment the previous one did */

@@ -20,9 +20,10 @@ struct clocksync {
 	uint32_t first;
 	uint32_t hint; /* logical index of the segment used last */
 	uint32_t exported; /* points already handed to clocksync_export */
-	/* the segment the last conversion used, as ns = ns0 + (raw - raw0) *
-	 * mult >> 32: one multiplication per event instead of a division */
-	uint64_t seg_raw0, seg_raw1, seg_ns0, seg_mult;
+	/* the segment the last conversion used: ns = ns0 + (raw - raw0) *
+	 * mult >> 32, corrected to the exact quotient with draw and dns; no
+	 * division per event */
+	uint64_t seg_raw0, seg_raw1, seg_ns0, seg_mult, seg_draw, seg_dns;
 	struct clocksync_point pts[CLOCKSYNC_POINTS];
 };
 

@@ -158,6 +158,12 @@ void filter_exit(struct filter_stream *fs, uint64_t ns, uint64_t addr)
 void filter_longjmp(struct filter_stream *fs, uint64_t ns, uint64_t depth)
 {
 	fs->last_ns = ns;
+	if (depth >= fs->depth) {
+		/* still past the tracked frames: only untracked ones end */
+		if (fs->overflow > depth - fs->depth)
+			fs->overflow = (uint32_t)(depth - fs->depth);
+		return;
+	}
 	fs->overflow = 0;
 	while (fs->depth > depth)
 		pop(fs, ns, FILTER_UNFINISHED);

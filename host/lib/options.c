@@ -35,48 +35,52 @@ int parse_duration(const char *s, uint64_t *ns)
 int parse_size(const char *s, uint64_t *bytes)
 {
 	unsigned long long v;
+	unsigned shift = 0;
 	char *end;
 
+	if (*s < '0' || *s > '9')
+		return -EINVAL; /* no sign, no blanks */
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (end == s || errno || *s == '-')
+	if (end == s || errno)
 		return -EINVAL;
 	switch (*end) {
 	case '\0':
 		break;
 	case 'k':
 	case 'K':
-		v <<= 10;
-		end++;
+		shift = 10;
 		break;
 	case 'm':
 	case 'M':
-		v <<= 20;
-		end++;
+		shift = 20;
 		break;
 	case 'g':
 	case 'G':
-		v <<= 30;
-		end++;
+		shift = 30;
 		break;
 	default:
 		return -EINVAL;
 	}
-	if (*end == 'i' || *end == 'B')
-		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-	if (*end)
+	if (shift) {
+		end++;
+		if (!strcmp(end, "iB") || !strcmp(end, "B"))
+			end += strlen(end);
+	}
+	if (*end || v > (UINT64_MAX >> shift))
 		return -EINVAL;
-	*bytes = v;
+	*bytes = (uint64_t)v << shift;
 	return 0;
 }
 
 const char *format_duration(uint64_t ns, char *buf, size_t size)
 {
+	/* choose the unit on the rounded value, so 999999999 ns is "1.000 s" */
 	if (ns < 1000)
 		snprintf(buf, size, "%llu ns", (unsigned long long)ns);
 	else if (ns < 1000000)
 		snprintf(buf, size, "%.3f us", ns / 1e3);
-	else if (ns < 1000000000)
+	else if (ns < 999999500u)
 		snprintf(buf, size, "%.3f ms", ns / 1e6);
 	else
 		snprintf(buf, size, "%.3f s", ns / 1e9);
