@@ -18,7 +18,7 @@ struct clocksync {
 	uint32_t kind;  /* enum lp_clock_kind */
 	uint32_t count; /* points held, oldest at `first` */
 	uint32_t first;
-	uint32_t hint; /* logical index of the segment used last */
+	uint32_t hint;     /* logical index of the segment used last */
 	uint32_t exported; /* points already handed to clocksync_export */
 	/* the segment the last conversion used: ns = ns0 + (raw - raw0) *
 	 * mult >> 32, corrected to the exact quotient with draw and dns; no

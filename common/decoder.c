@@ -13,8 +13,8 @@ int decoder_begin(struct decoder *d, const uint8_t *payload, size_t len)
 	d->p = payload;
 	d->end = payload + len;
 	d->nrefs = 0;
-	if (varint_get(&d->p, d->end, &image) || varint_get(&d->p, d->end, &pid) ||
-	    varint_get(&d->p, d->end, &tid) || varint_get(&d->p, d->end, &base))
+	if (varint_get(&d->p, d->end, &image) || varint_get(&d->p, d->end, &pid) || varint_get(&d->p, d->end, &tid) ||
+	    varint_get(&d->p, d->end, &base))
 		return -EBADMSG;
 	if (image > UINT32_MAX || pid > UINT32_MAX || tid > UINT32_MAX)
 		return -EBADMSG;
@@ -89,8 +89,7 @@ int decoder_next(struct decoder *d, struct lp_event *ev)
 	case LP_EV_MAP:
 		if (varint_get(&d->p, d->end, &ev->base) || varint_get(&d->p, d->end, &ev->start) ||
 		    varint_get(&d->p, d->end, &ev->end) || varint_get(&d->p, d->end, &ev->offset) ||
-		    get_bytes(d, &ev->build_id, &ev->build_id_len, 64) ||
-		    get_bytes(d, &s, &ev->str_len, LP_STRING_MAX))
+		    get_bytes(d, &ev->build_id, &ev->build_id_len, 64) || get_bytes(d, &s, &ev->str_len, LP_STRING_MAX))
 			return -EBADMSG;
 		ev->str = (const char *)s;
 		return ev->start <= ev->end ? 1 : -EBADMSG;

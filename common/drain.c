@@ -28,7 +28,7 @@ struct stream {
 	uint64_t lost_reported; /* events covered by LOST slots so far */
 	bool final;             /* its process is gone: head will not move */
 	bool closed;
-	int exit_status;        /* with final: wait status, or -1 */
+	int exit_status; /* with final: wait status, or -1 */
 	struct encoder *enc;
 	struct filter_stream fs;
 	bool filtered;
@@ -331,7 +331,7 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 		if (s->d->ops.map)
 			s->d->ops.map(s->d->ops.ctx, s->ring->image, &ev);
 		encoder_map(s->enc, ns, ev.base, ev.start, ev.end, ev.offset, ev.build_id, ev.build_id_len, ev.str,
-			    ev.str_len);
+		            ev.str_len);
 	} else if (ext == LP_EXT_TASK && len >= sizeof(struct lp_ext_task)) {
 		struct lp_ext_task t;
 		uint64_t frames[256];
@@ -539,7 +539,7 @@ int drain_finish(struct drain *d)
 	d->nstreams = 0;
 	emit_clock(d);
 	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
-		     (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
+	             (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
 	emit(d, LP_CHUNK_END, (const uint8_t *)end, (size_t)n);
 	return d->error;
 }

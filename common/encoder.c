@@ -97,7 +97,7 @@ static void put_bytes(struct encoder *e, const void *p, size_t n, size_t max)
 }
 
 void encoder_map(struct encoder *e, uint64_t ns, uint64_t base, uint64_t start, uint64_t end, uint64_t offset,
-		 const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len)
+                 const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len)
 {
 	begin_event(e, ns, LP_EV_MAP, 0);
 	e->len += varint_put(e->buf + e->len, base);
@@ -109,7 +109,7 @@ void encoder_map(struct encoder *e, uint64_t ns, uint64_t base, uint64_t start, 
 }
 
 void encoder_task(struct encoder *e, uint64_t ns, unsigned kind, uint64_t arg, const char *name, size_t name_len,
-		  const uint64_t *frames, size_t nframes)
+                  const uint64_t *frames, size_t nframes)
 {
 	size_t i;
 

@@ -35,9 +35,9 @@ void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count);
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth);
 /* Strings over LP_STRING_MAX and frames over 256 are cut. */
 void encoder_map(struct encoder *e, uint64_t ns, uint64_t base, uint64_t start, uint64_t end, uint64_t offset,
-		 const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len);
+                 const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len);
 void encoder_task(struct encoder *e, uint64_t ns, unsigned kind, uint64_t arg, const char *name, size_t name_len,
-		  const uint64_t *frames, size_t nframes);
+                  const uint64_t *frames, size_t nframes);
 
 /* True when the payload should be flushed before more events are added. */
 static inline bool encoder_full(const struct encoder *e)

@@ -9,8 +9,8 @@
 #define EVENT_FRAMES_MAX 256
 
 struct lp_event {
-	uint8_t type; /* enum lp_event_type */
-	uint8_t arg;  /* TASK: enum lp_task_kind */
+	uint8_t type;  /* enum lp_event_type */
+	uint8_t arg;   /* TASK: enum lp_task_kind */
 	uint64_t time; /* ns, CLOCK_MONOTONIC */
 	/* ENTRY/EXIT: function address; LOST: events lost; LONGJMP: depth;
 	 * TASK: pid or status; EXTENDED: subtype */

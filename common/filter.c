@@ -11,7 +11,7 @@ bool filter_spec_is_empty(const struct filter_spec *spec)
 }
 
 int filter_stream_init(struct filter_stream *fs, const struct filter_spec *spec, const struct filter_sink *sink,
-		       uint32_t image)
+                       uint32_t image)
 {
 	fs->spec = spec;
 	fs->sink = *sink;

@@ -17,7 +17,7 @@ enum filter_class {
 };
 
 enum filter_event_flags {
-	FILTER_INHERITED = 1u << 0, /* frame entered before a fork, in the parent */
+	FILTER_INHERITED = 1u << 0,  /* frame entered before a fork, in the parent */
 	FILTER_UNFINISHED = 1u << 1, /* exit invented: longjmp, missing exit or end of stream */
 };
 
@@ -51,11 +51,11 @@ struct filter_stream {
 	const struct filter_spec *spec;
 	struct filter_sink sink;
 	uint32_t image;
-	uint32_t depth;     /* frames on the stack */
-	uint32_t overflow;  /* frames past FILTER_STACK_MAX, not tracked */
-	uint32_t visible;   /* visible frames on the stack */
-	uint32_t emitted;   /* emitted frames on the stack */
-	uint32_t only;      /* --only frames on the stack */
+	uint32_t depth;       /* frames on the stack */
+	uint32_t overflow;    /* frames past FILTER_STACK_MAX, not tracked */
+	uint32_t visible;     /* visible frames on the stack */
+	uint32_t emitted;     /* emitted frames on the stack */
+	uint32_t only;        /* --only frames on the stack */
 	uint32_t excluded_at; /* stack index of the excluding frame, or UINT32_MAX */
 	uint32_t cap;
 	uint64_t last_ns;
@@ -65,7 +65,7 @@ struct filter_stream {
 
 /* Returns 0 or -ENOMEM.  spec must outlive the stream. */
 int filter_stream_init(struct filter_stream *fs, const struct filter_spec *spec, const struct filter_sink *sink,
-		       uint32_t image);
+                       uint32_t image);
 void filter_stream_release(struct filter_stream *fs);
 
 void filter_entry(struct filter_stream *fs, uint64_t ns, uint64_t addr);

@@ -31,17 +31,17 @@
 #define RECORD_POLL_MAX_US 10000
 
 static const char record_usage[] =
-	"usage: layerprof record [options] [--] <program> [<args>]\n"
-	"\n"
-	"Runs <program> with the layerprof runtime and records the calls of its\n"
-	"functions built with -finstrument-functions (or linked with -llayerprof).\n"
-	"The exit status of the program is passed through.\n"
-	"\n"
-	"  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
-	"                        is kept as DIR.old)\n"
-	"  -b, --buffer-size SZ  ring buffer per thread (default 4M; e.g. 256K, 16M)\n"
-	"      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
-	"  -q, --quiet           no summary line\n" FILTER_HELP "  -h, --help            this text\n";
+    "usage: layerprof record [options] [--] <program> [<args>]\n"
+    "\n"
+    "Runs <program> with the layerprof runtime and records the calls of its\n"
+    "functions built with -finstrument-functions (or linked with -llayerprof).\n"
+    "The exit status of the program is passed through.\n"
+    "\n"
+    "  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
+    "                        is kept as DIR.old)\n"
+    "  -b, --buffer-size SZ  ring buffer per thread (default 4M; e.g. 256K, 16M)\n"
+    "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
+    "  -q, --quiet           no summary line\n" FILTER_HELP "  -h, --help            this text\n";
 
 static volatile sig_atomic_t stop_requests;
 static volatile sig_atomic_t forward_signal;
@@ -82,7 +82,7 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 
 	if (rec->sym)
 		symbolizer_add_map(rec->sym, image, ev->base, ev->start, ev->end, ev->offset, ev->build_id,
-				   ev->build_id_len, ev->str, ev->str_len);
+		                   ev->build_id_len, ev->str, ev->str_len);
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed
@@ -90,7 +90,7 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 static int find_runtime(char *out, size_t size)
 {
 	static const char *const rel[] = { "/../lib/liblayerprof.so", "/../runtime/liblayerprof.so",
-					   "/liblayerprof.so" };
+		                           "/liblayerprof.so" };
 	const char *env = getenv("LAYERPROF_LIB");
 	const char *dir = layerprof_exe_dir();
 	size_t i;
@@ -121,8 +121,8 @@ static int prepare_output(const char *out)
 	if (stat(out, &st) == 0) {
 		snprintf(data, sizeof(data), "%s/%s", out, LP_TRACE_DATA);
 		if (!S_ISDIR(st.st_mode) || access(data, F_OK)) {
-			fprintf(stderr, "layerprof record: '%s' exists and is not a layerprof trace; choose another -o\n",
-				out);
+			fprintf(stderr,
+			        "layerprof record: '%s' exists and is not a layerprof trace; choose another -o\n", out);
 			return -EEXIST;
 		}
 		snprintf(old, sizeof(old), "%s.old", out);
@@ -156,13 +156,13 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 	int i;
 
 	uname(&u);
-	n += (size_t)snprintf(meta + n, sizeof(meta) - n,
-			      "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
-			      "start_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\ncommand=",
-			      u.nodename, u.release, LP_ARCH_NAME,
-			      clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter", (unsigned long long)buffer,
-			      (unsigned long long)clocksync_monotonic_ns(), (long long)time(NULL),
-			      filter_opts_any(&rec->fopts) ? 1 : 0);
+	n +=
+	    (size_t)snprintf(meta + n, sizeof(meta) - n,
+	                     "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
+	                     "start_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\ncommand=",
+	                     u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
+	                     (unsigned long long)buffer, (unsigned long long)clocksync_monotonic_ns(),
+	                     (long long)time(NULL), filter_opts_any(&rec->fopts) ? 1 : 0);
 	for (i = 0; i < argc && n < sizeof(meta) - 2; i++) {
 		const char *a = argv[i];
 
@@ -240,7 +240,7 @@ static void print_exit(const char *prog, int status)
 {
 	if (WIFSIGNALED(status))
 		fprintf(stderr, "layerprof record: '%s' was killed by signal %d (%s)%s\n", prog, WTERMSIG(status),
-			strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
+		        strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
 }
 
 int cmd_record(int argc, char **argv)
@@ -276,14 +276,14 @@ int cmd_record(int argc, char **argv)
 		case 'b':
 			if (parse_size(optarg, &buffer) || buffer < (64u << 10) || buffer > (1ull << 31)) {
 				fprintf(stderr, "layerprof record: invalid --buffer-size '%s': expected 64K to 2G\n",
-					optarg);
+				        optarg);
 				return LP_EXIT_USAGE;
 			}
 			break;
 		case 'C':
 			if (strcmp(optarg, "auto") && strcmp(optarg, "counter") && strcmp(optarg, "monotonic")) {
 				fprintf(stderr, "layerprof record: invalid --clock '%s': auto, counter or monotonic\n",
-					optarg);
+				        optarg);
 				return LP_EXIT_USAGE;
 			}
 			clock_opt = optarg;
@@ -353,13 +353,13 @@ int cmd_record(int argc, char **argv)
 	}
 	if (rec.fopts.n_tids) {
 		fprintf(stderr, "layerprof record: --tid applies to report, tree and replay (thread ids are not known "
-				"before the program runs)\n");
+		                "before the program runs)\n");
 		exit_code = LP_EXIT_USAGE;
 		goto out;
 	}
 
 	snprintf(session, sizeof(session), "%s/layerprof-%d-%lx", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
-		 (int)getpid(), (unsigned long)clocksync_monotonic_ns());
+	         (int)getpid(), (unsigned long)clocksync_monotonic_ns());
 	d = drain_new(session, &cfg, &ops);
 	if (!d) {
 		fprintf(stderr, "layerprof record: cannot create session '%s': %s\n", session, strerror(errno));
@@ -416,7 +416,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		if (stop_requests > 1) {
 			fprintf(stderr, "layerprof record: interrupted: writing what was recorded; the program keeps "
-					"running\n");
+			                "running\n");
 			break;
 		}
 		/* a busy program gets the drain's full attention; an idle one
@@ -436,12 +436,13 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	if (st.lost)
-		fprintf(stderr, "layerprof record: warning: %llu events lost (rings full: try a larger --buffer-size)\n",
-			(unsigned long long)st.lost);
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (rings full: try a larger --buffer-size)\n",
+		        (unsigned long long)st.lost);
 	if (!quiet && isatty(STDERR_FILENO))
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
-			(unsigned long long)st.events, (unsigned long long)st.streams, rec.out,
-			(unsigned long long)st.bytes);
+		        (unsigned long long)st.events, (unsigned long long)st.streams, rec.out,
+		        (unsigned long long)st.bytes);
 	print_exit(argv[optind], status);
 	if (!child_done)
 		exit_code = 130;

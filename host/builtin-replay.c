@@ -13,15 +13,15 @@
 #define REPLAY_OPEN_FILES_MAX 4096u
 
 static const char replay_usage[] =
-	"usage: layerprof replay [options] [<trace dir>]\n"
-	"\n"
-	"Prints the calls of a trace (default layerprof.data) as they happened, thread\n"
-	"by thread, indented by depth, with the duration of each call.\n"
-	"\n"
-	"      --format FMT      text (default) or json (one object per thread with\n"
-	"                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
-	"\n"
-	"Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
+    "usage: layerprof replay [options] [<trace dir>]\n"
+    "\n"
+    "Prints the calls of a trace (default layerprof.data) as they happened, thread\n"
+    "by thread, indented by depth, with the duration of each call.\n"
+    "\n"
+    "      --format FMT      text (default) or json (one object per thread with\n"
+    "                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
 
 struct pending {
 	bool set;
@@ -68,11 +68,11 @@ static void time_col(const struct replay *rp, uint64_t ns, char *buf, size_t siz
 	uint64_t t = ns > rp->t0 ? ns - rp->t0 : 0;
 
 	snprintf(buf, size, "%llu.%06llu", (unsigned long long)(t / 1000000000u),
-		 (unsigned long long)(t % 1000000000u / 1000u));
+	         (unsigned long long)(t % 1000000000u / 1000u));
 }
 
-static void put_json_event(struct replay *rp, struct walk_stream *s, const char *type, uint64_t ns,
-			   uint64_t addr, uint32_t depth, int64_t dur, unsigned flags)
+static void put_json_event(struct replay *rp, struct walk_stream *s, const char *type, uint64_t ns, uint64_t addr,
+                           uint32_t depth, int64_t dur, unsigned flags)
 {
 	struct rstream *rs = s->user;
 	char name[1024];
@@ -80,7 +80,7 @@ static void put_json_event(struct replay *rp, struct walk_stream *s, const char 
 
 	walk_name(&rp->w, s->image, addr, name, sizeof(name));
 	fprintf(rs->f, "%s{\"type\":\"%s\",\"time_ns\":%llu,\"depth\":%u,\"name\":\"", rs->events ? "," : "", type,
-		(unsigned long long)ns, depth);
+	        (unsigned long long)ns, depth);
 	for (p = name; *p; p++) {
 		if (*p == '"' || *p == '\\')
 			fputc('\\', rs->f);
@@ -114,7 +114,7 @@ static void flush_pending(struct replay *rp, struct walk_stream *s)
 	time_col(rp, rs->p.ns, t, sizeof(t));
 	walk_name(&rp->w, s->image, rs->p.addr, name, sizeof(name));
 	fprintf(rs->f, "%14s %12s | %*s%s() {%s\n", t, "", (int)(2 * rs->p.depth), "", name,
-		rs->p.flags & FILTER_INHERITED ? "   /* entered before fork */" : "");
+	        rs->p.flags & FILTER_INHERITED ? "   /* entered before fork */" : "");
 }
 
 static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
@@ -132,8 +132,8 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 	rs->p.flags = flags;
 }
 
-static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
-		       uint64_t entry_ns, unsigned flags)
+static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                       unsigned flags)
 {
 	struct replay *rp = ctx;
 	struct rstream *rs = s->user;
@@ -171,7 +171,7 @@ static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t coun
 	flush_pending(rp, s);
 	if (rp->json) {
 		fprintf(rs->f, "%s{\"type\":\"lost\",\"time_ns\":%llu,\"count\":%llu}", rs->events ? "," : "",
-			(unsigned long long)ns, (unsigned long long)count);
+		        (unsigned long long)ns, (unsigned long long)count);
 		rs->events++;
 		return;
 	}
@@ -205,7 +205,9 @@ int cmd_replay(int argc, char **argv)
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct walk_ops ops = { .begin = on_begin, .entry = on_entry, .exit = on_exit_ev, .lost = on_lost, .end = on_end };
+	struct walk_ops ops = {
+		.begin = on_begin, .entry = on_entry, .exit = on_exit_ev, .lost = on_lost, .end = on_end
+	};
 	struct replay rp = { 0 };
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data";

@@ -14,17 +14,19 @@
 #define REPORT_FUNCS_MAX (1u << 24)
 
 static const char report_usage[] =
-	"usage: layerprof report [options] [<trace dir>]\n"
-	"\n"
-	"Flat profile of a trace (default " "layerprof.data" "): per function its calls and\n"
-	"total (inclusive), self, average, minimum and maximum time per call.\n"
-	"\n"
-	"  -s, --sort KEYS       sort by total, self, calls, avg, min, max or name;\n"
-	"                        comma-separated, first key first (default total)\n"
-	"  -t, --per-thread      one row per function and thread\n"
-	"      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"
-	"\n"
-	"Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
+    "usage: layerprof report [options] [<trace dir>]\n"
+    "\n"
+    "Flat profile of a trace (default "
+    "layerprof.data"
+    "): per function its calls and\n"
+    "total (inclusive), self, average, minimum and maximum time per call.\n"
+    "\n"
+    "  -s, --sort KEYS       sort by total, self, calls, avg, min, max or name;\n"
+    "                        comma-separated, first key first (default total)\n"
+    "  -t, --per-thread      one row per function and thread\n"
+    "      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
 
 /* One function's numbers in one stream, keyed by address. */
 struct fstat {
@@ -144,8 +146,8 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 	f->active++;
 }
 
-static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
-		       uint64_t entry_ns, unsigned flags)
+static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                       unsigned flags)
 {
 	struct report *rp = ctx;
 	struct rstream *rs = s->user;
@@ -464,8 +466,10 @@ int cmd_report(int argc, char **argv)
 		switch (c) {
 		case 's':
 			if (parse_sort(&rp, optarg)) {
-				fprintf(stderr, "layerprof report: invalid --sort '%s': use total, self, calls, avg, min, "
-						"max, name\n", optarg);
+				fprintf(stderr,
+				        "layerprof report: invalid --sort '%s': use total, self, calls, avg, min, "
+				        "max, name\n",
+				        optarg);
 				return LP_EXIT_USAGE;
 			}
 			break;

@@ -13,19 +13,19 @@
 #define TREE_NODES_MAX (1u << 24)
 
 static const char tree_usage[] =
-	"usage: layerprof tree [options] [<trace dir>]\n"
-	"\n"
-	"Call tree of each thread of a trace (default layerprof.data): every node is a\n"
-	"call path with its calls, total (inclusive) and self time.\n"
-	"\n"
-	"      --focus FUNC      the trees of calls inside FUNC, FUNC at the root (glob)\n"
-	"      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"
-	"\n"
-	"Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
+    "usage: layerprof tree [options] [<trace dir>]\n"
+    "\n"
+    "Call tree of each thread of a trace (default layerprof.data): every node is a\n"
+    "call path with its calls, total (inclusive) and self time.\n"
+    "\n"
+    "      --focus FUNC      the trees of calls inside FUNC, FUNC at the root (glob)\n"
+    "      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
 
 struct node {
 	uint64_t addr;
-	uint32_t parent; /* index; 0 is the root */
+	uint32_t parent;                                /* index; 0 is the root */
 	uint32_t first_child, next_sibling, last_child; /* 0: none */
 	uint64_t calls, total_ns, self_ns, min_ns, max_ns;
 };
@@ -167,8 +167,8 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 		t->nodes[i].calls++;
 }
 
-static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
-		       uint64_t entry_ns, unsigned flags)
+static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                       unsigned flags)
 {
 	struct tstream *t = s->user;
 	uint64_t dur = ns - entry_ns;
@@ -271,8 +271,8 @@ static int print_tree(struct tree *tr, const struct walk_stream *s, struct json 
 			json_array_begin(j, "children");
 		} else {
 			printf("%12s %12s %10llu  %*s%s\n", format_duration(nd->total_ns, a, sizeof(a)),
-			       format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls,
-			       (int)(2 * sp), "", name);
+			       format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls, (int)(2 * sp),
+			       "", name);
 		}
 		if (sp + 1 == cap) {
 			struct frame *ns = realloc(stack, 2 * cap * sizeof(*ns));

@@ -62,15 +62,15 @@ static LP_NOINSTR void note_longjmp(const void *env)
 	}
 }
 
-#define LONGJMP_WRAPPER(name)                                                                            \
-	LP_EXPORT LP_NOINSTR __attribute__((noreturn)) void name(struct __jmp_buf_tag env[1], int val)  \
-	{                                                                                                \
-		static void (*real)(struct __jmp_buf_tag *, int);                                        \
-		if (!real)                                                                               \
-			real = (void (*)(struct __jmp_buf_tag *, int))dlsym(RTLD_NEXT, #name);           \
-		note_longjmp(env);                                                                       \
-		real(env, val);                                                                          \
-		__builtin_unreachable();                                                                 \
+#define LONGJMP_WRAPPER(name)                                                                          \
+	LP_EXPORT LP_NOINSTR __attribute__((noreturn)) void name(struct __jmp_buf_tag env[1], int val) \
+	{                                                                                              \
+		static void (*real)(struct __jmp_buf_tag *, int);                                      \
+		if (!real)                                                                             \
+			real = (void (*)(struct __jmp_buf_tag *, int))dlsym(RTLD_NEXT, #name);         \
+		note_longjmp(env);                                                                     \
+		real(env, val);                                                                        \
+		__builtin_unreachable();                                                               \
 	}
 
 LONGJMP_WRAPPER(longjmp)

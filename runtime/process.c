@@ -31,8 +31,8 @@ static LP_NOINSTR void atfork_child(void)
 
 	if (!lp_proc.active)
 		return;
-	lp_proc.image = atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->next_image, 1,
-						   memory_order_relaxed);
+	lp_proc.image =
+	    atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->next_image, 1, memory_order_relaxed);
 	lp_proc.parent_pid = (uint32_t)getppid();
 	atomic_store(&lp_proc.maps_written, 0);
 	if (t->state == LP_THREAD_READY) {
@@ -79,8 +79,8 @@ static LP_NOINSTR bool session_attach(void)
 	}
 	lp_proc.session_dir = dir;
 	lp_proc.clock = lp_proc.control->clock == LP_ARCH_COUNTER ? LP_ARCH_COUNTER : LP_CLOCK_MONOTONIC;
-	lp_proc.image = atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->next_image, 1,
-						   memory_order_relaxed);
+	lp_proc.image =
+	    atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->next_image, 1, memory_order_relaxed);
 	return true;
 }
 

@@ -65,14 +65,14 @@ extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec"
 
 /* Process-wide session state, set by lp_process_init. */
 struct lp_process {
-	_Atomic int init;            /* 0 none, 1 in progress, 2 done */
-	bool active;                 /* a session is attached */
-	struct lp_control *control;  /* shared with the recorder */
+	_Atomic int init;           /* 0 none, 1 in progress, 2 done */
+	bool active;                /* a session is attached */
+	struct lp_control *control; /* shared with the recorder */
 	const char *session_dir;
 	uint32_t image;
-	uint32_t clock;               /* enum lp_clock_kind of this process */
-	uint32_t parent_pid;          /* set in a forked child until its first ring */
-	_Atomic int maps_written;     /* first ring of the image carries the maps */
+	uint32_t clock;           /* enum lp_clock_kind of this process */
+	uint32_t parent_pid;      /* set in a forked child until its first ring */
+	_Atomic int maps_written; /* first ring of the image carries the maps */
 	char exe[512];
 };
 

@@ -48,7 +48,7 @@ static LP_NOINSTR uint32_t gettid_raw(void)
 }
 
 static LP_NOINSTR void put_task(struct lp_thread *t, uint32_t kind, uint32_t arg, const char *name,
-				const uintptr_t *frames, uint32_t nframes)
+                                const uintptr_t *frames, uint32_t nframes)
 {
 	unsigned char buf[sizeof(struct lp_ext_task) + 512 + LP_SHADOW_MAX * 8];
 	struct lp_ext_task task = { .kind = kind, .arg = arg };
@@ -91,7 +91,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 		goto out;
 	tid = gettid_raw();
 	snprintf(path, sizeof(path), "%s/" LP_RING_PREFIX "%u.%u.%u", lp_proc.session_dir, (unsigned)getpid(),
-		 (unsigned)tid, (unsigned)lp_proc.image);
+	         (unsigned)tid, (unsigned)lp_proc.image);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto out;

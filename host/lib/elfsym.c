@@ -62,7 +62,7 @@ struct elfsym {
 	char *pool; /* NUL-terminated names */
 	size_t pool_len;
 	size_t pool_cap;
-	char **demangled; /* parallel to funcs, filled on demand */
+	char **demangled;           /* parallel to funcs, filled on demand */
 	struct elf_file dwarf_file; /* the file `dwarf` reads from */
 	Dwarf *dwarf;
 	struct cu_range *cus; /* sorted by low; built on first need */
@@ -166,8 +166,7 @@ static int64_t pool_add(struct elfsym *e, const char *name, size_t len)
 	return (int64_t)off;
 }
 
-static int funcs_add(struct elfsym *e, uint64_t start, uint64_t size, const char *name,
-		     unsigned rank)
+static int funcs_add(struct elfsym *e, uint64_t start, uint64_t size, const char *name, unsigned rank)
 {
 	size_t len = strnlen(name, ELFSYM_MAX_NAME + 1);
 	int64_t off;
@@ -215,8 +214,7 @@ static unsigned sym_rank(const GElf_Sym *sym, const char *name)
 }
 
 /* Adds the function symbols of one symbol table section. */
-static int symbols_load_table(struct elfsym *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
-			      bool thumb)
+static int symbols_load_table(struct elfsym *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, bool thumb)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
@@ -238,8 +236,7 @@ static int symbols_load_table(struct elfsym *e, Elf *elf, Elf_Scn *scn, const GE
 		type = GELF_ST_TYPE(sym.st_info);
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;
-		if (sym.st_shndx == SHN_UNDEF ||
-		    (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX))
+		if (sym.st_shndx == SHN_UNDEF || (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX))
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name)
@@ -387,8 +384,8 @@ static void dwarf_adopt(struct elfsym *e, struct elf_file *f)
 	f->elf = NULL;
 }
 
-struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t build_id_len,
-			   const char *debug_dir, unsigned flags)
+struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t build_id_len, const char *debug_dir,
+                           unsigned flags)
 {
 	struct elf_file main_file = { -1, NULL }, debug_file = { -1, NULL };
 	struct elfsym *e = calloc(1, sizeof(*e));

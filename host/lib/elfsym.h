@@ -26,8 +26,8 @@ enum elfsym_flags {
  * call. With ELFSYM_LINES, the file holding DWARF stays open (one file
  * descriptor) until elfsym_free(). Returns NULL only when memory runs out.
  * Free with elfsym_free(). */
-struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t build_id_len,
-			   const char *debug_dir, unsigned flags);
+struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t build_id_len, const char *debug_dir,
+                           unsigned flags);
 
 /* Closes the files and frees every string handed out. Accepts NULL. */
 void elfsym_free(struct elfsym *e);

@@ -98,7 +98,8 @@ static int parse_tids(struct filter_opts *f, const char *arg, const char *cmd)
 		errno = 0;
 		v = strtoul(p, &end, 10);
 		if (end == p || errno || v == 0 || v > 0xffffffffu || (*end && *end != ',')) {
-			fprintf(stderr, "layerprof %s: invalid --tid '%s': expected thread ids like 1234,1235\n", cmd, arg);
+			fprintf(stderr, "layerprof %s: invalid --tid '%s': expected thread ids like 1234,1235\n", cmd,
+			        arg);
 			return -1;
 		}
 		if (f->n_tids == OPTIONS_TIDS_MAX) {
@@ -144,7 +145,8 @@ int filter_opts_parse(struct filter_opts *f, int code, const char *arg, const ch
 		return 1;
 	case OPT_MIN_TIME:
 		if (parse_duration(arg, &f->min_ns)) {
-			fprintf(stderr, "layerprof %s: invalid --min-time '%s': expected a duration like 10us\n", cmd, arg);
+			fprintf(stderr, "layerprof %s: invalid --min-time '%s': expected a duration like 10us\n", cmd,
+			        arg);
 			return -1;
 		}
 		return 1;

@@ -32,16 +32,18 @@ enum filter_opt_code {
 	OPT_TID,
 };
 
-#define FILTER_LONG_OPTIONS                                                                                     \
-	{ "only", required_argument, NULL, OPT_ONLY }, { "exclude", required_argument, NULL, OPT_EXCLUDE },      \
-		{ "depth", required_argument, NULL, OPT_DEPTH }, { "min-time", required_argument, NULL, OPT_MIN_TIME }, \
-		{ "tid", required_argument, NULL, OPT_TID }
+#define FILTER_LONG_OPTIONS                                                                                         \
+	{ "only", required_argument, NULL, OPT_ONLY }, { "exclude", required_argument, NULL, OPT_EXCLUDE },         \
+	    { "depth", required_argument, NULL, OPT_DEPTH }, { "min-time", required_argument, NULL, OPT_MIN_TIME }, \
+	{                                                                                                           \
+		"tid", required_argument, NULL, OPT_TID                                                             \
+	}
 
-#define FILTER_HELP                                                                                  \
-	"  -F, --only FUNC       only calls inside FUNC (glob; repeatable)\n"                            \
-	"  -N, --exclude FUNC    leave out FUNC and what it calls (glob; repeatable)\n"                  \
-	"      --depth N         only calls up to N levels deep\n"                                       \
-	"      --min-time DUR    leave out calls shorter than DUR (e.g. 10us, 2ms, 500ns)\n"              \
+#define FILTER_HELP                                                                          \
+	"  -F, --only FUNC       only calls inside FUNC (glob; repeatable)\n"                \
+	"  -N, --exclude FUNC    leave out FUNC and what it calls (glob; repeatable)\n"      \
+	"      --depth N         only calls up to N levels deep\n"                           \
+	"      --min-time DUR    leave out calls shorter than DUR (e.g. 10us, 2ms, 500ns)\n" \
 	"      --tid TID[,TID]   only these threads\n"
 
 /* Returns 1 when `code` was a filter option (parsed into *f), 0 when it is

@@ -59,7 +59,7 @@ int reader_open(struct reader *r, const char *dir, char *err, size_t errlen)
 	}
 	if (e == -EPROTONOSUPPORT) {
 		snprintf(err, errlen, "trace '%s' has format version %u.%u; this layerprof reads version %u.x", dir,
-			 r->major, r->minor, LP_TRACE_MAJOR);
+		         r->major, r->minor, LP_TRACE_MAJOR);
 		reader_release(r);
 		return e;
 	}
@@ -70,8 +70,8 @@ int reader_open(struct reader *r, const char *dir, char *err, size_t errlen)
 static void damaged(struct reader *r, const char *what)
 {
 	r->state = READER_DAMAGED;
-	snprintf(r->damage, sizeof(r->damage), "%s at byte %lld (after %llu whole chunks)", what,
-		 (long long)r->offset, (unsigned long long)r->chunks);
+	snprintf(r->damage, sizeof(r->damage), "%s at byte %lld (after %llu whole chunks)", what, (long long)r->offset,
+	         (unsigned long long)r->chunks);
 }
 
 int reader_next(struct reader *r, struct chunk_info *ci, const uint8_t **payload)

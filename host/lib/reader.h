@@ -18,10 +18,10 @@ enum reader_state {
 
 struct reader {
 	FILE *f;
-	char *path;      /* the data file */
-	off_t offset;    /* of the next chunk */
-	off_t size;      /* of the data file at open */
-	uint8_t *buf;    /* payload buffer, LP_CHUNK_MAX_PAYLOAD bytes */
+	char *path;   /* the data file */
+	off_t offset; /* of the next chunk */
+	off_t size;   /* of the data file at open */
+	uint8_t *buf; /* payload buffer, LP_CHUNK_MAX_PAYLOAD bytes */
 	unsigned major, minor;
 	enum reader_state state;
 	char damage[256]; /* what was wrong and where, when DAMAGED */

@@ -13,10 +13,10 @@
 #include "host/lib/elfsym.h"
 
 /* Bounds on what a trace may make us hold. */
-#define SYMBOLIZER_MAX_MAPS (1u << 16)    /* per image */
+#define SYMBOLIZER_MAX_MAPS (1u << 16) /* per image */
 #define SYMBOLIZER_MAX_IMAGES (1u << 20)
 #define SYMBOLIZER_MAX_OBJECTS (1u << 20)
-#define SYMBOLIZER_MAX_CACHE (1u << 20)   /* answer cache slots; emptied when half full */
+#define SYMBOLIZER_MAX_CACHE (1u << 20) /* answer cache slots; emptied when half full */
 #define SYMBOLIZER_FIRST_BUCKETS 64u
 #define SYMBOLIZER_FIRST_CACHE 1024u
 
@@ -51,7 +51,7 @@ struct map {
 struct image {
 	struct chain_link link; /* first: the table converts back by cast */
 	uint32_t id;
-	uint32_t gen; /* bumped by every new map: older cached answers are stale */
+	uint32_t gen;     /* bumped by every new map: older cached answers are stale */
 	struct map *maps; /* sorted by start */
 	size_t nmaps;
 	size_t maps_cap;
@@ -148,7 +148,7 @@ static void chain_grow(struct chain_table *t, uint64_t (*hash_of)(const struct c
 /* Adds an element whose hash is `hash` (hash_of gives it again when the
  * table grows, which it does once it holds one element per bucket). */
 static void chain_insert(struct chain_table *t, struct chain_link *link, uint64_t hash,
-			 uint64_t (*hash_of)(const struct chain_link *))
+                         uint64_t (*hash_of)(const struct chain_link *))
 {
 	if (t->count > t->mask)
 		chain_grow(t, hash_of);
@@ -257,8 +257,8 @@ int symbolizer_set_debug_dir(struct symbolizer *s, const char *dir)
 }
 
 /* Finds or creates the object for (path, build id). */
-static int object_get(struct symbolizer *s, const char *path, size_t path_len,
-		      const uint8_t *build_id, size_t build_id_len, struct object **out)
+static int object_get(struct symbolizer *s, const char *path, size_t path_len, const uint8_t *build_id,
+                      size_t build_id_len, struct object **out)
 {
 	uint64_t hash = hash_bytes(FNV_OFFSET_BASIS, path, path_len);
 	struct chain_link *l;
@@ -267,9 +267,8 @@ static int object_get(struct symbolizer *s, const char *path, size_t path_len,
 	hash = hash_mix(hash_bytes(hash ^ build_id_len, build_id, build_id_len));
 	for (l = s->objects.buckets[hash & s->objects.mask]; l; l = l->next) {
 		obj = (struct object *)l;
-		if (obj->hash == hash && obj->path_len == path_len &&
-		    obj->build_id_len == build_id_len && bytes_equal(obj->path, path, path_len) &&
-		    bytes_equal(obj->build_id, build_id, build_id_len)) {
+		if (obj->hash == hash && obj->path_len == path_len && obj->build_id_len == build_id_len &&
+		    bytes_equal(obj->path, path, path_len) && bytes_equal(obj->build_id, build_id, build_id_len)) {
 			*out = obj;
 			return 0;
 		}
@@ -337,8 +336,7 @@ static int image_add_map(struct image *img, const struct map *m)
 	for (i = at; i > 0 && img->maps[i - 1].start == m->start; i--) {
 		const struct map *old = &img->maps[i - 1];
 
-		if (old->end == m->end && old->base == m->base && old->offset == m->offset &&
-		    old->obj == m->obj)
+		if (old->end == m->end && old->base == m->base && old->offset == m->offset && old->obj == m->obj)
 			return 0;
 	}
 	if (img->nmaps == img->maps_cap) {
@@ -367,9 +365,8 @@ static int image_add_map(struct image *img, const struct map *m)
 	return 0;
 }
 
-int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t start,
-		       uint64_t end, uint64_t offset, const uint8_t *build_id,
-		       size_t build_id_len, const char *path, size_t path_len)
+int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t start, uint64_t end,
+                       uint64_t offset, const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len)
 {
 	struct object *obj;
 	struct image *img;
@@ -377,9 +374,8 @@ int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint
 	int rc;
 
 	assert(s);
-	if (end <= start || path_len > SYMBOLIZER_PATH_MAX ||
-	    build_id_len > SYMBOLIZER_BUILD_ID_MAX || (path_len && !path) ||
-	    (build_id_len && !build_id) || (path_len && memchr(path, '\0', path_len)))
+	if (end <= start || path_len > SYMBOLIZER_PATH_MAX || build_id_len > SYMBOLIZER_BUILD_ID_MAX ||
+	    (path_len && !path) || (build_id_len && !build_id) || (path_len && memchr(path, '\0', path_len)))
 		return -EINVAL;
 	rc = object_get(s, path, path_len, build_id, build_id_len, &obj);
 	if (rc)
@@ -424,8 +420,7 @@ static int object_open(struct symbolizer *s, struct object *obj)
 }
 
 /* Computes the answer for addr of img into e (everything but the key). */
-static int lookup_compute(struct symbolizer *s, struct image *img, uint64_t addr,
-			  struct cache_entry *e)
+static int lookup_compute(struct symbolizer *s, struct image *img, uint64_t addr, struct cache_entry *e)
 {
 	const struct map *m = image_find_map(img, addr);
 	struct elfsym_hit hit;
@@ -466,8 +461,7 @@ static void cache_make_room(struct symbolizer *s)
 
 	if (s->cache_count * 2 < cap)
 		return;
-	if (cap * 2 > SYMBOLIZER_MAX_CACHE ||
-	    !(grown = calloc(cap * 2, sizeof(*grown)))) {
+	if (cap * 2 > SYMBOLIZER_MAX_CACHE || !(grown = calloc(cap * 2, sizeof(*grown)))) {
 		memset(s->cache, 0, cap * sizeof(*s->cache));
 		s->cache_count = 0;
 		return;
@@ -491,15 +485,13 @@ static void cache_make_room(struct symbolizer *s)
 /* Finds or fills the cache entry of (image, addr). NULL with *rc set when
  * the image is unknown (not cached: an unknown id costs no memory) or
  * memory ran out. */
-static const struct cache_entry *lookup_entry(struct symbolizer *s, uint32_t image,
-					      uint64_t addr, int *rc)
+static const struct cache_entry *lookup_entry(struct symbolizer *s, uint32_t image, uint64_t addr, int *rc)
 {
 	struct cache_entry *e;
 	struct image *img;
 	size_t j;
 
-	for (j = cache_hash(image, addr) & s->cache_mask; s->cache[j].img;
-	     j = (j + 1) & s->cache_mask) {
+	for (j = cache_hash(image, addr) & s->cache_mask; s->cache[j].img; j = (j + 1) & s->cache_mask) {
 		e = &s->cache[j];
 		if (e->addr != addr || e->img->id != image)
 			continue;
@@ -518,8 +510,7 @@ static const struct cache_entry *lookup_entry(struct symbolizer *s, uint32_t ima
 		return NULL;
 	}
 	cache_make_room(s);
-	for (j = cache_hash(image, addr) & s->cache_mask; s->cache[j].img;
-	     j = (j + 1) & s->cache_mask)
+	for (j = cache_hash(image, addr) & s->cache_mask; s->cache[j].img; j = (j + 1) & s->cache_mask)
 		;
 	e = &s->cache[j];
 	*rc = lookup_compute(s, img, addr, e);
@@ -554,8 +545,7 @@ static const char *path_basename(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-const char *symbolizer_format(struct symbolizer *s, uint32_t image, uint64_t addr, char *buf,
-			      size_t size)
+const char *symbolizer_format(struct symbolizer *s, uint32_t image, uint64_t addr, char *buf, size_t size)
 {
 	const struct cache_entry *e;
 	int rc;

@@ -51,9 +51,9 @@ int symbolizer_set_debug_dir(struct symbolizer *s, const char *dir);
  * one added last.
  * Returns 0, -EINVAL (end <= start, a NUL inside path, lengths above the
  * maxima), -ENOSPC (too many maps, images or objects) or -ENOMEM. */
-int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t start,
-		       uint64_t end, uint64_t offset, const uint8_t *build_id,
-		       size_t build_id_len, const char *path, size_t path_len);
+int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t start, uint64_t end,
+                       uint64_t offset, const uint8_t *build_id, size_t build_id_len, const char *path,
+                       size_t path_len);
 
 struct symbol {
 	const char *name;   /* demangled when SYMBOLIZER_DEMANGLE, else raw; NULL when unknown */
@@ -77,7 +77,6 @@ int symbolizer_lookup(struct symbolizer *s, uint32_t image, uint64_t addr, struc
  * cut to size): "name", "name+0x<off>" inside a function, else
  * "<module basename>+0x<elf address>" (what addr2line -e <module> wants),
  * else "0x<addr>". Returns buf. */
-const char *symbolizer_format(struct symbolizer *s, uint32_t image, uint64_t addr, char *buf,
-			      size_t size);
+const char *symbolizer_format(struct symbolizer *s, uint32_t image, uint64_t addr, char *buf, size_t size);
 
 #endif

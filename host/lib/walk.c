@@ -133,8 +133,7 @@ static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t p
 	s->first_ns = s->last_ns = ns;
 	s->index = w->nstreams;
 	s->w = w;
-	s->selected = tid_selected(w, tid) &&
-		      (!w->restrict_stream || (image == w->only_image && tid == w->only_tid));
+	s->selected = tid_selected(w, tid) && (!w->restrict_stream || (image == w->only_image && tid == w->only_tid));
 	sink.ctx = s;
 	if (filter_stream_init(&s->fs, &w->spec, &sink, image)) {
 		free(s);
@@ -215,7 +214,7 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 			break;
 		case LP_EV_MAP:
 			symbolizer_add_map(w->sym, d->image, ev.base, ev.start, ev.end, ev.offset, ev.build_id,
-					   ev.build_id_len, ev.str, ev.str_len);
+			                   ev.build_id_len, ev.str, ev.str_len);
 			break;
 		case LP_EV_TASK:
 			on_task(w, s, &ev);
@@ -319,7 +318,7 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 			if (r) {
 				w->r.state = READER_DAMAGED;
 				snprintf(w->r.damage, sizeof(w->r.damage),
-					 "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
+				         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
 				goto done;
 			}
 			break;
@@ -383,12 +382,12 @@ int walk_report_condition(const struct walk *w, const char *cmd)
 {
 	if (w->r.state == READER_DAMAGED) {
 		fprintf(stderr, "layerprof %s: trace '%s' is damaged: %s; results cover the readable part\n", cmd,
-			w->dir, w->r.damage);
+		        w->dir, w->r.damage);
 		return 3;
 	}
 	if (!w->r.seen_end)
 		fprintf(stderr, "layerprof %s: warning: trace '%s' has no end record: the recording was interrupted\n",
-			cmd, w->dir);
+		        cmd, w->dir);
 	return 0;
 }
 

@@ -22,16 +22,16 @@ struct walk_stream {
 	uint32_t image, pid, tid;
 	char comm[17];
 	uint64_t first_ns, last_ns;
-	uint64_t calls;     /* entries seen (before filters) */
-	uint64_t lost;      /* events the target dropped in this stream */
+	uint64_t calls;      /* entries seen (before filters) */
+	uint64_t lost;       /* events the target dropped in this stream */
 	uint32_t parent_pid; /* forked child: the parent's pid; else 0 */
-	bool ended;         /* the thread ended (TASK END) */
-	bool after_exec;    /* main thread of an image that replaced another */
-	bool exited;        /* the process exited (TASK EXIT); see status */
-	uint32_t status;    /* wait status with `exited` */
-	bool selected;      /* passes --tid */
-	uint32_t index;     /* order of first appearance */
-	void *user;         /* the consumer's */
+	bool ended;          /* the thread ended (TASK END) */
+	bool after_exec;     /* main thread of an image that replaced another */
+	bool exited;         /* the process exited (TASK EXIT); see status */
+	uint32_t status;     /* wait status with `exited` */
+	bool selected;       /* passes --tid */
+	uint32_t index;      /* order of first appearance */
+	void *user;          /* the consumer's */
 	struct filter_stream fs;
 	struct walk *w;
 };
@@ -41,7 +41,7 @@ struct walk_ops {
 	void (*begin)(void *ctx, struct walk_stream *s);
 	void (*entry)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags);
 	void (*exit)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
-		     unsigned flags);
+	             unsigned flags);
 	void (*lost)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
 	/* after the last event of the trace, once per stream; by then
 	 * w->streams is in order of first event */
@@ -62,7 +62,7 @@ struct walk {
 	uint32_t hash_cap;
 	uint64_t events, lost;
 	uint64_t first_ns, last_ns;
-	char meta[4096];  /* META chunk text (NUL-terminated, cut if longer) */
+	char meta[4096]; /* META chunk text (NUL-terminated, cut if longer) */
 	bool filtered_at_record;
 	bool bad_payload;
 	/* only_stream: with `restrict_stream`, events of other streams are

@@ -37,12 +37,12 @@ enum lp_control_flags {
 struct lp_control {
 	uint32_t magic;
 	uint32_t version;
-	uint32_t clock;        /* enum lp_clock_kind */
-	uint32_t ring_chunks;  /* chunks per thread ring */
-	uint32_t chunk_slots;  /* slots per chunk (power of two) */
+	uint32_t clock;       /* enum lp_clock_kind */
+	uint32_t ring_chunks; /* chunks per thread ring */
+	uint32_t chunk_slots; /* slots per chunk (power of two) */
 	uint32_t reserved0;
-	uint32_t flags;        /* enum lp_control_flags; read with acquire */
-	uint32_t next_image;   /* atomic counter: a new id per process image */
+	uint32_t flags;      /* enum lp_control_flags; read with acquire */
+	uint32_t next_image; /* atomic counter: a new id per process image */
 	uint8_t pad[32];
 };
 
@@ -65,9 +65,9 @@ struct lp_ring_header {
 	uint32_t chunk_slots;
 	uint32_t pid;
 	uint32_t tid;
-	uint32_t image; /* process image id (changes on exec, fork) */
-	uint32_t clock; /* enum lp_clock_kind */
-	uint32_t ptr_bits;  /* 32 or 64: the producer's word size */
+	uint32_t image;      /* process image id (changes on exec, fork) */
+	uint32_t clock;      /* enum lp_clock_kind */
+	uint32_t ptr_bits;   /* 32 or 64: the producer's word size */
 	uint32_t parent_pid; /* for the first ring of a forked child: the forking pid */
 	char comm[16];
 	/* producer cache line */
@@ -164,21 +164,21 @@ enum lp_chunk_type {
  * Types 6..13 have the body "varint length, bytes", so that a reader skips
  * the types it does not know; their bodies are defined by their sources. */
 enum lp_event_type {
-	LP_EV_ENTRY = 1,   /* func ref */
-	LP_EV_EXIT = 2,    /* func ref */
-	LP_EV_LOST = 3,    /* varint events lost just before this point */
-	LP_EV_MAP = 4,     /* varint base, start, end, offset, build id, path */
-	LP_EV_TASK = 5,    /* arg = enum lp_task_kind; varint arg, name */
+	LP_EV_ENTRY = 1,         /* func ref */
+	LP_EV_EXIT = 2,          /* func ref */
+	LP_EV_LOST = 3,          /* varint events lost just before this point */
+	LP_EV_MAP = 4,           /* varint base, start, end, offset, build id, path */
+	LP_EV_TASK = 5,          /* arg = enum lp_task_kind; varint arg, name */
 	LP_EV_SYSCALL_ENTER = 6, /* reserved: syscall profiler */
 	LP_EV_SYSCALL_EXIT = 7,  /* reserved: syscall profiler */
-	LP_EV_KERNEL = 8,  /* reserved: kernel tracepoint event */
-	LP_EV_ALLOC = 9,   /* reserved: memory tracer (alloc/free/realloc) */
-	LP_EV_STACK = 10,  /* reserved: interned call stack definition */
-	LP_EV_SYNC = 11,   /* reserved: sync wait begin/end */
-	LP_EV_COUNTER = 12, /* reserved: counter sample */
-	LP_EV_MARKER = 13, /* reserved: user marker */
-	LP_EV_LONGJMP = 14, /* varint depth the thread returned to */
-	LP_EV_EXTENDED = 15, /* varint subtype, varint length, bytes */
+	LP_EV_KERNEL = 8,        /* reserved: kernel tracepoint event */
+	LP_EV_ALLOC = 9,         /* reserved: memory tracer (alloc/free/realloc) */
+	LP_EV_STACK = 10,        /* reserved: interned call stack definition */
+	LP_EV_SYNC = 11,         /* reserved: sync wait begin/end */
+	LP_EV_COUNTER = 12,      /* reserved: counter sample */
+	LP_EV_MARKER = 13,       /* reserved: user marker */
+	LP_EV_LONGJMP = 14,      /* varint depth the thread returned to */
+	LP_EV_EXTENDED = 15,     /* varint subtype, varint length, bytes */
 };
 
 #define LP_REF_INLINE_MAX 13u

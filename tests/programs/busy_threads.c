@@ -40,20 +40,16 @@ int main(int argc, char **argv)
 	pthread_t tids[MAX_THREADS];
 	unsigned long acc = 0;
 
-	calls_per_thread =
-		argc > 1 ? strtoul(argv[1], NULL, 10) : DEFAULT_CALLS;
+	calls_per_thread = argc > 1 ? strtoul(argv[1], NULL, 10) : DEFAULT_CALLS;
 	if (argc > 2)
 		nr_threads = strtoul(argv[2], NULL, 10);
 	if (nr_threads < 1 || nr_threads > MAX_THREADS) {
-		fprintf(stderr, "busy_threads: thread count must be 1..%lu\n",
-			MAX_THREADS);
+		fprintf(stderr, "busy_threads: thread count must be 1..%lu\n", MAX_THREADS);
 		return 2;
 	}
 	for (unsigned long i = 0; i < nr_threads; i++) {
-		if (pthread_create(&tids[i], NULL, busy_thread,
-				   (void *)(size_t)i)) {
-			fprintf(stderr,
-				"busy_threads: cannot create thread %lu\n", i);
+		if (pthread_create(&tids[i], NULL, busy_thread, (void *)(size_t)i)) {
+			fprintf(stderr, "busy_threads: cannot create thread %lu\n", i);
 			return 1;
 		}
 	}
@@ -63,7 +59,6 @@ int main(int argc, char **argv)
 		pthread_join(tids[i], &ret);
 		acc += (unsigned long)(size_t)ret;
 	}
-	printf("busy_threads: %lu threads x %lu calls each, acc %lu\n",
-	       nr_threads, calls_per_thread, acc);
+	printf("busy_threads: %lu threads x %lu calls each, acc %lu\n", nr_threads, calls_per_thread, acc);
 	return 0;
 }

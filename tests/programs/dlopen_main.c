@@ -21,8 +21,7 @@ int main(int argc, char **argv)
 	int sum = 0;
 
 	if (argc < 2) {
-		fprintf(stderr,
-			"usage: dlopen_main PATH/TO/libplugin.so [--keep]\n");
+		fprintf(stderr, "usage: dlopen_main PATH/TO/libplugin.so [--keep]\n");
 		return 2;
 	}
 	for (int i = 0; i < SHARED_CALLS; i++)
@@ -30,15 +29,13 @@ int main(int argc, char **argv)
 
 	handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	if (!handle) {
-		fprintf(stderr, "dlopen_main: cannot load '%s': %s\n", argv[1],
-			dlerror());
+		fprintf(stderr, "dlopen_main: cannot load '%s': %s\n", argv[1], dlerror());
 		return 1;
 	}
 	/* object-to-function pointer conversion, as POSIX allows for dlsym */
 	*(void **)&run = dlsym(handle, PLUGIN_ENTRY);
 	if (!run) {
-		fprintf(stderr, "dlopen_main: no '%s' in '%s'\n", PLUGIN_ENTRY,
-			argv[1]);
+		fprintf(stderr, "dlopen_main: no '%s' in '%s'\n", PLUGIN_ENTRY, argv[1]);
 		dlclose(handle);
 		return 1;
 	}

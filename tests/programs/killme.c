@@ -26,8 +26,7 @@ COUNTED void tick(void)
 
 int main(int argc, char **argv)
 {
-	unsigned long max_ticks =
-		argc > 1 ? strtoul(argv[1], NULL, 10) : DEFAULT_MAX_TICKS;
+	unsigned long max_ticks = argc > 1 ? strtoul(argv[1], NULL, 10) : DEFAULT_MAX_TICKS;
 	struct timespec nap = { 0, TICK_NS };
 
 	printf("%ld\n", (long)getpid());
@@ -37,7 +36,6 @@ int main(int argc, char **argv)
 		tick();
 		nanosleep(&nap, NULL);
 	}
-	fprintf(stderr, "killme: nobody killed me after %lu ticks\n",
-		max_ticks);
+	fprintf(stderr, "killme: nobody killed me after %lu ticks\n", max_ticks);
 	return 1;
 }

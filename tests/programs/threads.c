@@ -60,10 +60,8 @@ int main(void)
 	if (!self)
 		return 1;
 	for (size_t i = 0; i < NR_WORKERS; i++) {
-		if (pthread_create(&tids[i], NULL, thread_main,
-				   (void *)(LEAF_STEP * (i + 1)))) {
-			fprintf(stderr, "threads: cannot create worker %zu\n",
-				i);
+		if (pthread_create(&tids[i], NULL, thread_main, (void *)(LEAF_STEP * (i + 1)))) {
+			fprintf(stderr, "threads: cannot create worker %zu\n", i);
 			return 1;
 		}
 	}

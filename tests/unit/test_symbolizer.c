@@ -51,8 +51,7 @@ static void check_true(bool ok, const char *file, int line, const char *what)
 	printf("FAIL %s:%d: %s\n", file, line, what);
 }
 
-static void check_str(const char *got, const char *want, const char *file, int line,
-		      const char *what)
+static void check_str(const char *got, const char *want, const char *file, int line, const char *what)
 {
 	if ((!got && !want) || (got && want && strcmp(got, want) == 0)) {
 		passed++;
@@ -70,9 +69,8 @@ static void check_u64(uint64_t got, uint64_t want, const char *file, int line, c
 		return;
 	}
 	failed++;
-	printf("FAIL %s:%d: %s is %" PRIu64 " (0x%" PRIx64 "), want %" PRIu64 " (0x%" PRIx64
-	       ")\n",
-	       file, line, what, got, got, want, want);
+	printf("FAIL %s:%d: %s is %" PRIu64 " (0x%" PRIx64 "), want %" PRIu64 " (0x%" PRIx64 ")\n", file, line, what,
+	       got, got, want, want);
 }
 
 static bool ends_with(const char *s, const char *tail)
@@ -89,8 +87,7 @@ static bool ends_with(const char *s, const char *tail)
 #define CHECK(cond) check_true((cond), __FILE__, __LINE__, #cond)
 #define CHECK_STR(got, want) check_str((got), (want), __FILE__, __LINE__, #got)
 #define CHECK_U64(got, want) check_u64((got), (want), __FILE__, __LINE__, #got)
-#define CHECK_INT(got, want) check_u64((uint64_t)(int64_t)(got), (uint64_t)(int64_t)(want), \
-				       __FILE__, __LINE__, #got)
+#define CHECK_INT(got, want) check_u64((uint64_t)(int64_t)(got), (uint64_t)(int64_t)(want), __FILE__, __LINE__, #got)
 
 /* Fails the whole run: the test cannot go on without its inputs. */
 static void die(const char *what, const char *arg)
@@ -234,8 +231,7 @@ static uint8_t *read_file(const char *path, size_t *len)
 	uint8_t *data;
 	long size;
 
-	if (!f || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) <= 0 ||
-	    fseek(f, 0, SEEK_SET) != 0)
+	if (!f || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) != 0)
 		die("cannot read", path);
 	data = malloc((size_t)size);
 	if (!data || fread(data, 1, (size_t)size, f) != (size_t)size)
@@ -246,13 +242,13 @@ static uint8_t *read_file(const char *path, size_t *len)
 }
 
 /* Adds a map for `file` loaded at `base` covering its text around elf_addr. */
-static int add_file_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t elf_addr,
-			const char *file, const uint8_t *id, size_t id_len)
+static int add_file_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t elf_addr, const char *file,
+                        const uint8_t *id, size_t id_len)
 {
 	uint64_t page = elf_addr & ~0xfffull;
 
-	return symbolizer_add_map(s, image, base, base + page, base + page + MAP_SPAN, page, id,
-				  id_len, file, strlen(file));
+	return symbolizer_add_map(s, image, base, base + page, base + page + MAP_SPAN, page, id, id_len, file,
+	                          strlen(file));
 }
 
 /* What the runtime records: the executable segments of a loaded object,
@@ -265,8 +261,7 @@ struct phdr_walk {
 	uint64_t base;
 };
 
-static size_t note_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) *ph,
-			    const uint8_t **id)
+static size_t note_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) * ph, const uint8_t **id)
 {
 	const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
 	const uint8_t *end = p + ph->p_memsz;
@@ -277,8 +272,7 @@ static size_t note_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) *p
 
 		if ((size_t)(end - p) < sizeof(*n) + name + desc)
 			break;
-		if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
-		    memcmp(p + sizeof(*n), "GNU", 4) == 0) {
+		if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(p + sizeof(*n), "GNU", 4) == 0) {
 			*id = p + sizeof(*n) + name;
 			return n->n_descsz;
 		}
@@ -316,16 +310,15 @@ static int phdr_add(struct dl_phdr_info *info, size_t size, void *data)
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
-		if (symbolizer_add_map(w->s, w->image, info->dlpi_addr, start, start + ph->p_memsz,
-				       ph->p_offset, id, id_len, path, strlen(path)) == 0)
+		if (symbolizer_add_map(w->s, w->image, info->dlpi_addr, start, start + ph->p_memsz, ph->p_offset, id,
+		                       id_len, path, strlen(path)) == 0)
 			w->maps++;
 	}
 	w->base = info->dlpi_addr;
 	return 1; /* the first match is the one */
 }
 
-static int add_loaded_maps(struct symbolizer *s, uint32_t image, const char *want,
-			   uint64_t *base)
+static int add_loaded_maps(struct symbolizer *s, uint32_t image, const char *want, uint64_t *base)
 {
 	struct phdr_walk w = { s, image, want, 0, 0 };
 
@@ -490,7 +483,7 @@ static void test_cpp(void)
 	CHECK_STR(sym.name, "ns::Widget::draw(double)");
 	CHECK_U64(sym.line, source_line(FIXTURE_CPP_SRC, "int Widget::draw(double x) {"));
 	CHECK_STR(symbolizer_format(s, 1, (uintptr_t)draw_double + 4, buf, sizeof(buf)),
-		  "ns::Widget::draw(double)+0x4");
+	          "ns::Widget::draw(double)+0x4");
 
 	/* Without the flags: the raw name, and no line. */
 	CHECK_INT(symbolizer_lookup(raw, 1, (uintptr_t)draw_int, &sym), 0);
@@ -556,8 +549,7 @@ static void test_stripped(void)
 	struct symbol sym;
 
 	tmp_path(stripped, sizeof(stripped), "fixture_stripped");
-	snprintf(cmd, sizeof(cmd), "%s --strip-all '%s' '%s'", SYMB_OBJCOPY, SYMB_FIXTURE_PIE,
-		 stripped);
+	snprintf(cmd, sizeof(cmd), "%s --strip-all '%s' '%s'", SYMB_OBJCOPY, SYMB_FIXTURE_PIE, stripped);
 	run(cmd);
 
 	s = symbolizer_new(ALL_FLAGS);
@@ -573,16 +565,14 @@ static void test_stripped(void)
 	tmp_path(dbgdir, sizeof(dbgdir), "debug");
 	for (i = 1; i < len; i++)
 		snprintf(hex + 2 * (i - 1), 3, "%02x", id[i]);
-	if ((size_t)snprintf(dbgfile, sizeof(dbgfile), "%s/.build-id/%02x", dbgdir, id[0]) >=
-	    sizeof(dbgfile))
+	if ((size_t)snprintf(dbgfile, sizeof(dbgfile), "%s/.build-id/%02x", dbgdir, id[0]) >= sizeof(dbgfile))
 		die("path too long", dbgdir);
 	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dbgfile);
 	run(cmd);
-	if ((size_t)snprintf(dbgfile, sizeof(dbgfile), "%s/.build-id/%02x/%s.debug", dbgdir, id[0],
-			     hex) >= sizeof(dbgfile))
+	if ((size_t)snprintf(dbgfile, sizeof(dbgfile), "%s/.build-id/%02x/%s.debug", dbgdir, id[0], hex) >=
+	    sizeof(dbgfile))
 		die("path too long", dbgdir);
-	snprintf(cmd, sizeof(cmd), "%s --only-keep-debug '%s' '%s'", SYMB_OBJCOPY,
-		 SYMB_FIXTURE_PIE, dbgfile);
+	snprintf(cmd, sizeof(cmd), "%s --only-keep-debug '%s' '%s'", SYMB_OBJCOPY, SYMB_FIXTURE_PIE, dbgfile);
 	run(cmd);
 
 	s = symbolizer_new(ALL_FLAGS);
@@ -608,8 +598,8 @@ static void test_no_aranges(void)
 	struct symbol sym;
 
 	tmp_path(path, sizeof(path), "fixture_no_aranges");
-	snprintf(cmd, sizeof(cmd), "%s --remove-section=.debug_aranges '%s' '%s'", SYMB_OBJCOPY,
-		 SYMB_FIXTURE_PIE, path);
+	snprintf(cmd, sizeof(cmd), "%s --remove-section=.debug_aranges '%s' '%s'", SYMB_OBJCOPY, SYMB_FIXTURE_PIE,
+	         path);
 	run(cmd);
 	CHECK(!has_section(path, ".debug_aranges"));
 	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, path, NULL, 0), 0);
@@ -654,15 +644,15 @@ static void expect_unusable(const char *path, const char *shown, int line)
 	char buf[256], want[256];
 
 	symbolizer_set_debug_dir(s, NULL);
-	check_u64((uint64_t)(int64_t)add_file_map(s, 1, PIE_BASE, 0x1234, path, NULL, 0), 0,
-		  __FILE__, line, "add_file_map");
-	check_u64((uint64_t)(int64_t)symbolizer_lookup(s, 1, PIE_BASE + 0x1234, &sym),
-		  (uint64_t)(int64_t)-ENOENT, __FILE__, line, "symbolizer_lookup");
+	check_u64((uint64_t)(int64_t)add_file_map(s, 1, PIE_BASE, 0x1234, path, NULL, 0), 0, __FILE__, line,
+	          "add_file_map");
+	check_u64((uint64_t)(int64_t)symbolizer_lookup(s, 1, PIE_BASE + 0x1234, &sym), (uint64_t)(int64_t)-ENOENT,
+	          __FILE__, line, "symbolizer_lookup");
 	check_true(sym.name == NULL && sym.file == NULL, __FILE__, line, "no name, no file");
 	check_str(sym.module, path, __FILE__, line, "sym.module");
 	snprintf(want, sizeof(want), "%s+0x1234", shown);
-	check_str(symbolizer_format(s, 1, PIE_BASE + 0x1234, buf, sizeof(buf)), want, __FILE__,
-		  line, "symbolizer_format");
+	check_str(symbolizer_format(s, 1, PIE_BASE + 0x1234, buf, sizeof(buf)), want, __FILE__, line,
+	          "symbolizer_format");
 	symbolizer_free(s);
 }
 
@@ -739,13 +729,10 @@ static void test_bad_files(void)
 		struct symbol sym;
 		char buf[64];
 
-		CHECK_INT(symbolizer_add_map(s, 1, PIE_BASE, PIE_BASE, PIE_BASE + 0x1000, 0, NULL, 0,
-					     "", 0),
-			  0);
+		CHECK_INT(symbolizer_add_map(s, 1, PIE_BASE, PIE_BASE, PIE_BASE + 0x1000, 0, NULL, 0, "", 0), 0);
 		CHECK_INT(symbolizer_lookup(s, 1, PIE_BASE + 0x10, &sym), -ENOENT);
 		CHECK_STR(sym.module, "");
-		CHECK_STR(symbolizer_format(s, 1, PIE_BASE + 0x10, buf, sizeof(buf)),
-			  "0x555555554010");
+		CHECK_STR(symbolizer_format(s, 1, PIE_BASE + 0x10, buf, sizeof(buf)), "0x555555554010");
 		symbolizer_free(s);
 	}
 	snprintf(cmd, sizeof(cmd), "rm -f '%s'", path);
@@ -763,8 +750,7 @@ static void test_api_edges(void)
 	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x2000, 0x2000, 0, NULL, 0, "x", 1), -EINVAL);
 	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x2000, 0x1000, 0, NULL, 0, "x", 1), -EINVAL);
 	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x1000, 0x2000, 0, NULL, 0, "a\0b", 3), -EINVAL);
-	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x1000, 0x2000, 0, big, sizeof(big), "x", 1),
-		  -EINVAL);
+	CHECK_INT(symbolizer_add_map(s, 1, 0, 0x1000, 0x2000, 0, big, sizeof(big), "x", 1), -EINVAL);
 	CHECK_INT(add_file_map(s, 1, 0, add, SYMB_FIXTURE_NOPIE, NULL, 0), 0);
 
 	/* Output is cut to the buffer and always terminated. */
