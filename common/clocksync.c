@@ -90,18 +90,6 @@ static uint64_t interpolate(const struct clocksync_point *a, const struct clocks
 #endif
 }
 
-/* (raw - raw0) * mult >> 32 without overflow for any 64-bit operands */
-static uint64_t mul_shift32(uint64_t d, uint64_t mult)
-{
-#ifdef __SIZEOF_INT128__
-	return (uint64_t)(((unsigned __int128)d * mult) >> 32);
-#else
-	uint64_t dl = d & 0xffffffffu, dh = d >> 32, ml = mult & 0xffffffffu, mh = mult >> 32;
-
-	return dh * mh * (UINT64_C(1) << 32) + dh * ml + dl * mh + ((dl * ml) >> 32);
-#endif
-}
-
 /* Caches segment [a, b) when both spans are below 2^32 (ticks and ns), so
  * that the fast path stays exact (see clocksync_ns). */
 static void cache_segment(struct clocksync *cs, const struct clocksync_point *a, const struct clocksync_point *b)
@@ -120,22 +108,12 @@ static void cache_segment(struct clocksync *cs, const struct clocksync_point *a,
 	cs->seg_mult = (dns << 32) / draw;
 }
 
-uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw)
+uint64_t clocksync_ns_slow(struct clocksync *cs, uint64_t raw)
 {
 	uint32_t lo, hi, h = cs->hint;
 
 	if (cs->kind == LP_CLOCK_MONOTONIC)
 		return raw;
-	if (raw >= cs->seg_raw0 && raw < cs->seg_raw1) {
-		uint64_t d = raw - cs->seg_raw0, q = mul_shift32(d, cs->seg_mult);
-
-		/* mult is rounded down, so q is the exact quotient or one below:
-		 * one multiplication tells which (both sides stay below 2^64
-		 * because d, draw and dns are below 2^32) */
-		if ((q + 1) * cs->seg_draw <= d * cs->seg_dns)
-			q++;
-		return cs->seg_ns0 + q;
-	}
 	if (cs->count < 2)
 		return cs->count ? point(cs, 0)->ns : 0;
 	/* most events fall in the segment the previous one did */

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layerprof/format.h"
+
 #define CLOCKSYNC_POINTS 4096u
 #define CLOCKSYNC_MIN_GAP_NS 1000000u
 
@@ -32,9 +34,41 @@ void clocksync_init(struct clocksync *cs, uint32_t kind);
  * CLOCKSYNC_MIN_GAP_NS old or `force` is set.  Every event read before this
  * call is converted exactly (by interpolation) from then on. */
 void clocksync_sample(struct clocksync *cs, int force);
-/* Converts a raw value.  Values after the newest point extrapolate from the
- * last two points; values before the oldest from the first two. */
-uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw);
+/* The conversion outside the cached segment (see clocksync_ns). */
+uint64_t clocksync_ns_slow(struct clocksync *cs, uint64_t raw);
+
+/* (d * mult) >> 32 without overflow for any 64-bit operands */
+static inline uint64_t clocksync_mul_shift32(uint64_t d, uint64_t mult)
+{
+#ifdef __SIZEOF_INT128__
+	return (uint64_t)(((unsigned __int128)d * mult) >> 32);
+#else
+	uint64_t dl = d & 0xffffffffu, dh = d >> 32, ml = mult & 0xffffffffu, mh = mult >> 32;
+
+	return dh * mh * (UINT64_C(1) << 32) + dh * ml + dl * mh + ((dl * ml) >> 32);
+#endif
+}
+
+/* Converts a raw value: exact interpolation between the points around it.
+ * Values after the newest point extrapolate from the last two points;
+ * values before the oldest from the first two.  Called once per event by
+ * the drain: the common case is inline and has no division. */
+static inline uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw)
+{
+	if (cs->kind == LP_CLOCK_MONOTONIC)
+		return raw;
+	if (raw >= cs->seg_raw0 && raw < cs->seg_raw1) {
+		uint64_t d = raw - cs->seg_raw0, q = clocksync_mul_shift32(d, cs->seg_mult);
+
+		/* mult is rounded down, so q is the exact quotient or one below:
+		 * one multiplication tells which (both sides stay below 2^64
+		 * because d, draw and dns are below 2^32) */
+		if ((q + 1) * cs->seg_draw <= d * cs->seg_dns)
+			q++;
+		return cs->seg_ns0 + q;
+	}
+	return clocksync_ns_slow(cs, raw);
+}
 /* Current CLOCK_MONOTONIC in ns. */
 uint64_t clocksync_monotonic_ns(void);
 /* Current raw value of `kind` on this machine. */

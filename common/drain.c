@@ -26,6 +26,7 @@ struct stream {
 	uint32_t ring_slots;
 	uint32_t tail;
 	uint64_t lost_reported; /* events covered by LOST slots so far */
+	uint64_t dropped_seen;  /* ring->dropped at the last poll */
 	bool final;             /* its process is gone: head will not move */
 	bool closed;
 	int exit_status; /* with final: wait status, or -1 */
@@ -52,6 +53,7 @@ struct drain {
 	size_t nexits;
 	struct drain_stats stats;
 	uint64_t last_clock_export;
+	bool pressure;
 	int error;
 };
 
@@ -359,7 +361,13 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 
 	while (s->tail != head) {
 		const struct lp_slot *sl = &s->slots[s->tail & mask];
-		uint64_t word = sl->word, payload = word & LP_SLOT_PAYLOAD_MASK;
+		uint64_t word, payload;
+
+		/* the slots were just written on another CPU: ask for the
+		 * cache lines a few slots ahead while this one is encoded */
+		__builtin_prefetch(&s->slots[(s->tail + 16) & mask]);
+		word = sl->word;
+		payload = word & LP_SLOT_PAYLOAD_MASK;
 		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), step = 1;
 		uint64_t ns = clocksync_ns(cs, sl->time);
 
@@ -465,10 +473,16 @@ long drain_poll(struct drain *d)
 	for (i = 0; i < d->nstreams; i++)
 		heads[i] = atomic_load_explicit((_Atomic uint32_t *)&d->streams[i]->ring->head, memory_order_acquire);
 	clocksync_sample(d->clock, 1);
+	d->pressure = false;
 	for (i = 0; i < d->nstreams; i++) {
 		struct stream *s = d->streams[i];
 		uint32_t state = atomic_load_explicit((_Atomic uint32_t *)&s->ring->state, memory_order_acquire);
+		uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_relaxed);
 		bool done = state == LP_RING_CLOSED || s->final;
+
+		if ((uint32_t)(heads[i] - s->tail) > s->ring_slots / 4 || dropped != s->dropped_seen)
+			d->pressure = true;
+		s->dropped_seen = dropped;
 
 		if ((uint32_t)(heads[i] - s->tail) > s->ring_slots)
 			heads[i] = s->tail + s->ring_slots; /* a broken producer */
@@ -489,6 +503,11 @@ long drain_poll(struct drain *d)
 	}
 	d->nstreams = j;
 	return d->error ? d->error : total;
+}
+
+bool drain_pressure(const struct drain *d)
+{
+	return d->pressure;
 }
 
 void drain_process_exited(struct drain *d, pid_t pid, int status)

@@ -45,6 +45,9 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 /* Consumes what the rings hold now.  Returns the number of slots consumed,
  * or -errno from the chunk callback. */
 long drain_poll(struct drain *d);
+/* True when the last poll found a ring more than a quarter full or one that
+ * dropped events since the poll before: poll again without sleeping. */
+bool drain_pressure(const struct drain *d);
 /* The process `pid` is gone (wait status `status`): once drained, its
  * rings are closed and its main stream ends with a TASK EXIT event. */
 void drain_process_exited(struct drain *d, pid_t pid, int status);

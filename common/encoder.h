@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layerprof/format.h"
+#include "common/varint.h"
+
 #define ENCODER_HASH 8192u
 #define ENCODER_REFS_MAX 4096u
 /* Largest single event the encoder writes (a MAP or TASK with frames). */
@@ -29,8 +32,6 @@ struct encoder {
 /* The caller owns the struct (about 180 KiB: allocate it). */
 void encoder_init(struct encoder *e, uint32_t image, uint32_t pid, uint32_t tid);
 
-void encoder_entry(struct encoder *e, uint64_t ns, uint64_t addr);
-void encoder_exit(struct encoder *e, uint64_t ns, uint64_t addr);
 void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count);
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth);
 /* Strings over LP_STRING_MAX and frames over 256 are cut. */
@@ -38,6 +39,64 @@ void encoder_map(struct encoder *e, uint64_t ns, uint64_t base, uint64_t start, 
                  const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len);
 void encoder_task(struct encoder *e, uint64_t ns, unsigned kind, uint64_t arg, const char *name, size_t name_len,
                   const uint64_t *frames, size_t nframes);
+
+/* The per-event part is inline: the drain calls it for every function
+ * event.  Each call appends one event; check encoder_full afterwards. */
+static inline void encoder_begin_event(struct encoder *e, uint64_t ns, uint8_t type, uint8_t arg)
+{
+	uint64_t delta;
+
+	if (!e->len) {
+		e->len += varint_put(e->buf + e->len, e->image);
+		e->len += varint_put(e->buf + e->len, e->pid);
+		e->len += varint_put(e->buf + e->len, e->tid);
+		e->len += varint_put(e->buf + e->len, ns);
+		e->last_ns = ns;
+	}
+	/* per-thread time never runs backwards in the trace */
+	delta = ns > e->last_ns ? ns - e->last_ns : 0;
+	e->last_ns += delta;
+	e->buf[e->len++] = (uint8_t)(type | arg << 4);
+	e->len += varint_put(e->buf + e->len, delta);
+	e->events++;
+}
+
+static inline void encoder_put_func(struct encoder *e, uint64_t ns, uint8_t type, uint64_t addr)
+{
+	uint32_t h = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 51) & (ENCODER_HASH - 1);
+
+	while (e->gens[h] == e->gen) {
+		if (e->keys[h] == addr) {
+			uint32_t idx = e->vals[h];
+
+			if (idx <= LP_REF_INLINE_MAX) {
+				encoder_begin_event(e, ns, type, (uint8_t)idx);
+			} else {
+				encoder_begin_event(e, ns, type, LP_REF_INDEX);
+				e->len += varint_put(e->buf + e->len, idx);
+			}
+			return;
+		}
+		h = (h + 1) & (ENCODER_HASH - 1);
+	}
+	/* begin_event may write the stream header, which does not touch the
+	 * table: the table belongs to this payload either way */
+	encoder_begin_event(e, ns, type, LP_REF_NEW);
+	e->len += varint_put(e->buf + e->len, addr);
+	e->gens[h] = e->gen;
+	e->keys[h] = addr;
+	e->vals[h] = e->nrefs++;
+}
+
+static inline void encoder_entry(struct encoder *e, uint64_t ns, uint64_t addr)
+{
+	encoder_put_func(e, ns, LP_EV_ENTRY, addr);
+}
+
+static inline void encoder_exit(struct encoder *e, uint64_t ns, uint64_t addr)
+{
+	encoder_put_func(e, ns, LP_EV_EXIT, addr);
+}
 
 /* True when the payload should be flushed before more events are added. */
 static inline bool encoder_full(const struct encoder *e)

@@ -1,5 +1,6 @@
 /* layerprof record: runs a program with the runtime preloaded, drains its
  * rings while it runs and writes the trace directory. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,10 +26,10 @@
 #include "lp_arch.h"
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"
-#define RECORD_DEFAULT_BUFFER (4u << 20)
+#define RECORD_DEFAULT_BUFFER (8u << 20)
 #define RECORD_CHUNK_SLOTS 4096u
 #define RECORD_POLL_MIN_US 500
-#define RECORD_POLL_MAX_US 10000
+#define RECORD_POLL_MAX_US 5000
 
 static const char record_usage[] =
     "usage: layerprof record [options] [--] <program> [<args>]\n"
@@ -39,7 +40,7 @@ static const char record_usage[] =
     "\n"
     "  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
     "                        is kept as DIR.old)\n"
-    "  -b, --buffer-size SZ  ring buffer per thread (default 4M; e.g. 256K, 16M)\n"
+    "  -b, --buffer-size SZ  ring buffer per thread (default 8M; 128K to 256M)\n"
     "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
     "  -q, --quiet           no summary line\n" FILTER_HELP "  -h, --help            this text\n";
 
@@ -209,6 +210,38 @@ static uint32_t choose_clock(const char *want)
 	return LP_ARCH_COUNTER;
 }
 
+/* Session directories of recorders that died without cleaning up (killed
+ * with SIGKILL): their owner's pid is in the name. */
+static void remove_stale_sessions(const char *base)
+{
+	char path[PATH_MAX], file[PATH_MAX + 300];
+	struct dirent *e, *f;
+	DIR *dir = opendir(base), *sub;
+	int pid;
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		if (sscanf(e->d_name, "layerprof-%d-", &pid) != 1 || pid <= 0 || pid == (int)getpid())
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		sub = opendir(path);
+		if (!sub)
+			continue;
+		while ((f = readdir(sub))) {
+			if (f->d_name[0] == '.')
+				continue;
+			snprintf(file, sizeof(file), "%s/%s", path, f->d_name);
+			unlink(file);
+		}
+		closedir(sub);
+		rmdir(path);
+	}
+	closedir(dir);
+}
+
 static void child_exec(char **argv, const char *session, const char *lib, int errfd)
 {
 	const char *old = getenv("LD_PRELOAD");
@@ -260,7 +293,7 @@ int cmd_record(int argc, char **argv)
 	struct drain_stats st;
 	struct drain *d = NULL;
 	uint64_t buffer = RECORD_DEFAULT_BUFFER;
-	const char *clock_opt = "auto";
+	const char *clock_opt = "auto", *shm_base;
 	char lib[PATH_MAX], session[256], data[PATH_MAX];
 	int c, r, errpipe[2], status = 0, exit_code = LP_EXIT_FAILURE, quiet = 0, child_errno = 0;
 	unsigned poll_us = RECORD_POLL_MIN_US;
@@ -274,8 +307,8 @@ int cmd_record(int argc, char **argv)
 			rec.out = optarg;
 			break;
 		case 'b':
-			if (parse_size(optarg, &buffer) || buffer < (64u << 10) || buffer > (1ull << 31)) {
-				fprintf(stderr, "layerprof record: invalid --buffer-size '%s': expected 64K to 2G\n",
+			if (parse_size(optarg, &buffer) || buffer < (128u << 10) || buffer > (256u << 20)) {
+				fprintf(stderr, "layerprof record: invalid --buffer-size '%s': expected 128K to 256M\n",
 				        optarg);
 				return LP_EXIT_USAGE;
 			}
@@ -358,8 +391,10 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
-	snprintf(session, sizeof(session), "%s/layerprof-%d-%lx", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
-	         (int)getpid(), (unsigned long)clocksync_monotonic_ns());
+	shm_base = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+	remove_stale_sessions(shm_base);
+	snprintf(session, sizeof(session), "%s/layerprof-%d-%lx", shm_base, (int)getpid(),
+	         (unsigned long)clocksync_monotonic_ns());
 	d = drain_new(session, &cfg, &ops);
 	if (!d) {
 		fprintf(stderr, "layerprof record: cannot create session '%s': %s\n", session, strerror(errno));
@@ -419,13 +454,14 @@ int cmd_record(int argc, char **argv)
 			                "running\n");
 			break;
 		}
-		/* a busy program gets the drain's full attention; an idle one
-		 * costs a wake-up every RECORD_POLL_MAX_US at most */
-		if (consumed >= (long)cfg.chunk_slots)
-			continue;
-		if (consumed > 0)
+		/* A busy program gets the drain's full attention (a ring that
+		 * is dropping has a still head, so pressure counts as busy); an
+		 * idle one costs a wake-up every RECORD_POLL_MAX_US at most. */
+		if (consumed > 0 || drain_pressure(d))
 			poll_us = RECORD_POLL_MIN_US;
-		else if (poll_us < RECORD_POLL_MAX_US)
+		if (consumed >= (long)cfg.chunk_slots || drain_pressure(d))
+			continue;
+		if (!consumed && poll_us < RECORD_POLL_MAX_US)
 			poll_us *= 2;
 		usleep(poll_us);
 	}
