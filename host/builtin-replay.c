@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "host/builtin.h"
+#include "host/lib/json.h"
 #include "host/lib/walk.h"
 
 #define REPLAY_OPEN_FILES_MAX 4096u
@@ -76,18 +77,11 @@ static void put_json_event(struct replay *rp, struct walk_stream *s, const char 
 {
 	struct rstream *rs = s->user;
 	char name[1024];
-	const char *p;
 
 	walk_name(&rp->w, s->image, addr, name, sizeof(name));
-	fprintf(rs->f, "%s{\"type\":\"%s\",\"time_ns\":%llu,\"depth\":%u,\"name\":\"", rs->events ? "," : "", type,
+	fprintf(rs->f, "%s{\"type\":\"%s\",\"time_ns\":%llu,\"depth\":%u,\"name\":", rs->events ? "," : "", type,
 	        (unsigned long long)ns, depth);
-	for (p = name; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fputc('\\', rs->f);
-		if ((unsigned char)*p >= 0x20)
-			fputc(*p, rs->f);
-	}
-	fputc('"', rs->f);
+	json_write_string(rs->f, name);
 	if (dur >= 0)
 		fprintf(rs->f, ",\"duration_ns\":%lld", (long long)dur);
 	if (flags & FILTER_UNFINISHED)
@@ -255,8 +249,11 @@ int cmd_replay(int argc, char **argv)
 		fprintf(stderr, "layerprof replay: cannot buffer thread output: %s\n", strerror(-rp.error));
 		code = LP_EXIT_FAILURE;
 	}
-	if (rp.json)
-		printf("{\"trace\":\"%s\",\"lost_events\":%llu,\"threads\":[", dir, (unsigned long long)rp.w.lost);
+	if (rp.json) {
+		printf("{\"trace\":");
+		json_write_string(stdout, dir);
+		printf(",\"lost_events\":%llu,\"threads\":[", (unsigned long long)rp.w.lost);
+	}
 	for (i = 0; i < rp.w.nstreams; i++) {
 		const struct walk_stream *s = rp.w.streams[i];
 		struct rstream *rs = s->user;
@@ -264,8 +261,9 @@ int cmd_replay(int argc, char **argv)
 		if (!rs)
 			continue;
 		if (rp.json) {
-			printf("%s{\"pid\":%u,\"tid\":%u,\"comm\":\"%s\",\"events\":[", i ? "," : "", s->pid, s->tid,
-			       s->comm);
+			printf("%s{\"pid\":%u,\"tid\":%u,\"comm\":", i ? "," : "", s->pid, s->tid);
+			json_write_string(stdout, s->comm);
+			printf(",\"events\":[");
 		} else {
 			printf("%s# thread %u (%s), process %u", i ? "\n" : "", s->tid, s->comm, s->pid);
 			if (s->parent_pid)

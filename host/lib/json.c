@@ -10,7 +10,7 @@ void json_init(struct json *j, FILE *f)
 	j->first[0] = true;
 }
 
-static void put_string(FILE *f, const char *s)
+void json_write_string(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -48,7 +48,7 @@ static void sep(struct json *j, const char *key)
 		fputc(',', j->f);
 	j->first[j->depth] = false;
 	if (key) {
-		put_string(j->f, key);
+		json_write_string(j->f, key);
 		fputc(':', j->f);
 	}
 }
@@ -90,7 +90,7 @@ void json_str(struct json *j, const char *key, const char *value)
 {
 	sep(j, key);
 	if (value)
-		put_string(j->f, value);
+		json_write_string(j->f, value);
 	else
 		fputs("null", j->f);
 }
