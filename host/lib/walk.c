@@ -17,9 +17,11 @@ int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, 
 	w->dir = dir;
 	if (fopts)
 		w->fopts = *fopts;
-	r = reader_open(&w->r, dir, err, errlen);
-	if (r)
-		return r;
+	if (dir) {
+		r = reader_open(&w->r, dir, err, errlen);
+		if (r)
+			return r;
+	}
 	w->dec = malloc(sizeof(*w->dec));
 	w->sym = symbolizer_new(SYMBOLIZER_DEMANGLE | SYMBOLIZER_LINES);
 	w->hash_cap = 1024;
@@ -290,17 +292,56 @@ static void order_streams(struct walk *w)
 #define WALK_PROGRESS_MIN_BYTES (64 << 20)
 #define WALK_PROGRESS_STEP (16 << 20)
 
+int walk_begin(struct walk *w, const struct walk_ops *ops)
+{
+	w->ops = ops;
+	reset_streams(w);
+	return 0;
+}
+
+int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len)
+{
+	switch (type) {
+	case LP_CHUNK_EVENTS:
+		return walk_events(w, payload, len);
+	case LP_CHUNK_META: {
+		size_t n = len < sizeof(w->meta) - 1 ? len : sizeof(w->meta) - 1;
+
+		memcpy(w->meta, payload, n);
+		w->meta[n] = '\0';
+		w->filtered_at_record = strstr(w->meta, "\nfiltered=1") != NULL;
+		return 0;
+	}
+	default:
+		return 0; /* chunk types this reader does not use */
+	}
+}
+
+void walk_end(struct walk *w)
+{
+	uint32_t i;
+
+	order_streams(w);
+	for (i = 0; i < w->nstreams; i++) {
+		struct walk_stream *s = w->streams[i];
+
+		if (s->selected) {
+			filter_finish(&s->fs, s->last_ns);
+			if (w->ops->end)
+				w->ops->end(w->ops->ctx, s);
+		}
+	}
+}
+
 int walk_run(struct walk *w, const struct walk_ops *ops)
 {
 	bool progress = w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
 	off_t next_progress = WALK_PROGRESS_STEP;
 	const uint8_t *payload;
 	struct chunk_info ci;
-	uint32_t i;
 	int r;
 
-	w->ops = ops;
-	reset_streams(w);
+	walk_begin(w, ops);
 	reader_seek(&w->r, LP_FILE_HEADER_SIZE);
 	w->r.state = READER_OK;
 	w->r.chunks = 0;
@@ -310,43 +351,19 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 			fprintf(stderr, "\rreading %s: %3d%%", w->dir, (int)(100 * w->r.offset / w->r.size));
 			next_progress = w->r.offset + WALK_PROGRESS_STEP;
 		}
-		switch (ci.type) {
-		case LP_CHUNK_EVENTS:
-			r = walk_events(w, payload, ci.len);
-			if (r == -ENOMEM)
-				return r;
-			if (r) {
-				w->r.state = READER_DAMAGED;
-				snprintf(w->r.damage, sizeof(w->r.damage),
-				         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
-				goto done;
-			}
-			break;
-		case LP_CHUNK_META: {
-			size_t n = ci.len < sizeof(w->meta) - 1 ? ci.len : sizeof(w->meta) - 1;
-
-			memcpy(w->meta, payload, n);
-			w->meta[n] = '\0';
-			w->filtered_at_record = strstr(w->meta, "\nfiltered=1") != NULL;
-			break;
-		}
-		default:
+		r = walk_feed(w, ci.type, payload, ci.len);
+		if (r == -ENOMEM)
+			return r;
+		if (r) {
+			w->r.state = READER_DAMAGED;
+			snprintf(w->r.damage, sizeof(w->r.damage),
+			         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
 			break;
 		}
 	}
-done:
 	if (progress)
 		fprintf(stderr, "\r%*s\r", (int)strlen(w->dir) + 16, "");
-	order_streams(w);
-	for (i = 0; i < w->nstreams; i++) {
-		struct walk_stream *s = w->streams[i];
-
-		if (s->selected) {
-			filter_finish(&s->fs, s->last_ns);
-			if (ops->end)
-				ops->end(ops->ctx, s);
-		}
-	}
+	walk_end(w);
 	return 0;
 }
 

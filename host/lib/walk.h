@@ -72,13 +72,22 @@ struct walk {
 	const struct walk_ops *ops; /* during walk_run */
 };
 
-/* Opens the trace and sets up symbols and filters.  fopts is copied (its
+/* Opens the trace (dir NULL: no file, for walk_feed) and sets up symbols
+ * and filters.  fopts is copied (its
  * pattern strings are borrowed).  Returns 0, or -errno with a message in
  * err (the trace reader's codes: see reader_open). */
 int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen);
 /* Reads the whole trace, calling ops.  Can run again (it rewinds).
  * Returns 0; the trace's damage, if any, is in w->r.state / w->r.damage. */
 int walk_run(struct walk *w, const struct walk_ops *ops);
+
+/* The same pass, fed by the caller chunk by chunk (a live stream): open
+ * with dir NULL, then walk_begin, walk_feed for each whole chunk (type and
+ * checked payload), walk_end once.  walk_feed returns 0, -EBADMSG for an
+ * undecodable EVENTS payload or -ENOMEM. */
+int walk_begin(struct walk *w, const struct walk_ops *ops);
+int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len);
+void walk_end(struct walk *w);
 /* A function's display name: demangled symbol, or an address form. */
 const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size);
 /* Looks up "key" in the META chunk; copies its value.  Returns buf or NULL. */
