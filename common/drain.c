@@ -54,6 +54,7 @@ struct drain {
 	struct drain_stats stats;
 	uint64_t last_clock_export;
 	bool pressure;
+	bool attached; /* the directory belongs to the program */
 	int error;
 };
 
@@ -178,6 +179,64 @@ fail:
 	free(d);
 	errno = -r;
 	return NULL;
+}
+
+struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
+{
+	char path[DRAIN_PATH_MAX + 16];
+	struct lp_control *c;
+	struct drain *d;
+	struct stat st;
+	void *map;
+	int fd, e;
+
+	if (strlen(dir) >= DRAIN_PATH_MAX - 64 || !ops->chunk) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, LP_CONTROL_NAME);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*c)) {
+		close(fd);
+		errno = EPROTO;
+		return NULL;
+	}
+	map = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	e = errno;
+	close(fd);
+	if (map == MAP_FAILED) {
+		errno = e;
+		return NULL;
+	}
+	c = map;
+	if (c->magic != LP_CONTROL_MAGIC || c->version != LP_SHM_VERSION || c->ring_chunks < 2 ||
+	    c->ring_chunks > 4096 || (c->ring_chunks & (c->ring_chunks - 1)) || c->chunk_slots < 64 ||
+	    c->chunk_slots > (1u << 20) || (c->chunk_slots & (c->chunk_slots - 1)) || c->clock > LP_CLOCK_CNTVCT) {
+		munmap(map, sizeof(*c));
+		errno = EPROTO;
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (d)
+		d->clock = malloc(sizeof(*d->clock));
+	if (!d || !d->clock) {
+		free(d);
+		munmap(map, sizeof(*c));
+		errno = ENOMEM;
+		return NULL;
+	}
+	strcpy(d->dir, dir);
+	d->cfg.ring_chunks = c->ring_chunks;
+	d->cfg.chunk_slots = c->chunk_slots;
+	d->cfg.clock = c->clock;
+	d->ops = *ops;
+	d->control = c;
+	d->attached = true;
+	clocksync_init(d->clock, c->clock);
+	clocksync_sample(d->clock, 1);
+	return d;
 }
 
 void drain_set_enabled(struct drain *d, bool on)
@@ -586,6 +645,14 @@ void drain_free(struct drain *d)
 		free(d->streams[i]);
 	}
 	free(d->streams);
+	if (d->attached) {
+		/* the program keeps its session for the next attach */
+		drain_set_enabled(d, false);
+		munmap(d->control, sizeof(*d->control));
+		free(d->clock);
+		free(d);
+		return;
+	}
 	if (d->control)
 		munmap(d->control, sizeof(*d->control));
 	dir = opendir(d->dir);

@@ -42,6 +42,13 @@ struct drain_stats {
 /* Creates the session directory `dir` (which must not exist) with its
  * control file.  On error returns NULL with errno set. */
 struct drain *drain_new(const char *dir, const struct drain_config *cfg, const struct drain_ops *ops);
+/* Attaches to a session directory that a running program made for itself
+ * (see LP_ATTACH_DIR_DEFAULT): maps its control block, takes the ring
+ * geometry from it and leaves tracing as it is.  drain_free then leaves the
+ * directory in place (the program owns it) after turning tracing off.  On
+ * error returns NULL with errno set (ENOENT: no such session; EPROTO: not
+ * a layerprof session of this version). */
+struct drain *drain_attach(const char *dir, const struct drain_ops *ops);
 /* Consumes what the rings hold now.  Returns the number of slots consumed,
  * or -errno from the chunk callback. */
 long drain_poll(struct drain *d);

@@ -20,6 +20,9 @@ static inline LP_NOINSTR void gate_write(struct lp_thread *t, uint32_t type, uin
 
 static inline LP_NOINSTR bool gate_open(struct lp_thread *t)
 {
+	if (unlikely(
+	        !(atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed) & LP_CTL_ENABLED)))
+		return false;
 	if (likely(t->state == LP_THREAD_READY)) {
 		if (likely(!t->busy))
 			return true;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +14,11 @@
 #include "runtime.h"
 
 struct lp_process lp_proc;
+
+static const uint32_t boot_flags = LP_CTL_ENABLED; /* first gate sets up */
+static const uint32_t off_flags;
+const uint32_t *lp_ctl_flags = &boot_flags;
+static char attach_session[600];
 
 LP_NOINSTR uint64_t lp_monotonic_ns(void)
 {
@@ -48,6 +54,66 @@ static LP_NOINSTR void atfork_child(void)
 	t->busy = 0;
 }
 
+/* The clock of an attachable process's own session: the same choice the
+ * recorder makes (the counter when the kernel trusts it). */
+static LP_NOINSTR uint32_t choose_clock(void)
+{
+	char cs[16] = "";
+	int fd;
+
+	if (LP_ARCH_COUNTER != LP_CLOCK_TSC)
+		return LP_ARCH_COUNTER;
+	fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return LP_CLOCK_MONOTONIC;
+	if (read(fd, cs, sizeof(cs) - 1) < 3)
+		cs[0] = '\0';
+	close(fd);
+	return strncmp(cs, "tsc", 3) ? LP_CLOCK_MONOTONIC : LP_CLOCK_TSC;
+}
+
+/* Without a recorder's session: when the agent's attach directory exists,
+ * make a stopped session of our own there, so that the agent can attach
+ * later.  Returns the session path, or NULL. */
+static LP_NOINSTR const char *attach_register(void)
+{
+	const char *base = getenv(LP_ENV_ATTACH_DIR);
+	struct lp_control c;
+	struct stat st;
+	char path[700];
+	int fd, n;
+
+	if (!base || !*base)
+		base = LP_ATTACH_DIR_DEFAULT;
+	if (strlen(base) > 500 || stat(base, &st) || !S_ISDIR(st.st_mode))
+		return NULL;
+	n = snprintf(attach_session, sizeof(attach_session), "%s/%d", base, (int)getpid());
+	if (n <= 0 || (size_t)n >= sizeof(attach_session))
+		return NULL;
+	if (mkdir(attach_session, 0700) && errno != EEXIST)
+		return NULL;
+	memset(&c, 0, sizeof(c));
+	c.magic = LP_CONTROL_MAGIC;
+	c.version = LP_SHM_VERSION;
+	c.clock = choose_clock();
+	c.ring_chunks = LP_ATTACH_RING_CHUNKS;
+	c.chunk_slots = LP_ATTACH_CHUNK_SLOTS;
+	c.flags = 0;
+	c.next_image = 1;
+	snprintf(path, sizeof(path), "%s/" LP_CONTROL_NAME, attach_session);
+	unlink(path); /* left by an earlier process with this pid */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	if (write(fd, &c, sizeof(c)) != (ssize_t)sizeof(c)) {
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	close(fd);
+	return attach_session;
+}
+
 static LP_NOINSTR bool session_attach(void)
 {
 	const char *dir = getenv(LP_ENV_SESSION);
@@ -56,6 +122,8 @@ static LP_NOINSTR bool session_attach(void)
 	void *map;
 	int fd;
 
+	if (!dir || !*dir)
+		dir = attach_register();
 	if (!dir || !*dir || strlen(dir) > 500)
 		return false;
 	strcpy(path, dir);
@@ -99,6 +167,7 @@ LP_NOINSTR bool lp_process_init(void)
 	lp_proc.active = session_attach();
 	if (lp_proc.active)
 		pthread_atfork(NULL, NULL, atfork_child);
+	lp_ctl_flags = lp_proc.active ? &lp_proc.control->flags : &off_flags;
 	atomic_store_explicit(&lp_proc.init, 2, memory_order_release);
 	return lp_proc.active;
 }

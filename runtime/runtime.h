@@ -78,6 +78,12 @@ struct lp_process {
 
 extern struct lp_process lp_proc;
 
+/* The session's flags word (enum lp_control_flags), read by every gate
+ * first: while tracing is stopped, or in a process without a session, a
+ * gate costs this one check.  Points at a word that enables until the
+ * process is set up, then at the control block or at a word that is 0. */
+extern const uint32_t *lp_ctl_flags;
+
 /* process.c: attaches to the session named by LP_ENV_SESSION.  Safe to call
  * from any gate; returns true when tracing is on for this process. */
 bool lp_process_init(void);

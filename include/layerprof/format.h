@@ -18,6 +18,15 @@
 #define LP_CONTROL_NAME "control"
 #define LP_RING_PREFIX "r."
 
+/* Attachable processes: a program that runs with the runtime but without a
+ * session makes itself one, stopped, in <attach dir>/<pid> when the attach
+ * directory exists (the agent creates it).  The agent attaches by mapping
+ * that session and turning tracing on. */
+#define LP_ENV_ATTACH_DIR "LAYERPROF_ATTACH_DIR"
+#define LP_ATTACH_DIR_DEFAULT "/dev/shm/layerprof-attach"
+#define LP_ATTACH_RING_CHUNKS 128u
+#define LP_ATTACH_CHUNK_SLOTS 4096u
+
 #define LP_CONTROL_MAGIC 0x4c50434eu /* "LPCN" */
 #define LP_RING_MAGIC 0x4c50524eu    /* "LPRN" */
 #define LP_SHM_VERSION 1u

@@ -1,0 +1,516 @@
+/* layerprofd: the target agent.  Listens for one host at a time, starts or
+ * attaches to programs, drains their rings and streams the chunks.  C11 and
+ * libc only; one thread, one poll loop. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/auth.h"
+#include "common/clocksync.h"
+#include "lp_arch.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:7878"
+#define POLL_BUSY_MS 1
+#define POLL_IDLE_MS 5
+#define POLL_NOSESSION_MS 200
+
+static const char usage[] =
+    "usage: layerprofd [options]\n"
+    "\n"
+    "The layerprof agent: runs on the device, starts or attaches to programs\n"
+    "for a host running 'layerprof live', and streams their traces to it.\n"
+    "\n"
+    "  -l, --listen ADDR:PORT  where to listen (default " DEFAULT_LISTEN "; [::1]:PORT for IPv6);\n"
+    "                          any address but loopback needs --token-file\n"
+    "  -t, --token-file FILE   shared secret: hosts must prove they know it\n"
+    "      --lib PATH          liblayerprof.so to preload into started programs\n"
+    "      --attach-dir DIR    where attachable programs register (default\n"
+    "                          " LP_ATTACH_DIR_DEFAULT ")\n"
+    "  -b, --buffer-size SZ    ring per thread of started programs (default 8M)\n"
+    "  -v, --verbose           log every connection and session\n"
+    "  -h, --help              this text\n";
+
+static struct agent agent;
+static bool log_verbose = true;
+
+void agent_log(const char *fmt, ...)
+{
+	struct timespec ts;
+	va_list ap;
+
+	if (!log_verbose)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(stderr, "layerprofd[%d] %lld.%03ld: ", (int)getpid(), (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+uint64_t agent_now_ns(void)
+{
+	return clocksync_monotonic_ns();
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	agent.stop = 1;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return false;
+}
+
+/* "host:port", "[v6]:port" or ":port" */
+static int split_addr(const char *arg, char *host, size_t hsize, char *port, size_t psize)
+{
+	const char *colon;
+
+	if (arg[0] == '[') {
+		const char *close = strchr(arg, ']');
+
+		if (!close || close[1] != ':' || (size_t)(close - arg - 1) >= hsize)
+			return -EINVAL;
+		memcpy(host, arg + 1, (size_t)(close - arg - 1));
+		host[close - arg - 1] = '\0';
+		colon = close + 1;
+	} else {
+		colon = strrchr(arg, ':');
+		if (!colon || (size_t)(colon - arg) >= hsize)
+			return -EINVAL;
+		memcpy(host, arg, (size_t)(colon - arg));
+		host[colon - arg] = '\0';
+	}
+	if (!colon[1] || strlen(colon + 1) >= psize)
+		return -EINVAL;
+	strcpy(port, colon + 1);
+	return 0;
+}
+
+static int open_listener(const char *arg, bool has_token)
+{
+	struct addrinfo hints = { 0 }, *res, *ai;
+	char host[256], port[32];
+	int fd = -1, one = 1, r;
+
+	if (split_addr(arg, host, sizeof(host), port, sizeof(port))) {
+		fprintf(stderr, "layerprofd: invalid --listen '%s': expected ADDR:PORT\n", arg);
+		return -1;
+	}
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	r = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (r) {
+		fprintf(stderr, "layerprofd: cannot resolve '%s': %s\n", arg, gai_strerror(r));
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		if (!is_loopback(ai->ai_addr) && !has_token) {
+			fprintf(stderr,
+			        "layerprofd: listening on '%s' needs --token-file: whoever can connect can run "
+			        "programs here\n",
+			        arg);
+			freeaddrinfo(res);
+			return -1;
+		}
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (!bind(fd, ai->ai_addr, ai->ai_addrlen) && !listen(fd, 4))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		fprintf(stderr, "layerprofd: cannot listen on '%s': %s\n", arg, strerror(errno));
+	freeaddrinfo(res);
+	return fd;
+}
+
+static void peer_name(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+		port = ntohs(s4->sin_port);
+		snprintf(out, size, "%s:%d", host, port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+		port = ntohs(s6->sin6_port);
+		snprintf(out, size, "[%s]:%d", host, port);
+	} else {
+		snprintf(out, size, "?");
+	}
+}
+
+static void accept_host(struct agent *a)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char peer[80];
+	int fd, one = 1;
+
+	fd = accept4(a->listen_fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	peer_name(&ss, peer, sizeof(peer));
+	if (a->conn) {
+		static const char busy[] = "busy: another host is connected";
+		uint8_t hdr[LP_WIRE_HEADER_SIZE];
+
+		wire_header_put(hdr, LP_FRAME_ERROR, 0, busy, sizeof(busy) - 1);
+		if (send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(hdr))
+			send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		agent_log("refused %s: busy with %s", peer, a->conn->peer);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	a->conn = conn_new(a, fd, peer);
+	if (!a->conn) {
+		close(fd);
+		agent_log("cannot serve %s: out of memory", peer);
+	}
+}
+
+/* The host is gone: tracing stops until one comes back; programs go on. */
+static void drop_host(struct agent *a, const char *why)
+{
+	struct session *s;
+
+	agent_log("host %s %s", a->conn->peer, why);
+	conn_free(a->conn);
+	a->conn = NULL;
+	a->tracing = false;
+	for (s = a->sessions; s; s = s->next)
+		session_set_tracing(s, false);
+}
+
+static struct session *session_of(struct agent *a, pid_t pid)
+{
+	struct session *s;
+
+	for (s = a->sessions; s; s = s->next)
+		if (s->pid == pid)
+			return s;
+	return NULL;
+}
+
+static void tell_exit(struct agent *a, struct session *s)
+{
+	char msg[128];
+	int n;
+
+	if (!a->conn || !conn_ready(a->conn))
+		return;
+	n = snprintf(msg, sizeof(msg), "session=%u\nevent=exit\npid=%d\nstatus=%d\ntime_ns=%llu\n", s->id, (int)s->pid,
+	             s->status, (unsigned long long)agent_now_ns());
+	conn_queue(a->conn, LP_FRAME_STATUS, msg, (size_t)n);
+}
+
+static void reap(struct agent *a)
+{
+	struct session *s, *next;
+	static uint64_t last_check;
+	uint64_t now = agent_now_ns();
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		s = session_of(a, pid);
+		if (s && !s->exited)
+			session_exited(s, status);
+		else if (s) {
+			/* a descendant that came to us as subreaper */
+		} else {
+			for (s = a->sessions; s; s = s->next)
+				drain_process_exited(s->drain, pid, status);
+		}
+	}
+	/* attached programs are not our children: look for them now and then */
+	if (now - last_check > 200000000ull) {
+		last_check = now;
+		for (s = a->sessions; s; s = s->next)
+			if (s->kind == SESSION_ATTACHED && !s->exited && kill(s->pid, 0) && errno == ESRCH)
+				session_exited(s, -1);
+	}
+	for (s = a->sessions; s; s = next) {
+		next = s->next;
+		if (s->exited) {
+			session_finish(s);
+			tell_exit(a, s);
+			session_close(s);
+		}
+	}
+}
+
+static int run(struct agent *a)
+{
+	long consumed = 0;
+
+	while (!a->stop) {
+		struct pollfd pfd[2];
+		struct session *s;
+		int n = 1, timeout;
+		uint64_t now;
+
+		/* busy rings: come back at once; idle: a wake-up every few ms */
+		if (consumed > 4096)
+			timeout = 0;
+		else if (consumed > 0)
+			timeout = POLL_BUSY_MS;
+		else
+			timeout = a->sessions ? POLL_IDLE_MS : POLL_NOSESSION_MS;
+		consumed = 0;
+
+		pfd[0].fd = a->listen_fd;
+		pfd[0].events = POLLIN;
+		if (a->conn) {
+			pfd[1].fd = a->conn->fd;
+			pfd[1].events = POLLIN | (conn_pending(a->conn) ? POLLOUT : 0);
+			n = 2;
+		}
+		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
+			return -errno;
+		if (pfd[0].revents & POLLIN)
+			accept_host(a);
+		if (n == 2 && a->conn) {
+			int r = 0;
+
+			if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
+				r = conn_input(a, a->conn);
+			if (!r)
+				r = conn_flush(a->conn);
+			if (r) {
+				drop_host(a, r == -EPIPE ? "closed the connection" : "connection failed");
+				continue;
+			}
+		}
+		/* drain only what the host can take: a slow link fills the
+		 * rings, and the runtime drops (and counts) whole chunks */
+		if (!a->conn || conn_pending(a->conn) < AGENT_OUT_HIGH) {
+			for (s = a->sessions; s; s = s->next) {
+				long r = session_poll(s);
+
+				if (r > 0)
+					consumed += r;
+			}
+		}
+		reap(a);
+		if (a->conn) {
+			now = agent_now_ns();
+			if (conn_ready(a->conn) && now - a->conn->last_tx_ns > AGENT_HEARTBEAT_NS &&
+			    !conn_pending(a->conn))
+				conn_queue(a->conn, LP_FRAME_HEARTBEAT, NULL, 0);
+			if (now - a->conn->last_rx_ns > AGENT_PEER_TIMEOUT_NS) {
+				drop_host(a, "stopped responding");
+				continue;
+			}
+			if (conn_flush(a->conn)) {
+				drop_host(a, "connection failed");
+				continue;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The runtime library: --lib, next to an installed agent (../lib), or in
+ * the build tree (../runtime). */
+static int find_lib(struct agent *a, const char *opt)
+{
+	static const char *const rel[] = { "/../lib/liblayerprof.so", "/../runtime/liblayerprof.so",
+		                           "/liblayerprof.so" };
+	char exe[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n;
+	size_t i;
+	char *slash;
+
+	if (opt) {
+		if (!realpath(opt, a->lib))
+			return -errno;
+		return 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", exe, rel[i]);
+		if (!access(path, R_OK) && realpath(path, a->lib))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int parse_buffer(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (end == s || *s == '-')
+		return -EINVAL;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end || v < (128u << 10) || v > (256u << 20))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "lib", required_argument, NULL, 'L' },
+		{ "attach-dir", required_argument, NULL, 'A' },
+		{ "buffer-size", required_argument, NULL, 'b' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *listen_arg = DEFAULT_LISTEN, *token_file = NULL, *lib = NULL;
+	struct agent *a = &agent;
+	uint64_t buffer = 8u << 20;
+	bool warn = false;
+	int c, r;
+
+	snprintf(a->attach_dir, sizeof(a->attach_dir), "%s", LP_ATTACH_DIR_DEFAULT);
+	while ((c = getopt_long(argc, argv, "l:t:b:vqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			listen_arg = optarg;
+			break;
+		case 't':
+			token_file = optarg;
+			break;
+		case 'L':
+			lib = optarg;
+			break;
+		case 'A':
+			snprintf(a->attach_dir, sizeof(a->attach_dir), "%s", optarg);
+			break;
+		case 'b':
+			if (parse_buffer(optarg, &buffer)) {
+				fprintf(stderr, "layerprofd: invalid --buffer-size '%s': expected 128K to 256M\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'v':
+			a->verbose = true;
+			break;
+		case 'q':
+			log_verbose = false;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "layerprofd: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (token_file) {
+		r = auth_token_load(token_file, a->token, sizeof(a->token), &warn);
+		if (r < 0) {
+			fprintf(stderr, "layerprofd: cannot use token file '%s': %s\n", token_file,
+			        r == -EINVAL ? "empty or too long" : strerror(-r));
+			return 1;
+		}
+		a->token_len = (size_t)r;
+		a->has_token = true;
+		if (warn)
+			fprintf(stderr, "layerprofd: warning: token file '%s' is readable by other users\n",
+			        token_file);
+	}
+	if (find_lib(a, lib)) {
+		fprintf(stderr, "layerprofd: cannot find liblayerprof.so (use --lib)\n");
+		return 1;
+	}
+	a->cfg.chunk_slots = 4096;
+	a->cfg.ring_chunks = 2;
+	while ((uint64_t)a->cfg.ring_chunks * 2 * a->cfg.chunk_slots * 16 <= buffer && a->cfg.ring_chunks < 4096)
+		a->cfg.ring_chunks *= 2;
+	a->cfg.clock = LP_ARCH_COUNTER;
+	if (LP_ARCH_COUNTER == LP_CLOCK_TSC) {
+		FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+		char cs[32] = "";
+
+		if (!f || !fgets(cs, sizeof(cs), f) || strncmp(cs, "tsc", 3))
+			a->cfg.clock = LP_CLOCK_MONOTONIC;
+		if (f)
+			fclose(f);
+	}
+	a->tracing = true;
+	a->listen_fd = open_listener(listen_arg, a->has_token);
+	if (a->listen_fd < 0)
+		return 1;
+	/* attachable programs register here; sticky like /tmp */
+	if (mkdir(a->attach_dir, 01777) == 0)
+		chmod(a->attach_dir, 01777);
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	agent_log("listening on %s%s", listen_arg, a->has_token ? " (token required)" : "");
+	r = run(a);
+	/* the programs go on, untraced */
+	while (a->sessions) {
+		struct session *s = a->sessions;
+
+		session_set_tracing(s, false);
+		session_exited(s, -1);
+		session_finish(s);
+		session_close(s);
+	}
+	if (a->conn) {
+		conn_queue(a->conn, LP_FRAME_BYE, NULL, 0);
+		conn_flush(a->conn);
+		conn_free(a->conn);
+	}
+	close(a->listen_fd);
+	agent_log("stopped");
+	return r ? 1 : 0;
+}

@@ -1,0 +1,123 @@
+/* layerprofd, the target agent: shared state of the daemon, its sessions
+ * (traced programs) and its one host connection.  Single-threaded: every
+ * function here runs on the daemon's poll loop. */
+#ifndef LP_AGENT_H
+#define LP_AGENT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/drain.h"
+#include "common/wire.h"
+
+#define AGENT_VERSION "0.1.0"
+#define AGENT_MAPS_MAX 4096u
+#define AGENT_OUT_MAX (64u << 20)        /* queued bytes to the host, at most */
+#define AGENT_OUT_HIGH (4u << 20)        /* above this, rings are not drained */
+#define AGENT_HEARTBEAT_NS 1000000000ull /* send one after a second of silence */
+#define AGENT_PEER_TIMEOUT_NS 5000000000ull
+
+struct agent;
+
+/* A code mapping seen in a session, kept to tell a reconnecting host. */
+struct agent_map {
+	uint32_t image, pid;
+	uint64_t base, start, end, offset;
+	uint8_t build_id[64];
+	uint16_t build_id_len;
+	char *path; /* owned */
+};
+
+enum session_kind { SESSION_STARTED, SESSION_ATTACHED };
+
+struct session {
+	struct session *next;
+	struct agent *agent;
+	uint32_t id;
+	enum session_kind kind;
+	pid_t pid;
+	bool exited; /* the program is gone; drained, then closed */
+	int status;  /* wait status with `exited`, -1 when unknown */
+	struct drain *drain;
+	char dir[PATH_MAX];
+	uint64_t lost_told; /* lost events already reported to the host */
+	uint64_t chunks_dropped;
+	struct agent_map *maps;
+	size_t nmaps;
+};
+
+enum conn_state {
+	CONN_AUTH,    /* HELLO sent, waiting for AUTH */
+	CONN_READY,   /* authenticated */
+	CONN_CLOSING, /* flush what is queued, then close */
+};
+
+struct conn {
+	int fd;
+	enum conn_state state;
+	char peer[80];
+	struct wire_reader rd;
+	uint32_t tx_seq;
+	uint8_t nonce[32];
+	uint8_t *out; /* queued frames: [out_off, out_len) still to send */
+	size_t out_len, out_off, out_cap;
+	uint64_t last_rx_ns, last_tx_ns;
+};
+
+struct agent {
+	int listen_fd;
+	struct conn *conn;
+	struct session *sessions;
+	uint32_t next_session;
+	bool tracing; /* what the host asked for */
+	bool has_token;
+	char token[1100];
+	size_t token_len;
+	char lib[PATH_MAX];
+	char attach_dir[PATH_MAX - 64];
+	struct drain_config cfg;
+	bool verbose;
+	volatile int stop;
+};
+
+/* agent.c */
+void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t agent_now_ns(void);
+
+/* session.c */
+/* Starts argv[0..argc) under tracing.  Returns the session, or NULL with a
+ * reason in err. */
+struct session *session_start(struct agent *a, char **argv, int argc, char *err, size_t errlen);
+/* Attaches to a running program that made itself attachable. */
+struct session *session_attach(struct agent *a, pid_t pid, char *err, size_t errlen);
+/* Polls the session's rings; returns slots consumed or -errno. */
+long session_poll(struct session *s);
+/* The program exited (or, for attached ones, vanished). */
+void session_exited(struct session *s, int status);
+/* Sends the session's known code mappings (for a reconnecting host). */
+void session_send_maps(struct session *s);
+/* Final drain: every event left, then the END chunk. */
+void session_finish(struct session *s);
+/* Teardown after session_finish; unlinks it from the agent.  Frees s. */
+void session_close(struct session *s);
+void session_set_tracing(struct session *s, bool on);
+
+/* conn.c */
+struct conn *conn_new(struct agent *a, int fd, const char *peer);
+void conn_free(struct conn *c);
+/* Queues one frame; -ENOBUFS when the queue is full (nothing queued). */
+int conn_queue(struct conn *c, uint8_t type, const void *payload, size_t len);
+/* Queues a CHUNK frame: session id, chunk header, payload. */
+int conn_queue_chunk(struct conn *c, uint32_t session, uint8_t chunk_type, const uint8_t *payload, size_t len);
+/* Sends what the socket takes now.  -errno when the connection broke. */
+int conn_flush(struct conn *c);
+/* Reads and handles what arrived.  -errno (or -EPIPE on close) when the
+ * connection should go. */
+int conn_input(struct agent *a, struct conn *c);
+size_t conn_pending(const struct conn *c);
+bool conn_ready(const struct conn *c);
+
+#endif

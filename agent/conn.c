@@ -1,0 +1,342 @@
+/* The agent's connection to the host: authentication, the frames the host
+ * sends, and a bounded queue of frames to send without blocking. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/auth.h"
+#include "common/chunk.h"
+#include "lp_arch.h"
+
+#define START_ARGS_MAX 256
+
+struct conn *conn_new(struct agent *a, int fd, const char *peer)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	char hello[256], nonce_hex[2 * AUTH_NONCE_SIZE + 1];
+	int n;
+
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->last_rx_ns = c->last_tx_ns = agent_now_ns();
+	if (wire_reader_init(&c->rd) || auth_random(c->nonce, sizeof(c->nonce))) {
+		wire_reader_release(&c->rd);
+		free(c);
+		return NULL;
+	}
+	auth_hex(c->nonce, sizeof(c->nonce), nonce_hex);
+	n = snprintf(hello, sizeof(hello),
+	             "protocol=%d\nagent=layerprofd " AGENT_VERSION "\narch=" LP_ARCH_NAME
+	             "\ncaps=startstop,attach\nnonce=%s\n",
+	             LP_WIRE_PROTOCOL, nonce_hex);
+	conn_queue(c, LP_FRAME_HELLO, hello, (size_t)n);
+	(void)a;
+	return c;
+}
+
+void conn_free(struct conn *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	wire_reader_release(&c->rd);
+	free(c->out);
+	free(c);
+}
+
+bool conn_ready(const struct conn *c)
+{
+	return c->state == CONN_READY;
+}
+
+size_t conn_pending(const struct conn *c)
+{
+	return c->out_len - c->out_off;
+}
+
+/* Makes room for n more bytes in the queue, within AGENT_OUT_MAX. */
+static int reserve(struct conn *c, size_t n)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (c->out_off && c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	if (c->out_len + n <= c->out_cap)
+		return 0;
+	if (c->out_off) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+		if (c->out_len + n <= c->out_cap)
+			return 0;
+	}
+	if (c->out_len + n > AGENT_OUT_MAX)
+		return -ENOBUFS;
+	cap = c->out_cap ? c->out_cap : 65536;
+	while (cap < c->out_len + n)
+		cap *= 2;
+	if (cap > AGENT_OUT_MAX)
+		cap = AGENT_OUT_MAX;
+	p = realloc(c->out, cap);
+	if (!p)
+		return -ENOBUFS;
+	c->out = p;
+	c->out_cap = cap;
+	return 0;
+}
+
+int conn_queue(struct conn *c, uint8_t type, const void *payload, size_t len)
+{
+	if (len > LP_WIRE_MAX_PAYLOAD || reserve(c, LP_WIRE_HEADER_SIZE + len))
+		return -ENOBUFS;
+	wire_header_put(c->out + c->out_len, type, c->tx_seq++, payload, (uint32_t)len);
+	if (len)
+		memcpy(c->out + c->out_len + LP_WIRE_HEADER_SIZE, payload, len);
+	c->out_len += LP_WIRE_HEADER_SIZE + len;
+	return 0;
+}
+
+int conn_queue_chunk(struct conn *c, uint32_t session, uint8_t chunk_type, const uint8_t *payload, size_t len)
+{
+	size_t body = 4 + LP_CHUNK_HEADER_SIZE + len;
+	uint8_t *p;
+
+	if (body > LP_WIRE_MAX_PAYLOAD || reserve(c, LP_WIRE_HEADER_SIZE + body))
+		return -ENOBUFS;
+	p = c->out + c->out_len + LP_WIRE_HEADER_SIZE;
+	p[0] = (uint8_t)session;
+	p[1] = (uint8_t)(session >> 8);
+	p[2] = (uint8_t)(session >> 16);
+	p[3] = (uint8_t)(session >> 24);
+	chunk_header_put(p + 4, chunk_type, payload, (uint32_t)len);
+	memcpy(p + 4 + LP_CHUNK_HEADER_SIZE, payload, len);
+	wire_header_put(c->out + c->out_len, LP_FRAME_CHUNK, c->tx_seq++, p, (uint32_t)body);
+	c->out_len += LP_WIRE_HEADER_SIZE + body;
+	return 0;
+}
+
+int conn_flush(struct conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		c->out_off += (size_t)n;
+		c->last_tx_ns = agent_now_ns();
+	}
+	if (c->state == CONN_CLOSING)
+		return -EPIPE;
+	return 0;
+}
+
+/* Refuses and closes: the peer learns only that it was refused. */
+static int refuse(struct conn *c, const char *why_logged)
+{
+	static const char msg[] = "refused";
+
+	agent_log("refused %s: %s", c->peer, why_logged);
+	conn_queue(c, LP_FRAME_ERROR, msg, sizeof(msg) - 1);
+	c->state = CONN_CLOSING;
+	return 0;
+}
+
+static int on_auth(struct agent *a, struct conn *c, const struct wire_frame *f)
+{
+	char mac[128], want[2 * AUTH_MAC_SIZE + 1], welcome[8192];
+	struct session *s;
+	size_t n;
+
+	if (f->type != LP_FRAME_AUTH)
+		return refuse(c, "no AUTH frame");
+	if (wire_kv_get(f->payload, f->len, "mac", mac, sizeof(mac)))
+		mac[0] = '\0';
+	if (a->has_token) {
+		auth_mac_hex(a->token, a->token_len, c->nonce, want);
+		if (strlen(mac) != 2 * AUTH_MAC_SIZE || !auth_equal(mac, want, 2 * AUTH_MAC_SIZE))
+			return refuse(c, mac[0] ? "wrong token" : "no token");
+	}
+	c->state = CONN_READY;
+	n = 0;
+	for (s = a->sessions; s; s = s->next)
+		n++;
+	n = (size_t)snprintf(welcome, sizeof(welcome), "session_count=%zu\n", n);
+	for (s = a->sessions; s && n < sizeof(welcome) - 80; s = s->next)
+		n += (size_t)snprintf(welcome + n, sizeof(welcome) - n, "session=%u pid=%d state=%s\n", s->id,
+		                      (int)s->pid, s->exited ? "exited" : "running");
+	conn_queue(c, LP_FRAME_WELCOME, welcome, n);
+	agent_log("host %s connected", c->peer);
+	/* a host that comes back sees its sessions again: names first, then
+	 * tracing resumes */
+	a->tracing = true;
+	for (s = a->sessions; s; s = s->next) {
+		session_send_maps(s);
+		session_set_tracing(s, true);
+	}
+	return 0;
+}
+
+static void send_error(struct conn *c, const char *msg)
+{
+	conn_queue(c, LP_FRAME_ERROR, msg, strlen(msg));
+}
+
+static void send_session(struct conn *c, const struct session *s)
+{
+	char msg[64];
+	int n = snprintf(msg, sizeof(msg), "session=%u\npid=%d\n", s->id, (int)s->pid);
+
+	conn_queue(c, LP_FRAME_SESSION, msg, (size_t)n);
+}
+
+static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
+{
+	char *argv[START_ARGS_MAX + 1], *buf, err[512];
+	struct session *s;
+	size_t i, start = 0;
+	int argc = 0;
+
+	if (!f->len || f->len > 65536 || f->payload[f->len - 1] != '\0') {
+		send_error(c, "START: the arguments must be NUL-terminated strings, at most 64 KiB");
+		return 0;
+	}
+	buf = malloc(f->len);
+	if (!buf) {
+		send_error(c, "START: out of memory");
+		return 0;
+	}
+	memcpy(buf, f->payload, f->len);
+	for (i = 0; i < f->len; i++) {
+		if (buf[i])
+			continue;
+		if (argc == START_ARGS_MAX) {
+			free(buf);
+			send_error(c, "START: too many arguments");
+			return 0;
+		}
+		argv[argc++] = buf + start;
+		start = i + 1;
+	}
+	argv[argc] = NULL;
+	if (!argv[0][0]) {
+		free(buf);
+		send_error(c, "START: empty program name");
+		return 0;
+	}
+	s = session_start(a, argv, argc, err, sizeof(err));
+	free(buf);
+	if (s)
+		send_session(c, s);
+	else
+		send_error(c, err);
+	return 0;
+}
+
+static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f)
+{
+	char val[32], err[512], *end;
+	struct session *s;
+	long pid;
+
+	if (wire_kv_get(f->payload, f->len, "pid", val, sizeof(val))) {
+		send_error(c, "ATTACH: no pid");
+		return 0;
+	}
+	errno = 0;
+	pid = strtol(val, &end, 10);
+	if (errno || *end || pid <= 0 || pid > 0x7fffffff) {
+		send_error(c, "ATTACH: invalid pid");
+		return 0;
+	}
+	s = session_attach(a, (pid_t)pid, err, sizeof(err));
+	if (s)
+		send_session(c, s);
+	else
+		send_error(c, err);
+	return 0;
+}
+
+static int on_control(struct agent *a, struct conn *c, const struct wire_frame *f)
+{
+	struct session *s;
+	char val[16];
+
+	if (!wire_kv_get(f->payload, f->len, "tracing", val, sizeof(val))) {
+		if (strcmp(val, "on") && strcmp(val, "off")) {
+			send_error(c, "CONTROL: tracing must be on or off");
+			return 0;
+		}
+		a->tracing = !strcmp(val, "on");
+		for (s = a->sessions; s; s = s->next)
+			session_set_tracing(s, a->tracing);
+		agent_log("tracing %s", a->tracing ? "on" : "off");
+	}
+	return 0;
+}
+
+static int on_frame(struct agent *a, struct conn *c, const struct wire_frame *f)
+{
+	if (c->state == CONN_AUTH)
+		return on_auth(a, c, f);
+	switch (f->type) {
+	case LP_FRAME_START:
+		return on_start(a, c, f);
+	case LP_FRAME_ATTACH:
+		return on_attach(a, c, f);
+	case LP_FRAME_CONTROL:
+		return on_control(a, c, f);
+	case LP_FRAME_HEARTBEAT:
+		return 0;
+	case LP_FRAME_BYE:
+		agent_log("host %s said goodbye", c->peer);
+		conn_queue(c, LP_FRAME_BYE, NULL, 0);
+		c->state = CONN_CLOSING;
+		return 0;
+	default:
+		agent_log("host %s sent an unexpected %s frame: closing", c->peer, wire_frame_name(f->type));
+		return -EPROTO;
+	}
+}
+
+int conn_input(struct agent *a, struct conn *c)
+{
+	struct wire_frame f;
+	size_t avail;
+	uint8_t *space;
+	ssize_t n;
+	int r;
+
+	space = wire_reader_space(&c->rd, &avail);
+	n = recv(c->fd, space, avail, MSG_DONTWAIT);
+	if (n == 0)
+		return -EPIPE;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	wire_reader_commit(&c->rd, (size_t)n);
+	c->last_rx_ns = agent_now_ns();
+	while ((r = wire_reader_next(&c->rd, &f)) > 0) {
+		if (c->state == CONN_CLOSING)
+			continue;
+		r = on_frame(a, c, &f);
+		if (r)
+			return r;
+	}
+	if (r < 0) {
+		agent_log("host %s: bad frame: %s: closing", c->peer, c->rd.error);
+		return -EPROTO;
+	}
+	return 0;
+}

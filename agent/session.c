@@ -1,0 +1,327 @@
+/* Sessions of the agent: programs it started or attached to, each with its
+ * drain, and the code mappings it has seen. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/chunk.h"
+#include "common/clocksync.h"
+#include "common/encoder.h"
+#include "lp_arch.h"
+
+static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len)
+{
+	struct session *s = ctx;
+	struct conn *c = s->agent->conn;
+
+	if (!c || !conn_ready(c) || conn_queue_chunk(c, s->id, type, payload, len)) {
+		/* no host to take it: tracing is off then, so only the rest of
+		 * what was in the rings goes; counted all the same */
+		s->chunks_dropped++;
+	}
+	return 0;
+}
+
+static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
+{
+	struct session *s = ctx;
+	struct agent_map *m, *n;
+	size_t i;
+
+	for (i = 0; i < s->nmaps; i++) {
+		m = &s->maps[i];
+		if (m->image == image && m->start == ev->start && m->end == ev->end && m->base == ev->base)
+			return;
+	}
+	if (s->nmaps >= AGENT_MAPS_MAX)
+		return;
+	n = realloc(s->maps, (s->nmaps + 1) * sizeof(*n));
+	if (!n)
+		return;
+	s->maps = n;
+	m = &s->maps[s->nmaps];
+	memset(m, 0, sizeof(*m));
+	m->path = malloc(ev->str_len + 1);
+	if (!m->path)
+		return;
+	memcpy(m->path, ev->str, ev->str_len);
+	m->path[ev->str_len] = '\0';
+	m->image = image;
+	m->pid = (uint32_t)s->pid;
+	m->base = ev->base;
+	m->start = ev->start;
+	m->end = ev->end;
+	m->offset = ev->offset;
+	m->build_id_len = (uint16_t)(ev->build_id_len <= 64 ? ev->build_id_len : 64);
+	memcpy(m->build_id, ev->build_id, m->build_id_len);
+	s->nmaps++;
+}
+
+static struct session *session_new(struct agent *a, enum session_kind kind)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->agent = a;
+	s->id = ++a->next_session;
+	s->kind = kind;
+	s->status = -1;
+	return s;
+}
+
+static void session_link(struct session *s)
+{
+	s->next = s->agent->sessions;
+	s->agent->sessions = s;
+}
+
+/* The META chunk a trace file starts with, for the host's saved trace. */
+static void send_meta(struct session *s, const char *command)
+{
+	struct conn *c = s->agent->conn;
+	struct utsname u;
+	char meta[2048];
+	int n;
+
+	if (!c || !conn_ready(c))
+		return;
+	uname(&u);
+	n = snprintf(meta, sizeof(meta),
+	             "layerprof=" AGENT_VERSION "\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nsession=%u\npid=%d\n"
+	             "start_monotonic_ns=%llu\nfiltered=0\ncommand=%s\n",
+	             u.nodename, u.release, LP_ARCH_NAME,
+	             s->agent->cfg.clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter", s->id, (int)s->pid,
+	             (unsigned long long)clocksync_monotonic_ns(), command);
+	if (n > 0)
+		conn_queue_chunk(c, s->id, LP_CHUNK_META, (const uint8_t *)meta,
+		                 (size_t)n < sizeof(meta) ? (size_t)n : sizeof(meta) - 1);
+}
+
+struct session *session_start(struct agent *a, char **argv, int argc, char *err, size_t errlen)
+{
+	struct drain_ops ops = { 0 };
+	struct session *s = session_new(a, SESSION_STARTED);
+	char cmd[1024] = "";
+	int pipefd[2], child_errno = 0, i;
+	size_t n = 0;
+	pid_t pid;
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(s->dir, sizeof(s->dir), "%s/layerprofd-%d-%u", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
+	         (int)getpid(), s->id);
+	ops.ctx = s;
+	ops.chunk = on_chunk;
+	ops.map = on_map;
+	s->drain = drain_new(s->dir, &a->cfg, &ops);
+	if (!s->drain) {
+		snprintf(err, errlen, "cannot create session '%s': %s", s->dir, strerror(errno));
+		free(s);
+		return NULL;
+	}
+	drain_set_enabled(s->drain, a->tracing);
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		snprintf(err, errlen, "cannot create pipe: %s", strerror(errno));
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot fork: %s", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
+		goto fail;
+	}
+	if (pid == 0) {
+		int e, fd = open("/dev/null", O_RDONLY);
+
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			close(fd);
+		}
+		setenv(LP_ENV_SESSION, s->dir, 1);
+		setenv("LD_PRELOAD", a->lib, 1);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
+		close(pipefd[0]);
+		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(child_errno));
+		kill(pid, SIGKILL);
+		goto fail_reap;
+	}
+	close(pipefd[0]);
+	s->pid = pid;
+	for (i = 0; i < argc && n < sizeof(cmd) - 2; i++)
+		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", i ? " " : "", argv[i]);
+	session_link(s);
+	send_meta(s, cmd);
+	agent_log("session %u: started '%s' as pid %d", s->id, argv[0], (int)pid);
+	return s;
+fail_reap:
+	/* the agent's waitpid loop reaps it; the session is gone already */
+fail:
+	drain_free(s->drain);
+	free(s);
+	return NULL;
+}
+
+struct session *session_attach(struct agent *a, pid_t pid, char *err, size_t errlen)
+{
+	struct drain_ops ops = { 0 };
+	struct session *s;
+	char cmd[64];
+
+	for (s = a->sessions; s; s = s->next) {
+		if (s->pid == pid && !s->exited) {
+			snprintf(err, errlen, "process %d is already traced (session %u)", (int)pid, s->id);
+			return NULL;
+		}
+	}
+	if (kill(pid, 0) && errno == ESRCH) {
+		snprintf(err, errlen, "no process %d", (int)pid);
+		return NULL;
+	}
+	s = session_new(a, SESSION_ATTACHED);
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(s->dir, sizeof(s->dir), "%s/%d", a->attach_dir, (int)pid);
+	ops.ctx = s;
+	ops.chunk = on_chunk;
+	ops.map = on_map;
+	s->drain = drain_attach(s->dir, &ops);
+	if (!s->drain) {
+		if (errno == ENOENT)
+			snprintf(err, errlen,
+			         "process %d is not attachable (not built with -finstrument-functions and linked "
+			         "with -llayerprof, or started before %s existed)",
+			         (int)pid, a->attach_dir);
+		else
+			snprintf(err, errlen, "cannot attach to process %d: %s", (int)pid, strerror(errno));
+		free(s);
+		return NULL;
+	}
+	s->pid = pid;
+	session_link(s);
+	snprintf(cmd, sizeof(cmd), "attach %d", (int)pid);
+	send_meta(s, cmd);
+	drain_set_enabled(s->drain, a->tracing);
+	agent_log("session %u: attached to pid %d", s->id, (int)pid);
+	return s;
+}
+
+void session_set_tracing(struct session *s, bool on)
+{
+	if (!s->exited)
+		drain_set_enabled(s->drain, on);
+}
+
+static void tell_lost(struct session *s)
+{
+	struct drain_stats st;
+	struct conn *c = s->agent->conn;
+	char msg[160];
+	int n;
+
+	drain_get_stats(s->drain, &st);
+	if (st.lost <= s->lost_told || !c || !conn_ready(c))
+		return;
+	n = snprintf(msg, sizeof(msg), "session=%u\nevent=lost\nlost=%llu\ntime_ns=%llu\n", s->id,
+	             (unsigned long long)(st.lost - s->lost_told), (unsigned long long)clocksync_monotonic_ns());
+	if (!conn_queue(c, LP_FRAME_STATUS, msg, (size_t)n))
+		s->lost_told = st.lost;
+}
+
+long session_poll(struct session *s)
+{
+	long r = drain_poll(s->drain);
+
+	tell_lost(s);
+	return r;
+}
+
+void session_exited(struct session *s, int status)
+{
+	s->exited = true;
+	s->status = status;
+	drain_process_exited(s->drain, s->pid, status);
+}
+
+void session_send_maps(struct session *s)
+{
+	struct conn *c = s->agent->conn;
+	struct encoder *e;
+	const uint8_t *payload;
+	size_t i, len;
+
+	if (!s->nmaps || !c)
+		return;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return;
+	for (i = 0; i < s->nmaps; i++) {
+		const struct agent_map *m = &s->maps[i];
+
+		if (!i || m->image != e->image) {
+			if (i && (len = encoder_take(e, &payload)))
+				conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len);
+			encoder_init(e, m->image, m->pid, m->pid);
+		}
+		encoder_map(e, clocksync_monotonic_ns(), m->base, m->start, m->end, m->offset, m->build_id,
+		            m->build_id_len, m->path, strlen(m->path));
+		if (encoder_full(e) && (len = encoder_take(e, &payload)))
+			conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len);
+	}
+	if ((len = encoder_take(e, &payload)))
+		conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len);
+	free(e);
+}
+
+void session_finish(struct session *s)
+{
+	drain_finish(s->drain);
+	tell_lost(s);
+}
+
+void session_close(struct session *s)
+{
+	struct agent *a = s->agent;
+	struct session **p;
+	size_t i;
+
+	drain_free(s->drain);
+	if (s->kind == SESSION_ATTACHED && s->exited) {
+		/* the program is gone: its session directory can go too */
+		char path[PATH_MAX + 16];
+
+		snprintf(path, sizeof(path), "%s/%s", s->dir, LP_CONTROL_NAME);
+		unlink(path);
+		rmdir(s->dir);
+	}
+	for (p = &a->sessions; *p; p = &(*p)->next) {
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	}
+	agent_log("session %u: closed (pid %d)", s->id, (int)s->pid);
+	for (i = 0; i < s->nmaps; i++)
+		free(s->maps[i].path);
+	free(s->maps);
+	free(s);
+}
