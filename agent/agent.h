@@ -73,6 +73,13 @@ struct agent {
 	struct session *sessions;
 	uint32_t next_session;
 	bool tracing; /* what the host asked for */
+	bool hold;    /* start programs held until the host releases them */
+	/* source filters the host set, applied to every session */
+	bool filtered;
+	uint64_t *filter_addrs; /* only, then exclude; owned */
+	size_t n_only, n_exclude;
+	uint32_t max_depth;
+	uint64_t min_ns;
 	bool has_token;
 	char token[1100];
 	size_t token_len;
@@ -104,6 +111,8 @@ void session_finish(struct session *s);
 /* Teardown after session_finish; unlinks it from the agent.  Frees s. */
 void session_close(struct session *s);
 void session_set_tracing(struct session *s, bool on);
+/* Applies the agent's current source filters (or none) to the session. */
+int session_apply_filters(struct session *s);
 
 /* conn.c */
 struct conn *conn_new(struct agent *a, int fd, const char *peer);

@@ -34,7 +34,7 @@ struct conn *conn_new(struct agent *a, int fd, const char *peer)
 	auth_hex(c->nonce, sizeof(c->nonce), nonce_hex);
 	n = snprintf(hello, sizeof(hello),
 	             "protocol=%d\nagent=layerprofd " AGENT_VERSION "\narch=" LP_ARCH_NAME
-	             "\ncaps=startstop,attach\nnonce=%s\n",
+	             "\ncaps=startstop,attach,filters\nnonce=%s\n",
 	             LP_WIRE_PROTOCOL, nonce_hex);
 	conn_queue(c, LP_FRAME_HELLO, hello, (size_t)n);
 	(void)a;
@@ -143,6 +143,11 @@ int conn_flush(struct conn *c)
 	return 0;
 }
 
+static void send_error(struct conn *c, const char *msg)
+{
+	conn_queue(c, LP_FRAME_ERROR, msg, strlen(msg));
+}
+
 /* Refuses and closes: the peer learns only that it was refused. */
 static int refuse(struct conn *c, const char *why_logged)
 {
@@ -187,11 +192,6 @@ static int on_auth(struct agent *a, struct conn *c, const struct wire_frame *f)
 		session_set_tracing(s, true);
 	}
 	return 0;
-}
-
-static void send_error(struct conn *c, const char *msg)
-{
-	conn_queue(c, LP_FRAME_ERROR, msg, strlen(msg));
 }
 
 static void send_session(struct conn *c, const struct session *s)
@@ -269,10 +269,96 @@ static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f
 	return 0;
 }
 
+/* "image:hexaddr,image:hexaddr,..." into addrs (images are not kept: a
+ * session's processes share one filter set).  Returns the count or -1. */
+static long parse_addrs(const char *list, uint64_t *addrs, size_t max)
+{
+	const char *p = list;
+	size_t n = 0;
+
+	while (*p) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		strtoul(p, &end, 10);
+		if (end == p || *end != ':' || errno)
+			return -1;
+		p = end + 1;
+		v = strtoull(p, &end, 16);
+		if (end == p || errno || (*end && *end != ','))
+			return -1;
+		if (n == max)
+			return -1;
+		addrs[n++] = v;
+		p = *end ? end + 1 : end;
+	}
+	return (long)n;
+}
+
+static void control_filters(struct agent *a, struct conn *c, const struct wire_frame *f)
+{
+	size_t vsize = f->len + 1;
+	char *val = malloc(vsize), num[32];
+	uint64_t *addrs = malloc(2 * LP_FILTER_ADDRS_MAX * sizeof(*addrs));
+	unsigned long long depth = 0, min_ns = 0;
+	long n_only = 0, n_exclude = 0;
+	struct session *s;
+
+	if (!val || !addrs) {
+		send_error(c, "CONTROL: out of memory");
+		goto out;
+	}
+	if (!wire_kv_get(f->payload, f->len, "depth", num, sizeof(num)))
+		depth = strtoull(num, NULL, 10);
+	if (!wire_kv_get(f->payload, f->len, "min_ns", num, sizeof(num)))
+		min_ns = strtoull(num, NULL, 10);
+	if (!wire_kv_get(f->payload, f->len, "only", val, vsize))
+		n_only = parse_addrs(val, addrs, LP_FILTER_ADDRS_MAX);
+	if (!wire_kv_get(f->payload, f->len, "exclude", val, vsize) && n_only >= 0)
+		n_exclude = parse_addrs(val, addrs + n_only, LP_FILTER_ADDRS_MAX - (size_t)n_only);
+	if (n_only < 0 || n_exclude < 0 || depth > 1000000) {
+		send_error(c, "CONTROL: invalid filter (only/exclude: image:hexaddr,...; at most 8192 functions)");
+		goto out;
+	}
+	free(a->filter_addrs);
+	a->filter_addrs = addrs;
+	addrs = NULL;
+	a->n_only = (size_t)n_only;
+	a->n_exclude = (size_t)n_exclude;
+	a->max_depth = (uint32_t)depth;
+	a->min_ns = min_ns;
+	a->filtered = n_only || n_exclude || depth || min_ns;
+	for (s = a->sessions; s; s = s->next) {
+		if (session_apply_filters(s)) {
+			send_error(c, "CONTROL: cannot set filters");
+			goto out;
+		}
+	}
+	agent_log("filters: %ld only, %ld excluded, depth %llu, min %llu ns", n_only, n_exclude, depth, min_ns);
+out:
+	free(val);
+	free(addrs);
+}
+
 static int on_control(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
 	struct session *s;
 	char val[16];
+
+	if (!wire_kv_get(f->payload, f->len, "hold", val, sizeof(val)))
+		a->hold = !strcmp(val, "on");
+	if (!wire_kv_get(f->payload, f->len, "filters", val, sizeof(val)) && !strcmp(val, "clear")) {
+		a->filtered = false;
+		for (s = a->sessions; s; s = s->next)
+			session_apply_filters(s);
+		agent_log("filters cleared");
+	} else if (!wire_kv_get(f->payload, f->len, "depth", val, sizeof(val)) ||
+	           !wire_kv_get(f->payload, f->len, "min_ns", val, sizeof(val)) ||
+	           wire_kv_get(f->payload, f->len, "only", val, 1) != -ENOENT ||
+	           wire_kv_get(f->payload, f->len, "exclude", val, 1) != -ENOENT) {
+		control_filters(a, c, f);
+	}
 
 	if (!wire_kv_get(f->payload, f->len, "tracing", val, sizeof(val))) {
 		if (strcmp(val, "on") && strcmp(val, "off")) {
@@ -283,6 +369,12 @@ static int on_control(struct agent *a, struct conn *c, const struct wire_frame *
 		for (s = a->sessions; s; s = s->next)
 			session_set_tracing(s, a->tracing);
 		agent_log("tracing %s", a->tracing ? "on" : "off");
+	}
+	/* last: a held program starts with everything above in place */
+	if (!wire_kv_get(f->payload, f->len, "release", val, sizeof(val))) {
+		for (s = a->sessions; s; s = s->next)
+			if (!s->exited)
+				drain_set_hold(s->drain, false);
 	}
 	return 0;
 }

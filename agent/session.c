@@ -129,6 +129,11 @@ struct session *session_start(struct agent *a, char **argv, int argc, char *err,
 		return NULL;
 	}
 	drain_set_enabled(s->drain, a->tracing);
+	drain_set_hold(s->drain, a->hold);
+	if (session_apply_filters(s)) {
+		snprintf(err, errlen, "cannot set filters in session '%s'", s->dir);
+		goto fail;
+	}
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		snprintf(err, errlen, "cannot create pipe: %s", strerror(errno));
 		goto fail;
@@ -220,9 +225,24 @@ struct session *session_attach(struct agent *a, pid_t pid, char *err, size_t err
 	session_link(s);
 	snprintf(cmd, sizeof(cmd), "attach %d", (int)pid);
 	send_meta(s, cmd);
+	session_apply_filters(s);
 	drain_set_enabled(s->drain, a->tracing);
 	agent_log("session %u: attached to pid %d", s->id, (int)pid);
 	return s;
+}
+
+int session_apply_filters(struct session *s)
+{
+	struct agent *a = s->agent;
+
+	if (s->exited)
+		return 0;
+	if (!a->filtered) {
+		drain_clear_filters(s->drain);
+		return 0;
+	}
+	return drain_set_filters(s->drain, a->filter_addrs, a->n_only, a->filter_addrs + a->n_only, a->n_exclude,
+	                         a->max_depth, a->min_ns);
 }
 
 void session_set_tracing(struct session *s, bool on)

@@ -142,6 +142,34 @@ uint64_t clocksync_ns_slow(struct clocksync *cs, uint64_t raw)
 	return interpolate(point(cs, lo), point(cs, lo + 1), raw);
 }
 
+uint64_t clocksync_span_to_raw(struct clocksync *cs, uint64_t ns)
+{
+	const struct clocksync_point *a, *b;
+	uint64_t draw, dns;
+
+	if (cs->kind == LP_CLOCK_MONOTONIC || !ns)
+		return ns;
+	if (cs->count < 2) {
+		struct timespec pause = { 0, 2000000 };
+
+		nanosleep(&pause, NULL);
+		clocksync_sample(cs, 1);
+		if (cs->count < 2)
+			return ns;
+	}
+	a = point(cs, 0);
+	b = point(cs, cs->count - 1);
+	draw = b->raw - a->raw;
+	dns = b->ns - a->ns;
+	if (!dns)
+		return ns;
+#ifdef __SIZEOF_INT128__
+	return (uint64_t)(((unsigned __int128)ns * draw + dns / 2) / dns);
+#else
+	return (uint64_t)((long double)ns * draw / dns + 0.5);
+#endif
+}
+
 size_t clocksync_export(struct clocksync *cs, uint8_t *buf, size_t size)
 {
 	size_t len = 0;

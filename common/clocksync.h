@@ -69,6 +69,9 @@ static inline uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw)
 	}
 	return clocksync_ns_slow(cs, raw);
 }
+/* A duration in ns as a raw clock span, by the rate between the oldest and
+ * newest points (samples a second point if there is only one). */
+uint64_t clocksync_span_to_raw(struct clocksync *cs, uint64_t ns);
 /* Current CLOCK_MONOTONIC in ns. */
 uint64_t clocksync_monotonic_ns(void);
 /* Current raw value of `kind` on this machine. */

@@ -54,7 +54,8 @@ struct drain {
 	struct drain_stats stats;
 	uint64_t last_clock_export;
 	bool pressure;
-	bool attached; /* the directory belongs to the program */
+	bool attached;                  /* the directory belongs to the program */
+	struct lp_filter_file *filters; /* mapped when first set */
 	int error;
 };
 
@@ -393,6 +394,13 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 			s->d->ops.map(s->d->ops.ctx, s->ring->image, &ev);
 		encoder_map(s->enc, ns, ev.base, ev.start, ev.end, ev.offset, ev.build_id, ev.build_id_len, ev.str,
 		            ev.str_len);
+	} else if (ext == LP_EXT_CALL && len >= sizeof(struct lp_ext_call)) {
+		struct lp_ext_call c;
+		uint64_t entry_ns;
+
+		memcpy(&c, p, sizeof(c));
+		entry_ns = clocksync_ns(s->d->clock, c.entry);
+		encoder_call(s->enc, ns, c.addr, ns > entry_ns ? ns - entry_ns : 0);
 	} else if (ext == LP_EXT_TASK && len >= sizeof(struct lp_ext_task)) {
 		struct lp_ext_task t;
 		uint64_t frames[256];
@@ -564,6 +572,109 @@ long drain_poll(struct drain *d)
 	return d->error ? d->error : total;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts and removes duplicates; returns the new count. */
+static size_t sort_unique(uint64_t *a, size_t n)
+{
+	size_t i, j;
+
+	if (n < 2)
+		return n;
+	qsort(a, n, sizeof(*a), u64_cmp);
+	for (i = 1, j = 1; i < n; i++)
+		if (a[i] != a[j - 1])
+			a[j++] = a[i];
+	return j;
+}
+
+static int filters_map(struct drain *d)
+{
+	char path[DRAIN_PATH_MAX + 16];
+	struct lp_filter_file *ff;
+	void *map;
+	int fd, e;
+
+	if (d->filters)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", d->dir, LP_FILTER_NAME);
+	/* readable by the program, which may run as another user */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, sizeof(*ff))) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	map = mmap(NULL, sizeof(*ff), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	e = -errno;
+	close(fd);
+	if (map == MAP_FAILED)
+		return e;
+	ff = map;
+	ff->version = 1;
+	atomic_store_explicit((_Atomic uint32_t *)&ff->magic, LP_FILTER_MAGIC, memory_order_release);
+	d->filters = ff;
+	return 0;
+}
+
+int drain_set_filters(struct drain *d, const uint64_t *only, size_t n_only, const uint64_t *exclude, size_t n_exclude,
+                      uint32_t max_depth, uint64_t min_ns)
+{
+	_Atomic uint32_t *flags = (_Atomic uint32_t *)&d->control->flags;
+	struct lp_filter_set *set;
+	uint32_t next;
+	int r;
+
+	if (n_only > LP_FILTER_ADDRS_MAX || n_exclude > LP_FILTER_ADDRS_MAX - n_only)
+		return -E2BIG;
+	r = filters_map(d);
+	if (r)
+		return r;
+	/* write the half the gates do not read, then switch them to it */
+	next = (atomic_load_explicit((_Atomic uint32_t *)&d->filters->active, memory_order_relaxed) + 1) & 1;
+	set = &d->filters->set[next];
+	if (n_only)
+		memcpy(set->addr, only, n_only * sizeof(*only));
+	n_only = sort_unique(set->addr, n_only);
+	if (n_exclude)
+		memcpy(set->addr + n_only, exclude, n_exclude * sizeof(*exclude));
+	n_exclude = sort_unique(set->addr + n_only, n_exclude);
+	set->n_only = (uint32_t)n_only;
+	set->n_exclude = (uint32_t)n_exclude;
+	atomic_store_explicit((_Atomic uint32_t *)&d->filters->active, next, memory_order_release);
+	d->control->max_depth = max_depth;
+	d->control->min_raw = clocksync_span_to_raw(d->clock, min_ns);
+	atomic_fetch_add_explicit((_Atomic uint32_t *)&d->control->filter_gen, 1, memory_order_release);
+	if (n_only || n_exclude || max_depth || min_ns)
+		atomic_fetch_or_explicit(flags, LP_CTL_FILTERED, memory_order_release);
+	else
+		atomic_fetch_and_explicit(flags, ~(uint32_t)LP_CTL_FILTERED, memory_order_release);
+	return 0;
+}
+
+void drain_set_hold(struct drain *d, bool on)
+{
+	_Atomic uint32_t *flags = (_Atomic uint32_t *)&d->control->flags;
+
+	if (on)
+		atomic_fetch_or_explicit(flags, LP_CTL_HOLD, memory_order_release);
+	else
+		atomic_fetch_and_explicit(flags, ~(uint32_t)LP_CTL_HOLD, memory_order_release);
+}
+
+void drain_clear_filters(struct drain *d)
+{
+	atomic_fetch_and_explicit((_Atomic uint32_t *)&d->control->flags, ~(uint32_t)LP_CTL_FILTERED,
+	                          memory_order_release);
+}
+
 bool drain_pressure(const struct drain *d)
 {
 	return d->pressure;
@@ -645,8 +756,11 @@ void drain_free(struct drain *d)
 		free(d->streams[i]);
 	}
 	free(d->streams);
+	if (d->filters)
+		munmap(d->filters, sizeof(*d->filters));
 	if (d->attached) {
 		/* the program keeps its session for the next attach */
+		drain_clear_filters(d);
 		drain_set_enabled(d, false);
 		munmap(d->control, sizeof(*d->control));
 		free(d->clock);

@@ -65,6 +65,17 @@ int drain_finish(struct drain *d);
 void drain_get_stats(const struct drain *d, struct drain_stats *out);
 /* Enables or disables tracing in every process of the session. */
 void drain_set_enabled(struct drain *d, bool on);
+/* Source filters for every process of the session (live profiling; see
+ * struct lp_filter_file): only and exclude are function entry addresses
+ * (any order, duplicates allowed; at most LP_FILTER_ADDRS_MAX in all),
+ * max_depth 0 and min_ns 0 mean no limit.  Returns 0, -E2BIG or -errno. */
+int drain_set_filters(struct drain *d, const uint64_t *only, size_t n_only, const uint64_t *exclude, size_t n_exclude,
+                      uint32_t max_depth, uint64_t min_ns);
+/* Holds (or releases) processes of the session that are starting: their
+ * runtime waits before main (at most 5 s) while the flag is set. */
+void drain_set_hold(struct drain *d, bool on);
+/* Removes the source filters: every call is recorded again. */
+void drain_clear_filters(struct drain *d);
 /* Unmaps everything and removes the session directory.  Accepts NULL. */
 void drain_free(struct drain *d);
 

@@ -24,6 +24,19 @@ void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count)
 	e->len += varint_put(e->buf + e->len, count);
 }
 
+void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
+{
+	uint8_t body[2 * VARINT_MAX];
+	size_t n = varint_put(body, addr);
+
+	n += varint_put(body + n, duration_ns);
+	encoder_begin_event(e, exit_ns, LP_EV_EXTENDED, 0);
+	e->len += varint_put(e->buf + e->len, LP_XEV_CALL);
+	e->len += varint_put(e->buf + e->len, n);
+	memcpy(e->buf + e->len, body, n);
+	e->len += n;
+}
+
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth)
 {
 	encoder_begin_event(e, ns, LP_EV_LONGJMP, 0);

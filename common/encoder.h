@@ -34,6 +34,8 @@ void encoder_init(struct encoder *e, uint32_t image, uint32_t pid, uint32_t tid)
 
 void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count);
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth);
+/* A whole call, recorded at its exit (source filters by duration). */
+void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns);
 /* Strings over LP_STRING_MAX and frames over 256 are cut. */
 void encoder_map(struct encoder *e, uint64_t ns, uint64_t base, uint64_t start, uint64_t end, uint64_t offset,
                  const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len);

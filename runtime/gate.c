@@ -6,27 +6,19 @@
 
 __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
 
-static inline LP_NOINSTR void gate_write(struct lp_thread *t, uint32_t type, uintptr_t fn)
+LP_NOINSTR void lp_gate_write(struct lp_thread *t, uint32_t type, uintptr_t fn)
 {
-	struct lp_slot *s = t->cur;
-
-	if (unlikely(s == t->limit))
-		s = lp_ring_advance(t);
-	s->time = lp_clock_now();
-	s->word = (uint64_t)fn | ((uint64_t)type << LP_SLOT_TYPE_SHIFT);
-	t->cur = s + 1;
-	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, ++t->head, memory_order_release);
+	lp_gate_write_inline(t, type, fn);
 }
 
-static inline LP_NOINSTR bool gate_open(struct lp_thread *t)
+/* The thread part of opening a gate: its ring exists (or is made now) and
+ * no gate of this thread is running (a signal handler's gate drops). */
+static inline LP_NOINSTR bool thread_open(struct lp_thread *t)
 {
-	if (unlikely(
-	        !(atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed) & LP_CTL_ENABLED)))
-		return false;
 	if (likely(t->state == LP_THREAD_READY)) {
 		if (likely(!t->busy))
 			return true;
-		t->nested++; /* a signal handler interrupted a gate */
+		t->nested++;
 		return false;
 	}
 	if (t->state == LP_THREAD_OFF)
@@ -34,33 +26,67 @@ static inline LP_NOINSTR bool gate_open(struct lp_thread *t)
 	return lp_thread_start(t);
 }
 
-LP_EXPORT LP_NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
+/* A stopped session, or a process without one, returns after one load and
+ * compare; source filters take the filtered path. */
+static LP_NOINSTR __attribute__((noinline, cold)) void gate_filtered(uintptr_t fn, bool entry)
 {
 	struct lp_thread *t = &lp_self;
 
-	if (unlikely(!gate_open(t)))
+	if (thread_open(t))
+		lp_gate_filtered(t, fn, entry);
+}
+
+#define GATE_CHECK(fn, entry)                                                                                    \
+	do {                                                                                                     \
+		uint32_t f = atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed); \
+		if (unlikely(f != LP_CTL_ENABLED)) {                                                             \
+			if (f & LP_CTL_ENABLED)                                                                  \
+				gate_filtered((uintptr_t)(fn), entry);                                           \
+			return;                                                                                  \
+		}                                                                                                \
+	} while (0)
+
+/* The recording halves of the gates, reached by a tail jump so that the
+ * check before them needs no stack frame. */
+static LP_NOINSTR __attribute__((noinline)) void gate_enter(uintptr_t fn)
+{
+	struct lp_thread *t = &lp_self;
+
+	if (unlikely(!thread_open(t)))
 		return;
 	t->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	gate_write(t, LP_RAW_ENTRY, (uintptr_t)fn);
+	lp_gate_write_inline(t, LP_RAW_ENTRY, fn);
 	if (likely(t->depth < LP_SHADOW_MAX))
-		t->shadow[t->depth] = (uintptr_t)fn;
+		t->shadow[t->depth] = fn;
 	t->depth++;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
 }
 
-LP_EXPORT LP_NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
+static LP_NOINSTR __attribute__((noinline)) void gate_exit(uintptr_t fn)
 {
 	struct lp_thread *t = &lp_self;
 
-	if (unlikely(!gate_open(t)))
+	if (unlikely(!thread_open(t)))
 		return;
 	t->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	gate_write(t, LP_RAW_EXIT, (uintptr_t)fn);
+	lp_gate_write_inline(t, LP_RAW_EXIT, fn);
 	if (likely(t->depth))
 		t->depth--;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
+}
+
+LP_EXPORT LP_NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
+{
+	GATE_CHECK(fn, true);
+	gate_enter((uintptr_t)fn);
+}
+
+LP_EXPORT LP_NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
+{
+	GATE_CHECK(fn, false);
+	gate_exit((uintptr_t)fn);
 }

@@ -172,8 +172,23 @@ LP_NOINSTR bool lp_process_init(void)
 	return lp_proc.active;
 }
 
-/* Attach as early as possible so that the first gate is cheap. */
+/* Attach as early as possible so that the first gate is cheap, and open the
+ * main thread's ring at once, tracing or not: its first records name the
+ * code mappings, which a live host needs before it can choose filters.
+ * A session started on hold waits here (bounded) for the host. */
 __attribute__((constructor)) static LP_NOINSTR void runtime_constructor(void)
 {
-	lp_process_init();
+	struct timespec pause = { 0, 1000000 };
+	int waited;
+
+	if (!lp_process_init())
+		return;
+	if (lp_self.state == LP_THREAD_NEW)
+		lp_thread_start(&lp_self);
+	for (waited = 0; waited < LP_HOLD_MAX_MS; waited++) {
+		if (!(atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->flags, memory_order_acquire) &
+		      LP_CTL_HOLD))
+			break;
+		nanosleep(&pause, NULL);
+	}
 }

@@ -20,6 +20,7 @@
  * start its stream with the stack it inherited. Deeper frames are counted. */
 #define LP_SHADOW_MAX 256
 #define LP_JMPBUF_SLOTS 8
+#define LP_HOLD_MAX_MS 5000
 
 enum lp_thread_state {
 	LP_THREAD_NEW = 0,   /* no ring yet: set up on first use */
@@ -56,6 +57,7 @@ struct lp_thread {
 	uint32_t nested;       /* events dropped by gates nested in a gate */
 	size_t map_size;
 	uintptr_t shadow[LP_SHADOW_MAX];
+	uint64_t entry_time[LP_SHADOW_MAX]; /* filtered by duration: 0 = not kept */
 	struct lp_jmp_note jmp[LP_JMPBUF_SLOTS];
 	uint32_t jmp_next;
 	uint32_t destructor_rounds;
@@ -74,6 +76,7 @@ struct lp_process {
 	uint32_t parent_pid;      /* set in a forked child until its first ring */
 	_Atomic int maps_written; /* first ring of the image carries the maps */
 	char exe[512];
+	const struct lp_filter_file *_Atomic filters; /* mapped on first use */
 };
 
 extern struct lp_process lp_proc;
@@ -114,5 +117,24 @@ void lp_thread_close(struct lp_thread *t);
 /* maps.c: writes one LP_EXT_MAP per executable segment of every loaded
  * object into the thread's ring. */
 void lp_maps_write(struct lp_thread *t);
+
+/* The write of one slot, shared by the gates (gate.c inlines it; the
+ * filtered gate calls the out-of-line copy). */
+static inline LP_NOINSTR void lp_gate_write_inline(struct lp_thread *t, uint32_t type, uintptr_t fn)
+{
+	struct lp_slot *s = t->cur;
+
+	if (unlikely(s == t->limit))
+		s = lp_ring_advance(t);
+	s->time = lp_clock_now();
+	s->word = (uint64_t)fn | ((uint64_t)type << LP_SLOT_TYPE_SHIFT);
+	t->cur = s + 1;
+	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, ++t->head, memory_order_release);
+}
+void lp_gate_write(struct lp_thread *t, uint32_t type, uintptr_t fn);
+
+/* srcfilter.c: the gates' path while source filters are set (live
+ * profiling); entry is true for an entry gate.  Keeps t->depth exact. */
+void lp_gate_filtered(struct lp_thread *t, uintptr_t fn, bool entry);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/varint.h"
 #include "host/lib/classify.h"
 #include "host/lib/symbolizer.h"
 #include "host/lib/walk.h"
@@ -220,6 +221,19 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 			break;
 		case LP_EV_TASK:
 			on_task(w, s, &ev);
+			break;
+		case LP_EV_EXTENDED:
+			if (ev.value == LP_XEV_CALL) {
+				const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
+				uint64_t addr, dur;
+
+				if (varint_get(&p, end, &addr) || varint_get(&p, end, &dur))
+					return -EBADMSG;
+				s->calls++;
+				w->source_filtered = true;
+				if (s->selected && w->ops->call)
+					w->ops->call(w->ops->ctx, s, ev.time, addr, dur);
+			}
 			break;
 		default:
 			break;

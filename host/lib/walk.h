@@ -43,6 +43,9 @@ struct walk_ops {
 	void (*exit)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
 	             unsigned flags);
 	void (*lost)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
+	/* a whole call recorded by a duration source filter (live): no
+	 * nesting is known for it */
+	void (*call)(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns);
 	/* after the last event of the trace, once per stream; by then
 	 * w->streams is in order of first event */
 	void (*end)(void *ctx, struct walk_stream *s);
@@ -64,6 +67,7 @@ struct walk {
 	uint64_t first_ns, last_ns;
 	char meta[4096]; /* META chunk text (NUL-terminated, cut if longer) */
 	bool filtered_at_record;
+	bool source_filtered; /* whole-call records seen: the trace has gaps */
 	bool bad_payload;
 	/* only_stream: with `restrict_stream`, events of other streams are
 	 * decoded (for their mappings) but not handed to the consumer */

@@ -38,11 +38,14 @@ enum lp_clock_kind {
 };
 
 enum lp_control_flags {
-	LP_CTL_ENABLED = 1u << 0, /* gates record; cleared: one flag check per gate */
+	LP_CTL_ENABLED = 1u << 0,  /* gates record; cleared: one flag check per gate */
+	LP_CTL_FILTERED = 1u << 1, /* source filters apply: see struct lp_filter_file */
+	LP_CTL_HOLD = 1u << 2,     /* a starting process waits (at most 5 s) until cleared */
 };
 
-/* Written by the recorder before the program starts; read by every traced
- * process.  Fields below `flags` change only while tracing is stopped. */
+/* Written by the recorder or agent; read by every traced process.  The
+ * geometry and clock never change; flags and the filter fields do, at any
+ * time (gates read flags on every call). */
 struct lp_control {
 	uint32_t magic;
 	uint32_t version;
@@ -52,12 +55,42 @@ struct lp_control {
 	uint32_t reserved0;
 	uint32_t flags;      /* enum lp_control_flags; read with acquire */
 	uint32_t next_image; /* atomic counter: a new id per process image */
-	uint8_t pad[32];
+	/* source filters, valid while LP_CTL_FILTERED is set */
+	uint32_t max_depth;  /* record calls up to this depth; 0: any */
+	uint32_t filter_gen; /* bumped when the filter file changes */
+	uint64_t min_raw;    /* record calls at least this long, in clock units; 0: all */
+	uint8_t pad[16];
 };
 
 enum lp_ring_state {
 	LP_RING_LIVE = 0,
 	LP_RING_CLOSED = 1, /* thread ended: head is final */
+};
+
+/* Source filters (live profiling): the agent writes the inactive half of
+ * the file "filters" in the session directory, makes it active, bumps
+ * filter_gen and sets LP_CTL_FILTERED.  A set lists function entry
+ * addresses, sorted: the first n_only are the only functions recorded (none:
+ * all), the next n_exclude are never recorded.  Unlike the recorder's
+ * filters, these act on single functions, not subtrees, so a filtered stream
+ * has gaps: readers show flat numbers only.  With min_raw, a call is written
+ * at its exit as one LP_EXT_CALL record, and only when it lasted long enough. */
+#define LP_FILTER_NAME "filters"
+#define LP_FILTER_MAGIC 0x4c50464cu /* "LPFL" */
+#define LP_FILTER_ADDRS_MAX 8192u
+
+struct lp_filter_set {
+	uint32_t n_only;
+	uint32_t n_exclude;
+	uint64_t addr[LP_FILTER_ADDRS_MAX];
+};
+
+struct lp_filter_file {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t active; /* 0 or 1: the set gates read */
+	uint32_t reserved;
+	struct lp_filter_set set[2];
 };
 
 /* One producer (the thread), one consumer (the drain).  head and tail are
@@ -113,6 +146,13 @@ enum lp_raw_type {
 enum lp_ext_type {
 	LP_EXT_MAP = 1,  /* struct lp_ext_map + build id + path */
 	LP_EXT_TASK = 2, /* struct lp_ext_task + name/path */
+	LP_EXT_CALL = 3, /* struct lp_ext_call: one whole call (filtered by duration) */
+};
+
+/* The slot's time is the call's exit time. */
+struct lp_ext_call {
+	uint64_t addr;
+	uint64_t entry; /* raw clock value at entry */
 };
 
 struct lp_ext_map {
@@ -187,9 +227,13 @@ enum lp_event_type {
 	LP_EV_COUNTER = 12,      /* reserved: counter sample */
 	LP_EV_MARKER = 13,       /* reserved: user marker */
 	LP_EV_LONGJMP = 14,      /* varint depth the thread returned to */
-	LP_EV_EXTENDED = 15,     /* varint subtype, varint length, bytes */
+	LP_EV_EXTENDED = 15,     /* varint subtype, bytes body */
 };
 
+/* Subtypes of LP_EV_EXTENDED. */
+enum lp_ext_event {
+	LP_XEV_CALL = 1, /* body: varint function address, varint duration ns; time = exit */
+};
 #define LP_REF_INLINE_MAX 13u
 #define LP_REF_INDEX 14u
 #define LP_REF_NEW 15u
