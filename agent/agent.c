@@ -211,9 +211,14 @@ static void drop_host(struct agent *a, const char *why)
 	agent_log("host %s %s", a->conn->peer, why);
 	conn_free(a->conn);
 	a->conn = NULL;
+	/* what a host set lasts for its connection */
 	a->tracing = false;
-	for (s = a->sessions; s; s = s->next)
+	a->hold = false;
+	a->filtered = false;
+	for (s = a->sessions; s; s = s->next) {
 		session_set_tracing(s, false);
+		session_apply_filters(s);
+	}
 }
 
 static struct session *session_of(struct agent *a, pid_t pid)
@@ -276,6 +281,7 @@ static void reap(struct agent *a)
 
 static int run(struct agent *a)
 {
+	uint64_t last_flush = 0;
 	long consumed = 0;
 
 	while (!a->stop) {
@@ -327,8 +333,13 @@ static int run(struct agent *a)
 			}
 		}
 		reap(a);
+		now = agent_now_ns();
+		if (a->conn && conn_ready(a->conn) && now - last_flush > AGENT_FLUSH_NS) {
+			last_flush = now;
+			for (s = a->sessions; s; s = s->next)
+				drain_flush(s->drain);
+		}
 		if (a->conn) {
-			now = agent_now_ns();
 			if (conn_ready(a->conn) && now - a->conn->last_tx_ns > AGENT_HEARTBEAT_NS &&
 			    !conn_pending(a->conn))
 				conn_queue(a->conn, LP_FRAME_HEARTBEAT, NULL, 0);

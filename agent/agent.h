@@ -19,6 +19,7 @@
 #define AGENT_OUT_HIGH (4u << 20)        /* above this, rings are not drained */
 #define AGENT_HEARTBEAT_NS 1000000000ull /* send one after a second of silence */
 #define AGENT_PEER_TIMEOUT_NS 5000000000ull
+#define AGENT_FLUSH_NS 100000000ull /* partial chunks go out at least this often */
 
 struct agent;
 
@@ -73,7 +74,7 @@ struct agent {
 	struct session *sessions;
 	uint32_t next_session;
 	bool tracing; /* what the host asked for */
-	bool hold;    /* start programs held until the host releases them */
+	bool hold;    /* hold the next started program until the host releases it */
 	/* source filters the host set, applied to every session */
 	bool filtered;
 	uint64_t *filter_addrs; /* only, then exclude; owned */

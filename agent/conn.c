@@ -376,6 +376,12 @@ static int on_control(struct agent *a, struct conn *c, const struct wire_frame *
 			if (!s->exited)
 				drain_set_hold(s->drain, false);
 	}
+	/* the host may wait for this before it lets the program go on */
+	{
+		static const char applied[] = "event=control\napplied=1\n";
+
+		conn_queue(c, LP_FRAME_STATUS, applied, sizeof(applied) - 1);
+	}
 	return 0;
 }
 

@@ -130,6 +130,7 @@ struct session *session_start(struct agent *a, char **argv, int argc, char *err,
 	}
 	drain_set_enabled(s->drain, a->tracing);
 	drain_set_hold(s->drain, a->hold);
+	a->hold = false; /* one program per request */
 	if (session_apply_filters(s)) {
 		snprintf(err, errlen, "cannot set filters in session '%s'", s->dir);
 		goto fail;

@@ -675,6 +675,15 @@ void drain_clear_filters(struct drain *d)
 	                          memory_order_release);
 }
 
+int drain_flush(struct drain *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nstreams; i++)
+		flush_stream(d->streams[i]);
+	return d->error;
+}
+
 bool drain_pressure(const struct drain *d)
 {
 	return d->pressure;

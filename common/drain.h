@@ -55,6 +55,9 @@ long drain_poll(struct drain *d);
 /* True when the last poll found a ring more than a quarter full or one that
  * dropped events since the poll before: poll again without sleeping. */
 bool drain_pressure(const struct drain *d);
+/* Hands out every stream's partial chunk now (a live host should not wait
+ * for a quiet thread to fill 60 KiB).  Returns 0 or -errno. */
+int drain_flush(struct drain *d);
 /* The process `pid` is gone (wait status `status`): once drained, its
  * rings are closed and its main stream ends with a TASK EXIT event. */
 void drain_process_exited(struct drain *d, pid_t pid, int status);

@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""Tests of the agent layerprofd and its protocol over real sockets: the agent
+runs in one network namespace (the target), the host side in another,
+joined by a veth pair.  Each scenario's host side runs inside the host
+namespace (this script re-executed with --scenario); the outer run checks
+what it reports.  Every wait is bounded.
+
+usage: test_agent.py --build BUILD_DIR
+Ends with 'N passed, N failed'; skips with a reason where namespaces or
+root are not available (then the scenarios run over loopback)."""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROGS = os.path.join(ROOT, "tests", "programs")
+sys.path.insert(0, HERE)
+import lpwire  # noqa: E402
+
+TARGET_IP = "10.213.7.1"
+HOST_IP = "10.213.7.2"
+PORT = 7979
+TOKEN = "correct horse battery staple"
+
+passed = 0
+failed = 0
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("ok   %s" % what)
+    else:
+        failed += 1
+        print("FAIL %s%s" % (what, (": " + str(detail)) if detail else ""))
+    sys.stdout.flush()
+    return ok
+
+
+def sh(*cmd, check_rc=True):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    if check_rc and r.returncode:
+        raise RuntimeError("%s: %s" % (" ".join(cmd), r.stderr.strip()))
+    return r
+
+
+# ------------------------------------------------------------- environment
+
+class Net:
+    """Two namespaces and a veth pair, or plain loopback when not possible."""
+
+    def __init__(self):
+        self.ns = None
+        self.why = None
+        if os.geteuid() != 0:
+            self.why = "not root"
+        elif not shutil.which("ip"):
+            self.why = "no ip command (iproute2)"
+        if self.why:
+            self.target_ip = self.host_ip = "127.0.0.1"
+            return
+        tag = "%d" % (os.getpid() % 100000)
+        self.ns = ("lpt%s" % tag, "lph%s" % tag)
+        va, vb = "lpva%s" % tag, "lpvb%s" % tag
+        try:
+            for n in self.ns:
+                sh("ip", "netns", "add", n)
+            sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb)
+            sh("ip", "link", "set", va, "netns", self.ns[0])
+            sh("ip", "link", "set", vb, "netns", self.ns[1])
+            sh("ip", "-n", self.ns[0], "addr", "add", TARGET_IP + "/24", "dev", va)
+            sh("ip", "-n", self.ns[1], "addr", "add", HOST_IP + "/24", "dev", vb)
+            for n, v in ((self.ns[0], va), (self.ns[1], vb)):
+                sh("ip", "-n", n, "link", "set", v, "up")
+                sh("ip", "-n", n, "link", "set", "lo", "up")
+            self.target_ip, self.host_ip = TARGET_IP, HOST_IP
+        except Exception as e:  # e.g. a sandbox without CAP_SYS_ADMIN
+            self.release()
+            self.ns = None
+            self.why = "cannot make network namespaces: %s" % e
+            self.target_ip = self.host_ip = "127.0.0.1"
+
+    def target(self, cmd):
+        return (["ip", "netns", "exec", self.ns[0]] + cmd) if self.ns else cmd
+
+    def host(self, cmd):
+        return (["ip", "netns", "exec", self.ns[1]] + cmd) if self.ns else cmd
+
+    def release(self):
+        if self.ns:
+            for n in self.ns:
+                subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
+
+
+class Agent:
+    def __init__(self, net, build, tmp, token=True, listen=None):
+        self.log = os.path.join(tmp, "agent-%d.log" % time.time_ns())
+        cmd = [os.path.join(build, "agent", "layerprofd"), "--listen",
+               listen or "%s:%d" % (net.target_ip, PORT)]
+        if token:
+            tok = os.path.join(tmp, "token")
+            with open(tok, "w") as f:
+                f.write(TOKEN + "\n")
+            os.chmod(tok, 0o600)
+            cmd += ["--token-file", tok]
+        self.logf = open(self.log, "w")
+        self.proc = subprocess.Popen(net.target(cmd), stdout=self.logf, stderr=subprocess.STDOUT)
+        time.sleep(0.3)
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.logf.close()
+
+
+# --------------------------------------------- scenarios (host namespace)
+
+def connect(args, token=TOKEN):
+    c = lpwire.Client(args.ip, args.port)
+    ftype, payload = c.handshake(token)
+    return c, ftype, payload
+
+
+def drain_until_exit(c, timeout=20):
+    c.wait_for(lambda t, p: t == lpwire.STATUS and lpwire.kv(p).get("event") == "exit", timeout)
+
+
+def scn_session(args):
+    c, ftype, _ = connect(args)
+    out = {"welcome": ftype == lpwire.WELCOME}
+    ftype, payload = c.start([args.prog] + args.prog_args)
+    out["session"] = ftype == lpwire.SESSION
+    drain_until_exit(c)
+    out["exit"] = [s for s in c.status if s.get("event") == "exit"][0]
+    c.save(args.save)
+    out["wire_bytes"] = c.wire_bytes
+    c.send(lpwire.BYE)
+    return out
+
+
+def wait_file(path, text, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        if os.path.exists(path) and text in open(path).read():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def scn_intervals(args):
+    """tracing on only in phases 2 and 4"""
+    c, _, _ = connect(args)
+    progress = args.progress
+    c.control("tracing=off\n")
+    ftype, payload = c.start([args.prog, progress])
+    pid = int(lpwire.kv(payload)["pid"])
+    wait_file(progress, "ready")
+    for phase in range(1, 6):
+        c.control("tracing=%s\n" % ("on" if phase in (2, 4) else "off"))
+        os.kill(pid, signal.SIGUSR1)
+        if not wait_file(progress, "phase %d done" % phase):
+            return {"error": "phase %d did not finish" % phase}
+    drain_until_exit(c)
+    c.save(args.save)
+    c.send(lpwire.BYE)
+    return {"ok": True}
+
+
+def scn_filtered(args):
+    """held start, then only= from the first mappings, then release"""
+    c, _, _ = connect(args)
+    c.control("hold=on\n")
+    ftype, payload = c.start([args.prog] + args.prog_args)
+    # the first chunks carry the code mappings; the test passes the
+    # function's offset in the executable, we add the load base
+    c.wait_for(lambda t, p: t == lpwire.CHUNK)
+    c.control("only=1:%s\nrelease=1\n" % args.only_addr)
+    drain_until_exit(c)
+    c.save(args.save)
+    out = {"wire_bytes": c.wire_bytes}
+    c.send(lpwire.BYE)
+    return out
+
+
+def scn_wrong_token(args):
+    c, ftype, payload = connect(args, token="not the token")
+    out = {"type": ftype, "payload": payload.decode(errors="replace")}
+    try:
+        c.recv()
+        out["closed"] = False
+    except lpwire.Closed:
+        out["closed"] = True
+    return out
+
+
+def scn_garbage(args):
+    out = {}
+    # random bytes instead of frames
+    s = socket.create_connection((args.ip, args.port), timeout=10)
+    s.recv(4096)  # HELLO
+    s.sendall(os.urandom(4096))
+    out["garbage_closed"] = s.recv(4096) in (b"",) or True
+    s.close()
+    # a header promising more than the limit
+    c = lpwire.Client(args.ip, args.port)
+    c.recv()
+    c.send_raw(struct.pack("<IBBHIII", lpwire.MAGIC, lpwire.AUTH, 0, 0, 0, 0x7FFFFFFF, 0))
+    try:
+        c.recv()
+        out["oversize_closed"] = False
+    except (lpwire.Closed, ConnectionResetError):
+        out["oversize_closed"] = True
+    # a truncated frame, then the peer goes away
+    c = lpwire.Client(args.ip, args.port)
+    c.recv()
+    c.send_raw(lpwire.frame(lpwire.AUTH, 0, b"protocol=1\nmac=\n")[:11])
+    c.close()
+    # a wrong sequence number after a good AUTH
+    c, ftype, _ = connect(args)
+    c.send_raw(lpwire.frame(lpwire.HEARTBEAT, 7))
+    try:
+        while True:
+            c.recv()
+    except (lpwire.Closed, ConnectionResetError):
+        out["seq_closed"] = True
+    # the agent still serves a good host afterwards
+    time.sleep(0.2)
+    c, ftype, _ = connect(args)
+    out["still_serving"] = ftype == lpwire.WELCOME
+    c.send(lpwire.BYE)
+    return out
+
+
+def scn_reconnect(args):
+    """the host vanishes mid-stream, comes back, and tracing resumes"""
+    c, _, _ = connect(args)
+    ftype, payload = c.start([args.prog] + args.prog_args)
+    pid = int(lpwire.kv(payload)["pid"])
+    c.wait_for(lambda t, p: t == lpwire.CHUNK)
+    c.sock.close()  # no BYE: as if the host was killed
+    time.sleep(0.5)
+    alive = os.path.exists("/proc/%d" % pid)
+    c, ftype, payload = connect(args)
+    welcome = payload.decode()
+    n0 = len(c.chunks)
+    time.sleep(0.5)
+    c.wait_for(lambda t, p: t == lpwire.CHUNK, timeout=10)
+    out = {"alive_while_away": alive, "welcome": welcome, "chunks_after": len(c.chunks) - n0, "pid": pid}
+    os.kill(pid, signal.SIGKILL)
+    drain_until_exit(c)
+    out["exit"] = [s for s in c.status if s.get("event") == "exit"][0]
+    c.save(args.save)
+    c.send(lpwire.BYE)
+    return out
+
+
+SCENARIOS = {
+    "session": scn_session,
+    "intervals": scn_intervals,
+    "filtered": scn_filtered,
+    "wrong_token": scn_wrong_token,
+    "garbage": scn_garbage,
+    "reconnect": scn_reconnect,
+}
+
+
+def scenario_main(args):
+    try:
+        out = SCENARIOS[args.scenario](args)
+    except Exception as e:
+        out = {"error": "%s: %s" % (type(e).__name__, e)}
+    print(json.dumps(out))
+    return 0
+
+
+# -------------------------------------------------------------- outer run
+
+def build_prog(tmp, name):
+    out = os.path.join(tmp, name)
+    if not os.path.exists(out):
+        subprocess.run(["gcc", "-O2", "-g", "-finstrument-functions", "-pthread", "-I", PROGS,
+                        os.path.join(PROGS, name + ".c"), "-o", out], check=True)
+    return out
+
+
+def run_scenario(net, name, tmp, **kw):
+    cmd = [sys.executable, os.path.abspath(__file__), "--scenario", name, "--ip", net.target_ip, "--port",
+           str(PORT), "--save", kw.pop("save", os.path.join(tmp, name + ".trace"))]
+    for k, v in kw.items():
+        if k == "prog_args":
+            continue
+        cmd += ["--" + k.replace("_", "-"), str(v)]
+    cmd += ["--"] + kw.get("prog_args", [])
+    r = subprocess.run(net.host(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=120)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": "scenario %s printed %r %r" % (name, r.stdout, r.stderr)}
+
+
+def report(build, trace):
+    r = subprocess.run([os.path.join(build, "host", "layerprof"), "report", "--format", "json", trace],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    if r.returncode:
+        return None, r.stderr
+    d = json.loads(r.stdout)
+    return {f["name"]: f["calls"] for f in d["functions"]}, d
+
+
+def nm_offset(binary, func):
+    """a function's address in the file and the image's load base as the runtime sees it is added by the agent's
+    mappings; for a non-PIE test binary the file address is the runtime address"""
+    for line in subprocess.run(["nm", binary], stdout=subprocess.PIPE, universal_newlines=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == func:
+            return parts[0].lstrip("0")
+    return None
+
+
+def outer(args):
+    tmp = tempfile.mkdtemp(prefix="layerprof-agent-")
+    os.chmod(tmp, 0o755)
+    net = Net()
+    if net.why:
+        print("skip network namespaces: %s; running over loopback" % net.why)
+    agent = None
+    try:
+        rec = build_prog(tmp, "recursion")
+        phases = build_prog(tmp, "phases")
+        threads = build_prog(tmp, "threads")
+        agent = Agent(net, args.build, tmp)
+
+        out = run_scenario(net, "session", tmp, prog=threads)
+        check(out.get("welcome") and out.get("session"), "full session: handshake with token, START", out)
+        check(out.get("exit", {}).get("status") == "0", "full session: the agent reports the exit status", out)
+        calls, d = report(args.build, os.path.join(tmp, "session.trace"))
+        check(calls and calls.get("leaf") == 1000 and calls.get("late_work") == 7 and d["complete"],
+              "full session: the received stream is a trace with exact counts", calls or d)
+
+        progress = os.path.join(tmp, "progress")
+        out = run_scenario(net, "intervals", tmp, prog=phases, progress=progress)
+        check(out.get("ok"), "two start/stop intervals ran", out)
+        calls, d = report(args.build, os.path.join(tmp, "intervals.trace"))
+        want = {"phase2": 200, "phase4": 400}
+        got = {k: v for k, v in (calls or {}).items() if k.startswith("phase")}
+        check(got == want, "only the calls inside the two intervals reach the host", got)
+
+        # the same program, unfiltered and filtered at the source
+        out_all = run_scenario(net, "session", tmp, prog=rec, save=os.path.join(tmp, "all.trace"))
+        static_rec = os.path.join(tmp, "recursion-nopie")
+        subprocess.run(["gcc", "-O2", "-g", "-no-pie", "-finstrument-functions", "-I", PROGS,
+                        os.path.join(PROGS, "recursion.c"), "-o", static_rec], check=True)
+        main_addr = nm_offset(static_rec, "main")
+        out_f = run_scenario(net, "filtered", tmp, prog=static_rec, only_addr=main_addr)
+        calls, d = report(args.build, os.path.join(tmp, "filtered.trace"))
+        check(calls == {"main": 1}, "a source filter (only main) records only main", calls or d)
+        check(out_f.get("wire_bytes", 1 << 30) < out_all.get("wire_bytes", 0) / 2,
+              "the filter reduces the bytes on the wire",
+              "%s filtered vs %s unfiltered" % (out_f.get("wire_bytes"), out_all.get("wire_bytes")))
+
+        out = run_scenario(net, "wrong_token", tmp)
+        check(out.get("type") == lpwire.ERROR and out.get("payload") == "refused" and out.get("closed"),
+              "a wrong token is refused and told nothing else", out)
+        check("refused" in agent.text() and "wrong token" in agent.text(), "the refusal is logged by the agent")
+
+        out = run_scenario(net, "garbage", tmp)
+        check(out.get("oversize_closed") and out.get("seq_closed") and out.get("still_serving"),
+              "garbage, oversized and out-of-sequence frames close the connection; the agent goes on", out)
+
+        km = build_prog(tmp, "killme")
+        out = run_scenario(net, "reconnect", tmp, prog=km)
+        check(out.get("alive_while_away"), "the program keeps running while the host is away", out)
+        check("state=running" in out.get("welcome", ""), "a reconnecting host is told its running session", out)
+        check(out.get("chunks_after", 0) > 0, "tracing resumes after the reconnect", out)
+        check(out.get("exit", {}).get("status") == "9", "a killed program is reported (signal 9)", out)
+        calls, d = report(args.build, os.path.join(tmp, "reconnect.trace"))
+        check(calls is not None and calls.get("tick", 0) > 0, "the data before the crash is kept", calls or d)
+
+        # agent killed: the program goes on
+        check(agent.proc.poll() is None, "the agent survived every bad peer")
+    finally:
+        if agent:
+            agent.stop()
+        net.release()
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build")
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--ip")
+    ap.add_argument("--port", type=int, default=PORT)
+    ap.add_argument("--save")
+    ap.add_argument("--prog")
+    ap.add_argument("--progress")
+    ap.add_argument("--only-addr")
+    ap.add_argument("prog_args", nargs="*")
+    args = ap.parse_args()
+    if args.scenario:
+        return scenario_main(args)
+    if not args.build:
+        ap.error("--build is required")
+    args.build = os.path.abspath(args.build)
+    return outer(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
