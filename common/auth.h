@@ -17,10 +17,10 @@
 /* SHA-256 (FIPS 180-4) of a message given in pieces of any size.  The state
  * is plain data: no allocation, nothing to release; copy it to fork a hash. */
 struct sha256 {
-	uint32_t h[8];                /* the hash so far */
-	uint64_t bytes;               /* message bytes taken */
-	uint8_t block[SHA256_BLOCK];  /* the current partial block */
-	size_t used;                  /* bytes of block filled, < SHA256_BLOCK */
+	uint32_t h[8];               /* the hash so far */
+	uint64_t bytes;              /* message bytes taken */
+	uint8_t block[SHA256_BLOCK]; /* the current partial block */
+	size_t used;                 /* bytes of block filled, < SHA256_BLOCK */
 };
 
 void sha256_init(struct sha256 *c);

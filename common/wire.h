@@ -54,14 +54,14 @@ void wire_header_put(uint8_t *hdr, uint8_t type, uint32_t seq, const void *paylo
  * takes out whole frames (wire_reader_next); nothing is copied twice.
  * Not thread-safe: one reader belongs to one connection's thread. */
 struct wire_reader {
-	uint8_t *buf;        /* owned; cap bytes: one header plus the largest payload */
-	size_t len;          /* bytes of buf received so far */
-	size_t cap;          /* LP_WIRE_HEADER_SIZE + LP_WIRE_MAX_PAYLOAD */
-	size_t start;        /* first byte of buf not yet returned as a frame */
-	uint32_t next_seq;   /* the seq the next frame must carry */
-	bool check_seq;      /* true after init; clear it to accept any seq */
-	bool failed;         /* a frame broke a rule: every later next fails too */
-	char error[128];     /* after -EBADMSG, what was wrong ("checksum mismatch") */
+	uint8_t *buf;      /* owned; cap bytes: one header plus the largest payload */
+	size_t len;        /* bytes of buf received so far */
+	size_t cap;        /* LP_WIRE_HEADER_SIZE + LP_WIRE_MAX_PAYLOAD */
+	size_t start;      /* first byte of buf not yet returned as a frame */
+	uint32_t next_seq; /* the seq the next frame must carry */
+	bool check_seq;    /* true after init; clear it to accept any seq */
+	bool failed;       /* a frame broke a rule: every later next fails too */
+	char error[128];   /* after -EBADMSG, what was wrong ("checksum mismatch") */
 };
 
 /* Allocates the buffer for one frame of the largest size and expects seq 0.
