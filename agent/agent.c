@@ -231,6 +231,22 @@ static struct session *session_of(struct agent *a, pid_t pid)
 	return NULL;
 }
 
+/* Over UDP the host counts lost datagrams by their numbers; this tells it
+ * how many events the numbered datagrams held, so it can count events. */
+static void tell_udp(struct agent *a)
+{
+	struct conn *c = a->conn;
+	char msg[160];
+	int n;
+
+	if (!c || c->udp_fd < 0 || c->udp_events == c->udp_events_told)
+		return;
+	n = snprintf(msg, sizeof(msg), "event=udp\nnext_seq=%u\nevents=%llu\ntime_ns=%llu\n", c->udp_seq,
+	             (unsigned long long)c->udp_events, (unsigned long long)agent_now_ns());
+	if (!conn_queue(c, LP_FRAME_STATUS, msg, (size_t)n))
+		c->udp_events_told = c->udp_events;
+}
+
 static void tell_exit(struct agent *a, struct session *s)
 {
 	char msg[128];
@@ -273,6 +289,7 @@ static void reap(struct agent *a)
 		next = s->next;
 		if (s->exited) {
 			session_finish(s);
+			tell_udp(a);
 			tell_exit(a, s);
 			session_close(s);
 		}
@@ -283,6 +300,7 @@ static int run(struct agent *a)
 {
 	uint64_t last_flush = 0;
 	long consumed = 0;
+	bool pressure = false;
 
 	while (!a->stop) {
 		struct pollfd pfd[2];
@@ -291,7 +309,7 @@ static int run(struct agent *a)
 		uint64_t now;
 
 		/* busy rings: come back at once; idle: a wake-up every few ms */
-		if (consumed > 4096)
+		if (consumed > 4096 || pressure)
 			timeout = 0;
 		else if (consumed > 0)
 			timeout = POLL_BUSY_MS;
@@ -324,12 +342,14 @@ static int run(struct agent *a)
 		}
 		/* drain only what the host can take: a slow link fills the
 		 * rings, and the runtime drops (and counts) whole chunks */
+		pressure = false;
 		if (!a->conn || conn_pending(a->conn) < AGENT_OUT_HIGH) {
 			for (s = a->sessions; s; s = s->next) {
 				long r = session_poll(s);
 
 				if (r > 0)
 					consumed += r;
+				pressure |= drain_pressure(s->drain);
 			}
 		}
 		reap(a);
@@ -338,6 +358,7 @@ static int run(struct agent *a)
 			last_flush = now;
 			for (s = a->sessions; s; s = s->next)
 				drain_flush(s->drain);
+			tell_udp(a);
 		}
 		if (a->conn) {
 			if (conn_ready(a->conn) && now - a->conn->last_tx_ns > AGENT_HEARTBEAT_NS &&
@@ -484,6 +505,7 @@ int main(int argc, char **argv)
 	a->cfg.ring_chunks = 2;
 	while ((uint64_t)a->cfg.ring_chunks * 2 * a->cfg.chunk_slots * 16 <= buffer && a->cfg.ring_chunks < 4096)
 		a->cfg.ring_chunks *= 2;
+	a->cfg.chunk_bytes = AGENT_CHUNK_BYTES;
 	a->cfg.clock = LP_ARCH_COUNTER;
 	if (LP_ARCH_COUNTER == LP_CLOCK_TSC) {
 		FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");

@@ -20,6 +20,10 @@
 #define AGENT_HEARTBEAT_NS 1000000000ull /* send one after a second of silence */
 #define AGENT_PEER_TIMEOUT_NS 5000000000ull
 #define AGENT_FLUSH_NS 100000000ull /* partial chunks go out at least this often */
+/* EVENTS chunks from the agent are small: one fits a UDP datagram, and a
+ * live host sees events sooner */
+#define AGENT_CHUNK_BYTES 8192u
+#define AGENT_DATAGRAM_MAX 65000u
 
 struct agent;
 
@@ -66,6 +70,11 @@ struct conn {
 	uint8_t *out; /* queued frames: [out_off, out_len) still to send */
 	size_t out_len, out_off, out_cap;
 	uint64_t last_rx_ns, last_tx_ns;
+	int udp_fd;       /* -1, or the datagram channel for EVENTS chunks */
+	uint32_t udp_seq; /* datagrams numbered apart from the TCP frames */
+	uint64_t udp_sent, udp_dropped;
+	uint64_t udp_events; /* events in the datagrams numbered so far */
+	uint64_t udp_events_told;
 };
 
 struct agent {
@@ -121,7 +130,8 @@ void conn_free(struct conn *c);
 /* Queues one frame; -ENOBUFS when the queue is full (nothing queued). */
 int conn_queue(struct conn *c, uint8_t type, const void *payload, size_t len);
 /* Queues a CHUNK frame: session id, chunk header, payload. */
-int conn_queue_chunk(struct conn *c, uint32_t session, uint8_t chunk_type, const uint8_t *payload, size_t len);
+int conn_queue_chunk(struct conn *c, uint32_t session, uint8_t chunk_type, const uint8_t *payload, size_t len,
+                     uint64_t events);
 /* Sends what the socket takes now.  -errno when the connection broke. */
 int conn_flush(struct conn *c);
 /* Reads and handles what arrived.  -errno (or -EPIPE on close) when the

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ struct conn *conn_new(struct agent *a, int fd, const char *peer)
 	if (!c)
 		return NULL;
 	c->fd = fd;
+	c->udp_fd = -1;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->last_rx_ns = c->last_tx_ns = agent_now_ns();
 	if (wire_reader_init(&c->rd) || auth_random(c->nonce, sizeof(c->nonce))) {
@@ -34,7 +36,7 @@ struct conn *conn_new(struct agent *a, int fd, const char *peer)
 	auth_hex(c->nonce, sizeof(c->nonce), nonce_hex);
 	n = snprintf(hello, sizeof(hello),
 	             "protocol=%d\nagent=layerprofd " AGENT_VERSION "\narch=" LP_ARCH_NAME
-	             "\ncaps=startstop,attach,filters\nnonce=%s\n",
+	             "\ncaps=startstop,attach,filters,udp\nnonce=%s\n",
 	             LP_WIRE_PROTOCOL, nonce_hex);
 	conn_queue(c, LP_FRAME_HELLO, hello, (size_t)n);
 	(void)a;
@@ -46,6 +48,8 @@ void conn_free(struct conn *c)
 	if (!c)
 		return;
 	close(c->fd);
+	if (c->udp_fd >= 0)
+		close(c->udp_fd);
 	wire_reader_release(&c->rd);
 	free(c->out);
 	free(c);
@@ -104,11 +108,40 @@ int conn_queue(struct conn *c, uint8_t type, const void *payload, size_t len)
 	return 0;
 }
 
-int conn_queue_chunk(struct conn *c, uint32_t session, uint8_t chunk_type, const uint8_t *payload, size_t len)
+/* EVENTS chunks over UDP: one frame per datagram, numbered by udp_seq.  A
+ * datagram the socket will not take now is dropped here, but its number is
+ * used, so the host counts it as lost like one lost on the way. */
+static bool send_datagram(struct conn *c, uint32_t session, const uint8_t *payload, size_t len, uint64_t events)
+{
+	static uint8_t dgram[AGENT_DATAGRAM_MAX];
+	size_t body = 4 + LP_CHUNK_HEADER_SIZE + len;
+	uint8_t *p = dgram + LP_WIRE_HEADER_SIZE;
+
+	if (LP_WIRE_HEADER_SIZE + body > sizeof(dgram))
+		return false; /* too big for a datagram: goes by TCP */
+	p[0] = (uint8_t)session;
+	p[1] = (uint8_t)(session >> 8);
+	p[2] = (uint8_t)(session >> 16);
+	p[3] = (uint8_t)(session >> 24);
+	chunk_header_put(p + 4, LP_CHUNK_EVENTS, payload, (uint32_t)len);
+	memcpy(p + 4 + LP_CHUNK_HEADER_SIZE, payload, len);
+	wire_header_put(dgram, LP_FRAME_CHUNK, c->udp_seq++, p, (uint32_t)body);
+	if (send(c->udp_fd, dgram, LP_WIRE_HEADER_SIZE + body, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		c->udp_dropped++;
+	else
+		c->udp_sent++;
+	c->udp_events += events;
+	return true;
+}
+
+int conn_queue_chunk(struct conn *c, uint32_t session, uint8_t chunk_type, const uint8_t *payload, size_t len,
+                     uint64_t events)
 {
 	size_t body = 4 + LP_CHUNK_HEADER_SIZE + len;
 	uint8_t *p;
 
+	if (c->udp_fd >= 0 && chunk_type == LP_CHUNK_EVENTS && send_datagram(c, session, payload, len, events))
+		return 0;
 	if (body > LP_WIRE_MAX_PAYLOAD || reserve(c, LP_WIRE_HEADER_SIZE + body))
 		return -ENOBUFS;
 	p = c->out + c->out_len + LP_WIRE_HEADER_SIZE;
@@ -385,6 +418,45 @@ static int on_control(struct agent *a, struct conn *c, const struct wire_frame *
 	return 0;
 }
 
+/* UDPINFO: EVENTS chunks go by datagram to the host's address, this port. */
+static int on_udpinfo(struct conn *c, const struct wire_frame *f)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char val[16], msg[64], *end;
+	unsigned long port;
+	int fd, n;
+
+	if (wire_kv_get(f->payload, f->len, "port", val, sizeof(val)) || (port = strtoul(val, &end, 10)) == 0 ||
+	    port > 65535 || *end) {
+		send_error(c, "UDPINFO: invalid port");
+		return 0;
+	}
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &len)) {
+		send_error(c, "UDPINFO: cannot tell the host's address");
+		return 0;
+	}
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
+		if (fd >= 0)
+			close(fd);
+		send_error(c, "UDPINFO: cannot open the datagram channel");
+		return 0;
+	}
+	if (c->udp_fd >= 0)
+		close(c->udp_fd);
+	c->udp_fd = fd;
+	c->udp_seq = 0;
+	n = snprintf(msg, sizeof(msg), "event=udp\nport=%lu\n", port);
+	conn_queue(c, LP_FRAME_STATUS, msg, (size_t)n);
+	agent_log("host %s: events by UDP to port %lu", c->peer, port);
+	return 0;
+}
+
 static int on_frame(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
 	if (c->state == CONN_AUTH)
@@ -396,6 +468,8 @@ static int on_frame(struct agent *a, struct conn *c, const struct wire_frame *f)
 		return on_attach(a, c, f);
 	case LP_FRAME_CONTROL:
 		return on_control(a, c, f);
+	case LP_FRAME_UDPINFO:
+		return on_udpinfo(c, f);
 	case LP_FRAME_HEARTBEAT:
 		return 0;
 	case LP_FRAME_BYE:

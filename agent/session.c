@@ -15,12 +15,12 @@
 #include "common/encoder.h"
 #include "lp_arch.h"
 
-static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len)
+static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
 {
 	struct session *s = ctx;
 	struct conn *c = s->agent->conn;
 
-	if (!c || !conn_ready(c) || conn_queue_chunk(c, s->id, type, payload, len)) {
+	if (!c || !conn_ready(c) || conn_queue_chunk(c, s->id, type, payload, len, events)) {
 		/* no host to take it: tracing is off then, so only the rest of
 		 * what was in the rings goes; counted all the same */
 		s->chunks_dropped++;
@@ -101,7 +101,7 @@ static void send_meta(struct session *s, const char *command)
 	             (unsigned long long)clocksync_monotonic_ns(), command);
 	if (n > 0)
 		conn_queue_chunk(c, s->id, LP_CHUNK_META, (const uint8_t *)meta,
-		                 (size_t)n < sizeof(meta) ? (size_t)n : sizeof(meta) - 1);
+		                 (size_t)n < sizeof(meta) ? (size_t)n : sizeof(meta) - 1, 0);
 }
 
 struct session *session_start(struct agent *a, char **argv, int argc, char *err, size_t errlen)
@@ -211,6 +211,8 @@ struct session *session_attach(struct agent *a, pid_t pid, char *err, size_t err
 	ops.chunk = on_chunk;
 	ops.map = on_map;
 	s->drain = drain_attach(s->dir, &ops);
+	if (s->drain)
+		drain_set_chunk_bytes(s->drain, AGENT_CHUNK_BYTES);
 	if (!s->drain) {
 		if (errno == ENOENT)
 			snprintf(err, errlen,
@@ -300,16 +302,16 @@ void session_send_maps(struct session *s)
 
 		if (!i || m->image != e->image) {
 			if (i && (len = encoder_take(e, &payload)))
-				conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len);
+				conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len, 0);
 			encoder_init(e, m->image, m->pid, m->pid);
 		}
 		encoder_map(e, clocksync_monotonic_ns(), m->base, m->start, m->end, m->offset, m->build_id,
 		            m->build_id_len, m->path, strlen(m->path));
 		if (encoder_full(e) && (len = encoder_take(e, &payload)))
-			conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len);
+			conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len, 0);
 	}
 	if ((len = encoder_take(e, &payload)))
-		conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len);
+		conn_queue_chunk(c, s->id, LP_CHUNK_EVENTS, payload, len, 0);
 	free(e);
 }
 

@@ -59,13 +59,13 @@ struct drain {
 	int error;
 };
 
-static int emit(struct drain *d, uint8_t type, const uint8_t *payload, size_t len)
+static int emit(struct drain *d, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
 {
 	int r;
 
 	if (d->error)
 		return d->error;
-	r = d->ops.chunk(d->ops.ctx, type, payload, len);
+	r = d->ops.chunk(d->ops.ctx, type, payload, len, events);
 	if (r)
 		d->error = r;
 	d->stats.bytes += len;
@@ -80,7 +80,7 @@ static void flush_stream(struct stream *s)
 
 	if (len) {
 		s->d->stats.events += events;
-		emit(s->d, LP_CHUNK_EVENTS, payload, len);
+		emit(s->d, LP_CHUNK_EVENTS, payload, len, events);
 	}
 }
 
@@ -240,6 +240,15 @@ struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
 	return d;
 }
 
+void drain_set_chunk_bytes(struct drain *d, uint32_t bytes)
+{
+	size_t i;
+
+	d->cfg.chunk_bytes = bytes;
+	for (i = 0; i < d->nstreams; i++)
+		encoder_set_target(d->streams[i]->enc, bytes ? bytes : LP_CHUNK_TARGET_PAYLOAD);
+}
+
 void drain_set_enabled(struct drain *d, bool on)
 {
 	_Atomic uint32_t *flags = (_Atomic uint32_t *)&d->control->flags;
@@ -332,6 +341,8 @@ static int stream_open(struct drain *d, const char *name)
 	s->tail = atomic_load_explicit((_Atomic uint32_t *)&h->tail, memory_order_acquire);
 	s->exit_status = -1;
 	encoder_init(s->enc, h->image, h->pid, h->tid);
+	if (d->cfg.chunk_bytes)
+		encoder_set_target(s->enc, d->cfg.chunk_bytes);
 	if (d->ops.filter && !filter_spec_is_empty(d->ops.filter)) {
 		struct filter_sink sink = { .ctx = s, .entry = sink_entry, .exit = sink_exit };
 
@@ -716,7 +727,7 @@ static void emit_clock(struct drain *d)
 	size_t len;
 
 	while ((len = clocksync_export(d->clock, buf, sizeof(buf))) > 1)
-		emit(d, LP_CHUNK_CLOCK, buf, len);
+		emit(d, LP_CHUNK_CLOCK, buf, len, 0);
 }
 
 int drain_finish(struct drain *d)
@@ -738,7 +749,7 @@ int drain_finish(struct drain *d)
 	emit_clock(d);
 	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
 	             (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
-	emit(d, LP_CHUNK_END, (const uint8_t *)end, (size_t)n);
+	emit(d, LP_CHUNK_END, (const uint8_t *)end, (size_t)n, 0);
 	return d->error;
 }
 

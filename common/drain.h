@@ -17,9 +17,10 @@ struct drain;
 
 struct drain_ops {
 	void *ctx;
-	/* A finished chunk.  Returns 0 or -errno (the drain stops writing and
+	/* A finished chunk holding `events` events (EVENTS chunks; 0 for the
+	 * others).  Returns 0 or -errno (the drain stops writing and
 	 * drain_poll returns the error). */
-	int (*chunk)(void *ctx, uint8_t type, const uint8_t *payload, size_t len);
+	int (*chunk)(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events);
 	/* Optional: a code mapping was seen (before any event that needs it). */
 	void (*map)(void *ctx, uint32_t image, const struct lp_event *ev);
 	/* Optional: record-time filters; NULL or empty records everything. */
@@ -30,6 +31,7 @@ struct drain_config {
 	uint32_t ring_chunks; /* power of two, >= 2 */
 	uint32_t chunk_slots; /* power of two, >= 64 */
 	uint32_t clock;       /* enum lp_clock_kind for the runtime */
+	uint32_t chunk_bytes; /* EVENTS payload size to aim for; 0: the default */
 };
 
 struct drain_stats {
@@ -49,6 +51,8 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
  * error returns NULL with errno set (ENOENT: no such session; EPROTO: not
  * a layerprof session of this version). */
 struct drain *drain_attach(const char *dir, const struct drain_ops *ops);
+/* Sets the EVENTS payload size to aim for (see drain_config.chunk_bytes). */
+void drain_set_chunk_bytes(struct drain *d, uint32_t bytes);
 /* Consumes what the rings hold now.  Returns the number of slots consumed,
  * or -errno from the chunk callback. */
 long drain_poll(struct drain *d);

@@ -15,7 +15,15 @@ void encoder_init(struct encoder *e, uint32_t image, uint32_t pid, uint32_t tid)
 	e->events = 0;
 	e->nrefs = 0;
 	e->gen = 1;
+	e->target = LP_CHUNK_TARGET_PAYLOAD;
 	memset(e->gens, 0, sizeof(e->gens));
+}
+
+void encoder_set_target(struct encoder *e, uint32_t bytes)
+{
+	if (bytes < 1024)
+		bytes = 1024;
+	e->target = bytes < LP_CHUNK_TARGET_PAYLOAD ? bytes : LP_CHUNK_TARGET_PAYLOAD;
 }
 
 void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count)

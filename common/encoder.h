@@ -18,6 +18,7 @@
 
 struct encoder {
 	uint32_t image, pid, tid;
+	uint32_t target; /* payload bytes at which encoder_full says flush */
 	uint64_t last_ns;
 	uint64_t events; /* in the current payload */
 	size_t len;
@@ -29,8 +30,11 @@ struct encoder {
 	uint8_t buf[ENCODER_CAP];
 };
 
-/* The caller owns the struct (about 180 KiB: allocate it). */
+/* The caller owns the struct (about 180 KiB: allocate it).  Payloads are
+ * flushed at LP_CHUNK_TARGET_PAYLOAD bytes; encoder_set_target lowers that
+ * (e.g. to fit a UDP datagram), never below 1 KiB. */
 void encoder_init(struct encoder *e, uint32_t image, uint32_t pid, uint32_t tid);
+void encoder_set_target(struct encoder *e, uint32_t bytes);
 
 void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count);
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth);
@@ -103,7 +107,7 @@ static inline void encoder_exit(struct encoder *e, uint64_t ns, uint64_t addr)
 /* True when the payload should be flushed before more events are added. */
 static inline bool encoder_full(const struct encoder *e)
 {
-	return e->len >= LP_CHUNK_TARGET_PAYLOAD || e->nrefs >= ENCODER_REFS_MAX;
+	return e->len >= e->target || e->nrefs >= ENCODER_REFS_MAX;
 }
 
 /* Hands out the payload built so far (pointer into e, valid until the next

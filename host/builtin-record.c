@@ -65,7 +65,7 @@ struct recorder {
 	int write_error;
 };
 
-static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len)
+static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
 {
 	struct recorder *rec = ctx;
 	int r = chunk_write_fd(rec->fd, type, payload, (uint32_t)len);

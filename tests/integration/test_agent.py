@@ -73,6 +73,7 @@ class Net:
         tag = "%d" % (os.getpid() % 100000)
         self.ns = ("lpt%s" % tag, "lph%s" % tag)
         va, vb = "lpva%s" % tag, "lpvb%s" % tag
+        self.veth = va
         try:
             for n in self.ns:
                 sh("ip", "netns", "add", n)
@@ -90,6 +91,18 @@ class Net:
             self.ns = None
             self.why = "cannot make network namespaces: %s" % e
             self.target_ip = self.host_ip = "127.0.0.1"
+
+    def throttle(self, on):
+        """A slow link from the target with a short queue: bursts of datagrams
+        are dropped on the way (netem is not in every kernel; tbf is)."""
+        if not self.ns:
+            return False
+        base = ["ip", "netns", "exec", self.ns[0], "tc", "qdisc"]
+        if on:
+            return sh(*(base + ["add", "dev", self.veth, "root", "tbf", "rate", "4mbit", "burst", "32kb", "limit",
+                                "32kb"]), check_rc=False).returncode == 0
+        sh(*(base + ["del", "dev", self.veth, "root"]), check_rc=False)
+        return True
 
     def target(self, cmd):
         return (["ip", "netns", "exec", self.ns[0]] + cmd) if self.ns else cmd
@@ -274,7 +287,52 @@ def scn_reconnect(args):
     return out
 
 
+def scn_udp(args):
+    """EVENTS by datagram; the host counts lost datagrams and events"""
+    import threading
+    c, _, _ = connect(args)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    u.bind((args.host_ip, 0))
+    u.settimeout(0.2)
+    grams = {}
+    stop = threading.Event()
+
+    def receive():
+        while not stop.is_set():
+            try:
+                d = u.recv(70000)
+            except socket.timeout:
+                continue
+            m, ftype, _, _, seq, length, crc = lpwire.HEADER.unpack(d[:lpwire.HEADER.size])
+            payload = d[lpwire.HEADER.size:]
+            if m == lpwire.MAGIC and ftype == lpwire.CHUNK and len(payload) == length and \
+                    lpwire.crc32c(payload) == crc:
+                grams[seq] = payload
+
+    t = threading.Thread(target=receive)
+    t.start()
+    c.send(lpwire.UDPINFO, ("port=%d\n" % u.getsockname()[1]).encode())
+    c.wait_for(lambda t_, p: t_ == lpwire.STATUS and lpwire.kv(p).get("event") == "udp")
+    c.start([args.prog] + args.prog_args)
+    drain_until_exit(c, timeout=60)
+    time.sleep(0.5)
+    stop.set()
+    t.join()
+    udp = [s for s in c.status if s.get("event") == "udp" and "next_seq" in s][-1]
+    sent = int(udp["next_seq"])
+    # the received chunks, in datagram order, after the TCP ones (META first)
+    tcp = list(c.chunks)
+    c.chunks = [x for x in tcp if x[1][4] == 1] + [(0, grams[k][4:]) for k in sorted(grams)] + \
+        [x for x in tcp if x[1][4] != 1]
+    c.save(args.save)
+    c.send(lpwire.BYE)
+    return {"sent_datagrams": sent, "received_datagrams": len(grams), "lost_datagrams": sent - len(grams),
+            "sent_events": int(udp["events"])}
+
+
 SCENARIOS = {
+    "udp": scn_udp,
     "session": scn_session,
     "intervals": scn_intervals,
     "filtered": scn_filtered,
@@ -397,6 +455,32 @@ def outer(args):
         calls, d = report(args.build, os.path.join(tmp, "reconnect.trace"))
         check(calls is not None and calls.get("tick", 0) > 0, "the data before the crash is kept", calls or d)
 
+        busy = build_prog(tmp, "busy")
+        for throttled in (False, True):
+            if throttled and not net.throttle(True):
+                print("skip UDP loss: cannot shape the link here (no tc qdisc, or no namespaces)")
+                break
+            name = "udp-lossy" if throttled else "udp"
+            # small enough for the rings when clean, big enough to overflow
+            # the shaped link's queue
+            n = 300000 if throttled else 50000
+            out = run_scenario(net, "udp", tmp, save=os.path.join(tmp, name + ".trace"), prog=busy,
+                               host_ip=net.host_ip, prog_args=[str(n)])
+            net.throttle(False)
+            calls, d = report(args.build, os.path.join(tmp, name + ".trace"))
+            if not check("sent_events" in out and calls is not None, "%s: session ran" % name, out if calls else d):
+                continue
+            lost_events = out["sent_events"] - d["events"]
+            if throttled:
+                check(out["lost_datagrams"] > 0 and lost_events > 0,
+                      "UDP over a lossy link: the host counts %d lost datagrams, %d lost events" %
+                      (out["lost_datagrams"], lost_events), out)
+                check(calls.get("tiny_a", 0) < 300000, "UDP over a lossy link: what arrived is decodable",
+                      calls)
+            else:
+                check(out["lost_datagrams"] == 0 and lost_events == 0 and calls.get("tiny_a") == 50000,
+                      "UDP over a clean link: nothing lost, exact counts", (out, calls))
+
         # agent killed: the program goes on
         check(agent.proc.poll() is None, "the agent survived every bad peer")
     finally:
@@ -415,6 +499,7 @@ def main():
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--scenario", choices=sorted(SCENARIOS))
     ap.add_argument("--ip")
+    ap.add_argument("--host-ip")
     ap.add_argument("--port", type=int, default=PORT)
     ap.add_argument("--save")
     ap.add_argument("--prog")
