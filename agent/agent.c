@@ -3,6 +3,7 @@
  * libc only; one thread, one poll loop. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -259,6 +260,29 @@ static void tell_exit(struct agent *a, struct session *s)
 	conn_queue(a->conn, LP_FRAME_STATUS, msg, (size_t)n);
 }
 
+/* An attached program is not our child: it is gone when no such process
+ * exists or when it is a zombie its parent has not reaped yet. */
+static bool process_gone(pid_t pid)
+{
+	char path[64], buf[512], *close_paren;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	close_paren = strrchr(buf, ')');
+	return close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
 static void reap(struct agent *a)
 {
 	struct session *s, *next;
@@ -282,7 +306,7 @@ static void reap(struct agent *a)
 	if (now - last_check > 200000000ull) {
 		last_check = now;
 		for (s = a->sessions; s; s = s->next)
-			if (s->kind == SESSION_ATTACHED && !s->exited && kill(s->pid, 0) && errno == ESRCH)
+			if (s->kind == SESSION_ATTACHED && !s->exited && process_gone(s->pid))
 				session_exited(s, -1);
 	}
 	for (s = a->sessions; s; s = next) {
@@ -326,8 +350,8 @@ static int run(struct agent *a)
 		}
 		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
 			return -errno;
-		if (pfd[0].revents & POLLIN)
-			accept_host(a);
+		/* the current host first: a BYE in this round frees the place
+		 * for a host waiting to be accepted */
 		if (n == 2 && a->conn) {
 			int r = 0;
 
@@ -335,11 +359,11 @@ static int run(struct agent *a)
 				r = conn_input(a, a->conn);
 			if (!r)
 				r = conn_flush(a->conn);
-			if (r) {
+			if (r)
 				drop_host(a, r == -EPIPE ? "closed the connection" : "connection failed");
-				continue;
-			}
 		}
+		if (pfd[0].revents & POLLIN)
+			accept_host(a);
 		/* drain only what the host can take: a slow link fills the
 		 * rings, and the runtime drops (and counts) whole chunks */
 		pressure = false;

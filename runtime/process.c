@@ -92,6 +92,17 @@ static LP_NOINSTR const char *attach_register(void)
 		return NULL;
 	if (mkdir(attach_session, 0700) && errno != EEXIST)
 		return NULL;
+	/* after exec the pid's session exists already: the new image goes on
+	 * in it (its image ids continue, so ring names do not collide) */
+	snprintf(path, sizeof(path), "%s/" LP_CONTROL_NAME, attach_session);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t got = read(fd, &c, sizeof(c));
+
+		close(fd);
+		if (got == (ssize_t)sizeof(c) && c.magic == LP_CONTROL_MAGIC && c.version == LP_SHM_VERSION)
+			return attach_session;
+	}
 	memset(&c, 0, sizeof(c));
 	c.magic = LP_CONTROL_MAGIC;
 	c.version = LP_SHM_VERSION;
@@ -100,8 +111,7 @@ static LP_NOINSTR const char *attach_register(void)
 	c.chunk_slots = LP_ATTACH_CHUNK_SLOTS;
 	c.flags = 0;
 	c.next_image = 1;
-	snprintf(path, sizeof(path), "%s/" LP_CONTROL_NAME, attach_session);
-	unlink(path); /* left by an earlier process with this pid */
+	unlink(path); /* not a control block of this version */
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return NULL;

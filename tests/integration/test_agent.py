@@ -119,8 +119,9 @@ class Net:
 class Agent:
     def __init__(self, net, build, tmp, token=True, listen=None):
         self.log = os.path.join(tmp, "agent-%d.log" % time.time_ns())
+        self.attach_dir = os.path.join(tmp, "attach")
         cmd = [os.path.join(build, "agent", "layerprofd"), "--listen",
-               listen or "%s:%d" % (net.target_ip, PORT)]
+               listen or "%s:%d" % (net.target_ip, PORT), "--attach-dir", self.attach_dir]
         if token:
             tok = os.path.join(tmp, "token")
             with open(tok, "w") as f:
@@ -331,7 +332,29 @@ def scn_udp(args):
             "sent_events": int(udp["events"])}
 
 
+def scn_attach(args):
+    """a program started outside the agent, attached by pid"""
+    c, _, _ = connect(args)
+    c.send(lpwire.ATTACH, ("pid=%d\n" % args.pid).encode())
+    ftype, payload = c.wait_for(lambda t, p: t in (lpwire.SESSION, lpwire.ERROR))
+    out = {"session": ftype == lpwire.SESSION, "answer": payload.decode(errors="replace")}
+    if ftype != lpwire.SESSION:
+        return out
+    time.sleep(0.5)
+    os.kill(args.pid, signal.SIGKILL)
+    drain_until_exit(c)
+    c.save(args.save)
+    c.send(lpwire.BYE)
+    c2, _, _ = connect(args)
+    c2.send(lpwire.ATTACH, b"pid=999999\n")
+    ftype, payload = c2.wait_for(lambda t, p: t in (lpwire.SESSION, lpwire.ERROR))
+    out["bad_pid"] = payload.decode(errors="replace")
+    c2.send(lpwire.BYE)
+    return out
+
+
 SCENARIOS = {
+    "attach": scn_attach,
     "udp": scn_udp,
     "session": scn_session,
     "intervals": scn_intervals,
@@ -455,6 +478,21 @@ def outer(args):
         calls, d = report(args.build, os.path.join(tmp, "reconnect.trace"))
         check(calls is not None and calls.get("tick", 0) > 0, "the data before the crash is kept", calls or d)
 
+        # attach: the program runs with the runtime but without a session,
+        # and registers itself because the agent's attach directory exists
+        env = dict(os.environ, LAYERPROF_ATTACH_DIR=agent.attach_dir,
+                   LD_PRELOAD=os.path.join(args.build, "runtime", "liblayerprof.so"))
+        prog = subprocess.Popen(net.target([km]), env=env, stdout=subprocess.PIPE, universal_newlines=True)
+        pid = int(prog.stdout.readline())
+        time.sleep(0.3)
+        out = run_scenario(net, "attach", tmp, pid=pid)
+        prog.wait(timeout=30)
+        check(out.get("session"), "attach to a running program by pid", out)
+        calls, d = report(args.build, os.path.join(tmp, "attach.trace"))
+        check(calls is not None and calls.get("tick", 0) > 100 and calls.get("ready", 0) == 0,
+              "an attached program's calls after the attach reach the host, none before", calls or d)
+        check("no process 999999" in out.get("bad_pid", ""), "attaching to a missing pid is refused", out)
+
         busy = build_prog(tmp, "busy")
         for throttled in (False, True):
             if throttled and not net.throttle(True):
@@ -504,6 +542,7 @@ def main():
     ap.add_argument("--save")
     ap.add_argument("--prog")
     ap.add_argument("--progress")
+    ap.add_argument("--pid", type=int)
     ap.add_argument("--only-addr")
     ap.add_argument("prog_args", nargs="*")
     args = ap.parse_args()
