@@ -41,7 +41,7 @@ static LP_NOINSTR __attribute__((noinline, cold)) void gate_filtered(uintptr_t f
 		uint32_t f = atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed); \
 		if (unlikely(f != LP_CTL_ENABLED)) {                                                             \
 			if (f & LP_CTL_ENABLED)                                                                  \
-				gate_filtered((uintptr_t)(fn), entry);                                           \
+				gate_filtered(LP_ARCH_FUNC(fn), entry);                                          \
 			return;                                                                                  \
 		}                                                                                                \
 	} while (0)
@@ -82,11 +82,11 @@ static LP_NOINSTR __attribute__((noinline)) void gate_exit(uintptr_t fn)
 LP_EXPORT LP_NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
 {
 	GATE_CHECK(fn, true);
-	gate_enter((uintptr_t)fn);
+	gate_enter(LP_ARCH_FUNC(fn));
 }
 
 LP_EXPORT LP_NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
 {
 	GATE_CHECK(fn, false);
-	gate_exit((uintptr_t)fn);
+	gate_exit(LP_ARCH_FUNC(fn));
 }

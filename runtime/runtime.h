@@ -11,6 +11,11 @@
 #include "layerprof/format.h"
 #include "lp_arch.h"
 
+#ifndef LP_ARCH_FUNC
+/* A function address as the gates receive it, made its entry address. */
+#define LP_ARCH_FUNC(fn) ((uintptr_t)(fn))
+#endif
+
 #define LP_EXPORT __attribute__((visibility("default")))
 #define LP_NOINSTR __attribute__((no_instrument_function))
 #define likely(x) __builtin_expect(!!(x), 1)

@@ -6,4 +6,8 @@
 #define LP_ARCH_NAME "arm"
 #include "lp_generic_clock.h"
 
+/* Thumb functions' addresses arrive with bit 0 set (the instruction set
+ * bit): the trace holds the function's entry address itself. */
+#define LP_ARCH_FUNC(fn) ((uintptr_t)(fn) & ~(uintptr_t)1)
+
 #endif

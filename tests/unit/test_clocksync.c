@@ -267,6 +267,10 @@ static void test_live(void)
 	uint64_t raw, ns;
 	uint32_t i;
 
+	if (LP_ARCH_COUNTER == LP_CLOCK_MONOTONIC) {
+		printf("skipped live clock test: events use CLOCK_MONOTONIC on this architecture\n");
+		return;
+	}
 	clocksync_init(&cs, LP_ARCH_COUNTER);
 	clocksync_sample(&cs, 1);
 	nanosleep(&pause, NULL);
@@ -281,7 +285,9 @@ static void test_live(void)
 
 	/* a full ring drops its oldest point and keeps the export position */
 	CHECK_EQ_U64(clocksync_export(&cs, (uint8_t[64]){ 0 }, 64) > 0, 1);
-	for (i = 0; cs.count < CLOCKSYNC_POINTS && i < 2 * CLOCKSYNC_POINTS; i++)
+	/* a coarse counter (an emulator's) may not move between two samples:
+	 * such a sample is not kept, so allow many more tries than points */
+	for (i = 0; cs.count < CLOCKSYNC_POINTS && i < 1000 * CLOCKSYNC_POINTS; i++)
 		clocksync_sample(&cs, 1);
 	if (!CHECK_EQ_U64(cs.count, CLOCKSYNC_POINTS))
 		return;
