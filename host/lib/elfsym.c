@@ -519,6 +519,25 @@ const char *elfsym_demangle(struct elfsym *e, const struct elfsym_hit *hit)
 	return out;
 }
 
+int elfsym_foreach(struct elfsym *e, bool demangle,
+                   int (*cb)(void *ctx, const char *name, uint64_t start, uint64_t size), void *ctx)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < e->nfuncs; i++) {
+		struct elfsym_hit hit = { e->pool + e->funcs[i].name, e->funcs[i].start, i };
+		const char *name = demangle ? elfsym_demangle(e, &hit) : hit.name;
+
+		if (!name)
+			return -ENOMEM;
+		r = cb(ctx, name, hit.start, e->funcs[i].size);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 static int cu_range_cmp(const void *pa, const void *pb)
 {
 	const struct cu_range *a = pa, *b = pb;

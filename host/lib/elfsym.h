@@ -48,6 +48,15 @@ bool elfsym_find(struct elfsym *e, uint64_t addr, struct elfsym_hit *hit);
  * string is owned by e. NULL only when memory runs out. */
 const char *elfsym_demangle(struct elfsym *e, const struct elfsym_hit *hit);
 
+/* Calls cb for each function symbol in address order (at an address with
+ * aliases, the one elfsym_find gives), with its raw name or, with
+ * `demangle`, its elfsym_demangle form; start is the ELF address, size 0
+ * when the symbol has none.  Names are owned by e.  Stops at the first
+ * nonzero return of cb and returns it; else 0, or -ENOMEM when demangling
+ * ran out of memory. */
+int elfsym_foreach(struct elfsym *e, bool demangle,
+                   int (*cb)(void *ctx, const char *name, uint64_t start, uint64_t size), void *ctx);
+
 /* Source file and line of ELF address `addr` from DWARF (ELFSYM_LINES only).
  * At an address where several line rows start, the first one is taken,
  * which for a function's entry is the line that opens its body. *file is

@@ -81,6 +81,7 @@ struct symbolizer {
 	struct cache_entry *cache;  /* open addressing, linear probing */
 	size_t cache_mask;
 	size_t cache_count;
+	uint64_t maps_added;
 };
 
 /* The splitmix64 finalizer: every input bit reaches every output bit, so
@@ -371,6 +372,7 @@ int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint
 	struct object *obj;
 	struct image *img;
 	struct map m;
+	size_t nmaps;
 	int rc;
 
 	assert(s);
@@ -389,7 +391,16 @@ int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint
 	m.offset = offset;
 	m.max_end = end;
 	m.obj = obj;
-	return image_add_map(img, &m);
+	nmaps = img->nmaps;
+	rc = image_add_map(img, &m);
+	if (!rc && img->nmaps > nmaps)
+		s->maps_added++;
+	return rc;
+}
+
+uint64_t symbolizer_map_count(const struct symbolizer *s)
+{
+	return s->maps_added;
 }
 
 /* The map covering addr: of the maps starting at or below it, the highest
@@ -536,6 +547,47 @@ int symbolizer_lookup(struct symbolizer *s, uint32_t image, uint64_t addr, struc
 	}
 	*out = e->sym;
 	return e->rc;
+}
+
+/* The runtime addresses a map holds, for symbolizer_foreach_function. */
+struct foreach_map {
+	const struct map *m;
+	int (*cb)(void *ctx, const char *name, uint64_t addr, uint64_t size);
+	void *ctx;
+};
+
+static int foreach_in_map(void *ctx, const char *name, uint64_t start, uint64_t size)
+{
+	const struct foreach_map *fm = ctx;
+	uint64_t addr = start + fm->m->base;
+
+	if (addr < fm->m->start || addr >= fm->m->end)
+		return 0;
+	return fm->cb(fm->ctx, name, addr, size);
+}
+
+int symbolizer_foreach_function(struct symbolizer *s, uint32_t image,
+                                int (*cb)(void *ctx, const char *name, uint64_t addr, uint64_t size), void *ctx)
+{
+	struct image *img;
+	size_t i;
+	int rc;
+
+	assert(s && cb);
+	img = image_find(s, image);
+	if (!img || !img->nmaps)
+		return -ENOENT;
+	for (i = 0; i < img->nmaps; i++) {
+		struct foreach_map fm = { &img->maps[i], cb, ctx };
+
+		rc = object_open(s, img->maps[i].obj);
+		if (rc)
+			return rc;
+		rc = elfsym_foreach(img->maps[i].obj->elf, s->flags & SYMBOLIZER_DEMANGLE, foreach_in_map, &fm);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static const char *path_basename(const char *path)

@@ -73,6 +73,20 @@ struct symbol {
  * out->file may still be set), -ENOMEM when memory ran out (out cleared). */
 int symbolizer_lookup(struct symbolizer *s, uint32_t image, uint64_t addr, struct symbol *out);
 
+/* Calls cb for every function symbol of the objects mapped into image whose
+ * runtime address (ELF address + load bias) lies in one of the image's
+ * maps of that object: its name (demangled with SYMBOLIZER_DEMANGLE; owned
+ * by s, valid until symbolizer_free), runtime address and size (0 when
+ * unknown).  Opens the object files it has not opened yet.  Stops at the
+ * first nonzero return of cb and returns it; else 0, -ENOENT for an image
+ * with no maps, or -ENOMEM. */
+int symbolizer_foreach_function(struct symbolizer *s, uint32_t image,
+                                int (*cb)(void *ctx, const char *name, uint64_t addr, uint64_t size), void *ctx);
+
+/* How many maps symbolizer_add_map has taken (repeats not counted): when
+ * it changes, code has become known that was not before. */
+uint64_t symbolizer_map_count(const struct symbolizer *s);
+
 /* Formats addr for display into buf (always NUL-terminated when size > 0,
  * cut to size): "name", "name+0x<off>" inside a function, else
  * "<module basename>+0x<elf address>" (what addr2line -e <module> wants),

@@ -1,0 +1,674 @@
+#!/usr/bin/env python3
+"""End-to-end tests of live profiling: a real agent (layerprofd) on loopback,
+`layerprof live` against it, and the sample programs of tests/programs.
+Checks the live view's counts against the known ones and against `report`
+on the saved trace; start and stop over stdin; filters; tokens; losses; the
+agent killed or silent; the program killed; attaching to a running program.
+
+usage: test_live.py --build BUILD_DIR [GROUP...]
+groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost (default: all)
+Prints one line per check and ends with 'N passed, N failed'."""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as it  # noqa: E402  (the builders and expectations of run.py)
+
+WAIT = 60  # seconds any one session may take
+passed = 0
+failed = 0
+started = []  # every process we start, killed at the end if still there
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("ok   %s" % what)
+    else:
+        failed += 1
+        print("FAIL %s%s" % (what, (": " + detail) if detail else ""))
+    sys.stdout.flush()
+    return ok
+
+
+def skip(what, why):
+    print("skip %s: %s" % (what, why))
+    sys.stdout.flush()
+
+
+def kill_pid(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.bind((host, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Lines:
+    """Collects the lines a pipe gives, in a thread, so that it never fills."""
+
+    def __init__(self, pipe):
+        self.lines = []
+        self.cond = threading.Condition()
+        self.done = False
+        self.t = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self.t.start()
+
+    def _read(self, pipe):
+        for line in iter(pipe.readline, ""):
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.done = True
+            self.cond.notify_all()
+
+    def wait_for(self, pred, timeout):
+        """The first line for which pred is true, or None after timeout."""
+        deadline = time.time() + timeout
+        seen = 0
+        with self.cond:
+            while True:
+                while seen < len(self.lines):
+                    if pred(self.lines[seen]):
+                        return self.lines[seen]
+                    seen += 1
+                left = deadline - time.time()
+                if left <= 0 or self.done:
+                    return None
+                self.cond.wait(left)
+
+    def text(self):
+        with self.cond:
+            return "\n".join(self.lines)
+
+
+class Agent:
+    """layerprofd on loopback with a free port."""
+
+    def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET):
+        self.exe = os.path.join(build, "agent", "layerprofd")
+        self.port = free_port(family, listen_host)
+        host = "[%s]" % listen_host if ":" in listen_host else listen_host
+        self.addr = "%s:%d" % (host, self.port)
+        self.attach_dir = os.path.join(tmp, "attach-%d" % self.port)
+        self.p = subprocess.Popen([self.exe, "--listen", self.addr, "--attach-dir", self.attach_dir] + list(args),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                  universal_newlines=True)
+        started.append(self.p)
+        self.out = Lines(self.p.stdout)  # the programs' output (they inherit it)
+        self.err = Lines(self.p.stderr)
+        self.ok = self.err.wait_for(lambda l: "listening on" in l, 10) is not None
+
+    def stop(self):
+        for line in self.out.text().splitlines():
+            if line.strip().isdigit():  # killme printed its pid: it is ours
+                kill_pid(int(line))
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+class Live:
+    """A `layerprof live` session; its JSON views are parsed as they come."""
+
+    def __init__(self, lp, agent_addr, args, stdin=subprocess.PIPE):
+        self.cmd = [lp.exe, "live", "--connect", agent_addr] + list(args)
+        self.p = subprocess.Popen(self.cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True)
+        started.append(self.p)
+        self.out = Lines(self.p.stdout)
+        self.err = Lines(self.p.stderr)
+
+    def views(self):
+        out = []
+        for line in self.out.text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def wait_view(self, pred, timeout=WAIT):
+        """The first JSON view for which pred is true, or None."""
+        def test(line):
+            try:
+                return pred(json.loads(line))
+            except ValueError:
+                return False
+        line = self.out.wait_for(test, timeout)
+        return json.loads(line) if line else None
+
+    def say(self, command):
+        try:
+            self.p.stdin.write(command + "\n")
+            self.p.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def wait(self, timeout=WAIT):
+        """Exit status (None after a timeout, the session then killed)."""
+        try:
+            rc = self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            rc = None
+        self.out.t.join(5)
+        self.err.t.join(5)
+        return rc
+
+    def final(self):
+        v = self.views()
+        return v[-1] if v else None
+
+
+def counts(view):
+    return {f["name"]: f["calls"] for f in view["functions"]} if view else {}
+
+
+def report_counts(lp, trace, *extra):
+    r = lp("report", "--format", "json", *extra, trace)
+    if r.returncode not in (0, 3) or not r.stdout:
+        return None, r
+    return json.loads(r.stdout), r
+
+
+def exited_as(view, pid, exp):
+    """Whether the view lists pid as ended the way exp says."""
+    for e in (view or {}).get("exited", []):
+        if e["pid"] != pid:
+            continue
+        if "signal" in exp:
+            return e.get("signal") == getattr(signal, exp["signal"])
+        return e.get("exit_code") == exp.get("exit_code", 0)
+    return False
+
+
+# ---------------------------------------------------------------- groups
+
+def group_basic(lp, build, tmp):
+    """Every sample program with exact counts: the final view, and report on
+    the saved trace, say the same."""
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    try:
+        for exp in it.load_expectations():
+            name = exp["_name"]
+            if name in ("killme", "busy", "busy_threads"):
+                continue
+            binary = it.prepare(exp, b)
+            save = os.path.join(tmp, "live-" + name)
+            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--",
+                                         binary] + it.prog_args(exp, b), stdin=subprocess.DEVNULL)
+            rc = live.wait()
+            last = live.final()
+            if not check(rc == 0 and last and last["final"], "%s: live session ends with exit 0 and a final view"
+                         % name, "rc %s, stderr %s" % (rc, live.err.text())):
+                continue
+            got = counts(last)
+            want = {k: v for k, v in exp["calls"].items()}
+            bad = {k: (got.get(k, 0), v) for k, v in want.items() if got.get(k, 0) != v}
+            check(not bad, "%s: live counts are the known ones" % name, "(got, want) %s" % bad)
+            check(exited_as(last, last["pid"], exp), "%s: live saw the program end as expected" % name,
+                  str(last.get("exited")))
+            rep, r = report_counts(lp, save)
+            if not check(rep is not None and r.returncode == 0, "%s: report reads the saved trace" % name,
+                         r.stderr.strip()):
+                continue
+            theirs = {f["name"]: f["calls"] for f in rep["functions"]}
+            check(theirs == got, "%s: report of the saved trace agrees with the live view" % name,
+                  "report %s, live %s" % (theirs, got))
+            check(rep["complete"], "%s: the saved trace is complete" % name)
+            check(rep["lost_events"] == last["lost_events"] == 0, "%s: no events lost" % name)
+            for cmd in ("tree", "replay"):
+                r = lp(cmd, save)
+                check(r.returncode == 0 and r.stdout, "%s: %s reads the saved trace" % (name, cmd), r.stderr)
+        # the view's shape: what scripts rely on
+        last = last or {}
+        keys = {"time_ns", "tracing", "events", "lost_events", "lost_at_ns", "functions", "filtered", "exited"}
+        check(keys <= set(last), "json view has %s" % ", ".join(sorted(keys)), str(sorted(last)))
+        # the text view, not on a terminal: plain snapshots
+        rec = b.prog("recursion")
+        live = Live(lp, agent.addr, ["--interval", "50ms", "--", rec], stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        text = live.out.text()
+        check(rc == 0 and "--- final profile" in text and "fib" in text and "\x1b[" not in text,
+              "text view off a terminal: plain snapshots, no escapes", text[-500:])
+    finally:
+        agent.stop()
+
+
+def killme_pid(live):
+    v = live.wait_view(lambda v: v.get("pid"), 20)
+    return v["pid"] if v else None
+
+
+def group_control(lp, build, tmp):
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    km = b.prog("killme")
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    pids = []
+    try:
+        # --stopped, then start and stop over stdin bound what is recorded
+        save = os.path.join(tmp, "live-startstop")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--stopped", "--save", save, "--",
+                                     km])
+        pid = killme_pid(live)
+        if pid:
+            pids.append(pid)
+        time.sleep(0.5)
+        v = live.final()
+        check(v and not v["tracing"] and "tick" not in counts(v), "--stopped: nothing recorded before start",
+              str(v and counts(v)))
+        live.say("start")
+        v = live.wait_view(lambda v: v["tracing"] and counts(v).get("tick", 0) > 0, 20)
+        check(v is not None, "start: ticks arrive", live.err.text())
+        live.say("stop")
+        v = live.wait_view(lambda v: not v["tracing"] and counts(v).get("tick", 0) > 0, 20)
+        check(v is not None, "stop: the view says tracing is off")
+        time.sleep(1.0)  # what was recorded before the stop is in by now
+        before = counts(live.final()).get("tick", 0)
+        time.sleep(1.0)
+        after = counts(live.final()).get("tick", 0)
+        check(before > 0 and after == before, "stop: no more ticks recorded", "%d then %d" % (before, after))
+        check("ready" not in counts(live.final()), "ready, called before start, is not recorded")
+        if pid:
+            kill_pid(pid)
+        rc = live.wait()
+        last = live.final()
+        check(rc == 0 and exited_as(last, pid, {"signal": "SIGKILL"}),
+              "the program killed: live ends with exit 0 and says so", "rc %s %s" % (rc, last and last["exited"]))
+        check("killed by signal 9" in live.err.text(), "the program killed: message names the signal",
+              live.err.text())
+        rep, r = report_counts(lp, save)
+        check(rep is not None and {f["name"]: f["calls"] for f in rep["functions"]}.get("tick") ==
+              counts(last).get("tick"), "saved trace has the same ticks as the live view",
+              "%s %s" % (rep and rep["functions"], counts(last)))
+
+        # quit: exit 0; the host closes the saved trace
+        save = os.path.join(tmp, "live-quit")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--", km])
+        pid = killme_pid(live)
+        if pid:
+            pids.append(pid)
+        time.sleep(0.5)
+        live.say("quit")
+        rc = live.wait(20)
+        check(rc == 0, "quit: exit 0", "rc %s %s" % (rc, live.err.text()))
+        r = lp("report", save)
+        check(r.returncode == 0 and "no end record" not in r.stderr, "quit: the saved trace is closed", r.stderr)
+        if pid:
+            kill_pid(pid)
+
+        # save DIR in mid-session: what was kept comes first
+        save = os.path.join(tmp, "live-save-later")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--", km])
+        pid = killme_pid(live)
+        if pid:
+            pids.append(pid)
+        time.sleep(0.5)
+        live.say("save " + save)
+        msg = live.err.wait_for(lambda l: "saving to" in l, 10)
+        check(msg is not None and "received so far" in msg, "save: what was kept is written", str(msg))
+        live.say("quit")
+        rc = live.wait(20)
+        rep, r = report_counts(lp, save)
+        check(rc == 0 and rep is not None and r.returncode == 0, "save: the trace is readable", r.stderr)
+        if pid:
+            kill_pid(pid)
+
+        # commands that are wrong get a message and nothing else
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--", km])
+        pid = killme_pid(live)
+        if pid:
+            pids.append(pid)
+        live.say("frobnicate")
+        live.say("filter --depth x")
+        live.say("save")
+        live.say("quit")
+        rc = live.wait(20)
+        err = live.err.text()
+        check(rc == 0 and "unknown command 'frobnicate'" in err and "invalid --depth" in err and
+              "usage: save DIR" in err, "bad commands are reported, the session goes on", err)
+        if pid:
+            kill_pid(pid)
+
+        # --duration ends the session
+        t0 = time.time()
+        live = Live(lp, agent.addr, ["--format", "json", "--duration", "1s", "--", km], stdin=subprocess.DEVNULL)
+        pid = killme_pid(live)
+        if pid:
+            pids.append(pid)
+        rc = live.wait(20)
+        check(rc == 0 and time.time() - t0 < 10, "--duration 1s ends the session with exit 0",
+              "rc %s after %.1f s" % (rc, time.time() - t0))
+        if pid:
+            kill_pid(pid)
+    finally:
+        for pid in pids:
+            kill_pid(pid)
+        agent.stop()
+
+
+def group_auth(lp, build, tmp):
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    rec = b.prog("recursion")
+    tok = os.path.join(tmp, "token")
+    bad = os.path.join(tmp, "token-bad")
+    for path, text in ((tok, "s3cret-token\n"), (bad, "not-the-token\n")):
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o600)
+    agent = Agent(build, tmp, ["--token-file", tok])
+    if not check(agent.ok, "agent with a token starts", agent.err.text()):
+        return
+    try:
+        live = Live(lp, agent.addr, ["--format", "json", "--token-file", tok, "--", rec], stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        check(rc == 0 and counts(live.final()).get("fib") == 1973, "the right token is accepted", live.err.text())
+        for what, args in (("a wrong token", ["--token-file", bad]), ("no token", [])):
+            live = Live(lp, agent.addr, ["--format", "json"] + args + ["--", rec], stdin=subprocess.DEVNULL)
+            rc = live.wait(20)
+            err = live.err.text()
+            check(rc == 1 and "agent refused the connection" in err and not live.views(),
+                  "%s: refused, exit 1, one message" % what, "rc %s %r" % (rc, err))
+        live = Live(lp, agent.addr, ["--token-file", os.path.join(tmp, "no-such-token"), "--", rec],
+                    stdin=subprocess.DEVNULL)
+        rc = live.wait(20)
+        check(rc == 1 and "cannot read token file" in live.err.text(), "a missing token file: exit 1")
+    finally:
+        agent.stop()
+
+
+def group_faults(lp, build, tmp):
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    km = b.prog("killme")
+    busy = b.prog("busy")
+    # nobody listening
+    port = free_port()
+    live = Live(lp, "127.0.0.1:%d" % port, ["--", km], stdin=subprocess.DEVNULL)
+    rc = live.wait(20)
+    check(rc == 1 and "cannot connect" in live.err.text(), "no agent: exit 1, 'cannot connect'", live.err.text())
+
+    # the agent killed mid-session: exit 1, a message, the saved trace readable
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    pid = None
+    try:
+        save = os.path.join(tmp, "live-agent-killed")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--", busy,
+                                     "4000000000"])
+        v = live.wait_view(lambda v: v["events"] > 0, 20)
+        pid = v and v["pid"]
+        agent.p.kill()
+        t0 = time.time()
+        rc = live.wait(20)
+        err = live.err.text()
+        check(rc == 1 and "connection to the agent lost" in err and time.time() - t0 < 10,
+              "agent killed: exit 1 with a message", "rc %s %r" % (rc, err))
+        check("trace received so far is in" in err, "agent killed: says where the trace is", err)
+        rep, r = report_counts(lp, save)
+        check(rep is not None and r.returncode in (0, 3) and counts(rep).get("tiny_a", 0) > 0,
+              "agent killed: the saved trace is readable up to the failure", r.stderr.strip())
+        check("no end record" in r.stderr or "damaged" in r.stderr, "agent killed: report says it was cut",
+              r.stderr)
+    finally:
+        if pid:
+            kill_pid(pid)
+        agent.stop()
+
+    # the agent stops answering (SIGSTOP): exit 1 after the silence bound
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    pid = None
+    try:
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--", km])
+        pid = killme_pid(live)
+        agent.p.send_signal(signal.SIGSTOP)
+        t0 = time.time()
+        rc = live.wait(30)
+        took = time.time() - t0
+        check(rc == 1 and "stopped responding" in live.err.text() and 4 <= took < 15,
+              "a silent agent: exit 1 after about 5 s", "rc %s after %.1f s %r" % (rc, took, live.err.text()))
+    finally:
+        agent.p.send_signal(signal.SIGCONT)
+        if pid:
+            kill_pid(pid)
+        agent.stop()
+
+
+def group_cli(lp, build, tmp):
+    r = lp("live", "--help")
+    check(r.returncode == 0 and r.stdout.startswith("usage: layerprof live"), "live --help")
+    r = lp("--help")
+    check(" live " in r.stdout, "live is in the command list")
+    for args in (["--no-such-option", "--", "x"], ["--interval", "soon", "--", "x"], ["--format", "yaml", "--", "x"],
+                 ["--attach", "123", "--", "x"], [], ["--attach", "nope"], ["--connect", "[::1", "--", "x"],
+                 ["--connect", "host:99999", "--", "x"], ["--depth", "0", "--", "x"], ["--tid", "1", "--", "x"]):
+        r = lp("live", *args)
+        check(r.returncode == 2 and r.stderr.strip() and not r.stdout, "live %s: exit 2" % " ".join(args),
+              "rc %d %r" % (r.returncode, r.stderr))
+
+
+def group_filters(lp, build, tmp):
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    km = b.prog("killme")
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    pid = None
+    try:
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "-F", "tick", "--", km])
+        v = live.wait_view(lambda v: v.get("pid"), 20)
+        pid = v and v["pid"]
+        check(v and v["filtered"] and v["filters"] == "-F 'tick'", "a filtered session says so", str(v))
+        if v and "filters" not in v.get("agent_caps", "").split(","):
+            skip("filters on the target", "the agent does not offer them (caps %s)" % v.get("agent_caps"))
+            live.say("quit")
+            live.wait(20)
+            return
+        v = live.wait_view(lambda v: counts(v).get("tick", 0) > 0, 20)
+        check(v is not None and "main" not in counts(v) and "ready" not in counts(v),
+              "-F tick: only tick is recorded", str(v and counts(v)))
+        check(v is not None and all(f["self_ns"] is None for f in v["functions"]),
+              "filtered: self time is unknown (null)")
+        live.say("filter -N tick")
+        time.sleep(1.5)
+        before = counts(live.final()).get("tick", 0)
+        time.sleep(1.0)
+        after = counts(live.final()).get("tick", 0)
+        check(after == before, "filter -N tick: no more ticks", "%d then %d" % (before, after))
+        live.say("filter clear")
+        check(live.err.wait_for(lambda l: "filters cleared" in l, 10) is not None, "filter clear")
+        live.say("quit")
+        rc = live.wait(20)
+        check(rc == 0, "filtered session ends with exit 0", live.err.text())
+        if pid:
+            kill_pid(pid)
+        # the text view hides the call tree and says why
+        live = Live(lp, agent.addr, ["--interval", "100ms", "--duration", "1s", "--depth", "2", "--", km],
+                    stdin=subprocess.DEVNULL)
+        v = live.out.wait_for(lambda l: "call tree hidden" in l, 20)
+        live.wait(20)
+        check(v is not None and "filtered profiling leaves gaps in the call paths" in v,
+              "filtered text view says why the tree is hidden", live.out.text()[-300:])
+    finally:
+        if pid:
+            kill_pid(pid)
+        agent.stop()
+
+
+def group_attach(lp, build, tmp):
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    km = b.prog("killme")
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    prog = None
+    try:
+        env = dict(os.environ, LD_PRELOAD=os.path.join(lp.libdir, "liblayerprof.so"),
+                   LAYERPROF_ATTACH_DIR=agent.attach_dir)
+        prog = subprocess.Popen([km], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                universal_newlines=True)
+        started.append(prog)
+        pid = int(prog.stdout.readline())
+        deadline = time.time() + 10
+        while not os.path.exists(os.path.join(agent.attach_dir, str(pid))) and time.time() < deadline:
+            time.sleep(0.05)
+        if not os.path.exists(os.path.join(agent.attach_dir, str(pid))):
+            skip("attach", "the program did not make itself attachable in %s" % agent.attach_dir)
+            return
+        save = os.path.join(tmp, "live-attach")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--attach",
+                                     str(pid)])
+        v = live.wait_view(lambda v: counts(v).get("tick", 0) > 0, 20)
+        check(v is not None and v["pid"] == pid, "attach: ticks of the running program arrive", live.err.text())
+        check(v is not None and "ready" not in counts(v), "attach: nothing from before the attach")
+        prog.kill()
+        prog.wait()  # a zombie would still look alive to the agent
+        rc = live.wait(20)
+        last = live.final()
+        check(rc == 0 and any(e["pid"] == pid for e in (last or {}).get("exited", [])),
+              "attach: the program's end ends the session", "rc %s %s" % (rc, last and last.get("exited")))
+        rep, r = report_counts(lp, save)
+        check(rep is not None and counts(rep).get("tick", 0) == counts(last).get("tick", -1),
+              "attach: the saved trace agrees with the view", r.stderr.strip())
+        live = Live(lp, agent.addr, ["--attach", "999999999"], stdin=subprocess.DEVNULL)
+        rc = live.wait(20)
+        check(rc == 1 and "cannot attach to process 999999999" in live.err.text(),
+              "attach to no such process: exit 1", live.err.text())
+    finally:
+        if prog:
+            prog.kill()
+            prog.wait()
+        agent.stop()
+
+
+def group_ipv6(lp, build, tmp):
+    if not socket.has_ipv6:
+        skip("ipv6", "no IPv6 in this Python")
+        return
+    try:
+        free_port(socket.AF_INET6, "::1")
+    except OSError as e:
+        skip("ipv6", "no IPv6 loopback here (%s)" % e)
+        return
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    rec = b.prog("recursion")
+    agent = Agent(build, tmp, listen_host="::1", family=socket.AF_INET6)
+    if not check(agent.ok, "agent listens on [::1]", agent.err.text()):
+        return
+    try:
+        live = Live(lp, agent.addr, ["--format", "json", "--", rec], stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        check(rc == 0 and counts(live.final()).get("fib") == 1973, "live over IPv6 ([::1]:PORT)", live.err.text())
+    finally:
+        agent.stop()
+
+
+def group_lost(lp, build, tmp):
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    busy = b.prog("busy")
+    agent = Agent(build, tmp, ["--buffer-size", "128K"])
+    if not check(agent.ok, "agent with small rings starts", agent.err.text()):
+        return
+    try:
+        save = os.path.join(tmp, "live-lost")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--", busy,
+                                     "20000000"], stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        last = live.final()
+        if not check(rc == 0 and last, "busy program under live", live.err.text()):
+            return
+        if not last["lost_events"]:
+            skip("losses", "this machine kept up with the program: nothing was lost")
+            return
+        check(last["lost_at_ns"] is not None, "the view says when events were lost")
+        check("events lost (the last at" in live.err.text(), "live warns about the losses", live.err.text())
+        rep, r = report_counts(lp, save)
+        check(rep is not None and rep["lost_events"] > 0, "the saved trace counts the losses too",
+              rep and str(rep["lost_events"]))
+        check(counts(last).get("tiny_a") == counts(rep).get("tiny_a"), "the view and the saved trace agree")
+    finally:
+        agent.stop()
+
+
+GROUPS = {
+    "basic": group_basic,
+    "control": group_control,
+    "auth": group_auth,
+    "faults": group_faults,
+    "cli": group_cli,
+    "filters": group_filters,
+    "attach": group_attach,
+    "ipv6": group_ipv6,
+    "lost": group_lost,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("groups", nargs="*", metavar="GROUP", help=", ".join(sorted(GROUPS)))
+    args = ap.parse_args()
+    for g in args.groups:
+        if g not in GROUPS:
+            ap.error("unknown group '%s': %s" % (g, ", ".join(sorted(GROUPS))))
+    build = os.path.abspath(args.build)
+    lp = it.Layerprof(build)
+    if not os.access(os.path.join(build, "agent", "layerprofd"), os.X_OK):
+        skip("live", "no agent at %s/agent/layerprofd" % build)
+        print("0 passed, 0 failed")
+        return 0
+    tmp = tempfile.mkdtemp(prefix="layerprof-live-")
+    try:
+        for g in args.groups or sorted(GROUPS):
+            try:
+                GROUPS[g](lp, build, tmp)
+            except Exception as e:  # a broken step fails the group, loudly
+                check(False, "group %s ran to the end" % g, "%s: %s" % (type(e).__name__, e))
+    finally:
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if args.keep:
+            print("kept %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
