@@ -85,39 +85,13 @@ static bool is_loopback(const struct sockaddr *sa)
 	return false;
 }
 
-/* "host:port", "[v6]:port" or ":port" */
-static int split_addr(const char *arg, char *host, size_t hsize, char *port, size_t psize)
-{
-	const char *colon;
-
-	if (arg[0] == '[') {
-		const char *close = strchr(arg, ']');
-
-		if (!close || close[1] != ':' || (size_t)(close - arg - 1) >= hsize)
-			return -EINVAL;
-		memcpy(host, arg + 1, (size_t)(close - arg - 1));
-		host[close - arg - 1] = '\0';
-		colon = close + 1;
-	} else {
-		colon = strrchr(arg, ':');
-		if (!colon || (size_t)(colon - arg) >= hsize)
-			return -EINVAL;
-		memcpy(host, arg, (size_t)(colon - arg));
-		host[colon - arg] = '\0';
-	}
-	if (!colon[1] || strlen(colon + 1) >= psize)
-		return -EINVAL;
-	strcpy(port, colon + 1);
-	return 0;
-}
-
 static int open_listener(const char *arg, bool has_token)
 {
 	struct addrinfo hints = { 0 }, *res, *ai;
 	char host[256], port[32];
 	int fd = -1, one = 1, r;
 
-	if (split_addr(arg, host, sizeof(host), port, sizeof(port))) {
+	if (wire_split_address(arg, host, sizeof(host), port, sizeof(port), NULL, true)) {
 		fprintf(stderr, "layerprofd: invalid --listen '%s': expected ADDR:PORT\n", arg);
 		return -1;
 	}

@@ -254,3 +254,47 @@ int wire_kv_get(const uint8_t *payload, size_t len, const char *key, char *out, 
 	}
 	return -ENOENT;
 }
+
+int wire_split_address(const char *addr, char *host, size_t hsize, char *port, size_t psize, const char *default_port,
+                       bool allow_any_host)
+{
+	const char *h = addr, *p = NULL;
+	size_t hlen;
+	char *end;
+	long v;
+
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+
+		if (!close)
+			return -EINVAL;
+		h = addr + 1;
+		hlen = (size_t)(close - h);
+		if (close[1] == ':')
+			p = close + 2;
+		else if (close[1])
+			return -EINVAL;
+	} else {
+		const char *colon = strrchr(addr, ':');
+
+		if (colon && strchr(addr, ':') != colon)
+			return -EINVAL; /* a bare IPv6 address needs brackets */
+		hlen = colon ? (size_t)(colon - addr) : strlen(addr);
+		if (colon)
+			p = colon + 1;
+	}
+	if ((!hlen && !allow_any_host) || hlen >= hsize)
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (!p)
+		p = default_port;
+	if (!p)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (!*p || *end || errno || v < 1 || v > 65535 || strlen(p) >= psize)
+		return -EINVAL;
+	strcpy(port, p);
+	return 0;
+}

@@ -110,4 +110,12 @@ int wire_send(int fd, uint8_t type, uint32_t *seq, const void *payload, uint32_t
  * cut short without notice).  On failure out is "" (when size > 0). */
 int wire_kv_get(const uint8_t *payload, size_t len, const char *key, char *out, size_t size);
 
+/* Splits "host:port", "[v6addr]:port" or "host" into host[hsize] and
+ * port[psize].  A missing port is default_port (an error when NULL); an
+ * empty host ("" or ":port") is accepted only with allow_any_host (a
+ * listener's "all addresses").  A bare IPv6 address needs brackets.
+ * Returns 0 or -EINVAL (also for a port outside 1..65535 or too long). */
+int wire_split_address(const char *addr, char *host, size_t hsize, char *port, size_t psize, const char *default_port,
+                       bool allow_any_host);
+
 #endif

@@ -28,43 +28,7 @@ static uint64_t now_ms(void)
 
 int netclient_split_address(const char *addr, char *host, size_t hsize, char *port, size_t psize)
 {
-	const char *h = addr, *p = NULL;
-	size_t hlen;
-	char *end;
-	long v;
-
-	if (addr[0] == '[') {
-		const char *close = strchr(addr, ']');
-
-		if (!close)
-			return -EINVAL;
-		h = addr + 1;
-		hlen = (size_t)(close - h);
-		if (close[1] == ':')
-			p = close + 2;
-		else if (close[1])
-			return -EINVAL;
-	} else {
-		const char *colon = strrchr(addr, ':');
-
-		if (colon && strchr(addr, ':') != colon)
-			return -EINVAL; /* a bare IPv6 address needs brackets */
-		hlen = colon ? (size_t)(colon - addr) : strlen(addr);
-		if (colon)
-			p = colon + 1;
-	}
-	if (!hlen || hlen >= hsize)
-		return -EINVAL;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	if (!p)
-		p = NETCLIENT_DEFAULT_PORT;
-	errno = 0;
-	v = strtol(p, &end, 10);
-	if (!*p || *end || errno || v < 1 || v > 65535 || strlen(p) >= psize)
-		return -EINVAL;
-	strcpy(port, p);
-	return 0;
+	return wire_split_address(addr, host, hsize, port, psize, NETCLIENT_DEFAULT_PORT, false);
 }
 
 void netclient_init(struct netclient *c)

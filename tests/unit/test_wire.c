@@ -631,6 +631,42 @@ static void test_send(void)
 	free(big);
 }
 
+/* ADDR:PORT as the agent (any host allowed, port required) and the host
+ * (host required, default port) read it. */
+static void test_split_address(void)
+{
+	char host[64], port[8];
+
+	CHECK_EQ_U64(wire_split_address("dev:7878", host, sizeof(host), port, sizeof(port), NULL, false), 0);
+	CHECK_STR(host, "dev");
+	CHECK_STR(port, "7878");
+	CHECK_EQ_U64(wire_split_address("[::1]:9", host, sizeof(host), port, sizeof(port), NULL, false), 0);
+	CHECK_STR(host, "::1");
+	CHECK_STR(port, "9");
+	CHECK_EQ_U64(wire_split_address("10.0.0.2", host, sizeof(host), port, sizeof(port), "7878", false), 0);
+	CHECK_STR(port, "7878");
+	CHECK_EQ_U64(wire_split_address(":7878", host, sizeof(host), port, sizeof(port), NULL, true), 0);
+	CHECK_STR(host, "");
+	CHECK_EQ_U64((uint64_t)wire_split_address(":7878", host, sizeof(host), port, sizeof(port), NULL, false),
+	             (uint64_t)-EINVAL);
+	CHECK_EQ_U64((uint64_t)wire_split_address("dev", host, sizeof(host), port, sizeof(port), NULL, true),
+	             (uint64_t)-EINVAL);
+	CHECK_EQ_U64((uint64_t)wire_split_address("::1:80", host, sizeof(host), port, sizeof(port), NULL, true),
+	             (uint64_t)-EINVAL);
+	CHECK_EQ_U64((uint64_t)wire_split_address("[::1", host, sizeof(host), port, sizeof(port), "1", true),
+	             (uint64_t)-EINVAL);
+	CHECK_EQ_U64((uint64_t)wire_split_address("dev:0", host, sizeof(host), port, sizeof(port), NULL, true),
+	             (uint64_t)-EINVAL);
+	CHECK_EQ_U64((uint64_t)wire_split_address("dev:65536", host, sizeof(host), port, sizeof(port), NULL, true),
+	             (uint64_t)-EINVAL);
+	CHECK_EQ_U64((uint64_t)wire_split_address("dev:80x", host, sizeof(host), port, sizeof(port), NULL, true),
+	             (uint64_t)-EINVAL);
+	CHECK_EQ_U64(
+	    (uint64_t)wire_split_address("a-very-long-host-name-that-does-not-fit-in-sixty-four-bytes-at-all:1", host,
+	                                 sizeof(host), port, sizeof(port), NULL, true),
+	    (uint64_t)-EINVAL);
+}
+
 int main(void)
 {
 	test_header();
@@ -641,5 +677,6 @@ int main(void)
 	test_datagram();
 	test_kv();
 	test_send();
+	test_split_address();
 	return check_summary();
 }
