@@ -1,0 +1,112 @@
+/* The system call tracer: watches the system calls of a process tree and
+ * hands each call's entry and exit to its user (the recorder's or the
+ * agent's drain, which merges them into the thread's event stream).  Two
+ * backends: kernel tracepoints read through perf_event_open (low overhead),
+ * and ptrace with a seccomp-bpf filter (works where perf events are
+ * refused).  C11 and libc only: it runs on the target. */
+#ifndef LP_SYSTRACE_H
+#define LP_SYSTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/systab.h"
+
+#define SYSREC_IPS_MAX 16u
+#define SYSREC_STR_MAX 256u
+
+enum sysrec_kind {
+	SYSREC_ENTER = 1,
+	SYSREC_EXIT = 2,
+};
+
+/* One syscall entry or exit.  Pointers are valid during the callback only. */
+struct sysrec {
+	uint8_t kind;  /* enum sysrec_kind */
+	uint8_t arch;  /* enum sys_arch of the tracee */
+	uint16_t nips; /* ENTER: user stack frames in ips */
+	uint32_t pid, tid;
+	uint32_t nr;
+	uint64_t ns;      /* CLOCK_MONOTONIC */
+	uint64_t args[6]; /* ENTER: raw arguments */
+	int64_t ret;      /* EXIT: raw return value (-errno on failure) */
+	/* ENTER: user return addresses, innermost first: ips[0] is the
+	 * address after the syscall instruction, the rest a frame-pointer
+	 * walk, as far as the backend could get */
+	uint64_t ips[SYSREC_IPS_MAX];
+	/* ENTER: the path argument of the open family (at most
+	 * SYSREC_STR_MAX bytes, no NUL), when the backend could read it;
+	 * str_late: read after the call began (tracepoint backend), not at
+	 * the stop (ptrace) */
+	const char *str;
+	uint32_t str_len;
+	bool str_late;
+};
+
+enum systrace_backend {
+	SYSTRACE_AUTO = 0,
+	SYSTRACE_TRACEPOINT = 1,
+	SYSTRACE_PTRACE = 2,
+};
+
+struct systrace_ops {
+	void *ctx;
+	/* every entry and exit, per thread in time order */
+	void (*sys)(void *ctx, const struct sysrec *rec);
+	/* records the kernel dropped (tracepoint buffer full), with the
+	 * thread when known (0: unknown); never silent */
+	void (*lost)(void *ctx, uint32_t pid, uint32_t tid, uint64_t count);
+};
+
+struct systrace_config {
+	enum systrace_backend backend;
+	struct sys_set filter;  /* syscalls to trace (sys_set_all for all) */
+	uint32_t buffer_pages;  /* tracepoint: pages per CPU buffer (power of
+	                         * two); 0: the default (256) */
+	bool kill_on_detach;    /* ptrace: kill the tree on systrace_free
+	                         * (the default leaves it running) */
+};
+
+struct systrace;
+
+/* Starts `argv` (PATH searched, environment envp) under the syscall tracer
+ * and returns once it is set up; the program runs its first instruction
+ * after exec with tracing in place.  With SYSTRACE_AUTO the tracepoint
+ * backend is tried first, then ptrace; `why` receives one line saying which
+ * backend was chosen and why ("tracepoint: perf_event_open works" or
+ * "ptrace: perf_event_open: Permission denied").  On error returns NULL
+ * with errno set and the reason in err ("no syscall backend works:
+ * tracepoint: ...; ptrace: ..."). *pid receives the program's pid. */
+struct systrace *systrace_spawn(char *const argv[], char *const envp[], const struct systrace_config *cfg,
+                                const struct systrace_ops *ops, pid_t *pid, char *why, size_t whylen, char *err,
+                                size_t errlen);
+/* Traces a running process (all its threads and its future children). */
+struct systrace *systrace_attach(pid_t pid, const struct systrace_config *cfg, const struct systrace_ops *ops,
+                                 char *why, size_t whylen, char *err, size_t errlen);
+enum systrace_backend systrace_backend(const struct systrace *st);
+/* Hands every record available now to ops.sys, in time order per thread.
+ * Non-blocking; call it often (the recorder calls it on each drain poll,
+ * after loading the ring heads).  Returns the number of records, or
+ * -errno. */
+long systrace_poll(struct systrace *st);
+/* The spawned program has ended; *status receives its wait status.  With
+ * the ptrace backend the tracer reaps the tree itself, so the caller must
+ * not waitpid the program and learns of its end here.  With the tracepoint
+ * backend the caller waits for the program as usual and this returns
+ * false. */
+bool systrace_exited(struct systrace *st, int *status);
+/* Counters for the summary. */
+struct systrace_stats {
+	uint64_t records; /* entries and exits handed out */
+	uint64_t lost;    /* records the kernel dropped */
+	uint64_t stops;   /* ptrace stops handled */
+};
+void systrace_get_stats(const struct systrace *st, struct systrace_stats *out);
+/* Stops tracing: hands out what is left, detaches from every traced task
+ * (leaving it running, or killing it with kill_on_detach) and frees.
+ * Accepts NULL. */
+void systrace_free(struct systrace *st);
+
+#endif
