@@ -65,8 +65,12 @@ struct systrace_config {
 	struct sys_set filter;  /* syscalls to trace (sys_set_all for all) */
 	uint32_t buffer_pages;  /* tracepoint: pages per CPU buffer (power of
 	                         * two); 0: the default (256) */
-	bool kill_on_detach;    /* ptrace: kill the tree on systrace_free
-	                         * (the default leaves it running) */
+	/* ptrace: what systrace_free does to a tree still running.  false:
+	 * kills it.  true: detaches and leaves it running, which rules out
+	 * the seccomp filter (its selected syscalls would fail with ENOSYS
+	 * once no tracer is attached), so every syscall stops the tracee and
+	 * the filter is applied in the tracer. */
+	bool keep_running;
 };
 
 struct systrace;
@@ -105,7 +109,8 @@ struct systrace_stats {
 };
 void systrace_get_stats(const struct systrace *st, struct systrace_stats *out);
 /* Stops tracing: hands out what is left, detaches from every traced task
- * (leaving it running, or killing it with kill_on_detach) and frees.
+ * (see keep_running; the tracepoint backend always leaves it running) and
+ * frees.
  * Accepts NULL. */
 void systrace_free(struct systrace *st);
 
