@@ -1,0 +1,214 @@
+/* Writing a live stream as a trace directory, and keeping the stream in
+ * memory until a save starts (see livesave.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/chunk.h"
+#include "host/lib/livesave.h"
+#include "layerprof/format.h"
+
+#define KEEP_FIRST_CAP (1u << 20)
+
+void livesave_init(struct livesave *sv)
+{
+	memset(sv, 0, sizeof(*sv));
+	sv->fd = -1;
+}
+
+void livesave_release(struct livesave *sv)
+{
+	if (sv->fd >= 0)
+		close(sv->fd);
+	free(sv->kept);
+	sv->fd = -1;
+	sv->kept = NULL;
+	sv->kept_len = sv->kept_cap = 0;
+}
+
+/* An existing trace directory is kept as DIR.old, as record does; an empty
+ * directory is used; anything else is refused. */
+static int prepare_dir(struct livesave *sv, const char *dir)
+{
+	char data[PATH_MAX + 16], old[PATH_MAX + 16], oldata[PATH_MAX + 32];
+	struct stat st;
+
+	if (stat(dir, &st) == 0) {
+		snprintf(data, sizeof(data), "%s/%s", dir, LP_TRACE_DATA);
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(sv->error, sizeof(sv->error), "'%s' exists and is not a directory", dir);
+			return -EEXIST;
+		}
+		if (access(data, F_OK)) {
+			if (rmdir(dir) == 0 || errno != ENOTEMPTY)
+				goto create;
+			snprintf(sv->error, sizeof(sv->error), "'%s' exists and is not a layerprof trace", dir);
+			return -EEXIST;
+		}
+		snprintf(old, sizeof(old), "%s.old", dir);
+		snprintf(oldata, sizeof(oldata), "%s/%s", old, LP_TRACE_DATA);
+		unlink(oldata);
+		rmdir(old);
+		if (rename(dir, old)) {
+			int e = errno;
+
+			snprintf(sv->error, sizeof(sv->error), "cannot move '%s' to '%s': %s", dir, old, strerror(e));
+			return -e;
+		}
+	}
+create:
+	if (mkdir(dir, 0755)) {
+		int e = errno;
+
+		snprintf(sv->error, sizeof(sv->error), "cannot create trace '%s': %s", dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int save_write(struct livesave *sv, const void *buf, size_t len)
+{
+	int r;
+
+	if (sv->fd < 0)
+		return sv->failed ? -EIO : 0;
+	r = write_all(sv->fd, buf, len);
+	if (r) {
+		snprintf(sv->error, sizeof(sv->error), "cannot write trace '%s': %s", sv->dir, strerror(-r));
+		close(sv->fd);
+		sv->fd = -1;
+		sv->failed = true;
+		return r;
+	}
+	sv->bytes += len;
+	return 0;
+}
+
+int livesave_open(struct livesave *sv, const char *dir)
+{
+	uint8_t hdr[LP_FILE_HEADER_SIZE];
+	char data[PATH_MAX + 16];
+	int r;
+
+	if (strlen(dir) >= sizeof(sv->dir)) {
+		snprintf(sv->error, sizeof(sv->error), "path '%s' too long", dir);
+		return -ENAMETOOLONG;
+	}
+	r = prepare_dir(sv, dir);
+	if (r)
+		return r;
+	snprintf(data, sizeof(data), "%s/%s", dir, LP_TRACE_DATA);
+	sv->fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (sv->fd < 0) {
+		r = -errno;
+		snprintf(sv->error, sizeof(sv->error), "cannot create trace '%s': %s", data, strerror(-r));
+		return r;
+	}
+	strcpy(sv->dir, dir);
+	sv->bytes = 0;
+	sv->failed = false;
+	trace_header_put(hdr);
+	r = save_write(sv, hdr, sizeof(hdr));
+	if (!r && sv->kept_len)
+		r = save_write(sv, sv->kept, sv->kept_len);
+	free(sv->kept);
+	sv->kept = NULL;
+	sv->kept_len = sv->kept_cap = 0;
+	return r;
+}
+
+/* Keeps a received chunk in memory for a later save, within
+ * LIVESAVE_KEEP_MAX; past it, nothing is kept. */
+static void keep(struct livesave *sv, const void *buf, size_t len)
+{
+	if (sv->kept_dropped)
+		return;
+	if (sv->kept_len + len > sv->kept_cap) {
+		size_t cap = sv->kept_cap ? sv->kept_cap : KEEP_FIRST_CAP;
+		uint8_t *p;
+
+		while (cap < sv->kept_len + len)
+			cap *= 2;
+		if (cap > LIVESAVE_KEEP_MAX || !(p = realloc(sv->kept, cap))) {
+			free(sv->kept);
+			sv->kept = NULL;
+			sv->kept_len = sv->kept_cap = 0;
+			sv->kept_dropped = true;
+			return;
+		}
+		sv->kept = p;
+		sv->kept_cap = cap;
+	}
+	memcpy(sv->kept + sv->kept_len, buf, len);
+	sv->kept_len += len;
+}
+
+int livesave_chunk(struct livesave *sv, const void *chunk, size_t len)
+{
+	if (sv->fd >= 0)
+		return save_write(sv, chunk, len);
+	if (!sv->failed)
+		keep(sv, chunk, len);
+	return 0;
+}
+
+int livesave_close(struct livesave *sv, bool add_end, uint64_t events)
+{
+	char end[128];
+	int n;
+
+	if (sv->fd < 0)
+		return sv->failed ? -EIO : 0;
+	if (add_end) {
+		uint8_t hdr[LP_CHUNK_HEADER_SIZE];
+
+		n = snprintf(end, sizeof(end), "closed_by=host\nevents=%" PRIu64 "\n", events);
+		chunk_header_put(hdr, LP_CHUNK_END, end, (uint32_t)n);
+		if (save_write(sv, hdr, sizeof(hdr)) || save_write(sv, end, (size_t)n))
+			return -EIO;
+	}
+	if (fsync(sv->fd) || close(sv->fd)) {
+		snprintf(sv->error, sizeof(sv->error), "cannot write trace '%s': %s", sv->dir, strerror(errno));
+		sv->fd = -1;
+		sv->failed = true;
+		return -EIO;
+	}
+	sv->fd = -1;
+	return 0;
+}
+
+void livesave_discard(struct livesave *sv)
+{
+	char data[PATH_MAX + 16];
+
+	if (sv->fd < 0)
+		return;
+	close(sv->fd);
+	sv->fd = -1;
+	snprintf(data, sizeof(data), "%s/%s", sv->dir, LP_TRACE_DATA);
+	unlink(data);
+	rmdir(sv->dir);
+	sv->dir[0] = '\0';
+}
