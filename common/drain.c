@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,53 +14,14 @@
 
 #include "common/clocksync.h"
 #include "common/drain.h"
+#include "common/drain_impl.h"
 #include "common/encoder.h"
 
-#define DRAIN_STREAMS_MAX 65536u
-#define DRAIN_PATH_MAX 600u
-#define DRAIN_EXITS_MAX 4096u
+/* CLOCK chunks at most this often; a full directory scan at least this often. */
+#define DRAIN_CLOCK_PERIOD_NS 2000000000ull
+#define DRAIN_RESCAN_NS 1000000000ull
 
-struct stream {
-	struct lp_ring_header *ring;
-	const struct lp_slot *slots;
-	size_t map_size;
-	uint32_t ring_slots;
-	uint32_t tail;
-	uint64_t lost_reported; /* events covered by LOST slots so far */
-	uint64_t dropped_seen;  /* ring->dropped at the last poll */
-	bool final;             /* its process is gone: head will not move */
-	bool closed;
-	int exit_status; /* with final: wait status, or -1 */
-	struct encoder *enc;
-	struct filter_stream fs;
-	bool filtered;
-	struct drain *d;
-};
-
-struct exited {
-	pid_t pid;
-	int status;
-};
-
-struct drain {
-	char dir[DRAIN_PATH_MAX];
-	struct drain_config cfg;
-	struct drain_ops ops;
-	struct lp_control *control;
-	struct clocksync *clock;
-	struct stream **streams;
-	size_t nstreams, cap;
-	struct exited exits[DRAIN_EXITS_MAX];
-	size_t nexits;
-	struct drain_stats stats;
-	uint64_t last_clock_export;
-	bool pressure;
-	bool attached;                  /* the directory belongs to the program */
-	struct lp_filter_file *filters; /* mapped when first set */
-	int error;
-};
-
-static int emit(struct drain *d, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
+int drain_emit(struct drain *d, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
 {
 	int r;
 
@@ -72,16 +34,21 @@ static int emit(struct drain *d, uint8_t type, const uint8_t *payload, size_t le
 	return r;
 }
 
-static void flush_stream(struct stream *s)
+void drain_flush_encoder(struct drain *d, struct encoder *e)
 {
 	const uint8_t *payload;
-	uint64_t events = s->enc->events;
-	size_t len = encoder_take(s->enc, &payload);
+	uint64_t events = e->events;
+	size_t len = encoder_take(e, &payload);
 
 	if (len) {
-		s->d->stats.events += events;
-		emit(s->d, LP_CHUNK_EVENTS, payload, len, events);
+		d->stats.events += events;
+		drain_emit(d, LP_CHUNK_EVENTS, payload, len, events);
 	}
+}
+
+static void flush_stream(struct stream *s)
+{
+	drain_flush_encoder(s->d, s->enc);
 }
 
 static inline void maybe_flush(struct stream *s)
@@ -107,6 +74,17 @@ static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uin
 
 	encoder_exit(s->enc, ns, addr);
 	maybe_flush(s);
+}
+
+static void notify_init(struct drain *d)
+{
+	d->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (d->notify_fd >= 0 &&
+	    inotify_add_watch(d->notify_fd, d->dir, IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE | IN_MODIFY) <
+	        0) {
+		close(d->notify_fd);
+		d->notify_fd = -1;
+	}
 }
 
 static int write_control(struct drain *d)
@@ -154,6 +132,7 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
+	d->notify_fd = -1;
 	d->clock = malloc(sizeof(*d->clock));
 	if (!d->clock) {
 		free(d);
@@ -174,6 +153,7 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 		rmdir(dir);
 		goto fail;
 	}
+	notify_init(d);
 	return d;
 fail:
 	free(d->clock);
@@ -220,8 +200,10 @@ struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
 		return NULL;
 	}
 	d = calloc(1, sizeof(*d));
-	if (d)
+	if (d) {
+		d->notify_fd = -1;
 		d->clock = malloc(sizeof(*d->clock));
+	}
 	if (!d || !d->clock) {
 		free(d);
 		munmap(map, sizeof(*c));
@@ -237,6 +219,7 @@ struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
 	d->attached = true;
 	clocksync_init(d->clock, c->clock);
 	clocksync_sample(d->clock, 1);
+	notify_init(d);
 	return d;
 }
 
@@ -247,6 +230,8 @@ void drain_set_chunk_bytes(struct drain *d, uint32_t bytes)
 	d->cfg.chunk_bytes = bytes;
 	for (i = 0; i < d->nstreams; i++)
 		encoder_set_target(d->streams[i]->enc, bytes ? bytes : LP_CHUNK_TARGET_PAYLOAD);
+	if (d->sys)
+		drainsys_set_chunk_bytes(d, bytes);
 }
 
 void drain_set_enabled(struct drain *d, bool on)
@@ -259,7 +244,7 @@ void drain_set_enabled(struct drain *d, bool on)
 		atomic_fetch_and_explicit(flags, ~(uint32_t)LP_CTL_ENABLED, memory_order_release);
 }
 
-static bool exited_status(struct drain *d, uint32_t pid, int *status)
+bool drain_exited_status(struct drain *d, uint32_t pid, int *status)
 {
 	size_t i;
 
@@ -340,6 +325,7 @@ static int stream_open(struct drain *d, const char *name)
 	s->ring_slots = h->ring_chunks * h->chunk_slots;
 	s->tail = atomic_load_explicit((_Atomic uint32_t *)&h->tail, memory_order_acquire);
 	s->exit_status = -1;
+	s->sys_next = UINT64_MAX;
 	encoder_init(s->enc, h->image, h->pid, h->tid);
 	if (d->cfg.chunk_bytes)
 		encoder_set_target(s->enc, d->cfg.chunk_bytes);
@@ -354,29 +340,63 @@ static int stream_open(struct drain *d, const char *name)
 		}
 		s->filtered = true;
 	}
-	if (exited_status(d, h->pid, &status)) {
+	if (drain_exited_status(d, h->pid, &status)) {
 		s->final = true;
 		if (h->tid == h->pid)
 			s->exit_status = status;
 	}
 	d->streams[d->nstreams++] = s;
 	d->stats.streams++;
+	if (d->sys)
+		drainsys_bind(d, s);
 	unlink(path);
 	return 0;
+}
+
+/* True when the directory may hold a new ring: something changed in it
+ * (inotify), a ring was not ready at the last scan, or a while has passed
+ * (a safety net).  Without inotify, always. */
+static bool scan_needed(struct drain *d)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	bool changed = false;
+	uint64_t now;
+
+	if (d->notify_fd < 0)
+		return true;
+	while (read(d->notify_fd, buf, sizeof(buf)) > 0)
+		changed = true;
+	now = clocksync_monotonic_ns();
+	if (changed || d->scan_pending || now - d->last_scan >= DRAIN_RESCAN_NS) {
+		d->last_scan = now;
+		return true;
+	}
+	return false;
 }
 
 static int scan_dir(struct drain *d)
 {
 	size_t prefix = strlen(LP_RING_PREFIX);
+	size_t before;
 	struct dirent *e;
-	DIR *dir = opendir(d->dir);
+	DIR *dir;
 	int r = 0;
 
+	if (!scan_needed(d))
+		return 0;
+	dir = opendir(d->dir);
 	if (!dir)
 		return 0;
-	while ((e = readdir(dir)) && !r)
-		if (!strncmp(e->d_name, LP_RING_PREFIX, prefix))
-			r = stream_open(d, e->d_name);
+	d->scan_pending = false;
+	while ((e = readdir(dir)) && !r) {
+		if (strncmp(e->d_name, LP_RING_PREFIX, prefix))
+			continue;
+		before = d->nstreams;
+		r = stream_open(d, e->d_name);
+		/* a ring not set up yet stays in the directory: look again */
+		if (!r && d->nstreams == before)
+			d->scan_pending = true;
+	}
 	closedir(dir);
 	return r;
 }
@@ -430,6 +450,17 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 	maybe_flush(s);
 }
 
+/* The clock points taken so far go out as a CLOCK chunk now and then,
+ * so that a long session keeps them all (a live host sees them too). */
+static void emit_clock(struct drain *d)
+{
+	uint8_t buf[16384];
+	size_t len;
+
+	while ((len = clocksync_export(d->clock, buf, sizeof(buf))) > 1)
+		drain_emit(d, LP_CHUNK_CLOCK, buf, len, 0);
+}
+
 /* Consumes slots [s->tail, head) of one ring. */
 static uint32_t stream_consume(struct stream *s, uint32_t head)
 {
@@ -448,6 +479,10 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		payload = word & LP_SLOT_PAYLOAD_MASK;
 		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), step = 1;
 		uint64_t ns = clocksync_ns(cs, sl->time);
+
+		/* the thread's syscalls before this event come first */
+		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD)
+			drainsys_emit(s, ns);
 
 		switch (type) {
 		case LP_RAW_ENTRY:
@@ -512,6 +547,8 @@ static void stream_close(struct stream *s)
 
 	if (s->filtered)
 		filter_finish(&s->fs, s->fs.last_ns);
+	if (s->sys)
+		drainsys_unbind(s);
 	if (s->enc->len && s->enc->last_ns < ns)
 		ns = s->enc->last_ns;
 	if (dropped > s->lost_reported) {
@@ -533,24 +570,32 @@ static void stream_close(struct stream *s)
 
 long drain_poll(struct drain *d)
 {
-	uint32_t *heads;
+	uint32_t *heads = NULL;
 	long total = 0;
+	uint64_t t0;
 	size_t i, j;
 	int r;
 
 	r = scan_dir(d);
 	if (r)
 		return r;
-	if (!d->nstreams)
-		return 0;
-	heads = malloc(d->nstreams * sizeof(*heads));
-	if (!heads)
-		return -ENOMEM;
+	if (d->nstreams) {
+		heads = malloc(d->nstreams * sizeof(*heads));
+		if (!heads)
+			return -ENOMEM;
+	}
 	/* Load every head, then sample the clock: each slot read below was
-	 * written before the sample, so its time converts by interpolation. */
+	 * written before the sample, so its time converts by interpolation.
+	 * Syscall records are collected after the heads: a thread's syscalls
+	 * made before a published event are then always among them (t0, taken
+	 * before the heads, bounds what may be written without a later ring
+	 * event to order against). */
+	t0 = clocksync_monotonic_ns();
 	for (i = 0; i < d->nstreams; i++)
 		heads[i] = atomic_load_explicit((_Atomic uint32_t *)&d->streams[i]->ring->head, memory_order_acquire);
 	clocksync_sample(d->clock, 1);
+	if (d->ops.collect)
+		d->ops.collect(d->ops.ctx);
 	d->pressure = false;
 	for (i = 0; i < d->nstreams; i++) {
 		struct stream *s = d->streams[i];
@@ -570,6 +615,12 @@ long drain_poll(struct drain *d)
 			stream_close(s);
 	}
 	free(heads);
+	if (d->sys)
+		drainsys_after_poll(d, t0);
+	if (t0 - d->last_clock_export >= DRAIN_CLOCK_PERIOD_NS) {
+		emit_clock(d);
+		d->last_clock_export = t0;
+	}
 	/* drop closed streams */
 	for (i = j = 0; i < d->nstreams; i++) {
 		if (d->streams[i]->closed) {
@@ -692,6 +743,8 @@ int drain_flush(struct drain *d)
 
 	for (i = 0; i < d->nstreams; i++)
 		flush_stream(d->streams[i]);
+	if (d->sys)
+		drainsys_flush(d);
 	return d->error;
 }
 
@@ -713,21 +766,14 @@ void drain_process_exited(struct drain *d, pid_t pid, int status)
 				s->exit_status = status;
 		}
 	}
+	if (d->sys)
+		drainsys_process_exited(d, (uint32_t)pid, status);
 	/* rings of this pid not found yet: remembered for stream_open */
 	if (d->nexits < DRAIN_EXITS_MAX) {
 		d->exits[d->nexits].pid = pid;
 		d->exits[d->nexits].status = status;
 		d->nexits++;
 	}
-}
-
-static void emit_clock(struct drain *d)
-{
-	uint8_t buf[16384];
-	size_t len;
-
-	while ((len = clocksync_export(d->clock, buf, sizeof(buf))) > 1)
-		emit(d, LP_CHUNK_CLOCK, buf, len, 0);
 }
 
 int drain_finish(struct drain *d)
@@ -746,10 +792,12 @@ int drain_finish(struct drain *d)
 		free(d->streams[i]);
 	}
 	d->nstreams = 0;
+	if (d->sys)
+		drainsys_finish(d);
 	emit_clock(d);
 	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
 	             (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
-	emit(d, LP_CHUNK_END, (const uint8_t *)end, (size_t)n, 0);
+	drain_emit(d, LP_CHUNK_END, (const uint8_t *)end, (size_t)n, 0);
 	return d->error;
 }
 
@@ -776,6 +824,9 @@ void drain_free(struct drain *d)
 		free(d->streams[i]);
 	}
 	free(d->streams);
+	drainsys_free(d);
+	if (d->notify_fd >= 0)
+		close(d->notify_fd);
 	if (d->filters)
 		munmap(d->filters, sizeof(*d->filters));
 	if (d->attached) {

@@ -25,6 +25,9 @@ struct drain_ops {
 	void (*map)(void *ctx, uint32_t image, const struct lp_event *ev);
 	/* Optional: record-time filters; NULL or empty records everything. */
 	const struct filter_spec *filter;
+	/* Optional: called by drain_poll after it has loaded the ring heads,
+	 * to hand over syscall records (drain_syscall) */
+	void (*collect)(void *ctx);
 };
 
 struct drain_config {
@@ -83,6 +86,19 @@ int drain_set_filters(struct drain *d, const uint64_t *only, size_t n_only, cons
 void drain_set_hold(struct drain *d, bool on);
 /* Removes the source filters: every call is recorded again. */
 void drain_clear_filters(struct drain *d);
+/* A syscall entry or exit of thread `tid` of process `pid` (ns: CLOCK_MONOTONIC;
+ * ev: see common/sysevent.h, its path is copied).  Call it from ops.collect,
+ * each thread's records in time order.  The record goes into the thread's
+ * stream in time order with its function events: into the stream of its
+ * ring once the ring is there (records of a thread without one are held up
+ * to DRAIN_SYSCALL_HOLD_NS for it), else into a stream of syscalls only,
+ * whose process image gets the code mappings of /proc/<pid>/maps.  Returns
+ * 0 or -ENOMEM (the record is then counted lost). */
+struct sysevent;
+int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev);
+/* count syscall records were lost (tid 0: thread unknown); shown as lost
+ * events in the thread's stream. */
+void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count);
 /* Unmaps everything and removes the session directory.  Accepts NULL. */
 void drain_free(struct drain *d);
 

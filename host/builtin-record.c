@@ -19,11 +19,14 @@
 #include "common/chunk.h"
 #include "common/clocksync.h"
 #include "common/drain.h"
+#include "common/sysevent.h"
+#include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/classify.h"
 #include "host/lib/options.h"
 #include "host/lib/symbolizer.h"
 #include "lp_arch.h"
+#include "systrace/systrace.h"
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"
 #define RECORD_DEFAULT_BUFFER (8u << 20)
@@ -42,7 +45,15 @@ static const char record_usage[] =
     "                        is kept as DIR.old)\n"
     "  -b, --buffer-size SZ  ring buffer per thread (default 8M; 128K to 256M)\n"
     "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
-    "  -q, --quiet           no summary line\n" FILTER_HELP "  -h, --help            this text\n";
+    "  -q, --quiet           no summary line\n"
+    "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: kernel\n"
+    "                        tracepoints if allowed, else ptrace), tracepoint, ptrace\n"
+    "      --syscall-filter LIST  only these syscalls: names and globs, e.g.\n"
+    "                        'read,write,open*'; '!name' leaves one out\n"
+    "      --keep-running    ptrace: if recording is interrupted, leave the program\n"
+    "                        running (every syscall then stops it, not only the\n"
+    "                        selected ones); by default it is killed\n" FILTER_HELP
+    "  -h, --help            this text\n";
 
 static volatile sig_atomic_t stop_requests;
 static volatile sig_atomic_t forward_signal;
@@ -63,6 +74,8 @@ struct recorder {
 	struct filter_spec spec;
 	struct filter_opts fopts;
 	int write_error;
+	struct drain *d;
+	struct systrace *st;
 };
 
 static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
@@ -84,6 +97,102 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 	if (rec->sym)
 		symbolizer_add_map(rec->sym, image, ev->base, ev->start, ev->end, ev->offset, ev->build_id,
 		                   ev->build_id_len, ev->str, ev->str_len);
+}
+
+/* Syscall records from the tracer go into the drain, which merges them
+ * into the threads' streams.  Runs inside drain_poll (ops.collect). */
+static void on_sysrec(void *ctx, const struct sysrec *r)
+{
+	struct recorder *rec = ctx;
+	const struct sys_info *si = sys_info((enum sys_arch)r->arch, r->nr);
+	struct sysevent ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.enter = r->kind == SYSREC_ENTER;
+	ev.arch = r->arch;
+	ev.nr = r->nr;
+	if (ev.enter) {
+		ev.flags = r->str_late ? SYSEVENT_STR_LATE : 0;
+		ev.nargs = si ? si->nargs : 6;
+		memcpy(ev.args, r->args, sizeof(ev.args));
+		ev.nips = r->nips < SYSEVENT_IPS_MAX ? r->nips : SYSEVENT_IPS_MAX;
+		memcpy(ev.ips, r->ips, ev.nips * sizeof(ev.ips[0]));
+		ev.str = r->str;
+		ev.str_len = r->str ? r->str_len : 0;
+	} else {
+		ev.ret = r->ret;
+	}
+	drain_syscall(rec->d, r->pid, r->tid, r->ns, &ev);
+}
+
+static void on_syslost(void *ctx, uint32_t pid, uint32_t tid, uint64_t count)
+{
+	struct recorder *rec = ctx;
+
+	drain_syscalls_lost(rec->d, pid, tid, count);
+}
+
+static void on_collect(void *ctx)
+{
+	struct recorder *rec = ctx;
+
+	if (rec->st)
+		systrace_poll(rec->st);
+}
+
+/* The environment of the program: the caller's, with the session and the
+ * runtime preloaded.  Returns a malloc'd array (strings malloc'd or
+ * borrowed from environ; freed with the process). */
+static char **program_env(const char *session, const char *lib)
+{
+	extern char **environ;
+	size_t n = 0, i, j = 0;
+	const char *old = NULL;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 3, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (!strncmp(environ[i], "LD_PRELOAD=", 11)) {
+			old = environ[i] + 11;
+			continue;
+		}
+		if (!strncmp(environ[i], LP_ENV_SESSION "=", strlen(LP_ENV_SESSION) + 1))
+			continue;
+		env[j++] = environ[i];
+	}
+	if (asprintf(&env[j], "%s=%s", LP_ENV_SESSION, session) < 0)
+		return NULL;
+	j++;
+	if (asprintf(&env[j], "LD_PRELOAD=%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "") < 0)
+		return NULL;
+	return env;
+}
+
+/* Whether `prog` can be run (as execvp would find it): the syscall
+ * tracer's child cannot tell us why an exec failed. */
+static int check_program(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) ? -errno : 0;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchr(path, ':');
+		size_t len = end ? (size_t)(end - path) : strlen(path);
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", prog);
+		if (!access(buf, X_OK))
+			return 0;
+		path += len + (end ? 1 : 0);
+	}
+	return -ENOENT;
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed
@@ -149,7 +258,7 @@ static int prepare_output(const char *out)
 	return 0;
 }
 
-static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer)
+static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, bool syscalls)
 {
 	char meta[8192];
 	struct utsname u;
@@ -164,6 +273,9 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 	                     u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
 	                     (unsigned long long)buffer, (unsigned long long)clocksync_monotonic_ns(),
 	                     (long long)time(NULL), filter_opts_any(&rec->fopts) ? 1 : 0);
+	if (syscalls)
+		n +=
+		    (size_t)snprintf(meta + n, sizeof(meta) - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native()));
 	for (i = 0; i < argc && n < sizeof(meta) - 2; i++) {
 		const char *a = argv[i];
 
@@ -283,6 +395,9 @@ int cmd_record(int argc, char **argv)
 		{ "buffer-size", required_argument, NULL, 'b' },
 		{ "clock", required_argument, NULL, 'C' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "syscalls", optional_argument, NULL, 's' },
+		{ "syscall-filter", required_argument, NULL, 'S' },
+		{ "keep-running", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -297,11 +412,14 @@ int cmd_record(int argc, char **argv)
 	char lib[PATH_MAX], session[256], data[PATH_MAX];
 	int c, r, errpipe[2], status = 0, exit_code = LP_EXIT_FAILURE, quiet = 0, child_errno = 0;
 	unsigned poll_us = RECORD_POLL_MIN_US;
-	bool child_done = false;
+	bool child_done = false, syscalls = false;
+	struct systrace_config stcfg = { .backend = SYSTRACE_AUTO };
+	const char *syscall_filter = NULL;
+	char why[300], err[600];
 	pid_t child;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:b:qhF:N:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:b:qhsF:N:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			rec.out = optarg;
@@ -324,6 +442,27 @@ int cmd_record(int argc, char **argv)
 		case 'q':
 			quiet = 1;
 			break;
+		case 's':
+			syscalls = true;
+			if (!optarg || !strcmp(optarg, "auto")) {
+				stcfg.backend = SYSTRACE_AUTO;
+			} else if (!strcmp(optarg, "tracepoint")) {
+				stcfg.backend = SYSTRACE_TRACEPOINT;
+			} else if (!strcmp(optarg, "ptrace")) {
+				stcfg.backend = SYSTRACE_PTRACE;
+			} else {
+				fprintf(stderr,
+				        "layerprof record: invalid --syscalls '%s': auto, tracepoint or ptrace\n",
+				        optarg);
+				return LP_EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			syscall_filter = optarg;
+			break;
+		case 'K':
+			stcfg.keep_running = true;
+			break;
 		case 'h':
 			fputs(record_usage, stdout);
 			return LP_EXIT_OK;
@@ -339,6 +478,14 @@ int cmd_record(int argc, char **argv)
 	if (optind >= argc) {
 		fprintf(stderr, "layerprof record: no program to run\n");
 		fputs(record_usage, stderr);
+		return LP_EXIT_USAGE;
+	}
+	if ((syscall_filter || stcfg.keep_running) && !syscalls) {
+		fprintf(stderr, "layerprof record: --syscall-filter and --keep-running need --syscalls\n");
+		return LP_EXIT_USAGE;
+	}
+	if (syscalls && sys_set_parse(&stcfg.filter, sys_arch_native(), syscall_filter, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: invalid --syscall-filter: %s\n", err);
 		return LP_EXIT_USAGE;
 	}
 	if (find_runtime(lib, sizeof(lib))) {
@@ -360,7 +507,7 @@ int cmd_record(int argc, char **argv)
 	       cfg.ring_chunks < 4096)
 		cfg.ring_chunks *= 2;
 	cfg.clock = choose_clock(clock_opt);
-	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer)) {
+	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, syscalls)) {
 		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", data, strerror(errno));
 		goto out;
 	}
@@ -368,6 +515,8 @@ int cmd_record(int argc, char **argv)
 	ops.ctx = &rec;
 	ops.chunk = on_chunk;
 	ops.map = on_map;
+	if (syscalls)
+		ops.collect = on_collect;
 	if (rec.fopts.n_only || rec.fopts.n_exclude || rec.fopts.depth || rec.fopts.min_ns) {
 		rec.sym = symbolizer_new(SYMBOLIZER_DEMANGLE);
 		if (rec.sym && (rec.fopts.n_only || rec.fopts.n_exclude)) {
@@ -400,12 +549,38 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "layerprof record: cannot create session '%s': %s\n", session, strerror(errno));
 		goto out;
 	}
+	rec.d = d;
 
 	/* orphaned descendants come to us, so that every exit is seen */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	if (syscalls) {
+		struct systrace_ops sops = { .ctx = &rec, .sys = on_sysrec, .lost = on_syslost };
+		char **env;
+
+		r = check_program(argv[optind]);
+		if (r) {
+			fprintf(stderr, "layerprof record: cannot run '%s': %s\n", argv[optind], strerror(-r));
+			exit_code = r == -ENOENT ? 127 : 126;
+			goto out;
+		}
+		env = program_env(session, lib);
+		if (!env) {
+			fprintf(stderr, "layerprof record: out of memory\n");
+			goto out;
+		}
+		rec.st = systrace_spawn(argv + optind, env, &stcfg, &sops, &child, why, sizeof(why), err, sizeof(err));
+		free(env);
+		if (!rec.st) {
+			fprintf(stderr, "layerprof record: cannot trace syscalls: %s\n", err);
+			goto out;
+		}
+		if (!quiet)
+			fprintf(stderr, "layerprof record: syscalls: %s\n", why);
+		goto run;
+	}
 	if (pipe2(errpipe, O_CLOEXEC)) {
 		fprintf(stderr, "layerprof record: cannot create pipe: %s\n", strerror(errno));
 		goto out;
@@ -429,9 +604,10 @@ int cmd_record(int argc, char **argv)
 	}
 	close(errpipe[0]);
 
+run:
 	for (;;) {
 		long consumed = drain_poll(d);
-		pid_t p;
+		pid_t p = 0;
 		int s;
 
 		if (consumed < 0)
@@ -440,7 +616,17 @@ int cmd_record(int argc, char **argv)
 			kill(child, forward_signal);
 			forward_signal = 0;
 		}
-		while ((p = waitpid(-1, &s, WNOHANG)) > 0) {
+		if (rec.st && systrace_backend(rec.st) == SYSTRACE_PTRACE) {
+			/* the tracer reaps its tracees itself */
+			if (!child_done && systrace_exited(rec.st, &s)) {
+				drain_process_exited(d, child, s);
+				status = s;
+				child_done = true;
+			}
+			if (child_done)
+				break;
+		}
+		while (!(rec.st && systrace_backend(rec.st) == SYSTRACE_PTRACE) && (p = waitpid(-1, &s, WNOHANG)) > 0) {
 			drain_process_exited(d, p, s);
 			if (p == child) {
 				status = s;
@@ -450,8 +636,14 @@ int cmd_record(int argc, char **argv)
 		if (p < 0 && errno == ECHILD)
 			break;
 		if (stop_requests > 1) {
-			fprintf(stderr, "layerprof record: interrupted: writing what was recorded; the program keeps "
-			                "running\n");
+			if (rec.st && systrace_backend(rec.st) == SYSTRACE_PTRACE && !stcfg.keep_running)
+				fprintf(stderr,
+				        "layerprof record: interrupted: writing what was recorded; the program is "
+				        "killed (see --keep-running)\n");
+			else
+				fprintf(stderr,
+				        "layerprof record: interrupted: writing what was recorded; the program keeps "
+				        "running\n");
 			break;
 		}
 		/* A busy program gets the drain's full attention (a ring that
@@ -467,6 +659,16 @@ int cmd_record(int argc, char **argv)
 	}
 	r = drain_finish(d);
 	drain_get_stats(d, &st);
+	if (rec.st) {
+		struct systrace_stats sst;
+
+		systrace_get_stats(rec.st, &sst);
+		if (sst.lost)
+			fprintf(stderr, "layerprof record: warning: %llu syscall records lost (kernel buffers full)\n",
+			        (unsigned long long)sst.lost);
+		systrace_free(rec.st);
+		rec.st = NULL;
+	}
 	if (r) {
 		exit_code = LP_EXIT_FAILURE;
 		goto out;
@@ -487,6 +689,7 @@ int cmd_record(int argc, char **argv)
 	else if (WIFSIGNALED(status))
 		exit_code = 128 + WTERMSIG(status);
 out:
+	systrace_free(rec.st);
 	drain_free(d);
 	classifier_free(rec.cls);
 	symbolizer_free(rec.sym);

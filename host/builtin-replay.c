@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/json.h"
 #include "host/lib/walk.h"
@@ -17,7 +18,9 @@ static const char replay_usage[] =
     "usage: layerprof replay [options] [<trace dir>]\n"
     "\n"
     "Prints the calls of a trace (default layerprof.data) as they happened, thread\n"
-    "by thread, indented by depth, with the duration of each call.\n"
+    "by thread, indented by depth, with the duration of each call.  System calls\n"
+    "(record --syscalls) appear inside the function that made them, as\n"
+    "\"[sys] name(args) = result\".\n"
     "\n"
     "      --format FMT      text (default) or json (one object per thread with\n"
     "                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
@@ -173,6 +176,46 @@ static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t coun
 	fprintf(rs->f, "%14s %12s | *** %llu events lost ***\n", t, "", (unsigned long long)count);
 }
 
+/* A system call, as a leaf at the depth of the calls its function makes. */
+static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32], d[32], name[48], args[512], ret[128];
+	uint64_t ns = sc->has_enter ? sc->enter_ns : sc->exit_ns;
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	sys_name((enum sys_arch)sc->arch, sc->nr, name, sizeof(name));
+	sys_format_args((enum sys_arch)sc->arch, sc->nr, sc->args, sc->nargs, sc->str, sc->str_len, args, sizeof(args));
+	if (sc->has_exit)
+		sys_format_ret((enum sys_arch)sc->arch, sc->nr, sc->ret, ret, sizeof(ret));
+	else
+		snprintf(ret, sizeof(ret), "?");
+	if (rp->json) {
+		fprintf(rs->f, "%s{\"type\":\"syscall\",\"time_ns\":%llu,\"depth\":%u,\"name\":\"%s\",\"args\":",
+		        rs->events ? "," : "", (unsigned long long)ns, sc->depth, name);
+		json_write_string(rs->f, sc->has_enter ? args : "");
+		if (sc->has_exit)
+			fprintf(rs->f, ",\"ret\":%lld", (long long)sc->ret);
+		if (sc->has_exit && sc->has_enter)
+			fprintf(rs->f, ",\"duration_ns\":%llu", (unsigned long long)(sc->exit_ns - sc->enter_ns));
+		if (!sc->has_exit)
+			fputs(",\"unfinished\":true", rs->f);
+		fputc('}', rs->f);
+		rs->events++;
+		return;
+	}
+	time_col(rp, ns, t, sizeof(t));
+	if (sc->has_enter && sc->has_exit)
+		format_duration(sc->exit_ns - sc->enter_ns, d, sizeof(d));
+	else
+		d[0] = '\0';
+	fprintf(rs->f, "%14s %12s | %*s[sys] %s(%s) = %s\n", t, d, (int)(2 * sc->depth), "", name,
+	        sc->has_enter ? args : "...", ret);
+}
+
 static void on_end(void *ctx, struct walk_stream *s)
 {
 	if (s->user)
@@ -199,9 +242,12 @@ int cmd_replay(int argc, char **argv)
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct walk_ops ops = {
-		.begin = on_begin, .entry = on_entry, .exit = on_exit_ev, .lost = on_lost, .end = on_end
-	};
+	struct walk_ops ops = { .begin = on_begin,
+		                .entry = on_entry,
+		                .exit = on_exit_ev,
+		                .lost = on_lost,
+		                .syscall = on_syscall,
+		                .end = on_end };
 	struct replay rp = { 0 };
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data";

@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/json.h"
 #include "host/lib/profile.h"
+#include "host/lib/sysstats.h"
 #include "host/lib/walk.h"
 
 static const char report_usage[] =
@@ -22,6 +24,9 @@ static const char report_usage[] =
     "  -s, --sort KEYS       sort by total, self, calls, avg, min, max or name;\n"
     "                        comma-separated, first key first (default total)\n"
     "  -t, --per-thread      one row per function and thread\n"
+    "      --syscalls        the system calls instead: per syscall its calls, errors\n"
+    "                        and times (total, avg, min, max, p50, p99), and per\n"
+    "                        function the syscalls it made\n"
     "      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"
     "\n"
     "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
@@ -64,6 +69,133 @@ static void print_text(struct report *rp, const struct profile_rows *rows)
 	}
 	if (w->lost)
 		printf("\n# %llu events lost: the profile is incomplete\n", (unsigned long long)w->lost);
+	if (w->syscalls)
+		printf("\n# the trace has system calls: see report --syscalls\n");
+}
+
+static void print_sys_text(struct report *rp, const struct sysstats *st, const struct sysstats_result *res)
+{
+	struct walk *w = &rp->w;
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+	size_t i;
+
+	printf("# layerprof report --syscalls: %llu calls, %llu errors, %zu syscalls, %u threads, %llu events lost\n",
+	       (unsigned long long)st->calls, (unsigned long long)st->errors, res->nrows, w->nstreams,
+	       (unsigned long long)w->lost);
+	if (!w->syscalls)
+		printf("# no system calls in this trace (record with --syscalls)\n");
+	printf("#\n");
+	printf("%10s %8s %12s %12s %12s %12s %12s %12s  %s\n", "Calls", "Errors", "Total", "Avg", "Min", "Max", "p50",
+	       "p99", "Syscall");
+	printf("%10s %8s %12s %12s %12s %12s %12s %12s  %s\n", "========", "======", "==========", "==========",
+	       "==========", "==========", "==========", "==========", "=======");
+	for (i = 0; i < res->nrows; i++) {
+		const struct sysstats_row *r = &res->rows[i];
+
+		printf("%10llu %8llu %12s %12s %12s %12s %12s %12s  %s", (unsigned long long)r->calls,
+		       (unsigned long long)r->errors, format_duration(r->total_ns, a, sizeof(a)),
+		       format_duration(r->timed ? r->total_ns / r->timed : 0, b, sizeof(b)),
+		       format_duration(r->min_ns, c, sizeof(c)), format_duration(r->max_ns, d, sizeof(d)),
+		       format_duration(r->p50_ns, e, sizeof(e)), format_duration(r->p99_ns, f, sizeof(f)), r->name);
+		if (r->unfinished)
+			printf(" (%llu unfinished)", (unsigned long long)r->unfinished);
+		printf("\n");
+	}
+	printf("\n# by function\n");
+	printf("%10s %8s %12s  %s%-16s %s\n", "Calls", "Errors", "Total",
+	       (rp->flags & PROFILE_PER_THREAD) ? "TID     " : "", "Syscall", "Function");
+	printf("%10s %8s %12s  %s%-16s %s\n",
+	       "========", "======", "==========", (rp->flags & PROFILE_PER_THREAD) ? "======  " : "",
+	       "=======", "========");
+	for (i = 0; i < res->nfns; i++) {
+		const struct sysstats_fn *fn = &res->fns[i];
+
+		printf("%10llu %8llu %12s  ", (unsigned long long)fn->calls, (unsigned long long)fn->errors,
+		       format_duration(fn->total_ns, a, sizeof(a)));
+		if (rp->flags & PROFILE_PER_THREAD)
+			printf("%-6u  ", fn->tid);
+		printf("%-16s %s\n", fn->syscall, fn->name);
+	}
+	if (w->lost)
+		printf("\n# %llu events lost: the numbers are incomplete\n", (unsigned long long)w->lost);
+}
+
+static void print_sys_json(struct report *rp, const struct sysstats *st, const struct sysstats_result *res)
+{
+	struct walk *w = &rp->w;
+	struct json j;
+	size_t i;
+
+	json_init(&j, stdout);
+	json_object_begin(&j, NULL);
+	json_str(&j, "trace", w->dir);
+	json_u64(&j, "lost_events", w->lost);
+	json_u64(&j, "calls", st->calls);
+	json_u64(&j, "errors", st->errors);
+	json_bool(&j, "complete", w->r.state == READER_OK && w->r.seen_end);
+	json_array_begin(&j, "syscalls");
+	for (i = 0; i < res->nrows; i++) {
+		const struct sysstats_row *r = &res->rows[i];
+
+		json_object_begin(&j, NULL);
+		json_str(&j, "name", r->name);
+		json_u64(&j, "nr", r->nr);
+		json_str(&j, "arch", sys_arch_name((enum sys_arch)r->arch));
+		json_u64(&j, "calls", r->calls);
+		json_u64(&j, "errors", r->errors);
+		json_u64(&j, "unfinished", r->unfinished);
+		json_u64(&j, "total_ns", r->total_ns);
+		json_u64(&j, "avg_ns", r->timed ? r->total_ns / r->timed : 0);
+		json_u64(&j, "min_ns", r->min_ns);
+		json_u64(&j, "max_ns", r->max_ns);
+		json_u64(&j, "p50_ns", r->p50_ns);
+		json_u64(&j, "p99_ns", r->p99_ns);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	json_array_begin(&j, "by_function");
+	for (i = 0; i < res->nfns; i++) {
+		const struct sysstats_fn *fn = &res->fns[i];
+
+		json_object_begin(&j, NULL);
+		json_str(&j, "function", fn->name);
+		json_str(&j, "syscall", fn->syscall);
+		if (rp->flags & PROFILE_PER_THREAD)
+			json_u64(&j, "tid", fn->tid);
+		json_u64(&j, "calls", fn->calls);
+		json_u64(&j, "errors", fn->errors);
+		json_u64(&j, "total_ns", fn->total_ns);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	json_object_end(&j);
+	json_finish(&j);
+}
+
+/* report --syscalls */
+static int report_syscalls(struct report *rp, bool json, const char *dir)
+{
+	struct walk_ops ops = { 0 };
+	struct sysstats st;
+	struct sysstats_result res;
+	int code;
+
+	sysstats_init(&st, &rp->w, (rp->flags & PROFILE_PER_THREAD) ? SYSSTATS_PER_THREAD : 0);
+	ops.ctx = &st;
+	ops.syscall = sysstats_syscall;
+	if (walk_run(&rp->w, &ops) || st.oom || sysstats_collect(&st, &res)) {
+		fprintf(stderr, "layerprof report: out of memory reading '%s'\n", dir);
+		sysstats_release(&st);
+		return LP_EXIT_FAILURE;
+	}
+	code = walk_report_condition(&rp->w, "report");
+	if (json)
+		print_sys_json(rp, &st, &res);
+	else
+		print_sys_text(rp, &st, &res);
+	sysstats_result_release(&res);
+	sysstats_release(&st);
+	return code;
 }
 
 static void print_json(struct report *rp, const struct profile_rows *rows)
@@ -131,6 +263,7 @@ int cmd_report(int argc, char **argv)
 		{ "sort", required_argument, NULL, 's' },
 		{ "per-thread", no_argument, NULL, 't' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "syscalls", no_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -140,7 +273,7 @@ int cmd_report(int argc, char **argv)
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data";
 	struct profile_rows rows;
-	bool json = false;
+	bool json = false, syscalls = false;
 	char err[512];
 	int c, r, code;
 
@@ -158,6 +291,9 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 't':
 			rp.flags |= PROFILE_PER_THREAD;
+			break;
+		case 'Y':
+			syscalls = true;
 			break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
@@ -188,6 +324,11 @@ int cmd_report(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "layerprof report: %s\n", err);
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
+	}
+	if (syscalls) {
+		code = report_syscalls(&rp, json, dir);
+		walk_release(&rp.w);
+		return code;
 	}
 	profile_init(&rp.prof);
 	profile_walk_ops(&rp.prof, &ops);

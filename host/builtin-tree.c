@@ -6,17 +6,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/json.h"
 #include "host/lib/walk.h"
 
 #define TREE_NODES_MAX (1u << 24)
+/* A syscall leaf's key in place of a function address (user addresses
+ * never have the top bit set). */
+#define TREE_SYSCALL_KEY(arch, nr) (UINT64_C(1) << 63 | (uint64_t)(arch) << 32 | (nr))
+#define TREE_IS_SYSCALL(addr) ((addr) >> 63)
 
 static const char tree_usage[] =
     "usage: layerprof tree [options] [<trace dir>]\n"
     "\n"
     "Call tree of each thread of a trace (default layerprof.data): every node is a\n"
-    "call path with its calls, total (inclusive) and self time.\n"
+    "call path with its calls, total (inclusive) and self time.  System calls\n"
+    "(record --syscalls) are leaves \"[sys] name\" under the function that made\n"
+    "them, with their errors; their time is not in the function's self time.\n"
     "\n"
     "      --focus FUNC      the trees of calls inside FUNC, FUNC at the root (glob)\n"
     "      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"
@@ -28,6 +35,7 @@ struct node {
 	uint32_t parent;                                /* index; 0 is the root */
 	uint32_t first_child, next_sibling, last_child; /* 0: none */
 	uint64_t calls, total_ns, self_ns, min_ns, max_ns;
+	uint64_t errors; /* syscall leaves: calls that failed */
 };
 
 struct tstream {
@@ -189,6 +197,37 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 		t->child_ns[depth - 1] += dur;
 }
 
+/* A syscall: a leaf under the function the thread was in. */
+static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+{
+	struct tree *tr = ctx;
+	struct tstream *t = s->user;
+	uint64_t dur = sc->has_exit ? sc->exit_ns - sc->enter_ns : 0;
+	struct node *nd;
+	uint32_t parent, i;
+
+	if (!t || !sc->has_enter || (sc->depth && (sc->depth > t->path_cap || !t->path[sc->depth - 1])))
+		return;
+	parent = sc->depth ? t->path[sc->depth - 1] : 0;
+	i = child_of(tr, t, parent, TREE_SYSCALL_KEY(sc->arch, sc->nr));
+	if (!i)
+		return;
+	nd = &t->nodes[i];
+	nd->calls++;
+	if (sc->has_exit && sc->ret < 0 && sc->ret >= -4095)
+		nd->errors++;
+	if (!sc->has_exit)
+		return;
+	nd->total_ns += dur;
+	nd->self_ns += dur;
+	if (dur < nd->min_ns)
+		nd->min_ns = dur;
+	if (dur > nd->max_ns)
+		nd->max_ns = dur;
+	if (sc->depth)
+		t->child_ns[sc->depth - 1] += dur;
+}
+
 /* Children in order of total time, largest first. */
 static const struct tstream *sort_stream;
 
@@ -259,10 +298,21 @@ static int print_tree(struct tree *tr, const struct walk_stream *s, struct json 
 		}
 		i = f->kids[f->next++];
 		nd = &t->nodes[i];
-		walk_name(&tr->w, s->image, nd->addr, name, sizeof(name));
+		if (TREE_IS_SYSCALL(nd->addr)) {
+			char sys[48];
+
+			sys_name((enum sys_arch)(nd->addr >> 32 & 0xff), (uint32_t)nd->addr, sys, sizeof(sys));
+			snprintf(name, sizeof(name), "%s%s", j ? "" : "[sys] ", sys);
+		} else {
+			walk_name(&tr->w, s->image, nd->addr, name, sizeof(name));
+		}
 		if (j) {
 			json_object_begin(j, NULL);
 			json_str(j, "name", name);
+			if (TREE_IS_SYSCALL(nd->addr)) {
+				json_bool(j, "syscall", true);
+				json_u64(j, "errors", nd->errors);
+			}
 			json_u64(j, "calls", nd->calls);
 			json_u64(j, "total_ns", nd->total_ns);
 			json_u64(j, "self_ns", nd->self_ns);
@@ -270,9 +320,12 @@ static int print_tree(struct tree *tr, const struct walk_stream *s, struct json 
 			json_u64(j, "max_ns", nd->max_ns);
 			json_array_begin(j, "children");
 		} else {
-			printf("%12s %12s %10llu  %*s%s\n", format_duration(nd->total_ns, a, sizeof(a)),
+			printf("%12s %12s %10llu  %*s%s", format_duration(nd->total_ns, a, sizeof(a)),
 			       format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls, (int)(2 * sp),
 			       "", name);
+			if (nd->errors)
+				printf(" (%llu failed)", (unsigned long long)nd->errors);
+			printf("\n");
 		}
 		if (sp + 1 == cap) {
 			struct frame *ns = realloc(stack, 2 * cap * sizeof(*ns));
@@ -303,7 +356,7 @@ int cmd_tree(int argc, char **argv)
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct walk_ops ops = { .begin = on_begin, .entry = on_entry, .exit = on_exit_ev };
+	struct walk_ops ops = { .begin = on_begin, .entry = on_entry, .exit = on_exit_ev, .syscall = on_syscall };
 	struct tree tr = { 0 };
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data";

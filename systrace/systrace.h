@@ -62,9 +62,9 @@ struct systrace_ops {
 
 struct systrace_config {
 	enum systrace_backend backend;
-	struct sys_set filter;  /* syscalls to trace (sys_set_all for all) */
-	uint32_t buffer_pages;  /* tracepoint: pages per CPU buffer (power of
-	                         * two); 0: the default (256) */
+	struct sys_set filter; /* syscalls to trace (sys_set_all for all) */
+	uint32_t buffer_pages; /* tracepoint: pages per CPU buffer (power of
+	                        * two); 0: the default (256) */
 	/* ptrace: what systrace_free does to a tree still running.  false:
 	 * kills it.  true: detaches and leaves it running, which rules out
 	 * the seccomp filter (its selected syscalls would fail with ENOSYS

@@ -181,6 +181,71 @@ static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event
 	}
 }
 
+/* The innermost function the consumer has seen entered and not exited. */
+static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *sc)
+{
+	const struct filter_stream *fs = &s->fs;
+	uint32_t i = fs->depth;
+
+	sc->func = 0;
+	sc->depth = fs->emitted;
+	while (i > 0 && !(fs->stack[i - 1].visible && fs->stack[i - 1].emitted))
+		i--;
+	if (i > 0)
+		sc->func = fs->stack[i - 1].addr;
+}
+
+static void syscall_deliver(struct walk *w, struct walk_stream *s)
+{
+	if (s->sc_pending && s->selected && w->ops->syscall)
+		w->ops->syscall(w->ops->ctx, s, &s->sc);
+	s->sc_pending = false;
+}
+
+static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	struct sysevent se;
+
+	if (sysevent_parse(ev, &se))
+		return; /* a malformed body: this one event is unusable */
+	w->syscalls++;
+	if (se.enter) {
+		syscall_deliver(w, s); /* an entry without exit before it */
+		memset(&s->sc, 0, sizeof(s->sc));
+		s->sc.arch = se.arch;
+		s->sc.nr = se.nr;
+		s->sc.has_enter = true;
+		s->sc.enter_ns = ev->time;
+		s->sc.nargs = se.nargs;
+		memcpy(s->sc.args, se.args, sizeof(se.args));
+		s->sc.nips = se.nips;
+		memcpy(s->sc.ips, se.ips, sizeof(se.ips[0]) * se.nips);
+		if (se.str_len) {
+			memcpy(s->sc_str, se.str, se.str_len);
+			s->sc.str = s->sc_str;
+			s->sc.str_len = se.str_len;
+		}
+		s->sc.str_late = se.flags & SYSEVENT_STR_LATE;
+		syscall_attribute(s, &s->sc);
+		s->sc_pending = true;
+		s->syscalls++;
+		return;
+	}
+	if (!s->sc_pending || s->sc.nr != se.nr || s->sc.arch != se.arch) {
+		syscall_deliver(w, s);
+		memset(&s->sc, 0, sizeof(s->sc));
+		s->sc.arch = se.arch;
+		s->sc.nr = se.nr;
+		syscall_attribute(s, &s->sc);
+		s->syscalls++;
+	}
+	s->sc.has_exit = true;
+	s->sc.exit_ns = ev->time;
+	s->sc.ret = se.ret;
+	s->sc_pending = true;
+	syscall_deliver(w, s);
+}
+
 static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 {
 	struct decoder *d = w->dec;
@@ -222,6 +287,10 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_TASK:
 			on_task(w, s, &ev);
 			break;
+		case LP_EV_SYSCALL_ENTER:
+		case LP_EV_SYSCALL_EXIT:
+			on_syscall(w, s, &ev);
+			break;
 		case LP_EV_EXTENDED:
 			if (ev.value == LP_XEV_CALL) {
 				const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
@@ -257,7 +326,7 @@ static void reset_streams(struct walk *w)
 	}
 	w->nstreams = 0;
 	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
-	w->events = w->lost = 0;
+	w->events = w->lost = w->syscalls = 0;
 	w->first_ns = w->last_ns = 0;
 }
 
@@ -340,6 +409,7 @@ void walk_end(struct walk *w)
 		struct walk_stream *s = w->streams[i];
 
 		if (s->selected) {
+			syscall_deliver(w, s);
 			filter_finish(&s->fs, s->last_ns);
 			if (w->ops->end)
 				w->ops->end(w->ops->ctx, s);

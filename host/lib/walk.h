@@ -10,6 +10,7 @@
 
 #include "common/decoder.h"
 #include "common/filter.h"
+#include "common/sysevent.h"
 #include "host/lib/options.h"
 #include "host/lib/reader.h"
 
@@ -17,6 +18,28 @@ struct symbolizer;
 struct classifier;
 
 #define WALK_STREAMS_MAX 65536u
+
+/* One system call as the walk pairs its entry and exit. */
+struct walk_syscall {
+	uint8_t arch; /* enum sys_arch */
+	uint32_t nr;
+	bool has_enter;    /* false: the exit of a call whose entry is not in the trace */
+	bool has_exit;     /* false: unfinished (exit_group, killed, trace ended) */
+	uint64_t enter_ns; /* with has_enter */
+	uint64_t exit_ns;  /* with has_exit */
+	int64_t ret;       /* with has_exit: -errno on failure */
+	uint32_t nargs;
+	uint64_t args[6];
+	uint32_t nips; /* user return addresses, innermost first */
+	uint64_t ips[SYSEVENT_IPS_MAX];
+	const char *str; /* path argument, when read (valid during the callback) */
+	uint32_t str_len;
+	bool str_late;
+	/* attribution: the innermost function (after filters) the thread was
+	 * in, 0 when none, and the number of such frames */
+	uint64_t func;
+	uint32_t depth;
+};
 
 struct walk_stream {
 	uint32_t image, pid, tid;
@@ -33,6 +56,11 @@ struct walk_stream {
 	uint32_t index;      /* order of first appearance */
 	void *user;          /* the consumer's */
 	struct filter_stream fs;
+	uint64_t syscalls; /* syscalls seen (entries, or exits without one) */
+	/* the call entered and not yet exited */
+	bool sc_pending;
+	struct walk_syscall sc;
+	char sc_str[SYSEVENT_STR_MAX];
 	struct walk *w;
 };
 
@@ -46,6 +74,9 @@ struct walk_ops {
 	/* a whole call recorded by a duration source filter (live): no
 	 * nesting is known for it */
 	void (*call)(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns);
+	/* a system call, at its exit (or, unfinished, at the next entry or the
+	 * end of its stream), in order with the thread's function events */
+	void (*syscall)(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
 	/* after the last event of the trace, once per stream; by then
 	 * w->streams is in order of first event */
 	void (*end)(void *ctx, struct walk_stream *s);
@@ -64,6 +95,7 @@ struct walk {
 	uint32_t *hash; /* stream index + 1 */
 	uint32_t hash_cap;
 	uint64_t events, lost;
+	uint64_t syscalls; /* syscall events seen: the trace has the syscall layer */
 	uint64_t first_ns, last_ns;
 	char meta[4096]; /* META chunk text (NUL-terminated, cut if longer) */
 	bool filtered_at_record;

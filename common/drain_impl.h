@@ -1,0 +1,100 @@
+/* The drain's internals, shared by its two files: drain.c (session
+ * directory, rings, encoding) and drainsys.c (system call records merged
+ * into the threads' streams).  Not for users of the drain: see drain.h. */
+#ifndef LP_DRAIN_IMPL_H
+#define LP_DRAIN_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/clocksync.h"
+#include "common/drain.h"
+#include "common/encoder.h"
+#include "common/filter.h"
+
+#define DRAIN_STREAMS_MAX 65536u
+#define DRAIN_PATH_MAX 600u
+#define DRAIN_EXITS_MAX 4096u
+
+struct systhread;
+struct drainsys;
+
+/* One runtime ring and the stream it feeds. */
+struct stream {
+	struct lp_ring_header *ring;
+	const struct lp_slot *slots;
+	size_t map_size;
+	uint32_t ring_slots;
+	uint32_t tail;
+	uint64_t lost_reported; /* events covered by LOST slots so far */
+	uint64_t dropped_seen;  /* ring->dropped at the last poll */
+	bool final;             /* its process is gone: head will not move */
+	bool closed;
+	int exit_status; /* with final: wait status, or -1 */
+	struct encoder *enc;
+	struct filter_stream fs;
+	bool filtered;
+	/* the thread's queued syscall records (drainsys.c), and the time of
+	 * the oldest one (UINT64_MAX: none): checked before every event */
+	struct systhread *sys;
+	uint64_t sys_next;
+	struct drain *d;
+};
+
+struct exited {
+	pid_t pid;
+	int status;
+};
+
+struct drain {
+	char dir[DRAIN_PATH_MAX];
+	struct drain_config cfg;
+	struct drain_ops ops;
+	struct lp_control *control;
+	struct clocksync *clock;
+	struct stream **streams;
+	size_t nstreams, cap;
+	struct exited exits[DRAIN_EXITS_MAX];
+	size_t nexits;
+	struct drain_stats stats;
+	uint64_t last_clock_export; /* ns */
+	bool pressure;
+	bool attached;                  /* the directory belongs to the program */
+	struct lp_filter_file *filters; /* mapped when first set */
+	/* directory rescans: inotify descriptor (-1: rescan on every poll),
+	 * a ring seen but not ready yet, time of the last full scan */
+	int notify_fd;
+	bool scan_pending;
+	uint64_t last_scan;
+	struct drainsys *sys; /* NULL until the first syscall record */
+	int error;
+};
+
+/* drain.c */
+int drain_emit(struct drain *d, uint8_t type, const uint8_t *payload, size_t len, uint64_t events);
+/* Hands out an encoder's partial payload as an EVENTS chunk. */
+void drain_flush_encoder(struct drain *d, struct encoder *e);
+bool drain_exited_status(struct drain *d, uint32_t pid, int *status);
+
+/* drainsys.c */
+/* A ring stream opened: its thread's queued records go into it from now. */
+void drainsys_bind(struct drain *d, struct stream *s);
+/* Writes the stream's queued records up to time `ns` into its encoder
+ * (before the ring event at `ns`); updates s->sys_next. */
+void drainsys_emit(struct stream *s, uint64_t ns);
+/* A ring stream closes: everything queued goes into it first. */
+void drainsys_unbind(struct stream *s);
+/* After each poll: records up to t0 (a time before the ring heads were
+ * loaded) of threads with a ring go into it; records of threads without
+ * one go into a stream of their own once they are old enough. */
+void drainsys_after_poll(struct drain *d, uint64_t t0);
+/* The process ended (for streams without a ring). */
+void drainsys_process_exited(struct drain *d, uint32_t pid, int status);
+void drainsys_flush(struct drain *d);
+void drainsys_set_chunk_bytes(struct drain *d, uint32_t bytes);
+/* Writes everything left and ends the syscall-only streams. */
+void drainsys_finish(struct drain *d);
+void drainsys_free(struct drain *d);
+
+#endif

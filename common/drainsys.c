@@ -1,0 +1,703 @@
+/* The drain's syscall side: system call records from a syscall tracer are
+ * queued per thread and written into that thread's stream in time order
+ * with its function events, so that readers see each call inside the
+ * function that made it.  Threads without a runtime ring get a stream of
+ * syscalls only. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/drain_impl.h"
+#include "common/sysevent.h"
+#include "common/systab.h"
+
+/* Records of a thread without a ring wait this long, or until this many
+ * are queued, for its ring to appear (an instrumented thread makes a few
+ * syscalls, in the loader or thread start, before its first function). */
+#define DRAIN_SYSCALL_HOLD_NS 100000000ull
+#define SYSQ_HOLD_MAX 4096u
+/* Beyond this a thread's queue is written out even if ring events might
+ * still come before it (memory stays bounded). */
+#define SYSQ_MAX 65536u
+#define SYSTHREADS_MAX 65536u
+#define SYSPROCS_MAX 65536u
+
+struct sysq_rec {
+	uint64_t ns;
+	struct sysevent ev;
+	char str[SYSEVENT_STR_MAX];
+};
+
+struct sysproc {
+	uint32_t pid;
+	uint32_t ring_image; /* latest runtime image seen for the pid; 0: none */
+	uint32_t own_image;  /* image of the syscall-only streams; 0: none yet */
+	bool maps_written;   /* own_image's mappings are in a stream */
+	bool exited;
+	int status;
+};
+
+struct systhread {
+	uint32_t pid, tid;
+	struct sysq_rec *q; /* ring buffer of cap records, n from head */
+	uint32_t head, n, cap;
+	struct stream *bound; /* the thread's ring stream, while open */
+	uint32_t image;       /* image of its own stream: the last ring's, if any */
+	struct encoder *own;  /* stream of syscalls only, once needed */
+	uint64_t lost;        /* records lost, not yet written */
+	uint64_t first_ns;    /* when the thread was first seen */
+	bool dead;            /* removed: its process ended and all is written */
+};
+
+struct drainsys {
+	struct systhread **threads;
+	uint32_t nthreads, cap;
+	uint32_t *hash; /* thread index + 1, by tid */
+	uint32_t hash_cap;
+	struct sysproc *procs;
+	uint32_t nprocs, procs_cap;
+	uint64_t lost_unknown;            /* lost records of no known thread */
+	int execve_nr[4], execveat_nr[4]; /* per enum sys_arch; -1: none */
+};
+
+static struct drainsys *sys_get(struct drain *d)
+{
+	struct drainsys *ds = d->sys;
+	unsigned a;
+	size_t i;
+
+	if (ds)
+		return ds;
+	ds = calloc(1, sizeof(*ds));
+	if (!ds)
+		return NULL;
+	for (a = 0; a < 4; a++) {
+		ds->execve_nr[a] = a ? sys_lookup((enum sys_arch)a, "execve") : -1;
+		ds->execveat_nr[a] = a ? sys_lookup((enum sys_arch)a, "execveat") : -1;
+	}
+	d->sys = ds;
+	/* rings opened before the first record */
+	for (i = 0; i < d->nstreams; i++)
+		drainsys_bind(d, d->streams[i]);
+	return ds;
+}
+
+static struct sysproc *proc_get(struct drainsys *ds, uint32_t pid, bool create)
+{
+	uint32_t i;
+
+	for (i = ds->nprocs; i > 0; i--)
+		if (ds->procs[i - 1].pid == pid)
+			return &ds->procs[i - 1];
+	if (!create || ds->nprocs >= SYSPROCS_MAX)
+		return NULL;
+	if (ds->nprocs == ds->procs_cap) {
+		uint32_t cap = ds->procs_cap ? 2 * ds->procs_cap : 16;
+		struct sysproc *n = realloc(ds->procs, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		ds->procs = n;
+		ds->procs_cap = cap;
+	}
+	memset(&ds->procs[ds->nprocs], 0, sizeof(ds->procs[0]));
+	ds->procs[ds->nprocs].pid = pid;
+	return &ds->procs[ds->nprocs++];
+}
+
+static uint32_t hash_of(uint32_t tid, uint32_t cap)
+{
+	return (tid * 0x9e3779b1u) & (cap - 1);
+}
+
+static int hash_rebuild(struct drainsys *ds, uint32_t cap)
+{
+	uint32_t *h = calloc(cap, sizeof(*h)), i;
+
+	if (!h)
+		return -ENOMEM;
+	for (i = 0; i < ds->nthreads; i++) {
+		uint32_t k = hash_of(ds->threads[i]->tid, cap);
+
+		while (h[k])
+			k = (k + 1) & (cap - 1);
+		h[k] = i + 1;
+	}
+	free(ds->hash);
+	ds->hash = h;
+	ds->hash_cap = cap;
+	return 0;
+}
+
+static struct systhread *thread_find(struct drainsys *ds, uint32_t tid)
+{
+	uint32_t k;
+
+	if (!ds->hash_cap)
+		return NULL;
+	for (k = hash_of(tid, ds->hash_cap); ds->hash[k]; k = (k + 1) & (ds->hash_cap - 1))
+		if (ds->threads[ds->hash[k] - 1]->tid == tid)
+			return ds->threads[ds->hash[k] - 1];
+	return NULL;
+}
+
+static struct systhread *thread_new(struct drainsys *ds, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	struct systhread *t;
+	uint32_t k;
+
+	if (ds->nthreads >= SYSTHREADS_MAX)
+		return NULL;
+	if (ds->nthreads == ds->cap) {
+		uint32_t cap = ds->cap ? 2 * ds->cap : 64;
+		struct systhread **n = realloc(ds->threads, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		ds->threads = n;
+		ds->cap = cap;
+	}
+	if ((ds->nthreads + 1) * 2 > ds->hash_cap && hash_rebuild(ds, ds->hash_cap ? 2 * ds->hash_cap : 128))
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	t->tid = tid;
+	t->first_ns = ns;
+	ds->threads[ds->nthreads++] = t;
+	k = hash_of(tid, ds->hash_cap);
+	while (ds->hash[k])
+		k = (k + 1) & (ds->hash_cap - 1);
+	ds->hash[k] = ds->nthreads;
+	return t;
+}
+
+static void thread_free(struct systhread *t)
+{
+	free(t->q);
+	free(t->own);
+	free(t);
+}
+
+static inline struct sysq_rec *q_at(struct systhread *t, uint32_t i)
+{
+	return &t->q[(t->head + i) & (t->cap - 1)];
+}
+
+static int q_push(struct systhread *t, uint64_t ns, const struct sysevent *ev)
+{
+	struct sysq_rec *r;
+
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap ? 2 * t->cap : 16, i;
+		struct sysq_rec *n;
+
+		if (t->cap >= SYSQ_MAX)
+			return -ENOSPC;
+		n = malloc(cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		for (i = 0; i < t->n; i++) {
+			n[i] = *q_at(t, i);
+			if (n[i].ev.str)
+				n[i].ev.str = n[i].str;
+		}
+		free(t->q);
+		t->q = n;
+		t->cap = cap;
+		t->head = 0;
+	}
+	r = q_at(t, t->n);
+	r->ns = ns;
+	r->ev = *ev;
+	if (ev->str && ev->str_len) {
+		r->ev.str_len = ev->str_len < SYSEVENT_STR_MAX ? ev->str_len : SYSEVENT_STR_MAX;
+		memcpy(r->str, ev->str, r->ev.str_len);
+		r->ev.str = r->str;
+	} else {
+		r->ev.str = NULL;
+		r->ev.str_len = 0;
+	}
+	t->n++;
+	return 0;
+}
+
+static void put_record(struct encoder *e, const struct sysq_rec *r)
+{
+	const struct sysevent *ev = &r->ev;
+
+	if (ev->enter)
+		encoder_syscall_enter(e, r->ns, ev->arch, ev->nr, ev->flags, ev->args, ev->nargs, ev->ips, ev->nips,
+		                      ev->str, ev->str_len);
+	else
+		encoder_syscall_exit(e, r->ns, ev->arch, ev->nr, ev->ret);
+}
+
+/* Writes the queued records up to `upto` into e; returns the time of the
+ * next one left (UINT64_MAX: none). */
+static uint64_t q_write(struct drain *d, struct systhread *t, struct encoder *e, uint64_t upto)
+{
+	if (t->lost && t->n) {
+		encoder_lost(e, q_at(t, 0)->ns, t->lost);
+		t->lost = 0;
+	}
+	while (t->n && q_at(t, 0)->ns <= upto) {
+		put_record(e, q_at(t, 0));
+		t->head = (t->head + 1) & (t->cap - 1);
+		t->n--;
+		if (encoder_full(e))
+			drain_flush_encoder(d, e);
+	}
+	return t->n ? q_at(t, 0)->ns : UINT64_MAX;
+}
+
+void drainsys_bind(struct drain *d, struct stream *s)
+{
+	struct drainsys *ds = d->sys;
+	struct sysproc *p = proc_get(ds, s->ring->pid, true);
+	struct systhread *t = thread_find(ds, s->ring->tid);
+
+	if (p)
+		p->ring_image = s->ring->image;
+	if (!t || t->pid != s->ring->pid)
+		t = thread_new(ds, s->ring->pid, s->ring->tid, 0);
+	if (!t)
+		return;
+	if (t->bound)
+		t->bound->sys = NULL;
+	if (t->own)
+		drain_flush_encoder(d, t->own);
+	t->bound = s;
+	s->sys = t;
+	s->sys_next = t->n ? q_at(t, 0)->ns : UINT64_MAX;
+}
+
+void drainsys_emit(struct stream *s, uint64_t ns)
+{
+	s->sys_next = q_write(s->d, s->sys, s->enc, ns);
+}
+
+void drainsys_unbind(struct stream *s)
+{
+	struct systhread *t = s->sys;
+
+	q_write(s->d, t, s->enc, UINT64_MAX);
+	if (t->lost) {
+		encoder_lost(s->enc, s->enc->last_ns, t->lost);
+		t->lost = 0;
+	}
+	t->image = s->ring->image;
+	t->bound = NULL;
+	s->sys = NULL;
+	s->sys_next = UINT64_MAX;
+}
+
+/* ---- streams of syscalls only ------------------------------------------ */
+
+/* The load bias of an ELF file mapped with its first byte at `start`:
+ * start minus the page-aligned address of its first PT_LOAD segment. */
+static uint64_t elf_bias(const char *path, uint64_t start)
+{
+	unsigned char buf[4096];
+	uint64_t vaddr = UINT64_MAX, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), i;
+
+	if (fd < 0)
+		return start;
+	n = pread(fd, buf, sizeof(buf), 0);
+	close(fd);
+	if (n < (ssize_t)sizeof(Elf32_Ehdr) || memcmp(buf, ELFMAG, SELFMAG))
+		return start;
+	if (buf[EI_CLASS] == ELFCLASS64 && n >= (ssize_t)sizeof(Elf64_Ehdr)) {
+		Elf64_Ehdr eh;
+
+		memcpy(&eh, buf, sizeof(eh));
+		for (i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			uint64_t off = eh.e_phoff + (uint64_t)i * eh.e_phentsize;
+
+			if (eh.e_phentsize < sizeof(ph) || off + sizeof(ph) > (uint64_t)n)
+				break;
+			memcpy(&ph, buf + off, sizeof(ph));
+			if (ph.p_type == PT_LOAD) {
+				vaddr = ph.p_vaddr;
+				break;
+			}
+		}
+	} else if (buf[EI_CLASS] == ELFCLASS32) {
+		Elf32_Ehdr eh;
+
+		memcpy(&eh, buf, sizeof(eh));
+		for (i = 0; i < eh.e_phnum; i++) {
+			Elf32_Phdr ph;
+			uint64_t off = eh.e_phoff + (uint64_t)i * eh.e_phentsize;
+
+			if (eh.e_phentsize < sizeof(ph) || off + sizeof(ph) > (uint64_t)n)
+				break;
+			memcpy(&ph, buf + off, sizeof(ph));
+			if (ph.p_type == PT_LOAD) {
+				vaddr = ph.p_vaddr;
+				break;
+			}
+		}
+	}
+	if (vaddr == UINT64_MAX)
+		return start;
+	return start - (vaddr & ~(page - 1));
+}
+
+/* Writes MAP events for the executable file mappings of process pid, as
+ * /proc/<pid>/maps shows them now. */
+static void write_maps(struct encoder *e, uint64_t ns, uint32_t pid)
+{
+	char path[64], line[4400], first_path[4096] = "";
+	uint64_t first_start = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char perms[8], file[4096];
+		int pos = 0;
+
+		file[0] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &start, &end, perms, &off, &pos) < 4)
+			continue;
+		if (sscanf(line + pos, " %4095[^\n]", file) != 1 || file[0] != '/')
+			continue;
+		/* the lowest mapping of a file comes first: remember it */
+		if (strcmp(file, first_path)) {
+			snprintf(first_path, sizeof(first_path), "%s", file);
+			first_start = start - off;
+		}
+		if (perms[2] != 'x')
+			continue;
+		encoder_map(e, ns, elf_bias(file, first_start), start, end, off, NULL, 0, file, strlen(file));
+		if (encoder_full(e))
+			break;
+	}
+	fclose(f);
+}
+
+static void read_comm(uint32_t pid, uint32_t tid, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0) {
+		buf[0] = '\0';
+		return;
+	}
+	buf[n] = '\0';
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+}
+
+/* The thread's stream of syscalls only, set up on first use: in the image
+ * of its last ring, or of its process's latest ring, or in an image of its
+ * own whose mappings come from /proc. */
+static struct encoder *own_stream(struct drain *d, struct systhread *t, uint64_t ns)
+{
+	struct sysproc *p = proc_get(d->sys, t->pid, true);
+	char comm[32];
+
+	if (t->own)
+		return t->own;
+	if (!t->image && p && p->ring_image)
+		t->image = p->ring_image;
+	if (!t->image && p) {
+		if (!p->own_image)
+			p->own_image = atomic_fetch_add_explicit((_Atomic uint32_t *)&d->control->next_image, 1,
+			                                         memory_order_relaxed);
+		t->image = p->own_image;
+	}
+	t->own = malloc(sizeof(*t->own));
+	if (!t->own)
+		return NULL;
+	encoder_init(t->own, t->image, t->pid, t->tid);
+	if (d->cfg.chunk_bytes)
+		encoder_set_target(t->own, d->cfg.chunk_bytes);
+	read_comm(t->pid, t->tid, comm, sizeof(comm));
+	encoder_task(t->own, ns, LP_TASK_START, 0, comm, strlen(comm), NULL, 0);
+	if (p && t->image == p->own_image && !p->maps_written) {
+		write_maps(t->own, ns, t->pid);
+		p->maps_written = true;
+	}
+	d->stats.streams++;
+	return t->own;
+}
+
+/* Ends a thread's own stream (its process is gone). */
+static void own_close(struct drain *d, struct systhread *t)
+{
+	struct sysproc *p = proc_get(d->sys, t->pid, false);
+	struct encoder *e = t->own;
+
+	if (!e)
+		return;
+	if (t->lost) {
+		encoder_lost(e, e->last_ns, t->lost);
+		t->lost = 0;
+	}
+	if (p && p->exited && t->tid == t->pid)
+		encoder_task(e, e->last_ns, LP_TASK_EXIT, (uint64_t)(uint32_t)p->status, NULL, 0, NULL, 0);
+	else
+		encoder_task(e, e->last_ns, LP_TASK_END, 0, NULL, 0, NULL, 0);
+	drain_flush_encoder(d, e);
+}
+
+/* After a successful exec the process is a new image: its syscall-only
+ * streams start again with the new mappings. */
+static void after_exec(struct drain *d, uint32_t pid)
+{
+	struct drainsys *ds = d->sys;
+	struct sysproc *p = proc_get(ds, pid, false);
+	uint32_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < ds->nthreads; i++) {
+		struct systhread *t = ds->threads[i];
+
+		if (t->pid != pid || t->bound)
+			continue;
+		if (t->own) {
+			own_close(d, t);
+			free(t->own);
+			t->own = NULL;
+		}
+		t->image = 0;
+	}
+	p->own_image = 0;
+	p->ring_image = 0;
+	p->maps_written = false;
+}
+
+static bool is_exec(const struct drainsys *ds, const struct sysevent *ev)
+{
+	return ev->arch < 4 && !ev->enter && ev->ret == 0 &&
+	       ((int)ev->nr == ds->execve_nr[ev->arch] || (int)ev->nr == ds->execveat_nr[ev->arch]);
+}
+
+/* Writes queued records of a thread without a ring into its own stream,
+ * watching for exec. */
+static void own_write(struct drain *d, struct systhread *t)
+{
+	struct encoder *e;
+
+	while (t->n) {
+		struct sysq_rec *r = q_at(t, 0);
+		bool exec = is_exec(d->sys, &r->ev);
+
+		e = own_stream(d, t, r->ns);
+		if (!e)
+			return;
+		if (t->lost) {
+			encoder_lost(e, r->ns, t->lost);
+			t->lost = 0;
+		}
+		put_record(e, r);
+		t->head = (t->head + 1) & (t->cap - 1);
+		t->n--;
+		if (encoder_full(e))
+			drain_flush_encoder(d, e);
+		if (exec)
+			after_exec(d, t->pid);
+	}
+}
+
+/* ---- the drain's calls ---------------------------------------------------- */
+
+int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev)
+{
+	struct drainsys *ds = sys_get(d);
+	struct systhread *t;
+	int r;
+
+	if (!ds) {
+		d->stats.lost++;
+		return -ENOMEM;
+	}
+	t = thread_find(ds, tid);
+	if (t && t->pid != pid && !t->bound && !t->n) {
+		/* the tid was reused by another process */
+		own_close(d, t);
+		free(t->own);
+		t->own = NULL;
+		t->image = 0;
+		t->pid = pid;
+	}
+	if (!t)
+		t = thread_new(ds, pid, tid, ns);
+	if (!t) {
+		d->stats.lost++;
+		return -ENOMEM;
+	}
+	if (t->n >= SYSQ_MAX) {
+		/* far behind: write out the oldest half in case no ring event
+		 * ever comes to order them */
+		struct encoder *e = t->bound ? t->bound->enc : own_stream(d, t, q_at(t, 0)->ns);
+
+		if (e)
+			q_write(d, t, e, q_at(t, t->n / 2)->ns);
+	}
+	r = q_push(t, ns, ev);
+	if (r) {
+		t->lost++;
+		d->stats.lost++;
+		return r;
+	}
+	if (t->bound && ns < t->bound->sys_next)
+		t->bound->sys_next = q_at(t, 0)->ns;
+	return 0;
+}
+
+void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count)
+{
+	struct drainsys *ds = sys_get(d);
+	struct systhread *t = ds && tid ? thread_find(ds, tid) : NULL;
+
+	d->stats.lost += count;
+	if (t)
+		t->lost += count;
+	else if (ds)
+		ds->lost_unknown += count;
+}
+
+void drainsys_after_poll(struct drain *d, uint64_t t0)
+{
+	struct drainsys *ds = d->sys;
+	uint32_t i, j;
+
+	for (i = 0; i < ds->nthreads; i++) {
+		struct systhread *t = ds->threads[i];
+		struct sysproc *p;
+
+		if (t->bound) {
+			if (t->n && q_at(t, 0)->ns <= t0)
+				t->bound->sys_next = q_write(d, t, t->bound->enc, t0);
+			continue;
+		}
+		p = proc_get(ds, t->pid, false);
+		if (t->n && (t->own || q_at(t, 0)->ns + DRAIN_SYSCALL_HOLD_NS <= t0 || t->n >= SYSQ_HOLD_MAX ||
+		             (p && p->exited)))
+			own_write(d, t);
+		if (t->lost && !t->n && t->own) {
+			encoder_lost(t->own, t->own->last_ns, t->lost);
+			t->lost = 0;
+		}
+		if (!t->n && p && p->exited) {
+			own_close(d, t);
+			t->dead = true;
+		}
+	}
+	if (ds->lost_unknown) {
+		/* the kernel could not say whose: the first stream takes them */
+		struct encoder *e = d->nstreams ? d->streams[0]->enc : NULL;
+
+		for (i = 0; !e && i < ds->nthreads; i++)
+			if (ds->threads[i]->own && !ds->threads[i]->dead)
+				e = ds->threads[i]->own;
+		if (e) {
+			encoder_lost(e, e->last_ns, ds->lost_unknown);
+			ds->lost_unknown = 0;
+		}
+	}
+	for (i = j = 0; i < ds->nthreads; i++) {
+		if (ds->threads[i]->dead)
+			thread_free(ds->threads[i]);
+		else
+			ds->threads[j++] = ds->threads[i];
+	}
+	if (j != ds->nthreads) {
+		ds->nthreads = j;
+		hash_rebuild(ds, ds->hash_cap);
+	}
+}
+
+void drainsys_process_exited(struct drain *d, uint32_t pid, int status)
+{
+	struct sysproc *p = proc_get(d->sys, pid, true);
+
+	if (p) {
+		p->exited = true;
+		p->status = status;
+	}
+}
+
+void drainsys_flush(struct drain *d)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->sys->nthreads; i++)
+		if (d->sys->threads[i]->own)
+			drain_flush_encoder(d, d->sys->threads[i]->own);
+}
+
+void drainsys_set_chunk_bytes(struct drain *d, uint32_t bytes)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->sys->nthreads; i++)
+		if (d->sys->threads[i]->own)
+			encoder_set_target(d->sys->threads[i]->own, bytes ? bytes : LP_CHUNK_TARGET_PAYLOAD);
+}
+
+void drainsys_finish(struct drain *d)
+{
+	struct drainsys *ds = d->sys;
+	uint32_t i;
+
+	for (i = 0; i < ds->nthreads; i++) {
+		struct systhread *t = ds->threads[i];
+
+		own_write(d, t);
+		own_close(d, t);
+	}
+	if (ds->lost_unknown) {
+		for (i = 0; i < ds->nthreads; i++) {
+			struct encoder *e = ds->threads[i]->own;
+
+			if (e) {
+				encoder_lost(e, e->last_ns, ds->lost_unknown);
+				drain_flush_encoder(d, e);
+				ds->lost_unknown = 0;
+				break;
+			}
+		}
+	}
+}
+
+void drainsys_free(struct drain *d)
+{
+	struct drainsys *ds = d->sys;
+	uint32_t i;
+
+	if (!ds)
+		return;
+	for (i = 0; i < ds->nthreads; i++)
+		thread_free(ds->threads[i]);
+	free(ds->threads);
+	free(ds->hash);
+	free(ds->procs);
+	free(ds);
+	d->sys = NULL;
+}
