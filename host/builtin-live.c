@@ -55,7 +55,7 @@ static const char live_usage[] =
     "Filters are applied by the runtime on the target; a filtered profile shows\n"
     "flat counts and times only (self time is unknown: callees may be missing).\n"
     "\n"
-    "Commands, as lines on stdin (or keys on a terminal: s, t, f, w, q):\n"
+    "Commands, as lines on stdin (or keys on a terminal: s, t, f, w, v, q):\n"
     "  start | stop          turn tracing on or off\n"
     "  filter OPTIONS        new filters (-F, -N, --depth, --min-time); 'filter clear'\n"
     "  save DIR              save the trace from here on (with what was kept so far)\n"
@@ -70,6 +70,8 @@ struct live {
 	/* options */
 	uint64_t interval_ns, duration_ns;
 	bool json, stopped;
+	bool paths_view; /* the hot call paths rather than the flat profile */
+	uint32_t path_nodes;
 	const char *save_at_start;
 	/* the session with the agent */
 	struct livesession ls;
@@ -168,6 +170,7 @@ static void live_draw(struct live *lv, bool final)
 	livesession_view_info(&lv->ls, &in, desc, sizeof(desc));
 	in.final = final;
 	in.note = lv->note;
+	in.paths_view = lv->paths_view;
 	if (lv->prompt != PROMPT_NONE) {
 		in.prompt = lv->prompt == PROMPT_FILTER ? "filter> " : "save to> ";
 		in.line = lv->line;
@@ -264,12 +267,19 @@ static void command_run(struct live *lv, const char *line)
 			live_say(lv, "usage: save DIR");
 		else
 			command_save(lv, words[1]);
+	} else if (!strcmp(words[0], "view")) {
+		if (n != 2 || (strcmp(words[1], "flat") && strcmp(words[1], "paths"))) {
+			live_say(lv, "usage: view flat|paths");
+		} else {
+			lv->paths_view = !strcmp(words[1], "paths");
+			live_say(lv, "view: %s", lv->paths_view ? "hot call paths" : "flat profile");
+		}
 	} else if (!strcmp(words[0], "quit") || !strcmp(words[0], "q") || !strcmp(words[0], "exit")) {
 		livesession_close(&lv->ls);
 	} else if (!strcmp(words[0], "help")) {
-		live_say(lv, "commands: start, stop, filter OPTIONS, filter clear, save DIR, quit");
+		live_say(lv, "commands: start, stop, filter OPTIONS, filter clear, save DIR, view flat|paths, quit");
 	} else {
-		live_say(lv, "unknown command '%s' (start, stop, filter OPTIONS, filter clear, save DIR, quit)",
+		live_say(lv, "unknown command '%s' (start, stop, filter OPTIONS, filter clear, save DIR, view, quit)",
 		         words[0]);
 	}
 }
@@ -308,6 +318,9 @@ static void on_key(struct live *lv, unsigned char k)
 		break;
 	case 'w':
 		lv->prompt = PROMPT_SAVE;
+		break;
+	case 'v':
+		command_run(lv, lv->paths_view ? "view flat" : "view paths");
 		break;
 	case 'q':
 		command_run(lv, "quit");
@@ -473,12 +486,15 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "stopped", no_argument, NULL, 'S' },
+		{ "view", required_argument, NULL, 'V' },
+		{ "path-nodes", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct livesession *ls = &lv->ls;
 	char *end, host[256], port[16];
+	unsigned long n;
 	int c, r;
 
 	optind = 1;
@@ -527,6 +543,23 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			break;
 		case 'S':
 			lv->stopped = true;
+			break;
+		case 'V':
+			if (strcmp(optarg, "flat") && strcmp(optarg, "paths")) {
+				fprintf(stderr, "layerprof live: invalid --view '%s': flat or paths\n", optarg);
+				return -EINVAL;
+			}
+			lv->paths_view = !strcmp(optarg, "paths");
+			break;
+		case 'P':
+			errno = 0;
+			n = strtoul(optarg, &end, 10);
+			if (errno || *end || !n || n > LIVEPATHS_NODES_MAX) {
+				fprintf(stderr, "layerprof live: invalid --path-nodes '%s': expected 1 to %u\n", optarg,
+				        LIVEPATHS_NODES_MAX);
+				return -EINVAL;
+			}
+			lv->path_nodes = (uint32_t)n;
 			break;
 		case 'h':
 			fputs(live_usage, stdout);
@@ -610,6 +643,7 @@ int cmd_live(int argc, char **argv)
 		code = r > 0 ? LP_EXIT_OK : LP_EXIT_USAGE;
 		goto out;
 	}
+	livepaths_init(&ls->paths, lv->path_nodes);
 	code = livesession_connect(ls);
 	if (code)
 		goto out;
@@ -651,7 +685,7 @@ int cmd_live(int argc, char **argv)
 	live_summary(lv);
 	if (ls->session && live_save_close(lv, ls->state == LIVESESSION_DONE))
 		code = LP_EXIT_FAILURE;
-	if (ls->prof.oom) {
+	if (ls->prof.oom || ls->paths.oom) {
 		fprintf(stderr, "layerprof live: out of memory: the profile misses some calls\n");
 		code = LP_EXIT_FAILURE;
 	}

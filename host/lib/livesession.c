@@ -79,7 +79,10 @@ static void on_begin(void *ctx, struct walk_stream *s)
 
 static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
-	profile_entry(&((struct livesession *)ctx)->prof, s, ns, addr, depth, flags);
+	struct livesession *ls = ctx;
+
+	profile_entry(&ls->prof, s, ns, addr, depth, flags);
+	livepaths_entry(&ls->paths, s, depth, addr, flags);
 }
 
 static void on_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
@@ -90,7 +93,10 @@ static void on_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t
 static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
                        unsigned flags)
 {
-	profile_exit(&((struct livesession *)ctx)->prof, s, ns, addr, depth, entry_ns, flags);
+	struct livesession *ls = ctx;
+
+	profile_exit(&ls->prof, s, ns, addr, depth, entry_ns, flags);
+	livepaths_exit(&ls->paths, s, depth, ns - entry_ns, flags);
 }
 
 int livesession_init(struct livesession *ls)
@@ -101,6 +107,7 @@ int livesession_init(struct livesession *ls)
 	livesave_init(&ls->save);
 	livefilter_init(&ls->filter);
 	profile_init(&ls->prof);
+	livepaths_init(&ls->paths, 0);
 	/* the runtime filters; the host shows what arrives */
 	if (walk_open(&ls->w, NULL, NULL, err, sizeof(err)))
 		return -ENOMEM;
@@ -115,6 +122,7 @@ void livesession_release(struct livesession *ls)
 {
 	netclient_release(&ls->nc);
 	profile_release(&ls->prof);
+	livepaths_release(&ls->paths);
 	walk_release(&ls->w);
 	livesave_release(&ls->save);
 	livefilter_release(&ls->filter);
@@ -190,6 +198,7 @@ void livesession_view_info(struct livesession *ls, struct liveview_info *in, cha
 	in->saved_bytes = ls->save.bytes;
 	in->exits = ls->exits;
 	in->nexits = ls->nexits;
+	in->paths = &ls->paths;
 }
 
 /* ------------------------------------------------------------ sending */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "host/lib/livefilter.h"
+#include "host/lib/livepaths.h"
 #include "host/lib/livesave.h"
 #include "host/lib/liveview.h"
 #include "host/lib/netclient.h"
@@ -55,6 +56,7 @@ struct livesession {
 	/* the trace */
 	struct walk w;
 	struct profile prof;
+	struct livepaths paths; /* the command may livepaths_init it again before the start */
 	struct walk_ops ops;
 	bool walk_ended;
 	uint64_t chunks, bytes, other_chunks, bad_chunks;

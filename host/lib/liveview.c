@@ -14,6 +14,7 @@
 #include "host/lib/profile.h"
 
 #define TABLE_FIXED_COLS 66 /* width of the numbers before the name */
+#define PATHS_FIXED_COLS 38 /* width of the numbers before a path */
 
 void liveview_init(struct liveview *v, bool json, bool tty)
 {
@@ -59,7 +60,37 @@ static const char *or_empty(const char *s)
 	return s ? s : "";
 }
 
-static void draw_json(struct liveview *v, const struct liveview_info *in, const struct profile_rows *rows)
+static void json_paths(struct json *j, const struct liveview_info *in, const struct livepaths_rows *paths)
+{
+	size_t i;
+
+	json_str(j, "view", in->paths_view ? "paths" : "flat");
+	if (!in->paths_view)
+		return;
+	if (in->filtered || !in->paths) {
+		json_null(j, "paths");
+		json_str(j, "paths_hidden", LIVEVIEW_FILTERED_WHY);
+		return;
+	}
+	json_u64(j, "path_nodes", in->paths->n);
+	json_u64(j, "paths_folded_calls", in->paths->folded);
+	json_array_begin(j, "paths");
+	for (i = 0; i < paths->n; i++) {
+		const struct livepaths_row *r = &paths->row[i];
+
+		json_object_begin(j, NULL);
+		json_str(j, "path", r->path);
+		json_u64(j, "depth", r->depth);
+		json_u64(j, "calls", r->calls);
+		json_u64(j, "total_ns", r->total_ns);
+		json_u64(j, "self_ns", r->self_ns);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
+static void draw_json(struct liveview *v, const struct liveview_info *in, const struct profile_rows *rows,
+                      const struct livepaths_rows *paths)
 {
 	struct json *j = &v->j;
 	size_t i;
@@ -118,6 +149,7 @@ static void draw_json(struct liveview *v, const struct liveview_info *in, const 
 		json_object_end(j);
 	}
 	json_array_end(j);
+	json_paths(j, in, paths);
 	json_object_end(j);
 	json_finish(j);
 }
@@ -146,7 +178,34 @@ static void draw_header(const struct liveview_info *in, uint64_t first_ns, const
 	if (in->filters && in->filters[0])
 		printf("filters: %s%s", in->filters, eol);
 	if (in->filtered)
-		printf("call tree hidden: filtered profiling leaves gaps in the call paths%s", eol);
+		printf("call %s hidden: %s%s", in->paths_view ? "paths" : "tree", LIVEVIEW_FILTERED_WHY, eol);
+	if (in->paths_view && !in->filtered && in->paths && in->paths->folded)
+		printf("%" PRIu64 " calls on paths not kept (limit of %" PRIu32 " paths)%s", in->paths->folded,
+		       in->paths->max, eol);
+}
+
+/* The hot paths: a path too wide for the terminal loses its root end. */
+static void draw_paths(const struct livepaths_rows *paths, size_t max, int width, const char *eol)
+{
+	char a[32], b[32];
+	size_t i;
+
+	printf("%12s %12s %10s  %s%s", "Total", "Self", "Calls", "Call path", eol);
+	for (i = 0; i < paths->n && i < max; i++) {
+		const struct livepaths_row *r = &paths->row[i];
+		size_t len = strlen(r->path),
+		       room = width > PATHS_FIXED_COLS + 12 ? (size_t)width - PATHS_FIXED_COLS : 0;
+		const char *p = r->path;
+
+		printf("%12s %12s %10" PRIu64 "  ", format_duration(r->total_ns, a, sizeof(a)),
+		       format_duration(r->self_ns, b, sizeof(b)), r->calls);
+		if (room && len > room)
+			printf("...%s%s", p + len - (room - 3), eol);
+		else
+			printf("%s%s", p, eol);
+	}
+	if (paths->n > max)
+		printf("(%zu more paths)%s", paths->n - max, eol);
 }
 
 static void draw_table(const struct liveview_info *in, const struct profile_rows *rows, size_t max, int width,
@@ -169,8 +228,18 @@ static void draw_table(const struct liveview_info *in, const struct profile_rows
 		printf("(%zu more functions)%s", rows->n - max, eol);
 }
 
+/* The table of the view chosen: paths (unless filtered) or functions. */
+static void draw_body(const struct liveview_info *in, const struct profile_rows *rows,
+                      const struct livepaths_rows *paths, size_t max, int width, const char *eol)
+{
+	if (!in->paths_view)
+		draw_table(in, rows, max, width, eol);
+	else if (!in->filtered)
+		draw_paths(paths, max, width, eol);
+}
+
 static void draw_text(struct liveview *v, const struct liveview_info *in, uint64_t first_ns,
-                      const struct profile_rows *rows)
+                      const struct profile_rows *rows, const struct livepaths_rows *paths)
 {
 	struct winsize ws = { 0 };
 	int height = 0, width = 0;
@@ -186,18 +255,19 @@ static void draw_text(struct liveview *v, const struct liveview_info *in, uint64
 		fputs("\033[H", stdout);
 		draw_header(in, first_ns, "\033[K\n");
 		fputs("\033[K\n", stdout);
-		draw_table(in, rows, max, width, "\033[K\n");
+		draw_body(in, rows, paths, max, width, "\033[K\n");
 		fputs("\033[K\n", stdout);
 		if (in->prompt)
 			printf("%s%.*s\033[K", in->prompt, (int)in->line_len, in->line);
 		else
-			printf("keys: s start  t stop  f filter  w save  q quit   %s\033[K", or_empty(in->note));
+			printf("keys: s start  t stop  f filter  w save  v view  q quit   %s\033[K",
+			       or_empty(in->note));
 		fputs("\033[J", stdout);
 	} else {
-		printf("--- %s%s\n", in->final ? "final " : "", "profile");
+		printf("--- %s%s\n", in->final ? "final " : "", in->paths_view ? "call paths" : "profile");
 		draw_header(in, first_ns, "\n");
 		printf("\n");
-		draw_table(in, rows, in->final ? SIZE_MAX : max, 0, "\n");
+		draw_body(in, rows, paths, in->final ? SIZE_MAX : max, 0, "\n");
 		printf("\n");
 	}
 }
@@ -205,15 +275,21 @@ static void draw_text(struct liveview *v, const struct liveview_info *in, uint64
 int liveview_draw(struct liveview *v, struct walk *w, const struct liveview_info *in)
 {
 	static const struct profile_order by_total = { .keys = { PROFILE_TOTAL }, .nkeys = 1 };
+	struct livepaths_rows paths = { 0 };
 	struct profile_rows rows;
 
 	if (profile_collect(w, 0, &by_total, &rows))
 		return -ENOMEM;
+	if (in->paths_view && !in->filtered && in->paths && livepaths_collect(in->paths, w, &paths)) {
+		profile_rows_release(&rows);
+		return -ENOMEM;
+	}
 	if (v->json)
-		draw_json(v, in, &rows);
+		draw_json(v, in, &rows, &paths);
 	else
-		draw_text(v, in, w->first_ns, &rows);
+		draw_text(v, in, w->first_ns, &rows, &paths);
 	fflush(stdout);
 	profile_rows_release(&rows);
+	livepaths_rows_release(&paths);
 	return 0;
 }

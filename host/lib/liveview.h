@@ -1,5 +1,5 @@
-/* The view of `layerprof live`: the flat profile with a header of what the
- * session knows (tracing, events, losses, exits, filters, saving), drawn in
+/* The view of `layerprof live`: the flat profile or the hot call paths
+ * (livepaths.h), with a header of what the session knows (tracing, events, losses, exits, filters, saving), drawn in
  * place on a terminal, as plain snapshots elsewhere, or as one JSON object
  * per refresh.  Knows nothing of the connection: the command fills a
  * liveview_info before each draw. */
@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "host/lib/json.h"
+#include "host/lib/livepaths.h"
 #include "host/lib/walk.h"
 
 #define LIVEVIEW_ROWS_PLAIN 20 /* functions in a snapshot when not on a terminal */
@@ -43,7 +44,13 @@ struct liveview_info {
 	const char *line;   /* the line typed so far (line_len bytes) */
 	size_t line_len;
 	const char *note; /* the last message, shown on the key line */
+	/* the hot call paths instead of the flat profile (JSON: beside it) */
+	bool paths_view;
+	const struct livepaths *paths;
 };
+
+/* Why a filtered session shows neither tree nor paths. */
+#define LIVEVIEW_FILTERED_WHY "filtered profiling leaves gaps in the call paths"
 
 struct liveview {
 	bool json; /* one JSON object per draw */
@@ -54,8 +61,8 @@ struct liveview {
 /* A view writing to stdout.  Nothing to release. */
 void liveview_init(struct liveview *v, bool json, bool tty);
 
-/* Draws the profile w's consumers built (profile.h) under the header in
- * *in.  Returns 0 or -ENOMEM (nothing drawn). */
+/* Draws the profile w's consumers built (profile.h), or in->paths, under
+ * the header in *in.  Returns 0 or -ENOMEM (nothing drawn). */
 int liveview_draw(struct liveview *v, struct walk *w, const struct liveview_info *in);
 
 /* Clears the terminal before the first draw (on a terminal, in text). */

@@ -6,7 +6,7 @@ on the saved trace; start and stop over stdin; filters; tokens; losses; the
 agent killed or silent; the program killed; attaching to a running program.
 
 usage: test_live.py --build BUILD_DIR [GROUP...]
-groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost (default: all)
+groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -622,6 +622,144 @@ def group_lost(lp, build, tmp):
         agent.stop()
 
 
+def fib_paths(n=15):
+    """{path text: calls} of recursion.c: main, then fib at each depth."""
+    per_depth = {}
+
+    def fib(k, depth):
+        per_depth[depth] = per_depth.get(depth, 0) + 1
+        if k >= 2:
+            fib(k - 1, depth + 1)
+            fib(k - 2, depth + 1)
+    fib(n, 1)
+    out = {"main": 1}
+    for depth, calls in per_depth.items():
+        out[" > ".join(["main"] + ["fib"] * depth)] = calls
+    return out
+
+
+def mutual_paths():
+    """{path text: calls} of mutual.c: is_even(20) and is_odd(7) from main."""
+    out = {"main": 1}
+    for first, arg in (("is_even", 20), ("is_odd", 7)):
+        path, name = ["main"], first
+        for _ in range(arg + 1):
+            path.append(name)
+            out[" > ".join(path)] = 1
+            name = "is_odd" if name == "is_even" else "is_even"
+    return out
+
+
+def path_rows(view):
+    return {p["path"]: p["calls"] for p in (view or {}).get("paths") or []}
+
+
+def group_paths(lp, build, tmp):
+    """The hot call paths view: exact paths of programs with known call
+    structure, the node limit, switching views, and filtered sessions."""
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    pids = []
+    try:
+        for name, want in (("mutual", mutual_paths()), ("recursion", fib_paths())):
+            live = Live(lp, agent.addr, ["--format", "json", "--view", "paths", "--", b.prog(name)],
+                        stdin=subprocess.DEVNULL)
+            rc = live.wait()
+            last = live.final()
+            got = path_rows(last)
+            check(rc == 0 and last and last["view"] == "paths" and got == want,
+                  "%s: --view paths lists exactly the known call paths with their calls" % name,
+                  "rc %s, extra %s, missing %s" % (rc, sorted(set(got) - set(want))[:5],
+                                                   sorted(set(want) - set(got))[:5]))
+            check(last and last["path_nodes"] == len(want) and last["paths_folded_calls"] == 0,
+                  "%s: one node per path, nothing folded" % name,
+                  str(last and (last["path_nodes"], last["paths_folded_calls"])))
+            paths = {p["path"]: p for p in (last or {}).get("paths") or []}
+            ok = bool(paths)
+            for text, p in paths.items():
+                kids = [q for t, q in paths.items() if t.startswith(text + " > ") and q["depth"] == p["depth"] + 1]
+                ok &= p["self_ns"] <= p["total_ns"]
+                ok &= p["total_ns"] - p["self_ns"] == sum(q["total_ns"] for q in kids)
+                ok &= p["depth"] == text.count(" > ")
+            check(ok, "%s: each path's total is its self time plus its callees' totals" % name)
+            rows = (last or {}).get("paths") or []
+            check(all(rows[i]["self_ns"] >= rows[i + 1]["self_ns"] for i in range(len(rows) - 1)),
+                  "%s: paths come hottest (most self time) first" % name)
+            by_leaf = {}
+            for t, c in got.items():
+                leaf = t.split(" > ")[-1]
+                by_leaf[leaf] = by_leaf.get(leaf, 0) + c
+            check(by_leaf == counts(last), "%s: the paths ending in each function add up to its flat calls" % name,
+                  "paths %s, flat %s" % (by_leaf, counts(last)))
+
+        # the node limit: the first paths are kept, the calls of the others counted
+        live = Live(lp, agent.addr, ["--format", "json", "--view", "paths", "--path-nodes", "5", "--",
+                                     b.prog("recursion")], stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        last = live.final()
+        want = {t: c for t, c in fib_paths().items() if t.count(" > ") < 5}
+        got = path_rows(last)
+        check(rc == 0 and got == want and last["path_nodes"] == 5, "--path-nodes 5: the five shallowest paths kept",
+              "%s" % got)
+        check(last and sum(got.values()) + last["paths_folded_calls"] == 1974,
+              "--path-nodes 5: kept calls + folded calls == all 1974 calls",
+              str(last and last["paths_folded_calls"]))
+        live = Live(lp, agent.addr, ["--view", "paths", "--path-nodes", "5", "--", b.prog("recursion")],
+                    stdin=subprocess.DEVNULL)
+        live.wait()
+        check("1958 calls on paths not kept (limit of 5 paths)" in live.out.text() and
+              "--- final call paths" in live.out.text(), "text view: the folded calls are said",
+              live.out.text()[-400:])
+
+        # switching views over stdin
+        km = b.prog("killme")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--", km])
+        v = live.wait_view(lambda v: counts(v).get("tick", 0) > 0, 20)
+        if v:
+            pids.append(v["pid"])
+        check(v is not None and v["view"] == "flat" and "paths" not in v, "flat view by default: no paths",
+              str(v and sorted(v)))
+        live.say("view paths")
+        v = live.wait_view(lambda v: v["view"] == "paths" and path_rows(v).get("main > tick", 0) > 0, 20)
+        check(v is not None and "main > ready" in path_rows(v) and
+              set(path_rows(v)) == {"main", "main > ready", "main > tick"},
+              "view paths: killme's paths are main, main > ready, main > tick", str(v and path_rows(v)))
+        live.say("view flat")
+        check(live.wait_view(lambda v: v["view"] == "flat", 20) is not None, "view flat: back to the flat profile")
+        live.say("view sideways")
+        check(live.err.wait_for(lambda l: "usage: view flat|paths" in l, 10) is not None,
+              "a bad view is refused with a message")
+        live.say("quit")
+        check(live.wait(20) == 0, "the session ends with exit 0")
+
+        # a source-filtered session hides the paths and says why
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--view", "paths", "-F", "tick",
+                                     "--duration", "1s", "--", km], stdin=subprocess.DEVNULL)
+        live.wait(20)
+        last = live.final()
+        if last:
+            pids.append(last["pid"])
+        check(last and last["filtered"] and last["paths"] is None and
+              last["paths_hidden"] == "filtered profiling leaves gaps in the call paths",
+              "filtered: paths are null, and the view says why", str(last and {k: last.get(k) for k in
+                                                                             ("paths", "paths_hidden")}))
+        live = Live(lp, agent.addr, ["--interval", "100ms", "--view", "paths", "--depth", "2", "--duration", "1s",
+                                     "--", km], stdin=subprocess.DEVNULL)
+        line = live.out.wait_for(lambda l: "call paths hidden" in l, 20)
+        live.wait(20)
+        check(line is not None and "filtered profiling leaves gaps in the call paths" in line,
+              "filtered text view: says why the call paths are hidden", live.out.text()[-300:])
+        for args in (["--view", "tree"], ["--path-nodes", "0"], ["--path-nodes", "lots"]):
+            r = lp("live", *(args + ["--", km]))
+            check(r.returncode == 2 and r.stderr.strip(), "live %s: exit 2" % " ".join(args), r.stderr)
+    finally:
+        for pid in pids:
+            kill_pid(pid)
+        agent.stop()
+
+
 GROUPS = {
     "basic": group_basic,
     "control": group_control,
@@ -632,6 +770,7 @@ GROUPS = {
     "attach": group_attach,
     "ipv6": group_ipv6,
     "lost": group_lost,
+    "paths": group_paths,
 }
 
 
