@@ -260,6 +260,10 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		return -ENOMEM;
 	while ((r = decoder_next(d, &ev)) > 0) {
 		w->events++;
+		/* a syscall still open when the thread calls or returns did
+		 * not finish (its exit is missing): it ends where it was */
+		if (__builtin_expect(s->sc_pending, 0) && ev.type <= LP_EV_EXIT)
+			syscall_deliver(w, s);
 		switch (ev.type) {
 		case LP_EV_ENTRY:
 			s->calls++;

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""The syscall profiler with real programs: `record --syscalls` with each
+backend the kernel allows, exact counts, attribution to the function and the
+thread, errno, a forked child, uninstrumented programs, and a cross-check of
+the counts with `strace -f -c` on the same programs.
+
+usage: test_syscalls.py --build BUILD
+Ends with 'N passed, N failed'."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROGS = os.path.join(ROOT, "tests", "programs")
+
+passed = 0
+failed = 0
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("ok   %s" % what)
+    else:
+        failed += 1
+        print("FAIL %s%s" % (what, (": " + str(detail)) if detail else ""))
+    sys.stdout.flush()
+    return ok
+
+
+def run(cmd, timeout=120, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=timeout, **kw)
+
+
+def build(tmp, name, instrument):
+    out = os.path.join(tmp, name + ("" if instrument else "_plain"))
+    cmd = ["gcc", "-O2", "-g", "-std=c11", "-pthread", "-Wall", "-Wextra", "-Werror", "-I", PROGS]
+    if instrument:
+        cmd.append("-finstrument-functions")
+    r = run(cmd + [os.path.join(PROGS, name + ".c"), "-o", out])
+    if r.returncode:
+        raise SystemExit("cannot build %s: %s" % (name, r.stderr))
+    return out
+
+
+class Layerprof:
+    def __init__(self, build_dir):
+        self.exe = os.path.join(build_dir, "host", "layerprof")
+        self.env = dict(os.environ, LAYERPROF_LIB=os.path.join(build_dir, "runtime", "liblayerprof.so"))
+
+    def __call__(self, *args, timeout=120):
+        return run([self.exe] + list(args), timeout=timeout, env=self.env)
+
+    def json(self, *args):
+        r = self(*args)
+        if r.returncode:
+            return None, r
+        return json.loads(r.stdout), r
+
+
+def syscall_row(rep, name):
+    for s in rep["syscalls"]:
+        if s["name"] == name:
+            return s
+    return None
+
+
+def by_function(rep, function, syscall):
+    return [f for f in rep["by_function"] if f["function"] == function and f["syscall"] == syscall]
+
+
+def strace_counts(prog, syscalls):
+    """Calls per syscall as strace -f -c counts them."""
+    r = run(["strace", "-f", "-c", "-e", "trace=" + ",".join(syscalls), prog])
+    counts = {}
+    for line in r.stderr.splitlines():
+        m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:(\d+)\s+)?(\w+)\s*$", line)
+        if m and m.group(3) != "total":
+            counts[m.group(3)] = (int(m.group(1)), int(m.group(2) or 0))
+    return counts
+
+
+def backend_usable(lp, tmp, backend):
+    out = os.path.join(tmp, "probe-" + backend)
+    r = lp("record", "-q", "--syscalls=" + backend, "-o", out, "--", "/bin/true")
+    return r.returncode == 0, r.stderr.strip()
+
+
+def test_writer(lp, tmp, backend, prog):
+    out = os.path.join(tmp, "writer-" + backend)
+    r = lp("record", "-q", "--syscalls=" + backend, "-o", out, "--", prog)
+    if not check(r.returncode == 0, "%s: sys_writer records and exits 0" % backend, r.stderr):
+        return
+    rep, r = lp.json("report", "--syscalls", "--format", "json", out)
+    if not check(rep is not None, "%s: report --syscalls --format json" % backend, r.stderr):
+        return
+    w = syscall_row(rep, "write")
+    check(w and w["calls"] == 100 and w["errors"] == 0, "%s: 100 write calls, no errors" % backend, w)
+    check(w and w["total_ns"] > 0 and w["max_ns"] > 0 and w["max_ns"] <= w["total_ns"],
+          "%s: write times are set" % backend, w)
+    f = by_function(rep, "writer", "write")
+    check(len(f) == 1 and f[0]["calls"] == 100, "%s: the 100 writes are attributed to writer" % backend, f)
+    f = by_function(rep, "opener", "openat")
+    check(len(f) == 1 and f[0]["calls"] == 1 and f[0]["errors"] == 1,
+          "%s: opener made one failing openat" % backend, f)
+    f = by_function(rep, "main", "openat")
+    check(len(f) == 1 and f[0]["calls"] == 1 and f[0]["errors"] == 0, "%s: main opened /dev/null" % backend, f)
+    # the failed call in replay: inside opener, ENOENT
+    rp, r = lp.json("replay", "--format", "json", out)
+    events = rp["threads"][0]["events"] if rp else []
+    fails = [e for e in events if e.get("type") == "syscall" and e["name"] == "openat" and e.get("ret") == -2]
+    check(len(fails) == 1 and fails[0]["depth"] == 2, "%s: replay shows openat = -ENOENT at depth 2" % backend,
+          fails)
+    if backend == "ptrace":
+        check(fails and "/nonexistent/layerprof-test" in fails[0]["args"],
+              "%s: the path of the failed openat is decoded" % backend, fails)
+    # tree: the writes are a leaf under writer
+    tr, r = lp.json("tree", "--format", "json", out)
+    leaves = []
+
+    def walk(nodes, path):
+        for n in nodes:
+            if n.get("syscall"):
+                leaves.append((path + [n["name"]], n["calls"], n["errors"]))
+            walk(n["children"], path + [n["name"]])
+    if tr:
+        walk(tr["threads"][0]["calls"], [])
+    check((["main", "writer", "write"], 100, 0) in leaves, "%s: tree has main > writer > [sys] write x100" % backend,
+          leaves[:6])
+    check((["main", "opener", "openat"], 1, 1) in leaves, "%s: tree has main > opener > [sys] openat (failed)"
+          % backend)
+    # the same counts as strace
+    st = strace_counts(prog, ["write", "openat", "close"])
+    for name in ("write", "openat", "close"):
+        row = syscall_row(rep, name)
+        want = st.get(name)
+        # the runtime itself opens and closes its session files: count
+        # only the program's own calls for those, from main down
+        if name == "write":
+            check(row and want and row["calls"] == want[0],
+                  "%s: write count equals strace -f -c (%s)" % (backend, want), row)
+        else:
+            mine = sum(f["calls"] for f in rep["by_function"] if f["syscall"] == name and
+                       f["function"] in ("main", "opener", "writer"))
+            check(want and mine == 1 + (name == "openat"),
+                  "%s: %s calls of the program's functions are what the source makes" % (backend, name),
+                  (mine, want))
+
+
+def test_threads(lp, tmp, backend, prog):
+    out = os.path.join(tmp, "threads-" + backend)
+    r = lp("record", "-q", "--syscalls=" + backend, "--syscall-filter", "read", "-o", out, "--", prog)
+    if not check(r.returncode == 0, "%s: sys_threads records and exits 0" % backend, r.stderr):
+        return
+    rep, r = lp.json("report", "--syscalls", "--per-thread", "--format", "json", out)
+    if not check(rep is not None, "%s: report --syscalls --per-thread" % backend, r.stderr):
+        return
+    names = sorted(s["name"] for s in rep["syscalls"])
+    check(names == ["read"], "%s: --syscall-filter read keeps only read" % backend, names)
+    rows = sorted(by_function(rep, "reader", "read"), key=lambda f: f["tid"])
+    check([f["calls"] for f in rows] == [30, 50], "%s: reader made 30 reads on one thread, 50 on another"
+          % backend, rows)
+    check(len(set(f["tid"] for f in rows)) == 2, "%s: two distinct threads" % backend)
+    tp, _ = lp.json("report", "--format", "json", out)
+    pid = [t["pid"] for t in tp["threads"]][0] if tp else None
+    check(pid is not None and all(f["tid"] != pid for f in rows), "%s: neither is the main thread" % backend)
+
+
+def test_fork(lp, tmp, backend, prog):
+    out = os.path.join(tmp, "fork-" + backend)
+    r = lp("record", "-q", "--syscalls=" + backend, "--syscall-filter", "write", "-o", out, "--", prog)
+    if not check(r.returncode == 0, "%s: sys_fork records and exits 0" % backend, r.stderr):
+        return
+    rep, r = lp.json("report", "--syscalls", "--per-thread", "--format", "json", out)
+    if not rep:
+        check(False, "%s: report of sys_fork" % backend, r.stderr)
+        return
+    child = by_function(rep, "child_work", "write")
+    parent = by_function(rep, "parent_work", "write")
+    check(len(child) == 1 and child[0]["calls"] == 7, "%s: the child's child_work made 7 writes" % backend, child)
+    check(len(parent) == 1 and parent[0]["calls"] == 3, "%s: the parent's parent_work made 3 writes" % backend,
+          parent)
+    check(child and parent and child[0]["tid"] != parent[0]["tid"], "%s: in two processes" % backend)
+    w = syscall_row(rep, "write")
+    check(w and w["calls"] == 10, "%s: 10 writes in all (strace -f -c: %s)" % (backend, strace_counts(
+        prog, ["write"]).get("write")), w)
+
+
+def test_plain(lp, tmp, backend, prog):
+    """A program built without instrumentation: counts, and a caller from
+    the user stack."""
+    out = os.path.join(tmp, "plain-" + backend)
+    r = lp("record", "-q", "--syscalls=" + backend, "-o", out, "--", prog)
+    if not check(r.returncode == 0, "%s: uninstrumented sys_writer records" % backend, r.stderr):
+        return
+    rep, r = lp.json("report", "--syscalls", "--format", "json", out)
+    w = syscall_row(rep, "write") if rep else None
+    check(w and w["calls"] == 100, "%s: uninstrumented: 100 writes" % backend, w)
+    o = syscall_row(rep, "openat") if rep else None
+    check(o and o["errors"] >= 1, "%s: uninstrumented: the failing openat is counted" % backend, o)
+    callers = [f["function"] for f in rep["by_function"] if f["syscall"] == "write"] if rep else []
+    check(len(callers) >= 1 and all(c and c != "[unknown]" for c in callers),
+          "%s: uninstrumented: writes have a symbolised caller" % backend, callers)
+
+
+def test_usage(lp, tmp):
+    r = lp("record", "--syscalls=nope", "--", "/bin/true")
+    check(r.returncode == 2 and "invalid --syscalls 'nope'" in r.stderr, "bad backend name: usage error", r.stderr)
+    r = lp("record", "--syscalls", "--syscall-filter", "nosuchcall", "--", "/bin/true")
+    check(r.returncode == 2 and "unknown syscall 'nosuchcall'" in r.stderr, "unknown syscall in filter", r.stderr)
+    r = lp("record", "--syscall-filter", "read", "--", "/bin/true")
+    check(r.returncode == 2 and "need --syscalls" in r.stderr, "--syscall-filter without --syscalls", r.stderr)
+    r = lp("record", "--syscalls", "-o", os.path.join(tmp, "missing"), "--", "/nonexistent/prog")
+    check(r.returncode == 127 and "cannot run '/nonexistent/prog'" in r.stderr, "missing program: 127", r.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    args = ap.parse_args()
+    lp = Layerprof(os.path.abspath(args.build))
+    tmp = tempfile.mkdtemp(prefix="lp-syscalls-")
+    try:
+        writer = build(tmp, "sys_writer", True)
+        threads = build(tmp, "sys_threads", True)
+        fork = build(tmp, "sys_fork", True)
+        plain = build(tmp, "sys_writer", False)
+        test_usage(lp, tmp)
+        usable = []
+        for backend in ("tracepoint", "ptrace"):
+            ok, why = backend_usable(lp, tmp, backend)
+            if not ok:
+                print("skip %s backend: %s" % (backend, why))
+                continue
+            usable.append(backend)
+            test_writer(lp, tmp, backend, writer)
+            test_threads(lp, tmp, backend, threads)
+            test_fork(lp, tmp, backend, fork)
+            test_plain(lp, tmp, backend, plain)
+        # auto picks one and says which
+        out = os.path.join(tmp, "auto")
+        r = lp("record", "--syscalls", "-o", out, "--", "/bin/true")
+        if usable:
+            check(r.returncode == 0 and re.search(r"syscalls: (tracepoint|ptrace): ", r.stderr),
+                  "--syscalls (auto) says which backend and why", r.stderr)
+        else:
+            check(r.returncode != 0 and "no syscall backend works" in r.stderr,
+                  "no backend: one clear error", r.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
