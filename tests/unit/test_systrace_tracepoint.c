@@ -1,0 +1,441 @@
+/* Unit test of the syscall tracer's tracepoint backend: runs the sys_*
+ * programs (their syscall counts are exact) under it and checks counts per
+ * thread and process, return values, the filter, time order, enter/exit
+ * pairing, stacks and the loss accounting of a tiny buffer.
+ * usage: test_systrace_tracepoint DIR [--bench [N]]
+ *   DIR: where the sys_* programs are built.  --bench (by hand, not in CI)
+ *   times N getppid calls (default 500000) plain, under this backend and
+ *   under `perf trace -s`, and prints ns per call. */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "systrace/backend.h"
+#include "tests/unit/check.h"
+
+extern char **environ;
+
+#define TEST_RECS_MAX 200000u  /* records kept per run (the lost case only counts) */
+#define TEST_POLL_NS 200000L   /* poll interval while a short program runs */
+#define BENCH_POLL_NS 1000000L /* the benchmark's poll interval: a recorder's rate */
+#define MISSING_PATH "/nonexistent/layerprof-test"
+
+struct rec {
+	uint8_t kind;
+	uint16_t nips;
+	uint32_t pid, tid, nr;
+	uint64_t ns, ip0;
+	int64_t ret;
+	bool has_str;
+	char str[SYSREC_STR_MAX + 1];
+};
+
+struct collect {
+	bool keep; /* store the records, or only count them */
+	struct rec *recs;
+	size_t n, cap;
+	uint64_t count, lost;
+	unsigned lost_calls;
+};
+
+static const char *dir;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_sys(void *ctx, const struct sysrec *r)
+{
+	struct collect *c = ctx;
+	struct rec *x;
+
+	c->count++;
+	if (!c->keep)
+		return;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		struct rec *recs;
+
+		if (cap > TEST_RECS_MAX)
+			return;
+		recs = realloc(c->recs, cap * sizeof(*recs));
+		if (!recs)
+			return;
+		c->recs = recs;
+		c->cap = cap;
+	}
+	x = &c->recs[c->n++];
+	memset(x, 0, sizeof(*x));
+	x->kind = r->kind;
+	x->nips = r->nips;
+	x->pid = r->pid;
+	x->tid = r->tid;
+	x->nr = r->nr;
+	x->ns = r->ns;
+	x->ret = r->ret;
+	x->ip0 = r->nips ? r->ips[0] : 0;
+	if (r->str) {
+		x->has_str = true;
+		memcpy(x->str, r->str, r->str_len < SYSREC_STR_MAX ? r->str_len : SYSREC_STR_MAX);
+	}
+}
+
+static void on_lost(void *ctx, uint32_t pid, uint32_t tid, uint64_t count)
+{
+	struct collect *c = ctx;
+
+	c->lost += count;
+	c->lost_calls++;
+}
+
+struct run {
+	const char *filter;    /* syscall names, NULL: all */
+	uint32_t buffer_pages; /* 0: the default */
+	long poll_ns;          /* poll interval while running; 0: only at the end */
+	const char *arg;       /* the program's argument, or NULL */
+	/* results */
+	pid_t pid;
+	int status;
+	uint64_t t0, t1; /* before the spawn, after the wait */
+	struct systrace_stats stats;
+};
+
+/* Runs DIR/prog under the tracepoint backend, collecting into c. */
+static bool run_prog(const char *prog, struct run *run, struct collect *c)
+{
+	char path[4096], why[256], err[256];
+	char *argv[] = { path, (char *)run->arg, NULL };
+	struct systrace_ops ops = { c, on_sys, on_lost };
+	struct systrace_config cfg;
+	struct systrace *st;
+	pid_t w;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.backend = SYSTRACE_TRACEPOINT;
+	cfg.buffer_pages = run->buffer_pages;
+	if (run->filter) {
+		if (!CHECK(sys_set_parse(&cfg.filter, sys_arch_native(), run->filter, err, sizeof(err)) == 0))
+			return false;
+	} else {
+		sys_set_all(&cfg.filter);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, prog);
+	run->t0 = now_ns();
+	st = systrace_spawn(argv, environ, &cfg, &ops, &run->pid, why, sizeof(why), err, sizeof(err));
+	if (!CHECK(st != NULL)) {
+		printf("  %s: %s\n", prog, err);
+		return false;
+	}
+	CHECK(systrace_backend(st) == SYSTRACE_TRACEPOINT);
+	for (;;) {
+		struct timespec pause = { 0, run->poll_ns ? run->poll_ns : TEST_POLL_NS };
+
+		w = waitpid(run->pid, &run->status, WNOHANG);
+		if (w != 0)
+			break;
+		if (run->poll_ns)
+			CHECK(systrace_poll(st) >= 0);
+		nanosleep(&pause, NULL);
+	}
+	run->t1 = now_ns();
+	CHECK_EQ_U64(w, run->pid);
+	while (systrace_poll(st) > 0)
+		;
+	CHECK(!systrace_exited(st, &run->status));
+	systrace_free(st);
+	/* systrace_free hands out the rest; the stats are the callbacks' sums */
+	run->stats.records = c->count;
+	run->stats.lost = c->lost;
+	CHECK(WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0);
+	return true;
+}
+
+/* Is nr a call whose exit comes first in a new task: the exec that
+ * enabled the events, or the fork or clone that created the task. */
+static bool starts_task(uint32_t nr)
+{
+	switch (nr) {
+	case SYS_execve:
+	case SYS_clone:
+#ifdef SYS_clone3
+	case SYS_clone3:
+#endif
+#ifdef SYS_fork
+	case SYS_fork:
+	case SYS_vfork:
+#endif
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Checks that hold for every run: times within the run, per thread
+ * non-decreasing, entries and exits pairing up, a user stack on every
+ * entry. */
+static void check_common(const struct run *run, const struct collect *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rec *r = &c->recs[i];
+		const struct rec *prev = NULL;
+
+		if (!CHECK(r->ns >= run->t0 && r->ns <= run->t1))
+			printf("  record %zu: ns %llu outside [%llu, %llu]\n", i, (unsigned long long)r->ns,
+			       (unsigned long long)run->t0, (unsigned long long)run->t1);
+		if (r->kind == SYSREC_ENTER && !CHECK(r->nips >= 1 && r->ip0 != 0))
+			printf("  record %zu: no user stack\n", i);
+		for (size_t j = i; j-- > 0;)
+			if (c->recs[j].tid == r->tid) {
+				prev = &c->recs[j];
+				break;
+			}
+		if (prev)
+			CHECK(prev->ns <= r->ns);
+		if (r->kind == SYSREC_EXIT) {
+			bool ok = prev ? prev->kind == SYSREC_ENTER && prev->nr == r->nr : starts_task(r->nr);
+
+			if (!CHECK(ok))
+				printf("  record %zu: exit of %u on tid %u without its entry\n", i, r->nr, r->tid);
+		} else if (prev && !CHECK(prev->kind == SYSREC_EXIT)) {
+			printf("  record %zu: entry of %u on tid %u follows entry of %u\n", i, r->nr, r->tid, prev->nr);
+		}
+	}
+	/* a thread's last entry without an exit can only be its end */
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rec *r = &c->recs[i];
+		bool last = true;
+
+		for (size_t j = i + 1; j < c->n && last; j++)
+			last = c->recs[j].tid != r->tid;
+		if (last && r->kind == SYSREC_ENTER)
+			CHECK(r->nr == SYS_exit || r->nr == SYS_exit_group);
+	}
+}
+
+static unsigned count_of(const struct collect *c, uint8_t kind, uint32_t nr, uint32_t tid, uint32_t pid)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		const struct rec *r = &c->recs[i];
+
+		if (r->kind == kind && r->nr == nr && (!tid || r->tid == tid) && (!pid || r->pid == pid))
+			n++;
+	}
+	return n;
+}
+
+static void collect_free(struct collect *c)
+{
+	free(c->recs);
+	memset(c, 0, sizeof(*c));
+}
+
+static void test_writer(void)
+{
+	struct run run = { .poll_ns = TEST_POLL_NS / 4 };
+	struct collect c = { .keep = true };
+	const struct rec *open_enter = NULL, *open_exit = NULL;
+	unsigned exits_1024 = 0;
+
+	if (!run_prog("sys_writer", &run, &c))
+		goto out;
+	check_common(&run, &c);
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_write, run.pid, run.pid), 100);
+	CHECK_EQ_U64(count_of(&c, SYSREC_EXIT, SYS_write, run.pid, run.pid), 100);
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_write, 0, 0), 100); /* one tid only */
+	for (size_t i = 0; i < c.n; i++) {
+		const struct rec *r = &c.recs[i];
+
+		if (r->kind == SYSREC_EXIT && r->nr == SYS_write && r->ret == 1024)
+			exits_1024++;
+		/* the program's last openat is the missing path */
+		if (r->nr == SYS_openat && r->kind == SYSREC_ENTER)
+			open_enter = r;
+		if (r->nr == SYS_openat && r->kind == SYSREC_EXIT)
+			open_exit = r;
+	}
+	CHECK_EQ_U64(exits_1024, 100);
+	if (CHECK(open_enter && open_exit)) {
+		CHECK_EQ_U64(open_exit->ret, -ENOENT);
+		CHECK(open_exit->ns >= open_enter->ns);
+		if (open_enter->has_str)
+			CHECK_STR(open_enter->str, MISSING_PATH);
+		printf("sys_writer: the openat path was %s\n",
+		       open_enter->has_str ? "read" : "not read (the program had ended)");
+	}
+	CHECK_EQ_U64(run.stats.lost, 0);
+out:
+	collect_free(&c);
+}
+
+static void test_threads(void)
+{
+	struct run run = { .poll_ns = TEST_POLL_NS };
+	struct collect c = { .keep = true };
+	uint32_t tids[2] = { 0, 0 };
+	unsigned ntids = 0;
+
+	if (!run_prog("sys_threads", &run, &c))
+		goto out;
+	check_common(&run, &c);
+	/* the threads in order of their first record: A (30 reads), then B */
+	for (size_t i = 0; i < c.n && ntids < 3; i++) {
+		uint32_t tid = c.recs[i].tid;
+
+		if (tid == (uint32_t)run.pid || (ntids && tids[0] == tid) || (ntids > 1 && tids[1] == tid))
+			continue;
+		if (!CHECK(ntids < 2))
+			break;
+		tids[ntids++] = tid;
+	}
+	CHECK_EQ_U64(ntids, 2);
+	/* main: ld.so reads libc's ELF header once, the program never */
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_read, run.pid, run.pid), 1);
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_read, tids[0], run.pid), 30);
+	CHECK_EQ_U64(count_of(&c, SYSREC_EXIT, SYS_read, tids[0], run.pid), 30);
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_read, tids[1], run.pid), 50);
+	CHECK_EQ_U64(count_of(&c, SYSREC_EXIT, SYS_read, tids[1], run.pid), 50);
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_read, 0, 0), 81);
+out:
+	collect_free(&c);
+}
+
+static void test_fork(void)
+{
+	struct run run = { .poll_ns = TEST_POLL_NS };
+	struct collect c = { .keep = true };
+	uint32_t child = 0;
+	bool one_child = true;
+
+	if (!run_prog("sys_fork", &run, &c))
+		goto out;
+	check_common(&run, &c);
+	for (size_t i = 0; i < c.n; i++) {
+		uint32_t pid = c.recs[i].pid;
+
+		if (pid == (uint32_t)run.pid)
+			continue;
+		if (child && pid != child)
+			one_child = false;
+		child = pid;
+	}
+	CHECK(child != 0 && one_child);
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_write, child, child), 7);
+	CHECK_EQ_U64(count_of(&c, SYSREC_EXIT, SYS_write, child, child), 7);
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_write, run.pid, run.pid), 3);
+	CHECK_EQ_U64(count_of(&c, SYSREC_EXIT, SYS_write, run.pid, run.pid), 3);
+out:
+	collect_free(&c);
+}
+
+static void test_filter(void)
+{
+	struct run run = { .filter = "write", .poll_ns = TEST_POLL_NS };
+	struct collect c = { .keep = true };
+
+	if (!run_prog("sys_writer", &run, &c))
+		goto out;
+	check_common(&run, &c);
+	CHECK_EQ_U64(c.n, 200);
+	CHECK_EQ_U64(count_of(&c, SYSREC_ENTER, SYS_write, run.pid, run.pid), 100);
+	CHECK_EQ_U64(count_of(&c, SYSREC_EXIT, SYS_write, run.pid, run.pid), 100);
+out:
+	collect_free(&c);
+}
+
+/* The smallest ring (one data page), read only at the end: nearly every
+ * record is lost, and each one is counted. */
+static void test_lost(void)
+{
+	struct run run = { .buffer_pages = 1, .arg = "200000" };
+	struct collect c = { .keep = false };
+
+	if (!run_prog("sys_getppid", &run, &c))
+		return;
+	CHECK(c.lost_calls > 0);
+	CHECK(c.lost > 0);
+	if (!CHECK(c.count + c.lost >= 400000))
+		printf("  records %llu + lost %llu\n", (unsigned long long)c.count, (unsigned long long)c.lost);
+}
+
+/* Wall time of `argv` in ns, or 0. */
+static uint64_t bench_cmd(char *const argv[])
+{
+	uint64_t t0 = now_ns();
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 0;
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 0;
+	return now_ns() - t0;
+}
+
+static int bench(long n)
+{
+	char path[4096], count[32];
+	char *plain[] = { path, count, NULL };
+	char *perf[] = { "perf", "trace", "-s", "-o", "/dev/null", "--", path, count, NULL };
+	struct run run = { .poll_ns = BENCH_POLL_NS, .arg = count };
+	struct collect c = { .keep = false };
+	uint64_t base, traced, perf_ns;
+
+	snprintf(path, sizeof(path), "%s/sys_getppid", dir);
+	snprintf(count, sizeof(count), "%ld", n);
+	base = bench_cmd(plain);
+	if (!run_prog("sys_getppid", &run, &c))
+		return 1;
+	traced = run.t1 - run.t0;
+	perf_ns = bench_cmd(perf);
+	printf("getppid x %ld: plain %.1f ns/call\n", n, (double)base / (double)n);
+	printf("  tracepoint backend: %.1f ns/call (+%.1f), %llu records, %llu lost\n", (double)traced / (double)n,
+	       ((double)traced - (double)base) / (double)n, (unsigned long long)c.count, (unsigned long long)c.lost);
+	if (perf_ns)
+		printf("  perf trace -s:      %.1f ns/call (+%.1f)\n", (double)perf_ns / (double)n,
+		       ((double)perf_ns - (double)base) / (double)n);
+	else
+		printf("  perf trace -s: did not run\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char err[256];
+	int r;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_systrace_tracepoint DIR [--bench [N]]\n");
+		return 2;
+	}
+	dir = argv[1];
+	r = tp_probe(err, sizeof(err));
+	if (r) {
+		printf("skipped: the tracepoint backend is not available here: %s\n", err);
+		return 77;
+	}
+	if (argc > 2 && !strcmp(argv[2], "--bench"))
+		return bench(argc > 3 ? atol(argv[3]) : 500000);
+	test_writer();
+	test_threads();
+	test_fork();
+	test_filter();
+	test_lost();
+	return check_summary();
+}
