@@ -184,6 +184,10 @@ static void drop_host(struct agent *a, const char *why)
 	struct session *s;
 
 	agent_log("host %s %s", a->conn->peer, why);
+	if (a->conn->udp_fd >= 0)
+		agent_log("host %s: %u datagrams numbered holding %llu events, %llu refused by the socket",
+		          a->conn->peer, a->conn->udp_seq, (unsigned long long)a->conn->udp_events,
+		          (unsigned long long)a->conn->udp_dropped);
 	conn_free(a->conn);
 	a->conn = NULL;
 	/* what a host set lasts for its connection */

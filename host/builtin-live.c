@@ -426,7 +426,9 @@ static void live_loop(struct live *lv)
 	struct livesession *ls = &lv->ls;
 
 	while (ls->state < LIVESESSION_DONE) {
-		struct pollfd pfd[2] = { { .fd = ls->nc.fd, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
+		struct pollfd pfd[3] = { { .fd = ls->nc.fd, .events = POLLIN },
+			                 { .fd = -1, .events = POLLIN },
+			                 { .fd = ls->udp.fd, .events = POLLIN } };
 		uint64_t now = livesession_now();
 		int r;
 
@@ -445,12 +447,15 @@ static void live_loop(struct live *lv)
 		}
 		if (lv->stdin_open && ls->state == LIVESESSION_RUNNING)
 			pfd[1].fd = STDIN_FILENO;
-		r = poll(pfd, 2, next_timeout(lv, now));
+		r = poll(pfd, 3, next_timeout(lv, now));
 		if (r < 0 && errno != EINTR) {
 			fprintf(stderr, "layerprof live: poll: %s\n", strerror(errno));
 			ls->state = LIVESESSION_FAILED;
 			break;
 		}
+		/* datagrams first: the STATUS that counts them comes by TCP */
+		if (r > 0 && (pfd[2].revents & (POLLIN | POLLERR)))
+			livesession_receive_udp(ls);
 		if (r > 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			livesession_receive(ls);
 		if (r > 0 && ls->state == LIVESESSION_RUNNING && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -487,6 +492,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "stopped", no_argument, NULL, 'S' },
 		{ "view", required_argument, NULL, 'V' },
+		{ "udp", no_argument, NULL, 'U' },
 		{ "path-nodes", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
@@ -543,6 +549,9 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			break;
 		case 'S':
 			lv->stopped = true;
+			break;
+		case 'U':
+			ls->udp_wanted = true;
 			break;
 		case 'V':
 			if (strcmp(optarg, "flat") && strcmp(optarg, "paths")) {
@@ -671,6 +680,9 @@ int cmd_live(int argc, char **argv)
 	live_loop(lv);
 	terminal_restore(lv);
 
+	if (ls->udp.fd >= 0 && ls->state == LIVESESSION_DONE)
+		while (livesession_receive_udp(ls) > 0) /* the last datagrams */
+			;
 	if (ls->session) {
 		walk_end(&ls->w);
 		ls->walk_ended = true;

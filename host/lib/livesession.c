@@ -106,6 +106,7 @@ int livesession_init(struct livesession *ls)
 	netclient_init(&ls->nc);
 	livesave_init(&ls->save);
 	livefilter_init(&ls->filter);
+	ls->udp.fd = -1;
 	profile_init(&ls->prof);
 	livepaths_init(&ls->paths, 0);
 	/* the runtime filters; the host shows what arrives */
@@ -126,6 +127,7 @@ void livesession_release(struct livesession *ls)
 	walk_release(&ls->w);
 	livesave_release(&ls->save);
 	livefilter_release(&ls->filter);
+	liveudp_release(&ls->udp);
 	free(ls->pending);
 	ls->pending = NULL;
 }
@@ -149,7 +151,9 @@ static void add_exit(struct livesession *ls, uint32_t pid, int status)
 
 uint64_t livesession_lost(const struct livesession *ls)
 {
-	return ls->w.lost > ls->status_lost ? ls->w.lost : ls->status_lost;
+	uint64_t lost = ls->w.lost > ls->status_lost ? ls->w.lost : ls->status_lost;
+
+	return ls->udp.fd >= 0 ? lost + liveudp_lost_events(&ls->udp) : lost;
 }
 
 bool livesession_filtered(const struct livesession *ls)
@@ -199,6 +203,7 @@ void livesession_view_info(struct livesession *ls, struct liveview_info *in, cha
 	in->exits = ls->exits;
 	in->nexits = ls->nexits;
 	in->paths = &ls->paths;
+	in->udp = ls->udp.fd >= 0 ? &ls->udp : NULL;
 }
 
 /* ------------------------------------------------------------ sending */
@@ -303,6 +308,31 @@ static int send_start_frame(struct livesession *ls)
 	return r;
 }
 
+/* Opens the UDP channel and tells the agent its port. */
+static int open_udp(struct livesession *ls)
+{
+	char msg[32];
+	unsigned port = 0;
+	int n, r;
+
+	if (!netclient_has_cap(&ls->nc, "udp")) {
+		fail(ls, "the agent at %s offers no UDP channel (caps %s)", ls->nc.peer, ls->nc.caps);
+		return -EOPNOTSUPP;
+	}
+	r = liveudp_open(&ls->udp, ls->nc.fd, &port);
+	if (r) {
+		fail(ls, "cannot open the UDP channel: %s", strerror(-r));
+		return r;
+	}
+	if (ls->udp.rcvbuf < (int)LIVEUDP_RCVBUF)
+		say(ls,
+		    "UDP receive buffer is %d KiB, not the %u KiB asked for: datagrams may be dropped here "
+		    "(raise net.core.rmem_max)",
+		    ls->udp.rcvbuf >> 10, LIVEUDP_RCVBUF >> 10);
+	n = snprintf(msg, sizeof(msg), "port=%u\n", port);
+	return livesession_send(ls, LP_FRAME_UDPINFO, msg, (size_t)n);
+}
+
 int livesession_start(struct livesession *ls, bool tracing)
 {
 	ls->t0 = livesession_now();
@@ -315,6 +345,8 @@ int livesession_start(struct livesession *ls, bool tracing)
 	if (!tracing && livesession_set_tracing(ls, false))
 		return -EIO;
 	if (ls->filter.active && send_filters(ls, false))
+		return -EIO;
+	if (ls->udp_wanted && open_udp(ls))
 		return -EIO;
 	return send_start_frame(ls);
 }
@@ -376,8 +408,12 @@ void livesession_close(struct livesession *ls)
 
 /* ------------------------------------------------------------ receiving */
 
+/* A held chunk's length word: its bit 31 says it came by UDP (a length is
+ * at most LP_WIRE_MAX_PAYLOAD). */
+#define HELD_UDP 0x80000000u
+
 /* Holds a CHUNK frame's payload until SESSION says whose it is. */
-static void hold_chunk(struct livesession *ls, const struct wire_frame *f)
+static void hold_chunk(struct livesession *ls, const struct wire_frame *f, bool udp)
 {
 	size_t need = ls->pending_len + 4 + f->len;
 
@@ -399,12 +435,12 @@ static void hold_chunk(struct livesession *ls, const struct wire_frame *f)
 		ls->pending = p;
 		ls->pending_cap = cap;
 	}
-	le32_put(ls->pending + ls->pending_len, f->len);
+	le32_put(ls->pending + ls->pending_len, f->len | (udp ? HELD_UDP : 0));
 	memcpy(ls->pending + ls->pending_len + 4, f->payload, f->len);
 	ls->pending_len = need;
 }
 
-static void on_chunk(struct livesession *ls, const struct wire_frame *f);
+static void on_chunk(struct livesession *ls, const struct wire_frame *f, bool udp);
 
 /* Handles the held chunks once the session is known (they were checked
  * when held; on_chunk checks them again). */
@@ -414,12 +450,13 @@ static void release_held(struct livesession *ls)
 
 	while (off + 4 <= ls->pending_len && ls->state == LIVESESSION_RUNNING) {
 		struct wire_frame f = { .type = LP_FRAME_CHUNK };
+		uint32_t word = le32_get(ls->pending + off);
 
-		f.len = le32_get(ls->pending + off);
+		f.len = word & ~HELD_UDP;
 		f.payload = ls->pending + off + 4;
 		if (f.len > ls->pending_len - off - 4)
 			break;
-		on_chunk(ls, &f);
+		on_chunk(ls, &f, word & HELD_UDP);
 		off += 4 + f.len;
 	}
 	free(ls->pending);
@@ -427,11 +464,12 @@ static void release_held(struct livesession *ls)
 	ls->pending_len = ls->pending_cap = 0;
 }
 
-/* A CHUNK frame: session id, chunk header, payload.  Every size is checked
- * against the frame before use. */
-static void on_chunk(struct livesession *ls, const struct wire_frame *f)
+/* A CHUNK frame (by TCP, or a datagram with udp): session id, chunk
+ * header, payload.  Every size is checked against the frame before use. */
+static void on_chunk(struct livesession *ls, const struct wire_frame *f, bool udp)
 {
 	struct chunk_info ci;
+	uint64_t events;
 	uint32_t session;
 	int r;
 
@@ -446,7 +484,7 @@ static void on_chunk(struct livesession *ls, const struct wire_frame *f)
 		return;
 	}
 	if (!ls->session && ls->state == LIVESESSION_CONNECTING) {
-		hold_chunk(ls, f);
+		hold_chunk(ls, f, udp);
 		return;
 	}
 	if (session != ls->session) {
@@ -466,7 +504,10 @@ static void on_chunk(struct livesession *ls, const struct wire_frame *f)
 	}
 	if (ls->walk_ended)
 		return;
+	events = ls->w.events;
 	r = walk_feed(&ls->w, ci.type, f->payload + 4 + LP_CHUNK_HEADER_SIZE, ci.len);
+	if (udp)
+		ls->udp.events += ls->w.events - events; /* against the agent's count */
 	if (r == -ENOMEM) {
 		fail(ls, "out of memory");
 		return;
@@ -511,6 +552,16 @@ static void on_status(struct livesession *ls, const struct wire_frame *f)
 			if (v > ls->lost_at_ns)
 				ls->lost_at_ns = v;
 		}
+	} else if (!strcmp(val, "udp") && !wire_kv_get(f->payload, f->len, "next_seq", val, sizeof(val))) {
+		uint64_t before = liveudp_lost_events(&ls->udp), seq = strtoull(val, NULL, 10), ev = 0;
+
+		if (!wire_kv_get(f->payload, f->len, "events", val, sizeof(val)))
+			ev = strtoull(val, NULL, 10);
+		liveudp_status(&ls->udp, seq, ev);
+		if (liveudp_lost_events(&ls->udp) > before &&
+		    !wire_kv_get(f->payload, f->len, "time_ns", val, sizeof(val)))
+			ls->lost_at_ns =
+			    strtoull(val, NULL, 10) > ls->lost_at_ns ? strtoull(val, NULL, 10) : ls->lost_at_ns;
 	} else if (!strcmp(val, "tracing")) {
 		if (!wire_kv_get(f->payload, f->len, "tracing", val, sizeof(val)))
 			ls->tracing = !strcmp(val, "on");
@@ -548,7 +599,7 @@ static void on_frame(struct livesession *ls, const struct wire_frame *f)
 
 	switch (f->type) {
 	case LP_FRAME_CHUNK:
-		on_chunk(ls, f);
+		on_chunk(ls, f, false);
 		break;
 	case LP_FRAME_STATUS:
 		on_status(ls, f);
@@ -604,6 +655,18 @@ void livesession_receive(struct livesession *ls)
 		on_frame(ls, &f);
 	if (r < 0 && ls->state < LIVESESSION_DONE)
 		fail(ls, "%s", ls->nc.error);
+}
+
+int livesession_receive_udp(struct livesession *ls)
+{
+	struct wire_frame f;
+	int i, r = 0;
+
+	for (i = 0; i < LIVEUDP_BATCH && ls->state != LIVESESSION_FAILED && (r = liveudp_next(&ls->udp, &f)) > 0; i++)
+		on_chunk(ls, &f, true);
+	if (r < 0 && ls->state < LIVESESSION_DONE)
+		fail(ls, "the UDP channel failed: %s", strerror(-r));
+	return i;
 }
 
 /* ------------------------------------------------------------ timers */

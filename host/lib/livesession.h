@@ -13,6 +13,7 @@
 #include "host/lib/livefilter.h"
 #include "host/lib/livepaths.h"
 #include "host/lib/livesave.h"
+#include "host/lib/liveudp.h"
 #include "host/lib/liveview.h"
 #include "host/lib/netclient.h"
 #include "host/lib/profile.h"
@@ -38,6 +39,7 @@ struct livesession {
 	long attach_pid; /* attach to this process, or start argv */
 	char **argv;     /* borrowed */
 	int argc;
+	bool udp_wanted; /* EVENTS chunks by the UDP channel */
 	/* messages about the session for people: the command shows them */
 	void (*say)(void *ctx, const char *msg);
 	void *say_ctx;
@@ -69,6 +71,7 @@ struct livesession {
 
 	struct livesave save;
 	struct livefilter filter;
+	struct liveudp udp; /* udp.fd -1 without the UDP channel */
 };
 
 /* A session with nothing connected: sets up the walk and the profile.
@@ -82,7 +85,7 @@ void livesession_release(struct livesession *ls);
 int livesession_connect(struct livesession *ls);
 
 /* Sends the settings given so far (tracing off when !tracing, the
- * filters), then START or ATTACH.  Returns 0 or -errno (state FAILED). */
+ * filters, the UDP channel with udp_wanted), then START or ATTACH.  Returns 0 or -errno (state FAILED). */
 int livesession_start(struct livesession *ls, bool tracing);
 
 /* Sends one frame; on failure says why and the state becomes FAILED. */
@@ -93,6 +96,9 @@ void livesession_set_filters(struct livesession *ls, const struct filter_opts *o
 
 /* Reads what the socket holds and handles every whole frame. */
 void livesession_receive(struct livesession *ls);
+/* Takes the datagrams waiting on the UDP channel, at most LIVEUDP_BATCH
+ * (also after the session ended: the last ones).  Returns how many. */
+int livesession_receive_udp(struct livesession *ls);
 /* Sends BYE and takes in, for a moment, what the agent still sends. */
 void livesession_close(struct livesession *ls);
 /* The session's timers at time now: heartbeat, silence, the wait for
@@ -101,8 +107,9 @@ void livesession_tick(struct livesession *ls, uint64_t now);
 /* When livesession_tick has something to do next (CLOCK_MONOTONIC ns). */
 uint64_t livesession_next_tick(const struct livesession *ls);
 
-/* Events lost so far (the trace's LOST events or the agent's STATUS,
- * whichever says more). */
+/* Events lost so far: the trace's LOST events or the agent's STATUS
+ * event=lost, whichever says more, plus those of datagrams lost on the UDP
+ * channel. */
 uint64_t livesession_lost(const struct livesession *ls);
 /* Filters were set: the call paths have gaps. */
 bool livesession_filtered(const struct livesession *ls);

@@ -89,6 +89,24 @@ static void json_paths(struct json *j, const struct liveview_info *in, const str
 	json_array_end(j);
 }
 
+static void json_udp(struct json *j, const struct liveudp *u)
+{
+	if (!u) {
+		json_null(j, "udp");
+		return;
+	}
+	json_object_begin(j, "udp");
+	json_u64(j, "datagrams", u->datagrams);
+	json_u64(j, "lost_datagrams", liveudp_lost_datagrams(u));
+	json_u64(j, "late_datagrams", u->late);
+	json_u64(j, "bad_datagrams", u->bad);
+	json_u64(j, "events", u->events);
+	json_u64(j, "sent_events", u->sent_events);
+	json_u64(j, "lost_events", liveudp_lost_events(u));
+	json_u64(j, "rcvbuf", (uint64_t)u->rcvbuf);
+	json_object_end(j);
+}
+
 static void draw_json(struct liveview *v, const struct liveview_info *in, const struct profile_rows *rows,
                       const struct livepaths_rows *paths)
 {
@@ -149,6 +167,7 @@ static void draw_json(struct liveview *v, const struct liveview_info *in, const 
 		json_object_end(j);
 	}
 	json_array_end(j);
+	json_udp(j, in->udp);
 	json_paths(j, in, paths);
 	json_object_end(j);
 	json_finish(j);
@@ -170,6 +189,10 @@ static void draw_header(const struct liveview_info *in, uint64_t first_ns, const
 	if (in->lost)
 		printf("%" PRIu64 " events lost (at %s)%s", in->lost,
 		       liveview_when(first_ns, in->lost_at_ns, b, sizeof(b)), eol);
+	if (in->udp && liveudp_lost_datagrams(in->udp))
+		printf("UDP: %" PRIu64 " of %" PRIu64 " datagrams lost (%" PRIu64 " events)%s",
+		       liveudp_lost_datagrams(in->udp), in->udp->datagrams + liveudp_lost_datagrams(in->udp),
+		       liveudp_lost_events(in->udp), eol);
 	for (i = 0; i < in->nexits; i++)
 		printf("process %" PRIu32 " %s%s", in->exits[i].pid,
 		       liveview_describe_status(in->exits[i].status, what, sizeof(what)), eol);

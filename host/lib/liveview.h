@@ -12,6 +12,7 @@
 
 #include "host/lib/json.h"
 #include "host/lib/livepaths.h"
+#include "host/lib/liveudp.h"
 #include "host/lib/walk.h"
 
 #define LIVEVIEW_ROWS_PLAIN 20 /* functions in a snapshot when not on a terminal */
@@ -47,6 +48,7 @@ struct liveview_info {
 	/* the hot call paths instead of the flat profile (JSON: beside it) */
 	bool paths_view;
 	const struct livepaths *paths;
+	const struct liveudp *udp; /* the UDP channel's counts; NULL over TCP only */
 };
 
 /* Why a filtered session shows neither tree nor paths. */

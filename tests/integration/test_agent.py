@@ -419,6 +419,60 @@ def nm_offset(binary, func):
     return None
 
 
+def live_udp(net, build, tmp, agent, busy):
+    """layerprof live --udp from the host namespace: exact counts on a clean
+    link; on a shaped link, lost datagrams and events counted so that the
+    events received plus the events lost are the events the agent sent."""
+    lp = os.path.join(build, "host", "layerprof")
+    for throttled in (False, True):
+        if throttled and not net.throttle(True):
+            print("skip live --udp with loss: cannot shape the link here (no tc qdisc, or no namespaces)")
+            break
+        name = "live-udp-lossy" if throttled else "live-udp"
+        n = 300000 if throttled else 50000
+        save = os.path.join(tmp, name + ".trace")
+        mark = len(agent.text())
+        try:
+            r = subprocess.run(net.host([lp, "live", "--connect", "%s:%d" % (net.target_ip, PORT), "--token-file",
+                                         os.path.join(tmp, "token"), "--udp", "--format", "json", "--interval",
+                                         "200ms", "--save", save, "--", busy, str(n)]),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True, timeout=120)
+        finally:
+            net.throttle(False)
+        try:
+            last = json.loads(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            last = None
+        if not check(r.returncode == 0 and last and last["final"] and last["udp"],
+                     "%s: the session ends with exit 0 and UDP counts" % name, "rc %s %r" % (r.returncode, r.stderr)):
+            continue
+        u = last["udp"]
+        calls = {f["name"]: f["calls"] for f in last["functions"]}
+        check(u["rcvbuf"] >= 16 << 20, "%s: a 16 MiB receive buffer (SO_RCVBUFFORCE as root)" % name, u)
+        check(u["events"] + u["lost_events"] == u["sent_events"] and u["sent_events"] > 0,
+              "%s: events received + events lost == events the agent sent (%d + %d == %d)" %
+              (name, u["events"], u["lost_events"], u["sent_events"]), u)
+        log = agent.text()[mark:]
+        told = [l for l in log.splitlines() if "datagrams numbered holding" in l]
+        m = told[-1].split() if told else []
+        agent_events = int(m[m.index("holding") + 1]) if "holding" in m else -1
+        agent_grams = int(m[m.index("datagrams") - 1]) if "datagrams" in m else -1
+        rep, d = report(build, save)
+        check(d and isinstance(d, dict) and d["events"] + u["lost_events"] == agent_events and
+              u["datagrams"] + u["lost_datagrams"] == agent_grams,
+              "%s: saved events + lost events == the agent's own count (%s), and datagrams too (%s)" %
+              (name, agent_events, agent_grams), (told, u, d if isinstance(d, str) else d and d.get("events")))
+        if throttled:
+            check(u["lost_datagrams"] > 0 and u["lost_events"] > 0 and last["lost_events"] >= u["lost_events"],
+                  "%s: the shaped link loses datagrams, and live counts %d lost events" % (name, u["lost_events"]),
+                  u)
+            check("events lost" in r.stderr, "%s: live warns about the lost events" % name, r.stderr)
+        else:
+            check(u["lost_datagrams"] == 0 and u["lost_events"] == 0 and last["lost_events"] == 0 and
+                  calls.get("tiny_a") == n, "%s: nothing lost, exact counts" % name, (u, calls))
+
+
 def outer(args):
     tmp = tempfile.mkdtemp(prefix="layerprof-agent-")
     os.chmod(tmp, 0o755)
@@ -518,6 +572,8 @@ def outer(args):
             else:
                 check(out["lost_datagrams"] == 0 and lost_events == 0 and calls.get("tiny_a") == 50000,
                       "UDP over a clean link: nothing lost, exact counts", (out, calls))
+
+        live_udp(net, args.build, tmp, agent, busy)
 
         # agent killed: the program goes on
         check(agent.proc.poll() is None, "the agent survived every bad peer")

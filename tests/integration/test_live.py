@@ -6,7 +6,7 @@ on the saved trace; start and stop over stdin; filters; tokens; losses; the
 agent killed or silent; the program killed; attaching to a running program.
 
 usage: test_live.py --build BUILD_DIR [GROUP...]
-groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths (default: all)
+groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths, udp (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -760,6 +760,34 @@ def group_paths(lp, build, tmp):
         agent.stop()
 
 
+def group_udp(lp, build, tmp):
+    """--udp over loopback: the events come by datagram, exactly; a TCP-only
+    session has no UDP counts.  (Loss over UDP is induced and counted in
+    test_agent.py, on a shaped veth link between two namespaces.)"""
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    try:
+        save = os.path.join(tmp, "live-udp")
+        live = Live(lp, agent.addr, ["--format", "json", "--udp", "--save", save, "--", b.prog("recursion")],
+                    stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        last = live.final()
+        u = (last or {}).get("udp") or {}
+        check(rc == 0 and counts(last) == {"main": 1, "fib": 1973}, "--udp: exact counts", live.err.text())
+        check(u.get("datagrams", 0) > 0 and u.get("lost_datagrams") == 0 and u.get("lost_events") == 0 and
+              u.get("events") == u.get("sent_events") == last["events"],
+              "--udp: every event came by datagram, none lost", str(u))
+        rep, r = report_counts(lp, save)
+        check(rep is not None and counts(rep) == counts(last), "--udp: the saved trace agrees", r.stderr)
+        live = Live(lp, agent.addr, ["--format", "json", "--", b.prog("recursion")], stdin=subprocess.DEVNULL)
+        live.wait()
+        check((live.final() or {}).get("udp", 0) is None, "without --udp: udp is null")
+    finally:
+        agent.stop()
+
+
 GROUPS = {
     "basic": group_basic,
     "control": group_control,
@@ -771,6 +799,7 @@ GROUPS = {
     "ipv6": group_ipv6,
     "lost": group_lost,
     "paths": group_paths,
+    "udp": group_udp,
 }
 
 
