@@ -194,6 +194,7 @@ static void drop_host(struct agent *a, const char *why)
 	a->tracing = false;
 	a->hold = false;
 	a->filtered = false;
+	a->flush_ns = AGENT_FLUSH_NS;
 	for (s = a->sessions; s; s = s->next) {
 		session_set_tracing(s, false);
 		session_apply_filters(s);
@@ -356,7 +357,7 @@ static int run(struct agent *a)
 		}
 		reap(a);
 		now = agent_now_ns();
-		if (a->conn && conn_ready(a->conn) && now - last_flush > AGENT_FLUSH_NS) {
+		if (a->conn && conn_ready(a->conn) && now - last_flush >= a->flush_ns) {
 			last_flush = now;
 			for (s = a->sessions; s; s = s->next)
 				drain_flush(s->drain);
@@ -519,6 +520,7 @@ int main(int argc, char **argv)
 			fclose(f);
 	}
 	a->tracing = true;
+	a->flush_ns = AGENT_FLUSH_NS;
 	a->listen_fd = open_listener(listen_arg, a->has_token);
 	if (a->listen_fd < 0)
 		return 1;

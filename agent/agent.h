@@ -19,7 +19,9 @@
 #define AGENT_OUT_HIGH (4u << 20)        /* above this, rings are not drained */
 #define AGENT_HEARTBEAT_NS 1000000000ull /* send one after a second of silence */
 #define AGENT_PEER_TIMEOUT_NS 5000000000ull
-#define AGENT_FLUSH_NS 100000000ull /* partial chunks go out at least this often */
+#define AGENT_FLUSH_NS 100000000ull /* partial chunks go out at least this often, unless the host says */
+#define AGENT_FLUSH_MIN_MS 5u       /* bounds of the host's CONTROL flush_ms */
+#define AGENT_FLUSH_MAX_MS 1000u
 /* EVENTS chunks from the agent are small: one fits a UDP datagram, and a
  * live host sees events sooner */
 #define AGENT_CHUNK_BYTES 8192u
@@ -82,8 +84,9 @@ struct agent {
 	struct conn *conn;
 	struct session *sessions;
 	uint32_t next_session;
-	bool tracing; /* what the host asked for */
-	bool hold;    /* hold the next started program until the host releases it */
+	bool tracing;      /* what the host asked for */
+	bool hold;         /* hold the next started program until the host releases it */
+	uint64_t flush_ns; /* period of the flush of partial chunks (CONTROL flush_ms) */
 	/* source filters the host set, applied to every session */
 	bool filtered;
 	uint64_t *filter_addrs; /* only, then exclude; owned */

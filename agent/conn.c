@@ -393,6 +393,17 @@ static int on_control(struct agent *a, struct conn *c, const struct wire_frame *
 		control_filters(a, c, f);
 	}
 
+	if (!wire_kv_get(f->payload, f->len, "flush_ms", val, sizeof(val))) {
+		char *end;
+		unsigned long ms = strtoul(val, &end, 10);
+
+		if (*end || end == val || ms < AGENT_FLUSH_MIN_MS || ms > AGENT_FLUSH_MAX_MS) {
+			send_error(c, "CONTROL: flush_ms must be 5 to 1000");
+			return 0;
+		}
+		a->flush_ns = (uint64_t)ms * 1000000u;
+		agent_log("partial chunks flushed every %lu ms", ms);
+	}
 	if (!wire_kv_get(f->payload, f->len, "tracing", val, sizeof(val))) {
 		if (strcmp(val, "on") && strcmp(val, "off")) {
 			send_error(c, "CONTROL: tracing must be on or off");

@@ -56,7 +56,8 @@ struct options {
 	int rcvbuf; /* bytes asked for the UDP socket; 0: the system's default */
 	const char *save;
 	double timeout_s;
-	char **argv; /* the program to start, NULL-terminated */
+	long flush_ms; /* CONTROL flush_ms to send; 0: none */
+	char **argv;   /* the program to start, NULL-terminated */
 	int argc;
 };
 
@@ -366,19 +367,16 @@ static int take_datagrams(struct host *h)
 static int open_tcp(const char *arg)
 {
 	struct addrinfo hints = { 0 }, *res, *ai;
-	char host[256];
-	const char *colon = strrchr(arg, ':');
+	char host[256], port[16];
 	int fd = -1, one = 1, r;
 
-	if (!colon || (size_t)(colon - arg) >= sizeof(host)) {
-		fprintf(stderr, "netlat: invalid --connect '%s': expected ADDR:PORT\n", arg);
+	if (wire_split_address(arg, host, sizeof(host), port, sizeof(port), NULL, false)) {
+		fprintf(stderr, "netlat: invalid --connect '%s': expected ADDR:PORT or [IPV6]:PORT\n", arg);
 		return -EINVAL;
 	}
-	memcpy(host, arg, (size_t)(colon - arg));
-	host[colon - arg] = '\0';
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
-	r = getaddrinfo(host, colon + 1, &hints, &res);
+	r = getaddrinfo(host, port, &hints, &res);
 	if (r) {
 		fprintf(stderr, "netlat: cannot resolve '%s': %s\n", arg, gai_strerror(r));
 		return -EINVAL;
@@ -619,18 +617,17 @@ static const char usage[] = "usage: netlat [options] -- PROGRAM [ARGS...]\n"
                             "  -s, --save FILE          write the chunks received by TCP as a trace file\n"
                             "                           (the data file of a trace directory; not with --udp)\n"
                             "  -t, --timeout S          give up after S seconds (default 120)\n"
+                            "  -f, --flush-ms MS        ask the agent to flush partial chunks every MS ms\n"
+                            "                           (CONTROL flush_ms; default: the agent's 100 ms)\n"
                             "  -h, --help               this text\n";
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
-		{ "connect", required_argument, NULL, 'c' },
-		{ "udp", no_argument, NULL, 'u' },
-		{ "rcvbuf", required_argument, NULL, 'r' },
-		{ "save", required_argument, NULL, 's' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "connect", required_argument, NULL, 'c' }, { "udp", no_argument, NULL, 'u' },
+		{ "rcvbuf", required_argument, NULL, 'r' },  { "save", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' }, { "flush-ms", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
 	};
 	char *end;
 	long rcvbuf;
@@ -639,7 +636,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->connect = "127.0.0.1:7878";
 	o->timeout_s = 120;
 	o->rcvbuf = UDP_RCVBUF_DEFAULT;
-	while ((c = getopt_long(argc, argv, "+c:ur:s:t:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:ur:s:t:f:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o->connect = optarg;
@@ -664,6 +661,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->timeout_s = strtod(optarg, &end);
 			if (*end || !(o->timeout_s > 0)) {
 				fprintf(stderr, "netlat: invalid --timeout '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'f':
+			o->flush_ms = strtol(optarg, &end, 10);
+			if (*end || end == optarg || o->flush_ms < 5 || o->flush_ms > 1000) {
+				fprintf(stderr, "netlat: invalid --flush-ms '%s': expected 5 to 1000\n", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -725,6 +729,14 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		r = ask_udp(&h, udp_port(h.udp_fd));
+		if (r)
+			goto out;
+	}
+	if (o.flush_ms) {
+		char msg[32];
+		int n = snprintf(msg, sizeof(msg), "flush_ms=%ld\n", o.flush_ms);
+
+		r = host_send(&h, LP_FRAME_CONTROL, msg, (size_t)n);
 		if (r)
 			goto out;
 	}

@@ -68,7 +68,7 @@ enum live_prompt { PROMPT_NONE, PROMPT_FILTER, PROMPT_SAVE };
 
 struct live {
 	/* options */
-	uint64_t interval_ns, duration_ns;
+	uint64_t interval_ns, duration_ns, flush_ns;
 	bool json, stopped;
 	bool paths_view; /* the hot call paths rather than the flat profile */
 	uint32_t path_nodes;
@@ -493,6 +493,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		{ "stopped", no_argument, NULL, 'S' },
 		{ "view", required_argument, NULL, 'V' },
 		{ "udp", no_argument, NULL, 'U' },
+		{ "flush", required_argument, NULL, 'L' },
 		{ "path-nodes", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
@@ -550,6 +551,14 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		case 'S':
 			lv->stopped = true;
 			break;
+		case 'L':
+			if (parse_duration(optarg, &lv->flush_ns) ||
+			    lv->flush_ns < LIVESESSION_FLUSH_MIN_MS * NS_PER_MS ||
+			    lv->flush_ns > LIVESESSION_FLUSH_MAX_MS * NS_PER_MS) {
+				fprintf(stderr, "layerprof live: invalid --flush '%s': expected 5ms to 1s\n", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'U':
 			ls->udp_wanted = true;
 			break;
@@ -602,6 +611,14 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		fputs(live_usage, stderr);
 		return -EINVAL;
 	}
+	/* what the view shows is at most a refresh old, plus a quarter */
+	if (!lv->flush_ns)
+		lv->flush_ns = lv->interval_ns / 4;
+	ls->flush_ms = (uint32_t)(lv->flush_ns / NS_PER_MS);
+	if (ls->flush_ms < LIVESESSION_FLUSH_MIN_MS)
+		ls->flush_ms = LIVESESSION_FLUSH_MIN_MS;
+	if (ls->flush_ms > LIVESESSION_FLUSH_MAX_MS)
+		ls->flush_ms = LIVESESSION_FLUSH_MAX_MS;
 	if (ls->argc > LIVESESSION_START_ARGS_MAX) {
 		fprintf(stderr, "layerprof live: too many arguments for the agent (at most %d)\n",
 		        LIVESESSION_START_ARGS_MAX);

@@ -342,6 +342,13 @@ int livesession_start(struct livesession *ls, bool tracing)
 	ls->filter.active = filter_opts_any(&ls->filter.opts);
 	ls->filtered_ever = ls->filter.active;
 	/* settings first, so that the new session starts with them */
+	if (ls->flush_ms) {
+		char msg[32];
+		int n = snprintf(msg, sizeof(msg), "flush_ms=%" PRIu32 "\n", ls->flush_ms);
+
+		if (livesession_send(ls, LP_FRAME_CONTROL, msg, (size_t)n))
+			return -EIO;
+	}
 	if (!tracing && livesession_set_tracing(ls, false))
 		return -EIO;
 	if (ls->filter.active && send_filters(ls, false))

@@ -23,6 +23,8 @@
 #define LIVESESSION_PENDING_MAX (8u << 20) /* CHUNK payloads held until SESSION names ours */
 #define LIVESESSION_START_ARGS_MAX 256
 #define LIVESESSION_START_BYTES_MAX 65536u
+#define LIVESESSION_FLUSH_MIN_MS 5u /* the agent's bounds of CONTROL flush_ms */
+#define LIVESESSION_FLUSH_MAX_MS 1000u
 
 enum livesession_state {
 	LIVESESSION_IDLE,       /* not connected yet */
@@ -39,7 +41,8 @@ struct livesession {
 	long attach_pid; /* attach to this process, or start argv */
 	char **argv;     /* borrowed */
 	int argc;
-	bool udp_wanted; /* EVENTS chunks by the UDP channel */
+	bool udp_wanted;   /* EVENTS chunks by the UDP channel */
+	uint32_t flush_ms; /* the agent's flush period of partial chunks; 0: its own */
 	/* messages about the session for people: the command shows them */
 	void (*say)(void *ctx, const char *msg);
 	void *say_ctx;
@@ -84,8 +87,9 @@ void livesession_release(struct livesession *ls);
  * the command's exit code after printing why. */
 int livesession_connect(struct livesession *ls);
 
-/* Sends the settings given so far (tracing off when !tracing, the
- * filters, the UDP channel with udp_wanted), then START or ATTACH.  Returns 0 or -errno (state FAILED). */
+/* Sends the settings given so far (the flush period, tracing off when
+ * !tracing, the filters, the UDP channel with udp_wanted), then START or
+ * ATTACH.  Returns 0 or -errno (state FAILED). */
 int livesession_start(struct livesession *ls, bool tracing);
 
 /* Sends one frame; on failure says why and the state becomes FAILED. */

@@ -784,6 +784,17 @@ def group_udp(lp, build, tmp):
         live = Live(lp, agent.addr, ["--format", "json", "--", b.prog("recursion")], stdin=subprocess.DEVNULL)
         live.wait()
         check((live.final() or {}).get("udp", 0) is None, "without --udp: udp is null")
+        # the flush period: a quarter of --interval by default, or --flush
+        for args, ms in ((["--interval", "100ms"], 25), (["--flush", "10ms"], 10), (["--interval", "10s"], 1000)):
+            live = Live(lp, agent.addr, ["--format", "json"] + args + ["--", b.prog("recursion")],
+                        stdin=subprocess.DEVNULL)
+            rc = live.wait()
+            said = agent.err.wait_for(lambda l: "partial chunks flushed every %d ms" % ms in l, 10)
+            check(rc == 0 and said is not None, "live %s: the agent flushes every %d ms" % (" ".join(args), ms),
+                  agent.err.text()[-300:])
+        for bad in ("1ms", "2s", "soon"):
+            r = lp("live", "--flush", bad, "--", "x")
+            check(r.returncode == 2 and "invalid --flush" in r.stderr, "live --flush %s: exit 2" % bad, r.stderr)
     finally:
         agent.stop()
 
