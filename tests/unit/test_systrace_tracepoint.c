@@ -3,10 +3,12 @@
  * thread and process, return values, the filter, time order, enter/exit
  * pairing, stacks and the loss accounting of a tiny buffer.
  * usage: test_systrace_tracepoint DIR [--bench [N]]
+ *        test_systrace_tracepoint --open-missing (test_path's child)
  *   DIR: where the sys_* programs are built.  --bench (by hand, not in CI)
  *   times N getppid calls (default 500000) plain, under this backend and
  *   under `perf trace -s`, and prints ns per call. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@ extern char **environ;
 #define TEST_POLL_NS 200000L   /* poll interval while a short program runs */
 #define BENCH_POLL_NS 1000000L /* the benchmark's poll interval: a recorder's rate */
 #define MISSING_PATH "/nonexistent/layerprof-test"
+#define OPEN_MISSING_STAY_NS 300000000L
 
 struct rec {
 	uint8_t kind;
@@ -111,11 +114,10 @@ struct run {
 	struct systrace_stats stats;
 };
 
-/* Runs DIR/prog under the tracepoint backend, collecting into c. */
-static bool run_prog(const char *prog, struct run *run, struct collect *c)
+/* Runs argv under the tracepoint backend, collecting into c. */
+static bool run_argv(char *const argv[], struct run *run, struct collect *c)
 {
-	char path[4096], why[256], err[256];
-	char *argv[] = { path, (char *)run->arg, NULL };
+	char why[256], err[256];
 	struct systrace_ops ops = { c, on_sys, on_lost };
 	struct systrace_config cfg;
 	struct systrace *st;
@@ -130,11 +132,10 @@ static bool run_prog(const char *prog, struct run *run, struct collect *c)
 	} else {
 		sys_set_all(&cfg.filter);
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, prog);
 	run->t0 = now_ns();
 	st = systrace_spawn(argv, environ, &cfg, &ops, &run->pid, why, sizeof(why), err, sizeof(err));
 	if (!CHECK(st != NULL)) {
-		printf("  %s: %s\n", prog, err);
+		printf("  %s: %s\n", argv[0], err);
 		return false;
 	}
 	CHECK(systrace_backend(st) == SYSTRACE_TRACEPOINT);
@@ -161,6 +162,16 @@ static bool run_prog(const char *prog, struct run *run, struct collect *c)
 	return true;
 }
 
+/* Runs DIR/prog with run->arg. */
+static bool run_prog(const char *prog, struct run *run, struct collect *c)
+{
+	char path[4096];
+	char *argv[] = { path, (char *)run->arg, NULL };
+
+	snprintf(path, sizeof(path), "%s/%s", dir, prog);
+	return run_argv(argv, run, c);
+}
+
 /* Is nr a call whose exit comes first in a new task: the exec that
  * enabled the events, or the fork or clone that created the task. */
 static bool starts_task(uint32_t nr)
@@ -174,6 +185,24 @@ static bool starts_task(uint32_t nr)
 #ifdef SYS_fork
 	case SYS_fork:
 	case SYS_vfork:
+#endif
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Does nr end without an exit record: the task's end, or a signal
+ * return (the kernel clears its number, and the backend drops a record
+ * without one). */
+static bool no_exit(uint32_t nr)
+{
+	switch (nr) {
+	case SYS_exit:
+	case SYS_exit_group:
+	case SYS_rt_sigreturn:
+#ifdef SYS_sigreturn
+	case SYS_sigreturn:
 #endif
 		return true;
 	default:
@@ -207,7 +236,7 @@ static void check_common(const struct run *run, const struct collect *c)
 
 			if (!CHECK(ok))
 				printf("  record %zu: exit of %u on tid %u without its entry\n", i, r->nr, r->tid);
-		} else if (prev && !CHECK(prev->kind == SYSREC_EXIT)) {
+		} else if (prev && !CHECK(prev->kind == SYSREC_EXIT || no_exit(prev->nr))) {
 			printf("  record %zu: entry of %u on tid %u follows entry of %u\n", i, r->nr, r->tid, prev->nr);
 		}
 	}
@@ -219,7 +248,7 @@ static void check_common(const struct run *run, const struct collect *c)
 		for (size_t j = i + 1; j < c->n && last; j++)
 			last = c->recs[j].tid != r->tid;
 		if (last && r->kind == SYSREC_ENTER)
-			CHECK(r->nr == SYS_exit || r->nr == SYS_exit_group);
+			CHECK(no_exit(r->nr));
 	}
 }
 
@@ -276,6 +305,49 @@ static void test_writer(void)
 		       open_enter->has_str ? "read" : "not read (the program had ended)");
 	}
 	CHECK_EQ_U64(run.stats.lost, 0);
+out:
+	collect_free(&c);
+}
+
+/* The child of test_path: opens the missing path, then stays a while so
+ * that the poll finds the process (and the path's memory) still there. */
+static int open_missing(void)
+{
+	struct timespec pause = { 0, OPEN_MISSING_STAY_NS };
+	int fd = open(MISSING_PATH, O_RDONLY);
+
+	nanosleep(&pause, NULL);
+	return fd < 0 && errno == ENOENT ? 0 : 1;
+}
+
+/* A path the backend reads: sys_writer's program ends right after its
+ * open, too soon for a poll, so this test runs its own child, which stays
+ * (the path is read when the poll comes, not when the call starts). */
+static void test_path(void)
+{
+	char self[4096];
+	char *argv[] = { self, "--open-missing", NULL };
+	struct run run = { .poll_ns = TEST_POLL_NS };
+	struct collect c = { .keep = true };
+	const struct rec *found = NULL, *done = NULL;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (!CHECK(n > 0))
+		return;
+	self[n] = '\0';
+	if (!run_argv(argv, &run, &c))
+		goto out;
+	check_common(&run, &c);
+	for (size_t i = 0; i < c.n && !found; i++)
+		if (c.recs[i].kind == SYSREC_ENTER && c.recs[i].nr == SYS_openat && c.recs[i].has_str &&
+		    !strcmp(c.recs[i].str, MISSING_PATH))
+			found = &c.recs[i];
+	if (!CHECK(found))
+		goto out;
+	for (const struct rec *r = found + 1; r < c.recs + c.n && !done; r++)
+		if (r->tid == found->tid)
+			done = r;
+	CHECK(done && done->kind == SYSREC_EXIT && done->nr == SYS_openat && done->ret == -ENOENT);
 out:
 	collect_free(&c);
 }
@@ -424,6 +496,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_systrace_tracepoint DIR [--bench [N]]\n");
 		return 2;
 	}
+	if (!strcmp(argv[1], "--open-missing"))
+		return open_missing();
 	dir = argv[1];
 	r = tp_probe(err, sizeof(err));
 	if (r) {
@@ -433,6 +507,7 @@ int main(int argc, char **argv)
 	if (argc > 2 && !strcmp(argv[2], "--bench"))
 		return bench(argc > 3 ? atol(argv[3]) : 500000);
 	test_writer();
+	test_path();
 	test_threads();
 	test_fork();
 	test_filter();
