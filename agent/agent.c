@@ -521,6 +521,14 @@ int main(int argc, char **argv)
 	}
 	a->tracing = true;
 	a->flush_ns = AGENT_FLUSH_NS;
+	a->out_max = AGENT_OUT_MAX;
+	/* for tests only: a small queue to the host, so that it fills */
+	if (getenv("LAYERPROFD_TEST_OUT_MAX")) {
+		unsigned long long v = strtoull(getenv("LAYERPROFD_TEST_OUT_MAX"), NULL, 10);
+
+		a->out_max = v < AGENT_OUT_MIN ? AGENT_OUT_MIN : v > AGENT_OUT_MAX ? AGENT_OUT_MAX : (size_t)v;
+		agent_log("test setting: the queue to the host holds at most %zu bytes", a->out_max);
+	}
 	a->listen_fd = open_listener(listen_arg, a->has_token);
 	if (a->listen_fd < 0)
 		return 1;

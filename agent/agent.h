@@ -16,6 +16,7 @@
 #define AGENT_VERSION "0.1.0"
 #define AGENT_MAPS_MAX 4096u
 #define AGENT_OUT_MAX (64u << 20)        /* queued bytes to the host, at most */
+#define AGENT_OUT_MIN (256u << 10)       /* the smallest LAYERPROFD_TEST_OUT_MAX taken */
 #define AGENT_OUT_HIGH (4u << 20)        /* above this, rings are not drained */
 #define AGENT_HEARTBEAT_NS 1000000000ull /* send one after a second of silence */
 #define AGENT_PEER_TIMEOUT_NS 5000000000ull
@@ -52,6 +53,7 @@ struct session {
 	char dir[PATH_MAX];
 	uint64_t lost_told; /* lost events already reported to the host */
 	uint64_t chunks_dropped;
+	uint64_t queue_lost; /* events in chunks the host's full queue refused */
 	struct agent_map *maps;
 	size_t nmaps;
 };
@@ -71,6 +73,7 @@ struct conn {
 	uint8_t nonce[32];
 	uint8_t *out; /* queued frames: [out_off, out_len) still to send */
 	size_t out_len, out_off, out_cap;
+	size_t out_max; /* the queue's bound: the agent's out_max */
 	uint64_t last_rx_ns, last_tx_ns;
 	int udp_fd;       /* -1, or the datagram channel for EVENTS chunks */
 	uint32_t udp_seq; /* datagrams numbered apart from the TCP frames */
@@ -99,6 +102,9 @@ struct agent {
 	char lib[PATH_MAX];
 	char attach_dir[PATH_MAX - 64];
 	struct drain_config cfg;
+	/* bound of the queue to the host: AGENT_OUT_MAX, or smaller for tests
+	 * (environment LAYERPROFD_TEST_OUT_MAX, bytes) */
+	size_t out_max;
 	bool verbose;
 	volatile int stop;
 };

@@ -26,6 +26,7 @@ struct conn *conn_new(struct agent *a, int fd, const char *peer)
 		return NULL;
 	c->fd = fd;
 	c->udp_fd = -1;
+	c->out_max = a->out_max ? a->out_max : AGENT_OUT_MAX;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->last_rx_ns = c->last_tx_ns = agent_now_ns();
 	if (wire_reader_init(&c->rd) || auth_random(c->nonce, sizeof(c->nonce))) {
@@ -65,7 +66,7 @@ size_t conn_pending(const struct conn *c)
 	return c->out_len - c->out_off;
 }
 
-/* Makes room for n more bytes in the queue, within AGENT_OUT_MAX. */
+/* Makes room for n more bytes in the queue, within c->out_max. */
 static int reserve(struct conn *c, size_t n)
 {
 	size_t cap;
@@ -82,13 +83,13 @@ static int reserve(struct conn *c, size_t n)
 		if (c->out_len + n <= c->out_cap)
 			return 0;
 	}
-	if (c->out_len + n > AGENT_OUT_MAX)
+	if (c->out_len + n > c->out_max)
 		return -ENOBUFS;
 	cap = c->out_cap ? c->out_cap : 65536;
 	while (cap < c->out_len + n)
 		cap *= 2;
-	if (cap > AGENT_OUT_MAX)
-		cap = AGENT_OUT_MAX;
+	if (cap > c->out_max)
+		cap = c->out_max;
 	p = realloc(c->out, cap);
 	if (!p)
 		return -ENOBUFS;

@@ -20,10 +20,15 @@ static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len,
 	struct session *s = ctx;
 	struct conn *c = s->agent->conn;
 
-	if (!c || !conn_ready(c) || conn_queue_chunk(c, s->id, type, payload, len, events)) {
+	if (!c || !conn_ready(c)) {
 		/* no host to take it: tracing is off then, so only the rest of
 		 * what was in the rings goes; counted all the same */
 		s->chunks_dropped++;
+	} else if (conn_queue_chunk(c, s->id, type, payload, len, events)) {
+		/* the host's queue is full: the host hears of the events as
+		 * lost (tell_lost), like those the rings dropped */
+		s->chunks_dropped++;
+		s->queue_lost += events;
 	}
 	return 0;
 }
@@ -261,13 +266,16 @@ static void tell_lost(struct session *s)
 	char msg[160];
 	int n;
 
+	uint64_t lost;
+
 	drain_get_stats(s->drain, &st);
-	if (st.lost <= s->lost_told || !c || !conn_ready(c))
+	lost = st.lost + s->queue_lost;
+	if (lost <= s->lost_told || !c || !conn_ready(c))
 		return;
 	n = snprintf(msg, sizeof(msg), "session=%u\nevent=lost\nlost=%llu\ntime_ns=%llu\n", s->id,
-	             (unsigned long long)(st.lost - s->lost_told), (unsigned long long)clocksync_monotonic_ns());
+	             (unsigned long long)(lost - s->lost_told), (unsigned long long)clocksync_monotonic_ns());
 	if (!conn_queue(c, LP_FRAME_STATUS, msg, (size_t)n))
-		s->lost_told = st.lost;
+		s->lost_told = lost;
 }
 
 long session_poll(struct session *s)
@@ -342,6 +350,9 @@ void session_close(struct session *s)
 			break;
 		}
 	}
+	if (s->queue_lost)
+		agent_log("session %u: %llu events in chunks refused by the full queue to the host", s->id,
+		          (unsigned long long)s->queue_lost);
 	agent_log("session %u: closed (pid %d)", s->id, (int)s->pid);
 	for (i = 0; i < s->nmaps; i++)
 		free(s->maps[i].path);

@@ -6,7 +6,7 @@ on the saved trace; start and stop over stdin; filters; tokens; losses; the
 agent killed or silent; the program killed; attaching to a running program.
 
 usage: test_live.py --build BUILD_DIR [GROUP...]
-groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths, udp (default: all)
+groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths, udp, queue (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -104,7 +104,7 @@ class Lines:
 class Agent:
     """layerprofd on loopback with a free port."""
 
-    def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET):
+    def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET, env=None):
         self.exe = os.path.join(build, "agent", "layerprofd")
         self.port = free_port(family, listen_host)
         host = "[%s]" % listen_host if ":" in listen_host else listen_host
@@ -112,7 +112,7 @@ class Agent:
         self.attach_dir = os.path.join(tmp, "attach-%d" % self.port)
         self.p = subprocess.Popen([self.exe, "--listen", self.addr, "--attach-dir", self.attach_dir] + list(args),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                  universal_newlines=True)
+                                  universal_newlines=True, env=env)
         started.append(self.p)
         self.out = Lines(self.p.stdout)  # the programs' output (they inherit it)
         self.err = Lines(self.p.stderr)
@@ -799,6 +799,63 @@ def group_udp(lp, build, tmp):
         agent.stop()
 
 
+def group_queue(lp, build, tmp):
+    """Chunks refused by the agent's full queue to the host are reported as
+    lost events (STATUS event=lost).  The queue is made small through the
+    agent's test-only LAYERPROFD_TEST_OUT_MAX, and the host is stopped
+    (SIGSTOP) for a while so that the queue fills."""
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    paced = os.path.join(tmp, "paced")
+    subprocess.run(["gcc", "-O2", "-g", "-finstrument-functions", "-I", it.PROGS,
+                    os.path.join(it.ROOT, "bench", "paced.c"), "-o", paced], check=True)
+    env = dict(os.environ, LAYERPROFD_TEST_OUT_MAX=str(256 << 10))
+    agent = Agent(build, tmp, ["--buffer-size", "64M"], env=env)
+    if not check(agent.ok, "agent with a small queue starts", agent.err.text()):
+        return
+    try:
+        argv = [paced, "1000000", "3"]
+        for _ in range(3):  # a loaded machine may make the rings drop some
+            live = Live(lp, agent.addr, ["--format", "json", "--"] + argv, stdin=subprocess.DEVNULL)
+            rc = live.wait()
+            clean = live.final()
+            if rc == 0 and clean and clean["lost_events"] == 0:
+                break
+        if not clean or clean["lost_events"]:
+            skip("queue losses", "even an unstalled session lost events here (the machine is too busy)")
+            return
+        calls_before = len([l for l in agent.out.text().splitlines() if l.startswith("paced: ")])
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--"] + argv,
+                    stdin=subprocess.DEVNULL)
+        live.wait_view(lambda v: v["events"] > 0, 20)
+        live.p.send_signal(signal.SIGSTOP)
+        time.sleep(1.5)
+        live.p.send_signal(signal.SIGCONT)
+        rc = live.wait()
+        last = live.final()
+        said = agent.err.wait_for(lambda l: "refused by the full queue" in l, 10)
+        if not last or not last["lost_events"]:
+            skip("queue losses", "the socket buffers took the whole stall: nothing was refused")
+            return
+        refused = int(said.split(": ")[-1].split()[0]) if said else -1
+        check(rc == 0 and refused > 0, "a stalled host: the agent refuses chunks and logs %d events" % refused,
+              agent.err.text()[-300:])
+        check(last["lost_events"] >= refused, "live counts the refused events as lost (%d)" % last["lost_events"],
+              "agent %d" % refused)
+        # paced prints how many calls it made (two events each); the other
+        # events (main, mappings, task records) are those of the clean run
+        made = [int(l.split()[1]) for l in agent.out.text().splitlines() if l.startswith("paced: ")]
+        if last["lost_events"] != refused:
+            skip("exact queue loss count", "the rings dropped events too (a busy machine)")
+        elif check(len(made) == calls_before + 1, "paced reported its calls", str(made)):
+            want = 2 * made[-1] + clean["events"] - 2 * made[calls_before - 1]
+            check(last["events"] + last["lost_events"] == want,
+                  "events received + events lost == the events the program made (%d)" % want,
+                  "%d + %d" % (last["events"], last["lost_events"]))
+        check("events lost" in live.err.text(), "live warns about them", live.err.text())
+    finally:
+        agent.stop()
+
+
 GROUPS = {
     "basic": group_basic,
     "control": group_control,
@@ -811,6 +868,7 @@ GROUPS = {
     "lost": group_lost,
     "paths": group_paths,
     "udp": group_udp,
+    "queue": group_queue,
 }
 
 
