@@ -69,12 +69,19 @@ struct tp_ring {
 	uint64_t next_ns;
 	uint32_t next_size;
 	bool has_next;
+	/* attach: the last sample taken from this ring, to drop a twin */
+	struct tp_last {
+		uint32_t tid, nr;
+		uint8_t kind;
+		uint64_t val; /* ENTER: args[0] ^ args[1]; EXIT: ret */
+	} last;
 };
 
 struct tp_state {
 	struct tp_layout lay;
 	unsigned features;
 	bool features_known; /* fixed by the first event the kernel accepted */
+	bool attached;       /* twins possible: see tp_attach */
 	char *filter;        /* the id filter for the kernel, or NULL */
 	enum sys_arch arch;
 	size_t page_size;
@@ -679,8 +686,11 @@ static long tp_attach_scan(struct tp_state *tp, pid_t pid, pid_t *tids, size_t *
 
 /* Every thread gets its own events (with inherit, so threads and children
  * it creates later are followed); threads created while we scan are caught
- * by scanning again until a pass finds none new.  Costs 2 descriptors per
- * thread and CPU. */
+ * by scanning again until a pass finds none new.  A thread created during
+ * the scan by one whose events were open already has inherited them, and
+ * gets its own as well: each of its calls is then written twice, back to
+ * back in the same ring, and the reader drops the twin (tp_twin).  Costs 2
+ * descriptors per thread and CPU. */
 int tp_attach(struct systrace *st, pid_t pid, char *err, size_t errlen)
 {
 	struct tp_state *tp;
@@ -692,6 +702,7 @@ int tp_attach(struct systrace *st, pid_t pid, char *err, size_t errlen)
 	tp = tp_state_new(st, &r, err, errlen);
 	if (!tp)
 		return r;
+	tp->attached = true;
 	tids = malloc(TP_THREADS_MAX * sizeof(*tids));
 	if (!tids) {
 		snprintf(err, errlen, "out of memory");
@@ -884,6 +895,26 @@ static bool tp_sample(struct systrace *st, struct tp_state *tp, const unsigned c
 	return true;
 }
 
+/* Is rec the twin of the sample just before it in the same ring: the
+ * same hit written by two events of one thread (see tp_attach).  One
+ * thread's calls alternate between entry and exit, so an entry directly
+ * after the same entry cannot be a new call, except for calls that have no
+ * exit record (signal returns) entered again with the same arguments
+ * before anything else in this ring: rare enough to accept. */
+static bool tp_twin(struct tp_state *tp, struct tp_ring *ring, const struct sysrec *rec)
+{
+	struct tp_last now = { rec->tid, rec->nr, rec->kind,
+		               rec->kind == SYSREC_ENTER ? rec->args[0] ^ rec->args[1] : (uint64_t)rec->ret };
+	bool twin;
+
+	if (!tp->attached)
+		return false;
+	twin = ring->last.tid == now.tid && ring->last.nr == now.nr && ring->last.kind == now.kind &&
+	       ring->last.val == now.val;
+	ring->last = now;
+	return twin;
+}
+
 /* Hands out the record at the ring's cursor and moves past it. */
 static long tp_ring_take(struct systrace *st, struct tp_state *tp, struct tp_ring *ring)
 {
@@ -899,7 +930,7 @@ static long tp_ring_take(struct systrace *st, struct tp_state *tp, struct tp_rin
 	}
 	memcpy(&h, p, sizeof(h));
 	if (h.type == PERF_RECORD_SAMPLE) {
-		if (tp_sample(st, tp, p + sizeof(h), h.size - sizeof(h), &rec)) {
+		if (tp_sample(st, tp, p + sizeof(h), h.size - sizeof(h), &rec) && !tp_twin(tp, ring, &rec)) {
 			if (rec.kind == SYSREC_ENTER)
 				tp_read_path(tp, &rec);
 			st->ops.sys(st->ops.ctx, &rec);

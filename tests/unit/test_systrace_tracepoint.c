@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -71,6 +72,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t ru_ns(const struct rusage *ru)
+{
+	return ((uint64_t)ru->ru_utime.tv_sec + (uint64_t)ru->ru_stime.tv_sec) * 1000000000u +
+	       ((uint64_t)ru->ru_utime.tv_usec + (uint64_t)ru->ru_stime.tv_usec) * 1000u;
+}
+
 static void on_sys(void *ctx, const struct sysrec *r)
 {
 	struct collect *c = ctx;
@@ -124,6 +131,7 @@ struct run {
 	pid_t pid;
 	int status;
 	uint64_t t0, t1; /* before the spawn, after the wait */
+	uint64_t cpu_ns; /* the program's user and system time */
 	struct systrace_stats stats;
 };
 
@@ -134,6 +142,7 @@ static bool run_argv(char *const argv[], struct run *run, struct collect *c)
 	struct systrace_ops ops = { c, on_sys, on_lost };
 	struct systrace_config cfg;
 	struct systrace *st;
+	struct rusage ru;
 	pid_t w;
 
 	memset(&cfg, 0, sizeof(cfg));
@@ -155,7 +164,7 @@ static bool run_argv(char *const argv[], struct run *run, struct collect *c)
 	for (;;) {
 		struct timespec pause = { 0, run->poll_ns ? run->poll_ns : TEST_POLL_NS };
 
-		w = waitpid(run->pid, &run->status, WNOHANG);
+		w = wait4(run->pid, &run->status, WNOHANG, &ru);
 		if (w != 0)
 			break;
 		if (run->poll_ns)
@@ -163,6 +172,7 @@ static bool run_argv(char *const argv[], struct run *run, struct collect *c)
 		nanosleep(&pause, NULL);
 	}
 	run->t1 = now_ns();
+	run->cpu_ns = ru_ns(&ru);
 	CHECK_EQ_U64(w, run->pid);
 	while (systrace_poll(st) > 0)
 		;
@@ -568,24 +578,37 @@ static void test_lost(void)
 		printf("  records %llu + lost %llu\n", (unsigned long long)c.count, (unsigned long long)c.lost);
 }
 
-/* Wall time of `argv` in ns, or 0. */
-static uint64_t bench_cmd(char *const argv[])
+/* Runs argv; *wall and *cpu receive its wall time and its CPU time
+ * (with its reaped children's).  Returns false if it failed. */
+static bool bench_cmd(char *const argv[], uint64_t *wall, uint64_t *cpu)
 {
 	uint64_t t0 = now_ns();
+	struct rusage ru;
 	int status;
 	pid_t pid = fork();
 
 	if (pid < 0)
-		return 0;
+		return false;
 	if (pid == 0) {
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
-		return 0;
-	return now_ns() - t0;
+	if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return false;
+	*wall = now_ns() - t0;
+	*cpu = ru_ns(&ru);
+	return true;
 }
 
+/* ns per call of n calls: the total and the part above the plain run. */
+static void bench_line(const char *what, uint64_t ns, uint64_t base, long n)
+{
+	printf("  %-28s %8.1f ns/call (+%.1f)\n", what, (double)ns / (double)n,
+	       ((double)ns - (double)base) / (double)n);
+}
+
+/* Wall time includes waiting for the two shared CPUs; CPU time is the
+ * traced program's own (perf's includes perf's, its parent). */
 static int bench(long n)
 {
 	char path[4096], count[32];
@@ -593,23 +616,24 @@ static int bench(long n)
 	char *perf[] = { "perf", "trace", "-s", "-o", "/dev/null", "--", path, count, NULL };
 	struct run run = { .poll_ns = BENCH_POLL_NS, .arg = count };
 	struct collect c = { .keep = false };
-	uint64_t base, traced, perf_ns;
+	uint64_t wall, cpu, perf_wall, perf_cpu;
 
 	snprintf(path, sizeof(path), "%s/sys_getppid", dir);
 	snprintf(count, sizeof(count), "%ld", n);
-	base = bench_cmd(plain);
-	if (!run_prog("sys_getppid", &run, &c))
+	if (!bench_cmd(plain, &wall, &cpu) || !run_prog("sys_getppid", &run, &c))
 		return 1;
-	traced = run.t1 - run.t0;
-	perf_ns = bench_cmd(perf);
-	printf("getppid x %ld: plain %.1f ns/call\n", n, (double)base / (double)n);
-	printf("  tracepoint backend: %.1f ns/call (+%.1f), %llu records, %llu lost\n", (double)traced / (double)n,
-	       ((double)traced - (double)base) / (double)n, (unsigned long long)c.count, (unsigned long long)c.lost);
-	if (perf_ns)
-		printf("  perf trace -s:      %.1f ns/call (+%.1f)\n", (double)perf_ns / (double)n,
-		       ((double)perf_ns - (double)base) / (double)n);
-	else
-		printf("  perf trace -s: did not run\n");
+	printf("getppid x %ld, polling every %ld us\n", n, BENCH_POLL_NS / 1000);
+	bench_line("plain, wall", wall, wall, n);
+	bench_line("plain, cpu", cpu, cpu, n);
+	bench_line("tracepoint backend, wall", run.t1 - run.t0, wall, n);
+	bench_line("tracepoint backend, cpu", run.cpu_ns, cpu, n);
+	printf("  (%llu records, %llu lost)\n", (unsigned long long)c.count, (unsigned long long)c.lost);
+	if (bench_cmd(perf, &perf_wall, &perf_cpu)) {
+		bench_line("perf trace -s, wall", perf_wall, wall, n);
+		bench_line("perf trace -s, cpu (+perf)", perf_cpu, cpu, n);
+	} else {
+		printf("  perf trace -s did not run\n");
+	}
 	return 0;
 }
 
