@@ -19,29 +19,17 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check, skip  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROGS = os.path.join(ROOT, "tests", "programs")
 EXPECT = os.path.join(PROGS, "expect")
 TIMEOUT = 120
 
-passed = 0
-failed = 0
 
 
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   %s" % what)
-    else:
-        failed += 1
-        print("FAIL %s%s" % (what, (": " + detail) if detail else ""))
-    sys.stdout.flush()
-    return ok
-
-
-def skip(what, why):
-    print("skip %s: %s" % (what, why))
 
 
 def run(cmd, **kw):
@@ -564,8 +552,7 @@ def main():
             print("kept %s" % tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return harness.summary()
 
 
 if __name__ == "__main__":

@@ -25,27 +25,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROGS = os.path.join(ROOT, "tests", "programs")
 sys.path.insert(0, HERE)
+import harness  # noqa: E402
 import lpwire  # noqa: E402
+from harness import check  # noqa: E402
 
 TARGET_IP = "10.213.7.1"
 HOST_IP = "10.213.7.2"
 PORT = 7979
 TOKEN = "correct horse battery staple"
 
-passed = 0
-failed = 0
 
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   %s" % what)
-    else:
-        failed += 1
-        print("FAIL %s%s" % (what, (": " + str(detail)) if detail else ""))
-    sys.stdout.flush()
-    return ok
 
 
 def sh(*cmd, check_rc=True):
@@ -583,8 +572,7 @@ def outer(args):
         net.release()
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return harness.summary()
 
 
 def main():

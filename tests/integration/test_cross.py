@@ -21,27 +21,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROGS = os.path.join(ROOT, "tests", "programs")
 sys.path.insert(0, HERE)
+import harness  # noqa: E402
 import lpwire  # noqa: E402
+from harness import check  # noqa: E402
 
 ARCHES = {
     "aarch64": ("aarch64-linux-gnu-", "qemu-aarch64-static", "/usr/aarch64-linux-gnu", 64),
     "armhf": ("arm-linux-gnueabihf-", "qemu-arm-static", "/usr/arm-linux-gnueabihf", 32),
 }
 
-passed = 0
-failed = 0
 
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   %s" % what)
-    else:
-        failed += 1
-        print("FAIL %s%s" % (what, (": " + str(detail)) if detail else ""))
-    sys.stdout.flush()
-    return ok
 
 
 def free_port():
@@ -81,7 +70,7 @@ def main():
     qemu_path = shutil.which(qemu)
     if not qemu_path or not shutil.which(prefix + "gcc"):
         print("skip cross test for %s: %s or %sgcc is not installed" % (args.arch, qemu, prefix))
-        print("0 passed, 0 failed")
+        harness.summary()
         return 0
     build = os.path.abspath(args.build)
     lp = os.path.join(os.path.abspath(args.host_build), "host", "layerprof")
@@ -139,8 +128,7 @@ def main():
             except subprocess.TimeoutExpired:
                 agent.kill()
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return harness.summary()
 
 
 if __name__ == "__main__":

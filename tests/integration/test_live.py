@@ -22,29 +22,14 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import run as it  # noqa: E402  (the builders and expectations of run.py)
+from harness import check, skip  # noqa: E402
 
 WAIT = 60  # seconds any one session may take
-passed = 0
-failed = 0
 started = []  # every process we start, killed at the end if still there
 
 
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   %s" % what)
-    else:
-        failed += 1
-        print("FAIL %s%s" % (what, (": " + detail) if detail else ""))
-    sys.stdout.flush()
-    return ok
-
-
-def skip(what, why):
-    print("skip %s: %s" % (what, why))
-    sys.stdout.flush()
 
 
 def kill_pid(pid):
@@ -885,7 +870,7 @@ def main():
     lp = it.Layerprof(build)
     if not os.access(os.path.join(build, "agent", "layerprofd"), os.X_OK):
         skip("live", "no agent at %s/agent/layerprofd" % build)
-        print("0 passed, 0 failed")
+        harness.summary()
         return 0
     tmp = tempfile.mkdtemp(prefix="layerprof-live-")
     try:
@@ -903,8 +888,7 @@ def main():
             print("kept %s" % tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return harness.summary()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,153 @@
+/* Unit test of the live view's call-path tree: paths merged over threads,
+ * inclusive and self time, frames inherited across a fork, the node limit
+ * and what it folds.  No symbols: functions are named by address. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/filter.h"
+#include "host/lib/livepaths.h"
+#include "host/lib/walk.h"
+#include "tests/unit/check.h"
+
+static const struct livepaths_row *find(const struct livepaths_rows *rows, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < rows->n; i++)
+		if (!strcmp(rows->row[i].path, path))
+			return &rows->row[i];
+	return NULL;
+}
+
+/* Two threads of one image run a > b; the first also a > c. */
+static void test_merge(struct walk *w)
+{
+	struct walk_stream s0 = { .image = 1, .index = 0 }, s1 = { .image = 1, .index = 1 };
+	struct livepaths p;
+	struct livepaths_rows rows;
+	const struct livepaths_row *r;
+
+	livepaths_init(&p, 0);
+	livepaths_entry(&p, &s0, 0, 0xa, 0);
+	livepaths_entry(&p, &s0, 1, 0xb, 0);
+	livepaths_exit(&p, &s0, 1, 10, 0);
+	livepaths_entry(&p, &s1, 0, 0xa, 0);
+	livepaths_entry(&p, &s0, 1, 0xc, 0);
+	livepaths_exit(&p, &s0, 1, 5, 0);
+	livepaths_entry(&p, &s1, 1, 0xb, 0);
+	livepaths_exit(&p, &s1, 1, 7, 0);
+	livepaths_exit(&p, &s0, 0, 20, 0);
+	livepaths_exit(&p, &s1, 0, 8, 0);
+	CHECK_EQ_U64(p.n, 3);
+	CHECK_EQ_U64(p.folded, 0);
+	CHECK(!livepaths_collect(&p, w, &rows));
+	CHECK_EQ_U64(rows.n, 3);
+	r = find(&rows, "0xa");
+	CHECK(r && r->calls == 2 && r->total_ns == 28 && r->self_ns == 6 && r->depth == 0);
+	r = find(&rows, "0xa > 0xb");
+	CHECK(r && r->calls == 2 && r->total_ns == 17 && r->self_ns == 17 && r->depth == 1);
+	r = find(&rows, "0xa > 0xc");
+	CHECK(r && r->calls == 1 && r->total_ns == 5 && r->self_ns == 5);
+	/* hottest first: most self time */
+	CHECK(rows.n == 3 && !strcmp(rows.row[0].path, "0xa > 0xb") && !strcmp(rows.row[1].path, "0xa") &&
+	      !strcmp(rows.row[2].path, "0xa > 0xc"));
+	livepaths_rows_release(&rows);
+	livepaths_release(&p);
+}
+
+/* The same function in two images (a forked child's) is one path by name;
+ * frames inherited from the parent give the path but count no call. */
+static void test_images_and_fork(struct walk *w)
+{
+	struct walk_stream parent = { .image = 1, .index = 0 }, child = { .image = 2, .index = 1 };
+	struct livepaths p;
+	struct livepaths_rows rows;
+	const struct livepaths_row *r;
+
+	livepaths_init(&p, 0);
+	livepaths_entry(&p, &parent, 0, 0xa, 0);
+	livepaths_entry(&p, &child, 0, 0xa, FILTER_INHERITED);
+	livepaths_entry(&p, &child, 1, 0xb, 0);
+	livepaths_exit(&p, &child, 1, 4, 0);
+	livepaths_exit(&p, &child, 0, 9, FILTER_INHERITED);
+	livepaths_exit(&p, &parent, 0, 30, 0);
+	CHECK_EQ_U64(p.n, 3); /* (1, a), (2, a), (2, a > b) */
+	CHECK(!livepaths_collect(&p, w, &rows));
+	CHECK_EQ_U64(rows.n, 2);
+	r = find(&rows, "0xa");
+	CHECK(r && r->calls == 1 && r->total_ns == 30);
+	r = find(&rows, "0xa > 0xb");
+	CHECK(r && r->calls == 1 && r->total_ns == 4);
+	livepaths_rows_release(&rows);
+	livepaths_release(&p);
+}
+
+/* With room for two paths, the third and everything under it is folded. */
+static void test_limit(struct walk *w)
+{
+	struct walk_stream s = { .image = 1, .index = 0 };
+	struct livepaths p;
+	struct livepaths_rows rows;
+	int i;
+
+	livepaths_init(&p, 2);
+	livepaths_entry(&p, &s, 0, 0xa, 0);
+	for (i = 0; i < 3; i++) {
+		livepaths_entry(&p, &s, 1, 0xb, 0);
+		livepaths_exit(&p, &s, 1, 1, 0);
+		livepaths_entry(&p, &s, 1, 0xc, 0);
+		livepaths_entry(&p, &s, 2, 0xd, 0);
+		livepaths_exit(&p, &s, 2, 1, 0);
+		livepaths_exit(&p, &s, 1, 2, 0);
+	}
+	livepaths_exit(&p, &s, 0, 100, 0);
+	CHECK_EQ_U64(p.n, 2);
+	CHECK_EQ_U64(p.folded, 6); /* c and c > d, three times */
+	CHECK(!livepaths_collect(&p, w, &rows));
+	CHECK_EQ_U64(rows.n, 2);
+	CHECK(find(&rows, "0xa") && find(&rows, "0xa")->self_ns == 97); /* c's time stays in a */
+	livepaths_rows_release(&rows);
+	livepaths_release(&p);
+}
+
+/* A path deeper than LIVEPATHS_NAME_MAX keeps its callee end. */
+static void test_long_path(struct walk *w)
+{
+	struct walk_stream s = { .image = 1, .index = 0 };
+	struct livepaths p;
+	struct livepaths_rows rows;
+	size_t i, deepest = 0;
+	uint32_t d;
+
+	livepaths_init(&p, 0);
+	for (d = 0; d < 2000; d++)
+		livepaths_entry(&p, &s, d, 0x1000 + d, 0);
+	CHECK(!livepaths_collect(&p, w, &rows));
+	CHECK_EQ_U64(rows.n, 2000);
+	for (i = 0; i < rows.n; i++) {
+		CHECK(strlen(rows.row[i].path) < LIVEPATHS_NAME_MAX);
+		if (rows.row[i].depth > rows.row[deepest].depth)
+			deepest = i;
+	}
+	CHECK(!strncmp(rows.row[deepest].path, "... > ", 6));
+	CHECK(strstr(rows.row[deepest].path, "0x17cf") != NULL); /* the last callee */
+	livepaths_rows_release(&rows);
+	livepaths_release(&p);
+}
+
+int main(void)
+{
+	struct walk w = { 0 };
+	char err[256];
+
+	if (walk_open(&w, NULL, NULL, err, sizeof(err))) {
+		printf("FAIL cannot open a walk: %s\n", err);
+		return 1;
+	}
+	test_merge(&w);
+	test_images_and_fork(&w);
+	test_limit(&w);
+	test_long_path(&w);
+	walk_release(&w);
+	return check_summary();
+}
