@@ -1154,9 +1154,12 @@ static void *pt_thread(void *arg)
 	sigset_t all;
 	int r;
 
-	/* signals for the program go to its other threads; waitpid is
-	 * never interrupted */
+	/* signals for the program go to its other threads, except SIGCHLD:
+	 * every ptrace stop sends this thread one, which the kernel drops at
+	 * once when it is ignored (the default) and not blocked; blocked, it
+	 * would be queued and wake another thread on each stop */
 	sigfillset(&all);
+	sigdelset(&all, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	r = pt->attach_pid ? pt_do_attach(pt) : pt_do_spawn(pt);
 	if (r < 0 || !pt->spawning) {
