@@ -184,12 +184,12 @@ static void check_pairs(const struct log *log, bool killed)
 {
 	for (size_t i = 0; i < log->n; i++) {
 		const struct logrec *a = &log->v[i];
-		size_t j = 0;
+		size_t first = 0;
 
 		/* once per thread: at its first record */
-		while (j < i && log->v[j].tid != a->tid)
-			j++;
-		if (j < i)
+		while (first < i && log->v[first].tid != a->tid)
+			first++;
+		if (first < i)
 			continue;
 		const struct logrec *prev = NULL;
 
