@@ -1280,10 +1280,9 @@ int pt_probe(char *err, size_t errlen)
 	int status, r;
 	pid_t pid;
 
-	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "seccomp is not available: %s", strerror(-r));
-		return r;
+	if (!PT_AUDIT_ARCH) {
+		snprintf(err, errlen, "no register access for this architecture");
+		return -ENOSYS;
 	}
 	/* a trial child that asks to be traced and stops: under qemu-user or
 	 * a seccomp policy without ptrace, PTRACE_TRACEME fails */
@@ -1307,15 +1306,20 @@ int pt_probe(char *err, size_t errlen)
 			return r;
 		}
 	}
-	if (WIFSTOPPED(status)) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
-			;
-		return 0;
+	if (!WIFSTOPPED(status)) {
+		r = WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : EPERM;
+		snprintf(err, errlen, "ptrace is not available: PTRACE_TRACEME: %s", strerror(r));
+		return -r;
 	}
-	r = WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : EPERM;
-	snprintf(err, errlen, "ptrace is not available: PTRACE_TRACEME: %s", strerror(r));
-	return -r;
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+		;
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "seccomp is not available: %s", strerror(-r));
+		return r;
+	}
+	return 0;
 }
 
 int pt_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t *pid, char *err, size_t errlen)

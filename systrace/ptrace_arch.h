@@ -84,7 +84,19 @@ static inline void pt_regs_decode(const pt_raw_regs *r, struct pt_uregs *out)
 	out->lr = (uint32_t)r->uregs[14];
 }
 #else
-#error "the ptrace syscall backend supports x86-64, aarch64 and arm"
+/* Another architecture: the backend builds, and pt_probe says it cannot
+ * work here. */
+#define PT_AUDIT_ARCH 0u
+#define PT_WORD ((unsigned)sizeof(long))
+typedef struct {
+	unsigned long r[64];
+} pt_raw_regs;
+
+static inline void pt_regs_decode(const pt_raw_regs *r, struct pt_uregs *out)
+{
+	(void)r;
+	memset(out, 0, sizeof(*out));
+}
 #endif
 
 /* Reads the registers of stopped task `tid`.  A compat (32-bit) task gets
