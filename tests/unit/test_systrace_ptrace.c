@@ -6,7 +6,9 @@
  *
  * usage: test_systrace_ptrace BUILD_DIR
  *        test_systrace_ptrace BUILD_DIR --bench [N [RUNS]]   (by hand, not
- *        in CI: ns per getppid call plain, under this backend, under strace) */
+ *        in CI: ns per getppid call plain, under this backend, under strace)
+ *        test_systrace_ptrace BUILD_DIR --count[-keep] FILTER PROG [ARG...]
+ *        (by hand: calls and errors per syscall, to hold against strace -f -c) */
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -554,6 +556,55 @@ static void test_attach(bool keep_running)
 	}
 }
 
+/* A traced program that stops itself and is continued does not hang (the
+ * group-stop is resumed at once); its exit status comes back. */
+static void test_job_control(bool keep_running)
+{
+	char *argv[] = { "sh", "-c", "kill -STOP $$; kill -CONT $$; exit 3", NULL };
+	uint64_t deadline = now_ns() + RUN_TIMEOUT_NS;
+	struct log log;
+	struct systrace *st;
+	int status = -1;
+	pid_t pid;
+
+	log_init(&log, false);
+	st = start(argv, "kill", keep_running, &log, &pid);
+	if (!CHECK(st))
+		return;
+	while (!systrace_exited(st, &status) && now_ns() < deadline) {
+		systrace_poll(st);
+		sleep_ms(1);
+	}
+	systrace_free(st);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+	CHECK_EQ_U64(log.total, 4);
+}
+
+/* A caller that does not poll: the queue fills, the tracee goes on, and
+ * every record is either handed out or counted lost. */
+static void test_lost(void)
+{
+	char path[4096];
+	char *argv[] = { path, "100000", NULL };
+	uint64_t deadline = now_ns() + RUN_TIMEOUT_NS;
+	struct log log;
+	struct systrace *st;
+	int status = -1;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/sys_getppid", bindir);
+	log_init(&log, false);
+	st = start(argv, "getppid", false, &log, &pid);
+	if (!CHECK(st))
+		return;
+	while (!systrace_exited(st, &status) && now_ns() < deadline)
+		sleep_ms(1);
+	systrace_free(st);
+	CHECK(exited_zero(status));
+	CHECK(log.lost > 0);
+	CHECK_EQ_U64(log.total + log.lost, 200000);
+}
+
 /* A program that cannot be run is reported at spawn, with the reason. */
 static void test_missing(void)
 {
@@ -658,12 +709,51 @@ static int bench(long n, int reps)
 	return 0;
 }
 
+/* By hand: per syscall, the calls seen (entries) and the failed ones, in
+ * the form of strace -f -c's calls and errors columns, for comparing. */
+static int count_calls(const char *filter, bool keep_running, char *const argv[])
+{
+	static uint64_t calls[SYS_NR_MAX], errors[SYS_NR_MAX];
+	struct log log;
+	struct systrace *st;
+	int status = -1;
+	pid_t pid;
+	char name[64];
+
+	log_init(&log, true);
+	st = start(argv, filter, keep_running, &log, &pid);
+	if (!st)
+		return 1;
+	while (!systrace_exited(st, &status)) {
+		systrace_poll(st);
+		sleep_ms(1);
+	}
+	systrace_free(st);
+	for (size_t i = 0; i < log.n; i++) {
+		if (log.v[i].nr >= SYS_NR_MAX)
+			continue;
+		if (log.v[i].kind == SYSREC_ENTER)
+			calls[log.v[i].nr]++;
+		else if (log.v[i].ret < 0 && log.v[i].ret > -4096)
+			errors[log.v[i].nr]++;
+	}
+	printf("%9s %9s syscall  (%llu records, %llu lost, wait status %#x)\n", "calls", "errors",
+	       (unsigned long long)log.total, (unsigned long long)log.lost, (unsigned)status);
+	for (uint32_t nr = 0; nr < SYS_NR_MAX; nr++)
+		if (calls[nr])
+			printf("%9llu %9llu %s\n", (unsigned long long)calls[nr], (unsigned long long)errors[nr],
+			       sys_name(sys_arch_native(), nr, name, sizeof(name)));
+	free(log.v);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char err[256];
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: test_systrace_ptrace BUILD_DIR [--bench [N [RUNS]]]\n");
+		fprintf(stderr, "usage: test_systrace_ptrace BUILD_DIR [--bench [N [RUNS]] | --count[-keep] FILTER "
+		                "PROG [ARG...]]\n");
 		return 2;
 	}
 	bindir = argv[1];
@@ -677,6 +767,10 @@ int main(int argc, char **argv)
 		printf("skip: the ptrace backend cannot work here: %s\n", err);
 		return 77;
 	}
+	if (argc > 4 && !strcmp(argv[2], "--count"))
+		return count_calls(argv[3], false, argv + 4);
+	if (argc > 4 && !strcmp(argv[2], "--count-keep"))
+		return count_calls(argv[3], true, argv + 4);
 	if (argc > 2 && !strcmp(argv[2], "--bench"))
 		return bench(argc > 3 ? atol(argv[3]) : 500000, argc > 4 ? atoi(argv[4]) : 5);
 	test_missing();
@@ -685,7 +779,9 @@ int main(int argc, char **argv)
 		test_writer(keep);
 		test_threads(keep);
 		test_fork(keep);
+		test_job_control(keep);
 	}
+	test_lost();
 	test_releases();
 	test_attach(true);
 	test_attach(false);
