@@ -19,21 +19,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROGS = os.path.join(ROOT, "tests", "programs")
-
-passed = 0
-failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   %s" % what)
-    else:
-        failed += 1
-        print("FAIL %s%s" % (what, (": " + str(detail)) if detail else ""))
-    sys.stdout.flush()
-    return ok
+sys.path.insert(0, HERE)
+from harness import check, skip, summary  # noqa: E402
 
 
 def run(cmd, timeout=120, **kw):
@@ -239,7 +226,7 @@ def main():
         for backend in ("tracepoint", "ptrace"):
             ok, why = backend_usable(lp, tmp, backend)
             if not ok:
-                print("skip %s backend: %s" % (backend, why))
+                skip("the %s backend" % backend, why)
                 continue
             usable.append(backend)
             test_writer(lp, tmp, backend, writer)
@@ -257,8 +244,7 @@ def main():
                   "no backend: one clear error", r.stderr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
