@@ -9,6 +9,7 @@
 #include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/decoder.h"
+#include "common/sysevent.h"
 #include "common/encoder.h"
 #include "common/filter.h"
 #include "common/varint.h"
@@ -298,6 +299,18 @@ static void events_chunk(const uint8_t *payload, size_t len)
 				for (i = 0; i < ev.nframes; i++)
 					filter_inherit(&s->fs, ev.time, ev.frames[i]);
 			break;
+		case LP_EV_SYSCALL_ENTER:
+		case LP_EV_SYSCALL_EXIT: {
+			struct sysevent se;
+
+			ENSURE(inside(ev.str, ev.str_len, payload, len));
+			/* a body that parses stays inside the event */
+			if (!sysevent_parse(&ev, &se)) {
+				ENSURE(se.nargs <= 6 && se.nips <= SYSEVENT_IPS_MAX && se.str_len <= SYSEVENT_STR_MAX);
+				ENSURE(!se.str_len || inside((const uint8_t *)se.str, se.str_len, payload, len));
+			}
+			break;
+		}
 		default:
 			ENSURE(ev.type > 0 && ev.type < 16);
 			ENSURE(inside(ev.str, ev.str_len, payload, len));
