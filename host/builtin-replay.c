@@ -10,6 +10,7 @@
 #include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/json.h"
+#include "host/lib/sysstats.h"
 #include "host/lib/walk.h"
 
 #define REPLAY_OPEN_FILES_MAX 4096u
@@ -197,6 +198,8 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 		fprintf(rs->f, "%s{\"type\":\"syscall\",\"time_ns\":%llu,\"depth\":%u,\"name\":\"%s\",\"args\":",
 		        rs->events ? "," : "", (unsigned long long)ns, sc->depth, name);
 		json_write_string(rs->f, sc->has_enter ? args : "");
+		fputs(",\"caller\":", rs->f);
+		json_write_string(rs->f, sysstats_caller(&rp->w, s, sc, args, sizeof(args)));
 		if (sc->has_exit)
 			fprintf(rs->f, ",\"ret\":%lld", (long long)sc->ret);
 		if (sc->has_exit && sc->has_enter)
