@@ -270,7 +270,11 @@ static void reap(struct agent *a)
 	pid_t pid;
 	int status;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	/* __WNOTHREAD: the agent's own children only.  A program started
+	 * under the ptrace backend is the child of the tracer's thread, which
+	 * reaps it and every stop of its tracees: waiting here would take
+	 * them from it */
+	while ((pid = waitpid(-1, &status, WNOHANG | __WNOTHREAD)) > 0) {
 		s = session_of(a, pid);
 		if (s && !s->exited)
 			session_exited(s, status);
@@ -281,6 +285,9 @@ static void reap(struct agent *a)
 				drain_process_exited(s->drain, pid, status);
 		}
 	}
+	for (s = a->sessions; s; s = s->next)
+		if (!s->exited && session_reaped(s, &status))
+			session_exited(s, status);
 	/* attached programs are not our children: look for them now and then */
 	if (now - last_check > 200000000ull) {
 		last_check = now;

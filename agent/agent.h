@@ -12,6 +12,7 @@
 
 #include "common/drain.h"
 #include "common/wire.h"
+#include "systrace/systrace.h"
 
 #define AGENT_VERSION "0.1.0"
 #define AGENT_MAPS_MAX 4096u
@@ -41,6 +42,13 @@ struct agent_map {
 
 enum session_kind { SESSION_STARTED, SESSION_ATTACHED };
 
+/* What a START or ATTACH asked of the syscall tracer (keys `syscalls` and
+ * `syscall_filter`, docs/protocol.md). */
+struct session_syscalls {
+	bool on;
+	struct systrace_config cfg;
+};
+
 struct session {
 	struct session *next;
 	struct agent *agent;
@@ -56,6 +64,12 @@ struct session {
 	uint64_t queue_lost; /* events in chunks the host's full queue refused */
 	struct agent_map *maps;
 	size_t nmaps;
+	/* the syscall tracer, or NULL.  With the ptrace backend its thread
+	 * reaps the program: the agent must not wait for it, and learns of
+	 * its end from systrace_exited */
+	struct systrace *st;
+	bool sys_tracing;  /* hand the tracer's records to the drain (tracing on) */
+	char sys_why[300]; /* the backend chosen and why, for the host */
 };
 
 enum conn_state {
@@ -114,11 +128,19 @@ void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t agent_now_ns(void);
 
 /* session.c */
-/* Starts argv[0..argc) under tracing.  Returns the session, or NULL with a
- * reason in err. */
-struct session *session_start(struct agent *a, char **argv, int argc, char *err, size_t errlen);
-/* Attaches to a running program that made itself attachable. */
-struct session *session_attach(struct agent *a, pid_t pid, char *err, size_t errlen);
+/* Starts argv[0..argc) under tracing, and under the syscall tracer when
+ * sys->on (sys may be NULL).  Returns the session, or NULL with a reason in
+ * err (a backend the kernel refuses: the tracer's message). */
+struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys, char *err,
+                              size_t errlen);
+/* Attaches to a running program that made itself attachable; its syscalls
+ * are traced too when sys->on (the ptrace backend then detaches at the end,
+ * leaving the program running). */
+struct session *session_attach(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err,
+                               size_t errlen);
+/* The program's wait status when the syscall tracer reaped it (ptrace
+ * backend); false otherwise. */
+bool session_reaped(struct session *s, int *status);
 /* Polls the session's rings; returns slots consumed or -errno. */
 long session_poll(struct session *s);
 /* The program exited (or, for attached ones, vanished). */

@@ -37,7 +37,7 @@ struct conn *conn_new(struct agent *a, int fd, const char *peer)
 	auth_hex(c->nonce, sizeof(c->nonce), nonce_hex);
 	n = snprintf(hello, sizeof(hello),
 	             "protocol=%d\nagent=layerprofd " AGENT_VERSION "\narch=" LP_ARCH_NAME
-	             "\ncaps=startstop,attach,filters,udp\nnonce=%s\n",
+	             "\ncaps=startstop,attach,filters,udp,syscalls\nnonce=%s\n",
 	             LP_WIRE_PROTOCOL, nonce_hex);
 	conn_queue(c, LP_FRAME_HELLO, hello, (size_t)n);
 	(void)a;
@@ -230,18 +230,66 @@ static int on_auth(struct agent *a, struct conn *c, const struct wire_frame *f)
 
 static void send_session(struct conn *c, const struct session *s)
 {
-	char msg[64];
+	char msg[512];
 	int n = snprintf(msg, sizeof(msg), "session=%u\npid=%d\n", s->id, (int)s->pid);
 
-	conn_queue(c, LP_FRAME_SESSION, msg, (size_t)n);
+	if (s->st)
+		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "syscalls=%s\nsyscalls_why=%s\n",
+		              systrace_backend(s->st) == SYSTRACE_PTRACE ? "ptrace" : "tracepoint", s->sys_why);
+	conn_queue(c, LP_FRAME_SESSION, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}
+
+/* One option of START or ATTACH (docs/protocol.md): `syscalls` and
+ * `syscall_filter`.  Returns 0, or -EINVAL with the reason in err. */
+static int syscall_option(struct session_syscalls *sys, const char *key, const char *val, const char **filter,
+                          char *err, size_t errlen)
+{
+	if (!strcmp(key, "syscalls")) {
+		sys->on = true;
+		if (!strcmp(val, "auto"))
+			sys->cfg.backend = SYSTRACE_AUTO;
+		else if (!strcmp(val, "tracepoint"))
+			sys->cfg.backend = SYSTRACE_TRACEPOINT;
+		else if (!strcmp(val, "ptrace"))
+			sys->cfg.backend = SYSTRACE_PTRACE;
+		else {
+			snprintf(err, errlen, "invalid syscalls '%.64s': auto, tracepoint or ptrace", val);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcmp(key, "syscall_filter")) {
+		*filter = val;
+		return 0;
+	}
+	snprintf(err, errlen, "unknown option '%.64s'", key);
+	return -EINVAL;
+}
+
+/* The syscall filter, once every option is known. */
+static int syscall_filter(struct session_syscalls *sys, const char *filter, char *err, size_t errlen)
+{
+	char why[256];
+
+	if (filter && !sys->on) {
+		snprintf(err, errlen, "syscall_filter needs syscalls");
+		return -EINVAL;
+	}
+	if (sys->on && sys_set_parse(&sys->cfg.filter, sys_arch_native(), filter, why, sizeof(why))) {
+		snprintf(err, errlen, "invalid syscall_filter: %s", why);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
-	char *argv[START_ARGS_MAX + 1], *buf, err[512];
+	char *argv[START_ARGS_MAX + 1], *buf, err[512], msg[600];
+	struct session_syscalls sys = { 0 };
+	const char *filter = NULL;
 	struct session *s;
 	size_t i, start = 0;
-	int argc = 0;
+	int argc = 0, first = 0;
 
 	if (!f->len || f->len > 65536 || f->payload[f->len - 1] != '\0') {
 		send_error(c, "START: the arguments must be NUL-terminated strings, at most 64 KiB");
@@ -265,25 +313,50 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 		start = i + 1;
 	}
 	argv[argc] = NULL;
-	if (!argv[0][0]) {
+	/* an empty first string opens the options, up to the next empty one */
+	if (argc > 1 && !argv[0][0]) {
+		for (first = 1; first < argc && argv[first][0]; first++) {
+			char *eq = strchr(argv[first], '=');
+
+			if (!eq) {
+				snprintf(err, sizeof(err), "option '%.64s' is not key=value", argv[first]);
+				goto bad;
+			}
+			*eq = '\0';
+			if (syscall_option(&sys, argv[first], eq + 1, &filter, err, sizeof(err)))
+				goto bad;
+		}
+		first++;
+		if (syscall_filter(&sys, filter, err, sizeof(err)))
+			goto bad;
+	}
+	if (first >= argc || !argv[first][0]) {
 		free(buf);
 		send_error(c, "START: empty program name");
 		return 0;
 	}
-	s = session_start(a, argv, argc, err, sizeof(err));
+	s = session_start(a, argv + first, argc - first, &sys, err, sizeof(err));
 	free(buf);
 	if (s)
 		send_session(c, s);
 	else
 		send_error(c, err);
 	return 0;
+bad:
+	free(buf);
+	snprintf(msg, sizeof(msg), "START: %s", err);
+	send_error(c, msg);
+	return 0;
 }
 
 static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
-	char val[32], err[512], *end;
+	char val[32], err[512], msg[600], opt[32], filter_buf[4096], *end;
+	struct session_syscalls sys = { 0 };
+	const char *filter = NULL;
 	struct session *s;
 	long pid;
+	int r;
 
 	if (wire_kv_get(f->payload, f->len, "pid", val, sizeof(val))) {
 		send_error(c, "ATTACH: no pid");
@@ -295,11 +368,31 @@ static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f
 		send_error(c, "ATTACH: invalid pid");
 		return 0;
 	}
-	s = session_attach(a, (pid_t)pid, err, sizeof(err));
+	r = wire_kv_get(f->payload, f->len, "syscalls", opt, sizeof(opt));
+	if (!r)
+		r = syscall_option(&sys, "syscalls", opt, &filter, err, sizeof(err));
+	else if (r != -ENOENT)
+		snprintf(err, sizeof(err), "syscalls: value too long or not text");
+	if (r && r != -ENOENT)
+		goto bad;
+	r = wire_kv_get(f->payload, f->len, "syscall_filter", filter_buf, sizeof(filter_buf));
+	if (!r) {
+		filter = filter_buf;
+	} else if (r != -ENOENT) {
+		snprintf(err, sizeof(err), "syscall_filter: value too long or not text");
+		goto bad;
+	}
+	if (syscall_filter(&sys, filter, err, sizeof(err)))
+		goto bad;
+	s = session_attach(a, (pid_t)pid, &sys, err, sizeof(err));
 	if (s)
 		send_session(c, s);
 	else
 		send_error(c, err);
+	return 0;
+bad:
+	snprintf(msg, sizeof(msg), "ATTACH: %s", err);
+	send_error(c, msg);
 	return 0;
 }
 

@@ -13,7 +13,10 @@
 #include "common/chunk.h"
 #include "common/clocksync.h"
 #include "common/encoder.h"
+#include "common/sysevent.h"
 #include "lp_arch.h"
+
+extern char **environ;
 
 static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
 {
@@ -68,6 +71,148 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 	s->nmaps++;
 }
 
+/* Syscall records from the tracer go into the drain, which merges them
+ * into the threads' streams.  Runs inside drain_poll (ops.collect).  While
+ * the host has tracing off they are dropped, as the runtime drops function
+ * events: a call cut by the switch is then unfinished or has no entry. */
+static void on_sysrec(void *ctx, const struct sysrec *r)
+{
+	struct session *s = ctx;
+	const struct sys_info *si;
+	struct sysevent ev;
+
+	if (!s->sys_tracing)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.enter = r->kind == SYSREC_ENTER;
+	ev.arch = r->arch;
+	ev.nr = r->nr;
+	if (ev.enter) {
+		si = sys_info((enum sys_arch)r->arch, r->nr);
+		ev.flags = r->str_late ? SYSEVENT_STR_LATE : 0;
+		ev.nargs = si ? si->nargs : 6;
+		memcpy(ev.args, r->args, sizeof(ev.args));
+		ev.nips = r->nips < SYSEVENT_IPS_MAX ? r->nips : SYSEVENT_IPS_MAX;
+		memcpy(ev.ips, r->ips, ev.nips * sizeof(ev.ips[0]));
+		ev.str = r->str;
+		ev.str_len = r->str ? r->str_len : 0;
+	} else {
+		ev.ret = r->ret;
+	}
+	drain_syscall(s->drain, r->pid, r->tid, r->ns, &ev);
+}
+
+static void on_syslost(void *ctx, uint32_t pid, uint32_t tid, uint64_t count)
+{
+	struct session *s = ctx;
+
+	drain_syscalls_lost(s->drain, pid, tid, count);
+}
+
+static void on_collect(void *ctx)
+{
+	struct session *s = ctx;
+
+	if (s->st)
+		systrace_poll(s->st);
+}
+
+/* Whether execvp would find prog (the tracer's own exec error would come
+ * once per backend tried). */
+static int program_check(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) ? -errno : 0;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchr(path, ':');
+		size_t len = end ? (size_t)(end - path) : strlen(path);
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", prog);
+		if (!access(buf, X_OK))
+			return 0;
+		path += len + (end ? 1 : 0);
+	}
+	return -ENOENT;
+}
+
+/* The environment of a program started under the syscall tracer: the
+ * agent's, with the session and the runtime preloaded (as a plain start
+ * sets them).  One malloc'd block, the strings after the pointers; the
+ * caller frees it. */
+static char **program_env(const char *dir, const char *lib)
+{
+	size_t n = 0, i, j = 0, strs;
+	char **env, *p;
+
+	for (i = 0; environ[i]; i++)
+		n++;
+	strs = sizeof(LP_ENV_SESSION "=") + strlen(dir) + sizeof("LD_PRELOAD=") + strlen(lib);
+	env = malloc((n + 3) * sizeof(*env) + strs);
+	if (!env)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (strncmp(environ[i], LP_ENV_SESSION "=", sizeof(LP_ENV_SESSION)) &&
+		    strncmp(environ[i], "LD_PRELOAD=", 11))
+			env[j++] = environ[i];
+	p = (char *)(env + n + 3);
+	env[j++] = p;
+	p += sprintf(p, "%s=%s", LP_ENV_SESSION, dir) + 1;
+	env[j++] = p;
+	sprintf(p, "LD_PRELOAD=%s", lib);
+	env[j] = NULL;
+	return env;
+}
+
+/* Starts argv under the syscall tracer.  The program gets what a plain
+ * start gives it: stdin from /dev/null and SIGPIPE at its default (the
+ * agent ignores it; an ignored signal stays ignored across exec), set here
+ * for the moment of the fork, which the tracer makes.  Returns 0 or -1
+ * with the reason in err. */
+static int spawn_traced(struct session *s, char **argv, const struct session_syscalls *sys, char *err, size_t errlen)
+{
+	struct systrace_ops ops = { .ctx = s, .sys = on_sysrec, .lost = on_syslost };
+	char **env, why[sizeof(s->sys_why)], terr[600];
+	int r, in_fd = -1, null_fd;
+	pid_t pid = 0;
+
+	r = program_check(argv[0]);
+	if (r) {
+		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-r));
+		return -1;
+	}
+	env = program_env(s->dir, s->agent->lib);
+	if (!env) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null_fd >= 0) {
+		in_fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+		dup2(null_fd, STDIN_FILENO);
+		close(null_fd);
+	}
+	signal(SIGPIPE, SIG_DFL);
+	s->st = systrace_spawn(argv, env, &sys->cfg, &ops, &pid, why, sizeof(why), terr, sizeof(terr));
+	signal(SIGPIPE, SIG_IGN);
+	if (in_fd >= 0) {
+		dup2(in_fd, STDIN_FILENO);
+		close(in_fd);
+	}
+	free(env);
+	if (!s->st) {
+		snprintf(err, errlen, "cannot trace syscalls: %s", terr);
+		return -1;
+	}
+	s->pid = pid;
+	snprintf(s->sys_why, sizeof(s->sys_why), "%s", why);
+	return 0;
+}
+
 static struct session *session_new(struct agent *a, enum session_kind kind)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -100,16 +245,18 @@ static void send_meta(struct session *s, const char *command)
 	uname(&u);
 	n = snprintf(meta, sizeof(meta),
 	             "layerprof=" AGENT_VERSION "\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nsession=%u\npid=%d\n"
-	             "start_monotonic_ns=%llu\nfiltered=0\ncommand=%s\n",
+	             "start_monotonic_ns=%llu\nfiltered=0\n%s%s%scommand=%s\n",
 	             u.nodename, u.release, LP_ARCH_NAME,
 	             s->agent->cfg.clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter", s->id, (int)s->pid,
-	             (unsigned long long)clocksync_monotonic_ns(), command);
+	             (unsigned long long)clocksync_monotonic_ns(), s->st ? "syscall_arch=" : "",
+	             s->st ? sys_arch_name(sys_arch_native()) : "", s->st ? "\n" : "", command);
 	if (n > 0)
 		conn_queue_chunk(c, s->id, LP_CHUNK_META, (const uint8_t *)meta,
 		                 (size_t)n < sizeof(meta) ? (size_t)n : sizeof(meta) - 1, 0);
 }
 
-struct session *session_start(struct agent *a, char **argv, int argc, char *err, size_t errlen)
+struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys, char *err,
+                              size_t errlen)
 {
 	struct drain_ops ops = { 0 };
 	struct session *s = session_new(a, SESSION_STARTED);
@@ -127,6 +274,8 @@ struct session *session_start(struct agent *a, char **argv, int argc, char *err,
 	ops.ctx = s;
 	ops.chunk = on_chunk;
 	ops.map = on_map;
+	if (sys && sys->on)
+		ops.collect = on_collect;
 	s->drain = drain_new(s->dir, &a->cfg, &ops);
 	if (!s->drain) {
 		snprintf(err, errlen, "cannot create session '%s': %s", s->dir, strerror(errno));
@@ -139,6 +288,13 @@ struct session *session_start(struct agent *a, char **argv, int argc, char *err,
 	if (session_apply_filters(s)) {
 		snprintf(err, errlen, "cannot set filters in session '%s'", s->dir);
 		goto fail;
+	}
+	if (sys && sys->on) {
+		s->sys_tracing = a->tracing;
+		if (spawn_traced(s, argv, sys, err, errlen))
+			goto fail;
+		pid = s->pid;
+		goto started;
 	}
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		snprintf(err, errlen, "cannot create pipe: %s", strerror(errno));
@@ -176,11 +332,15 @@ struct session *session_start(struct agent *a, char **argv, int argc, char *err,
 	}
 	close(pipefd[0]);
 	s->pid = pid;
+started:
 	for (i = 0; i < argc && n < sizeof(cmd) - 2; i++)
 		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", i ? " " : "", argv[i]);
 	session_link(s);
 	send_meta(s, cmd);
-	agent_log("session %u: started '%s' as pid %d", s->id, argv[0], (int)pid);
+	if (s->st)
+		agent_log("session %u: started '%s' as pid %d, syscalls by %s", s->id, argv[0], (int)pid, s->sys_why);
+	else
+		agent_log("session %u: started '%s' as pid %d", s->id, argv[0], (int)pid);
 	return s;
 fail_reap:
 	/* the agent's waitpid loop reaps it; the session is gone already */
@@ -190,7 +350,7 @@ fail:
 	return NULL;
 }
 
-struct session *session_attach(struct agent *a, pid_t pid, char *err, size_t errlen)
+struct session *session_attach(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen)
 {
 	struct drain_ops ops = { 0 };
 	struct session *s;
@@ -215,6 +375,8 @@ struct session *session_attach(struct agent *a, pid_t pid, char *err, size_t err
 	ops.ctx = s;
 	ops.chunk = on_chunk;
 	ops.map = on_map;
+	if (sys && sys->on)
+		ops.collect = on_collect;
 	s->drain = drain_attach(s->dir, &ops);
 	if (s->drain)
 		drain_set_chunk_bytes(s->drain, AGENT_CHUNK_BYTES);
@@ -230,12 +392,31 @@ struct session *session_attach(struct agent *a, pid_t pid, char *err, size_t err
 		return NULL;
 	}
 	s->pid = pid;
+	if (sys && sys->on) {
+		struct systrace_ops sops = { .ctx = s, .sys = on_sysrec, .lost = on_syslost };
+		struct systrace_config cfg = sys->cfg;
+		char terr[600];
+
+		/* ptrace: detach at the end, leaving the program running */
+		cfg.keep_running = true;
+		s->sys_tracing = a->tracing;
+		s->st = systrace_attach(pid, &cfg, &sops, s->sys_why, sizeof(s->sys_why), terr, sizeof(terr));
+		if (!s->st) {
+			snprintf(err, errlen, "cannot trace the syscalls of process %d: %s", (int)pid, terr);
+			drain_free(s->drain);
+			free(s);
+			return NULL;
+		}
+	}
 	session_link(s);
 	snprintf(cmd, sizeof(cmd), "attach %d", (int)pid);
 	send_meta(s, cmd);
 	session_apply_filters(s);
 	drain_set_enabled(s->drain, a->tracing);
-	agent_log("session %u: attached to pid %d", s->id, (int)pid);
+	if (s->st)
+		agent_log("session %u: attached to pid %d, syscalls by %s", s->id, (int)pid, s->sys_why);
+	else
+		agent_log("session %u: attached to pid %d", s->id, (int)pid);
 	return s;
 }
 
@@ -255,8 +436,15 @@ int session_apply_filters(struct session *s)
 
 void session_set_tracing(struct session *s, bool on)
 {
-	if (!s->exited)
+	if (!s->exited) {
 		drain_set_enabled(s->drain, on);
+		s->sys_tracing = on;
+	}
+}
+
+bool session_reaped(struct session *s, int *status)
+{
+	return s->st && systrace_exited(s->st, status);
 }
 
 static void tell_lost(struct session *s)
@@ -335,6 +523,17 @@ void session_close(struct session *s)
 	struct session **p;
 	size_t i;
 
+	if (s->st) {
+		struct systrace_stats sst;
+
+		systrace_get_stats(s->st, &sst);
+		if (sst.lost)
+			agent_log("session %u: %llu syscall records lost (kernel buffers full)", s->id,
+			          (unsigned long long)sst.lost);
+		/* what is left has nowhere to go: the drain has finished */
+		systrace_free(s->st);
+		s->st = NULL;
+	}
 	drain_free(s->drain);
 	if (s->kind == SESSION_ATTACHED && s->exited) {
 		/* the program is gone: its session directory can go too */
