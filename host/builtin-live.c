@@ -50,6 +50,10 @@ static const char live_usage[] =
     "  -N, --exclude FUNC    leave out FUNC and what it calls (glob; repeatable)\n"
     "      --depth N         only calls up to N levels deep\n"
     "      --min-time DUR    leave out calls shorter than DUR (e.g. 10us)\n"
+    "      --syscalls[=HOW]  trace the system calls too: auto (default), tracepoint\n"
+    "                        or ptrace; shown by 'view syscalls'\n"
+    "      --syscall-filter LIST  only these syscalls (e.g. 'read,write,open*')\n"
+    "      --view VIEW       flat (default), paths or syscalls\n"
     "  -h, --help            this text\n"
     "\n"
     "Filters are applied by the runtime on the target; a filtered profile shows\n"
@@ -59,6 +63,7 @@ static const char live_usage[] =
     "  start | stop          turn tracing on or off\n"
     "  filter OPTIONS        new filters (-F, -N, --depth, --min-time); 'filter clear'\n"
     "  save DIR              save the trace from here on (with what was kept so far)\n"
+    "  view flat|paths|syscalls  the table shown (key v: the next one)\n"
     "  quit                  end the session (the program goes on untraced)\n"
     "\n"
     "Exit status: 0 the session ended (program exited, quit, --duration), 1 connection\n"
@@ -70,7 +75,7 @@ struct live {
 	/* options */
 	uint64_t interval_ns, duration_ns, flush_ns;
 	bool json, stopped;
-	bool paths_view; /* the hot call paths rather than the flat profile */
+	enum liveview_mode mode; /* the table shown: flat profile, call paths or syscalls */
 	uint32_t path_nodes;
 	const char *save_at_start;
 	/* the session with the agent */
@@ -170,7 +175,7 @@ static void live_draw(struct live *lv, bool final)
 	livesession_view_info(&lv->ls, &in, desc, sizeof(desc));
 	in.final = final;
 	in.note = lv->note;
-	in.paths_view = lv->paths_view;
+	in.mode = lv->mode;
 	if (lv->prompt != PROMPT_NONE) {
 		in.prompt = lv->prompt == PROMPT_FILTER ? "filter> " : "save to> ";
 		in.line = lv->line;
@@ -268,16 +273,20 @@ static void command_run(struct live *lv, const char *line)
 		else
 			command_save(lv, words[1]);
 	} else if (!strcmp(words[0], "view")) {
-		if (n != 2 || (strcmp(words[1], "flat") && strcmp(words[1], "paths"))) {
-			live_say(lv, "usage: view flat|paths");
+		static const char *const what[] = { "flat profile", "hot call paths", "system calls" };
+
+		if (n != 2 || liveview_mode_parse(words[1], &lv->mode)) {
+			live_say(lv, "usage: view flat|paths|syscalls");
 		} else {
-			lv->paths_view = !strcmp(words[1], "paths");
-			live_say(lv, "view: %s", lv->paths_view ? "hot call paths" : "flat profile");
+			live_say(lv, "view: %s", what[lv->mode]);
+			if (lv->mode == LIVEVIEW_SYSCALLS && !lv->ls.sys_backend[0])
+				live_say(lv, "view: system calls: none traced in this session (live --syscalls)");
 		}
 	} else if (!strcmp(words[0], "quit") || !strcmp(words[0], "q") || !strcmp(words[0], "exit")) {
 		livesession_close(&lv->ls);
 	} else if (!strcmp(words[0], "help")) {
-		live_say(lv, "commands: start, stop, filter OPTIONS, filter clear, save DIR, view flat|paths, quit");
+		live_say(lv, "commands: start, stop, filter OPTIONS, filter clear, save DIR, view flat|paths|syscalls, "
+		             "quit");
 	} else {
 		live_say(lv, "unknown command '%s' (start, stop, filter OPTIONS, filter clear, save DIR, view, quit)",
 		         words[0]);
@@ -319,9 +328,17 @@ static void on_key(struct live *lv, unsigned char k)
 	case 'w':
 		lv->prompt = PROMPT_SAVE;
 		break;
-	case 'v':
-		command_run(lv, lv->paths_view ? "view flat" : "view paths");
+	case 'v': {
+		/* the next view: flat, paths, syscalls (when traced), flat */
+		enum liveview_mode next = lv->mode == LIVEVIEW_FLAT    ? LIVEVIEW_PATHS
+		                          : lv->mode == LIVEVIEW_PATHS ? LIVEVIEW_SYSCALLS
+		                                                       : LIVEVIEW_FLAT;
+		if (next == LIVEVIEW_SYSCALLS && !lv->ls.sys_backend[0])
+			next = LIVEVIEW_FLAT;
+		snprintf(cmd, sizeof(cmd), "view %s", liveview_mode_name(next));
+		command_run(lv, cmd);
 		break;
+	}
 	case 'q':
 		command_run(lv, "quit");
 		break;
@@ -495,6 +512,8 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		{ "udp", no_argument, NULL, 'U' },
 		{ "flush", required_argument, NULL, 'L' },
 		{ "path-nodes", required_argument, NULL, 'P' },
+		{ "syscalls", optional_argument, NULL, 'Y' },
+		{ "syscall-filter", required_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -563,11 +582,28 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			ls->udp_wanted = true;
 			break;
 		case 'V':
-			if (strcmp(optarg, "flat") && strcmp(optarg, "paths")) {
-				fprintf(stderr, "layerprof live: invalid --view '%s': flat or paths\n", optarg);
+			if (liveview_mode_parse(optarg, &lv->mode)) {
+				fprintf(stderr, "layerprof live: invalid --view '%s': flat, paths or syscalls\n",
+				        optarg);
 				return -EINVAL;
 			}
-			lv->paths_view = !strcmp(optarg, "paths");
+			break;
+		case 'Y':
+			if (optarg && strcmp(optarg, "auto") && strcmp(optarg, "tracepoint") &&
+			    strcmp(optarg, "ptrace")) {
+				fprintf(stderr, "layerprof live: invalid --syscalls '%s': auto, tracepoint or ptrace\n",
+				        optarg);
+				return -EINVAL;
+			}
+			ls->syscalls = optarg ? optarg : "auto";
+			break;
+		case 'Z':
+			if (!optarg[0] || strchr(optarg, '\n')) {
+				fprintf(stderr,
+				        "layerprof live: invalid --syscall-filter: expected a list of syscalls\n");
+				return -EINVAL;
+			}
+			ls->syscall_filter = optarg;
 			break;
 		case 'P':
 			errno = 0;
@@ -602,6 +638,10 @@ static int parse_options(struct live *lv, int argc, char **argv)
 	}
 	ls->argv = argv + optind;
 	ls->argc = argc - optind;
+	if (ls->syscall_filter && !ls->syscalls) {
+		fprintf(stderr, "layerprof live: --syscall-filter needs --syscalls\n");
+		return -EINVAL;
+	}
 	if (ls->attach_pid && ls->argc) {
 		fprintf(stderr, "layerprof live: --attach and a program to start exclude each other\n");
 		return -EINVAL;

@@ -99,6 +99,11 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	livepaths_exit(&ls->paths, s, depth, ns - entry_ns, flags);
 }
 
+static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+{
+	sysstats_syscall(&((struct livesession *)ctx)->sys, s, sc);
+}
+
 int livesession_init(struct livesession *ls)
 {
 	char err[256];
@@ -112,9 +117,14 @@ int livesession_init(struct livesession *ls)
 	/* the runtime filters; the host shows what arrives */
 	if (walk_open(&ls->w, NULL, NULL, err, sizeof(err)))
 		return -ENOMEM;
-	ls->ops = (struct walk_ops){
-		.ctx = ls, .begin = on_begin, .entry = on_entry, .exit = on_exit_ev, .lost = on_lost, .call = on_call
-	};
+	sysstats_init(&ls->sys, &ls->w, 0);
+	ls->ops = (struct walk_ops){ .ctx = ls,
+		                     .begin = on_begin,
+		                     .entry = on_entry,
+		                     .exit = on_exit_ev,
+		                     .lost = on_lost,
+		                     .call = on_call,
+		                     .syscall = on_syscall };
 	walk_begin(&ls->w, &ls->ops);
 	return 0;
 }
@@ -123,6 +133,7 @@ void livesession_release(struct livesession *ls)
 {
 	netclient_release(&ls->nc);
 	profile_release(&ls->prof);
+	sysstats_release(&ls->sys);
 	livepaths_release(&ls->paths);
 	walk_release(&ls->w);
 	livesave_release(&ls->save);
@@ -203,6 +214,8 @@ void livesession_view_info(struct livesession *ls, struct liveview_info *in, cha
 	in->exits = ls->exits;
 	in->nexits = ls->nexits;
 	in->paths = &ls->paths;
+	in->sys = &ls->sys;
+	in->sys_backend = ls->sys_backend;
 	in->udp = ls->udp.fd >= 0 ? &ls->udp : NULL;
 }
 
@@ -273,17 +286,38 @@ void livesession_set_filters(struct livesession *ls, const struct filter_opts *o
 
 static int send_start_frame(struct livesession *ls)
 {
-	size_t len = 0, off = 0;
+	char opts[LIVESESSION_SYSCALL_OPTS_MAX];
+	size_t len = 0, off = 0, olen = 0;
 	char *args;
 	int i, r;
 
+	if (ls->syscalls) {
+		if (!netclient_has_cap(&ls->nc, "syscalls")) {
+			fail(ls, "the agent at %s does not trace system calls (caps %s)", ls->nc.peer, ls->nc.caps);
+			return -EOPNOTSUPP;
+		}
+		/* key=value, one per line for ATTACH, one per string for START */
+		olen =
+		    (size_t)snprintf(opts, sizeof(opts), "syscalls=%s%c", ls->syscalls, ls->attach_pid ? '\n' : '\0');
+		if (ls->syscall_filter && olen < sizeof(opts))
+			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "syscall_filter=%s%c",
+			                         ls->syscall_filter, ls->attach_pid ? '\n' : '\0');
+		if (olen >= sizeof(opts)) {
+			fail(ls, "the syscall filter is too long (at most %u bytes)",
+			     LIVESESSION_SYSCALL_OPTS_MAX - 64);
+			return -E2BIG;
+		}
+	}
 	if (ls->attach_pid) {
-		char msg[32];
-		int n = snprintf(msg, sizeof(msg), "pid=%ld\n", ls->attach_pid);
+		char msg[LIVESESSION_SYSCALL_OPTS_MAX + 32];
+		int n = snprintf(msg, sizeof(msg), "pid=%ld\n%.*s", ls->attach_pid, (int)olen, opts);
 
 		return livesession_send(ls, LP_FRAME_ATTACH, msg, (size_t)n);
 	}
-	/* NUL-terminated strings back to back */
+	/* NUL-terminated strings back to back; options first, between two
+	 * empty strings */
+	if (olen)
+		len = olen + 2;
 	for (i = 0; i < ls->argc; i++) {
 		len += strlen(ls->argv[i]) + 1;
 		if (len > LIVESESSION_START_BYTES_MAX) {
@@ -296,6 +330,12 @@ static int send_start_frame(struct livesession *ls)
 	if (!args) {
 		fail(ls, "out of memory");
 		return -ENOMEM;
+	}
+	if (olen) {
+		args[off++] = '\0';
+		memcpy(args + off, opts, olen);
+		off += olen;
+		args[off++] = '\0';
 	}
 	for (i = 0; i < ls->argc; i++) {
 		size_t n = strlen(ls->argv[i]) + 1;
@@ -589,6 +629,10 @@ static void on_session(struct livesession *ls, const struct wire_frame *f)
 	}
 	if (!wire_kv_get(f->payload, f->len, "pid", val, sizeof(val)))
 		ls->pid = (uint32_t)strtoul(val, NULL, 10);
+	if (wire_kv_get(f->payload, f->len, "syscalls", ls->sys_backend, sizeof(ls->sys_backend)))
+		ls->sys_backend[0] = '\0';
+	if (wire_kv_get(f->payload, f->len, "syscalls_why", ls->sys_why, sizeof(ls->sys_why)))
+		snprintf(ls->sys_why, sizeof(ls->sys_why), "%s", ls->sys_backend);
 	ls->state = LIVESESSION_RUNNING;
 	if (livesave_active(&ls->save))
 		say(ls, "saving to '%s'", ls->save.dir);
@@ -596,6 +640,10 @@ static void on_session(struct livesession *ls, const struct wire_frame *f)
 		say(ls, "attached to process %" PRIu32 " (session %" PRIu32 ")", ls->pid, ls->session);
 	else
 		say(ls, "started '%s' as process %" PRIu32 " (session %" PRIu32 ")", ls->argv[0], ls->pid, ls->session);
+	if (ls->sys_backend[0])
+		say(ls, "syscalls: %s", ls->sys_why);
+	else if (ls->syscalls)
+		say(ls, "the agent traces no system calls in this session");
 	release_held(ls);
 }
 

@@ -17,6 +17,7 @@
 #include "host/lib/liveview.h"
 #include "host/lib/netclient.h"
 #include "host/lib/profile.h"
+#include "host/lib/sysstats.h"
 #include "host/lib/walk.h"
 
 #define LIVESESSION_EXITS_MAX 64
@@ -25,6 +26,7 @@
 #define LIVESESSION_START_BYTES_MAX 65536u
 #define LIVESESSION_FLUSH_MIN_MS 5u /* the agent's bounds of CONTROL flush_ms */
 #define LIVESESSION_FLUSH_MAX_MS 1000u
+#define LIVESESSION_SYSCALL_OPTS_MAX 4096u /* the syscall options of START or ATTACH */
 
 enum livesession_state {
 	LIVESESSION_IDLE,       /* not connected yet */
@@ -41,7 +43,11 @@ struct livesession {
 	long attach_pid; /* attach to this process, or start argv */
 	char **argv;     /* borrowed */
 	int argc;
-	bool udp_wanted;   /* EVENTS chunks by the UDP channel */
+	bool udp_wanted; /* EVENTS chunks by the UDP channel */
+	/* trace the program's system calls: the backend asked for ("auto",
+	 * "tracepoint" or "ptrace"), or NULL; and the syscalls to trace (a
+	 * list for the agent's architecture), or NULL for all.  Borrowed. */
+	const char *syscalls, *syscall_filter;
 	uint32_t flush_ms; /* the agent's flush period of partial chunks; 0: its own */
 	/* messages about the session for people: the command shows them */
 	void (*say)(void *ctx, const char *msg);
@@ -58,9 +64,14 @@ struct livesession {
 	struct liveview_exit exits[LIVESESSION_EXITS_MAX];
 	size_t nexits;
 
+	/* the syscall backend the agent chose (SESSION) and why; "" when none */
+	char sys_backend[16];
+	char sys_why[300];
+
 	/* the trace */
 	struct walk w;
 	struct profile prof;
+	struct sysstats sys;    /* syscall statistics, fed by the walk */
 	struct livepaths paths; /* the command may livepaths_init it again before the start */
 	struct walk_ops ops;
 	bool walk_ended;
@@ -89,7 +100,7 @@ int livesession_connect(struct livesession *ls);
 
 /* Sends the settings given so far (the flush period, tracing off when
  * !tracing, the filters, the UDP channel with udp_wanted), then START or
- * ATTACH.  Returns 0 or -errno (state FAILED). */
+ * ATTACH (with the syscall options).  Returns 0 or -errno (state FAILED). */
 int livesession_start(struct livesession *ls, bool tracing);
 
 /* Sends one frame; on failure says why and the state becomes FAILED. */

@@ -9,12 +9,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/systab.h"
 #include "host/lib/liveview.h"
 #include "host/lib/options.h"
 #include "host/lib/profile.h"
 
 #define TABLE_FIXED_COLS 66 /* width of the numbers before the name */
 #define PATHS_FIXED_COLS 38 /* width of the numbers before a path */
+
+static const char *const mode_names[] = { "flat", "paths", "syscalls" };
 
 void liveview_init(struct liveview *v, bool json, bool tty)
 {
@@ -55,6 +58,24 @@ const char *liveview_when(uint64_t first_ns, uint64_t ns, char *buf, size_t size
 	return buf;
 }
 
+const char *liveview_mode_name(enum liveview_mode mode)
+{
+	return (unsigned)mode < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[mode] : "flat";
+}
+
+int liveview_mode_parse(const char *name, enum liveview_mode *mode)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
+		if (!strcmp(name, mode_names[i])) {
+			*mode = (enum liveview_mode)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 static const char *or_empty(const char *s)
 {
 	return s ? s : "";
@@ -64,8 +85,8 @@ static void json_paths(struct json *j, const struct liveview_info *in, const str
 {
 	size_t i;
 
-	json_str(j, "view", in->paths_view ? "paths" : "flat");
-	if (!in->paths_view)
+	json_str(j, "view", liveview_mode_name(in->mode));
+	if (in->mode != LIVEVIEW_PATHS)
 		return;
 	if (in->filtered || !in->paths) {
 		json_null(j, "paths");
@@ -107,8 +128,54 @@ static void json_udp(struct json *j, const struct liveudp *u)
 	json_object_end(j);
 }
 
+/* The syscalls, as `report --syscalls --format json` gives them. */
+static void json_syscalls(struct json *j, const struct liveview_info *in, const struct sysstats_result *sys)
+{
+	size_t i;
+
+	if (in->sys_backend && in->sys_backend[0])
+		json_str(j, "syscall_backend", in->sys_backend);
+	else
+		json_null(j, "syscall_backend");
+	json_u64(j, "syscall_calls", in->sys ? in->sys->calls : 0);
+	json_u64(j, "syscall_errors", in->sys ? in->sys->errors : 0);
+	json_array_begin(j, "syscalls");
+	for (i = 0; i < sys->nrows; i++) {
+		const struct sysstats_row *r = &sys->rows[i];
+
+		json_object_begin(j, NULL);
+		json_str(j, "name", r->name);
+		json_u64(j, "nr", r->nr);
+		json_str(j, "arch", sys_arch_name((enum sys_arch)r->arch));
+		json_u64(j, "calls", r->calls);
+		json_u64(j, "errors", r->errors);
+		json_u64(j, "unfinished", r->unfinished);
+		json_u64(j, "total_ns", r->total_ns);
+		json_u64(j, "avg_ns", r->timed ? r->total_ns / r->timed : 0);
+		json_u64(j, "min_ns", r->min_ns);
+		json_u64(j, "max_ns", r->max_ns);
+		json_u64(j, "p50_ns", r->p50_ns);
+		json_u64(j, "p99_ns", r->p99_ns);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_array_begin(j, "by_function");
+	for (i = 0; i < sys->nfns; i++) {
+		const struct sysstats_fn *fn = &sys->fns[i];
+
+		json_object_begin(j, NULL);
+		json_str(j, "function", fn->name);
+		json_str(j, "syscall", fn->syscall);
+		json_u64(j, "calls", fn->calls);
+		json_u64(j, "errors", fn->errors);
+		json_u64(j, "total_ns", fn->total_ns);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 static void draw_json(struct liveview *v, const struct liveview_info *in, const struct profile_rows *rows,
-                      const struct livepaths_rows *paths)
+                      const struct livepaths_rows *paths, const struct sysstats_result *sys)
 {
 	struct json *j = &v->j;
 	size_t i;
@@ -169,6 +236,7 @@ static void draw_json(struct liveview *v, const struct liveview_info *in, const 
 	json_array_end(j);
 	json_udp(j, in->udp);
 	json_paths(j, in, paths);
+	json_syscalls(j, in, sys);
 	json_object_end(j);
 	json_finish(j);
 }
@@ -200,9 +268,13 @@ static void draw_header(const struct liveview_info *in, uint64_t first_ns, const
 		printf("%" PRIu64 " chunks held undecodable events (skipped)%s", in->bad_chunks, eol);
 	if (in->filters && in->filters[0])
 		printf("filters: %s%s", in->filters, eol);
-	if (in->filtered)
-		printf("call %s hidden: %s%s", in->paths_view ? "paths" : "tree", LIVEVIEW_FILTERED_WHY, eol);
-	if (in->paths_view && !in->filtered && in->paths && in->paths->folded)
+	if (in->sys_backend && in->sys_backend[0] && in->sys)
+		printf("syscalls by %s: %" PRIu64 " calls, %" PRIu64 " errors%s", in->sys_backend, in->sys->calls,
+		       in->sys->errors, eol);
+	if (in->filtered && in->mode != LIVEVIEW_SYSCALLS)
+		printf("call %s hidden: %s%s", in->mode == LIVEVIEW_PATHS ? "paths" : "tree", LIVEVIEW_FILTERED_WHY,
+		       eol);
+	if (in->mode == LIVEVIEW_PATHS && !in->filtered && in->paths && in->paths->folded)
 		printf("%" PRIu64 " calls on paths not kept (limit of %" PRIu32 " paths)%s", in->paths->folded,
 		       in->paths->max, eol);
 }
@@ -251,19 +323,60 @@ static void draw_table(const struct liveview_info *in, const struct profile_rows
 		printf("(%zu more functions)%s", rows->n - max, eol);
 }
 
-/* The table of the view chosen: paths (unless filtered) or functions. */
-static void draw_body(const struct liveview_info *in, const struct profile_rows *rows,
-                      const struct livepaths_rows *paths, size_t max, int width, const char *eol)
+/* Per syscall, then the functions making them: each table gets half the
+ * rows. */
+static void draw_syscalls(const struct liveview_info *in, const struct sysstats_result *sys, size_t max, int width,
+                          const char *eol)
 {
-	if (!in->paths_view)
+	size_t half = max == SIZE_MAX ? max : (max + 1) / 2, i;
+	char a[32], b[32], c[32];
+	int room = width > 50 ? width - 50 : 10;
+
+	if (!in->sys_backend || !in->sys_backend[0]) {
+		printf("no system calls traced in this session (live --syscalls)%s", eol);
+		return;
+	}
+	printf("%10s %8s %12s %12s %12s  %s%s", "Calls", "Errors", "Total", "Avg", "Max", "Syscall", eol);
+	for (i = 0; i < sys->nrows && i < half; i++) {
+		const struct sysstats_row *r = &sys->rows[i];
+
+		printf("%10" PRIu64 " %8" PRIu64 " %12s %12s %12s  %s%s", r->calls, r->errors,
+		       format_duration(r->total_ns, a, sizeof(a)),
+		       format_duration(r->timed ? r->total_ns / r->timed : 0, b, sizeof(b)),
+		       format_duration(r->max_ns, c, sizeof(c)), r->name, eol);
+	}
+	if (sys->nrows > half)
+		printf("(%zu more syscalls)%s", sys->nrows - half, eol);
+	printf("%s%10s %8s %12s  %-16s %s%s", eol, "Calls", "Errors", "Total", "Syscall", "Function", eol);
+	for (i = 0; i < sys->nfns && i < half; i++) {
+		const struct sysstats_fn *fn = &sys->fns[i];
+
+		printf("%10" PRIu64 " %8" PRIu64 " %12s  %-16s %.*s%s", fn->calls, fn->errors,
+		       format_duration(fn->total_ns, a, sizeof(a)), fn->syscall, width ? room : INT_MAX, fn->name, eol);
+	}
+	if (sys->nfns > half)
+		printf("(%zu more functions making syscalls)%s", sys->nfns - half, eol);
+}
+
+/* The table of the view chosen: paths (unless filtered), syscalls or
+ * functions. */
+static void draw_body(const struct liveview_info *in, const struct profile_rows *rows,
+                      const struct livepaths_rows *paths, const struct sysstats_result *sys, size_t max, int width,
+                      const char *eol)
+{
+	if (in->mode == LIVEVIEW_SYSCALLS)
+		draw_syscalls(in, sys, max, width, eol);
+	else if (in->mode == LIVEVIEW_FLAT)
 		draw_table(in, rows, max, width, eol);
 	else if (!in->filtered)
 		draw_paths(paths, max, width, eol);
 }
 
 static void draw_text(struct liveview *v, const struct liveview_info *in, uint64_t first_ns,
-                      const struct profile_rows *rows, const struct livepaths_rows *paths)
+                      const struct profile_rows *rows, const struct livepaths_rows *paths,
+                      const struct sysstats_result *sys)
 {
+	static const char *const titles[] = { "profile", "call paths", "syscalls" };
 	struct winsize ws = { 0 };
 	int height = 0, width = 0;
 	size_t max = LIVEVIEW_ROWS_PLAIN;
@@ -278,7 +391,7 @@ static void draw_text(struct liveview *v, const struct liveview_info *in, uint64
 		fputs("\033[H", stdout);
 		draw_header(in, first_ns, "\033[K\n");
 		fputs("\033[K\n", stdout);
-		draw_body(in, rows, paths, max, width, "\033[K\n");
+		draw_body(in, rows, paths, sys, max, width, "\033[K\n");
 		fputs("\033[K\n", stdout);
 		if (in->prompt)
 			printf("%s%.*s\033[K", in->prompt, (int)in->line_len, in->line);
@@ -287,10 +400,10 @@ static void draw_text(struct liveview *v, const struct liveview_info *in, uint64
 			       or_empty(in->note));
 		fputs("\033[J", stdout);
 	} else {
-		printf("--- %s%s\n", in->final ? "final " : "", in->paths_view ? "call paths" : "profile");
+		printf("--- %s%s\n", in->final ? "final " : "", titles[in->mode]);
 		draw_header(in, first_ns, "\n");
 		printf("\n");
-		draw_body(in, rows, paths, in->final ? SIZE_MAX : max, 0, "\n");
+		draw_body(in, rows, paths, sys, in->final ? SIZE_MAX : max, 0, "\n");
 		printf("\n");
 	}
 }
@@ -299,20 +412,25 @@ int liveview_draw(struct liveview *v, struct walk *w, const struct liveview_info
 {
 	static const struct profile_order by_total = { .keys = { PROFILE_TOTAL }, .nkeys = 1 };
 	struct livepaths_rows paths = { 0 };
+	struct sysstats_result sys = { 0 };
 	struct profile_rows rows;
+	int r = -ENOMEM;
 
 	if (profile_collect(w, 0, &by_total, &rows))
 		return -ENOMEM;
-	if (in->paths_view && !in->filtered && in->paths && livepaths_collect(in->paths, w, &paths)) {
-		profile_rows_release(&rows);
-		return -ENOMEM;
-	}
+	if (in->mode == LIVEVIEW_PATHS && !in->filtered && in->paths && livepaths_collect(in->paths, w, &paths))
+		goto out;
+	if (in->sys && (v->json || in->mode == LIVEVIEW_SYSCALLS) && sysstats_collect(in->sys, &sys))
+		goto out;
 	if (v->json)
-		draw_json(v, in, &rows, &paths);
+		draw_json(v, in, &rows, &paths, &sys);
 	else
-		draw_text(v, in, w->first_ns, &rows, &paths);
+		draw_text(v, in, w->first_ns, &rows, &paths, &sys);
 	fflush(stdout);
+	r = 0;
+out:
 	profile_rows_release(&rows);
 	livepaths_rows_release(&paths);
-	return 0;
+	sysstats_result_release(&sys);
+	return r;
 }

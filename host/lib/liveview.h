@@ -1,8 +1,7 @@
-/* The view of `layerprof live`: the flat profile or the hot call paths
- * (livepaths.h), with a header of what the session knows (tracing, events, losses, exits, filters, saving), drawn in
- * place on a terminal, as plain snapshots elsewhere, or as one JSON object
- * per refresh.  Knows nothing of the connection: the command fills a
- * liveview_info before each draw. */
+/* The view of `layerprof live`: the flat profile, the hot call paths
+ * (livepaths.h) or the system calls (sysstats.h), with a header of what the session knows (tracing, events, losses,
+ * exits, filters, saving), drawn in place on a terminal, as plain snapshots elsewhere, or as one JSON object per
+ * refresh.  Knows nothing of the connection: the command fills a liveview_info before each draw. */
 #ifndef LP_LIVEVIEW_H
 #define LP_LIVEVIEW_H
 
@@ -13,9 +12,17 @@
 #include "host/lib/json.h"
 #include "host/lib/livepaths.h"
 #include "host/lib/liveudp.h"
+#include "host/lib/sysstats.h"
 #include "host/lib/walk.h"
 
 #define LIVEVIEW_ROWS_PLAIN 20 /* functions in a snapshot when not on a terminal */
+
+/* What the table of the view shows. */
+enum liveview_mode {
+	LIVEVIEW_FLAT,     /* the flat profile */
+	LIVEVIEW_PATHS,    /* the hot call paths */
+	LIVEVIEW_SYSCALLS, /* per syscall, then the functions making them */
+};
 
 /* A process that ended: its wait status, -1 when unknown. */
 struct liveview_exit {
@@ -45,9 +52,14 @@ struct liveview_info {
 	const char *line;   /* the line typed so far (line_len bytes) */
 	size_t line_len;
 	const char *note; /* the last message, shown on the key line */
-	/* the hot call paths instead of the flat profile (JSON: beside it) */
-	bool paths_view;
+	/* the table shown (JSON: the paths beside the flat profile with
+	 * LIVEVIEW_PATHS; the syscalls always) */
+	enum liveview_mode mode;
 	const struct livepaths *paths;
+	/* the syscall statistics (collected at each draw), and the backend
+	 * the agent chose ("" or NULL: syscalls not traced) */
+	struct sysstats *sys;
+	const char *sys_backend;
 	const struct liveudp *udp; /* the UDP channel's counts; NULL over TCP only */
 };
 
@@ -63,9 +75,14 @@ struct liveview {
 /* A view writing to stdout.  Nothing to release. */
 void liveview_init(struct liveview *v, bool json, bool tty);
 
-/* Draws the profile w's consumers built (profile.h), or in->paths, under
- * the header in *in.  Returns 0 or -ENOMEM (nothing drawn). */
+/* Draws the profile w's consumers built (profile.h), in->paths or
+ * in->sys, under the header in *in.  Returns 0 or -ENOMEM (nothing drawn). */
 int liveview_draw(struct liveview *v, struct walk *w, const struct liveview_info *in);
+
+/* "flat", "paths" or "syscalls"; liveview_mode_parse is its inverse
+ * (returns 0, or -EINVAL for another name). */
+const char *liveview_mode_name(enum liveview_mode mode);
+int liveview_mode_parse(const char *name, enum liveview_mode *mode);
 
 /* Clears the terminal before the first draw (on a terminal, in text). */
 void liveview_clear(const struct liveview *v);
