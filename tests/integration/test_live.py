@@ -6,7 +6,8 @@ on the saved trace; start and stop over stdin; filters; tokens; losses; the
 agent killed or silent; the program killed; attaching to a running program.
 
 usage: test_live.py --build BUILD_DIR [GROUP...]
-groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths, udp, queue (default: all)
+groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths, udp, queue, syscalls
+(default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -841,6 +842,155 @@ def group_queue(lp, build, tmp):
         agent.stop()
 
 
+def sys_row(view, name):
+    return next((s for s in (view or {}).get("syscalls", []) if s["name"] == name), None)
+
+
+def sys_by_function(view, function, syscall):
+    return [f for f in (view or {}).get("by_function", []) if f["function"] == function and f["syscall"] == syscall]
+
+
+def sys_backends(lp, tmp):
+    """The syscall backends the kernel allows here: {name: None} for a usable
+    one, {name: reason} for a refused one (record on /bin/true says why)."""
+    out = {}
+    for backend in ("tracepoint", "ptrace"):
+        r = lp("record", "-q", "--syscalls=" + backend, "-o", os.path.join(tmp, "probe-" + backend), "--",
+               "/bin/true")
+        out[backend] = None if r.returncode == 0 else (r.stderr.strip() or "exit %d" % r.returncode)
+    return out
+
+
+def live_writer(lp, agent, tmp, writer, backend, name, *extra):
+    """A --syscalls session on sys_writer, saved: (exit status, final view,
+    stderr, trace directory)."""
+    save = os.path.join(tmp, "live-sys-" + name)
+    live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--syscalls=" + backend, "--save", save]
+                + list(extra) + ["--", writer], stdin=subprocess.DEVNULL)
+    rc = live.wait()
+    return rc, live.final(), live.err.text(), save
+
+
+def group_syscalls(lp, build, tmp):
+    """live --syscalls: the agent starts sys_writer under the syscall tracer;
+    the view's syscalls have the exact counts and attribution of record
+    --syscalls, and report --syscalls on the saved trace agrees; a filter
+    keeps only its syscalls; each backend the kernel allows, the refused
+    ones skipped with the reason; attaching traces a running program's
+    syscalls and, with ptrace, leaves it running."""
+    writer = os.path.join(tmp, "sys_writer")
+    r = it.run(["gcc", "-O2", "-g", "-std=c11", "-pthread", "-finstrument-functions", "-I", it.PROGS,
+                os.path.join(it.PROGS, "sys_writer.c"), "-o", writer])
+    if not check(r.returncode == 0, "sys_writer builds", r.stderr):
+        return
+    backends = sys_backends(lp, tmp)
+    usable = [b for b, why in backends.items() if why is None]
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    try:
+        for backend, why in sorted(backends.items()):
+            if why is None:
+                continue
+            skip("live --syscalls=" + backend, "the kernel refuses the backend: " + why)
+            rc, last, err, _ = live_writer(lp, agent, tmp, writer, backend, "refused-" + backend)
+            check(rc == 1 and ("%s backend" % backend) in err, "a refused %s backend: exit 1, the agent's reason"
+                  % backend, err)
+        if not usable:
+            skip("live --syscalls", "no syscall backend works here")
+            return
+        # auto first, then every other usable backend once
+        for backend in ["auto"] + (usable if len(usable) > 1 else []):
+            rc, last, err, save = live_writer(lp, agent, tmp, writer, backend, backend)
+            if not check(rc == 0 and last and last["final"], "%s: live --syscalls session ends with exit 0"
+                         % backend, "rc %s, stderr %s" % (rc, err)):
+                continue
+            chosen = last.get("syscall_backend")
+            check(chosen in usable and ("syscalls: %s: " % chosen) in err,
+                  "%s: the backend chosen (%s) and why are said" % (backend, chosen), err)
+            w = sys_row(last, "write")
+            check(w and w["calls"] == 100 and w["errors"] == 0 and 0 < w["max_ns"] <= w["total_ns"],
+                  "%s: view: 100 write calls, no errors, times set" % backend, w)
+            f = sys_by_function(last, "writer", "write")
+            check(len(f) == 1 and f[0]["calls"] == 100, "%s: view: the 100 writes are attributed to writer"
+                  % backend, f)
+            f = sys_by_function(last, "opener", "openat")
+            check(len(f) == 1 and f[0]["calls"] == 1 and f[0]["errors"] == 1,
+                  "%s: view: opener made one failing openat" % backend, f)
+            check(exited_as(last, last["pid"], {"exit_code": 0}), "%s: the program exited 0" % backend,
+                  last.get("exited"))
+            r = lp("report", "--syscalls", "--format", "json", save)
+            rep = json.loads(r.stdout) if r.returncode == 0 and r.stdout else None
+            if not check(rep is not None, "%s: report --syscalls reads the saved trace" % backend, r.stderr):
+                continue
+            mine = {(s["name"], s["calls"], s["errors"], s["total_ns"], s["max_ns"]) for s in last["syscalls"]}
+            theirs = {(s["name"], s["calls"], s["errors"], s["total_ns"], s["max_ns"]) for s in rep["syscalls"]}
+            check(mine == theirs, "%s: report --syscalls of the saved trace agrees with the view" % backend,
+                  "only in view %s, only in report %s" % (mine - theirs, theirs - mine))
+            mine = {(f["function"], f["syscall"], f["calls"], f["total_ns"]) for f in last["by_function"]}
+            theirs = {(f["function"], f["syscall"], f["calls"], f["total_ns"]) for f in rep["by_function"]}
+            check(mine == theirs, "%s: by_function agrees with report" % backend,
+                  "only in view %s, only in report %s" % (mine - theirs, theirs - mine))
+        # a filter: the writes only
+        rc, last, err, save = live_writer(lp, agent, tmp, writer, "auto", "filtered", "--syscall-filter", "write")
+        names = [s["name"] for s in (last or {}).get("syscalls", [])]
+        check(rc == 0 and names == ["write"] and sys_row(last, "write")["calls"] == 100,
+              "--syscall-filter write: only the 100 writes", "rc %s %s %s" % (rc, names, err))
+        check(counts(last).get("writer") == 1, "--syscall-filter: the function profile is still there",
+              last and counts(last))
+        # the text view of syscalls, off a terminal
+        live = Live(lp, agent.addr, ["--syscalls", "--view", "syscalls", "--interval", "50ms", "--", writer],
+                    stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        text = live.out.text()
+        check(rc == 0 and "--- final syscalls" in text and "writer" in text and "\x1b[" not in text,
+              "text view of syscalls: plain snapshots with the functions", text[-600:])
+        # usage errors
+        r = lp("live", "--syscalls=nope", "--", writer)
+        check(r.returncode == 2 and "invalid --syscalls 'nope'" in r.stderr, "live --syscalls=nope: exit 2",
+              r.stderr)
+        r = lp("live", "--syscall-filter", "write", "--", writer)
+        check(r.returncode == 2 and "needs --syscalls" in r.stderr, "--syscall-filter alone: exit 2", r.stderr)
+        rc, last, err, _ = live_writer(lp, agent, tmp, writer, "auto", "badfilter", "--syscall-filter", "nosuch")
+        check(rc == 1 and "unknown syscall 'nosuch'" in err, "an unknown syscall in the filter: the agent's error",
+              err)
+        group_syscalls_attach(lp, agent, tmp, usable)
+    finally:
+        agent.stop()
+
+
+def group_syscalls_attach(lp, agent, tmp, usable):
+    """Attaching with --syscalls: killme sleeps between ticks, so its
+    clock_nanosleep calls arrive; after quit the program runs on (ptrace
+    detaches rather than kills)."""
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    km = b.prog("killme")
+    env = dict(os.environ, LD_PRELOAD=os.path.join(lp.libdir, "liblayerprof.so"),
+               LAYERPROF_ATTACH_DIR=agent.attach_dir)
+    for backend in usable:
+        prog = subprocess.Popen([km], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                universal_newlines=True)
+        started.append(prog)
+        try:
+            pid = int(prog.stdout.readline())
+            deadline = time.time() + 10
+            while not os.path.exists(os.path.join(agent.attach_dir, str(pid))) and time.time() < deadline:
+                time.sleep(0.05)
+            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--syscalls=" + backend,
+                                         "--attach", str(pid)])
+            v = live.wait_view(lambda v: (sys_row(v, "clock_nanosleep") or {}).get("calls", 0) > 10, 20)
+            check(v is not None and v.get("syscall_backend") == backend,
+                  "attach --syscalls=%s: the program's sleeps arrive" % backend, live.err.text())
+            live.say("quit")
+            rc = live.wait(20)
+            check(rc == 0, "attach --syscalls=%s: quit ends the session" % backend, live.err.text())
+            time.sleep(0.3)
+            check(prog.poll() is None, "attach --syscalls=%s: the program runs on after the session" % backend)
+        finally:
+            prog.kill()
+            prog.wait()
+
+
 GROUPS = {
     "basic": group_basic,
     "control": group_control,
@@ -854,6 +1004,7 @@ GROUPS = {
     "paths": group_paths,
     "udp": group_udp,
     "queue": group_queue,
+    "syscalls": group_syscalls,
 }
 
 
