@@ -141,8 +141,23 @@ static void on_collect(void *ctx)
 }
 
 /* The environment of the program: the caller's, with the session and the
- * runtime preloaded.  Returns a malloc'd array (strings malloc'd or
- * borrowed from environ; freed with the process). */
+ * runtime preloaded.  Returns a malloc'd array whose last two entries are
+ * malloc'd too (free with env_free); the others are borrowed from environ. */
+static void env_free(char **env)
+{
+	size_t n = 0;
+
+	if (!env)
+		return;
+	while (env[n])
+		n++;
+	if (n >= 2) {
+		free(env[n - 2]);
+		free(env[n - 1]);
+	}
+	free(env);
+}
+
 static char **program_env(const char *session, const char *lib)
 {
 	extern char **environ;
@@ -164,11 +179,16 @@ static char **program_env(const char *session, const char *lib)
 			continue;
 		env[j++] = environ[i];
 	}
-	if (asprintf(&env[j], "%s=%s", LP_ENV_SESSION, session) < 0)
+	if (asprintf(&env[j], "%s=%s", LP_ENV_SESSION, session) < 0) {
+		free(env);
 		return NULL;
+	}
 	j++;
-	if (asprintf(&env[j], "LD_PRELOAD=%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "") < 0)
+	if (asprintf(&env[j], "LD_PRELOAD=%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "") < 0) {
+		free(env[j - 1]);
+		free(env);
 		return NULL;
+	}
 	return env;
 }
 
@@ -572,7 +592,7 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 		rec.st = systrace_spawn(argv + optind, env, &stcfg, &sops, &child, why, sizeof(why), err, sizeof(err));
-		free(env);
+		env_free(env);
 		if (!rec.st) {
 			fprintf(stderr, "layerprof record: cannot trace syscalls: %s\n", err);
 			goto out;
