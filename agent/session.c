@@ -78,27 +78,11 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 static void on_sysrec(void *ctx, const struct sysrec *r)
 {
 	struct session *s = ctx;
-	const struct sys_info *si;
 	struct sysevent ev;
 
 	if (!s->sys_tracing)
 		return;
-	memset(&ev, 0, sizeof(ev));
-	ev.enter = r->kind == SYSREC_ENTER;
-	ev.arch = r->arch;
-	ev.nr = r->nr;
-	if (ev.enter) {
-		si = sys_info((enum sys_arch)r->arch, r->nr);
-		ev.flags = r->str_late ? SYSEVENT_STR_LATE : 0;
-		ev.nargs = si ? si->nargs : 6;
-		memcpy(ev.args, r->args, sizeof(ev.args));
-		ev.nips = r->nips < SYSEVENT_IPS_MAX ? r->nips : SYSEVENT_IPS_MAX;
-		memcpy(ev.ips, r->ips, ev.nips * sizeof(ev.ips[0]));
-		ev.str = r->str;
-		ev.str_len = r->str ? r->str_len : 0;
-	} else {
-		ev.ret = r->ret;
-	}
+	sysrec_to_event(r, &ev);
 	drain_syscall(s->drain, r->pid, r->tid, r->ns, &ev);
 }
 
@@ -115,29 +99,6 @@ static void on_collect(void *ctx)
 
 	if (s->st)
 		systrace_poll(s->st);
-}
-
-/* Whether execvp would find prog (the tracer's own exec error would come
- * once per backend tried). */
-static int program_check(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-
-	if (strchr(prog, '/'))
-		return access(prog, X_OK) ? -errno : 0;
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		const char *end = strchr(path, ':');
-		size_t len = end ? (size_t)(end - path) : strlen(path);
-
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", prog);
-		if (!access(buf, X_OK))
-			return 0;
-		path += len + (end ? 1 : 0);
-	}
-	return -ENOENT;
 }
 
 /* The environment of a program started under the syscall tracer: the
@@ -180,7 +141,7 @@ static int spawn_traced(struct session *s, char **argv, const struct session_sys
 	int r, in_fd = -1, null_fd;
 	pid_t pid = 0;
 
-	r = program_check(argv[0]);
+	r = systrace_check_program(argv[0]);
 	if (r) {
 		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-r));
 		return -1;

@@ -104,24 +104,9 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 static void on_sysrec(void *ctx, const struct sysrec *r)
 {
 	struct recorder *rec = ctx;
-	const struct sys_info *si = sys_info((enum sys_arch)r->arch, r->nr);
 	struct sysevent ev;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.enter = r->kind == SYSREC_ENTER;
-	ev.arch = r->arch;
-	ev.nr = r->nr;
-	if (ev.enter) {
-		ev.flags = r->str_late ? SYSEVENT_STR_LATE : 0;
-		ev.nargs = si ? si->nargs : 6;
-		memcpy(ev.args, r->args, sizeof(ev.args));
-		ev.nips = r->nips < SYSEVENT_IPS_MAX ? r->nips : SYSEVENT_IPS_MAX;
-		memcpy(ev.ips, r->ips, ev.nips * sizeof(ev.ips[0]));
-		ev.str = r->str;
-		ev.str_len = r->str ? r->str_len : 0;
-	} else {
-		ev.ret = r->ret;
-	}
+	sysrec_to_event(r, &ev);
 	drain_syscall(rec->d, r->pid, r->tid, r->ns, &ev);
 }
 
@@ -190,29 +175,6 @@ static char **program_env(const char *session, const char *lib)
 		return NULL;
 	}
 	return env;
-}
-
-/* Whether `prog` can be run (as execvp would find it): the syscall
- * tracer's child cannot tell us why an exec failed. */
-static int check_program(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-
-	if (strchr(prog, '/'))
-		return access(prog, X_OK) ? -errno : 0;
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		const char *end = strchr(path, ':');
-		size_t len = end ? (size_t)(end - path) : strlen(path);
-
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", prog);
-		if (!access(buf, X_OK))
-			return 0;
-		path += len + (end ? 1 : 0);
-	}
-	return -ENOENT;
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed
@@ -580,7 +542,7 @@ int cmd_record(int argc, char **argv)
 		struct systrace_ops sops = { .ctx = &rec, .sys = on_sysrec, .lost = on_syslost };
 		char **env;
 
-		r = check_program(argv[optind]);
+		r = systrace_check_program(argv[optind]);
 		if (r) {
 			fprintf(stderr, "layerprof record: cannot run '%s': %s\n", argv[optind], strerror(-r));
 			exit_code = r == -ENOENT ? 127 : 126;

@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+#include <unistd.h>
+
+#include "common/sysevent.h"
 #include "systrace/backend.h"
 
 static struct systrace *systrace_new(const struct systrace_config *cfg, const struct systrace_ops *ops)
@@ -103,6 +107,49 @@ struct systrace *systrace_attach(pid_t pid, const struct systrace_config *cfg, c
                                  char *why, size_t whylen, char *err, size_t errlen)
 {
 	return systrace_start(cfg, ops, start_attach, &pid, why, whylen, err, errlen);
+}
+
+void sysrec_to_event(const struct sysrec *r, struct sysevent *ev)
+{
+	const struct sys_info *si;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->enter = r->kind == SYSREC_ENTER;
+	ev->arch = r->arch;
+	ev->nr = r->nr;
+	if (!ev->enter) {
+		ev->ret = r->ret;
+		return;
+	}
+	si = sys_info((enum sys_arch)r->arch, r->nr);
+	ev->flags = r->str_late ? SYSEVENT_STR_LATE : 0;
+	ev->nargs = si ? si->nargs : 6;
+	memcpy(ev->args, r->args, sizeof(ev->args));
+	ev->nips = r->nips < SYSEVENT_IPS_MAX ? r->nips : SYSEVENT_IPS_MAX;
+	memcpy(ev->ips, r->ips, ev->nips * sizeof(ev->ips[0]));
+	ev->str = r->str;
+	ev->str_len = r->str ? r->str_len : 0;
+}
+
+int systrace_check_program(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) ? -errno : 0;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchr(path, ':');
+		size_t len = end ? (size_t)(end - path) : strlen(path);
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", prog);
+		if (!access(buf, X_OK))
+			return 0;
+		path += len + (end ? 1 : 0);
+	}
+	return -ENOENT;
 }
 
 enum systrace_backend systrace_backend(const struct systrace *st)

@@ -101,6 +101,15 @@ long systrace_poll(struct systrace *st);
  * backend the caller waits for the program as usual and this returns
  * false. */
 bool systrace_exited(struct systrace *st, int *status);
+/* The record as a trace event for drain_syscall (common/sysevent.h):
+ * the arguments a syscall has (all six when unknown), its stack and path.
+ * ev's pointers point into rec. */
+struct sysevent;
+void sysrec_to_event(const struct sysrec *rec, struct sysevent *ev);
+/* Whether execvp would find `prog` (checked before a spawn, since the
+ * tracer's child cannot say why an exec failed): 0 or -errno. */
+int systrace_check_program(const char *prog);
+
 /* Counters for the summary. */
 struct systrace_stats {
 	uint64_t records; /* entries and exits handed out */
