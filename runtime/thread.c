@@ -264,6 +264,24 @@ LP_NOINSTR void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const vo
 	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
 }
 
+/* At process exit (exit() from main, which runs no thread destructors):
+ * the calling thread may be dropping into scratch, whose events are counted
+ * only when it next reaches a chunk boundary.  Publish them now, so that
+ * the drain's loss count is complete; the ring stays open for whatever
+ * traced code the remaining exit handlers run. */
+static LP_NOINSTR __attribute__((destructor)) void thread_exit_count(void)
+{
+	struct lp_thread *t = &lp_self;
+	uint64_t pending;
+
+	if (t->state != LP_THREAD_READY || !t->ring)
+		return;
+	pending = t->nested + (t->head_ptr != &t->ring->head ? t->head : 0);
+	if (pending)
+		atomic_store_explicit((_Atomic uint64_t *)&t->ring->dropped, t->dropped + pending,
+		                      memory_order_relaxed);
+}
+
 LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 {
 	if (t->state != LP_THREAD_READY)
