@@ -300,6 +300,26 @@ void drainsys_unbind(struct stream *s)
 
 /* ---- streams of syscalls only ------------------------------------------ */
 
+/* The page-aligned address of the first PT_LOAD segment of the ELF image
+ * in buf (n bytes read from the file's start), or UINT64_MAX.  One body for
+ * both classes: Ehdr and Phdr name the 32- or 64-bit types. */
+#define FIRST_LOAD(Ehdr, Phdr)                                                             \
+	do {                                                                               \
+		Ehdr eh;                                                                   \
+		memcpy(&eh, buf, sizeof(eh));                                              \
+		for (i = 0; i < eh.e_phnum; i++) {                                         \
+			Phdr ph;                                                           \
+			uint64_t off = eh.e_phoff + (uint64_t)i * eh.e_phentsize;          \
+			if (eh.e_phentsize < sizeof(ph) || off + sizeof(ph) > (uint64_t)n) \
+				break;                                                     \
+			memcpy(&ph, buf + off, sizeof(ph));                                \
+			if (ph.p_type == PT_LOAD) {                                        \
+				vaddr = ph.p_vaddr;                                        \
+				break;                                                     \
+			}                                                                  \
+		}                                                                          \
+	} while (0)
+
 /* The load bias of an ELF file mapped with its first byte at `start`:
  * start minus the page-aligned address of its first PT_LOAD segment. */
 static uint64_t elf_bias(const char *path, uint64_t start)
@@ -315,39 +335,10 @@ static uint64_t elf_bias(const char *path, uint64_t start)
 	close(fd);
 	if (n < (ssize_t)sizeof(Elf32_Ehdr) || memcmp(buf, ELFMAG, SELFMAG))
 		return start;
-	if (buf[EI_CLASS] == ELFCLASS64 && n >= (ssize_t)sizeof(Elf64_Ehdr)) {
-		Elf64_Ehdr eh;
-
-		memcpy(&eh, buf, sizeof(eh));
-		for (i = 0; i < eh.e_phnum; i++) {
-			Elf64_Phdr ph;
-			uint64_t off = eh.e_phoff + (uint64_t)i * eh.e_phentsize;
-
-			if (eh.e_phentsize < sizeof(ph) || off + sizeof(ph) > (uint64_t)n)
-				break;
-			memcpy(&ph, buf + off, sizeof(ph));
-			if (ph.p_type == PT_LOAD) {
-				vaddr = ph.p_vaddr;
-				break;
-			}
-		}
-	} else if (buf[EI_CLASS] == ELFCLASS32) {
-		Elf32_Ehdr eh;
-
-		memcpy(&eh, buf, sizeof(eh));
-		for (i = 0; i < eh.e_phnum; i++) {
-			Elf32_Phdr ph;
-			uint64_t off = eh.e_phoff + (uint64_t)i * eh.e_phentsize;
-
-			if (eh.e_phentsize < sizeof(ph) || off + sizeof(ph) > (uint64_t)n)
-				break;
-			memcpy(&ph, buf + off, sizeof(ph));
-			if (ph.p_type == PT_LOAD) {
-				vaddr = ph.p_vaddr;
-				break;
-			}
-		}
-	}
+	if (buf[EI_CLASS] == ELFCLASS64 && n >= (ssize_t)sizeof(Elf64_Ehdr))
+		FIRST_LOAD(Elf64_Ehdr, Elf64_Phdr);
+	else if (buf[EI_CLASS] == ELFCLASS32)
+		FIRST_LOAD(Elf32_Ehdr, Elf32_Phdr);
 	if (vaddr == UINT64_MAX)
 		return start;
 	return start - (vaddr & ~(page - 1));

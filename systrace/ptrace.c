@@ -410,8 +410,8 @@ static void task_start(struct pt *pt, struct pt_task *t)
 	pthread_mutex_unlock(&pt->lock);
 }
 
-/* The thread group of `tid` from /proc, or -1. */
-static pid_t proc_tgid(pid_t tid)
+/* A numeric field ("Tgid:", "TracerPid:") of /proc/<tid>/status, or -1. */
+static long proc_status_field(pid_t tid, const char *field)
 {
 	char path[64], buf[1024], *p;
 	ssize_t n;
@@ -426,8 +426,14 @@ static pid_t proc_tgid(pid_t tid)
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)strtol(p + 6, NULL, 10) : -1;
+	p = strstr(buf, field);
+	return p ? strtol(p + strlen(field), NULL, 10) : -1;
+}
+
+/* The thread group of `tid` from /proc, or -1. */
+static pid_t proc_tgid(pid_t tid)
+{
+	return (pid_t)proc_status_field(tid, "\nTgid:");
 }
 
 static uint32_t task_pid(struct pt_task *t)
@@ -1071,21 +1077,7 @@ kill:
  * attaching is traced from its birth (PTRACE_O_TRACECLONE). */
 static bool traced_by_us(pid_t tid)
 {
-	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strstr(buf, "\nTracerPid:");
-	return p && strtol(p + 11, NULL, 10) == (long)syscall(SYS_gettid);
+	return proc_status_field(tid, "\nTracerPid:") == (long)syscall(SYS_gettid);
 }
 
 /* Seizes every thread of the process, rescanning for threads born
