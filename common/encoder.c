@@ -51,6 +51,14 @@ void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth)
 	e->len += varint_put(e->buf + e->len, depth);
 }
 
+void encoder_layer(struct encoder *e, uint64_t ns, uint8_t type, unsigned arg, const uint8_t *body, size_t n)
+{
+	encoder_begin_event(e, ns, type, (uint8_t)(arg & 0xf));
+	e->len += varint_put(e->buf + e->len, n);
+	memcpy(e->buf + e->len, body, n);
+	e->len += n;
+}
+
 static void put_bytes(struct encoder *e, const void *p, size_t n, size_t max)
 {
 	if (n > max)

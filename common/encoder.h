@@ -45,6 +45,9 @@ void encoder_map(struct encoder *e, uint64_t ns, uint64_t base, uint64_t start, 
                  const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len);
 void encoder_task(struct encoder *e, uint64_t ns, unsigned kind, uint64_t arg, const char *name, size_t name_len,
                   const uint64_t *frames, size_t nframes);
+/* An event of types 6..13: "varint length, bytes" with the n bytes of
+ * body. */
+void encoder_layer(struct encoder *e, uint64_t ns, uint8_t type, unsigned arg, const uint8_t *body, size_t n);
 
 /* The per-event part is inline: the drain calls it for every function
  * event.  Each call appends one event; check encoder_full afterwards. */

@@ -8,24 +8,6 @@
 /* Body bytes at most: flags, nr, nargs, 6 args, nips, ips, length, path. */
 #define SYSEVENT_BODY_MAX ((10u + SYSEVENT_IPS_MAX) * VARINT_MAX + SYSEVENT_STR_MAX)
 
-static inline uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (v < 0 ? UINT64_MAX : 0);
-}
-
-static inline int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-static void put_body(struct encoder *e, uint64_t ns, uint8_t type, unsigned arch, const uint8_t *body, size_t n)
-{
-	encoder_begin_event(e, ns, type, (uint8_t)(arch & 0xf));
-	e->len += varint_put(e->buf + e->len, n);
-	memcpy(e->buf + e->len, body, n);
-	e->len += n;
-}
-
 void encoder_syscall_enter(struct encoder *e, uint64_t ns, unsigned arch, uint32_t nr, uint32_t flags,
                            const uint64_t *args, uint32_t nargs, const uint64_t *ips, uint32_t nips, const char *str,
                            uint32_t str_len)
@@ -57,7 +39,7 @@ void encoder_syscall_enter(struct encoder *e, uint64_t ns, unsigned arch, uint32
 		memcpy(body + n, str, str_len);
 		n += str_len;
 	}
-	put_body(e, ns, LP_EV_SYSCALL_ENTER, arch, body, n);
+	encoder_layer(e, ns, LP_EV_SYSCALL_ENTER, arch, body, n);
 }
 
 void encoder_syscall_exit(struct encoder *e, uint64_t ns, unsigned arch, uint32_t nr, int64_t ret)
@@ -66,7 +48,7 @@ void encoder_syscall_exit(struct encoder *e, uint64_t ns, unsigned arch, uint32_
 	size_t n = varint_put(body, nr);
 
 	n += varint_put(body + n, zigzag(ret));
-	put_body(e, ns, LP_EV_SYSCALL_EXIT, arch, body, n);
+	encoder_layer(e, ns, LP_EV_SYSCALL_EXIT, arch, body, n);
 }
 
 int sysevent_parse(const struct lp_event *ev, struct sysevent *out)

@@ -51,6 +51,17 @@ static inline int varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return -1;
 }
 
+/* Signed values as varints: v as (v << 1) ^ (v >> 63). */
+static inline uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (v < 0 ? UINT64_MAX : 0);
+}
+
+static inline int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
 static inline void le32_put(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;

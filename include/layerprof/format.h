@@ -147,6 +147,51 @@ enum lp_ext_type {
 	LP_EXT_MAP = 1,  /* struct lp_ext_map + build id + path */
 	LP_EXT_TASK = 2, /* struct lp_ext_task + name/path */
 	LP_EXT_CALL = 3, /* struct lp_ext_call: one whole call (filtered by duration) */
+	LP_EXT_MEM = 4,   /* struct lp_ext_mem: one heap operation (memory tracer) */
+	LP_EXT_STACK = 5, /* struct lp_ext_stack + addresses: a stack id's definition */
+};
+
+/* Heap operations (memory tracer).  The families matter for mismatch
+ * checks: blocks from MALLOC..ALIGNED are released by FREE or REALLOC,
+ * from NEW by DELETE, from NEW_ARRAY by DELETE_ARRAY. */
+enum lp_mem_op {
+	LP_MEM_MALLOC = 1,
+	LP_MEM_CALLOC = 2,
+	LP_MEM_REALLOC = 3, /* realloc, reallocarray: old -> ptr */
+	LP_MEM_ALIGNED = 4, /* posix_memalign, aligned_alloc, memalign, valloc, pvalloc */
+	LP_MEM_FREE = 5,
+	LP_MEM_NEW = 6,          /* operator new, every variant */
+	LP_MEM_NEW_ARRAY = 7,    /* operator new[], every variant */
+	LP_MEM_DELETE = 8,       /* operator delete, every variant */
+	LP_MEM_DELETE_ARRAY = 9, /* operator delete[], every variant */
+	LP_MEM_FOLD = 10,        /* trace only: short-lived blocks folded (memevent.h) */
+};
+
+enum lp_mem_flags {
+	LP_MEM_FAILED = 1u << 0, /* the allocation returned no block (ptr 0) */
+	LP_MEM_KEPT = 1u << 1,   /* an illegal release not passed to libc (keep-alive) */
+};
+
+/* The slot's time is the operation's time (taken before the release is
+ * passed to libc, after an allocation returned). */
+struct lp_ext_mem {
+	uint64_t ptr;   /* block returned (0: none), or released */
+	uint64_t size;  /* bytes asked for (calloc: n * size); 0 for releases */
+	uint64_t old;   /* REALLOC: the block passed in (0: none); else 0 */
+	uint32_t stack; /* the thread's stack id (LP_EXT_STACK), 0: unknown */
+	uint8_t op;     /* enum lp_mem_op */
+	uint8_t flags;  /* enum lp_mem_flags */
+	uint16_t reserved;
+};
+
+/* Defines a stack id for the thread's later LP_EXT_MEM records: ids are
+ * scoped to one ring (one stream), start at 1, and are defined before their
+ * first use. */
+struct lp_ext_stack {
+	uint32_t id;
+	uint32_t n; /* return addresses that follow, innermost first (the
+	             * first is the call site: the address after the call) */
+	/* n u64 addresses */
 };
 
 /* The slot's time is the call's exit time. */
@@ -221,8 +266,8 @@ enum lp_event_type {
 	LP_EV_SYSCALL_ENTER = 6, /* reserved: syscall profiler */
 	LP_EV_SYSCALL_EXIT = 7,  /* reserved: syscall profiler */
 	LP_EV_KERNEL = 8,        /* reserved: kernel tracepoint event */
-	LP_EV_ALLOC = 9,         /* reserved: memory tracer (alloc/free/realloc) */
-	LP_EV_STACK = 10,        /* reserved: interned call stack definition */
+	LP_EV_ALLOC = 9,         /* arg = enum lp_mem_op; heap operation (memevent.h) */
+	LP_EV_STACK = 10,        /* stack id definition (memevent.h) */
 	LP_EV_SYNC = 11,         /* reserved: sync wait begin/end */
 	LP_EV_COUNTER = 12,      /* reserved: counter sample */
 	LP_EV_MARKER = 13,       /* reserved: user marker */
