@@ -144,9 +144,9 @@ enum lp_raw_type {
 
 /* Extended records carried in LP_RAW_EXT slots. */
 enum lp_ext_type {
-	LP_EXT_MAP = 1,  /* struct lp_ext_map + build id + path */
-	LP_EXT_TASK = 2, /* struct lp_ext_task + name/path */
-	LP_EXT_CALL = 3, /* struct lp_ext_call: one whole call (filtered by duration) */
+	LP_EXT_MAP = 1,   /* struct lp_ext_map + build id + path */
+	LP_EXT_TASK = 2,  /* struct lp_ext_task + name/path */
+	LP_EXT_CALL = 3,  /* struct lp_ext_call: one whole call (filtered by duration) */
 	LP_EXT_MEM = 4,   /* struct lp_ext_mem: one heap operation (memory tracer) */
 	LP_EXT_STACK = 5, /* struct lp_ext_stack + addresses: a stack id's definition */
 };
@@ -191,7 +191,7 @@ struct lp_ext_stack {
 	uint32_t id;
 	uint32_t n; /* return addresses that follow, innermost first (the
 	             * first is the call site: the address after the call) */
-	/* n u64 addresses */
+	            /* n u64 addresses */
 };
 
 /* The slot's time is the call's exit time. */
