@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -23,58 +22,26 @@
 #include <unistd.h>
 
 #include "systrace/backend.h"
+#include "systrace/child.h"
+#include "systrace/perfring.h"
+#include "systrace/tracefs.h"
 
-#define TP_DEFAULT_PAGES 256u
-#define TP_PAGES_MAX (1u << 16) /* data pages per CPU ring */
-#define TP_FILE_MAX 16384u      /* bytes read from a tracefs or sysfs file */
-#define TP_FILTER_MAX 3072u     /* longest id filter handed to the kernel */
-#define TP_CPUS_MAX 4096        /* CPU numbers above this are ignored */
-#define TP_THREADS_MAX 65536u   /* threads of one attached process */
-#define TP_ATTACH_SCANS 16      /* passes over /proc/<pid>/task */
-#define TP_RECORD_MAX 65536u    /* perf_event_header.size is 16 bits */
-#define TP_SAMPLE_HEAD 24u      /* sample body before the callchain: tid, time, nr */
-#define TP_NO_TIME 0u
-
-extern char **environ;
-
-static const char *const tp_tracefs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-
-/* Where a field lies in the tracepoint's raw record (from tracefs). */
-struct tp_field {
-	uint32_t off, size;
-};
+#define TP_FILTER_MAX 3072u   /* longest id filter handed to the kernel */
+#define TP_THREADS_MAX 65536u /* threads of one attached process */
+#define TP_ATTACH_SCANS 16    /* passes over /proc/<pid>/task */
+#define TP_SAMPLE_HEAD 24u    /* sample body before the callchain: tid, time, nr */
+#define TP_SAMPLE_NS 8u       /* where the time lies in a sample */
 
 struct tp_layout {
 	uint32_t enter_id, exit_id;
-	struct tp_field type; /* common_type: which tracepoint wrote the record */
-	struct tp_field id, args, ret;
+	struct tracefs_field type; /* common_type: which tracepoint wrote the record */
+	struct tracefs_field id, args, ret;
 };
 
 /* What an older kernel may refuse; dropped one by one on EINVAL. */
 enum tp_feature {
 	TP_STACK_LIMIT = 1 << 0, /* sample_max_stack (Linux 4.8) */
 	TP_LOST_COUNT = 1 << 1,  /* PERF_FORMAT_LOST (Linux 6.0): losses not yet reported by a record */
-};
-
-/* One CPU's ring, shared by every event opened on that CPU. */
-struct tp_ring {
-	int cpu;
-	int fd; /* the event that owns the mapping; -1 until opened */
-	struct perf_event_mmap_page *page;
-	size_t map_len;
-	unsigned char *data;
-	uint64_t data_size; /* a power of two */
-	/* the merge's cursor during one drain */
-	uint64_t pos, end;
-	uint64_t next_ns;
-	uint32_t next_size;
-	bool has_next;
-	/* attach: the last sample taken from this ring, to drop a twin */
-	struct tp_last {
-		uint32_t tid, nr;
-		uint8_t kind;
-		uint64_t val; /* ENTER: args[0] ^ args[1]; EXIT: ret */
-	} last;
 };
 
 struct tp_state {
@@ -84,121 +51,40 @@ struct tp_state {
 	bool attached;       /* twins possible: see tp_attach */
 	char *filter;        /* the id filter for the kernel, or NULL */
 	enum sys_arch arch;
-	size_t page_size;
-	uint32_t pages;
-	struct tp_ring *rings;
-	int nrings;
+	struct perfrings pr;
 	int *fds; /* every event, ring owners included */
 	size_t nfds, fds_cap;
 	uint64_t lost_reported; /* by PERF_RECORD_LOST */
-	unsigned char *bounce;  /* TP_RECORD_MAX bytes: a record that wraps the ring end */
+	struct systrace *st;    /* while draining */
 	char str[SYSREC_STR_MAX];
 };
 
-static int tp_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
-{
-	long fd = syscall(__NR_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-
-	return fd < 0 ? -errno : (int)fd;
-}
-
-/* Reads a small file whole (at most TP_FILE_MAX - 1 bytes) into buf,
- * NUL-terminated.  Returns 0 or -errno. */
-static int tp_read_file(const char *path, char *buf, size_t size)
-{
-	size_t len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (len + 1 < size) {
-		ssize_t n = read(fd, buf + len, size - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			r = -errno;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	close(fd);
-	return r;
-}
-
-/* Finds `name` among the "field:" lines of a tracefs format file. */
-static bool tp_format_field(const char *fmt, const char *name, struct tp_field *f)
-{
-	size_t nlen = strlen(name);
-
-	for (const char *line = fmt; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		const char *decl = strstr(line, "field:"), *end, *word;
-		const char *eol = strchr(line, '\n');
-		unsigned off, size;
-
-		if (!decl || (eol && decl > eol))
-			continue;
-		end = strchr(decl, ';');
-		if (!end || (eol && end > eol))
-			continue;
-		/* the name is the last word of the declaration, before any [n] */
-		word = end;
-		while (word > decl && word[-1] != ' ' && word[-1] != '\t' && word[-1] != ':')
-			word--;
-		if ((size_t)(end - word) < nlen || strncmp(word, name, nlen) != 0 ||
-		    (word + nlen != end && word[nlen] != '['))
-			continue;
-		if (sscanf(end, "; offset:%u; size:%u;", &off, &size) != 2 &&
-		    sscanf(end, ";\toffset:%u;\tsize:%u;", &off, &size) != 2)
-			return false;
-		f->off = off;
-		f->size = size;
-		return true;
-	}
-	return false;
-}
+/* The last sample taken from a ring (in perfring.last), to drop a twin
+ * when attached: tid, nr, kind, and args[0] ^ args[1] (entry) or ret. */
+enum { TP_LAST_TID, TP_LAST_NR, TP_LAST_KIND, TP_LAST_VAL };
 
 /* Parses one raw_syscalls format file: its tracepoint id and the fields
  * the reader needs.  `ret` is NULL for sys_enter, `args` NULL for sys_exit. */
 static int tp_format_load(const char *root, const char *event, uint32_t *tp_id, struct tp_layout *lay, bool enter,
                           char *err, size_t errlen)
 {
-	char path[256], *fmt = malloc(TP_FILE_MAX);
-	const char *idl;
-	struct tp_field type, id, more;
-	unsigned long v;
-	int r;
+	struct tracefs_field type, id, more;
+	char *fmt;
+	int r = tracefs_format(root, "raw_syscalls", event, &fmt, tp_id, err, errlen);
 
-	if (!fmt) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	snprintf(path, sizeof(path), "%s/events/raw_syscalls/%s/format", root, event);
-	r = tp_read_file(path, fmt, TP_FILE_MAX);
-	if (r) {
-		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(-r));
-		goto out;
-	}
+	if (r)
+		return r;
 	r = -EINVAL;
-	idl = strstr(fmt, "\nID: ");
-	if (!idl && !strncmp(fmt, "ID: ", 4))
-		idl = fmt - 1;
-	if (!idl || (v = strtoul(idl + 5, NULL, 10)) == 0 || v > UINT32_MAX) {
-		snprintf(err, errlen, "cannot parse '%s': no ID", path);
-		goto out;
-	}
-	*tp_id = (uint32_t)v;
-	if (!tp_format_field(fmt, "common_type", &type) || !tp_format_field(fmt, "id", &id) ||
-	    !tp_format_field(fmt, enter ? "args" : "ret", &more)) {
-		snprintf(err, errlen, "cannot parse '%s': a field is missing", path);
+	if (!tracefs_field(fmt, "common_type", &type) || !tracefs_field(fmt, "id", &id) ||
+	    !tracefs_field(fmt, enter ? "args" : "ret", &more)) {
+		snprintf(err, errlen, "cannot parse the raw_syscalls/%s format: a field is missing", event);
 		goto out;
 	}
 	/* bounded here, so the reader may trust them against a record's size */
 	if (type.size != 2 || (id.size != 4 && id.size != 8) ||
 	    (enter ? more.size != 24 && more.size != 48 : more.size != 4 && more.size != 8) || type.off > 64 ||
 	    id.off > 64 || more.off > 64) {
-		snprintf(err, errlen, "cannot parse '%s': unexpected field sizes", path);
+		snprintf(err, errlen, "cannot parse the raw_syscalls/%s format: unexpected field sizes", event);
 		goto out;
 	}
 	lay->type = type;
@@ -213,30 +99,15 @@ out:
 	return r;
 }
 
-/* Finds tracefs (mounting it when we may and it is not mounted) and reads
- * both tracepoints' formats. */
+/* Finds tracefs and reads both tracepoints' formats. */
 static int tp_layout_load(struct tp_layout *lay, char *err, size_t errlen)
 {
-	char path[256];
-	const char *root = NULL;
+	const char *root = tracefs_root("raw_syscalls", "sys_enter", err, errlen);
 	struct tp_layout exit_lay;
 	int r;
 
-	for (int pass = 0; pass < 2 && !root; pass++) {
-		for (size_t i = 0; i < sizeof(tp_tracefs) / sizeof(tp_tracefs[0]) && !root; i++) {
-			snprintf(path, sizeof(path), "%s/events/raw_syscalls/sys_enter/format", tp_tracefs[i]);
-			if (!access(path, R_OK))
-				root = tp_tracefs[i];
-		}
-		/* root may mount tracefs; anyone else gets the error below */
-		if (!root && pass == 0 && geteuid() == 0 && mount("nodev", tp_tracefs[0], "tracefs", 0, NULL) != 0)
-			break;
-	}
-	if (!root) {
-		snprintf(err, errlen, "tracefs not found (raw_syscalls events under %s or %s)", tp_tracefs[0],
-		         tp_tracefs[1]);
+	if (!root)
 		return -ENOENT;
-	}
 	memset(lay, 0, sizeof(*lay));
 	r = tp_format_load(root, "sys_enter", &lay->enter_id, lay, true, err, errlen);
 	if (!r)
@@ -250,27 +121,6 @@ static int tp_layout_load(struct tp_layout *lay, char *err, size_t errlen)
 	}
 	lay->ret = exit_lay.ret;
 	return 0;
-}
-
-static int tp_paranoid(void)
-{
-	char buf[32];
-
-	if (tp_read_file("/proc/sys/kernel/perf_event_paranoid", buf, sizeof(buf)))
-		return INT_MIN;
-	return atoi(buf);
-}
-
-/* One line for a refused perf_event_open; returns r. */
-static int tp_open_error(int r, const char *what, char *err, size_t errlen)
-{
-	int paranoid = tp_paranoid();
-
-	if ((r == -EACCES || r == -EPERM) && paranoid != INT_MIN)
-		snprintf(err, errlen, "perf_event_open%s: %s (perf_event_paranoid=%d)", what, strerror(-r), paranoid);
-	else
-		snprintf(err, errlen, "perf_event_open%s: %s", what, strerror(-r));
-	return r;
 }
 
 static void tp_attr(struct perf_event_attr *a, const struct tp_layout *lay, unsigned features, bool enter, bool on_exec)
@@ -307,7 +157,7 @@ static int tp_open_event(struct tp_state *tp, bool enter, pid_t pid, int cpu, bo
 
 	for (;;) {
 		tp_attr(&attr, &tp->lay, tp->features, enter, on_exec);
-		fd = tp_perf_open(&attr, pid, cpu);
+		fd = perf_open(&attr, pid, cpu);
 		if (fd >= 0) {
 			tp->features_known = true;
 			return fd;
@@ -333,54 +183,8 @@ int tp_probe(char *err, size_t errlen)
 		return r;
 	fd = tp_open_event(&tp, true, 0, -1, true);
 	if (fd < 0)
-		return tp_open_error(fd, "", err, errlen);
+		return perf_open_error(fd, "", err, errlen);
 	close(fd);
-	return 0;
-}
-
-/* The online CPUs ("0-3,6"), or 0..n-1 from sysconf when sysfs is
- * missing.  CPUs brought online later are not traced. */
-static int tp_cpus(struct tp_state *tp, char *err, size_t errlen)
-{
-	char buf[1024];
-	int cpus[TP_CPUS_MAX], n = 0;
-
-	if (!tp_read_file("/sys/devices/system/cpu/online", buf, sizeof(buf))) {
-		for (char *s = buf; *s && *s != '\n';) {
-			char *end;
-			long a = strtol(s, &end, 10), b = a;
-
-			if (end == s)
-				break;
-			if (*end == '-') {
-				s = end + 1;
-				b = strtol(s, &end, 10);
-			}
-			for (long c = a; c <= b && c >= 0 && c < TP_CPUS_MAX && n < TP_CPUS_MAX; c++)
-				cpus[n++] = (int)c;
-			s = *end == ',' ? end + 1 : end;
-		}
-	}
-	if (!n) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-
-		for (long i = 0; i < c && i < TP_CPUS_MAX; i++)
-			cpus[n++] = (int)i;
-	}
-	if (!n) {
-		snprintf(err, errlen, "no online CPU found");
-		return -ENODEV;
-	}
-	tp->rings = calloc((size_t)n, sizeof(*tp->rings));
-	if (!tp->rings) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (int i = 0; i < n; i++) {
-		tp->rings[i].cpu = cpus[i];
-		tp->rings[i].fd = -1;
-	}
-	tp->nrings = n;
 	return 0;
 }
 
@@ -441,30 +245,6 @@ static int tp_keep_fd(struct tp_state *tp, int fd)
 	return 0;
 }
 
-static int tp_ring_map(struct tp_state *tp, struct tp_ring *ring, int fd, char *err, size_t errlen)
-{
-	size_t len = (size_t)(tp->pages + 1) * tp->page_size;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-	if (p == MAP_FAILED) {
-		int r = -errno;
-
-		snprintf(err, errlen, "cannot map the CPU %d ring (%u pages): %s", ring->cpu, tp->pages, strerror(-r));
-		return r;
-	}
-	ring->page = p;
-	ring->map_len = len;
-	if (ring->page->data_size) {
-		ring->data = (unsigned char *)p + ring->page->data_offset;
-		ring->data_size = ring->page->data_size;
-	} else {
-		ring->data = (unsigned char *)p + tp->page_size;
-		ring->data_size = (uint64_t)tp->pages * tp->page_size;
-	}
-	ring->fd = fd;
-	return 0;
-}
-
 /* Opens sys_enter and sys_exit for task `tid` on every CPU, each writing
  * into that CPU's ring.  Returns 0, -ESRCH when the task is gone, or -errno
  * with the reason in err. */
@@ -472,8 +252,8 @@ static int tp_open_task(struct tp_state *tp, pid_t tid, bool on_exec, char *err,
 {
 	char what[64];
 
-	for (int i = 0; i < tp->nrings; i++) {
-		struct tp_ring *ring = &tp->rings[i];
+	for (int i = 0; i < tp->pr.nrings; i++) {
+		struct perfring *ring = &tp->pr.rings[i];
 
 		for (int enter = 1; enter >= 0; enter--) {
 			int fd = tp_open_event(tp, enter, tid, ring->cpu, on_exec), r;
@@ -482,7 +262,7 @@ static int tp_open_task(struct tp_state *tp, pid_t tid, bool on_exec, char *err,
 				return fd;
 			if (fd < 0) {
 				snprintf(what, sizeof(what), " (task %d, CPU %d)", (int)tid, ring->cpu);
-				return tp_open_error(fd, what, err, errlen);
+				return perf_open_error(fd, what, err, errlen);
 			}
 			r = tp_keep_fd(tp, fd);
 			if (r) {
@@ -491,7 +271,7 @@ static int tp_open_task(struct tp_state *tp, pid_t tid, bool on_exec, char *err,
 				return r;
 			}
 			if (ring->fd < 0) {
-				r = tp_ring_map(tp, ring, fd, err, errlen);
+				r = perfring_map(&tp->pr, ring, fd, err, errlen);
 			} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring->fd) != 0) {
 				r = -errno;
 				snprintf(err, errlen, "cannot share the CPU %d ring: %s", ring->cpu, strerror(-r));
@@ -513,121 +293,64 @@ static void tp_state_free(struct tp_state *tp)
 {
 	if (!tp)
 		return;
-	for (int i = 0; i < tp->nrings; i++)
-		if (tp->rings[i].page)
-			munmap(tp->rings[i].page, tp->rings[i].map_len);
+	perfrings_release(&tp->pr);
 	for (size_t i = 0; i < tp->nfds; i++)
 		close(tp->fds[i]);
 	free(tp->fds);
-	free(tp->rings);
 	free(tp->filter);
-	free(tp->bounce);
 	free(tp);
 }
 
 static struct tp_state *tp_state_new(const struct systrace *st, int *res, char *err, size_t errlen)
 {
 	struct tp_state *tp = calloc(1, sizeof(*tp));
-	uint32_t pages = st->cfg.buffer_pages ? st->cfg.buffer_pages : TP_DEFAULT_PAGES;
-	long page_size = sysconf(_SC_PAGESIZE);
 	int r;
 
-	if (!tp || !(tp->bounce = malloc(TP_RECORD_MAX))) {
+	if (!tp) {
 		snprintf(err, errlen, "out of memory");
-		r = -ENOMEM;
-		goto fail;
+		*res = -ENOMEM;
+		return NULL;
 	}
-	if (pages & (pages - 1) || pages > TP_PAGES_MAX) {
-		snprintf(err, errlen, "buffer size %u pages: not a power of two up to %u", pages, TP_PAGES_MAX);
-		r = -EINVAL;
-		goto fail;
-	}
-	tp->pages = pages;
-	tp->page_size = page_size > 0 ? (size_t)page_size : 4096;
 	tp->arch = sys_arch_native();
 	tp->features = TP_STACK_LIMIT | TP_LOST_COUNT;
 	r = tp_layout_load(&tp->lay, err, errlen);
 	if (!r)
-		r = tp_cpus(tp, err, errlen);
-	if (r)
-		goto fail;
+		r = perfrings_init(&tp->pr, st->cfg.buffer_pages, TP_SAMPLE_NS, true, err, errlen);
+	if (r) {
+		tp_state_free(tp);
+		*res = r;
+		return NULL;
+	}
 	tp->filter = tp_filter_expr(&st->cfg.filter);
 	return tp;
-fail:
-	tp_state_free(tp);
-	*res = r;
-	return NULL;
 }
 
 int tp_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t *pid, char *err, size_t errlen)
 {
+	struct held_child child;
 	struct tp_state *tp;
-	int sv[2], r = 0, child_errno = 0;
-	pid_t child;
-	ssize_t n;
+	int r = 0;
 
 	tp = tp_state_new(st, &r, err, errlen);
 	if (!tp)
 		return r;
-	/* the child waits for one byte, then execs; a failed exec sends its
-	 * errno back, a successful one closes the child's end (close-on-exec).
-	 * A socket, not a pipe: MSG_NOSIGNAL spares us SIGPIPE. */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-		r = -errno;
-		snprintf(err, errlen, "socketpair: %s", strerror(-r));
+	r = held_child_fork(&child, argv, envp, err, errlen);
+	if (r) {
 		tp_state_free(tp);
 		return r;
 	}
-	child = fork();
-	if (child < 0) {
-		r = -errno;
-		snprintf(err, errlen, "fork: %s", strerror(-r));
-		close(sv[0]);
-		close(sv[1]);
-		tp_state_free(tp);
-		return r;
-	}
-	if (child == 0) {
-		char go;
-
-		close(sv[0]);
-		do
-			n = read(sv[1], &go, 1);
-		while (n < 0 && errno == EINTR);
-		if (n == 1) {
-			execvpe(argv[0], argv, envp ? envp : environ);
-			child_errno = errno;
-			if (send(sv[1], &child_errno, sizeof(child_errno), MSG_NOSIGNAL) < 0)
-				_exit(126);
-		}
-		_exit(127);
-	}
-	close(sv[1]);
-	r = tp_open_task(tp, child, true, err, errlen);
+	r = tp_open_task(tp, child.pid, true, err, errlen);
 	if (r == -ESRCH)
 		snprintf(err, errlen, "the child died before exec");
-	if (!r && send(sv[0], "x", 1, MSG_NOSIGNAL) != 1) {
-		r = -errno;
-		snprintf(err, errlen, "cannot start the child: %s", strerror(-r));
-	}
-	if (!r) {
-		do
-			n = recv(sv[0], &child_errno, sizeof(child_errno), MSG_WAITALL);
-		while (n < 0 && errno == EINTR);
-		if (n == (ssize_t)sizeof(child_errno)) {
-			r = child_errno > 0 ? -child_errno : -ENOEXEC;
-			snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-r));
-		}
-	}
-	close(sv[0]);
+	if (r)
+		held_child_kill(&child);
+	else
+		r = held_child_run(&child, argv[0], err, errlen);
 	if (r) {
-		kill(child, SIGKILL);
-		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-			;
 		tp_state_free(tp);
 		return r;
 	}
-	*pid = child;
+	*pid = child.pid;
 	st->impl = tp;
 	return 0;
 }
@@ -729,44 +452,6 @@ out:
 	return r;
 }
 
-static void tp_ring_copy(const struct tp_ring *ring, uint64_t pos, void *dst, size_t len)
-{
-	size_t off = (size_t)(pos & (ring->data_size - 1));
-	size_t first = ring->data_size - off < len ? (size_t)(ring->data_size - off) : len;
-
-	memcpy(dst, ring->data + off, first);
-	memcpy((unsigned char *)dst + first, ring->data, len - first);
-}
-
-/* Looks at the record at the ring's cursor: its size and time.  Records
- * later than `limit` stay in the ring for the next drain. */
-static void tp_ring_peek(struct tp_ring *ring, uint64_t limit)
-{
-	struct perf_event_header h;
-	uint64_t ns = TP_NO_TIME;
-
-	ring->has_next = false;
-	if (ring->end - ring->pos < sizeof(h))
-		return;
-	tp_ring_copy(ring, ring->pos, &h, sizeof(h));
-	if (h.size < sizeof(h) || h.size % 8 || h.size > ring->end - ring->pos) {
-		/* cannot happen with a sane kernel; resynchronise at the head */
-		ring->pos = ring->end;
-		return;
-	}
-	/* sample: tid, then time; the others end with sample_id (tid, time) */
-	if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16)
-		tp_ring_copy(ring, ring->pos + sizeof(h) + 8, &ns, sizeof(ns));
-	else if ((h.type == PERF_RECORD_LOST || h.type == PERF_RECORD_THROTTLE || h.type == PERF_RECORD_UNTHROTTLE) &&
-	         h.size >= sizeof(h) + 16)
-		tp_ring_copy(ring, ring->pos + h.size - 8, &ns, sizeof(ns));
-	if (ns > limit)
-		return;
-	ring->next_ns = ns;
-	ring->next_size = h.size;
-	ring->has_next = true;
-}
-
 /* Little helpers for the raw record, whose fields are only 4-byte aligned. */
 static uint64_t tp_get_u(const unsigned char *p, uint32_t size)
 {
@@ -815,7 +500,7 @@ static void tp_read_path(struct tp_state *tp, struct sysrec *rec)
 		}
 	if (!addr || addr > UINTPTR_MAX)
 		return;
-	first = tp->page_size - (size_t)(addr % tp->page_size);
+	first = tp->pr.page_size - (size_t)(addr % tp->pr.page_size);
 	if (first > SYSREC_STR_MAX)
 		first = SYSREC_STR_MAX;
 	local.iov_base = tp->str;
@@ -901,96 +586,50 @@ static bool tp_sample(struct systrace *st, struct tp_state *tp, const unsigned c
  * after the same entry cannot be a new call, except for calls that have no
  * exit record (signal returns) entered again with the same arguments
  * before anything else in this ring: rare enough to accept. */
-static bool tp_twin(struct tp_state *tp, struct tp_ring *ring, const struct sysrec *rec)
+static bool tp_twin(struct tp_state *tp, struct perfring *ring, const struct sysrec *rec)
 {
-	struct tp_last now = { rec->tid, rec->nr, rec->kind,
-		               rec->kind == SYSREC_ENTER ? rec->args[0] ^ rec->args[1] : (uint64_t)rec->ret };
+	uint64_t now[4] = { rec->tid, rec->nr, rec->kind,
+		            rec->kind == SYSREC_ENTER ? rec->args[0] ^ rec->args[1] : (uint64_t)rec->ret };
 	bool twin;
 
 	if (!tp->attached)
 		return false;
-	twin = ring->last.tid == now.tid && ring->last.nr == now.nr && ring->last.kind == now.kind &&
-	       ring->last.val == now.val;
-	ring->last = now;
+	twin = !memcmp(ring->last, now, sizeof(now));
+	memcpy(ring->last, now, sizeof(now));
 	return twin;
 }
 
-/* Hands out the record at the ring's cursor and moves past it. */
-static long tp_ring_take(struct systrace *st, struct tp_state *tp, struct tp_ring *ring)
+/* Hands out one record of the merge (perfring_take_fn). */
+static long tp_take(void *ctx, struct perfring *ring, const struct perf_event_header *h, const unsigned char *body)
 {
-	size_t off = (size_t)(ring->pos & (ring->data_size - 1));
-	const unsigned char *p = ring->data + off;
-	struct perf_event_header h;
+	struct tp_state *tp = ctx;
+	struct systrace *st = tp->st;
 	struct sysrec rec;
-	long n = 0;
+	uint64_t count;
+	uint32_t pid, tid;
 
-	if (off + ring->next_size > ring->data_size) {
-		tp_ring_copy(ring, ring->pos, tp->bounce, ring->next_size);
-		p = tp->bounce;
+	if (h->type == PERF_RECORD_SAMPLE) {
+		if (!tp_sample(st, tp, body, h->size - sizeof(*h), &rec) || tp_twin(tp, ring, &rec))
+			return 0;
+		if (rec.kind == SYSREC_ENTER)
+			tp_read_path(tp, &rec);
+		st->ops.sys(st->ops.ctx, &rec);
+		st->stats.records++;
+		return 1;
 	}
-	memcpy(&h, p, sizeof(h));
-	if (h.type == PERF_RECORD_SAMPLE) {
-		if (tp_sample(st, tp, p + sizeof(h), h.size - sizeof(h), &rec) && !tp_twin(tp, ring, &rec)) {
-			if (rec.kind == SYSREC_ENTER)
-				tp_read_path(tp, &rec);
-			st->ops.sys(st->ops.ctx, &rec);
-			st->stats.records++;
-			n = 1;
-		}
-	} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
-		uint64_t count;
-		uint32_t pid = 0, tid = 0;
-
-		memcpy(&count, p + sizeof(h) + 8, 8);
-		if (h.size >= sizeof(h) + 32) {
-			memcpy(&pid, p + h.size - 16, 4);
-			memcpy(&tid, p + h.size - 12, 4);
-		}
+	if (perfring_lost(h, body, &count, &pid, &tid)) {
 		tp->lost_reported += count;
 		st->stats.lost += count;
 		if (st->ops.lost)
 			st->ops.lost(st->ops.ctx, pid, tid, count);
 	}
-	ring->pos += ring->next_size;
-	return n;
+	return 0;
 }
 
-/* Hands out every record up to `limit` (ns) from all rings, merged by
- * time: each ring is in time order already, so a merge that takes the
- * earliest head (the lower CPU on ties) gives the sorted, stable order
- * without copying the records.  Threads migrate between CPUs, which is why
- * per thread order needs the merge.  O(records × CPUs). */
 static long tp_drain(struct systrace *st, struct tp_state *tp, uint64_t limit)
 {
-	long n = 0;
-
-	for (int i = 0; i < tp->nrings; i++) {
-		struct tp_ring *ring = &tp->rings[i];
-
-		if (!ring->page)
-			continue;
-		ring->end = __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE);
-		ring->pos = ring->page->data_tail;
-		tp_ring_peek(ring, limit);
-	}
-	for (;;) {
-		struct tp_ring *best = NULL;
-
-		for (int i = 0; i < tp->nrings; i++) {
-			struct tp_ring *ring = &tp->rings[i];
-
-			if (ring->has_next && (!best || ring->next_ns < best->next_ns))
-				best = ring;
-		}
-		if (!best)
-			break;
-		n += tp_ring_take(st, tp, best);
-		tp_ring_peek(best, limit);
-	}
-	for (int i = 0; i < tp->nrings; i++)
-		if (tp->rings[i].page)
-			__atomic_store_n(&tp->rings[i].page->data_tail, tp->rings[i].pos, __ATOMIC_RELEASE);
-	return n;
+	tp->st = st;
+	return perfrings_drain(&tp->pr, limit, tp_take, tp);
 }
 
 /* Records are handed out only up to the time the poll began.  A record
