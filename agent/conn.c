@@ -235,7 +235,7 @@ static void send_session(struct conn *c, const struct session *s)
 
 	if (s->st)
 		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "syscalls=%s\nsyscalls_why=%s\n",
-		              systrace_backend(s->st) == SYSTRACE_PTRACE ? "ptrace" : "tracepoint", s->sys_why);
+		              systrace_backend_name(systrace_backend(s->st)), s->sys_why);
 	conn_queue(c, LP_FRAME_SESSION, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
@@ -246,14 +246,8 @@ static int syscall_option(struct session_syscalls *sys, const char *key, const c
 {
 	if (!strcmp(key, "syscalls")) {
 		sys->on = true;
-		if (!strcmp(val, "auto"))
-			sys->cfg.backend = SYSTRACE_AUTO;
-		else if (!strcmp(val, "tracepoint"))
-			sys->cfg.backend = SYSTRACE_TRACEPOINT;
-		else if (!strcmp(val, "ptrace"))
-			sys->cfg.backend = SYSTRACE_PTRACE;
-		else {
-			snprintf(err, errlen, "invalid syscalls '%.64s': auto, tracepoint or ptrace", val);
+		if (systrace_backend_parse(val, &sys->cfg.backend)) {
+			snprintf(err, errlen, "invalid syscalls '%.64s': auto, bpf, tracepoint or ptrace", val);
 			return -EINVAL;
 		}
 		return 0;

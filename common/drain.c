@@ -594,6 +594,7 @@ long drain_poll(struct drain *d)
 	for (i = 0; i < d->nstreams; i++)
 		heads[i] = atomic_load_explicit((_Atomic uint32_t *)&d->streams[i]->ring->head, memory_order_acquire);
 	clocksync_sample(d->clock, 1);
+	d->sys_polled = 0;
 	if (d->ops.collect)
 		d->ops.collect(d->ops.ctx);
 	d->pressure = false;
@@ -617,6 +618,8 @@ long drain_poll(struct drain *d)
 	free(heads);
 	if (d->sys)
 		drainsys_after_poll(d, t0);
+	/* syscall records keep the drain as busy as ring events */
+	total += d->sys_polled;
 	if (t0 - d->last_clock_export >= DRAIN_CLOCK_PERIOD_NS) {
 		emit_clock(d);
 		d->last_clock_export = t0;

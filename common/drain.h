@@ -56,8 +56,9 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 struct drain *drain_attach(const char *dir, const struct drain_ops *ops);
 /* Sets the EVENTS payload size to aim for (see drain_config.chunk_bytes). */
 void drain_set_chunk_bytes(struct drain *d, uint32_t bytes);
-/* Consumes what the rings hold now.  Returns the number of slots consumed,
- * or -errno from the chunk callback. */
+/* Consumes what the rings hold now.  Returns the number of slots consumed
+ * plus the syscall records collected (a measure of how busy the sources
+ * are), or -errno from the chunk callback. */
 long drain_poll(struct drain *d);
 /* True when the last poll found a ring more than a quarter full or one that
  * dropped events since the poll before: poll again without sleeping. */

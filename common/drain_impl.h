@@ -68,6 +68,7 @@ struct drain {
 	bool scan_pending;
 	uint64_t last_scan;
 	struct drainsys *sys; /* NULL until the first syscall record */
+	long sys_polled;      /* syscall records handed in during this poll */
 	int error;
 };
 

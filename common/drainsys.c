@@ -523,6 +523,7 @@ int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, cons
 	struct systhread *t;
 	int r;
 
+	d->sys_polled++;
 	if (!ds) {
 		d->stats.lost++;
 		return -ENOMEM;

@@ -21,6 +21,7 @@
 #include "host/lib/liveview.h"
 #include "host/lib/netclient.h"
 #include "host/lib/options.h"
+#include "systrace/systrace.h"
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
@@ -50,8 +51,8 @@ static const char live_usage[] =
     "  -N, --exclude FUNC    leave out FUNC and what it calls (glob; repeatable)\n"
     "      --depth N         only calls up to N levels deep\n"
     "      --min-time DUR    leave out calls shorter than DUR (e.g. 10us)\n"
-    "      --syscalls[=HOW]  trace the system calls too: auto (default), tracepoint\n"
-    "                        or ptrace; shown by 'view syscalls'\n"
+    "      --syscalls[=HOW]  trace the system calls too: auto (default), bpf,\n"
+    "                        tracepoint or ptrace; shown by 'view syscalls'\n"
     "      --syscall-filter LIST  only these syscalls (e.g. 'read,write,open*')\n"
     "      --view VIEW       flat (default), paths or syscalls\n"
     "  -h, --help            this text\n"
@@ -589,9 +590,9 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			}
 			break;
 		case 'Y':
-			if (optarg && strcmp(optarg, "auto") && strcmp(optarg, "tracepoint") &&
-			    strcmp(optarg, "ptrace")) {
-				fprintf(stderr, "layerprof live: invalid --syscalls '%s': auto, tracepoint or ptrace\n",
+			if (systrace_backend_parse(optarg, &(enum systrace_backend){ SYSTRACE_AUTO })) {
+				fprintf(stderr,
+				        "layerprof live: invalid --syscalls '%s': auto, bpf, tracepoint or ptrace\n",
 				        optarg);
 				return -EINVAL;
 			}

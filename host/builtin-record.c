@@ -46,8 +46,9 @@ static const char record_usage[] =
     "  -b, --buffer-size SZ  ring buffer per thread (default 8M; 128K to 256M)\n"
     "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
     "  -q, --quiet           no summary line\n"
-    "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: kernel\n"
-    "                        tracepoints if allowed, else ptrace), tracepoint, ptrace\n"
+    "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: the\n"
+    "                        first that works of bpf, tracepoint, ptrace), bpf,\n"
+    "                        tracepoint, ptrace\n"
     "      --syscall-filter LIST  only these syscalls: names and globs, e.g.\n"
     "                        'read,write,open*'; '!name' leaves one out\n"
     "      --keep-running    ptrace: if recording is interrupted, leave the program\n"
@@ -426,15 +427,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 's':
 			syscalls = true;
-			if (!optarg || !strcmp(optarg, "auto")) {
-				stcfg.backend = SYSTRACE_AUTO;
-			} else if (!strcmp(optarg, "tracepoint")) {
-				stcfg.backend = SYSTRACE_TRACEPOINT;
-			} else if (!strcmp(optarg, "ptrace")) {
-				stcfg.backend = SYSTRACE_PTRACE;
-			} else {
+			if (systrace_backend_parse(optarg, &stcfg.backend)) {
 				fprintf(stderr,
-				        "layerprof record: invalid --syscalls '%s': auto, tracepoint or ptrace\n",
+				        "layerprof record: invalid --syscalls '%s': auto, bpf, tracepoint or ptrace\n",
 				        optarg);
 				return LP_EXIT_USAGE;
 			}

@@ -26,6 +26,12 @@ int tp_attach(struct systrace *st, pid_t pid, char *err, size_t errlen);
 long tp_poll(struct systrace *st);
 void tp_release(struct systrace *st);
 
+int eb_probe(char *err, size_t errlen);
+int eb_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t *pid, char *err, size_t errlen);
+int eb_attach(struct systrace *st, pid_t pid, char *err, size_t errlen);
+long eb_poll(struct systrace *st);
+void eb_release(struct systrace *st);
+
 int pt_probe(char *err, size_t errlen);
 int pt_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t *pid, char *err, size_t errlen);
 int pt_attach(struct systrace *st, pid_t pid, char *err, size_t errlen);

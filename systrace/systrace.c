@@ -10,103 +10,131 @@
 #include "common/sysevent.h"
 #include "systrace/backend.h"
 
-static struct systrace *systrace_new(const struct systrace_config *cfg, const struct systrace_ops *ops)
-{
-	struct systrace *st = calloc(1, sizeof(*st));
+/* The backends in the order SYSTRACE_AUTO tries them. */
+static const struct backend_ops {
+	enum systrace_backend id;
+	const char *name;
+	const char *how; /* why it was chosen, when it is the first to work */
+	int (*probe)(char *err, size_t errlen);
+	int (*spawn)(struct systrace *st, char *const argv[], char *const envp[], pid_t *pid, char *err, size_t errlen);
+	int (*attach)(struct systrace *st, pid_t pid, char *err, size_t errlen);
+	long (*poll)(struct systrace *st);
+	void (*release)(struct systrace *st);
+} backends[] = {
+	{ SYSTRACE_BPF, "bpf", "raw_syscalls with eBPF pairing", eb_probe, eb_spawn, eb_attach, eb_poll, eb_release },
+	{ SYSTRACE_TRACEPOINT, "tracepoint", "raw_syscalls through perf_event_open", tp_probe, tp_spawn, tp_attach,
+	  tp_poll, tp_release },
+	{ SYSTRACE_PTRACE, "ptrace", "ptrace with a seccomp filter", pt_probe, pt_spawn, pt_attach, pt_poll,
+	  pt_release },
+};
 
-	if (!st)
-		return NULL;
-	st->cfg = *cfg;
-	st->ops = *ops;
-	return st;
+#define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
+
+static const struct backend_ops *backend_of(enum systrace_backend id)
+{
+	for (size_t i = 0; i < NBACKENDS; i++)
+		if (backends[i].id == id)
+			return &backends[i];
+	return NULL;
 }
 
-/* Runs the chosen backend, or both in order for SYSTRACE_AUTO.  `start`
- * does the spawn or the attach. */
-static struct systrace *systrace_start(const struct systrace_config *cfg, const struct systrace_ops *ops,
-                                       int (*start)(struct systrace *, void *, char *, size_t), void *arg, char *why,
-                                       size_t whylen, char *err, size_t errlen)
+const char *systrace_backend_name(enum systrace_backend id)
 {
-	char tp_err[256] = "", pt_err[256] = "";
-	struct systrace *st = systrace_new(cfg, ops);
-	int r;
+	const struct backend_ops *b = backend_of(id);
+
+	return b ? b->name : "auto";
+}
+
+int systrace_backend_parse(const char *name, enum systrace_backend *out)
+{
+	if (!name || !strcmp(name, "auto")) {
+		*out = SYSTRACE_AUTO;
+		return 0;
+	}
+	for (size_t i = 0; i < NBACKENDS; i++)
+		if (!strcmp(name, backends[i].name)) {
+			*out = backends[i].id;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+struct start_args {
+	char *const *argv, *const *envp; /* spawn; NULL: attach */
+	pid_t *pid;
+};
+
+/* Runs the chosen backend, or each in order for SYSTRACE_AUTO until one
+ * starts: a spawn, or an attach to *a->pid. */
+static struct systrace *systrace_start(const struct systrace_config *cfg, const struct systrace_ops *ops,
+                                       const struct start_args *a, char *why, size_t whylen, char *err, size_t errlen)
+{
+	char reasons[NBACKENDS][256], failed[NBACKENDS * 300];
+	struct systrace *st = calloc(1, sizeof(*st));
+	size_t len = 0, nfailed = 0;
+	int r = -ENOSYS;
 
 	if (!st) {
 		snprintf(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (cfg->backend != SYSTRACE_PTRACE) {
-		st->backend = SYSTRACE_TRACEPOINT;
-		r = tp_probe(tp_err, sizeof(tp_err));
+	st->cfg = *cfg;
+	st->ops = *ops;
+	failed[0] = '\0';
+	for (size_t i = 0; i < NBACKENDS; i++) {
+		const struct backend_ops *b = &backends[i];
+		char *reason = reasons[i];
+
+		if (cfg->backend != SYSTRACE_AUTO && cfg->backend != b->id)
+			continue;
+		st->backend = b->id;
+		reason[0] = '\0';
+		r = b->probe(reason, sizeof(reasons[i]));
 		if (!r)
-			r = start(st, arg, tp_err, sizeof(tp_err));
+			r = a->argv ? b->spawn(st, a->argv, a->envp, a->pid, reason, sizeof(reasons[i]))
+			            : b->attach(st, *a->pid, reason, sizeof(reasons[i]));
 		if (!r) {
-			snprintf(why, whylen, "tracepoint: raw_syscalls through perf_event_open");
+			if (cfg->backend != SYSTRACE_AUTO)
+				snprintf(why, whylen, "%s: chosen by the user", b->name);
+			else if (!nfailed)
+				snprintf(why, whylen, "%s: %s", b->name, b->how);
+			else
+				snprintf(why, whylen, "%s: %s (%s)", b->name, b->how, failed);
 			return st;
 		}
-		if (cfg->backend == SYSTRACE_TRACEPOINT) {
-			snprintf(err, errlen, "tracepoint backend: %s", tp_err);
+		if (cfg->backend != SYSTRACE_AUTO) {
+			snprintf(err, errlen, "%s backend: %s", b->name, reason);
 			goto fail;
 		}
+		len += (size_t)snprintf(failed + len, sizeof(failed) - len, "%s%s: %s", nfailed ? "; " : "", b->name,
+		                        reason);
+		if (len >= sizeof(failed))
+			len = sizeof(failed) - 1;
+		nfailed++;
 	}
-	st->backend = SYSTRACE_PTRACE;
-	r = pt_probe(pt_err, sizeof(pt_err));
-	if (!r)
-		r = start(st, arg, pt_err, sizeof(pt_err));
-	if (!r) {
-		if (cfg->backend == SYSTRACE_PTRACE)
-			snprintf(why, whylen, "ptrace: chosen by the user");
-		else
-			snprintf(why, whylen, "ptrace: the tracepoint backend is not available (%s)", tp_err);
-		return st;
-	}
-	if (cfg->backend == SYSTRACE_PTRACE)
-		snprintf(err, errlen, "ptrace backend: %s", pt_err);
-	else
-		snprintf(err, errlen, "no syscall backend works: tracepoint: %s; ptrace: %s", tp_err, pt_err);
+	snprintf(err, errlen, "no syscall backend works: %s", failed);
 fail:
 	free(st);
 	errno = -r;
 	return NULL;
 }
 
-struct spawn_args {
-	char *const *argv, *const *envp;
-	pid_t *pid;
-};
-
-static int start_spawn(struct systrace *st, void *arg, char *err, size_t errlen)
-{
-	struct spawn_args *a = arg;
-
-	if (st->backend == SYSTRACE_TRACEPOINT)
-		return tp_spawn(st, a->argv, a->envp, a->pid, err, errlen);
-	return pt_spawn(st, a->argv, a->envp, a->pid, err, errlen);
-}
-
-static int start_attach(struct systrace *st, void *arg, char *err, size_t errlen)
-{
-	pid_t pid = *(pid_t *)arg;
-
-	if (st->backend == SYSTRACE_TRACEPOINT)
-		return tp_attach(st, pid, err, errlen);
-	return pt_attach(st, pid, err, errlen);
-}
-
 struct systrace *systrace_spawn(char *const argv[], char *const envp[], const struct systrace_config *cfg,
                                 const struct systrace_ops *ops, pid_t *pid, char *why, size_t whylen, char *err,
                                 size_t errlen)
 {
-	struct spawn_args a = { argv, envp, pid };
+	struct start_args a = { argv, envp, pid };
 
-	return systrace_start(cfg, ops, start_spawn, &a, why, whylen, err, errlen);
+	return systrace_start(cfg, ops, &a, why, whylen, err, errlen);
 }
 
 struct systrace *systrace_attach(pid_t pid, const struct systrace_config *cfg, const struct systrace_ops *ops,
                                  char *why, size_t whylen, char *err, size_t errlen)
 {
-	return systrace_start(cfg, ops, start_attach, &pid, why, whylen, err, errlen);
+	struct start_args a = { NULL, NULL, &pid };
+
+	return systrace_start(cfg, ops, &a, why, whylen, err, errlen);
 }
 
 void sysrec_to_event(const struct sysrec *r, struct sysevent *ev)
@@ -159,7 +187,7 @@ enum systrace_backend systrace_backend(const struct systrace *st)
 
 long systrace_poll(struct systrace *st)
 {
-	return st->backend == SYSTRACE_TRACEPOINT ? tp_poll(st) : pt_poll(st);
+	return backend_of(st->backend)->poll(st);
 }
 
 bool systrace_exited(struct systrace *st, int *status)
@@ -176,9 +204,6 @@ void systrace_free(struct systrace *st)
 {
 	if (!st)
 		return;
-	if (st->backend == SYSTRACE_TRACEPOINT)
-		tp_release(st);
-	else
-		pt_release(st);
+	backend_of(st->backend)->release(st);
 	free(st);
 }

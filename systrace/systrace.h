@@ -1,9 +1,10 @@
 /* The system call tracer: watches the system calls of a process tree and
  * hands each call's entry and exit to its user (the recorder's or the
- * agent's drain, which merges them into the thread's event stream).  Two
- * backends: kernel tracepoints read through perf_event_open (low overhead),
- * and ptrace with a seccomp-bpf filter (works where perf events are
- * refused).  C11 and libc only: it runs on the target. */
+ * agent's drain, which merges them into the thread's event stream).  Three
+ * backends: eBPF programs on the raw_syscalls tracepoints that pair entry
+ * and exit in the kernel (lowest overhead), the same tracepoints sampled
+ * through perf_event_open, and ptrace with a seccomp-bpf filter (works
+ * where perf events are refused).  C11 and libc only: it runs on the target. */
 #ifndef LP_SYSTRACE_H
 #define LP_SYSTRACE_H
 
@@ -34,12 +35,13 @@ struct sysrec {
 	int64_t ret;      /* EXIT: raw return value (-errno on failure) */
 	/* ENTER: user return addresses, innermost first: ips[0] is the
 	 * address after the syscall instruction, the rest a frame-pointer
-	 * walk, as far as the backend could get */
+	 * walk (tracepoint, ptrace) or the words on the user stack that point
+	 * into executable mappings (bpf), as far as the backend could get */
 	uint64_t ips[SYSREC_IPS_MAX];
 	/* ENTER: the path argument of the open family (at most
 	 * SYSREC_STR_MAX bytes, no NUL), when the backend could read it;
 	 * str_late: read after the call began (tracepoint backend), not at
-	 * the stop (ptrace) */
+	 * entry (bpf) or at the stop (ptrace) */
 	const char *str;
 	uint32_t str_len;
 	bool str_late;
@@ -49,13 +51,14 @@ enum systrace_backend {
 	SYSTRACE_AUTO = 0,
 	SYSTRACE_TRACEPOINT = 1,
 	SYSTRACE_PTRACE = 2,
+	SYSTRACE_BPF = 3, /* the raw_syscalls tracepoints, calls paired by eBPF */
 };
 
 struct systrace_ops {
 	void *ctx;
 	/* every entry and exit, per thread in time order */
 	void (*sys)(void *ctx, const struct sysrec *rec);
-	/* records the kernel dropped (tracepoint buffer full), with the
+	/* records the kernel dropped (a full CPU buffer), with the
 	 * thread when known (0: unknown); never silent */
 	void (*lost)(void *ctx, uint32_t pid, uint32_t tid, uint64_t count);
 };
@@ -63,7 +66,7 @@ struct systrace_ops {
 struct systrace_config {
 	enum systrace_backend backend;
 	struct sys_set filter; /* syscalls to trace (sys_set_all for all) */
-	uint32_t buffer_pages; /* tracepoint: pages per CPU buffer (power of
+	uint32_t buffer_pages; /* bpf, tracepoint: pages per CPU buffer (power of
 	                        * two); 0: the default (256) */
 	/* ptrace: what systrace_free does to a tree still running.  false:
 	 * kills it.  true: detaches and leaves it running, which rules out
@@ -77,12 +80,13 @@ struct systrace;
 
 /* Starts `argv` (PATH searched, environment envp) under the syscall tracer
  * and returns once it is set up; the program runs its first instruction
- * after exec with tracing in place.  With SYSTRACE_AUTO the tracepoint
- * backend is tried first, then ptrace; `why` receives one line saying which
- * backend was chosen and why ("tracepoint: perf_event_open works" or
- * "ptrace: perf_event_open: Permission denied").  On error returns NULL
- * with errno set and the reason in err ("no syscall backend works:
- * tracepoint: ...; ptrace: ..."). *pid receives the program's pid. */
+ * after exec with tracing in place.  With SYSTRACE_AUTO the backends are
+ * tried in the order bpf, tracepoint, ptrace; `why` receives one line
+ * saying which backend was chosen and why ("bpf: raw_syscalls with eBPF
+ * pairing" or "ptrace: the tracepoint backends are not available (...)").
+ * On error returns NULL with errno set and the reason in err ("no syscall
+ * backend works: bpf: ...; tracepoint: ...; ptrace: ...").  *pid receives
+ * the program's pid. */
 struct systrace *systrace_spawn(char *const argv[], char *const envp[], const struct systrace_config *cfg,
                                 const struct systrace_ops *ops, pid_t *pid, char *why, size_t whylen, char *err,
                                 size_t errlen);
@@ -90,6 +94,10 @@ struct systrace *systrace_spawn(char *const argv[], char *const envp[], const st
 struct systrace *systrace_attach(pid_t pid, const struct systrace_config *cfg, const struct systrace_ops *ops,
                                  char *why, size_t whylen, char *err, size_t errlen);
 enum systrace_backend systrace_backend(const struct systrace *st);
+/* A backend's name ("bpf", "tracepoint", "ptrace"; "auto"), and back:
+ * 0, or -EINVAL for an unknown name (NULL is auto). */
+const char *systrace_backend_name(enum systrace_backend id);
+int systrace_backend_parse(const char *name, enum systrace_backend *out);
 /* Hands every record available now to ops.sys, in time order per thread.
  * Non-blocking; call it often (the recorder calls it on each drain poll,
  * after loading the ring heads).  Returns the number of records, or
@@ -97,8 +105,8 @@ enum systrace_backend systrace_backend(const struct systrace *st);
 long systrace_poll(struct systrace *st);
 /* The spawned program has ended; *status receives its wait status.  With
  * the ptrace backend the tracer reaps the tree itself, so the caller must
- * not waitpid the program and learns of its end here.  With the tracepoint
- * backend the caller waits for the program as usual and this returns
+ * not waitpid the program and learns of its end here.  With the other
+ * backends the caller waits for the program as usual and this returns
  * false. */
 bool systrace_exited(struct systrace *st, int *status);
 /* The record as a trace event for drain_syscall (common/sysevent.h):
@@ -115,10 +123,13 @@ struct systrace_stats {
 	uint64_t records; /* entries and exits handed out */
 	uint64_t lost;    /* records the kernel dropped */
 	uint64_t stops;   /* ptrace stops handled */
+	/* eBPF: threads or children not followed (the task map was full);
+	 * their syscalls are missing */
+	uint64_t tasks_missed;
 };
 void systrace_get_stats(const struct systrace *st, struct systrace_stats *out);
 /* Stops tracing: hands out what is left, detaches from every traced task
- * (see keep_running; the tracepoint backend always leaves it running) and
+ * (see keep_running; the other backends always leave it running) and
  * frees.
  * Accepts NULL. */
 void systrace_free(struct systrace *st);
