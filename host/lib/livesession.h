@@ -45,7 +45,7 @@ struct livesession {
 	int argc;
 	bool udp_wanted; /* EVENTS chunks by the UDP channel */
 	/* trace the program's system calls: the backend asked for ("auto",
-	 * "tracepoint" or "ptrace"), or NULL; and the syscalls to trace (a
+	 * "bpf", "tracepoint" or "ptrace"), or NULL; and the syscalls to trace (a
 	 * list for the agent's architecture), or NULL for all.  Borrowed. */
 	const char *syscalls, *syscall_filter;
 	uint32_t flush_ms; /* the agent's flush period of partial chunks; 0: its own */

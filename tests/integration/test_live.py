@@ -854,7 +854,7 @@ def sys_backends(lp, tmp):
     """The syscall backends the kernel allows here: {name: None} for a usable
     one, {name: reason} for a refused one (record on /bin/true says why)."""
     out = {}
-    for backend in ("tracepoint", "ptrace"):
+    for backend in ("bpf", "tracepoint", "ptrace"):
         r = lp("record", "-q", "--syscalls=" + backend, "-o", os.path.join(tmp, "probe-" + backend), "--",
                "/bin/true")
         out[backend] = None if r.returncode == 0 else (r.stderr.strip() or "exit %d" % r.returncode)
