@@ -1,6 +1,7 @@
 /* The eBPF backend of the syscall tracer: small programs on the raw_syscalls
  * tracepoints pair each call's entry and exit in the kernel and write one
- * record per call into per-CPU perf rings, for the traced tasks only.  The
+ * record per call into a BPF ring buffer (Linux 5.8; per-CPU perf rings
+ * before), for the traced tasks only.  The
  * tracee pays for two program runs and one output instead of two perf
  * samples with a stack walk; the words on its stack are copied instead of
  * walked (the reader keeps those that fall in code it knows: the return
@@ -26,6 +27,7 @@
 
 #include "systrace/backend.h"
 #include "systrace/bpfprog.h"
+#include "systrace/bpfring.h"
 #include "systrace/child.h"
 #include "systrace/perfring.h"
 #include "systrace/tracefs.h"
@@ -92,8 +94,15 @@ enum eb_map {
 	EB_SEL,
 	EB_ZERO,
 	EB_COUNTERS,
-	EB_OUT,
+	EB_OUT, /* the perf event array, without a ring buffer */
 	EB_NMAPS,
+};
+
+/* The counters map's entries. */
+enum eb_counter {
+	EB_TASKS_MISSED, /* threads the fork program could not add */
+	EB_CALLS_LOST,   /* calls the ring buffer had no room for */
+	EB_NCOUNTERS,
 };
 
 struct eb_state {
@@ -101,14 +110,16 @@ struct eb_state {
 	int progs[4];
 	int links[4]; /* raw tracepoint links and tracepoint events */
 	int nlinks;
+	struct bpfring rb; /* the output, when the kernel has ring buffers */
 	struct perfrings pr;
-	int *outs; /* the output event of each ring */
+	int *outs; /* else the output event of each per-CPU ring */
 	bool lost_count;
 	enum sys_arch arch;
-	uint64_t lost_reported;
-	uint32_t exec_nr[2]; /* execve, execveat: always traced (see hold_tid) */
-	uint32_t hold_tid;   /* a spawned child: its calls before exec are ours */
-	struct systrace *st; /* while draining */
+	uint64_t lost_reported; /* perf rings: losses reported */
+	uint64_t calls_lost;    /* ring buffer: losses reported */
+	uint32_t exec_nr[2];    /* execve, execveat: always traced (see hold_tid) */
+	uint32_t hold_tid;      /* a spawned child: its calls before exec are ours */
+	struct systrace *st;    /* while draining */
 };
 
 enum eb_label {
@@ -116,6 +127,7 @@ enum eb_label {
 	L_READ,
 	L_EMIT,
 	L_DEL,
+	L_WRITTEN,
 	L_ARG, /* L_ARG + i: the test for argument i */
 };
 
@@ -208,9 +220,35 @@ static void eb_prog_enter(struct bpfprog *p, const struct eb_state *eb)
 #endif
 }
 
-/* Writes the call at r7 (r6: ctx, r5: its size) to this CPU's ring. */
+/* counters[which] += 1; then at label `done`.  Uses r10-12. */
+static void eb_emit_count(struct bpfprog *p, const struct eb_state *eb, enum eb_counter which, unsigned done)
+{
+	bpfprog_emit(p, BI_ST(BPF_W, BPF_REG_10, -12, (int32_t)which));
+	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
+	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -12));
+	bpfprog_map(p, BPF_REG_1, eb->maps[EB_COUNTERS]);
+	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, done);
+	bpfprog_emit(p, BI_MOVI(BPF_REG_1, 1));
+	bpfprog_emit(p, BI_XADD(BPF_REG_0, BPF_REG_1, 0));
+	bpfprog_label(p, done);
+}
+
+/* Writes the call at r7 (r6: ctx, r5: its size): into the ring buffer,
+ * counting it when there is no room, or into this CPU's perf ring (whose
+ * losses the kernel counts). */
 static void eb_emit_output(struct bpfprog *p, const struct eb_state *eb)
 {
+	if (eb->rb.fd >= 0) {
+		bpfprog_map(p, BPF_REG_1, eb->rb.fd);
+		bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_7));
+		bpfprog_emit(p, BI_MOV(BPF_REG_3, BPF_REG_5));
+		bpfprog_emit(p, BI_MOVI(BPF_REG_4, BPF_RB_NO_WAKEUP)); /* we poll */
+		bpfprog_emit(p, BI_CALL(BPF_FUNC_ringbuf_output));
+		bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_WRITTEN);
+		eb_emit_count(p, eb, EB_CALLS_LOST, L_WRITTEN);
+		return;
+	}
 	bpfprog_emit(p, BI_MOV(BPF_REG_1, BPF_REG_6));
 	bpfprog_map(p, BPF_REG_2, eb->maps[EB_OUT]);
 	bpfprog_emit(p, BI_MOV32I(BPF_REG_3, -1)); /* BPF_F_CURRENT_CPU */
@@ -268,14 +306,7 @@ static void eb_prog_fork(struct bpfprog *p, const struct eb_state *eb, uint32_t 
 	bpfprog_emit(p, BI_MOVI(BPF_REG_4, BPF_ANY));
 	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_update_elem));
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
-	bpfprog_emit(p, BI_ST(BPF_W, BPF_REG_10, -12, 0));
-	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
-	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -12));
-	bpfprog_map(p, BPF_REG_1, eb->maps[EB_COUNTERS]);
-	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
-	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
-	bpfprog_emit(p, BI_MOVI(BPF_REG_1, 1));
-	bpfprog_emit(p, BI_XADD(BPF_REG_0, BPF_REG_1, 0));
+	eb_emit_count(p, eb, EB_TASKS_MISSED, L_WRITTEN);
 	eb_emit_out(p);
 }
 
@@ -318,6 +349,7 @@ static void eb_state_free(struct eb_state *eb)
 			close(eb->outs[i]);
 	free(eb->outs);
 	perfrings_release(&eb->pr);
+	bpfring_release(&eb->rb);
 	for (int i = 0; i < EB_NMAPS; i++)
 		if (eb->maps[i] >= 0)
 			close(eb->maps[i]);
@@ -511,6 +543,16 @@ out:
 	return r < 0 ? r : 0;
 }
 
+/* The power of two at or above `want`, within what a map holds. */
+static size_t eb_ring_size(size_t want)
+{
+	size_t size = 1u << 16;
+
+	while (size < want && size < (1u << 30))
+		size <<= 1;
+	return size;
+}
+
 static struct eb_state *eb_state_new(const struct systrace *st, int *res, char *err, size_t errlen)
 {
 	struct eb_state *eb = calloc(1, sizeof(*eb));
@@ -526,6 +568,7 @@ static struct eb_state *eb_state_new(const struct systrace *st, int *res, char *
 	for (int i = 0; i < 4; i++)
 		eb->progs[i] = -1;
 	eb->arch = sys_arch_native();
+	eb->rb.fd = -1;
 	for (int i = 0; i < 2; i++) {
 		int nr = sys_lookup(eb->arch, i ? "execveat" : "execve");
 
@@ -543,16 +586,18 @@ static struct eb_state *eb_state_new(const struct systrace *st, int *res, char *
 	eb->maps[EB_TASKS] = bpf_map_new(BPF_MAP_TYPE_HASH, 4, sizeof(struct eb_call), EB_TASKS_MAX, BPF_F_NO_PREALLOC);
 	eb->maps[EB_SEL] = bpf_map_new(BPF_MAP_TYPE_ARRAY, 4, 4, SYS_NR_MAX, 0);
 	eb->maps[EB_ZERO] = bpf_map_new(BPF_MAP_TYPE_ARRAY, 4, sizeof(struct eb_call), 1, 0);
-	eb->maps[EB_COUNTERS] = bpf_map_new(BPF_MAP_TYPE_ARRAY, 4, 8, 1, 0);
-	eb->maps[EB_OUT] = bpf_map_new(BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, (uint32_t)ncpu, 0);
+	eb->maps[EB_COUNTERS] = bpf_map_new(BPF_MAP_TYPE_ARRAY, 4, 8, EB_NCOUNTERS, 0);
+	/* one ring buffer as large as the per-CPU rings together, else those */
+	if (bpfring_init(&eb->rb, eb_ring_size(eb->pr.pages * eb->pr.page_size * (size_t)eb->pr.nrings), err, errlen))
+		eb->maps[EB_OUT] = bpf_map_new(BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, (uint32_t)ncpu, 0);
 	for (int i = 0; i < EB_NMAPS; i++)
-		if (eb->maps[i] < 0) {
+		if (eb->maps[i] < 0 && (i != EB_OUT || eb->rb.fd < 0)) {
 			r = eb->maps[i];
 			snprintf(err, errlen, "bpf map: %s", strerror(-r));
 			goto fail;
 		}
 	r = eb_fill_sel(eb, &st->cfg.filter, err, errlen);
-	if (!r)
+	if (!r && eb->rb.fd < 0)
 		r = eb_open_outputs(eb, err, errlen);
 	if (!r)
 		r = eb_programs(eb, err, errlen);
@@ -720,51 +765,61 @@ static void eb_enter_record(struct eb_state *eb, const struct eb_call *c, struct
 	}
 }
 
-/* Hands out one record of the merge (perfring_take_fn): a call's entry,
- * then its exit unless the thread ended inside it. */
-static long eb_take(void *ctx, struct perfring *ring, const struct perf_event_header *h, const unsigned char *body)
+/* Hands out one call as written by the programs (size bytes): its entry,
+ * then its exit unless the thread ended inside it.  Returns the records
+ * handed out. */
+static long eb_take_call(void *ctx, const unsigned char *data, uint32_t size)
 {
 	struct eb_state *eb = ctx;
 	struct systrace *st = eb->st;
 	struct eb_call c;
 	struct sysrec rec;
+
+	if (size < (uint32_t)EB_OUT_SHORT)
+		return 0;
+	memset(&c, 0, sizeof(c));
+	memcpy(&c, data, size < (uint32_t)EB_OUT_FULL ? size : (uint32_t)EB_OUT_FULL);
+	if (size < (uint32_t)EB_OUT_FULL)
+		c.str_len = 0;
+	if (c.tid == eb->hold_tid) {
+		/* the spawned child before its exec: the tracer's own code */
+		if (c.nr != eb->exec_nr[0] && c.nr != eb->exec_nr[1])
+			return 0;
+		eb->hold_tid = 0;
+	}
+	if (c.nr >= SYS_NR_MAX || !sys_set_has(&st->cfg.filter, c.nr))
+		return 0;
+	eb_enter_record(eb, &c, &rec);
+	st->ops.sys(st->ops.ctx, &rec);
+	if (!c.t_exit) {
+		st->stats.records++;
+		return 1;
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = SYSREC_EXIT;
+	rec.arch = (uint8_t)eb->arch;
+	rec.pid = c.pid;
+	rec.tid = c.tid;
+	rec.nr = c.nr;
+	rec.ns = c.t_exit;
+	rec.ret = c.ret;
+	st->ops.sys(st->ops.ctx, &rec);
+	st->stats.records += 2;
+	return 2;
+}
+
+/* One record of the per-CPU rings' merge (perfring_take_fn). */
+static long eb_take(void *ctx, struct perfring *ring, const struct perf_event_header *h, const unsigned char *body)
+{
+	struct eb_state *eb = ctx;
+	struct systrace *st = eb->st;
 	uint64_t count;
 	uint32_t size, pid, tid;
 
 	(void)ring;
 	if (h->type == PERF_RECORD_SAMPLE && h->size >= sizeof(*h) + 4) {
 		memcpy(&size, body, 4);
-		if (size < (uint32_t)EB_OUT_SHORT || size > h->size - sizeof(*h) - 4)
-			return 0;
-		memset(&c, 0, sizeof(c));
-		memcpy(&c, body + 4, size < (uint32_t)EB_OUT_FULL ? size : (uint32_t)EB_OUT_FULL);
-		if (size < (uint32_t)EB_OUT_FULL)
-			c.str_len = 0;
-		if (c.tid == eb->hold_tid) {
-			/* the spawned child before its exec: the tracer's own code */
-			if (c.nr != eb->exec_nr[0] && c.nr != eb->exec_nr[1])
-				return 0;
-			eb->hold_tid = 0;
-		}
-		if (c.nr >= SYS_NR_MAX || !sys_set_has(&st->cfg.filter, c.nr))
-			return 0;
-		eb_enter_record(eb, &c, &rec);
-		st->ops.sys(st->ops.ctx, &rec);
-		if (!c.t_exit) {
-			st->stats.records++;
-			return 1;
-		}
-		memset(&rec, 0, sizeof(rec));
-		rec.kind = SYSREC_EXIT;
-		rec.arch = (uint8_t)eb->arch;
-		rec.pid = c.pid;
-		rec.tid = c.tid;
-		rec.nr = c.nr;
-		rec.ns = c.t_exit;
-		rec.ret = c.ret;
-		st->ops.sys(st->ops.ctx, &rec);
-		st->stats.records += 2;
-		return 2;
+		return size <= h->size - sizeof(*h) - 4 ? eb_take_call(eb, body + 4, size) : 0;
 	}
 	if (perfring_lost(h, body, &count, &pid, &tid)) {
 		eb->lost_reported += count;
@@ -775,6 +830,21 @@ static long eb_take(void *ctx, struct perfring *ring, const struct perf_event_he
 	return 0;
 }
 
+/* Calls the ring buffer had no room for since the last look: each is an
+ * entry and an exit lost, of a thread unknown. */
+static void eb_ring_losses(struct systrace *st, struct eb_state *eb)
+{
+	uint32_t key = EB_CALLS_LOST;
+	uint64_t lost = 0;
+
+	if (bpf_map_get(eb->maps[EB_COUNTERS], &key, &lost) || lost <= eb->calls_lost)
+		return;
+	st->stats.lost += 2 * (lost - eb->calls_lost);
+	if (st->ops.lost)
+		st->ops.lost(st->ops.ctx, 0, 0, 2 * (lost - eb->calls_lost));
+	eb->calls_lost = lost;
+}
+
 long eb_poll(struct systrace *st)
 {
 	struct eb_state *eb = st->impl;
@@ -782,8 +852,14 @@ long eb_poll(struct systrace *st)
 
 	if (!eb)
 		return -EINVAL;
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	eb->st = st;
+	if (eb->rb.fd >= 0) {
+		long n = bpfring_drain(&eb->rb, eb_take_call, eb);
+
+		eb_ring_losses(st, eb);
+		return n;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	return perfrings_drain(&eb->pr, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, eb_take, eb);
 }
 
@@ -793,9 +869,9 @@ long eb_poll(struct systrace *st)
 static void eb_report_unseen_losses(struct systrace *st, struct eb_state *eb)
 {
 	uint64_t total = 0, v[2], missed = 0;
-	uint32_t key = 0;
+	uint32_t key = EB_TASKS_MISSED;
 
-	if (eb->lost_count)
+	if (eb->rb.fd < 0 && eb->lost_count)
 		for (int i = 0; i < eb->pr.nrings; i++)
 			if (eb->outs[i] >= 0 && read(eb->outs[i], v, sizeof(v)) == (ssize_t)sizeof(v))
 				total += v[1];
@@ -843,7 +919,12 @@ void eb_release(struct systrace *st)
 		close(eb->links[i]);
 	eb->nlinks = 0;
 	eb->st = st;
-	perfrings_drain(&eb->pr, UINT64_MAX, eb_take, eb);
+	if (eb->rb.fd >= 0) {
+		bpfring_drain(&eb->rb, eb_take_call, eb);
+		eb_ring_losses(st, eb);
+	} else {
+		perfrings_drain(&eb->pr, UINT64_MAX, eb_take, eb);
+	}
 	eb_report_unseen_losses(st, eb);
 	eb_unfinished(st, eb);
 	eb_state_free(eb);
