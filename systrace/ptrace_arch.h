@@ -3,7 +3,7 @@
  * and about its stack.  Read with PTRACE_GETREGSET (NT_PRSTATUS), which all
  * three architectures support; used for the frame pointer (which
  * PTRACE_GET_SYSCALL_INFO does not give) and as the fallback before
- * Linux 5.3.  Only for systrace/ptrace.c. */
+ * Linux 5.3.  Only for the ptrace backend (systrace/ptrace*.c). */
 #ifndef LP_SYSTRACE_PTRACE_ARCH_H
 #define LP_SYSTRACE_PTRACE_ARCH_H
 

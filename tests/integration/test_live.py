@@ -6,7 +6,8 @@ on the saved trace; start and stop over stdin; filters; tokens; losses; the
 agent killed or silent; the program killed; attaching to a running program.
 
 usage: test_live.py --build BUILD_DIR [GROUP...]
-groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths, udp, queue, syscalls
+groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths, udp, queue, syscalls,
+syscalls_udp
 (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
@@ -991,6 +992,97 @@ def group_syscalls_attach(lp, agent, tmp, usable):
             prog.wait()
 
 
+def group_syscalls_udp(lp, build, tmp):
+    """live --udp --syscalls: the syscall records ride the UDP channel with
+    the function events; with each usable backend sys_writer's calls arrive
+    exactly, every event by datagram, and the loss counts are there (zero).
+    A flood of getppid calls under the tracepoint backend overruns the
+    kernel's buffers: the lost records are counted in the view, the saved
+    trace and the agent's log alike, and none is lost on the network."""
+    writer = os.path.join(tmp, "sys_writer_udp")
+    spin = os.path.join(tmp, "sys_getppid_udp")
+    for src, out in (("sys_writer.c", writer), ("sys_getppid.c", spin)):
+        r = it.run(["gcc", "-O2", "-g", "-std=c11", "-pthread", "-finstrument-functions", "-I", it.PROGS,
+                    os.path.join(it.PROGS, src), "-o", out])
+        if not check(r.returncode == 0, "%s builds" % src, r.stderr):
+            return
+    usable = [b for b, why in sorted(sys_backends(lp, tmp).items()) if why is None]
+    if not usable:
+        skip("live --udp --syscalls", "no syscall backend works here")
+        return
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    try:
+        for backend in usable:
+            what = "--udp --syscalls=" + backend
+            rc, last, err, save = live_writer(lp, agent, tmp, writer, backend, "udp-" + backend, "--udp")
+            if not check(rc == 0 and last and last["final"], "%s: the session ends with exit 0" % what,
+                         "rc %s, stderr %s" % (rc, err)):
+                continue
+            check(last.get("syscall_backend") == backend, "%s: the backend is the one asked for" % what,
+                  last.get("syscall_backend"))
+            w = sys_row(last, "write")
+            check(w and w["calls"] == 100 and w["errors"] == 0 and w["unfinished"] == 0,
+                  "%s: 100 write calls arrive, no errors" % what, w)
+            f = sys_by_function(last, "writer", "write")
+            check(len(f) == 1 and f[0]["calls"] == 100, "%s: attributed to writer" % what, f)
+            f = sys_by_function(last, "opener", "openat")
+            check(len(f) == 1 and f[0]["calls"] == 1 and f[0]["errors"] == 1,
+                  "%s: opener's failing openat arrives" % what, f)
+            u = last.get("udp") or {}
+            check(u.get("datagrams", 0) > 0 and u.get("events") == u.get("sent_events") == last["events"],
+                  "%s: every event came by datagram (%s)" % (what, last["events"]), u)
+            check(u.get("lost_datagrams") == 0 and u.get("lost_events") == 0 and last["lost_events"] == 0 and
+                  last["lost_at_ns"] is None, "%s: the loss counts are shown, all zero" % what,
+                  (u, last["lost_events"], last["lost_at_ns"]))
+            r = lp("report", "--syscalls", "--format", "json", save)
+            rep = json.loads(r.stdout) if r.returncode == 0 and r.stdout else None
+            mine = {(s["name"], s["calls"], s["errors"], s["total_ns"]) for s in last["syscalls"]}
+            theirs = {(s["name"], s["calls"], s["errors"], s["total_ns"]) for s in (rep or {}).get("syscalls", [])}
+            check(rep is not None and mine == theirs and rep["lost_events"] == 0,
+                  "%s: the saved trace agrees with the view" % what,
+                  r.stderr or "only in view %s, only in report %s" % (mine - theirs, theirs - mine))
+        if "tracepoint" not in usable:
+            skip("live --udp --syscalls losses", "the tracepoint backend is refused here")
+            return
+        calls = 1000000
+        for attempt in range(3):  # whether the buffers overflow depends on the machine's load
+            save = os.path.join(tmp, "live-sys-udp-flood-%d" % attempt)
+            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--udp",
+                                         "--syscalls=tracepoint", "--syscall-filter", "getppid", "--save", save,
+                                         "--", spin, str(calls)], stdin=subprocess.DEVNULL)
+            rc = live.wait(120)
+            last = live.final()
+            if not check(rc == 0 and last and last["final"], "--udp getppid flood: the session ends with exit 0",
+                         live.err.text()):
+                return
+            lost = last["lost_events"]
+            if lost:
+                break
+        if not lost:
+            skip("live --udp --syscalls losses", "this machine kept up with %d getppid calls, 3 times" % calls)
+            return
+        g = sys_row(last, "getppid") or {}
+        check(g.get("calls", 0) < calls <= g.get("calls", 0) + lost and last["lost_at_ns"] is not None,
+              "--udp flood: %d records lost in the kernel, counted; %s calls arrive" % (lost, g.get("calls")),
+              (g, lost))
+        u = last.get("udp") or {}
+        check(u.get("lost_datagrams") == 0 and u.get("lost_events") == 0 and
+              u.get("events") == u.get("sent_events") == last["events"],
+              "--udp flood: nothing lost on the network", u)
+        said = agent.err.wait_for(lambda l: "session %d: " % last["session"] in l and "syscall records lost" in l,
+                                  10)
+        check(said is not None and ("session %d: %d syscall records lost" % (last["session"], lost)) in said,
+              "--udp flood: the agent logs the same %d lost records" % lost, said)
+        check("events lost" in live.err.text(), "--udp flood: live warns about the losses", live.err.text())
+        rep, r = report_counts(lp, save)
+        check(rep is not None and rep["lost_events"] == lost, "--udp flood: the saved trace counts them too",
+              rep and rep["lost_events"])
+    finally:
+        agent.stop()
+
+
 GROUPS = {
     "basic": group_basic,
     "control": group_control,
@@ -1005,6 +1097,7 @@ GROUPS = {
     "udp": group_udp,
     "queue": group_queue,
     "syscalls": group_syscalls,
+    "syscalls_udp": group_syscalls_udp,
 }
 
 

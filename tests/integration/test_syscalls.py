@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The syscall profiler with real programs: `record --syscalls` with each
 backend the kernel allows, exact counts, attribution to the function and the
-thread, errno, a forked child, uninstrumented programs, and a cross-check of
-the counts with `strace -f -c` on the same programs.
+thread, errno, a forked child, uninstrumented programs, function filters
+(-F, -N) beside the syscalls, and a cross-check of the counts with
+`strace -f -c` on the same programs.
 
 usage: test_syscalls.py --build BUILD
 Ends with 'N passed, N failed'."""
@@ -202,6 +203,97 @@ def test_plain(lp, tmp, backend, prog):
         check(callers == ["writer"], "%s: uninstrumented: the 100 writes come from writer" % backend, callers)
 
 
+def tree_leaves(tr):
+    """(path of function names, calls, errors) of every syscall leaf of the
+    first thread's tree."""
+    leaves = []
+
+    def walk(nodes, path):
+        for n in nodes:
+            if n.get("syscall"):
+                leaves.append((path + [n["name"]], n["calls"], n["errors"]))
+            walk(n["children"], path + [n["name"]])
+    if tr:
+        walk(tr["threads"][0]["calls"], [])
+    return leaves
+
+
+def own_rows(rep):
+    """by_function rows of sys_writer's own functions: {(function, syscall):
+    (calls, errors)}."""
+    return {(f["function"], f["syscall"]): (f["calls"], f["errors"]) for f in rep["by_function"]
+            if f["function"] in ("main", "writer", "opener")}
+
+
+def test_function_filters(lp, tmp, backend, prog):
+    """Function filters (-F, -N) select functions, never syscalls: each call
+    stays counted and goes to the innermost recorded function the thread
+    was in (a call inside an excluded function to its recorded caller); a
+    call outside every recorded function is attributed from its own user
+    stack, at the root of the tree, as in an uninstrumented program.  The
+    filters mean the same at record time and at report time."""
+    full = os.path.join(tmp, "ffull-" + backend)
+    r = lp("record", "-q", "--syscalls=" + backend, "--syscall-filter", "write,openat", "-o", full, "--", prog)
+    if not check(r.returncode == 0, "%s: sys_writer records without function filters" % backend, r.stderr):
+        return
+    for flt in (["-N", "writer"], ["-F", "writer"], ["-F", "opener"]):
+        what = "%s: record %s" % (backend, " ".join(flt))
+        out = os.path.join(tmp, "f%s%s-%s" % (flt[0][1], flt[1], backend))
+        r = lp("record", "-q", "--syscalls=" + backend, "--syscall-filter", "write,openat", *flt, "-o", out, "--",
+               prog)
+        if not check(r.returncode == 0, "%s: records and exits 0" % what, r.stderr):
+            continue
+        rep, r = lp.json("report", "--syscalls", "--format", "json", out)
+        tr, _ = lp.json("tree", "--format", "json", out)
+        rp, _ = lp.json("replay", "--format", "json", out)
+        if not check(rep is not None and tr is not None and rp is not None, "%s: report, tree, replay" % what,
+                     r.stderr):
+            continue
+        w, o = syscall_row(rep, "write"), syscall_row(rep, "openat")
+        check(w and w["calls"] == 100 and w["errors"] == 0, "%s: still 100 writes" % what, w)
+        check(o and o["errors"] == 1, "%s: still the one failing openat" % what, o)
+        rows = own_rows(rep)
+        leaves = tree_leaves(tr)
+        events = rp["threads"][0]["events"]
+        writes = [e["depth"] for e in events if e.get("type") == "syscall" and e["name"] == "write"]
+        fails = [e["depth"] for e in events if e.get("type") == "syscall" and e["name"] == "openat" and
+                 e.get("ret") == -2]
+        entered = sorted(set(e["name"] for e in events if e.get("type") == "entry"))
+        if flt == ["-N", "writer"]:
+            check(rows == {("main", "write"): (100, 0), ("main", "openat"): (1, 0), ("opener", "openat"): (1, 1)},
+                  "%s: writer's writes go to main, its recorded caller" % what, rows)
+            check((["main", "write"], 100, 0) in leaves and not any("writer" in p for p, _, _ in leaves),
+                  "%s: tree has main > [sys] write x100, no writer" % what, leaves[:6])
+            check(entered == ["main", "opener"] and writes == [1] * 100 and fails == [2],
+                  "%s: replay: writes at depth 1 under main, the failed openat at depth 2" % what,
+                  (entered, set(writes), fails))
+        elif flt == ["-F", "writer"]:
+            check(rows == {("writer", "write"): (100, 0)},
+                  "%s: the writes go to writer, nothing to main or opener" % what, rows)
+            check((["writer", "write"], 100, 0) in leaves and
+                  all(len(p) == 1 for p, _, _ in leaves if p[-1] == "openat"),
+                  "%s: tree has writer > [sys] write x100, openat calls at the root" % what, leaves[:6])
+            check(entered == ["writer"] and writes == [1] * 100 and fails == [0],
+                  "%s: replay: writes at depth 1, the failed openat at depth 0" % what,
+                  (entered, set(writes), fails))
+        else:
+            check(rows == {("opener", "openat"): (1, 1)},
+                  "%s: only opener's failed openat goes to a program function" % what, rows)
+            callers = [f["function"] for f in rep["by_function"] if f["syscall"] == "write"]
+            check(len(callers) >= 1 and all(c and c not in ("[unknown]", "main", "writer") for c in callers),
+                  "%s: the writes outside opener are attributed from their stack" % what, callers)
+            check((["write"], 100, 0) in leaves and (["opener", "openat"], 1, 1) in leaves,
+                  "%s: tree has [sys] write x100 at the root, opener > [sys] openat (failed)" % what, leaves[:6])
+            check(entered == ["opener"] and writes == [0] * 100 and fails == [1],
+                  "%s: replay: writes at depth 0, the failed openat at depth 1" % what,
+                  (entered, set(writes), fails))
+        # the same filter applied when reading the unfiltered trace
+        late, r = lp.json("report", "--syscalls", "--format", "json", *flt, full)
+        check(late is not None and own_rows(late) == rows,
+              "%s: report %s of an unfiltered trace attributes the same" % (what, " ".join(flt)),
+              (own_rows(late) if late else r.stderr, rows))
+
+
 def test_usage(lp, tmp):
     r = lp("record", "--syscalls=nope", "--", "/bin/true")
     check(r.returncode == 2 and "invalid --syscalls 'nope'" in r.stderr, "bad backend name: usage error", r.stderr)
@@ -236,6 +328,7 @@ def main():
             test_threads(lp, tmp, backend, threads)
             test_fork(lp, tmp, backend, fork)
             test_plain(lp, tmp, backend, plain)
+            test_function_filters(lp, tmp, backend, writer)
         # auto picks one and says which
         out = os.path.join(tmp, "auto")
         r = lp("record", "--syscalls", "-o", out, "--", "/bin/true")

@@ -16,351 +16,100 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "common/systab.h"
 #include "systrace/backend.h"
-#include "systrace/systrace.h"
 #include "tests/unit/check.h"
+#include "tests/unit/systrace_check.h"
 
-/* Records kept for checking; a run that makes more only counts them. */
-#define LOG_MAX 100000u
-/* How long one traced program may run. */
-#define RUN_TIMEOUT_NS (60ull * 1000000000ull)
+#define MS 1000000L
 
-struct logrec {
-	uint8_t kind, arch;
-	uint16_t nips;
-	uint32_t pid, tid, nr;
-	int64_t ret;
-	uint64_t ns, ip0;
-	uint64_t args[6];
-	bool has_str;
-	char str[SYSREC_STR_MAX + 1];
-};
-
-struct log {
-	struct logrec *v;
-	size_t n;
-	uint64_t total, lost;
-};
-
-static const char *bindir;
-
-static uint64_t now_ns(void)
+static void config(struct systrace_config *cfg, const char *filter, bool keep_running)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	stc_config(cfg, SYSTRACE_PTRACE, filter);
+	cfg->keep_running = keep_running;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-static void on_sys(void *ctx, const struct sysrec *rec)
-{
-	struct log *log = ctx;
-	struct logrec *r;
-
-	log->total++;
-	if (!log->v || log->n >= LOG_MAX)
-		return;
-	r = &log->v[log->n++];
-	memset(r, 0, sizeof(*r));
-	r->kind = rec->kind;
-	r->arch = rec->arch;
-	r->nips = rec->nips;
-	r->pid = rec->pid;
-	r->tid = rec->tid;
-	r->nr = rec->nr;
-	r->ret = rec->ret;
-	r->ns = rec->ns;
-	r->ip0 = rec->nips ? rec->ips[0] : 0;
-	memcpy(r->args, rec->args, sizeof(r->args));
-	if (rec->str) {
-		r->has_str = true;
-		memcpy(r->str, rec->str, rec->str_len <= SYSREC_STR_MAX ? rec->str_len : SYSREC_STR_MAX);
-	}
-}
-
-static void on_lost(void *ctx, uint32_t pid, uint32_t tid, uint64_t count)
-{
-	struct log *log = ctx;
-
-	log->lost += count;
-}
-
-static void log_init(struct log *log, bool keep)
-{
-	memset(log, 0, sizeof(*log));
-	if (keep)
-		log->v = calloc(LOG_MAX, sizeof(*log->v));
-}
-
-static int nr_of(const char *name)
-{
-	int nr = sys_lookup(sys_arch_native(), name);
-
-	if (nr < 0) {
-		printf("FAIL: no syscall '%s' in the table\n", name);
-		exit(1);
-	}
-	return nr;
-}
-
-static struct systrace *start(char *const argv[], const char *filter, bool keep_running, struct log *log, pid_t *pid)
+/* Runs a sys_* program to its end under the tracer and checks what this
+ * backend promises of every run: a stop for each record, nothing lost (the
+ * caller polls), and each thread's records start with an entry. */
+static bool run(const char *prog, const char *arg, const char *filter, bool keep_running, struct stc_run *r)
 {
 	struct systrace_config cfg;
-	struct systrace_ops ops = { log, on_sys, on_lost };
-	char why[256], err[512];
-	struct systrace *st;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.backend = SYSTRACE_PTRACE;
-	cfg.keep_running = keep_running;
-	if (sys_set_parse(&cfg.filter, sys_arch_native(), filter, err, sizeof(err))) {
-		printf("FAIL: filter '%s': %s\n", filter, err);
-		exit(1);
-	}
-	st = systrace_spawn(argv, NULL, &cfg, &ops, pid, why, sizeof(why), err, sizeof(err));
-	if (!st)
-		printf("FAIL: cannot trace %s: %s\n", argv[0], err);
-	else
-		CHECK_EQ_U64(systrace_backend(st), SYSTRACE_PTRACE);
-	return st;
+	config(&cfg, filter, keep_running);
+	r->prog = prog;
+	r->arg = arg;
+	if (!stc_run(&cfg, r))
+		return false;
+	CHECK(r->stats.stops >= r->stats.records);
+	CHECK_EQ_U64(r->log.lost, 0);
+	stc_check_order(&r->log, r, STC_ORDER_FROM_ENTRY);
+	return CHECK(stc_exited_zero(r->status));
 }
 
-/* Runs a program to its end under the tracer; returns its wait status, or
- * -1 when it could not be traced or did not end in time. */
-static int run(const char *prog, const char *arg, const char *filter, bool keep_running, struct log *log, pid_t *pid)
-{
-	char path[4096];
-	char *argv[] = { path, (char *)arg, NULL };
-	uint64_t deadline = now_ns() + RUN_TIMEOUT_NS;
-	struct systrace_stats stats;
-	struct systrace *st;
-	int status = -1;
-
-	snprintf(path, sizeof(path), "%s/%s", bindir, prog);
-	st = start(argv, filter, keep_running, log, pid);
-	if (!CHECK(st))
-		return -1;
-	while (!systrace_exited(st, &status)) {
-		if (!CHECK(now_ns() < deadline)) {
-			printf("  %s did not end\n", prog);
-			status = -1;
-			break;
-		}
-		CHECK(systrace_poll(st) >= 0);
-		sleep_ms(1);
-	}
-	systrace_poll(st);
-	systrace_get_stats(st, &stats);
-	CHECK_EQ_U64(stats.records, log->total);
-	CHECK(stats.stops >= log->total);
-	systrace_free(st);
-	CHECK_EQ_U64(log->lost, 0);
-	return status;
-}
-
-static size_t count(const struct log *log, uint8_t kind, int nr, uint32_t tid)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < log->n; i++)
-		if (log->v[i].kind == kind && (int)log->v[i].nr == nr && (!tid || log->v[i].tid == tid))
-			n++;
-	return n;
-}
-
-/* Per thread: ENTER, EXIT, ENTER, ... with the same number in each pair,
- * in time order; the pid never changes within a thread.  `killed`: the
- * last call may have no exit (the thread was killed in it). */
-static void check_pairs(const struct log *log, bool killed)
-{
-	for (size_t i = 0; i < log->n; i++) {
-		const struct logrec *a = &log->v[i];
-		size_t first = 0;
-
-		/* once per thread: at its first record */
-		while (first < i && log->v[first].tid != a->tid)
-			first++;
-		if (first < i)
-			continue;
-		const struct logrec *prev = NULL;
-
-		for (size_t j = i; j < log->n; j++) {
-			const struct logrec *b = &log->v[j];
-
-			if (b->tid != a->tid)
-				continue;
-			CHECK_EQ_U64(b->pid, a->pid);
-			if (prev) {
-				CHECK(b->ns >= prev->ns);
-				CHECK_EQ_U64(b->kind, prev->kind == SYSREC_ENTER ? SYSREC_EXIT : SYSREC_ENTER);
-				if (b->kind == SYSREC_EXIT)
-					CHECK_EQ_U64(b->nr, prev->nr);
-			} else {
-				CHECK_EQ_U64(b->kind, SYSREC_ENTER);
-			}
-			prev = b;
-		}
-		if (prev && !killed)
-			CHECK_EQ_U64(prev->kind, SYSREC_EXIT);
-	}
-}
-
-static bool exited_zero(int status)
-{
-	return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* sys_writer: 100 writes of 1024 bytes, then a failing open. */
+/* sys_writer: 100 writes of 1024 bytes, then a failing open.  Every path is
+ * read at the stop, so the open of /dev/null is seen too. */
 static void test_writer(bool keep_running)
 {
-	int nr_write = nr_of("write"), nr_openat = nr_of("openat");
-	struct log log;
-	pid_t pid = 0;
-	int status;
-
-	log_init(&log, true);
-	status = run("sys_writer", NULL, "write", keep_running, &log, &pid);
-	CHECK(exited_zero(status));
-	CHECK_EQ_U64(count(&log, SYSREC_ENTER, nr_write, 0), 100);
-	CHECK_EQ_U64(count(&log, SYSREC_EXIT, nr_write, 0), 100);
-	CHECK_EQ_U64(count(&log, SYSREC_ENTER, nr_write, (uint32_t)pid), 100);
-	CHECK_EQ_U64(log.n, 200);
-	for (size_t i = 0; i < log.n; i++) {
-		const struct logrec *r = &log.v[i];
-
-		CHECK_EQ_U64(r->pid, pid);
-		CHECK_EQ_U64(r->tid, pid);
-		CHECK_EQ_U64(r->arch, sys_arch_native());
-	}
-	for (size_t i = 0; i < log.n; i++) {
-		const struct logrec *r = &log.v[i];
-
-		if (r->kind == SYSREC_EXIT) {
-			CHECK_EQ_U64(r->ret, 1024);
-		} else {
-			CHECK_EQ_U64(r->args[2], 1024);
-			CHECK(r->nips >= 1 && r->ip0 != 0);
-			CHECK(!r->has_str);
-		}
-	}
-	check_pairs(&log, false);
-	free(log.v);
-
-	/* the open of the missing path: its path copied, -ENOENT back */
-	log_init(&log, true);
-	status = run("sys_writer", NULL, "openat", keep_running, &log, &pid);
-	CHECK(exited_zero(status));
+	uint32_t nr_openat = stc_nr("openat");
+	struct stc_run r = { 0 };
 	size_t missing = 0, devnull = 0;
 
-	for (size_t i = 0; i < log.n; i++) {
-		const struct logrec *r = &log.v[i];
+	if (run("sys_writer", NULL, "write,openat", keep_running, &r)) {
+		stc_expect_writer(&r);
+		for (size_t i = 0; i < r.log.n; i++) {
+			const struct stc_rec *e = &r.log.v[i];
 
-		CHECK_EQ_U64(r->nr, nr_openat);
-		if (r->kind != SYSREC_ENTER || !CHECK(r->has_str) || i + 1 >= log.n)
-			continue;
-		if (!strcmp(r->str, "/nonexistent/layerprof-test")) {
-			missing++;
-			CHECK_EQ_U64(log.v[i + 1].kind, SYSREC_EXIT);
-			CHECK_EQ_U64(log.v[i + 1].ret, -ENOENT);
-		} else if (!strcmp(r->str, "/dev/null")) {
-			devnull++;
-			CHECK(log.v[i + 1].ret >= 0);
+			CHECK_EQ_U64(e->pid, r.pid);
+			CHECK_EQ_U64(e->tid, r.pid);
+			CHECK_EQ_U64(e->arch, sys_arch_native());
+			if (e->nr != nr_openat || e->kind != SYSREC_ENTER || !CHECK(e->has_str) || i + 1 >= r.log.n)
+				continue;
+			if (!strcmp(e->str, STC_MISSING_PATH)) {
+				missing++;
+				CHECK_EQ_U64(r.log.v[i + 1].ret, -ENOENT);
+			} else if (!strcmp(e->str, "/dev/null")) {
+				devnull++;
+				CHECK(r.log.v[i + 1].ret >= 0);
+			}
 		}
+		CHECK_EQ_U64(missing, 1);
+		CHECK_EQ_U64(devnull, 1);
 	}
-	CHECK_EQ_U64(missing, 1);
-	CHECK_EQ_U64(devnull, 1);
-	check_pairs(&log, false);
-	free(log.v);
+	stc_run_free(&r);
+
+	/* the filter: writes only */
+	r = (struct stc_run){ 0 };
+	if (run("sys_writer", NULL, "write", keep_running, &r))
+		stc_expect_only(&r, "write", 200);
+	stc_run_free(&r);
 }
 
 /* sys_threads: thread A reads 30 times, thread B 50 times; the main
  * thread's one read is the dynamic linker loading libc. */
 static void test_threads(bool keep_running)
 {
-	int nr_read = nr_of("read");
-	uint32_t tids[8];
-	size_t ntids = 0, n30 = 0, n50 = 0;
-	struct log log;
-	pid_t pid = 0;
-	int status;
+	struct stc_run r = { 0 };
 
-	log_init(&log, true);
-	status = run("sys_threads", NULL, "read", keep_running, &log, &pid);
-	CHECK(exited_zero(status));
-	for (size_t i = 0; i < log.n; i++) {
-		size_t k = 0;
-
-		CHECK_EQ_U64(log.v[i].pid, pid);
-		while (k < ntids && tids[k] != log.v[i].tid)
-			k++;
-		if (k == ntids && ntids < 8)
-			tids[ntids++] = log.v[i].tid;
+	if (run("sys_threads", NULL, "read", keep_running, &r)) {
+		stc_expect_threads(&r);
+		for (size_t i = 0; i < r.log.n; i++)
+			CHECK_EQ_U64(r.log.v[i].pid, r.pid);
 	}
-	CHECK_EQ_U64(ntids, 3);
-	for (size_t k = 0; k < ntids; k++) {
-		size_t enters = count(&log, SYSREC_ENTER, nr_read, tids[k]);
-
-		CHECK_EQ_U64(count(&log, SYSREC_EXIT, nr_read, tids[k]), enters);
-		if (tids[k] == (uint32_t)pid) {
-#if !defined(__SANITIZE_ADDRESS__)
-			CHECK_EQ_U64(enters, 1);
-#endif
-		} else if (enters == 30) {
-			n30++;
-		} else if (enters == 50) {
-			n50++;
-		} else {
-			CHECK_EQ_U64(enters, 30);
-		}
-	}
-	CHECK_EQ_U64(n30, 1);
-	CHECK_EQ_U64(n50, 1);
-	for (size_t i = 0; i < log.n; i++)
-		if (log.v[i].kind == SYSREC_EXIT && log.v[i].tid != (uint32_t)pid)
-			CHECK_EQ_U64(log.v[i].ret, 512);
-	check_pairs(&log, false);
-	free(log.v);
+	stc_run_free(&r);
 }
 
 /* sys_fork: 7 writes in the child, 3 in the parent. */
 static void test_fork(bool keep_running)
 {
-	int nr_write = nr_of("write");
-	uint32_t child = 0;
-	struct log log;
-	pid_t pid = 0;
-	int status;
+	struct stc_run r = { 0 };
 
-	log_init(&log, true);
-	status = run("sys_fork", NULL, "write", keep_running, &log, &pid);
-	CHECK(exited_zero(status));
-	for (size_t i = 0; i < log.n; i++) {
-		CHECK_EQ_U64(log.v[i].tid, log.v[i].pid);
-		if (log.v[i].pid != (uint32_t)pid)
-			child = log.v[i].pid;
+	if (run("sys_fork", NULL, "write", keep_running, &r)) {
+		stc_expect_fork(&r);
+		stc_expect_only(&r, "write", 20);
 	}
-	CHECK(child != 0 && child != (uint32_t)pid);
-	CHECK_EQ_U64(count(&log, SYSREC_ENTER, nr_write, (uint32_t)pid), 3);
-	CHECK_EQ_U64(count(&log, SYSREC_EXIT, nr_write, (uint32_t)pid), 3);
-	CHECK_EQ_U64(count(&log, SYSREC_ENTER, nr_write, child), 7);
-	CHECK_EQ_U64(count(&log, SYSREC_EXIT, nr_write, child), 7);
-	CHECK_EQ_U64(log.n, 20);
-	for (size_t i = 0; i < log.n; i++)
-		if (log.v[i].kind == SYSREC_EXIT)
-			CHECK_EQ_U64(log.v[i].ret, 64);
-	check_pairs(&log, false);
-	free(log.v);
+	stc_run_free(&r);
 }
 
 /* The state letter of /proc/<pid>/stat, or 0 when it cannot be read. */
@@ -433,21 +182,22 @@ static void check_children_free(pid_t ppid)
  * tracer), or left running, not stopped and not traced. */
 static void test_release(char *const argv[], const char *filter, bool keep_running)
 {
-	uint64_t deadline = now_ns() + RUN_TIMEOUT_NS;
-	struct log log;
+	uint64_t deadline = stc_now_ns() + STC_RUN_TIMEOUT_NS;
+	struct systrace_config cfg;
+	struct stc_log log = { .count_only = true };
 	pid_t pid = 0;
 	int status;
 	struct systrace *st;
 
-	log_init(&log, false);
-	st = start(argv, filter, keep_running, &log, &pid);
-	if (!CHECK(st))
+	config(&cfg, filter, keep_running);
+	st = stc_spawn(argv, &cfg, &log, &pid, NULL, 0);
+	if (!st)
 		return;
-	while (log.total < 200 && now_ns() < deadline) {
+	while (log.count < 200 && stc_now_ns() < deadline) {
 		systrace_poll(st);
-		sleep_ms(1);
+		stc_sleep_ns(MS);
 	}
-	CHECK(log.total >= 200);
+	CHECK(log.count >= 200);
 	CHECK(!systrace_exited(st, &status));
 	systrace_free(st);
 	if (!keep_running) {
@@ -462,7 +212,7 @@ static void test_release(char *const argv[], const char *filter, bool keep_runni
 			printf("  %s: state '%c'\n", argv[0], s ? s : '0');
 		CHECK_EQ_U64(proc_tracer(pid), 0);
 		check_children_free(pid);
-		sleep_ms(10);
+		stc_sleep_ns(10 * MS);
 	}
 	CHECK(kill(pid, SIGKILL) == 0);
 	CHECK(waitpid(pid, &status, 0) == pid);
@@ -475,7 +225,7 @@ static void test_releases(void)
 	char *spin[] = { getppid_path, "2000000000", NULL };
 	char *shloop[] = { "sh", "-c", "while :; do sleep 0.01; done", NULL };
 
-	snprintf(getppid_path, sizeof(getppid_path), "%s/sys_getppid", bindir);
+	snprintf(getppid_path, sizeof(getppid_path), "%s/sys_getppid", stc_bindir);
 	test_release(spin, "getppid", false);
 	test_release(spin, "getppid", true);
 	test_release(shloop, "all", false);
@@ -490,17 +240,17 @@ static void test_attach(bool keep_running)
 {
 	char path[4096];
 	char *argv[] = { path, "2000000000", NULL };
-	uint64_t deadline = now_ns() + RUN_TIMEOUT_NS;
-	int nr_getppid = nr_of("getppid");
+	uint64_t deadline = stc_now_ns() + STC_RUN_TIMEOUT_NS;
+	uint32_t nr_getppid = stc_nr("getppid");
 	struct systrace_config cfg;
-	struct log log;
-	struct systrace_ops ops = { &log, on_sys, on_lost };
+	struct stc_log log = { 0 };
+	struct systrace_ops ops = stc_log_ops(&log);
 	char why[256], err[512];
 	struct systrace *st;
 	int status;
 	pid_t pid;
 
-	snprintf(path, sizeof(path), "%s/sys_getppid", bindir);
+	snprintf(path, sizeof(path), "%s/sys_getppid", stc_bindir);
 	pid = fork();
 	if (pid == 0) {
 		execv(path, argv);
@@ -508,25 +258,20 @@ static void test_attach(bool keep_running)
 	}
 	if (!CHECK(pid > 0))
 		return;
-	sleep_ms(20);
-	log_init(&log, true);
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.backend = SYSTRACE_PTRACE;
-	cfg.keep_running = keep_running;
-	sys_set_parse(&cfg.filter, sys_arch_native(), "getppid", err, sizeof(err));
+	stc_sleep_ns(20 * MS);
+	config(&cfg, "getppid", keep_running);
 	st = systrace_attach(pid, &cfg, &ops, why, sizeof(why), err, sizeof(err));
 	if (!CHECK(st)) {
 		printf("  attach: %s\n", err);
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
-		free(log.v);
 		return;
 	}
-	while (log.total < 200 && now_ns() < deadline) {
+	while (log.count < 200 && stc_now_ns() < deadline) {
 		systrace_poll(st);
-		sleep_ms(1);
+		stc_sleep_ns(MS);
 	}
-	CHECK(log.total >= 200);
+	CHECK(log.count >= 200);
 	CHECK(!systrace_exited(st, &status));
 	systrace_free(st);
 	for (size_t i = 0; i < log.n; i++) {
@@ -536,15 +281,15 @@ static void test_attach(bool keep_running)
 		if (log.v[i].kind == SYSREC_EXIT)
 			CHECK_EQ_U64(log.v[i].ret, getpid());
 	}
-	check_pairs(&log, !keep_running);
-	free(log.v);
+	stc_check_order(&log, NULL, STC_ORDER_FROM_ENTRY | (keep_running ? 0 : STC_ORDER_KILLED));
+	stc_log_free(&log);
 	if (keep_running) {
 		for (int i = 0; i < 5; i++) {
 			char s = proc_state(pid);
 
 			CHECK(s == 'R' || s == 'S');
 			CHECK_EQ_U64(proc_tracer(pid), 0);
-			sleep_ms(10);
+			stc_sleep_ns(10 * MS);
 		}
 		CHECK(kill(pid, SIGKILL) == 0);
 		CHECK(waitpid(pid, &status, 0) == pid);
@@ -561,48 +306,31 @@ static void test_attach(bool keep_running)
 static void test_job_control(bool keep_running)
 {
 	char *argv[] = { "sh", "-c", "kill -STOP $$; kill -CONT $$; exit 3", NULL };
-	uint64_t deadline = now_ns() + RUN_TIMEOUT_NS;
-	struct log log;
-	struct systrace *st;
-	int status = -1;
-	pid_t pid;
+	struct systrace_config cfg;
+	struct stc_run r = { .argv = argv };
 
-	log_init(&log, false);
-	st = start(argv, "kill", keep_running, &log, &pid);
-	if (!CHECK(st))
-		return;
-	while (!systrace_exited(st, &status) && now_ns() < deadline) {
-		systrace_poll(st);
-		sleep_ms(1);
+	config(&cfg, "kill", keep_running);
+	if (stc_run(&cfg, &r)) {
+		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 3);
+		CHECK_EQ_U64(r.log.count, 4);
 	}
-	systrace_free(st);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 3);
-	CHECK_EQ_U64(log.total, 4);
+	stc_run_free(&r);
 }
 
 /* A caller that does not poll: the queue fills, the tracee goes on, and
  * every record is either handed out or counted lost. */
 static void test_lost(void)
 {
-	char path[4096];
-	char *argv[] = { path, "100000", NULL };
-	uint64_t deadline = now_ns() + RUN_TIMEOUT_NS;
-	struct log log;
-	struct systrace *st;
-	int status = -1;
-	pid_t pid;
+	struct systrace_config cfg;
+	struct stc_run r = { .prog = "sys_getppid", .arg = "100000", .no_poll = true, .log.count_only = true };
 
-	snprintf(path, sizeof(path), "%s/sys_getppid", bindir);
-	log_init(&log, false);
-	st = start(argv, "getppid", false, &log, &pid);
-	if (!CHECK(st))
-		return;
-	while (!systrace_exited(st, &status) && now_ns() < deadline)
-		sleep_ms(1);
-	systrace_free(st);
-	CHECK(exited_zero(status));
-	CHECK(log.lost > 0);
-	CHECK_EQ_U64(log.total + log.lost, 200000);
+	config(&cfg, "getppid", false);
+	if (stc_run(&cfg, &r)) {
+		CHECK(stc_exited_zero(r.status));
+		CHECK(r.log.lost > 0);
+		CHECK_EQ_U64(r.log.count + r.log.lost, 200000);
+	}
+	stc_run_free(&r);
 }
 
 /* A program that cannot be run is reported at spawn, with the reason. */
@@ -614,9 +342,7 @@ static void test_missing(void)
 	char why[256], err[512] = "";
 	pid_t pid = 0;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.backend = SYSTRACE_PTRACE;
-	sys_set_all(&cfg.filter);
+	config(&cfg, NULL, false);
 	CHECK(!systrace_spawn(argv, NULL, &cfg, &ops, &pid, why, sizeof(why), err, sizeof(err)));
 	CHECK(strstr(err, "No such file or directory") != NULL);
 }
@@ -625,7 +351,7 @@ static void test_missing(void)
 
 static double run_plain(char *const argv[])
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = stc_now_ns();
 	pid_t pid = fork();
 	int status;
 
@@ -634,30 +360,24 @@ static double run_plain(char *const argv[])
 		_exit(127);
 	}
 	waitpid(pid, &status, 0);
-	return exited_zero(status) ? (double)(now_ns() - t0) : -1;
+	return stc_exited_zero(status) ? (double)(stc_now_ns() - t0) : -1;
 }
 
 static double run_traced(char *const argv[], bool keep_running, uint64_t *records)
 {
-	struct log log;
-	uint64_t t0 = now_ns();
-	pid_t pid;
-	int status = -1;
-	struct systrace *st;
+	struct systrace_config cfg;
+	struct stc_run r = { .argv = argv, .log.count_only = true };
+	uint64_t t0 = stc_now_ns(), t;
+	bool ok;
 
-	log_init(&log, false);
-	st = start(argv, "getppid", keep_running, &log, &pid);
-	if (!st)
-		return -1;
-	while (!systrace_exited(st, &status)) {
-		systrace_poll(st);
-		sleep_ms(1);
-	}
-	systrace_free(st);
-	*records = log.total;
-	if (log.lost)
-		printf("  lost %llu records\n", (unsigned long long)log.lost);
-	return exited_zero(status) ? (double)(now_ns() - t0) : -1;
+	config(&cfg, "getppid", keep_running);
+	ok = stc_run(&cfg, &r) && stc_exited_zero(r.status);
+	t = stc_now_ns() - t0;
+	*records = r.log.count;
+	if (r.log.lost)
+		printf("  lost %llu records\n", (unsigned long long)r.log.lost);
+	stc_run_free(&r);
+	return ok ? (double)t : -1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -689,7 +409,7 @@ static int bench(long n, int reps)
 
 	if (reps < 1 || reps > BENCH_REPS_MAX)
 		reps = 5;
-	snprintf(prog, sizeof(prog), "%s/sys_getppid", bindir);
+	snprintf(prog, sizeof(prog), "%s/sys_getppid", stc_bindir);
 	snprintf(num, sizeof(num), "%ld", n);
 	for (int r = 0; r < reps; r++) {
 		t[0][r] = run_plain(plain);
@@ -714,36 +434,30 @@ static int bench(long n, int reps)
 static int count_calls(const char *filter, bool keep_running, char *const argv[])
 {
 	static uint64_t calls[SYS_NR_MAX], errors[SYS_NR_MAX];
-	struct log log;
-	struct systrace *st;
-	int status = -1;
-	pid_t pid;
+	struct systrace_config cfg;
+	struct stc_run r = { .argv = argv };
 	char name[64];
 
-	log_init(&log, true);
-	st = start(argv, filter, keep_running, &log, &pid);
-	if (!st)
+	config(&cfg, filter, keep_running);
+	if (!stc_run(&cfg, &r))
 		return 1;
-	while (!systrace_exited(st, &status)) {
-		systrace_poll(st);
-		sleep_ms(1);
-	}
-	systrace_free(st);
-	for (size_t i = 0; i < log.n; i++) {
-		if (log.v[i].nr >= SYS_NR_MAX)
+	for (size_t i = 0; i < r.log.n; i++) {
+		const struct stc_rec *e = &r.log.v[i];
+
+		if (e->nr >= SYS_NR_MAX)
 			continue;
-		if (log.v[i].kind == SYSREC_ENTER)
-			calls[log.v[i].nr]++;
-		else if (log.v[i].ret < 0 && log.v[i].ret > -4096)
-			errors[log.v[i].nr]++;
+		if (e->kind == SYSREC_ENTER)
+			calls[e->nr]++;
+		else if (e->ret < 0 && e->ret > -4096)
+			errors[e->nr]++;
 	}
 	printf("%9s %9s syscall  (%llu records, %llu lost, wait status %#x)\n", "calls", "errors",
-	       (unsigned long long)log.total, (unsigned long long)log.lost, (unsigned)status);
+	       (unsigned long long)r.log.count, (unsigned long long)r.log.lost, (unsigned)r.status);
 	for (uint32_t nr = 0; nr < SYS_NR_MAX; nr++)
 		if (calls[nr])
 			printf("%9llu %9llu %s\n", (unsigned long long)calls[nr], (unsigned long long)errors[nr],
 			       sys_name(sys_arch_native(), nr, name, sizeof(name)));
-	free(log.v);
+	stc_run_free(&r);
 	return 0;
 }
 
@@ -756,7 +470,7 @@ int main(int argc, char **argv)
 		                "PROG [ARG...]]\n");
 		return 2;
 	}
-	bindir = argv[1];
+	stc_bindir = argv[1];
 	setvbuf(stdout, NULL, _IONBF, 0);
 #if defined(__SANITIZE_ADDRESS__)
 	/* the sanitized sys_* programs: LeakSanitizer cannot run under
