@@ -588,7 +588,8 @@ static struct eb_state *eb_state_new(const struct systrace *st, int *res, char *
 	eb->maps[EB_ZERO] = bpf_map_new(BPF_MAP_TYPE_ARRAY, 4, sizeof(struct eb_call), 1, 0);
 	eb->maps[EB_COUNTERS] = bpf_map_new(BPF_MAP_TYPE_ARRAY, 4, 8, EB_NCOUNTERS, 0);
 	/* one ring buffer as large as the per-CPU rings together, else those */
-	if (bpfring_init(&eb->rb, eb_ring_size(eb->pr.pages * eb->pr.page_size * (size_t)eb->pr.nrings), err, errlen))
+	if (st->cfg.bpf_per_cpu ||
+	    bpfring_init(&eb->rb, eb_ring_size(eb->pr.pages * eb->pr.page_size * (size_t)eb->pr.nrings), err, errlen))
 		eb->maps[EB_OUT] = bpf_map_new(BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, (uint32_t)ncpu, 0);
 	for (int i = 0; i < EB_NMAPS; i++)
 		if (eb->maps[i] < 0 && (i != EB_OUT || eb->rb.fd < 0)) {
@@ -821,11 +822,12 @@ static long eb_take(void *ctx, struct perfring *ring, const struct perf_event_he
 		memcpy(&size, body, 4);
 		return size <= h->size - sizeof(*h) - 4 ? eb_take_call(eb, body + 4, size) : 0;
 	}
+	/* each call lost is an entry and an exit */
 	if (perfring_lost(h, body, &count, &pid, &tid)) {
 		eb->lost_reported += count;
-		st->stats.lost += count;
+		st->stats.lost += 2 * count;
 		if (st->ops.lost)
-			st->ops.lost(st->ops.ctx, pid, tid, count);
+			st->ops.lost(st->ops.ctx, pid, tid, 2 * count);
 	}
 	return 0;
 }
@@ -876,9 +878,9 @@ static void eb_report_unseen_losses(struct systrace *st, struct eb_state *eb)
 			if (eb->outs[i] >= 0 && read(eb->outs[i], v, sizeof(v)) == (ssize_t)sizeof(v))
 				total += v[1];
 	if (total > eb->lost_reported) {
-		st->stats.lost += total - eb->lost_reported;
+		st->stats.lost += 2 * (total - eb->lost_reported);
 		if (st->ops.lost)
-			st->ops.lost(st->ops.ctx, 0, 0, total - eb->lost_reported);
+			st->ops.lost(st->ops.ctx, 0, 0, 2 * (total - eb->lost_reported));
 		eb->lost_reported = total;
 	}
 	if (!bpf_map_get(eb->maps[EB_COUNTERS], &key, &missed))

@@ -74,6 +74,9 @@ struct systrace_config {
 	 * once no tracer is attached), so every syscall stops the tracee and
 	 * the filter is applied in the tracer. */
 	bool keep_running;
+	/* bpf: write into per-CPU perf rings even where the kernel has BPF
+	 * ring buffers (what kernels before 5.8 get; for tests) */
+	bool bpf_per_cpu;
 };
 
 struct systrace;
