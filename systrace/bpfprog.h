@@ -20,6 +20,7 @@
 #define BI_MOV32I(d, i) BPF_I(BPF_ALU | BPF_MOV | BPF_K, d, 0, 0, i) /* zero-extends */
 #define BI_ADDI(d, i) BPF_I(BPF_ALU64 | BPF_ADD | BPF_K, d, 0, 0, i)
 #define BI_RSHI(d, i) BPF_I(BPF_ALU64 | BPF_RSH | BPF_K, d, 0, 0, i)
+#define BI_ANDI(d, i) BPF_I(BPF_ALU64 | BPF_AND | BPF_K, d, 0, 0, i)
 #define BI_LDX(sz, d, s, o) BPF_I(BPF_LDX | BPF_MEM | (sz), d, s, o, 0)
 #define BI_STX(sz, d, s, o) BPF_I(BPF_STX | BPF_MEM | (sz), d, s, o, 0)
 #define BI_ST(sz, d, o, i) BPF_I(BPF_ST | BPF_MEM | (sz), d, 0, o, i)

@@ -38,6 +38,7 @@ static const int16_t eb_arg_off[6] __attribute__((unused)) = { 0, 4, 8, 12, 16, 
 #define EB_REGS_SIZE 8u
 #endif
 
+#define EB_GATE_SIZE 65536u      /* slots of the gate map (a power of two) */
 #define EB_STACK_WORDS 16u       /* words read from the user stack pointer up */
 #define EB_TASKS_MAX 32768u      /* threads traced at once */
 #define EB_DEFAULT_PAGES 1024u   /* per CPU ring: 4 MiB, 16k calls */
@@ -75,7 +76,8 @@ enum eb_map {
 	EB_SEL,
 	EB_ZERO,
 	EB_COUNTERS,
-	EB_OUT, /* the perf event array, without a ring buffer */
+	EB_OUT,  /* the perf event array, without a ring buffer */
+	EB_GATE, /* tid % EB_GATE_SIZE: 1 once a traced thread had that slot */
 	EB_NMAPS,
 };
 

@@ -11,20 +11,32 @@ enum eb_label {
 	L_EMIT,
 	L_DEL,
 	L_WRITTEN,
+	L_FAILED,
 	L_ARG, /* L_ARG + i: the test for argument i */
 };
 
 /* r0 = the tasks map's value of the current thread (0: not traced), the
  * key at r10-4; r8 = pid_tgid when keep_id. */
-static void eb_emit_lookup_self(struct bpfprog *p, int tasks, bool keep_id)
+static void eb_emit_lookup_self(struct bpfprog *p, const struct eb_state *eb, bool keep_id)
 {
 	bpfprog_emit(p, BI_CALL(BPF_FUNC_get_current_pid_tgid));
 	if (keep_id)
 		bpfprog_emit(p, BI_MOV(BPF_REG_8, BPF_REG_0));
 	bpfprog_emit(p, BI_STX(BPF_W, BPF_REG_10, BPF_REG_0, -4));
+	/* the gate first: an array lookup the verifier inlines, so that the
+	 * other tasks of the system pay little */
+	bpfprog_emit(p, BI_ANDI(BPF_REG_0, EB_GATE_SIZE - 1));
+	bpfprog_emit(p, BI_STX(BPF_W, BPF_REG_10, BPF_REG_0, -16));
+	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
+	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -16));
+	bpfprog_map(p, BPF_REG_1, eb->maps[EB_GATE]);
+	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
+	bpfprog_emit(p, BI_LDX(BPF_W, BPF_REG_1, BPF_REG_0, 0));
+	bpfprog_jump(p, BPF_JEQ, BPF_REG_1, 0, L_OUT);
 	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
 	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -4));
-	bpfprog_map(p, BPF_REG_1, tasks);
+	bpfprog_map(p, BPF_REG_1, eb->maps[EB_TASKS]);
 	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
 }
 
@@ -42,7 +54,7 @@ void eb_prog_enter(struct bpfprog *p, const struct eb_state *eb)
 #ifndef EB_NO_ARCH
 	bpfprog_init(p);
 	bpfprog_emit(p, BI_MOV(BPF_REG_6, BPF_REG_1));
-	eb_emit_lookup_self(p, eb->maps[EB_TASKS], true);
+	eb_emit_lookup_self(p, eb, true);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
 	bpfprog_emit(p, BI_MOV(BPF_REG_7, BPF_REG_0));
 	bpfprog_emit(p, BI_STX(BPF_DW, BPF_REG_7, BPF_REG_8, EB_OFF(tid)));
@@ -145,7 +157,7 @@ void eb_prog_exit(struct bpfprog *p, const struct eb_state *eb)
 {
 	bpfprog_init(p);
 	bpfprog_emit(p, BI_MOV(BPF_REG_6, BPF_REG_1));
-	eb_emit_lookup_self(p, eb->maps[EB_TASKS], true);
+	eb_emit_lookup_self(p, eb, true);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
 	bpfprog_emit(p, BI_MOV(BPF_REG_7, BPF_REG_0));
 	bpfprog_emit(p, BI_LDX(BPF_DW, BPF_REG_1, BPF_REG_7, EB_OFF(t_enter)));
@@ -172,7 +184,7 @@ void eb_prog_fork(struct bpfprog *p, const struct eb_state *eb, uint32_t child_o
 {
 	bpfprog_init(p);
 	bpfprog_emit(p, BI_MOV(BPF_REG_6, BPF_REG_1));
-	eb_emit_lookup_self(p, eb->maps[EB_TASKS], false);
+	eb_emit_lookup_self(p, eb, false);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
 	bpfprog_emit(p, BI_LDX(BPF_W, BPF_REG_1, BPF_REG_6, (int16_t)child_off));
 	bpfprog_emit(p, BI_STX(BPF_W, BPF_REG_10, BPF_REG_1, -8));
@@ -188,7 +200,19 @@ void eb_prog_fork(struct bpfprog *p, const struct eb_state *eb, uint32_t child_o
 	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -8));
 	bpfprog_emit(p, BI_MOVI(BPF_REG_4, BPF_ANY));
 	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_update_elem));
+	bpfprog_jump(p, BPF_JNE, BPF_REG_0, 0, L_FAILED);
+	/* open the child's gate */
+	bpfprog_emit(p, BI_LDX(BPF_W, BPF_REG_1, BPF_REG_10, -8));
+	bpfprog_emit(p, BI_ANDI(BPF_REG_1, EB_GATE_SIZE - 1));
+	bpfprog_emit(p, BI_STX(BPF_W, BPF_REG_10, BPF_REG_1, -16));
+	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
+	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -16));
+	bpfprog_map(p, BPF_REG_1, eb->maps[EB_GATE]);
+	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
+	bpfprog_emit(p, BI_ST(BPF_W, BPF_REG_0, 0, 1));
+	bpfprog_jump(p, BPF_JA, 0, 0, L_OUT);
+	bpfprog_label(p, L_FAILED);
 	eb_emit_count(p, eb, EB_TASKS_MISSED, L_WRITTEN);
 	eb_emit_out(p);
 }
@@ -199,7 +223,7 @@ void eb_prog_task_exit(struct bpfprog *p, const struct eb_state *eb)
 {
 	bpfprog_init(p);
 	bpfprog_emit(p, BI_MOV(BPF_REG_6, BPF_REG_1));
-	eb_emit_lookup_self(p, eb->maps[EB_TASKS], true);
+	eb_emit_lookup_self(p, eb, true);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
 	bpfprog_emit(p, BI_MOV(BPF_REG_7, BPF_REG_0));
 	bpfprog_emit(p, BI_LDX(BPF_DW, BPF_REG_1, BPF_REG_7, EB_OFF(t_enter)));
