@@ -16,6 +16,9 @@
 /* Distinct function names whose JSON form is kept for reuse; names past
  * that are escaped at each use. */
 #define EXPORT_CHROME_NAMES_MAX (1u << 20)
+/* Temporary files held at once for later images of a thread (exec); past
+ * that their events go straight to the output. */
+#define EXPORT_CHROME_TMP_MAX 512u
 
 /* Reads the trace of w (opened, not yet walked) and writes the document to
  * f.  Times ("ts", "dur") are in microseconds with the nanoseconds kept as
