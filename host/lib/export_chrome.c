@@ -141,8 +141,10 @@ static void put_name(struct chrome *c, FILE *f, uint32_t image, uint64_t addr)
 	FILE *m;
 	uint32_t h = 0;
 
-	if (c->nnames * 2 >= c->ncap && c->nnames < EXPORT_CHROME_NAMES_MAX && names_grow(c))
-		c->oom = true;
+	/* the cache only saves time: without memory for it, names are escaped
+	 * at each use */
+	if (c->nnames * 2 >= c->ncap && c->nnames < EXPORT_CHROME_NAMES_MAX)
+		(void)names_grow(c);
 	if (c->ncap) {
 		h = name_slot(image, addr, c->ncap);
 		while (c->names[h].len) {

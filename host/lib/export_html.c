@@ -198,10 +198,13 @@ static void put_header(FILE *f, const struct reportdata *rd)
 	const struct walk *w = rd->w;
 	char host[256], command[1024], d[32];
 	uint64_t calls = 0;
+	uint32_t threads = 0;
 	size_t i;
 
 	for (i = 0; i < rd->rows.n; i++)
 		calls += rd->rows.row[i].calls;
+	for (i = 0; i < w->nstreams; i++)
+		threads += w->streams[i]->selected;
 	fputs("<title>layerprof report: ", f);
 	put_text(f, w->dir ? w->dir : "");
 	fputs("</title>\n", f);
@@ -210,7 +213,7 @@ static void put_header(FILE *f, const struct reportdata *rd)
 	put_text(f, w->dir ? w->dir : "");
 	fputs("</h1>\n<p class=\"meta\">", f);
 	fprintf(f, "%" PRIu64 " calls, %zu functions, %" PRIu32 " threads, %" PRIu64 " events, %s traced", calls,
-	        rd->rows.n, w->nstreams, w->events,
+	        rd->rows.n, threads, w->events,
 	        format_duration(w->last_ns > w->first_ns ? w->last_ns - w->first_ns : 0, d, sizeof(d)));
 	if (walk_meta(w, "command", command, sizeof(command))) {
 		fputs("; command <span class=\"name\">", f);

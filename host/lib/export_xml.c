@@ -77,8 +77,6 @@ static void put_threads(FILE *f, const struct walk *w)
 	for (i = 0; i < w->nstreams; i++) {
 		const struct walk_stream *s = w->streams[i];
 
-		if (!s->selected)
-			continue;
 		fputs("    <thread", f);
 		attr_u64(f, "pid", s->pid);
 		attr_u64(f, "tid", s->tid);
@@ -94,6 +92,7 @@ static void put_threads(FILE *f, const struct walk *w)
 		attr_bool(f, "after-exec", s->after_exec);
 		if (s->exited)
 			attr_u64(f, "exit-status", s->status);
+		attr_bool(f, "selected", s->selected);
 		fputs("/>\n", f);
 	}
 	fputs("  </threads>\n", f);

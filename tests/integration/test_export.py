@@ -524,6 +524,15 @@ def test_programs(lp, tmp):
     r = lp("report", "--per-thread", "--format", "xml", out)
     if check(r.returncode == 0, "threads: report --per-thread --format xml", r.stderr):
         check_xml_profile("threads", ET.fromstring(r.stdout), rep, per_thread=True)
+    # --tid: every thread listed, only the selected one profiled and drawn
+    tid = lp.json("report", "--format", "json", out)["threads"][1]["tid"]
+    r = lp("report", "--tid", str(tid), "--format", "xml", out)
+    if check(r.returncode == 0, "threads: report --tid --format xml", r.stderr):
+        root = ET.fromstring(r.stdout)
+        sel = [int(t.get("tid")) for t in root.find("threads") if t.get("selected") == "true"]
+        trees = [int(t.get("tid")) for t in root.find("call-trees")]
+        check(sel == [tid] and trees == [tid] and len(root.find("threads")) == 6,
+              "threads: --tid selects one thread of six in the XML", "%s %s" % (sel, trees))
     # filters apply to the exports as to report
     rep = lp.json("report", "--format", "json", "-F", "fib", os.path.join(tmp, "t-recursion"))
     r = lp("dump", "--folded", "--value", "calls", "-F", "fib", os.path.join(tmp, "t-recursion"))
@@ -619,6 +628,27 @@ def test_bad_input(lp, tmp):
           r.stderr)
     r = lp("dump", "--folded", cut)
     check(r.returncode == 3 and r.stdout, "dump --folded of a damaged trace: partial output, exit 3")
+    # every prefix of a small trace: never a crash, never malformed output
+    small = os.path.join(tmp, "t-threads")
+    with open(os.path.join(small, "data"), "rb") as f:
+        sdata = f.read()
+    bad = []
+    step = max(1, len(sdata) // 30)
+    for n in range(0, len(sdata), step):
+        with open(os.path.join(cut, "data"), "wb") as f:
+            f.write(sdata[:n])
+        for args in (("dump", "--chrome"), ("dump", "--folded"), ("report", "--format", "xml"),
+                     ("report", "--format", "html")):
+            r = lp(*args, cut)
+            if r.returncode not in (0, 3):
+                bad.append((n, args, r.returncode))
+            elif args[1] == "--chrome" and r.stdout:
+                try:
+                    if check_chrome_events(json.loads(r.stdout, parse_float=decimal.Decimal)["traceEvents"]):
+                        bad.append((n, args, "unpaired events"))
+                except ValueError:
+                    bad.append((n, args, "not JSON"))
+    check(not bad, "the exports of every prefix of a trace exit 0 or 3, Chrome JSON well formed", bad[:5])
 
 
 def main():
