@@ -36,10 +36,9 @@ struct chrome_thread {
 struct chrome_stream {
 	char ids[64];
 	size_t idlen;
-	/* Another image of the same thread (after exec) goes to a temporary
-	 * file appended at the end: the walk closes the calls the old image
-	 * left open only at the end of the trace, and within a thread the
-	 * events must come in time order.  NULL: the output itself. */
+	/* The streams of a thread that several images use (exec) each go to
+	 * a temporary file, appended in time order at the end (see prepass).
+	 * NULL: the output itself. */
 	FILE *tmp;
 };
 
@@ -57,7 +56,7 @@ struct chrome {
 };
 
 /* Appends a string literal to p; returns the new end. */
-#define put_lit(p, lit) ((char *)memcpy((p), (lit), sizeof(lit) - 1) + sizeof(lit) - 1)
+#define PUT_LIT(p, lit) ((char *)memcpy((p), (lit), sizeof(lit) - 1) + sizeof(lit) - 1)
 
 /* Appends v in decimal to p; returns the new end. */
 static char *put_u64(char *p, uint64_t v)
@@ -272,11 +271,11 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 	if (!cs)
 		return;
 	f = event_begin(c, cs);
-	p = put_lit(p, "{\"ph\":\"B\",\"ts\":");
+	p = PUT_LIT(p, "{\"ph\":\"B\",\"ts\":");
 	p = put_ts(c, p, ns);
 	memcpy(p, cs->ids, cs->idlen);
 	p += cs->idlen;
-	p = put_lit(p, ",\"cat\":\"function\",\"name\":");
+	p = PUT_LIT(p, ",\"cat\":\"function\",\"name\":");
 	fwrite(line, 1, (size_t)(p - line), f);
 	put_name(c, f, s->image, addr);
 	fputs(flags & FILTER_INHERITED ? ",\"args\":{\"inherited\":true}}" : "}", f);
@@ -296,7 +295,7 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	if (!cs)
 		return;
 	f = event_begin(c, cs);
-	p = put_lit(p, "{\"ph\":\"E\",\"ts\":");
+	p = PUT_LIT(p, "{\"ph\":\"E\",\"ts\":");
 	p = put_ts(c, p, ns);
 	memcpy(p, cs->ids, cs->idlen);
 	p += cs->idlen;
@@ -315,13 +314,13 @@ static void on_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t
 	if (!cs)
 		return;
 	f = event_begin(c, cs);
-	p = put_lit(p, "{\"ph\":\"X\",\"ts\":");
+	p = PUT_LIT(p, "{\"ph\":\"X\",\"ts\":");
 	p = put_ts(c, p, exit_ns - duration_ns);
-	p = put_lit(p, ",\"dur\":");
+	p = PUT_LIT(p, ",\"dur\":");
 	p = put_us(p, duration_ns);
 	memcpy(p, cs->ids, cs->idlen);
 	p += cs->idlen;
-	p = put_lit(p, ",\"cat\":\"function\",\"name\":");
+	p = PUT_LIT(p, ",\"cat\":\"function\",\"name\":");
 	fwrite(line, 1, (size_t)(p - line), f);
 	put_name(c, f, s->image, addr);
 	fputc('}', f);
@@ -337,7 +336,7 @@ static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t coun
 	if (!cs)
 		return;
 	f = event_begin(c, cs);
-	p = put_lit(p, "{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+	p = PUT_LIT(p, "{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
 	p = put_ts(c, p, ns);
 	memcpy(p, cs->ids, cs->idlen);
 	p += cs->idlen;
@@ -359,9 +358,9 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 		return;
 	end = sc->has_exit ? sc->exit_ns : (s->last_ns > start ? s->last_ns : start);
 	f = event_begin(c, cs);
-	p = put_lit(p, "{\"ph\":\"X\",\"ts\":");
+	p = PUT_LIT(p, "{\"ph\":\"X\",\"ts\":");
 	p = put_ts(c, p, start);
-	p = put_lit(p, ",\"dur\":");
+	p = PUT_LIT(p, ",\"dur\":");
 	p = put_us(p, end - start);
 	memcpy(p, cs->ids, cs->idlen);
 	p += cs->idlen;

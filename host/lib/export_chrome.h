@@ -4,7 +4,8 @@
  * "syscall", decoded arguments and result in args), instant events for
  * lost events, and thread and process names as "M" metadata events.
  * Memory stays bounded by threads, stack depth and distinct functions, not
- * by events. */
+ * by events; the streams of a thread that exec'd go through temporary files
+ * (tmpfile(3)) to keep each thread's events in time order. */
 #ifndef LP_EXPORT_CHROME_H
 #define LP_EXPORT_CHROME_H
 
