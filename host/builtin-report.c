@@ -8,6 +8,7 @@
 
 #include "common/systab.h"
 #include "host/builtin.h"
+#include "host/lib/export_report.h"
 #include "host/lib/json.h"
 #include "host/lib/profile.h"
 #include "host/lib/sysstats.h"
@@ -27,7 +28,11 @@ static const char report_usage[] =
     "      --syscalls        the system calls instead: per syscall its calls, errors\n"
     "                        and times (total, avg, min, max, p50, p99), and per\n"
     "                        function the syscalls it made\n"
-    "      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"
+    "      --format FMT      text (default), json, xml (docs/report.xsd) or html (one\n"
+    "                        self-contained page); xml and html hold the flat profile,\n"
+    "                        the call trees and the system calls together\n"
+    "  -o, --output FILE     write to FILE (default: standard output)\n" FILTER_HELP
+    "  -h, --help            this text\n"
     "\n"
     "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
 
@@ -263,6 +268,7 @@ int cmd_report(int argc, char **argv)
 		{ "sort", required_argument, NULL, 's' },
 		{ "per-thread", no_argument, NULL, 't' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "syscalls", no_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
@@ -271,14 +277,15 @@ int cmd_report(int argc, char **argv)
 	struct report rp = { .order = { .keys = { PROFILE_TOTAL }, .nkeys = 1 } };
 	struct walk_ops ops = { 0 };
 	struct filter_opts fopts = { 0 };
-	const char *dir = "layerprof.data";
+	const char *dir = "layerprof.data", *out = NULL;
+	enum export_report_format export = EXPORT_REPORT_NONE;
 	struct profile_rows rows;
 	bool json = false, syscalls = false;
 	char err[512];
 	int c, r, code;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:thF:N:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:tho:F:N:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (profile_order_parse(&rp.order, optarg)) {
@@ -296,11 +303,16 @@ int cmd_report(int argc, char **argv)
 			syscalls = true;
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-				fprintf(stderr, "layerprof report: invalid --format '%s': text or json\n", optarg);
+			export = export_report_format_parse(optarg);
+			if (strcmp(optarg, "text") && strcmp(optarg, "json") && export == EXPORT_REPORT_NONE) {
+				fprintf(stderr, "layerprof report: invalid --format '%s': text, json, xml or html\n",
+				        optarg);
 				return LP_EXIT_USAGE;
 			}
 			json = !strcmp(optarg, "json");
+			break;
+		case 'o':
+			out = optarg;
 			break;
 		case 'h':
 			fputs(report_usage, stdout);
@@ -324,6 +336,16 @@ int cmd_report(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "layerprof report: %s\n", err);
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
+	}
+	if (out && !freopen(out, "w", stdout)) {
+		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, strerror(errno));
+		walk_release(&rp.w);
+		return LP_EXIT_FAILURE;
+	}
+	if (export != EXPORT_REPORT_NONE) {
+		code = export_report(&rp.w, export, rp.flags, &rp.order, out);
+		walk_release(&rp.w);
+		return code;
 	}
 	if (syscalls) {
 		code = report_syscalls(&rp, json, dir);

@@ -6,16 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/systab.h"
 #include "host/builtin.h"
+#include "host/lib/calltree.h"
 #include "host/lib/json.h"
 #include "host/lib/walk.h"
-
-#define TREE_NODES_MAX (1u << 24)
-/* A syscall leaf's key in place of a function address (user addresses
- * never have the top bit set). */
-#define TREE_SYSCALL_KEY(arch, nr) (UINT64_C(1) << 63 | (uint64_t)(arch) << 32 | (nr))
-#define TREE_IS_SYSCALL(addr) ((addr) >> 63)
 
 static const char tree_usage[] =
     "usage: layerprof tree [options] [<trace dir>]\n"
@@ -30,321 +24,69 @@ static const char tree_usage[] =
     "\n"
     "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
 
-struct node {
-	uint64_t addr;
-	uint32_t parent;                                /* index; 0 is the root */
-	uint32_t first_child, next_sibling, last_child; /* 0: none */
-	uint64_t calls, total_ns, self_ns, min_ns, max_ns;
-	uint64_t errors; /* syscall leaves: calls that failed */
-};
-
-struct tstream {
-	struct node *nodes;
-	uint32_t n, cap;
-	uint32_t *hash; /* node index, keyed by (parent, addr) */
-	uint32_t hcap;
-	uint32_t *path; /* node at each depth */
-	uint64_t *child_ns;
-	uint32_t path_cap;
-};
-
 struct tree {
 	struct walk w;
+	struct calltree ct;
 	int oom;
 };
 
-static uint32_t node_hash(uint32_t parent, uint64_t addr, uint32_t cap)
+/* Prints one thread's tree, as text or into the JSON document j (each node
+ * an object with its children in "children"; the caller has opened the
+ * thread's "calls" array, which this closes). */
+static void print_tree(struct tree *tr, const struct walk_stream *s, struct json *j)
 {
-	return (uint32_t)(((addr ^ ((uint64_t)parent << 40)) * 0x9e3779b97f4a7c15ull) >> 40) & (cap - 1);
-}
-
-static int hash_rebuild(struct tstream *t, uint32_t cap)
-{
-	uint32_t *h = calloc(cap, sizeof(*h)), i;
-
-	if (!h)
-		return -ENOMEM;
-	for (i = 1; i < t->n; i++) {
-		uint32_t k = node_hash(t->nodes[i].parent, t->nodes[i].addr, cap);
-
-		while (h[k])
-			k = (k + 1) & (cap - 1);
-		h[k] = i;
-	}
-	free(t->hash);
-	t->hash = h;
-	t->hcap = cap;
-	return 0;
-}
-
-static uint32_t child_of(struct tree *tr, struct tstream *t, uint32_t parent, uint64_t addr)
-{
-	uint32_t k = node_hash(parent, addr, t->hcap), i;
-	struct node *nd;
-
-	while ((i = t->hash[k])) {
-		if (t->nodes[i].parent == parent && t->nodes[i].addr == addr)
-			return i;
-		k = (k + 1) & (t->hcap - 1);
-	}
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap * 2;
-		struct node *n;
-
-		if (cap > TREE_NODES_MAX || !(n = realloc(t->nodes, cap * sizeof(*n)))) {
-			tr->oom = 1;
-			return 0;
-		}
-		t->nodes = n;
-		t->cap = cap;
-	}
-	i = t->n++;
-	nd = &t->nodes[i];
-	memset(nd, 0, sizeof(*nd));
-	nd->addr = addr;
-	nd->parent = parent;
-	nd->min_ns = UINT64_MAX;
-	if (t->nodes[parent].last_child)
-		t->nodes[t->nodes[parent].last_child].next_sibling = i;
-	else
-		t->nodes[parent].first_child = i;
-	t->nodes[parent].last_child = i;
-	t->hash[k] = i;
-	if (t->n * 2 > t->hcap && hash_rebuild(t, t->hcap * 2))
-		tr->oom = 1;
-	return i;
-}
-
-static void on_begin(void *ctx, struct walk_stream *s)
-{
-	struct tree *tr = ctx;
-	struct tstream *t = calloc(1, sizeof(*t));
-
-	if (!t || !(t->nodes = calloc(64, sizeof(*t->nodes))) || !(t->hash = calloc(256, sizeof(*t->hash)))) {
-		if (t)
-			free(t->nodes);
-		free(t);
-		tr->oom = 1;
-		return;
-	}
-	t->cap = 64;
-	t->hcap = 256;
-	t->n = 1; /* the root */
-	s->user = t;
-}
-
-static int ensure_depth(struct tree *tr, struct tstream *t, uint32_t depth)
-{
-	if (depth < t->path_cap)
-		return 0;
-	{
-		uint32_t cap = t->path_cap ? t->path_cap : 64;
-		uint32_t *p;
-		uint64_t *c;
-
-		while (cap <= depth)
-			cap *= 2;
-		p = realloc(t->path, cap * sizeof(*p));
-		if (p)
-			t->path = p;
-		c = realloc(t->child_ns, cap * sizeof(*c));
-		if (c)
-			t->child_ns = c;
-		if (!p || !c) {
-			tr->oom = 1;
-			return -ENOMEM;
-		}
-		t->path_cap = cap;
-	}
-	return 0;
-}
-
-static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
-{
-	struct tree *tr = ctx;
-	struct tstream *t = s->user;
-	uint32_t parent, i;
-
-	if (!t || ensure_depth(tr, t, depth))
-		return;
-	parent = depth ? t->path[depth - 1] : 0;
-	i = child_of(tr, t, parent, addr);
-	t->path[depth] = i;
-	t->child_ns[depth] = 0;
-	if (i && !(flags & FILTER_INHERITED))
-		t->nodes[i].calls++;
-}
-
-static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
-                       unsigned flags)
-{
-	struct tstream *t = s->user;
-	uint64_t dur = ns - entry_ns;
-	struct node *nd;
-
-	if (!t || depth >= t->path_cap || !t->path[depth])
-		return;
-	nd = &t->nodes[t->path[depth]];
-	nd->total_ns += dur;
-	nd->self_ns += dur > t->child_ns[depth] ? dur - t->child_ns[depth] : 0;
-	if (!(flags & FILTER_INHERITED)) {
-		if (dur < nd->min_ns)
-			nd->min_ns = dur;
-		if (dur > nd->max_ns)
-			nd->max_ns = dur;
-	}
-	if (depth)
-		t->child_ns[depth - 1] += dur;
-}
-
-/* A syscall: a leaf under the function the thread was in. */
-static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
-{
-	struct tree *tr = ctx;
-	struct tstream *t = s->user;
-	uint64_t dur = sc->has_exit ? sc->exit_ns - sc->enter_ns : 0;
-	struct node *nd;
-	uint32_t parent, i;
-
-	if (!t || !sc->has_enter || (sc->depth && (sc->depth > t->path_cap || !t->path[sc->depth - 1])))
-		return;
-	parent = sc->depth ? t->path[sc->depth - 1] : 0;
-	i = child_of(tr, t, parent, TREE_SYSCALL_KEY(sc->arch, sc->nr));
-	if (!i)
-		return;
-	nd = &t->nodes[i];
-	nd->calls++;
-	if (sc->has_exit && sc->ret < 0 && sc->ret >= -4095)
-		nd->errors++;
-	if (!sc->has_exit)
-		return;
-	nd->total_ns += dur;
-	nd->self_ns += dur;
-	if (dur < nd->min_ns)
-		nd->min_ns = dur;
-	if (dur > nd->max_ns)
-		nd->max_ns = dur;
-	if (sc->depth)
-		t->child_ns[sc->depth - 1] += dur;
-}
-
-/* Children in order of total time, largest first. */
-static const struct tstream *sort_stream;
-
-static int node_cmp(const void *a, const void *b)
-{
-	const struct node *x = &sort_stream->nodes[*(const uint32_t *)a];
-	const struct node *y = &sort_stream->nodes[*(const uint32_t *)b];
-
-	if (x->total_ns != y->total_ns)
-		return x->total_ns > y->total_ns ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
-
-static uint32_t *sorted_children(const struct tstream *t, uint32_t i, uint32_t *count)
-{
-	uint32_t n = 0, c, *v;
-
-	for (c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
-		n++;
-	*count = n;
-	if (!n)
-		return NULL;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		return NULL;
-	n = 0;
-	for (c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
-		v[n++] = c;
-	sort_stream = t;
-	qsort(v, n, sizeof(*v), node_cmp);
-	return v;
-}
-
-/* Printing walks the tree with an explicit stack: call trees of deep
- * recursion are as deep as the recursion. */
-struct frame {
-	uint32_t *kids;
-	uint32_t n, next;
-};
-
-static int print_tree(struct tree *tr, const struct walk_stream *s, struct json *j)
-{
-	const struct tstream *t = s->user;
-	struct frame *stack;
-	uint32_t sp = 0, cap = 64;
+	const struct calltree_stream *t = calltree_stream(&tr->ct, s);
+	struct calltree_iter it;
+	uint32_t i, depth, open = 0;
 	char a[32], b[32], name[1024];
 
-	stack = malloc(cap * sizeof(*stack));
-	if (!stack)
-		return -ENOMEM;
-	stack[0].kids = sorted_children(t, 0, &stack[0].n);
-	stack[0].next = 0;
-	for (;;) {
-		struct frame *f = &stack[sp];
-		const struct node *nd;
-		uint32_t i;
+	if (calltree_iter_init(&it, t)) {
+		tr->oom = 1;
+		if (j)
+			json_array_end(j);
+		return;
+	}
+	while ((i = calltree_iter_next(&it, &depth))) {
+		const struct calltree_node *nd = &t->nodes[i];
 
-		if (f->next == f->n) {
-			free(f->kids);
-			if (j)
-				json_array_end(j);
-			if (!sp)
-				break;
-			sp--;
-			if (j)
-				json_object_end(j);
-			continue;
-		}
-		i = f->kids[f->next++];
-		nd = &t->nodes[i];
-		if (TREE_IS_SYSCALL(nd->addr)) {
-			char sys[48];
-
-			sys_name((enum sys_arch)(nd->addr >> 32 & 0xff), (uint32_t)nd->addr, sys, sizeof(sys));
-			snprintf(name, sizeof(name), "%s%s", j ? "" : "[sys] ", sys);
-		} else {
-			walk_name(&tr->w, s->image, nd->addr, name, sizeof(name));
-		}
-		if (j) {
-			json_object_begin(j, NULL);
-			json_str(j, "name", name);
-			if (TREE_IS_SYSCALL(nd->addr)) {
-				json_bool(j, "syscall", true);
-				json_u64(j, "errors", nd->errors);
-			}
-			json_u64(j, "calls", nd->calls);
-			json_u64(j, "total_ns", nd->total_ns);
-			json_u64(j, "self_ns", nd->self_ns);
-			json_u64(j, "min_ns", nd->min_ns == UINT64_MAX ? 0 : nd->min_ns);
-			json_u64(j, "max_ns", nd->max_ns);
-			json_array_begin(j, "children");
-		} else {
+		calltree_node_name(&tr->w, s, nd, !j, name, sizeof(name));
+		if (!j) {
 			printf("%12s %12s %10llu  %*s%s", format_duration(nd->total_ns, a, sizeof(a)),
-			       format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls, (int)(2 * sp),
-			       "", name);
+			       format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls,
+			       (int)(2 * depth), "", name);
 			if (nd->errors)
 				printf(" (%llu failed)", (unsigned long long)nd->errors);
 			printf("\n");
+			continue;
 		}
-		if (sp + 1 == cap) {
-			struct frame *ns = realloc(stack, 2 * cap * sizeof(*ns));
-
-			if (!ns) {
-				tr->oom = 1;
-				break;
-			}
-			stack = ns;
-			cap *= 2;
+		for (; open > depth; open--) {
+			json_array_end(j);
+			json_object_end(j);
 		}
-		sp++;
-		stack[sp].kids = sorted_children(t, i, &stack[sp].n);
-		stack[sp].next = 0;
+		json_object_begin(j, NULL);
+		json_str(j, "name", name);
+		if (CALLTREE_IS_SYSCALL(nd->addr)) {
+			json_bool(j, "syscall", true);
+			json_u64(j, "errors", nd->errors);
+		}
+		json_u64(j, "calls", nd->calls);
+		json_u64(j, "total_ns", nd->total_ns);
+		json_u64(j, "self_ns", nd->self_ns);
+		json_u64(j, "min_ns", nd->min_ns == UINT64_MAX ? 0 : nd->min_ns);
+		json_u64(j, "max_ns", nd->max_ns);
+		json_array_begin(j, "children");
+		open++;
 	}
-	while (sp) /* only after running out of memory */
-		free(stack[sp--].kids);
-	free(stack);
-	return 0;
+	if (it.oom)
+		tr->oom = 1;
+	calltree_iter_release(&it);
+	if (j) {
+		for (; open; open--) {
+			json_array_end(j);
+			json_object_end(j);
+		}
+		json_array_end(j);
+	}
 }
 
 int cmd_tree(int argc, char **argv)
@@ -356,7 +98,7 @@ int cmd_tree(int argc, char **argv)
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct walk_ops ops = { .begin = on_begin, .entry = on_entry, .exit = on_exit_ev, .syscall = on_syscall };
+	struct walk_ops ops = { 0 };
 	struct tree tr = { 0 };
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data";
@@ -404,8 +146,11 @@ int cmd_tree(int argc, char **argv)
 		fprintf(stderr, "layerprof tree: %s\n", err);
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
 	}
-	ops.ctx = &tr;
+	calltree_init(&tr.ct);
+	calltree_walk_ops(&tr.ct, &ops);
 	walk_run(&tr.w, &ops);
+	if (tr.ct.oom)
+		tr.oom = 1;
 	code = walk_report_condition(&tr.w, "tree");
 	if (json) {
 		json_init(&j, stdout);
@@ -417,7 +162,7 @@ int cmd_tree(int argc, char **argv)
 	for (i = 0; i < tr.w.nstreams && !tr.oom; i++) {
 		const struct walk_stream *s = tr.w.streams[i];
 
-		if (!s->user)
+		if (!calltree_stream(&tr.ct, s))
 			continue;
 		if (json) {
 			json_object_begin(&j, NULL);
@@ -455,17 +200,7 @@ int cmd_tree(int argc, char **argv)
 		fprintf(stderr, "layerprof tree: out of memory reading '%s'\n", dir);
 		code = LP_EXIT_FAILURE;
 	}
-	for (i = 0; i < tr.w.nstreams; i++) {
-		struct tstream *t = tr.w.streams[i]->user;
-
-		if (t) {
-			free(t->nodes);
-			free(t->hash);
-			free(t->path);
-			free(t->child_ns);
-			free(t);
-		}
-	}
+	calltree_release(&tr.ct);
 	walk_release(&tr.w);
 	return code;
 }

@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, "flat profile: calls, total, self, avg, min, max per function" },
 	{ "tree", cmd_tree, "call tree with inclusive/self time and calls per node" },
 	{ "replay", cmd_replay, "chronological entries and exits per thread, with durations" },
+	{ "dump", cmd_dump, "write a trace as Chrome trace JSON or folded stacks" },
 	{ "live", cmd_live, "profile a program on a target through its agent, live" },
 };
 

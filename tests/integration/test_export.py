@@ -1,0 +1,676 @@
+#!/usr/bin/env python3
+"""The exports with real programs: record sample programs (tests/programs),
+then check that
+
+- report --format xml validates against docs/report.xsd (xmllint) and holds
+  the numbers of report --format json, report --syscalls --format json and
+  tree --format json;
+- report --format html is one self-contained page (no http:// or https://
+  reference, no external resource) with every function and the call trees of
+  tree --format json, a lost-events banner exactly when events were lost, and
+  (when Chromium is installed) that its script draws the trees;
+- dump --chrome is strict JSON in which every B has its E on the same thread,
+  in time order, with as many calls per function as report counts, the same
+  minimum and maximum durations, syscalls and lost events;
+- dump --folded has one line per call path with the values of the tree (self
+  time or calls), per thread or merged, and adds up to report's self time;
+- bad input and bad command lines give one message and the documented exit
+  code.
+
+usage: test_export.py --build BUILD [--keep]
+Ends with 'N passed, N failed'."""
+
+import argparse
+import collections
+import decimal
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROGS = os.path.join(ROOT, "tests", "programs")
+XSD = os.path.join(ROOT, "docs", "report.xsd")
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+from harness import check, skip  # noqa: E402
+
+TIMEOUT = 300
+
+
+def run(cmd, timeout=TIMEOUT, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=timeout, **kw)
+
+
+class Layerprof:
+    def __init__(self, build):
+        self.exe = os.path.join(build, "host", "layerprof")
+        self.env = dict(os.environ, LAYERPROF_LIB=os.path.join(build, "runtime", "liblayerprof.so"))
+
+    def __call__(self, *args):
+        return run([self.exe] + list(args), env=self.env)
+
+    def json(self, *args):
+        r = self(*args)
+        if r.returncode:
+            raise RuntimeError("layerprof %s failed (%d): %s" % (" ".join(args), r.returncode, r.stderr))
+        return json.loads(r.stdout)
+
+
+def build(tmp, name, extra=()):
+    src = os.path.join(PROGS, name + ".c")
+    cc = "gcc"
+    if not os.path.exists(src):
+        src, cc = os.path.join(PROGS, name + ".cc"), "g++"
+    out = os.path.join(tmp, name)
+    r = run([cc, "-O2", "-g", "-finstrument-functions", "-pthread", "-I", PROGS, src, "-o", out] + list(extra))
+    if r.returncode:
+        raise RuntimeError("cannot build %s: %s" % (name, r.stderr))
+    return out
+
+
+# ---------------------------------------------------------------- reference numbers
+
+def tree_paths(tree, value):
+    """{path: value} over all threads of tree json, paths as folded stacks
+    ('main;writer;[sys] write'), zero values left out."""
+    out = collections.Counter()
+
+    def walk(nodes, prefix):
+        for n in nodes:
+            name = ("[sys] " if n.get("syscall") else "") + n["name"].replace(";", ":")
+            path = prefix + [name]
+            out[";".join(path)] += n[value]
+            walk(n["children"], path)
+
+    for t in tree["threads"]:
+        walk(t["calls"], [])
+    return {k: v for k, v in out.items() if v}
+
+
+def tree_rows(thread):
+    """One thread of tree json in depth-first order: (depth, name, syscall,
+    calls, total, self, min, max, errors)."""
+    rows = []
+
+    def walk(nodes, depth):
+        for n in nodes:
+            rows.append((depth, n["name"], bool(n.get("syscall")), n["calls"], n["total_ns"], n["self_ns"],
+                         n["min_ns"], n["max_ns"], n.get("errors", 0)))
+            walk(n["children"], depth + 1)
+
+    walk(thread["calls"], 0)
+    return rows
+
+
+# ---------------------------------------------------------------- XML
+
+def check_xml(lp, tag, trace, tmp, rep, tree, sysrep):
+    out = os.path.join(tmp, tag + ".xml")
+    r = lp("report", "--format", "xml", "-o", out, trace)
+    if not check(r.returncode == 0 and os.path.exists(out), "%s: report --format xml -o" % tag, r.stderr):
+        return
+    if shutil.which("xmllint"):
+        v = run(["xmllint", "--noout", "--schema", XSD, out])
+        check(v.returncode == 0, "%s: the XML validates against docs/report.xsd" % tag, v.stderr[-2000:])
+    else:
+        skip("%s: xmllint --schema" % tag, "xmllint is not installed (Debian package libxml2-utils)")
+    with open(out, encoding="utf-8") as f:
+        text = f.read()
+    r = lp("report", "--format", "xml", trace)
+    check(r.returncode == 0 and r.stdout == text, "%s: report --format xml to stdout is the same document" % tag)
+    root = ET.fromstring(text)
+    check(root.tag == "layerprof-report" and root.get("format-version") == "1", "%s: XML root and version" % tag)
+    tr = root.find("trace")
+    check(int(tr.get("lost-events")) == rep["lost_events"] and int(tr.get("events")) == rep["events"] and
+          (tr.get("complete") == "true") == rep["complete"], "%s: XML trace numbers equal JSON's" % tag,
+          tr.attrib)
+    want = [(t["pid"], t["tid"], t["image"], t["comm"], t["calls"], t["lost_events"], t.get("parent_pid"),
+             t["after_exec"], t.get("exit_status")) for t in rep["threads"]]
+
+    def opt(e, k):
+        return int(e.get(k)) if e.get(k) is not None else None
+
+    got = [(int(t.get("pid")), int(t.get("tid")), int(t.get("image")), t.get("comm"), int(t.get("calls")),
+            int(t.get("lost-events")), opt(t, "parent-pid"), t.get("after-exec") == "true", opt(t, "exit-status"))
+           for t in root.find("threads")]
+    check(got == want, "%s: XML threads equal JSON's" % tag, "%s != %s" % (got, want))
+    check_xml_profile(tag, root, rep)
+    # call trees: same nodes, same order, same numbers as tree --format json
+    trees = root.find("call-trees").findall("call-tree")
+    ok = len(trees) == len(tree["threads"])
+    detail = "%d trees, tree json has %d" % (len(trees), len(tree["threads"]))
+    for ct, t in zip(trees, tree["threads"]):
+        ids = {}
+        rows = []
+        for n in ct.findall("node"):
+            depth = int(n.get("depth"))
+            ids[n.get("id")] = depth
+            if n.get("parent") is not None and ids.get(n.get("parent")) != depth - 1:
+                ok, detail = False, "node %s: parent %s is not one level up" % (n.get("id"), n.get("parent"))
+            rows.append((depth, n.get("name"), n.get("syscall") == "true", int(n.get("calls")),
+                         int(n.get("total-ns")), int(n.get("self-ns")), int(n.get("min-ns")), int(n.get("max-ns")),
+                         int(n.get("errors", "0"))))
+        if (int(ct.get("tid")), int(ct.get("pid"))) != (t["tid"], t["pid"]) or rows != tree_rows(t):
+            ok, detail = False, "thread %s: %s != %s" % (t["tid"], rows[:5], tree_rows(t)[:5])
+    check(ok, "%s: XML call trees equal tree --format json" % tag, detail)
+    sc = root.find("syscalls")
+    if sysrep is None or not sysrep["syscalls"]:
+        check(sc is None, "%s: no syscalls element without system calls" % tag)
+    else:
+        got = [(s.get("name"), int(s.get("calls")), int(s.get("errors")), int(s.get("unfinished")),
+                int(s.get("total-ns")), int(s.get("avg-ns")), int(s.get("min-ns")), int(s.get("max-ns")),
+                int(s.get("p50-ns")), int(s.get("p99-ns"))) for s in (sc.findall("syscall") if sc is not None else [])]
+        want = [(s["name"], s["calls"], s["errors"], s["unfinished"], s["total_ns"], s["avg_ns"], s["min_ns"],
+                 s["max_ns"], s["p50_ns"], s["p99_ns"]) for s in sysrep["syscalls"]]
+        check(got == want, "%s: XML syscalls equal report --syscalls --format json" % tag, "%s != %s" % (got, want))
+        got = [(c.get("function"), c.get("syscall"), int(c.get("calls")), int(c.get("errors")), int(c.get("total-ns")))
+               for c in (sc.find("by-function") if sc is not None else [])]
+        want = [(f["function"], f["syscall"], f["calls"], f["errors"], f["total_ns"]) for f in sysrep["by_function"]]
+        check(got == want, "%s: XML syscalls by function equal JSON's" % tag, "%s != %s" % (got, want))
+    lost = root.find("lost-events")
+    check(int(lost.get("total")) == rep["lost_events"] and
+          sum(int(x.get("count")) for x in lost) == rep["lost_events"],
+          "%s: XML lost events equal JSON's (%d)" % (tag, rep["lost_events"]))
+
+
+def check_xml_profile(tag, root, rep, per_thread=False):
+    prof = root.find("profile")
+    got = []
+    for f in prof.findall("function"):
+        row = {"name": f.get("name"), "calls": int(f.get("calls")), "total_ns": int(f.get("total-ns")),
+               "self_ns": int(f.get("self-ns")), "avg_ns": int(f.get("avg-ns")), "min_ns": int(f.get("min-ns")),
+               "max_ns": int(f.get("max-ns"))}
+        if f.get("file") is not None:
+            row["file"], row["line"] = f.get("file"), int(f.get("line"))
+        if per_thread:
+            row["tid"], row["pid"] = int(f.get("tid")), int(f.get("pid"))
+        got.append(row)
+    check(got == rep["functions"] and len(got) > 0,
+          "%s: XML flat profile equals report --format json%s" % (tag, " --per-thread" if per_thread else ""),
+          "%s != %s" % (got[:3], rep["functions"][:3]))
+
+
+# ---------------------------------------------------------------- HTML
+
+class PageScan(html.parser.HTMLParser):
+    """Collects what could load something from outside, and the tree data."""
+
+    def __init__(self):
+        super().__init__()
+        self.external = []
+        self.tags = collections.Counter()
+        self.in_data = False
+        self.data = ""
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] += 1
+        a = dict(attrs)
+        if tag in ("link", "iframe", "object", "embed", "img", "audio", "video", "source", "base"):
+            self.external.append(tag)
+        if tag == "script" and "src" in a:
+            self.external.append("script src")
+        if tag == "script" and a.get("id") == "tree-data":
+            self.in_data = True
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self.in_data = False
+
+    def handle_data(self, data):
+        if self.in_data:
+            self.data += data
+
+
+def check_html(lp, tag, trace, tmp, rep, tree, sysrep):
+    out = os.path.join(tmp, tag + ".html")
+    before = set(os.listdir(tmp))
+    r = lp("report", "--format", "html", "-o", out, trace)
+    if not check(r.returncode == 0 and os.path.exists(out), "%s: report --format html -o" % tag, r.stderr):
+        return None
+    check(set(os.listdir(tmp)) - before == {os.path.basename(out)}, "%s: the HTML report is one file" % tag)
+    with open(out, encoding="utf-8") as f:
+        text = f.read()
+    urls = re.findall(r"(?i)(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text)
+    check(not re.search(r"(?i)https?://", text) and not urls, "%s: no http:// or https:// reference" % tag,
+          re.findall(r"(?i).{20}https?://.{20}", text)[:3] or urls[:3])
+    scan = PageScan()
+    scan.feed(text)
+    check(not scan.external and "@import" not in text and "url(" not in text,
+          "%s: no external resource (link, img, script src, @import, url())" % tag, scan.external)
+    check(scan.tags["style"] == 1 and scan.tags["script"] == 2, "%s: inline style and script" % tag,
+          dict(scan.tags))
+    missing = [f["name"] for f in rep["functions"] if ">%s<" % html_escape(f["name"]) not in text]
+    check(not missing, "%s: the HTML names every function of the profile" % tag, missing[:5])
+    if sysrep and sysrep["syscalls"]:
+        missing = [s["name"] for s in sysrep["syscalls"] if ">%s<" % html_escape(s["name"]) not in text]
+        check(not missing and 'id="syscall-table"' in text, "%s: the HTML has the syscall table" % tag,
+              missing[:5])
+    banner = re.search(r'id="lost-banner"[^>]*>(\d+) events lost', text)
+    if rep["lost_events"]:
+        check(banner and int(banner.group(1)) == rep["lost_events"],
+              "%s: lost-events banner with %d events" % (tag, rep["lost_events"]))
+    else:
+        check(banner is None and "lost-banner" not in text, "%s: no lost-events banner without losses" % tag)
+    # the tree data the script draws: the nodes of tree --format json
+    try:
+        data = json.loads(scan.data)
+    except ValueError as e:
+        check(False, "%s: the tree data is JSON" % tag, e)
+        return out
+    ok = len(data["threads"]) == len(tree["threads"])
+    for n, t in zip(data["threads"], tree["threads"]):
+        got = [(n[i], data["names"][n[i + 1]], n[i + 5] >= 0, n[i + 2], n[i + 3], n[i + 4],
+                max(n[i + 5], 0)) for i in range(0, len(n), 6)]
+        want = [(r[0], r[1], r[2], r[3], r[4], r[5], r[8]) for r in tree_rows(t)]
+        ok = ok and got == want
+    check(ok, "%s: the HTML call trees hold the nodes of tree --format json" % tag)
+    return out
+
+
+def html_escape(s):
+    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+            .replace("'", "&#39;"))
+
+
+def check_html_in_browser(tag, page, tree):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        skip("%s: the HTML in a browser" % tag, "chromium is not installed (Debian package chromium)")
+        return
+    prof = tempfile.mkdtemp(prefix="lp-chromium-")
+    try:
+        r = run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + prof,
+                 "--dump-dom", "file://" + page], timeout=120)
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+    dom = r.stdout
+    headers = dom.count('class="row hdr"')
+    rows = len(re.findall(r'class="row(?: sys)?"', dom))
+    top = sum(len(t["calls"]) for t in tree["threads"])
+    check(r.returncode == 0 and headers == len(tree["threads"]) and rows >= top,
+          "%s: Chromium runs the page's script: a tree per thread, every top-level node drawn" % tag,
+          "rc %d, %d trees, %d rows, %d top-level nodes" % (r.returncode, headers, rows, top))
+
+
+# ---------------------------------------------------------------- Chrome trace JSON
+
+def reject_constant(name):
+    raise ValueError("not JSON: %s" % name)
+
+
+def load_chrome(path):
+    with open(path, encoding="utf-8", errors="strict") as f:
+        return json.loads(f.read(), parse_float=decimal.Decimal, parse_constant=reject_constant)
+
+
+def ns(us):
+    return int(us * 1000)
+
+
+def check_chrome(lp, tag, trace, tmp, rep, sysrep, want_unfinished=False, want_inherited=False):
+    out = os.path.join(tmp, tag + ".chrome.json")
+    r = lp("dump", "--chrome", "-o", out, trace)
+    if not check(r.returncode == 0, "%s: dump --chrome -o" % tag, r.stderr):
+        return
+    try:
+        doc = load_chrome(out)
+    except ValueError as e:
+        check(False, "%s: the Chrome trace is strict JSON" % tag, e)
+        return
+    check(isinstance(doc.get("traceEvents"), list) and doc.get("displayTimeUnit") == "ns",
+          "%s: the Chrome trace is strict JSON with traceEvents" % tag)
+    problems = check_chrome_events(doc["traceEvents"])
+    check(not problems, "%s: every B has its E on the same thread, in time order" % tag, problems[:3])
+    calls = collections.Counter()
+    durs = collections.defaultdict(list)
+    stacks = collections.defaultdict(list)
+    unfinished = inherited = 0
+    for e in doc["traceEvents"]:
+        key = (e.get("pid"), e.get("tid"))
+        if e["ph"] == "B":
+            inh = bool(e.get("args", {}).get("inherited"))
+            inherited += inh
+            if not inh:
+                calls[e["name"]] += 1
+            stacks[key].append((e, inh))
+        elif e["ph"] == "E" and stacks[key]:
+            b, inh = stacks[key].pop()
+            unfinished += bool(e.get("args", {}).get("unfinished"))
+            if not inh:
+                durs[b["name"]].append(ns(e["ts"]) - ns(b["ts"]))
+        elif e["ph"] == "X" and e.get("cat") == "function":
+            calls[e["name"]] += 1
+            durs[e["name"]].append(ns(e["dur"]))
+    want = {f["name"]: f["calls"] for f in rep["functions"]}
+    check(dict(calls) == want, "%s: function events per name equal report's calls" % tag,
+          "%s != %s" % (dict(calls), want))
+    bad = [(f["name"], min(durs[f["name"]] or [0]), max(durs[f["name"]] or [0]), f["min_ns"], f["max_ns"])
+           for f in rep["functions"]
+           if (min(durs[f["name"]] or [0]), max(durs[f["name"]] or [0])) != (f["min_ns"], f["max_ns"]) or
+           sum(durs[f["name"]]) // max(f["calls"], 1) != f["avg_ns"]]
+    check(not bad, "%s: call durations (min, max, avg) equal report's, to the ns" % tag, bad[:3])
+    lost = sum(int(e["args"]["count"]) for e in doc["traceEvents"] if e["ph"] == "i" and e.get("cat") == "lost")
+    check(lost == rep["lost_events"] and int(doc["otherData"]["lost_events"]) == rep["lost_events"],
+          "%s: lost-event instants add up to %d" % (tag, rep["lost_events"]), lost)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    want = {(t["pid"], t["tid"]): t["comm"] for t in rep["threads"]}
+    check(names == want, "%s: a thread_name for every thread" % tag, "%s != %s" % (names, want))
+    if want_unfinished:
+        check(unfinished > 0, "%s: calls left open are closed and marked unfinished" % tag)
+    if want_inherited:
+        check(inherited > 0, "%s: frames inherited at fork are marked" % tag)
+    if sysrep and sysrep["syscalls"]:
+        sc = collections.Counter()
+        errors = collections.Counter()
+        for e in doc["traceEvents"]:
+            if e["ph"] == "X" and e.get("cat") == "syscall":
+                sc[e["name"]] += 1
+                ret = e["args"].get("ret")
+                errors[e["name"]] += ret is not None and -4095 <= ret < 0
+        want = {s["name"]: s["calls"] for s in sysrep["syscalls"]}
+        check(dict(sc) == want, "%s: syscall events per name equal report --syscalls" % tag,
+              "%s != %s" % (dict(sc), want))
+        want = {s["name"]: s["errors"] for s in sysrep["syscalls"]}
+        check({k: errors[k] for k in want} == want, "%s: failed syscalls per name equal report's errors" % tag)
+    return doc
+
+
+def check_chrome_events(events):
+    """Problems with B/E pairing and time order, per thread in file order."""
+    problems = []
+    stack = collections.defaultdict(list)
+    last = {}
+    for i, e in enumerate(events):
+        ph = e.get("ph")
+        if ph not in ("B", "E", "X", "i", "M"):
+            problems.append("event %d: phase %r" % (i, ph))
+            continue
+        if ph == "M":
+            continue
+        key = (e.get("pid"), e.get("tid"))
+        if not isinstance(key[0], int) or not isinstance(key[1], int) or not isinstance(e.get("ts"),
+                                                                                         (int, decimal.Decimal)):
+            problems.append("event %d: pid, tid or ts missing" % i)
+            continue
+        if ph == "X" and (not isinstance(e.get("dur"), (int, decimal.Decimal)) or e["dur"] < 0 or
+                          not e.get("name")):
+            problems.append("event %d: X without name or duration" % i)
+        if ph in ("B", "E", "i"):
+            if key in last and e["ts"] < last[key]:
+                problems.append("event %d: time goes back on thread %s (%s < %s)" % (i, key, e["ts"], last[key]))
+            last[key] = e["ts"]
+        if ph == "B":
+            if not e.get("name"):
+                problems.append("event %d: B without name" % i)
+            stack[key].append(e)
+        elif ph == "E":
+            if not stack[key]:
+                problems.append("event %d: E without B on thread %s" % (i, key))
+            elif stack[key].pop()["ts"] > e["ts"]:
+                problems.append("event %d: E before its B" % i)
+    for key, s in stack.items():
+        if s:
+            problems.append("thread %s: %d B events never end" % (key, len(s)))
+    return problems
+
+
+# ---------------------------------------------------------------- folded stacks
+
+def load_folded(path):
+    out = {}
+    bad = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"^(\S.*) (\d+)\n$", line)
+            if not m or "" in m.group(1).split(";") or m.group(1) in out:
+                bad.append(line)
+                continue
+            out[m.group(1)] = int(m.group(2))
+    return out, bad
+
+
+def check_folded(lp, tag, trace, tmp, rep, tree, no_fork=True, has_syscalls=False):
+    ok_all = True
+    for value, field in (("self", "self_ns"), ("calls", "calls")):
+        out = os.path.join(tmp, "%s.%s.folded" % (tag, value))
+        args = ["dump", "--folded", "-o", out] + (["--value", "calls"] if value == "calls" else []) + [trace]
+        r = lp(*args)
+        if not check(r.returncode == 0, "%s: dump --folded --value %s" % (tag, value), r.stderr):
+            return
+        got, bad = load_folded(out)
+        check(not bad, "%s: folded lines are 'frame;frame value', each path once" % tag, bad[:3])
+        want = tree_paths(tree, field)
+        ok_all = check(got == want, "%s: folded %s per path equals the tree's" % (tag, value),
+                       sorted(set(got.items()) ^ set(want.items()))[:4]) and ok_all
+        if no_fork and not has_syscalls:
+            per_fn = collections.Counter()
+            for path, v in got.items():
+                per_fn[path.split(";")[-1]] += v
+            want = {f["name"]: f[field] for f in rep["functions"] if f[field]}
+            check(dict(per_fn) == want, "%s: folded %s per function adds up to report's %s" % (tag, value, field),
+                  "%s != %s" % (dict(per_fn), want))
+        # per thread: the same lines under a first frame per thread
+        pt_out = out + ".per-thread"
+        r = lp(*(["dump", "--folded", "--per-thread", "-o", pt_out] + args[4:]))
+        pt, bad = load_folded(pt_out)
+        merged = collections.Counter()
+        threads = set()
+        for path, v in pt.items():
+            first, _, rest = path.partition(";")
+            threads.add(first)
+            if rest:
+                merged[rest] += v
+        comms = {"%s-%d/%d" % (t["comm"].replace(";", ":"), t["pid"], t["tid"]) for t in tree["threads"]}
+        check(r.returncode == 0 and not bad and dict(merged) == got and threads <= comms and threads,
+              "%s: folded --per-thread %s: a first frame per thread, same paths" % (tag, value),
+              "%s %s" % (sorted(threads)[:3], sorted(comms)[:3]))
+    return ok_all
+
+
+# ---------------------------------------------------------------- scenarios
+
+def scenario(lp, tmp, tag, trace, chrome_opts=None, browser=False, no_fork=True):
+    rep = lp.json("report", "--format", "json", trace)
+    tree = lp.json("tree", "--format", "json", trace)
+    sysrep = lp.json("report", "--syscalls", "--format", "json", trace)
+    has_sys = bool(sysrep["syscalls"])
+    check_xml(lp, tag, trace, tmp, rep, tree, sysrep)
+    page = check_html(lp, tag, trace, tmp, rep, tree, sysrep)
+    if browser and page:
+        check_html_in_browser(tag, page, tree)
+    check_chrome(lp, tag, trace, tmp, rep, sysrep, **(chrome_opts or {}))
+    check_folded(lp, tag, trace, tmp, rep, tree, no_fork=no_fork, has_syscalls=has_sys)
+    return rep
+
+
+def record(lp, out, argv, extra=()):
+    r = lp("record", "-q", "-o", out, *extra, "--", *argv)
+    return r
+
+
+def test_programs(lp, tmp):
+    progs = {name: build(tmp, name) for name in ("recursion", "mutual", "threads", "longjmp", "signals", "forker",
+                                                  "exceptions", "execer", "exec_target")}
+    cases = [
+        ("recursion", [progs["recursion"]], {}, True),
+        ("mutual", [progs["mutual"]], {}, False),
+        ("threads", [progs["threads"]], {"want_unfinished": True}, True),
+        ("longjmp", [progs["longjmp"]], {"want_unfinished": True}, False),
+        ("signals", [progs["signals"]], {}, False),
+        ("exceptions", [progs["exceptions"]], {}, False),
+        ("execer", [progs["execer"]], {"want_unfinished": True}, False),
+    ]
+    for tag, argv, opts, browser in cases:
+        out = os.path.join(tmp, "t-" + tag)
+        r = record(lp, out, argv)
+        if check(r.returncode == 0, "%s: recorded" % tag, r.stderr):
+            scenario(lp, tmp, tag, out, opts, browser=browser)
+    out = os.path.join(tmp, "t-forker")
+    r = record(lp, out, [progs["forker"]])
+    if check(r.returncode == 0, "forker: recorded", r.stderr):
+        scenario(lp, tmp, "forker", out, {"want_inherited": True}, no_fork=False)
+    # per-thread flat profile in XML
+    out = os.path.join(tmp, "t-threads")
+    rep = lp.json("report", "--per-thread", "--format", "json", out)
+    r = lp("report", "--per-thread", "--format", "xml", out)
+    if check(r.returncode == 0, "threads: report --per-thread --format xml", r.stderr):
+        check_xml_profile("threads", ET.fromstring(r.stdout), rep, per_thread=True)
+    # --tid: every thread listed, only the selected one profiled and drawn
+    tid = lp.json("report", "--format", "json", out)["threads"][1]["tid"]
+    r = lp("report", "--tid", str(tid), "--format", "xml", out)
+    if check(r.returncode == 0, "threads: report --tid --format xml", r.stderr):
+        root = ET.fromstring(r.stdout)
+        sel = [int(t.get("tid")) for t in root.find("threads") if t.get("selected") == "true"]
+        trees = [int(t.get("tid")) for t in root.find("call-trees")]
+        check(sel == [tid] and trees == [tid] and len(root.find("threads")) == 6,
+              "threads: --tid selects one thread of six in the XML", "%s %s" % (sel, trees))
+    # filters apply to the exports as to report
+    rep = lp.json("report", "--format", "json", "-F", "fib", os.path.join(tmp, "t-recursion"))
+    r = lp("dump", "--folded", "--value", "calls", "-F", "fib", os.path.join(tmp, "t-recursion"))
+    got = {}
+    for line in r.stdout.splitlines():
+        path, _, v = line.rpartition(" ")
+        leaf = path.split(";")[-1]
+        got[leaf] = got.get(leaf, 0) + int(v)
+    check(r.returncode == 0 and got == {f["name"]: f["calls"] for f in rep["functions"]} == {"fib": 1973},
+          "recursion: dump --folded -F fib keeps the calls inside fib", got)
+
+
+def test_syscalls(lp, tmp):
+    prog = build(tmp, "sys_writer", ["-std=c11"])
+    out = os.path.join(tmp, "t-sys_writer")
+    r = lp("record", "-q", "--syscalls", "-o", out, "--", prog)
+    if r.returncode != 0:
+        skip("sys_writer with --syscalls", "record --syscalls failed here: %s" % r.stderr.strip()[-300:])
+        return
+    check(True, "sys_writer: recorded with --syscalls")
+    scenario(lp, tmp, "sys_writer", out, browser=True, no_fork=True)
+    got, _ = load_folded(os.path.join(tmp, "sys_writer.calls.folded"))
+    check(got.get("main;writer;[sys] write") == 100, "sys_writer: folded 'main;writer;[sys] write 100'",
+          got.get("main;writer;[sys] write"))
+    doc = load_chrome(os.path.join(tmp, "sys_writer.chrome.json"))
+    fails = [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") == "syscall" and
+             e["name"] == "openat" and e["args"].get("ret") == -2]
+    check(len(fails) == 1 and fails[0]["args"]["caller"] == "opener" and "ENOENT" in fails[0]["args"]["result"],
+          "sys_writer: the failed openat, its caller and errno in the Chrome trace", fails)
+    writes = [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("name") == "write"]
+    check(len(writes) == 100 and all(e["args"]["ret"] == 1024 and e["args"]["args"].endswith("1024")
+                                     for e in writes), "sys_writer: 100 writes of 1024 bytes, arguments decoded")
+
+
+def test_lost(lp, tmp):
+    prog = build(tmp, "busy_threads")
+    out = os.path.join(tmp, "t-lossy")
+    r = record(lp, out, [prog, "300000", "4"], extra=("-b", "128K"))
+    if not check(r.returncode == 0, "busy_threads: recorded with small rings", r.stderr):
+        return
+    rep = lp.json("report", "--format", "json", out)
+    if not rep["lost_events"]:
+        skip("lost events in the exports", "no event was lost with 128K rings on this machine")
+        return
+    scenario(lp, tmp, "lossy", out)
+
+
+def test_bad_input(lp, tmp):
+    missing = os.path.join(tmp, "no-such-trace")
+    for args in (("dump", "--chrome"), ("dump", "--folded"), ("report", "--format", "xml"),
+                 ("report", "--format", "html")):
+        out = os.path.join(tmp, "bad-out")
+        r = lp(*args, "-o", out, missing)
+        check(r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(out),
+              "%s of a missing trace: one message, exit 3, no file" % " ".join(args), r.stderr)
+    for args, what in ((("dump", "t"), "no format"), (("dump", "--chrome", "--folded", "t"), "two formats"),
+                       (("dump", "--chrome", "--value", "calls", "t"), "--value with --chrome"),
+                       (("dump", "--folded", "--value", "bytes", "t"), "bad --value"),
+                       (("dump", "--chrome", "--no-such-option", "t"), "unknown option"),
+                       (("report", "--format", "pdf", "t"), "unknown report format")):
+        r = lp(*args)
+        check(r.returncode == 2 and r.stderr.strip() and not r.stdout, "%s: %s exits 2" % (args[0], what),
+              "rc %d %r" % (r.returncode, r.stderr))
+    r = lp("dump", "--help")
+    check(r.returncode == 0 and r.stdout.startswith("usage: layerprof dump"), "dump --help")
+    good = os.path.join(tmp, "t-threads")
+    for args in (("dump", "--chrome"), ("report", "--format", "xml")):
+        r = lp(*args, "-o", "/nonexistent-dir/x", good)
+        check(r.returncode == 1 and "cannot write" in r.stderr, "%s to an unwritable path: exit 1" % " ".join(args),
+              "rc %d %r" % (r.returncode, r.stderr))
+    # a damaged trace: the readable part, well formed, exit 3
+    with open(os.path.join(good, "data"), "rb") as f:
+        data = f.read()
+    cut = os.path.join(tmp, "t-cut")
+    os.makedirs(cut, exist_ok=True)
+    with open(os.path.join(cut, "data"), "wb") as f:
+        f.write(data[:len(data) * 2 // 3])
+    out = os.path.join(tmp, "cut.json")
+    r = lp("dump", "--chrome", "-o", out, cut)
+    ok = r.returncode == 3 and "damaged" in r.stderr and os.path.exists(out)
+    if ok:
+        try:
+            ok = not check_chrome_events(load_chrome(out)["traceEvents"])
+        except ValueError:
+            ok = False
+    check(ok, "dump --chrome of a damaged trace: well-formed partial output, exit 3", r.stderr)
+    out = os.path.join(tmp, "cut.xml")
+    r = lp("report", "--format", "xml", "-o", out, cut)
+    ok = r.returncode == 3 and os.path.exists(out)
+    if ok and shutil.which("xmllint"):
+        ok = run(["xmllint", "--noout", "--schema", XSD, out]).returncode == 0
+    check(ok and 'damage="' in open(out).read(), "report --format xml of a damaged trace: valid, says so, exit 3",
+          r.stderr)
+    r = lp("dump", "--folded", cut)
+    check(r.returncode == 3 and r.stdout, "dump --folded of a damaged trace: partial output, exit 3")
+    # every prefix of a small trace: never a crash, never malformed output
+    small = os.path.join(tmp, "t-threads")
+    with open(os.path.join(small, "data"), "rb") as f:
+        sdata = f.read()
+    bad = []
+    step = max(1, len(sdata) // 30)
+    for n in range(0, len(sdata), step):
+        with open(os.path.join(cut, "data"), "wb") as f:
+            f.write(sdata[:n])
+        for args in (("dump", "--chrome"), ("dump", "--folded"), ("report", "--format", "xml"),
+                     ("report", "--format", "html")):
+            r = lp(*args, cut)
+            if r.returncode not in (0, 3):
+                bad.append((n, args, r.returncode))
+            elif args[1] == "--chrome" and r.stdout:
+                try:
+                    if check_chrome_events(json.loads(r.stdout, parse_float=decimal.Decimal)["traceEvents"]):
+                        bad.append((n, args, "unpaired events"))
+                except ValueError:
+                    bad.append((n, args, "not JSON"))
+    check(not bad, "the exports of every prefix of a trace exit 0 or 3, Chrome JSON well formed", bad[:5])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = ap.parse_args()
+    lp = Layerprof(os.path.abspath(args.build))
+    tmp = tempfile.mkdtemp(prefix="layerprof-export-")
+    try:
+        for step in (test_programs, test_syscalls, test_lost, test_bad_input):
+            try:
+                step(lp, tmp)
+            except Exception as e:  # a broken step fails, loudly
+                check(False, "%s ran to the end" % step.__name__, "%s: %s" % (type(e).__name__, e))
+    finally:
+        if args.keep:
+            print("kept %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return harness.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
