@@ -252,13 +252,15 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 	n +=
 	    (size_t)snprintf(meta + n, sizeof(meta) - n,
 	                     "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
-	                     "start_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\ncommand=",
+	                     "start_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
 	                     u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
 	                     (unsigned long long)buffer, (unsigned long long)clocksync_monotonic_ns(),
 	                     (long long)time(NULL), filter_opts_any(&rec->fopts) ? 1 : 0);
 	if (syscalls)
 		n +=
 		    (size_t)snprintf(meta + n, sizeof(meta) - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native()));
+	/* the command last: it runs to the end of its line */
+	n += (size_t)snprintf(meta + n, sizeof(meta) - n, "command=");
 	for (i = 0; i < argc && n < sizeof(meta) - 2; i++) {
 		const char *a = argv[i];
 
