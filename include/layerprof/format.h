@@ -52,9 +52,10 @@ struct lp_control {
 	uint32_t clock;       /* enum lp_clock_kind */
 	uint32_t ring_chunks; /* chunks per thread ring */
 	uint32_t chunk_slots; /* slots per chunk (power of two) */
-	uint32_t reserved0;
-	uint32_t flags;      /* enum lp_control_flags; read with acquire */
-	uint32_t next_image; /* atomic counter: a new id per process image */
+	uint32_t epoch;       /* bumped each time tracing is turned on: the
+	                       * memory tracer then defines its stack ids anew */
+	uint32_t flags;       /* enum lp_control_flags; read with acquire */
+	uint32_t next_image;  /* atomic counter: a new id per process image */
 	/* source filters, valid while LP_CTL_FILTERED is set */
 	uint32_t max_depth;  /* record calls up to this depth; 0: any */
 	uint32_t filter_gen; /* bumped when the filter file changes */
@@ -169,7 +170,9 @@ enum lp_mem_op {
 
 enum lp_mem_flags {
 	LP_MEM_FAILED = 1u << 0, /* the allocation returned no block (ptr 0) */
-	LP_MEM_KEPT = 1u << 1,   /* an illegal release not passed to libc (keep-alive) */
+	LP_MEM_KEPT = 1u << 1,   /* an illegal release not passed to libc (keep-alive);
+	                          * on a REALLOC: old was not live and was kept,
+	                          * ptr is a fresh block (nothing copied) */
 };
 
 /* The slot's time is the operation's time (taken before the release is
