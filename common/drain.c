@@ -16,6 +16,7 @@
 #include "common/drain.h"
 #include "common/drain_impl.h"
 #include "common/encoder.h"
+#include "common/memevent.h"
 
 /* CLOCK chunks at most this often; a full directory scan at least this often. */
 #define DRAIN_CLOCK_PERIOD_NS 2000000000ull
@@ -238,10 +239,13 @@ void drain_set_enabled(struct drain *d, bool on)
 {
 	_Atomic uint32_t *flags = (_Atomic uint32_t *)&d->control->flags;
 
-	if (on)
+	if (on) {
+		/* a new epoch before the flag: whoever sees tracing on sees it */
+		atomic_fetch_add_explicit((_Atomic uint32_t *)&d->control->epoch, 1, memory_order_release);
 		atomic_fetch_or_explicit(flags, LP_CTL_ENABLED, memory_order_release);
-	else
+	} else {
 		atomic_fetch_and_explicit(flags, ~(uint32_t)LP_CTL_ENABLED, memory_order_release);
+	}
 }
 
 bool drain_exited_status(struct drain *d, uint32_t pid, int *status)
@@ -432,6 +436,30 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 		memcpy(&c, p, sizeof(c));
 		entry_ns = clocksync_ns(s->d->clock, c.entry);
 		encoder_call(s->enc, ns, c.addr, ns > entry_ns ? ns - entry_ns : 0);
+	} else if (ext == LP_EXT_MEM && len >= sizeof(struct lp_ext_mem)) {
+		struct lp_ext_mem r;
+		struct memevent m;
+
+		memcpy(&r, p, sizeof(r));
+		if (r.op < LP_MEM_MALLOC || r.op >= LP_MEM_FOLD)
+			return; /* FOLD is the drain's own, never the runtime's */
+		memset(&m, 0, sizeof(m));
+		m.op = r.op;
+		m.flags = r.flags;
+		m.ptr = r.ptr;
+		m.size = r.size;
+		m.old = r.old;
+		m.stack = r.stack;
+		encoder_mem(s->enc, ns, &m);
+	} else if (ext == LP_EXT_STACK && len >= sizeof(struct lp_ext_stack)) {
+		struct lp_ext_stack h;
+		uint64_t ips[MEMEVENT_STACK_MAX];
+
+		memcpy(&h, p, sizeof(h));
+		if (!h.id || h.n > MEMEVENT_STACK_MAX || sizeof(h) + (size_t)h.n * 8 > len)
+			return;
+		memcpy(ips, p + sizeof(h), (size_t)h.n * 8);
+		encoder_stack(s->enc, ns, h.id, ips, h.n);
 	} else if (ext == LP_EXT_TASK && len >= sizeof(struct lp_ext_task)) {
 		struct lp_ext_task t;
 		uint64_t frames[256];
