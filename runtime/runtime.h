@@ -10,6 +10,7 @@
 
 #include "layerprof/format.h"
 #include "lp_arch.h"
+#include "runtime/memtrace.h"
 
 #ifndef LP_ARCH_FUNC
 /* A function address as the gates receive it, made its entry address. */
@@ -36,6 +37,23 @@ enum lp_thread_state {
 struct lp_jmp_note {
 	const void *env;
 	uint32_t depth;
+};
+
+enum lp_mem_state {
+	LP_MEMT_NEW = 0,   /* no stack table yet: set up on the first heap operation */
+	LP_MEMT_READY = 1, /* recording heap operations */
+	LP_MEMT_OFF = 2,   /* failed: heap operations are counted as lost */
+};
+
+struct lp_stacktab;
+
+/* The memory tracer's part of a thread (mem.c). */
+struct lp_memthread {
+	struct lp_stacktab *tab;      /* interned stacks, mmap'd (not malloc'd) */
+	uintptr_t stack_lo, stack_hi; /* the thread's stack: bounds of the frame walk */
+	uint32_t epoch;               /* control epoch the table's ids belong to */
+	uint32_t next_id;             /* next stack id of this stream */
+	uint8_t state;                /* enum lp_mem_state */
 };
 
 /* Per-thread state, in initial-exec TLS.  The fields used by every gate come
@@ -66,6 +84,7 @@ struct lp_thread {
 	struct lp_jmp_note jmp[LP_JMPBUF_SLOTS];
 	uint32_t jmp_next;
 	uint32_t destructor_rounds;
+	struct lp_memthread mem;
 };
 
 extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -118,6 +137,12 @@ void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
 void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len);
 /* Marks the calling thread's ring closed; later gates on it are ignored. */
 void lp_thread_close(struct lp_thread *t);
+
+/* mem.c: a new stream starts on the thread (its ring was just created):
+ * stack ids start again at 1.  Called by lp_thread_start. */
+void lp_mem_thread_reset(struct lp_thread *t);
+/* The thread ends: its stack table goes. */
+void lp_mem_thread_release(struct lp_thread *t);
 
 /* maps.c: writes one LP_EXT_MAP per executable segment of every loaded
  * object into the thread's ring. */

@@ -74,6 +74,7 @@ static LP_NOINSTR void put_task(struct lp_thread *t, uint32_t kind, uint32_t arg
 LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 {
 	int saved_errno = errno;
+	uint8_t saved_guard = lp_memhook.guard;
 	struct lp_ring_header *h;
 	char path[600], comm[16] = "";
 	uint32_t chunks, chunk_slots, tid;
@@ -82,6 +83,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	int fd;
 
 	t->state = LP_THREAD_OFF; /* until the ring exists; also guards recursion */
+	lp_memhook.guard = 1;     /* what libc allocates for us here is not the program's */
 	if (!lp_process_init())
 		goto out;
 	chunks = lp_proc.control->ring_chunks;
@@ -134,6 +136,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	t->cur = t->limit = NULL;
 	t->busy = 0;
 	t->state = LP_THREAD_READY;
+	lp_mem_thread_reset(t);
 
 	/* The stream opens with who it is; a forked child's first stream also
 	 * carries the frames it inherited, and the first stream of an image
@@ -153,6 +156,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	if (thread_key != (pthread_key_t)-1)
 		pthread_setspecific(thread_key, t);
 out:
+	lp_memhook.guard = saved_guard;
 	errno = saved_errno;
 	return t->state == LP_THREAD_READY;
 }
@@ -302,5 +306,6 @@ LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 	munmap(t->ring, t->map_size);
 	t->ring = NULL;
 	t->cur = t->limit = NULL;
+	lp_mem_thread_release(t);
 	t->busy = 0;
 }

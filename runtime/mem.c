@@ -1,0 +1,278 @@
+/* The memory tracer's recording half: for each heap operation the
+ * interposers report, the call stack (frame-pointer walk), its interned id
+ * (a per-thread table) and the LP_EXT_STACK / LP_EXT_MEM records in the
+ * thread's ring.  Called on every malloc and free of the program: no locks,
+ * no allocation, no system calls except when a thread is set up. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "runtime.h"
+
+/* Interned stacks per thread: open addressing over a fixed table, a probe
+ * window of LP_STACKTAB_PROBE slots; a stack that finds its window full
+ * evicts one entry and is defined under a new id.  Entries of an older
+ * generation are empty: a reset is one increment. */
+#define LP_STACKTAB_SLOTS 2048u
+#define LP_STACKTAB_PROBE 8u
+
+struct lp_stackent {
+	uint64_t hash;
+	uint32_t id;  /* 0: empty */
+	uint32_t gen; /* valid when equal to the table's */
+	uint32_t n;
+	uint32_t pad;
+	uintptr_t ips[]; /* depth entries */
+};
+
+struct lp_stacktab {
+	size_t map_size;
+	size_t stride; /* bytes per entry */
+	uint32_t depth;
+	uint32_t gen;
+	unsigned char ents[]; /* LP_STACKTAB_SLOTS entries of `stride` bytes */
+};
+
+LP_EXPORT __thread struct lp_memhook_state lp_memhook __attribute__((tls_model("initial-exec")));
+
+static uint32_t mem_depth; /* 0 until read from the environment */
+
+static LP_NOINSTR uint32_t depth_from_env(void)
+{
+	const char *s = getenv(LP_MEM_ENV_DEPTH);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return LP_MEM_DEPTH_DEFAULT;
+	v = strtoul(s, &end, 10);
+	if (*end || v < 1)
+		return LP_MEM_DEPTH_DEFAULT;
+	return v > LP_MEM_DEPTH_MAX ? LP_MEM_DEPTH_MAX : (uint32_t)v;
+}
+
+static inline LP_NOINSTR struct lp_stackent *tab_ent(struct lp_stacktab *tab, uint32_t i)
+{
+	return (struct lp_stackent *)(tab->ents + (size_t)i * tab->stride);
+}
+
+LP_NOINSTR void lp_mem_thread_reset(struct lp_thread *t)
+{
+	if (t->mem.tab)
+		t->mem.tab->gen++;
+	t->mem.next_id = 1;
+	if (lp_proc.control)
+		t->mem.epoch = atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->epoch, memory_order_relaxed);
+}
+
+LP_NOINSTR void lp_mem_thread_release(struct lp_thread *t)
+{
+	if (t->mem.tab)
+		munmap(t->mem.tab, t->mem.tab->map_size);
+	t->mem.tab = NULL;
+	t->mem.state = LP_MEMT_NEW;
+}
+
+/* The thread's stack, where frame records can be: the walk never reads
+ * outside it.  Unknown bounds leave the walk at the call site. */
+static LP_NOINSTR void stack_bounds(struct lp_thread *t)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+
+	t->mem.stack_lo = t->mem.stack_hi = 0;
+	if (pthread_getattr_np(pthread_self(), &attr))
+		return;
+	if (!pthread_attr_getstack(&attr, &addr, &size)) {
+		t->mem.stack_lo = (uintptr_t)addr;
+		t->mem.stack_hi = (uintptr_t)addr + size;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* The first heap operation of a thread, or one the fast path cannot take:
+ * sets the thread up.  Returns true when the operation can be recorded.
+ * Runs under lp_memhook.guard (the caller's), so what libc allocates here
+ * passes through. */
+static LP_NOINSTR __attribute__((noinline, cold)) bool mem_thread_open(struct lp_thread *t)
+{
+	int saved_errno = errno;
+	struct lp_stacktab *tab;
+	size_t stride, size;
+	uint32_t depth;
+	void *map;
+	bool ok = false;
+
+	if (t->state == LP_THREAD_NEW) {
+		/* before the runtime's constructor (the loader's own early
+		 * allocations): leave the thread as it is */
+		if (atomic_load_explicit(&lp_proc.init, memory_order_acquire) != 2)
+			goto out;
+		if (!lp_thread_start(t))
+			goto out;
+	}
+	if (t->state != LP_THREAD_READY)
+		goto out;
+	if (t->busy) {
+		t->nested++; /* a signal handler's operation inside a gate */
+		goto out;
+	}
+	if (t->mem.state == LP_MEMT_OFF) {
+		t->nested++;
+		goto out;
+	}
+	if (!t->mem.tab) {
+		if (!mem_depth)
+			mem_depth = depth_from_env();
+		depth = mem_depth;
+		stride = sizeof(struct lp_stackent) + depth * sizeof(uintptr_t);
+		size = sizeof(struct lp_stacktab) + LP_STACKTAB_SLOTS * stride;
+		map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (map == MAP_FAILED) {
+			t->mem.state = LP_MEMT_OFF;
+			t->nested++;
+			goto out;
+		}
+		tab = map;
+		tab->map_size = size;
+		tab->stride = stride;
+		tab->depth = depth;
+		tab->gen = 1;
+		t->mem.tab = tab;
+		stack_bounds(t);
+	}
+	t->mem.state = LP_MEMT_READY;
+	ok = true;
+out:
+	errno = saved_errno;
+	return ok;
+}
+
+/* The call stack: the exact call site, then the return addresses of the
+ * frame records above the interposer's frame.  A record is followed only
+ * while it lies above the one before, aligned, inside the thread's stack,
+ * and holds a return address outside the stack; so frames without frame
+ * pointers end the walk early (or skip a caller), never fault. */
+static inline LP_NOINSTR uint32_t stack_walk(const struct lp_thread *t, const void *ret, const void *frame,
+                                             uintptr_t *ips, uint32_t depth)
+{
+	uint32_t n = 1;
+
+	ips[0] = (uintptr_t)ret;
+#ifdef LP_ARCH_FRAME_WALK
+	{
+		const uintptr_t lo = t->mem.stack_lo, hi = t->mem.stack_hi;
+		uintptr_t fp = (uintptr_t)frame;
+
+		if (fp < lo || fp >= hi)
+			return n;
+		while (n < depth) {
+			uintptr_t next = ((const uintptr_t *)fp)[0], ra;
+
+			if (next <= fp || next > hi - 2 * sizeof(uintptr_t) || (next & (sizeof(uintptr_t) - 1)))
+				break;
+			ra = ((const uintptr_t *)next)[1];
+			if (ra < 4096 || (ra >= lo && ra < hi))
+				break;
+			ips[n++] = ra;
+			fp = next;
+		}
+	}
+#else
+	(void)t;
+	(void)frame;
+	(void)depth;
+#endif
+	return n;
+}
+
+static inline LP_NOINSTR uint64_t stack_hash(const uintptr_t *ips, uint32_t n)
+{
+	uint64_t h = n;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ (uint64_t)ips[i]) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+/* Writes the definition of a new id into the ring. */
+static LP_NOINSTR __attribute__((noinline)) void stack_define(struct lp_thread *t, uint32_t id, const uintptr_t *ips,
+                                                              uint32_t n)
+{
+	uint64_t buf[1 + LP_MEM_DEPTH_MAX];
+	struct lp_ext_stack hdr = { .id = id, .n = n };
+
+	memcpy(buf, &hdr, sizeof(hdr));
+	for (uint32_t i = 0; i < n; i++)
+		buf[1 + i] = ips[i];
+	lp_ring_put_ext(t, LP_EXT_STACK, buf, sizeof(hdr) + (size_t)n * sizeof(uint64_t));
+}
+
+/* The stack's id in this stream, defining it first when it is new. */
+static inline LP_NOINSTR uint32_t stack_intern(struct lp_thread *t, const uintptr_t *ips, uint32_t n)
+{
+	struct lp_stacktab *tab = t->mem.tab;
+	uint64_t h = stack_hash(ips, n);
+	uint32_t slot = (uint32_t)h & (LP_STACKTAB_SLOTS - 1), i, id;
+	struct lp_stackent *e = NULL;
+
+	for (i = 0; i < LP_STACKTAB_PROBE; i++) {
+		e = tab_ent(tab, (slot + i) & (LP_STACKTAB_SLOTS - 1));
+		if (e->gen != tab->gen || !e->id)
+			goto define;
+		if (e->hash == h && e->n == n && !memcmp(e->ips, ips, n * sizeof(uintptr_t)))
+			return e->id;
+	}
+	/* the window is full: evict one of its entries (which one is taken
+	 * from the hash, so that stacks sharing a window take turns) */
+	e = tab_ent(tab, (slot + (uint32_t)(h >> 32) % LP_STACKTAB_PROBE) & (LP_STACKTAB_SLOTS - 1));
+define:
+	id = t->mem.next_id++;
+	if (unlikely(!t->mem.next_id))
+		t->mem.next_id = 1;
+	e->hash = h;
+	e->id = id;
+	e->gen = tab->gen;
+	e->n = n;
+	memcpy(e->ips, ips, n * sizeof(uintptr_t));
+	stack_define(t, id, ips, n);
+	return id;
+}
+
+LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintptr_t size, uintptr_t old,
+                                        const void *ret, const void *frame)
+{
+	uint32_t f = atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed);
+	struct lp_thread *t = &lp_self;
+	uintptr_t ips[LP_MEM_DEPTH_MAX];
+	struct lp_ext_mem m;
+	uint32_t n, epoch;
+
+	if (unlikely(!(f & LP_CTL_ENABLED)))
+		return;
+	if (unlikely(t->state != LP_THREAD_READY || t->busy || t->mem.state != LP_MEMT_READY) && !mem_thread_open(t))
+		return;
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	epoch = atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->epoch, memory_order_relaxed);
+	if (unlikely(epoch != t->mem.epoch)) {
+		/* tracing was turned on anew: a later consumer may not have
+		 * seen the definitions so far */
+		t->mem.tab->gen++;
+		t->mem.epoch = epoch;
+	}
+	n = stack_walk(t, ret, frame, ips, t->mem.tab->depth);
+	m.ptr = ptr;
+	m.size = size;
+	m.old = old;
+	m.stack = stack_intern(t, ips, n);
+	m.op = (uint8_t)op_flags;
+	m.flags = (uint8_t)(op_flags >> 8);
+	m.reserved = 0;
+	lp_ring_put_ext(t, LP_EXT_MEM, &m, sizeof(m));
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
