@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{ "tree", cmd_tree, "call tree with inclusive/self time and calls per node" },
 	{ "replay", cmd_replay, "chronological entries and exits per thread, with durations" },
 	{ "live", cmd_live, "profile a program on a target through its agent, live" },
+	{ "config", cmd_config, "print what a build needs: --wrap-flags for the memory tracer" },
 };
 
 static void usage(FILE *f)
