@@ -141,14 +141,27 @@ enum lp_raw_type {
 	LP_RAW_EXT = 5,     /* payload: ext_type << 32 | byte length; the
 	                     * bytes follow in the next ceil(len/16) slots */
 	LP_RAW_PAD = 6,     /* payload: slots to skip (rest of a chunk) */
+	LP_RAW_MEM = 7,     /* payload: see LP_RAW_MEM_*; a heap operation in
+	                     * two slots (REALLOC: three), never across a chunk:
+	                     * the next slot is {u64 ptr, u64 size}, for
+	                     * REALLOC the one after {u64 old, 0} */
 };
+
+/* Payload of an LP_RAW_MEM slot: the compact form of struct lp_ext_mem. */
+#define LP_RAW_MEM_OP(payload) ((uint8_t)((payload)&0xf))             /* enum lp_mem_op */
+#define LP_RAW_MEM_FLAGS(payload) ((uint8_t)(((payload) >> 4) & 0xf)) /* enum lp_mem_flags */
+#define LP_RAW_MEM_STACK(payload) ((uint32_t)((payload) >> 8))        /* stack id */
+#define LP_RAW_MEM_PAYLOAD(op, flags, stack) \
+	((uint64_t)((op)&0xf) | (uint64_t)((flags)&0xf) << 4 | (uint64_t)(uint32_t)(stack) << 8)
 
 /* Extended records carried in LP_RAW_EXT slots. */
 enum lp_ext_type {
 	LP_EXT_MAP = 1,   /* struct lp_ext_map + build id + path */
 	LP_EXT_TASK = 2,  /* struct lp_ext_task + name/path */
 	LP_EXT_CALL = 3,  /* struct lp_ext_call: one whole call (filtered by duration) */
-	LP_EXT_MEM = 4,   /* struct lp_ext_mem: one heap operation (memory tracer) */
+	LP_EXT_MEM = 4,   /* struct lp_ext_mem: one heap operation (memory tracer;
+	                   * the runtime writes the compact LP_RAW_MEM, the
+	                   * drain takes both) */
 	LP_EXT_STACK = 5, /* struct lp_ext_stack + addresses: a stack id's definition */
 };
 
