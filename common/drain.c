@@ -462,7 +462,7 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 		encoder_stack(s->enc, ns, h.id, ips, h.n);
 	} else if (ext == LP_EXT_TASK && len >= sizeof(struct lp_ext_task)) {
 		struct lp_ext_task t;
-		uint64_t frames[256];
+		uint64_t frames[256] = { 0 };
 		uint32_t i;
 
 		memcpy(&t, p, sizeof(t));
@@ -494,7 +494,6 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 {
 	struct clocksync *cs = s->d->clock;
 	uint32_t mask = s->ring_slots - 1, n = 0;
-	uint8_t ext[ENCODER_EVENT_MAX];
 
 	while (s->tail != head) {
 		const struct lp_slot *sl = &s->slots[s->tail & mask];
@@ -544,17 +543,41 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		case LP_RAW_PAD:
 			step = payload && payload <= s->ring->chunk_slots ? (uint32_t)payload : 1;
 			break;
+		case LP_RAW_MEM: {
+			struct memevent m = { .op = LP_RAW_MEM_OP(payload),
+				              .flags = LP_RAW_MEM_FLAGS(payload),
+				              .stack = LP_RAW_MEM_STACK(payload) };
+			uint32_t at = (s->tail + 1) & mask;
+
+			step = m.op == LP_MEM_REALLOC ? 3 : 2;
+			if (at + step - 1 > s->ring_slots || m.op < LP_MEM_MALLOC || m.op >= LP_MEM_FOLD) {
+				step = 1; /* a broken record: skip the slot */
+				break;
+			}
+			if ((uint32_t)(head - s->tail) < step)
+				return n; /* cannot happen with a sane producer */
+			m.ptr = s->slots[at].time;
+			m.size = s->slots[at].word;
+			if (step == 3)
+				m.old = s->slots[at + 1].time;
+			encoder_mem(s->enc, ns, &m);
+			maybe_flush(s);
+			break;
+		}
 		case LP_RAW_EXT: {
 			uint32_t len = (uint32_t)(payload & 0xffffffffu);
 			uint32_t kind = (uint32_t)(payload >> 32);
 			uint32_t body = (len + 15) / 16;
 
-			if (len > sizeof(ext) || body + 1 > s->ring->chunk_slots)
+			uint32_t at = (s->tail + 1) & mask;
+
+			if (len > ENCODER_EVENT_MAX || body + 1 > s->ring->chunk_slots || at + body > s->ring_slots)
 				break; /* a broken record: skip the slot */
 			if ((uint32_t)(head - s->tail) < body + 1)
 				return n; /* cannot happen with a sane producer */
-			memcpy(ext, &s->slots[(s->tail + 1) & mask], len);
-			decode_ext(s, ns, kind, ext, len);
+			/* read in place: the producer does not touch slots before
+			 * the tail we publish */
+			decode_ext(s, ns, kind, (const uint8_t *)&s->slots[at], len);
 			step = 1 + body;
 			break;
 		}

@@ -198,6 +198,36 @@ static inline LP_NOINSTR uint64_t stack_hash(const uintptr_t *ips, uint32_t n)
 	return h ^ (h >> 29);
 }
 
+/* Short stacks: a loop beats a call to memcmp. */
+static inline LP_NOINSTR bool same_stack(const uintptr_t *a, const uintptr_t *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+/* The LP_RAW_MEM record: two slots, three for REALLOC. */
+static inline LP_NOINSTR void mem_put(struct lp_thread *t, uint32_t op_flags, uintptr_t ptr, uintptr_t size,
+                                      uintptr_t old, uint32_t stack)
+{
+	uint32_t op = op_flags & 0xff, n = op == LP_MEM_REALLOC ? 3 : 2;
+	struct lp_slot *s = t->cur;
+	uint64_t now = lp_clock_now();
+
+	if (unlikely((size_t)(t->limit - s) < n))
+		s = lp_ring_reserve(t, n, now);
+	s[0].time = now;
+	s[0].word = LP_RAW_MEM_PAYLOAD(op, op_flags >> 8, stack) | ((uint64_t)LP_RAW_MEM << LP_SLOT_TYPE_SHIFT);
+	s[1].time = ptr;
+	s[1].word = size;
+	if (n == 3) {
+		s[2].time = old;
+		s[2].word = 0;
+	}
+	lp_ring_commit(t, s, n);
+}
+
 /* Writes the definition of a new id into the ring. */
 static LP_NOINSTR __attribute__((noinline)) void stack_define(struct lp_thread *t, uint32_t id, const uintptr_t *ips,
                                                               uint32_t n)
@@ -223,7 +253,7 @@ static inline LP_NOINSTR uint32_t stack_intern(struct lp_thread *t, const uintpt
 		e = tab_ent(tab, (slot + i) & (LP_STACKTAB_SLOTS - 1));
 		if (e->gen != tab->gen || !e->id)
 			goto define;
-		if (e->hash == h && e->n == n && !memcmp(e->ips, ips, n * sizeof(uintptr_t)))
+		if (e->hash == h && e->n == n && same_stack(e->ips, ips, n))
 			return e->id;
 	}
 	/* the window is full: evict one of its entries (which one is taken
@@ -248,8 +278,7 @@ LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintpt
 	uint32_t f = atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed);
 	struct lp_thread *t = &lp_self;
 	uintptr_t ips[LP_MEM_DEPTH_MAX];
-	struct lp_ext_mem m;
-	uint32_t n, epoch;
+	uint32_t n, epoch, stack;
 
 	if (unlikely(!(f & LP_CTL_ENABLED)))
 		return;
@@ -265,14 +294,8 @@ LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintpt
 		t->mem.epoch = epoch;
 	}
 	n = stack_walk(t, ret, frame, ips, t->mem.tab->depth);
-	m.ptr = ptr;
-	m.size = size;
-	m.old = old;
-	m.stack = stack_intern(t, ips, n);
-	m.op = (uint8_t)op_flags;
-	m.flags = (uint8_t)(op_flags >> 8);
-	m.reserved = 0;
-	lp_ring_put_ext(t, LP_EXT_MEM, &m, sizeof(m));
+	stack = stack_intern(t, ips, n);
+	mem_put(t, op_flags, ptr, size, old, stack);
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
 }

@@ -73,11 +73,13 @@ struct lp_thread {
 	struct lp_slot *scratch; /* one chunk where dropped events go */
 	uint32_t ring_slots;
 	uint32_t chunk_slots;
-	uint32_t saved_head;   /* real head while writing to scratch */
-	uint32_t scratch_head; /* target of head_ptr while dropping */
-	uint64_t lost_pending; /* dropped, not yet reported with a LOST slot */
-	uint64_t dropped;      /* total dropped, mirrored in ring->dropped */
-	uint32_t nested;       /* events dropped by gates nested in a gate */
+	uint32_t saved_head;    /* real head while writing to scratch */
+	uint32_t scratch_head;  /* target of head_ptr while dropping */
+	uint32_t scratch_extra; /* slots in scratch that are no event of their own
+	                         * (records' further slots, padding) */
+	uint64_t lost_pending;  /* dropped, not yet reported with a LOST slot */
+	uint64_t dropped;       /* total dropped, mirrored in ring->dropped */
+	uint32_t nested;        /* events dropped by gates nested in a gate */
 	size_t map_size;
 	uintptr_t shadow[LP_SHADOW_MAX];
 	uint64_t entry_time[LP_SHADOW_MAX]; /* filtered by duration: 0 = not kept */
@@ -135,6 +137,20 @@ struct lp_slot *lp_ring_advance(struct lp_thread *t);
 void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
 /* Writes an extended record of `len` bytes (at most one chunk). */
 void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len);
+/* Room for a record of n slots (at most a chunk) in the current chunk, the
+ * rest of which is padded when it is too short: returns where to write
+ * them; lp_ring_commit publishes them. */
+struct lp_slot *lp_ring_reserve(struct lp_thread *t, size_t n, uint64_t now);
+
+static inline LP_NOINSTR void lp_ring_commit(struct lp_thread *t, struct lp_slot *s, uint32_t n)
+{
+	t->cur = s + n;
+	t->head += n;
+	/* while dropping, count the record once in the loss */
+	if (unlikely(t->head_ptr != &t->ring->head))
+		t->scratch_extra += n - 1;
+	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+}
 /* Marks the calling thread's ring closed; later gates on it are ignored. */
 void lp_thread_close(struct lp_thread *t);
 
