@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/chunk.h"
 #include "common/decoder.h"
+#include "common/drain.h"
 #include "common/memevent.h"
 #include "host/lib/reader.h"
 #include "host/lib/symbolizer.h"
@@ -920,6 +922,113 @@ static void test_forever(void)
 	}
 }
 
+static int epoch_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
+{
+	return chunk_write_fd(*(int *)ctx, type, payload, (uint32_t)len);
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Tracing turned off and on again (as the agent does): the stacks get new
+ * ids, defined again before their first use after it. */
+static void test_epoch(void)
+{
+	char session[600], dir[600], data[700], prog[1200], lib[2200];
+	struct drain_config cfg = { .ring_chunks = 64, .chunk_slots = 4096, .clock = LP_CLOCK_MONOTONIC };
+	struct drain_ops ops = { 0 };
+	uint8_t hdr[LP_FILE_HEADER_SIZE];
+	uint64_t start, off_ms = 0, on_ms = 0;
+	struct drain *d;
+	struct trace t;
+	int fd, status = -1;
+	pid_t pid;
+
+	snprintf(session, sizeof(session), "%s/epoch-session", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/epoch", tmpdir);
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(prog, sizeof(prog), "%s/mem_forever", bindir);
+	snprintf(lib, sizeof(lib), "%s/../runtime/liblayerprof.so:%s/../runtime/liblayerprof-mem.so", bindir, bindir);
+	if (mkdir(dir, 0700))
+		die("mkdir");
+	fd = open(data, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		die("open");
+	trace_header_put(hdr);
+	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
+		die("write");
+	ops.ctx = &fd;
+	ops.chunk = epoch_chunk;
+	d = drain_new(session, &cfg, &ops);
+	if (!CHECK(d != NULL))
+		return;
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		setenv(LP_ENV_SESSION, session, 1);
+		setenv("LD_PRELOAD", lib, 1);
+		execl(prog, prog, "300", (char *)NULL);
+		_exit(127);
+	}
+	start = ms_now();
+	for (;;) {
+		struct timespec ts = { 0, 2000000 };
+		uint64_t now = ms_now() - start;
+
+		drain_poll(d);
+		if (!off_ms && now >= 80) {
+			drain_set_enabled(d, false);
+			off_ms = now;
+		} else if (off_ms && !on_ms && now >= 160) {
+			drain_set_enabled(d, true);
+			on_ms = now;
+		}
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			drain_process_exited(d, pid, status);
+			break;
+		}
+		if (now > RUN_TIMEOUT_S * 1000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			CHECK(!"mem_forever 300 did not end");
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	CHECK_EQ_U64(drain_finish(d), 0);
+	drain_free(d);
+	close(fd);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	printf("epoch: off at %llu ms, on at %llu ms\n", (unsigned long long)off_ms, (unsigned long long)on_ms);
+	if (trace_load(&t, dir))
+		return;
+	check_sane(&t, "epoch");
+	{
+		uint64_t grown = count_ops(&t, LP_MEM_MALLOC, 64, "grow", UINT32_MAX);
+		const struct tev *first = find_op(&t, LP_MEM_MALLOC, "grow", 0);
+		const struct tev *last = find_op(&t, LP_MEM_MALLOC, "grow", grown ? grown - 1 : 0);
+
+		/* some iterations ran untraced, on both sides some traced */
+		CHECK(grown > 10 && grown < 290);
+		if (CHECK(first && last)) {
+			const struct tstack *a = stack_find(&t, first->stream, first->stack);
+			const struct tstack *b = stack_find(&t, last->stream, last->stack);
+
+			/* the same stack under a new id after tracing came back */
+			CHECK(last->stack > first->stack);
+			if (CHECK(a && b))
+				CHECK(a->n == b->n && !memcmp(a->ips, b->ips, a->n * sizeof(a->ips[0])));
+		}
+	}
+	trace_free(&t);
+}
+
 int main(int argc, char **argv)
 {
 	struct trace t;
@@ -949,6 +1058,7 @@ int main(int argc, char **argv)
 	test_threads();
 	test_fork();
 	test_forever();
+	test_epoch();
 	if (!check_failed) {
 		char cmd[300];
 
