@@ -17,6 +17,7 @@
 #include "common/drain_impl.h"
 #include "common/encoder.h"
 #include "common/memevent.h"
+#include "common/memfold.h"
 
 /* CLOCK chunks at most this often; a full directory scan at least this often. */
 #define DRAIN_CLOCK_PERIOD_NS 2000000000ull
@@ -58,6 +59,52 @@ static inline void maybe_flush(struct stream *s)
 		flush_stream(s);
 }
 
+/* Sink of the folding stage: into the encoder. */
+static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, const struct memevent *m)
+{
+	struct stream *s = ctx;
+
+	if (type == LP_EV_ENTRY)
+		encoder_entry(s->enc, ns, value);
+	else if (type == LP_EV_EXIT)
+		encoder_exit(s->enc, ns, value);
+	else if (type == LP_EV_LONGJMP)
+		encoder_longjmp(s->enc, ns, value);
+	else
+		encoder_mem(s->enc, ns, m);
+	maybe_flush(s);
+}
+
+/* Before an event that does not go through the folding stage. */
+static inline void fold_flush(struct stream *s)
+{
+	if (s->fold)
+		memfold_flush(s->fold, false);
+}
+
+static inline void put_func(struct stream *s, uint64_t ns, uint8_t type, uint64_t addr)
+{
+	if (s->fold) {
+		memfold_func(s->fold, ns, type, addr);
+		return;
+	}
+	if (type == LP_EV_ENTRY)
+		encoder_entry(s->enc, ns, addr);
+	else
+		encoder_exit(s->enc, ns, addr);
+	maybe_flush(s);
+}
+
+static inline void put_mem(struct stream *s, uint64_t ns, const struct memevent *m)
+{
+	if (s->fold) {
+		memfold_mem(s->fold, ns, m);
+		return;
+	}
+	encoder_mem(s->enc, ns, m);
+	maybe_flush(s);
+}
+
 /* Sink of the record-time filter stage: straight into the encoder. */
 static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
@@ -65,16 +112,14 @@ static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, un
 
 	if (flags & FILTER_INHERITED)
 		return; /* already written in the FORK task event */
-	encoder_entry(s->enc, ns, addr);
-	maybe_flush(s);
+	put_func(s, ns, LP_EV_ENTRY, addr);
 }
 
 static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags)
 {
 	struct stream *s = ctx;
 
-	encoder_exit(s->enc, ns, addr);
-	maybe_flush(s);
+	put_func(s, ns, LP_EV_EXIT, addr);
 }
 
 static void notify_init(struct drain *d)
@@ -344,6 +389,19 @@ static int stream_open(struct drain *d, const char *name)
 		}
 		s->filtered = true;
 	}
+	if (d->cfg.mem_fold_ns) {
+		struct memfold_sink fsink = { .ctx = s, .event = fold_sink };
+
+		s->fold = memfold_new(d->cfg.mem_fold_ns, &fsink);
+		if (!s->fold) {
+			if (s->filtered)
+				filter_stream_release(&s->fs);
+			free(s->enc);
+			free(s);
+			munmap(map, (size_t)st.st_size);
+			return -ENOMEM;
+		}
+	}
 	if (drain_exited_status(d, h->pid, &status)) {
 		s->final = true;
 		if (h->tid == h->pid)
@@ -407,6 +465,8 @@ static int scan_dir(struct drain *d)
 
 static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_t *p, uint32_t len)
 {
+	if (ext != LP_EXT_MEM)
+		fold_flush(s);
 	if (ext == LP_EXT_MAP && len >= sizeof(struct lp_ext_map)) {
 		struct lp_ext_map m;
 		struct lp_event ev;
@@ -450,7 +510,7 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 		m.size = r.size;
 		m.old = r.old;
 		m.stack = r.stack;
-		encoder_mem(s->enc, ns, &m);
+		put_mem(s, ns, &m);
 	} else if (ext == LP_EXT_STACK && len >= sizeof(struct lp_ext_stack)) {
 		struct lp_ext_stack h;
 		uint64_t ips[MEMEVENT_STACK_MAX];
@@ -508,27 +568,26 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		uint64_t ns = clocksync_ns(cs, sl->time);
 
 		/* the thread's syscalls before this event come first */
-		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD)
+		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD) {
+			fold_flush(s);
 			drainsys_emit(s, ns);
+		}
 
 		switch (type) {
 		case LP_RAW_ENTRY:
-			if (s->filtered) {
+			if (s->filtered)
 				filter_entry(&s->fs, ns, payload);
-			} else {
-				encoder_entry(s->enc, ns, payload);
-				maybe_flush(s);
-			}
+			else
+				put_func(s, ns, LP_EV_ENTRY, payload);
 			break;
 		case LP_RAW_EXIT:
-			if (s->filtered) {
+			if (s->filtered)
 				filter_exit(&s->fs, ns, payload);
-			} else {
-				encoder_exit(s->enc, ns, payload);
-				maybe_flush(s);
-			}
+			else
+				put_func(s, ns, LP_EV_EXIT, payload);
 			break;
 		case LP_RAW_LOST:
+			fold_flush(s);
 			s->lost_reported += payload;
 			s->d->stats.lost += payload;
 			encoder_lost(s->enc, ns, payload);
@@ -537,6 +596,8 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		case LP_RAW_LONGJMP:
 			if (s->filtered)
 				filter_longjmp(&s->fs, ns, payload);
+			else if (s->fold)
+				memfold_func(s->fold, ns, LP_EV_LONGJMP, payload);
 			else
 				encoder_longjmp(s->enc, ns, payload);
 			break;
@@ -560,8 +621,7 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 			m.size = s->slots[at].word;
 			if (step == 3)
 				m.old = s->slots[at + 1].time;
-			encoder_mem(s->enc, ns, &m);
-			maybe_flush(s);
+			put_mem(s, ns, &m);
 			break;
 		}
 		case LP_RAW_EXT: {
@@ -598,6 +658,16 @@ static void stream_close(struct stream *s)
 
 	if (s->filtered)
 		filter_finish(&s->fs, s->fs.last_ns);
+	if (s->fold) {
+		struct memfold_stats fst;
+
+		memfold_flush(s->fold, true);
+		memfold_get_stats(s->fold, &fst);
+		s->d->stats.folded_blocks += fst.blocks;
+		s->d->stats.folded_bytes += fst.bytes;
+		memfold_free(s->fold);
+		s->fold = NULL;
+	}
 	if (s->sys)
 		drainsys_unbind(s);
 	if (s->enc->len && s->enc->last_ns < ns)
@@ -662,6 +732,8 @@ long drain_poll(struct drain *d)
 			heads[i] = s->tail + s->ring_slots; /* a broken producer */
 		total += stream_consume(s, heads[i]);
 		atomic_store_explicit((_Atomic uint32_t *)&s->ring->tail, s->tail, memory_order_release);
+		if (s->fold)
+			memfold_expire(s->fold, t0); /* a quiet stream's held events age too */
 		if (done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire))
 			stream_close(s);
 	}
@@ -848,6 +920,9 @@ int drain_finish(struct drain *d)
 	emit_clock(d);
 	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
 	             (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
+	if (d->cfg.mem_fold_ns)
+		n += snprintf(end + n, sizeof(end) - (size_t)n, "mem_folded_blocks=%llu\nmem_folded_bytes=%llu\n",
+		              (unsigned long long)d->stats.folded_blocks, (unsigned long long)d->stats.folded_bytes);
 	drain_emit(d, LP_CHUNK_END, (const uint8_t *)end, (size_t)n, 0);
 	return d->error;
 }
@@ -867,6 +942,7 @@ void drain_free(struct drain *d)
 	if (!d)
 		return;
 	for (i = 0; i < d->nstreams; i++) {
+		memfold_free(d->streams[i]->fold);
 		if (d->streams[i]->filtered)
 			filter_stream_release(&d->streams[i]->fs);
 		if (d->streams[i]->ring)
