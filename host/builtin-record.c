@@ -61,7 +61,11 @@ static const char record_usage[] =
     "      --mem-depth N     frames per heap call stack (default 16, 1 to 64)\n"
     "      --keep-alive      an illegal release (a pointer never allocated, already\n"
     "                        released, or inside a block) is recorded and not passed\n"
-    "                        to libc, so the program goes on instead of aborting\n" FILTER_HELP
+    "                        to libc, so the program goes on instead of aborting\n"
+    "      --mem-fold DUR    blocks released by their thread within DUR (e.g. 1ms) are\n"
+    "                        only counted, per call stack, not recorded one by one,\n"
+    "                        so that an endless run of short-lived blocks does not\n"
+    "                        grow the trace (default: off; not with --syscalls)\n" FILTER_HELP
     "  -h, --help            this text\n";
 
 static volatile sig_atomic_t stop_requests;
@@ -267,6 +271,7 @@ struct mem_opts {
 	bool on;
 	bool keep_alive;
 	unsigned depth;
+	uint64_t fold_ns;
 };
 
 static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, bool syscalls,
@@ -289,8 +294,9 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 		n +=
 		    (size_t)snprintf(meta + n, sizeof(meta) - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native()));
 	if (mem->on)
-		n += (size_t)snprintf(meta + n, sizeof(meta) - n, "memory=1\nmem_depth=%u\nmem_keep_alive=%d\n",
-		                      mem->depth, mem->keep_alive ? 1 : 0);
+		n += (size_t)snprintf(meta + n, sizeof(meta) - n,
+		                      "memory=1\nmem_depth=%u\nmem_keep_alive=%d\nmem_fold_ns=%llu\n", mem->depth,
+		                      mem->keep_alive ? 1 : 0, (unsigned long long)mem->fold_ns);
 	for (i = 0; i < argc && n < sizeof(meta) - 2; i++) {
 		const char *a = argv[i];
 
@@ -416,12 +422,13 @@ int cmd_record(int argc, char **argv)
 		{ "memory", no_argument, NULL, 'm' },
 		{ "mem-depth", required_argument, NULL, 'D' },
 		{ "keep-alive", no_argument, NULL, 'A' },
+		{ "mem-fold", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct recorder rec = { .fd = -1, .out = RECORD_DEFAULT_OUTPUT };
-	struct drain_config cfg;
+	struct drain_config cfg = { 0 };
 	struct drain_ops ops = { 0 };
 	struct drain_stats st;
 	struct drain *d = NULL;
@@ -502,6 +509,15 @@ int cmd_record(int argc, char **argv)
 		case 'A':
 			mem.keep_alive = true;
 			break;
+		case 'M':
+			if (parse_duration(optarg, &mem.fold_ns) || !mem.fold_ns) {
+				fprintf(stderr,
+				        "layerprof record: invalid --mem-fold '%s': expected a duration such as "
+				        "500us or 10ms\n",
+				        optarg);
+				return LP_EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			fputs(record_usage, stdout);
 			return LP_EXIT_OK;
@@ -523,8 +539,12 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "layerprof record: --syscall-filter and --keep-running need --syscalls\n");
 		return LP_EXIT_USAGE;
 	}
-	if ((mem.keep_alive || mem_depth_set) && !mem.on) {
-		fprintf(stderr, "layerprof record: --keep-alive and --mem-depth need --memory\n");
+	if ((mem.keep_alive || mem_depth_set || mem.fold_ns) && !mem.on) {
+		fprintf(stderr, "layerprof record: --keep-alive, --mem-depth and --mem-fold need --memory\n");
+		return LP_EXIT_USAGE;
+	}
+	if (mem.fold_ns && syscalls) {
+		fprintf(stderr, "layerprof record: --mem-fold does not work with --syscalls yet\n");
 		return LP_EXIT_USAGE;
 	}
 	if (syscalls && sys_set_parse(&stcfg.filter, sys_arch_native(), syscall_filter, err, sizeof(err))) {
@@ -573,6 +593,7 @@ int cmd_record(int argc, char **argv)
 	       cfg.ring_chunks < 4096)
 		cfg.ring_chunks *= 2;
 	cfg.clock = choose_clock(clock_opt);
+	cfg.mem_fold_ns = mem.fold_ns;
 	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, syscalls, &mem)) {
 		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", data, strerror(errno));
 		goto out;
@@ -747,6 +768,9 @@ run:
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
 		        (unsigned long long)st.events, (unsigned long long)st.streams, rec.out,
 		        (unsigned long long)st.bytes);
+	if (!quiet && isatty(STDERR_FILENO) && mem.fold_ns)
+		fprintf(stderr, "layerprof record: %llu short-lived heap blocks (%llu bytes) folded into counts\n",
+		        (unsigned long long)st.folded_blocks, (unsigned long long)st.folded_bytes);
 	print_exit(argv[optind], status);
 	if (!child_done)
 		exit_code = 130;

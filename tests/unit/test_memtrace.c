@@ -40,10 +40,11 @@ struct tev {
 	uint8_t flags;
 	uint64_t ns;
 	uint64_t ptr, size, old, addr;
-	uint32_t stack, depth; /* depth: frames of the stack */
-	size_t seq;            /* order in the file */
-	char site[SITE_MAX];   /* function of the call site ("" unknown) */
-	char func[SITE_MAX];   /* ENTRY/EXIT: the function */
+	uint32_t stack, depth;           /* depth: frames of the stack */
+	uint64_t count, bytes, lifetime; /* FOLD */
+	size_t seq;                      /* order in the file */
+	char site[SITE_MAX];             /* function of the call site ("" unknown) */
+	char func[SITE_MAX];             /* ENTRY/EXIT: the function */
 };
 
 struct tstack {
@@ -205,6 +206,9 @@ static void decode_chunk(struct trace *t, struct decoder *d, const uint8_t *payl
 			e.size = m.size;
 			e.old = m.old;
 			e.stack = m.stack;
+			e.count = m.count;
+			e.bytes = m.bytes;
+			e.lifetime = m.lifetime_ns;
 			st = stack_find(t, si, m.stack);
 			if (!st) {
 				t->undefined_ids++;
@@ -922,6 +926,65 @@ static void test_forever(void)
 	}
 }
 
+/* Sums the FOLD events of a site: blocks and bytes. */
+static void fold_sums(const struct trace *t, const char *site, uint64_t *count, uint64_t *bytes, uint64_t lifetime)
+{
+	*count = *bytes = 0;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct tev *e = &t->ev[i];
+
+		if (e->type != LP_EV_ALLOC || e->op != LP_MEM_FOLD || !same_func(e->site, site))
+			continue;
+		CHECK_EQ_U64(e->lifetime, lifetime);
+		CHECK(e->count > 0);
+		*count += e->count;
+		*bytes += e->bytes;
+	}
+}
+
+/* --mem-fold: short-lived blocks only counted, the others as before, every
+ * block accounted for once. */
+static void test_fold(void)
+{
+	uint64_t count, bytes, unfolded;
+	struct trace t;
+
+	if (load(&t, "fold", "--memory --mem-fold 1s", "mem_forever", "200", 0)) {
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 64, "grow", UINT32_MAX), 200);
+		fold_sums(&t, "churn", &count, &bytes, 1000000000ull);
+		unfolded = count_ops(&t, LP_MEM_MALLOC, 128, "churn", UINT32_MAX);
+		CHECK_EQ_U64(count + unfolded, 600);
+		CHECK_EQ_U64(bytes, 128 * count);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "churn", UINT32_MAX), unfolded);
+		/* only the first round of a new call site goes out unfolded */
+		CHECK(count >= 590);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_FOLD, UINT64_MAX, "grow", UINT32_MAX), 0);
+		CHECK_EQ_U64(unmatched_releases(&t), 0);
+		trace_free(&t);
+	}
+	/* a lifetime no block lives within: nothing folded */
+	if (load(&t, "fold-none", "--memory --mem-fold 1ns", "mem_forever", "50", 0)) {
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 128, "churn", UINT32_MAX), 150);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "churn", UINT32_MAX), 150);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_FOLD, UINT64_MAX, NULL, UINT32_MAX), 0);
+		trace_free(&t);
+	}
+	/* with function events: held back with the heap events, in time order */
+	if (load(&t, "fold-instr", "--memory --mem-fold 1s", "mem_leaky_instr", NULL, 0)) {
+		uint64_t entries = 0;
+
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 48, "leaky", UINT32_MAX), 100);
+		fold_sums(&t, "tidy", &count, &bytes, 1000000000ull);
+		unfolded = count_ops(&t, LP_MEM_MALLOC, 24, "tidy", UINT32_MAX);
+		CHECK_EQ_U64(count + unfolded, 50);
+		CHECK(count >= 49);
+		for (size_t i = 0; i < t.nev; i++)
+			entries += t.ev[i].type == LP_EV_ENTRY && !strcmp(t.ev[i].func, "tidy");
+		CHECK_EQ_U64(entries, 50);
+		trace_free(&t);
+	}
+}
+
 static int epoch_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
 {
 	return chunk_write_fd(*(int *)ctx, type, payload, (uint32_t)len);
@@ -1059,6 +1122,7 @@ int main(int argc, char **argv)
 	test_fork();
 	test_forever();
 	test_epoch();
+	test_fold();
 	if (!check_failed) {
 		char cmd[300];
 
