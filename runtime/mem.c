@@ -4,10 +4,11 @@
  * thread's ring.  Called on every malloc and free of the program: no locks,
  * no allocation, no system calls except when a thread is set up. */
 #include <errno.h>
-#include <pthread.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "runtime.h"
 
@@ -75,22 +76,79 @@ LP_NOINSTR void lp_mem_thread_release(struct lp_thread *t)
 	t->mem.state = LP_MEMT_NEW;
 }
 
-/* The thread's stack, where frame records can be: the walk never reads
- * outside it.  Unknown bounds leave the walk at the call site. */
-static LP_NOINSTR void stack_bounds(struct lp_thread *t)
+static LP_NOINSTR int hex_digit(char c)
 {
-	pthread_attr_t attr;
-	void *addr;
-	size_t size;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* "start-end ..." at the start of a line of /proc/self/maps; false when
+ * the line does not start that way. */
+static LP_NOINSTR bool parse_range(const char *p, const char *end, uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t v = 0;
+	int d, n = 0;
+
+	while (p < end && (d = hex_digit(*p)) >= 0) {
+		v = v << 4 | (uintptr_t)d;
+		p++;
+		n++;
+	}
+	if (!n || p == end || *p != '-')
+		return false;
+	*lo = v;
+	v = 0;
+	n = 0;
+	for (p++; p < end && (d = hex_digit(*p)) >= 0; p++, n++)
+		v = v << 4 | (uintptr_t)d;
+	*hi = v;
+	return n > 0;
+}
+
+/* The mapping that holds the thread's stack (the one `sp` is in): the walk
+ * never reads outside it.  Read from /proc/self/maps with plain system
+ * calls, once per thread; no libc function that takes a lock or allocates
+ * (pthread_getattr_np does both, and a thread may be inside it, holding
+ * its own lock, when it first allocates).  Unknown bounds leave the walk
+ * at the call site. */
+static LP_NOINSTR void stack_bounds(struct lp_thread *t, uintptr_t sp)
+{
+	char buf[4096];
+	size_t have = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	t->mem.stack_lo = t->mem.stack_hi = 0;
-	if (pthread_getattr_np(pthread_self(), &attr))
+	if (fd < 0)
 		return;
-	if (!pthread_attr_getstack(&attr, &addr, &size)) {
-		t->mem.stack_lo = (uintptr_t)addr;
-		t->mem.stack_hi = (uintptr_t)addr + size;
+	for (;;) {
+		ssize_t got = read(fd, buf + have, sizeof(buf) - have);
+		char *line = buf, *nl, *end;
+
+		if (got <= 0)
+			break;
+		end = buf + have + got;
+		while ((nl = memchr(line, '\n', (size_t)(end - line)))) {
+			uintptr_t lo, hi;
+
+			if (parse_range(line, nl, &lo, &hi) && sp >= lo && sp < hi) {
+				t->mem.stack_lo = lo;
+				t->mem.stack_hi = hi;
+				close(fd);
+				return;
+			}
+			line = nl + 1;
+		}
+		/* a line longer than the buffer (a long path) is skipped whole */
+		have = (size_t)(end - line);
+		if (have == sizeof(buf))
+			have = 0;
+		else
+			memmove(buf, line, have);
 	}
-	pthread_attr_destroy(&attr);
+	close(fd);
 }
 
 /* The first heap operation of a thread, or one the fast path cannot take:
@@ -142,7 +200,7 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool mem_thread_open(struct lp
 		tab->depth = depth;
 		tab->gen = 1;
 		t->mem.tab = tab;
-		stack_bounds(t);
+		stack_bounds(t, (uintptr_t)__builtin_frame_address(0));
 	}
 	t->mem.state = LP_MEMT_READY;
 	ok = true;

@@ -1,8 +1,10 @@
 /* Memory tracer: illegal releases, one per run, chosen by argv[1]:
  *   double    victim() mallocs 40 bytes; release() frees it twice: 1 MALLOC(40),
  *             2 FREE of the same pointer (glibc aborts at the second)
- *   stack     release() frees a 32-byte array on main's stack: 1 FREE of a
- *             pointer never allocated (glibc aborts)
+ *   stack     release() frees a pointer 32 bytes into a zeroed 64-byte array
+ *             on main's stack: 1 FREE of a pointer never allocated (glibc
+ *             aborts: the zero bytes before it, read as a chunk size, make it
+ *             an invalid pointer)
  *   interior  victim() callocs 64 bytes (1 CALLOC(64)); release() frees the
  *             pointer 16 bytes into it (glibc aborts: the bytes before it,
  *             read as a chunk size, are zero)
@@ -16,7 +18,8 @@
 #include <string.h>
 
 #define DOUBLE_SIZE 40
-#define STACK_SIZE 32
+#define STACK_SIZE 64
+#define STACK_OFFSET 32
 #define INTERIOR_SIZE 64
 #define INTERIOR_OFFSET 16
 
@@ -47,8 +50,8 @@ int main(int argc, char **argv)
 		release(p);
 		release(p);
 	} else if (!strcmp(argv[1], "stack")) {
-		memset(local, 1, sizeof(local));
-		release(local);
+		memset(local, 0, sizeof(local));
+		release(local + STACK_OFFSET);
 	} else if (!strcmp(argv[1], "interior")) {
 		char *p = victim(INTERIOR_SIZE, 1);
 
