@@ -563,6 +563,8 @@ static void test_leaky(void)
 	}
 }
 
+static uint64_t double_recorded(const struct trace *t);
+
 /* The --wrap interposers: linked in with the flags `layerprof config
  * --wrap-flags` names, recorded without the preloaded ones. */
 static void test_wrap(void)
@@ -607,6 +609,34 @@ static void test_wrap(void)
 	/* only the program's own calls are wrapped: nothing from libc */
 	CHECK_EQ_U64(count_ops(&t, 0, UINT64_MAX, NULL, UINT32_MAX), 200);
 	trace_free(&t);
+
+	/* C++: the operators wrapped; and with the preloaded interposers too,
+	 * each operation is still recorded once */
+	snprintf(src, sizeof(src), "%s/programs/mem_cxx.cc", LP_TESTS_SOURCE_DIR);
+	snprintf(out, sizeof(out), "%s/mem_cxx_wrap", tmpdir);
+	{
+		char *argv[] = { LP_TEST_CXX, "-O2", "-g", "-std=c++17", "-o", out, src, arg, NULL };
+
+		if (!CHECK(run(argv, NULL, true) == 0))
+			return;
+	}
+	for (int preload = 0; preload < 2; preload++) {
+		const char *name = preload ? "wrap-cxx-preload" : "wrap-cxx";
+
+		printf("%s: exit %d\n", name, record(name, preload ? "--memory" : "", out, NULL, dir));
+		if (trace_load(&t, dir))
+			return;
+		check_sane(&t, name);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_NEW, 24, "objects", UINT32_MAX), 10);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_DELETE, 0, "objects", UINT32_MAX), 10);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_NEW_ARRAY, 40, "arrays", UINT32_MAX), 5);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_NEW_ARRAY, 100, "nothrow", UINT32_MAX), 3);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_NEW, 64, "aligned", UINT32_MAX), 2);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_NEW, UINT64_MAX, "failing", UINT32_MAX), 1);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 24, NULL, UINT32_MAX), 0);
+		CHECK_EQ_U64(double_recorded(&t), 0);
+		trace_free(&t);
+	}
 }
 
 static void test_badfree(void)
