@@ -303,21 +303,30 @@ static LP_NOINSTR __attribute__((noinline)) void stack_define(struct lp_thread *
 static inline LP_NOINSTR uint32_t stack_intern(struct lp_thread *t, const uintptr_t *ips, uint32_t n)
 {
 	struct lp_stacktab *tab = t->mem.tab;
-	uint64_t h = stack_hash(ips, n);
-	uint32_t slot = (uint32_t)h & (LP_STACKTAB_SLOTS - 1), i, id;
-	struct lp_stackent *e = NULL;
+	uint32_t hint = (uint32_t)(ips[0] ^ ips[0] >> 7) & (LP_MEM_HINTS - 1), slot, i, id;
+	struct lp_stackent *e = tab_ent(tab, t->mem.hint[hint]);
+	uint64_t h;
 
+	/* the stack last seen at this call site, without hashing */
+	if (likely(e->gen == tab->gen && e->id && e->n == n && same_stack(e->ips, ips, n)))
+		return e->id;
+	h = stack_hash(ips, n);
+	slot = (uint32_t)h & (LP_STACKTAB_SLOTS - 1);
 	for (i = 0; i < LP_STACKTAB_PROBE; i++) {
 		e = tab_ent(tab, (slot + i) & (LP_STACKTAB_SLOTS - 1));
 		if (e->gen != tab->gen || !e->id)
 			goto define;
-		if (e->hash == h && e->n == n && same_stack(e->ips, ips, n))
+		if (e->hash == h && e->n == n && same_stack(e->ips, ips, n)) {
+			t->mem.hint[hint] = (slot + i) & (LP_STACKTAB_SLOTS - 1);
 			return e->id;
+		}
 	}
 	/* the window is full: evict one of its entries (which one is taken
 	 * from the hash, so that stacks sharing a window take turns) */
-	e = tab_ent(tab, (slot + (uint32_t)(h >> 32) % LP_STACKTAB_PROBE) & (LP_STACKTAB_SLOTS - 1));
+	i = (uint32_t)(h >> 32) % LP_STACKTAB_PROBE;
+	e = tab_ent(tab, (slot + i) & (LP_STACKTAB_SLOTS - 1));
 define:
+	t->mem.hint[hint] = (slot + i) & (LP_STACKTAB_SLOTS - 1);
 	id = t->mem.next_id++;
 	if (unlikely(!t->mem.next_id))
 		t->mem.next_id = 1;

@@ -47,6 +47,9 @@ enum lp_mem_state {
 
 struct lp_stacktab;
 
+/* Interned-stack slots remembered per call site (a power of two). */
+#define LP_MEM_HINTS 16
+
 /* The memory tracer's part of a thread (mem.c). */
 struct lp_memthread {
 	struct lp_stacktab *tab;      /* interned stacks, mmap'd (not malloc'd) */
@@ -54,6 +57,7 @@ struct lp_memthread {
 	uint32_t epoch;               /* control epoch the table's ids belong to */
 	uint32_t next_id;             /* next stack id of this stream */
 	uint8_t state;                /* enum lp_mem_state */
+	uint16_t hint[LP_MEM_HINTS];  /* table slot last used by a call site */
 };
 
 /* Per-thread state, in initial-exec TLS.  The fields used by every gate come
