@@ -1,6 +1,6 @@
 /* The memory tracer's recording half: for each heap operation the
  * interposers report, the call stack (frame-pointer walk), its interned id
- * (a per-thread table) and the LP_EXT_STACK / LP_EXT_MEM records in the
+ * (a per-thread table) and the LP_EXT_STACK and LP_RAW_MEM records in the
  * thread's ring.  Called on every malloc and free of the program: no locks,
  * no allocation, no system calls except when a thread is set up. */
 #include <errno.h>
@@ -18,6 +18,8 @@
  * generation are empty: a reset is one increment. */
 #define LP_STACKTAB_SLOTS 2048u
 #define LP_STACKTAB_PROBE 8u
+/* No code lives in the first page: a smaller "return address" ends a walk. */
+#define LP_WALK_MIN_ADDR 4096u
 
 struct lp_stackent {
 	uint64_t hash;
@@ -233,7 +235,7 @@ static inline LP_NOINSTR uint32_t stack_walk(const struct lp_thread *t, const vo
 			if (next <= fp || next > hi - 2 * sizeof(uintptr_t) || (next & (sizeof(uintptr_t) - 1)))
 				break;
 			ra = ((const uintptr_t *)next)[1];
-			if (ra < 4096 || (ra >= lo && ra < hi))
+			if (ra < LP_WALK_MIN_ADDR || (ra >= lo && ra < hi))
 				break;
 			ips[n++] = ra;
 			fp = next;

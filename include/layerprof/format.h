@@ -200,9 +200,9 @@ struct lp_ext_mem {
 	uint16_t reserved;
 };
 
-/* Defines a stack id for the thread's later LP_EXT_MEM records: ids are
- * scoped to one ring (one stream), start at 1, and are defined before their
- * first use. */
+/* Defines a stack id for the thread's later heap records (LP_RAW_MEM,
+ * LP_EXT_MEM): ids are scoped to one ring (one stream), start at 1, and are
+ * defined before their first use. */
 struct lp_ext_stack {
 	uint32_t id;
 	uint32_t n; /* return addresses that follow, innermost first (the
