@@ -946,7 +946,10 @@ static void test_fork(void)
 
 static void test_forever(void)
 {
+	char dir[512], path[1200];
 	struct trace t;
+	int status = -1;
+	pid_t pid;
 
 	if (load(&t, "forever", "--memory", "mem_forever", "200", 0)) {
 		CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 64, "grow", UINT32_MAX), 200);
@@ -954,6 +957,45 @@ static void test_forever(void)
 		CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "churn", UINT32_MAX), 600);
 		trace_free(&t);
 	}
+	/* never ending: killed (record passes SIGTERM on), the trace holds
+	 * every operation up to then */
+	snprintf(dir, sizeof(dir), "%s/forever-killed", tmpdir);
+	snprintf(path, sizeof(path), "%s/mem_forever", bindir);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0)
+			dup2(fd, 2);
+		execl(layerprof, layerprof, "record", "-q", "--memory", "-o", dir, "--", path, (char *)NULL);
+		_exit(127);
+	}
+	{
+		struct timespec ts = { 0, 300000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM);
+	if (trace_load(&t, dir))
+		return;
+	check_sane(&t, "forever-killed");
+	{
+		uint64_t grown = count_ops(&t, LP_MEM_MALLOC, 64, "grow", UINT32_MAX);
+		uint64_t made = count_ops(&t, LP_MEM_MALLOC, 128, "churn", UINT32_MAX);
+		uint64_t freed = count_ops(&t, LP_MEM_FREE, 0, "churn", UINT32_MAX);
+
+		printf("  forever-killed: %llu iterations\n", (unsigned long long)grown);
+		CHECK(grown >= 10);
+		/* killed in the middle of an iteration at most */
+		CHECK(made >= 3 * (grown - 1) && made <= 3 * grown);
+		CHECK(freed <= made && made - freed <= 3);
+		CHECK_EQ_U64(unmatched_releases(&t), 0);
+	}
+	trace_free(&t);
 }
 
 /* Sums the FOLD events of a site: blocks and bytes. */
