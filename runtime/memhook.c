@@ -477,8 +477,12 @@ static ALWAYS_INLINE void *realloc_hook(void *old, size_t size, bool overflow, c
 	unsigned flags = 0;
 	void *p;
 
-	if (unlikely(!hooks_ready()))
-		return overflow ? NULL : boot_alloc(size, 0, old);
+	if (unlikely(!hooks_ready())) {
+		if (!overflow)
+			return boot_alloc(size, 0, old);
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (overflow) {
 		errno = ENOMEM;
 		if (!lp_memhook.guard) {
