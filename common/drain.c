@@ -16,6 +16,8 @@
 #include "common/drain.h"
 #include "common/drain_impl.h"
 #include "common/encoder.h"
+#include "common/memevent.h"
+#include "common/memfold.h"
 
 /* CLOCK chunks at most this often; a full directory scan at least this often. */
 #define DRAIN_CLOCK_PERIOD_NS 2000000000ull
@@ -57,6 +59,52 @@ static inline void maybe_flush(struct stream *s)
 		flush_stream(s);
 }
 
+/* Sink of the folding stage: into the encoder. */
+static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, const struct memevent *m)
+{
+	struct stream *s = ctx;
+
+	if (type == LP_EV_ENTRY)
+		encoder_entry(s->enc, ns, value);
+	else if (type == LP_EV_EXIT)
+		encoder_exit(s->enc, ns, value);
+	else if (type == LP_EV_LONGJMP)
+		encoder_longjmp(s->enc, ns, value);
+	else
+		encoder_mem(s->enc, ns, m);
+	maybe_flush(s);
+}
+
+/* Before an event that does not go through the folding stage. */
+static inline void fold_flush(struct stream *s)
+{
+	if (s->fold)
+		memfold_flush(s->fold, false);
+}
+
+static inline void put_func(struct stream *s, uint64_t ns, uint8_t type, uint64_t addr)
+{
+	if (s->fold) {
+		memfold_func(s->fold, ns, type, addr);
+		return;
+	}
+	if (type == LP_EV_ENTRY)
+		encoder_entry(s->enc, ns, addr);
+	else
+		encoder_exit(s->enc, ns, addr);
+	maybe_flush(s);
+}
+
+static inline void put_mem(struct stream *s, uint64_t ns, const struct memevent *m)
+{
+	if (s->fold) {
+		memfold_mem(s->fold, ns, m);
+		return;
+	}
+	encoder_mem(s->enc, ns, m);
+	maybe_flush(s);
+}
+
 /* Sink of the record-time filter stage: straight into the encoder. */
 static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
@@ -64,16 +112,14 @@ static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, un
 
 	if (flags & FILTER_INHERITED)
 		return; /* already written in the FORK task event */
-	encoder_entry(s->enc, ns, addr);
-	maybe_flush(s);
+	put_func(s, ns, LP_EV_ENTRY, addr);
 }
 
 static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags)
 {
 	struct stream *s = ctx;
 
-	encoder_exit(s->enc, ns, addr);
-	maybe_flush(s);
+	put_func(s, ns, LP_EV_EXIT, addr);
 }
 
 static void notify_init(struct drain *d)
@@ -238,10 +284,13 @@ void drain_set_enabled(struct drain *d, bool on)
 {
 	_Atomic uint32_t *flags = (_Atomic uint32_t *)&d->control->flags;
 
-	if (on)
+	if (on) {
+		/* a new epoch before the flag: whoever sees tracing on sees it */
+		atomic_fetch_add_explicit((_Atomic uint32_t *)&d->control->epoch, 1, memory_order_release);
 		atomic_fetch_or_explicit(flags, LP_CTL_ENABLED, memory_order_release);
-	else
+	} else {
 		atomic_fetch_and_explicit(flags, ~(uint32_t)LP_CTL_ENABLED, memory_order_release);
+	}
 }
 
 bool drain_exited_status(struct drain *d, uint32_t pid, int *status)
@@ -340,6 +389,19 @@ static int stream_open(struct drain *d, const char *name)
 		}
 		s->filtered = true;
 	}
+	if (d->cfg.mem_fold_ns) {
+		struct memfold_sink fsink = { .ctx = s, .event = fold_sink };
+
+		s->fold = memfold_new(d->cfg.mem_fold_ns, &fsink);
+		if (!s->fold) {
+			if (s->filtered)
+				filter_stream_release(&s->fs);
+			free(s->enc);
+			free(s);
+			munmap(map, (size_t)st.st_size);
+			return -ENOMEM;
+		}
+	}
 	if (drain_exited_status(d, h->pid, &status)) {
 		s->final = true;
 		if (h->tid == h->pid)
@@ -403,6 +465,8 @@ static int scan_dir(struct drain *d)
 
 static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_t *p, uint32_t len)
 {
+	if (ext != LP_EXT_MEM)
+		fold_flush(s);
 	if (ext == LP_EXT_MAP && len >= sizeof(struct lp_ext_map)) {
 		struct lp_ext_map m;
 		struct lp_event ev;
@@ -432,9 +496,33 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 		memcpy(&c, p, sizeof(c));
 		entry_ns = clocksync_ns(s->d->clock, c.entry);
 		encoder_call(s->enc, ns, c.addr, ns > entry_ns ? ns - entry_ns : 0);
+	} else if (ext == LP_EXT_MEM && len >= sizeof(struct lp_ext_mem)) {
+		struct lp_ext_mem r;
+		struct memevent m;
+
+		memcpy(&r, p, sizeof(r));
+		if (r.op < LP_MEM_MALLOC || r.op >= LP_MEM_FOLD)
+			return; /* FOLD is the drain's own, never the runtime's */
+		memset(&m, 0, sizeof(m));
+		m.op = r.op;
+		m.flags = r.flags;
+		m.ptr = r.ptr;
+		m.size = r.size;
+		m.old = r.old;
+		m.stack = r.stack;
+		put_mem(s, ns, &m);
+	} else if (ext == LP_EXT_STACK && len >= sizeof(struct lp_ext_stack)) {
+		struct lp_ext_stack h;
+		uint64_t ips[MEMEVENT_STACK_MAX];
+
+		memcpy(&h, p, sizeof(h));
+		if (!h.id || h.n > MEMEVENT_STACK_MAX || sizeof(h) + (size_t)h.n * 8 > len)
+			return;
+		memcpy(ips, p + sizeof(h), (size_t)h.n * 8);
+		encoder_stack(s->enc, ns, h.id, ips, h.n);
 	} else if (ext == LP_EXT_TASK && len >= sizeof(struct lp_ext_task)) {
 		struct lp_ext_task t;
-		uint64_t frames[256];
+		uint64_t frames[256] = { 0 };
 		uint32_t i;
 
 		memcpy(&t, p, sizeof(t));
@@ -466,7 +554,6 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 {
 	struct clocksync *cs = s->d->clock;
 	uint32_t mask = s->ring_slots - 1, n = 0;
-	uint8_t ext[ENCODER_EVENT_MAX];
 
 	while (s->tail != head) {
 		const struct lp_slot *sl = &s->slots[s->tail & mask];
@@ -481,27 +568,26 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		uint64_t ns = clocksync_ns(cs, sl->time);
 
 		/* the thread's syscalls before this event come first */
-		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD)
+		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD) {
+			fold_flush(s);
 			drainsys_emit(s, ns);
+		}
 
 		switch (type) {
 		case LP_RAW_ENTRY:
-			if (s->filtered) {
+			if (s->filtered)
 				filter_entry(&s->fs, ns, payload);
-			} else {
-				encoder_entry(s->enc, ns, payload);
-				maybe_flush(s);
-			}
+			else
+				put_func(s, ns, LP_EV_ENTRY, payload);
 			break;
 		case LP_RAW_EXIT:
-			if (s->filtered) {
+			if (s->filtered)
 				filter_exit(&s->fs, ns, payload);
-			} else {
-				encoder_exit(s->enc, ns, payload);
-				maybe_flush(s);
-			}
+			else
+				put_func(s, ns, LP_EV_EXIT, payload);
 			break;
 		case LP_RAW_LOST:
+			fold_flush(s);
 			s->lost_reported += payload;
 			s->d->stats.lost += payload;
 			encoder_lost(s->enc, ns, payload);
@@ -510,23 +596,48 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		case LP_RAW_LONGJMP:
 			if (s->filtered)
 				filter_longjmp(&s->fs, ns, payload);
+			else if (s->fold)
+				memfold_func(s->fold, ns, LP_EV_LONGJMP, payload);
 			else
 				encoder_longjmp(s->enc, ns, payload);
 			break;
 		case LP_RAW_PAD:
 			step = payload && payload <= s->ring->chunk_slots ? (uint32_t)payload : 1;
 			break;
+		case LP_RAW_MEM: {
+			struct memevent m = { .op = LP_RAW_MEM_OP(payload),
+				              .flags = LP_RAW_MEM_FLAGS(payload),
+				              .stack = LP_RAW_MEM_STACK(payload) };
+			uint32_t at = (s->tail + 1) & mask;
+
+			step = m.op == LP_MEM_REALLOC ? 3 : 2;
+			if (at + step - 1 > s->ring_slots || m.op < LP_MEM_MALLOC || m.op >= LP_MEM_FOLD) {
+				step = 1; /* a broken record: skip the slot */
+				break;
+			}
+			if ((uint32_t)(head - s->tail) < step)
+				return n; /* cannot happen with a sane producer */
+			m.ptr = s->slots[at].time;
+			m.size = s->slots[at].word;
+			if (step == 3)
+				m.old = s->slots[at + 1].time;
+			put_mem(s, ns, &m);
+			break;
+		}
 		case LP_RAW_EXT: {
 			uint32_t len = (uint32_t)(payload & 0xffffffffu);
 			uint32_t kind = (uint32_t)(payload >> 32);
 			uint32_t body = (len + 15) / 16;
 
-			if (len > sizeof(ext) || body + 1 > s->ring->chunk_slots)
+			uint32_t at = (s->tail + 1) & mask;
+
+			if (len > ENCODER_EVENT_MAX || body + 1 > s->ring->chunk_slots || at + body > s->ring_slots)
 				break; /* a broken record: skip the slot */
 			if ((uint32_t)(head - s->tail) < body + 1)
 				return n; /* cannot happen with a sane producer */
-			memcpy(ext, &s->slots[(s->tail + 1) & mask], len);
-			decode_ext(s, ns, kind, ext, len);
+			/* read in place: the producer does not touch slots before
+			 * the tail we publish */
+			decode_ext(s, ns, kind, (const uint8_t *)&s->slots[at], len);
 			step = 1 + body;
 			break;
 		}
@@ -547,6 +658,16 @@ static void stream_close(struct stream *s)
 
 	if (s->filtered)
 		filter_finish(&s->fs, s->fs.last_ns);
+	if (s->fold) {
+		struct memfold_stats fst;
+
+		memfold_flush(s->fold, true);
+		memfold_get_stats(s->fold, &fst);
+		s->d->stats.folded_blocks += fst.blocks;
+		s->d->stats.folded_bytes += fst.bytes;
+		memfold_free(s->fold);
+		s->fold = NULL;
+	}
 	if (s->sys)
 		drainsys_unbind(s);
 	if (s->enc->len && s->enc->last_ns < ns)
@@ -612,6 +733,8 @@ long drain_poll(struct drain *d)
 			heads[i] = s->tail + s->ring_slots; /* a broken producer */
 		total += stream_consume(s, heads[i]);
 		atomic_store_explicit((_Atomic uint32_t *)&s->ring->tail, s->tail, memory_order_release);
+		if (s->fold)
+			memfold_expire(s->fold, t0); /* a quiet stream's held events age too */
 		if (done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire))
 			stream_close(s);
 	}
@@ -800,6 +923,9 @@ int drain_finish(struct drain *d)
 	emit_clock(d);
 	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
 	             (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
+	if (d->cfg.mem_fold_ns)
+		n += snprintf(end + n, sizeof(end) - (size_t)n, "mem_folded_blocks=%llu\nmem_folded_bytes=%llu\n",
+		              (unsigned long long)d->stats.folded_blocks, (unsigned long long)d->stats.folded_bytes);
 	drain_emit(d, LP_CHUNK_END, (const uint8_t *)end, (size_t)n, 0);
 	return d->error;
 }
@@ -819,6 +945,7 @@ void drain_free(struct drain *d)
 	if (!d)
 		return;
 	for (i = 0; i < d->nstreams; i++) {
+		memfold_free(d->streams[i]->fold);
 		if (d->streams[i]->filtered)
 			filter_stream_release(&d->streams[i]->fs);
 		if (d->streams[i]->ring)

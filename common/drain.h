@@ -35,13 +35,16 @@ struct drain_config {
 	uint32_t chunk_slots; /* power of two, >= 64 */
 	uint32_t clock;       /* enum lp_clock_kind for the runtime */
 	uint32_t chunk_bytes; /* EVENTS payload size to aim for; 0: the default */
+	uint64_t mem_fold_ns; /* fold heap blocks released within this (see
+	                       * common/memfold.h); 0: no folding */
 };
 
 struct drain_stats {
-	uint64_t events;  /* events written */
-	uint64_t lost;    /* events the runtime dropped */
-	uint64_t streams; /* rings seen */
-	uint64_t bytes;   /* payload bytes written */
+	uint64_t events;                      /* events written */
+	uint64_t lost;                        /* events the runtime dropped */
+	uint64_t streams;                     /* rings seen */
+	uint64_t bytes;                       /* payload bytes written */
+	uint64_t folded_blocks, folded_bytes; /* heap blocks folded (mem_fold_ns) */
 };
 
 /* Creates the session directory `dir` (which must not exist) with its

@@ -39,6 +39,9 @@ struct stream {
 	 * the oldest one (UINT64_MAX: none): checked before every event */
 	struct systhread *sys;
 	uint64_t sys_next;
+	/* the folding stage of heap operations (cfg.mem_fold_ns), or NULL:
+	 * function and heap events go through it, the others flush it */
+	struct memfold *fold;
 	struct drain *d;
 };
 

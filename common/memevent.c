@@ -8,11 +8,18 @@
 #define MEMEVENT_BODY_MAX (8u * VARINT_MAX)
 #define STACKEVENT_BODY_MAX ((2u + MEMEVENT_STACK_MAX) * VARINT_MAX)
 
+/* Written straight into the encoder's buffer: the body is at most
+ * MEMEVENT_BODY_MAX (< 128) bytes, so its length is one byte, filled in
+ * after it. */
+_Static_assert(MEMEVENT_BODY_MAX < 128, "ALLOC body length in one byte");
+
 void encoder_mem(struct encoder *e, uint64_t ns, const struct memevent *m)
 {
-	uint8_t body[MEMEVENT_BODY_MAX];
+	uint8_t *body;
 	size_t n = 0;
 
+	encoder_begin_event(e, ns, LP_EV_ALLOC, m->op & 0xf);
+	body = e->buf + e->len + 1;
 	n += varint_put(body + n, m->flags);
 	n += varint_put(body + n, m->ptr);
 	n += varint_put(body + n, m->size);
@@ -24,7 +31,8 @@ void encoder_mem(struct encoder *e, uint64_t ns, const struct memevent *m)
 		n += varint_put(body + n, m->bytes);
 		n += varint_put(body + n, m->lifetime_ns);
 	}
-	encoder_layer(e, ns, LP_EV_ALLOC, m->op, body, n);
+	e->buf[e->len] = (uint8_t)n;
+	e->len += 1 + n;
 }
 
 void encoder_stack(struct encoder *e, uint64_t ns, uint32_t id, const uint64_t *ips, uint32_t n)

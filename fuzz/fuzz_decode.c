@@ -9,6 +9,7 @@
 #include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/decoder.h"
+#include "common/memevent.h"
 #include "common/sysevent.h"
 #include "common/encoder.h"
 #include "common/filter.h"
@@ -309,6 +310,22 @@ static void events_chunk(const uint8_t *payload, size_t len)
 				ENSURE(se.nargs <= 6 && se.nips <= SYSEVENT_IPS_MAX && se.str_len <= SYSEVENT_STR_MAX);
 				ENSURE(!se.str_len || inside((const uint8_t *)se.str, se.str_len, payload, len));
 			}
+			break;
+		}
+		case LP_EV_ALLOC: {
+			struct memevent me;
+
+			ENSURE(inside(ev.str, ev.str_len, payload, len));
+			if (!memevent_parse(&ev, &me))
+				ENSURE(me.op >= LP_MEM_MALLOC && me.op <= LP_MEM_FOLD);
+			break;
+		}
+		case LP_EV_STACK: {
+			struct stackevent se;
+
+			ENSURE(inside(ev.str, ev.str_len, payload, len));
+			if (!stackevent_parse(&ev, &se))
+				ENSURE(se.n <= MEMEVENT_STACK_MAX);
 			break;
 		}
 		default:

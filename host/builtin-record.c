@@ -26,6 +26,7 @@
 #include "host/lib/options.h"
 #include "host/lib/symbolizer.h"
 #include "lp_arch.h"
+#include "runtime/memtrace.h"
 #include "systrace/systrace.h"
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"
@@ -33,6 +34,7 @@
 #define RECORD_CHUNK_SLOTS 4096u
 #define RECORD_POLL_MIN_US 500
 #define RECORD_POLL_MAX_US 5000
+#define RECORD_MEM_LIB "liblayerprof-mem.so"
 
 static const char record_usage[] =
     "usage: layerprof record [options] [--] <program> [<args>]\n"
@@ -53,11 +55,36 @@ static const char record_usage[] =
     "                        'read,write,open*'; '!name' leaves one out\n"
     "      --keep-running    ptrace: if recording is interrupted, leave the program\n"
     "                        running (every syscall then stops it, not only the\n"
-    "                        selected ones); by default it is killed\n" FILTER_HELP
+    "                        selected ones); by default it is killed\n"
+    "  -m, --memory          also record heap operations (malloc, free, new, delete,\n"
+    "                        ... with their call stacks) by preloading\n"
+    "                        " RECORD_MEM_LIB "; no rebuild needed\n"
+    "      --mem-depth N     frames per heap call stack (default 16, 1 to 64)\n"
+    "      --keep-alive      an illegal release (a pointer never allocated, already\n"
+    "                        released, or inside a block) is recorded and not passed\n"
+    "                        to libc, so the program goes on instead of aborting\n"
+    "      --mem-fold DUR    blocks released by their thread within DUR (e.g. 1ms) are\n"
+    "                        only counted, per call stack, not recorded one by one,\n"
+    "                        so that an endless run of short-lived blocks does not\n"
+    "                        grow the trace (default: off; not with --syscalls)\n" FILTER_HELP
     "  -h, --help            this text\n";
 
 static volatile sig_atomic_t stop_requests;
 static volatile sig_atomic_t forward_signal;
+
+/* The heap interposers' library lies next to the runtime. */
+static int find_mem_lib(const char *runtime, char *out, size_t size)
+{
+	const char *slash = strrchr(runtime, '/');
+	int n;
+
+	if (!slash)
+		return -ENOENT;
+	n = snprintf(out, size, "%.*s/%s", (int)(slash - runtime), runtime, RECORD_MEM_LIB);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	return access(out, R_OK) ? -errno : 0;
+}
 
 static void on_signal(int sig)
 {
@@ -241,7 +268,15 @@ static int prepare_output(const char *out)
 	return 0;
 }
 
-static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, bool syscalls)
+struct mem_opts {
+	bool on;
+	bool keep_alive;
+	unsigned depth;
+	uint64_t fold_ns;
+};
+
+static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, bool syscalls,
+                      const struct mem_opts *mem)
 {
 	char meta[8192];
 	struct utsname u;
@@ -259,6 +294,10 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 	if (syscalls)
 		n +=
 		    (size_t)snprintf(meta + n, sizeof(meta) - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native()));
+	if (mem->on)
+		n += (size_t)snprintf(meta + n, sizeof(meta) - n,
+		                      "memory=1\nmem_depth=%u\nmem_keep_alive=%d\nmem_fold_ns=%llu\n", mem->depth,
+		                      mem->keep_alive ? 1 : 0, (unsigned long long)mem->fold_ns);
 	/* the command last: it runs to the end of its line */
 	n += (size_t)snprintf(meta + n, sizeof(meta) - n, "command=");
 	for (i = 0; i < argc && n < sizeof(meta) - 2; i++) {
@@ -383,18 +422,24 @@ int cmd_record(int argc, char **argv)
 		{ "syscalls", optional_argument, NULL, 's' },
 		{ "syscall-filter", required_argument, NULL, 'S' },
 		{ "keep-running", no_argument, NULL, 'K' },
+		{ "memory", no_argument, NULL, 'm' },
+		{ "mem-depth", required_argument, NULL, 'D' },
+		{ "keep-alive", no_argument, NULL, 'A' },
+		{ "mem-fold", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct recorder rec = { .fd = -1, .out = RECORD_DEFAULT_OUTPUT };
-	struct drain_config cfg;
+	struct drain_config cfg = { 0 };
 	struct drain_ops ops = { 0 };
 	struct drain_stats st;
 	struct drain *d = NULL;
 	uint64_t buffer = RECORD_DEFAULT_BUFFER;
 	const char *clock_opt = "auto", *shm_base;
-	char lib[PATH_MAX], session[256], data[PATH_MAX];
+	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], session[256], data[PATH_MAX];
+	struct mem_opts mem = { .depth = LP_MEM_DEPTH_DEFAULT };
+	bool mem_depth_set = false;
 	int c, r, errpipe[2], status = 0, exit_code = LP_EXIT_FAILURE, quiet = 0, child_errno = 0;
 	unsigned poll_us = RECORD_POLL_MIN_US;
 	bool child_done = false, syscalls = false;
@@ -404,7 +449,7 @@ int cmd_record(int argc, char **argv)
 	pid_t child;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:b:qhsF:N:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:b:qhsmF:N:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			rec.out = optarg;
@@ -442,6 +487,34 @@ int cmd_record(int argc, char **argv)
 		case 'K':
 			stcfg.keep_running = true;
 			break;
+		case 'm':
+			mem.on = true;
+			break;
+		case 'D': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || v < 1 || v > LP_MEM_DEPTH_MAX) {
+				fprintf(stderr, "layerprof record: invalid --mem-depth '%s': expected 1 to %u\n",
+				        optarg, LP_MEM_DEPTH_MAX);
+				return LP_EXIT_USAGE;
+			}
+			mem.depth = (unsigned)v;
+			mem_depth_set = true;
+			break;
+		}
+		case 'A':
+			mem.keep_alive = true;
+			break;
+		case 'M':
+			if (parse_duration(optarg, &mem.fold_ns) || !mem.fold_ns) {
+				fprintf(stderr,
+				        "layerprof record: invalid --mem-fold '%s': expected a duration such as "
+				        "500us or 10ms\n",
+				        optarg);
+				return LP_EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			fputs(record_usage, stdout);
 			return LP_EXIT_OK;
@@ -463,6 +536,14 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "layerprof record: --syscall-filter and --keep-running need --syscalls\n");
 		return LP_EXIT_USAGE;
 	}
+	if ((mem.keep_alive || mem_depth_set || mem.fold_ns) && !mem.on) {
+		fprintf(stderr, "layerprof record: --keep-alive, --mem-depth and --mem-fold need --memory\n");
+		return LP_EXIT_USAGE;
+	}
+	if (mem.fold_ns && syscalls) {
+		fprintf(stderr, "layerprof record: --mem-fold does not work with --syscalls yet\n");
+		return LP_EXIT_USAGE;
+	}
 	if (syscalls && sys_set_parse(&stcfg.filter, sys_arch_native(), syscall_filter, err, sizeof(err))) {
 		fprintf(stderr, "layerprof record: invalid --syscall-filter: %s\n", err);
 		return LP_EXIT_USAGE;
@@ -470,6 +551,29 @@ int cmd_record(int argc, char **argv)
 	if (find_runtime(lib, sizeof(lib))) {
 		fprintf(stderr, "layerprof record: cannot find liblayerprof.so (set LAYERPROF_LIB to its path)\n");
 		return LP_EXIT_FAILURE;
+	}
+	snprintf(preload, sizeof(preload), "%s", lib);
+	if (mem.on) {
+		r = find_mem_lib(lib, memlib, sizeof(memlib));
+		if (r) {
+			fprintf(stderr, "layerprof record: cannot find %s next to '%s': %s\n", RECORD_MEM_LIB, lib,
+			        strerror(-r));
+			return LP_EXIT_FAILURE;
+		}
+		snprintf(preload, sizeof(preload), "%s:%s", lib, memlib);
+	}
+	/* the heap options reach the program's runtime through its environment
+	 * (without --memory they are left as they are, for programs linked
+	 * with the --wrap interposers) */
+	if (mem.on) {
+		char depth[16];
+
+		snprintf(depth, sizeof(depth), "%u", mem.depth);
+		setenv(LP_MEM_ENV_DEPTH, depth, 1);
+		if (mem.keep_alive)
+			setenv(LP_MEM_ENV_KEEPALIVE, "1", 1);
+		else
+			unsetenv(LP_MEM_ENV_KEEPALIVE);
 	}
 	if (prepare_output(rec.out))
 		return LP_EXIT_FAILURE;
@@ -486,7 +590,8 @@ int cmd_record(int argc, char **argv)
 	       cfg.ring_chunks < 4096)
 		cfg.ring_chunks *= 2;
 	cfg.clock = choose_clock(clock_opt);
-	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, syscalls)) {
+	cfg.mem_fold_ns = mem.fold_ns;
+	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, syscalls, &mem)) {
 		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", data, strerror(errno));
 		goto out;
 	}
@@ -545,7 +650,7 @@ int cmd_record(int argc, char **argv)
 			exit_code = r == -ENOENT ? 127 : 126;
 			goto out;
 		}
-		env = program_env(session, lib);
+		env = program_env(session, preload);
 		if (!env) {
 			fprintf(stderr, "layerprof record: out of memory\n");
 			goto out;
@@ -571,7 +676,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (child == 0) {
 		close(errpipe[0]);
-		child_exec(argv + optind, session, lib, errpipe[1]);
+		child_exec(argv + optind, session, preload, errpipe[1]);
 	}
 	close(errpipe[1]);
 	if (read(errpipe[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
@@ -660,6 +765,9 @@ run:
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
 		        (unsigned long long)st.events, (unsigned long long)st.streams, rec.out,
 		        (unsigned long long)st.bytes);
+	if (!quiet && isatty(STDERR_FILENO) && mem.fold_ns)
+		fprintf(stderr, "layerprof record: %llu short-lived heap blocks (%llu bytes) folded into counts\n",
+		        (unsigned long long)st.folded_blocks, (unsigned long long)st.folded_bytes);
 	print_exit(argv[optind], status);
 	if (!child_done)
 		exit_code = 130;

@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{ "replay", cmd_replay, "chronological entries and exits per thread, with durations" },
 	{ "dump", cmd_dump, "write a trace as Chrome trace JSON or folded stacks" },
 	{ "live", cmd_live, "profile a program on a target through its agent, live" },
+	{ "config", cmd_config, "print what a build needs: --wrap-flags for the memory tracer" },
 };
 
 static void usage(FILE *f)

@@ -169,14 +169,18 @@ static LP_NOINSTR bool session_attach(void)
 LP_NOINSTR bool lp_process_init(void)
 {
 	int expected = 0;
+	uint8_t saved_guard;
 
 	if (atomic_load_explicit(&lp_proc.init, memory_order_acquire) == 2)
 		return lp_proc.active;
 	if (!atomic_compare_exchange_strong(&lp_proc.init, &expected, 1))
 		return false;
+	saved_guard = lp_memhook.guard; /* libc's allocations for us are not the program's */
+	lp_memhook.guard = 1;
 	lp_proc.active = session_attach();
 	if (lp_proc.active)
 		pthread_atfork(NULL, NULL, atfork_child);
+	lp_memhook.guard = saved_guard;
 	lp_ctl_flags = lp_proc.active ? &lp_proc.control->flags : &off_flags;
 	atomic_store_explicit(&lp_proc.init, 2, memory_order_release);
 	return lp_proc.active;

@@ -10,6 +10,7 @@
 
 #include "layerprof/format.h"
 #include "lp_arch.h"
+#include "runtime/memtrace.h"
 
 #ifndef LP_ARCH_FUNC
 /* A function address as the gates receive it, made its entry address. */
@@ -38,6 +39,27 @@ struct lp_jmp_note {
 	uint32_t depth;
 };
 
+enum lp_mem_state {
+	LP_MEMT_NEW = 0,   /* no stack table yet: set up on the first heap operation */
+	LP_MEMT_READY = 1, /* recording heap operations */
+	LP_MEMT_OFF = 2,   /* failed: heap operations are counted as lost */
+};
+
+struct lp_stacktab;
+
+/* Interned-stack slots remembered per call site (a power of two). */
+#define LP_MEM_HINTS 16
+
+/* The memory tracer's part of a thread (mem.c). */
+struct lp_memthread {
+	struct lp_stacktab *tab;      /* interned stacks, mmap'd (not malloc'd) */
+	uintptr_t stack_lo, stack_hi; /* the thread's stack: bounds of the frame walk */
+	uint32_t epoch;               /* control epoch the table's ids belong to */
+	uint32_t next_id;             /* next stack id of this stream */
+	uint8_t state;                /* enum lp_mem_state */
+	uint16_t hint[LP_MEM_HINTS];  /* table slot last used by a call site */
+};
+
 /* Per-thread state, in initial-exec TLS.  The fields used by every gate come
  * first.  Written only by its own thread (and by its signal handlers, which
  * the `busy` flag keeps out). */
@@ -55,17 +77,20 @@ struct lp_thread {
 	struct lp_slot *scratch; /* one chunk where dropped events go */
 	uint32_t ring_slots;
 	uint32_t chunk_slots;
-	uint32_t saved_head;   /* real head while writing to scratch */
-	uint32_t scratch_head; /* target of head_ptr while dropping */
-	uint64_t lost_pending; /* dropped, not yet reported with a LOST slot */
-	uint64_t dropped;      /* total dropped, mirrored in ring->dropped */
-	uint32_t nested;       /* events dropped by gates nested in a gate */
+	uint32_t saved_head;    /* real head while writing to scratch */
+	uint32_t scratch_head;  /* target of head_ptr while dropping */
+	uint32_t scratch_extra; /* slots in scratch that are no event of their own
+	                         * (records' further slots, padding) */
+	uint64_t lost_pending;  /* dropped, not yet reported with a LOST slot */
+	uint64_t dropped;       /* total dropped, mirrored in ring->dropped */
+	uint32_t nested;        /* events dropped by gates nested in a gate */
 	size_t map_size;
 	uintptr_t shadow[LP_SHADOW_MAX];
 	uint64_t entry_time[LP_SHADOW_MAX]; /* filtered by duration: 0 = not kept */
 	struct lp_jmp_note jmp[LP_JMPBUF_SLOTS];
 	uint32_t jmp_next;
 	uint32_t destructor_rounds;
+	struct lp_memthread mem;
 };
 
 extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -116,8 +141,28 @@ struct lp_slot *lp_ring_advance(struct lp_thread *t);
 void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
 /* Writes an extended record of `len` bytes (at most one chunk). */
 void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len);
+/* Room for a record of n slots (at most a chunk) in the current chunk, the
+ * rest of which is padded when it is too short: returns where to write
+ * them; lp_ring_commit publishes them. */
+struct lp_slot *lp_ring_reserve(struct lp_thread *t, size_t n, uint64_t now);
+
+static inline LP_NOINSTR void lp_ring_commit(struct lp_thread *t, struct lp_slot *s, uint32_t n)
+{
+	t->cur = s + n;
+	t->head += n;
+	/* while dropping, count the record once in the loss */
+	if (unlikely(t->head_ptr != &t->ring->head))
+		t->scratch_extra += n - 1;
+	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+}
 /* Marks the calling thread's ring closed; later gates on it are ignored. */
 void lp_thread_close(struct lp_thread *t);
+
+/* mem.c: a new stream starts on the thread (its ring was just created):
+ * stack ids start again at 1.  Called by lp_thread_start. */
+void lp_mem_thread_reset(struct lp_thread *t);
+/* The thread ends: its stack table goes. */
+void lp_mem_thread_release(struct lp_thread *t);
 
 /* maps.c: writes one LP_EXT_MAP per executable segment of every loaded
  * object into the thread's ring. */

@@ -74,6 +74,7 @@ static LP_NOINSTR void put_task(struct lp_thread *t, uint32_t kind, uint32_t arg
 LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 {
 	int saved_errno = errno;
+	uint8_t saved_guard = lp_memhook.guard;
 	struct lp_ring_header *h;
 	char path[600], comm[16] = "";
 	uint32_t chunks, chunk_slots, tid;
@@ -82,6 +83,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	int fd;
 
 	t->state = LP_THREAD_OFF; /* until the ring exists; also guards recursion */
+	lp_memhook.guard = 1;     /* what libc allocates for us here is not the program's */
 	if (!lp_process_init())
 		goto out;
 	chunks = lp_proc.control->ring_chunks;
@@ -134,6 +136,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	t->cur = t->limit = NULL;
 	t->busy = 0;
 	t->state = LP_THREAD_READY;
+	lp_mem_thread_reset(t);
 
 	/* The stream opens with who it is; a forked child's first stream also
 	 * carries the frames it inherited, and the first stream of an image
@@ -153,6 +156,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	if (thread_key != (pthread_key_t)-1)
 		pthread_setspecific(thread_key, t);
 out:
+	lp_memhook.guard = saved_guard;
 	errno = saved_errno;
 	return t->state == LP_THREAD_READY;
 }
@@ -173,10 +177,11 @@ LP_NOINSTR struct lp_slot *lp_ring_advance(struct lp_thread *t)
 
 	if (t->head_ptr != &h->head) {
 		/* scratch is full: every event written there is lost */
-		t->lost_pending += t->head;
-		t->dropped += t->head;
+		t->lost_pending += t->head - t->scratch_extra;
+		t->dropped += t->head - t->scratch_extra;
 		t->head = t->saved_head;
 		t->head_ptr = &h->head;
+		t->scratch_extra = 0;
 	}
 	nested = t->nested;
 	if (nested) {
@@ -222,46 +227,52 @@ LP_NOINSTR void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload
 	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, ++t->head, memory_order_release);
 }
 
-/* An extended record never straddles a chunk: when it does not fit in what
- * is left of the current chunk, a PAD slot skips the rest. */
-LP_NOINSTR void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len)
+/* Pads the rest of the current chunk. */
+static LP_NOINSTR void ring_pad(struct lp_thread *t, struct lp_slot *s, uint64_t now)
 {
-	size_t body = (len + sizeof(struct lp_slot) - 1) / sizeof(struct lp_slot);
-	struct lp_slot *s;
-	uint64_t now = lp_clock_now();
+	size_t skip = (size_t)(t->limit - s);
 
-	if (body + 1 > t->chunk_slots || len > 0xffffffffu)
-		return;
-	if (t->cur != t->limit && (size_t)(t->limit - t->cur) < body + 1) {
-		size_t skip = (size_t)(t->limit - t->cur);
+	s->time = now;
+	s->word = (uint64_t)skip | ((uint64_t)LP_RAW_PAD << LP_SLOT_TYPE_SHIFT);
+	t->cur = t->limit;
+	t->head += (uint32_t)skip;
+	if (t->head_ptr != &t->ring->head)
+		t->scratch_extra += (uint32_t)skip; /* not events */
+	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+}
 
-		s = t->cur;
-		s->time = now;
-		s->word = (uint64_t)skip | ((uint64_t)LP_RAW_PAD << LP_SLOT_TYPE_SHIFT);
-		t->cur = t->limit;
-		t->head += (uint32_t)skip;
-		atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
-	}
+/* A record of n slots never straddles a chunk: when it does not fit in
+ * what is left of the current chunk, a PAD slot skips the rest. */
+LP_NOINSTR struct lp_slot *lp_ring_reserve(struct lp_thread *t, size_t n, uint64_t now)
+{
+	struct lp_slot *s = t->cur;
+
+	if (s != t->limit && (size_t)(t->limit - s) < n)
+		ring_pad(t, s, now);
 	s = t->cur;
 	if (s == t->limit)
 		s = lp_ring_advance(t);
-	if ((size_t)(t->limit - s) < body + 1) {
+	if ((size_t)(t->limit - s) < n) {
 		/* a LOST slot took the room: pad again, once */
-		size_t skip = (size_t)(t->limit - s);
-
-		s->time = now;
-		s->word = (uint64_t)skip | ((uint64_t)LP_RAW_PAD << LP_SLOT_TYPE_SHIFT);
-		t->cur = t->limit;
-		t->head += (uint32_t)skip;
-		atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+		ring_pad(t, s, now);
 		s = lp_ring_advance(t);
 	}
+	return s;
+}
+
+LP_NOINSTR void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len)
+{
+	size_t body = (len + sizeof(struct lp_slot) - 1) / sizeof(struct lp_slot);
+	uint64_t now = lp_clock_now();
+	struct lp_slot *s;
+
+	if (body + 1 > t->chunk_slots || len > 0xffffffffu)
+		return;
+	s = lp_ring_reserve(t, body + 1, now);
 	s->time = now;
 	s->word = ((uint64_t)ext_type << 32 | (uint64_t)len) | ((uint64_t)LP_RAW_EXT << LP_SLOT_TYPE_SHIFT);
 	memcpy(s + 1, data, len);
-	t->cur = s + 1 + body;
-	t->head += (uint32_t)(1 + body);
-	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+	lp_ring_commit(t, s, 1 + body);
 }
 
 /* At process exit (exit() from main, which runs no thread destructors):
@@ -276,7 +287,7 @@ static LP_NOINSTR __attribute__((destructor)) void thread_exit_count(void)
 
 	if (t->state != LP_THREAD_READY || !t->ring)
 		return;
-	pending = t->nested + (t->head_ptr != &t->ring->head ? t->head : 0);
+	pending = t->nested + (t->head_ptr != &t->ring->head ? t->head - t->scratch_extra : 0);
 	if (pending)
 		atomic_store_explicit((_Atomic uint64_t *)&t->ring->dropped, t->dropped + pending,
 		                      memory_order_relaxed);
@@ -288,9 +299,10 @@ LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 		return;
 	t->busy = 1;
 	if (t->head_ptr != &t->ring->head) {
-		t->dropped += t->head;
+		t->dropped += t->head - t->scratch_extra;
 		t->head = t->saved_head;
 		t->head_ptr = &t->ring->head;
+		t->scratch_extra = 0;
 	}
 	t->dropped += t->nested;
 	t->nested = 0;
@@ -302,5 +314,6 @@ LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 	munmap(t->ring, t->map_size);
 	t->ring = NULL;
 	t->cur = t->limit = NULL;
+	lp_mem_thread_release(t);
 	t->busy = 0;
 }

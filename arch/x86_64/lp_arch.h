@@ -6,6 +6,9 @@
 
 #define LP_ARCH_NAME "x86_64"
 #define LP_ARCH_COUNTER LP_CLOCK_TSC
+/* Code built with frame pointers keeps {previous frame, return address}
+ * at the frame pointer: the memory tracer walks these records. */
+#define LP_ARCH_FRAME_WALK 1
 
 /* Called twice per traced call: must stay a single instruction. */
 static inline uint64_t lp_arch_counter(void)

@@ -52,9 +52,10 @@ struct lp_control {
 	uint32_t clock;       /* enum lp_clock_kind */
 	uint32_t ring_chunks; /* chunks per thread ring */
 	uint32_t chunk_slots; /* slots per chunk (power of two) */
-	uint32_t reserved0;
-	uint32_t flags;      /* enum lp_control_flags; read with acquire */
-	uint32_t next_image; /* atomic counter: a new id per process image */
+	uint32_t epoch;       /* bumped each time tracing is turned on: the
+	                       * memory tracer then defines its stack ids anew */
+	uint32_t flags;       /* enum lp_control_flags; read with acquire */
+	uint32_t next_image;  /* atomic counter: a new id per process image */
 	/* source filters, valid while LP_CTL_FILTERED is set */
 	uint32_t max_depth;  /* record calls up to this depth; 0: any */
 	uint32_t filter_gen; /* bumped when the filter file changes */
@@ -140,14 +141,27 @@ enum lp_raw_type {
 	LP_RAW_EXT = 5,     /* payload: ext_type << 32 | byte length; the
 	                     * bytes follow in the next ceil(len/16) slots */
 	LP_RAW_PAD = 6,     /* payload: slots to skip (rest of a chunk) */
+	LP_RAW_MEM = 7,     /* payload: see LP_RAW_MEM_*; a heap operation in
+	                     * two slots (REALLOC: three), never across a chunk:
+	                     * the next slot is {u64 ptr, u64 size}, for
+	                     * REALLOC the one after {u64 old, 0} */
 };
+
+/* Payload of an LP_RAW_MEM slot: the compact form of struct lp_ext_mem. */
+#define LP_RAW_MEM_OP(payload) ((uint8_t)((payload)&0xf))             /* enum lp_mem_op */
+#define LP_RAW_MEM_FLAGS(payload) ((uint8_t)(((payload) >> 4) & 0xf)) /* enum lp_mem_flags */
+#define LP_RAW_MEM_STACK(payload) ((uint32_t)((payload) >> 8))        /* stack id */
+#define LP_RAW_MEM_PAYLOAD(op, flags, stack) \
+	((uint64_t)((op)&0xf) | (uint64_t)((flags)&0xf) << 4 | (uint64_t)(uint32_t)(stack) << 8)
 
 /* Extended records carried in LP_RAW_EXT slots. */
 enum lp_ext_type {
 	LP_EXT_MAP = 1,   /* struct lp_ext_map + build id + path */
 	LP_EXT_TASK = 2,  /* struct lp_ext_task + name/path */
 	LP_EXT_CALL = 3,  /* struct lp_ext_call: one whole call (filtered by duration) */
-	LP_EXT_MEM = 4,   /* struct lp_ext_mem: one heap operation (memory tracer) */
+	LP_EXT_MEM = 4,   /* struct lp_ext_mem: one heap operation (memory tracer;
+	                   * the runtime writes the compact LP_RAW_MEM, the
+	                   * drain takes both) */
 	LP_EXT_STACK = 5, /* struct lp_ext_stack + addresses: a stack id's definition */
 };
 
@@ -169,7 +183,9 @@ enum lp_mem_op {
 
 enum lp_mem_flags {
 	LP_MEM_FAILED = 1u << 0, /* the allocation returned no block (ptr 0) */
-	LP_MEM_KEPT = 1u << 1,   /* an illegal release not passed to libc (keep-alive) */
+	LP_MEM_KEPT = 1u << 1,   /* an illegal release not passed to libc (keep-alive);
+	                          * on a REALLOC: old was not live and was kept,
+	                          * ptr is a fresh block (nothing copied) */
 };
 
 /* The slot's time is the operation's time (taken before the release is
@@ -184,9 +200,9 @@ struct lp_ext_mem {
 	uint16_t reserved;
 };
 
-/* Defines a stack id for the thread's later LP_EXT_MEM records: ids are
- * scoped to one ring (one stream), start at 1, and are defined before their
- * first use. */
+/* Defines a stack id for the thread's later heap records (LP_RAW_MEM,
+ * LP_EXT_MEM): ids are scoped to one ring (one stream), start at 1, and are
+ * defined before their first use. */
 struct lp_ext_stack {
 	uint32_t id;
 	uint32_t n; /* return addresses that follow, innermost first (the

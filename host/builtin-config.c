@@ -1,0 +1,83 @@
+/* layerprof config: where the parts of layerprof that a build of the
+ * profiled program uses are, for build scripts. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "host/builtin.h"
+
+static const char config_usage[] = "usage: layerprof config --wrap-flags\n"
+                                   "\n"
+                                   "Prints what a build needs to use layerprof.\n"
+                                   "\n"
+                                   "  --wrap-flags   the path of a linker response file that links a program with\n"
+                                   "                 the memory tracer's interposers by ld --wrap (no LD_PRELOAD\n"
+                                   "                 needed; record the program with plain 'layerprof record'):\n"
+                                   "                   gcc ... -Wl,@$(layerprof config --wrap-flags)\n"
+                                   "                 It holds the --wrap options for malloc, free, ..., new and\n"
+                                   "                 delete, liblayerprof-memwrap.a, liblayerprof.so and an rpath\n"
+                                   "                 to it. Only the program's own calls are seen, not those made\n"
+                                   "                 inside shared libraries (libc's strdup, ...)\n"
+                                   "  -h, --help     this text\n";
+
+/* The response file: installed in <prefix>/lib/layerprof, or in the build
+ * tree beside the runtime. */
+static int find_wrap_flags(char *out, size_t size)
+{
+	static const char *const rel[] = { "/../lib/layerprof/memwrap.rsp", "/../runtime/memwrap.rsp" };
+	const char *dir = layerprof_exe_dir();
+	size_t i;
+
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
+		if (!access(path, R_OK) && realpath(path, out))
+			return 0;
+	}
+	(void)size;
+	return -1;
+}
+
+int cmd_config(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "wrap-flags", no_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char path[PATH_MAX];
+	bool wrap = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+			wrap = true;
+			break;
+		case 'h':
+			fputs(config_usage, stdout);
+			return LP_EXIT_OK;
+		default:
+			fputs(config_usage, stderr);
+			return LP_EXIT_USAGE;
+		}
+	}
+	if (!wrap || optind < argc) {
+		fputs(config_usage, stderr);
+		return LP_EXIT_USAGE;
+	}
+	if (find_wrap_flags(path, sizeof(path))) {
+		fprintf(stderr,
+		        "layerprof config: cannot find memwrap.rsp in '%s/../lib/layerprof' or "
+		        "'%s/../runtime'\n",
+		        layerprof_exe_dir(), layerprof_exe_dir());
+		return LP_EXIT_FAILURE;
+	}
+	printf("%s\n", path);
+	return LP_EXIT_OK;
+}

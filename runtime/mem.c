@@ -1,0 +1,370 @@
+/* The memory tracer's recording half: for each heap operation the
+ * interposers report, the call stack (frame-pointer walk), its interned id
+ * (a per-thread table) and the LP_EXT_STACK and LP_RAW_MEM records in the
+ * thread's ring.  Called on every malloc and free of the program: no locks,
+ * no allocation, no system calls except when a thread is set up. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+/* Interned stacks per thread: open addressing over a fixed table, a probe
+ * window of LP_STACKTAB_PROBE slots; a stack that finds its window full
+ * evicts one entry and is defined under a new id.  Entries of an older
+ * generation are empty: a reset is one increment. */
+#define LP_STACKTAB_SLOTS 2048u
+#define LP_STACKTAB_PROBE 8u
+/* No code lives in the first page: a smaller "return address" ends a walk. */
+#define LP_WALK_MIN_ADDR 4096u
+
+struct lp_stackent {
+	uint64_t hash;
+	uint32_t id;  /* 0: empty */
+	uint32_t gen; /* valid when equal to the table's */
+	uint32_t n;
+	uint32_t pad;
+	uintptr_t ips[]; /* depth entries */
+};
+
+struct lp_stacktab {
+	size_t map_size;
+	size_t stride; /* bytes per entry */
+	uint32_t depth;
+	uint32_t gen;
+	unsigned char ents[]; /* LP_STACKTAB_SLOTS entries of `stride` bytes */
+};
+
+LP_EXPORT __thread struct lp_memhook_state lp_memhook __attribute__((tls_model("initial-exec")));
+
+static uint32_t mem_depth; /* 0 until read from the environment */
+
+static LP_NOINSTR uint32_t depth_from_env(void)
+{
+	const char *s = getenv(LP_MEM_ENV_DEPTH);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return LP_MEM_DEPTH_DEFAULT;
+	v = strtoul(s, &end, 10);
+	if (*end || v < 1)
+		return LP_MEM_DEPTH_DEFAULT;
+	return v > LP_MEM_DEPTH_MAX ? LP_MEM_DEPTH_MAX : (uint32_t)v;
+}
+
+static inline LP_NOINSTR struct lp_stackent *tab_ent(struct lp_stacktab *tab, uint32_t i)
+{
+	return (struct lp_stackent *)(tab->ents + (size_t)i * tab->stride);
+}
+
+LP_NOINSTR void lp_mem_thread_reset(struct lp_thread *t)
+{
+	if (t->mem.tab)
+		t->mem.tab->gen++;
+	t->mem.next_id = 1;
+	if (lp_proc.control)
+		t->mem.epoch = atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->epoch, memory_order_relaxed);
+}
+
+LP_NOINSTR void lp_mem_thread_release(struct lp_thread *t)
+{
+	if (t->mem.tab)
+		munmap(t->mem.tab, t->mem.tab->map_size);
+	t->mem.tab = NULL;
+	t->mem.state = LP_MEMT_NEW;
+}
+
+static LP_NOINSTR int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* "start-end ..." at the start of a line of /proc/self/maps; false when
+ * the line does not start that way. */
+static LP_NOINSTR bool parse_range(const char *p, const char *end, uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t v = 0;
+	int d, n = 0;
+
+	while (p < end && (d = hex_digit(*p)) >= 0) {
+		v = v << 4 | (uintptr_t)d;
+		p++;
+		n++;
+	}
+	if (!n || p == end || *p != '-')
+		return false;
+	*lo = v;
+	v = 0;
+	n = 0;
+	for (p++; p < end && (d = hex_digit(*p)) >= 0; p++, n++)
+		v = v << 4 | (uintptr_t)d;
+	*hi = v;
+	return n > 0;
+}
+
+/* The mapping that holds the thread's stack (the one `sp` is in): the walk
+ * never reads outside it.  Read from /proc/self/maps with plain system
+ * calls, once per thread; no libc function that takes a lock or allocates
+ * (pthread_getattr_np does both, and a thread may be inside it, holding
+ * its own lock, when it first allocates).  Unknown bounds leave the walk
+ * at the call site. */
+static LP_NOINSTR void stack_bounds(struct lp_thread *t, uintptr_t sp)
+{
+	char buf[4096];
+	size_t have = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	t->mem.stack_lo = t->mem.stack_hi = 0;
+	if (fd < 0)
+		return;
+	for (;;) {
+		ssize_t got = read(fd, buf + have, sizeof(buf) - have);
+		char *line = buf, *nl, *end;
+
+		if (got <= 0)
+			break;
+		end = buf + have + got;
+		while ((nl = memchr(line, '\n', (size_t)(end - line)))) {
+			uintptr_t lo, hi;
+
+			if (parse_range(line, nl, &lo, &hi) && sp >= lo && sp < hi) {
+				t->mem.stack_lo = lo;
+				t->mem.stack_hi = hi;
+				close(fd);
+				return;
+			}
+			line = nl + 1;
+		}
+		/* a line longer than the buffer (a long path) is skipped whole */
+		have = (size_t)(end - line);
+		if (have == sizeof(buf))
+			have = 0;
+		else
+			memmove(buf, line, have);
+	}
+	close(fd);
+}
+
+/* The first heap operation of a thread, or one the fast path cannot take:
+ * sets the thread up.  Returns true when the operation can be recorded.
+ * Runs under lp_memhook.guard (the caller's), so what libc allocates here
+ * passes through. */
+static LP_NOINSTR __attribute__((noinline, cold)) bool mem_thread_open(struct lp_thread *t)
+{
+	int saved_errno = errno;
+	struct lp_stacktab *tab;
+	size_t stride, size;
+	uint32_t depth;
+	void *map;
+	bool ok = false;
+
+	if (t->state == LP_THREAD_NEW) {
+		/* before the runtime's constructor (the loader's own early
+		 * allocations): leave the thread as it is */
+		if (atomic_load_explicit(&lp_proc.init, memory_order_acquire) != 2)
+			goto out;
+		if (!lp_thread_start(t))
+			goto out;
+	}
+	if (t->state != LP_THREAD_READY)
+		goto out;
+	if (t->busy) {
+		t->nested++; /* a signal handler's operation inside a gate */
+		goto out;
+	}
+	if (t->mem.state == LP_MEMT_OFF) {
+		t->nested++;
+		goto out;
+	}
+	if (!t->mem.tab) {
+		if (!mem_depth)
+			mem_depth = depth_from_env();
+		depth = mem_depth;
+		stride = sizeof(struct lp_stackent) + depth * sizeof(uintptr_t);
+		size = sizeof(struct lp_stacktab) + LP_STACKTAB_SLOTS * stride;
+		map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (map == MAP_FAILED) {
+			t->mem.state = LP_MEMT_OFF;
+			t->nested++;
+			goto out;
+		}
+		tab = map;
+		tab->map_size = size;
+		tab->stride = stride;
+		tab->depth = depth;
+		tab->gen = 1;
+		t->mem.tab = tab;
+		stack_bounds(t, (uintptr_t)__builtin_frame_address(0));
+	}
+	t->mem.state = LP_MEMT_READY;
+	ok = true;
+out:
+	errno = saved_errno;
+	return ok;
+}
+
+/* The call stack: the exact call site, then the return addresses of the
+ * frame records above the interposer's frame.  A record is followed only
+ * while it lies above the one before, aligned, inside the thread's stack,
+ * and holds a return address outside the stack; so frames without frame
+ * pointers end the walk early (or skip a caller), never fault. */
+static inline LP_NOINSTR uint32_t stack_walk(const struct lp_thread *t, const void *ret, const void *frame,
+                                             uintptr_t *ips, uint32_t depth)
+{
+	uint32_t n = 1;
+
+	ips[0] = (uintptr_t)ret;
+#ifdef LP_ARCH_FRAME_WALK
+	{
+		const uintptr_t lo = t->mem.stack_lo, hi = t->mem.stack_hi;
+		uintptr_t fp = (uintptr_t)frame;
+
+		if (fp < lo || fp >= hi)
+			return n;
+		while (n < depth) {
+			uintptr_t next = ((const uintptr_t *)fp)[0], ra;
+
+			if (next <= fp || next > hi - 2 * sizeof(uintptr_t) || (next & (sizeof(uintptr_t) - 1)))
+				break;
+			ra = ((const uintptr_t *)next)[1];
+			if (ra < LP_WALK_MIN_ADDR || (ra >= lo && ra < hi))
+				break;
+			ips[n++] = ra;
+			fp = next;
+		}
+	}
+#else
+	(void)t;
+	(void)frame;
+	(void)depth;
+#endif
+	return n;
+}
+
+static inline LP_NOINSTR uint64_t stack_hash(const uintptr_t *ips, uint32_t n)
+{
+	uint64_t h = n;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ (uint64_t)ips[i]) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+/* Short stacks: a loop beats a call to memcmp. */
+static inline LP_NOINSTR bool same_stack(const uintptr_t *a, const uintptr_t *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+/* The LP_RAW_MEM record: two slots, three for REALLOC. */
+static inline LP_NOINSTR void mem_put(struct lp_thread *t, uint32_t op_flags, uintptr_t ptr, uintptr_t size,
+                                      uintptr_t old, uint32_t stack)
+{
+	uint32_t op = op_flags & 0xff, n = op == LP_MEM_REALLOC ? 3 : 2;
+	struct lp_slot *s = t->cur;
+	uint64_t now = lp_clock_now();
+
+	if (unlikely((size_t)(t->limit - s) < n))
+		s = lp_ring_reserve(t, n, now);
+	s[0].time = now;
+	s[0].word = LP_RAW_MEM_PAYLOAD(op, op_flags >> 8, stack) | ((uint64_t)LP_RAW_MEM << LP_SLOT_TYPE_SHIFT);
+	s[1].time = ptr;
+	s[1].word = size;
+	if (n == 3) {
+		s[2].time = old;
+		s[2].word = 0;
+	}
+	lp_ring_commit(t, s, n);
+}
+
+/* Writes the definition of a new id into the ring. */
+static LP_NOINSTR __attribute__((noinline)) void stack_define(struct lp_thread *t, uint32_t id, const uintptr_t *ips,
+                                                              uint32_t n)
+{
+	uint64_t buf[1 + LP_MEM_DEPTH_MAX];
+	struct lp_ext_stack hdr = { .id = id, .n = n };
+
+	memcpy(buf, &hdr, sizeof(hdr));
+	for (uint32_t i = 0; i < n; i++)
+		buf[1 + i] = ips[i];
+	lp_ring_put_ext(t, LP_EXT_STACK, buf, sizeof(hdr) + (size_t)n * sizeof(uint64_t));
+}
+
+/* The stack's id in this stream, defining it first when it is new. */
+static inline LP_NOINSTR uint32_t stack_intern(struct lp_thread *t, const uintptr_t *ips, uint32_t n)
+{
+	struct lp_stacktab *tab = t->mem.tab;
+	uint32_t hint = (uint32_t)(ips[0] ^ ips[0] >> 7) & (LP_MEM_HINTS - 1), slot, i, id;
+	struct lp_stackent *e = tab_ent(tab, t->mem.hint[hint]);
+	uint64_t h;
+
+	/* the stack last seen at this call site, without hashing */
+	if (likely(e->gen == tab->gen && e->id && e->n == n && same_stack(e->ips, ips, n)))
+		return e->id;
+	h = stack_hash(ips, n);
+	slot = (uint32_t)h & (LP_STACKTAB_SLOTS - 1);
+	for (i = 0; i < LP_STACKTAB_PROBE; i++) {
+		e = tab_ent(tab, (slot + i) & (LP_STACKTAB_SLOTS - 1));
+		if (e->gen != tab->gen || !e->id)
+			goto define;
+		if (e->hash == h && e->n == n && same_stack(e->ips, ips, n)) {
+			t->mem.hint[hint] = (slot + i) & (LP_STACKTAB_SLOTS - 1);
+			return e->id;
+		}
+	}
+	/* the window is full: evict one of its entries (which one is taken
+	 * from the hash, so that stacks sharing a window take turns) */
+	i = (uint32_t)(h >> 32) % LP_STACKTAB_PROBE;
+	e = tab_ent(tab, (slot + i) & (LP_STACKTAB_SLOTS - 1));
+define:
+	t->mem.hint[hint] = (slot + i) & (LP_STACKTAB_SLOTS - 1);
+	id = t->mem.next_id++;
+	if (unlikely(!t->mem.next_id))
+		t->mem.next_id = 1;
+	e->hash = h;
+	e->id = id;
+	e->gen = tab->gen;
+	e->n = n;
+	memcpy(e->ips, ips, n * sizeof(uintptr_t));
+	stack_define(t, id, ips, n);
+	return id;
+}
+
+LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintptr_t size, uintptr_t old,
+                                        const void *ret, const void *frame)
+{
+	uint32_t f = atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed);
+	struct lp_thread *t = &lp_self;
+	uintptr_t ips[LP_MEM_DEPTH_MAX];
+	uint32_t n, epoch, stack;
+
+	if (unlikely(!(f & LP_CTL_ENABLED)))
+		return;
+	if (unlikely(t->state != LP_THREAD_READY || t->busy || t->mem.state != LP_MEMT_READY) && !mem_thread_open(t))
+		return;
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	epoch = atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->epoch, memory_order_relaxed);
+	if (unlikely(epoch != t->mem.epoch)) {
+		/* tracing was turned on anew: a later consumer may not have
+		 * seen the definitions so far */
+		t->mem.tab->gen++;
+		t->mem.epoch = epoch;
+	}
+	n = stack_walk(t, ret, frame, ips, t->mem.tab->depth);
+	stack = stack_intern(t, ips, n);
+	mem_put(t, op_flags, ptr, size, old, stack);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
