@@ -179,20 +179,26 @@ static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event
 	default:
 		break;
 	}
+	if (s->selected && w->ops->task)
+		w->ops->task(w->ops->ctx, s, ev->time, ev->arg, ev->value);
 }
 
-/* The innermost function the consumer has seen entered and not exited. */
-static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *sc)
+/* The innermost function the consumer has seen entered and not exited
+ * (0: none), and the depth of the calls it sees. */
+static uint64_t innermost_open(const struct walk_stream *s, uint32_t *depth)
 {
 	const struct filter_stream *fs = &s->fs;
 	uint32_t i = fs->depth;
 
-	sc->func = 0;
-	sc->depth = fs->emitted;
+	*depth = fs->emitted;
 	while (i > 0 && !(fs->stack[i - 1].visible && fs->stack[i - 1].emitted))
 		i--;
-	if (i > 0)
-		sc->func = fs->stack[i - 1].addr;
+	return i > 0 ? fs->stack[i - 1].addr : 0;
+}
+
+static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *sc)
+{
+	sc->func = innermost_open(s, &sc->depth);
 }
 
 static void syscall_deliver(struct walk *w, struct walk_stream *s)
@@ -246,6 +252,142 @@ static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_ev
 	syscall_deliver(w, s);
 }
 
+/* A stream's stack definition, in an open-addressing table by id. */
+struct walk_stack_def {
+	uint32_t id; /* 0: empty slot */
+	uint32_t n;
+	uint64_t cache; /* the consumer's (walk_mem.cache) */
+	uint64_t *ips;
+};
+
+static uint32_t stack_slot(const struct walk_stream *s, uint32_t id)
+{
+	uint32_t h = (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 40) & (s->stacks_cap - 1);
+
+	while (s->stacks[h].id && s->stacks[h].id != id)
+		h = (h + 1) & (s->stacks_cap - 1);
+	return h;
+}
+
+static struct walk_stack_def *stack_find(const struct walk_stream *s, uint32_t id)
+{
+	struct walk_stack_def *d;
+
+	if (!s->stacks_cap)
+		return NULL;
+	d = &s->stacks[stack_slot(s, id)];
+	return d->id ? d : NULL;
+}
+
+static int stacks_grow(struct walk_stream *s)
+{
+	struct walk_stack_def *old = s->stacks;
+	uint32_t cap = s->stacks_cap ? 2 * s->stacks_cap : 64, ocap = s->stacks_cap, i;
+
+	s->stacks = calloc(cap, sizeof(*s->stacks));
+	if (!s->stacks) {
+		s->stacks = old;
+		return -ENOMEM;
+	}
+	s->stacks_cap = cap;
+	for (i = 0; i < ocap; i++)
+		if (old[i].id)
+			s->stacks[stack_slot(s, old[i].id)] = old[i];
+	free(old);
+	return 0;
+}
+
+static void stacks_release(struct walk *w, struct walk_stream *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->stacks_cap; i++) {
+		if (s->stacks[i].id) {
+			w->stack_addrs -= s->stacks[i].n;
+			free(s->stacks[i].ips);
+		}
+	}
+	free(s->stacks);
+	s->stacks = NULL;
+	s->nstacks = s->stacks_cap = 0;
+}
+
+/* A STACK event: defines (or redefines) one of the stream's stack ids. */
+static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	struct stackevent se;
+	struct walk_stack_def *d;
+	uint64_t *ips = NULL;
+
+	if (stackevent_parse(ev, &se) || !se.id) {
+		w->mem_malformed++;
+		return;
+	}
+	d = stack_find(s, se.id);
+	if (!d && (s->nstacks >= WALK_STACKS_MAX || ((s->nstacks + 1) * 2 > s->stacks_cap && stacks_grow(s)))) {
+		w->mem_stacks_dropped++;
+		return;
+	}
+	if (w->stack_addrs - (d ? d->n : 0) + se.n > WALK_STACK_ADDRS_MAX ||
+	    (se.n && !(ips = malloc(se.n * sizeof(*ips))))) {
+		w->mem_stacks_dropped++;
+		return;
+	}
+	if (se.n)
+		memcpy(ips, se.ips, se.n * sizeof(*ips));
+	if (!d) {
+		d = &s->stacks[stack_slot(s, se.id)];
+		d->id = se.id;
+		s->nstacks++;
+	} else {
+		w->stack_addrs -= d->n;
+		free(d->ips);
+	}
+	d->n = se.n;
+	d->ips = ips;
+	d->cache = 0;
+	w->stack_addrs += se.n;
+}
+
+static void on_mem(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	struct walk_stack_def *d = NULL;
+	struct walk_mem m = { 0 };
+	struct memevent me;
+
+	if (memevent_parse(ev, &me)) {
+		w->mem_malformed++;
+		return;
+	}
+	w->mem_ops++;
+	s->mem_ops++;
+	if (me.stack) {
+		d = stack_find(s, me.stack);
+		if (!d)
+			w->mem_unknown_stacks++;
+	}
+	if (!s->selected || !w->ops->mem)
+		return;
+	m.op = me.op;
+	m.flags = me.flags;
+	m.time = ev->time;
+	m.ptr = me.ptr;
+	m.size = me.size;
+	m.old = me.old;
+	m.count = me.count;
+	m.bytes = me.bytes;
+	m.lifetime_ns = me.lifetime_ns;
+	m.tid = s->tid;
+	m.stack_id = me.stack;
+	if (d) {
+		m.ips = d->ips;
+		m.nips = d->n;
+		m.cache = &d->cache;
+	}
+	m.func = innermost_open(s, &m.depth);
+	w->ops->mem(w->ops->ctx, s, &m);
+}
+
 static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 {
 	struct decoder *d = w->dec;
@@ -295,6 +437,12 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_SYSCALL_EXIT:
 			on_syscall(w, s, &ev);
 			break;
+		case LP_EV_ALLOC:
+			on_mem(w, s, &ev);
+			break;
+		case LP_EV_STACK:
+			on_stack(w, s, &ev);
+			break;
 		case LP_EV_EXTENDED:
 			if (ev.value == LP_XEV_CALL) {
 				const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
@@ -326,11 +474,13 @@ static void reset_streams(struct walk *w)
 
 	for (i = 0; i < w->nstreams; i++) {
 		filter_stream_release(&w->streams[i]->fs);
+		stacks_release(w, w->streams[i]);
 		free(w->streams[i]);
 	}
 	w->nstreams = 0;
 	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
 	w->events = w->lost = w->syscalls = 0;
+	w->mem_ops = w->mem_malformed = w->mem_unknown_stacks = w->mem_stacks_dropped = 0;
 	w->first_ns = w->last_ns = 0;
 }
 

@@ -1,0 +1,1031 @@
+/* The heap state builder (see heap.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layerprof/format.h"
+#include "host/lib/blocktree.h"
+#include "host/lib/heap.h"
+#include "host/lib/trend.h"
+
+/* A recently released block, for naming double frees with both stacks. */
+struct heap_freed {
+	uint64_t ptr, size, alloc_ns, free_ns;
+	uint32_t site, stack;
+	uint32_t free_site, free_stack, free_tid;
+	uint8_t op, free_op;
+};
+
+/* Open addressing from a 64-bit hash to item index + 1; the hash is kept
+ * so that growing never recomputes it. */
+struct heap_index {
+	uint32_t cap, n;
+	uint32_t *val;
+	uint64_t *hash;
+};
+
+typedef bool (*index_eq)(const struct heap *h, uint32_t item, const void *key);
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+	const uint8_t *b = p;
+	uint64_t h = 0xcbf29ce484222325ull ^ seed;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static int index_reserve(struct heap_index *x)
+{
+	uint32_t cap, i;
+	uint32_t *val;
+	uint64_t *hash;
+
+	if ((x->n + 1) * 2 <= x->cap)
+		return 0;
+	cap = x->cap ? 2 * x->cap : 256;
+	val = calloc(cap, sizeof(*val));
+	hash = calloc(cap, sizeof(*hash));
+	if (!val || !hash) {
+		free(val);
+		free(hash);
+		return -ENOMEM;
+	}
+	for (i = 0; i < x->cap; i++) {
+		uint32_t s;
+
+		if (!x->val[i])
+			continue;
+		s = (uint32_t)x->hash[i] & (cap - 1);
+		while (val[s])
+			s = (s + 1) & (cap - 1);
+		val[s] = x->val[i];
+		hash[s] = x->hash[i];
+	}
+	free(x->val);
+	free(x->hash);
+	x->val = val;
+	x->hash = hash;
+	x->cap = cap;
+	return 0;
+}
+
+/* The slot holding the item equal to key, or the empty slot where it
+ * would go.  The index must have a free slot (index_reserve). */
+static uint32_t index_slot(const struct heap *h, const struct heap_index *x, uint64_t hash, index_eq eq,
+                           const void *key)
+{
+	uint32_t s = (uint32_t)hash & (x->cap - 1);
+
+	while (x->val[s] && !(x->hash[s] == hash && eq(h, x->val[s] - 1, key)))
+		s = (s + 1) & (x->cap - 1);
+	return s;
+}
+
+/* The item equal to key, or -1. */
+static int64_t index_get(const struct heap *h, const struct heap_index *x, uint64_t hash, index_eq eq, const void *key)
+{
+	uint32_t s;
+
+	if (!x->cap)
+		return -1;
+	s = index_slot(h, x, hash, eq, key);
+	return x->val[s] ? (int64_t)x->val[s] - 1 : -1;
+}
+
+static void index_put(struct heap_index *x, uint32_t slot, uint64_t hash, uint32_t item)
+{
+	x->val[slot] = item + 1;
+	x->hash[slot] = hash;
+	x->n++;
+}
+
+static void index_free(struct heap_index *x)
+{
+	if (!x)
+		return;
+	free(x->val);
+	free(x->hash);
+	free(x);
+}
+
+/* Grows an array of items of `size` bytes to hold one more. */
+static int grow(void **arr, uint32_t *cap, uint32_t n, size_t size, uint32_t max)
+{
+	uint32_t ncap;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	if (n >= max)
+		return -ENOSPC;
+	ncap = *cap ? 2 * *cap : 64;
+	if (ncap > max)
+		ncap = max;
+	p = realloc(*arr, (size_t)ncap * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* ---- sites, functions, stacks --------------------------------------- */
+
+static bool site_eq(const struct heap *h, uint32_t item, const void *key)
+{
+	return !strcmp(h->sites[item].key, key);
+}
+
+static bool fn_eq(const struct heap *h, uint32_t item, const void *key)
+{
+	return !strcmp(h->fns[item].name, key);
+}
+
+struct stack_key {
+	uint32_t image, n;
+	const uint64_t *ips;
+};
+
+static bool stack_eq(const struct heap *h, uint32_t item, const void *key)
+{
+	const struct heap_stack *s = &h->stacks[item];
+	const struct stack_key *k = key;
+
+	return s->image == k->image && s->n == k->n && !memcmp(s->ips, k->ips, k->n * sizeof(*k->ips));
+}
+
+static void counts_init(struct heap *h, struct heap_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->gen = h->peak_gen;
+}
+
+static uint32_t fn_get(struct heap *h, const char *name)
+{
+	uint64_t hash = hash_bytes(name, strlen(name), 1);
+	struct heap_fn *f;
+	uint32_t slot;
+
+	if (index_reserve(h->fn_idx))
+		goto oom;
+	slot = index_slot(h, h->fn_idx, hash, fn_eq, name);
+	if (h->fn_idx->val[slot])
+		return h->fn_idx->val[slot] - 1;
+	if (grow((void **)&h->fns, &h->fns_cap, h->nfns, sizeof(*h->fns), HEAP_SITES_MAX))
+		goto oom;
+	f = &h->fns[h->nfns];
+	f->name = strdup(name);
+	if (!f->name)
+		goto oom;
+	counts_init(h, &f->c);
+	index_put(h->fn_idx, slot, hash, h->nfns);
+	return h->nfns++;
+oom:
+	h->oom = true;
+	return 0;
+}
+
+uint32_t heap_site(struct heap *h, const char *key, const char *function, const char *file, unsigned line)
+{
+	uint64_t hash = hash_bytes(key, strlen(key), 0);
+	struct heap_site *s;
+	uint32_t slot, fn;
+
+	if (index_reserve(h->site_idx))
+		goto oom;
+	slot = index_slot(h, h->site_idx, hash, site_eq, key);
+	if (h->site_idx->val[slot])
+		return h->site_idx->val[slot] - 1;
+	fn = fn_get(h, function ? function : "[unknown]");
+	if (h->oom || grow((void **)&h->sites, &h->sites_cap, h->nsites, sizeof(*h->sites), HEAP_SITES_MAX))
+		goto oom;
+	s = &h->sites[h->nsites];
+	memset(s, 0, sizeof(*s));
+	s->key = strdup(key);
+	s->function = strdup(function ? function : "[unknown]");
+	s->file = file ? strdup(file) : NULL;
+	if (!s->key || !s->function || (file && !s->file)) {
+		free(s->key);
+		free(s->function);
+		free(s->file);
+		goto oom;
+	}
+	s->line = line;
+	s->fn = fn;
+	counts_init(h, &s->c);
+	index_put(h->site_idx, slot, hash, h->nsites);
+	return h->nsites++;
+oom:
+	h->oom = true;
+	return HEAP_SITE_UNKNOWN;
+}
+
+uint32_t heap_stack(struct heap *h, uint32_t image, const uint64_t *ips, uint32_t n)
+{
+	struct stack_key k = { image, n, ips };
+	uint64_t hash;
+	struct heap_stack *s;
+	uint32_t slot;
+
+	if (!n)
+		return 0;
+	hash = hash_bytes(ips, n * sizeof(*ips), image);
+	if (index_reserve(h->stack_idx))
+		goto oom;
+	slot = index_slot(h, h->stack_idx, hash, stack_eq, &k);
+	if (h->stack_idx->val[slot])
+		return h->stack_idx->val[slot] - 1;
+	if (grow((void **)&h->stacks, &h->stacks_cap, h->nstacks, sizeof(*h->stacks), HEAP_STACKS_MAX))
+		goto oom;
+	s = &h->stacks[h->nstacks];
+	s->ips = malloc(n * sizeof(*ips));
+	if (!s->ips)
+		goto oom;
+	memcpy(s->ips, ips, n * sizeof(*ips));
+	s->image = image;
+	s->n = n;
+	s->hash = hash;
+	index_put(h->stack_idx, slot, hash, h->nstacks);
+	return h->nstacks++;
+oom:
+	h->oom = true;
+	return 0;
+}
+
+/* ---- processes ------------------------------------------------------- */
+
+static bool proc_eq(const struct heap *h, uint32_t item, const void *key)
+{
+	return h->procs[item].image == *(const uint32_t *)key;
+}
+
+static bool pid_eq(const struct heap *h, uint32_t item, const void *key)
+{
+	return h->procs[item].pid == *(const uint32_t *)key;
+}
+
+struct heap_proc *heap_proc_find(const struct heap *h, uint32_t image)
+{
+	int64_t i = index_get(h, h->proc_idx, hash_u64(image), proc_eq, &image);
+
+	return i < 0 ? NULL : &h->procs[i];
+}
+
+/* The pid's current image: the last one started. */
+static struct heap_proc *pid_current(struct heap *h, uint32_t pid)
+{
+	int64_t i = index_get(h, h->pid_idx, hash_u64(pid), pid_eq, &pid);
+
+	return i < 0 ? NULL : &h->procs[i];
+}
+
+static int pid_set(struct heap *h, uint32_t pid, uint32_t item)
+{
+	uint64_t hash = hash_u64(pid);
+	uint32_t slot;
+
+	if (index_reserve(h->pid_idx))
+		return -ENOMEM;
+	slot = index_slot(h, h->pid_idx, hash, pid_eq, &pid);
+	if (h->pid_idx->val[slot])
+		h->pid_idx->val[slot] = item + 1;
+	else
+		index_put(h->pid_idx, slot, hash, item);
+	return 0;
+}
+
+/* ---- counters and growth samples ------------------------------------- */
+
+/* Merges neighbouring sample intervals of c: the value at the end of an
+ * interval pair is the second's; intervals not written hold the live
+ * value. */
+static void series_halve(struct heap_counts *c)
+{
+	uint32_t k, last = c->series_last;
+
+	for (k = 0; 2 * k < last; k++)
+		c->series[k] = 2 * k + 1 < last ? c->series[2 * k + 1] : c->live_bytes;
+	c->series_last = (last + 1) / 2;
+}
+
+/* The sample interval of time ns, merging intervals when it is past the
+ * last one. */
+static uint32_t series_index(struct heap *h, uint64_t ns)
+{
+	uint64_t idx = ns > h->first_ns ? (ns - h->first_ns) / h->step_ns : 0;
+	uint32_t i;
+
+	while (idx >= HEAP_SERIES_LEN) {
+		for (i = 0; i < h->nsites; i++)
+			series_halve(&h->sites[i].c);
+		for (i = 0; i < h->nfns; i++)
+			series_halve(&h->fns[i].c);
+		h->step_ns *= 2;
+		h->series_n = (h->series_n + 1) / 2;
+		idx = (ns - h->first_ns) / h->step_ns;
+	}
+	if (idx + 1 > h->series_n)
+		h->series_n = (uint32_t)idx + 1;
+	return (uint32_t)idx;
+}
+
+/* Changes c's live count at ns (interval idx). */
+static void counts_live(struct heap *h, struct heap_counts *c, uint32_t idx, uint64_t ns, int64_t dobj, int64_t dbytes)
+{
+	uint64_t before = c->live_bytes;
+	uint32_t j;
+
+	/* the first change since the last global peak: until now c was as it
+	 * was at that peak */
+	if (c->gen != h->peak_gen) {
+		c->at_peak_objects = c->live_objects;
+		c->at_peak_bytes = c->live_bytes;
+		c->gen = h->peak_gen;
+	}
+	c->live_objects += (uint64_t)dobj;
+	c->live_bytes += (uint64_t)dbytes;
+	if (c->live_bytes > c->peak_bytes) {
+		c->peak_bytes = c->live_bytes;
+		c->peak_objects = c->live_objects;
+		c->peak_ns = ns;
+	}
+	/* operations out of time order land in the latest interval */
+	if (c->series_last && idx < c->series_last - 1)
+		idx = c->series_last - 1;
+	for (j = c->series_last; j < idx; j++)
+		c->series[j] = before;
+	c->series[idx] = c->live_bytes;
+	c->series_last = idx + 1;
+}
+
+/* A block enters or leaves the live state of p (dir +1 / -1). */
+static void live_change(struct heap *h, struct heap_proc *p, const struct heap_block *b, int dir, uint32_t idx,
+                        uint64_t ns)
+{
+	struct heap_site *s = &h->sites[b->site];
+	int64_t bytes = dir * (int64_t)b->size;
+
+	counts_live(h, &s->c, idx, ns, dir, bytes);
+	counts_live(h, &h->fns[s->fn].c, idx, ns, dir, bytes);
+	p->live_objects += (uint64_t)(int64_t)dir;
+	p->live_bytes += (uint64_t)bytes;
+	h->live_objects += (uint64_t)(int64_t)dir;
+	h->live_bytes += (uint64_t)bytes;
+	if (p->live_bytes > p->peak_bytes) {
+		p->peak_bytes = p->live_bytes;
+		p->peak_ns = ns;
+	}
+}
+
+static void global_peak(struct heap *h, uint64_t ns)
+{
+	if (h->live_bytes > h->peak_bytes) {
+		h->peak_bytes = h->live_bytes;
+		h->peak_objects = h->live_objects;
+		h->peak_ns = ns;
+		h->peak_gen++;
+	}
+}
+
+/* ---- processes: start, fork, exec, exit ------------------------------ */
+
+static struct heap_proc *proc_new(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns)
+{
+	uint64_t hash = hash_u64(image);
+	struct heap_proc *p;
+	uint32_t slot;
+
+	if (index_reserve(h->proc_idx) ||
+	    grow((void **)&h->procs, &h->procs_cap, h->nprocs, sizeof(*h->procs), HEAP_PROCS_MAX)) {
+		h->oom = true;
+		return NULL;
+	}
+	slot = index_slot(h, h->proc_idx, hash, proc_eq, &image);
+	p = &h->procs[h->nprocs];
+	memset(p, 0, sizeof(*p));
+	p->image = image;
+	p->pid = pid;
+	p->start_ns = ns;
+	index_put(h->proc_idx, slot, hash, h->nprocs);
+	h->nprocs++;
+	return p;
+}
+
+struct tree_ctx {
+	struct heap *h;
+	struct heap_proc *p;
+	uint32_t idx;
+	uint64_t ns;
+	int dir;
+};
+
+static int block_live_cb(void *ctx, const struct heap_block *b)
+{
+	struct tree_ctx *c = ctx;
+
+	live_change(c->h, c->p, b, c->dir, c->idx, c->ns);
+	return 0;
+}
+
+static int block_unfreed_cb(void *ctx, const struct heap_block *b)
+{
+	struct tree_ctx *c = ctx;
+	struct heap_site *s = &c->h->sites[b->site];
+	struct heap_counts *f = &c->h->fns[s->fn].c;
+
+	s->c.unfreed_objects++;
+	s->c.unfreed_bytes += b->size;
+	f->unfreed_objects++;
+	f->unfreed_bytes += b->size;
+	return 0;
+}
+
+int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, uint32_t parent_pid)
+{
+	struct heap_proc *p, *prev, *parent;
+	struct tree_ctx c = { .h = h, .ns = ns };
+	uint32_t item;
+
+	if (heap_proc_find(h, image))
+		return 0;
+	if (!h->ops && !h->nprocs)
+		h->first_ns = ns;
+	c.idx = series_index(h, ns);
+	p = proc_new(h, image, pid, ns);
+	if (!p)
+		return -ENOMEM;
+	item = (uint32_t)(p - h->procs);
+	prev = pid_current(h, pid);
+	if (prev && !prev->exited && !prev->execed) {
+		/* exec: the old image's address space is gone */
+		h->dropped_at_exec += prev->live_objects;
+		c.p = prev;
+		c.dir = -1;
+		blocktree_foreach(prev->root, block_live_cb, &c);
+		blocktree_free(h->pool, &prev->root);
+		prev->execed = true;
+		prev->end_ns = ns;
+	}
+	parent = parent_pid ? pid_current(h, parent_pid) : NULL;
+	if (parent && !parent->execed) {
+		p->has_parent = true;
+		p->parent_image = parent->image;
+		if (blocktree_clone(h->pool, parent->root, &p->root)) {
+			h->oom = true;
+		} else {
+			c.p = p;
+			c.dir = 1;
+			blocktree_foreach(p->root, block_live_cb, &c);
+			p->inherited_objects = p->live_objects;
+			p->inherited_bytes = p->live_bytes;
+			global_peak(h, ns);
+		}
+	}
+	if (pid_set(h, pid, item)) {
+		h->oom = true;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status)
+{
+	struct heap_proc *p = heap_proc_find(h, image);
+	struct tree_ctx c = { .h = h, .ns = ns };
+
+	if (!p || p->exited)
+		return;
+	p->exited = true;
+	p->exit_status = status;
+	p->end_ns = ns;
+	p->unfreed_objects = p->live_objects;
+	p->unfreed_bytes = p->live_bytes;
+	h->unfreed_objects += p->live_objects;
+	h->unfreed_bytes += p->live_bytes;
+	c.p = p;
+	blocktree_foreach(p->root, block_unfreed_cb, &c);
+}
+
+/* ---- illegal operations and overlaps --------------------------------- */
+
+struct illegal_key {
+	enum heap_illegal_kind kind;
+	uint8_t op, alloc_op;
+	bool kept;
+	uint32_t site, alloc_site;
+};
+
+static bool illegal_eq(const struct heap *h, uint32_t item, const void *key)
+{
+	const struct heap_illegal *i = &h->illegal[item];
+	const struct illegal_key *k = key;
+
+	return i->kind == k->kind && i->op == k->op && i->alloc_op == k->alloc_op && i->kept == k->kept &&
+	       i->site == k->site && i->alloc_site == k->alloc_site;
+}
+
+/* Counts an illegal release; returns the record to fill for a new one,
+ * NULL for a repeat or over the bound. */
+static struct heap_illegal *illegal_note(struct heap *h, const struct heap_proc *p, const struct heap_op *op,
+                                         enum heap_illegal_kind kind, uint8_t release_op, const struct heap_block *b)
+{
+	struct illegal_key k = { kind,     release_op,     b ? b->op : 0, (op->flags & LP_MEM_KEPT) != 0,
+		                 op->site, b ? b->site : 0 };
+	uint64_t hash =
+	    hash_bytes(&k.site, sizeof(k.site),
+	               hash_u64((uint64_t)kind << 32 | (uint64_t)k.op << 16 | (uint64_t)k.alloc_op << 8 | k.kept)) ^
+	    hash_u64(k.alloc_site);
+	struct heap_illegal *i;
+	uint32_t slot;
+
+	h->illegal_counts[kind]++;
+	if (index_reserve(h->illegal_idx)) {
+		h->oom = true;
+		return NULL;
+	}
+	slot = index_slot(h, h->illegal_idx, hash, illegal_eq, &k);
+	if (h->illegal_idx->val[slot]) {
+		h->illegal[h->illegal_idx->val[slot] - 1].count++;
+		return NULL;
+	}
+	if (h->nillegal >= HEAP_ILLEGAL_MAX) {
+		h->illegal_dropped++;
+		return NULL;
+	}
+	i = &h->illegal[h->nillegal];
+	memset(i, 0, sizeof(*i));
+	i->kind = kind;
+	i->op = release_op;
+	i->kept = k.kept;
+	i->count = 1;
+	i->ns = op->ns;
+	i->ptr = release_op == LP_MEM_REALLOC ? op->old : op->ptr;
+	i->pid = p->pid;
+	i->image = p->image;
+	i->tid = op->tid;
+	i->site = op->site;
+	i->stack = op->stack;
+	if (b) {
+		i->has_block = true;
+		i->alloc_op = b->op;
+		i->block_ptr = b->ptr;
+		i->block_size = b->size;
+		i->alloc_ns = b->ns;
+		i->alloc_site = b->site;
+		i->alloc_stack = b->stack;
+	}
+	index_put(h->illegal_idx, slot, hash, h->nillegal++);
+	return i;
+}
+
+static void overlap_note(struct heap *h, const struct heap_proc *p, const struct heap_op *op,
+                         const struct heap_block *old)
+{
+	struct heap_overlap *o;
+
+	h->overlap_count++;
+	if (h->noverlaps >= HEAP_OVERLAPS_MAX)
+		return;
+	o = &h->overlaps[h->noverlaps++];
+	o->ns = op->ns;
+	o->ptr = op->ptr;
+	o->size = op->size;
+	o->op = op->op;
+	o->pid = p->pid;
+	o->image = p->image;
+	o->tid = op->tid;
+	o->site = op->site;
+	o->stack = op->stack;
+	o->old_ptr = old->ptr;
+	o->old_size = old->size;
+	o->old_ns = old->ns;
+	o->old_op = old->op;
+	o->old_site = old->site;
+	o->old_stack = old->stack;
+}
+
+static void freed_push(struct heap *h, struct heap_proc *p, const struct heap_block *b, const struct heap_op *op,
+                       uint8_t release_op)
+{
+	struct heap_freed *f;
+
+	if (!p->freed) {
+		p->freed = calloc(HEAP_FREED_MAX, sizeof(*p->freed));
+		if (!p->freed)
+			return; /* double frees of it will read as never allocated */
+	}
+	f = &p->freed[p->freed_head];
+	p->freed_head = (p->freed_head + 1) % HEAP_FREED_MAX;
+	if (p->nfreed < HEAP_FREED_MAX)
+		p->nfreed++;
+	f->ptr = b->ptr;
+	f->size = b->size;
+	f->alloc_ns = b->ns;
+	f->site = b->site;
+	f->stack = b->stack;
+	f->op = b->op;
+	f->free_ns = op->ns;
+	f->free_site = op->site;
+	f->free_stack = op->stack;
+	f->free_tid = op->tid;
+	f->free_op = release_op;
+}
+
+/* The latest remembered release of a block starting at ptr. */
+static const struct heap_freed *freed_find(const struct heap_proc *p, uint64_t ptr)
+{
+	uint32_t k;
+
+	for (k = 1; p->freed && k <= p->nfreed; k++) {
+		const struct heap_freed *f = &p->freed[(p->freed_head + HEAP_FREED_MAX - k) % HEAP_FREED_MAX];
+
+		if (f->ptr == ptr)
+			return f;
+	}
+	return NULL;
+}
+
+/* ---- operations ------------------------------------------------------ */
+
+int heap_op_family(uint8_t op)
+{
+	switch (op) {
+	case LP_MEM_MALLOC:
+	case LP_MEM_CALLOC:
+	case LP_MEM_REALLOC:
+	case LP_MEM_ALIGNED:
+	case LP_MEM_FREE:
+		return 1;
+	case LP_MEM_NEW:
+	case LP_MEM_DELETE:
+		return 2;
+	case LP_MEM_NEW_ARRAY:
+	case LP_MEM_DELETE_ARRAY:
+		return 3;
+	default:
+		return 0;
+	}
+}
+
+static void block_release(struct heap *h, struct heap_proc *p, const struct heap_op *op, uint8_t release_op,
+                          uint64_t ptr, uint32_t idx)
+{
+	struct heap_block *b;
+	struct heap_illegal *il;
+	const struct heap_freed *f;
+
+	if (!ptr) {
+		h->null_releases++;
+		return;
+	}
+	if (op->flags & LP_MEM_KEPT)
+		h->kept_releases++;
+	b = blocktree_find(p->root, ptr);
+	if (b) {
+		if (heap_op_family(b->op) != heap_op_family(release_op))
+			illegal_note(h, p, op, HEAP_MISMATCH, release_op, b);
+		if (op->flags & LP_MEM_KEPT)
+			return; /* libc never saw it: the block stays */
+		blocktree_remove(&p->root, ptr);
+		live_change(h, p, b, -1, idx, op->ns);
+		h->sites[b->site].c.frees++;
+		h->sites[b->site].c.bytes_freed += b->size;
+		h->fns[h->sites[b->site].fn].c.frees++;
+		h->fns[h->sites[b->site].fn].c.bytes_freed += b->size;
+		h->frees++;
+		h->bytes_freed += b->size;
+		freed_push(h, p, b, op, release_op);
+		blockpool_put(h->pool, b);
+		return;
+	}
+	b = blocktree_containing(p->root, ptr);
+	if (b) {
+		illegal_note(h, p, op, HEAP_INTERIOR_POINTER, release_op, b);
+		return;
+	}
+	f = freed_find(p, ptr);
+	if (f) {
+		struct heap_block old = { .ptr = f->ptr,
+			                  .size = f->size,
+			                  .ns = f->alloc_ns,
+			                  .site = f->site,
+			                  .stack = f->stack,
+			                  .op = f->op };
+
+		il = illegal_note(h, p, op, HEAP_DOUBLE_FREE, release_op, &old);
+		if (il) {
+			il->has_free = true;
+			il->free_op = f->free_op;
+			il->free_ns = f->free_ns;
+			il->free_site = f->free_site;
+			il->free_stack = f->free_stack;
+			il->free_tid = f->free_tid;
+		}
+		return;
+	}
+	illegal_note(h, p, op, HEAP_NEVER_ALLOCATED, release_op, NULL);
+}
+
+static void block_alloc(struct heap *h, struct heap_proc *p, const struct heap_op *op, uint32_t idx)
+{
+	struct heap_site *s = &h->sites[op->site];
+	struct heap_block *b, *old;
+	uint64_t end;
+
+	if ((op->flags & LP_MEM_FAILED) || !op->ptr) {
+		s->c.failed++;
+		h->fns[s->fn].c.failed++;
+		h->failed++;
+		return;
+	}
+	end = op->ptr + (op->size ? op->size : 1);
+	if (end < op->ptr)
+		end = UINT64_MAX;
+	/* every live block the new one overlaps is gone without a release */
+	while ((old = blocktree_floor(p->root, end - 1)) && heap_block_end(old) > op->ptr) {
+		overlap_note(h, p, op, old);
+		blocktree_remove(&p->root, old->ptr);
+		live_change(h, p, old, -1, idx, op->ns);
+		blockpool_put(h->pool, old);
+	}
+	b = blockpool_get(h->pool);
+	if (!b) {
+		h->oom = true;
+		return;
+	}
+	b->ptr = op->ptr;
+	b->size = op->size;
+	b->ns = op->ns;
+	b->site = op->site;
+	b->stack = op->stack;
+	b->op = op->op;
+	blocktree_insert(&p->root, b);
+	s->c.allocs++;
+	s->c.bytes_allocated += op->size;
+	h->fns[s->fn].c.allocs++;
+	h->fns[s->fn].c.bytes_allocated += op->size;
+	h->allocs++;
+	h->bytes_allocated += op->size;
+	live_change(h, p, b, 1, idx, op->ns);
+}
+
+static void fold(struct heap *h, const struct heap_op *op)
+{
+	struct heap_counts *c[2] = { &h->sites[op->site].c, &h->fns[h->sites[op->site].fn].c };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		c[i]->allocs += op->count;
+		c[i]->frees += op->count;
+		c[i]->bytes_allocated += op->bytes;
+		c[i]->bytes_freed += op->bytes;
+		c[i]->folded += op->count;
+		c[i]->folded_bytes += op->bytes;
+	}
+	h->allocs += op->count;
+	h->frees += op->count;
+	h->bytes_allocated += op->bytes;
+	h->bytes_freed += op->bytes;
+	h->folded += op->count;
+	h->folded_bytes += op->bytes;
+	h->folds++;
+}
+
+int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_op *in)
+{
+	struct heap_op op = *in;
+	struct heap_proc *p = heap_proc_find(h, image);
+	uint32_t idx;
+
+	if (!p) {
+		if (heap_proc_start(h, image, pid, op.ns, 0))
+			return -ENOMEM;
+		p = heap_proc_find(h, image);
+	}
+	if (!h->ops && op.ns < h->first_ns)
+		h->first_ns = op.ns;
+	if (op.ns < h->last_ns)
+		h->out_of_order++;
+	else
+		h->last_ns = op.ns;
+	if (op.ns > h->now_ns)
+		h->now_ns = op.ns;
+	h->ops++;
+	if (op.site >= h->nsites)
+		op.site = HEAP_SITE_UNKNOWN;
+	if (op.stack >= h->nstacks)
+		op.stack = 0;
+	idx = series_index(h, op.ns);
+	switch (op.op) {
+	case LP_MEM_MALLOC:
+	case LP_MEM_CALLOC:
+	case LP_MEM_ALIGNED:
+	case LP_MEM_NEW:
+	case LP_MEM_NEW_ARRAY:
+		block_alloc(h, p, &op, idx);
+		break;
+	case LP_MEM_REALLOC:
+		if (op.flags & LP_MEM_FAILED) {
+			block_alloc(h, p, &op, idx); /* counts the failure; old stays */
+			break;
+		}
+		if (op.old)
+			block_release(h, p, &op, LP_MEM_REALLOC, op.old, idx);
+		if (op.ptr || !op.old)
+			block_alloc(h, p, &op, idx);
+		break;
+	case LP_MEM_FREE:
+	case LP_MEM_DELETE:
+	case LP_MEM_DELETE_ARRAY:
+		block_release(h, p, &op, op.op, op.ptr, idx);
+		break;
+	case LP_MEM_FOLD:
+		fold(h, &op);
+		break;
+	default:
+		break;
+	}
+	global_peak(h, op.ns);
+	return h->oom ? -ENOMEM : 0;
+}
+
+/* ---- derived values and queries -------------------------------------- */
+
+void heap_advance(struct heap *h, uint64_t ns)
+{
+	if (h->ops && ns > h->last_ns) {
+		series_index(h, ns);
+		if (ns > h->now_ns)
+			h->now_ns = ns;
+	}
+}
+
+static void counts_settle(const struct heap *h, struct heap_counts *c)
+{
+	uint32_t j;
+
+	if (c->gen != h->peak_gen) {
+		c->at_peak_objects = c->live_objects;
+		c->at_peak_bytes = c->live_bytes;
+		c->gen = h->peak_gen;
+	}
+	for (j = c->series_last; j < h->series_n; j++)
+		c->series[j] = c->live_bytes;
+	if (c->series_last < h->series_n)
+		c->series_last = h->series_n;
+}
+
+void heap_settle(struct heap *h)
+{
+	uint32_t i;
+
+	for (i = 0; i < h->nsites; i++)
+		counts_settle(h, &h->sites[i].c);
+	for (i = 0; i < h->nfns; i++)
+		counts_settle(h, &h->fns[i].c);
+}
+
+void heap_growth(const struct heap *h, const struct heap_counts *c, struct heap_growth *out)
+{
+	uint32_t n = h->series_n < c->series_last ? h->series_n : c->series_last, start = n / 2, i;
+	double t[HEAP_SERIES_LEN];
+	struct trend tr;
+
+	memset(out, 0, sizeof(*out));
+	out->p_value = 1;
+	out->samples = n - start;
+	if (out->samples < HEAP_GROWTH_MIN_SAMPLES)
+		return;
+	/* each sample at the end of its interval; the last one, still going,
+	 * now */
+	for (i = start; i < n; i++)
+		t[i - start] = (double)(i + 1) * (double)h->step_ns;
+	if (h->now_ns > h->first_ns && (double)(h->now_ns - h->first_ns) < t[n - 1 - start])
+		t[n - 1 - start] = (double)(h->now_ns - h->first_ns);
+	trend_analyse(c->series + start, t, out->samples, &tr);
+	out->p_value = tr.p_rising;
+	out->confidence = 1 - tr.p_rising;
+	out->rate_bps = tr.slope * 1e9;
+	out->growing = tr.p_rising < HEAP_GROWTH_P && tr.slope > 0;
+}
+
+struct foreach_ctx {
+	int (*cb)(void *ctx, uint64_t ptr, uint64_t size, uint64_t ns, uint32_t site, uint32_t stack, uint8_t op);
+	void *ctx;
+};
+
+static int foreach_cb(void *ctx, const struct heap_block *b)
+{
+	struct foreach_ctx *c = ctx;
+
+	return c->cb(c->ctx, b->ptr, b->size, b->ns, b->site, b->stack, b->op);
+}
+
+int heap_foreach_block(const struct heap_proc *p,
+                       int (*cb)(void *ctx, uint64_t ptr, uint64_t size, uint64_t ns, uint32_t site, uint32_t stack,
+                                 uint8_t op),
+                       void *ctx)
+{
+	struct foreach_ctx c = { cb, ctx };
+
+	return blocktree_foreach(p->root, foreach_cb, &c);
+}
+
+bool heap_find_block(const struct heap_proc *p, uint64_t addr, uint64_t *ptr, uint64_t *size, uint32_t *site)
+{
+	const struct heap_block *b = blocktree_containing(p->root, addr);
+
+	if (!b)
+		return false;
+	*ptr = b->ptr;
+	*size = b->size;
+	*site = b->site;
+	return true;
+}
+
+const char *heap_op_name(uint8_t op)
+{
+	static const char *const names[] = { "?",   "malloc", "calloc", "realloc",  "aligned_alloc", "free",
+		                             "new", "new[]",  "delete", "delete[]", "fold" };
+
+	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
+}
+
+const char *heap_illegal_name(enum heap_illegal_kind kind)
+{
+	static const char *const names[] = { "never_allocated", "double_free", "interior_pointer", "mismatch" };
+
+	return (unsigned)kind < HEAP_ILLEGAL_KINDS ? names[kind] : "?";
+}
+
+/* ---- lifecycle ------------------------------------------------------- */
+
+int heap_init(struct heap *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->step_ns = HEAP_SERIES_STEP_NS;
+	h->site_idx = calloc(1, sizeof(*h->site_idx));
+	h->fn_idx = calloc(1, sizeof(*h->fn_idx));
+	h->stack_idx = calloc(1, sizeof(*h->stack_idx));
+	h->proc_idx = calloc(1, sizeof(*h->proc_idx));
+	h->pid_idx = calloc(1, sizeof(*h->pid_idx));
+	h->illegal_idx = calloc(1, sizeof(*h->illegal_idx));
+	h->pool = calloc(1, sizeof(struct blockpool));
+	h->illegal = calloc(HEAP_ILLEGAL_MAX, sizeof(*h->illegal));
+	h->overlaps = calloc(HEAP_OVERLAPS_MAX, sizeof(*h->overlaps));
+	h->stacks = calloc(64, sizeof(*h->stacks));
+	if (!h->site_idx || !h->fn_idx || !h->stack_idx || !h->proc_idx || !h->pid_idx || !h->illegal_idx || !h->pool ||
+	    !h->illegal || !h->overlaps || !h->stacks)
+		return -ENOMEM;
+	h->stacks_cap = 64;
+	h->nstacks = 1; /* the empty stack */
+	heap_site(h, "[unknown]", "[unknown]", NULL, 0);
+	return h->oom ? -ENOMEM : 0;
+}
+
+void heap_release(struct heap *h)
+{
+	uint32_t i;
+
+	for (i = 0; i < h->nsites; i++) {
+		free(h->sites[i].key);
+		free(h->sites[i].function);
+		free(h->sites[i].file);
+	}
+	for (i = 0; i < h->nfns; i++)
+		free(h->fns[i].name);
+	for (i = 1; i < h->nstacks; i++)
+		free(h->stacks[i].ips);
+	for (i = 0; i < h->nprocs; i++)
+		free(h->procs[i].freed);
+	if (h->pool)
+		blockpool_release(h->pool);
+	free(h->pool);
+	free(h->sites);
+	free(h->fns);
+	free(h->stacks);
+	free(h->procs);
+	free(h->illegal);
+	free(h->overlaps);
+	index_free(h->site_idx);
+	index_free(h->fn_idx);
+	index_free(h->stack_idx);
+	index_free(h->proc_idx);
+	index_free(h->pid_idx);
+	index_free(h->illegal_idx);
+	memset(h, 0, sizeof(*h));
+}
