@@ -21,6 +21,8 @@ static const struct command commands[] = {
 	{ "replay", cmd_replay, "chronological entries and exits per thread, with durations" },
 	{ "dump", cmd_dump, "write a trace as Chrome trace JSON or folded stacks" },
 	{ "live", cmd_live, "profile a program on a target through its agent, live" },
+	{ "snapshot", cmd_snapshot, "the heap state of a trace at one moment, to a file" },
+	{ "memdiff", cmd_memdiff, "what grew on the heap between two snapshots, per call site" },
 };
 
 static void usage(FILE *f)

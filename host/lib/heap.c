@@ -454,7 +454,7 @@ static int block_unfreed_cb(void *ctx, const struct heap_block *b)
 	return 0;
 }
 
-int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, uint32_t parent_pid)
+int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, uint32_t parent_pid, unsigned flags)
 {
 	struct heap_proc *p, *prev, *parent;
 	struct tree_ctx c = { .h = h, .ns = ns };
@@ -470,7 +470,7 @@ int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, u
 		return -ENOMEM;
 	item = (uint32_t)(p - h->procs);
 	prev = pid_current(h, pid);
-	if (prev && !prev->exited && !prev->execed) {
+	if (prev && (flags & HEAP_START_EXEC) && !prev->exited && !prev->execed) {
 		/* exec: the old image's address space is gone */
 		h->dropped_at_exec += prev->live_objects;
 		c.p = prev;
@@ -495,7 +495,9 @@ int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, u
 			global_peak(h, ns);
 		}
 	}
-	if (pid_set(h, pid, item)) {
+	/* the pid's current image, the one a fork copies */
+	if ((!prev || prev->exited || prev->execed || (flags & HEAP_START_EXEC) || parent_pid) &&
+	    pid_set(h, pid, item)) {
 		h->oom = true;
 		return -ENOMEM;
 	}
@@ -812,7 +814,7 @@ int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_o
 	uint32_t idx;
 
 	if (!p) {
-		if (heap_proc_start(h, image, pid, op.ns, 0))
+		if (heap_proc_start(h, image, pid, op.ns, 0, 0))
 			return -ENOMEM;
 		p = heap_proc_find(h, image);
 	}
@@ -825,10 +827,13 @@ int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_o
 	if (op.ns > h->now_ns)
 		h->now_ns = op.ns;
 	h->ops++;
+	p->ops++;
 	if (op.site >= h->nsites)
 		op.site = HEAP_SITE_UNKNOWN;
 	if (op.stack >= h->nstacks)
 		op.stack = 0;
+	if (op.stack && !h->sites[op.site].stack)
+		h->sites[op.site].stack = op.stack;
 	idx = series_index(h, op.ns);
 	switch (op.op) {
 	case LP_MEM_MALLOC:

@@ -141,8 +141,9 @@ struct heap_proc {
 	uint32_t parent_image; /* forked child: the image it copied; else 0 */
 	bool has_parent;
 	uint64_t start_ns;
-	bool exited; /* TASK EXIT: exit_status, end_ns */
-	bool execed; /* replaced by another image: its blocks were dropped */
+	uint64_t ops; /* operations applied */
+	bool exited;  /* TASK EXIT: exit_status, end_ns */
+	bool execed;  /* replaced by another image: its blocks were dropped */
 	uint32_t exit_status;
 	uint64_t end_ns;
 	uint64_t live_objects, live_bytes;
@@ -230,12 +231,16 @@ uint32_t heap_site(struct heap *h, const char *key, const char *function, const 
  * 0 for an empty one or when memory or HEAP_STACKS_MAX runs out. */
 uint32_t heap_stack(struct heap *h, uint32_t image, const uint64_t *ips, uint32_t n);
 
+enum heap_start_flags {
+	HEAP_START_EXEC = 1u << 0, /* the image replaces the pid's current one */
+};
+
 /* A process image begins at ns.  With parent_pid nonzero it is a forked
  * child of that pid: it starts with a copy of the live blocks of the
- * parent's current image.  An earlier image of the same pid that has not
- * exited was replaced (exec): its blocks are dropped.  Known images are
- * left alone.  Returns 0 or -ENOMEM/-ENOSPC (h->oom set). */
-int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, uint32_t parent_pid);
+ * parent's current image.  With HEAP_START_EXEC, an earlier image of the
+ * same pid that has not exited was replaced: its blocks are dropped.  Known
+ * images are left alone.  Returns 0 or -ENOMEM/-ENOSPC (h->oom set). */
+int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, uint32_t parent_pid, unsigned flags);
 /* The process of image exited with the given wait status: its live blocks
  * are unfreed at exit (they stay counted as live). */
 void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status);

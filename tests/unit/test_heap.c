@@ -420,12 +420,12 @@ static void test_fork_exec(void)
 	fresh();
 	s = site("a+0x1", "a");
 	parent_image = image;
-	CHECK_EQ_U64(heap_proc_start(&h, parent_image, 100, 0, 0), 0);
+	CHECK_EQ_U64(heap_proc_start(&h, parent_image, 100, 0, 0, HEAP_START_EXEC), 0);
 	alloc(LP_MEM_MALLOC, 1 * MS, 0x1000, 10, s);
 	alloc(LP_MEM_MALLOC, 2 * MS, 0x2000, 20, s);
 	/* fork: the child copies both */
 	child_image = 2;
-	CHECK_EQ_U64(heap_proc_start(&h, child_image, 101, 3 * MS, 100), 0);
+	CHECK_EQ_U64(heap_proc_start(&h, child_image, 101, 3 * MS, 100, 0), 0);
 	pp = heap_proc_find(&h, parent_image);
 	cp = heap_proc_find(&h, child_image);
 	if (!CHECK(pp && cp))
@@ -451,8 +451,13 @@ static void test_fork_exec(void)
 	CHECK(blocktree_find(cp->root, 0x2000) != NULL);
 	CHECK(blocktree_find(cp->root, 0x1000) == NULL);
 	CHECK_EQ_U64(h.nillegal, 0);
+	/* another image of the pid that is no exec (a thread the runtime
+	 * gave an image of its own) changes nothing */
+	CHECK_EQ_U64(heap_proc_start(&h, 9, 101, 6 * MS, 0, 0), 0);
+	CHECK(!heap_proc_find(&h, child_image)->execed);
+	CHECK_EQ_U64(h.sites[s].c.live_objects, 2);
 	/* the child execs: its address space, and its blocks, are gone */
-	CHECK_EQ_U64(heap_proc_start(&h, 3, 101, 6 * MS, 0), 0);
+	CHECK_EQ_U64(heap_proc_start(&h, 3, 101, 6 * MS, 0, HEAP_START_EXEC), 0);
 	cp = heap_proc_find(&h, child_image);
 	CHECK(cp->execed);
 	CHECK_EQ_U64(cp->live_objects, 0);
@@ -460,8 +465,8 @@ static void test_fork_exec(void)
 	CHECK_EQ_U64(h.sites[s].c.live_objects, 1);
 	CHECK_EQ_U64(h.sites[s].c.live_bytes, 10);
 	/* a second thread's start is no new image */
-	CHECK_EQ_U64(heap_proc_start(&h, parent_image, 100, 7 * MS, 0), 0);
-	CHECK_EQ_U64(h.nprocs, 3);
+	CHECK_EQ_U64(heap_proc_start(&h, parent_image, 100, 7 * MS, 0, HEAP_START_EXEC), 0);
+	CHECK_EQ_U64(h.nprocs, 4);
 	CHECK_EQ_U64(heap_proc_find(&h, parent_image)->live_objects, 1);
 	/* the parent exits */
 	heap_proc_exit(&h, parent_image, 8 * MS, 0);
