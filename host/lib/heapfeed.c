@@ -168,7 +168,8 @@ static bool runtime_module(const char *module)
 	return false;
 }
 
-uint64_t heapfeed_site_frame(struct walk *w, uint32_t image, const uint64_t *ips, uint32_t n)
+/* The first frame outside the runtime libraries, or 0. */
+static uint64_t user_frame(struct walk *w, uint32_t image, const uint64_t *ips, uint32_t n)
 {
 	uint32_t i;
 
@@ -182,7 +183,14 @@ uint64_t heapfeed_site_frame(struct walk *w, uint32_t image, const uint64_t *ips
 		if (sym.module && !runtime_module(sym.module))
 			return ips[i];
 	}
-	return n ? ips[0] : 0;
+	return 0;
+}
+
+uint64_t heapfeed_site_frame(struct walk *w, uint32_t image, const uint64_t *ips, uint32_t n)
+{
+	uint64_t frame = user_frame(w, image, ips, n);
+
+	return frame ? frame : n ? ips[0] : 0;
 }
 
 /* The call site of an interned stack (or, without one, of the innermost
@@ -196,22 +204,33 @@ static uint32_t site_of(struct heapfeed *f, uint32_t image, uint32_t stack, uint
 	struct symbol sym;
 	uint64_t frame;
 	uint32_t site;
+	bool user;
 
 	if (stack && stack < f->nsites && f->sites[stack])
 		return f->sites[stack] - 1;
-	frame = st ? heapfeed_site_frame(f->w, st->image, st->ips, st->n) : 0;
-	if (frame) {
+	frame = st ? user_frame(f->w, st->image, st->ips, st->n) : 0;
+	user = frame != 0;
+	if (!frame && func) {
+		/* the stack never left the runtime libraries (they have no
+		 * frame pointers): the instrumented function the thread is in */
+		walk_name(f->w, image, func, fn, sizeof(fn));
+		return heap_site(f->h, fn, fn, NULL, 0);
+	}
+	if (!frame && st && st->n)
+		frame = st->ips[0];
+	if (!frame)
+		return HEAP_SITE_UNKNOWN;
+	{
 		int r = symbolizer_lookup(f->w->sym, st->image, frame - 1, &sym);
 
 		walk_name(f->w, st->image, frame, key, sizeof(key));
 		site = heap_site(f->h, key, r == 0 && sym.name ? sym.name : key, r == -ENOMEM ? NULL : sym.file,
 		                 r == -ENOMEM ? 0 : sym.line);
-	} else if (func) {
-		walk_name(f->w, image, func, fn, sizeof(fn));
-		return heap_site(f->h, fn, fn, NULL, 0);
-	} else {
-		return HEAP_SITE_UNKNOWN;
 	}
+	/* a site inside the runtime libraries may be named otherwise later,
+	 * when the mappings that tell are known: remember user sites only */
+	if (!user)
+		return site;
 	if (stack >= f->nsites) {
 		uint32_t n = stack + 1 > 2 * f->nsites ? stack + 1 : 2 * f->nsites;
 		uint32_t *v = realloc(f->sites, n * sizeof(*v));
@@ -259,7 +278,7 @@ void heapfeed_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m)
 	it.op.bytes = m->bytes;
 	it.op.tid = m->tid;
 	it.op.stack = stack_of(f, s, m);
-	it.func = m->nips ? 0 : m->func;
+	it.func = m->func;
 	push(f, &it);
 }
 
