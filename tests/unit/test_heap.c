@@ -647,6 +647,90 @@ static void test_blocktree(void)
 	blockpool_release(&bp);
 }
 
+struct sum_ctx {
+	uint64_t objects, bytes, last_end;
+	bool overlap;
+};
+
+static int sum_cb(void *ctx, uint64_t ptr, uint64_t size, uint64_t ns, uint32_t site, uint32_t stack, uint8_t op)
+{
+	struct sum_ctx *c = ctx;
+
+	if (c->objects && ptr < c->last_end)
+		c->overlap = true;
+	c->objects++;
+	c->bytes += size;
+	c->last_end = ptr + (size ? size : 1);
+	return 0;
+}
+
+/* Random operations on a few processes with pointers drawn from a small
+ * range (so that every kind of finding happens): the totals always agree
+ * with the blocks the trees hold, which never overlap. */
+static void test_random(void)
+{
+	uint64_t rng = 99, ns = 0, site_objects, site_bytes, proc_objects, proc_bytes;
+	uint32_t sites[4], i, k, round;
+	bool ok = true;
+
+	fresh();
+	for (i = 0; i < 4; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "s%u+0x1", i);
+		sites[i] = heap_site(&h, key, i < 2 ? "f" : "g", NULL, 0);
+	}
+	CHECK_EQ_U64(heap_proc_start(&h, 1, 100, 0, 0, 0), 0);
+	for (round = 0; round < 20000 && ok; round++) {
+		uint64_t r = lcg(&rng), ptr = 0x1000 + (lcg(&rng) % 64) * 16, size = lcg(&rng) % 40;
+		uint8_t ops[] = { LP_MEM_MALLOC, LP_MEM_NEW,          LP_MEM_NEW_ARRAY, LP_MEM_FREE,
+			          LP_MEM_DELETE, LP_MEM_DELETE_ARRAY, LP_MEM_REALLOC,   LP_MEM_CALLOC };
+		uint8_t op = ops[r % 8];
+
+		ns += 1 + lcg(&rng) % 1000;
+		image = 1 + (uint32_t)(lcg(&rng) % h.nprocs);
+		pid = heap_proc_find(&h, image)->pid;
+		if (r % 997 == 0 && h.nprocs < 6) {
+			/* fork */
+			CHECK_EQ_U64(heap_proc_start(&h, h.nprocs + 1, 100 + h.nprocs, ns, pid, 0), 0);
+			continue;
+		}
+		CHECK_EQ_U64(apply(op, ns, r % 50 == 0 ? 0 : ptr, size,
+		                   op == LP_MEM_REALLOC && r % 3 ? 0x1000 + (lcg(&rng) % 64) * 16 : 0,
+		                   sites[lcg(&rng) % 4], 0, r % 89 == 0 ? LP_MEM_KEPT : 0),
+		             0);
+		if (round % 500)
+			continue;
+		site_objects = site_bytes = proc_objects = proc_bytes = 0;
+		for (k = 0; k < h.nsites; k++) {
+			site_objects += h.sites[k].c.live_objects;
+			site_bytes += h.sites[k].c.live_bytes;
+		}
+		for (k = 0; k < h.nprocs; k++) {
+			struct sum_ctx c = { 0 };
+
+			heap_foreach_block(&h.procs[k], sum_cb, &c);
+			ok &= CHECK(!c.overlap);
+			ok &= CHECK_EQ_U64(c.objects, h.procs[k].live_objects);
+			ok &= CHECK_EQ_U64(c.bytes, h.procs[k].live_bytes);
+			proc_objects += c.objects;
+			proc_bytes += c.bytes;
+		}
+		ok &= CHECK_EQ_U64(site_objects, h.live_objects);
+		ok &= CHECK_EQ_U64(site_bytes, h.live_bytes);
+		ok &= CHECK_EQ_U64(proc_objects, h.live_objects);
+		ok &= CHECK_EQ_U64(proc_bytes, h.live_bytes);
+		ok &= CHECK_EQ_U64(h.fns[h.sites[sites[0]].fn].c.live_bytes,
+		                   h.sites[sites[0]].c.live_bytes + h.sites[sites[1]].c.live_bytes);
+		ok &= CHECK(h.peak_bytes >= h.live_bytes);
+	}
+	CHECK(h.nprocs > 1);
+	for (k = 0; k < HEAP_ILLEGAL_KINDS; k++)
+		CHECK(h.illegal_counts[k] > 0);
+	CHECK(h.overlap_count > 0);
+	CHECK(h.kept_releases > 0);
+}
+
 int main(void)
 {
 	test_leak_and_peak();
@@ -661,6 +745,7 @@ int main(void)
 	test_growth();
 	test_trend();
 	test_blocktree();
+	test_random();
 	heap_release(&h);
 	return check_summary();
 }
