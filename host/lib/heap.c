@@ -527,7 +527,7 @@ void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status
 struct illegal_key {
 	enum heap_illegal_kind kind;
 	uint8_t op, alloc_op;
-	bool kept;
+	bool kept, after_loss;
 	uint32_t site, alloc_site;
 };
 
@@ -537,7 +537,7 @@ static bool illegal_eq(const struct heap *h, uint32_t item, const void *key)
 	const struct illegal_key *k = key;
 
 	return i->kind == k->kind && i->op == k->op && i->alloc_op == k->alloc_op && i->kept == k->kept &&
-	       i->site == k->site && i->alloc_site == k->alloc_site;
+	       i->after_loss == k->after_loss && i->site == k->site && i->alloc_site == k->alloc_site;
 }
 
 /* Counts an illegal release; returns the record to fill for a new one,
@@ -545,16 +545,22 @@ static bool illegal_eq(const struct heap *h, uint32_t item, const void *key)
 static struct heap_illegal *illegal_note(struct heap *h, const struct heap_proc *p, const struct heap_op *op,
                                          enum heap_illegal_kind kind, uint8_t release_op, const struct heap_block *b)
 {
-	struct illegal_key k = { kind,     release_op,     b ? b->op : 0, (op->flags & LP_MEM_KEPT) != 0,
-		                 op->site, b ? b->site : 0 };
-	uint64_t hash =
-	    hash_bytes(&k.site, sizeof(k.site),
-	               hash_u64((uint64_t)kind << 32 | (uint64_t)k.op << 16 | (uint64_t)k.alloc_op << 8 | k.kept)) ^
-	    hash_u64(k.alloc_site);
+	struct illegal_key k = { .kind = kind,
+		                 .op = release_op,
+		                 .alloc_op = b ? b->op : 0,
+		                 .kept = (op->flags & LP_MEM_KEPT) != 0,
+		                 .after_loss = p->lost > 0,
+		                 .site = op->site,
+		                 .alloc_site = b ? b->site : 0 };
+	uint64_t hash = hash_bytes(&k.site, sizeof(k.site),
+	                           hash_u64((uint64_t)kind << 32 | (uint64_t)k.op << 16 | (uint64_t)k.alloc_op << 8 |
+	                                    k.kept << 1 | k.after_loss)) ^
+	                hash_u64(k.alloc_site);
 	struct heap_illegal *i;
 	uint32_t slot;
 
 	h->illegal_counts[kind]++;
+	h->illegal_after_loss += p->lost > 0;
 	if (index_reserve(h->illegal_idx)) {
 		h->oom = true;
 		return NULL;
@@ -573,6 +579,7 @@ static struct heap_illegal *illegal_note(struct heap *h, const struct heap_proc 
 	i->kind = kind;
 	i->op = release_op;
 	i->kept = k.kept;
+	i->after_loss = k.after_loss;
 	i->count = 1;
 	i->ns = op->ns;
 	i->ptr = release_op == LP_MEM_REALLOC ? op->old : op->ptr;
@@ -600,9 +607,11 @@ static void overlap_note(struct heap *h, const struct heap_proc *p, const struct
 	struct heap_overlap *o;
 
 	h->overlap_count++;
+	h->overlaps_after_loss += p->lost > 0;
 	if (h->noverlaps >= HEAP_OVERLAPS_MAX)
 		return;
 	o = &h->overlaps[h->noverlaps++];
+	o->after_loss = p->lost > 0;
 	o->ns = op->ns;
 	o->ptr = op->ptr;
 	o->size = op->size;
@@ -869,6 +878,16 @@ int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_o
 }
 
 /* ---- derived values and queries -------------------------------------- */
+
+void heap_lost(struct heap *h, uint32_t image, uint64_t ns, uint64_t count)
+{
+	struct heap_proc *p = heap_proc_find(h, image);
+
+	h->lost += count;
+	if (p)
+		p->lost += count;
+	(void)ns;
+}
 
 void heap_advance(struct heap *h, uint64_t ns)
 {

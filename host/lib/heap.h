@@ -102,8 +102,9 @@ enum heap_illegal_kind {
  * release. */
 struct heap_illegal {
 	enum heap_illegal_kind kind;
-	uint8_t op; /* the release: enum lp_mem_op */
-	bool kept;  /* not passed to libc (LP_MEM_KEPT) */
+	uint8_t op;      /* the release: enum lp_mem_op */
+	bool kept;       /* not passed to libc (LP_MEM_KEPT) */
+	bool after_loss; /* the process had lost events before: maybe only their consequence */
 	uint64_t count;
 	uint64_t ns, ptr;
 	uint32_t pid, image, tid;
@@ -122,6 +123,7 @@ struct heap_illegal {
  * says is in use, so a release was missed or the heap is corrupt.  The old
  * block is then taken as gone. */
 struct heap_overlap {
+	bool after_loss; /* as in struct heap_illegal */
 	uint64_t ns, ptr, size;
 	uint8_t op;
 	uint32_t pid, image, tid;
@@ -150,6 +152,7 @@ struct heap_proc {
 	uint64_t peak_bytes, peak_ns;
 	uint64_t inherited_objects, inherited_bytes; /* copied at fork */
 	uint64_t unfreed_objects, unfreed_bytes;     /* at exit */
+	uint64_t lost;                               /* events its threads lost so far */
 	struct heap_block *root;                     /* live blocks by address */
 	struct heap_freed *freed;                    /* ring of HEAP_FREED_MAX, on first use */
 	uint32_t freed_head, nfreed;
@@ -191,13 +194,15 @@ struct heap {
 	uint64_t allocs, frees, failed, bytes_allocated, bytes_freed;
 	uint64_t folded, folded_bytes, folds;
 	uint64_t illegal_counts[HEAP_ILLEGAL_KINDS];
-	uint64_t illegal_dropped;                /* distinct illegal operations over the bound */
-	uint64_t overlap_count;                  /* overlaps seen (noverlaps are kept) */
-	uint64_t null_releases;                  /* free(NULL), delete nullptr: legal no-ops */
-	uint64_t kept_releases;                  /* releases kept from libc (LP_MEM_KEPT) */
-	uint64_t unfreed_objects, unfreed_bytes; /* processes that exited */
-	uint64_t dropped_at_exec;                /* blocks of images replaced by exec */
-	uint64_t out_of_order;                   /* operations earlier than the last applied */
+	uint64_t illegal_dropped;                         /* distinct illegal operations over the bound */
+	uint64_t overlap_count;                           /* overlaps seen (noverlaps are kept) */
+	uint64_t illegal_after_loss, overlaps_after_loss; /* of those, after lost events */
+	uint64_t lost;                                    /* events lost by the traced threads (heap_lost) */
+	uint64_t null_releases;                           /* free(NULL), delete nullptr: legal no-ops */
+	uint64_t kept_releases;                           /* releases kept from libc (LP_MEM_KEPT) */
+	uint64_t unfreed_objects, unfreed_bytes;          /* processes that exited */
+	uint64_t dropped_at_exec;                         /* blocks of images replaced by exec */
+	uint64_t out_of_order;                            /* operations earlier than the last applied */
 	uint64_t first_ns, last_ns;
 	uint64_t now_ns; /* the latest operation or heap_advance */
 	/* growth sampling */
@@ -250,6 +255,11 @@ void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status
  * Returns 0 or -ENOMEM (h->oom set; the operation is lost). */
 int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_op *op);
 
+/* Events were lost in a thread of image at ns: the illegal releases and
+ * overlaps found in that process afterwards may be only their consequence
+ * (a lost release makes a block look live, a lost allocation makes its
+ * release look illegal), and are marked so. */
+void heap_lost(struct heap *h, uint32_t image, uint64_t ns, uint64_t count);
 /* Moves the sampling clock to ns without an operation (the trace or the
  * live view has reached ns): the growth trend then covers the quiet time. */
 void heap_advance(struct heap *h, uint64_t ns);

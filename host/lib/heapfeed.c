@@ -12,12 +12,13 @@ enum item_kind {
 	ITEM_START = 1,
 	ITEM_FORK = 2,
 	ITEM_EXIT = 3,
+	ITEM_LOST = 4,
 };
 
 struct heapfeed_item {
 	uint64_t ns, seq;
 	uint32_t image, pid;
-	uint32_t value; /* FORK: parent pid; EXIT: wait status */
+	uint64_t value; /* FORK: parent pid; EXIT: wait status; LOST: events */
 	uint8_t kind;
 	bool main_thread;
 	uint64_t func; /* without a stack: the innermost instrumented function */
@@ -71,12 +72,15 @@ static void apply(struct heapfeed *f, const struct heapfeed_item *it)
 	case ITEM_START:
 	case ITEM_FORK:
 		/* a process's main thread starting in a new image: exec */
-		if (heap_proc_start(f->h, it->image, it->pid, it->ns, it->kind == ITEM_FORK ? it->value : 0,
+		if (heap_proc_start(f->h, it->image, it->pid, it->ns, it->kind == ITEM_FORK ? (uint32_t)it->value : 0,
 		                    it->kind == ITEM_START && it->main_thread ? HEAP_START_EXEC : 0))
 			f->oom = true;
 		break;
 	case ITEM_EXIT:
-		heap_proc_exit(f->h, it->image, it->ns, it->value);
+		heap_proc_exit(f->h, it->image, it->ns, (uint32_t)it->value);
+		break;
+	case ITEM_LOST:
+		heap_lost(f->h, it->image, it->ns, it->value);
 		break;
 	default:
 		break;
@@ -290,7 +294,7 @@ void heapfeed_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind,
 	it.ns = ns;
 	it.image = s->image;
 	it.pid = s->pid;
-	it.value = (uint32_t)value;
+	it.value = value;
 	it.main_thread = s->tid == s->pid;
 	switch (kind) {
 	case LP_TASK_START:
@@ -308,9 +312,23 @@ void heapfeed_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind,
 	push(f, &it);
 }
 
+void heapfeed_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
+{
+	struct heapfeed *f = ctx;
+	struct heapfeed_item it = { 0 };
+
+	it.kind = ITEM_LOST;
+	it.ns = ns;
+	it.image = s->image;
+	it.pid = s->pid;
+	it.value = count;
+	push(f, &it);
+}
+
 void heapfeed_walk_ops(struct heapfeed *f, struct walk_ops *ops)
 {
 	ops->ctx = f;
 	ops->mem = heapfeed_mem;
 	ops->task = heapfeed_task;
+	ops->lost = heapfeed_lost;
 }

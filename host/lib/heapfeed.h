@@ -43,13 +43,14 @@ struct heapfeed {
  * borrowed).  Returns 0 or -ENOMEM. */
 int heapfeed_init(struct heapfeed *f, struct walk *w, struct heap *h);
 void heapfeed_release(struct heapfeed *f);
-/* Puts the feed's callbacks into ops (ctx, mem, task); other members are
+/* Puts the feed's callbacks into ops (ctx, mem, task, lost); other members are
  * left as they are. */
 void heapfeed_walk_ops(struct heapfeed *f, struct walk_ops *ops);
 /* The walk callbacks themselves (ctx is the struct heapfeed), for a
  * consumer that wraps them. */
 void heapfeed_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m);
 void heapfeed_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value);
+void heapfeed_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
 /* Applies every item held (the end of a trace, or a view of a live
  * stream that wants everything so far) and moves the heap's sampling clock
  * to end_ns (0: leave it). */

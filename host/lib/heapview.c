@@ -206,6 +206,8 @@ static void text_illegal(FILE *f, struct walk *w, const struct heap *h, const st
 			fprintf(f, " (%llu times)", (unsigned long long)il->count);
 		if (il->kept)
 			fprintf(f, " [kept from libc]");
+		if (il->after_loss)
+			fprintf(f, " [after lost events: maybe only their consequence]");
 		fputc('\n', f);
 		if (il->kind == HEAP_MISMATCH)
 			fprintf(f, "  %s of a block from %s\n", heap_op_name(il->op), heap_op_name(il->alloc_op));
@@ -239,9 +241,10 @@ static void text_overlaps(FILE *f, struct walk *w, const struct heap *h, const s
 	for (i = 0; i < h->noverlaps; i++) {
 		const struct heap_overlap *ov = &h->overlaps[i];
 
-		fprintf(f, "\noverlap: %s(%llu) = 0x%llx at %s, process %u thread %u, at %s:\n", heap_op_name(ov->op),
+		fprintf(f, "\noverlap: %s(%llu) = 0x%llx at %s, process %u thread %u, at %s%s:\n", heap_op_name(ov->op),
 		        (unsigned long long)ov->size, (unsigned long long)ov->ptr, rel_time(o, ov->ns, t, sizeof(t)),
-		        ov->pid, ov->tid, site_where(&h->sites[ov->site], where, sizeof(where)));
+		        ov->pid, ov->tid, site_where(&h->sites[ov->site], where, sizeof(where)),
+		        ov->after_loss ? " [after lost events: maybe only their consequence]" : "");
 		text_stack(f, w, h, ov->stack, "    ");
 		fprintf(f, "  overlaps the live block 0x%llx (%llu bytes) from %s at %s, at %s:\n",
 		        (unsigned long long)ov->old_ptr, (unsigned long long)ov->old_size, heap_op_name(ov->old_op),
@@ -373,8 +376,9 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 	if (w->lost)
 		fprintf(f,
 		        "\n# %llu events lost: missed releases read as live blocks, missed allocations as illegal "
-		        "releases\n",
-		        (unsigned long long)w->lost);
+		        "releases (%llu illegal releases and %llu overlaps came after a loss)\n",
+		        (unsigned long long)w->lost, (unsigned long long)h->illegal_after_loss,
+		        (unsigned long long)h->overlaps_after_loss);
 	if (w->mem_malformed || w->mem_unknown_stacks || w->mem_stacks_dropped)
 		fprintf(f,
 		        "# %llu malformed heap events ignored, %llu operations with an undefined stack, %llu stacks "
@@ -446,6 +450,7 @@ static void json_illegal(struct json *j, struct walk *w, const struct heap *h)
 		json_u64(j, "tid", il->tid);
 		json_u64(j, "count", il->count);
 		json_bool(j, "kept", il->kept);
+		json_bool(j, "after_loss", il->after_loss);
 		heapview_json_stack(j, "stack", w, h, il->stack);
 		if (il->has_block) {
 			json_object_begin(j, "block");
@@ -490,6 +495,7 @@ static void json_overlaps(struct json *j, struct walk *w, const struct heap *h)
 		json_u64(j, "time_ns", ov->ns);
 		json_u64(j, "pid", ov->pid);
 		json_u64(j, "tid", ov->tid);
+		json_bool(j, "after_loss", ov->after_loss);
 		heapview_json_stack(j, "stack", w, h, ov->stack);
 		json_object_begin(j, "live_block");
 		snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)ov->old_ptr);
@@ -567,6 +573,8 @@ void heapview_json(struct json *j, struct walk *w, const struct heap *h, const s
 		json_u64(j, heap_illegal_name((enum heap_illegal_kind)i), h->illegal_counts[i]);
 	json_u64(j, "illegal_not_shown", h->illegal_dropped);
 	json_u64(j, "overlaps", h->overlap_count);
+	json_u64(j, "illegal_after_loss", h->illegal_after_loss);
+	json_u64(j, "overlaps_after_loss", h->overlaps_after_loss);
 	json_u64(j, "null_releases", h->null_releases);
 	json_u64(j, "kept_releases", h->kept_releases);
 	json_u64(j, "dropped_at_exec", h->dropped_at_exec);

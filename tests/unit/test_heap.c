@@ -221,6 +221,15 @@ static void test_double_free(void)
 	release(LP_MEM_FREE, 6 * MS, 0, sf1);
 	CHECK_EQ_U64(h.null_releases, 1);
 	CHECK_EQ_U64(h.nillegal, 2);
+	CHECK(!h.illegal[0].after_loss);
+	/* after lost events the same finding is a record of its own, marked */
+	heap_lost(&h, image, 7 * MS, 5);
+	CHECK_EQ_U64(h.lost, 5);
+	CHECK_EQ_U64(apply(LP_MEM_FREE, 8 * MS, 0x1000, 0, 0, sf2, st_f2, 0), 0);
+	CHECK_EQ_U64(h.nillegal, 3);
+	CHECK(h.illegal[2].after_loss);
+	CHECK_EQ_U64(h.illegal_after_loss, 1);
+	CHECK_EQ_U64(h.illegal_counts[HEAP_DOUBLE_FREE], 4);
 }
 
 static void test_interior_and_never(void)

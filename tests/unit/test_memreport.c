@@ -523,6 +523,41 @@ static void test_basic_text(void)
 	free(out);
 }
 
+/* ---- lost events: what follows them is marked ------------------------- */
+
+static void test_lossy(void)
+{
+	struct tracefile t;
+	char args[1024];
+	struct jnode *j;
+	const struct jnode *il;
+
+	trace_open(&t, "lossy");
+	stream_begin(&t, 1, 3000, 3000);
+	encoder_task(t.enc, BASE_NS, LP_TASK_START, 0, "lossy", 5, NULL, 0);
+	put_maps(&t, BASE_NS);
+	put_stack(&t, BASE_NS, 1, at(twice, 4), at(outer, 4), 0);
+	put_mem(&t, BASE_NS + 1 * MS, LP_MEM_FREE, 0x2000, 0, 0, 1);
+	encoder_lost(t.enc, BASE_NS + 2 * MS, 3);
+	put_mem(&t, BASE_NS + 3 * MS, LP_MEM_FREE, 0x3000, 0, 0, 1);
+	stream_flush(&t);
+	trace_close(&t);
+	snprintf(args, sizeof(args), "report --memory --format json '%s/lossy'", root);
+	j = run_json(args);
+	if (!j)
+		return;
+	CHECK_U(j, "lost_events", 3);
+	CHECK_U(jnode_get(j, "totals"), "never_allocated", 2);
+	CHECK_U(jnode_get(j, "totals"), "illegal_after_loss", 1);
+	il = jnode_get(j, "illegal");
+	CHECK_EQ_U64(il ? il->n : 0, 2);
+	CHECK_S(jnode_at(il, 0), "ptr", "0x2000");
+	CHECK(!jnode_bool(jnode_get(jnode_at(il, 0), "after_loss"), true));
+	CHECK_S(jnode_at(il, 1), "ptr", "0x3000");
+	CHECK(jnode_bool(jnode_get(jnode_at(il, 1), "after_loss"), false));
+	jnode_free(j);
+}
+
 /* ---- growth, snapshots and memdiff -------------------------------------- */
 
 static void write_grow(void)
@@ -645,6 +680,7 @@ int main(int argc, char **argv)
 		die("mkdtemp");
 	test_basic();
 	test_basic_text();
+	test_lossy();
 	test_grow();
 	if (!check_failed) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
