@@ -581,6 +581,7 @@ void heapview_json(struct json *j, struct walk *w, const struct heap *h, const s
 	json_u64(j, "malformed_events", w->mem_malformed);
 	json_u64(j, "unknown_stacks", w->mem_unknown_stacks);
 	json_u64(j, "dropped_stacks", w->mem_stacks_dropped);
+	json_u64(j, "forgotten_stacks", w->mem_stacks_forgotten);
 	json_u64(j, "late_events", feed ? feed->late : 0);
 	json_bool(j, "out_of_memory", h->oom);
 	json_u64(j, "sample_interval_ns", h->step_ns);

@@ -312,6 +312,36 @@ static void stacks_release(struct walk *w, struct walk_stream *s)
 	s->nstacks = s->stacks_cap = 0;
 }
 
+/* A full table forgets its older half: ids only grow in a stream (each
+ * time tracing is turned on again, stacks get new ids), so the lowest are
+ * the least likely to be used again.  O(n) once per WALK_STACKS_MAX / 2
+ * definitions. */
+static void stacks_forget_old(struct walk *w, struct walk_stream *s)
+{
+	struct walk_stack_def *old = s->stacks;
+	uint32_t cap = s->stacks_cap, i, keep_from = s->max_stack_id - WALK_STACKS_MAX / 2;
+
+	s->stacks = calloc(cap, sizeof(*s->stacks));
+	if (!s->stacks) {
+		s->stacks = old;
+		return;
+	}
+	s->nstacks = 0;
+	for (i = 0; i < cap; i++) {
+		if (!old[i].id)
+			continue;
+		if (old[i].id > keep_from) {
+			s->stacks[stack_slot(s, old[i].id)] = old[i];
+			s->nstacks++;
+		} else {
+			w->stack_addrs -= old[i].n;
+			free(old[i].ips);
+			w->mem_stacks_forgotten++;
+		}
+	}
+	free(old);
+}
+
 /* A STACK event: defines (or redefines) one of the stream's stack ids. */
 static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
 {
@@ -323,7 +353,11 @@ static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_even
 		w->mem_malformed++;
 		return;
 	}
+	if (se.id > s->max_stack_id)
+		s->max_stack_id = se.id;
 	d = stack_find(s, se.id);
+	if (!d && s->nstacks >= WALK_STACKS_MAX)
+		stacks_forget_old(w, s);
 	if (!d && (s->nstacks >= WALK_STACKS_MAX || ((s->nstacks + 1) * 2 > s->stacks_cap && stacks_grow(s)))) {
 		w->mem_stacks_dropped++;
 		return;
@@ -481,6 +515,7 @@ static void reset_streams(struct walk *w)
 	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
 	w->events = w->lost = w->syscalls = 0;
 	w->mem_ops = w->mem_malformed = w->mem_unknown_stacks = w->mem_stacks_dropped = 0;
+	w->mem_stacks_forgotten = 0;
 	w->first_ns = w->last_ns = 0;
 }
 

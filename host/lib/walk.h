@@ -20,8 +20,9 @@ struct classifier;
 
 #define WALK_STREAMS_MAX 65536u
 /* Stack definitions (memory tracer) kept per stream, and the addresses
- * they hold in all streams together: definitions past either bound are
- * dropped and counted, and the operations using them have no stack. */
+ * they hold in all streams together: a stream's full table lets go of its
+ * older half (lowest ids); definitions past the address bound are dropped;
+ * both are counted, and the operations using them have no stack. */
 #define WALK_STACKS_MAX 65536u
 #define WALK_STACK_ADDRS_MAX (32u << 20)
 
@@ -97,6 +98,7 @@ struct walk_stream {
 	/* stack id definitions: open addressing by id */
 	struct walk_stack_def *stacks;
 	uint32_t nstacks, stacks_cap;
+	uint32_t max_stack_id;
 	struct walk *w;
 };
 
@@ -142,7 +144,8 @@ struct walk {
 	 * events with a malformed body, operations naming a stack id not
 	 * defined before, stack definitions dropped over the bounds */
 	uint64_t mem_ops, mem_malformed, mem_unknown_stacks, mem_stacks_dropped;
-	uint64_t stack_addrs; /* addresses held by all stack tables */
+	uint64_t mem_stacks_forgotten; /* older definitions let go of by a full table */
+	uint64_t stack_addrs;          /* addresses held by all stack tables */
 	uint64_t first_ns, last_ns;
 	char meta[4096]; /* META chunk text (NUL-terminated, cut if longer) */
 	bool filtered_at_record;

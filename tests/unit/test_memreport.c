@@ -558,6 +558,49 @@ static void test_lossy(void)
 	jnode_free(j);
 }
 
+/* ---- a stream with more stack ids than the reader keeps ------------------ */
+
+static void test_many_stacks(void)
+{
+	struct tracefile t;
+	char args[1024];
+	struct jnode *j;
+	const struct jnode *s;
+	uint32_t id;
+
+	trace_open(&t, "stacks");
+	stream_begin(&t, 1, 4000, 4000);
+	encoder_task(t.enc, BASE_NS, LP_TASK_START, 0, "stacks", 6, NULL, 0);
+	put_maps(&t, BASE_NS);
+	for (id = 1; id <= 70000; id++) {
+		put_stack(&t, BASE_NS + id, id, at(leaky, 4), at(outer, 4), 0x1000 + id);
+		if (encoder_full(t.enc))
+			stream_flush(&t);
+	}
+	put_mem(&t, BASE_NS + 1 * MS, LP_MEM_MALLOC, 0x1000, 10, 0, 70000);
+	put_mem(&t, BASE_NS + 2 * MS, LP_MEM_MALLOC, 0x2000, 20, 0, 40000);
+	put_mem(&t, BASE_NS + 3 * MS, LP_MEM_MALLOC, 0x3000, 30, 0, 1);
+	stream_flush(&t);
+	trace_close(&t);
+	snprintf(args, sizeof(args), "report --memory --format json '%s/stacks'", root);
+	j = run_json(args);
+	if (!j)
+		return;
+	/* the table was full at id 65537: ids up to 65537 - 32768 went */
+	CHECK_U(jnode_get(j, "totals"), "forgotten_stacks", 32769);
+	CHECK_U(jnode_get(j, "totals"), "dropped_stacks", 0);
+	CHECK_U(jnode_get(j, "totals"), "unknown_stacks", 1);
+	s = find_by(jnode_get(j, "sites"), "function", "leaky");
+	if (CHECK(s)) {
+		CHECK_U(s, "live_objects", 2);
+		CHECK_U(s, "live_bytes", 30);
+	}
+	s = find_by(jnode_get(j, "sites"), "function", "[unknown]");
+	if (CHECK(s))
+		CHECK_U(s, "live_bytes", 30);
+	jnode_free(j);
+}
+
 /* ---- growth, snapshots and memdiff -------------------------------------- */
 
 static void write_grow(void)
@@ -681,6 +724,7 @@ int main(int argc, char **argv)
 	test_basic();
 	test_basic_text();
 	test_lossy();
+	test_many_stacks();
 	test_grow();
 	if (!check_failed) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
