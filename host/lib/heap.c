@@ -5,122 +5,10 @@
 
 #include "layerprof/format.h"
 #include "host/lib/blocktree.h"
+#include "host/lib/hashindex.h"
 #include "host/lib/heap.h"
+#include "host/lib/heap_impl.h"
 #include "host/lib/trend.h"
-
-/* A recently released block, for naming double frees with both stacks. */
-struct heap_freed {
-	uint64_t ptr, size, alloc_ns, free_ns;
-	uint32_t site, stack;
-	uint32_t free_site, free_stack, free_tid;
-	uint8_t op, free_op;
-};
-
-/* Open addressing from a 64-bit hash to item index + 1; the hash is kept
- * so that growing never recomputes it. */
-struct heap_index {
-	uint32_t cap, n;
-	uint32_t *val;
-	uint64_t *hash;
-};
-
-typedef bool (*index_eq)(const struct heap *h, uint32_t item, const void *key);
-
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
-{
-	const uint8_t *b = p;
-	uint64_t h = 0xcbf29ce484222325ull ^ seed;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h ^ (h >> 29);
-}
-
-static uint64_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
-static int index_reserve(struct heap_index *x)
-{
-	uint32_t cap, i;
-	uint32_t *val;
-	uint64_t *hash;
-
-	if ((x->n + 1) * 2 <= x->cap)
-		return 0;
-	cap = x->cap ? 2 * x->cap : 256;
-	val = calloc(cap, sizeof(*val));
-	hash = calloc(cap, sizeof(*hash));
-	if (!val || !hash) {
-		free(val);
-		free(hash);
-		return -ENOMEM;
-	}
-	for (i = 0; i < x->cap; i++) {
-		uint32_t s;
-
-		if (!x->val[i])
-			continue;
-		s = (uint32_t)x->hash[i] & (cap - 1);
-		while (val[s])
-			s = (s + 1) & (cap - 1);
-		val[s] = x->val[i];
-		hash[s] = x->hash[i];
-	}
-	free(x->val);
-	free(x->hash);
-	x->val = val;
-	x->hash = hash;
-	x->cap = cap;
-	return 0;
-}
-
-/* The slot holding the item equal to key, or the empty slot where it
- * would go.  The index must have a free slot (index_reserve). */
-static uint32_t index_slot(const struct heap *h, const struct heap_index *x, uint64_t hash, index_eq eq,
-                           const void *key)
-{
-	uint32_t s = (uint32_t)hash & (x->cap - 1);
-
-	while (x->val[s] && !(x->hash[s] == hash && eq(h, x->val[s] - 1, key)))
-		s = (s + 1) & (x->cap - 1);
-	return s;
-}
-
-/* The item equal to key, or -1. */
-static int64_t index_get(const struct heap *h, const struct heap_index *x, uint64_t hash, index_eq eq, const void *key)
-{
-	uint32_t s;
-
-	if (!x->cap)
-		return -1;
-	s = index_slot(h, x, hash, eq, key);
-	return x->val[s] ? (int64_t)x->val[s] - 1 : -1;
-}
-
-static void index_put(struct heap_index *x, uint32_t slot, uint64_t hash, uint32_t item)
-{
-	x->val[slot] = item + 1;
-	x->hash[slot] = hash;
-	x->n++;
-}
-
-static void index_free(struct heap_index *x)
-{
-	if (!x)
-		return;
-	free(x->val);
-	free(x->hash);
-	free(x);
-}
 
 /* Grows an array of items of `size` bytes to hold one more. */
 static int grow(void **arr, uint32_t *cap, uint32_t n, size_t size, uint32_t max)
@@ -145,13 +33,15 @@ static int grow(void **arr, uint32_t *cap, uint32_t n, size_t size, uint32_t max
 
 /* ---- sites, functions, stacks --------------------------------------- */
 
-static bool site_eq(const struct heap *h, uint32_t item, const void *key)
+static bool site_eq(const void *ctx, uint32_t item, const void *key)
 {
+	const struct heap *h = ctx;
 	return !strcmp(h->sites[item].key, key);
 }
 
-static bool fn_eq(const struct heap *h, uint32_t item, const void *key)
+static bool fn_eq(const void *ctx, uint32_t item, const void *key)
 {
+	const struct heap *h = ctx;
 	return !strcmp(h->fns[item].name, key);
 }
 
@@ -160,8 +50,9 @@ struct stack_key {
 	const uint64_t *ips;
 };
 
-static bool stack_eq(const struct heap *h, uint32_t item, const void *key)
+static bool stack_eq(const void *ctx, uint32_t item, const void *key)
 {
+	const struct heap *h = ctx;
 	const struct heap_stack *s = &h->stacks[item];
 	const struct stack_key *k = key;
 
@@ -176,15 +67,15 @@ static void counts_init(struct heap *h, struct heap_counts *c)
 
 static uint32_t fn_get(struct heap *h, const char *name)
 {
-	uint64_t hash = hash_bytes(name, strlen(name), 1);
+	uint64_t hash = hashindex_bytes(name, strlen(name), 1);
 	struct heap_fn *f;
 	uint32_t slot;
 
-	if (index_reserve(h->fn_idx))
+	if (hashindex_reserve(&h->fn_idx))
 		goto oom;
-	slot = index_slot(h, h->fn_idx, hash, fn_eq, name);
-	if (h->fn_idx->val[slot])
-		return h->fn_idx->val[slot] - 1;
+	slot = hashindex_slot(&h->fn_idx, hash, fn_eq, h, name);
+	if (h->fn_idx.val[slot])
+		return h->fn_idx.val[slot] - 1;
 	if (grow((void **)&h->fns, &h->fns_cap, h->nfns, sizeof(*h->fns), HEAP_SITES_MAX))
 		goto oom;
 	f = &h->fns[h->nfns];
@@ -192,7 +83,7 @@ static uint32_t fn_get(struct heap *h, const char *name)
 	if (!f->name)
 		goto oom;
 	counts_init(h, &f->c);
-	index_put(h->fn_idx, slot, hash, h->nfns);
+	hashindex_put(&h->fn_idx, slot, hash, h->nfns);
 	return h->nfns++;
 oom:
 	h->oom = true;
@@ -201,15 +92,15 @@ oom:
 
 uint32_t heap_site(struct heap *h, const char *key, const char *function, const char *file, unsigned line)
 {
-	uint64_t hash = hash_bytes(key, strlen(key), 0);
+	uint64_t hash = hashindex_bytes(key, strlen(key), 0);
 	struct heap_site *s;
 	uint32_t slot, fn;
 
-	if (index_reserve(h->site_idx))
+	if (hashindex_reserve(&h->site_idx))
 		goto oom;
-	slot = index_slot(h, h->site_idx, hash, site_eq, key);
-	if (h->site_idx->val[slot])
-		return h->site_idx->val[slot] - 1;
+	slot = hashindex_slot(&h->site_idx, hash, site_eq, h, key);
+	if (h->site_idx.val[slot])
+		return h->site_idx.val[slot] - 1;
 	fn = fn_get(h, function ? function : "[unknown]");
 	if (h->oom || grow((void **)&h->sites, &h->sites_cap, h->nsites, sizeof(*h->sites), HEAP_SITES_MAX))
 		goto oom;
@@ -227,7 +118,7 @@ uint32_t heap_site(struct heap *h, const char *key, const char *function, const 
 	s->line = line;
 	s->fn = fn;
 	counts_init(h, &s->c);
-	index_put(h->site_idx, slot, hash, h->nsites);
+	hashindex_put(&h->site_idx, slot, hash, h->nsites);
 	return h->nsites++;
 oom:
 	h->oom = true;
@@ -243,12 +134,12 @@ uint32_t heap_stack(struct heap *h, uint32_t image, const uint64_t *ips, uint32_
 
 	if (!n)
 		return 0;
-	hash = hash_bytes(ips, n * sizeof(*ips), image);
-	if (index_reserve(h->stack_idx))
+	hash = hashindex_bytes(ips, n * sizeof(*ips), image);
+	if (hashindex_reserve(&h->stack_idx))
 		goto oom;
-	slot = index_slot(h, h->stack_idx, hash, stack_eq, &k);
-	if (h->stack_idx->val[slot])
-		return h->stack_idx->val[slot] - 1;
+	slot = hashindex_slot(&h->stack_idx, hash, stack_eq, h, &k);
+	if (h->stack_idx.val[slot])
+		return h->stack_idx.val[slot] - 1;
 	if (grow((void **)&h->stacks, &h->stacks_cap, h->nstacks, sizeof(*h->stacks), HEAP_STACKS_MAX))
 		goto oom;
 	s = &h->stacks[h->nstacks];
@@ -259,7 +150,7 @@ uint32_t heap_stack(struct heap *h, uint32_t image, const uint64_t *ips, uint32_
 	s->image = image;
 	s->n = n;
 	s->hash = hash;
-	index_put(h->stack_idx, slot, hash, h->nstacks);
+	hashindex_put(&h->stack_idx, slot, hash, h->nstacks);
 	return h->nstacks++;
 oom:
 	h->oom = true;
@@ -268,19 +159,21 @@ oom:
 
 /* ---- processes ------------------------------------------------------- */
 
-static bool proc_eq(const struct heap *h, uint32_t item, const void *key)
+static bool proc_eq(const void *ctx, uint32_t item, const void *key)
 {
+	const struct heap *h = ctx;
 	return h->procs[item].image == *(const uint32_t *)key;
 }
 
-static bool pid_eq(const struct heap *h, uint32_t item, const void *key)
+static bool pid_eq(const void *ctx, uint32_t item, const void *key)
 {
+	const struct heap *h = ctx;
 	return h->procs[item].pid == *(const uint32_t *)key;
 }
 
 struct heap_proc *heap_proc_find(const struct heap *h, uint32_t image)
 {
-	int64_t i = index_get(h, h->proc_idx, hash_u64(image), proc_eq, &image);
+	int64_t i = hashindex_get(&h->proc_idx, hashindex_u64(image), proc_eq, h, &image);
 
 	return i < 0 ? NULL : &h->procs[i];
 }
@@ -288,23 +181,23 @@ struct heap_proc *heap_proc_find(const struct heap *h, uint32_t image)
 /* The pid's current image: the last one started. */
 static struct heap_proc *pid_current(struct heap *h, uint32_t pid)
 {
-	int64_t i = index_get(h, h->pid_idx, hash_u64(pid), pid_eq, &pid);
+	int64_t i = hashindex_get(&h->pid_idx, hashindex_u64(pid), pid_eq, h, &pid);
 
 	return i < 0 ? NULL : &h->procs[i];
 }
 
 static int pid_set(struct heap *h, uint32_t pid, uint32_t item)
 {
-	uint64_t hash = hash_u64(pid);
+	uint64_t hash = hashindex_u64(pid);
 	uint32_t slot;
 
-	if (index_reserve(h->pid_idx))
+	if (hashindex_reserve(&h->pid_idx))
 		return -ENOMEM;
-	slot = index_slot(h, h->pid_idx, hash, pid_eq, &pid);
-	if (h->pid_idx->val[slot])
-		h->pid_idx->val[slot] = item + 1;
+	slot = hashindex_slot(&h->pid_idx, hash, pid_eq, h, &pid);
+	if (h->pid_idx.val[slot])
+		h->pid_idx.val[slot] = item + 1;
 	else
-		index_put(h->pid_idx, slot, hash, item);
+		hashindex_put(&h->pid_idx, slot, hash, item);
 	return 0;
 }
 
@@ -405,22 +298,22 @@ static void global_peak(struct heap *h, uint64_t ns)
 
 static struct heap_proc *proc_new(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns)
 {
-	uint64_t hash = hash_u64(image);
+	uint64_t hash = hashindex_u64(image);
 	struct heap_proc *p;
 	uint32_t slot;
 
-	if (index_reserve(h->proc_idx) ||
+	if (hashindex_reserve(&h->proc_idx) ||
 	    grow((void **)&h->procs, &h->procs_cap, h->nprocs, sizeof(*h->procs), HEAP_PROCS_MAX)) {
 		h->oom = true;
 		return NULL;
 	}
-	slot = index_slot(h, h->proc_idx, hash, proc_eq, &image);
+	slot = hashindex_slot(&h->proc_idx, hash, proc_eq, h, &image);
 	p = &h->procs[h->nprocs];
 	memset(p, 0, sizeof(*p));
 	p->image = image;
 	p->pid = pid;
 	p->start_ns = ns;
-	index_put(h->proc_idx, slot, hash, h->nprocs);
+	hashindex_put(&h->proc_idx, slot, hash, h->nprocs);
 	h->nprocs++;
 	return p;
 }
@@ -522,154 +415,6 @@ void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status
 	blocktree_foreach(p->root, block_unfreed_cb, &c);
 }
 
-/* ---- illegal operations and overlaps --------------------------------- */
-
-struct illegal_key {
-	enum heap_illegal_kind kind;
-	uint8_t op, alloc_op;
-	bool kept, after_loss;
-	uint32_t site, alloc_site;
-};
-
-static bool illegal_eq(const struct heap *h, uint32_t item, const void *key)
-{
-	const struct heap_illegal *i = &h->illegal[item];
-	const struct illegal_key *k = key;
-
-	return i->kind == k->kind && i->op == k->op && i->alloc_op == k->alloc_op && i->kept == k->kept &&
-	       i->after_loss == k->after_loss && i->site == k->site && i->alloc_site == k->alloc_site;
-}
-
-/* Counts an illegal release; returns the record to fill for a new one,
- * NULL for a repeat or over the bound. */
-static struct heap_illegal *illegal_note(struct heap *h, const struct heap_proc *p, const struct heap_op *op,
-                                         enum heap_illegal_kind kind, uint8_t release_op, const struct heap_block *b)
-{
-	struct illegal_key k = { .kind = kind,
-		                 .op = release_op,
-		                 .alloc_op = b ? b->op : 0,
-		                 .kept = (op->flags & LP_MEM_KEPT) != 0,
-		                 .after_loss = p->lost > 0,
-		                 .site = op->site,
-		                 .alloc_site = b ? b->site : 0 };
-	uint64_t hash = hash_bytes(&k.site, sizeof(k.site),
-	                           hash_u64((uint64_t)kind << 32 | (uint64_t)k.op << 16 | (uint64_t)k.alloc_op << 8 |
-	                                    k.kept << 1 | k.after_loss)) ^
-	                hash_u64(k.alloc_site);
-	struct heap_illegal *i;
-	uint32_t slot;
-
-	h->illegal_counts[kind]++;
-	h->illegal_after_loss += p->lost > 0;
-	if (index_reserve(h->illegal_idx)) {
-		h->oom = true;
-		return NULL;
-	}
-	slot = index_slot(h, h->illegal_idx, hash, illegal_eq, &k);
-	if (h->illegal_idx->val[slot]) {
-		h->illegal[h->illegal_idx->val[slot] - 1].count++;
-		return NULL;
-	}
-	if (h->nillegal >= HEAP_ILLEGAL_MAX) {
-		h->illegal_dropped++;
-		return NULL;
-	}
-	i = &h->illegal[h->nillegal];
-	memset(i, 0, sizeof(*i));
-	i->kind = kind;
-	i->op = release_op;
-	i->kept = k.kept;
-	i->after_loss = k.after_loss;
-	i->count = 1;
-	i->ns = op->ns;
-	i->ptr = release_op == LP_MEM_REALLOC ? op->old : op->ptr;
-	i->pid = p->pid;
-	i->image = p->image;
-	i->tid = op->tid;
-	i->site = op->site;
-	i->stack = op->stack;
-	if (b) {
-		i->has_block = true;
-		i->alloc_op = b->op;
-		i->block_ptr = b->ptr;
-		i->block_size = b->size;
-		i->alloc_ns = b->ns;
-		i->alloc_site = b->site;
-		i->alloc_stack = b->stack;
-	}
-	index_put(h->illegal_idx, slot, hash, h->nillegal++);
-	return i;
-}
-
-static void overlap_note(struct heap *h, const struct heap_proc *p, const struct heap_op *op,
-                         const struct heap_block *old)
-{
-	struct heap_overlap *o;
-
-	h->overlap_count++;
-	h->overlaps_after_loss += p->lost > 0;
-	if (h->noverlaps >= HEAP_OVERLAPS_MAX)
-		return;
-	o = &h->overlaps[h->noverlaps++];
-	o->after_loss = p->lost > 0;
-	o->ns = op->ns;
-	o->ptr = op->ptr;
-	o->size = op->size;
-	o->op = op->op;
-	o->pid = p->pid;
-	o->image = p->image;
-	o->tid = op->tid;
-	o->site = op->site;
-	o->stack = op->stack;
-	o->old_ptr = old->ptr;
-	o->old_size = old->size;
-	o->old_ns = old->ns;
-	o->old_op = old->op;
-	o->old_site = old->site;
-	o->old_stack = old->stack;
-}
-
-static void freed_push(struct heap *h, struct heap_proc *p, const struct heap_block *b, const struct heap_op *op,
-                       uint8_t release_op)
-{
-	struct heap_freed *f;
-
-	if (!p->freed) {
-		p->freed = calloc(HEAP_FREED_MAX, sizeof(*p->freed));
-		if (!p->freed)
-			return; /* double frees of it will read as never allocated */
-	}
-	f = &p->freed[p->freed_head];
-	p->freed_head = (p->freed_head + 1) % HEAP_FREED_MAX;
-	if (p->nfreed < HEAP_FREED_MAX)
-		p->nfreed++;
-	f->ptr = b->ptr;
-	f->size = b->size;
-	f->alloc_ns = b->ns;
-	f->site = b->site;
-	f->stack = b->stack;
-	f->op = b->op;
-	f->free_ns = op->ns;
-	f->free_site = op->site;
-	f->free_stack = op->stack;
-	f->free_tid = op->tid;
-	f->free_op = release_op;
-}
-
-/* The latest remembered release of a block starting at ptr. */
-static const struct heap_freed *freed_find(const struct heap_proc *p, uint64_t ptr)
-{
-	uint32_t k;
-
-	for (k = 1; p->freed && k <= p->nfreed; k++) {
-		const struct heap_freed *f = &p->freed[(p->freed_head + HEAP_FREED_MAX - k) % HEAP_FREED_MAX];
-
-		if (f->ptr == ptr)
-			return f;
-	}
-	return NULL;
-}
-
 /* ---- operations ------------------------------------------------------ */
 
 int heap_op_family(uint8_t op)
@@ -708,7 +453,7 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 	b = blocktree_find(p->root, ptr);
 	if (b) {
 		if (heap_op_family(b->op) != heap_op_family(release_op))
-			illegal_note(h, p, op, HEAP_MISMATCH, release_op, b);
+			heapcheck_illegal(h, p, op, HEAP_MISMATCH, release_op, b);
 		if (op->flags & LP_MEM_KEPT)
 			return; /* libc never saw it: the block stays */
 		blocktree_remove(&p->root, ptr);
@@ -719,16 +464,16 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 		h->fns[h->sites[b->site].fn].c.bytes_freed += b->size;
 		h->frees++;
 		h->bytes_freed += b->size;
-		freed_push(h, p, b, op, release_op);
+		heapcheck_freed_push(h, p, b, op, release_op);
 		blockpool_put(h->pool, b);
 		return;
 	}
 	b = blocktree_containing(p->root, ptr);
 	if (b) {
-		illegal_note(h, p, op, HEAP_INTERIOR_POINTER, release_op, b);
+		heapcheck_illegal(h, p, op, HEAP_INTERIOR_POINTER, release_op, b);
 		return;
 	}
-	f = freed_find(p, ptr);
+	f = heapcheck_freed_find(p, ptr);
 	if (f) {
 		struct heap_block old = { .ptr = f->ptr,
 			                  .size = f->size,
@@ -737,7 +482,7 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 			                  .stack = f->stack,
 			                  .op = f->op };
 
-		il = illegal_note(h, p, op, HEAP_DOUBLE_FREE, release_op, &old);
+		il = heapcheck_illegal(h, p, op, HEAP_DOUBLE_FREE, release_op, &old);
 		if (il) {
 			il->has_free = true;
 			il->free_op = f->free_op;
@@ -748,7 +493,7 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 		}
 		return;
 	}
-	illegal_note(h, p, op, HEAP_NEVER_ALLOCATED, release_op, NULL);
+	heapcheck_illegal(h, p, op, HEAP_NEVER_ALLOCATED, release_op, NULL);
 }
 
 static void block_alloc(struct heap *h, struct heap_proc *p, const struct heap_op *op, uint32_t idx)
@@ -768,7 +513,7 @@ static void block_alloc(struct heap *h, struct heap_proc *p, const struct heap_o
 		end = UINT64_MAX;
 	/* every live block the new one overlaps is gone without a release */
 	while ((old = blocktree_floor(p->root, end - 1)) && heap_block_end(old) > op->ptr) {
-		overlap_note(h, p, op, old);
+		heapcheck_overlap(h, p, op, old);
 		blocktree_remove(&p->root, old->ptr);
 		live_change(h, p, old, -1, idx, op->ns);
 		blockpool_put(h->pool, old);
@@ -981,39 +726,17 @@ bool heap_find_block(const struct heap_proc *p, uint64_t addr, uint64_t *ptr, ui
 	return true;
 }
 
-const char *heap_op_name(uint8_t op)
-{
-	static const char *const names[] = { "?",   "malloc", "calloc", "realloc",  "aligned_alloc", "free",
-		                             "new", "new[]",  "delete", "delete[]", "fold" };
-
-	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
-}
-
-const char *heap_illegal_name(enum heap_illegal_kind kind)
-{
-	static const char *const names[] = { "never_allocated", "double_free", "interior_pointer", "mismatch" };
-
-	return (unsigned)kind < HEAP_ILLEGAL_KINDS ? names[kind] : "?";
-}
-
 /* ---- lifecycle ------------------------------------------------------- */
 
 int heap_init(struct heap *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->step_ns = HEAP_SERIES_STEP_NS;
-	h->site_idx = calloc(1, sizeof(*h->site_idx));
-	h->fn_idx = calloc(1, sizeof(*h->fn_idx));
-	h->stack_idx = calloc(1, sizeof(*h->stack_idx));
-	h->proc_idx = calloc(1, sizeof(*h->proc_idx));
-	h->pid_idx = calloc(1, sizeof(*h->pid_idx));
-	h->illegal_idx = calloc(1, sizeof(*h->illegal_idx));
 	h->pool = calloc(1, sizeof(struct blockpool));
 	h->illegal = calloc(HEAP_ILLEGAL_MAX, sizeof(*h->illegal));
 	h->overlaps = calloc(HEAP_OVERLAPS_MAX, sizeof(*h->overlaps));
 	h->stacks = calloc(64, sizeof(*h->stacks));
-	if (!h->site_idx || !h->fn_idx || !h->stack_idx || !h->proc_idx || !h->pid_idx || !h->illegal_idx || !h->pool ||
-	    !h->illegal || !h->overlaps || !h->stacks)
+	if (!h->pool || !h->illegal || !h->overlaps || !h->stacks)
 		return -ENOMEM;
 	h->stacks_cap = 64;
 	h->nstacks = 1; /* the empty stack */
@@ -1045,11 +768,11 @@ void heap_release(struct heap *h)
 	free(h->procs);
 	free(h->illegal);
 	free(h->overlaps);
-	index_free(h->site_idx);
-	index_free(h->fn_idx);
-	index_free(h->stack_idx);
-	index_free(h->proc_idx);
-	index_free(h->pid_idx);
-	index_free(h->illegal_idx);
+	hashindex_release(&h->site_idx);
+	hashindex_release(&h->fn_idx);
+	hashindex_release(&h->stack_idx);
+	hashindex_release(&h->proc_idx);
+	hashindex_release(&h->pid_idx);
+	hashindex_release(&h->illegal_idx);
 	memset(h, 0, sizeof(*h));
 }

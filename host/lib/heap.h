@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "host/lib/hashindex.h"
+
 /* Growth trend: each site's live bytes sampled at the end of HEAP_SERIES_LEN
  * intervals, HEAP_SERIES_STEP_NS long at first; when time runs past the
  * last, neighbouring intervals merge and the interval doubles. */
@@ -169,8 +171,6 @@ struct heap_op {
 	uint32_t stack; /* heap_stack(); 0 when none */
 };
 
-struct heap_index;
-
 struct heap {
 	struct heap_site *sites; /* [0] is the unknown site */
 	uint32_t nsites, sites_cap;
@@ -184,8 +184,8 @@ struct heap {
 	uint32_t nillegal;
 	struct heap_overlap *overlaps;
 	uint32_t noverlaps;
-	/* hash indexes (heap.c) */
-	struct heap_index *site_idx, *fn_idx, *stack_idx, *proc_idx, *pid_idx, *illegal_idx;
+	/* indexes of the arrays above */
+	struct hashindex site_idx, fn_idx, stack_idx, proc_idx, pid_idx, illegal_idx;
 	/* totals over every process */
 	uint64_t ops; /* operations applied */
 	uint64_t live_objects, live_bytes;
