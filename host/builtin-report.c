@@ -233,7 +233,7 @@ static int memory_pass(struct report *rp, struct heap *h, struct heapfeed *feed,
 		return -ENOMEM;
 	feed->stop_ns = stop_ns;
 	heapfeed_walk_ops(feed, &ops);
-	if (walk_run(&rp->w, &ops))
+	if (walk_run_by_time(&rp->w, &ops))
 		return -ENOMEM;
 	heapfeed_flush(feed, rp->w.last_ns);
 	heap_settle(h);

@@ -36,7 +36,7 @@ static int heap_pass(struct walk *w, struct heap *h, struct heapfeed *feed, uint
 		return -ENOMEM;
 	feed->stop_ns = stop_ns;
 	heapfeed_walk_ops(feed, &ops);
-	if (walk_run(w, &ops))
+	if (walk_run_by_time(w, &ops))
 		return -ENOMEM;
 	heapfeed_flush(feed, stop_ns ? stop_ns : w->last_ns);
 	heap_settle(h);

@@ -325,10 +325,19 @@ void heapfeed_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count
 	push(f, &it);
 }
 
+void heapfeed_watermark(void *ctx, uint64_t ns)
+{
+	struct heapfeed *f = ctx;
+
+	while (f->n && f->q[0].ns < ns)
+		pop_apply(f);
+}
+
 void heapfeed_walk_ops(struct heapfeed *f, struct walk_ops *ops)
 {
 	ops->ctx = f;
 	ops->mem = heapfeed_mem;
 	ops->task = heapfeed_task;
 	ops->lost = heapfeed_lost;
+	ops->watermark = heapfeed_watermark;
 }

@@ -2,14 +2,15 @@
  * heap operation's stack to its call site and merges the operations and
  * task events of all threads by time before applying them.
  *
- * Why a merge: the walk goes through a trace in file order, and a thread's
- * events reach the file in chunks, so one thread's free can come before
- * another thread's allocation of the same block.  The feed holds up to
- * HEAPFEED_WINDOW items in a min-heap by time and applies the earliest when
- * it is full (and, with a horizon, those older than the newest by more than
- * the horizon: a live stream whose chunks are flushed regularly).  Items
- * arriving earlier than one already applied are applied anyway and
- * counted in `late`. */
+ * Why a merge: a thread's events reach the file in chunks, so in file
+ * order one thread's free can come before another thread's allocation of
+ * the same block.  The feed holds items in a min-heap by time and applies
+ * them up to the walk's watermark (walk_run_by_time: exact, holding only
+ * what overlapping chunks bring), or, without one, the earliest when
+ * HEAPFEED_WINDOW items are held, and with a horizon those older than the
+ * newest by more than the horizon (a live stream whose chunks are flushed
+ * regularly).  Items arriving earlier than one already applied are applied
+ * anyway and counted in `late`. */
 #ifndef LP_HEAPFEED_H
 #define LP_HEAPFEED_H
 
@@ -43,7 +44,8 @@ struct heapfeed {
  * borrowed).  Returns 0 or -ENOMEM. */
 int heapfeed_init(struct heapfeed *f, struct walk *w, struct heap *h);
 void heapfeed_release(struct heapfeed *f);
-/* Puts the feed's callbacks into ops (ctx, mem, task, lost); other members are
+/* Puts the feed's callbacks into ops (ctx, mem, task, lost, watermark);
+ * other members are
  * left as they are. */
 void heapfeed_walk_ops(struct heapfeed *f, struct walk_ops *ops);
 /* The walk callbacks themselves (ctx is the struct heapfeed), for a
@@ -51,6 +53,7 @@ void heapfeed_walk_ops(struct heapfeed *f, struct walk_ops *ops);
 void heapfeed_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m);
 void heapfeed_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value);
 void heapfeed_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
+void heapfeed_watermark(void *ctx, uint64_t ns);
 /* Applies every item held (the end of a trace, or a view of a live
  * stream that wants everything so far) and moves the heap's sampling clock
  * to end_ns (0: leave it). */

@@ -606,10 +606,53 @@ void walk_end(struct walk *w)
 	}
 }
 
-int walk_run(struct walk *w, const struct walk_ops *ops)
+/* Notes where an EVENTS or META chunk lies and when it begins: META
+ * first, a thread's chunks never before its earlier ones. */
+static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t *payload, size_t len)
+{
+	struct walk_chunk_ref *c;
+	uint64_t ns = 0;
+
+	if (type != LP_CHUNK_EVENTS && type != LP_CHUNK_META)
+		return 0;
+	if (type == LP_CHUNK_EVENTS) {
+		struct walk_stream *s;
+		uint32_t h;
+
+		if (decoder_begin(w->dec, payload, len))
+			return 0;
+		ns = w->dec->time;
+		h = hash_of(w->dec->image, w->dec->tid, w->hash_cap);
+		while (w->hash[h]) {
+			s = w->streams[w->hash[h] - 1];
+			if (s->image == w->dec->image && s->tid == w->dec->tid) {
+				if (ns < s->order_ns)
+					ns = s->order_ns;
+				s->order_ns = ns;
+				break;
+			}
+			h = (h + 1) & (w->hash_cap - 1);
+		}
+	}
+	if (w->norder == w->order_cap) {
+		size_t cap = w->order_cap ? 2 * w->order_cap : 1024;
+		struct walk_chunk_ref *n = realloc(w->order, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->order = n;
+		w->order_cap = cap;
+	}
+	c = &w->order[w->norder++];
+	c->offset = offset;
+	c->ns = ns;
+	return 0;
+}
+
+static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 {
 	bool progress = w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
-	off_t next_progress = WALK_PROGRESS_STEP;
+	off_t next_progress = WALK_PROGRESS_STEP, offset;
 	const uint8_t *payload;
 	struct chunk_info ci;
 	int r;
@@ -619,7 +662,7 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 	w->r.state = READER_OK;
 	w->r.chunks = 0;
 	w->r.seen_end = false;
-	while (reader_next(&w->r, &ci, &payload) > 0) {
+	for (offset = w->r.offset; reader_next(&w->r, &ci, &payload) > 0; offset = w->r.offset) {
 		if (progress && w->r.offset >= next_progress) {
 			fprintf(stderr, "\rreading %s: %3d%%", w->dir, (int)(100 * w->r.offset / w->r.size));
 			next_progress = w->r.offset + WALK_PROGRESS_STEP;
@@ -633,9 +676,57 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 			         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
 			break;
 		}
+		if (index && index_chunk(w, offset, ci.type, payload, ci.len))
+			return -ENOMEM;
 	}
 	if (progress)
 		fprintf(stderr, "\r%*s\r", (int)strlen(w->dir) + 16, "");
+	walk_end(w);
+	return 0;
+}
+
+int walk_run(struct walk *w, const struct walk_ops *ops)
+{
+	return run_file(w, ops, false);
+}
+
+static int chunk_ref_cmp(const void *a, const void *b)
+{
+	const struct walk_chunk_ref *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
+{
+	static const struct walk_ops none;
+	const uint8_t *payload;
+	struct chunk_info ci;
+	size_t i;
+	int r;
+
+	if (!w->order_ready) {
+		w->norder = 0;
+		r = run_file(w, &none, true);
+		if (r)
+			return r;
+		qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
+		w->order_ready = true;
+	}
+	walk_begin(w, ops);
+	for (i = 0; i < w->norder; i++) {
+		if (ops->watermark)
+			ops->watermark(ops->ctx, w->order[i].ns);
+		if (reader_seek(&w->r, w->order[i].offset) || reader_next(&w->r, &ci, &payload) <= 0)
+			break;
+		r = walk_feed(w, ci.type, payload, ci.len);
+		if (r == -ENOMEM)
+			return r;
+		if (r)
+			break; /* the first pass found the damage and said so */
+	}
 	walk_end(w);
 	return 0;
 }
@@ -687,6 +778,7 @@ void walk_release(struct walk *w)
 		reset_streams(w);
 	free(w->streams);
 	free(w->hash);
+	free(w->order);
 	free(w->dec);
 	classifier_free(w->cls);
 	symbolizer_free(w->sym);

@@ -74,6 +74,11 @@ struct walk_mem {
 
 struct walk_stack_def;
 
+struct walk_chunk_ref {
+	off_t offset;
+	uint64_t ns;
+};
+
 struct walk_stream {
 	uint32_t image, pid, tid;
 	char comm[17];
@@ -99,6 +104,7 @@ struct walk_stream {
 	struct walk_stack_def *stacks;
 	uint32_t nstacks, stacks_cap;
 	uint32_t max_stack_id;
+	uint64_t order_ns; /* walk_run_by_time: sort time of its last chunk */
 	struct walk *w;
 };
 
@@ -121,6 +127,8 @@ struct walk_ops {
 	/* a task event (enum lp_task_kind): value is the parent pid for
 	 * FORK, the wait status for EXIT */
 	void (*task)(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value);
+	/* walk_run_by_time: no event still to come is earlier than ns */
+	void (*watermark)(void *ctx, uint64_t ns);
 	/* after the last event of the trace, once per stream; by then
 	 * w->streams is in order of first event */
 	void (*end)(void *ctx, struct walk_stream *s);
@@ -156,6 +164,11 @@ struct walk {
 	bool restrict_stream;
 	uint32_t only_image, only_tid;
 	const struct walk_ops *ops; /* during walk_run */
+	/* walk_run_by_time's chunk index: offset and sort time of each META
+	 * and EVENTS chunk, sorted */
+	struct walk_chunk_ref *order;
+	size_t norder, order_cap;
+	bool order_ready;
 };
 
 /* Opens the trace (dir NULL: no file, for walk_feed) and sets up symbols
@@ -166,6 +179,16 @@ int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, 
 /* Reads the whole trace, calling ops.  Can run again (it rewinds).
  * Returns 0; the trace's damage, if any, is in w->r.state / w->r.damage. */
 int walk_run(struct walk *w, const struct walk_ops *ops);
+
+/* The same pass with the threads' chunks in time order: chunks are fed by
+ * the time of their first event (a thread's own chunks stay in order), and
+ * ops.watermark says before each chunk that no event still to come is
+ * earlier, so that a consumer can merge the threads' events by time while
+ * holding only the chunks that overlap in time.  The first call reads the
+ * trace once more beforehand, for its code mappings (addresses are named
+ * from the first event on) and the chunk index; later calls reuse both.
+ * Returns as walk_run. */
+int walk_run_by_time(struct walk *w, const struct walk_ops *ops);
 
 /* The same pass, fed by the caller chunk by chunk (a live stream): open
  * with dir NULL, then walk_begin, walk_feed for each whole chunk (type and

@@ -558,6 +558,60 @@ static void test_lossy(void)
 	jnode_free(j);
 }
 
+/* ---- time order across threads, far beyond any window ------------------- */
+
+/* The main thread's chunk, which allocates a block at 1 ms, comes after
+ * 600000 operations of a worker that frees it at 2 ms: the chunks are
+ * merged by time, so the free is legal and nothing is late. */
+static void test_order(void)
+{
+	struct tracefile t;
+	char args[1024];
+	struct jnode *j;
+	const struct jnode *s;
+	uint32_t k;
+
+	trace_open(&t, "order");
+	stream_begin(&t, 1, 5000, 5001);
+	encoder_task(t.enc, BASE_NS + 1, LP_TASK_START, 0, "worker", 6, NULL, 0);
+	put_stack(&t, BASE_NS + 2 * MS, 1, at(tidy, 8), at(outer, 4), 0);
+	put_mem(&t, BASE_NS + 2 * MS, LP_MEM_FREE, 0xabc000, 0, 0, 1);
+	for (k = 0; k < 300000; k++) {
+		put_mem(&t, BASE_NS + 3 * MS + 2 * k, LP_MEM_MALLOC, 0x100000 + (k % 64) * 64, 48, 0, 1);
+		put_mem(&t, BASE_NS + 3 * MS + 2 * k + 1, LP_MEM_FREE, 0x100000 + (k % 64) * 64, 0, 0, 1);
+		if (encoder_full(t.enc))
+			stream_flush(&t);
+	}
+	stream_flush(&t);
+	stream_begin(&t, 1, 5000, 5000);
+	encoder_task(t.enc, BASE_NS, LP_TASK_START, 0, "main", 4, NULL, 0);
+	put_maps(&t, BASE_NS);
+	put_stack(&t, BASE_NS, 1, at(leaky, 4), at(outer, 4), 0);
+	put_mem(&t, BASE_NS + 1 * MS, LP_MEM_MALLOC, 0xabc000, 4096, 0, 1);
+	encoder_task(t.enc, BASE_NS + 1000 * MS, LP_TASK_EXIT, 0, NULL, 0, NULL, 0);
+	stream_flush(&t);
+	trace_close(&t);
+	snprintf(args, sizeof(args), "report --memory --format json '%s/order'", root);
+	j = run_json(args);
+	if (!j)
+		return;
+	CHECK_U(jnode_get(j, "totals"), "illegal", 0);
+	CHECK_U(jnode_get(j, "totals"), "late_events", 0);
+	CHECK_U(jnode_get(j, "totals"), "live_objects", 0);
+	CHECK_U(jnode_get(j, "totals"), "allocs", 300001);
+	CHECK_U(jnode_get(j, "totals"), "frees", 300001);
+	s = find_by(jnode_get(j, "sites"), "function", "leaky");
+	if (CHECK(s)) {
+		CHECK_U(s, "frees", 1);
+		CHECK_U(s, "peak_bytes", 4096);
+	}
+	/* the worker's stack names tidy+0x8 although the maps come last */
+	s = find_by(jnode_get(j, "sites"), "call_site", "tidy+0x8");
+	if (CHECK(s))
+		CHECK_U(s, "allocs", 300000);
+	jnode_free(j);
+}
+
 /* ---- a stream with more stack ids than the reader keeps ------------------ */
 
 static void test_many_stacks(void)
@@ -725,6 +779,7 @@ int main(int argc, char **argv)
 	test_basic_text();
 	test_lossy();
 	test_many_stacks();
+	test_order();
 	test_grow();
 	if (!check_failed) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
