@@ -370,7 +370,10 @@ int cmd_replay(int argc, char **argv)
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
 	}
 	ops.ctx = &rp;
-	walk_run(&rp.w, &ops);
+	/* by time: the code mappings are known before any thread's events,
+	 * whatever chunk of the file brings them */
+	if (walk_run_by_time(&rp.w, &ops))
+		rp.error = -ENOMEM;
 	code = walk_report_condition(&rp.w, "replay");
 	if (rp.error) {
 		fprintf(stderr, "layerprof replay: cannot buffer thread output: %s\n", strerror(-rp.error));
