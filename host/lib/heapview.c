@@ -309,9 +309,10 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 
 		heap_growth(h, &h->sites[i].c, &g);
 		if (g.growing)
-			fprintf(f, "# growing: %s in %s: %s over the later %u samples of %.3f s, confidence %.6f\n",
+			fprintf(f,
+			        "# growing: %s in %s: %s over the later %u samples of %.3f s, Mann-Kendall p = %.2g\n",
 			        h->sites[i].key, h->sites[i].function, rate_text(g.rate_bps, rate, sizeof(rate)),
-			        g.samples, (double)h->step_ns / 1e9, g.confidence);
+			        g.samples, (double)h->step_ns / 1e9, g.p_value);
 	}
 
 	fprintf(f,
