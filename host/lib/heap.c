@@ -340,10 +340,10 @@ static int block_unfreed_cb(void *ctx, const struct heap_block *b)
 	struct heap_site *s = &c->h->sites[b->site];
 	struct heap_counts *f = &c->h->fns[s->fn].c;
 
-	s->c.unfreed_objects++;
-	s->c.unfreed_bytes += b->size;
-	f->unfreed_objects++;
-	f->unfreed_bytes += b->size;
+	s->c.unfreed_objects += (uint64_t)(int64_t)c->dir;
+	s->c.unfreed_bytes += (uint64_t)(c->dir * (int64_t)b->size);
+	f->unfreed_objects += (uint64_t)(int64_t)c->dir;
+	f->unfreed_bytes += (uint64_t)(c->dir * (int64_t)b->size);
 	return 0;
 }
 
@@ -363,8 +363,19 @@ int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, u
 		return -ENOMEM;
 	item = (uint32_t)(p - h->procs);
 	prev = pid_current(h, pid);
-	if (prev && (flags & HEAP_START_EXEC) && !prev->exited && !prev->execed) {
-		/* exec: the old image's address space is gone */
+	if (prev && (flags & HEAP_START_EXEC) && !prev->execed) {
+		/* exec: the old image's address space is gone.  An exit status
+		 * may have been written into its stream too (it belongs to the
+		 * pid, whose last image this was not): take it back. */
+		if (prev->exited) {
+			c.p = prev;
+			c.dir = -1;
+			blocktree_foreach(prev->root, block_unfreed_cb, &c);
+			h->unfreed_objects -= prev->unfreed_objects;
+			h->unfreed_bytes -= prev->unfreed_bytes;
+			prev->unfreed_objects = prev->unfreed_bytes = 0;
+			prev->exited = false;
+		}
 		h->dropped_at_exec += prev->live_objects;
 		c.p = prev;
 		c.dir = -1;
@@ -412,6 +423,7 @@ void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status
 	h->unfreed_objects += p->live_objects;
 	h->unfreed_bytes += p->live_bytes;
 	c.p = p;
+	c.dir = 1;
 	blocktree_foreach(p->root, block_unfreed_cb, &c);
 }
 

@@ -336,6 +336,32 @@ def test_fork(lp, tmp, progs):
     check(rep["illegal"] == [], "mem_fork: nothing illegal (each frees in its own address space)")
 
 
+def test_exec(lp, tmp):
+    """mem/execer.c: the blocks of the image before exec go with it; the
+    new image's are unfreed at exit."""
+    prog = build_own(tmp, os.path.join(MEM, "execer.c"), "-O2")
+    out = os.path.join(tmp, "execer")
+    r = lp.record(out, prog, "a")
+    rep, r = lp.memory(out) if r.returncode == 0 else (None, r)
+    if not check(rep is not None, "execer: records and reports", r.stderr):
+        return
+    procs = sorted(rep["processes"], key=lambda p: p["image"])
+    check(len(procs) == 2 and procs[0]["pid"] == procs[1]["pid"], "execer: two images of one pid", procs)
+    if len(procs) != 2:
+        return
+    check(procs[0]["execed"] and not procs[0]["exited"] and procs[0]["live_objects"] == 0,
+          "execer: the first image was replaced, its blocks dropped", procs[0])
+    check(procs[1]["exited"] and procs[1]["exit_status"] == 0 and procs[1]["unfreed_objects"] == 2 and
+          procs[1]["unfreed_bytes"] == 100, "execer: the second exits with 2 x 50 bytes unfreed", procs[1])
+    t = rep["totals"]
+    check((t["dropped_at_exec"], t["unfreed_objects"], t["live_objects"]) == (5, 2, 2),
+          "execer: 5 dropped at exec, 2 unfreed", t)
+    check(counts(fn(rep, "before_exec"), "allocs", "live_objects", "unfreed_objects") == (5, 0, 0),
+          "execer: before_exec's 5 are not leaks", fn(rep, "before_exec"))
+    check(counts(fn(rep, "after_exec"), "allocs", "live_objects", "unfreed_objects") == (2, 2, 2),
+          "execer: after_exec's 2 are", fn(rep, "after_exec"))
+
+
 def test_cxx(lp, tmp, progs):
     """mem_cxx: every operator form released by its own family; a throwing
     new counted as failed; each mismatch argument named."""
@@ -514,6 +540,7 @@ def main():
         test_realloc(lp, tmp, progs)
         test_threads(lp, tmp, progs)
         test_fork(lp, tmp, progs)
+        test_exec(lp, tmp)
         test_cxx(lp, tmp, progs)
         test_mismatch_vs_valgrind(lp, tmp)
         test_badfree(lp, tmp, progs)

@@ -481,6 +481,15 @@ static void test_fork_exec(void)
 	heap_proc_exit(&h, parent_image, 8 * MS, 0);
 	CHECK_EQ_U64(h.sites[s].c.unfreed_objects, 1);
 	CHECK_EQ_U64(h.sites[s].c.unfreed_bytes, 10);
+	/* an exit written into the stream of an image that then execs is
+	 * taken back: the blocks went with the exec */
+	CHECK_EQ_U64(heap_proc_start(&h, 5, 100, 9 * MS, 0, HEAP_START_EXEC), 0);
+	CHECK(heap_proc_find(&h, parent_image)->execed);
+	CHECK(!heap_proc_find(&h, parent_image)->exited);
+	CHECK_EQ_U64(h.sites[s].c.unfreed_objects, 0);
+	CHECK_EQ_U64(h.sites[s].c.live_objects, 0);
+	CHECK_EQ_U64(h.unfreed_objects, 0);
+	CHECK_EQ_U64(h.dropped_at_exec, 2);
 }
 
 static void test_fold(void)
