@@ -523,6 +523,31 @@ def test_forever(lp, tmp, progs):
               "mem_forever: memdiff puts grow first, 64 bytes per object", top)
 
 
+def test_fold(lp, tmp, progs):
+    """mem_forever 2000 with --mem-fold: churn's short-lived blocks are
+    folded and still counted; grow's are each recorded and growing."""
+    prog = os.path.join(progs, "mem_forever")
+    out = os.path.join(tmp, "fold")
+    r = lp("record", "-q", "--memory", "--mem-fold", "50ms", "-o", out, "--", prog, "2000")
+    if "--mem-fold" not in lp("record", "--help").stdout:
+        skip("fold", "record has no --mem-fold")
+        return
+    rep, r = lp.memory(out) if r.returncode == 0 else (None, r)
+    if not check(rep is not None, "fold: records and reports", r.stderr):
+        return
+    churn, grow = fn(rep, "churn"), fn(rep, "grow")
+    check(counts(churn, "allocs", "frees", "live_objects") == (6000, 6000, 0),
+          "fold: churn: 3 x 2000 allocations and releases, folded ones included", churn)
+    check(churn.get("folded", 0) >= 0.99 * 6000 and churn.get("folded_bytes") == 128 * churn.get("folded"),
+          "fold: nearly all of churn's blocks folded, 128 bytes each", churn)
+    check(rep["totals"]["folded"] == churn.get("folded") and rep["totals"]["fold_records"] > 0,
+          "fold: the totals say how much was folded", rep["totals"])
+    check(counts(grow, "allocs", "live_objects", "folded") == (2000, 2000, 0) and grow.get("growing"),
+          "fold: grow's blocks each recorded, growing", grow)
+    text = lp("report", "--memory", out).stdout
+    check("# folded: %d short-lived blocks" % churn.get("folded", 0) in text, "fold: the text report says so")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -545,6 +570,7 @@ def main():
         test_mismatch_vs_valgrind(lp, tmp)
         test_badfree(lp, tmp, progs)
         test_forever(lp, tmp, progs)
+        test_fold(lp, tmp, progs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()
