@@ -9,6 +9,8 @@
 
 #include "common/systab.h"
 #include "host/builtin.h"
+#include "host/lib/heap.h"
+#include "host/lib/heapfeed.h"
 #include "host/lib/json.h"
 #include "host/lib/sysstats.h"
 #include "host/lib/walk.h"
@@ -21,7 +23,8 @@ static const char replay_usage[] =
     "Prints the calls of a trace (default layerprof.data) as they happened, thread\n"
     "by thread, indented by depth, with the duration of each call.  System calls\n"
     "(record --syscalls) appear inside the function that made them, as\n"
-    "\"[sys] name(args) = result\".\n"
+    "\"[sys] name(args) = result\"; heap operations (record --memory) as\n"
+    "\"[mem] malloc(48) = 0x...  caller\".\n"
     "\n"
     "      --format FMT      text (default) or json (one object per thread with\n"
     "                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
@@ -219,6 +222,80 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 	        sc->has_enter ? args : "...", ret);
 }
 
+static const char *ptr_text(uint64_t p, char *buf, size_t size)
+{
+	if (p)
+		snprintf(buf, size, "0x%llx", (unsigned long long)p);
+	else
+		snprintf(buf, size, "NULL");
+	return buf;
+}
+
+/* A heap operation, as a leaf like a syscall, named with its call site. */
+static void on_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32], what[256], caller[1024], a[32], b[32];
+	uint64_t frame;
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	frame = heapfeed_site_frame(&rp->w, s->image, m->ips, m->nips);
+	if (frame)
+		walk_name(&rp->w, s->image, frame, caller, sizeof(caller));
+	else if (m->func)
+		walk_name(&rp->w, s->image, m->func, caller, sizeof(caller));
+	else
+		snprintf(caller, sizeof(caller), "[unknown]");
+	if (rp->json) {
+		fprintf(rs->f, "%s{\"type\":\"mem\",\"time_ns\":%llu,\"depth\":%u,\"op\":\"%s\"", rs->events ? "," : "",
+		        (unsigned long long)m->time, m->depth, heap_op_name(m->op));
+		if (m->op == LP_MEM_FOLD)
+			fprintf(rs->f, ",\"count\":%llu,\"bytes\":%llu,\"lifetime_ns\":%llu",
+			        (unsigned long long)m->count, (unsigned long long)m->bytes,
+			        (unsigned long long)m->lifetime_ns);
+		else
+			fprintf(rs->f, ",\"ptr\":\"0x%llx\",\"size\":%llu", (unsigned long long)m->ptr,
+			        (unsigned long long)m->size);
+		if (m->op == LP_MEM_REALLOC)
+			fprintf(rs->f, ",\"old\":\"0x%llx\"", (unsigned long long)m->old);
+		if (m->flags & LP_MEM_FAILED)
+			fputs(",\"failed\":true", rs->f);
+		if (m->flags & LP_MEM_KEPT)
+			fputs(",\"kept\":true", rs->f);
+		fputs(",\"caller\":", rs->f);
+		json_write_string(rs->f, caller);
+		fputc('}', rs->f);
+		rs->events++;
+		return;
+	}
+	switch (m->op) {
+	case LP_MEM_FREE:
+	case LP_MEM_DELETE:
+	case LP_MEM_DELETE_ARRAY:
+		snprintf(what, sizeof(what), "%s(%s)", heap_op_name(m->op), ptr_text(m->ptr, a, sizeof(a)));
+		break;
+	case LP_MEM_REALLOC:
+		snprintf(what, sizeof(what), "realloc(%s, %llu) = %s", ptr_text(m->old, a, sizeof(a)),
+		         (unsigned long long)m->size, ptr_text(m->ptr, b, sizeof(b)));
+		break;
+	case LP_MEM_FOLD:
+		snprintf(what, sizeof(what), "fold: %llu blocks, %llu bytes, each freed within %llu ns",
+		         (unsigned long long)m->count, (unsigned long long)m->bytes,
+		         (unsigned long long)m->lifetime_ns);
+		break;
+	default:
+		snprintf(what, sizeof(what), "%s(%llu) = %s", heap_op_name(m->op), (unsigned long long)m->size,
+		         ptr_text(m->ptr, a, sizeof(a)));
+		break;
+	}
+	time_col(rp, m->time, t, sizeof(t));
+	fprintf(rs->f, "%14s %12s | %*s[mem] %s  %s%s\n", t, "", (int)(2 * m->depth), "", what, caller,
+	        (m->flags & LP_MEM_KEPT) ? " [kept from libc]" : "");
+}
+
 static void on_end(void *ctx, struct walk_stream *s)
 {
 	if (s->user)
@@ -250,6 +327,7 @@ int cmd_replay(int argc, char **argv)
 		                .exit = on_exit_ev,
 		                .lost = on_lost,
 		                .syscall = on_syscall,
+		                .mem = on_mem,
 		                .end = on_end };
 	struct replay rp = { 0 };
 	struct filter_opts fopts = { 0 };
@@ -292,7 +370,10 @@ int cmd_replay(int argc, char **argv)
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
 	}
 	ops.ctx = &rp;
-	walk_run(&rp.w, &ops);
+	/* by time: the code mappings are known before any thread's events,
+	 * whatever chunk of the file brings them */
+	if (walk_run_by_time(&rp.w, &ops))
+		rp.error = -ENOMEM;
 	code = walk_report_condition(&rp.w, "replay");
 	if (rp.error) {
 		fprintf(stderr, "layerprof replay: cannot buffer thread output: %s\n", strerror(-rp.error));

@@ -9,6 +9,9 @@
 #include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/export_report.h"
+#include "host/lib/heap.h"
+#include "host/lib/heapfeed.h"
+#include "host/lib/heapview.h"
 #include "host/lib/json.h"
 #include "host/lib/profile.h"
 #include "host/lib/sysstats.h"
@@ -28,6 +31,13 @@ static const char report_usage[] =
     "      --syscalls        the system calls instead: per syscall its calls, errors\n"
     "                        and times (total, avg, min, max, p50, p99), and per\n"
     "                        function the syscalls it made\n"
+    "      --memory          the heap instead (record --memory): per call site and\n"
+    "                        function the live objects and bytes, peak, allocations,\n"
+    "                        growth; illegal releases, overlaps, unfreed at exit\n"
+    "                        (text or json)\n"
+    "      --at-peak         with --memory: the state when the heap was largest\n"
+    "      --at TIME         with --memory: the state TIME after the recording began\n"
+    "                        (e.g. 1.5s, 200ms)\n"
     "      --format FMT      text (default), json, xml (docs/report.xsd) or html (one\n"
     "                        self-contained page); xml and html hold the flat profile,\n"
     "                        the call trees and the system calls together\n"
@@ -203,6 +213,78 @@ static int report_syscalls(struct report *rp, bool json, const char *dir)
 	return code;
 }
 
+/* Where the times of a memory report count from: the recording's start,
+ * else the trace's first event. */
+static uint64_t trace_origin(struct walk *w)
+{
+	char buf[32];
+
+	if (walk_meta(w, "start_monotonic_ns", buf, sizeof(buf)))
+		return strtoull(buf, NULL, 10);
+	return w->first_ns;
+}
+
+/* One pass of the heap: stop_ns 0 for the whole trace. */
+static int memory_pass(struct report *rp, struct heap *h, struct heapfeed *feed, uint64_t stop_ns)
+{
+	struct walk_ops ops = { 0 };
+
+	if (heap_init(h) || heapfeed_init(feed, &rp->w, h))
+		return -ENOMEM;
+	feed->stop_ns = stop_ns;
+	heapfeed_walk_ops(feed, &ops);
+	if (walk_run_by_time(&rp->w, &ops))
+		return -ENOMEM;
+	heapfeed_flush(feed, rp->w.last_ns);
+	heap_settle(h);
+	return h->oom || feed->oom ? -ENOMEM : 0;
+}
+
+/* report --memory */
+static int report_memory(struct report *rp, bool json, const char *dir, bool at_peak, bool has_at, uint64_t at_ns)
+{
+	struct heapview_opts o = { .at_peak = false };
+	struct heapfeed feed = { 0 };
+	struct heap h = { 0 };
+	int code, r;
+
+	r = memory_pass(rp, &h, &feed, 0);
+	o.origin_ns = trace_origin(&rp->w);
+	if (!r && (at_peak || has_at)) {
+		/* again, up to the moment asked for */
+		o.state_ns = at_peak ? h.peak_ns : o.origin_ns + at_ns;
+		heapfeed_release(&feed);
+		heap_release(&h);
+		r = memory_pass(rp, &h, &feed, o.state_ns ? o.state_ns : 1);
+		o.at_peak = at_peak;
+	}
+	if (r) {
+		fprintf(stderr, "layerprof report: out of memory reading '%s'\n", dir);
+		code = LP_EXIT_FAILURE;
+		goto out;
+	}
+	code = walk_report_condition(&rp->w, "report");
+	if (json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_object_begin(&j, NULL);
+		json_str(&j, "trace", rp->w.dir);
+		json_u64(&j, "lost_events", rp->w.lost);
+		json_bool(&j, "complete", rp->w.r.state == READER_OK && rp->w.r.seen_end);
+		json_u64(&j, "origin_ns", o.origin_ns);
+		heapview_json(&j, &rp->w, &h, &feed, &o);
+		json_object_end(&j);
+		json_finish(&j);
+	} else {
+		heapview_text(stdout, &rp->w, &h, &feed, &o);
+	}
+out:
+	heapfeed_release(&feed);
+	heap_release(&h);
+	return code;
+}
+
 static void print_json(struct report *rp, const struct profile_rows *rows)
 {
 	struct walk *w = &rp->w;
@@ -270,6 +352,9 @@ int cmd_report(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "syscalls", no_argument, NULL, 'Y' },
+		{ "memory", no_argument, NULL, 'M' },
+		{ "at-peak", no_argument, NULL, 'P' },
+		{ "at", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -280,7 +365,8 @@ int cmd_report(int argc, char **argv)
 	const char *dir = "layerprof.data", *out = NULL;
 	enum export_report_format export = EXPORT_REPORT_NONE;
 	struct profile_rows rows;
-	bool json = false, syscalls = false;
+	bool json = false, syscalls = false, memory = false, at_peak = false, has_at = false;
+	uint64_t at_ns = 0;
 	char err[512];
 	int c, r, code;
 
@@ -301,6 +387,20 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'Y':
 			syscalls = true;
+			break;
+		case 'M':
+			memory = true;
+			break;
+		case 'P':
+			at_peak = true;
+			break;
+		case 'A':
+			if (parse_duration(optarg, &at_ns)) {
+				fprintf(stderr, "layerprof report: invalid --at '%s': a time such as 1.5s or 200ms\n",
+				        optarg);
+				return LP_EXIT_USAGE;
+			}
+			has_at = true;
 			break;
 		case 'f':
 			export = export_report_format_parse(optarg);
@@ -332,6 +432,22 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "layerprof report: one trace at a time ('%s' is extra)\n", argv[optind]);
 		return LP_EXIT_USAGE;
 	}
+	if ((at_peak || has_at) && !memory) {
+		fprintf(stderr, "layerprof report: --at-peak and --at go with --memory\n");
+		return LP_EXIT_USAGE;
+	}
+	if (at_peak && has_at) {
+		fprintf(stderr, "layerprof report: --at-peak or --at, not both\n");
+		return LP_EXIT_USAGE;
+	}
+	if (memory && syscalls) {
+		fprintf(stderr, "layerprof report: --memory or --syscalls, not both\n");
+		return LP_EXIT_USAGE;
+	}
+	if (memory && export != EXPORT_REPORT_NONE) {
+		fprintf(stderr, "layerprof report: --memory gives text or json\n");
+		return LP_EXIT_USAGE;
+	}
 	r = walk_open(&rp.w, dir, &fopts, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "layerprof report: %s\n", err);
@@ -341,6 +457,11 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, strerror(errno));
 		walk_release(&rp.w);
 		return LP_EXIT_FAILURE;
+	}
+	if (memory) {
+		code = report_memory(&rp, json, dir, at_peak, has_at, at_ns);
+		walk_release(&rp.w);
+		return code;
 	}
 	if (export != EXPORT_REPORT_NONE) {
 		code = export_report(&rp.w, export, rp.flags, &rp.order, out);

@@ -17,6 +17,8 @@ int cmd_replay(int argc, char **argv);
 int cmd_live(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_memdiff(int argc, char **argv);
 
 /* The directory of the running layerprof executable (for finding the
  * runtime library).  Returns "" when unknown. */

@@ -22,6 +22,8 @@ static const struct command commands[] = {
 	{ "dump", cmd_dump, "write a trace as Chrome trace JSON or folded stacks" },
 	{ "live", cmd_live, "profile a program on a target through its agent, live" },
 	{ "config", cmd_config, "print what a build needs: --wrap-flags for the memory tracer" },
+	{ "snapshot", cmd_snapshot, "the heap state of a trace at one moment, to a file" },
+	{ "memdiff", cmd_memdiff, "what grew on the heap between two snapshots, per call site" },
 };
 
 static void usage(FILE *f)

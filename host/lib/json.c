@@ -1,5 +1,6 @@
 /* Streaming JSON writer (see json.h). */
 #include <inttypes.h>
+#include <math.h>
 
 #include "host/lib/json.h"
 
@@ -105,6 +106,15 @@ void json_i64(struct json *j, const char *key, int64_t value)
 {
 	sep(j, key);
 	fprintf(j->f, "%" PRId64, value);
+}
+
+void json_f64(struct json *j, const char *key, double value)
+{
+	sep(j, key);
+	if (isfinite(value))
+		fprintf(j->f, "%.6g", value);
+	else
+		fputs("null", j->f);
 }
 
 void json_bool(struct json *j, const char *key, bool value)

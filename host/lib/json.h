@@ -23,6 +23,8 @@ void json_array_end(struct json *j);
 void json_str(struct json *j, const char *key, const char *value);
 void json_u64(struct json *j, const char *key, uint64_t value);
 void json_i64(struct json *j, const char *key, int64_t value);
+/* Six significant digits; null for NaN and infinities. */
+void json_f64(struct json *j, const char *key, double value);
 void json_bool(struct json *j, const char *key, bool value);
 void json_null(struct json *j, const char *key);
 /* Writes s as a JSON string literal (quoted, escaped) to f. */

@@ -179,20 +179,26 @@ static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event
 	default:
 		break;
 	}
+	if (s->selected && w->ops->task)
+		w->ops->task(w->ops->ctx, s, ev->time, ev->arg, ev->value);
 }
 
-/* The innermost function the consumer has seen entered and not exited. */
-static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *sc)
+/* The innermost function the consumer has seen entered and not exited
+ * (0: none), and the depth of the calls it sees. */
+static uint64_t innermost_open(const struct walk_stream *s, uint32_t *depth)
 {
 	const struct filter_stream *fs = &s->fs;
 	uint32_t i = fs->depth;
 
-	sc->func = 0;
-	sc->depth = fs->emitted;
+	*depth = fs->emitted;
 	while (i > 0 && !(fs->stack[i - 1].visible && fs->stack[i - 1].emitted))
 		i--;
-	if (i > 0)
-		sc->func = fs->stack[i - 1].addr;
+	return i > 0 ? fs->stack[i - 1].addr : 0;
+}
+
+static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *sc)
+{
+	sc->func = innermost_open(s, &sc->depth);
 }
 
 static void syscall_deliver(struct walk *w, struct walk_stream *s)
@@ -246,6 +252,176 @@ static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_ev
 	syscall_deliver(w, s);
 }
 
+/* A stream's stack definition, in an open-addressing table by id. */
+struct walk_stack_def {
+	uint32_t id; /* 0: empty slot */
+	uint32_t n;
+	uint64_t cache; /* the consumer's (walk_mem.cache) */
+	uint64_t *ips;
+};
+
+static uint32_t stack_slot(const struct walk_stream *s, uint32_t id)
+{
+	uint32_t h = (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 40) & (s->stacks_cap - 1);
+
+	while (s->stacks[h].id && s->stacks[h].id != id)
+		h = (h + 1) & (s->stacks_cap - 1);
+	return h;
+}
+
+static struct walk_stack_def *stack_find(const struct walk_stream *s, uint32_t id)
+{
+	struct walk_stack_def *d;
+
+	if (!s->stacks_cap)
+		return NULL;
+	d = &s->stacks[stack_slot(s, id)];
+	return d->id ? d : NULL;
+}
+
+static int stacks_grow(struct walk_stream *s)
+{
+	struct walk_stack_def *old = s->stacks;
+	uint32_t cap = s->stacks_cap ? 2 * s->stacks_cap : 64, ocap = s->stacks_cap, i;
+
+	s->stacks = calloc(cap, sizeof(*s->stacks));
+	if (!s->stacks) {
+		s->stacks = old;
+		return -ENOMEM;
+	}
+	s->stacks_cap = cap;
+	for (i = 0; i < ocap; i++)
+		if (old[i].id)
+			s->stacks[stack_slot(s, old[i].id)] = old[i];
+	free(old);
+	return 0;
+}
+
+static void stacks_release(struct walk *w, struct walk_stream *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->stacks_cap; i++) {
+		if (s->stacks[i].id) {
+			w->stack_addrs -= s->stacks[i].n;
+			free(s->stacks[i].ips);
+		}
+	}
+	free(s->stacks);
+	s->stacks = NULL;
+	s->nstacks = s->stacks_cap = 0;
+}
+
+/* A full table forgets its older half: ids only grow in a stream (each
+ * time tracing is turned on again, stacks get new ids), so the lowest are
+ * the least likely to be used again.  O(n) once per WALK_STACKS_MAX / 2
+ * definitions. */
+static void stacks_forget_old(struct walk *w, struct walk_stream *s)
+{
+	struct walk_stack_def *old = s->stacks;
+	uint32_t cap = s->stacks_cap, i, keep_from = s->max_stack_id - WALK_STACKS_MAX / 2;
+
+	s->stacks = calloc(cap, sizeof(*s->stacks));
+	if (!s->stacks) {
+		s->stacks = old;
+		return;
+	}
+	s->nstacks = 0;
+	for (i = 0; i < cap; i++) {
+		if (!old[i].id)
+			continue;
+		if (old[i].id > keep_from) {
+			s->stacks[stack_slot(s, old[i].id)] = old[i];
+			s->nstacks++;
+		} else {
+			w->stack_addrs -= old[i].n;
+			free(old[i].ips);
+			w->mem_stacks_forgotten++;
+		}
+	}
+	free(old);
+}
+
+/* A STACK event: defines (or redefines) one of the stream's stack ids. */
+static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	struct stackevent se;
+	struct walk_stack_def *d;
+	uint64_t *ips = NULL;
+
+	if (stackevent_parse(ev, &se) || !se.id) {
+		w->mem_malformed++;
+		return;
+	}
+	if (se.id > s->max_stack_id)
+		s->max_stack_id = se.id;
+	d = stack_find(s, se.id);
+	if (!d && s->nstacks >= WALK_STACKS_MAX)
+		stacks_forget_old(w, s);
+	if (!d && (s->nstacks >= WALK_STACKS_MAX || ((s->nstacks + 1) * 2 > s->stacks_cap && stacks_grow(s)))) {
+		w->mem_stacks_dropped++;
+		return;
+	}
+	if (w->stack_addrs - (d ? d->n : 0) + se.n > WALK_STACK_ADDRS_MAX ||
+	    (se.n && !(ips = malloc(se.n * sizeof(*ips))))) {
+		w->mem_stacks_dropped++;
+		return;
+	}
+	if (se.n)
+		memcpy(ips, se.ips, se.n * sizeof(*ips));
+	if (!d) {
+		d = &s->stacks[stack_slot(s, se.id)];
+		d->id = se.id;
+		s->nstacks++;
+	} else {
+		w->stack_addrs -= d->n;
+		free(d->ips);
+	}
+	d->n = se.n;
+	d->ips = ips;
+	d->cache = 0;
+	w->stack_addrs += se.n;
+}
+
+static void on_mem(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	struct walk_stack_def *d = NULL;
+	struct walk_mem m = { 0 };
+	struct memevent me;
+
+	if (memevent_parse(ev, &me)) {
+		w->mem_malformed++;
+		return;
+	}
+	w->mem_ops++;
+	s->mem_ops++;
+	if (me.stack) {
+		d = stack_find(s, me.stack);
+		if (!d)
+			w->mem_unknown_stacks++;
+	}
+	if (!s->selected || !w->ops->mem)
+		return;
+	m.op = me.op;
+	m.flags = me.flags;
+	m.time = ev->time;
+	m.ptr = me.ptr;
+	m.size = me.size;
+	m.old = me.old;
+	m.count = me.count;
+	m.bytes = me.bytes;
+	m.lifetime_ns = me.lifetime_ns;
+	m.tid = s->tid;
+	m.stack_id = me.stack;
+	if (d) {
+		m.ips = d->ips;
+		m.nips = d->n;
+		m.cache = &d->cache;
+	}
+	m.func = innermost_open(s, &m.depth);
+	w->ops->mem(w->ops->ctx, s, &m);
+}
+
 static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 {
 	struct decoder *d = w->dec;
@@ -295,6 +471,12 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_SYSCALL_EXIT:
 			on_syscall(w, s, &ev);
 			break;
+		case LP_EV_ALLOC:
+			on_mem(w, s, &ev);
+			break;
+		case LP_EV_STACK:
+			on_stack(w, s, &ev);
+			break;
 		case LP_EV_EXTENDED:
 			if (ev.value == LP_XEV_CALL) {
 				const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
@@ -326,11 +508,14 @@ static void reset_streams(struct walk *w)
 
 	for (i = 0; i < w->nstreams; i++) {
 		filter_stream_release(&w->streams[i]->fs);
+		stacks_release(w, w->streams[i]);
 		free(w->streams[i]);
 	}
 	w->nstreams = 0;
 	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
 	w->events = w->lost = w->syscalls = 0;
+	w->mem_ops = w->mem_malformed = w->mem_unknown_stacks = w->mem_stacks_dropped = 0;
+	w->mem_stacks_forgotten = 0;
 	w->first_ns = w->last_ns = 0;
 }
 
@@ -421,10 +606,53 @@ void walk_end(struct walk *w)
 	}
 }
 
-int walk_run(struct walk *w, const struct walk_ops *ops)
+/* Notes where an EVENTS or META chunk lies and when it begins: META
+ * first, a thread's chunks never before its earlier ones. */
+static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t *payload, size_t len)
+{
+	struct walk_chunk_ref *c;
+	uint64_t ns = 0;
+
+	if (type != LP_CHUNK_EVENTS && type != LP_CHUNK_META)
+		return 0;
+	if (type == LP_CHUNK_EVENTS) {
+		struct walk_stream *s;
+		uint32_t h;
+
+		if (decoder_begin(w->dec, payload, len))
+			return 0;
+		ns = w->dec->time;
+		h = hash_of(w->dec->image, w->dec->tid, w->hash_cap);
+		while (w->hash[h]) {
+			s = w->streams[w->hash[h] - 1];
+			if (s->image == w->dec->image && s->tid == w->dec->tid) {
+				if (ns < s->order_ns)
+					ns = s->order_ns;
+				s->order_ns = ns;
+				break;
+			}
+			h = (h + 1) & (w->hash_cap - 1);
+		}
+	}
+	if (w->norder == w->order_cap) {
+		size_t cap = w->order_cap ? 2 * w->order_cap : 1024;
+		struct walk_chunk_ref *n = realloc(w->order, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->order = n;
+		w->order_cap = cap;
+	}
+	c = &w->order[w->norder++];
+	c->offset = offset;
+	c->ns = ns;
+	return 0;
+}
+
+static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 {
 	bool progress = w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
-	off_t next_progress = WALK_PROGRESS_STEP;
+	off_t next_progress = WALK_PROGRESS_STEP, offset;
 	const uint8_t *payload;
 	struct chunk_info ci;
 	int r;
@@ -434,7 +662,7 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 	w->r.state = READER_OK;
 	w->r.chunks = 0;
 	w->r.seen_end = false;
-	while (reader_next(&w->r, &ci, &payload) > 0) {
+	for (offset = w->r.offset; reader_next(&w->r, &ci, &payload) > 0; offset = w->r.offset) {
 		if (progress && w->r.offset >= next_progress) {
 			fprintf(stderr, "\rreading %s: %3d%%", w->dir, (int)(100 * w->r.offset / w->r.size));
 			next_progress = w->r.offset + WALK_PROGRESS_STEP;
@@ -448,9 +676,57 @@ int walk_run(struct walk *w, const struct walk_ops *ops)
 			         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
 			break;
 		}
+		if (index && index_chunk(w, offset, ci.type, payload, ci.len))
+			return -ENOMEM;
 	}
 	if (progress)
 		fprintf(stderr, "\r%*s\r", (int)strlen(w->dir) + 16, "");
+	walk_end(w);
+	return 0;
+}
+
+int walk_run(struct walk *w, const struct walk_ops *ops)
+{
+	return run_file(w, ops, false);
+}
+
+static int chunk_ref_cmp(const void *a, const void *b)
+{
+	const struct walk_chunk_ref *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
+{
+	static const struct walk_ops none;
+	const uint8_t *payload;
+	struct chunk_info ci;
+	size_t i;
+	int r;
+
+	if (!w->order_ready) {
+		w->norder = 0;
+		r = run_file(w, &none, true);
+		if (r)
+			return r;
+		qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
+		w->order_ready = true;
+	}
+	walk_begin(w, ops);
+	for (i = 0; i < w->norder; i++) {
+		if (ops->watermark)
+			ops->watermark(ops->ctx, w->order[i].ns);
+		if (reader_seek(&w->r, w->order[i].offset) || reader_next(&w->r, &ci, &payload) <= 0)
+			break;
+		r = walk_feed(w, ci.type, payload, ci.len);
+		if (r == -ENOMEM)
+			return r;
+		if (r)
+			break; /* the first pass found the damage and said so */
+	}
 	walk_end(w);
 	return 0;
 }
@@ -502,6 +778,7 @@ void walk_release(struct walk *w)
 		reset_streams(w);
 	free(w->streams);
 	free(w->hash);
+	free(w->order);
 	free(w->dec);
 	classifier_free(w->cls);
 	symbolizer_free(w->sym);

@@ -10,6 +10,7 @@
 
 #include "common/decoder.h"
 #include "common/filter.h"
+#include "common/memevent.h"
 #include "common/sysevent.h"
 #include "host/lib/options.h"
 #include "host/lib/reader.h"
@@ -18,6 +19,12 @@ struct symbolizer;
 struct classifier;
 
 #define WALK_STREAMS_MAX 65536u
+/* Stack definitions (memory tracer) kept per stream, and the addresses
+ * they hold in all streams together: a stream's full table lets go of its
+ * older half (lowest ids); definitions past the address bound are dropped;
+ * both are counted, and the operations using them have no stack. */
+#define WALK_STACKS_MAX 65536u
+#define WALK_STACK_ADDRS_MAX (32u << 20)
 
 /* One system call as the walk pairs its entry and exit. */
 struct walk_syscall {
@@ -41,6 +48,37 @@ struct walk_syscall {
 	uint32_t depth;
 };
 
+/* One heap operation (memory tracer) with its stack resolved through the
+ * stream's stack definitions. */
+struct walk_mem {
+	uint8_t op;     /* enum lp_mem_op */
+	uint32_t flags; /* enum lp_mem_flags */
+	uint64_t time;
+	uint64_t ptr, size, old;            /* see struct memevent */
+	uint64_t count, bytes, lifetime_ns; /* FOLD */
+	uint32_t tid;
+	uint32_t stack_id; /* the stream's stack id; 0: none */
+	/* return addresses, innermost first (the call site first); valid
+	 * during the callback.  nips is 0 without a stack or when the id was
+	 * never defined (counted in walk.mem_unknown_stacks). */
+	const uint64_t *ips;
+	uint32_t nips;
+	/* a word the consumer may keep with this stack definition (what it
+	 * made of the stack), 0 until it writes one; NULL without a stack */
+	uint64_t *cache;
+	/* the innermost function (after filters) open at the operation, 0
+	 * when none, and the number of such frames: as for syscalls */
+	uint64_t func;
+	uint32_t depth;
+};
+
+struct walk_stack_def;
+
+struct walk_chunk_ref {
+	off_t offset;
+	uint64_t ns;
+};
+
 struct walk_stream {
 	uint32_t image, pid, tid;
 	char comm[17];
@@ -61,6 +99,12 @@ struct walk_stream {
 	bool sc_pending;
 	struct walk_syscall sc;
 	char sc_str[SYSEVENT_STR_MAX];
+	uint64_t mem_ops; /* heap operations seen */
+	/* stack id definitions: open addressing by id */
+	struct walk_stack_def *stacks;
+	uint32_t nstacks, stacks_cap;
+	uint32_t max_stack_id;
+	uint64_t order_ns; /* walk_run_by_time: sort time of its last chunk */
 	struct walk *w;
 };
 
@@ -77,6 +121,14 @@ struct walk_ops {
 	/* a system call, at its exit (or, unfinished, at the next entry or the
 	 * end of its stream), in order with the thread's function events */
 	void (*syscall)(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
+	/* a heap operation (memory tracer), in order with the thread's
+	 * function events; streams are not merged by time */
+	void (*mem)(void *ctx, struct walk_stream *s, const struct walk_mem *m);
+	/* a task event (enum lp_task_kind): value is the parent pid for
+	 * FORK, the wait status for EXIT */
+	void (*task)(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value);
+	/* walk_run_by_time: no event still to come is earlier than ns */
+	void (*watermark)(void *ctx, uint64_t ns);
 	/* after the last event of the trace, once per stream; by then
 	 * w->streams is in order of first event */
 	void (*end)(void *ctx, struct walk_stream *s);
@@ -96,6 +148,12 @@ struct walk {
 	uint32_t hash_cap;
 	uint64_t events, lost;
 	uint64_t syscalls; /* syscall events seen: the trace has the syscall layer */
+	/* memory tracer: heap operations seen (the trace has the heap layer),
+	 * events with a malformed body, operations naming a stack id not
+	 * defined before, stack definitions dropped over the bounds */
+	uint64_t mem_ops, mem_malformed, mem_unknown_stacks, mem_stacks_dropped;
+	uint64_t mem_stacks_forgotten; /* older definitions let go of by a full table */
+	uint64_t stack_addrs;          /* addresses held by all stack tables */
 	uint64_t first_ns, last_ns;
 	char meta[4096]; /* META chunk text (NUL-terminated, cut if longer) */
 	bool filtered_at_record;
@@ -106,6 +164,11 @@ struct walk {
 	bool restrict_stream;
 	uint32_t only_image, only_tid;
 	const struct walk_ops *ops; /* during walk_run */
+	/* walk_run_by_time's chunk index: offset and sort time of each META
+	 * and EVENTS chunk, sorted */
+	struct walk_chunk_ref *order;
+	size_t norder, order_cap;
+	bool order_ready;
 };
 
 /* Opens the trace (dir NULL: no file, for walk_feed) and sets up symbols
@@ -116,6 +179,16 @@ int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, 
 /* Reads the whole trace, calling ops.  Can run again (it rewinds).
  * Returns 0; the trace's damage, if any, is in w->r.state / w->r.damage. */
 int walk_run(struct walk *w, const struct walk_ops *ops);
+
+/* The same pass with the threads' chunks in time order: chunks are fed by
+ * the time of their first event (a thread's own chunks stay in order), and
+ * ops.watermark says before each chunk that no event still to come is
+ * earlier, so that a consumer can merge the threads' events by time while
+ * holding only the chunks that overlap in time.  The first call reads the
+ * trace once more beforehand, for its code mappings (addresses are named
+ * from the first event on) and the chunk index; later calls reuse both.
+ * Returns as walk_run. */
+int walk_run_by_time(struct walk *w, const struct walk_ops *ops);
 
 /* The same pass, fed by the caller chunk by chunk (a live stream): open
  * with dir NULL, then walk_begin, walk_feed for each whole chunk (type and
