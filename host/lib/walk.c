@@ -702,6 +702,7 @@ static int chunk_ref_cmp(const void *a, const void *b)
 int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 {
 	static const struct walk_ops none;
+	enum reader_state state;
 	const uint8_t *payload;
 	struct chunk_info ci;
 	size_t i;
@@ -715,6 +716,10 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 		qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
 		w->order_ready = true;
 	}
+	/* the first pass said where the damage is; the chunks it indexed are
+	 * all before it, and read again as they are */
+	state = w->r.state;
+	w->r.state = READER_OK;
 	walk_begin(w, ops);
 	for (i = 0; i < w->norder; i++) {
 		if (ops->watermark)
@@ -728,6 +733,7 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 			break; /* the first pass found the damage and said so */
 	}
 	walk_end(w);
+	w->r.state = state;
 	return 0;
 }
 
