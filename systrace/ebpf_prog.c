@@ -15,6 +15,15 @@ enum eb_label {
 	L_ARG, /* L_ARG + i: the test for argument i */
 };
 
+/* r0 = the value of `map` under the key stored at r10 + off (0: none). */
+static void eb_emit_lookup(struct bpfprog *p, int map, int16_t off)
+{
+	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
+	bpfprog_emit(p, BI_ADDI(BPF_REG_2, off));
+	bpfprog_map(p, BPF_REG_1, map);
+	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+}
+
 /* r0 = the tasks map's value of the current thread (0: not traced), the
  * key at r10-4; r8 = pid_tgid when keep_id. */
 static void eb_emit_lookup_self(struct bpfprog *p, const struct eb_state *eb, bool keep_id)
@@ -27,17 +36,11 @@ static void eb_emit_lookup_self(struct bpfprog *p, const struct eb_state *eb, bo
 	 * other tasks of the system pay little */
 	bpfprog_emit(p, BI_ANDI(BPF_REG_0, EB_GATE_SIZE - 1));
 	bpfprog_emit(p, BI_STX(BPF_W, BPF_REG_10, BPF_REG_0, -16));
-	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
-	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -16));
-	bpfprog_map(p, BPF_REG_1, eb->maps[EB_GATE]);
-	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+	eb_emit_lookup(p, eb->maps[EB_GATE], -16);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
 	bpfprog_emit(p, BI_LDX(BPF_W, BPF_REG_1, BPF_REG_0, 0));
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_1, 0, L_OUT);
-	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
-	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -4));
-	bpfprog_map(p, BPF_REG_1, eb->maps[EB_TASKS]);
-	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+	eb_emit_lookup(p, eb->maps[EB_TASKS], -4);
 }
 
 static void eb_emit_out(struct bpfprog *p)
@@ -61,10 +64,7 @@ void eb_prog_enter(struct bpfprog *p, const struct eb_state *eb)
 	bpfprog_emit(p, BI_LDX(BPF_DW, BPF_REG_8, BPF_REG_6, 8));
 	bpfprog_jump(p, BPF_JGT, BPF_REG_8, SYS_NR_MAX - 1, L_OUT); /* also -1: no syscall */
 	bpfprog_emit(p, BI_STX(BPF_W, BPF_REG_10, BPF_REG_8, -8));
-	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
-	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -8));
-	bpfprog_map(p, BPF_REG_1, eb->maps[EB_SEL]);
-	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+	eb_emit_lookup(p, eb->maps[EB_SEL], -8);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
 	bpfprog_emit(p, BI_LDX(BPF_W, BPF_REG_9, BPF_REG_0, 0));
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_9, 0, L_OUT);
@@ -119,10 +119,7 @@ void eb_prog_enter(struct bpfprog *p, const struct eb_state *eb)
 static void eb_emit_count(struct bpfprog *p, const struct eb_state *eb, enum eb_counter which, unsigned done)
 {
 	bpfprog_emit(p, BI_ST(BPF_W, BPF_REG_10, -12, (int32_t)which));
-	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
-	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -12));
-	bpfprog_map(p, BPF_REG_1, eb->maps[EB_COUNTERS]);
-	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+	eb_emit_lookup(p, eb->maps[EB_COUNTERS], -12);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, done);
 	bpfprog_emit(p, BI_MOVI(BPF_REG_1, 1));
 	bpfprog_emit(p, BI_XADD(BPF_REG_0, BPF_REG_1, 0));
@@ -189,10 +186,7 @@ void eb_prog_fork(struct bpfprog *p, const struct eb_state *eb, uint32_t child_o
 	bpfprog_emit(p, BI_LDX(BPF_W, BPF_REG_1, BPF_REG_6, (int16_t)child_off));
 	bpfprog_emit(p, BI_STX(BPF_W, BPF_REG_10, BPF_REG_1, -8));
 	bpfprog_emit(p, BI_ST(BPF_W, BPF_REG_10, -12, 0));
-	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
-	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -12));
-	bpfprog_map(p, BPF_REG_1, eb->maps[EB_ZERO]);
-	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+	eb_emit_lookup(p, eb->maps[EB_ZERO], -12);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
 	bpfprog_emit(p, BI_MOV(BPF_REG_3, BPF_REG_0));
 	bpfprog_map(p, BPF_REG_1, eb->maps[EB_TASKS]);
@@ -205,10 +199,7 @@ void eb_prog_fork(struct bpfprog *p, const struct eb_state *eb, uint32_t child_o
 	bpfprog_emit(p, BI_LDX(BPF_W, BPF_REG_1, BPF_REG_10, -8));
 	bpfprog_emit(p, BI_ANDI(BPF_REG_1, EB_GATE_SIZE - 1));
 	bpfprog_emit(p, BI_STX(BPF_W, BPF_REG_10, BPF_REG_1, -16));
-	bpfprog_emit(p, BI_MOV(BPF_REG_2, BPF_REG_10));
-	bpfprog_emit(p, BI_ADDI(BPF_REG_2, -16));
-	bpfprog_map(p, BPF_REG_1, eb->maps[EB_GATE]);
-	bpfprog_emit(p, BI_CALL(BPF_FUNC_map_lookup_elem));
+	eb_emit_lookup(p, eb->maps[EB_GATE], -16);
 	bpfprog_jump(p, BPF_JEQ, BPF_REG_0, 0, L_OUT);
 	bpfprog_emit(p, BI_ST(BPF_W, BPF_REG_0, 0, 1));
 	bpfprog_jump(p, BPF_JA, 0, 0, L_OUT);

@@ -23,6 +23,9 @@
 #define LP_TEST_SYSTRACE_CHECK_H
 
 #include <errno.h>
+#include <sys/syscall.h>
+#include <pthread.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -684,6 +687,104 @@ static inline void stc_expect_fork(const struct stc_run *run)
 	CHECK_EQ_U64(stc_tally_exits(&t, pid, "write"), 3);
 	CHECK_EQ_U64(stc_tally_enters(&t, 0, "write"), 10);
 	CHECK_EQ_U64(stc_exits_not_returning(&run->log, t.nrs[0], 0, 64), 0);
+}
+
+/* ---- attaching: a child of the test that waits, then writes ---- */
+
+#define STC_ATTACH_MAIN_WRITES 5
+#define STC_ATTACH_THREAD_WRITES 10
+
+static inline void *stc_attach_thread(void *arg)
+{
+	int fd = *(int *)arg;
+
+	for (int i = 0; i < STC_ATTACH_THREAD_WRITES; i++)
+		if (write(fd, "x", 1) != 1)
+			return arg;
+	return NULL;
+}
+
+/* The test program run with --attach-target: waits for a byte on stdin
+ * (the test attaches meanwhile), then writes STC_ATTACH_MAIN_WRITES times
+ * to /dev/null and starts a thread that writes STC_ATTACH_THREAD_WRITES
+ * times.  Returns its exit status. */
+static inline int stc_attach_target(void)
+{
+	int fd = open("/dev/null", O_WRONLY), bad = 0;
+	pthread_t t;
+	void *res;
+	char go;
+
+	if (fd < 0 || read(0, &go, 1) != 1)
+		return 2;
+	for (int i = 0; i < STC_ATTACH_MAIN_WRITES; i++)
+		bad += write(fd, "x", 1) != 1;
+	if (pthread_create(&t, NULL, stc_attach_thread, &fd) || pthread_join(t, &res))
+		return 2;
+	return bad || res ? 1 : 0;
+}
+
+/* Runs this test program with --attach-target, attaches to it under
+ * backend once it waits in its read, lets it go and collects every record
+ * into log until it has ended and the tracer is freed.  Returns its pid
+ * (checked to exit 0), or 0 when it could not run or be attached to. */
+static inline pid_t stc_attach_run(enum systrace_backend backend, struct stc_log *log)
+{
+	char self[4096], why[256], err[256];
+	struct systrace_ops ops = stc_log_ops(log);
+	struct systrace_config cfg;
+	struct systrace *st;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int go[2], status = -1;
+	pid_t pid;
+
+	if (!CHECK(n > 0 && pipe(go) == 0))
+		return 0;
+	self[n] = '\0';
+	pid = fork();
+	if (pid == 0) {
+		close(go[1]);
+		dup2(go[0], 0);
+		execl(self, self, "--attach-target", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	stc_config(&cfg, backend, NULL);
+	/* let the child reach its read: attaching to the exec itself works too,
+	 * but then the calls counted would include ld.so's */
+	stc_sleep_ns(100000000L);
+	st = systrace_attach(pid, &cfg, &ops, why, sizeof(why), err, sizeof(err));
+	if (!CHECK(st != NULL))
+		printf("  attach: %s\n", err);
+	CHECK(write(go[1], "g", 1) == 1);
+	close(go[1]);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!st)
+		return 0;
+	while (systrace_poll(st) > 0)
+		;
+	systrace_free(st);
+	return pid;
+}
+
+/* What every backend must see of the attach target: every record of its
+ * process, and the writes of its main thread and of the thread it starts
+ * after the attach, entries and exits. */
+static inline void stc_expect_attach(const struct stc_log *log, pid_t pid)
+{
+	uint32_t thread = 0;
+
+	for (size_t i = 0; i < log->n; i++) {
+		if (!STC_SANITIZED)
+			CHECK_EQ_U64(log->v[i].pid, pid);
+		if (log->v[i].pid == (uint32_t)pid && log->v[i].tid != (uint32_t)pid)
+			thread = log->v[i].tid;
+	}
+	CHECK(thread != 0);
+	CHECK_EQ_U64(stc_log_count(log, SYSREC_ENTER, SYS_write, pid, pid), STC_ATTACH_MAIN_WRITES);
+	CHECK_EQ_U64(stc_log_count(log, SYSREC_EXIT, SYS_write, pid, pid), STC_ATTACH_MAIN_WRITES);
+	CHECK_EQ_U64(stc_log_count(log, SYSREC_ENTER, SYS_write, thread, pid), STC_ATTACH_THREAD_WRITES);
+	CHECK_EQ_U64(stc_log_count(log, SYSREC_EXIT, SYS_write, thread, pid), STC_ATTACH_THREAD_WRITES);
 }
 
 #endif

@@ -8,8 +8,6 @@
  *        test_systrace_bpf --attach-target (the child of test_attach)
  *   DIR: where the sys_* programs are built. */
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +22,6 @@
 #include "tests/unit/systrace_check.h"
 
 #define TEST_POLL_NS 200000L
-#define ATTACH_MAIN_WRITES 5
-#define ATTACH_THREAD_WRITES 10
 
 /* Runs r under the bpf backend (per_cpu: through per-CPU perf rings),
  * tracing `filter` (NULL: every syscall) with buffers of buffer_pages (0:
@@ -125,88 +121,19 @@ static void test_lost(bool per_cpu)
 	stc_run_free(&r);
 }
 
-/* The child of test_attach: waits for a byte on stdin, then writes
- * ATTACH_MAIN_WRITES times to /dev/null and starts a thread that writes
- * ATTACH_THREAD_WRITES times. */
-static void *attach_thread(void *arg)
-{
-	int fd = *(int *)arg;
-
-	for (int i = 0; i < ATTACH_THREAD_WRITES; i++)
-		if (write(fd, "x", 1) != 1)
-			return arg;
-	return NULL;
-}
-
-static int attach_target(void)
-{
-	int fd = open("/dev/null", O_WRONLY), bad = 0;
-	pthread_t t;
-	void *res;
-	char go;
-
-	if (fd < 0 || read(0, &go, 1) != 1)
-		return 2;
-	for (int i = 0; i < ATTACH_MAIN_WRITES; i++)
-		bad += write(fd, "x", 1) != 1;
-	if (pthread_create(&t, NULL, attach_thread, &fd) || pthread_join(t, &res))
-		return 2;
-	return bad || res ? 1 : 0;
-}
-
 /* Attaching to a running process: its calls from then on, and those of the
- * thread it starts afterwards.  The read it is blocked in when we attach
- * began before: it is not seen at all (no entry, so no exit). */
+ * thread it starts afterwards. */
 static void test_attach(void)
 {
-	char self[4096], why[256], err[256];
 	struct stc_log log = { 0 };
-	struct systrace_ops ops = stc_log_ops(&log);
-	struct systrace_config cfg;
-	struct systrace *st;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	int go[2], status = -1;
-	uint32_t thread = 0;
-	pid_t pid;
+	pid_t pid = stc_attach_run(SYSTRACE_BPF, &log);
 
-	if (!CHECK(n > 0 && pipe(go) == 0))
-		return;
-	self[n] = '\0';
-	pid = fork();
-	if (pid == 0) {
-		close(go[1]);
-		dup2(go[0], 0);
-		execl(self, self, "--attach-target", (char *)NULL);
-		_exit(127);
+	if (pid) {
+		stc_expect_attach(&log, pid);
+		/* the read it was blocked in began before: not seen at all */
+		CHECK_EQ_U64(stc_log_count(&log, SYSREC_EXIT, SYS_read, pid, pid), 0);
+		stc_check_order(&log, NULL, STC_ORDER_FROM_ENTRY);
 	}
-	close(go[0]);
-	stc_config(&cfg, SYSTRACE_BPF, NULL);
-	nanosleep(&(struct timespec){ 0, 100000000L }, NULL);
-	st = systrace_attach(pid, &cfg, &ops, why, sizeof(why), err, sizeof(err));
-	if (!CHECK(st != NULL))
-		printf("  attach: %s\n", err);
-	CHECK(write(go[1], "g", 1) == 1);
-	close(go[1]);
-	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (!st)
-		goto out;
-	while (systrace_poll(st) > 0)
-		;
-	systrace_free(st);
-	for (size_t i = 0; i < log.n; i++) {
-		if (!STC_SANITIZED)
-			CHECK_EQ_U64(log.v[i].pid, pid);
-		if (log.v[i].pid == (uint32_t)pid && log.v[i].tid != (uint32_t)pid)
-			thread = log.v[i].tid;
-	}
-	CHECK(thread != 0);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_ENTER, SYS_write, pid, pid), ATTACH_MAIN_WRITES);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_EXIT, SYS_write, pid, pid), ATTACH_MAIN_WRITES);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_ENTER, SYS_write, thread, pid), ATTACH_THREAD_WRITES);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_EXIT, SYS_write, thread, pid), ATTACH_THREAD_WRITES);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_EXIT, SYS_read, pid, pid), 0);
-	stc_check_order(&log, NULL, STC_ORDER_FROM_ENTRY);
-out:
 	stc_log_free(&log);
 }
 
@@ -215,7 +142,7 @@ int main(int argc, char **argv)
 	char why[256];
 
 	if (argc == 2 && !strcmp(argv[1], "--attach-target"))
-		return attach_target();
+		return stc_attach_target();
 	if (argc != 2) {
 		fprintf(stderr, "usage: test_systrace_bpf DIR\n");
 		return 2;

@@ -28,8 +28,6 @@
 #define TEST_POLL_NS 200000L   /* poll interval while a short program runs */
 #define BENCH_POLL_NS 1000000L /* the benchmark's poll interval: a recorder's rate */
 #define OPEN_MISSING_STAY_NS 300000000L
-#define ATTACH_MAIN_WRITES 5
-#define ATTACH_THREAD_WRITES 10
 
 /* Runs r under the tracepoint backend, tracing `filter` (NULL: every
  * syscall) through buffers of buffer_pages (0: the default), and checks
@@ -137,93 +135,22 @@ static void test_fork(void)
 	stc_run_free(&r);
 }
 
-/* The child of test_attach: waits for a byte on stdin (the test attaches
- * meanwhile), then writes ATTACH_MAIN_WRITES times to /dev/null and starts
- * a thread that writes ATTACH_THREAD_WRITES times. */
-static void *attach_thread(void *arg)
-{
-	int fd = *(int *)arg;
-
-	for (int i = 0; i < ATTACH_THREAD_WRITES; i++)
-		if (write(fd, "x", 1) != 1)
-			return arg;
-	return NULL;
-}
-
-static int attach_target(void)
-{
-	int fd = open("/dev/null", O_WRONLY), bad = 0;
-	pthread_t t;
-	void *res;
-	char go;
-
-	if (fd < 0 || read(0, &go, 1) != 1)
-		return 2;
-	for (int i = 0; i < ATTACH_MAIN_WRITES; i++)
-		bad += write(fd, "x", 1) != 1;
-	if (pthread_create(&t, NULL, attach_thread, &fd) || pthread_join(t, &res))
-		return 2;
-	return bad || res ? 1 : 0;
-}
-
 /* Attaching to a running process: its calls from then on, and those of the
  * thread it starts afterwards. */
 static void test_attach(void)
 {
-	char self[4096], why[256], err[256];
 	struct stc_log log = { 0 };
-	struct systrace_ops ops = stc_log_ops(&log);
-	struct systrace_config cfg;
-	struct systrace *st;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	int go[2], status = -1;
-	uint32_t thread = 0;
-	pid_t pid;
+	pid_t pid = stc_attach_run(SYSTRACE_TRACEPOINT, &log);
 
-	if (!CHECK(n > 0 && pipe(go) == 0))
-		return;
-	self[n] = '\0';
-	pid = fork();
-	if (pid == 0) {
-		close(go[1]);
-		dup2(go[0], 0);
-		execl(self, self, "--attach-target", (char *)NULL);
-		_exit(127);
+	if (pid) {
+		stc_expect_attach(&log, pid);
+		/* attached in the middle of the read: its exit comes without the entry */
+		if (CHECK(log.n > 0)) {
+			CHECK_EQ_U64(log.v[0].kind, SYSREC_EXIT);
+			CHECK_EQ_U64(log.v[0].nr, SYS_read);
+			CHECK_EQ_U64(log.v[0].ret, 1);
+		}
 	}
-	close(go[0]);
-	stc_config(&cfg, SYSTRACE_TRACEPOINT, NULL);
-	/* let the child reach its read: attaching to the exec itself works too,
-	 * but then the calls counted below would include ld.so's */
-	nanosleep(&(struct timespec){ 0, 100000000L }, NULL);
-	st = systrace_attach(pid, &cfg, &ops, why, sizeof(why), err, sizeof(err));
-	if (!CHECK(st != NULL))
-		printf("  attach: %s\n", err);
-	CHECK(write(go[1], "g", 1) == 1);
-	close(go[1]);
-	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (!st)
-		goto out;
-	while (systrace_poll(st) > 0)
-		;
-	systrace_free(st);
-	for (size_t i = 0; i < log.n; i++) {
-		if (!STC_SANITIZED)
-			CHECK_EQ_U64(log.v[i].pid, pid);
-		if (log.v[i].pid == (uint32_t)pid && log.v[i].tid != (uint32_t)pid)
-			thread = log.v[i].tid;
-	}
-	CHECK(thread != 0);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_ENTER, SYS_write, pid, pid), ATTACH_MAIN_WRITES);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_EXIT, SYS_write, pid, pid), ATTACH_MAIN_WRITES);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_ENTER, SYS_write, thread, pid), ATTACH_THREAD_WRITES);
-	CHECK_EQ_U64(stc_log_count(&log, SYSREC_EXIT, SYS_write, thread, pid), ATTACH_THREAD_WRITES);
-	/* attached in the middle of the read: its exit comes without the entry */
-	if (CHECK(log.n > 0)) {
-		CHECK_EQ_U64(log.v[0].kind, SYSREC_EXIT);
-		CHECK_EQ_U64(log.v[0].nr, SYS_read);
-		CHECK_EQ_U64(log.v[0].ret, 1);
-	}
-out:
 	stc_log_free(&log);
 }
 
@@ -325,7 +252,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "--open-missing"))
 		return open_missing();
 	if (!strcmp(argv[1], "--attach-target"))
-		return attach_target();
+		return stc_attach_target();
 	stc_bindir = argv[1];
 	r = tp_probe(err, sizeof(err));
 	if (r) {
