@@ -15,6 +15,7 @@ int cmd_report(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_live(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* The directory of the running layerprof executable (for finding the
  * runtime library).  Returns "" when unknown. */

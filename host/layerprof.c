@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{ "tree", cmd_tree, "call tree with inclusive/self time and calls per node" },
 	{ "replay", cmd_replay, "chronological entries and exits per thread, with durations" },
 	{ "live", cmd_live, "profile a program on a target through its agent, live" },
+	{ "serve", cmd_serve, "web UI: a trace (or a live session) in a browser" },
 };
 
 static void usage(FILE *f)
