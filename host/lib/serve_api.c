@@ -513,10 +513,11 @@ static int get_flame(struct servemodel *m, const struct serve_query *q, struct j
 	json_u64(j, "total_ns", f->nodes[node].total_ns);
 	/* ancestors, for the way back */
 	json_array_begin(j, "ancestors");
-	for (c = f->nodes[node].parent; node && c; c = f->nodes[c].parent) {
+	for (c = (uint32_t)node; c;) {
+		c = f->nodes[c].parent;
 		json_object_begin(j, NULL);
 		json_u64(j, "id", c);
-		json_str(j, "name", names_get(&m->names, f->nodes[c].name));
+		json_str(j, "name", c ? names_get(&m->names, f->nodes[c].name) : "all");
 		json_object_end(j);
 	}
 	json_array_end(j);

@@ -11,7 +11,7 @@
 #include "host/lib/serve_timeline.h"
 #include "host/lib/serve_tree.h"
 
-#define GRID_FIRST_WIDTH 64u  /* ns per bucket before the thread's time grows */
+#define GRID_FIRST_SHIFT 6u   /* 64 ns per bucket before the thread's time grows */
 #define WINDOW_DEPTH_MAX 512u /* call depths sent in a window */
 #define FILL_FULL 1000u       /* fill per mille of a span without gaps */
 #define GOLDEN_RATIO_32 0x9e3779b1u
@@ -100,6 +100,7 @@ static void grid_widen(struct timeline_stream *ts)
 	uint32_t d, i;
 
 	ts->width *= 2;
+	ts->shift++;
 	for (d = 0; d < TIMELINE_GRID_DEPTH; d++) {
 		struct timeline_bucket *lv = ts->level[d];
 
@@ -132,7 +133,8 @@ static void grid_add(struct timeline *tl, struct timeline_stream *ts, uint32_t d
 		return;
 	if (!ts->width) {
 		ts->base = ts->ws->first_ns;
-		ts->width = GRID_FIRST_WIDTH;
+		ts->shift = GRID_FIRST_SHIFT;
+		ts->width = 1ull << ts->shift;
 	}
 	if (a < ts->base)
 		a = ts->base;
@@ -152,9 +154,9 @@ static void grid_add(struct timeline *tl, struct timeline_stream *ts, uint32_t d
 		tl->grid_bytes += bytes;
 		ts->level[depth] = lv;
 	}
-	i0 = (a - ts->base) / ts->width;
-	i1 = (b - ts->base) / ts->width;
-	if (i1 > i0 && (b - ts->base) % ts->width == 0)
+	i0 = (a - ts->base) >> ts->shift;
+	i1 = (b - ts->base) >> ts->shift;
+	if (i1 > i0 && !((b - ts->base) & (ts->width - 1)))
 		i1--;
 	lv[i0].calls++;
 	if (sys)

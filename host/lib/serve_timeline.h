@@ -71,6 +71,7 @@ struct timeline_stream {
 	uint32_t nchunks, chunks_cap;
 	/* the grid: bucket i covers [base + i * width, base + (i + 1) * width) */
 	uint64_t base, width;
+	unsigned shift;                                     /* width is 1 << shift */
 	struct timeline_bucket *level[TIMELINE_GRID_DEPTH]; /* NULL until used */
 	bool grid_partial;                                  /* a level could not be had */
 	uint32_t max_depth;                                 /* deepest call seen + 1 */

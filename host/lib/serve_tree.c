@@ -66,15 +66,26 @@ static int hash_rebuild(struct calltree_stream *t, uint32_t cap)
 	return 0;
 }
 
-/* The child of parent for addr, added when new; 0 when memory ran out. */
+/* The child of parent for addr, added when new; 0 when memory ran out.
+ * Called on every entry: the parent's two recent children are tried
+ * before the hash table. */
 static uint32_t child_of(struct calltree *ct, struct calltree_stream *t, uint32_t parent, uint64_t addr)
 {
-	uint32_t k = node_hash(parent, addr, t->hcap), i;
-	struct calltree_node *nd;
+	struct calltree_node *p = &t->nodes[parent], *nd;
+	uint32_t k, i;
 
+	if (t->nodes[p->recent[0]].addr == addr && p->recent[0])
+		return p->recent[0];
+	if (t->nodes[p->recent[1]].addr == addr && p->recent[1]) {
+		i = p->recent[1];
+		p->recent[1] = p->recent[0];
+		p->recent[0] = i;
+		return i;
+	}
+	k = node_hash(parent, addr, t->hcap);
 	while ((i = t->hash[k])) {
 		if (t->nodes[i].parent == parent && t->nodes[i].addr == addr)
-			return i;
+			goto found;
 		k = (k + 1) & (t->hcap - 1);
 	}
 	if (t->n == t->cap) {
@@ -104,6 +115,10 @@ static uint32_t child_of(struct calltree *ct, struct calltree_stream *t, uint32_
 	t->hash[k] = i;
 	if (t->n * 2 > t->hcap && hash_rebuild(t, t->hcap * 2))
 		ct->oom = true;
+found:
+	p = &t->nodes[parent]; /* the nodes may have moved */
+	p->recent[1] = p->recent[0];
+	p->recent[0] = i;
 	return i;
 }
 

@@ -26,6 +26,7 @@ struct calltree_node {
 	uint32_t first_child, next_sibling, last_child; /* 0: none */
 	uint32_t name;                                  /* names id; NAMES_NONE until calltree_name */
 	uint32_t nchildren;
+	uint32_t recent[2]; /* the children entered last: most calls repeat a recent path */
 	uint64_t calls, total_ns, self_ns, min_ns, max_ns; /* min_ns UINT64_MAX: no call ended */
 	uint64_t errors;                                   /* syscall leaves: calls that failed */
 	uint64_t sys_calls;                                /* calls of the syscall leaves right under it */
