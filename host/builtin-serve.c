@@ -12,6 +12,7 @@
 #include "common/auth.h"
 #include "host/builtin.h"
 #include "host/lib/netclient.h"
+#include "host/lib/serve_index.h"
 
 #ifndef LP_HAVE_MICROHTTPD
 int cmd_serve(int argc, char **argv)
@@ -49,7 +50,13 @@ static const char serve_usage[] =
     "      --syscalls[=HOW]  live: trace system calls too (auto, bpf, tracepoint, ptrace)\n"
     "  -i, --interval DUR    live: push updates to the page every DUR (default 1s)\n"
     "  -o, --save DIR        live: write the session's trace to DIR\n"
+    "      --no-index        neither read nor write the trace's index (<trace dir>/" SERVEINDEX_FILE ")\n"
+    "      --reindex         read the whole trace even when its index is current\n"
     "  -h, --help            this text\n"
+    "\n"
+    "The first serve of a trace reads every event once and keeps what the page\n"
+    "needs in <trace dir>/" SERVEINDEX_FILE "; later ones start from it at once (it is\n"
+    "rebuilt when the trace changes).\n"
     "\n"
     "Prints the page's address, then serves until interrupted (Ctrl-C).\n"
     "\n"
@@ -95,6 +102,7 @@ struct serve_opts {
 	const char *bind;
 	unsigned long port;
 	const char *token_file;
+	unsigned index_flags; /* enum servemodel_flags */
 	struct servelive_opts live;
 };
 
@@ -107,22 +115,29 @@ static int serve_trace(const char *dir, const struct serve_opts *o, const char *
 
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "reading %s...\n", dir);
-	r = servemodel_load(&m, dir, err, sizeof(err));
+	r = servemodel_load(&m, dir, o->index_flags, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "layerprof serve: %s\n", err);
 		servemodel_release(&m);
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
 	}
-	walk_report_condition(m.w, "serve");
+	if (m.info.damaged)
+		fprintf(stderr, "layerprof serve: trace '%s' is damaged: %s; the page shows the readable part\n", dir,
+		        m.info.damage);
+	else if (!m.info.complete)
+		fprintf(stderr,
+		        "layerprof serve: warning: trace '%s' has no end record: the recording was interrupted\n", dir);
+	if (m.index_note[0])
+		fprintf(stderr, "layerprof serve: %s\n", m.index_note);
 	r = servehttp_start(&h, &m, NULL, o->bind, (unsigned)o->port, token);
 	if (r) {
 		servehttp_stop(&h);
 		servemodel_release(&m);
 		return r == -EPERM ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
 	}
-	printf("layerprof serve: trace '%s': %llu events, %u threads, %llu lost, read in %llu ms\n", dir,
-	       (unsigned long long)m.w->events, m.w->nstreams, (unsigned long long)m.w->lost,
-	       (unsigned long long)(m.load_ns / 1000000));
+	printf("layerprof serve: trace '%s': %llu events, %u threads, %llu lost, %s in %llu ms\n", dir,
+	       (unsigned long long)m.info.events, m.info.nthreads, (unsigned long long)m.info.lost,
+	       m.from_index ? "index read" : "read", (unsigned long long)(m.load_ns / 1000000));
 	print_url(&h);
 	while (!quit_signal)
 		pause();
@@ -144,6 +159,8 @@ int cmd_serve(int argc, char **argv)
 		{ "syscalls", optional_argument, NULL, 'Y' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "save", required_argument, NULL, 'o' },
+		{ "no-index", no_argument, NULL, 'X' },
+		{ "reindex", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -170,6 +187,12 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'T':
 			o.token_file = optarg;
+			break;
+		case 'X':
+			o.index_flags |= SERVEMODEL_NO_INDEX;
+			break;
+		case 'R':
+			o.index_flags |= SERVEMODEL_REINDEX;
 			break;
 		case 'h':
 			fputs(serve_usage, stdout);

@@ -51,16 +51,16 @@ static struct json *json_new(FILE *out)
 
 static void put_threads(struct servemodel *m, struct json *j)
 {
-	struct walk *w = m->w;
+	const struct serve_info *in = &m->info;
 	uint32_t i;
 
 	json_array_begin(j, "threads");
-	for (i = 0; i < w->nstreams; i++) {
-		const struct walk_stream *s = w->streams[i];
-		const struct calltree_stream *t = calltree_stream(&m->tree, s->index);
+	for (i = 0; i < in->nthreads; i++) {
+		const struct serve_thread *s = &in->threads[i];
+		const struct calltree_stream *t = calltree_stream(&m->tree, s->id);
 
 		json_object_begin(j, NULL);
-		json_u64(j, "id", s->index);
+		json_u64(j, "id", s->id);
 		json_u64(j, "pid", s->pid);
 		json_u64(j, "tid", s->tid);
 		json_u64(j, "image", s->image);
@@ -68,8 +68,8 @@ static void put_threads(struct servemodel *m, struct json *j)
 		json_u64(j, "calls", s->calls);
 		json_u64(j, "syscalls", s->syscalls);
 		json_u64(j, "lost_events", s->lost);
-		json_u64(j, "first_ns", s->first_ns - w->first_ns);
-		json_u64(j, "last_ns", s->last_ns - w->first_ns);
+		json_u64(j, "first_ns", s->first_ns - in->first_ns);
+		json_u64(j, "last_ns", s->last_ns - in->first_ns);
 		json_u64(j, "nodes", t ? t->n - 1 : 0);
 		if (s->parent_pid)
 			json_u64(j, "parent_pid", s->parent_pid);
@@ -84,25 +84,24 @@ static void put_threads(struct servemodel *m, struct json *j)
 /* Processes: one entry per pid, in order of first appearance. */
 static void put_processes(struct servemodel *m, struct json *j)
 {
-	struct walk *w = m->w;
+	const struct serve_info *in = &m->info;
 	uint32_t i, k;
 
 	json_array_begin(j, "processes");
-	for (i = 0; i < w->nstreams; i++) {
-		const struct walk_stream *s = w->streams[i];
-		uint32_t threads = 0, images = 0;
+	for (i = 0; i < in->nthreads; i++) {
+		const struct serve_thread *s = &in->threads[i];
+		uint32_t threads = 0, images = 0, status = 0;
 		uint64_t calls = 0, lost = 0;
 		bool seen = false, exited = false;
-		uint32_t status = 0;
 
 		for (k = 0; k < i && !seen; k++)
-			seen = w->streams[k]->pid == s->pid;
+			seen = in->threads[k].pid == s->pid;
 		if (seen)
 			continue;
-		for (k = i; k < w->nstreams; k++) {
-			const struct walk_stream *o = w->streams[k];
-			uint32_t e;
+		for (k = i; k < in->nthreads; k++) {
+			const struct serve_thread *o = &in->threads[k];
 			bool new_image = true;
+			uint32_t e;
 
 			if (o->pid != s->pid)
 				continue;
@@ -110,7 +109,7 @@ static void put_processes(struct servemodel *m, struct json *j)
 			calls += o->calls;
 			lost += o->lost;
 			for (e = i; e < k; e++)
-				if (w->streams[e]->pid == o->pid && w->streams[e]->image == o->image)
+				if (in->threads[e].pid == o->pid && in->threads[e].image == o->image)
 					new_image = false;
 			images += new_image;
 			if (o->exited) {
@@ -136,31 +135,31 @@ static void put_processes(struct servemodel *m, struct json *j)
 
 static int get_summary(struct servemodel *m, struct json *j)
 {
-	struct walk *w = m->w;
+	const struct serve_info *in = &m->info;
 	uint64_t calls = 0;
-	char buf[1024];
 	uint32_t i;
 
-	for (i = 0; i < w->nstreams; i++)
-		calls += w->streams[i]->calls;
+	for (i = 0; i < in->nthreads; i++)
+		calls += in->threads[i].calls;
 	json_object_begin(j, NULL);
-	json_str(j, "trace", w->dir ? w->dir : "");
+	json_str(j, "trace", m->dir ? m->dir : "");
 	json_bool(j, "live", m->live);
 	json_u64(j, "generation", m->generation);
-	json_u64(j, "events", w->events);
+	json_u64(j, "events", in->events);
 	json_u64(j, "calls", calls);
-	json_u64(j, "lost_events", w->lost);
-	json_u64(j, "syscall_events", w->syscalls);
-	json_u64(j, "duration_ns", w->last_ns > w->first_ns ? w->last_ns - w->first_ns : 0);
+	json_u64(j, "lost_events", in->lost);
+	json_u64(j, "syscall_events", in->syscall_events);
+	json_u64(j, "duration_ns", in->last_ns > in->first_ns ? in->last_ns - in->first_ns : 0);
 	json_u64(j, "functions", m->rows.n);
-	json_bool(j, "complete", !m->live && w->r.state == READER_OK && w->r.seen_end);
-	if (!m->live && w->r.state == READER_DAMAGED)
-		json_str(j, "damage", w->r.damage);
-	json_bool(j, "filtered_at_record", w->filtered_at_record);
-	json_bool(j, "source_filtered", w->source_filtered);
-	json_str(j, "command", walk_meta(w, "command", buf, sizeof(buf)));
-	json_str(j, "host", walk_meta(w, "host", buf, sizeof(buf)));
+	json_bool(j, "complete", in->complete);
+	if (in->damaged)
+		json_str(j, "damage", in->damage);
+	json_bool(j, "filtered_at_record", in->filtered_at_record);
+	json_bool(j, "source_filtered", in->source_filtered);
+	json_str(j, "command", in->command);
+	json_str(j, "host", in->host);
 	json_u64(j, "load_ms", m->load_ns / 1000000);
+	json_bool(j, "from_index", m->from_index);
 	put_threads(m, j);
 	put_processes(m, j);
 	json_object_end(j);
@@ -294,7 +293,7 @@ static int get_profile(struct servemodel *m, const struct serve_query *q, struct
 	json_str(j, "dir", sp.asc ? "asc" : "desc");
 	json_u64(j, "total_rows", n);
 	json_u64(j, "offset", offset);
-	json_u64(j, "lost_events", m->w->lost);
+	json_u64(j, "lost_events", m->info.lost);
 	json_array_begin(j, "functions");
 	for (i = offset; i < n && i < offset + limit; i++)
 		put_row(j, v[i]);
@@ -306,19 +305,22 @@ static int get_profile(struct servemodel *m, const struct serve_query *q, struct
 
 /* ------------------------------------------------------------ syscalls */
 
-static int get_syscalls(struct servemodel *m, struct json *j, FILE *out)
+static int get_syscalls(struct servemodel *m, struct json *j)
 {
-	struct sysstats_result res;
+	const struct sysstats_result *res = &m->sysres;
+	uint64_t calls = 0, errors = 0;
 	size_t i;
 
-	if (sysstats_collect(m->sys, &res))
-		return serveapi_error(out, HTTP_SERVER_ERROR, "out of memory");
+	for (i = 0; i < res->nrows; i++) {
+		calls += res->rows[i].calls;
+		errors += res->rows[i].errors;
+	}
 	json_object_begin(j, NULL);
-	json_u64(j, "calls", m->sys->calls);
-	json_u64(j, "errors", m->sys->errors);
+	json_u64(j, "calls", calls);
+	json_u64(j, "errors", errors);
 	json_array_begin(j, "syscalls");
-	for (i = 0; i < res.nrows; i++) {
-		const struct sysstats_row *r = &res.rows[i];
+	for (i = 0; i < res->nrows; i++) {
+		const struct sysstats_row *r = &res->rows[i];
 
 		json_object_begin(j, NULL);
 		json_str(j, "name", r->name);
@@ -335,8 +337,8 @@ static int get_syscalls(struct servemodel *m, struct json *j, FILE *out)
 	}
 	json_array_end(j);
 	json_array_begin(j, "by_function");
-	for (i = 0; i < res.nfns; i++) {
-		const struct sysstats_fn *fn = &res.fns[i];
+	for (i = 0; i < res->nfns; i++) {
+		const struct sysstats_fn *fn = &res->fns[i];
 
 		json_object_begin(j, NULL);
 		json_str(j, "function", fn->name);
@@ -348,7 +350,6 @@ static int get_syscalls(struct servemodel *m, struct json *j, FILE *out)
 	}
 	json_array_end(j);
 	json_object_end(j);
-	sysstats_result_release(&res);
 	return HTTP_OK;
 }
 
@@ -561,26 +562,25 @@ static int get_flame(struct servemodel *m, const struct serve_query *q, struct j
 
 static int get_timeline(struct servemodel *m, const struct serve_query *q, struct json *j, FILE *out)
 {
-	struct walk *w = m->w;
-	uint64_t index, t0, t1, px, span = w->last_ns > w->first_ns ? w->last_ns - w->first_ns : 1;
+	const struct serve_info *in = &m->info;
+	uint64_t index, t0, t1, px, span = in->last_ns > in->first_ns ? in->last_ns - in->first_ns : 1;
 	int r;
 
 	if (m->live)
 		return serveapi_error(out, HTTP_NOT_FOUND,
 		                      "the timeline needs a trace file: save the session, then "
 		                      "serve the trace");
-	if (!calltree_stream(&m->tree,
-	                     (uint32_t)(arg_u64(q, "thread", UINT32_MAX, UINT32_MAX - 1, &index) ? index : UINT32_MAX)))
+	if (!arg_u64(q, "thread", UINT32_MAX, UINT32_MAX - 1, &index) || !calltree_stream(&m->tree, (uint32_t)index))
 		return serveapi_error(out, HTTP_NOT_FOUND, "no such thread");
-	if (!arg_u64(q, "thread", UINT32_MAX, UINT32_MAX - 1, &index) || !arg_u64(q, "t0", 0, UINT64_MAX / 2, &t0) ||
-	    !arg_u64(q, "t1", span + 1, UINT64_MAX / 2, &t1) || !arg_u64(q, "px", 1000, TIMELINE_PX_MAX, &px) ||
-	    t1 <= t0 || !px)
-		return serveapi_error(out, HTTP_BAD_REQUEST, "thread, t0 < t1 (ns from the start), px up to 16384");
+	if (!arg_u64(q, "t0", 0, UINT64_MAX / 2, &t0) || !arg_u64(q, "t1", span + 1, UINT64_MAX / 2, &t1) ||
+	    !arg_u64(q, "px", 1000, TIMELINE_PX_MAX, &px) || t1 <= t0 || !px)
+		return serveapi_error(out, HTTP_BAD_REQUEST, "t0 < t1 (ns from the start), px up to 16384");
 	json_object_begin(j, NULL);
 	json_u64(j, "thread", index);
 	json_u64(j, "t0", t0);
 	json_u64(j, "t1", t1);
-	r = timeline_window(&m->tl, w, &m->names, (uint32_t)index, w->first_ns, t0, t1, (uint32_t)px, j);
+	r = timeline_window(&m->tl, servemodel_name, m, &m->names, (uint32_t)index, in->first_ns, t0, t1, (uint32_t)px,
+	                    j);
 	json_object_end(j);
 	/* a failure half way: the caller sends an error instead */
 	return r ? -HTTP_SERVER_ERROR : HTTP_OK;
@@ -602,7 +602,7 @@ int serveapi_get(struct servemodel *m, const char *what, const struct serve_quer
 	else if (!strcmp(what, "profile"))
 		status = get_profile(m, q, j, out);
 	else if (!strcmp(what, "syscalls"))
-		status = get_syscalls(m, j, out);
+		status = get_syscalls(m, j);
 	else if (!strcmp(what, "tree"))
 		status = get_tree(m, q, j, out);
 	else if (!strcmp(what, "search"))

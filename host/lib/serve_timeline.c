@@ -7,7 +7,6 @@
 #include "common/chunk.h"
 #include "common/filter.h"
 #include "common/sysevent.h"
-#include "common/systab.h"
 #include "host/lib/serve_timeline.h"
 #include "host/lib/serve_tree.h"
 
@@ -324,8 +323,10 @@ struct pending {
 
 struct window {
 	struct timeline *tl;
-	struct walk *w;
-	struct names *nt;
+	timeline_namer namer;
+	void *ctx;
+	uint32_t index;
+	const struct names *nt;
 	struct timeline_stream *ts;
 	struct json *j;
 	uint64_t origin, t0, t1, px_ns;
@@ -339,16 +340,8 @@ struct window {
 
 static uint32_t name_of(struct window *wn, uint64_t addr)
 {
-	char buf[1024];
-	uint32_t id, i;
+	uint32_t id = wn->namer(wn->ctx, wn->index, addr), i;
 
-	if (CALLTREE_IS_SYSCALL(addr))
-		sys_name((enum sys_arch)(addr >> 32 & 0xff), (uint32_t)addr, buf, sizeof(buf));
-	else if (addr)
-		walk_name(wn->w, wn->ts->ws->image, addr, buf, sizeof(buf));
-	else
-		snprintf(buf, sizeof(buf), "?");
-	id = names_intern(wn->nt, buf);
 	if (id == NAMES_NONE) {
 		wn->oom = true;
 		return id;
@@ -642,11 +635,13 @@ static void grid_window(struct window *wn)
 	}
 }
 
-int timeline_window(struct timeline *tl, struct walk *w, struct names *nt, uint32_t index, uint64_t origin_ns,
-                    uint64_t t0, uint64_t t1, uint32_t px, struct json *j)
+int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const struct names *nt, uint32_t index,
+                    uint64_t origin_ns, uint64_t t0, uint64_t t1, uint32_t px, struct json *j)
 {
 	struct timeline_stream *ts = stream_at(tl, index);
-	struct window wn = { .tl = tl, .w = w, .nt = nt, .ts = ts, .j = j, .origin = origin_ns };
+	struct window wn = {
+		.tl = tl, .namer = namer, .ctx = ctx, .index = index, .nt = nt, .ts = ts, .j = j, .origin = origin_ns
+	};
 	uint64_t events = 0;
 	uint32_t c0, c1, i;
 	bool exact;

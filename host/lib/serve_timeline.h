@@ -115,14 +115,20 @@ void timeline_chunk_end(struct timeline *tl, struct walk *w);
 /* Opens the trace again for windows.  Returns 0 or -errno. */
 int timeline_open(struct timeline *tl, const char *dir);
 
+/* Names a function (or CALLTREE_SYSCALL_KEY) of the thread at
+ * walk_stream.index `index`: returns its names id, NAMES_NONE when memory
+ * ran out. */
+typedef uint32_t (*timeline_namer)(void *ctx, uint32_t index, uint64_t addr);
+
 /* Writes the window [t0, t1) (ns from origin_ns) of the thread at
  * walk_stream.index `index`, at px pixels across, as members of the JSON
  * object open in j: "mode" ("exact" or "aggregate"), "spans"
  * ([depth, start, end, name id, calls, flags, fill per mille], times from
- * origin_ns), "names" ({id: name}), "lost" ([time, count]).  Returns 0,
- * -ENOENT for no such thread, -ENOMEM, or -EIO when the file could not be
- * read again. */
-int timeline_window(struct timeline *tl, struct walk *w, struct names *nt, uint32_t index, uint64_t origin_ns,
-                    uint64_t t0, uint64_t t1, uint32_t px, struct json *j);
+ * origin_ns), "names" ({id: name}), "lost" ([time, count]).  Names come
+ * from namer (ctx its argument) and are read from nt.  Returns 0, -ENOENT
+ * for no such thread, -ENOMEM, or -EIO when the file could not be read
+ * again. */
+int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const struct names *nt, uint32_t index,
+                    uint64_t origin_ns, uint64_t t0, uint64_t t1, uint32_t px, struct json *j);
 
 #endif

@@ -24,6 +24,8 @@ static void stream_free(struct calltree_stream *t)
 	free(t->hash);
 	free(t->path);
 	free(t->child_ns);
+	free(t->amap_addr);
+	free(t->amap_name);
 	free(t);
 }
 
@@ -271,6 +273,63 @@ int calltree_name(struct calltree *ct, struct walk *w, struct names *nt)
 		t->named = t->n;
 	}
 	return 0;
+}
+
+static uint32_t amap_slot(uint64_t addr, uint32_t cap)
+{
+	return (uint32_t)((addr * GOLDEN_RATIO_64) >> 40) & (cap - 1);
+}
+
+/* Adds addr -> name unless addr is there.  The table has room. */
+static void amap_put(struct calltree_stream *t, uint64_t addr, uint32_t name)
+{
+	uint32_t k;
+
+	for (k = amap_slot(addr, t->amap_cap); t->amap_name[k] != NAMES_NONE; k = (k + 1) & (t->amap_cap - 1))
+		if (t->amap_addr[k] == addr)
+			return;
+	t->amap_addr[k] = addr;
+	t->amap_name[k] = name;
+}
+
+uint32_t calltree_addr_name(struct calltree_stream *t, uint64_t addr)
+{
+	uint32_t k, i;
+
+	if (t->amap_upto < t->named) {
+		/* at most one entry per node: room for all of them, half full */
+		uint32_t cap = t->amap_cap ? t->amap_cap : 64;
+
+		while (cap < 2 * t->named)
+			cap *= 2;
+		if (cap != t->amap_cap) {
+			uint64_t *a = malloc(cap * sizeof(*a));
+			uint32_t *nm = malloc(cap * sizeof(*nm));
+
+			if (!a || !nm) {
+				free(a);
+				free(nm);
+				return NAMES_NONE;
+			}
+			free(t->amap_addr);
+			free(t->amap_name);
+			t->amap_addr = a;
+			t->amap_name = nm;
+			t->amap_cap = cap;
+			memset(nm, 0xff, cap * sizeof(*nm)); /* NAMES_NONE: empty */
+			t->amap_upto = 1;
+		}
+		for (i = t->amap_upto ? t->amap_upto : 1; i < t->named; i++)
+			if (t->nodes[i].name != NAMES_NONE)
+				amap_put(t, t->nodes[i].addr, t->nodes[i].name);
+		t->amap_upto = t->named;
+	}
+	if (!t->amap_cap)
+		return NAMES_NONE;
+	for (k = amap_slot(addr, t->amap_cap); t->amap_name[k] != NAMES_NONE; k = (k + 1) & (t->amap_cap - 1))
+		if (t->amap_addr[k] == addr)
+			return t->amap_name[k];
+	return NAMES_NONE;
 }
 
 static int node_cmp(const void *a, const void *b, void *ctx)

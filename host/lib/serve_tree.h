@@ -42,6 +42,10 @@ struct calltree_stream {
 	uint32_t *path; /* node at each depth */
 	uint64_t *child_ns;
 	uint32_t path_cap;
+	/* function address -> name id, from the named nodes [1, amap_upto) */
+	uint64_t *amap_addr;
+	uint32_t *amap_name;
+	uint32_t amap_cap, amap_upto;
 };
 
 struct calltree {
@@ -67,6 +71,11 @@ struct calltree_stream *calltree_stream(const struct calltree *ct, uint32_t inde
 /* Names every node added since the last call (functions through w's
  * symbolizer, syscalls by their table).  Returns 0 or -ENOMEM. */
 int calltree_name(struct calltree *ct, struct walk *w, struct names *nt);
+
+/* The name id of function or syscall key addr from the thread's named
+ * nodes, or NAMES_NONE when no node has it (or memory ran out).  The map
+ * is brought up to date on each call: cheap when nothing was added. */
+uint32_t calltree_addr_name(struct calltree_stream *t, uint64_t addr);
 
 /* The children of node i, largest total time first (ties: first seen).
  * Returns a malloc'ed array of *count indices (the caller frees it), NULL

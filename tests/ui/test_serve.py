@@ -6,7 +6,7 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, trace, lost, live (default: all)
+groups: security, index, trace, lost, live (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -410,13 +410,178 @@ def group_live(lp, b, tmp, br, build):
         agent.stop()
 
 
+def api_answers(port, summary):
+    """Every API answer the page uses, for one served trace, without the
+    fields that say how the trace was loaded."""
+    out = {}
+    for path in ("summary", "profile", "profile?sort=calls&dir=asc", "syscalls", "flame", "flame?min=0",
+                 "search?q=e"):
+        _, _, body = get(port, "/api/" + path)
+        out[path] = json.loads(body)
+    for t in summary["threads"]:
+        _, _, body = get(port, "/api/tree?thread=%d&node=0" % t["id"])
+        out["tree%d" % t["id"]] = json.loads(body)
+        for c in out["tree%d" % t["id"]]["children"]:
+            _, _, body = get(port, "/api/tree?thread=%d&node=%d" % (t["id"], c["id"]))
+            out["tree%d/%d" % (t["id"], c["id"])] = json.loads(body)
+        for px, t1 in ((800, ""), (3000, "&t1=%d" % max(1, t["last_ns"] // 2))):
+            _, _, body = get(port, "/api/timeline?thread=%d&px=%d%s" % (t["id"], px, t1))
+            out["timeline%d/%d" % (t["id"], px)] = json.loads(body)
+    for k in ("load_ms", "from_index"):
+        out["summary"].pop(k, None)
+    return out
+
+
+def timeline_names(answers):
+    """Timeline answers with name ids replaced by the names: ids are the
+    server's own and may differ between two runs."""
+    for k, v in answers.items():
+        if k.startswith("timeline"):
+            v["spans"] = [s[:3] + [v["names"][str(s[3])]] + s[4:] for s in v["spans"]]
+            del v["names"]
+    return answers
+
+
+def _crc32c_table():
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        table.append(c)
+    return table
+
+
+CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def garble_threads(data):
+    """Sets the index's thread count (after 5 numbers, a flag byte and 3
+    strings) to 2^32 - 1."""
+    o = 56 + 5 * 8 + 1
+    for _ in range(3):
+        o += 4 + int.from_bytes(data[o:o + 4], "little")
+    data[o:o + 4] = (0xFFFFFFFF).to_bytes(4, "little")
+    return data
+
+
+def garble_cut(data):
+    return data[:56 + (len(data) - 56) * 2 // 3]
+
+
+def group_index(lp, b, tmp):
+    trace, r = record(lp, b, tmp, "threads")
+    if not check(r.returncode == 0, "record threads", r.stderr):
+        return
+    index = os.path.join(trace, "serve-index")
+    answers = []
+    for what in ("first serve: reads the trace, writes the index", "second serve: from the index"):
+        srv = Server(lp, [trace])
+        try:
+            if not check(srv.url is not None, what, srv.err.text()):
+                return
+            line = srv.out.wait_for(lambda l: "events" in l, 5) or ""
+            check(("index read" in line) == (len(answers) == 1), what + ": says so", line)
+            _, _, body = get(srv.port, "/api/summary")
+            summ = json.loads(body)
+            check(summ["from_index"] == (len(answers) == 1), what + ": /api/summary says so")
+            answers.append(timeline_names(api_answers(srv.port, summ)))
+        finally:
+            srv.stop()
+        check(os.path.exists(index), "the index is in the trace directory")
+    diff = [k for k in answers[0] if answers[0][k] != answers[1].get(k)]
+    check(not diff, "the index answers every API call as the pass does", ", ".join(diff[:5]))
+    # a changed trace makes the index stale; a damaged one is not trusted
+    os.utime(os.path.join(trace, "data"))
+    srv = Server(lp, [trace])
+    try:
+        line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        check("index read" not in line and "older trace" in srv.err.text(),
+              "a trace changed since: the index is stale and the trace read again", srv.err.text())
+    finally:
+        srv.stop()
+    with open(index, "r+b") as f:
+        f.seek(200)
+        byte = f.read(1)
+        f.seek(200)
+        f.write(bytes([byte[0] ^ 0x40]))
+    srv = Server(lp, [trace])
+    try:
+        line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        check("index read" not in line and "damaged" in srv.err.text(),
+              "a damaged index is not trusted: the trace is read again", srv.err.text())
+        _, _, body = get(srv.port, "/api/profile?sort=calls")
+        api = {f["name"]: f["calls"] for f in json.loads(body)["functions"]}
+        rep = lp.json("report", "--format", "json", trace)
+        check(api == {f["name"]: f["calls"] for f in rep["functions"]}, "and the counts are right")
+    finally:
+        srv.stop()
+    # indexes whose checksum holds but whose fields do not: bounded reads
+    for what, garble in (("a thread count past the end", garble_threads), ("a cut payload", garble_cut)):
+        srv = Server(lp, ["--reindex", trace])  # a good index again
+        srv.out.wait_for(lambda l: "events" in l, 10)
+        srv.stop()
+        with open(index, "rb") as f:
+            data = bytearray(f.read())
+        data = garble(data)
+        data[40:48] = (len(data) - 56).to_bytes(8, "little")
+        data[48:52] = crc32c(bytes(data[56:])).to_bytes(4, "little")
+        with open(index, "wb") as f:
+            f.write(data)
+        srv = Server(lp, [trace])
+        try:
+            line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+            check(srv.url is not None and "index read" not in line and "damaged" in srv.err.text(),
+                  "index with %s (checksum right): not trusted, the trace is read" % what, srv.err.text())
+        finally:
+            srv.stop()
+    srv = Server(lp, ["--no-index", trace])
+    try:
+        line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        check("index read" not in line, "--no-index: the trace is read")
+    finally:
+        srv.stop()
+    before = os.stat(index).st_mtime_ns
+    srv = Server(lp, ["--reindex", trace])
+    try:
+        line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        check("index read" not in line and os.stat(index).st_mtime_ns != before,
+              "--reindex: the trace is read and the index written again")
+    finally:
+        srv.stop()
+    # a trace directory we may not write to: served all the same
+    ro = os.path.join(tmp, "ro-trace")
+    shutil.copytree(trace, ro)
+    os.unlink(os.path.join(ro, "serve-index"))
+    os.chmod(ro, 0o555)
+    try:
+        srv = Server(lp, [ro])
+        try:
+            if os.geteuid() == 0:
+                skip("a read-only trace directory", "root writes anyway")
+            else:
+                check(srv.url is not None and "cannot write index" in srv.err.text(),
+                      "a read-only trace directory: served, and the index is not kept", srv.err.text())
+        finally:
+            srv.stop()
+    finally:
+        os.chmod(ro, 0o755)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("groups", nargs="*")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    groups = a.groups or ["security", "trace", "lost", "live"]
+    groups = a.groups or ["security", "index", "trace", "lost", "live"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -426,14 +591,16 @@ def main():
     br = None
     try:
         b = it.Builder("gcc", "g++", "-O2", tmp)
-        if any(g != "security" for g in groups):
+        if any(g not in ("security", "index") for g in groups):
             br = Browser(build)
-            if br.why and all(g != "security" for g in groups):
+            if br.why and all(g not in ("security", "index") for g in groups):
                 print("skip: the browser tests need %s" % br.why)
                 return SKIPPED
         for g in groups:
             if g == "security":
                 group_security(lp, b, tmp)
+            elif g == "index":
+                group_index(lp, b, tmp)
             elif g == "trace":
                 group_trace(lp, b, tmp, br)
             elif g == "lost":
