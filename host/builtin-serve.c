@@ -3,6 +3,7 @@
  * live session with an agent; see host/lib/serve_*.h. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +107,7 @@ struct serve_opts {
 	struct servelive_opts live;
 };
 
-static int serve_trace(const char *dir, const struct serve_opts *o, const char *token)
+static int serve_trace(const char *dir, const struct serve_opts *o, const char *token, const sigset_t *wait_mask)
 {
 	struct servemodel m;
 	struct servehttp h;
@@ -140,7 +141,7 @@ static int serve_trace(const char *dir, const struct serve_opts *o, const char *
 	       m.from_index ? "index read" : "read", (unsigned long long)(m.load_ns / 1000000));
 	print_url(&h);
 	while (!quit_signal)
-		pause();
+		sigsuspend(wait_mask);
 	servehttp_stop(&h);
 	servemodel_release(&m);
 	return code;
@@ -168,6 +169,7 @@ int cmd_serve(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	const char *dir = "layerprof.data";
 	char token[AUTH_TOKEN_MAX + 2], *end;
+	sigset_t stop, wait_mask;
 	int c, code;
 
 	servelive_opts_init(&o.live);
@@ -236,14 +238,26 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (o.token_file && load_token(o.token_file, token, sizeof(token)) < 0)
 		return LP_EXIT_FAILURE;
+	/* the signals that end us are blocked, so that the server's threads
+	 * (which inherit the mask) never take them; the main thread waits
+	 * for them with the mask it had */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, &wait_mask);
+	sigdelset(&wait_mask, SIGINT);
+	sigdelset(&wait_mask, SIGTERM);
+	sigdelset(&wait_mask, SIGHUP);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (o.live.connect)
-		code = servelive_run(&o.live, o.bind, (unsigned)o.port, o.token_file ? token : NULL, &quit_signal);
+		code = servelive_run(&o.live, o.bind, (unsigned)o.port, o.token_file ? token : NULL, &quit_signal,
+		                     &wait_mask);
 	else
-		code = serve_trace(dir, &o, o.token_file ? token : NULL);
+		code = serve_trace(dir, &o, o.token_file ? token : NULL, &wait_mask);
 	explicit_bzero(token, sizeof(token));
 	return code;
 }

@@ -475,7 +475,7 @@ static void round_locked(struct servelive *sl, const struct pollfd *pfd, int pol
 	}
 }
 
-static void live_loop(struct servelive *sl, volatile sig_atomic_t *quit)
+static void live_loop(struct servelive *sl, volatile sig_atomic_t *quit, const sigset_t *wait_mask)
 {
 	struct livesession *ls = &sl->ls;
 	uint64_t quit_at = 0;
@@ -501,7 +501,11 @@ static void live_loop(struct servelive *sl, volatile sig_atomic_t *quit)
 		timeout = next <= now ? 0 : (int)((next - now + NS_PER_MS - 1) / NS_PER_MS);
 		if (quit_at && timeout > 100)
 			timeout = 100;
-		r = poll(pfd, 2, timeout);
+		{
+			struct timespec ts = { timeout / 1000, (long)(timeout % 1000) * 1000000 };
+
+			r = ppoll(pfd, 2, &ts, wait_mask);
+		}
 		if (r < 0 && errno != EINTR)
 			break;
 		pthread_mutex_lock(&sl->h.lock);
@@ -518,7 +522,7 @@ static void live_loop(struct servelive *sl, volatile sig_atomic_t *quit)
 }
 
 int servelive_run(const struct servelive_opts *o, const char *bind, unsigned port, const char *token,
-                  volatile sig_atomic_t *quit)
+                  volatile sig_atomic_t *quit, const sigset_t *wait_mask)
 {
 	struct servelive *sl = calloc(1, sizeof(*sl));
 	struct livesession *ls;
@@ -578,7 +582,7 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 	} else {
 		say(sl, "connected: choose a program to start or a process to attach in the page");
 	}
-	live_loop(sl, quit);
+	live_loop(sl, quit, wait_mask);
 	code = ls->state == LIVESESSION_FAILED ? LP_EXIT_FAILURE : LP_EXIT_OK;
 out:
 	if (sl->http_started)

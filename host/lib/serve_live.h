@@ -41,8 +41,10 @@ bool servelive_opts_any(const struct servelive_opts *o);
 int servelive_opts_check(const struct servelive_opts *o);
 
 /* Connects, serves the page on bind:port (token as servehttp_start) and
- * runs the session until *quit is set.  Returns the command's exit code. */
+ * runs the session until *quit is set; the signals that set it are taken
+ * only while waiting, with wait_mask (ppoll).  Returns the command's exit
+ * code. */
 int servelive_run(const struct servelive_opts *o, const char *bind, unsigned port, const char *token,
-                  volatile sig_atomic_t *quit);
+                  volatile sig_atomic_t *quit, const sigset_t *wait_mask);
 
 #endif

@@ -237,6 +237,7 @@ int servemodel_attach(struct servemodel *m, struct walk *w, struct profile *prof
 {
 	model_init(m);
 	m->live = true;
+	m->tl.off = true;
 	m->w = w;
 	m->prof = prof;
 	m->sys = sys;

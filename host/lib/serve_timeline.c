@@ -18,6 +18,7 @@
 void timeline_init(struct timeline *tl)
 {
 	memset(tl, 0, sizeof(*tl));
+	tl->decode_max = TIMELINE_DECODE_EVENTS_MAX;
 }
 
 static void stream_free(struct timeline_stream *ts)
@@ -43,7 +44,7 @@ void timeline_release(struct timeline *tl)
 	free(tl->snap_frames);
 	if (tl->have_reader)
 		reader_release(&tl->r);
-	memset(tl, 0, sizeof(*tl));
+	timeline_init(tl);
 }
 
 static struct timeline_stream *stream_at(const struct timeline *tl, uint32_t index)
@@ -56,6 +57,8 @@ void timeline_begin(void *ctx, struct walk_stream *s)
 	struct timeline *tl = ctx;
 	struct timeline_stream *ts;
 
+	if (tl->off)
+		return;
 	if (s->index >= tl->nstreams) {
 		uint32_t n = s->index + 1 > 2 * tl->nstreams ? s->index + 1 : 2 * tl->nstreams;
 		struct timeline_stream **v = realloc(tl->streams, n * sizeof(*v));
@@ -666,7 +669,7 @@ int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const 
 		;
 	for (i = c0; i < ts->nchunks && i <= c1; i++)
 		events += ts->chunks[i].events;
-	exact = tl->have_reader && c0 < ts->nchunks && events <= TIMELINE_DECODE_EVENTS_MAX;
+	exact = tl->have_reader && c0 < ts->nchunks && events <= tl->decode_max;
 	if (!exact && ts->grid_partial && (!ts->width || !ts->level[0]))
 		exact = tl->have_reader && c0 < ts->nchunks; /* no grid: decode, as far as the bound allows */
 	wn.pend = calloc(WINDOW_DEPTH_MAX, sizeof(*wn.pend));

@@ -80,6 +80,8 @@ struct timeline_stream {
 };
 
 struct timeline {
+	uint64_t decode_max;              /* windows of more events come from the grid (TIMELINE_DECODE_EVENTS_MAX) */
+	bool off;                         /* build nothing: a live session has no file to read windows from */
 	struct timeline_stream **streams; /* by walk_stream.index */
 	uint32_t nstreams;
 	struct timeline_frame *snap_frames;

@@ -503,6 +503,7 @@ def group_index(lp, b, tmp):
     srv = Server(lp, [trace])
     try:
         line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        srv.err.wait_for(lambda l: "older trace" in l, 5)
         check("index read" not in line and "older trace" in srv.err.text(),
               "a trace changed since: the index is stale and the trace read again", srv.err.text())
     finally:
@@ -515,6 +516,7 @@ def group_index(lp, b, tmp):
     srv = Server(lp, [trace])
     try:
         line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        srv.err.wait_for(lambda l: "damaged" in l, 5)
         check("index read" not in line and "damaged" in srv.err.text(),
               "a damaged index is not trusted: the trace is read again", srv.err.text())
         _, _, body = get(srv.port, "/api/profile?sort=calls")
@@ -538,6 +540,7 @@ def group_index(lp, b, tmp):
         srv = Server(lp, [trace])
         try:
             line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+            srv.err.wait_for(lambda l: "damaged" in l, 5)
             check(srv.url is not None and "index read" not in line and "damaged" in srv.err.text(),
                   "index with %s (checksum right): not trusted, the trace is read" % what, srv.err.text())
         finally:
@@ -567,6 +570,7 @@ def group_index(lp, b, tmp):
             if os.geteuid() == 0:
                 skip("a read-only trace directory", "root writes anyway")
             else:
+                srv.err.wait_for(lambda l: "cannot write index" in l, 5)
                 check(srv.url is not None and "cannot write index" in srv.err.text(),
                       "a read-only trace directory: served, and the index is not kept", srv.err.text())
         finally:
