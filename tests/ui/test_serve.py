@@ -404,6 +404,17 @@ def group_live(lp, b, tmp, br, build):
         check("tick" in json.loads(body)["filters"], "/api/live shows the filter in force", body[:300])
         st, _, body = get(srv.port, "/api/live/period", method="POST", body=b"5ms", headers={"X-Layerprof": "1"})
         check(st == 400, "a period under 100 ms is refused", st)
+        st, _, body = get(srv.port, "/api/live/launch", method="POST", body=km.encode(),
+                          headers={"X-Layerprof": "1"})
+        check(st == 409, "launch once a session began: 409", st)
+        srv.stop()
+        # no program given: the page picks it
+        srv = Server(lp, ["--connect", agent.addr, "--interval", "250ms"])
+        if not check(srv.url is not None, "serve --connect without a target: serves", srv.err.text()):
+            return
+        st, _, body = get(srv.port, "/api/live/start", method="POST", body=b"", headers={"X-Layerprof": "1"})
+        check(st == 409, "start before a session: 409", st)
+        br.run("launch", srv.url, {"function": "tick", "argv": [km, "120000"]})
     finally:
         if srv:
             srv.stop()

@@ -313,6 +313,29 @@ async function scenarioLive(page) {
   await shot(page, 'live-restarted');
 }
 
+/* A session the page starts: the program typed in the target row. */
+async function scenarioLaunch(page) {
+  const fn = config.expect.function;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  const idle = await page.textContent('#live-state');
+  check(/^idle/.test(idle), 'launch: the session waits for a target', idle);
+  check(await page.isEnabled('#btn-launch'), 'launch: the target row is enabled');
+  await page.fill('#target-argv', config.expect.argv.join(' '));
+  await page.click('#btn-launch');
+  const running = await waitFor(async () => /^running/.test(await page.textContent('#live-state')), 15000);
+  check(running, 'launch: the program runs, traced', await page.textContent('#live-state'));
+  const grew = await waitFor(async () => (await tickCount(page, fn)) > 0, 15000);
+  check(grew, 'launch: its ' + fn + ' calls arrive');
+  check(await page.isDisabled('#btn-launch'), 'launch: the target row is locked once a session began');
+  /* a filter from the page: only tick is recorded from now on */
+  await page.fill('#filter-input', "-F '" + fn + "'");
+  await page.click('#btn-filter');
+  const shown = await waitFor(async () => (await page.textContent('#live-filters')).includes(fn), 10000);
+  check(shown, 'launch: the filter is in force', await page.textContent('#live-filters'));
+  await shot(page, 'live-launched');
+}
+
 (async () => {
   const args = ['--disable-gpu', '--disable-dev-shm-usage'];
   if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
@@ -328,6 +351,7 @@ async function scenarioLive(page) {
     if (config.scenario === 'trace') await scenarioTrace(page);
     else if (config.scenario === 'lost') await scenarioLost(page);
     else if (config.scenario === 'live') await scenarioLive(page);
+    else if (config.scenario === 'launch') await scenarioLaunch(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);
