@@ -32,6 +32,7 @@ from harness import check, skip  # noqa: E402
 from test_live import Agent, Lines  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
+NODE_MIN = 18  # playwright-core 1.61 (package-lock.json): Debian 12's nodejs works
 SKIPPED = 77
 started = []
 
@@ -140,6 +141,14 @@ class Browser:
             if not shutil.which(tool):
                 self.why = "%s is not installed" % tool
                 return
+        v = subprocess.run(["node", "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+        try:
+            major = int(v.lstrip("v").split(".")[0])
+        except ValueError:
+            major = 0
+        if major < NODE_MIN:
+            self.why = "node %s is too old for playwright-core (%d or later)" % (v or "?", NODE_MIN)
+            return
         if not os.access(CHROMIUM, os.X_OK):
             self.why = "%s is not installed (Debian package chromium)" % CHROMIUM
             return
