@@ -103,31 +103,52 @@ static void model_init(struct servemodel *m)
 		                    .end = on_end };
 }
 
-/* The trace file's own consumers, behind the model's callbacks. */
-static void trace_begin(void *ctx, struct walk_stream *s)
+/* A trace file's callbacks: the model's own consumers called directly (on
+ * every event: no second indirect call, as a live session's need). */
+static void file_begin(void *ctx, struct walk_stream *s)
 {
-	profile_begin(((struct servemodel *)ctx)->prof, s);
+	struct servemodel *m = ctx;
+
+	profile_begin(m->prof, s);
+	calltree_begin(&m->tree, s);
+	timeline_begin(&m->tl, s);
 }
 
-static void trace_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+static void file_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
-	profile_entry(((struct servemodel *)ctx)->prof, s, ns, addr, depth, flags);
+	struct servemodel *m = ctx;
+
+	profile_entry(m->prof, s, ns, addr, depth, flags);
+	calltree_entry(&m->tree, s, ns, addr, depth, flags);
 }
 
-static void trace_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
-                       unsigned flags)
+static void file_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                      unsigned flags)
 {
-	profile_exit(((struct servemodel *)ctx)->prof, s, ns, addr, depth, entry_ns, flags);
+	struct servemodel *m = ctx;
+
+	profile_exit(m->prof, s, ns, addr, depth, entry_ns, flags);
+	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
+	timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
 }
 
-static void trace_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
+static void file_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
+{
+	timeline_lost(&((struct servemodel *)ctx)->tl, s, ns, count);
+}
+
+static void file_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
 {
 	profile_call(((struct servemodel *)ctx)->prof, s, exit_ns, addr, duration_ns);
 }
 
-static void trace_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+static void file_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
 {
-	sysstats_syscall(((struct servemodel *)ctx)->sys, s, sc);
+	struct servemodel *m = ctx;
+
+	sysstats_syscall(m->sys, s, sc);
+	calltree_syscall(&m->tree, s, sc);
+	timeline_syscall(&m->tl, s, sc);
 }
 
 /* walk_run, with the timeline told where each chunk is. */
@@ -174,12 +195,13 @@ static int load_trace(struct servemodel *m, const char *dir, char *err, size_t e
 	if (r)
 		return r;
 	sysstats_init(m->sys, m->w, 0);
-	m->inner = (struct walk_ops){ .ctx = m,
-		                      .begin = trace_begin,
-		                      .entry = trace_entry,
-		                      .exit = trace_exit,
-		                      .call = trace_call,
-		                      .syscall = trace_syscall };
+	m->ops = (struct walk_ops){ .ctx = m,
+		                    .begin = file_begin,
+		                    .entry = file_entry,
+		                    .exit = file_exit,
+		                    .lost = file_lost,
+		                    .call = file_call,
+		                    .syscall = file_syscall };
 	if (read_all(m) || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom) {
 		snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
 		return -ENOMEM;
