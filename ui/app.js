@@ -168,9 +168,12 @@ function fillThreads(select, threads, holder) {
 
 /* ------------------------------------------------------------ flat profile */
 
+const PROFILE_ROWS = 5000; /* rows shown; the filter finds the others */
+
 async function loadProfile() {
   const q = encodeURIComponent($('profile-filter').value);
-  const p = await api('profile?sort=' + state.sort.key + '&dir=' + state.sort.dir + '&q=' + q);
+  const p = await api('profile?sort=' + state.sort.key + '&dir=' + state.sort.dir + '&q=' + q + '&limit=' +
+    PROFILE_ROWS);
   const body = $('profile-table').tBodies[0];
   body.textContent = '';
   for (const f of p.functions) {
@@ -182,7 +185,8 @@ async function loadProfile() {
     tr.dataset.calls = String(f.calls);
     body.append(tr);
   }
-  $('profile-count').textContent = fmtCount(p.total_rows) + ' functions';
+  $('profile-count').textContent = fmtCount(p.total_rows) + ' functions' +
+    (p.total_rows > p.functions.length ? ', the first ' + fmtCount(p.functions.length) + ' shown: filter for others' : '');
   for (const th of $('profile-table').tHead.rows[0].cells) {
     th.classList.remove('sorted', 'asc', 'desc');
     if (th.dataset.key === p.sort) th.classList.add('sorted', p.dir);
@@ -245,6 +249,14 @@ async function expandNode(thread, tr) {
     const row = treeRow(thread, c, depth);
     after.after(row);
     after = row;
+  }
+  if (t.more) {
+    const row = el('tr', 'muted');
+    row.dataset.depth = String(depth);
+    const c = td('\u2026 ' + fmtCount(t.more) + ' smaller callees not shown (search finds them)', 'text');
+    c.colSpan = 7;
+    row.append(c);
+    after.after(row);
   }
   tr.dataset.open = '1';
   const tog = tr.querySelector('.toggle');

@@ -410,10 +410,11 @@ static int get_tree(struct servemodel *m, const struct serve_query *q, struct js
 		json_u64(j, NULL, path[--depth]);
 	json_array_end(j);
 	json_array_begin(j, "children");
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n && i < SERVEAPI_CHILDREN_MAX; i++)
 		if (kids[i] < t->named)
 			put_node(m, t, kids[i], j);
 	json_array_end(j);
+	json_u64(j, "more", n > SERVEAPI_CHILDREN_MAX ? n - SERVEAPI_CHILDREN_MAX : 0);
 	json_object_end(j);
 	free(kids);
 	return HTTP_OK;

@@ -11,6 +11,7 @@
 #define SERVEAPI_ROWS_MAX 100000u /* rows of one profile answer */
 #define SERVEAPI_SEARCH_MAX 1000u /* tree nodes one search finds */
 #define SERVEAPI_FLAME_NODES_MAX 50000u
+#define SERVEAPI_CHILDREN_MAX 10000u /* children of one tree node in an answer (the largest) */
 
 /* How a handler reads the query string: the value of key, or NULL. */
 struct serve_query {
