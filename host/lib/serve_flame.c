@@ -106,6 +106,31 @@ static int merge_stream(struct flame *f, const struct calltree_stream *t, uint32
 	return 0;
 }
 
+/* A call still running (a live session, or a frame whose exit is not in
+ * the trace yet) has no total; its frame is made as wide as its callees,
+ * so that they show.  Children come after their parents. */
+static int cover_children(struct flame *f)
+{
+	uint64_t *sum = calloc(f->n, sizeof(*sum));
+	uint32_t i;
+
+	if (!sum) {
+		f->oom = true;
+		return -ENOMEM;
+	}
+	for (i = f->n - 1; i > 0; i--) {
+		struct flame_node *nd = &f->nodes[i];
+
+		if (sum[i] > nd->total_ns)
+			nd->total_ns = sum[i];
+		sum[nd->parent] += nd->total_ns;
+	}
+	if (sum[0] > f->nodes[0].total_ns)
+		f->nodes[0].total_ns = sum[0];
+	free(sum);
+	return 0;
+}
+
 int flame_build(struct flame *f, const struct calltree *ct)
 {
 	uint32_t *twin = NULL, twin_cap = 0, k;
@@ -145,5 +170,7 @@ int flame_build(struct flame *f, const struct calltree *ct)
 	f->nodes[0].self_ns = 0;
 	if (r)
 		f->oom = true;
+	else
+		r = cover_children(f);
 	return r;
 }
