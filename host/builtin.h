@@ -19,6 +19,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_memdiff(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* The directory of the running layerprof executable (for finding the
  * runtime library).  Returns "" when unknown. */

@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "config", cmd_config, "print what a build needs: --wrap-flags for the memory tracer" },
 	{ "snapshot", cmd_snapshot, "the heap state of a trace at one moment, to a file" },
 	{ "memdiff", cmd_memdiff, "what grew on the heap between two snapshots, per call site" },
+	{ "serve", cmd_serve, "web UI: a trace (or a live session) in a browser" },
 };
 
 static void usage(FILE *f)

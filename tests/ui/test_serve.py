@@ -1,0 +1,646 @@
+#!/usr/bin/env python3
+"""Tests of `layerprof serve`: real instrumented programs (tests/programs)
+recorded, served, and looked at in headless Chromium (driven by
+playwright-core through ui_test.js) against what `report` and `tree`
+print; the server's guards probed with a plain HTTP client; a live session
+against a real agent driven from the page.
+
+usage: test_serve.py --build BUILD_DIR [GROUP...]
+groups: security, index, trace, lost, live (default: all)
+Prints one line per check and ends with 'N passed, N failed'; exits 77
+(skipped) when node, npm or Chromium is missing for the browser groups and
+no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import harness  # noqa: E402
+import run as it  # noqa: E402  (the builders of run.py)
+from harness import check, skip  # noqa: E402
+from test_live import Agent, Lines  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+NODE_MIN = 18  # playwright-core 1.61 (package-lock.json): Debian 12's nodejs works
+SKIPPED = 77
+started = []
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+class Server:
+    """layerprof serve on a free port; url is None when it did not start."""
+
+    def __init__(self, lp, args):
+        self.p = subprocess.Popen([lp.exe, "serve", "--port", "0"] + list(args), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, universal_newlines=True)
+        started.append(self.p)
+        self.out = Lines(self.p.stdout)
+        self.err = Lines(self.p.stderr)
+        line = self.out.wait_for(lambda l: "http://" in l, 60)
+        self.url = None
+        if line:
+            self.url = line[line.index("http://"):].split()[0]
+            self.host, port = self.url[len("http://"):].rstrip("/").rsplit(":", 1)
+            self.port = int(port)
+
+    def stop(self):
+        stop(self.p)
+
+
+def raw_request(port, data, host="127.0.0.1", timeout=10):
+    """Sends bytes as they are (no client normalises the path); returns
+    (status or None, the whole answer)."""
+    s = socket.create_connection((host, port), timeout=timeout)
+    try:
+        s.sendall(data)
+        out = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not b:
+                break
+            out += b
+    finally:
+        s.close()
+    try:
+        status = int(out.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        status = None
+    return status, out
+
+
+def get(port, path, headers=None, method="GET", body=None, host="127.0.0.1"):
+    c = http.client.HTTPConnection(host, port, timeout=10)
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, r.getheader("Set-Cookie"), data
+
+
+def own_address():
+    """A non-loopback IPv4 address of this machine, or None (no packet is sent)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("192.0.2.1", 9))
+        a = s.getsockname()[0]
+    except OSError:
+        a = None
+    finally:
+        s.close()
+    return a if a and not a.startswith("127.") else None
+
+
+# ---------------------------------------------------------------- traces
+
+def record(lp, b, tmp, name):
+    out = os.path.join(tmp, "t-" + name)
+    r = lp("record", "-q", "-o", out, "--", b.prog(name))
+    return out, r
+
+def count_nodes(nodes, name):
+    n = 0
+    for x in nodes:
+        n += x["name"] == name and not x.get("syscall")
+        n += count_nodes(x.get("children", []), name)
+    return n
+
+
+# ---------------------------------------------------------------- browser
+
+class Browser:
+    """node + playwright-core + Chromium, or why not."""
+
+    def __init__(self, build):
+        self.why = None
+        self.dir = os.path.join(build, "tests", "ui-node")
+        self.artifacts = os.path.join(build, "tests", "ui-artifacts")
+        for tool in ("node", "npm"):
+            if not shutil.which(tool):
+                self.why = "%s is not installed" % tool
+                return
+        v = subprocess.run(["node", "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+        try:
+            major = int(v.lstrip("v").split(".")[0])
+        except ValueError:
+            major = 0
+        if major < NODE_MIN:
+            self.why = "node %s is too old for playwright-core (%d or later)" % (v or "?", NODE_MIN)
+            return
+        if not os.access(CHROMIUM, os.X_OK):
+            self.why = "%s is not installed (Debian package chromium)" % CHROMIUM
+            return
+        os.makedirs(self.dir, exist_ok=True)
+        os.makedirs(self.artifacts, exist_ok=True)
+        lock = os.path.join(HERE, "package-lock.json")
+        stamp = os.path.join(self.dir, "node_modules", ".lock-copy")
+        fresh = os.path.exists(stamp) and open(stamp).read() == open(lock).read()
+        if not fresh:
+            shutil.copy(os.path.join(HERE, "package.json"), self.dir)
+            shutil.copy(lock, self.dir)
+            r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=self.dir,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                               timeout=600)
+            if r.returncode:
+                self.why = "npm ci of playwright-core failed: %s" % r.stdout.strip()[-400:]
+                return
+            shutil.copy(lock, stamp)
+
+    def run(self, scenario, url, expect, prefix=""):
+        cfg = {"modules": self.dir, "chromium": CHROMIUM, "url": url, "scenario": scenario,
+               "screenshots": self.artifacts, "prefix": prefix, "expect": expect}
+        fd, path = tempfile.mkstemp(suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(cfg, f)
+        try:
+            r = subprocess.run(["node", os.path.join(HERE, "ui_test.js"), path], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+        finally:
+            os.unlink(path)
+        ran = False
+        for line in r.stdout.splitlines():
+            if line.startswith("ok   "):
+                check(True, "browser: " + line[5:])
+                ran = True
+            elif line.startswith("FAIL "):
+                rest = line[5:]
+                what, _, detail = rest.partition(": ")
+                check(False, "browser: " + what, detail)
+                ran = True
+        if not ran or (r.returncode and "FAIL" not in r.stdout):
+            check(False, "browser: %s scenario ran" % scenario, r.stdout[-2000:])
+
+
+# ---------------------------------------------------------------- groups
+
+def group_security(lp, b, tmp):
+    trace, r = record(lp, b, tmp, "threads")
+    if not check(r.returncode == 0, "record threads", r.stderr):
+        return
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve prints its address", srv.err.text()):
+            return
+        check(srv.host == "127.0.0.1", "binds 127.0.0.1 by default", srv.url)
+        st, _, body = get(srv.port, "/")
+        check(st == 200 and b"<title>layerprof</title>" in body, "serves the page", st)
+        st, _, body = get(srv.port, "/api/summary")
+        check(st == 200 and json.loads(body)["events"] > 0, "serves the API", st)
+        other = own_address()
+        if other:
+            try:
+                socket.create_connection((other, srv.port), timeout=3).close()
+                reached = True
+            except OSError:
+                reached = False
+            check(not reached, "not reachable on %s (another address of this machine)" % other)
+        else:
+            skip("not reachable on other addresses", "this machine has no other IPv4 address")
+        for path in (b"/../../etc/passwd", b"/%2e%2e/%2e%2e/etc/passwd", b"/..%2f..%2fetc%2fpasswd",
+                     b"/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd", b"/ui/../../../../etc/passwd", b"/api/../../etc/passwd",
+                     b"//etc/passwd", b"/.%2e/.%2e/etc/passwd"):
+            st, out = raw_request(srv.port, b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                                  b"Connection: close\r\n\r\n" % srv.port)
+            check(st in (400, 404) and b"root:" not in out, "path traversal refused: %s" % path.decode(),
+                  "status %s" % st)
+        st, _, _ = get(srv.port, "/etc/passwd")
+        check(st == 404, "unknown path: 404", st)
+        st, _, _ = get(srv.port, "/api/nothing")
+        check(st == 404, "unknown API: 404", st)
+        st, _, _ = get(srv.port, "/index.html", method="PUT", body=b"x")
+        check(st == 405, "PUT: 405", st)
+        st, _, _ = get(srv.port, "/api/summary?q=" + "a" * 5000)
+        check(st == 413, "oversized request line: 413", st)
+        st, out = raw_request(srv.port, b"GET /?" + b"a" * 100000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        check(st in (413, 414, 431) or st is None, "huge request line refused", st)
+        st, out = raw_request(srv.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Big: " % srv.port +
+                              b"b" * 100000 + b"\r\n\r\n")
+        check(st in (413, 431) or st is None, "huge header refused", st)
+        st, _, _ = get(srv.port, "/api/live/stop", method="POST", body=b"x" * 100000,
+                       headers={"X-Layerprof": "1"})
+        check(st == 413, "oversized body: 413", st)
+        st, _, _ = get(srv.port, "/api/live/stop", method="POST", body=b"", headers={})
+        check(st == 403, "POST without the X-Layerprof header: 403", st)
+        st, _, _ = get(srv.port, "/", headers={"Host": "evil.example:%d" % srv.port})
+        check(st == 403, "another Host name (DNS rebinding) refused on loopback", st)
+        st, _, _ = get(srv.port, "/api/summary", headers={"Host": "localhost:%d" % srv.port})
+        check(st == 200, "Host localhost accepted", st)
+        # too many connections: the per-address limit, then back to normal
+        socks = []
+        for _ in range(40):
+            try:
+                socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+            except OSError:
+                break
+        time.sleep(0.5)
+        try:
+            st, _ = raw_request(srv.port, b"GET /api/summary HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close"
+                                b"\r\n\r\n" % srv.port, timeout=5)
+        except OSError:
+            st = None
+        check(st is None, "too many connections: the next one is not served", st)
+        for s in socks:
+            s.close()
+        time.sleep(0.5)
+        st, _, _ = get(srv.port, "/api/summary")
+        check(st == 200, "after those close, requests are served again", st)
+        check(srv.p.poll() is None, "the server is still running")
+    finally:
+        srv.stop()
+
+    # any address but loopback needs a token
+    r = lp("serve", "--bind", "0.0.0.0", "--port", "0", trace, timeout=20)
+    check(r.returncode == 2 and "token" in r.stderr, "--bind 0.0.0.0 without a token: refused (exit 2)",
+          "%d %s" % (r.returncode, r.stderr))
+    r = lp("serve", "--bind", "::", "--port", "0", trace, timeout=20)
+    check(r.returncode == 2 and "token" in r.stderr, "--bind :: without a token: refused (exit 2)", r.stderr)
+    tok = os.path.join(tmp, "token")
+    with open(tok, "w") as f:
+        f.write("s3cret-token-for-the-test\n")
+    os.chmod(tok, 0o600)
+    srv = Server(lp, ["--bind", "0.0.0.0", "--token-file", tok, trace])
+    try:
+        if not check(srv.url is not None, "--bind 0.0.0.0 with a token: serves", srv.err.text()):
+            return
+        st, _, _ = get(srv.port, "/api/summary")
+        check(st == 401, "no token: 401", st)
+        st, _, _ = get(srv.port, "/")
+        check(st == 401, "no token: the page is refused too", st)
+        st, _, _ = get(srv.port, "/api/summary", headers={"X-Layerprof-Token": "wrong"})
+        check(st == 401, "wrong token: 401", st)
+        st, _, _ = get(srv.port, "/api/summary", headers={"X-Layerprof-Token": "s3cret-token-for-the-test"})
+        check(st == 200, "token in the header: 200", st)
+        st, _, _ = get(srv.port, "/api/summary", headers={"Authorization": "Bearer s3cret-token-for-the-test"})
+        check(st == 200, "bearer token: 200", st)
+        st, _, _ = get(srv.port, "/auth?token=nope")
+        check(st == 403, "/auth with a wrong token: 403", st)
+        st, cookie, _ = get(srv.port, "/auth?token=s3cret-token-for-the-test")
+        check(st == 303 and cookie and "HttpOnly" in cookie, "/auth with the token: sets a cookie", cookie)
+        if cookie:
+            st, _, _ = get(srv.port, "/api/summary", headers={"Cookie": cookie.split(";")[0]})
+            check(st == 200, "the cookie is accepted", st)
+        other = own_address()
+        if other:
+            st, _, _ = get(srv.port, "/api/summary", host=other,
+                           headers={"X-Layerprof-Token": "s3cret-token-for-the-test"})
+            check(st == 200, "reachable on %s with the token" % other, st)
+    finally:
+        srv.stop()
+
+
+def group_trace(lp, b, tmp, br):
+    for name in ("threads", "recursion"):
+        trace, r = record(lp, b, tmp, name)
+        if not check(r.returncode == 0, "record " + name, r.stderr):
+            continue
+        rep = lp.json("report", "--format", "json", trace)
+        tree = lp.json("tree", "--format", "json", trace)
+        srv = Server(lp, [trace])
+        try:
+            if not check(srv.url is not None, "serve " + name, srv.err.text()):
+                continue
+            _, _, body = get(srv.port, "/api/summary")
+            summ = json.loads(body)
+            ids = {(t["pid"], t["tid"], t["image"]): t["id"] for t in summ["threads"]}
+            threads = []
+            for t in tree["threads"]:
+                tid = ids.get((t["pid"], t["tid"], t["image"]))
+                if tid is not None and t["calls"]:
+                    threads.append({"id": tid, "tid": t["tid"], "roots": t["calls"]})
+            calls = {f["name"]: f["calls"] for f in rep["functions"]}
+            most = sorted(rep["functions"], key=lambda f: (-f["calls"], f["name"]))[0]["name"]
+            search = "leaf" if name == "threads" else "fib"
+            text = "ea" if name == "threads" else "fi"
+            busiest = max(summ["threads"], key=lambda t: t["calls"])
+            expect = {
+                "report_calls": calls,
+                "most_called": most,
+                "threads": threads[:4],
+                "search": search,
+                "search_paths": sum(count_nodes(t["calls"], search) for t in tree["threads"]),
+                "filter_text": text,
+                "filter_matches": sum(text in n.lower() for n in calls),
+                "timeline_thread": busiest["id"],
+            }
+            # the API's own numbers first, without a browser
+            _, _, body = get(srv.port, "/api/profile?sort=calls")
+            api = {f["name"]: f["calls"] for f in json.loads(body)["functions"]}
+            check(api == calls, "%s: /api/profile has the counts of report --format json" % name)
+            if br.why:
+                skip("%s in the browser" % name, br.why)
+                continue
+            br.run("trace", srv.url, expect, prefix=name + "-")
+        finally:
+            srv.stop()
+
+
+def group_lost(lp, b, tmp, br):
+    binary = b.prog("busy")
+    # the smallest ring record accepts (128K) loses events of a busy program
+    lost = 0
+    for n in ("200000", "2000000"):
+        out = os.path.join(tmp, "t-lost-" + n)
+        r = lp("record", "-q", "-b", "128K", "-o", out, "--", binary, n)
+        if r.returncode != 0:
+            continue
+        rep = lp.json("report", "--format", "json", out)
+        lost = rep["lost_events"]
+        if lost:
+            break
+    if not check(lost > 0, "a trace with losses (record -b small)", "no events lost"):
+        return
+    srv = Server(lp, [out])
+    try:
+        if not check(srv.url is not None, "serve the trace with losses", srv.err.text()):
+            return
+        _, _, body = get(srv.port, "/api/summary")
+        check(json.loads(body)["lost_events"] == lost, "/api/summary: lost events as report says")
+        if br.why:
+            skip("lost-events banner in the browser", br.why)
+            return
+        br.run("lost", srv.url, {"lost": lost})
+    finally:
+        srv.stop()
+
+
+def group_live(lp, b, tmp, br, build):
+    if br.why:
+        skip("live session in the browser", br.why)
+        return
+    km = b.prog("killme")
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    srv = None
+    try:
+        srv = Server(lp, ["--connect", agent.addr, "--interval", "250ms", "--", km, "120000"])
+        if not check(srv.url is not None, "serve --connect: serves", srv.err.text()):
+            return
+        st, _, body = get(srv.port, "/api/live")
+        check(st == 200 and json.loads(body)["state"] in ("connecting", "running"), "/api/live: the session",
+              body[:200])
+        br.run("live", srv.url, {"function": "tick"})
+        # the page's commands, checked from the API side too
+        st, _, body = get(srv.port, "/api/live/bogus", method="POST", body=b"", headers={"X-Layerprof": "1"})
+        check(st == 404, "unknown live command: 404", st)
+        st, _, body = get(srv.port, "/api/live/filter", method="POST", body=b"-F tick",
+                          headers={"X-Layerprof": "1"})
+        check(st == 200, "filter -F tick: accepted", body)
+        time.sleep(0.5)
+        _, _, body = get(srv.port, "/api/live")
+        check("tick" in json.loads(body)["filters"], "/api/live shows the filter in force", body[:300])
+        st, _, body = get(srv.port, "/api/live/period", method="POST", body=b"5ms", headers={"X-Layerprof": "1"})
+        check(st == 400, "a period under 100 ms is refused", st)
+        st, _, body = get(srv.port, "/api/live/launch", method="POST", body=km.encode(),
+                          headers={"X-Layerprof": "1"})
+        check(st == 409, "launch once a session began: 409", st)
+        srv.stop()
+        # no program given: the page picks it
+        srv = Server(lp, ["--connect", agent.addr, "--interval", "250ms"])
+        if not check(srv.url is not None, "serve --connect without a target: serves", srv.err.text()):
+            return
+        st, _, body = get(srv.port, "/api/live/start", method="POST", body=b"", headers={"X-Layerprof": "1"})
+        check(st == 409, "start before a session: 409", st)
+        br.run("launch", srv.url, {"function": "tick", "argv": [km, "120000"]})
+    finally:
+        if srv:
+            srv.stop()
+        agent.stop()
+
+
+def api_answers(port, summary):
+    """Every API answer the page uses, for one served trace, without the
+    fields that say how the trace was loaded."""
+    out = {}
+    for path in ("summary", "profile", "profile?sort=calls&dir=asc", "syscalls", "flame", "flame?min=0",
+                 "search?q=e"):
+        _, _, body = get(port, "/api/" + path)
+        out[path] = json.loads(body)
+    for t in summary["threads"]:
+        _, _, body = get(port, "/api/tree?thread=%d&node=0" % t["id"])
+        out["tree%d" % t["id"]] = json.loads(body)
+        for c in out["tree%d" % t["id"]]["children"]:
+            _, _, body = get(port, "/api/tree?thread=%d&node=%d" % (t["id"], c["id"]))
+            out["tree%d/%d" % (t["id"], c["id"])] = json.loads(body)
+        for px, t1 in ((800, ""), (3000, "&t1=%d" % max(1, t["last_ns"] // 2))):
+            _, _, body = get(port, "/api/timeline?thread=%d&px=%d%s" % (t["id"], px, t1))
+            out["timeline%d/%d" % (t["id"], px)] = json.loads(body)
+    for k in ("load_ms", "from_index"):
+        out["summary"].pop(k, None)
+    return out
+
+
+def timeline_names(answers):
+    """Timeline answers with name ids replaced by the names: ids are the
+    server's own and may differ between two runs."""
+    for k, v in answers.items():
+        if k.startswith("timeline"):
+            v["spans"] = [s[:3] + [v["names"][str(s[3])]] + s[4:] for s in v["spans"]]
+            del v["names"]
+    return answers
+
+
+def _crc32c_table():
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        table.append(c)
+    return table
+
+
+CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def garble_threads(data):
+    """Sets the index's thread count (after 5 numbers, a flag byte and 3
+    strings) to 2^32 - 1."""
+    o = 56 + 5 * 8 + 1
+    for _ in range(3):
+        o += 4 + int.from_bytes(data[o:o + 4], "little")
+    data[o:o + 4] = (0xFFFFFFFF).to_bytes(4, "little")
+    return data
+
+
+def garble_cut(data):
+    return data[:56 + (len(data) - 56) * 2 // 3]
+
+
+def group_index(lp, b, tmp):
+    trace, r = record(lp, b, tmp, "threads")
+    if not check(r.returncode == 0, "record threads", r.stderr):
+        return
+    index = os.path.join(trace, "serve-index")
+    answers = []
+    for what in ("first serve: reads the trace, writes the index", "second serve: from the index"):
+        srv = Server(lp, [trace])
+        try:
+            if not check(srv.url is not None, what, srv.err.text()):
+                return
+            line = srv.out.wait_for(lambda l: "events" in l, 5) or ""
+            check(("index read" in line) == (len(answers) == 1), what + ": says so", line)
+            _, _, body = get(srv.port, "/api/summary")
+            summ = json.loads(body)
+            check(summ["from_index"] == (len(answers) == 1), what + ": /api/summary says so")
+            answers.append(timeline_names(api_answers(srv.port, summ)))
+        finally:
+            srv.stop()
+        check(os.path.exists(index), "the index is in the trace directory")
+    diff = [k for k in answers[0] if answers[0][k] != answers[1].get(k)]
+    check(not diff, "the index answers every API call as the pass does", ", ".join(diff[:5]))
+    # a changed trace makes the index stale; a damaged one is not trusted
+    os.utime(os.path.join(trace, "data"))
+    srv = Server(lp, [trace])
+    try:
+        line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        srv.err.wait_for(lambda l: "older trace" in l, 5)
+        check("index read" not in line and "older trace" in srv.err.text(),
+              "a trace changed since: the index is stale and the trace read again", srv.err.text())
+    finally:
+        srv.stop()
+    with open(index, "r+b") as f:
+        f.seek(200)
+        byte = f.read(1)
+        f.seek(200)
+        f.write(bytes([byte[0] ^ 0x40]))
+    srv = Server(lp, [trace])
+    try:
+        line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        srv.err.wait_for(lambda l: "damaged" in l, 5)
+        check("index read" not in line and "damaged" in srv.err.text(),
+              "a damaged index is not trusted: the trace is read again", srv.err.text())
+        _, _, body = get(srv.port, "/api/profile?sort=calls")
+        api = {f["name"]: f["calls"] for f in json.loads(body)["functions"]}
+        rep = lp.json("report", "--format", "json", trace)
+        check(api == {f["name"]: f["calls"] for f in rep["functions"]}, "and the counts are right")
+    finally:
+        srv.stop()
+    # indexes whose checksum holds but whose fields do not: bounded reads
+    for what, garble in (("a thread count past the end", garble_threads), ("a cut payload", garble_cut)):
+        srv = Server(lp, ["--reindex", trace])  # a good index again
+        srv.out.wait_for(lambda l: "events" in l, 10)
+        srv.stop()
+        with open(index, "rb") as f:
+            data = bytearray(f.read())
+        data = garble(data)
+        data[40:48] = (len(data) - 56).to_bytes(8, "little")
+        data[48:52] = crc32c(bytes(data[56:])).to_bytes(4, "little")
+        with open(index, "wb") as f:
+            f.write(data)
+        srv = Server(lp, [trace])
+        try:
+            line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+            srv.err.wait_for(lambda l: "damaged" in l, 5)
+            check(srv.url is not None and "index read" not in line and "damaged" in srv.err.text(),
+                  "index with %s (checksum right): not trusted, the trace is read" % what, srv.err.text())
+        finally:
+            srv.stop()
+    srv = Server(lp, ["--no-index", trace])
+    try:
+        line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        check("index read" not in line, "--no-index: the trace is read")
+    finally:
+        srv.stop()
+    before = os.stat(index).st_mtime_ns
+    srv = Server(lp, ["--reindex", trace])
+    try:
+        line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+        check("index read" not in line and os.stat(index).st_mtime_ns != before,
+              "--reindex: the trace is read and the index written again")
+    finally:
+        srv.stop()
+    # a trace directory we may not write to: served all the same
+    ro = os.path.join(tmp, "ro-trace")
+    shutil.copytree(trace, ro)
+    os.unlink(os.path.join(ro, "serve-index"))
+    os.chmod(ro, 0o555)
+    try:
+        srv = Server(lp, [ro])
+        try:
+            if os.geteuid() == 0:
+                skip("a read-only trace directory", "root writes anyway")
+            else:
+                srv.err.wait_for(lambda l: "cannot write index" in l, 5)
+                check(srv.url is not None and "cannot write index" in srv.err.text(),
+                      "a read-only trace directory: served, and the index is not kept", srv.err.text())
+        finally:
+            srv.stop()
+    finally:
+        os.chmod(ro, 0o755)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("groups", nargs="*")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    groups = a.groups or ["security", "index", "trace", "lost", "live"]
+    lp = it.Layerprof(build)
+    r = lp("serve", "--help")
+    if r.returncode != 0:
+        print("skip: layerprof serve is not built here: %s" % r.stderr.strip())
+        return SKIPPED
+    tmp = tempfile.mkdtemp(prefix="lp-ui-")
+    br = None
+    try:
+        b = it.Builder("gcc", "g++", "-O2", tmp)
+        if any(g not in ("security", "index") for g in groups):
+            br = Browser(build)
+            if br.why and all(g not in ("security", "index") for g in groups):
+                print("skip: the browser tests need %s" % br.why)
+                return SKIPPED
+        for g in groups:
+            if g == "security":
+                group_security(lp, b, tmp)
+            elif g == "index":
+                group_index(lp, b, tmp)
+            elif g == "trace":
+                group_trace(lp, b, tmp, br)
+            elif g == "lost":
+                group_lost(lp, b, tmp, br)
+            elif g == "live":
+                group_live(lp, b, tmp, br, build)
+            else:
+                check(False, "group " + g, "unknown")
+    finally:
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return harness.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,364 @@
+/* Drives the web UI of `layerprof serve` in headless Chromium
+ * (playwright-core) and checks what the page shows against what the CLI
+ * says.  Started by tests/ui/test_serve.py, which records the traces,
+ * starts the server and writes the expectations.
+ *
+ * usage: node ui_test.js CONFIG.json
+ * CONFIG: { "modules": dir holding node_modules, "chromium": path,
+ *           "url": page, "scenario": "trace" | "lost" | "live",
+ *           "screenshots": dir, "expect": {...} }
+ * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+
+const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const { chromium } = require(path.join(config.modules, 'node_modules', 'playwright-core'));
+
+let failed = 0;
+let passed = 0;
+
+function check(ok, what, detail) {
+  if (ok) {
+    passed++;
+    console.log('ok   ' + what);
+  } else {
+    failed++;
+    console.log('FAIL ' + what + (detail !== undefined ? ': ' + detail : ''));
+  }
+  return ok;
+}
+
+const num = (s) => Number(String(s).replace(/,/g, ''));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(config.screenshots, (config.prefix || '') + name + '.png'), fullPage: true });
+}
+
+/* The flat profile as shown: [{name, calls}] in row order. */
+async function profileRows(page) {
+  return page.$$eval('#profile-table tbody tr', (rows) => rows.map((r) => ({
+    name: r.cells[0].textContent,
+    calls: r.cells[1].textContent,
+  })));
+}
+
+async function waitProfileSorted(page, key, dir) {
+  await page.waitForSelector('#profile-table th[data-key="' + key + '"].sorted.' + dir, { timeout: 10000 });
+}
+
+/* The visible tree rows: [{id, depth, name, calls}]. */
+async function treeRows(page) {
+  return page.$$eval('#tree-table tbody tr', (rows) => rows.map((r) => ({
+    id: Number(r.dataset.id),
+    depth: Number(r.dataset.depth),
+    name: r.cells[0].textContent.replace(/^[\u25B8\u25BE\u00B7]/, '').replace(/ \(\d[\d,]* failed\)$/, ''),
+    calls: r.cells[1].textContent,
+    open: r.dataset.open === '1',
+  })));
+}
+
+function multiset(list) {
+  const m = {};
+  for (const x of list) m[x] = (m[x] || 0) + 1;
+  return JSON.stringify(Object.keys(m).sort().map((k) => [k, m[k]]));
+}
+
+function nodeKey(n) {
+  return (n.syscall ? '[sys] ' : '') + n.name + '=' + n.calls;
+}
+
+/* ------------------------------------------------------------ a recorded trace */
+
+async function scenarioTrace(page) {
+  const exp = config.expect;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await shot(page, 'profile');
+  check(await page.isHidden('#lost-banner'), 'no lost-events banner on a trace without losses');
+
+  /* the flat profile: exact call counts of report --format json */
+  let rows = await profileRows(page);
+  const shown = {};
+  for (const r of rows) shown[r.name] = num(r.calls);
+  const want = exp.report_calls;
+  check(JSON.stringify(Object.keys(shown).sort()) === JSON.stringify(Object.keys(want).sort()),
+    'flat profile: the functions of report --format json', JSON.stringify(Object.keys(shown)));
+  const wrong = Object.keys(want).filter((k) => shown[k] !== want[k]);
+  check(!wrong.length, 'flat profile: call counts equal report --format json',
+    wrong.map((k) => k + ' ' + shown[k] + ' != ' + want[k]).join(', '));
+
+  /* sorting: by calls (descending, then ascending), by name */
+  await page.click('#profile-table th[data-key="calls"]');
+  await waitProfileSorted(page, 'calls', 'desc');
+  rows = await profileRows(page);
+  let calls = rows.map((r) => num(r.calls));
+  check(calls.every((c, i) => i === 0 || calls[i - 1] >= c), 'sort by calls: descending', calls.join(' '));
+  check(rows[0].name === exp.most_called, 'sort by calls: the most called function first',
+    rows[0].name + ' vs ' + exp.most_called);
+  await page.click('#profile-table th[data-key="calls"]');
+  await waitProfileSorted(page, 'calls', 'asc');
+  rows = await profileRows(page);
+  calls = rows.map((r) => num(r.calls));
+  check(calls.every((c, i) => i === 0 || calls[i - 1] <= c), 'sort by calls again: ascending', calls.join(' '));
+  await page.click('#profile-table th[data-key="name"]');
+  await waitProfileSorted(page, 'name', 'asc');
+  rows = await profileRows(page);
+  const names = rows.map((r) => r.name);
+  check(names.every((n, i) => i === 0 || names[i - 1] <= n), 'sort by name: alphabetical', names.join(' '));
+  await shot(page, 'profile-sorted');
+
+  /* filtering the profile */
+  await page.fill('#profile-filter', exp.filter_text);
+  await page.waitForFunction((t) => [...document.querySelectorAll('#profile-table tbody tr')]
+    .every((r) => r.cells[0].textContent.toLowerCase().includes(t)), exp.filter_text, { timeout: 10000 });
+  rows = await profileRows(page);
+  check(rows.length === exp.filter_matches, 'profile filter: only matching functions',
+    rows.length + ' rows, want ' + exp.filter_matches);
+  await page.fill('#profile-filter', '');
+
+  /* the call tree of each thread: top level, one level down, fold */
+  await page.click('#tab-tree');
+  for (const th of exp.threads) {
+    await page.selectOption('#tree-thread', String(th.id));
+    await page.waitForFunction((n) => document.querySelectorAll('#tree-table tbody tr').length === n,
+      th.roots.length, { timeout: 10000 }).catch(() => {});
+    let tr = await treeRows(page);
+    check(multiset(tr.map((r) => r.name + '=' + num(r.calls))) === multiset(th.roots.map(nodeKey)),
+      'tree of thread ' + th.tid + ': top level as tree --format json',
+      JSON.stringify(tr.map((r) => r.name + '=' + r.calls)) + ' vs ' + JSON.stringify(th.roots.map(nodeKey)));
+    /* expand the first node with children, check its children, fold it */
+    const idx = th.roots.findIndex((n) => n.children && n.children.length);
+    if (idx < 0) continue;
+    const node = th.roots[idx];
+    const row = tr.find((r) => r.name === node.name && num(r.calls) === node.calls);
+    if (!check(row !== undefined, 'tree of thread ' + th.tid + ': ' + node.name + ' is shown')) continue;
+    await page.click('#tree-table tbody tr[data-id="' + row.id + '"] .toggle');
+    await page.waitForSelector('#tree-table tbody tr[data-id="' + row.id + '"][data-open="1"]', { timeout: 10000 });
+    tr = await treeRows(page);
+    const kids = tr.filter((r) => r.depth === 1);
+    check(multiset(kids.map((r) => r.name + '=' + num(r.calls))) === multiset(node.children.map(nodeKey)),
+      'tree of thread ' + th.tid + ': expanding ' + node.name + ' shows its children and counts',
+      JSON.stringify(kids.map((r) => r.name + '=' + r.calls)) + ' vs ' + JSON.stringify(node.children.map(nodeKey)));
+    /* one level further when there is one */
+    const deeper = node.children.find((n) => n.children && n.children.length);
+    if (deeper) {
+      const drow = kids.find((r) => r.name === deeper.name && num(r.calls) === deeper.calls);
+      if (drow) {
+        await page.click('#tree-table tbody tr[data-id="' + drow.id + '"] .toggle');
+        await page.waitForSelector('#tree-table tbody tr[data-id="' + drow.id + '"][data-open="1"]',
+          { timeout: 10000 });
+        tr = await treeRows(page);
+        const gk = tr.filter((r) => r.depth === 2);
+        check(multiset(gk.map((r) => r.name + '=' + num(r.calls))) === multiset(deeper.children.map(nodeKey)),
+          'tree of thread ' + th.tid + ': expanding ' + deeper.name + ' (depth 2) shows its children',
+          JSON.stringify(gk.map((r) => r.name + '=' + r.calls)));
+      }
+    }
+    await shot(page, 'tree-' + th.tid);
+    await page.click('#tree-table tbody tr[data-id="' + row.id + '"] .toggle');
+    await page.waitForSelector('#tree-table tbody tr[data-id="' + row.id + '"][data-open="0"]', { timeout: 10000 });
+    tr = await treeRows(page);
+    check(tr.length === th.roots.length && tr.every((r) => r.depth === 0),
+      'tree of thread ' + th.tid + ': folding hides the children', tr.length + ' rows');
+  }
+
+  /* search: every call path of the function, and a click opens one */
+  await page.fill('#tree-search', exp.search);
+  await page.waitForSelector('#search-results li[data-id]', { timeout: 10000 });
+  const hits = await page.$$eval('#search-results li[data-id]', (l) => l.length);
+  check(hits === exp.search_paths, 'search "' + exp.search + '": one result per call path',
+    hits + ' vs ' + exp.search_paths);
+  await page.click('#search-results li[data-id]');
+  await page.waitForSelector('#tree-table tbody tr.hit', { timeout: 10000 });
+  const hit = (await treeRows(page)).find((r) => r.id !== undefined && r.name.includes(exp.search));
+  const hitRow = await page.$eval('#tree-table tbody tr.hit', (r) => r.cells[0].textContent);
+  check(hitRow.includes(exp.search) && hit !== undefined, 'search: clicking a result opens its path and marks it',
+    hitRow);
+  await shot(page, 'tree-search');
+
+  /* the flame graph: drawn, and a click zooms into a frame */
+  await page.click('#tab-flame');
+  await page.waitForFunction(() => document.getElementById('flame-info').textContent.length > 0, null,
+    { timeout: 10000 });
+  const inked = await page.$eval('#flame-canvas', (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+    return n;
+  });
+  check(inked > 100, 'flame graph: drawn', inked + ' pixels');
+  await shot(page, 'flame');
+  const box = await page.$eval('#flame-canvas', (c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.left, y: r.top, w: r.width };
+  });
+  /* the widest frame under "all": the middle of row 1 belongs to a frame */
+  await page.mouse.click(box.x + box.w / 2, box.y + 18 * 1.5);
+  await page.waitForSelector('#flame-path span', { timeout: 10000 }).catch(() => {});
+  const crumbs = await page.$$eval('#flame-path span', (s) => s.map((x) => x.textContent));
+  check(crumbs.length >= 1, 'flame graph: a click zooms into the frame (a way back appears)', crumbs.join(' '));
+  await shot(page, 'flame-zoomed');
+  await page.click('#flame-reset');
+  await page.waitForFunction(() => !document.querySelector('#flame-path span'), null, { timeout: 10000 });
+  check(true, 'flame graph: back to the whole graph');
+
+  /* the timeline: a window, zoom in until every call is drawn */
+  await page.click('#tab-timeline');
+  await page.selectOption('#tl-thread', String(exp.timeline_thread));
+  await page.waitForFunction(() => /spans/.test(document.getElementById('tl-status').textContent), null,
+    { timeout: 10000 });
+  const status0 = await page.textContent('#tl-status');
+  const spans0 = num((status0.match(/([\d,]+) spans/) || [0, 0])[1]);
+  check(spans0 > 0, 'timeline: spans drawn for the thread', status0);
+  await shot(page, 'timeline');
+  const shown0 = status0.match(/\(([^)]*) shown\)/)[1];
+  await page.click('#tl-zoom-in');
+  await page.waitForFunction((s) => {
+    const t = document.getElementById('tl-status').textContent;
+    return t.includes('shown') && !t.includes(s + ' shown');
+  }, shown0, { timeout: 10000 });
+  const status1 = await page.textContent('#tl-status');
+  check(status1 !== status0, 'timeline: zoom in asks for a narrower window', status1);
+  const cv = await page.$eval('#timeline-canvas', (c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.left + r.width / 2, y: r.top + 40 };
+  });
+  await page.mouse.move(cv.x, cv.y);
+  await page.mouse.wheel(0, -400);
+  await sleep(600);
+  const status2 = await page.textContent('#tl-status');
+  check(status2 !== status1, 'timeline: the wheel zooms too', status2);
+  /* pan by dragging */
+  await page.mouse.move(cv.x, cv.y);
+  await page.mouse.down();
+  await page.mouse.move(cv.x + 200, cv.y, { steps: 4 });
+  await page.mouse.up();
+  await sleep(600);
+  const status3 = await page.textContent('#tl-status');
+  check(status3 !== status2, 'timeline: dragging pans the window', status3);
+  const mode = await page.$eval('#tl-status', (s) => s.dataset.mode);
+  check(mode === 'exact', 'timeline: zoomed in, every call is drawn (exact mode)', mode);
+  await shot(page, 'timeline-zoomed');
+
+  /* the system calls view opens */
+  await page.click('#tab-syscalls');
+  await page.waitForSelector('#syscall-table tbody tr', { timeout: 10000 });
+  check(true, 'system calls view opens');
+}
+
+/* ------------------------------------------------------------ a trace with losses */
+
+async function scenarioLost(page) {
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  const visible = await page.isVisible('#lost-banner');
+  const text = visible ? await page.textContent('#lost-banner') : '';
+  check(visible, 'lost-events banner shown', text);
+  const m = text.match(/^([\d,]+) events lost/);
+  check(m && num(m[1]) === config.expect.lost, 'banner: the count of report --format json',
+    (m ? m[1] : text) + ' vs ' + config.expect.lost);
+  await shot(page, 'lost-banner');
+}
+
+/* ------------------------------------------------------------ a live session */
+
+async function tickCount(page, fn) {
+  return page.$$eval('#profile-table tbody tr', (rows, f) => {
+    const r = rows.find((x) => x.cells[0].textContent === f);
+    return r ? Number(r.cells[1].textContent.replace(/,/g, '')) : 0;
+  }, fn);
+}
+
+async function waitFor(fn, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await fn()) return true;
+    await sleep(100);
+  }
+  return false;
+}
+
+async function scenarioLive(page) {
+  const fn = config.expect.function;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  const started = await waitFor(async () => (await tickCount(page, fn)) > 0, 20000);
+  check(started, 'live: ' + fn + ' calls arrive and the profile updates by itself');
+  await shot(page, 'live-running');
+  const state0 = await page.textContent('#live-state');
+  check(/running, tracing/.test(state0), 'live: the panel says tracing', state0);
+  await page.fill('#filter-input', '');
+  await page.click('#btn-stop');
+  const off = await waitFor(async () => /tracing off/.test(await page.textContent('#live-state')), 10000);
+  check(off, 'live: Stop turns tracing off', await page.textContent('#live-state'));
+  await sleep(1500); /* what was recorded before the stop arrives */
+  const a = await tickCount(page, fn);
+  await sleep(1500);
+  const b = await tickCount(page, fn);
+  check(a > 0 && a === b, 'live: stopped, the count stays', a + ' then ' + b);
+  await shot(page, 'live-stopped');
+  await page.click('#btn-start');
+  const on = await waitFor(async () => /running, tracing$/.test(await page.textContent('#live-state')), 10000);
+  check(on, 'live: Start turns tracing on again');
+  const grew = await waitFor(async () => (await tickCount(page, fn)) > b, 15000);
+  check(grew, 'live: started again, the count grows', b + ' then ' + (await tickCount(page, fn)));
+  /* the update period */
+  await page.selectOption('#period-select', '250ms');
+  const per = await waitFor(async () => (await (await fetch(config.url + 'api/live')).json()).interval_ms === 250,
+    5000).catch(() => false);
+  check(per, 'live: the update period is set from the page');
+  await shot(page, 'live-restarted');
+}
+
+/* A session the page starts: the program typed in the target row. */
+async function scenarioLaunch(page) {
+  const fn = config.expect.function;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  const idle = await page.textContent('#live-state');
+  check(/^idle/.test(idle), 'launch: the session waits for a target', idle);
+  check(await page.isEnabled('#btn-launch'), 'launch: the target row is enabled');
+  await page.fill('#target-argv', config.expect.argv.join(' '));
+  await page.click('#btn-launch');
+  const running = await waitFor(async () => /^running/.test(await page.textContent('#live-state')), 15000);
+  check(running, 'launch: the program runs, traced', await page.textContent('#live-state'));
+  const grew = await waitFor(async () => (await tickCount(page, fn)) > 0, 15000);
+  check(grew, 'launch: its ' + fn + ' calls arrive');
+  check(await page.isDisabled('#btn-launch'), 'launch: the target row is locked once a session began');
+  /* a filter from the page: only tick is recorded from now on */
+  await page.fill('#filter-input', "-F '" + fn + "'");
+  await page.click('#btn-filter');
+  const shown = await waitFor(async () => (await page.textContent('#live-filters')).includes(fn), 10000);
+  check(shown, 'launch: the filter is in force', await page.textContent('#live-filters'));
+  await shot(page, 'live-launched');
+}
+
+(async () => {
+  const args = ['--disable-gpu', '--disable-dev-shm-usage'];
+  if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
+  const browser = await chromium.launch({ executablePath: config.chromium, headless: true, args });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/favicon/.test(m.text())) errors.push(m.text());
+  });
+  page.setDefaultTimeout(15000);
+  try {
+    if (config.scenario === 'trace') await scenarioTrace(page);
+    else if (config.scenario === 'lost') await scenarioLost(page);
+    else if (config.scenario === 'live') await scenarioLive(page);
+    else if (config.scenario === 'launch') await scenarioLaunch(page);
+    else check(false, 'scenario ' + config.scenario);
+  } catch (e) {
+    check(false, config.scenario + ': ' + e.message.split('\n')[0]);
+    await shot(page, 'failure-' + config.scenario).catch(() => {});
+  }
+  check(!errors.length, config.scenario + ': no script errors in the page', errors.join(' | '));
+  await browser.close();
+  console.log(passed + ' passed, ' + failed + ' failed');
+  process.exit(failed ? 1 : 0);
+})();
