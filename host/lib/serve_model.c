@@ -26,7 +26,7 @@ static void on_begin(void *ctx, struct walk_stream *s)
 
 	if (m->inner.begin)
 		m->inner.begin(m->inner.ctx, s);
-	calltree_begin(&m->tree, s);
+	servetree_begin(&m->tree, s);
 	timeline_begin(&m->tl, s);
 }
 
@@ -36,7 +36,7 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 
 	if (m->inner.entry)
 		m->inner.entry(m->inner.ctx, s, ns, addr, depth, flags);
-	calltree_entry(&m->tree, s, ns, addr, depth, flags);
+	servetree_entry(&m->tree, s, ns, addr, depth, flags);
 }
 
 static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
@@ -46,7 +46,7 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 
 	if (m->inner.exit)
 		m->inner.exit(m->inner.ctx, s, ns, addr, depth, entry_ns, flags);
-	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
+	servetree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
 	timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
 }
 
@@ -73,7 +73,7 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 
 	if (m->inner.syscall)
 		m->inner.syscall(m->inner.ctx, s, sc);
-	calltree_syscall(&m->tree, s, sc);
+	servetree_syscall(&m->tree, s, sc);
 	timeline_syscall(&m->tl, s, sc);
 }
 
@@ -90,7 +90,7 @@ static void model_init(struct servemodel *m)
 	memset(m, 0, sizeof(*m));
 	names_init(&m->names);
 	names_init(&m->files);
-	calltree_init(&m->tree);
+	servetree_init(&m->tree);
 	timeline_init(&m->tl);
 	flame_init(&m->flame);
 	m->ops = (struct walk_ops){ .ctx = m,
@@ -110,7 +110,7 @@ static void file_begin(void *ctx, struct walk_stream *s)
 	struct servemodel *m = ctx;
 
 	profile_begin(m->prof, s);
-	calltree_begin(&m->tree, s);
+	servetree_begin(&m->tree, s);
 	timeline_begin(&m->tl, s);
 }
 
@@ -119,7 +119,7 @@ static void file_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	struct servemodel *m = ctx;
 
 	profile_entry(m->prof, s, ns, addr, depth, flags);
-	calltree_entry(&m->tree, s, ns, addr, depth, flags);
+	servetree_entry(&m->tree, s, ns, addr, depth, flags);
 }
 
 static void file_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
@@ -128,7 +128,7 @@ static void file_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t ad
 	struct servemodel *m = ctx;
 
 	profile_exit(m->prof, s, ns, addr, depth, entry_ns, flags);
-	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
+	servetree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
 	timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
 }
 
@@ -147,7 +147,7 @@ static void file_syscall(void *ctx, struct walk_stream *s, const struct walk_sys
 	struct servemodel *m = ctx;
 
 	sysstats_syscall(m->sys, s, sc);
-	calltree_syscall(&m->tree, s, sc);
+	servetree_syscall(&m->tree, s, sc);
 	timeline_syscall(&m->tl, s, sc);
 }
 
@@ -351,7 +351,7 @@ int servemodel_refresh(struct servemodel *m)
 			return -ENOMEM;
 		m->sys_valid = true;
 	}
-	if (calltree_name(&m->tree, m->w, &m->names))
+	if (servetree_name(&m->tree, m->w, &m->names))
 		return -ENOMEM;
 	if (!m->flame_valid) {
 		if (flame_build(&m->flame, &m->tree))
@@ -364,13 +364,13 @@ int servemodel_refresh(struct servemodel *m)
 uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr)
 {
 	struct servemodel *m = ctx;
-	struct calltree_stream *t = calltree_stream(&m->tree, index);
-	uint32_t id = t ? calltree_addr_name(t, addr) : NAMES_NONE;
+	struct servetree_stream *t = servetree_stream(&m->tree, index);
+	uint32_t id = t ? servetree_addr_name(t, addr) : NAMES_NONE;
 	char buf[1024];
 
 	if (id != NAMES_NONE)
 		return id;
-	if (CALLTREE_IS_SYSCALL(addr))
+	if (SERVETREE_IS_SYSCALL(addr))
 		sys_name((enum sys_arch)(addr >> 32 & 0xff), (uint32_t)addr, buf, sizeof(buf));
 	else if (m->w && t && t->ws)
 		walk_name(m->w, t->ws->image, addr, buf, sizeof(buf));
@@ -387,7 +387,7 @@ void servemodel_release(struct servemodel *m)
 	profile_rows_release(&m->rows);
 	flame_release(&m->flame);
 	timeline_release(&m->tl);
-	calltree_release(&m->tree);
+	servetree_release(&m->tree);
 	names_release(&m->names);
 	if (m->w == &m->own_w) {
 		sysstats_release(&m->own_sys);

@@ -55,7 +55,7 @@ struct servemodel {
 	struct walk *w;
 	struct profile *prof;
 	struct sysstats *sys;
-	struct calltree tree;
+	struct servetree tree;
 	struct timeline tl;
 	struct flame flame;
 	struct names names;

@@ -189,7 +189,7 @@ void timeline_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
 
 	if (ts && sc->has_enter)
 		grid_add(tl, ts, sc->depth, sc->enter_ns, sc->has_exit ? sc->exit_ns : sc->enter_ns,
-		         CALLTREE_SYSCALL_KEY(sc->arch, sc->nr), true);
+		         SERVETREE_SYSCALL_KEY(sc->arch, sc->nr), true);
 }
 
 void timeline_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
@@ -562,10 +562,10 @@ static int decode_window(struct window *wn, uint32_t c0, uint32_t c1)
 						span(wn, sc_depth, sc_ns, ev.time, sc_key,
 						     TIMELINE_SYSCALL | TIMELINE_CUT);
 					sc_open = true;
-					sc_key = CALLTREE_SYSCALL_KEY(se.arch, se.nr);
+					sc_key = SERVETREE_SYSCALL_KEY(se.arch, se.nr);
 					sc_ns = ev.time;
 					sc_depth = st.depth;
-				} else if (sc_open && sc_key == CALLTREE_SYSCALL_KEY(se.arch, se.nr)) {
+				} else if (sc_open && sc_key == SERVETREE_SYSCALL_KEY(se.arch, se.nr)) {
 					span(wn, sc_depth, sc_ns, ev.time, sc_key, TIMELINE_SYSCALL);
 					sc_open = false;
 				}

@@ -6,17 +6,17 @@
 #include "common/systab.h"
 #include "host/lib/serve_tree.h"
 
-#define CALLTREE_FIRST_NODES 64u
-#define CALLTREE_FIRST_HASH 256u
-#define CALLTREE_FIRST_DEPTH 64u
+#define SERVETREE_FIRST_NODES 64u
+#define SERVETREE_FIRST_HASH 256u
+#define SERVETREE_FIRST_DEPTH 64u
 #define GOLDEN_RATIO_64 0x9e3779b97f4a7c15ull
 
-void calltree_init(struct calltree *ct)
+void servetree_init(struct servetree *ct)
 {
 	memset(ct, 0, sizeof(*ct));
 }
 
-static void stream_free(struct calltree_stream *t)
+static void stream_free(struct servetree_stream *t)
 {
 	if (!t)
 		return;
@@ -29,7 +29,7 @@ static void stream_free(struct calltree_stream *t)
 	free(t);
 }
 
-void calltree_release(struct calltree *ct)
+void servetree_release(struct servetree *ct)
 {
 	uint32_t i;
 
@@ -39,7 +39,7 @@ void calltree_release(struct calltree *ct)
 	memset(ct, 0, sizeof(*ct));
 }
 
-struct calltree_stream *calltree_stream(const struct calltree *ct, uint32_t index)
+struct servetree_stream *servetree_stream(const struct servetree *ct, uint32_t index)
 {
 	return index < ct->nstreams ? ct->streams[index] : NULL;
 }
@@ -49,7 +49,7 @@ static uint32_t node_hash(uint32_t parent, uint64_t addr, uint32_t cap)
 	return (uint32_t)(((addr ^ ((uint64_t)parent << 40)) * GOLDEN_RATIO_64) >> 40) & (cap - 1);
 }
 
-static int hash_rebuild(struct calltree_stream *t, uint32_t cap)
+static int hash_rebuild(struct servetree_stream *t, uint32_t cap)
 {
 	uint32_t *h = calloc(cap, sizeof(*h)), i;
 
@@ -71,9 +71,9 @@ static int hash_rebuild(struct calltree_stream *t, uint32_t cap)
 /* The child of parent for addr, added when new; 0 when memory ran out.
  * Called on every entry: the parent's two recent children are tried
  * before the hash table. */
-static uint32_t child_of(struct calltree *ct, struct calltree_stream *t, uint32_t parent, uint64_t addr)
+static uint32_t child_of(struct servetree *ct, struct servetree_stream *t, uint32_t parent, uint64_t addr)
 {
-	struct calltree_node *p = &t->nodes[parent], *nd;
+	struct servetree_node *p = &t->nodes[parent], *nd;
 	uint32_t k, i;
 
 	if (t->nodes[p->recent[0]].addr == addr && p->recent[0])
@@ -92,9 +92,9 @@ static uint32_t child_of(struct calltree *ct, struct calltree_stream *t, uint32_
 	}
 	if (t->n == t->cap) {
 		uint32_t cap = t->cap * 2;
-		struct calltree_node *n;
+		struct servetree_node *n;
 
-		if (cap > CALLTREE_NODES_MAX || !(n = realloc(t->nodes, cap * sizeof(*n)))) {
+		if (cap > SERVETREE_NODES_MAX || !(n = realloc(t->nodes, cap * sizeof(*n)))) {
 			ct->oom = true;
 			return 0;
 		}
@@ -124,14 +124,14 @@ found:
 	return i;
 }
 
-void calltree_begin(void *ctx, struct walk_stream *s)
+void servetree_begin(void *ctx, struct walk_stream *s)
 {
-	struct calltree *ct = ctx;
-	struct calltree_stream *t;
+	struct servetree *ct = ctx;
+	struct servetree_stream *t;
 
 	if (s->index >= ct->nstreams) {
 		uint32_t n = s->index + 1 > 2 * ct->nstreams ? s->index + 1 : 2 * ct->nstreams;
-		struct calltree_stream **v = realloc(ct->streams, n * sizeof(*v));
+		struct servetree_stream **v = realloc(ct->streams, n * sizeof(*v));
 
 		if (!v) {
 			ct->oom = true;
@@ -142,24 +142,24 @@ void calltree_begin(void *ctx, struct walk_stream *s)
 		ct->nstreams = n;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || !(t->nodes = calloc(CALLTREE_FIRST_NODES, sizeof(*t->nodes))) ||
-	    !(t->hash = calloc(CALLTREE_FIRST_HASH, sizeof(*t->hash)))) {
+	if (!t || !(t->nodes = calloc(SERVETREE_FIRST_NODES, sizeof(*t->nodes))) ||
+	    !(t->hash = calloc(SERVETREE_FIRST_HASH, sizeof(*t->hash)))) {
 		stream_free(t);
 		ct->oom = true;
 		return;
 	}
 	t->ws = s;
-	t->cap = CALLTREE_FIRST_NODES;
-	t->hcap = CALLTREE_FIRST_HASH;
+	t->cap = SERVETREE_FIRST_NODES;
+	t->hcap = SERVETREE_FIRST_HASH;
 	t->n = 1; /* the root */
 	t->nodes[0].name = NAMES_NONE;
 	t->nodes[0].min_ns = UINT64_MAX;
 	ct->streams[s->index] = t;
 }
 
-static int ensure_depth(struct calltree *ct, struct calltree_stream *t, uint32_t depth)
+static int ensure_depth(struct servetree *ct, struct servetree_stream *t, uint32_t depth)
 {
-	uint32_t cap = t->path_cap ? t->path_cap : CALLTREE_FIRST_DEPTH;
+	uint32_t cap = t->path_cap ? t->path_cap : SERVETREE_FIRST_DEPTH;
 	uint32_t *p;
 	uint64_t *c;
 
@@ -181,10 +181,10 @@ static int ensure_depth(struct calltree *ct, struct calltree_stream *t, uint32_t
 	return 0;
 }
 
-void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+void servetree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
-	struct calltree *ct = ctx;
-	struct calltree_stream *t = calltree_stream(ct, s->index);
+	struct servetree *ct = ctx;
+	struct servetree_stream *t = servetree_stream(ct, s->index);
 	uint32_t i;
 
 	if (!t || ensure_depth(ct, t, depth))
@@ -196,12 +196,12 @@ void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr
 		t->nodes[i].calls++;
 }
 
-void calltree_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
-                   unsigned flags)
+void servetree_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                    unsigned flags)
 {
-	struct calltree_stream *t = calltree_stream(ctx, s->index);
+	struct servetree_stream *t = servetree_stream(ctx, s->index);
 	uint64_t dur = ns - entry_ns;
-	struct calltree_node *nd;
+	struct servetree_node *nd;
 
 	if (!t || depth >= t->path_cap || !t->path[depth])
 		return;
@@ -218,18 +218,18 @@ void calltree_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr,
 		t->child_ns[depth - 1] += dur;
 }
 
-void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+void servetree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
 {
-	struct calltree *ct = ctx;
-	struct calltree_stream *t = calltree_stream(ct, s->index);
+	struct servetree *ct = ctx;
+	struct servetree_stream *t = servetree_stream(ct, s->index);
 	uint64_t dur = sc->has_exit ? sc->exit_ns - sc->enter_ns : 0;
-	struct calltree_node *nd;
+	struct servetree_node *nd;
 	uint32_t parent, i;
 
 	if (!t || !sc->has_enter || (sc->depth && (sc->depth > t->path_cap || !t->path[sc->depth - 1])))
 		return;
 	parent = sc->depth ? t->path[sc->depth - 1] : 0;
-	i = child_of(ct, t, parent, CALLTREE_SYSCALL_KEY(sc->arch, sc->nr));
+	i = child_of(ct, t, parent, SERVETREE_SYSCALL_KEY(sc->arch, sc->nr));
 	if (!i)
 		return;
 	nd = &t->nodes[i];
@@ -249,20 +249,20 @@ void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
 		t->child_ns[sc->depth - 1] += dur;
 }
 
-int calltree_name(struct calltree *ct, struct walk *w, struct names *nt)
+int servetree_name(struct servetree *ct, struct walk *w, struct names *nt)
 {
 	char buf[1024];
 	uint32_t k, i;
 
 	for (k = 0; k < ct->nstreams; k++) {
-		struct calltree_stream *t = ct->streams[k];
+		struct servetree_stream *t = ct->streams[k];
 
 		if (!t)
 			continue;
 		for (i = t->named ? t->named : 1; i < t->n; i++) {
-			struct calltree_node *nd = &t->nodes[i];
+			struct servetree_node *nd = &t->nodes[i];
 
-			if (CALLTREE_IS_SYSCALL(nd->addr))
+			if (SERVETREE_IS_SYSCALL(nd->addr))
 				sys_name((enum sys_arch)(nd->addr >> 32 & 0xff), (uint32_t)nd->addr, buf, sizeof(buf));
 			else
 				walk_name(w, t->ws->image, nd->addr, buf, sizeof(buf));
@@ -281,7 +281,7 @@ static uint32_t amap_slot(uint64_t addr, uint32_t cap)
 }
 
 /* Adds addr -> name unless addr is there.  The table has room. */
-static void amap_put(struct calltree_stream *t, uint64_t addr, uint32_t name)
+static void amap_put(struct servetree_stream *t, uint64_t addr, uint32_t name)
 {
 	uint32_t k;
 
@@ -292,7 +292,7 @@ static void amap_put(struct calltree_stream *t, uint64_t addr, uint32_t name)
 	t->amap_name[k] = name;
 }
 
-uint32_t calltree_addr_name(struct calltree_stream *t, uint64_t addr)
+uint32_t servetree_addr_name(struct servetree_stream *t, uint64_t addr)
 {
 	uint32_t k, i;
 
@@ -334,16 +334,16 @@ uint32_t calltree_addr_name(struct calltree_stream *t, uint64_t addr)
 
 static int node_cmp(const void *a, const void *b, void *ctx)
 {
-	const struct calltree_stream *t = ctx;
+	const struct servetree_stream *t = ctx;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	const struct calltree_node *p = &t->nodes[x], *q = &t->nodes[y];
+	const struct servetree_node *p = &t->nodes[x], *q = &t->nodes[y];
 
 	if (p->total_ns != q->total_ns)
 		return p->total_ns > q->total_ns ? -1 : 1;
 	return x < y ? -1 : 1;
 }
 
-uint32_t *calltree_children(const struct calltree_stream *t, uint32_t i, uint32_t *count)
+uint32_t *servetree_children(const struct servetree_stream *t, uint32_t i, uint32_t *count)
 {
 	uint32_t n = t->nodes[i].nchildren, c, *v;
 
