@@ -139,7 +139,6 @@ static void print_sys_json(struct report *rp, const struct sysstats *st, const s
 {
 	struct walk *w = &rp->w;
 	struct json j;
-	size_t i;
 
 	json_init(&j, stdout);
 	json_object_begin(&j, NULL);
@@ -148,41 +147,7 @@ static void print_sys_json(struct report *rp, const struct sysstats *st, const s
 	json_u64(&j, "calls", st->calls);
 	json_u64(&j, "errors", st->errors);
 	json_bool(&j, "complete", w->r.state == READER_OK && w->r.seen_end);
-	json_array_begin(&j, "syscalls");
-	for (i = 0; i < res->nrows; i++) {
-		const struct sysstats_row *r = &res->rows[i];
-
-		json_object_begin(&j, NULL);
-		json_str(&j, "name", r->name);
-		json_u64(&j, "nr", r->nr);
-		json_str(&j, "arch", sys_arch_name((enum sys_arch)r->arch));
-		json_u64(&j, "calls", r->calls);
-		json_u64(&j, "errors", r->errors);
-		json_u64(&j, "unfinished", r->unfinished);
-		json_u64(&j, "total_ns", r->total_ns);
-		json_u64(&j, "avg_ns", r->timed ? r->total_ns / r->timed : 0);
-		json_u64(&j, "min_ns", r->min_ns);
-		json_u64(&j, "max_ns", r->max_ns);
-		json_u64(&j, "p50_ns", r->p50_ns);
-		json_u64(&j, "p99_ns", r->p99_ns);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
-	json_array_begin(&j, "by_function");
-	for (i = 0; i < res->nfns; i++) {
-		const struct sysstats_fn *fn = &res->fns[i];
-
-		json_object_begin(&j, NULL);
-		json_str(&j, "function", fn->name);
-		json_str(&j, "syscall", fn->syscall);
-		if (rp->flags & PROFILE_PER_THREAD)
-			json_u64(&j, "tid", fn->tid);
-		json_u64(&j, "calls", fn->calls);
-		json_u64(&j, "errors", fn->errors);
-		json_u64(&j, "total_ns", fn->total_ns);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
+	sysstats_json(&j, res, rp->flags & PROFILE_PER_THREAD);
 	json_object_end(&j);
 	json_finish(&j);
 }

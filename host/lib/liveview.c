@@ -131,47 +131,13 @@ static void json_udp(struct json *j, const struct liveudp *u)
 /* The syscalls, as `report --syscalls --format json` gives them. */
 static void json_syscalls(struct json *j, const struct liveview_info *in, const struct sysstats_result *sys)
 {
-	size_t i;
-
 	if (in->sys_backend && in->sys_backend[0])
 		json_str(j, "syscall_backend", in->sys_backend);
 	else
 		json_null(j, "syscall_backend");
 	json_u64(j, "syscall_calls", in->sys ? in->sys->calls : 0);
 	json_u64(j, "syscall_errors", in->sys ? in->sys->errors : 0);
-	json_array_begin(j, "syscalls");
-	for (i = 0; i < sys->nrows; i++) {
-		const struct sysstats_row *r = &sys->rows[i];
-
-		json_object_begin(j, NULL);
-		json_str(j, "name", r->name);
-		json_u64(j, "nr", r->nr);
-		json_str(j, "arch", sys_arch_name((enum sys_arch)r->arch));
-		json_u64(j, "calls", r->calls);
-		json_u64(j, "errors", r->errors);
-		json_u64(j, "unfinished", r->unfinished);
-		json_u64(j, "total_ns", r->total_ns);
-		json_u64(j, "avg_ns", r->timed ? r->total_ns / r->timed : 0);
-		json_u64(j, "min_ns", r->min_ns);
-		json_u64(j, "max_ns", r->max_ns);
-		json_u64(j, "p50_ns", r->p50_ns);
-		json_u64(j, "p99_ns", r->p99_ns);
-		json_object_end(j);
-	}
-	json_array_end(j);
-	json_array_begin(j, "by_function");
-	for (i = 0; i < sys->nfns; i++) {
-		const struct sysstats_fn *fn = &sys->fns[i];
-
-		json_object_begin(j, NULL);
-		json_str(j, "function", fn->name);
-		json_str(j, "syscall", fn->syscall);
-		json_u64(j, "calls", fn->calls);
-		json_u64(j, "errors", fn->errors);
-		json_u64(j, "total_ns", fn->total_ns);
-		json_object_end(j);
-	}
-	json_array_end(j);
+	sysstats_json(j, sys, false);
 }
 
 static void draw_json(struct liveview *v, const struct liveview_info *in, const struct profile_rows *rows,

@@ -318,37 +318,7 @@ static int get_syscalls(struct servemodel *m, struct json *j)
 	json_object_begin(j, NULL);
 	json_u64(j, "calls", calls);
 	json_u64(j, "errors", errors);
-	json_array_begin(j, "syscalls");
-	for (i = 0; i < res->nrows; i++) {
-		const struct sysstats_row *r = &res->rows[i];
-
-		json_object_begin(j, NULL);
-		json_str(j, "name", r->name);
-		json_u64(j, "calls", r->calls);
-		json_u64(j, "errors", r->errors);
-		json_u64(j, "unfinished", r->unfinished);
-		json_u64(j, "total_ns", r->total_ns);
-		json_u64(j, "avg_ns", r->timed ? r->total_ns / r->timed : 0);
-		json_u64(j, "min_ns", r->min_ns);
-		json_u64(j, "max_ns", r->max_ns);
-		json_u64(j, "p50_ns", r->p50_ns);
-		json_u64(j, "p99_ns", r->p99_ns);
-		json_object_end(j);
-	}
-	json_array_end(j);
-	json_array_begin(j, "by_function");
-	for (i = 0; i < res->nfns; i++) {
-		const struct sysstats_fn *fn = &res->fns[i];
-
-		json_object_begin(j, NULL);
-		json_str(j, "function", fn->name);
-		json_str(j, "syscall", fn->syscall);
-		json_u64(j, "calls", fn->calls);
-		json_u64(j, "errors", fn->errors);
-		json_u64(j, "total_ns", fn->total_ns);
-		json_object_end(j);
-	}
-	json_array_end(j);
+	sysstats_json(j, res, false);
 	json_object_end(j);
 	return HTTP_OK;
 }

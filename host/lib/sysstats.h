@@ -72,6 +72,11 @@ void sysstats_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
  * name).  Returns 0 or -ENOMEM (out empty). */
 int sysstats_collect(struct sysstats *st, struct sysstats_result *out);
 void sysstats_result_release(struct sysstats_result *r);
+/* Writes the "syscalls" and "by_function" arrays of `report --syscalls
+ * --format json` into the open object of j (per-function rows with their
+ * "tid" when with_tid). */
+struct json;
+void sysstats_json(struct json *j, const struct sysstats_result *res, bool with_tid);
 
 /* The function a syscall is attributed to, as displayed: the innermost
  * instrumented function, or the first user stack frame outside the C
