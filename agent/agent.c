@@ -41,6 +41,7 @@ static const char usage[] =
     "                          any address but loopback needs --token-file\n"
     "  -t, --token-file FILE   shared secret: hosts must prove they know it\n"
     "      --lib PATH          liblayerprof.so to preload into started programs\n"
+    "                          (" AGENT_MEM_LIB " beside it: memory tracing)\n"
     "      --attach-dir DIR    where attachable programs register (default\n"
     "                          " LP_ATTACH_DIR_DEFAULT ")\n"
     "  -b, --buffer-size SZ    ring per thread of started programs (default 8M)\n"
@@ -418,6 +419,22 @@ static int find_lib(struct agent *a, const char *opt)
 	return -ENOENT;
 }
 
+/* The heap interposers beside the runtime library (the install and the
+ * build tree both keep them together); without them the agent offers no
+ * memory tracing. */
+static void find_memlib(struct agent *a)
+{
+	const char *slash = strrchr(a->lib, '/');
+	char path[PATH_MAX + 32];
+
+	a->memlib[0] = '\0';
+	if (!slash)
+		return;
+	snprintf(path, sizeof(path), "%.*s/" AGENT_MEM_LIB, (int)(slash - a->lib), a->lib);
+	if (!access(path, R_OK) && strlen(path) < sizeof(a->memlib))
+		snprintf(a->memlib, sizeof(a->memlib), "%s", path);
+}
+
 static int parse_buffer(const char *s, uint64_t *out)
 {
 	char *end;
@@ -511,6 +528,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "layerprofd: cannot find liblayerprof.so (use --lib)\n");
 		return 1;
 	}
+	find_memlib(a);
 	a->cfg.chunk_slots = 4096;
 	a->cfg.ring_chunks = 2;
 	while ((uint64_t)a->cfg.ring_chunks * 2 * a->cfg.chunk_slots * 16 <= buffer && a->cfg.ring_chunks < 4096)

@@ -15,6 +15,7 @@
 #include "systrace/systrace.h"
 
 #define AGENT_VERSION "0.1.0"
+#define AGENT_MEM_LIB "liblayerprof-mem.so" /* the heap interposers, beside the runtime */
 #define AGENT_MAPS_MAX 4096u
 #define AGENT_OUT_MAX (64u << 20)        /* queued bytes to the host, at most */
 #define AGENT_OUT_MIN (256u << 10)       /* the smallest LAYERPROFD_TEST_OUT_MAX taken */
@@ -49,6 +50,22 @@ struct session_syscalls {
 	struct systrace_config cfg;
 };
 
+/* What a START asked of the memory tracer (keys `memory`, `mem_depth` and
+ * `keep_alive`, docs/protocol.md): the program gets liblayerprof-mem.so
+ * preloaded beside the runtime, and the LAYERPROF_MEM_* environment. */
+struct session_memory {
+	bool on;
+	bool keep_alive;
+	unsigned depth; /* 0: the runtime's default */
+};
+
+/* Where a session's heap operations come from, for the host (SESSION
+ * `memory=`). */
+enum session_mem_state {
+	SESSION_MEM_NONE,      /* no interposer preloaded: no heap stream (unless linked with --wrap) */
+	SESSION_MEM_PRELOADED, /* liblayerprof-mem.so is in the program */
+};
+
 struct session {
 	struct session *next;
 	struct agent *agent;
@@ -70,6 +87,8 @@ struct session {
 	struct systrace *st;
 	bool sys_tracing;  /* hand the tracer's records to the drain (tracing on) */
 	char sys_why[300]; /* the backend chosen and why, for the host */
+	enum session_mem_state mem;
+	struct session_memory mem_opts; /* started ones: what START asked */
 };
 
 enum conn_state {
@@ -114,6 +133,7 @@ struct agent {
 	char token[1100];
 	size_t token_len;
 	char lib[PATH_MAX];
+	char memlib[PATH_MAX]; /* liblayerprof-mem.so next to lib; "" when absent */
 	char attach_dir[PATH_MAX - 64];
 	struct drain_config cfg;
 	/* bound of the queue to the host: AGENT_OUT_MAX, or smaller for tests
@@ -128,11 +148,12 @@ void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t agent_now_ns(void);
 
 /* session.c */
-/* Starts argv[0..argc) under tracing, and under the syscall tracer when
- * sys->on (sys may be NULL).  Returns the session, or NULL with a reason in
- * err (a backend the kernel refuses: the tracer's message). */
-struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys, char *err,
-                              size_t errlen);
+/* Starts argv[0..argc) under tracing, under the syscall tracer when
+ * sys->on and with the heap interposers when mem->on (sys and mem may be
+ * NULL).  Returns the session, or NULL with a reason in err (a backend the
+ * kernel refuses: the tracer's message). */
+struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys,
+                              const struct session_memory *mem, char *err, size_t errlen);
 /* Attaches to a running program that made itself attachable; its syscalls
  * are traced too when sys->on (the ptrace backend then detaches at the end,
  * leaving the program running). */
@@ -141,6 +162,8 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 /* The program's wait status when the syscall tracer reaped it (ptrace
  * backend); false otherwise. */
 bool session_reaped(struct session *s, int *status);
+/* "preloaded" or "none": SESSION's `memory=`. */
+const char *session_mem_name(enum session_mem_state m);
 /* Polls the session's rings; returns slots consumed or -errno. */
 long session_poll(struct session *s);
 /* The program exited (or, for attached ones, vanished). */

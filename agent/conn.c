@@ -13,6 +13,7 @@
 #include "common/auth.h"
 #include "common/chunk.h"
 #include "lp_arch.h"
+#include "runtime/memtrace.h"
 
 #define START_ARGS_MAX 256
 
@@ -37,10 +38,9 @@ struct conn *conn_new(struct agent *a, int fd, const char *peer)
 	auth_hex(c->nonce, sizeof(c->nonce), nonce_hex);
 	n = snprintf(hello, sizeof(hello),
 	             "protocol=%d\nagent=layerprofd " AGENT_VERSION "\narch=" LP_ARCH_NAME
-	             "\ncaps=startstop,attach,filters,udp,syscalls\nnonce=%s\n",
-	             LP_WIRE_PROTOCOL, nonce_hex);
+	             "\ncaps=startstop,attach,filters,udp,syscalls%s\nnonce=%s\n",
+	             LP_WIRE_PROTOCOL, a->memlib[0] ? ",memory" : "", nonce_hex);
 	conn_queue(c, LP_FRAME_HELLO, hello, (size_t)n);
-	(void)a;
 	return c;
 }
 
@@ -236,6 +236,8 @@ static void send_session(struct conn *c, const struct session *s)
 	if (s->st)
 		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "syscalls=%s\nsyscalls_why=%s\n",
 		              systrace_backend_name(systrace_backend(s->st)), s->sys_why);
+	if ((size_t)n < sizeof(msg))
+		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "memory=%s\n", session_mem_name(s->mem));
 	conn_queue(c, LP_FRAME_SESSION, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
@@ -260,6 +262,55 @@ static int syscall_option(struct session_syscalls *sys, const char *key, const c
 	return -EINVAL;
 }
 
+/* A boolean option's value: "1" or "0". */
+static int bool_value(const char *key, const char *val, bool *out, char *err, size_t errlen)
+{
+	if (strcmp(val, "1") && strcmp(val, "0")) {
+		snprintf(err, errlen, "invalid %s '%.64s': 1 or 0", key, val);
+		return -EINVAL;
+	}
+	*out = val[0] == '1';
+	return 0;
+}
+
+/* One memory option of START (docs/protocol.md): `memory`, `mem_depth`,
+ * `keep_alive`.  Returns 0, 1 when key is not one of them, or -EINVAL with
+ * the reason in err. */
+static int memory_option(struct session_memory *mem, const char *key, const char *val, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long v;
+
+	if (!strcmp(key, "memory"))
+		return bool_value(key, val, &mem->on, err, errlen);
+	if (!strcmp(key, "keep_alive"))
+		return bool_value(key, val, &mem->keep_alive, err, errlen);
+	if (strcmp(key, "mem_depth"))
+		return 1;
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (errno || *end || end == val || v < 1 || v > LP_MEM_DEPTH_MAX) {
+		snprintf(err, errlen, "invalid mem_depth '%.64s': 1 to %u", val, LP_MEM_DEPTH_MAX);
+		return -EINVAL;
+	}
+	mem->depth = (unsigned)v;
+	return 0;
+}
+
+/* The memory options, once every option is known. */
+static int memory_check(const struct agent *a, const struct session_memory *mem, char *err, size_t errlen)
+{
+	if (!mem->on && (mem->keep_alive || mem->depth)) {
+		snprintf(err, errlen, "keep_alive and mem_depth need memory=1");
+		return -EINVAL;
+	}
+	if (mem->on && !a->memlib[0]) {
+		snprintf(err, errlen, "no memory tracing: " AGENT_MEM_LIB " is not beside '%.300s'", a->lib);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 /* The syscall filter, once every option is known. */
 static int syscall_filter(struct session_syscalls *sys, const char *filter, char *err, size_t errlen)
 {
@@ -280,10 +331,11 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
 	char *argv[START_ARGS_MAX + 1], *buf, err[512], msg[600];
 	struct session_syscalls sys = { 0 };
+	struct session_memory mem = { 0 };
 	const char *filter = NULL;
 	struct session *s;
 	size_t i, start = 0;
-	int argc = 0, first = 0;
+	int argc = 0, first = 0, r;
 
 	if (!f->len || f->len > 65536 || f->payload[f->len - 1] != '\0') {
 		send_error(c, "START: the arguments must be NUL-terminated strings, at most 64 KiB");
@@ -317,11 +369,14 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 				goto bad;
 			}
 			*eq = '\0';
-			if (syscall_option(&sys, argv[first], eq + 1, &filter, err, sizeof(err)))
+			r = memory_option(&mem, argv[first], eq + 1, err, sizeof(err));
+			if (r == 1)
+				r = syscall_option(&sys, argv[first], eq + 1, &filter, err, sizeof(err));
+			if (r)
 				goto bad;
 		}
 		first++;
-		if (syscall_filter(&sys, filter, err, sizeof(err)))
+		if (syscall_filter(&sys, filter, err, sizeof(err)) || memory_check(a, &mem, err, sizeof(err)))
 			goto bad;
 	}
 	if (first >= argc || !argv[first][0]) {
@@ -329,7 +384,7 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 		send_error(c, "START: empty program name");
 		return 0;
 	}
-	s = session_start(a, argv + first, argc - first, &sys, err, sizeof(err));
+	s = session_start(a, argv + first, argc - first, &sys, &mem, err, sizeof(err));
 	free(buf);
 	if (s)
 		send_session(c, s);

@@ -15,6 +15,7 @@
 #include "common/encoder.h"
 #include "common/sysevent.h"
 #include "lp_arch.h"
+#include "runtime/memtrace.h"
 
 extern char **environ;
 
@@ -101,30 +102,70 @@ static void on_collect(void *ctx)
 		systrace_poll(s->st);
 }
 
-/* The environment of a program started under the syscall tracer: the
- * agent's, with the session and the runtime preloaded (as a plain start
- * sets them).  One malloc'd block, the strings after the pointers; the
- * caller frees it. */
-static char **program_env(const char *dir, const char *lib)
+/* What a started program's environment gets: the session, the runtime
+ * (and the heap interposers) preloaded, and with memory tracing its
+ * options.  "KEY=VALUE" strings; set[] ends with NULL. */
+struct prog_env {
+	char session[PATH_MAX + 32];
+	char preload[2 * PATH_MAX + 32];
+	char depth[48], keep[48];
+	char *set[5];
+};
+
+static void prog_env_fill(struct prog_env *pe, const struct session *s, const struct session_memory *mem)
 {
-	size_t n = 0, i, j = 0, strs;
-	char **env, *p;
+	const struct agent *a = s->agent;
+	int n = 0;
+
+	snprintf(pe->session, sizeof(pe->session), "%s=%s", LP_ENV_SESSION, s->dir);
+	pe->set[n++] = pe->session;
+	if (mem && mem->on)
+		snprintf(pe->preload, sizeof(pe->preload), "LD_PRELOAD=%s:%s", a->lib, a->memlib);
+	else
+		snprintf(pe->preload, sizeof(pe->preload), "LD_PRELOAD=%s", a->lib);
+	pe->set[n++] = pe->preload;
+	if (mem && mem->on) {
+		if (mem->depth)
+			snprintf(pe->depth, sizeof(pe->depth), "%s=%u", LP_MEM_ENV_DEPTH, mem->depth);
+		else
+			snprintf(pe->depth, sizeof(pe->depth), "%s=%u", LP_MEM_ENV_DEPTH, LP_MEM_DEPTH_DEFAULT);
+		snprintf(pe->keep, sizeof(pe->keep), "%s=%d", LP_MEM_ENV_KEEPALIVE, mem->keep_alive ? 1 : 0);
+		pe->set[n++] = pe->depth;
+		pe->set[n++] = pe->keep;
+	}
+	pe->set[n] = NULL;
+}
+
+/* Whether environ entry e sets a key that set[] sets too. */
+static bool env_overridden(const char *e, char *const *set)
+{
+	for (; *set; set++) {
+		size_t k = (size_t)(strchr(*set, '=') - *set) + 1;
+
+		if (!strncmp(e, *set, k))
+			return true;
+	}
+	return false;
+}
+
+/* The environment of a program started under the syscall tracer: the
+ * agent's, with pe's entries instead of its own (as a plain start sets
+ * them).  A malloc'd array of borrowed strings; the caller frees it. */
+static char **program_env(struct prog_env *pe)
+{
+	size_t n = 0, i, j = 0;
+	char **env;
 
 	for (i = 0; environ[i]; i++)
 		n++;
-	strs = sizeof(LP_ENV_SESSION "=") + strlen(dir) + sizeof("LD_PRELOAD=") + strlen(lib);
-	env = malloc((n + 3) * sizeof(*env) + strs);
+	env = malloc((n + sizeof(pe->set) / sizeof(pe->set[0])) * sizeof(*env));
 	if (!env)
 		return NULL;
 	for (i = 0; i < n; i++)
-		if (strncmp(environ[i], LP_ENV_SESSION "=", sizeof(LP_ENV_SESSION)) &&
-		    strncmp(environ[i], "LD_PRELOAD=", 11))
+		if (!env_overridden(environ[i], pe->set))
 			env[j++] = environ[i];
-	p = (char *)(env + n + 3);
-	env[j++] = p;
-	p += sprintf(p, "%s=%s", LP_ENV_SESSION, dir) + 1;
-	env[j++] = p;
-	sprintf(p, "LD_PRELOAD=%s", lib);
+	for (i = 0; pe->set[i]; i++)
+		env[j++] = pe->set[i];
 	env[j] = NULL;
 	return env;
 }
@@ -134,7 +175,8 @@ static char **program_env(const char *dir, const char *lib)
  * agent ignores it; an ignored signal stays ignored across exec), set here
  * for the moment of the fork, which the tracer makes.  Returns 0 or -1
  * with the reason in err. */
-static int spawn_traced(struct session *s, char **argv, const struct session_syscalls *sys, char *err, size_t errlen)
+static int spawn_traced(struct session *s, char **argv, const struct session_syscalls *sys, struct prog_env *pe,
+                        char *err, size_t errlen)
 {
 	struct systrace_ops ops = { .ctx = s, .sys = on_sysrec, .lost = on_syslost };
 	char **env, why[sizeof(s->sys_why)], terr[600];
@@ -146,7 +188,7 @@ static int spawn_traced(struct session *s, char **argv, const struct session_sys
 		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-r));
 		return -1;
 	}
-	env = program_env(s->dir, s->agent->lib);
+	env = program_env(pe);
 	if (!env) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -203,24 +245,34 @@ static void send_meta(struct session *s, const char *command)
 
 	if (!c || !conn_ready(c))
 		return;
+	char mem[96] = "";
+
 	uname(&u);
+	/* as record --memory writes it; an attached program's options are
+	 * its own, unknown here */
+	if (s->mem == SESSION_MEM_PRELOADED && s->kind == SESSION_STARTED)
+		snprintf(mem, sizeof(mem), "memory=1\nmem_depth=%u\nmem_keep_alive=%d\n",
+		         s->mem_opts.depth ? s->mem_opts.depth : LP_MEM_DEPTH_DEFAULT, s->mem_opts.keep_alive ? 1 : 0);
+	else if (s->mem == SESSION_MEM_PRELOADED)
+		snprintf(mem, sizeof(mem), "memory=1\n");
 	n = snprintf(meta, sizeof(meta),
 	             "layerprof=" AGENT_VERSION "\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nsession=%u\npid=%d\n"
-	             "start_monotonic_ns=%llu\nfiltered=0\n%s%s%scommand=%s\n",
+	             "start_monotonic_ns=%llu\nfiltered=0\n%s%s%s%scommand=%s\n",
 	             u.nodename, u.release, LP_ARCH_NAME,
 	             s->agent->cfg.clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter", s->id, (int)s->pid,
 	             (unsigned long long)clocksync_monotonic_ns(), s->st ? "syscall_arch=" : "",
-	             s->st ? sys_arch_name(sys_arch_native()) : "", s->st ? "\n" : "", command);
+	             s->st ? sys_arch_name(sys_arch_native()) : "", s->st ? "\n" : "", mem, command);
 	if (n > 0)
 		conn_queue_chunk(c, s->id, LP_CHUNK_META, (const uint8_t *)meta,
 		                 (size_t)n < sizeof(meta) ? (size_t)n : sizeof(meta) - 1, 0);
 }
 
-struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys, char *err,
-                              size_t errlen)
+struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys,
+                              const struct session_memory *mem, char *err, size_t errlen)
 {
 	struct drain_ops ops = { 0 };
 	struct session *s = session_new(a, SESSION_STARTED);
+	struct prog_env pe;
 	char cmd[1024] = "";
 	int pipefd[2], child_errno = 0, i;
 	size_t n = 0;
@@ -229,6 +281,10 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
+	}
+	if (mem && mem->on) {
+		s->mem = SESSION_MEM_PRELOADED;
+		s->mem_opts = *mem;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s/layerprofd-%d-%u", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
 	         (int)getpid(), s->id);
@@ -250,9 +306,10 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		snprintf(err, errlen, "cannot set filters in session '%s'", s->dir);
 		goto fail;
 	}
+	prog_env_fill(&pe, s, mem);
 	if (sys && sys->on) {
 		s->sys_tracing = a->tracing;
-		if (spawn_traced(s, argv, sys, err, errlen))
+		if (spawn_traced(s, argv, sys, &pe, err, errlen))
 			goto fail;
 		pid = s->pid;
 		goto started;
@@ -275,8 +332,8 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 			dup2(fd, STDIN_FILENO);
 			close(fd);
 		}
-		setenv(LP_ENV_SESSION, s->dir, 1);
-		setenv("LD_PRELOAD", a->lib, 1);
+		for (i = 0; pe.set[i]; i++)
+			putenv(pe.set[i]);
 		signal(SIGPIPE, SIG_DFL);
 		execvp(argv[0], argv);
 		e = errno;
@@ -299,9 +356,11 @@ started:
 	session_link(s);
 	send_meta(s, cmd);
 	if (s->st)
-		agent_log("session %u: started '%s' as pid %d, syscalls by %s", s->id, argv[0], (int)pid, s->sys_why);
+		agent_log("session %u: started '%s' as pid %d, syscalls by %s%s", s->id, argv[0], (int)pid, s->sys_why,
+		          s->mem ? ", heap operations too" : "");
 	else
-		agent_log("session %u: started '%s' as pid %d", s->id, argv[0], (int)pid);
+		agent_log("session %u: started '%s' as pid %d%s", s->id, argv[0], (int)pid,
+		          s->mem ? ", heap operations too" : "");
 	return s;
 fail_reap:
 	/* the agent's waitpid loop reaps it; the session is gone already */
@@ -309,6 +368,33 @@ fail:
 	drain_free(s->drain);
 	free(s);
 	return NULL;
+}
+
+const char *session_mem_name(enum session_mem_state m)
+{
+	return m == SESSION_MEM_PRELOADED ? "preloaded" : "none";
+}
+
+/* Whether process pid has the heap interposers mapped: it was started
+ * with them preloaded (an attached program's heap stream depends on it).
+ * Reads /proc/<pid>/maps a line at a time. */
+static bool has_memlib(pid_t pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		const char *slash = strrchr(line, '/');
+
+		found = slash && !strncmp(slash + 1, AGENT_MEM_LIB, sizeof(AGENT_MEM_LIB) - 1);
+	}
+	fclose(f);
+	return found;
 }
 
 struct session *session_attach(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen)
@@ -353,6 +439,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 		return NULL;
 	}
 	s->pid = pid;
+	s->mem = has_memlib(pid) ? SESSION_MEM_PRELOADED : SESSION_MEM_NONE;
 	if (sys && sys->on) {
 		struct systrace_ops sops = { .ctx = s, .sys = on_sysrec, .lost = on_syslost };
 		struct systrace_config cfg = sys->cfg;
@@ -375,9 +462,11 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	session_apply_filters(s);
 	drain_set_enabled(s->drain, a->tracing);
 	if (s->st)
-		agent_log("session %u: attached to pid %d, syscalls by %s", s->id, (int)pid, s->sys_why);
+		agent_log("session %u: attached to pid %d, syscalls by %s, heap interposers %s", s->id, (int)pid,
+		          s->sys_why, session_mem_name(s->mem));
 	else
-		agent_log("session %u: attached to pid %d", s->id, (int)pid);
+		agent_log("session %u: attached to pid %d, heap interposers %s", s->id, (int)pid,
+		          session_mem_name(s->mem));
 	return s;
 }
 
