@@ -31,8 +31,14 @@ static void print_text(const char *p1, const struct snapshot *a, const char *p2,
 	       "%.3f s later\n",
 	       p1, (unsigned long long)a->live_objects, (unsigned long long)a->live_bytes, p2,
 	       (unsigned long long)b->live_objects, (unsigned long long)b->live_bytes, (double)dt / 1e9);
-	printf("# live: %+lld objects, %+lld bytes\n#\n", (long long)(b->live_objects - a->live_objects),
+	printf("# live: %+lld objects, %+lld bytes\n", (long long)(b->live_objects - a->live_objects),
 	       (long long)(b->live_bytes - a->live_bytes));
+	if ((a->partial || b->partial) && a->covers_from_ns != b->covers_from_ns)
+		printf("# note: the snapshots cover different streams (%s the last %.3f s, %s the last %.3f s): each "
+		       "counts only the blocks allocated since its stream began\n",
+		       p1, (double)(a->time_ns - a->covers_from_ns) / 1e9, p2,
+		       (double)(b->time_ns - b->covers_from_ns) / 1e9);
+	printf("#\n");
 	printf("%10s %12s %10s %12s %10s %12s %10s  %s\n", "+Objects", "+Bytes", "Objs 1", "Bytes 1", "Objs 2",
 	       "Bytes 2", "+Allocs", "Function  Call site");
 	printf("%10s %12s %10s %12s %10s %12s %10s  %s\n",
@@ -58,6 +64,8 @@ static void json_side(struct json *j, const char *key, const char *path, const s
 	json_object_begin(j, key);
 	json_str(j, "file", path);
 	json_str(j, "trace", s->trace);
+	json_bool(j, "partial", s->partial);
+	json_u64(j, "covers_from_ns", s->covers_from_ns);
 	json_u64(j, "time_ns", s->time_ns);
 	json_u64(j, "live_objects", s->live_objects);
 	json_u64(j, "live_bytes", s->live_bytes);

@@ -505,6 +505,13 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 		}
 		return;
 	}
+	if (h->partial) {
+		/* allocated before the stream began, most likely */
+		h->released_unknown++;
+		if (release_op == LP_MEM_REALLOC)
+			h->reallocs_unknown++;
+		return;
+	}
 	heapcheck_illegal(h, p, op, HEAP_NEVER_ALLOCATED, release_op, NULL);
 }
 
@@ -635,6 +642,13 @@ int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_o
 }
 
 /* ---- derived values and queries -------------------------------------- */
+
+void heap_set_partial(struct heap *h, uint64_t ns)
+{
+	if (!h->partial || (ns && (!h->partial_since_ns || ns < h->partial_since_ns)))
+		h->partial_since_ns = ns;
+	h->partial = true;
+}
 
 void heap_lost(struct heap *h, uint32_t image, uint64_t ns, uint64_t count)
 {

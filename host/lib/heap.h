@@ -199,6 +199,12 @@ struct heap {
 	uint64_t illegal_after_loss, overlaps_after_loss; /* of those, after lost events */
 	uint64_t lost;                                    /* events lost by the traced threads (heap_lost) */
 	uint64_t null_releases;                           /* free(NULL), delete nullptr: legal no-ops */
+	/* a stream that began after the program did (heap_set_partial):
+	 * releases of blocks it never saw allocated, not counted as illegal;
+	 * of those, reallocs */
+	bool partial;
+	uint64_t partial_since_ns; /* when the stream began (0: unknown) */
+	uint64_t released_unknown, reallocs_unknown;
 	uint64_t kept_releases;                           /* releases kept from libc (LP_MEM_KEPT) */
 	uint64_t unfreed_objects, unfreed_bytes;          /* processes that exited */
 	uint64_t dropped_at_exec;                         /* blocks of images replaced by exec */
@@ -255,6 +261,16 @@ void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status
  * process; earlier ones are applied anyway and counted in out_of_order.
  * Returns 0 or -ENOMEM (h->oom set; the operation is lost). */
 int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_op *op);
+
+/* The operations applied from now on start after the program did (a live
+ * session attached to a running program, or tracing turned on later), at
+ * ns (0: unknown): blocks allocated before are unknown, so releasing a
+ * block never seen allocated is counted in released_unknown (and, for
+ * realloc, reallocs_unknown), not as HEAP_NEVER_ALLOCATED.  Other illegal
+ * releases (double free of a block seen released, interior pointers,
+ * mismatches) are still found.  A trace recorded from the start never
+ * calls this. */
+void heap_set_partial(struct heap *h, uint64_t ns);
 
 /* Events were lost in a thread of image at ns: the illegal releases and
  * overlaps found in that process afterwards may be only their consequence

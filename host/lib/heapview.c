@@ -322,6 +322,11 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 	        (unsigned long long)h->illegal_counts[HEAP_DOUBLE_FREE],
 	        (unsigned long long)h->illegal_counts[HEAP_INTERIOR_POINTER],
 	        (unsigned long long)h->illegal_counts[HEAP_MISMATCH]);
+	if (h->partial || h->released_unknown)
+		fprintf(f,
+		        "# released, allocated before tracing began: %llu (%llu by realloc): the stream began after "
+		        "the program, so these are not illegal\n",
+		        (unsigned long long)h->released_unknown, (unsigned long long)h->reallocs_unknown);
 	text_illegal(f, w, h, o);
 	if (h->illegal_dropped)
 		fprintf(f, "\n# %llu more distinct illegal releases not shown\n",
@@ -577,6 +582,9 @@ void heapview_json(struct json *j, struct walk *w, const struct heap *h, const s
 	json_u64(j, "illegal_after_loss", h->illegal_after_loss);
 	json_u64(j, "overlaps_after_loss", h->overlaps_after_loss);
 	json_u64(j, "null_releases", h->null_releases);
+	json_bool(j, "partial", h->partial);
+	json_u64(j, "released_unknown", h->released_unknown);
+	json_u64(j, "reallocs_unknown", h->reallocs_unknown);
 	json_u64(j, "kept_releases", h->kept_releases);
 	json_u64(j, "dropped_at_exec", h->dropped_at_exec);
 	json_u64(j, "malformed_events", w->mem_malformed);

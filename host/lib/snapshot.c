@@ -26,6 +26,12 @@ int snapshot_write(FILE *f, struct walk *w, const struct heap *h, const struct s
 	json_u64(j, "time_ns", m->time_ns);
 	json_u64(j, "origin_ns", m->origin_ns);
 	json_u64(j, "since_start_ns", m->time_ns > m->origin_ns ? m->time_ns - m->origin_ns : 0);
+	json_bool(j, "partial", m->partial);
+	json_u64(j, "covers_from_ns", m->partial && m->since_ns ? m->since_ns : m->origin_ns);
+	if (m->partial)
+		json_str(j, "note",
+		         "the stream began after the program: only blocks allocated since covers_from_ns are known; "
+		         "releases of older blocks are counted in released_unknown");
 	json_object_begin(j, "totals");
 	json_u64(j, "live_objects", h->live_objects);
 	json_u64(j, "live_bytes", h->live_bytes);
@@ -33,6 +39,7 @@ int snapshot_write(FILE *f, struct walk *w, const struct heap *h, const struct s
 	json_u64(j, "frees", h->frees);
 	json_u64(j, "bytes_allocated", h->bytes_allocated);
 	json_u64(j, "peak_bytes", h->peak_bytes);
+	json_u64(j, "released_unknown", h->released_unknown);
 	json_object_end(j);
 	json_array_begin(j, "processes");
 	for (i = 0; i < h->nprocs; i++) {
@@ -112,6 +119,9 @@ int snapshot_read(const char *path, struct snapshot *out, char *err, size_t errl
 	out->trace = dup_or_null(jnode_str(jnode_get(root, "trace")));
 	out->time_ns = jnode_u64(jnode_get(root, "time_ns"), 0);
 	out->origin_ns = jnode_u64(jnode_get(root, "origin_ns"), 0);
+	v = jnode_get(root, "partial");
+	out->partial = v && v->type == JNODE_BOOL && v->b;
+	out->covers_from_ns = jnode_u64(jnode_get(root, "covers_from_ns"), out->origin_ns);
 	totals = jnode_get(root, "totals");
 	out->live_objects = jnode_u64(jnode_get(totals, "live_objects"), 0);
 	out->live_bytes = jnode_u64(jnode_get(totals, "live_bytes"), 0);

@@ -23,6 +23,10 @@ struct snapshot_meta {
 	const char *command; /* the traced command line; may be NULL */
 	uint64_t time_ns;    /* the moment (CLOCK_MONOTONIC of the target) */
 	uint64_t origin_ns;  /* the recording's start */
+	/* the stream began after the program did (attach, or tracing turned
+	 * on later) at since_ns: blocks allocated before are unknown */
+	bool partial;
+	uint64_t since_ns;
 };
 
 /* Writes the snapshot of h (settled) to f, naming frames with w's
@@ -42,6 +46,8 @@ struct snapshot {
 	unsigned version;
 	char *source, *trace;
 	uint64_t time_ns, origin_ns;
+	bool partial;            /* covers only blocks allocated since covers_from_ns */
+	uint64_t covers_from_ns; /* partial: when the stream began; else origin_ns */
 	uint64_t live_objects, live_bytes, allocs, frees, bytes_allocated, peak_bytes;
 	uint32_t nprocesses;
 	struct snapshot_site *sites;
