@@ -21,6 +21,7 @@
 #include "host/lib/liveview.h"
 #include "host/lib/netclient.h"
 #include "host/lib/options.h"
+#include "runtime/memtrace.h"
 #include "systrace/systrace.h"
 
 #define NS_PER_MS 1000000ull
@@ -29,6 +30,7 @@
 #define LIVE_MIN_INTERVAL_NS (10 * NS_PER_MS)
 #define LIVE_LINE_MAX 4096 /* one command line */
 #define LIVE_WORDS_MAX 64  /* words in one command */
+#define LIVE_SNAPSHOT_NAME "heap.snapshot" /* written into a saved trace with --memory */
 
 static const char live_usage[] =
     "usage: layerprof live [options] -- <program> [<args>]\n"
@@ -54,17 +56,26 @@ static const char live_usage[] =
     "      --syscalls[=HOW]  trace the system calls too: auto (default), bpf,\n"
     "                        tracepoint or ptrace; shown by 'view syscalls'\n"
     "      --syscall-filter LIST  only these syscalls (e.g. 'read,write,open*')\n"
-    "      --view VIEW       flat (default), paths or syscalls\n"
+    "  -m, --memory          trace heap operations too (the agent preloads\n"
+    "                        liblayerprof-mem.so): live objects per call site,\n"
+    "                        growth, illegal releases; shown by 'view memory'\n"
+    "      --mem-depth N     frames per heap call stack (default 16, 1 to 64)\n"
+    "      --keep-alive      an illegal release is recorded and kept from libc,\n"
+    "                        so the program survives it\n"
+    "      --view VIEW       flat (default), paths, syscalls or memory\n"
     "  -h, --help            this text\n"
     "\n"
     "Filters are applied by the runtime on the target; a filtered profile shows\n"
     "flat counts and times only (self time is unknown: callees may be missing).\n"
     "\n"
-    "Commands, as lines on stdin (or keys on a terminal: s, t, f, w, v, q):\n"
+    "Commands, as lines on stdin (or keys on a terminal: s, t, f, w, v, m, q):\n"
     "  start | stop          turn tracing on or off\n"
     "  filter OPTIONS        new filters (-F, -N, --depth, --min-time); 'filter clear'\n"
-    "  save DIR              save the trace from here on (with what was kept so far)\n"
-    "  view flat|paths|syscalls  the table shown (key v: the next one)\n"
+    "  save DIR              save the trace from here on (with what was kept so far);\n"
+    "                        with --memory, DIR/" LIVE_SNAPSHOT_NAME " gets the heap at the end\n"
+    "  view flat|paths|syscalls|memory  the table shown (key v: the next one)\n"
+    "  mem                   the memory view (key m)\n"
+    "  snapshot FILE         write the heap state now to FILE (see memdiff)\n"
     "  quit                  end the session (the program goes on untraced)\n"
     "\n"
     "Exit status: 0 the session ended (program exited, quit, --duration), 1 connection\n"
@@ -174,6 +185,13 @@ static void live_draw(struct live *lv, bool final)
 
 	livesession_collect_exits(&lv->ls);
 	livesession_view_info(&lv->ls, &in, desc, sizeof(desc));
+	if (lv->ls.mem.on) {
+		if (final)
+			livemem_finish(&lv->ls.mem);
+		else
+			livemem_settle(&lv->ls.mem, livesession_now());
+		in.mem = &lv->ls.mem;
+	}
 	in.final = final;
 	in.note = lv->note;
 	in.mode = lv->mode;
@@ -210,6 +228,27 @@ static void command_save(struct live *lv, const char *dir)
 		live_say(lv, "saving to '%s': what was received so far (%zu bytes) and what follows", dir, kept);
 	else if (lv->ls.session)
 		live_say(lv, "saving to '%s'", dir); /* else said when the session begins */
+}
+
+/* Writes the heap state now (settled up to the merge's horizon). */
+static void command_snapshot(struct live *lv, const char *path)
+{
+	struct livesession *ls = &lv->ls;
+	struct livemem_snapinfo si = { .target = ls->addr };
+	char err[600], command[1024], buf[32];
+
+	if (!ls->mem.on) {
+		live_say(lv, "snapshot: no heap operations traced in this session (live --memory)");
+		return;
+	}
+	livemem_settle(&ls->mem, livesession_now());
+	si.command = walk_meta(&ls->w, "command", command, sizeof(command));
+	si.origin_ns = walk_meta(&ls->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : ls->w.first_ns;
+	if (livemem_snapshot(&ls->mem, path, &si, err, sizeof(err)))
+		live_say(lv, "snapshot: %s", err);
+	else
+		live_say(lv, "snapshot: the heap state (%" PRIu64 " live blocks, %" PRIu64 " bytes) written to '%s'",
+		         ls->mem.h.live_objects, ls->mem.h.live_bytes, path);
 }
 
 static void command_filter(struct live *lv, const char *line)
@@ -273,23 +312,34 @@ static void command_run(struct live *lv, const char *line)
 			live_say(lv, "usage: save DIR");
 		else
 			command_save(lv, words[1]);
-	} else if (!strcmp(words[0], "view")) {
-		static const char *const what[] = { "flat profile", "hot call paths", "system calls" };
+	} else if (!strcmp(words[0], "snapshot")) {
+		if (n != 2)
+			live_say(lv, "usage: snapshot FILE");
+		else
+			command_snapshot(lv, words[1]);
+	} else if (!strcmp(words[0], "view") || !strcmp(words[0], "mem")) {
+		static const char *const what[] = { "flat profile", "hot call paths", "system calls", "memory" };
 
-		if (n != 2 || liveview_mode_parse(words[1], &lv->mode)) {
-			live_say(lv, "usage: view flat|paths|syscalls");
+		if (!strcmp(words[0], "mem") ? n != 1 : (n != 2 || liveview_mode_parse(words[1], &lv->mode))) {
+			live_say(lv, "usage: view flat|paths|syscalls|memory, or mem");
 		} else {
+			if (!strcmp(words[0], "mem"))
+				lv->mode = LIVEVIEW_MEMORY;
 			live_say(lv, "view: %s", what[lv->mode]);
 			if (lv->mode == LIVEVIEW_SYSCALLS && !lv->ls.sys_backend[0])
 				live_say(lv, "view: system calls: none traced in this session (live --syscalls)");
+			if (lv->mode == LIVEVIEW_MEMORY && !lv->ls.mem.on)
+				live_say(lv, "view: memory: no heap operations traced in this session (live --memory)");
 		}
 	} else if (!strcmp(words[0], "quit") || !strcmp(words[0], "q") || !strcmp(words[0], "exit")) {
 		livesession_close(&lv->ls);
 	} else if (!strcmp(words[0], "help")) {
-		live_say(lv, "commands: start, stop, filter OPTIONS, filter clear, save DIR, view flat|paths|syscalls, "
-		             "quit");
+		live_say(lv, "commands: start, stop, filter OPTIONS, filter clear, save DIR, view "
+		             "flat|paths|syscalls|memory, mem, snapshot FILE, quit");
 	} else {
-		live_say(lv, "unknown command '%s' (start, stop, filter OPTIONS, filter clear, save DIR, view, quit)",
+		live_say(lv,
+		         "unknown command '%s' (start, stop, filter OPTIONS, filter clear, save DIR, view, mem, "
+		         "snapshot FILE, quit)",
 		         words[0]);
 	}
 }
@@ -329,12 +379,19 @@ static void on_key(struct live *lv, unsigned char k)
 	case 'w':
 		lv->prompt = PROMPT_SAVE;
 		break;
+	case 'm':
+		command_run(lv, "mem");
+		break;
 	case 'v': {
-		/* the next view: flat, paths, syscalls (when traced), flat */
-		enum liveview_mode next = lv->mode == LIVEVIEW_FLAT    ? LIVEVIEW_PATHS
-		                          : lv->mode == LIVEVIEW_PATHS ? LIVEVIEW_SYSCALLS
-		                                                       : LIVEVIEW_FLAT;
+		/* the next view: flat, paths, syscalls and memory (when
+		 * traced), flat */
+		enum liveview_mode next = lv->mode == LIVEVIEW_FLAT       ? LIVEVIEW_PATHS
+		                          : lv->mode == LIVEVIEW_PATHS    ? LIVEVIEW_SYSCALLS
+		                          : lv->mode == LIVEVIEW_SYSCALLS ? LIVEVIEW_MEMORY
+		                                                          : LIVEVIEW_FLAT;
 		if (next == LIVEVIEW_SYSCALLS && !lv->ls.sys_backend[0])
+			next = LIVEVIEW_MEMORY;
+		if (next == LIVEVIEW_MEMORY && !lv->ls.mem.on)
 			next = LIVEVIEW_FLAT;
 		snprintf(cmd, sizeof(cmd), "view %s", liveview_mode_name(next));
 		command_run(lv, cmd);
@@ -496,6 +553,11 @@ static void live_summary(struct live *lv)
 	if (ls->bad_chunks)
 		fprintf(stderr, "layerprof live: warning: %" PRIu64 " chunks held undecodable events\n",
 		        ls->bad_chunks);
+	if (ls->mem.on && ls->session && !ls->w.mem_ops)
+		fprintf(stderr, "layerprof live: warning: no heap operations arrived%s\n",
+		        !strcmp(ls->mem.agent_mem, "none") ? " (the program has no liblayerprof-mem.so preloaded)" : "");
+	if (ls->mem.on && ls->mem.h.oom)
+		fprintf(stderr, "layerprof live: out of memory: the heap state is incomplete\n");
 }
 
 static int parse_options(struct live *lv, int argc, char **argv)
@@ -515,6 +577,9 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		{ "path-nodes", required_argument, NULL, 'P' },
 		{ "syscalls", optional_argument, NULL, 'Y' },
 		{ "syscall-filter", required_argument, NULL, 'Z' },
+		{ "memory", no_argument, NULL, 'm' },
+		{ "mem-depth", required_argument, NULL, 'D' },
+		{ "keep-alive", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -525,7 +590,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+c:p:i:o:d:hF:N:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:p:i:o:d:hmF:N:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			ls->addr = optarg;
@@ -584,7 +649,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			break;
 		case 'V':
 			if (liveview_mode_parse(optarg, &lv->mode)) {
-				fprintf(stderr, "layerprof live: invalid --view '%s': flat, paths or syscalls\n",
+				fprintf(stderr, "layerprof live: invalid --view '%s': flat, paths, syscalls or memory\n",
 				        optarg);
 				return -EINVAL;
 			}
@@ -605,6 +670,22 @@ static int parse_options(struct live *lv, int argc, char **argv)
 				return -EINVAL;
 			}
 			ls->syscall_filter = optarg;
+			break;
+		case 'm':
+			ls->memory = true;
+			break;
+		case 'D':
+			errno = 0;
+			n = strtoul(optarg, &end, 10);
+			if (errno || *end || n < 1 || n > LP_MEM_DEPTH_MAX) {
+				fprintf(stderr, "layerprof live: invalid --mem-depth '%s': expected 1 to %u\n", optarg,
+				        LP_MEM_DEPTH_MAX);
+				return -EINVAL;
+			}
+			ls->mem_depth = (unsigned)n;
+			break;
+		case 'K':
+			ls->keep_alive = true;
 			break;
 		case 'P':
 			errno = 0;
@@ -643,6 +724,19 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		fprintf(stderr, "layerprof live: --syscall-filter needs --syscalls\n");
 		return -EINVAL;
 	}
+	if ((ls->mem_depth || ls->keep_alive) && !ls->memory) {
+		fprintf(stderr, "layerprof live: --mem-depth and --keep-alive need --memory\n");
+		return -EINVAL;
+	}
+	if ((ls->mem_depth || ls->keep_alive) && ls->attach_pid) {
+		fprintf(stderr, "layerprof live: --mem-depth and --keep-alive are set when a program starts, not "
+		                "when attaching\n");
+		return -EINVAL;
+	}
+	if (lv->mode == LIVEVIEW_MEMORY && !ls->memory) {
+		fprintf(stderr, "layerprof live: --view memory needs --memory\n");
+		return -EINVAL;
+	}
 	if (ls->attach_pid && ls->argc) {
 		fprintf(stderr, "layerprof live: --attach and a program to start exclude each other\n");
 		return -EINVAL;
@@ -675,7 +769,22 @@ static int live_save_close(struct live *lv, bool clean)
 	struct livesession *ls = &lv->ls;
 	struct livesave *sv = &ls->save;
 	bool was_saving = livesave_active(sv);
-	int r = livesave_close(sv, clean && !ls->end_seen, ls->w.events);
+	int r;
+
+	if (was_saving && ls->mem.on) {
+		/* the heap at the end beside the trace, for memdiff */
+		struct livemem_snapinfo si = { .target = ls->addr };
+		char path[PATH_MAX + 32], err[600], command[1024], buf[32];
+
+		snprintf(path, sizeof(path), "%s/" LIVE_SNAPSHOT_NAME, sv->dir);
+		si.command = walk_meta(&ls->w, "command", command, sizeof(command));
+		si.origin_ns =
+		    walk_meta(&ls->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : ls->w.first_ns;
+		livemem_finish(&ls->mem);
+		if (livemem_snapshot(&ls->mem, path, &si, err, sizeof(err)))
+			fprintf(stderr, "layerprof live: heap snapshot: %s\n", err);
+	}
+	r = livesave_close(sv, clean && !ls->end_seen, ls->w.events);
 
 	if (r)
 		fprintf(stderr, "layerprof live: %s\n", sv->error);

@@ -66,10 +66,26 @@ static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t coun
 {
 	struct livesession *ls = ctx;
 
-	(void)s;
-	(void)count;
 	if (ns > ls->lost_at_ns)
 		ls->lost_at_ns = ns;
+	if (ls->mem.on)
+		livemem_lost(&ls->mem, s, ns, count);
+}
+
+static void on_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m)
+{
+	struct livesession *ls = ctx;
+
+	if (ls->mem.on)
+		livemem_mem(&ls->mem, s, m);
+}
+
+static void on_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value)
+{
+	struct livesession *ls = ctx;
+
+	if (ls->mem.on)
+		livemem_task(&ls->mem, s, ns, kind, value);
 }
 
 static void on_begin(void *ctx, struct walk_stream *s)
@@ -124,7 +140,9 @@ int livesession_init(struct livesession *ls)
 		                     .exit = on_exit_ev,
 		                     .lost = on_lost,
 		                     .call = on_call,
-		                     .syscall = on_syscall };
+		                     .syscall = on_syscall,
+		                     .mem = on_mem,
+		                     .task = on_task };
 	walk_begin(&ls->w, &ls->ops);
 	return 0;
 }
@@ -134,6 +152,7 @@ void livesession_release(struct livesession *ls)
 	netclient_release(&ls->nc);
 	profile_release(&ls->prof);
 	sysstats_release(&ls->sys);
+	livemem_release(&ls->mem);
 	livepaths_release(&ls->paths);
 	walk_release(&ls->w);
 	livesave_release(&ls->save);
@@ -240,6 +259,10 @@ int livesession_set_tracing(struct livesession *ls, bool on)
 	int n = snprintf(msg, sizeof(msg), "tracing=%s\n", on ? "on" : "off");
 	int r = livesession_send(ls, LP_FRAME_CONTROL, msg, (size_t)n);
 
+	if (!r && on && !ls->tracing && ls->session) {
+		/* blocks allocated while tracing was off are unknown */
+		livemem_partial(&ls->mem, 0);
+	}
 	if (!r)
 		ls->tracing = on;
 	return r;
@@ -308,6 +331,17 @@ static int send_start_frame(struct livesession *ls)
 			return -E2BIG;
 		}
 	}
+	if (ls->memory && !ls->attach_pid) {
+		if (!netclient_has_cap(&ls->nc, "memory")) {
+			fail(ls, "the agent at %s does not trace heap operations (caps %s)", ls->nc.peer, ls->nc.caps);
+			return -EOPNOTSUPP;
+		}
+		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "memory=1%c", '\0');
+		if (ls->mem_depth)
+			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "mem_depth=%u%c", ls->mem_depth, '\0');
+		if (ls->keep_alive)
+			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "keep_alive=1%c", '\0');
+	}
 	if (ls->attach_pid) {
 		char msg[LIVESESSION_SYSCALL_OPTS_MAX + 32];
 		int n = snprintf(msg, sizeof(msg), "pid=%ld\n%.*s", ls->attach_pid, (int)olen, opts);
@@ -375,6 +409,10 @@ static int open_udp(struct livesession *ls)
 
 int livesession_start(struct livesession *ls, bool tracing)
 {
+	if (ls->memory && livemem_init(&ls->mem, &ls->w, (uint64_t)(ls->flush_ms ? ls->flush_ms : 100) * NS_PER_MS)) {
+		fail(ls, "out of memory");
+		return -ENOMEM;
+	}
 	ls->t0 = livesession_now();
 	ls->tracing = true;
 	ls->state = LIVESESSION_CONNECTING;
@@ -555,6 +593,8 @@ static void on_chunk(struct livesession *ls, const struct wire_frame *f, bool ud
 	r = walk_feed(&ls->w, ci.type, f->payload + 4 + LP_CHUNK_HEADER_SIZE, ci.len);
 	if (udp)
 		ls->udp.events += ls->w.events - events; /* against the agent's count */
+	if (ls->mem.on)
+		livemem_fed(&ls->mem, livesession_now());
 	if (r == -ENOMEM) {
 		fail(ls, "out of memory");
 		return;
@@ -633,6 +673,11 @@ static void on_session(struct livesession *ls, const struct wire_frame *f)
 		ls->sys_backend[0] = '\0';
 	if (wire_kv_get(f->payload, f->len, "syscalls_why", ls->sys_why, sizeof(ls->sys_why)))
 		snprintf(ls->sys_why, sizeof(ls->sys_why), "%s", ls->sys_backend);
+	if (wire_kv_get(f->payload, f->len, "memory", ls->mem.agent_mem, sizeof(ls->mem.agent_mem)))
+		ls->mem.agent_mem[0] = '\0';
+	/* an attached program has run before: its older blocks are unknown */
+	if (ls->attach_pid)
+		livemem_partial(&ls->mem, 0);
 	ls->state = LIVESESSION_RUNNING;
 	if (livesave_active(&ls->save))
 		say(ls, "saving to '%s'", ls->save.dir);
@@ -644,6 +689,13 @@ static void on_session(struct livesession *ls, const struct wire_frame *f)
 		say(ls, "syscalls: %s", ls->sys_why);
 	else if (ls->syscalls)
 		say(ls, "the agent traces no system calls in this session");
+	if (ls->mem.on && !strcmp(ls->mem.agent_mem, "none"))
+		say(ls,
+		    "process %" PRIu32 " was not started with liblayerprof-mem.so preloaded: no heap operations will "
+		    "come (unless it was linked with the --wrap interposers)",
+		    ls->pid);
+	else if (ls->mem.on && ls->attach_pid)
+		say(ls, "heap: blocks allocated before the attach are unknown; their releases are counted apart");
 	release_held(ls);
 }
 

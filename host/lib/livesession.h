@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "host/lib/livefilter.h"
+#include "host/lib/livemem.h"
 #include "host/lib/livepaths.h"
 #include "host/lib/livesave.h"
 #include "host/lib/liveudp.h"
@@ -49,6 +50,11 @@ struct livesession {
 	 * list for the agent's architecture), or NULL for all.  Borrowed. */
 	const char *syscalls, *syscall_filter;
 	uint32_t flush_ms; /* the agent's flush period of partial chunks; 0: its own */
+	/* trace heap operations (START memory=1, with mem_depth when nonzero
+	 * and keep_alive); an attached program sends them when it was started
+	 * with the interposers */
+	bool memory, keep_alive;
+	unsigned mem_depth;
 	/* messages about the session for people: the command shows them */
 	void (*say)(void *ctx, const char *msg);
 	void *say_ctx;
@@ -72,6 +78,7 @@ struct livesession {
 	struct walk w;
 	struct profile prof;
 	struct sysstats sys;    /* syscall statistics, fed by the walk */
+	struct livemem mem;     /* the heap state, with `memory` (mem.on) */
 	struct livepaths paths; /* the command may livepaths_init it again before the start */
 	struct walk_ops ops;
 	bool walk_ended;

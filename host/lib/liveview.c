@@ -17,7 +17,7 @@
 #define TABLE_FIXED_COLS 66 /* width of the numbers before the name */
 #define PATHS_FIXED_COLS 38 /* width of the numbers before a path */
 
-static const char *const mode_names[] = { "flat", "paths", "syscalls" };
+static const char *const mode_names[] = { "flat", "paths", "syscalls", "memory" };
 
 void liveview_init(struct liveview *v, bool json, bool tty)
 {
@@ -67,6 +67,10 @@ int liveview_mode_parse(const char *name, enum liveview_mode *mode)
 {
 	unsigned i;
 
+	if (!strcmp(name, "mem")) {
+		*mode = LIVEVIEW_MEMORY;
+		return 0;
+	}
 	for (i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
 		if (!strcmp(name, mode_names[i])) {
 			*mode = (enum liveview_mode)i;
@@ -203,6 +207,10 @@ static void draw_json(struct liveview *v, const struct liveview_info *in, const 
 	json_udp(j, in->udp);
 	json_paths(j, in, paths);
 	json_syscalls(j, in, sys);
+	if (in->mem)
+		livemem_json(in->mem, j);
+	else
+		json_null(j, "memory");
 	json_object_end(j);
 	json_finish(j);
 }
@@ -237,7 +245,7 @@ static void draw_header(const struct liveview_info *in, uint64_t first_ns, const
 	if (in->sys_backend && in->sys_backend[0] && in->sys)
 		printf("syscalls by %s: %" PRIu64 " calls, %" PRIu64 " errors%s", in->sys_backend, in->sys->calls,
 		       in->sys->errors, eol);
-	if (in->filtered && in->mode != LIVEVIEW_SYSCALLS)
+	if (in->filtered && in->mode != LIVEVIEW_SYSCALLS && in->mode != LIVEVIEW_MEMORY)
 		printf("call %s hidden: %s%s", in->mode == LIVEVIEW_PATHS ? "paths" : "tree", LIVEVIEW_FILTERED_WHY,
 		       eol);
 	if (in->mode == LIVEVIEW_PATHS && !in->filtered && in->paths && in->paths->folded)
@@ -326,11 +334,15 @@ static void draw_syscalls(const struct liveview_info *in, const struct sysstats_
 
 /* The table of the view chosen: paths (unless filtered), syscalls or
  * functions. */
-static void draw_body(const struct liveview_info *in, const struct profile_rows *rows,
+static void draw_body(const struct liveview_info *in, uint64_t first_ns, const struct profile_rows *rows,
                       const struct livepaths_rows *paths, const struct sysstats_result *sys, size_t max, int width,
                       const char *eol)
 {
-	if (in->mode == LIVEVIEW_SYSCALLS)
+	if (in->mode == LIVEVIEW_MEMORY && !in->mem)
+		printf("no heap operations traced in this session (live --memory)%s", eol);
+	else if (in->mode == LIVEVIEW_MEMORY)
+		livemem_text(in->mem, max, width, eol, first_ns);
+	else if (in->mode == LIVEVIEW_SYSCALLS)
 		draw_syscalls(in, sys, max, width, eol);
 	else if (in->mode == LIVEVIEW_FLAT)
 		draw_table(in, rows, max, width, eol);
@@ -342,7 +354,7 @@ static void draw_text(struct liveview *v, const struct liveview_info *in, uint64
                       const struct profile_rows *rows, const struct livepaths_rows *paths,
                       const struct sysstats_result *sys)
 {
-	static const char *const titles[] = { "profile", "call paths", "syscalls" };
+	static const char *const titles[] = { "profile", "call paths", "syscalls", "memory" };
 	struct winsize ws = { 0 };
 	int height = 0, width = 0;
 	size_t max = LIVEVIEW_ROWS_PLAIN;
@@ -357,20 +369,26 @@ static void draw_text(struct liveview *v, const struct liveview_info *in, uint64
 		fputs("\033[H", stdout);
 		draw_header(in, first_ns, "\033[K\n");
 		fputs("\033[K\n", stdout);
-		draw_body(in, rows, paths, sys, max, width, "\033[K\n");
+		draw_body(in, first_ns, rows, paths, sys, max, width, "\033[K\n");
 		fputs("\033[K\n", stdout);
 		if (in->prompt)
 			printf("%s%.*s\033[K", in->prompt, (int)in->line_len, in->line);
 		else
-			printf("keys: s start  t stop  f filter  w save  v view  q quit   %s\033[K",
+			printf("keys: s start  t stop  f filter  w save  v view  m memory  q quit   %s\033[K",
 			       or_empty(in->note));
 		fputs("\033[J", stdout);
 	} else {
 		printf("--- %s%s\n", in->final ? "final " : "", titles[in->mode]);
 		draw_header(in, first_ns, "\n");
 		printf("\n");
-		draw_body(in, rows, paths, sys, in->final ? SIZE_MAX : max, 0, "\n");
+		draw_body(in, first_ns, rows, paths, sys, in->final ? SIZE_MAX : max, 0, "\n");
 		printf("\n");
+		if (in->mem && in->mode != LIVEVIEW_MEMORY) {
+			/* off a terminal the heap is always shown: nobody switches */
+			printf("--- %smemory\n", in->final ? "final " : "");
+			livemem_text(in->mem, in->final ? SIZE_MAX : max, 0, "\n", first_ns);
+			printf("\n");
+		}
 	}
 }
 

@@ -1,5 +1,5 @@
 /* The view of `layerprof live`: the flat profile, the hot call paths
- * (livepaths.h) or the system calls (sysstats.h), with a header of what the session knows (tracing, events, losses,
+ * (livepaths.h), the system calls (sysstats.h) or the heap (livemem.h), with a header of what the session knows (tracing, events, losses,
  * exits, filters, saving), drawn in place on a terminal, as plain snapshots elsewhere, or as one JSON object per
  * refresh.  Knows nothing of the connection: the command fills a liveview_info before each draw. */
 #ifndef LP_LIVEVIEW_H
@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "host/lib/json.h"
+#include "host/lib/livemem.h"
 #include "host/lib/livepaths.h"
 #include "host/lib/liveudp.h"
 #include "host/lib/sysstats.h"
@@ -22,6 +23,7 @@ enum liveview_mode {
 	LIVEVIEW_FLAT,     /* the flat profile */
 	LIVEVIEW_PATHS,    /* the hot call paths */
 	LIVEVIEW_SYSCALLS, /* per syscall, then the functions making them */
+	LIVEVIEW_MEMORY,   /* the heap: live objects per call site, growth, illegal releases */
 };
 
 /* A process that ended: its wait status, -1 when unknown. */
@@ -61,6 +63,9 @@ struct liveview_info {
 	struct sysstats *sys;
 	const char *sys_backend;
 	const struct liveudp *udp; /* the UDP channel's counts; NULL over TCP only */
+	/* the heap state (settled), or NULL without memory tracing: shown by
+	 * LIVEVIEW_MEMORY, and in every plain snapshot and JSON object */
+	struct livemem *mem;
 };
 
 /* Why a filtered session shows neither tree nor paths. */
@@ -79,8 +84,8 @@ void liveview_init(struct liveview *v, bool json, bool tty);
  * in->sys, under the header in *in.  Returns 0 or -ENOMEM (nothing drawn). */
 int liveview_draw(struct liveview *v, struct walk *w, const struct liveview_info *in);
 
-/* "flat", "paths" or "syscalls"; liveview_mode_parse is its inverse
- * (returns 0, or -EINVAL for another name). */
+/* "flat", "paths", "syscalls" or "memory"; liveview_mode_parse is its
+ * inverse, and takes "mem" too (returns 0, or -EINVAL for another name). */
 const char *liveview_mode_name(enum liveview_mode mode);
 int liveview_mode_parse(const char *name, enum liveview_mode *mode);
 
