@@ -213,9 +213,9 @@ static int on_auth(struct agent *a, struct conn *c, const struct wire_frame *f)
 	for (s = a->sessions; s; s = s->next)
 		n++;
 	n = (size_t)snprintf(welcome, sizeof(welcome), "session_count=%zu\n", n);
-	for (s = a->sessions; s && n < sizeof(welcome) - 80; s = s->next)
-		n += (size_t)snprintf(welcome + n, sizeof(welcome) - n, "session=%u pid=%d state=%s\n", s->id,
-		                      (int)s->pid, s->exited ? "exited" : "running");
+	for (s = a->sessions; s && n < sizeof(welcome) - 100; s = s->next)
+		n += (size_t)snprintf(welcome + n, sizeof(welcome) - n, "session=%u pid=%d state=%s memory=%s\n", s->id,
+		                      (int)s->pid, s->exited ? "exited" : "running", session_mem_name(s->mem));
 	conn_queue(c, LP_FRAME_WELCOME, welcome, n);
 	agent_log("host %s connected", c->peer);
 	/* a host that comes back sees its sessions again: names first, then

@@ -28,8 +28,8 @@
 #define NS_PER_S 1000000000ull
 #define LIVE_DEFAULT_INTERVAL_NS NS_PER_S
 #define LIVE_MIN_INTERVAL_NS (10 * NS_PER_MS)
-#define LIVE_LINE_MAX 4096 /* one command line */
-#define LIVE_WORDS_MAX 64  /* words in one command */
+#define LIVE_LINE_MAX 4096                 /* one command line */
+#define LIVE_WORDS_MAX 64                  /* words in one command */
 #define LIVE_SNAPSHOT_NAME "heap.snapshot" /* written into a saved trace with --memory */
 
 static const char live_usage[] =
@@ -243,7 +243,8 @@ static void command_snapshot(struct live *lv, const char *path)
 	}
 	livemem_settle(&ls->mem, livesession_now());
 	si.command = walk_meta(&ls->w, "command", command, sizeof(command));
-	si.origin_ns = walk_meta(&ls->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : ls->w.first_ns;
+	si.origin_ns =
+	    walk_meta(&ls->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : ls->w.first_ns;
 	if (livemem_snapshot(&ls->mem, path, &si, err, sizeof(err)))
 		live_say(lv, "snapshot: %s", err);
 	else
@@ -555,7 +556,8 @@ static void live_summary(struct live *lv)
 		        ls->bad_chunks);
 	if (ls->mem.on && ls->session && !ls->w.mem_ops)
 		fprintf(stderr, "layerprof live: warning: no heap operations arrived%s\n",
-		        !strcmp(ls->mem.agent_mem, "none") ? " (the program has no liblayerprof-mem.so preloaded)" : "");
+		        !strcmp(ls->mem.agent_mem, "none") ? " (the program has no liblayerprof-mem.so preloaded)"
+		                                           : "");
 	if (ls->mem.on && ls->mem.h.oom)
 		fprintf(stderr, "layerprof live: out of memory: the heap state is incomplete\n");
 }
@@ -649,7 +651,8 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			break;
 		case 'V':
 			if (liveview_mode_parse(optarg, &lv->mode)) {
-				fprintf(stderr, "layerprof live: invalid --view '%s': flat, paths, syscalls or memory\n",
+				fprintf(stderr,
+				        "layerprof live: invalid --view '%s': flat, paths, syscalls or memory\n",
 				        optarg);
 				return -EINVAL;
 			}
@@ -778,8 +781,8 @@ static int live_save_close(struct live *lv, bool clean)
 
 		snprintf(path, sizeof(path), "%s/" LIVE_SNAPSHOT_NAME, sv->dir);
 		si.command = walk_meta(&ls->w, "command", command, sizeof(command));
-		si.origin_ns =
-		    walk_meta(&ls->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : ls->w.first_ns;
+		si.origin_ns = walk_meta(&ls->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10)
+		                                                                         : ls->w.first_ns;
 		livemem_finish(&ls->mem);
 		if (livemem_snapshot(&ls->mem, path, &si, err, sizeof(err)))
 			fprintf(stderr, "layerprof live: heap snapshot: %s\n", err);

@@ -205,10 +205,10 @@ struct heap {
 	bool partial;
 	uint64_t partial_since_ns; /* when the stream began (0: unknown) */
 	uint64_t released_unknown, reallocs_unknown;
-	uint64_t kept_releases;                           /* releases kept from libc (LP_MEM_KEPT) */
-	uint64_t unfreed_objects, unfreed_bytes;          /* processes that exited */
-	uint64_t dropped_at_exec;                         /* blocks of images replaced by exec */
-	uint64_t out_of_order;                            /* operations earlier than the last applied */
+	uint64_t kept_releases;                  /* releases kept from libc (LP_MEM_KEPT) */
+	uint64_t unfreed_objects, unfreed_bytes; /* processes that exited */
+	uint64_t dropped_at_exec;                /* blocks of images replaced by exec */
+	uint64_t out_of_order;                   /* operations earlier than the last applied */
 	uint64_t first_ns, last_ns;
 	uint64_t now_ns; /* the latest operation or heap_advance */
 	/* growth sampling */

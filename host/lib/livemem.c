@@ -117,14 +117,17 @@ uint64_t livemem_state_ns(const struct livemem *m)
 }
 
 /* When the partial stream began: heap_set_partial's time, else the
- * session's start (an attach: the agent's clock when it attached). */
+ * session's start (an attach: the agent's clock when it attached), else
+ * the first event. */
 static uint64_t partial_since(const struct livemem *m)
 {
 	char buf[32];
 
 	if (m->h.partial_since_ns)
 		return m->h.partial_since_ns;
-	return walk_meta(m->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : 0;
+	if (walk_meta(m->w, "start_monotonic_ns", buf, sizeof(buf)))
+		return strtoull(buf, NULL, 10);
+	return m->w->first_ns; /* a session taken over: no META came */
 }
 
 static uint64_t illegal_total(const struct heap *h)
@@ -218,8 +221,9 @@ static void text_illegal(struct livemem *m, size_t max, uint64_t origin_ns, cons
 		const struct heap_illegal *il = &h->illegal[i];
 
 		printf("%s: %s(0x%" PRIx64 ") in %s at %s, thread %" PRIu32 "%s%s", heap_illegal_name(il->kind),
-		       heap_op_name(il->op), il->ptr, h->sites[il->site].function, when(origin_ns, il->ns, t, sizeof(t)),
-		       il->tid, il->kept ? " [kept from libc]" : "", il->after_loss ? " [after lost events]" : "");
+		       heap_op_name(il->op), il->ptr, h->sites[il->site].function,
+		       when(origin_ns, il->ns, t, sizeof(t)), il->tid, il->kept ? " [kept from libc]" : "",
+		       il->after_loss ? " [after lost events]" : "");
 		if (il->count > 1)
 			printf(" (%" PRIu64 " times)", il->count);
 		printf("%s", eol);
@@ -233,8 +237,8 @@ static void text_illegal(struct livemem *m, size_t max, uint64_t origin_ns, cons
 		printf("overlap: %s(%" PRIu64 ") = 0x%" PRIx64 " in %s at %s overlaps the live block 0x%" PRIx64
 		       " (%" PRIu64 " bytes) from %s%s",
 		       heap_op_name(ov->op), ov->size, ov->ptr, h->sites[ov->site].function,
-		       when(origin_ns, ov->ns, t, sizeof(t)), ov->old_ptr, ov->old_size, h->sites[ov->old_site].function,
-		       eol);
+		       when(origin_ns, ov->ns, t, sizeof(t)), ov->old_ptr, ov->old_size,
+		       h->sites[ov->old_site].function, eol);
 	}
 }
 
@@ -291,8 +295,7 @@ void livemem_json(struct livemem *m, struct json *j)
 	json_object_end(j);
 }
 
-int livemem_snapshot(struct livemem *m, const char *path, const struct livemem_snapinfo *si, char *err,
-                     size_t errlen)
+int livemem_snapshot(struct livemem *m, const char *path, const struct livemem_snapinfo *si, char *err, size_t errlen)
 {
 	struct snapshot_meta meta = { .source = "live" };
 	FILE *f;

@@ -85,7 +85,6 @@ struct livemem_snapinfo {
 
 /* Writes the snapshot of the settled state to path ('-': stdout), source
  * "live".  Returns 0, or -errno with the reason in err. */
-int livemem_snapshot(struct livemem *m, const char *path, const struct livemem_snapinfo *si, char *err,
-                     size_t errlen);
+int livemem_snapshot(struct livemem *m, const char *path, const struct livemem_snapinfo *si, char *err, size_t errlen);
 
 #endif

@@ -338,7 +338,8 @@ static int send_start_frame(struct livesession *ls)
 		}
 		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "memory=1%c", '\0');
 		if (ls->mem_depth)
-			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "mem_depth=%u%c", ls->mem_depth, '\0');
+			olen +=
+			    (size_t)snprintf(opts + olen, sizeof(opts) - olen, "mem_depth=%u%c", ls->mem_depth, '\0');
 		if (ls->keep_alive)
 			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "keep_alive=1%c", '\0');
 	}
@@ -407,6 +408,35 @@ static int open_udp(struct livesession *ls)
 	return livesession_send(ls, LP_FRAME_UDPINFO, msg, (size_t)n);
 }
 
+/* The session the agent still has for the pid we attach to (a host
+ * before us attached and left; the agent keeps such sessions and refuses
+ * a second ATTACH): its id, and the agent's word on its interposers in
+ * mem (at most memsize bytes).  0 when there is none. */
+static uint32_t known_session(const struct livesession *ls, char *mem, size_t memsize)
+{
+	const char *p = ls->nc.welcome;
+
+	while (p && *p) {
+		unsigned long id = 0;
+		long pid = 0;
+		int used = 0;
+
+		if (sscanf(p, "session=%lu pid=%ld state=running%n", &id, &pid, &used) == 2 && used &&
+		    pid == ls->attach_pid && id && id <= UINT32_MAX) {
+			const char *m = strstr(p, " memory=");
+			const char *nl = strchr(p, '\n');
+
+			if (m && (!nl || m < nl))
+				snprintf(mem, memsize, "%.*s", (int)strcspn(m + 8, " \n"), m + 8);
+			return (uint32_t)id;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
 int livesession_start(struct livesession *ls, bool tracing)
 {
 	if (ls->memory && livemem_init(&ls->mem, &ls->w, (uint64_t)(ls->flush_ms ? ls->flush_ms : 100) * NS_PER_MS)) {
@@ -433,6 +463,22 @@ int livesession_start(struct livesession *ls, bool tracing)
 		return -EIO;
 	if (ls->udp_wanted && open_udp(ls))
 		return -EIO;
+	if (ls->attach_pid) {
+		uint32_t id = known_session(ls, ls->mem.agent_mem, sizeof(ls->mem.agent_mem));
+
+		if (id) {
+			/* the agent turned its tracing on again when we came */
+			ls->session = id;
+			ls->pid = (uint32_t)ls->attach_pid;
+			ls->state = LIVESESSION_RUNNING;
+			livemem_partial(&ls->mem, 0);
+			say(ls,
+			    "process %ld is traced already in session %" PRIu32 " (attached before): taking it over "
+			    "with the options it has",
+			    ls->attach_pid, id);
+			return 0;
+		}
+	}
 	return send_start_frame(ls);
 }
 

@@ -1,7 +1,7 @@
 /* The view of `layerprof live`: the flat profile, the hot call paths
- * (livepaths.h), the system calls (sysstats.h) or the heap (livemem.h), with a header of what the session knows (tracing, events, losses,
- * exits, filters, saving), drawn in place on a terminal, as plain snapshots elsewhere, or as one JSON object per
- * refresh.  Knows nothing of the connection: the command fills a liveview_info before each draw. */
+ * (livepaths.h), the system calls (sysstats.h) or the heap (livemem.h), with a header of what the session knows
+ * (tracing, events, losses, exits, filters, saving), drawn in place on a terminal, as plain snapshots elsewhere, or as
+ * one JSON object per refresh.  Knows nothing of the connection: the command fills a liveview_info before each draw. */
 #ifndef LP_LIVEVIEW_H
 #define LP_LIVEVIEW_H
 
