@@ -8,7 +8,7 @@
 #include "common/filter.h"
 #include "common/sysevent.h"
 #include "host/lib/serve_timeline.h"
-#include "host/lib/serve_tree.h"
+#include "host/lib/calltree.h"
 
 #define GRID_FIRST_SHIFT 6u   /* 64 ns per bucket before the thread's time grows */
 #define WINDOW_DEPTH_MAX 512u /* call depths sent in a window */
@@ -189,7 +189,7 @@ void timeline_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
 
 	if (ts && sc->has_enter)
 		grid_add(tl, ts, sc->depth, sc->enter_ns, sc->has_exit ? sc->exit_ns : sc->enter_ns,
-		         SERVETREE_SYSCALL_KEY(sc->arch, sc->nr), true);
+		         CALLTREE_SYSCALL_KEY(sc->arch, sc->nr), true);
 }
 
 void timeline_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
@@ -562,10 +562,10 @@ static int decode_window(struct window *wn, uint32_t c0, uint32_t c1)
 						span(wn, sc_depth, sc_ns, ev.time, sc_key,
 						     TIMELINE_SYSCALL | TIMELINE_CUT);
 					sc_open = true;
-					sc_key = SERVETREE_SYSCALL_KEY(se.arch, se.nr);
+					sc_key = CALLTREE_SYSCALL_KEY(se.arch, se.nr);
 					sc_ns = ev.time;
 					sc_depth = st.depth;
-				} else if (sc_open && sc_key == SERVETREE_SYSCALL_KEY(se.arch, se.nr)) {
+				} else if (sc_open && sc_key == CALLTREE_SYSCALL_KEY(se.arch, se.nr)) {
 					span(wn, sc_depth, sc_ns, ev.time, sc_key, TIMELINE_SYSCALL);
 					sc_open = false;
 				}
