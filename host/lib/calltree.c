@@ -127,26 +127,26 @@ static uint32_t child_add(struct calltree *ct, struct calltree_stream *t, uint32
 
 /* The child of parent for addr, added when new; 0 when memory runs out.
  * Called on every entry: the parent's two recent children are tried
- * before the hash table. */
+ * before the hash table, and left as they are when one of them is it (a
+ * loop calling two functions in turn writes nothing here). */
 static inline uint32_t child_of(struct calltree *ct, struct calltree_stream *t, uint32_t parent, uint64_t addr)
 {
 	struct calltree_node *p = &t->nodes[parent];
-	uint32_t k, i = p->recent[0];
+	uint32_t k, i = p->recent[0], j = p->recent[1];
 
 	if (__builtin_expect(i && t->nodes[i].addr == addr, 1))
 		return i;
-	i = p->recent[1];
-	if (!i || t->nodes[i].addr != addr) {
-		k = node_hash(parent, addr, t->hcap);
-		while ((i = t->hash[k])) {
-			if (t->nodes[i].parent == parent && t->nodes[i].addr == addr)
-				break;
-			k = (k + 1) & (t->hcap - 1);
-		}
-		if (!i && !(i = child_add(ct, t, parent, addr, k)))
-			return 0;
-		p = &t->nodes[parent]; /* the nodes may have moved */
+	if (j && t->nodes[j].addr == addr)
+		return j;
+	k = node_hash(parent, addr, t->hcap);
+	while ((i = t->hash[k])) {
+		if (t->nodes[i].parent == parent && t->nodes[i].addr == addr)
+			break;
+		k = (k + 1) & (t->hcap - 1);
 	}
+	if (!i && !(i = child_add(ct, t, parent, addr, k)))
+		return 0;
+	p = &t->nodes[parent]; /* the nodes may have moved */
 	p->recent[1] = p->recent[0];
 	p->recent[0] = i;
 	return i;

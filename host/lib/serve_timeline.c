@@ -158,11 +158,16 @@ static void grid_add(struct timeline *tl, struct timeline_stream *ts, uint32_t d
 	}
 	i0 = (a - ts->base) >> ts->shift;
 	i1 = (b - ts->base) >> ts->shift;
-	if (i1 > i0 && !((b - ts->base) & (ts->width - 1)))
-		i1--;
 	lv[i0].calls++;
 	if (sys)
 		lv[i0].syscalls++;
+	if (__builtin_expect(i1 == i0, 1)) { /* most calls are shorter than a bucket */
+		lv[i0].busy_ns += b - a;
+		vote(&lv[i0], addr, b - a);
+		return;
+	}
+	if (!((b - ts->base) & (ts->width - 1)))
+		i1--;
 	for (i = i0; i <= i1; i++) {
 		uint64_t start = ts->base + i * ts->width, end = start + ts->width;
 		uint64_t ov = (b < end ? b : end) - (a > start ? a : start);
