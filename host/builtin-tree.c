@@ -35,7 +35,7 @@ struct tree {
  * thread's "calls" array, which this closes). */
 static void print_tree(struct tree *tr, const struct walk_stream *s, struct json *j)
 {
-	const struct calltree_stream *t = calltree_stream(&tr->ct, s);
+	const struct calltree_stream *t = calltree_stream(&tr->ct, s->index);
 	struct calltree_iter it;
 	uint32_t i, depth, open = 0;
 	char a[32], b[32], name[1024];
@@ -162,7 +162,7 @@ int cmd_tree(int argc, char **argv)
 	for (i = 0; i < tr.w.nstreams && !tr.oom; i++) {
 		const struct walk_stream *s = tr.w.streams[i];
 
-		if (!calltree_stream(&tr.ct, s))
+		if (!calltree_stream(&tr.ct, s->index))
 			continue;
 		if (json) {
 			json_object_begin(&j, NULL);

@@ -321,7 +321,7 @@ int export_folded(struct walk *w, unsigned flags, FILE *f)
 		goto out;
 	fd.n = 1;
 	for (i = 0; i < w->nstreams; i++) {
-		const struct calltree_stream *t = calltree_stream(&ct, w->streams[i]);
+		const struct calltree_stream *t = calltree_stream(&ct, w->streams[i]->index);
 
 		if (t && merge_stream(&fd, w->streams[i], t))
 			goto out;

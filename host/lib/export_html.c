@@ -453,7 +453,7 @@ static int put_trees(FILE *f, struct reportdata *rd)
 	for (i = 0; i < w->nstreams; i++) {
 		const struct walk_stream *s = w->streams[i];
 
-		if (!calltree_stream(&rd->ct, s))
+		if (!calltree_stream(&rd->ct, s->index))
 			continue;
 		fprintf(f, "<h3>Thread %" PRIu32 " (", s->tid);
 		put_text(f, s->comm);
@@ -471,7 +471,7 @@ static int put_trees(FILE *f, struct reportdata *rd)
 	}
 	fputs("<script id=\"tree-data\" type=\"application/json\">{\"threads\":[", f);
 	for (i = 0, k = 0; i < w->nstreams && !r; i++) {
-		const struct calltree_stream *t = calltree_stream(&rd->ct, w->streams[i]);
+		const struct calltree_stream *t = calltree_stream(&rd->ct, w->streams[i]->index);
 
 		if (!t)
 			continue;

@@ -273,7 +273,7 @@ int export_xml(struct reportdata *rd, FILE *f)
 	put_profile(f, rd);
 	fputs("  <call-trees>\n", f);
 	for (i = 0; i < w->nstreams && !r; i++) {
-		const struct calltree_stream *t = calltree_stream(&rd->ct, w->streams[i]);
+		const struct calltree_stream *t = calltree_stream(&rd->ct, w->streams[i]->index);
 
 		if (t)
 			r = put_tree(f, rd, w->streams[i], t);

@@ -201,6 +201,23 @@ void profile_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t a
 		f->max_ns = duration_ns;
 }
 
+void profile_add(struct profile *p, struct walk_stream *s, uint64_t addr, const struct profile_sums *sums)
+{
+	struct profile_stream *ps = s->user;
+	struct fstat *f;
+
+	if (!ps || !(f = fstat_get(p, ps, addr)))
+		return;
+	f->calls += sums->calls;
+	f->total_ns += sums->total_ns;
+	f->self_ns += sums->self_ns;
+	f->sum_ns += sums->sum_ns;
+	if (sums->min_ns < f->min_ns)
+		f->min_ns = sums->min_ns;
+	if (sums->max_ns > f->max_ns)
+		f->max_ns = sums->max_ns;
+}
+
 void profile_walk_ops(struct profile *p, struct walk_ops *ops)
 {
 	ops->ctx = p;

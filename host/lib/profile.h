@@ -77,6 +77,18 @@ void profile_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, 
 void profile_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns);
 void profile_walk_ops(struct profile *p, struct walk_ops *ops);
 
+/* Numbers of calls counted elsewhere (a call tree's paths: calltree.h).
+ * min_ns is UINT64_MAX when none of them ended. */
+struct profile_sums {
+	uint64_t calls, total_ns, self_ns, sum_ns, min_ns, max_ns;
+};
+
+/* Adds sums to function addr of stream s (begun with profile_begin), as if
+ * those calls had been walked: for a consumer that derives the profile from
+ * another structure at the end instead of calling profile_entry and
+ * profile_exit on every event.  Sets p->oom when memory runs out. */
+void profile_add(struct profile *p, struct walk_stream *s, uint64_t addr, const struct profile_sums *sums);
+
 /* Merges the tables a profile hung on the streams of w into rows by name
  * (and thread with PROFILE_PER_THREAD), named through w's symbolizer,
  * sorted by `order`.  Can be called again while the walk goes on (live).

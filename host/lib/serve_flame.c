@@ -85,14 +85,14 @@ static uint32_t child_of(struct flame *f, uint32_t parent, uint32_t name, bool s
 
 /* Merges one thread's tree: a node's merged twin is found from its
  * parent's, which comes first (parents have lower indices). */
-static int merge_stream(struct flame *f, const struct servetree_stream *t, uint32_t *twin)
+static int merge_stream(struct flame *f, const struct calltree_stream *t, uint32_t *twin)
 {
 	uint32_t i;
 
 	twin[0] = 0;
 	for (i = 1; i < t->named; i++) {
-		const struct servetree_node *nd = &t->nodes[i];
-		uint32_t m = child_of(f, twin[nd->parent], nd->name, SERVETREE_IS_SYSCALL(nd->addr));
+		const struct calltree_node *nd = &t->nodes[i];
+		uint32_t m = child_of(f, twin[nd->parent], nd->name, CALLTREE_IS_SYSCALL(nd->addr));
 
 		if (!m)
 			return -ENOMEM;
@@ -131,7 +131,7 @@ static int cover_children(struct flame *f)
 	return 0;
 }
 
-int flame_build(struct flame *f, const struct servetree *ct)
+int flame_build(struct flame *f, const struct calltree *ct)
 {
 	uint32_t *twin = NULL, twin_cap = 0, k;
 	int r = 0;
@@ -150,7 +150,7 @@ int flame_build(struct flame *f, const struct servetree *ct)
 	memset(&f->nodes[0], 0, sizeof(f->nodes[0]));
 	f->nodes[0].name = NAMES_NONE;
 	for (k = 0; k < ct->nstreams && !r; k++) {
-		const struct servetree_stream *t = ct->streams[k];
+		const struct calltree_stream *t = ct->streams[k];
 
 		if (!t || t->named < 2)
 			continue;

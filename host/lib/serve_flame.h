@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "host/lib/serve_tree.h"
+#include "host/lib/calltree.h"
 
 #define FLAME_NODES_MAX (1u << 25)
 
@@ -31,8 +31,8 @@ struct flame {
 void flame_init(struct flame *f);
 /* Frees the graph; accepts a zeroed one. */
 void flame_release(struct flame *f);
-/* Builds the graph anew from the named nodes of ct (servetree_name first).
+/* Builds the graph anew from the named nodes of ct (calltree_name first).
  * Returns 0 or -ENOMEM (f->oom set; what fit is kept). */
-int flame_build(struct flame *f, const struct servetree *ct);
+int flame_build(struct flame *f, const struct calltree *ct);
 
 #endif

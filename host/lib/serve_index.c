@@ -165,7 +165,7 @@ static void write_rows(struct out *o, const struct servemodel *m)
 
 static void write_trees(struct out *o, const struct servemodel *m)
 {
-	const struct servetree *ct = &m->tree;
+	const struct calltree *ct = &m->tree;
 	uint32_t k, i;
 
 	put_u32(o, m->names.n);
@@ -173,11 +173,11 @@ static void write_trees(struct out *o, const struct servemodel *m)
 		put_str(o, names_get(&m->names, i));
 	put_u32(o, ct->nstreams);
 	for (k = 0; k < ct->nstreams; k++) {
-		const struct servetree_stream *t = ct->streams[k];
+		const struct calltree_stream *t = ct->streams[k];
 
 		put_u32(o, t ? t->named : 0);
 		for (i = 0; t && i < t->named; i++) {
-			const struct servetree_node *nd = &t->nodes[i];
+			const struct calltree_node *nd = &t->nodes[i];
 
 			put_u64(o, nd->addr);
 			put_u32(o, nd->parent);
@@ -547,7 +547,7 @@ out:
 
 static int read_trees(struct in *c, struct servemodel *m)
 {
-	struct servetree *ct = &m->tree;
+	struct calltree *ct = &m->tree;
 	uint32_t n, k, i;
 
 	n = get_u32(c);
@@ -564,12 +564,12 @@ static int read_trees(struct in *c, struct servemodel *m)
 		return -ENOMEM;
 	ct->nstreams = n;
 	for (k = 0; k < ct->nstreams && !c->bad; k++) {
-		struct servetree_stream *t;
+		struct calltree_stream *t;
 		uint32_t nodes = get_u32(c);
 
 		if (!nodes)
 			continue;
-		if (nodes > SERVETREE_NODES_MAX || !room_for(c, nodes, 8 + 2 * 4 + 7 * 8))
+		if (nodes > CALLTREE_NODES_MAX || !room_for(c, nodes, 8 + 2 * 4 + 7 * 8))
 			return -EBADMSG;
 		t = calloc(1, sizeof(*t));
 		if (!t)
@@ -580,7 +580,7 @@ static int read_trees(struct in *c, struct servemodel *m)
 			return -ENOMEM;
 		t->n = t->cap = t->named = nodes;
 		for (i = 0; i < nodes && !c->bad; i++) {
-			struct servetree_node *nd = &t->nodes[i];
+			struct calltree_node *nd = &t->nodes[i];
 
 			nd->addr = get_u64(c);
 			nd->parent = get_u32(c);
@@ -728,7 +728,7 @@ static void reset(struct servemodel *m)
 	memset(&m->info, 0, sizeof(m->info));
 	profile_rows_release(&m->rows);
 	sysstats_result_release(&m->sysres);
-	servetree_release(&m->tree);
+	calltree_release(&m->tree);
 	timeline_release(&m->tl);
 	names_release(&m->names);
 	names_release(&m->files);

@@ -26,7 +26,7 @@ static void on_begin(void *ctx, struct walk_stream *s)
 
 	if (m->inner.begin)
 		m->inner.begin(m->inner.ctx, s);
-	servetree_begin(&m->tree, s);
+	calltree_begin(&m->tree, s);
 	timeline_begin(&m->tl, s);
 }
 
@@ -36,7 +36,7 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 
 	if (m->inner.entry)
 		m->inner.entry(m->inner.ctx, s, ns, addr, depth, flags);
-	servetree_entry(&m->tree, s, ns, addr, depth, flags);
+	calltree_entry(&m->tree, s, ns, addr, depth, flags);
 }
 
 static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
@@ -46,7 +46,7 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 
 	if (m->inner.exit)
 		m->inner.exit(m->inner.ctx, s, ns, addr, depth, entry_ns, flags);
-	servetree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
+	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
 	timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
 }
 
@@ -73,7 +73,7 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 
 	if (m->inner.syscall)
 		m->inner.syscall(m->inner.ctx, s, sc);
-	servetree_syscall(&m->tree, s, sc);
+	calltree_syscall(&m->tree, s, sc);
 	timeline_syscall(&m->tl, s, sc);
 }
 
@@ -90,7 +90,7 @@ static void model_init(struct servemodel *m)
 	memset(m, 0, sizeof(*m));
 	names_init(&m->names);
 	names_init(&m->files);
-	servetree_init(&m->tree);
+	calltree_init(&m->tree);
 	timeline_init(&m->tl);
 	flame_init(&m->flame);
 	m->ops = (struct walk_ops){ .ctx = m,
@@ -104,13 +104,17 @@ static void model_init(struct servemodel *m)
 }
 
 /* A trace file's callbacks: the model's own consumers called directly (on
- * every event: no second indirect call, as a live session's need). */
+ * every event: no second indirect call, as a live session's need).  The
+ * flat profile is not fed function events: it is derived from the call
+ * trees after the pass (calltree_profile), which costs one visit per call
+ * path instead of a hash lookup per event.  Whole-call records (a duration
+ * source filter) are not in the trees and go to the profile as they come. */
 static void file_begin(void *ctx, struct walk_stream *s)
 {
 	struct servemodel *m = ctx;
 
 	profile_begin(m->prof, s);
-	servetree_begin(&m->tree, s);
+	calltree_begin(&m->tree, s);
 	timeline_begin(&m->tl, s);
 }
 
@@ -118,8 +122,7 @@ static void file_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 {
 	struct servemodel *m = ctx;
 
-	profile_entry(m->prof, s, ns, addr, depth, flags);
-	servetree_entry(&m->tree, s, ns, addr, depth, flags);
+	calltree_entry(&m->tree, s, ns, addr, depth, flags);
 }
 
 static void file_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
@@ -127,8 +130,7 @@ static void file_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t ad
 {
 	struct servemodel *m = ctx;
 
-	profile_exit(m->prof, s, ns, addr, depth, entry_ns, flags);
-	servetree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
+	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
 	timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
 }
 
@@ -147,7 +149,7 @@ static void file_syscall(void *ctx, struct walk_stream *s, const struct walk_sys
 	struct servemodel *m = ctx;
 
 	sysstats_syscall(m->sys, s, sc);
-	servetree_syscall(&m->tree, s, sc);
+	calltree_syscall(&m->tree, s, sc);
 	timeline_syscall(&m->tl, s, sc);
 }
 
@@ -185,6 +187,7 @@ static int read_all(struct servemodel *m)
 /* The pass over the trace file. */
 static int load_trace(struct servemodel *m, const char *dir, char *err, size_t errlen)
 {
+	uint32_t i;
 	int r;
 
 	m->w = &m->own_w;
@@ -202,7 +205,10 @@ static int load_trace(struct servemodel *m, const char *dir, char *err, size_t e
 		                    .lost = file_lost,
 		                    .call = file_call,
 		                    .syscall = file_syscall };
-	if (read_all(m) || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom) {
+	r = read_all(m);
+	for (i = 0; !r && i < m->w->nstreams; i++)
+		calltree_profile(&m->tree, m->prof, m->w->streams[i]);
+	if (r || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom) {
 		snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
 		return -ENOMEM;
 	}
@@ -351,7 +357,7 @@ int servemodel_refresh(struct servemodel *m)
 			return -ENOMEM;
 		m->sys_valid = true;
 	}
-	if (servetree_name(&m->tree, m->w, &m->names))
+	if (calltree_name(&m->tree, m->w, &m->names))
 		return -ENOMEM;
 	if (!m->flame_valid) {
 		if (flame_build(&m->flame, &m->tree))
@@ -364,13 +370,13 @@ int servemodel_refresh(struct servemodel *m)
 uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr)
 {
 	struct servemodel *m = ctx;
-	struct servetree_stream *t = servetree_stream(&m->tree, index);
-	uint32_t id = t ? servetree_addr_name(t, addr) : NAMES_NONE;
+	struct calltree_stream *t = calltree_stream(&m->tree, index);
+	uint32_t id = t ? calltree_addr_name(t, addr) : NAMES_NONE;
 	char buf[1024];
 
 	if (id != NAMES_NONE)
 		return id;
-	if (SERVETREE_IS_SYSCALL(addr))
+	if (CALLTREE_IS_SYSCALL(addr))
 		sys_name((enum sys_arch)(addr >> 32 & 0xff), (uint32_t)addr, buf, sizeof(buf));
 	else if (m->w && t && t->ws)
 		walk_name(m->w, t->ws->image, addr, buf, sizeof(buf));
@@ -387,7 +393,7 @@ void servemodel_release(struct servemodel *m)
 	profile_rows_release(&m->rows);
 	flame_release(&m->flame);
 	timeline_release(&m->tl);
-	servetree_release(&m->tree);
+	calltree_release(&m->tree);
 	names_release(&m->names);
 	if (m->w == &m->own_w) {
 		sysstats_release(&m->own_sys);

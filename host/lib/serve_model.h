@@ -13,7 +13,8 @@
 #include "host/lib/serve_flame.h"
 #include "host/lib/serve_names.h"
 #include "host/lib/serve_timeline.h"
-#include "host/lib/serve_tree.h"
+#include "host/lib/calltree.h"
+#include "host/lib/serve_tree.h" /* the API code's names for calltree's */
 #include "host/lib/sysstats.h"
 #include "host/lib/walk.h"
 
@@ -55,7 +56,7 @@ struct servemodel {
 	struct walk *w;
 	struct profile *prof;
 	struct sysstats *sys;
-	struct servetree tree;
+	struct calltree tree;
 	struct timeline tl;
 	struct flame flame;
 	struct names names;

@@ -8,7 +8,7 @@
 #include "common/filter.h"
 #include "common/sysevent.h"
 #include "host/lib/serve_timeline.h"
-#include "host/lib/serve_tree.h"
+#include "host/lib/calltree.h"
 
 #define GRID_FIRST_SHIFT 6u   /* 64 ns per bucket before the thread's time grows */
 #define WINDOW_DEPTH_MAX 512u /* call depths sent in a window */
@@ -158,11 +158,16 @@ static void grid_add(struct timeline *tl, struct timeline_stream *ts, uint32_t d
 	}
 	i0 = (a - ts->base) >> ts->shift;
 	i1 = (b - ts->base) >> ts->shift;
-	if (i1 > i0 && !((b - ts->base) & (ts->width - 1)))
-		i1--;
 	lv[i0].calls++;
 	if (sys)
 		lv[i0].syscalls++;
+	if (__builtin_expect(i1 == i0, 1)) { /* most calls are shorter than a bucket */
+		lv[i0].busy_ns += b - a;
+		vote(&lv[i0], addr, b - a);
+		return;
+	}
+	if (!((b - ts->base) & (ts->width - 1)))
+		i1--;
 	for (i = i0; i <= i1; i++) {
 		uint64_t start = ts->base + i * ts->width, end = start + ts->width;
 		uint64_t ov = (b < end ? b : end) - (a > start ? a : start);
@@ -189,7 +194,7 @@ void timeline_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
 
 	if (ts && sc->has_enter)
 		grid_add(tl, ts, sc->depth, sc->enter_ns, sc->has_exit ? sc->exit_ns : sc->enter_ns,
-		         SERVETREE_SYSCALL_KEY(sc->arch, sc->nr), true);
+		         CALLTREE_SYSCALL_KEY(sc->arch, sc->nr), true);
 }
 
 void timeline_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
@@ -562,10 +567,10 @@ static int decode_window(struct window *wn, uint32_t c0, uint32_t c1)
 						span(wn, sc_depth, sc_ns, ev.time, sc_key,
 						     TIMELINE_SYSCALL | TIMELINE_CUT);
 					sc_open = true;
-					sc_key = SERVETREE_SYSCALL_KEY(se.arch, se.nr);
+					sc_key = CALLTREE_SYSCALL_KEY(se.arch, se.nr);
 					sc_ns = ev.time;
 					sc_depth = st.depth;
-				} else if (sc_open && sc_key == SERVETREE_SYSCALL_KEY(se.arch, se.nr)) {
+				} else if (sc_open && sc_key == CALLTREE_SYSCALL_KEY(se.arch, se.nr)) {
 					span(wn, sc_depth, sc_ns, ev.time, sc_key, TIMELINE_SYSCALL);
 					sc_open = false;
 				}

@@ -117,7 +117,7 @@ void timeline_chunk_end(struct timeline *tl, struct walk *w);
 /* Opens the trace again for windows.  Returns 0 or -errno. */
 int timeline_open(struct timeline *tl, const char *dir);
 
-/* Names a function (or SERVETREE_SYSCALL_KEY) of the thread at
+/* Names a function (or CALLTREE_SYSCALL_KEY) of the thread at
  * walk_stream.index `index`: returns its names id, NAMES_NONE when memory
  * ran out. */
 typedef uint32_t (*timeline_namer)(void *ctx, uint32_t index, uint64_t addr);
