@@ -47,6 +47,23 @@ class Closed(Exception):
     pass
 
 
+def connect_when_free(host, port, wait=5.0, **kw):
+    """A connection whose first frame is not the agent's "busy" refusal: the
+    agent serves one host at a time and may not have seen the previous
+    connection's close yet when the next one arrives.  The first frame is
+    kept for the caller's recv()."""
+    deadline = time.time() + wait
+    while True:
+        c = Client(host, port, **kw)
+        first = c.recv()
+        if first[0] == ERROR and b"busy" in first[1] and time.time() < deadline:
+            c.close()
+            time.sleep(0.05)
+            continue
+        c.pending = first
+        return c
+
+
 class Client:
     """One connection to an agent.  recv() returns (type, payload)."""
 
@@ -60,6 +77,7 @@ class Client:
         self.chunks = []  # (session, raw chunk bytes) in order received
         self.status = []  # kv dicts of STATUS frames
         self.wire_bytes = 0
+        self.pending = None  # a frame read ahead, returned by the next recv()
 
     def send(self, ftype, payload=b""):
         self.sock.sendall(frame(ftype, self.seq, payload))
@@ -77,6 +95,9 @@ class Client:
             self.wire_bytes += len(d)
 
     def recv(self):
+        if self.pending is not None:
+            f, self.pending = self.pending, None
+            return f
         self._fill(HEADER.size)
         magic, ftype, _, _, seq, length, crc = HEADER.unpack(self.buf[:HEADER.size])
         assert magic == MAGIC, "bad magic from agent"
