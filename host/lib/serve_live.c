@@ -564,13 +564,8 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 		goto out;
 	}
 	sl->http_started = true;
-	printf("layerprof serve: live session with %s (%s)\n", ls->nc.peer, ls->nc.agent);
-	if (sl->h.token)
-		printf("layerprof serve: %s  (token required: open %sauth?token=<the token> once)\n", sl->h.url,
-		       sl->h.url);
-	else
-		printf("layerprof serve: %s\n", sl->h.url);
-	fflush(stdout);
+	/* the session is started before the address is announced: whoever
+	 * reads it finds the session connecting, not idle */
 	if (ls->argc || ls->attach_pid) {
 		FILE *devnull = fopen("/dev/null", "w");
 
@@ -582,6 +577,13 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 	} else {
 		say(sl, "connected: choose a program to start or a process to attach in the page");
 	}
+	printf("layerprof serve: live session with %s (%s)\n", ls->nc.peer, ls->nc.agent);
+	if (sl->h.token)
+		printf("layerprof serve: %s  (token required: open %sauth?token=<the token> once)\n", sl->h.url,
+		       sl->h.url);
+	else
+		printf("layerprof serve: %s\n", sl->h.url);
+	fflush(stdout);
 	live_loop(sl, quit, wait_mask);
 	code = ls->state == LIVESESSION_FAILED ? LP_EXIT_FAILURE : LP_EXIT_OK;
 out:
