@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
+#include "host/lib/liveopts.h"
 #include "host/lib/livesession.h"
 #include "host/lib/liveview.h"
 #include "host/lib/netclient.h"
@@ -565,49 +566,44 @@ static void live_summary(struct live *lv)
 static int parse_options(struct live *lv, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "connect", required_argument, NULL, 'c' },
 		{ "token-file", required_argument, NULL, 'T' },
-		{ "attach", required_argument, NULL, 'p' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "save", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, 'f' },
-		{ "stopped", no_argument, NULL, 'S' },
 		{ "view", required_argument, NULL, 'V' },
-		{ "udp", no_argument, NULL, 'U' },
 		{ "flush", required_argument, NULL, 'L' },
 		{ "path-nodes", required_argument, NULL, 'P' },
-		{ "syscalls", optional_argument, NULL, 'Y' },
-		{ "syscall-filter", required_argument, NULL, 'Z' },
-		{ "memory", no_argument, NULL, 'm' },
-		{ "mem-depth", required_argument, NULL, 'D' },
-		{ "keep-alive", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
+		LIVEOPTS_LONG_OPTIONS,
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct livesession *ls = &lv->ls;
-	char *end, host[256], port[16];
+	struct liveopts o;
+	char *end;
 	unsigned long n;
 	int c, r;
 
+	liveopts_init(&o, "live");
+	o.connect = ls->addr; /* the default agent */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+c:p:i:o:d:hmF:N:", longopts, NULL)) != -1) {
+		/* the short forms of shared options */
+		if (c == 'c')
+			c = LIVEOPT_CONNECT;
+		else if (c == 'p')
+			c = LIVEOPT_ATTACH;
+		else if (c == 'm')
+			c = LIVEOPT_MEMORY;
+		r = liveopts_parse(&o, c, optarg);
+		if (r < 0)
+			return -EINVAL;
+		if (r == 1)
+			continue;
 		switch (c) {
-		case 'c':
-			ls->addr = optarg;
-			break;
 		case 'T':
-			ls->token_file = optarg;
-			break;
-		case 'p':
-			errno = 0;
-			ls->attach_pid = strtol(optarg, &end, 10);
-			if (errno || *end || ls->attach_pid <= 0 || ls->attach_pid > INT_MAX) {
-				fprintf(stderr, "layerprof live: invalid --attach '%s': expected a process id\n",
-				        optarg);
-				return -EINVAL;
-			}
+			o.token_file = optarg;
 			break;
 		case 'i':
 			if (parse_duration(optarg, &lv->interval_ns) || lv->interval_ns < LIVE_MIN_INTERVAL_NS) {
@@ -635,9 +631,6 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			}
 			lv->json = !strcmp(optarg, "json");
 			break;
-		case 'S':
-			lv->stopped = true;
-			break;
 		case 'L':
 			if (parse_duration(optarg, &lv->flush_ns) ||
 			    lv->flush_ns < LIVESESSION_FLUSH_MIN_MS * NS_PER_MS ||
@@ -646,9 +639,6 @@ static int parse_options(struct live *lv, int argc, char **argv)
 				return -EINVAL;
 			}
 			break;
-		case 'U':
-			ls->udp_wanted = true;
-			break;
 		case 'V':
 			if (liveview_mode_parse(optarg, &lv->mode)) {
 				fprintf(stderr,
@@ -656,39 +646,6 @@ static int parse_options(struct live *lv, int argc, char **argv)
 				        optarg);
 				return -EINVAL;
 			}
-			break;
-		case 'Y':
-			if (systrace_backend_parse(optarg, &(enum systrace_backend){ SYSTRACE_AUTO })) {
-				fprintf(stderr,
-				        "layerprof live: invalid --syscalls '%s': auto, bpf, tracepoint or ptrace\n",
-				        optarg);
-				return -EINVAL;
-			}
-			ls->syscalls = optarg ? optarg : "auto";
-			break;
-		case 'Z':
-			if (!optarg[0] || strchr(optarg, '\n')) {
-				fprintf(stderr,
-				        "layerprof live: invalid --syscall-filter: expected a list of syscalls\n");
-				return -EINVAL;
-			}
-			ls->syscall_filter = optarg;
-			break;
-		case 'm':
-			ls->memory = true;
-			break;
-		case 'D':
-			errno = 0;
-			n = strtoul(optarg, &end, 10);
-			if (errno || *end || n < 1 || n > LP_MEM_DEPTH_MAX) {
-				fprintf(stderr, "layerprof live: invalid --mem-depth '%s': expected 1 to %u\n", optarg,
-				        LP_MEM_DEPTH_MAX);
-				return -EINVAL;
-			}
-			ls->mem_depth = (unsigned)n;
-			break;
-		case 'K':
-			ls->keep_alive = true;
 			break;
 		case 'P':
 			errno = 0;
@@ -716,39 +673,17 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			return -EINVAL;
 		}
 	}
-	if (netclient_split_address(ls->addr, host, sizeof(host), port, sizeof(port))) {
-		fprintf(stderr, "layerprof live: invalid --connect '%s': expected HOST:PORT or [IPV6]:PORT\n",
-		        ls->addr);
-		return -EINVAL;
-	}
-	ls->argv = argv + optind;
-	ls->argc = argc - optind;
-	if (ls->syscall_filter && !ls->syscalls) {
-		fprintf(stderr, "layerprof live: --syscall-filter needs --syscalls\n");
-		return -EINVAL;
-	}
-	if ((ls->mem_depth || ls->keep_alive) && !ls->memory) {
-		fprintf(stderr, "layerprof live: --mem-depth and --keep-alive need --memory\n");
-		return -EINVAL;
-	}
-	if ((ls->mem_depth || ls->keep_alive) && ls->attach_pid) {
-		fprintf(stderr, "layerprof live: --mem-depth and --keep-alive are set when a program starts, not "
-		                "when attaching\n");
-		return -EINVAL;
-	}
-	if (lv->mode == LIVEVIEW_MEMORY && !ls->memory) {
+	if (lv->mode == LIVEVIEW_MEMORY && !o.memory) {
 		fprintf(stderr, "layerprof live: --view memory needs --memory\n");
 		return -EINVAL;
 	}
-	if (ls->attach_pid && ls->argc) {
-		fprintf(stderr, "layerprof live: --attach and a program to start exclude each other\n");
+	if (liveopts_check(&o, argv + optind, argc - optind, true)) {
+		if (!o.attach_pid && !o.argc)
+			fputs(live_usage, stderr);
 		return -EINVAL;
 	}
-	if (!ls->attach_pid && !ls->argc) {
-		fprintf(stderr, "layerprof live: no program to start and no --attach PID\n");
-		fputs(live_usage, stderr);
-		return -EINVAL;
-	}
+	liveopts_apply(&o, ls);
+	lv->stopped = o.stopped;
 	/* what the view shows is at most a refresh old, plus a quarter */
 	if (!lv->flush_ns)
 		lv->flush_ns = lv->interval_ns / 4;
@@ -757,11 +692,6 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		ls->flush_ms = LIVESESSION_FLUSH_MIN_MS;
 	if (ls->flush_ms > LIVESESSION_FLUSH_MAX_MS)
 		ls->flush_ms = LIVESESSION_FLUSH_MAX_MS;
-	if (ls->argc > LIVESESSION_START_ARGS_MAX) {
-		fprintf(stderr, "layerprof live: too many arguments for the agent (at most %d)\n",
-		        LIVESESSION_START_ARGS_MAX);
-		return -EINVAL;
-	}
 	return 0;
 }
 

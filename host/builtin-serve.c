@@ -48,7 +48,13 @@ static const char serve_usage[] =
     "      --agent-token-file F  live: the agent's token, when not the same file\n"
     "      --attach PID      live: trace a running program instead of starting one\n"
     "      --stopped         live: start with tracing off (the page's Start turns it on)\n"
+    "      --udp             live: receive the events by UDP (losses counted)\n"
     "      --syscalls[=HOW]  live: trace system calls too (auto, bpf, tracepoint, ptrace)\n"
+    "      --syscall-filter LIST  live: only these syscalls (comma-separated, globs)\n"
+    "  -m, --memory          live: trace heap operations too (the Heap tab)\n"
+    "      --mem-depth N     live, with --memory: frames per heap call stack (1-64)\n"
+    "      --keep-alive      live, with --memory: an illegal free is recorded and not\n"
+    "                        passed to libc\n"
     "  -i, --interval DUR    live: push updates to the page every DUR (default 1s)\n"
     "  -o, --save DIR        live: write the session's trace to DIR\n"
     "      --no-index        neither read nor write the trace's index (<trace dir>/" SERVEINDEX_FILE ")\n"
@@ -153,16 +159,13 @@ int cmd_serve(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
 		{ "token-file", required_argument, NULL, 'T' },
-		{ "connect", required_argument, NULL, 'c' },
 		{ "agent-token-file", required_argument, NULL, 'A' },
-		{ "attach", required_argument, NULL, 'P' },
-		{ "stopped", no_argument, NULL, 'S' },
-		{ "syscalls", optional_argument, NULL, 'Y' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "save", required_argument, NULL, 'o' },
 		{ "no-index", no_argument, NULL, 'X' },
 		{ "reindex", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		LIVEOPTS_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct serve_opts o = { .bind = SERVEHTTP_DEFAULT_BIND, .port = SERVEHTTP_DEFAULT_PORT };
@@ -174,7 +177,11 @@ int cmd_serve(int argc, char **argv)
 
 	servelive_opts_init(&o.live);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:b:c:i:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:b:c:i:o:hm", longopts, NULL)) != -1) {
+		if (c == 'c')
+			c = LIVEOPT_CONNECT;
+		else if (c == 'm')
+			c = LIVEOPT_MEMORY;
 		switch (c) {
 		case 'p':
 			errno = 0;
@@ -208,18 +215,16 @@ int cmd_serve(int argc, char **argv)
 			return LP_EXIT_USAGE;
 		}
 	}
-	if (o.live.connect) {
-		o.live.argv = argv + optind;
-		o.live.argc = argc - optind;
-		if (!o.live.agent_token_file)
-			o.live.agent_token_file = o.token_file;
-		if (servelive_opts_check(&o.live))
+	if (o.live.live.connect) {
+		if (!o.live.live.token_file)
+			o.live.live.token_file = o.token_file;
+		if (servelive_opts_check(&o.live, argv + optind, argc - optind))
 			return LP_EXIT_USAGE;
 	} else {
 		if (servelive_opts_any(&o.live)) {
 			fprintf(stderr,
-			        "layerprof serve: --attach, --stopped, --syscalls, --interval and --save go with "
-			        "--connect\n");
+			        "layerprof serve: --attach, --stopped, --udp, --syscalls, --memory, --interval and "
+			        "--save go with --connect\n");
 			return LP_EXIT_USAGE;
 		}
 		if (optind < argc)
@@ -253,7 +258,7 @@ int cmd_serve(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (o.live.connect)
+	if (o.live.live.connect)
 		code = servelive_run(&o.live, o.bind, (unsigned)o.port, o.token_file ? token : NULL, &quit_signal,
 		                     &wait_mask);
 	else

@@ -43,41 +43,27 @@ struct servelive {
 void servelive_opts_init(struct servelive_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	liveopts_init(&o->live, "serve");
 	o->interval_ns = SERVELIVE_DEFAULT_INTERVAL_NS;
 }
 
 int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg)
 {
-	char *end;
+	int r = liveopts_parse(&o->live, c, arg);
 
-	switch (c) {
-	case 'c':
-		o->connect = arg;
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		if (c != LIVEOPT_CONNECT)
+			o->any = true;
 		return 1;
+	}
+	switch (c) {
 	case 'A':
-		o->agent_token_file = arg;
+		o->live.token_file = arg;
 		break;
 	case 'o':
 		o->save = arg;
-		break;
-	case 'S':
-		o->stopped = true;
-		break;
-	case 'P':
-		errno = 0;
-		o->attach_pid = strtol(arg, &end, 10);
-		if (errno || *end || o->attach_pid <= 0 || o->attach_pid > INT_MAX) {
-			fprintf(stderr, "layerprof serve: invalid --attach '%s': expected a process id\n", arg);
-			return -1;
-		}
-		break;
-	case 'Y':
-		if (systrace_backend_parse(arg, &(enum systrace_backend){ SYSTRACE_AUTO })) {
-			fprintf(stderr, "layerprof serve: invalid --syscalls '%s': auto, bpf, tracepoint or ptrace\n",
-			        arg);
-			return -1;
-		}
-		o->syscalls = arg ? arg : "auto";
 		break;
 	case 'i':
 		if (parse_duration(arg, &o->interval_ns) || o->interval_ns < SERVELIVE_MIN_INTERVAL_NS ||
@@ -98,24 +84,9 @@ bool servelive_opts_any(const struct servelive_opts *o)
 	return o->any;
 }
 
-int servelive_opts_check(const struct servelive_opts *o)
+int servelive_opts_check(struct servelive_opts *o, char **argv, int argc)
 {
-	char host[256], port[16];
-
-	if (netclient_split_address(o->connect, host, sizeof(host), port, sizeof(port))) {
-		fprintf(stderr, "layerprof serve: invalid --connect '%s': expected HOST:PORT or [IPV6]:PORT\n",
-		        o->connect);
-		return -EINVAL;
-	}
-	if (o->attach_pid && o->argc) {
-		fprintf(stderr, "layerprof serve: --attach and a program to start exclude each other\n");
-		return -EINVAL;
-	}
-	if (o->argc > SERVELIVE_ARGS_MAX) {
-		fprintf(stderr, "layerprof serve: too many arguments for the agent (at most %d)\n", SERVELIVE_ARGS_MAX);
-		return -EINVAL;
-	}
-	return 0;
+	return liveopts_check(&o->live, argv, argc, false);
 }
 
 /* ------------------------------------------------------------ messages */
@@ -317,7 +288,7 @@ static int begin_session(struct servelive *sl, FILE *out)
 		say(sl, "cannot save: %s", ls->save.error);
 		return answer(out, HTTP_BAD_REQUEST, "cannot save the trace");
 	}
-	if (livesession_start(ls, !sl->o->stopped))
+	if (livesession_start(ls, !sl->o->live.stopped))
 		return answer(out, HTTP_BAD_REQUEST, "the agent did not take the session");
 	return answer(out, HTTP_OK, "session requested");
 }
@@ -539,12 +510,7 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 		fprintf(stderr, "layerprof serve: out of memory\n");
 		goto out;
 	}
-	ls->addr = o->connect;
-	ls->token_file = o->agent_token_file;
-	ls->attach_pid = o->attach_pid;
-	ls->argv = o->argv;
-	ls->argc = o->argc;
-	ls->syscalls = o->syscalls;
+	liveopts_apply(&o->live, ls);
 	ls->flush_ms = (uint32_t)(sl->interval_ns / 4 / NS_PER_MS);
 	if (ls->flush_ms < LIVESESSION_FLUSH_MIN_MS)
 		ls->flush_ms = LIVESESSION_FLUSH_MIN_MS;

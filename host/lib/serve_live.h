@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "host/lib/liveopts.h"
+
 #define SERVELIVE_DEFAULT_INTERVAL_NS 1000000000ull
 #define SERVELIVE_MIN_INTERVAL_NS 100000000ull   /* 100 ms */
 #define SERVELIVE_MAX_INTERVAL_NS 60000000000ull /* 1 min */
@@ -20,25 +22,21 @@
 #define SERVELIVE_ARGS_MAX 256                   /* arguments of a program started from the page */
 
 struct servelive_opts {
-	const char *connect;          /* the agent's HOST:PORT; NULL: not live */
-	const char *agent_token_file; /* borrowed */
-	const char *save;             /* trace directory to write, or NULL */
-	const char *syscalls;         /* backend, or NULL */
-	long attach_pid;
-	bool stopped;
+	struct liveopts live; /* the agent, the target and what is traced */
+	const char *save;     /* trace directory to write, or NULL */
 	uint64_t interval_ns;
-	char **argv; /* the program to start (borrowed); none: the page picks */
-	int argc;
 	bool any; /* a live option was given */
 };
 
 void servelive_opts_init(struct servelive_opts *o);
-/* Parses a live option (getopt code c).  Returns 1 when parsed, 0 when c
+/* Parses a live option (getopt code c: liveopts.h's, 'A' the agent's token
+ * file, 'o' --save, 'i' --interval).  Returns 1 when parsed, 0 when c
  * is not a live option, -1 after printing why the value is bad. */
 int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg);
 bool servelive_opts_any(const struct servelive_opts *o);
-/* Checks the options together.  Returns 0 or -EINVAL after saying why. */
-int servelive_opts_check(const struct servelive_opts *o);
+/* Checks the options together, with the program to start argv[0..argc).
+ * Returns 0 or -EINVAL after saying why. */
+int servelive_opts_check(struct servelive_opts *o, char **argv, int argc);
 
 /* Connects, serves the page on bind:port (token as servehttp_start) and
  * runs the session until *quit is set; the signals that set it are taken

@@ -77,6 +77,23 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 	timeline_syscall(&m->tl, s, sc);
 }
 
+/* heap operations and task events: the live session's (its heap state) */
+static void on_mem(void *ctx, struct walk_stream *s, const struct walk_mem *op)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.mem)
+		m->inner.mem(m->inner.ctx, s, op);
+}
+
+static void on_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.task)
+		m->inner.task(m->inner.ctx, s, ns, kind, value);
+}
+
 static void on_end(void *ctx, struct walk_stream *s)
 {
 	struct servemodel *m = ctx;
@@ -100,6 +117,8 @@ static void model_init(struct servemodel *m)
 		                    .lost = on_lost,
 		                    .call = on_call,
 		                    .syscall = on_syscall,
+		                    .mem = on_mem,
+		                    .task = on_task,
 		                    .end = on_end };
 }
 

@@ -1,0 +1,64 @@
+/* The options of a live session that `layerprof live` and `layerprof serve
+ * --connect` share: the agent, the target (a program to start or a
+ * process to attach), and what is traced besides functions (system calls,
+ * heap operations, the UDP channel).  One parser and one set of rules, so
+ * the two commands take the same words and refuse the same combinations. */
+#ifndef LP_LIVEOPTS_H
+#define LP_LIVEOPTS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+struct livesession;
+
+/* getopt_long codes of the shared long options (above the filters' codes,
+ * options.h).  The commands map their own short options to these. */
+enum liveopt_code {
+	LIVEOPT_CONNECT = 0x1100,
+	LIVEOPT_ATTACH,
+	LIVEOPT_STOPPED,
+	LIVEOPT_UDP,
+	LIVEOPT_SYSCALLS,
+	LIVEOPT_SYSCALL_FILTER,
+	LIVEOPT_MEMORY,
+	LIVEOPT_MEM_DEPTH,
+	LIVEOPT_KEEP_ALIVE,
+};
+
+#define LIVEOPTS_LONG_OPTIONS                                                                                         \
+	{ "connect", required_argument, NULL, LIVEOPT_CONNECT },                                                      \
+	    { "attach", required_argument, NULL, LIVEOPT_ATTACH }, { "stopped", no_argument, NULL, LIVEOPT_STOPPED }, \
+	    { "udp", no_argument, NULL, LIVEOPT_UDP }, { "syscalls", optional_argument, NULL, LIVEOPT_SYSCALLS },     \
+	    { "syscall-filter", required_argument, NULL, LIVEOPT_SYSCALL_FILTER },                                    \
+	    { "memory", no_argument, NULL, LIVEOPT_MEMORY },                                                          \
+	    { "mem-depth", required_argument, NULL, LIVEOPT_MEM_DEPTH },                                              \
+	{                                                                                                             \
+		"keep-alive", no_argument, NULL, LIVEOPT_KEEP_ALIVE                                                   \
+	}
+
+struct liveopts {
+	const char *cmd;        /* "live" or "serve", for messages */
+	const char *connect;    /* HOST:PORT of the agent */
+	const char *token_file; /* the agent's token, or NULL */
+	long attach_pid;        /* 0: start argv */
+	char **argv;            /* the program to start (borrowed) */
+	int argc;
+	bool stopped, udp, memory, keep_alive;
+	const char *syscalls; /* backend, or NULL: no syscall tracing */
+	const char *syscall_filter;
+	unsigned mem_depth; /* 0: the runtime's default */
+	bool any;           /* an option other than --connect was given */
+};
+
+void liveopts_init(struct liveopts *o, const char *cmd);
+/* Parses a shared option (code c, argument arg).  Returns 1 when parsed, 0
+ * when c is not a shared option, -1 after printing why the value is bad. */
+int liveopts_parse(struct liveopts *o, int c, const char *arg);
+/* Checks the options together, with the program argv[0..argc) (argc 0:
+ * none).  need_target: a program or --attach is required (serve's page
+ * may pick one later).  Returns 0 or -EINVAL after saying why. */
+int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target);
+/* Sets the session's fields from the options. */
+void liveopts_apply(const struct liveopts *o, struct livesession *ls);
+
+#endif
