@@ -463,6 +463,8 @@ static int scan_dir(struct drain *d)
 	return r;
 }
 
+static void process_exited(struct drain *d, pid_t pid, int status);
+
 static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_t *p, uint32_t len)
 {
 	if (ext != LP_EXT_MEM)
@@ -520,6 +522,20 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 			return;
 		memcpy(ips, p + sizeof(h), (size_t)h.n * 8);
 		encoder_stack(s->enc, ns, h.id, ips, h.n);
+	} else if (ext == LP_EXT_REAPED && len >= sizeof(struct lp_ext_reaped)) {
+		struct lp_ext_reaped r;
+		struct drain *d = s->d;
+
+		memcpy(&r, p, sizeof(r));
+		if (!r.pid) {
+			;
+		} else if (d->nreaped < DRAIN_REAPED_MAX) {
+			d->reaped[d->nreaped].pid = (pid_t)r.pid;
+			d->reaped[d->nreaped].status = (int)r.status;
+			d->nreaped++;
+		} else {
+			process_exited(d, (pid_t)r.pid, (int)r.status); /* without a rescan */
+		}
 	} else if (ext == LP_EXT_TASK && len >= sizeof(struct lp_ext_task)) {
 		struct lp_ext_task t;
 		uint64_t frames[256] = { 0 };
@@ -739,6 +755,9 @@ long drain_poll(struct drain *d)
 			stream_close(s);
 	}
 	free(heads);
+	for (i = 0; i < d->nreaped; i++)
+		drain_process_exited(d, d->reaped[i].pid, d->reaped[i].status);
+	d->nreaped = 0;
 	if (d->sys)
 		drainsys_after_poll(d, t0);
 	/* syscall records keep the drain as busy as ring events */
@@ -879,27 +898,43 @@ bool drain_pressure(const struct drain *d)
 	return d->pressure;
 }
 
-void drain_process_exited(struct drain *d, pid_t pid, int status)
+/* The process pid ended with the given wait status: its streams are final
+ * (they close once drained), and the status goes into one stream of its
+ * last image (a pid's earlier images were replaced by exec: they did not
+ * exit), the main thread's when it has one.  A pid whose rings are not
+ * known yet is remembered for stream_open. */
+static void process_exited(struct drain *d, pid_t pid, int status)
 {
+	struct stream *last = NULL;
 	size_t i;
 
 	for (i = 0; i < d->nstreams; i++) {
 		struct stream *s = d->streams[i];
 
-		if (s->ring->pid == (uint32_t)pid) {
-			s->final = true;
-			if (s->ring->tid == (uint32_t)pid)
-				s->exit_status = status;
-		}
+		if (s->closed || s->final || s->ring->pid != (uint32_t)pid)
+			continue;
+		s->final = true;
+		if (!last || s->ring->image > last->ring->image ||
+		    (s->ring->image == last->ring->image && s->ring->tid == (uint32_t)pid))
+			last = s;
 	}
+	if (last)
+		last->exit_status = status;
 	if (d->sys)
 		drainsys_process_exited(d, (uint32_t)pid, status);
-	/* rings of this pid not found yet: remembered for stream_open */
-	if (d->nexits < DRAIN_EXITS_MAX) {
+	if (!last && d->nexits < DRAIN_EXITS_MAX) {
 		d->exits[d->nexits].pid = pid;
 		d->exits[d->nexits].status = status;
 		d->nexits++;
 	}
+}
+
+void drain_process_exited(struct drain *d, pid_t pid, int status)
+{
+	/* the process is gone: every ring it made is in the directory now */
+	d->scan_pending = true;
+	scan_dir(d);
+	process_exited(d, pid, status);
 }
 
 int drain_finish(struct drain *d)

@@ -16,6 +16,7 @@
 #define DRAIN_STREAMS_MAX 65536u
 #define DRAIN_PATH_MAX 600u
 #define DRAIN_EXITS_MAX 4096u
+#define DRAIN_REAPED_MAX 256u
 
 struct systhread;
 struct drainsys;
@@ -60,6 +61,10 @@ struct drain {
 	size_t nstreams, cap;
 	struct exited exits[DRAIN_EXITS_MAX];
 	size_t nexits;
+	/* children reaped by a traced parent (LP_EXT_REAPED) during a poll,
+	 * applied after it: the streams cannot change while it runs */
+	struct exited reaped[DRAIN_REAPED_MAX];
+	size_t nreaped;
 	struct drain_stats stats;
 	uint64_t last_clock_export; /* ns */
 	bool pressure;

@@ -362,6 +362,39 @@ def test_exec(lp, tmp):
           "execer: after_exec's 2 are", fn(rep, "after_exec"))
 
 
+def test_child_exit(lp, tmp):
+    """mem/memrec_exit.c: a forked child that exits (exit, _exit), is killed
+    or is orphaned ends its own process in the heap state with its own wait
+    status; its blocks (3 x 24 of its own, 4 x 40 inherited) are unfreed at
+    exit, apart from the parent's 4 x 40."""
+    prog = build_own(tmp, os.path.join(MEM, "memrec_exit.c"), "-O2")
+    for how, status in (("exit", 3 << 8), ("_exit", 3 << 8), ("kill", signal.SIGKILL), ("orphan", 3 << 8)):
+        out = os.path.join(tmp, "child_" + how)
+        r = lp.record(out, prog, how)
+        rep, r = lp.memory(out) if r.returncode == 0 else (None, r)
+        if not check(rep is not None, "memrec_exit %s: records and reports" % how, r.stderr):
+            continue
+        procs = sorted(rep["processes"], key=lambda p: p["image"])
+        if not check(len(procs) == 2, "memrec_exit %s: two processes" % how, procs):
+            continue
+        parent, child = procs
+        check(parent["exited"] and parent["exit_status"] == 0 and
+              counts(parent, "live_objects", "unfreed_objects", "unfreed_bytes") == (4, 4, 160),
+              "memrec_exit %s: the parent exits 0 with 4 x 40 bytes unfreed" % how, parent)
+        check(child.get("parent_image") == parent["image"] and child["exited"] and
+              child["exit_status"] == status and
+              counts(child, "live_objects", "unfreed_objects", "unfreed_bytes", "inherited_objects") ==
+              (7, 7, 4 * 40 + 3 * 24, 4),
+              "memrec_exit %s: the child ends with wait status %d, its 7 blocks unfreed" % (how, status), child)
+        check(counts(fn(rep, "child_leak"), "allocs", "unfreed_objects", "unfreed_bytes") == (3, 3, 72) and
+              counts(fn(rep, "parent_leak"), "allocs", "unfreed_objects", "unfreed_bytes") == (4, 8, 320),
+              "memrec_exit %s: child_leak 3 unfreed, parent_leak 4 in each process" % how,
+              (fn(rep, "child_leak"), fn(rep, "parent_leak")))
+        t = rep["totals"]
+        check((t["unfreed_objects"], t["unfreed_bytes"]) == (11, 160 + 232),
+              "memrec_exit %s: totals: 11 blocks unfreed at exit" % how, t)
+
+
 def test_cxx(lp, tmp, progs):
     """mem_cxx: every operator form released by its own family; a throwing
     new counted as failed; each mismatch argument named."""
@@ -566,6 +599,7 @@ def main():
         test_threads(lp, tmp, progs)
         test_fork(lp, tmp, progs)
         test_exec(lp, tmp)
+        test_child_exit(lp, tmp)
         test_cxx(lp, tmp, progs)
         test_mismatch_vs_valgrind(lp, tmp)
         test_badfree(lp, tmp, progs)
