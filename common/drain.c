@@ -64,6 +64,9 @@ static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, cons
 {
 	struct stream *s = ctx;
 
+	/* the thread's syscalls come out with the events around them */
+	if (ns >= s->sys_next)
+		drainsys_emit(s, ns);
 	if (type == LP_EV_ENTRY)
 		encoder_entry(s->enc, ns, value);
 	else if (type == LP_EV_EXIT)
@@ -75,11 +78,15 @@ static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, cons
 	maybe_flush(s);
 }
 
-/* Before an event that does not go through the folding stage. */
-static inline void fold_flush(struct stream *s)
+/* Before an event at ns that does not go through the folding stage: the
+ * held events go out, then the syscalls up to ns. */
+static inline void fold_flush(struct stream *s, uint64_t ns)
 {
-	if (s->fold)
-		memfold_flush(s->fold, false);
+	if (!s->fold)
+		return;
+	memfold_flush(s->fold, false);
+	if (ns >= s->sys_next)
+		drainsys_emit(s, ns);
 }
 
 static inline void put_func(struct stream *s, uint64_t ns, uint8_t type, uint64_t addr)
@@ -467,8 +474,8 @@ static void process_exited(struct drain *d, pid_t pid, int status);
 
 static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_t *p, uint32_t len)
 {
-	if (ext != LP_EXT_MEM)
-		fold_flush(s);
+	if (ext != LP_EXT_MEM && ext != LP_EXT_REAPED)
+		fold_flush(s, ns);
 	if (ext == LP_EXT_MAP && len >= sizeof(struct lp_ext_map)) {
 		struct lp_ext_map m;
 		struct lp_event ev;
@@ -583,11 +590,10 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), step = 1;
 		uint64_t ns = clocksync_ns(cs, sl->time);
 
-		/* the thread's syscalls before this event come first */
-		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD) {
-			fold_flush(s);
+		/* the thread's syscalls before this event come first (with a
+		 * folding stage, as its events come out of it) */
+		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD && !s->fold)
 			drainsys_emit(s, ns);
-		}
 
 		switch (type) {
 		case LP_RAW_ENTRY:
@@ -603,7 +609,7 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 				put_func(s, ns, LP_EV_EXIT, payload);
 			break;
 		case LP_RAW_LOST:
-			fold_flush(s);
+			fold_flush(s, ns);
 			s->lost_reported += payload;
 			s->d->stats.lost += payload;
 			encoder_lost(s->enc, ns, payload);

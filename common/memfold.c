@@ -393,3 +393,8 @@ void memfold_get_stats(const struct memfold *f, struct memfold_stats *out)
 {
 	*out = f->stats;
 }
+
+uint64_t memfold_oldest_ns(const struct memfold *f)
+{
+	return f->head != f->tail ? f->q[f->head & (f->cap - 1)].ns : UINT64_MAX;
+}

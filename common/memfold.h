@@ -57,5 +57,9 @@ void memfold_expire(struct memfold *f, uint64_t now);
  * since its last one (at the end of the stream). */
 void memfold_flush(struct memfold *f, bool counts);
 void memfold_get_stats(const struct memfold *f, struct memfold_stats *out);
+/* The time of the oldest event the stage holds, UINT64_MAX when none:
+ * what goes into the stream beside it (syscall records) may go out up to
+ * that time, not later. */
+uint64_t memfold_oldest_ns(const struct memfold *f);
 
 #endif

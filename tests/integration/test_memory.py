@@ -581,6 +581,72 @@ def test_fold(lp, tmp, progs):
     check("# folded: %d short-lived blocks" % churn.get("folded", 0) in text, "fold: the text report says so")
 
 
+def stream_events(lp, trace):
+    """replay --format json: the threads, each with its events in stream order."""
+    d, _ = lp.json("replay", "--format", "json", trace)
+    return (d or {}).get("threads", [])
+
+
+def test_fold_syscalls(lp, tmp):
+    """mem/memrec_sysfold.c with --syscalls and --mem-fold: the syscall
+    records pass the folding stage untouched and in order (the same as
+    without folding), the short-lived blocks between them are folded, the
+    kept ones each recorded, followed by their getppid."""
+    prog = build_own(tmp, os.path.join(MEM, "memrec_sysfold.c"), "-O2")
+    plain = os.path.join(tmp, "sysfold0")
+    r0 = lp("record", "-q", "--memory", "--syscalls", "-o", plain, "--", prog, "1000")
+    if r0.returncode and "cannot trace syscalls" in r0.stderr:
+        skip("fold with syscalls", r0.stderr.strip().splitlines()[-1])
+        return
+    out = os.path.join(tmp, "sysfold")
+    r = lp("record", "-q", "--memory", "--syscalls", "--mem-fold", "50ms", "-o", out, "--", prog, "1000")
+    if not check(r0.returncode == 0 and r.returncode == 0, "memrec_sysfold: records with --syscalls, with and "
+                 "without --mem-fold", r0.stderr + r.stderr):
+        return
+    t0, t1 = stream_events(lp, plain), stream_events(lp, out)
+    if not check(len(t0) == 1 and len(t1) == 1, "memrec_sysfold: one thread each", (len(t0), len(t1))):
+        return
+    e0, e1 = t0[0]["events"], t1[0]["events"]
+    sc0 = [e["name"] for e in e0 if e["type"] == "syscall"]
+    sc1 = [e["name"] for e in e1 if e["type"] == "syscall"]
+    check(sc1 == sc0 and sc1.count("getppid") == 1005,
+          "memrec_sysfold: the same syscalls in the same order, 1005 getppid, with and without folding",
+          (len(sc0), len(sc1)))
+    times = [e["time_ns"] for e in e1]
+    check(all(a <= b for a, b in zip(times, times[1:])), "memrec_sysfold: the folded stream is in time order")
+    # the FOLD counts may come between: they are not heap operations
+    kinds = [(e["type"], e.get("name") or e.get("op")) for e in e1 if e.get("op") != "fold"]
+    keeps = [i for i, k in enumerate(kinds) if k == ("mem", "malloc") and
+             [e for e in e1 if e.get("op") != "fold"][i]["caller"].startswith("keep")]
+    check(len(keeps) == 5 and all(kinds[i + 1] == ("syscall", "getppid") for i in keeps),
+          "memrec_sysfold: keep's 5 blocks each recorded, each followed by its getppid", keeps)
+    rep, r = lp.memory(out)
+    if not check(rep is not None, "memrec_sysfold: reports", r.stderr):
+        return
+    churn = [f for f in rep["functions"] if f["function"] in ("churn", "main") and f["allocs"] == 1000]
+    frees = len([e for e in e1 if e["type"] == "mem" and e["op"] == "free"])
+    check(len(churn) == 1 and counts(churn[0], "allocs", "frees", "live_objects") == (1000, 1000, 0) and
+          churn[0].get("folded", 0) >= 990 and churn[0]["folded"] + frees == 1000,
+          "memrec_sysfold: churn's 1000 blocks: folded or recorded, none live", (churn, frees))
+    check(counts(fn(rep, "keep"), "allocs", "live_objects", "folded") == (5, 5, 0),
+          "memrec_sysfold: keep's 5 blocks live", fn(rep, "keep"))
+
+
+def test_ring_default(lp, tmp):
+    """record --memory takes a 32M ring per thread unless -b says otherwise;
+    without --memory the ring stays 8M (the trace's meta says which)."""
+    def ring(opts):
+        out = os.path.join(tmp, "ring")
+        r = lp("record", "-q", *opts, "-o", out, "--", "/bin/true")
+        m = re.search(rb"buffer_size=(\d+)", open(os.path.join(out, "data"), "rb").read()) if not r.returncode \
+            else None
+        return int(m.group(1)) if m else None
+    check(ring(["--memory"]) == 32 << 20, "ring: 32M with --memory")
+    check(ring(["--memory", "-b", "1M"]) == 1 << 20, "ring: -b 1M overrides it")
+    check(ring([]) == 8 << 20, "ring: 8M without --memory")
+    check("with --memory 32M" in lp("record", "--help").stdout, "ring: the help says so")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -605,6 +671,8 @@ def main():
         test_badfree(lp, tmp, progs)
         test_forever(lp, tmp, progs)
         test_fold(lp, tmp, progs)
+        test_fold_syscalls(lp, tmp)
+        test_ring_default(lp, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()
