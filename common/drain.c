@@ -112,6 +112,48 @@ static inline void put_mem(struct stream *s, uint64_t ns, const struct memevent 
 	maybe_flush(s);
 }
 
+/* The pairing shared by the folding stages of image's streams, made when
+ * new; NULL when memory runs out. */
+static struct memfold_proc *foldproc_get(struct drain *d, uint32_t image)
+{
+	struct foldproc *n;
+	size_t i;
+
+	for (i = 0; i < d->nfoldprocs; i++)
+		if (d->foldprocs[i].image == image)
+			return d->foldprocs[i].p;
+	if (d->nfoldprocs == d->foldprocs_cap) {
+		size_t cap = d->foldprocs_cap ? 2 * d->foldprocs_cap : 16;
+
+		n = realloc(d->foldprocs, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		d->foldprocs = n;
+		d->foldprocs_cap = cap;
+	}
+	n = &d->foldprocs[d->nfoldprocs];
+	n->image = image;
+	n->p = memfold_proc_new(d->cfg.mem_fold_ns);
+	if (!n->p)
+		return NULL;
+	d->nfoldprocs++;
+	return n->p;
+}
+
+/* Frees the pairings without stages (their processes' streams closed). */
+static void foldproc_sweep(struct drain *d)
+{
+	size_t i, j;
+
+	for (i = j = 0; i < d->nfoldprocs; i++) {
+		if (!memfold_proc_stages(d->foldprocs[i].p))
+			memfold_proc_free(d->foldprocs[i].p);
+		else
+			d->foldprocs[j++] = d->foldprocs[i];
+	}
+	d->nfoldprocs = j;
+}
+
 /* Sink of the record-time filter stage: straight into the encoder. */
 static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
@@ -399,8 +441,11 @@ static int stream_open(struct drain *d, const char *name)
 	if (d->cfg.mem_fold_ns) {
 		struct memfold_sink fsink = { .ctx = s, .event = fold_sink };
 
-		s->fold = memfold_new(d->cfg.mem_fold_ns, &fsink);
+		struct memfold_proc *fp = foldproc_get(d, h->image);
+
+		s->fold = fp ? memfold_new(fp, &fsink) : NULL;
 		if (!s->fold) {
+			foldproc_sweep(d);
 			if (s->filtered)
 				filter_stream_release(&s->fs);
 			free(s->enc);
@@ -755,12 +800,18 @@ long drain_poll(struct drain *d)
 			heads[i] = s->tail + s->ring_slots; /* a broken producer */
 		total += stream_consume(s, heads[i]);
 		atomic_store_explicit((_Atomic uint32_t *)&s->ring->tail, s->tail, memory_order_release);
-		if (s->fold)
-			memfold_expire(s->fold, t0); /* a quiet stream's held events age too */
-		if (done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire))
-			stream_close(s);
+		s->closing =
+		    done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire);
 	}
 	free(heads);
+	/* every stream has given its events up to t0: the folding stages
+	 * pair them across the threads of each process (a quiet stream's
+	 * held events age too), before a stream that ended closes */
+	for (i = 0; i < d->nfoldprocs; i++)
+		memfold_proc_expire(d->foldprocs[i].p, t0);
+	for (i = 0; i < d->nstreams; i++)
+		if (d->streams[i]->closing)
+			stream_close(d->streams[i]);
 	for (i = 0; i < d->nreaped; i++)
 		drain_process_exited(d, d->reaped[i].pid, d->reaped[i].status);
 	d->nreaped = 0;
@@ -782,6 +833,7 @@ long drain_poll(struct drain *d)
 		}
 	}
 	d->nstreams = j;
+	foldproc_sweep(d);
 	return d->error ? d->error : total;
 }
 
@@ -959,6 +1011,7 @@ int drain_finish(struct drain *d)
 		free(d->streams[i]);
 	}
 	d->nstreams = 0;
+	foldproc_sweep(d);
 	if (d->sys)
 		drainsys_finish(d);
 	emit_clock(d);
@@ -995,6 +1048,9 @@ void drain_free(struct drain *d)
 		free(d->streams[i]);
 	}
 	free(d->streams);
+	for (i = 0; i < d->nfoldprocs; i++)
+		memfold_proc_free(d->foldprocs[i].p);
+	free(d->foldprocs);
 	drainsys_free(d);
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);

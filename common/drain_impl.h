@@ -43,7 +43,14 @@ struct stream {
 	/* the folding stage of heap operations (cfg.mem_fold_ns), or NULL:
 	 * function and heap events go through it, the others flush it */
 	struct memfold *fold;
+	bool closing; /* drained to the end in this poll: closes after it */
 	struct drain *d;
+};
+
+/* The folding stages of one process image share its pairing. */
+struct foldproc {
+	uint32_t image;
+	struct memfold_proc *p;
 };
 
 struct exited {
@@ -65,6 +72,8 @@ struct drain {
 	 * applied after it: the streams cannot change while it runs */
 	struct exited reaped[DRAIN_REAPED_MAX];
 	size_t nreaped;
+	struct foldproc *foldprocs; /* with cfg.mem_fold_ns */
+	size_t nfoldprocs, foldprocs_cap;
 	struct drain_stats stats;
 	uint64_t last_clock_export; /* ns */
 	bool pressure;

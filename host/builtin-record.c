@@ -69,7 +69,7 @@ static const char record_usage[] =
     "      --keep-alive      an illegal release (a pointer never allocated, already\n"
     "                        released, or inside a block) is recorded and not passed\n"
     "                        to libc, so the program goes on instead of aborting\n"
-    "      --mem-fold DUR    blocks released by their thread within DUR (e.g. 1ms) are\n"
+    "      --mem-fold DUR    blocks released within DUR (e.g. 1ms), by any thread, are\n"
     "                        only counted, per call stack, not recorded one by one,\n"
     "                        so that an endless run of short-lived blocks does not\n"
     "                        grow the trace (default: off)\n" FILTER_HELP "  -h, --help            this text\n";

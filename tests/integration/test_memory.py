@@ -632,6 +632,38 @@ def test_fold_syscalls(lp, tmp):
           "memrec_sysfold: keep's 5 blocks live", fn(rep, "keep"))
 
 
+def test_fold_cross_thread(lp, tmp):
+    """mem/memrec_xfree.c with --mem-fold 50ms: blocks made by two threads and
+    freed at once by two others fold (all but a few that go out before they
+    are paired), and are still counted; the 5 blocks freed by another thread
+    300 ms later do not fold; nothing freed stays live, nothing is illegal."""
+    prog = build_own(tmp, os.path.join(MEM, "memrec_xfree.c"), "-O2 -pthread")
+    out = os.path.join(tmp, "xfree")
+    r = lp("record", "-q", "--memory", "--mem-fold", "50ms", "-o", out, "--", prog, "2000")
+    rep, r = lp.memory(out) if r.returncode == 0 else (None, r)
+    if not check(rep is not None, "memrec_xfree: records and reports", r.stderr):
+        return
+    xmake, xhold = fn(rep, "xmake"), fn(rep, "xhold")
+    threads = stream_events(lp, out)
+    mem = [e for t in threads for e in t["events"] if e["type"] == "mem"]
+    made = set(e["ptr"] for e in mem if e["op"] == "malloc" and e["caller"].startswith("xmake"))
+    recorded = len([e for e in mem if e["op"] == "malloc" and e["caller"].startswith("xmake")])
+    freed = len([e for e in mem if e["op"] == "free" and e["ptr"] in made])
+    check(counts(xmake, "allocs", "frees", "live_objects") == (4000, 4000, 0),
+          "memrec_xfree: xmake: 4000 blocks made and freed, none live", xmake)
+    check(xmake.get("folded", 0) >= 0.99 * 4000 and xmake["folded"] + recorded == 4000 and
+          xmake.get("folded_bytes") == 56 * xmake["folded"],
+          "memrec_xfree: nearly all of xmake's blocks folded across threads, the rest recorded",
+          (xmake.get("folded"), recorded))
+    check(freed <= recorded, "memrec_xfree: no release recorded of a block folded", (freed, recorded))
+    check(counts(xhold, "allocs", "frees", "live_objects", "folded") == (5, 5, 0, 0),
+          "memrec_xfree: xhold: 5 blocks freed 300 ms later by another thread, not folded", xhold)
+    check(rep["illegal"] == [] and rep["overlaps"] == [] and rep["totals"]["late_events"] == 0,
+          "memrec_xfree: nothing illegal, no overlap, nothing out of order", illegal(rep))
+    check(rep["totals"]["folded"] == xmake.get("folded"), "memrec_xfree: the totals count the folded blocks",
+          rep["totals"])
+
+
 def test_ring_default(lp, tmp):
     """record --memory takes a 32M ring per thread unless -b says otherwise;
     without --memory the ring stays 8M (the trace's meta says which)."""
@@ -672,6 +704,7 @@ def main():
         test_forever(lp, tmp, progs)
         test_fold(lp, tmp, progs)
         test_fold_syscalls(lp, tmp)
+        test_fold_cross_thread(lp, tmp)
         test_ring_default(lp, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
