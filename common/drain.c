@@ -959,8 +959,7 @@ bool drain_pressure(const struct drain *d)
 /* The process pid ended with the given wait status: its streams are final
  * (they close once drained), and the status goes into one stream of its
  * last image (a pid's earlier images were replaced by exec: they did not
- * exit), the main thread's when it has one.  A pid whose rings are not
- * known yet is remembered for stream_open. */
+ * exit), the main thread's when it has one. */
 static void process_exited(struct drain *d, pid_t pid, int status)
 {
 	struct stream *last = NULL;
@@ -980,7 +979,10 @@ static void process_exited(struct drain *d, pid_t pid, int status)
 		last->exit_status = status;
 	if (d->sys)
 		drainsys_process_exited(d, (uint32_t)pid, status);
-	if (!last && d->nexits < DRAIN_EXITS_MAX) {
+	/* a ring of it not set up yet may be the pid's: remembered (only
+	 * then, so that a new process given the pid later is not taken as
+	 * ended) */
+	if (!last && d->scan_pending && d->nexits < DRAIN_EXITS_MAX) {
 		d->exits[d->nexits].pid = pid;
 		d->exits[d->nexits].status = status;
 		d->nexits++;

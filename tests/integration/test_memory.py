@@ -612,8 +612,13 @@ def test_fold_syscalls(lp, tmp):
     check(sc1 == sc0 and sc1.count("getppid") == 1005,
           "memrec_sysfold: the same syscalls in the same order, 1005 getppid, with and without folding",
           (len(sc0), len(sc1)))
+    # a syscall's times come from the kernel, the ring's from the counter
+    # converted: a syscall right after a heap operation may start a few ns
+    # "before" it, and replay lists a syscall at its end
     times = [e["time_ns"] for e in e1]
-    check(all(a <= b for a, b in zip(times, times[1:])), "memrec_sysfold: the folded stream is in time order")
+    back = [a - b for a, b in zip(times, times[1:]) if a > b]
+    check(max(back, default=0) < 1000, "memrec_sysfold: the folded stream is in time order (within the two "
+          "clocks' 1 us)", back)
     # the FOLD counts may come between: they are not heap operations
     kinds = [(e["type"], e.get("name") or e.get("op")) for e in e1 if e.get("op") != "fold"]
     keeps = [i for i, k in enumerate(kinds) if k == ("mem", "malloc") and
