@@ -35,7 +35,7 @@
  * a tight loop fills 8M faster than a drain on a busy machine empties it
  * (bench/memory; docs/performance.md).  Per thread, in shared memory, used
  * only as far as the thread writes. */
-#define RECORD_MEM_DEFAULT_BUFFER (32u << 20)
+#define RECORD_MEM_DEFAULT_BUFFER (64u << 20)
 #define RECORD_CHUNK_SLOTS 4096u
 #define RECORD_POLL_MIN_US 500
 #define RECORD_POLL_MAX_US 5000
@@ -50,7 +50,7 @@ static const char record_usage[] =
     "\n"
     "  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
     "                        is kept as DIR.old)\n"
-    "  -b, --buffer-size SZ  ring buffer per thread (default 8M, with --memory 32M;\n"
+    "  -b, --buffer-size SZ  ring buffer per thread (default 8M, with --memory 64M;\n"
     "                        128K to 256M)\n"
     "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
     "  -q, --quiet           no summary line\n"
