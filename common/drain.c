@@ -64,6 +64,9 @@ static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, cons
 {
 	struct stream *s = ctx;
 
+	/* the thread's syscalls come out with the events around them */
+	if (ns >= s->sys_next)
+		drainsys_emit(s, ns);
 	if (type == LP_EV_ENTRY)
 		encoder_entry(s->enc, ns, value);
 	else if (type == LP_EV_EXIT)
@@ -75,11 +78,15 @@ static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, cons
 	maybe_flush(s);
 }
 
-/* Before an event that does not go through the folding stage. */
-static inline void fold_flush(struct stream *s)
+/* Before an event at ns that does not go through the folding stage: the
+ * held events go out, then the syscalls up to ns. */
+static inline void fold_flush(struct stream *s, uint64_t ns)
 {
-	if (s->fold)
-		memfold_flush(s->fold, false);
+	if (!s->fold)
+		return;
+	memfold_flush(s->fold, false);
+	if (ns >= s->sys_next)
+		drainsys_emit(s, ns);
 }
 
 static inline void put_func(struct stream *s, uint64_t ns, uint8_t type, uint64_t addr)
@@ -103,6 +110,48 @@ static inline void put_mem(struct stream *s, uint64_t ns, const struct memevent 
 	}
 	encoder_mem(s->enc, ns, m);
 	maybe_flush(s);
+}
+
+/* The pairing shared by the folding stages of image's streams, made when
+ * new; NULL when memory runs out. */
+static struct memfold_proc *foldproc_get(struct drain *d, uint32_t image)
+{
+	struct foldproc *n;
+	size_t i;
+
+	for (i = 0; i < d->nfoldprocs; i++)
+		if (d->foldprocs[i].image == image)
+			return d->foldprocs[i].p;
+	if (d->nfoldprocs == d->foldprocs_cap) {
+		size_t cap = d->foldprocs_cap ? 2 * d->foldprocs_cap : 16;
+
+		n = realloc(d->foldprocs, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		d->foldprocs = n;
+		d->foldprocs_cap = cap;
+	}
+	n = &d->foldprocs[d->nfoldprocs];
+	n->image = image;
+	n->p = memfold_proc_new(d->cfg.mem_fold_ns);
+	if (!n->p)
+		return NULL;
+	d->nfoldprocs++;
+	return n->p;
+}
+
+/* Frees the pairings without stages (their processes' streams closed). */
+static void foldproc_sweep(struct drain *d)
+{
+	size_t i, j;
+
+	for (i = j = 0; i < d->nfoldprocs; i++) {
+		if (!memfold_proc_stages(d->foldprocs[i].p))
+			memfold_proc_free(d->foldprocs[i].p);
+		else
+			d->foldprocs[j++] = d->foldprocs[i];
+	}
+	d->nfoldprocs = j;
 }
 
 /* Sink of the record-time filter stage: straight into the encoder. */
@@ -392,8 +441,11 @@ static int stream_open(struct drain *d, const char *name)
 	if (d->cfg.mem_fold_ns) {
 		struct memfold_sink fsink = { .ctx = s, .event = fold_sink };
 
-		s->fold = memfold_new(d->cfg.mem_fold_ns, &fsink);
+		struct memfold_proc *fp = foldproc_get(d, h->image);
+
+		s->fold = fp ? memfold_new(fp, &fsink) : NULL;
 		if (!s->fold) {
+			foldproc_sweep(d);
 			if (s->filtered)
 				filter_stream_release(&s->fs);
 			free(s->enc);
@@ -463,10 +515,12 @@ static int scan_dir(struct drain *d)
 	return r;
 }
 
+static void process_exited(struct drain *d, pid_t pid, int status);
+
 static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_t *p, uint32_t len)
 {
-	if (ext != LP_EXT_MEM)
-		fold_flush(s);
+	if (ext != LP_EXT_MEM && ext != LP_EXT_REAPED)
+		fold_flush(s, ns);
 	if (ext == LP_EXT_MAP && len >= sizeof(struct lp_ext_map)) {
 		struct lp_ext_map m;
 		struct lp_event ev;
@@ -520,6 +574,20 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 			return;
 		memcpy(ips, p + sizeof(h), (size_t)h.n * 8);
 		encoder_stack(s->enc, ns, h.id, ips, h.n);
+	} else if (ext == LP_EXT_REAPED && len >= sizeof(struct lp_ext_reaped)) {
+		struct lp_ext_reaped r;
+		struct drain *d = s->d;
+
+		memcpy(&r, p, sizeof(r));
+		if (!r.pid) {
+			;
+		} else if (d->nreaped < DRAIN_REAPED_MAX) {
+			d->reaped[d->nreaped].pid = (pid_t)r.pid;
+			d->reaped[d->nreaped].status = (int)r.status;
+			d->nreaped++;
+		} else {
+			process_exited(d, (pid_t)r.pid, (int)r.status); /* without a rescan */
+		}
 	} else if (ext == LP_EXT_TASK && len >= sizeof(struct lp_ext_task)) {
 		struct lp_ext_task t;
 		uint64_t frames[256] = { 0 };
@@ -567,11 +635,10 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), step = 1;
 		uint64_t ns = clocksync_ns(cs, sl->time);
 
-		/* the thread's syscalls before this event come first */
-		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD) {
-			fold_flush(s);
+		/* the thread's syscalls before this event come first (with a
+		 * folding stage, as its events come out of it) */
+		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD && !s->fold)
 			drainsys_emit(s, ns);
-		}
 
 		switch (type) {
 		case LP_RAW_ENTRY:
@@ -587,7 +654,7 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 				put_func(s, ns, LP_EV_EXIT, payload);
 			break;
 		case LP_RAW_LOST:
-			fold_flush(s);
+			fold_flush(s, ns);
 			s->lost_reported += payload;
 			s->d->stats.lost += payload;
 			encoder_lost(s->enc, ns, payload);
@@ -733,12 +800,21 @@ long drain_poll(struct drain *d)
 			heads[i] = s->tail + s->ring_slots; /* a broken producer */
 		total += stream_consume(s, heads[i]);
 		atomic_store_explicit((_Atomic uint32_t *)&s->ring->tail, s->tail, memory_order_release);
-		if (s->fold)
-			memfold_expire(s->fold, t0); /* a quiet stream's held events age too */
-		if (done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire))
-			stream_close(s);
+		s->closing =
+		    done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire);
 	}
 	free(heads);
+	/* every stream has given its events up to t0: the folding stages
+	 * pair them across the threads of each process (a quiet stream's
+	 * held events age too), before a stream that ended closes */
+	for (i = 0; i < d->nfoldprocs; i++)
+		memfold_proc_expire(d->foldprocs[i].p, t0);
+	for (i = 0; i < d->nstreams; i++)
+		if (d->streams[i]->closing)
+			stream_close(d->streams[i]);
+	for (i = 0; i < d->nreaped; i++)
+		drain_process_exited(d, d->reaped[i].pid, d->reaped[i].status);
+	d->nreaped = 0;
 	if (d->sys)
 		drainsys_after_poll(d, t0);
 	/* syscall records keep the drain as busy as ring events */
@@ -757,6 +833,7 @@ long drain_poll(struct drain *d)
 		}
 	}
 	d->nstreams = j;
+	foldproc_sweep(d);
 	return d->error ? d->error : total;
 }
 
@@ -879,27 +956,45 @@ bool drain_pressure(const struct drain *d)
 	return d->pressure;
 }
 
-void drain_process_exited(struct drain *d, pid_t pid, int status)
+/* The process pid ended with the given wait status: its streams are final
+ * (they close once drained), and the status goes into one stream of its
+ * last image (a pid's earlier images were replaced by exec: they did not
+ * exit), the main thread's when it has one. */
+static void process_exited(struct drain *d, pid_t pid, int status)
 {
+	struct stream *last = NULL;
 	size_t i;
 
 	for (i = 0; i < d->nstreams; i++) {
 		struct stream *s = d->streams[i];
 
-		if (s->ring->pid == (uint32_t)pid) {
-			s->final = true;
-			if (s->ring->tid == (uint32_t)pid)
-				s->exit_status = status;
-		}
+		if (s->closed || s->final || s->ring->pid != (uint32_t)pid)
+			continue;
+		s->final = true;
+		if (!last || s->ring->image > last->ring->image ||
+		    (s->ring->image == last->ring->image && s->ring->tid == (uint32_t)pid))
+			last = s;
 	}
+	if (last)
+		last->exit_status = status;
 	if (d->sys)
 		drainsys_process_exited(d, (uint32_t)pid, status);
-	/* rings of this pid not found yet: remembered for stream_open */
-	if (d->nexits < DRAIN_EXITS_MAX) {
+	/* a ring of it not set up yet may be the pid's: remembered (only
+	 * then, so that a new process given the pid later is not taken as
+	 * ended) */
+	if (!last && d->scan_pending && d->nexits < DRAIN_EXITS_MAX) {
 		d->exits[d->nexits].pid = pid;
 		d->exits[d->nexits].status = status;
 		d->nexits++;
 	}
+}
+
+void drain_process_exited(struct drain *d, pid_t pid, int status)
+{
+	/* the process is gone: every ring it made is in the directory now */
+	d->scan_pending = true;
+	scan_dir(d);
+	process_exited(d, pid, status);
 }
 
 int drain_finish(struct drain *d)
@@ -918,6 +1013,7 @@ int drain_finish(struct drain *d)
 		free(d->streams[i]);
 	}
 	d->nstreams = 0;
+	foldproc_sweep(d);
 	if (d->sys)
 		drainsys_finish(d);
 	emit_clock(d);
@@ -954,6 +1050,9 @@ void drain_free(struct drain *d)
 		free(d->streams[i]);
 	}
 	free(d->streams);
+	for (i = 0; i < d->nfoldprocs; i++)
+		memfold_proc_free(d->foldprocs[i].p);
+	free(d->foldprocs);
 	drainsys_free(d);
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);

@@ -16,6 +16,7 @@
 #define DRAIN_STREAMS_MAX 65536u
 #define DRAIN_PATH_MAX 600u
 #define DRAIN_EXITS_MAX 4096u
+#define DRAIN_REAPED_MAX 256u
 
 struct systhread;
 struct drainsys;
@@ -42,7 +43,14 @@ struct stream {
 	/* the folding stage of heap operations (cfg.mem_fold_ns), or NULL:
 	 * function and heap events go through it, the others flush it */
 	struct memfold *fold;
+	bool closing; /* drained to the end in this poll: closes after it */
 	struct drain *d;
+};
+
+/* The folding stages of one process image share its pairing. */
+struct foldproc {
+	uint32_t image;
+	struct memfold_proc *p;
 };
 
 struct exited {
@@ -60,6 +68,12 @@ struct drain {
 	size_t nstreams, cap;
 	struct exited exits[DRAIN_EXITS_MAX];
 	size_t nexits;
+	/* children reaped by a traced parent (LP_EXT_REAPED) during a poll,
+	 * applied after it: the streams cannot change while it runs */
+	struct exited reaped[DRAIN_REAPED_MAX];
+	size_t nreaped;
+	struct foldproc *foldprocs; /* with cfg.mem_fold_ns */
+	size_t nfoldprocs, foldprocs_cap;
 	struct drain_stats stats;
 	uint64_t last_clock_export; /* ns */
 	bool pressure;

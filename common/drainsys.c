@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/drain_impl.h"
+#include "common/memfold.h"
 #include "common/sysevent.h"
 #include "common/systab.h"
 
@@ -584,8 +585,18 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 		struct sysproc *p;
 
 		if (t->bound) {
-			if (t->n && q_at(t, 0)->ns <= t0)
-				t->bound->sys_next = q_write(d, t, t->bound->enc, t0);
+			/* not past the events a folding stage still holds: they
+			 * come first */
+			uint64_t upto = t0;
+
+			if (t->bound->fold) {
+				uint64_t held = memfold_oldest_ns(t->bound->fold);
+
+				if (held < upto)
+					upto = held;
+			}
+			if (t->n && q_at(t, 0)->ns <= upto)
+				t->bound->sys_next = q_write(d, t, t->bound->enc, upto);
 			continue;
 		}
 		p = proc_get(ds, t->pid, false);

@@ -31,6 +31,11 @@
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"
 #define RECORD_DEFAULT_BUFFER (8u << 20)
+/* With --memory: every malloc and free is two ring slots, and a program in
+ * a tight loop fills 8M faster than a drain on a busy machine empties it
+ * (bench/memory; docs/performance.md).  Per thread, in shared memory, used
+ * only as far as the thread writes. */
+#define RECORD_MEM_DEFAULT_BUFFER (64u << 20)
 #define RECORD_CHUNK_SLOTS 4096u
 #define RECORD_POLL_MIN_US 500
 #define RECORD_POLL_MAX_US 5000
@@ -45,7 +50,8 @@ static const char record_usage[] =
     "\n"
     "  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
     "                        is kept as DIR.old)\n"
-    "  -b, --buffer-size SZ  ring buffer per thread (default 8M; 128K to 256M)\n"
+    "  -b, --buffer-size SZ  ring buffer per thread (default 8M, with --memory 64M;\n"
+    "                        128K to 256M)\n"
     "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
     "  -q, --quiet           no summary line\n"
     "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: the\n"
@@ -63,11 +69,10 @@ static const char record_usage[] =
     "      --keep-alive      an illegal release (a pointer never allocated, already\n"
     "                        released, or inside a block) is recorded and not passed\n"
     "                        to libc, so the program goes on instead of aborting\n"
-    "      --mem-fold DUR    blocks released by their thread within DUR (e.g. 1ms) are\n"
+    "      --mem-fold DUR    blocks released within DUR (e.g. 1ms), by any thread, are\n"
     "                        only counted, per call stack, not recorded one by one,\n"
     "                        so that an endless run of short-lived blocks does not\n"
-    "                        grow the trace (default: off; not with --syscalls)\n" FILTER_HELP
-    "  -h, --help            this text\n";
+    "                        grow the trace (default: off)\n" FILTER_HELP "  -h, --help            this text\n";
 
 static volatile sig_atomic_t stop_requests;
 static volatile sig_atomic_t forward_signal;
@@ -435,7 +440,7 @@ int cmd_record(int argc, char **argv)
 	struct drain_ops ops = { 0 };
 	struct drain_stats st;
 	struct drain *d = NULL;
-	uint64_t buffer = RECORD_DEFAULT_BUFFER;
+	uint64_t buffer = 0; /* 0: the default */
 	const char *clock_opt = "auto", *shm_base;
 	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], session[256], data[PATH_MAX];
 	struct mem_opts mem = { .depth = LP_MEM_DEPTH_DEFAULT };
@@ -540,10 +545,6 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "layerprof record: --keep-alive, --mem-depth and --mem-fold need --memory\n");
 		return LP_EXIT_USAGE;
 	}
-	if (mem.fold_ns && syscalls) {
-		fprintf(stderr, "layerprof record: --mem-fold does not work with --syscalls yet\n");
-		return LP_EXIT_USAGE;
-	}
 	if (syscalls && sys_set_parse(&stcfg.filter, sys_arch_native(), syscall_filter, err, sizeof(err))) {
 		fprintf(stderr, "layerprof record: invalid --syscall-filter: %s\n", err);
 		return LP_EXIT_USAGE;
@@ -584,6 +585,8 @@ int cmd_record(int argc, char **argv)
 		return LP_EXIT_FAILURE;
 	}
 
+	if (!buffer)
+		buffer = mem.on ? RECORD_MEM_DEFAULT_BUFFER : RECORD_DEFAULT_BUFFER;
 	cfg.chunk_slots = RECORD_CHUNK_SLOTS;
 	cfg.ring_chunks = 2;
 	while ((uint64_t)cfg.ring_chunks * 2 * cfg.chunk_slots * sizeof(struct lp_slot) <= buffer &&

@@ -368,3 +368,26 @@ LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintpt
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
 }
+
+LP_EXPORT LP_NOINSTR void lp_mem_reaped(uint32_t pid, uint32_t status)
+{
+	struct lp_ext_reaped r = { .pid = pid, .status = status };
+	struct lp_thread *t = &lp_self;
+	int saved_errno = errno;
+
+	if (t->state == LP_THREAD_NEW && atomic_load_explicit(&lp_proc.init, memory_order_acquire) == 2)
+		lp_thread_start(t);
+	if (t->state != LP_THREAD_READY)
+		goto out;
+	if (t->busy) {
+		t->nested++; /* a signal handler's wait inside a gate: counted lost */
+		goto out;
+	}
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	lp_ring_put_ext(t, LP_EXT_REAPED, &r, sizeof(r));
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+out:
+	errno = saved_errno;
+}

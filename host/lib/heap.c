@@ -363,19 +363,9 @@ int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, u
 		return -ENOMEM;
 	item = (uint32_t)(p - h->procs);
 	prev = pid_current(h, pid);
-	if (prev && (flags & HEAP_START_EXEC) && !prev->execed) {
-		/* exec: the old image's address space is gone.  An exit status
-		 * may have been written into its stream too (it belongs to the
-		 * pid, whose last image this was not): take it back. */
-		if (prev->exited) {
-			c.p = prev;
-			c.dir = -1;
-			blocktree_foreach(prev->root, block_unfreed_cb, &c);
-			h->unfreed_objects -= prev->unfreed_objects;
-			h->unfreed_bytes -= prev->unfreed_bytes;
-			prev->unfreed_objects = prev->unfreed_bytes = 0;
-			prev->exited = false;
-		}
+	if (prev && (flags & HEAP_START_EXEC) && !prev->execed && !prev->exited) {
+		/* exec: the old image's address space is gone (an image that
+		 * exited execs nothing: its pid was given to a new process) */
 		h->dropped_at_exec += prev->live_objects;
 		c.p = prev;
 		c.dir = -1;

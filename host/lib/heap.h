@@ -249,8 +249,8 @@ enum heap_start_flags {
 /* A process image begins at ns.  With parent_pid nonzero it is a forked
  * child of that pid: it starts with a copy of the live blocks of the
  * parent's current image.  With HEAP_START_EXEC, the pid's earlier image
- * was replaced: its blocks are dropped (an exit seen for it is taken back:
- * the pid's exit status may be written into every image's stream).  Known
+ * was replaced: its blocks are dropped (the recorder writes the pid's exit
+ * status into its last image only).  Known
  * images are left alone.  Returns 0 or -ENOMEM/-ENOSPC (h->oom set). */
 int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, uint32_t parent_pid, unsigned flags);
 /* The process of image exited with the given wait status: its live blocks

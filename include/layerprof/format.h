@@ -156,13 +156,16 @@ enum lp_raw_type {
 
 /* Extended records carried in LP_RAW_EXT slots. */
 enum lp_ext_type {
-	LP_EXT_MAP = 1,   /* struct lp_ext_map + build id + path */
-	LP_EXT_TASK = 2,  /* struct lp_ext_task + name/path */
-	LP_EXT_CALL = 3,  /* struct lp_ext_call: one whole call (filtered by duration) */
-	LP_EXT_MEM = 4,   /* struct lp_ext_mem: one heap operation (memory tracer;
-	                   * the runtime writes the compact LP_RAW_MEM, the
-	                   * drain takes both) */
-	LP_EXT_STACK = 5, /* struct lp_ext_stack + addresses: a stack id's definition */
+	LP_EXT_MAP = 1,    /* struct lp_ext_map + build id + path */
+	LP_EXT_TASK = 2,   /* struct lp_ext_task + name/path */
+	LP_EXT_CALL = 3,   /* struct lp_ext_call: one whole call (filtered by duration) */
+	LP_EXT_MEM = 4,    /* struct lp_ext_mem: one heap operation (memory tracer;
+	                    * the runtime writes the compact LP_RAW_MEM, the
+	                    * drain takes both) */
+	LP_EXT_STACK = 5,  /* struct lp_ext_stack + addresses: a stack id's definition */
+	LP_EXT_REAPED = 6, /* struct lp_ext_reaped: the thread reaped a child process
+	                    * (memory tracer); the drain ends that process's streams
+	                    * with it, nothing of it goes into the trace */
 };
 
 /* Heap operations (memory tracer).  The families matter for mismatch
@@ -208,6 +211,13 @@ struct lp_ext_stack {
 	uint32_t n; /* return addresses that follow, innermost first (the
 	             * first is the call site: the address after the call) */
 	            /* n u64 addresses */
+};
+
+/* wait(), waitpid(), wait3(), wait4() or waitid() returned the end of a
+ * child: its pid and wait status (as waitpid gives it). */
+struct lp_ext_reaped {
+	uint32_t pid;
+	uint32_t status;
 };
 
 /* The slot's time is the call's exit time. */
@@ -307,7 +317,7 @@ enum lp_task_kind {
 	LP_TASK_START = 0, /* stream begins: name = comm */
 	LP_TASK_FORK = 1,  /* arg = parent pid */
 	LP_TASK_EXEC = 2,  /* name = executable path */
-	LP_TASK_EXIT = 3,  /* arg = wait status (recorder-written) */
+	LP_TASK_EXIT = 3,  /* arg = wait status (recorder-written, last image of the pid) */
 	LP_TASK_END = 4,   /* thread ended normally */
 };
 

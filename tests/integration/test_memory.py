@@ -362,6 +362,39 @@ def test_exec(lp, tmp):
           "execer: after_exec's 2 are", fn(rep, "after_exec"))
 
 
+def test_child_exit(lp, tmp):
+    """mem/memrec_exit.c: a forked child that exits (exit, _exit), is killed
+    or is orphaned ends its own process in the heap state with its own wait
+    status; its blocks (3 x 24 of its own, 4 x 40 inherited) are unfreed at
+    exit, apart from the parent's 4 x 40."""
+    prog = build_own(tmp, os.path.join(MEM, "memrec_exit.c"), "-O2")
+    for how, status in (("exit", 3 << 8), ("_exit", 3 << 8), ("kill", signal.SIGKILL), ("orphan", 3 << 8)):
+        out = os.path.join(tmp, "child_" + how)
+        r = lp.record(out, prog, how)
+        rep, r = lp.memory(out) if r.returncode == 0 else (None, r)
+        if not check(rep is not None, "memrec_exit %s: records and reports" % how, r.stderr):
+            continue
+        procs = sorted(rep["processes"], key=lambda p: p["image"])
+        if not check(len(procs) == 2, "memrec_exit %s: two processes" % how, procs):
+            continue
+        parent, child = procs
+        check(parent["exited"] and parent["exit_status"] == 0 and
+              counts(parent, "live_objects", "unfreed_objects", "unfreed_bytes") == (4, 4, 160),
+              "memrec_exit %s: the parent exits 0 with 4 x 40 bytes unfreed" % how, parent)
+        check(child.get("parent_image") == parent["image"] and child["exited"] and
+              child["exit_status"] == status and
+              counts(child, "live_objects", "unfreed_objects", "unfreed_bytes", "inherited_objects") ==
+              (7, 7, 4 * 40 + 3 * 24, 4),
+              "memrec_exit %s: the child ends with wait status %d, its 7 blocks unfreed" % (how, status), child)
+        check(counts(fn(rep, "child_leak"), "allocs", "unfreed_objects", "unfreed_bytes") == (3, 3, 72) and
+              counts(fn(rep, "parent_leak"), "allocs", "unfreed_objects", "unfreed_bytes") == (4, 8, 320),
+              "memrec_exit %s: child_leak 3 unfreed, parent_leak 4 in each process" % how,
+              (fn(rep, "child_leak"), fn(rep, "parent_leak")))
+        t = rep["totals"]
+        check((t["unfreed_objects"], t["unfreed_bytes"]) == (11, 160 + 232),
+              "memrec_exit %s: totals: 11 blocks unfreed at exit" % how, t)
+
+
 def test_cxx(lp, tmp, progs):
     """mem_cxx: every operator form released by its own family; a throwing
     new counted as failed; each mismatch argument named."""
@@ -548,6 +581,109 @@ def test_fold(lp, tmp, progs):
     check("# folded: %d short-lived blocks" % churn.get("folded", 0) in text, "fold: the text report says so")
 
 
+def stream_events(lp, trace):
+    """replay --format json: the threads, each with its events in stream order."""
+    d, _ = lp.json("replay", "--format", "json", trace)
+    return (d or {}).get("threads", [])
+
+
+def test_fold_syscalls(lp, tmp):
+    """mem/memrec_sysfold.c with --syscalls and --mem-fold: the syscall
+    records pass the folding stage untouched and in order (the same as
+    without folding), the short-lived blocks between them are folded, the
+    kept ones each recorded, followed by their getppid."""
+    prog = build_own(tmp, os.path.join(MEM, "memrec_sysfold.c"), "-O2")
+    plain = os.path.join(tmp, "sysfold0")
+    r0 = lp("record", "-q", "--memory", "--syscalls", "-o", plain, "--", prog, "1000")
+    if r0.returncode and "cannot trace syscalls" in r0.stderr:
+        skip("fold with syscalls", r0.stderr.strip().splitlines()[-1])
+        return
+    out = os.path.join(tmp, "sysfold")
+    r = lp("record", "-q", "--memory", "--syscalls", "--mem-fold", "50ms", "-o", out, "--", prog, "1000")
+    if not check(r0.returncode == 0 and r.returncode == 0, "memrec_sysfold: records with --syscalls, with and "
+                 "without --mem-fold", r0.stderr + r.stderr):
+        return
+    t0, t1 = stream_events(lp, plain), stream_events(lp, out)
+    if not check(len(t0) == 1 and len(t1) == 1, "memrec_sysfold: one thread each", (len(t0), len(t1))):
+        return
+    e0, e1 = t0[0]["events"], t1[0]["events"]
+    sc0 = [e["name"] for e in e0 if e["type"] == "syscall"]
+    sc1 = [e["name"] for e in e1 if e["type"] == "syscall"]
+    check(sc1 == sc0 and sc1.count("getppid") == 1005,
+          "memrec_sysfold: the same syscalls in the same order, 1005 getppid, with and without folding",
+          (len(sc0), len(sc1)))
+    # a syscall's times come from the kernel, the ring's from the counter
+    # converted: a syscall right after a heap operation may start a few ns
+    # "before" it, and replay lists a syscall at its end
+    times = [e["time_ns"] for e in e1]
+    back = [a - b for a, b in zip(times, times[1:]) if a > b]
+    check(max(back, default=0) < 1000, "memrec_sysfold: the folded stream is in time order (within the two "
+          "clocks' 1 us)", back)
+    # the FOLD counts may come between: they are not heap operations
+    kinds = [(e["type"], e.get("name") or e.get("op")) for e in e1 if e.get("op") != "fold"]
+    keeps = [i for i, k in enumerate(kinds) if k == ("mem", "malloc") and
+             [e for e in e1 if e.get("op") != "fold"][i]["caller"].startswith("keep")]
+    check(len(keeps) == 5 and all(kinds[i + 1] == ("syscall", "getppid") for i in keeps),
+          "memrec_sysfold: keep's 5 blocks each recorded, each followed by its getppid", keeps)
+    rep, r = lp.memory(out)
+    if not check(rep is not None, "memrec_sysfold: reports", r.stderr):
+        return
+    churn = [f for f in rep["functions"] if f["function"] in ("churn", "main") and f["allocs"] == 1000]
+    frees = len([e for e in e1 if e["type"] == "mem" and e["op"] == "free"])
+    check(len(churn) == 1 and counts(churn[0], "allocs", "frees", "live_objects") == (1000, 1000, 0) and
+          churn[0].get("folded", 0) >= 990 and churn[0]["folded"] + frees == 1000,
+          "memrec_sysfold: churn's 1000 blocks: folded or recorded, none live", (churn, frees))
+    check(counts(fn(rep, "keep"), "allocs", "live_objects", "folded") == (5, 5, 0),
+          "memrec_sysfold: keep's 5 blocks live", fn(rep, "keep"))
+
+
+def test_fold_cross_thread(lp, tmp):
+    """mem/memrec_xfree.c with --mem-fold 50ms: blocks made by two threads and
+    freed at once by two others fold (all but a few that go out before they
+    are paired), and are still counted; the 5 blocks freed by another thread
+    300 ms later do not fold; nothing freed stays live, nothing is illegal."""
+    prog = build_own(tmp, os.path.join(MEM, "memrec_xfree.c"), "-O2 -pthread")
+    out = os.path.join(tmp, "xfree")
+    r = lp("record", "-q", "--memory", "--mem-fold", "50ms", "-o", out, "--", prog, "2000")
+    rep, r = lp.memory(out) if r.returncode == 0 else (None, r)
+    if not check(rep is not None, "memrec_xfree: records and reports", r.stderr):
+        return
+    xmake, xhold = fn(rep, "xmake"), fn(rep, "xhold")
+    threads = stream_events(lp, out)
+    mem = [e for t in threads for e in t["events"] if e["type"] == "mem"]
+    made = set(e["ptr"] for e in mem if e["op"] == "malloc" and e["caller"].startswith("xmake"))
+    recorded = len([e for e in mem if e["op"] == "malloc" and e["caller"].startswith("xmake")])
+    freed = len([e for e in mem if e["op"] == "free" and e["ptr"] in made])
+    check(counts(xmake, "allocs", "frees", "live_objects") == (4000, 4000, 0),
+          "memrec_xfree: xmake: 4000 blocks made and freed, none live", xmake)
+    check(xmake.get("folded", 0) >= 0.99 * 4000 and xmake["folded"] + recorded == 4000 and
+          xmake.get("folded_bytes") == 56 * xmake["folded"],
+          "memrec_xfree: nearly all of xmake's blocks folded across threads, the rest recorded",
+          (xmake.get("folded"), recorded))
+    check(freed <= recorded, "memrec_xfree: no release recorded of a block folded", (freed, recorded))
+    check(counts(xhold, "allocs", "frees", "live_objects", "folded") == (5, 5, 0, 0),
+          "memrec_xfree: xhold: 5 blocks freed 300 ms later by another thread, not folded", xhold)
+    check(rep["illegal"] == [] and rep["overlaps"] == [] and rep["totals"]["late_events"] == 0,
+          "memrec_xfree: nothing illegal, no overlap, nothing out of order", illegal(rep))
+    check(rep["totals"]["folded"] == xmake.get("folded"), "memrec_xfree: the totals count the folded blocks",
+          rep["totals"])
+
+
+def test_ring_default(lp, tmp):
+    """record --memory takes a 64M ring per thread unless -b says otherwise;
+    without --memory the ring stays 8M (the trace's meta says which)."""
+    def ring(opts):
+        out = os.path.join(tmp, "ring")
+        r = lp("record", "-q", *opts, "-o", out, "--", "/bin/true")
+        m = re.search(rb"buffer_size=(\d+)", open(os.path.join(out, "data"), "rb").read()) if not r.returncode \
+            else None
+        return int(m.group(1)) if m else None
+    check(ring(["--memory"]) == 64 << 20, "ring: 64M with --memory")
+    check(ring(["--memory", "-b", "1M"]) == 1 << 20, "ring: -b 1M overrides it")
+    check(ring([]) == 8 << 20, "ring: 8M without --memory")
+    check("with --memory 64M" in lp("record", "--help").stdout, "ring: the help says so")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -566,11 +702,15 @@ def main():
         test_threads(lp, tmp, progs)
         test_fork(lp, tmp, progs)
         test_exec(lp, tmp)
+        test_child_exit(lp, tmp)
         test_cxx(lp, tmp, progs)
         test_mismatch_vs_valgrind(lp, tmp)
         test_badfree(lp, tmp, progs)
         test_forever(lp, tmp, progs)
         test_fold(lp, tmp, progs)
+        test_fold_syscalls(lp, tmp)
+        test_fold_cross_thread(lp, tmp)
+        test_ring_default(lp, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()

@@ -165,6 +165,7 @@ static void decode_chunk(struct trace *t, struct decoder *d, const uint8_t *payl
 			if (ev.arg == LP_TASK_FORK)
 				s->forked = true;
 			e.op = ev.arg;
+			e.size = ev.value; /* EXIT: the wait status */
 			add_event(t, &e);
 			break;
 		case LP_EV_ENTRY:
@@ -307,6 +308,15 @@ static uint64_t count_ops(const struct trace *t, uint8_t op, uint64_t size, cons
 			continue;
 		n++;
 	}
+	return n;
+}
+
+static uint64_t count_tasks(const struct trace *t, uint8_t kind, uint32_t stream)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < t->nev; i++)
+		n += t->ev[i].type == LP_EV_TASK && t->ev[i].op == kind && t->ev[i].stream == stream;
 	return n;
 }
 
@@ -940,6 +950,13 @@ static void test_fork(void)
 		CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 56, "keep", parent), 3);
 		CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 88, "work", parent), 2);
 		CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "work", parent), 2);
+		/* the child's _exit(0), which the parent collected with
+		 * waitpid, ends the child's process; the parent's end its own */
+		CHECK_EQ_U64(count_tasks(&t, LP_TASK_EXIT, child), 1);
+		CHECK_EQ_U64(count_tasks(&t, LP_TASK_EXIT, parent), 1);
+		for (size_t i = 0; i < t.nev; i++)
+			if (t.ev[i].type == LP_EV_TASK && t.ev[i].op == LP_TASK_EXIT)
+				CHECK_EQ_U64(t.ev[i].size, 0);
 	}
 	trace_free(&t);
 }
