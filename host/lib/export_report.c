@@ -241,9 +241,7 @@ static int write_syscalls(struct walk *w, const struct export_report_opts *o, FI
 
 /* ------------------------------------------------------------ the heap */
 
-/* Where the times of a memory report count from: the recording's start,
- * else the trace's first event. */
-static uint64_t trace_origin(struct walk *w)
+uint64_t export_report_origin(struct walk *w)
 {
 	char buf[32];
 
@@ -252,8 +250,7 @@ static uint64_t trace_origin(struct walk *w)
 	return w->first_ns;
 }
 
-/* One pass of the heap: stop_ns 0 for the whole trace. */
-static int memory_pass(struct walk *w, struct heap *h, struct heapfeed *feed, uint64_t stop_ns)
+int export_report_memory_pass(struct walk *w, struct heap *h, struct heapfeed *feed, uint64_t stop_ns)
 {
 	struct walk_ops ops = { 0 };
 
@@ -275,14 +272,14 @@ static int write_memory(struct walk *w, const struct export_report_opts *eo, FIL
 	struct heap h = { 0 };
 	int r;
 
-	r = memory_pass(w, &h, &feed, 0);
-	o.origin_ns = trace_origin(w);
+	r = export_report_memory_pass(w, &h, &feed, 0);
+	o.origin_ns = export_report_origin(w);
 	if (!r && (eo->at_peak || eo->has_at)) {
 		/* again, up to the moment asked for */
 		o.state_ns = eo->at_peak ? h.peak_ns : o.origin_ns + eo->at_ns;
 		heapfeed_release(&feed);
 		heap_release(&h);
-		r = memory_pass(w, &h, &feed, o.state_ns ? o.state_ns : 1);
+		r = export_report_memory_pass(w, &h, &feed, o.state_ns ? o.state_ns : 1);
 		o.at_peak = eo->at_peak;
 	}
 	if (r)
