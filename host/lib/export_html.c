@@ -550,7 +550,7 @@ static void put_growth_chart(FILE *f, const struct heap *h)
 	        (double)h->step_ns / 1e6, n, h->peak_bytes);
 	fprintf(f,
 	        "<svg class=\"chart\" id=\"growth-chart\" viewBox=\"0 0 %d %d\" role=\"img\" "
-	        "aria-label=\"live bytes over time\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+	        "aria-label=\"live bytes over time\">\n",
 	        CHART_W, CHART_H);
 	fprintf(f, "<line x1=\"%d\" y1=\"16\" x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>", CHART_PAD, CHART_PAD,
 	        CHART_H - 16);

@@ -315,6 +315,10 @@ static enum MHD_Result answer_export(struct servehttp *h, struct MHD_Connection 
 	add_headers(rs, fmt->type);
 	snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", serveexport_filename(dir, fmt, file, sizeof(file)));
 	MHD_add_response_header(rs, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+	/* a download is a one-off: the browser's download manager would
+	 * otherwise keep the connection, and a few dozen downloads would take
+	 * every connection one address is allowed */
+	MHD_add_response_header(rs, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(c, MHD_HTTP_OK, rs);
 	MHD_destroy_response(rs);
 	return ret;

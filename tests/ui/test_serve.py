@@ -757,7 +757,7 @@ def group_heap(lp, b, tmp, br):
         if br.why:
             skip("heap view in the browser", br.why)
             return
-        formats = ["raw"] + sorted(EXPORTS)
+        formats = sorted(EXPORTS) + ["raw"]
         formats.remove("syscalls-json")
         formats.remove("syscalls-text")
         expect = {
