@@ -15,6 +15,7 @@ const state = {
   tree: { thread: null, expanded: new Set() },
   flame: { root: 0, data: null, boxes: [] },
   tl: { thread: null, t0: 0, t1: 0, end: 1, data: null, pending: null, seq: 0 },
+  heap: { data: null, sort: { key: 'live_bytes', dir: 'desc' } },
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -677,6 +678,238 @@ async function loadSyscalls() {
   }
 }
 
+/* ------------------------------------------------------------ heap */
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const CHART = { w: 800, h: 220, left: 64, right: 12, top: 14, bottom: 28 };
+
+function svg(tag, attrs, text) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const k in attrs) e.setAttribute(k, String(attrs[k]));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function fmtBytes(n) {
+  if (n < 1024) return n + ' B';
+  if (n < 1048576) return (n / 1024).toFixed(1) + ' KiB';
+  if (n < 1073741824) return (n / 1048576).toFixed(1) + ' MiB';
+  return (n / 1073741824).toFixed(2) + ' GiB';
+}
+
+function growthText(c) {
+  if (!c.growing) return '-';
+  return '+' + fmtBytes(Math.round(c.growth_bytes_per_s)) + '/s (' + (100 * c.growth_confidence).toFixed(1) + '%)';
+}
+
+/* Live bytes over time: an SVG polyline over the server's points. */
+function drawGrowth(g) {
+  const box = $('heap-chart');
+  box.textContent = '';
+  const root = svg('svg', { viewBox: '0 0 ' + CHART.w + ' ' + CHART.h, role: 'img', id: 'heap-growth-svg' });
+  root.setAttribute('aria-label', 'live bytes over time');
+  const pts = g.points;
+  const x0 = CHART.left, x1 = CHART.w - CHART.right, y0 = CHART.h - CHART.bottom, y1 = CHART.top;
+  let tmax = 1, vmax = 1;
+  for (const [t, v] of pts) {
+    tmax = Math.max(tmax, t);
+    vmax = Math.max(vmax, v);
+  }
+  const X = (t) => x0 + (x1 - x0) * t / tmax, Y = (v) => y0 - (y0 - y1) * v / vmax;
+  root.append(svg('line', { x1: x0, y1: y0, x2: x1, y2: y0, stroke: '#999' }));
+  root.append(svg('line', { x1: x0, y1: y0, x2: x0, y2: y1, stroke: '#999' }));
+  root.append(svg('text', { x: x0 - 4, y: y1 + 8, 'text-anchor': 'end' }, fmtBytes(vmax)));
+  root.append(svg('text', { x: x0 - 4, y: y0, 'text-anchor': 'end' }, '0'));
+  root.append(svg('text', { x: x1, y: CHART.h - 8, 'text-anchor': 'end' }, fmtNs(tmax)));
+  root.append(svg('text', { x: x0, y: CHART.h - 8 }, '0'));
+  if (pts.length) {
+    root.append(svg('polyline', { points: pts.map(([t, v]) => X(t).toFixed(1) + ',' + Y(v).toFixed(1)).join(' ') }));
+    for (const [t, v] of pts) {
+      const c = svg('circle', { cx: X(t).toFixed(1), cy: Y(v).toFixed(1), r: 2.5, class: 'heap-point' });
+      c.dataset.t = String(t);
+      c.dataset.bytes = String(v);
+      c.append(svg('title', {}, fmtNs(t) + ': ' + fmtCount(v) + ' bytes'));
+      root.append(c);
+    }
+  }
+  box.append(root);
+  $('heap-growth-info').textContent = pts.length + ' samples, one every ' + fmtNs(g.interval_ns);
+}
+
+async function loadGrowth() {
+  const site = $('heap-series').value;
+  const g = await api('heap/growth?points=' + 64 + (site === '' ? '' : '&site=' + site));
+  drawGrowth(g);
+  for (const tr of $('heap-site-table').tBodies[0].rows) tr.classList.toggle('picked', tr.dataset.site === site);
+}
+
+function stackList(stack) {
+  const ol = el('ol');
+  ol.start = 0;
+  for (const f of stack) {
+    const li = el('li', null, f.name + (f.file ? ' (' + f.file + ':' + f.line + ')' : ''));
+    ol.append(li);
+  }
+  if (!stack.length) ol.append(el('li', 'muted', '(no stack)'));
+  return ol;
+}
+
+function siteText(x) {
+  return x.call_site + (x.file ? ' (' + x.file + ':' + x.line + ')' : '');
+}
+
+function heapSiteRows() {
+  const h = state.heap.data;
+  const { key, dir } = state.heap.sort;
+  const rows = h.sites.map((s, i) => Object.assign({ _id: i }, s));
+  rows.sort((a, b) => {
+    const x = a[key], y = b[key];
+    const c = typeof x === 'string' ? x.localeCompare(y) : x - y;
+    return (dir === 'asc' ? c : -c) || a._id - b._id;
+  });
+  const body = $('heap-site-table').tBodies[0];
+  body.textContent = '';
+  for (const s of rows) {
+    const tr = el('tr');
+    tr.dataset.site = String(s._id);
+    tr.dataset.function = s.function;
+    const site = td(s.call_site, 'text');
+    if (s.file) site.title = s.file + ':' + s.line;
+    tr.append(td(s.function, 'text'), site, td(fmtCount(s.live_objects)), td(fmtCount(s.live_bytes)),
+      td(fmtCount(s.peak_bytes)), td(fmtCount(s.allocs)), td(fmtCount(s.frees)), td(fmtCount(s.unfreed_objects)),
+      td(growthText(s), s.growing ? 'grow' : ''));
+    tr.addEventListener('click', () => {
+      const sel = $('heap-series');
+      sel.value = s._id < sel.options.length - 1 ? String(s._id) : '';
+      loadGrowth().catch(showError);
+    });
+    body.append(tr);
+  }
+  for (const th of $('heap-site-table').tHead.rows[0].cells) {
+    th.classList.remove('sorted', 'asc', 'desc');
+    if (th.dataset.key === key) th.classList.add('sorted', dir);
+  }
+}
+
+function heapLists(h) {
+  const il = $('heap-illegal');
+  il.textContent = '';
+  for (const x of h.illegal) {
+    const li = el('li');
+    li.dataset.kind = x.kind;
+    li.append(el('b', null, x.kind.replace(/_/g, ' ')), ': ' + x.operation + '(' + x.ptr + ') in ' + x.function +
+      ', process ' + x.pid + ' thread ' + x.tid + (x.count > 1 ? ' (' + x.count + ' times)' : '') +
+      (x.kept ? ' [kept from libc]' : '') + (x.after_loss ? ' [after lost events]' : ''));
+    li.append(el('div', null, 'released at ' + siteText(x) + ':'), stackList(x.stack));
+    if (x.first_release) {
+      const f = x.first_release;
+      li.append(el('div', null, 'already released by ' + f.operation + ' at ' + siteText(f) + ', thread ' + f.tid + ':'),
+        stackList(f.stack));
+    }
+    if (x.block) {
+      const b = x.block;
+      li.append(el('div', null, 'allocated by ' + b.operation + '(' + b.size + ') = ' + b.ptr + ' at ' + siteText(b) + ':'),
+        stackList(b.stack));
+    }
+    il.append(li);
+  }
+  if (!h.illegal.length) il.append(el('li', 'muted', 'none'));
+  const ov = $('heap-overlaps');
+  ov.textContent = '';
+  for (const x of h.overlaps) {
+    const li = el('li');
+    li.append(el('b', null, x.operation + '(' + x.size + ') = ' + x.ptr), ' at ' + siteText(x) + ', process ' + x.pid +
+      ' thread ' + x.tid + (x.after_loss ? ' [after lost events]' : ''), stackList(x.stack));
+    const b = x.live_block;
+    li.append(el('div', null, 'overlaps the live block ' + b.ptr + ' (' + b.size + ' bytes) from ' + b.operation + ' at ' +
+      siteText(b) + ':'), stackList(b.stack));
+    ov.append(li);
+  }
+  if (!h.overlaps.length) ov.append(el('li', 'muted', 'none'));
+}
+
+function heapTables(h) {
+  heapSiteRows();
+  const fb = $('heap-fn-table').tBodies[0];
+  fb.textContent = '';
+  for (const f of h.functions) {
+    const tr = el('tr');
+    tr.append(td(f.function, 'text'), td(fmtCount(f.live_objects)), td(fmtCount(f.live_bytes)), td(fmtCount(f.peak_bytes)),
+      td(fmtCount(f.allocs)), td(fmtCount(f.frees)), td(fmtCount(f.unfreed_objects)), td(growthText(f), f.growing ? 'grow' : ''));
+    fb.append(tr);
+  }
+  const t = h.totals;
+  $('heap-totals').textContent = fmtCount(t.allocs) + ' allocations, ' + fmtCount(t.frees) + ' releases, ' +
+    fmtCount(t.live_objects) + ' live blocks (' + fmtCount(t.live_bytes) + ' bytes), peak ' + fmtCount(t.peak_bytes) +
+    ' bytes at ' + fmtNs(t.peak_ns - h.first_ns) + '; ' + fmtCount(t.illegal) + ' illegal releases, ' +
+    fmtCount(t.overlaps) + ' overlaps';
+  const notes = $('heap-notes');
+  notes.textContent = '';
+  if (t.unfreed_objects) notes.append(el('li', null, 'unfreed at exit: ' + fmtCount(t.unfreed_objects) + ' blocks, ' +
+    fmtCount(t.unfreed_bytes) + ' bytes'));
+  if (t.folded) notes.append(el('li', null, 'folded: ' + fmtCount(t.folded) + ' short-lived blocks (' +
+    fmtCount(t.folded_bytes) + ' bytes), counted in allocs and frees, not one by one'));
+  if (h.lost_events) notes.append(el('li', null, fmtCount(h.lost_events) + ' events lost: missed releases read as live ' +
+    'blocks, missed allocations as illegal releases'));
+  if (t.out_of_memory) notes.append(el('li', null, 'out of memory: the heap state is incomplete'));
+}
+
+async function loadHeap() {
+  if (!state.heap.data) {
+    const h = await api('heap');
+    if (!h.heap) {
+      $('heap-empty').textContent = h.reason;
+      $('heap-empty').hidden = false;
+      $('heap-body').hidden = true;
+      return;
+    }
+    state.heap.data = h;
+    const sel = $('heap-series');
+    sel.length = 1;
+    h.sites.forEach((s, i) => {
+      const o = el('option', null, s.function + ' — ' + s.call_site);
+      o.value = String(i);
+      sel.append(o);
+    });
+  }
+  $('heap-empty').hidden = true;
+  $('heap-body').hidden = false;
+  heapTables(state.heap.data);
+  heapLists(state.heap.data);
+  await loadGrowth();
+}
+
+function setupHeap() {
+  for (const th of $('heap-site-table').tHead.rows[0].cells) {
+    th.addEventListener('click', () => {
+      const key = th.dataset.key;
+      const text = key === 'function' || key === 'call_site';
+      if (state.heap.sort.key === key) state.heap.sort.dir = state.heap.sort.dir === 'desc' ? 'asc' : 'desc';
+      else state.heap.sort = { key, dir: text ? 'asc' : 'desc' };
+      if (state.heap.data) heapSiteRows();
+    });
+  }
+  $('heap-series').addEventListener('change', () => loadGrowth().catch(showError));
+}
+
+/* ------------------------------------------------------------ exports */
+
+function setupExports(s) {
+  const on = s.exports;
+  for (const a of $('export-bar').querySelectorAll('a[data-format]')) {
+    if (on) {
+      a.href = '/api/export?format=' + a.dataset.format;
+      a.classList.remove('off');
+    } else {
+      a.removeAttribute('href');
+      a.classList.add('off');
+      a.title = 'exports need a trace file: save the live session (--save DIR), then serve DIR';
+    }
+  }
+  $('export-memory').hidden = !(on && s.heap);
+  $('export-note').textContent = on ? '' : '(a live session: save it with --save, then serve the trace)';
+}
+
 /* ------------------------------------------------------------ views */
 
 const loaders = {
@@ -685,6 +918,7 @@ const loaders = {
   flame: () => loadFlame(),
   timeline: loadTimeline,
   syscalls: loadSyscalls,
+  heap: loadHeap,
 };
 
 function showView(name) {
@@ -804,6 +1038,7 @@ async function main() {
   setupFlame();
   setupTimeline();
   setupLive();
+  setupHeap();
   for (const b of $('tabs').querySelectorAll('button')) b.addEventListener('click', () => showView(b.dataset.view));
   window.addEventListener('resize', () => {
     if (state.view === 'flame') drawFlame();
@@ -812,6 +1047,7 @@ async function main() {
   try {
     const s = await loadSummary();
     setLiveControls(s.live);
+    setupExports(s);
     if (s.live) {
       $('target-row').hidden = false;
       await loadLive();

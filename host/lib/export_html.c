@@ -33,6 +33,8 @@ static const char html_style[] =
     ".tog{display:inline-block;width:1.2em;color:#555}.row:has(.tog:not(:empty)){cursor:pointer}\n"
     ".hdr{font-weight:bold;background:#eee}.sys .name{color:#06c}.err{color:#c00}\n"
     "button{margin-right:.5em}\n"
+    ".chart{max-width:60em;width:100%;height:auto;border:1px solid #ccc}.chart text{font-size:11px;fill:#555}\n"
+    ".chart polyline{fill:none;stroke:#c33;stroke-width:1.5}.stack{margin:.2em 0 .6em 1.5em;font-size:.85em}\n"
     "</style>\n";
 
 /* Sortable tables, and call trees drawn from the JSON in #tree-data:
@@ -506,5 +508,354 @@ int export_html(struct reportdata *rd, FILE *f)
 	fputs("</body>\n</html>\n", f);
 	if (r)
 		return r;
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ------------------------------------------------------------ the heap */
+
+#define CHART_W 800
+#define CHART_H 220
+#define CHART_PAD 48 /* room for the axis labels */
+
+static const char *rel_time(const struct heapview_opts *o, uint64_t ns, char *buf, size_t size)
+{
+	uint64_t t = ns > o->origin_ns ? ns - o->origin_ns : 0;
+
+	snprintf(buf, size, "%" PRIu64 ".%06" PRIu64 " s", t / 1000000000u, t % 1000000000u / 1000u);
+	return buf;
+}
+
+/* The whole heap's live bytes over time: a polyline over the growth
+ * samples, starting from nothing at the heap's first operation. */
+static void put_growth_chart(FILE *f, const struct heap *h)
+{
+	uint64_t t[HEAP_SERIES_LEN], v[HEAP_SERIES_LEN], tmax = 1, vmax = 1;
+	uint32_t n = heapview_series(h, NULL, HEAP_SERIES_LEN, t, v), i;
+	const double pw = CHART_W - CHART_PAD - 8, ph = CHART_H - 2 * 16;
+
+	fputs("<h2 id=\"growth\">Live bytes over time</h2>\n", f);
+	if (!n) {
+		fputs("<p class=\"meta\">No heap operations.</p>\n", f);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (t[i] - h->first_ns > tmax)
+			tmax = t[i] - h->first_ns;
+		if (v[i] > vmax)
+			vmax = v[i];
+	}
+	fprintf(f,
+	        "<p class=\"meta\">The whole heap, sampled at the end of each %.3f ms interval from the first "
+	        "heap operation (%" PRIu32 " samples); peak %" PRIu64 " bytes.</p>\n",
+	        (double)h->step_ns / 1e6, n, h->peak_bytes);
+	fprintf(f,
+	        "<svg class=\"chart\" id=\"growth-chart\" viewBox=\"0 0 %d %d\" role=\"img\" "
+	        "aria-label=\"live bytes over time\">\n",
+	        CHART_W, CHART_H);
+	fprintf(f, "<line x1=\"%d\" y1=\"16\" x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>", CHART_PAD, CHART_PAD,
+	        CHART_H - 16);
+	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>\n", CHART_PAD, CHART_H - 16,
+	        CHART_W - 8, CHART_H - 16);
+	fprintf(f, "<text x=\"%d\" y=\"20\" text-anchor=\"end\">%" PRIu64 "</text>", CHART_PAD - 4, vmax);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>", CHART_PAD - 4, CHART_H - 16);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3f s</text>\n", CHART_W - 8, CHART_H - 2,
+	        (double)tmax / 1e9);
+	fprintf(f, "<polyline points=\"%d,%d", CHART_PAD, CHART_H - 16);
+	for (i = 0; i < n; i++)
+		fprintf(f, " %.1f,%.1f", CHART_PAD + pw * (double)(t[i] - h->first_ns) / (double)tmax,
+		        16 + ph - ph * (double)v[i] / (double)vmax);
+	fputs("\"/>\n", f);
+	for (i = 0; i < n; i++)
+		fprintf(f,
+		        "<circle class=\"sample\" cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#c33\"><title>%.3f s: %" PRIu64
+		        " bytes</title></circle>\n",
+		        CHART_PAD + pw * (double)(t[i] - h->first_ns) / (double)tmax,
+		        16 + ph - ph * (double)v[i] / (double)vmax, (double)(t[i] - h->first_ns) / 1e9, v[i]);
+	fputs("</svg>\n", f);
+}
+
+static void td_growth(FILE *f, const struct heap *h, const struct heap_counts *c)
+{
+	struct heap_growth g;
+
+	heap_growth(h, c, &g);
+	if (g.growing)
+		fprintf(f, "<td data-v=\"%.0f\" class=\"err\">+%.0f B/s (p = %.2g)</td>", g.rate_bps, g.rate_bps,
+		        g.p_value);
+	else
+		fputs("<td data-v=\"0\">-</td>", f);
+}
+
+static void put_counts_cells(FILE *f, const struct heap *h, const struct heap_counts *c, bool at_peak)
+{
+	td_u64(f, at_peak ? c->at_peak_objects : c->live_objects);
+	td_u64(f, at_peak ? c->at_peak_bytes : c->live_bytes);
+	td_u64(f, c->peak_bytes);
+	td_u64(f, c->allocs);
+	td_u64(f, c->frees);
+	td_u64(f, c->unfreed_objects);
+	td_growth(f, h, c);
+}
+
+static void put_heap_tables(FILE *f, const struct heap *h, bool at_peak)
+{
+	static const char *const cols[] = { "Live objects",    "Live bytes", "Peak bytes", "Allocs",     "Frees",
+		                            "Unfreed at exit", "Growth",     "~Function",  "~Call site", "~Source" };
+	uint32_t *idx, n, i;
+
+	fputs("<h2 id=\"sites\">By call site</h2>\n<p class=\"meta\">Live objects and bytes", f);
+	fputs(at_peak ? " when the heap was largest" : " at the end", f);
+	fputs("; growth is a rise over the later half of the samples (Mann-Kendall test). Click a column to "
+	      "sort.</p>\n<table class=\"sortable\" id=\"site-table\">\n",
+	      f);
+	thead(f, cols, sizeof(cols) / sizeof(cols[0]));
+	idx = heapview_sorted_sites(h, at_peak, &n);
+	for (i = 0; idx && i < n; i++) {
+		const struct heap_site *s = &h->sites[idx[i]];
+
+		fputs("<tr>", f);
+		put_counts_cells(f, h, &s->c, at_peak);
+		td_name(f, s->function);
+		td_name(f, s->key);
+		fputs("<td class=\"name\">", f);
+		if (s->file) {
+			put_text(f, s->file);
+			fprintf(f, ":%u", s->line);
+		}
+		fputs("</td></tr>\n", f);
+	}
+	free(idx);
+	fputs("</tbody>\n</table>\n<h2 id=\"functions\">By function</h2>\n<table class=\"sortable\" "
+	      "id=\"function-table\">\n",
+	      f);
+	thead(f, cols, sizeof(cols) / sizeof(cols[0]) - 2);
+	idx = heapview_sorted_fns(h, at_peak, &n);
+	for (i = 0; idx && i < n; i++) {
+		fputs("<tr>", f);
+		put_counts_cells(f, h, &h->fns[idx[i]].c, at_peak);
+		td_name(f, h->fns[idx[i]].name);
+		fputs("</tr>\n", f);
+	}
+	free(idx);
+	fputs("</tbody>\n</table>\n", f);
+}
+
+static void put_site_where(FILE *f, const struct heap *h, uint32_t site)
+{
+	const struct heap_site *s = &h->sites[site];
+
+	fputs("<span class=\"name\">", f);
+	put_text(f, s->key);
+	fputs("</span>", f);
+	if (s->file) {
+		fputs(" (", f);
+		put_text(f, s->file);
+		fprintf(f, ":%u)", s->line);
+	}
+}
+
+static void put_html_stack(FILE *f, struct walk *w, const struct heap *h, uint32_t stack)
+{
+	const struct heap_stack *s = stack < h->nstacks ? &h->stacks[stack] : NULL;
+	struct heapview_frame fr;
+	uint32_t i;
+
+	if (!s || !s->n) {
+		fputs("<p class=\"stack meta\">(no stack)</p>\n", f);
+		return;
+	}
+	fputs("<ol class=\"stack\" start=\"0\">", f);
+	for (i = 0; i < s->n; i++) {
+		heapview_frame(w, s->image, s->ips[i], &fr);
+		fputs("<li class=\"name\">", f);
+		put_text(f, fr.name);
+		if (fr.file) {
+			fputs(" (", f);
+			put_text(f, fr.file);
+			fprintf(f, ":%u)", fr.line);
+		}
+		fputs("</li>", f);
+	}
+	fputs("</ol>\n", f);
+}
+
+static void put_heap_illegal(FILE *f, struct walk *w, const struct heap *h, const struct heapview_opts *o)
+{
+	char t[48];
+	uint32_t i;
+
+	fprintf(f,
+	        "<h2 id=\"illegal\">Illegal releases</h2>\n<p class=\"meta\">%" PRIu64 " (never allocated %" PRIu64
+	        ", double free %" PRIu64 ", interior pointer %" PRIu64 ", mismatch %" PRIu64 ")</p>\n<div "
+	        "id=\"illegal-list\">\n",
+	        heapview_illegal_total(h), h->illegal_counts[HEAP_NEVER_ALLOCATED], h->illegal_counts[HEAP_DOUBLE_FREE],
+	        h->illegal_counts[HEAP_INTERIOR_POINTER], h->illegal_counts[HEAP_MISMATCH]);
+	for (i = 0; i < h->nillegal; i++) {
+		const struct heap_illegal *il = &h->illegal[i];
+
+		fprintf(f, "<div class=\"illegal\"><h3>%s: %s(0x%" PRIx64 ") in ", heap_illegal_name(il->kind),
+		        heap_op_name(il->op), il->ptr);
+		put_text(f, h->sites[il->site].function);
+		fprintf(f, " at %s, process %" PRIu32 " thread %" PRIu32, rel_time(o, il->ns, t, sizeof(t)), il->pid,
+		        il->tid);
+		if (il->count > 1)
+			fprintf(f, " (%" PRIu64 " times)", il->count);
+		if (il->kept)
+			fputs(" [kept from libc]", f);
+		if (il->after_loss)
+			fputs(" [after lost events: maybe only their consequence]", f);
+		fputs("</h3>\n<p>Released at ", f);
+		put_site_where(f, h, il->site);
+		fputs(":</p>\n", f);
+		put_html_stack(f, w, h, il->stack);
+		if (il->has_free) {
+			fprintf(f, "<p>Already released by %s at %s, thread %" PRIu32 ", at ",
+			        heap_op_name(il->free_op), rel_time(o, il->free_ns, t, sizeof(t)), il->free_tid);
+			put_site_where(f, h, il->free_site);
+			fputs(":</p>\n", f);
+			put_html_stack(f, w, h, il->free_stack);
+		}
+		if (il->has_block) {
+			fprintf(f, "<p>Allocated by %s(%" PRIu64 ") = 0x%" PRIx64 " at %s, at ",
+			        heap_op_name(il->alloc_op), il->block_size, il->block_ptr,
+			        rel_time(o, il->alloc_ns, t, sizeof(t)));
+			put_site_where(f, h, il->alloc_site);
+			fputs(":</p>\n", f);
+			put_html_stack(f, w, h, il->alloc_stack);
+		}
+		fputs("</div>\n", f);
+	}
+	if (h->illegal_dropped)
+		fprintf(f, "<p class=\"meta\">%" PRIu64 " more distinct illegal releases not shown.</p>\n",
+		        h->illegal_dropped);
+	fputs("</div>\n", f);
+}
+
+static void put_heap_overlaps(FILE *f, struct walk *w, const struct heap *h, const struct heapview_opts *o)
+{
+	char t[48];
+	uint32_t i;
+
+	fprintf(f,
+	        "<h2 id=\"overlaps\">Allocations overlapping live blocks</h2>\n<p class=\"meta\">%" PRIu64
+	        "</p>\n<div id=\"overlap-list\">\n",
+	        h->overlap_count);
+	for (i = 0; i < h->noverlaps; i++) {
+		const struct heap_overlap *ov = &h->overlaps[i];
+
+		fprintf(f,
+		        "<div class=\"overlap\"><h3>%s(%" PRIu64 ") = 0x%" PRIx64 " at %s, process %" PRIu32
+		        " thread %" PRIu32 "%s</h3>\n<p>At ",
+		        heap_op_name(ov->op), ov->size, ov->ptr, rel_time(o, ov->ns, t, sizeof(t)), ov->pid, ov->tid,
+		        ov->after_loss ? " [after lost events: maybe only their consequence]" : "");
+		put_site_where(f, h, ov->site);
+		fputs(":</p>\n", f);
+		put_html_stack(f, w, h, ov->stack);
+		fprintf(f, "<p>Overlaps the live block 0x%" PRIx64 " (%" PRIu64 " bytes) from %s at %s, at ",
+		        ov->old_ptr, ov->old_size, heap_op_name(ov->old_op), rel_time(o, ov->old_ns, t, sizeof(t)));
+		put_site_where(f, h, ov->old_site);
+		fputs(":</p>\n", f);
+		put_html_stack(f, w, h, ov->old_stack);
+		fputs("</div>\n", f);
+	}
+	fputs("</div>\n", f);
+}
+
+static void put_heap_processes(FILE *f, const struct heap *h)
+{
+	uint32_t i;
+
+	fputs("<h2 id=\"processes\">Processes</h2>\n<ul>\n", f);
+	for (i = 0; i < h->nprocs; i++) {
+		const struct heap_proc *p = &h->procs[i];
+
+		if (!p->ops && !p->inherited_objects)
+			continue;
+		fprintf(f, "<li>process %" PRIu32 " (image %" PRIu32 ")", p->pid, p->image);
+		if (p->has_parent)
+			fprintf(f, ", forked from image %" PRIu32 " with %" PRIu64 " blocks (%" PRIu64 " bytes)",
+			        p->parent_image, p->inherited_objects, p->inherited_bytes);
+		fprintf(f, ": %" PRIu64 " operations, peak %" PRIu64 " bytes", p->ops, p->peak_bytes);
+		if (p->exited)
+			fprintf(f, ", exited (status %" PRIu32 ") with %" PRIu64 " blocks (%" PRIu64 " bytes) unfreed",
+			        p->exit_status, p->unfreed_objects, p->unfreed_bytes);
+		else if (p->execed)
+			fputs(", replaced by exec", f);
+		else
+			fprintf(f, ", %" PRIu64 " blocks (%" PRIu64 " bytes) live at the end of the trace",
+			        p->live_objects, p->live_bytes);
+		fputs("</li>\n", f);
+	}
+	fputs("</ul>\n", f);
+}
+
+int export_html_memory(struct walk *w, const struct heap *h, const struct heapfeed *feed, const struct heapview_opts *o,
+                       FILE *f)
+{
+	char t[48], command[1024];
+
+	fputs(html_head, f);
+	fputs("<title>layerprof memory report: ", f);
+	put_text(f, w->dir ? w->dir : "");
+	fputs("</title>\n", f);
+	fputs(html_style, f);
+	fputs("</head>\n<body>\n<h1>layerprof memory report: ", f);
+	put_text(f, w->dir ? w->dir : "");
+	fprintf(f,
+	        "</h1>\n<p class=\"meta\" id=\"heap-totals\">%" PRIu64 " allocations, %" PRIu64 " releases, %" PRIu64
+	        " live blocks (%" PRIu64 " bytes), peak %" PRIu64 " bytes at %s",
+	        h->allocs, h->frees, h->live_objects, h->live_bytes, h->peak_bytes,
+	        rel_time(o, h->peak_ns, t, sizeof(t)));
+	if (walk_meta(w, "command", command, sizeof(command))) {
+		fputs("; command <span class=\"name\">", f);
+		put_text(f, command);
+		fputs("</span>", f);
+	}
+	fputs("</p>\n", f);
+	if (!w->mem_ops)
+		fputs("<div class=\"banner warn\">No heap operations in this trace (record with --memory)</div>\n", f);
+	if (o->at_peak)
+		fprintf(f, "<p class=\"meta\">The state at the peak (%s): live objects and bytes then.</p>\n",
+		        rel_time(o, h->peak_ns, t, sizeof(t)));
+	else if (o->state_ns)
+		fprintf(f, "<p class=\"meta\">The state at %s.</p>\n", rel_time(o, o->state_ns, t, sizeof(t)));
+	if (w->lost)
+		fprintf(f,
+		        "<div class=\"banner lost\" id=\"lost-banner\" role=\"alert\">%" PRIu64
+		        " events lost: missed releases read as live blocks, missed allocations as illegal releases "
+		        "(%" PRIu64 " illegal releases and %" PRIu64 " overlaps came after a loss)</div>\n",
+		        w->lost, h->illegal_after_loss, h->overlaps_after_loss);
+	if (w->r.state == READER_DAMAGED) {
+		fputs("<div class=\"banner warn\" role=\"alert\">The trace is damaged (", f);
+		put_text(f, w->r.damage);
+		fputs("): this report covers its readable part</div>\n", f);
+	}
+	if (h->oom)
+		fputs("<div class=\"banner warn\">Out of memory: the heap state is incomplete</div>\n", f);
+	fputs("<p><a href=\"#growth\">Growth</a> &middot; <a href=\"#sites\">Call sites</a> &middot; <a "
+	      "href=\"#functions\">Functions</a> &middot; <a href=\"#illegal\">Illegal releases</a> &middot; <a "
+	      "href=\"#overlaps\">Overlaps</a> &middot; <a href=\"#processes\">Processes</a></p>\n",
+	      f);
+	put_growth_chart(f, h);
+	put_heap_tables(f, h, o->at_peak);
+	put_heap_illegal(f, w, h, o);
+	put_heap_overlaps(f, w, h, o);
+	put_heap_processes(f, h);
+	if (h->unfreed_objects)
+		fprintf(
+		    f, "<p class=\"meta\" id=\"unfreed\">Unfreed at exit: %" PRIu64 " blocks, %" PRIu64 " bytes.</p>\n",
+		    h->unfreed_objects, h->unfreed_bytes);
+	if (h->folded)
+		fprintf(f,
+		        "<p class=\"meta\">Folded: %" PRIu64 " short-lived blocks (%" PRIu64 " bytes) in %" PRIu64
+		        " fold records, counted in allocs and frees, not one by one.</p>\n",
+		        h->folded, h->folded_bytes, h->folds);
+	if (feed && feed->late)
+		fprintf(f,
+		        "<p class=\"meta\">%" PRIu64
+		        " heap events came later than the merge by time could wait for.</p>\n",
+		        feed->late);
+	fputs(html_script, f);
+	fputs("</body>\n</html>\n", f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -12,10 +12,22 @@
 
 #include <stdio.h>
 
+#include "host/lib/heap.h"
+#include "host/lib/heapfeed.h"
+#include "host/lib/heapview.h"
 #include "host/lib/reportdata.h"
 
 /* Writes the page for rd to f.  Returns 0, -ENOMEM (a call tree could not
  * be walked) or -EIO when f reports a write error. */
 int export_html(struct reportdata *rd, FILE *f);
+
+/* Writes the heap report (`report --memory --format html`) for h, settled,
+ * read from w's trace with feed (may be NULL), shown as o says: one
+ * self-contained page with the totals, the whole heap's live bytes over
+ * time as an inline SVG chart, the call sites and functions as sortable
+ * tables, the illegal releases and overlaps with their stacks, the
+ * processes and what was unfreed at exit.  Returns 0 or -EIO. */
+int export_html_memory(struct walk *w, const struct heap *h, const struct heapfeed *feed, const struct heapview_opts *o,
+                       FILE *f);
 
 #endif

@@ -1,5 +1,6 @@
 /* The report as XML (see export_xml.h and docs/report.xsd). */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,6 +25,20 @@ static void attr_u64(FILE *f, const char *name, uint64_t value)
 static void attr_bool(FILE *f, const char *name, bool value)
 {
 	fprintf(f, " %s=\"%s\"", name, value ? "true" : "false");
+}
+
+/* As report --format json writes a number that is not whole. */
+static void attr_f64(FILE *f, const char *name, double value)
+{
+	if (isfinite(value))
+		fprintf(f, " %s=\"%.6g\"", name, value);
+	else
+		fprintf(f, " %s=\"NaN\"", name);
+}
+
+static void attr_hex(FILE *f, const char *name, uint64_t value)
+{
+	fprintf(f, " %s=\"0x%" PRIx64 "\"", name, value);
 }
 
 /* The META chunk's key=value lines, one element each. */
@@ -285,5 +300,298 @@ int export_xml(struct reportdata *rd, FILE *f)
 	fputs("</layerprof-report>\n", f);
 	if (r)
 		return r;
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ------------------------------------------------------------ the heap */
+
+static void put_counts(FILE *f, const struct heap *h, const struct heap_counts *c)
+{
+	struct heap_growth g;
+
+	heap_growth(h, c, &g);
+	attr_u64(f, "live-objects", c->live_objects);
+	attr_u64(f, "live-bytes", c->live_bytes);
+	attr_u64(f, "peak-bytes", c->peak_bytes);
+	attr_u64(f, "peak-objects", c->peak_objects);
+	attr_u64(f, "peak-ns", c->peak_ns);
+	attr_u64(f, "at-peak-objects", c->at_peak_objects);
+	attr_u64(f, "at-peak-bytes", c->at_peak_bytes);
+	attr_u64(f, "allocs", c->allocs);
+	attr_u64(f, "frees", c->frees);
+	attr_u64(f, "failed", c->failed);
+	attr_u64(f, "bytes-allocated", c->bytes_allocated);
+	attr_u64(f, "bytes-freed", c->bytes_freed);
+	attr_u64(f, "folded", c->folded);
+	attr_u64(f, "folded-bytes", c->folded_bytes);
+	attr_u64(f, "unfreed-objects", c->unfreed_objects);
+	attr_u64(f, "unfreed-bytes", c->unfreed_bytes);
+	attr_bool(f, "growing", g.growing);
+	attr_f64(f, "growth-bytes-per-s", g.samples >= HEAP_GROWTH_MIN_SAMPLES ? g.rate_bps : 0);
+	attr_f64(f, "growth-confidence", g.confidence);
+	attr_f64(f, "growth-p", g.p_value);
+	attr_u64(f, "growth-samples", g.samples);
+}
+
+static void put_site_ref(FILE *f, const struct heap *h, uint32_t site)
+{
+	const struct heap_site *s = &h->sites[site];
+
+	attr_str(f, "function", s->function);
+	attr_str(f, "call-site", s->key);
+	if (s->file)
+		attr_str(f, "file", s->file);
+	attr_u64(f, "line", s->line);
+}
+
+static void put_stack(FILE *f, struct walk *w, const struct heap *h, uint32_t stack, const char *indent)
+{
+	const struct heap_stack *s = stack < h->nstacks ? &h->stacks[stack] : NULL;
+	struct heapview_frame fr;
+	uint32_t i;
+
+	fprintf(f, "%s<stack>\n", indent);
+	for (i = 0; s && i < s->n; i++) {
+		heapview_frame(w, s->image, s->ips[i], &fr);
+		fprintf(f, "%s  <frame", indent);
+		attr_hex(f, "address", fr.addr);
+		attr_str(f, "name", fr.name);
+		if (fr.function)
+			attr_str(f, "function", fr.function);
+		if (fr.file)
+			attr_str(f, "file", fr.file);
+		attr_u64(f, "line", fr.line);
+		fputs("/>\n", f);
+	}
+	fprintf(f, "%s</stack>\n", indent);
+}
+
+static void put_heap_totals(FILE *f, struct walk *w, const struct heap *h, const struct heapfeed *feed)
+{
+	char name[64];
+	unsigned k;
+	char *p;
+
+	fputs("    <totals", f);
+	attr_u64(f, "operations", h->ops);
+	attr_u64(f, "live-objects", h->live_objects);
+	attr_u64(f, "live-bytes", h->live_bytes);
+	attr_u64(f, "peak-bytes", h->peak_bytes);
+	attr_u64(f, "peak-objects", h->peak_objects);
+	attr_u64(f, "peak-ns", h->peak_ns);
+	attr_u64(f, "allocs", h->allocs);
+	attr_u64(f, "frees", h->frees);
+	attr_u64(f, "failed", h->failed);
+	attr_u64(f, "bytes-allocated", h->bytes_allocated);
+	attr_u64(f, "bytes-freed", h->bytes_freed);
+	attr_u64(f, "folded", h->folded);
+	attr_u64(f, "folded-bytes", h->folded_bytes);
+	attr_u64(f, "fold-records", h->folds);
+	attr_u64(f, "unfreed-objects", h->unfreed_objects);
+	attr_u64(f, "unfreed-bytes", h->unfreed_bytes);
+	attr_u64(f, "illegal", heapview_illegal_total(h));
+	for (k = 0; k < HEAP_ILLEGAL_KINDS; k++) {
+		snprintf(name, sizeof(name), "%s", heap_illegal_name((enum heap_illegal_kind)k));
+		for (p = name; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		attr_u64(f, name, h->illegal_counts[k]);
+	}
+	attr_u64(f, "illegal-not-shown", h->illegal_dropped);
+	attr_u64(f, "overlaps", h->overlap_count);
+	attr_u64(f, "illegal-after-loss", h->illegal_after_loss);
+	attr_u64(f, "overlaps-after-loss", h->overlaps_after_loss);
+	attr_u64(f, "null-releases", h->null_releases);
+	attr_u64(f, "kept-releases", h->kept_releases);
+	attr_u64(f, "dropped-at-exec", h->dropped_at_exec);
+	attr_u64(f, "malformed-events", w->mem_malformed);
+	attr_u64(f, "unknown-stacks", w->mem_unknown_stacks);
+	attr_u64(f, "dropped-stacks", w->mem_stacks_dropped);
+	attr_u64(f, "forgotten-stacks", w->mem_stacks_forgotten);
+	attr_u64(f, "late-events", feed ? feed->late : 0);
+	attr_bool(f, "out-of-memory", h->oom);
+	attr_u64(f, "sample-interval-ns", h->step_ns);
+	fputs("/>\n", f);
+}
+
+static void put_heap_sites(FILE *f, struct walk *w, const struct heap *h, bool at_peak)
+{
+	uint32_t *idx, n, i;
+
+	idx = heapview_sorted_sites(h, at_peak, &n);
+	fputs("    <sites>\n", f);
+	for (i = 0; idx && i < n; i++) {
+		fputs("      <site", f);
+		put_site_ref(f, h, idx[i]);
+		put_counts(f, h, &h->sites[idx[i]].c);
+		fputs(">\n", f);
+		put_stack(f, w, h, h->sites[idx[i]].stack, "        ");
+		fputs("      </site>\n", f);
+	}
+	fputs("    </sites>\n", f);
+	free(idx);
+	idx = heapview_sorted_fns(h, at_peak, &n);
+	fputs("    <functions>\n", f);
+	for (i = 0; idx && i < n; i++) {
+		fputs("      <function", f);
+		attr_str(f, "name", h->fns[idx[i]].name);
+		put_counts(f, h, &h->fns[idx[i]].c);
+		fputs("/>\n", f);
+	}
+	fputs("    </functions>\n", f);
+	free(idx);
+}
+
+static void put_heap_illegal(FILE *f, struct walk *w, const struct heap *h)
+{
+	uint32_t i;
+
+	fputs("    <illegal-releases>\n", f);
+	for (i = 0; i < h->nillegal; i++) {
+		const struct heap_illegal *il = &h->illegal[i];
+
+		fputs("      <release", f);
+		attr_str(f, "kind", heap_illegal_name(il->kind));
+		attr_str(f, "operation", heap_op_name(il->op));
+		put_site_ref(f, h, il->site);
+		attr_hex(f, "ptr", il->ptr);
+		attr_u64(f, "time-ns", il->ns);
+		attr_u64(f, "pid", il->pid);
+		attr_u64(f, "tid", il->tid);
+		attr_u64(f, "count", il->count);
+		attr_bool(f, "kept", il->kept);
+		attr_bool(f, "after-loss", il->after_loss);
+		fputs(">\n", f);
+		put_stack(f, w, h, il->stack, "        ");
+		if (il->has_block) {
+			fputs("        <block", f);
+			attr_hex(f, "ptr", il->block_ptr);
+			attr_u64(f, "size", il->block_size);
+			attr_str(f, "operation", heap_op_name(il->alloc_op));
+			put_site_ref(f, h, il->alloc_site);
+			attr_u64(f, "time-ns", il->alloc_ns);
+			fputs(">\n", f);
+			put_stack(f, w, h, il->alloc_stack, "          ");
+			fputs("        </block>\n", f);
+		}
+		if (il->has_free) {
+			fputs("        <first-release", f);
+			attr_str(f, "operation", heap_op_name(il->free_op));
+			put_site_ref(f, h, il->free_site);
+			attr_u64(f, "time-ns", il->free_ns);
+			attr_u64(f, "tid", il->free_tid);
+			fputs(">\n", f);
+			put_stack(f, w, h, il->free_stack, "          ");
+			fputs("        </first-release>\n", f);
+		}
+		fputs("      </release>\n", f);
+	}
+	fputs("    </illegal-releases>\n", f);
+}
+
+static void put_heap_overlaps(FILE *f, struct walk *w, const struct heap *h)
+{
+	uint32_t i;
+
+	fputs("    <overlaps>\n", f);
+	for (i = 0; i < h->noverlaps; i++) {
+		const struct heap_overlap *ov = &h->overlaps[i];
+
+		fputs("      <overlap", f);
+		attr_str(f, "operation", heap_op_name(ov->op));
+		attr_hex(f, "ptr", ov->ptr);
+		attr_u64(f, "size", ov->size);
+		put_site_ref(f, h, ov->site);
+		attr_u64(f, "time-ns", ov->ns);
+		attr_u64(f, "pid", ov->pid);
+		attr_u64(f, "tid", ov->tid);
+		attr_bool(f, "after-loss", ov->after_loss);
+		fputs(">\n", f);
+		put_stack(f, w, h, ov->stack, "        ");
+		fputs("        <live-block", f);
+		attr_hex(f, "ptr", ov->old_ptr);
+		attr_u64(f, "size", ov->old_size);
+		attr_str(f, "operation", heap_op_name(ov->old_op));
+		put_site_ref(f, h, ov->old_site);
+		attr_u64(f, "time-ns", ov->old_ns);
+		fputs(">\n", f);
+		put_stack(f, w, h, ov->old_stack, "          ");
+		fputs("        </live-block>\n      </overlap>\n", f);
+	}
+	fputs("    </overlaps>\n", f);
+}
+
+static void put_heap_processes(FILE *f, const struct heap *h)
+{
+	uint32_t i;
+
+	fputs("    <processes>\n", f);
+	for (i = 0; i < h->nprocs; i++) {
+		const struct heap_proc *p = &h->procs[i];
+
+		if (!p->ops && !p->inherited_objects)
+			continue;
+		fputs("      <process", f);
+		attr_u64(f, "pid", p->pid);
+		attr_u64(f, "image", p->image);
+		if (p->has_parent)
+			attr_u64(f, "parent-image", p->parent_image);
+		attr_u64(f, "operations", p->ops);
+		attr_u64(f, "live-objects", p->live_objects);
+		attr_u64(f, "live-bytes", p->live_bytes);
+		attr_u64(f, "peak-bytes", p->peak_bytes);
+		attr_u64(f, "peak-ns", p->peak_ns);
+		attr_u64(f, "inherited-objects", p->inherited_objects);
+		attr_u64(f, "inherited-bytes", p->inherited_bytes);
+		attr_bool(f, "exited", p->exited);
+		if (p->exited)
+			attr_u64(f, "exit-status", p->exit_status);
+		attr_bool(f, "execed", p->execed);
+		attr_u64(f, "unfreed-objects", p->unfreed_objects);
+		attr_u64(f, "unfreed-bytes", p->unfreed_bytes);
+		fputs("/>\n", f);
+	}
+	fputs("    </processes>\n", f);
+}
+
+static void put_heap_growth(FILE *f, const struct heap *h)
+{
+	uint64_t t[HEAP_SERIES_LEN], v[HEAP_SERIES_LEN];
+	uint32_t n = heapview_series(h, NULL, HEAP_SERIES_LEN, t, v), i;
+
+	fputs("    <growth", f);
+	attr_u64(f, "interval-ns", h->step_ns);
+	attr_u64(f, "first-ns", h->first_ns);
+	fputs(">\n", f);
+	for (i = 0; i < n; i++) {
+		fputs("      <sample", f);
+		attr_u64(f, "time-ns", t[i]);
+		attr_u64(f, "live-bytes", v[i]);
+		fputs("/>\n", f);
+	}
+	fputs("    </growth>\n", f);
+}
+
+int export_xml_memory(struct walk *w, const struct heap *h, const struct heapfeed *feed, const struct heapview_opts *o,
+                      FILE *f)
+{
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+	fprintf(f, "<layerprof-report format-version=\"%d\" generator=\"layerprof\">\n", EXPORT_XML_FORMAT_VERSION);
+	put_trace(f, w);
+	fputs("  <memory", f);
+	attr_bool(f, "at-peak", o->at_peak);
+	attr_u64(f, "state-ns", o->at_peak ? h->peak_ns : o->state_ns ? o->state_ns : h->now_ns);
+	attr_u64(f, "origin-ns", o->origin_ns);
+	attr_bool(f, "heap-events", w->mem_ops != 0);
+	fputs(">\n", f);
+	put_heap_totals(f, w, h, feed);
+	put_heap_sites(f, w, h, o->at_peak);
+	put_heap_illegal(f, w, h);
+	put_heap_overlaps(f, w, h);
+	put_heap_processes(f, h);
+	put_heap_growth(f, h);
+	fputs("  </memory>\n", f);
+	put_lost(f, w);
+	fputs("</layerprof-report>\n", f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -7,6 +7,9 @@
 
 #include <stdio.h>
 
+#include "host/lib/heap.h"
+#include "host/lib/heapfeed.h"
+#include "host/lib/heapview.h"
 #include "host/lib/reportdata.h"
 
 /* The version written in the format-version attribute: raised when a
@@ -16,5 +19,14 @@
 /* Writes the document for rd to f.  Returns 0, -ENOMEM (a call tree could
  * not be walked) or -EIO when f reports a write error. */
 int export_xml(struct reportdata *rd, FILE *f);
+
+/* Writes the heap report (`report --memory --format xml`) for h, settled
+ * (heap_settle), read from w's trace with feed (may be NULL) and shown as
+ * o says: the trace, a <memory> element with the numbers of `report
+ * --memory --format json` (totals, sites with a stack, functions, illegal
+ * releases with their stacks, overlaps, processes) and the whole heap's
+ * growth samples, and the lost events.  Returns 0 or -EIO. */
+int export_xml_memory(struct walk *w, const struct heap *h, const struct heapfeed *feed, const struct heapview_opts *o,
+                      FILE *f);
 
 #endif

@@ -109,7 +109,7 @@ uint32_t *heapview_sorted_sites(const struct heap *h, bool at_peak, uint32_t *n)
 	return idx;
 }
 
-static uint32_t *sorted_fns(const struct heap *h, bool at_peak, uint32_t *n)
+uint32_t *heapview_sorted_fns(const struct heap *h, bool at_peak, uint32_t *n)
 {
 	uint32_t *idx = malloc((h->nfns ? h->nfns : 1) * sizeof(*idx)), i;
 
@@ -256,7 +256,7 @@ static void text_overlaps(FILE *f, struct walk *w, const struct heap *h, const s
 		fprintf(f, "\n# %llu more overlaps not shown\n", (unsigned long long)(h->overlap_count - h->noverlaps));
 }
 
-static uint64_t illegal_total(const struct heap *h)
+uint64_t heapview_illegal_total(const struct heap *h)
 {
 	uint64_t n = 0;
 	unsigned k;
@@ -299,7 +299,7 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 	}
 	free(idx);
 	fprintf(f, "\n# by function\n");
-	idx = sorted_fns(h, o->at_peak, &n);
+	idx = heapview_sorted_fns(h, o->at_peak, &n);
 	for (i = 0; idx && i < n; i++)
 		text_counts_row(f, h, &h->fns[idx[i]].c, o->at_peak, h->fns[idx[i]].name, NULL);
 	free(idx);
@@ -318,7 +318,8 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 	fprintf(f,
 	        "\n# illegal releases: %llu (never allocated %llu, double free %llu, interior pointer %llu, "
 	        "mismatch %llu)\n",
-	        (unsigned long long)illegal_total(h), (unsigned long long)h->illegal_counts[HEAP_NEVER_ALLOCATED],
+	        (unsigned long long)heapview_illegal_total(h),
+	        (unsigned long long)h->illegal_counts[HEAP_NEVER_ALLOCATED],
 	        (unsigned long long)h->illegal_counts[HEAP_DOUBLE_FREE],
 	        (unsigned long long)h->illegal_counts[HEAP_INTERIOR_POINTER],
 	        (unsigned long long)h->illegal_counts[HEAP_MISMATCH]);
@@ -574,7 +575,7 @@ void heapview_json(struct json *j, struct walk *w, const struct heap *h, const s
 	json_u64(j, "fold_records", h->folds);
 	json_u64(j, "unfreed_objects", h->unfreed_objects);
 	json_u64(j, "unfreed_bytes", h->unfreed_bytes);
-	json_u64(j, "illegal", illegal_total(h));
+	json_u64(j, "illegal", heapview_illegal_total(h));
 	for (i = 0; i < HEAP_ILLEGAL_KINDS; i++)
 		json_u64(j, heap_illegal_name((enum heap_illegal_kind)i), h->illegal_counts[i]);
 	json_u64(j, "illegal_not_shown", h->illegal_dropped);
@@ -611,7 +612,7 @@ void heapview_json(struct json *j, struct walk *w, const struct heap *h, const s
 	json_array_end(j);
 
 	json_array_begin(j, "functions");
-	idx = sorted_fns(h, o->at_peak, &n);
+	idx = heapview_sorted_fns(h, o->at_peak, &n);
 	for (i = 0; idx && i < n; i++) {
 		json_object_begin(j, NULL);
 		json_str(j, "function", h->fns[idx[i]].name);
@@ -624,4 +625,37 @@ void heapview_json(struct json *j, struct walk *w, const struct heap *h, const s
 	json_illegal(j, w, h);
 	json_overlaps(j, w, h);
 	json_processes(j, h);
+}
+
+uint32_t heapview_series(const struct heap *h, const struct heap_counts *c, uint32_t points, uint64_t *t_ns,
+                         uint64_t *bytes)
+{
+	uint32_t n = h->series_n, k, i;
+
+	if (!h->ops || !points)
+		return 0;
+	if (n > HEAP_SERIES_LEN)
+		n = HEAP_SERIES_LEN;
+	if (points > n)
+		points = n;
+	for (k = 0; k < points; k++) {
+		/* the sample at the end of the k-th of `points` merged intervals */
+		uint32_t at = (uint32_t)(((uint64_t)k + 1) * n / points) - 1;
+		uint64_t t = ((uint64_t)at + 1) * h->step_ns, v = 0;
+
+		if (h->now_ns >= h->first_ns && t > h->now_ns - h->first_ns)
+			t = h->now_ns - h->first_ns;
+		if (c) {
+			v = at < c->series_last ? c->series[at] : c->live_bytes;
+		} else {
+			for (i = 0; i < h->nsites; i++) {
+				const struct heap_counts *sc = &h->sites[i].c;
+
+				v += at < sc->series_last ? sc->series[at] : sc->live_bytes;
+			}
+		}
+		t_ns[k] = h->first_ns + t;
+		bytes[k] = v;
+	}
+	return points;
 }

@@ -42,6 +42,22 @@ void heapview_json_stack(struct json *j, const char *key, struct walk *w, const 
  * entries, or NULL when memory runs out. */
 uint32_t *heapview_sorted_sites(const struct heap *h, bool at_peak, uint32_t *n);
 
+/* The same for functions (heap.fns). */
+uint32_t *heapview_sorted_fns(const struct heap *h, bool at_peak, uint32_t *n);
+/* Illegal releases of every kind. */
+uint64_t heapview_illegal_total(const struct heap *h);
+
+/* Live bytes over time of c (NULL: the whole heap, every site summed)
+ * from the heap's growth samples (heap.h, HEAP_SERIES_LEN of them at most,
+ * one at the end of each sampling interval; the last one at the latest
+ * operation), merged into at most `points` points: each the value at the
+ * end of its merged intervals.  Writes the points' trace times (ns, the
+ * trace's clock) to t_ns and values to bytes (room for
+ * min(points, HEAP_SERIES_LEN) each) and returns how many; 0 without
+ * operations.  The heap must be settled (heap_settle). */
+uint32_t heapview_series(const struct heap *h, const struct heap_counts *c, uint32_t points, uint64_t *t_ns,
+                         uint64_t *bytes);
+
 /* The heap must be settled (heap_settle).  feed may be NULL. */
 void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct heapfeed *feed,
                    const struct heapview_opts *o);

@@ -160,6 +160,8 @@ static int get_summary(struct servemodel *m, struct json *j)
 	json_str(j, "host", in->host);
 	json_u64(j, "load_ms", m->load_ns / 1000000);
 	json_bool(j, "from_index", m->from_index);
+	json_bool(j, "heap", m->heap.has_heap);
+	json_bool(j, "exports", !m->live && m->dir);
 	put_threads(m, j);
 	put_processes(m, j);
 	json_object_end(j);
@@ -582,6 +584,14 @@ int serveapi_get(struct servemodel *m, const char *what, const struct serve_quer
 		status = get_flame(m, q, j, out);
 	else if (!strcmp(what, "timeline"))
 		status = get_timeline(m, q, j, out);
+	else if (!strcmp(what, "heap") || !strcmp(what, "heap/growth"))
+		status =
+		    serveheap_answer(&m->heap, what,
+		                     m->live ? "the heap view needs a trace recorded with --memory (a live session "
+		                               "does not show the heap yet)"
+		                             : "no heap events in this trace: the heap view needs a trace recorded "
+		                               "with --memory",
+		                     q, out);
 	else
 		status = serveapi_error(out, HTTP_NOT_FOUND, "no such API");
 	free(j);

@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/auth.h"
 #include "host/lib/serve_api.h"
 #include "host/lib/serve_assets.h"
+#include "host/lib/serve_export.h"
 #include "host/lib/serve_http.h"
 
 #define LISTEN_BACKLOG 64
@@ -252,6 +254,76 @@ static enum MHD_Result answer_asset(struct servehttp *h, struct MHD_Connection *
 	return r;
 }
 
+/* GET /api/export?format=F: the export written to a temporary file (so
+ * that memory stays bounded whatever the trace's size), then sent from it
+ * as an attachment.  The trace is read again by the export's own walk:
+ * the model is not used, and the lock is not held meanwhile; one export
+ * runs at a time. */
+static enum MHD_Result answer_export(struct servehttp *h, struct MHD_Connection *c)
+{
+	const struct serveexport_format *fmt =
+	    serveexport_find(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"));
+	char err[800], file[200], disp[300];
+	struct MHD_Response *rs;
+	const char *dir;
+	enum MHD_Result ret;
+	struct stat st;
+	bool live;
+	FILE *f;
+	int fd, r;
+
+	if (!fmt)
+		return send_error(
+		    h, c, MHD_HTTP_BAD_REQUEST,
+		    "format: html, xml, json, text, syscalls-json, syscalls-text, memory-html, memory-xml, "
+		    "memory-json, memory-text, chrome, folded or raw");
+	pthread_mutex_lock(&h->lock);
+	dir = h->m->dir;
+	live = h->m->live;
+	pthread_mutex_unlock(&h->lock);
+	if (live || !dir)
+		return send_error(h, c, MHD_HTTP_NOT_FOUND,
+		                  "exports need a trace file: save the live session (--save DIR), then serve DIR");
+	if (pthread_mutex_trylock(&h->export_lock))
+		return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, "another export is being written: try again");
+	f = tmpfile();
+	if (!f) {
+		pthread_mutex_unlock(&h->export_lock);
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot make a temporary file");
+	}
+	r = serveexport_write(dir, fmt, f, err, sizeof(err));
+	if (!r && fflush(f)) {
+		snprintf(err, sizeof(err), "cannot write the export: %s", strerror(errno));
+		r = -EIO;
+	}
+	fd = r ? -1 : dup(fileno(f));
+	fclose(f);
+	pthread_mutex_unlock(&h->export_lock);
+	if (r)
+		return send_error(h, c, r == -ENOMEM || r == -EIO ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_NOT_FOUND,
+		                  err);
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the export back");
+	}
+	rs = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+	if (!rs) {
+		close(fd);
+		return MHD_NO;
+	}
+	add_headers(rs, fmt->type);
+	snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", serveexport_filename(dir, fmt, file, sizeof(file)));
+	MHD_add_response_header(rs, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+	/* a download is a one-off: the browser's download manager would
+	 * otherwise keep the connection, and a few dozen downloads would take
+	 * every connection one address is allowed */
+	MHD_add_response_header(rs, MHD_HTTP_HEADER_CONNECTION, "close");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, rs);
+	MHD_destroy_response(rs);
+	return ret;
+}
+
 /* /auth?token=T: sets the cookie and goes to the page. */
 static enum MHD_Result answer_auth(struct servehttp *h, struct MHD_Connection *c)
 {
@@ -416,6 +488,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return answer_command(h, c, url + 10, rq);
 	if (!strcmp(url, "/api/events"))
 		return answer_events(h, c);
+	if (!strcmp(url, "/api/export"))
+		return answer_export(h, c);
 	if (!strncmp(url, "/api/", 5))
 		return answer_api(h, c, url + 5);
 	return answer_asset(h, c, url);
@@ -479,6 +553,7 @@ int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serv
 	h->listen_fd = -1;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_init(&h->ev_lock, NULL);
+	pthread_mutex_init(&h->export_lock, NULL);
 	pthread_cond_init(&h->ev_cond, NULL);
 	h->loopback = servehttp_is_loopback(bind_addr);
 	if (!h->loopback && !token) {
@@ -530,5 +605,6 @@ void servehttp_stop(struct servehttp *h)
 	h->token = NULL;
 	pthread_cond_destroy(&h->ev_cond);
 	pthread_mutex_destroy(&h->ev_lock);
+	pthread_mutex_destroy(&h->export_lock);
 	pthread_mutex_destroy(&h->lock);
 }

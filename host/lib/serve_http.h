@@ -57,7 +57,8 @@ struct servehttp {
 	char event[SERVEHTTP_EVENT_MAX];
 	uint64_t ev_gen;
 	bool stopping;
-	uint64_t requests, refused; /* counts, for the log */
+	uint64_t requests, refused;  /* counts, for the log */
+	pthread_mutex_t export_lock; /* one export (GET /api/export) at a time */
 };
 
 /* Listens on bind_addr:port (port 0: any free one) and starts serving m.

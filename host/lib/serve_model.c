@@ -275,6 +275,10 @@ int servemodel_load(struct servemodel *m, const char *dir, unsigned flags, char 
 		snprintf(err, errlen, "cannot read trace '%s' again: %s", dir, strerror(-r));
 		return r;
 	}
+	r = serveheap_load(&m->heap, dir, m->w, !(flags & (SERVEMODEL_NO_INDEX | SERVEMODEL_REINDEX)),
+	                   !(flags & SERVEMODEL_NO_INDEX), err, errlen);
+	if (r)
+		return r;
 	m->load_ns = now_ns() - t;
 	return 0;
 }
@@ -407,6 +411,7 @@ uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr)
 void servemodel_release(struct servemodel *m)
 {
 	free(m->info.threads);
+	serveheap_release(&m->heap);
 	sysstats_result_release(&m->sysres);
 	names_release(&m->files);
 	profile_rows_release(&m->rows);

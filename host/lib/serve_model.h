@@ -11,6 +11,7 @@
 
 #include "host/lib/profile.h"
 #include "host/lib/serve_flame.h"
+#include "host/lib/serve_heap.h"
 #include "host/lib/serve_names.h"
 #include "host/lib/serve_timeline.h"
 #include "host/lib/calltree.h"
@@ -60,6 +61,7 @@ struct servemodel {
 	struct timeline tl;
 	struct flame flame;
 	struct names names;
+	struct serveheap heap; /* the heap view (serve_heap.h); empty for a live session */
 	struct walk_ops ops;
 	/* a live session's own callbacks, called before the model's */
 	struct walk_ops inner;

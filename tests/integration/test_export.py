@@ -14,6 +14,10 @@ then check that
   minimum and maximum durations, syscalls and lost events;
 - dump --folded has one line per call path with the values of the tree (self
   time or calls), per thread or merged, and adds up to report's self time;
+- report --memory --format xml validates against docs/report.xsd and holds
+  exactly the numbers and stacks of report --memory --format json; --format
+  html is one self-contained page with the same sites, the illegal releases
+  and a growth chart in SVG;
 - bad input and bad command lines give one message and the documented exit
   code.
 
@@ -651,6 +655,149 @@ def test_bad_input(lp, tmp):
     check(not bad, "the exports of every prefix of a trace exit 0 or 3, Chrome JSON well formed", bad[:5])
 
 
+# ---------------------------------------------------------------- the heap (report --memory)
+
+def xml_name(key):
+    return key.replace("_", "-")
+
+
+def attrs_match(elem, obj, skip_keys=()):
+    """Each scalar of obj (a report --memory --format json object) is the
+    attribute of the same name with "-" for "_"; absent when null.
+    Returns the keys that differ."""
+    bad = []
+    for k, v in obj.items():
+        if k in skip_keys or isinstance(v, (dict, list)):
+            continue
+        a = elem.get(xml_name(k))
+        if v is None:
+            ok = a is None
+        elif isinstance(v, bool):
+            ok = a == ("true" if v else "false")
+        elif isinstance(v, float):
+            ok = a is not None and float(a) == v
+        else:
+            ok = a == str(v)
+        if not ok:
+            bad.append((k, v, a))
+    return bad
+
+
+def stack_match(elem, frames):
+    got = [f for f in elem.find("stack")] if elem.find("stack") is not None else None
+    if got is None or len(got) != len(frames):
+        return False
+    return all(not attrs_match(g, f) for g, f in zip(got, frames))
+
+
+def check_memory_xml(lp, tag, trace, tmp, rep):
+    out = os.path.join(tmp, tag + "-memory.xml")
+    r = lp("report", "--memory", "--format", "xml", "-o", out, trace)
+    if not check(r.returncode == 0 and os.path.exists(out), "%s: report --memory --format xml -o" % tag, r.stderr):
+        return
+    if shutil.which("xmllint"):
+        v = run(["xmllint", "--noout", "--schema", XSD, out])
+        check(v.returncode == 0, "%s: the memory XML validates against docs/report.xsd" % tag, v.stderr[-2000:])
+    else:
+        skip("%s: xmllint --schema" % tag, "xmllint is not installed (Debian package libxml2-utils)")
+    with open(out, encoding="utf-8") as f:
+        text = f.read()
+    r = lp("report", "--memory", "--format", "xml", trace)
+    check(r.returncode == 0 and r.stdout == text, "%s: report --memory --format xml to stdout is the same" % tag)
+    root = ET.fromstring(text)
+    mem = root.find("memory")
+    if not check(mem is not None and root.find("profile") is None, "%s: a <memory> report" % tag):
+        return
+    check(mem.get("origin-ns") == str(rep["origin_ns"]) and mem.get("state-ns") == str(rep["state_ns"]) and
+          mem.get("at-peak") == "false", "%s: memory: origin, state time" % tag)
+    check(not attrs_match(mem.find("totals"), rep["totals"]), "%s: totals as report --memory --format json" % tag,
+          attrs_match(mem.find("totals"), rep["totals"]))
+    sites = list(mem.find("sites"))
+    bad = [(s["call_site"], attrs_match(x, s)) for x, s in zip(sites, rep["sites"]) if attrs_match(x, s)]
+    check(len(sites) == len(rep["sites"]) and not bad,
+          "%s: %d call sites, in order, with the numbers of the JSON" % (tag, len(rep["sites"])), bad[:3])
+    check(all(stack_match(x, s["stack"]) for x, s in zip(sites, rep["sites"])),
+          "%s: each site's stack, frame by frame" % tag)
+    fns = list(mem.find("functions"))
+    bad = [f["function"] for x, f in zip(fns, rep["functions"])
+           if x.get("name") != f["function"] or attrs_match(x, f, skip_keys=("function",))]
+    check(len(fns) == len(rep["functions"]) and not bad, "%s: functions with the numbers of the JSON" % tag, bad)
+    ill = list(mem.find("illegal-releases"))
+    bad = []
+    for x, j in zip(ill, rep["illegal"]):
+        if attrs_match(x, j) or not stack_match(x, j["stack"]):
+            bad.append(("release", j["kind"]))
+        for sub, key in (("block", "block"), ("first-release", "first_release")):
+            e = x.find(sub)
+            if (e is None) != (key not in j) or (e is not None and (attrs_match(e, j[key]) or
+                                                                  not stack_match(e, j[key]["stack"]))):
+                bad.append((sub, j["kind"]))
+    check(len(ill) == len(rep["illegal"]) and not bad,
+          "%s: %d illegal releases with their stacks, block and first release" % (tag, len(rep["illegal"])), bad)
+    ovl = list(mem.find("overlaps"))
+    bad = [o for x, o in zip(ovl, rep["overlaps"]) if attrs_match(x, o) or not stack_match(x, o["stack"]) or
+           attrs_match(x.find("live-block"), o["live_block"])]
+    check(len(ovl) == len(rep["overlaps"]) and not bad, "%s: %d overlaps" % (tag, len(rep["overlaps"])), bad[:2])
+    procs = list(mem.find("processes"))
+    check(len(procs) == len(rep["processes"]) and
+          all(not attrs_match(x, p) for x, p in zip(procs, rep["processes"])), "%s: processes" % tag)
+    samples = [(int(x.get("time-ns")), int(x.get("live-bytes"))) for x in mem.find("growth")]
+    check(0 < len(samples) <= 64 and samples[-1][1] == rep["totals"]["live_bytes"] and
+          all(samples[i][0] < samples[i + 1][0] for i in range(len(samples) - 1)),
+          "%s: growth samples in time order, ending at the live bytes" % tag, samples[-3:])
+
+
+def check_memory_html(lp, tag, trace, tmp, rep, double_free):
+    out = os.path.join(tmp, tag + "-memory.html")
+    r = lp("report", "--memory", "--format", "html", "-o", out, trace)
+    if not check(r.returncode == 0 and os.path.exists(out), "%s: report --memory --format html -o" % tag, r.stderr):
+        return
+    with open(out, encoding="utf-8") as f:
+        text = f.read()
+    r = lp("report", "--memory", "--format", "html", trace)
+    check(r.returncode == 0 and r.stdout == text, "%s: report --memory --format html to stdout is the same" % tag)
+    check(not re.search(r"(?i)https?://", text) and not re.search(r'(?i)<(script|link|img)[^>]+(src|href)=', text),
+          "%s: the memory page is self-contained" % tag)
+    rows = re.findall(r'<tr><td data-v="(\d+)">\d+</td><td data-v="(\d+)">\d+</td>.*?<td class="name">([^<]*)</td>'
+                      r'<td class="name">([^<]*)</td>', text.split('id="site-table"')[1].split("</table>")[0])
+    want = [(str(s["live_objects"]), str(s["live_bytes"]), html_escape(s["function"]), html_escape(s["call_site"]))
+            for s in rep["sites"]]
+    check(rows == want, "%s: the sites table: live objects and bytes of each site as the JSON" % tag,
+          (rows[:3], want[:3]))
+    svg = re.search(r'<svg class="chart" id="growth-chart".*?</svg>', text, re.S)
+    pts = re.search(r'<polyline points="([^"]*)"', svg.group(0)) if svg else None
+    check(pts is not None and len(pts.group(1).split()) >= 2, "%s: the growth chart is an inline SVG polyline" % tag)
+    kinds = re.findall(r'<div class="illegal"><h3>(\w+):', text)
+    check(kinds == [i["kind"] for i in rep["illegal"]], "%s: the illegal releases listed" % tag, kinds)
+    if double_free:
+        block = text.split('<div class="illegal">')[1].split("</div>")[0]
+        check("Already released by" in block and block.count('<ol class="stack"') == 3,
+              "%s: the double free with its release, first release and allocation stacks" % tag)
+
+
+def html_escape(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def test_memory(lp, tmp):
+    cases = [("mem_leaky", ["mem_leaky"], (), False), ("mem_badfree", ["mem_badfree", "double"], ("--keep-alive",), True)]
+    for tag, argv, extra, double_free in cases:
+        prog = build(tmp, argv[0])
+        out = os.path.join(tmp, "t-" + tag)
+        r = record(lp, out, [prog] + argv[1:], extra=("--memory",) + extra)
+        if not check(r.returncode == 0, "%s: recorded with --memory" % tag, r.stderr):
+            continue
+        rep = lp.json("report", "--memory", "--format", "json", out)
+        if tag == "mem_leaky":
+            leaky = [s for s in rep["sites"] if s["function"] == "leaky"]
+            check(len(leaky) == 1 and (leaky[0]["live_objects"], leaky[0]["live_bytes"]) == (100, 4800),
+                  "mem_leaky: the JSON has leaky's 100 blocks of 48 bytes")
+        else:
+            check([i["kind"] for i in rep["illegal"]] == ["double_free"], "mem_badfree: the JSON has the double free")
+        check_memory_xml(lp, tag, out, tmp, rep)
+        check_memory_html(lp, tag, out, tmp, rep, double_free)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -659,7 +806,7 @@ def main():
     lp = Layerprof(os.path.abspath(args.build))
     tmp = tempfile.mkdtemp(prefix="layerprof-export-")
     try:
-        for step in (test_programs, test_syscalls, test_lost, test_bad_input):
+        for step in (test_programs, test_syscalls, test_lost, test_memory, test_bad_input):
             try:
                 step(lp, tmp)
             except Exception as e:  # a broken step fails, loudly

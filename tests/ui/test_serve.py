@@ -6,7 +6,7 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live (default: all)
+groups: security, index, trace, lost, live, heap (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -599,13 +599,198 @@ def group_index(lp, b, tmp):
         os.chmod(ro, 0o755)
 
 
+# ---------------------------------------------------------------- heap view and exports
+
+HEAP_APP = os.path.join(HERE, "heap_app.c")
+
+# format= of /api/export: the command line that writes the same file
+EXPORTS = {
+    "html": ["report", "--format", "html"],
+    "xml": ["report", "--format", "xml"],
+    "json": ["report", "--format", "json"],
+    "text": ["report"],
+    "syscalls-json": ["report", "--syscalls", "--format", "json"],
+    "syscalls-text": ["report", "--syscalls"],
+    "memory-html": ["report", "--memory", "--format", "html"],
+    "memory-xml": ["report", "--memory", "--format", "xml"],
+    "memory-json": ["report", "--memory", "--format", "json"],
+    "memory-text": ["report", "--memory"],
+    "chrome": ["dump", "--chrome"],
+    "folded": ["dump", "--folded"],
+}
+EXPORT_TYPES = {"html": "text/html", "xml": "application/xml", "json": "application/json", "text": "text/plain",
+                "chrome": "application/json", "folded": "text/plain", "raw": "application/x-tar"}
+
+
+def get_full(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("GET", path)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+
+
+def cli_bytes(lp, args, trace):
+    r = subprocess.run([lp.exe] + args + [trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return r.returncode, r.stdout
+
+
+def same_as_tar(data, trace):
+    """The archive holds the trace directory's files (caches left out), byte for byte."""
+    import io
+    import tarfile
+    want = sorted(f for f in os.listdir(trace) if not f.startswith("serve-"))
+    base = os.path.basename(trace.rstrip("/"))
+    got = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as t:
+        for m in t.getmembers():
+            if m.isfile():
+                got[m.name] = t.extractfile(m).read()
+    if sorted(got) != [base + "/" + f for f in want]:
+        return False, sorted(got)
+    for f in want:
+        with open(os.path.join(trace, f), "rb") as fh:
+            if fh.read() != got[base + "/" + f]:
+                return False, f
+    return True, None
+
+
+def group_heap(lp, b, tmp, br):
+    prog = os.path.join(tmp, "heap_app")
+    r = subprocess.run(["gcc", "-g", "-O1", "-fno-omit-frame-pointer", HEAP_APP, "-o", prog],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if not check(r.returncode == 0, "build heap_app", r.stdout):
+        return
+    trace = os.path.join(tmp, "t-heap")
+    r = lp("record", "-q", "--memory", "--keep-alive", "-o", trace, "--", prog)
+    if not check(r.returncode == 0, "record --memory heap_app", r.stderr):
+        return
+    plain, r = record(lp, b, tmp, "threads")
+    if not check(r.returncode == 0, "record threads", r.stderr):
+        return
+    rep = lp.json("report", "--memory", "--format", "json", trace)
+    leak = [i for i, s in enumerate(rep["sites"]) if s["function"] == "leaky"]
+    if not check(len(leak) == 1 and rep["sites"][leak[0]]["live_objects"] == 100 and
+                 rep["sites"][leak[0]]["live_bytes"] == 4800, "report --memory: leaky leaves 100 blocks of 48 bytes",
+                 rep["sites"]):
+        return
+    srv = Server(lp, [trace])
+    empty = Server(lp, [plain])
+    try:
+        if not check(srv.url is not None and empty.url is not None, "serve the heap trace and a plain one",
+                     srv.err.text() + empty.err.text()):
+            return
+        _, _, body = get(srv.port, "/api/summary")
+        summ = json.loads(body)
+        check(summ["heap"] is True and summ["exports"] is True, "/api/summary: heap and exports", summ)
+        _, _, body = get(srv.port, "/api/heap")
+        heap = json.loads(body)
+        check({k: heap.get(k) for k in rep} == rep,
+              "/api/heap holds report --memory --format json (sites, functions, illegal, overlaps, processes)")
+        check(heap["heap"] is True and heap["first_ns"] > 0, "/api/heap: heap, first_ns")
+        st, _, body = get(srv.port, "/api/heap/growth")
+        g = json.loads(body) if st == 200 else {}
+        pts = g.get("points", [])
+        check(st == 200 and 16 <= len(pts) <= 64 and pts[-1][1] == rep["totals"]["live_bytes"] and
+              all(pts[i][0] < pts[i + 1][0] for i in range(len(pts) - 1)),
+              "/api/heap/growth: the whole heap's samples, in time order, ending at the live bytes",
+              (st, len(pts), pts[-3:]))
+        st, _, body = get(srv.port, "/api/heap/growth?points=8&site=%d" % leak[0])
+        g8 = json.loads(body) if st == 200 else {}
+        p8 = [v for _, v in g8.get("points", [])]
+        check(st == 200 and len(p8) == 8 and p8[-1] == 4800 and p8 == sorted(p8),
+              "/api/heap/growth?site=leaky&points=8: 8 points rising to 4800 bytes", (st, p8))
+        st, _, _ = get(srv.port, "/api/heap/growth?site=999999")
+        check(st == 404, "/api/heap/growth of no such site: 404", st)
+        st, _, _ = get(srv.port, "/api/heap/growth?points=x")
+        check(st == 400, "/api/heap/growth?points=x: 400", st)
+        st, _, body = get(empty.port, "/api/heap")
+        e = json.loads(body)
+        check(st == 200 and e["heap"] is False and "--memory" in e["reason"],
+              "/api/heap of a trace without heap events: says so", body)
+        st, _, _ = get(empty.port, "/api/heap/growth")
+        check(st == 404, "/api/heap/growth of a trace without heap events: 404", st)
+
+        # the exports: the same bytes as the command line
+        downloads = os.path.join(tmp, "downloads")
+        os.makedirs(downloads, exist_ok=True)
+        served = {}
+        for fmt, args in sorted(EXPORTS.items()):
+            st, hdr, data = get_full(srv.port, "/api/export?format=" + fmt)
+            code, want = cli_bytes(lp, args, trace)
+            served[fmt] = data
+            kind = fmt.split("-")[-1]
+            # (heap_app is not instrumented: no calls, so no folded stacks)
+            check(st == 200 and code == 0 and data == want and (len(data) > 0 or fmt == "folded"),
+                  "/api/export?format=%s: byte for byte `layerprof %s`" % (fmt, " ".join(args)),
+                  (st, code, len(data), len(want)))
+            check(hdr.get("content-type", "").startswith(EXPORT_TYPES[kind]) and
+                  hdr.get("content-disposition", "").startswith('attachment; filename="t-heap.'),
+                  "/api/export?format=%s: content type and attachment" % fmt, hdr)
+        st, hdr, data = get_full(srv.port, "/api/export?format=raw")
+        ok, why = same_as_tar(data, trace) if st == 200 else (False, st)
+        check(ok and hdr.get("content-type") == "application/x-tar",
+              "/api/export?format=raw: a tar of the trace directory's files", why)
+        served["raw"] = data
+        st, _, _ = get(srv.port, "/api/export?format=pdf")
+        check(st == 400, "/api/export of an unknown format: 400", st)
+        st, _, _ = get(srv.port, "/api/export")
+        check(st == 400, "/api/export without a format: 400", st)
+        st, _, _ = get(srv.port, "/api/export?format=html", method="POST", headers={"X-Layerprof": "1"})
+        check(st == 403, "POST /api/export: refused", st)
+        st, _, _ = get(srv.port, "/api/export?format=html", method="PUT")
+        check(st == 405, "PUT /api/export: refused", st)
+
+        # a warm start: the heap view from <trace>/serve-heap
+        check(os.path.exists(os.path.join(trace, "serve-heap")), "serve keeps the heap view in <trace>/serve-heap")
+        again = Server(lp, [trace])
+        try:
+            if check(again.url is not None, "serve the heap trace again", again.err.text()):
+                _, _, body = get(again.port, "/api/heap")
+                check(json.loads(body) == heap, "a warm start answers /api/heap the same from serve-heap")
+                _, _, body = get(again.port, "/api/heap/growth")
+                check(json.loads(body) == g, "a warm start answers /api/heap/growth the same")
+        finally:
+            again.stop()
+
+        if br.why:
+            skip("heap view in the browser", br.why)
+            return
+        formats = sorted(EXPORTS) + ["raw"]
+        formats.remove("syscalls-json")
+        formats.remove("syscalls-text")
+        expect = {
+            "leak_function": "leaky",
+            "leak_site": leak[0],
+            "leak_objects": 100,
+            "leak_bytes": 4800,
+            "live_bytes": rep["totals"]["live_bytes"],
+            "release_function": "release",
+            "sites": len(rep["sites"]),
+            "growth_points": len(pts),
+            "formats": formats,
+            "downloads": downloads,
+            "empty_url": empty.url,
+        }
+        br.run("heap", srv.url, expect, prefix="heap-")
+        for fmt in formats:
+            path = os.path.join(downloads, fmt)
+            got = open(path, "rb").read() if os.path.exists(path) else None
+            check(got == served[fmt], "export button %s: the file equals the command line's" % fmt,
+                  None if got is None else len(got))
+    finally:
+        srv.stop()
+        empty.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("groups", nargs="*")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    groups = a.groups or ["security", "index", "trace", "lost", "live"]
+    groups = a.groups or ["security", "index", "trace", "lost", "live", "heap"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -631,6 +816,8 @@ def main():
                 group_lost(lp, b, tmp, br)
             elif g == "live":
                 group_live(lp, b, tmp, br, build)
+            elif g == "heap":
+                group_heap(lp, b, tmp, br)
             else:
                 check(False, "group " + g, "unknown")
     finally:

@@ -5,7 +5,7 @@
  *
  * usage: node ui_test.js CONFIG.json
  * CONFIG: { "modules": dir holding node_modules, "chromium": path,
- *           "url": page, "scenario": "trace" | "lost" | "live",
+ *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap",
  *           "screenshots": dir, "expect": {...} }
  * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
 'use strict';
@@ -340,11 +340,105 @@ async function scenarioLaunch(page) {
   await shot(page, 'live-launched');
 }
 
+/* ------------------------------------------------------------ the heap view and the exports */
+
+async function heapSites(page) {
+  return page.$$eval('#heap-site-table tbody tr', (rows) => rows.map((r) => ({
+    site: Number(r.dataset.site),
+    function: r.cells[0].textContent,
+    live_objects: r.cells[2].textContent,
+    live_bytes: r.cells[3].textContent,
+  })));
+}
+
+async function scenarioHeap(page) {
+  const exp = config.expect;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(await page.isVisible('#export-memory'), 'heap: the heap exports are offered for a trace with heap events');
+  await page.click('#tab-heap');
+  await page.waitForSelector('#heap-site-table tbody tr', { timeout: 15000 });
+  await page.waitForSelector('#heap-growth-svg circle.heap-point', { timeout: 15000 });
+  await shot(page, 'heap');
+
+  /* the leak: leaky's live objects and bytes as report --memory --format json gives them */
+  let rows = await heapSites(page);
+  const leaky = rows.find((r) => r.function === exp.leak_function);
+  check(leaky && num(leaky.live_objects) === exp.leak_objects && num(leaky.live_bytes) === exp.leak_bytes,
+    'heap: ' + exp.leak_function + ' has ' + exp.leak_objects + ' live objects, ' + exp.leak_bytes + ' live bytes',
+    JSON.stringify(leaky));
+  check(rows.length === exp.sites, 'heap: the call sites of report --memory', rows.length + ' vs ' + exp.sites);
+
+  /* sorting: by live objects ascending, then by live bytes (largest first) */
+  await page.click('#heap-site-table th[data-key="live_objects"]');
+  await page.waitForSelector('#heap-site-table th[data-key="live_objects"].sorted.desc');
+  await page.click('#heap-site-table th[data-key="live_objects"]');
+  await page.waitForSelector('#heap-site-table th[data-key="live_objects"].sorted.asc');
+  rows = await heapSites(page);
+  let v = rows.map((r) => num(r.live_objects));
+  check(v.every((x, i) => i === 0 || v[i - 1] <= x), 'heap: sort by live objects, ascending', v.join(' '));
+  await page.click('#heap-site-table th[data-key="live_bytes"]');
+  await page.waitForSelector('#heap-site-table th[data-key="live_bytes"].sorted.desc');
+  rows = await heapSites(page);
+  v = rows.map((r) => num(r.live_bytes));
+  check(v.every((x, i) => i === 0 || v[i - 1] >= x) && rows[0].function === exp.leak_function,
+    'heap: sort by live bytes: descending, ' + exp.leak_function + ' first', rows.map((r) => r.function).join(' '));
+
+  /* the illegal releases: the double free with both releases' stacks */
+  const illegal = await page.$$eval('#heap-illegal > li', (lis) => lis.map((li) => ({
+    kind: li.dataset.kind || '',
+    text: li.textContent,
+    stacks: li.querySelectorAll('ol').length,
+  })));
+  const df = illegal.filter((x) => x.kind === 'double_free');
+  check(df.length === 1 && df[0].text.includes('already released') && df[0].stacks === 3 &&
+    df[0].text.includes(exp.release_function), 'heap: the double free, its release, first release and allocation stacks',
+  JSON.stringify(illegal));
+
+  /* the growth chart: the whole heap, then leaky's site */
+  let pts = await page.$$eval('#heap-growth-svg circle.heap-point', (cs) => cs.map((c) => Number(c.dataset.bytes)));
+  check(pts.length === exp.growth_points && pts[pts.length - 1] === exp.live_bytes,
+    'heap: growth chart of the whole heap: ' + exp.growth_points + ' points ending at the live bytes',
+    pts.length + ' points, last ' + pts[pts.length - 1]);
+  const row = await page.$('#heap-site-table tbody tr[data-site="' + exp.leak_site + '"]');
+  await row.click();
+  await page.waitForSelector('#heap-site-table tbody tr.picked[data-site="' + exp.leak_site + '"]');
+  pts = await page.$$eval('#heap-growth-svg circle.heap-point', (cs) => cs.map((c) => Number(c.dataset.bytes)));
+  check(pts.length > 1 && pts[pts.length - 1] === exp.leak_bytes && pts.every((x, i) => i === 0 || pts[i - 1] <= x),
+    'heap: growth chart of ' + exp.leak_function + ': rising to its live bytes', pts.join(' '));
+  await shot(page, 'heap-leaky');
+
+  /* the export buttons: each file downloaded, each from a page of its
+   * own (Chromium holds back a tab's eleventh download without asking) */
+  for (const f of exp.formats) {
+    const tab = await page.context().browser().newPage({ acceptDownloads: true });
+    await tab.goto(config.url);
+    await tab.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    const [dl] = await Promise.all([tab.waitForEvent('download', { timeout: 30000 }),
+      tab.click('#export-bar a[data-format="' + f + '"]')]);
+    const to = path.join(exp.downloads, f);
+    await dl.saveAs(to);
+    check(fs.existsSync(to) && dl.suggestedFilename().length > 0, 'export button ' + f + ': a file downloaded (' +
+      dl.suggestedFilename() + ')');
+    await tab.close();
+  }
+
+  /* a trace without heap events */
+  await page.goto(exp.empty_url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('#tab-heap');
+  await page.waitForSelector('#heap-empty:not([hidden])');
+  const why = await page.textContent('#heap-empty');
+  check(/--memory/.test(why) && await page.isHidden('#heap-body') && await page.isHidden('#export-memory'),
+    'heap: a trace without heap events says so', why);
+  await shot(page, 'heap-empty');
+}
+
 (async () => {
   const args = ['--disable-gpu', '--disable-dev-shm-usage'];
   if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
   const browser = await chromium.launch({ executablePath: config.chromium, headless: true, args });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => {
@@ -356,6 +450,7 @@ async function scenarioLaunch(page) {
     else if (config.scenario === 'lost') await scenarioLost(page);
     else if (config.scenario === 'live') await scenarioLive(page);
     else if (config.scenario === 'launch') await scenarioLaunch(page);
+    else if (config.scenario === 'heap') await scenarioHeap(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);
