@@ -57,7 +57,7 @@ static void put_threads(struct servemodel *m, struct json *j)
 	json_array_begin(j, "threads");
 	for (i = 0; i < in->nthreads; i++) {
 		const struct serve_thread *s = &in->threads[i];
-		const struct servetree_stream *t = servetree_stream(&m->tree, s->id);
+		const struct calltree_stream *t = calltree_stream(&m->tree, s->id);
 
 		json_object_begin(j, NULL);
 		json_u64(j, "id", s->id);
@@ -327,14 +327,14 @@ static int get_syscalls(struct servemodel *m, struct json *j)
 
 /* ------------------------------------------------------------ call trees */
 
-static void put_node(struct servemodel *m, const struct servetree_stream *t, uint32_t i, struct json *j)
+static void put_node(struct servemodel *m, const struct calltree_stream *t, uint32_t i, struct json *j)
 {
-	const struct servetree_node *nd = &t->nodes[i];
+	const struct calltree_node *nd = &t->nodes[i];
 
 	json_object_begin(j, NULL);
 	json_u64(j, "id", i);
 	json_str(j, "name", i ? names_get(&m->names, nd->name) : "");
-	if (SERVETREE_IS_SYSCALL(nd->addr)) {
+	if (CALLTREE_IS_SYSCALL(nd->addr)) {
 		json_bool(j, "syscall", true);
 		json_u64(j, "errors", nd->errors);
 	}
@@ -349,16 +349,16 @@ static void put_node(struct servemodel *m, const struct servetree_stream *t, uin
 }
 
 /* The thread named by the query's "thread" (a walk_stream.index). */
-static const struct servetree_stream *query_tree(struct servemodel *m, const struct serve_query *q, uint64_t *index)
+static const struct calltree_stream *query_tree(struct servemodel *m, const struct serve_query *q, uint64_t *index)
 {
 	if (!arg_u64(q, "thread", UINT32_MAX, UINT32_MAX - 1, index))
 		return NULL;
-	return servetree_stream(&m->tree, (uint32_t)*index);
+	return calltree_stream(&m->tree, (uint32_t)*index);
 }
 
 static int get_tree(struct servemodel *m, const struct serve_query *q, struct json *j, FILE *out)
 {
-	const struct servetree_stream *t;
+	const struct calltree_stream *t;
 	uint64_t index, node;
 	uint32_t *kids, n, i, path[64], depth = 0;
 
@@ -367,7 +367,7 @@ static int get_tree(struct servemodel *m, const struct serve_query *q, struct js
 		return serveapi_error(out, HTTP_NOT_FOUND, "no such thread");
 	if (!arg_u64(q, "node", 0, UINT32_MAX, &node) || node >= t->named)
 		return serveapi_error(out, HTTP_NOT_FOUND, "no such node");
-	kids = servetree_children(t, (uint32_t)node, &n);
+	kids = calltree_children(t, (uint32_t)node, &n);
 	if (!kids && n)
 		return serveapi_error(out, HTTP_SERVER_ERROR, "out of memory");
 	json_object_begin(j, NULL);
@@ -425,7 +425,7 @@ static int get_search(struct servemodel *m, const struct serve_query *q, struct 
 	json_array_end(j);
 	json_array_begin(j, "nodes");
 	for (k = 0; k < m->tree.nstreams; k++) {
-		const struct servetree_stream *t = m->tree.streams[k];
+		const struct calltree_stream *t = m->tree.streams[k];
 
 		if (!t)
 			continue;
@@ -543,7 +543,7 @@ static int get_timeline(struct servemodel *m, const struct serve_query *q, struc
 		return serveapi_error(out, HTTP_NOT_FOUND,
 		                      "the timeline needs a trace file: save the session, then "
 		                      "serve the trace");
-	if (!arg_u64(q, "thread", UINT32_MAX, UINT32_MAX - 1, &index) || !servetree_stream(&m->tree, (uint32_t)index))
+	if (!arg_u64(q, "thread", UINT32_MAX, UINT32_MAX - 1, &index) || !calltree_stream(&m->tree, (uint32_t)index))
 		return serveapi_error(out, HTTP_NOT_FOUND, "no such thread");
 	if (!arg_u64(q, "t0", 0, UINT64_MAX / 2, &t0) || !arg_u64(q, "t1", span + 1, UINT64_MAX / 2, &t1) ||
 	    !arg_u64(q, "px", 1000, TIMELINE_PX_MAX, &px) || t1 <= t0 || !px)

@@ -15,7 +15,7 @@
 #include "host/lib/serve_names.h"
 #include "host/lib/serve_timeline.h"
 #include "host/lib/calltree.h"
-#include "host/lib/serve_tree.h" /* the API code's names for calltree's */
+#include "host/lib/calltree.h" /* the API code's names for calltree's */
 #include "host/lib/sysstats.h"
 #include "host/lib/walk.h"
 

@@ -119,7 +119,7 @@ static char *answer(struct servemodel *m, const char *what, int *status, const c
 	return buf;
 }
 
-static const struct servetree_node *child_named(const struct servetree_stream *t, uint32_t parent, uint64_t addr)
+static const struct calltree_node *child_named(const struct calltree_stream *t, uint32_t parent, uint64_t addr)
 {
 	uint32_t c;
 
@@ -131,8 +131,8 @@ static const struct servetree_node *child_named(const struct servetree_stream *t
 
 static void test_pass(struct servemodel *m)
 {
-	const struct servetree_stream *t = servetree_stream(&m->tree, 0);
-	const struct servetree_node *nmain, *na, *nb;
+	const struct calltree_stream *t = calltree_stream(&m->tree, 0);
+	const struct calltree_node *nmain, *na, *nb;
 	const struct timeline_stream *ts;
 	uint32_t i, open_main = 0;
 
