@@ -134,7 +134,7 @@ static const char *rel_time(const struct heapview_opts *o, uint64_t ns, char *bu
 	return buf;
 }
 
-static const char *rate_text(double bps, char *buf, size_t size)
+const char *heapview_rate(double bps, char *buf, size_t size)
 {
 	if (bps >= 1048576)
 		snprintf(buf, size, "+%.1f MiB/s", bps / 1048576);
@@ -186,7 +186,7 @@ static void text_counts_row(FILE *f, const struct heap *h, const struct heap_cou
 	        (unsigned long long)(at_peak ? c->at_peak_objects : c->live_objects),
 	        (unsigned long long)(at_peak ? c->at_peak_bytes : c->live_bytes), (unsigned long long)c->peak_bytes,
 	        (unsigned long long)c->allocs, (unsigned long long)c->frees,
-	        g.growing ? rate_text(g.rate_bps, rate, sizeof(rate)) : "-", name, where ? "  " : "",
+	        g.growing ? heapview_rate(g.rate_bps, rate, sizeof(rate)) : "-", name, where ? "  " : "",
 	        where ? where : "");
 }
 
@@ -311,7 +311,7 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 		if (g.growing)
 			fprintf(f,
 			        "# growing: %s in %s: %s over the later %u samples of %.3f s, Mann-Kendall p = %.2g\n",
-			        h->sites[i].key, h->sites[i].function, rate_text(g.rate_bps, rate, sizeof(rate)),
+			        h->sites[i].key, h->sites[i].function, heapview_rate(g.rate_bps, rate, sizeof(rate)),
 			        g.samples, (double)h->step_ns / 1e9, g.p_value);
 	}
 

@@ -46,6 +46,8 @@ uint32_t *heapview_sorted_sites(const struct heap *h, bool at_peak, uint32_t *n)
 uint32_t *heapview_sorted_fns(const struct heap *h, bool at_peak, uint32_t *n);
 /* Illegal releases of every kind. */
 uint64_t heapview_illegal_total(const struct heap *h);
+/* A growth rate for people: "+1.5 KiB/s". */
+const char *heapview_rate(double bps, char *buf, size_t size);
 
 /* Live bytes over time of c (NULL: the whole heap, every site summed)
  * from the heap's growth samples (heap.h, HEAP_SERIES_LEN of them at most,

@@ -153,18 +153,6 @@ static const char *when(uint64_t origin_ns, uint64_t ns, char *buf, size_t size)
 	return buf;
 }
 
-/* Bytes per second for people: "1.5 KiB/s". */
-static const char *rate(double bps, char *buf, size_t size)
-{
-	if (bps >= 1048576.0)
-		snprintf(buf, size, "%.1f MiB/s", bps / 1048576.0);
-	else if (bps >= 1024.0)
-		snprintf(buf, size, "%.1f KiB/s", bps / 1024.0);
-	else
-		snprintf(buf, size, "%.0f B/s", bps);
-	return buf;
-}
-
 static void text_sites(struct livemem *m, size_t max, int width, const char *eol)
 {
 	const struct heap *h = &m->h;
@@ -187,7 +175,7 @@ static void text_sites(struct livemem *m, size_t max, int width, const char *eol
 		snprintf(name, sizeof(name), "%s  %s", s->function, s->key);
 		printf("%10" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %12s %8s  %.*s%s",
 		       s->c.live_objects, s->c.live_bytes, s->c.peak_bytes, s->c.allocs, s->c.frees,
-		       g.growing ? rate(g.rate_bps, r, sizeof(r)) : "-", p, width ? room : INT_MAX, name, eol);
+		       g.growing ? heapview_rate(g.rate_bps, r, sizeof(r)) : "-", p, width ? room : INT_MAX, name, eol);
 	}
 	if (idx && n > max)
 		printf("(%" PRIu32 " more call sites)%s", n - (uint32_t)max, eol);
@@ -206,8 +194,8 @@ static void text_growing(struct livemem *m, const char *eol)
 		heap_growth(h, &h->sites[i].c, &g);
 		if (g.growing)
 			printf("growing: %s in %s: %s over the later %" PRIu32 " samples, Mann-Kendall p = %.2g%s",
-			       h->sites[i].key, h->sites[i].function, rate(g.rate_bps, r, sizeof(r)), g.samples,
-			       g.p_value, eol);
+			       h->sites[i].key, h->sites[i].function, heapview_rate(g.rate_bps, r, sizeof(r)),
+			       g.samples, g.p_value, eol);
 	}
 }
 
