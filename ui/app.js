@@ -855,7 +855,7 @@ function heapTables(h) {
 }
 
 async function loadHeap() {
-  if (!state.heap.data) {
+  if (!state.heap.data || state.live) {
     const h = await api('heap');
     if (!h.heap) {
       $('heap-empty').textContent = h.reason;
@@ -863,14 +863,18 @@ async function loadHeap() {
       $('heap-body').hidden = true;
       return;
     }
-    state.heap.data = h;
+    /* a live session's sites move as they grow: the chosen series follows its site */
     const sel = $('heap-series');
+    const old = state.heap.data && sel.value !== '' ? state.heap.data.sites[Number(sel.value)] : null;
+    state.heap.data = h;
     sel.length = 1;
     h.sites.forEach((s, i) => {
       const o = el('option', null, s.function + ' — ' + s.call_site);
       o.value = String(i);
       sel.append(o);
     });
+    const again = old ? h.sites.findIndex((s) => s.call_site === old.call_site) : -1;
+    sel.value = again >= 0 ? String(again) : '';
   }
   $('heap-empty').hidden = true;
   $('heap-body').hidden = false;
@@ -894,20 +898,47 @@ function setupHeap() {
 
 /* ------------------------------------------------------------ exports */
 
-function setupExports(s) {
-  const on = s.exports;
+/* on: exports are possible (a trace file, or a live session's kept trace
+ * directory); heap: the trace has heap operations. */
+function setupExports(on, heap) {
   for (const a of $('export-bar').querySelectorAll('a[data-format]')) {
     if (on) {
       a.href = '/api/export?format=' + a.dataset.format;
       a.classList.remove('off');
+      a.removeAttribute('title');
     } else {
       a.removeAttribute('href');
       a.classList.add('off');
-      a.title = 'exports need a trace file: save the live session (--save DIR), then serve DIR';
+      a.title = 'nothing to export yet: the session has not begun';
     }
   }
-  $('export-memory').hidden = !(on && s.heap);
-  $('export-note').textContent = on ? '' : '(a live session: save it with --save, then serve the trace)';
+  $('export-memory').hidden = !(on && heap);
+  $('export-note').textContent = on ? '' : '(when the session has begun)';
+}
+
+/* POST /api/live/snapshot: the heap state now, saved as the file the
+ * server names. */
+async function takeSnapshot() {
+  const r = await fetch('/api/live/snapshot', {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'X-Layerprof': '1', 'Content-Type': 'text/plain' },
+    body: '',
+  });
+  if (!r.ok) {
+    const j = await r.json().catch(() => ({}));
+    throw new Error(j.error || ('HTTP ' + r.status));
+  }
+  const disp = r.headers.get('Content-Disposition') || '';
+  const m = /filename="([^"]+)"/.exec(disp);
+  const url = URL.createObjectURL(await r.blob());
+  const a = el('a');
+  a.href = url;
+  a.download = m ? m[1] : 'heap.snapshot';
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
 /* ------------------------------------------------------------ views */
@@ -948,6 +979,9 @@ async function loadLive() {
   for (const id of ['target-argv', 'btn-launch', 'target-pid-pick', 'target-pid', 'btn-attach']) $(id).disabled = !idle;
   $('btn-start').disabled = s.state !== 'running' || s.tracing;
   $('btn-stop').disabled = s.state !== 'running' || !s.tracing;
+  $('btn-snapshot').hidden = !s.memory;
+  $('btn-snapshot').disabled = !s.memory || idle;
+  setupExports(s.exports, s.memory);
   if (!idle && s.argv.length) $('target-argv').value = s.argv.join(' ');
   if (s.attach) $('target-pid').value = String(s.attach);
   const pick = $('target-pid-pick');
@@ -981,6 +1015,7 @@ async function liveCommand(cmd, body) {
 function setupLive() {
   $('btn-start').addEventListener('click', () => liveCommand('start'));
   $('btn-stop').addEventListener('click', () => liveCommand('stop'));
+  $('btn-snapshot').addEventListener('click', () => takeSnapshot().then(() => loadLive()).catch(showError));
   $('btn-filter').addEventListener('click', () => liveCommand('filter', $('filter-input').value));
   $('btn-filter-clear').addEventListener('click', () => {
     $('filter-input').value = '';
@@ -1047,7 +1082,7 @@ async function main() {
   try {
     const s = await loadSummary();
     setLiveControls(s.live);
-    setupExports(s);
+    setupExports(s.exports, s.heap);
     if (s.live) {
       $('target-row').hidden = false;
       await loadLive();

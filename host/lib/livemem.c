@@ -283,18 +283,37 @@ void livemem_json(struct livemem *m, struct json *j)
 	json_object_end(j);
 }
 
+static void snap_meta(const struct livemem *m, const struct livemem_snapinfo *si, struct snapshot_meta *meta)
+{
+	memset(meta, 0, sizeof(*meta));
+	meta->source = "live";
+	meta->trace = si->target;
+	meta->command = si->command;
+	meta->time_ns = livemem_state_ns(m);
+	meta->origin_ns = si->origin_ns;
+	meta->partial = m->h.partial;
+	meta->since_ns = m->h.partial ? partial_since(m) : 0;
+}
+
+int livemem_snapshot_write(struct livemem *m, FILE *f, const struct livemem_snapinfo *si)
+{
+	struct snapshot_meta meta;
+	int r;
+
+	snap_meta(m, si, &meta);
+	r = snapshot_write(f, m->w, &m->h, &meta);
+	if (!r && (fflush(f) || ferror(f)))
+		r = -EIO;
+	return r;
+}
+
 int livemem_snapshot(struct livemem *m, const char *path, const struct livemem_snapinfo *si, char *err, size_t errlen)
 {
-	struct snapshot_meta meta = { .source = "live" };
+	struct snapshot_meta meta;
 	FILE *f;
 	int r;
 
-	meta.trace = si->target;
-	meta.command = si->command;
-	meta.time_ns = livemem_state_ns(m);
-	meta.origin_ns = si->origin_ns;
-	meta.partial = m->h.partial;
-	meta.since_ns = m->h.partial ? partial_since(m) : 0;
+	snap_meta(m, si, &meta);
 	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
 	if (!f) {
 		r = -errno;
@@ -307,4 +326,9 @@ int livemem_snapshot(struct livemem *m, const char *path, const struct livemem_s
 	if (r)
 		snprintf(err, errlen, "cannot write '%s': %s", path, strerror(-r));
 	return r;
+}
+
+uint64_t livemem_covers_from(const struct livemem *m)
+{
+	return partial_since(m);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "host/lib/heap.h"
 #include "host/lib/heapfeed.h"
@@ -86,5 +87,11 @@ struct livemem_snapinfo {
 /* Writes the snapshot of the settled state to path ('-': stdout), source
  * "live".  Returns 0, or -errno with the reason in err. */
 int livemem_snapshot(struct livemem *m, const char *path, const struct livemem_snapinfo *si, char *err, size_t errlen);
+/* The same snapshot written to f (left open).  Returns 0 or -errno. */
+int livemem_snapshot_write(struct livemem *m, FILE *f, const struct livemem_snapinfo *si);
+
+/* When the stream the state is built from began (the target's clock): the
+ * session's start, or with a partial state the moment it covers from. */
+uint64_t livemem_covers_from(const struct livemem *m);
 
 #endif

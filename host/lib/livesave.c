@@ -26,9 +26,13 @@ void livesave_release(struct livesave *sv)
 	if (sv->fd >= 0)
 		close(sv->fd);
 	free(sv->kept);
+	free(sv->hold_buf);
 	sv->fd = -1;
 	sv->kept = NULL;
 	sv->kept_len = sv->kept_cap = 0;
+	sv->hold_buf = NULL;
+	sv->hold_len = sv->hold_cap = 0;
+	sv->held = false;
 }
 
 /* An existing trace directory is kept as DIR.old, as record does; an empty
@@ -165,8 +169,65 @@ static void keep(struct livesave *sv, const void *buf, size_t len)
 	sv->kept_len += len;
 }
 
+/* Writes what a hold kept, then forgets it. */
+static int write_held(struct livesave *sv)
+{
+	int r = sv->hold_len ? save_write(sv, sv->hold_buf, sv->hold_len) : 0;
+
+	free(sv->hold_buf);
+	sv->hold_buf = NULL;
+	sv->hold_len = sv->hold_cap = 0;
+	return r;
+}
+
+/* Keeps a chunk while held; 1 when kept, else the hold is broken (the
+ * file gets what was held, then the chunk is written through). */
+static int hold_chunk(struct livesave *sv, const void *buf, size_t len)
+{
+	if (sv->hold_len + len > sv->hold_cap) {
+		size_t cap = sv->hold_cap ? sv->hold_cap : KEEP_FIRST_CAP;
+		uint8_t *p = NULL;
+
+		while (cap < sv->hold_len + len)
+			cap *= 2;
+		if (cap <= LIVESAVE_HOLD_MAX)
+			p = realloc(sv->hold_buf, cap);
+		if (!p) {
+			sv->hold_broken = true;
+			return write_held(sv);
+		}
+		sv->hold_buf = p;
+		sv->hold_cap = cap;
+	}
+	memcpy(sv->hold_buf + sv->hold_len, buf, len);
+	sv->hold_len += len;
+	return 1;
+}
+
+void livesave_hold(struct livesave *sv)
+{
+	sv->held = true;
+	sv->hold_broken = false;
+}
+
+bool livesave_resume(struct livesave *sv)
+{
+	bool whole = !sv->hold_broken;
+
+	sv->held = false;
+	sv->hold_broken = false;
+	write_held(sv);
+	return whole;
+}
+
 int livesave_chunk(struct livesave *sv, const void *chunk, size_t len)
 {
+	if (sv->fd >= 0 && sv->held && !sv->hold_broken) {
+		int r = hold_chunk(sv, chunk, len);
+
+		if (r)
+			return r < 0 ? r : 0;
+	}
 	if (sv->fd >= 0)
 		return save_write(sv, chunk, len);
 	if (!sv->failed)
@@ -181,6 +242,10 @@ int livesave_close(struct livesave *sv, bool add_end, uint64_t events)
 
 	if (sv->fd < 0)
 		return sv->failed ? -EIO : 0;
+	if (sv->held)
+		sv->hold_broken = true; /* the reader's file changes under it */
+	if (write_held(sv))
+		return -EIO;
 	if (add_end) {
 		uint8_t hdr[LP_CHUNK_HEADER_SIZE];
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #define LIVESAVE_KEEP_MAX (64u << 20) /* bytes kept in memory for a later save */
+#define LIVESAVE_HOLD_MAX (64u << 20) /* bytes held in memory while a reader reads the trace */
 
 struct livesave {
 	int fd;             /* the trace's data file; -1 when not saving */
@@ -22,6 +23,11 @@ struct livesave {
 	size_t kept_len, kept_cap;
 	bool kept_dropped;          /* more than LIVESAVE_KEEP_MAX came: nothing is kept */
 	char error[PATH_MAX + 128]; /* after a failure: what went wrong, for people */
+	/* while held (livesave_hold): chunks wait here instead of the file */
+	bool held;
+	bool hold_broken; /* over LIVESAVE_HOLD_MAX came while held: written through */
+	uint8_t *hold_buf;
+	size_t hold_len, hold_cap;
 };
 
 /* Not saving, nothing kept.  Release with livesave_release. */
@@ -52,6 +58,17 @@ int livesave_chunk(struct livesave *sv, const void *chunk, size_t len);
  * or -EIO with sv->error set when a write, the sync or the close failed
  * (also after an earlier failed write).  sv->dir stays set. */
 int livesave_close(struct livesave *sv, bool add_end, uint64_t events);
+
+/* Holds the data file still so that a reader (an export) sees a
+ * consistent prefix of whole chunks: until livesave_resume, chunks are
+ * kept in memory (up to LIVESAVE_HOLD_MAX; past it they are written
+ * through and hold_broken is set).  Everything is already in the file
+ * when this returns (writes are unbuffered).  Not nested. */
+void livesave_hold(struct livesave *sv);
+/* Writes what was held and lets chunks through again.  Returns false when
+ * the file changed while held (hold_broken): the reader may have seen a
+ * cut chunk.  A failed write stops saving as livesave_chunk's would. */
+bool livesave_resume(struct livesave *sv);
 
 /* Removes a trace that never got a session (only its header). */
 void livesave_discard(struct livesave *sv);

@@ -585,13 +585,11 @@ int serveapi_get(struct servemodel *m, const char *what, const struct serve_quer
 	else if (!strcmp(what, "timeline"))
 		status = get_timeline(m, q, j, out);
 	else if (!strcmp(what, "heap") || !strcmp(what, "heap/growth"))
-		status =
-		    serveheap_answer(&m->heap, what,
-		                     m->live ? "the heap view needs a trace recorded with --memory (a live session "
-		                               "does not show the heap yet)"
-		                             : "no heap events in this trace: the heap view needs a trace recorded "
-		                               "with --memory",
-		                     q, out);
+		/* (a live session's heap is answered by its control: serve_live.c) */
+		status = serveheap_answer(&m->heap, what,
+		                          "no heap events in this trace: the heap view needs a trace recorded "
+		                          "with --memory",
+		                          q, out);
 	else
 		status = serveapi_error(out, HTTP_NOT_FOUND, "no such API");
 	free(j);

@@ -10,8 +10,11 @@
 #include "host/lib/export_chrome.h"
 #include "host/lib/export_folded.h"
 #include "host/lib/export_report.h"
+#include "host/lib/heap.h"
+#include "host/lib/heapfeed.h"
 #include "host/lib/options.h"
 #include "host/lib/serve_export.h"
+#include "host/lib/snapshot.h"
 #include "host/lib/walk.h"
 
 #define TAR_BLOCK 512u
@@ -34,6 +37,7 @@ const struct serveexport_format serveexport_formats[] = {
 	{ "chrome", "application/json", ".chrome.json" },
 	{ "folded", "text/plain; charset=utf-8", ".folded" },
 	{ "raw", "application/x-tar", ".tar" },
+	{ "snapshot", "application/json", ".snapshot" },
 	{ NULL, NULL, NULL },
 };
 
@@ -244,6 +248,29 @@ out:
 
 /* ------------------------------------------------------------ the writers */
 
+/* The heap at the end of the trace as `layerprof snapshot DIR` writes it. */
+static int write_snapshot(struct walk *w, const char *dir, FILE *f)
+{
+	struct snapshot_meta meta = { .source = "trace", .trace = dir };
+	struct heapfeed feed = { 0 };
+	struct heap h = { 0 };
+	char command[1024];
+	int r;
+
+	r = export_report_memory_pass(w, &h, &feed, 0);
+	if (!r && !w->mem_ops)
+		r = -ENOENT;
+	if (!r) {
+		meta.origin_ns = export_report_origin(w);
+		meta.time_ns = h.now_ns;
+		meta.command = walk_meta(w, "command", command, sizeof(command));
+		r = snapshot_write(f, w, &h, &meta);
+	}
+	heapfeed_release(&feed);
+	heap_release(&h);
+	return r;
+}
+
 int serveexport_write(const char *dir, const struct serveexport_format *fmt, FILE *f, char *err, size_t errlen)
 {
 	struct export_report_opts o = { .fmt = EXPORT_REPORT_TEXT, .order = { .keys = { PROFILE_TOTAL }, .nkeys = 1 } };
@@ -257,7 +284,9 @@ int serveexport_write(const char *dir, const struct serveexport_format *fmt, FIL
 	r = walk_open(&w, dir, &fopts, err, errlen);
 	if (r)
 		return r;
-	if (!strcmp(name, "chrome")) {
+	if (!strcmp(name, "snapshot")) {
+		r = write_snapshot(&w, dir, f);
+	} else if (!strcmp(name, "chrome")) {
 		r = export_chrome(&w, f);
 	} else if (!strcmp(name, "folded")) {
 		r = export_folded(&w, 0, f);
@@ -276,7 +305,9 @@ int serveexport_write(const char *dir, const struct serveexport_format *fmt, FIL
 		r = -EIO;
 	if (r)
 		snprintf(err, errlen, "cannot export trace '%s': %s", dir,
-		         r == -ENOMEM ? "out of memory" : "cannot write the file");
+		         r == -ENOMEM   ? "out of memory"
+		         : r == -ENOENT ? "no heap operations (recorded without --memory)"
+		                        : "cannot write the file");
 	walk_release(&w);
 	return r;
 }

@@ -12,6 +12,7 @@
 #include "host/lib/heapfeed.h"
 #include "host/lib/heapview.h"
 #include "host/lib/json.h"
+#include "host/lib/livemem.h"
 #include "host/lib/options.h"
 #include "host/lib/serve_api.h"
 #include "host/lib/serve_heap.h"
@@ -27,8 +28,11 @@
 /* ------------------------------------------------------------ the pass */
 
 /* The view of the heap h (settled), read from w: the document and the
- * growth samples of the whole heap and of its largest sites. */
-static int view_build(struct serveheap *sh, struct walk *w, const struct heap *h, const struct heapfeed *feed)
+ * growth samples of the whole heap and of its largest sites.  live: a
+ * live session's heap state (h is its), whose own members the document
+ * adds; NULL for a trace. */
+static int view_build(struct serveheap *sh, struct walk *w, const struct heap *h, const struct heapfeed *feed,
+                      const struct livemem *live, const char *trace)
 {
 	struct heapview_opts o = { .at_peak = false };
 	uint64_t t[HEAP_SERIES_LEN], v[HEAP_SERIES_LEN];
@@ -43,11 +47,20 @@ static int view_build(struct serveheap *sh, struct walk *w, const struct heap *h
 	/* the fields of report --memory --format json, then the view's own */
 	json_init(&j, f);
 	json_object_begin(&j, NULL);
-	json_str(&j, "trace", w->dir);
+	json_str(&j, "trace", trace);
 	json_u64(&j, "lost_events", w->lost);
-	json_bool(&j, "complete", w->r.state == READER_OK && w->r.seen_end);
+	json_bool(&j, "complete", !live && w->r.state == READER_OK && w->r.seen_end);
 	json_u64(&j, "origin_ns", o.origin_ns);
 	heapview_json(&j, w, h, feed, &o);
+	if (live) {
+		/* what `live --memory`'s JSON adds: how far the state goes */
+		json_bool(&j, "live", true);
+		json_u64(&j, "horizon_ns", feed->horizon_ns);
+		json_bool(&j, "partial", h->partial);
+		json_u64(&j, "covers_from_ns", h->partial ? livemem_covers_from(live) : 0);
+		json_str(&j, "agent_memory", live->agent_mem[0] ? live->agent_mem : NULL);
+		json_u64(&j, "heap_operations", w->mem_ops);
+	}
 	json_bool(&j, "heap", true);
 	json_u64(&j, "first_ns", w->first_ns);
 	json_object_end(&j);
@@ -95,7 +108,7 @@ static int heap_pass(struct serveheap *sh, const char *dir, char *err, size_t er
 	if (!r) {
 		sh->has_heap = w.mem_ops != 0;
 		if (sh->has_heap)
-			r = view_build(sh, &w, &h, &feed);
+			r = view_build(sh, &w, &h, &feed, NULL, w.dir);
 	}
 	if (r)
 		snprintf(err, errlen, "cannot read the heap of trace '%s': out of memory", dir);
@@ -347,6 +360,18 @@ int serveheap_load(struct serveheap *sh, const char *dir, const struct walk *mod
 	if (write_cache && cache_write(sh, dir, sh->note, sizeof(sh->note)))
 		return 0; /* a cache we cannot write: read again next time */
 	return 0;
+}
+
+int serveheap_from_live(struct serveheap *sh, struct livemem *m, const char *trace)
+{
+	int r;
+
+	memset(sh, 0, sizeof(*sh));
+	sh->has_heap = true;
+	r = view_build(sh, m->w, &m->h, &m->feed, m, trace);
+	if (r)
+		serveheap_release(sh);
+	return r;
 }
 
 void serveheap_release(struct serveheap *sh)

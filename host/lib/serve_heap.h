@@ -52,6 +52,16 @@ int serveheap_load(struct serveheap *sh, const char *dir, const struct walk *mod
                    char *err, size_t errlen);
 void serveheap_release(struct serveheap *sh);
 
+struct livemem;
+/* The heap view of a live session's heap state m (settled: livemem_settle
+ * or livemem_finish) at this moment: the same document as for a trace
+ * (trace: the directory that keeps the session, or NULL), with `live`,
+ * `state_ns`, `horizon_ns`, `partial`, `covers_from_ns`, `agent_memory`
+ * and `heap_operations` added, and the heap's own growth samples (bounded:
+ * HEAP_SERIES_LEN per site, intervals doubling as the session goes on).
+ * Returns 0 or -ENOMEM; release with serveheap_release. */
+int serveheap_from_live(struct serveheap *sh, struct livemem *m, const char *trace);
+
 /* Answers GET /api/<what> for what "heap" and "heap/growth" (reason:
  * why there is no heap view, when sh has none) into out.  Returns the
  * HTTP status as serveapi_get. */

@@ -202,6 +202,8 @@ static enum MHD_Result answer_api(struct servehttp *h, struct MHD_Connection *c,
 	if (!strcmp(what, "live") && h->control && h->control->state) {
 		h->control->state(h->control->ctx, f);
 		status = MHD_HTTP_OK;
+	} else if ((!strcmp(what, "heap") || !strcmp(what, "heap/growth")) && h->control && h->control->heap) {
+		status = h->control->heap(h->control->ctx, what, &q, f);
 	} else {
 		status = serveapi_get(h->m, what, &q, f);
 	}
@@ -254,54 +256,18 @@ static enum MHD_Result answer_asset(struct servehttp *h, struct MHD_Connection *
 	return r;
 }
 
-/* GET /api/export?format=F: the export written to a temporary file (so
- * that memory stays bounded whatever the trace's size), then sent from it
- * as an attachment.  The trace is read again by the export's own walk:
- * the model is not used, and the lock is not held meanwhile; one export
- * runs at a time. */
-static enum MHD_Result answer_export(struct servehttp *h, struct MHD_Connection *c)
+/* Sends the file f holds (written, flushed) as an attachment named name;
+ * closes f. */
+static enum MHD_Result send_attachment(struct servehttp *h, struct MHD_Connection *c, FILE *f, const char *type,
+                                       const char *name)
 {
-	const struct serveexport_format *fmt =
-	    serveexport_find(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"));
-	char err[800], file[200], disp[300];
+	char disp[300];
 	struct MHD_Response *rs;
-	const char *dir;
 	enum MHD_Result ret;
 	struct stat st;
-	bool live;
-	FILE *f;
-	int fd, r;
+	int fd = dup(fileno(f));
 
-	if (!fmt)
-		return send_error(
-		    h, c, MHD_HTTP_BAD_REQUEST,
-		    "format: html, xml, json, text, syscalls-json, syscalls-text, memory-html, memory-xml, "
-		    "memory-json, memory-text, chrome, folded or raw");
-	pthread_mutex_lock(&h->lock);
-	dir = h->m->dir;
-	live = h->m->live;
-	pthread_mutex_unlock(&h->lock);
-	if (live || !dir)
-		return send_error(h, c, MHD_HTTP_NOT_FOUND,
-		                  "exports need a trace file: save the live session (--save DIR), then serve DIR");
-	if (pthread_mutex_trylock(&h->export_lock))
-		return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, "another export is being written: try again");
-	f = tmpfile();
-	if (!f) {
-		pthread_mutex_unlock(&h->export_lock);
-		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot make a temporary file");
-	}
-	r = serveexport_write(dir, fmt, f, err, sizeof(err));
-	if (!r && fflush(f)) {
-		snprintf(err, sizeof(err), "cannot write the export: %s", strerror(errno));
-		r = -EIO;
-	}
-	fd = r ? -1 : dup(fileno(f));
 	fclose(f);
-	pthread_mutex_unlock(&h->export_lock);
-	if (r)
-		return send_error(h, c, r == -ENOMEM || r == -EIO ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_NOT_FOUND,
-		                  err);
 	if (fd < 0 || fstat(fd, &st)) {
 		if (fd >= 0)
 			close(fd);
@@ -312,8 +278,8 @@ static enum MHD_Result answer_export(struct servehttp *h, struct MHD_Connection 
 		close(fd);
 		return MHD_NO;
 	}
-	add_headers(rs, fmt->type);
-	snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", serveexport_filename(dir, fmt, file, sizeof(file)));
+	add_headers(rs, type);
+	snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", name);
 	MHD_add_response_header(rs, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
 	/* a download is a one-off: the browser's download manager would
 	 * otherwise keep the connection, and a few dozen downloads would take
@@ -322,6 +288,106 @@ static enum MHD_Result answer_export(struct servehttp *h, struct MHD_Connection 
 	ret = MHD_queue_response(c, MHD_HTTP_OK, rs);
 	MHD_destroy_response(rs);
 	return ret;
+}
+
+/* A live session's heap snapshot (GET /api/export?format=snapshot or
+ * POST /api/live/snapshot): written under the lock to a temporary file. */
+static enum MHD_Result answer_snapshot(struct servehttp *h, struct MHD_Connection *c)
+{
+	const struct serveexport_format *fmt = serveexport_find("snapshot");
+	char name[300];
+	FILE *f;
+	int r;
+
+	if (!h->control || !h->control->snapshot)
+		return send_error(h, c, MHD_HTTP_NOT_FOUND, "not a live session");
+	f = tmpfile();
+	if (!f)
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot make a temporary file");
+	pthread_mutex_lock(&h->lock);
+	r = h->control->snapshot(h->control->ctx, f, name, sizeof(name));
+	pthread_mutex_unlock(&h->lock);
+	if (r) {
+		fclose(f);
+		return send_error(h, c, r == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR, name);
+	}
+	return send_attachment(h, c, f, fmt->type, name);
+}
+
+/* GET /api/export?format=F: the export written to a temporary file (so
+ * that memory stays bounded whatever the trace's size), then sent from it
+ * as an attachment.  The trace is read again by the export's own walk:
+ * the model is not used, and the lock is not held meanwhile; one export
+ * runs at a time.  A live session's trace directory is held still
+ * meanwhile (its chunks wait in memory), so that the export reads whole
+ * chunks up to one moment. */
+static enum MHD_Result answer_export(struct servehttp *h, struct MHD_Connection *c)
+{
+	const struct serveexport_format *fmt =
+	    serveexport_find(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"));
+	char err[800], file[200], live_dir[4096];
+	const char *dir;
+	bool live, still = true;
+	FILE *f;
+	int r;
+
+	if (!fmt)
+		return send_error(
+		    h, c, MHD_HTTP_BAD_REQUEST,
+		    "format: html, xml, json, text, syscalls-json, syscalls-text, memory-html, memory-xml, "
+		    "memory-json, memory-text, chrome, folded, raw or snapshot");
+	pthread_mutex_lock(&h->lock);
+	dir = h->m->dir;
+	live = h->m->live;
+	pthread_mutex_unlock(&h->lock);
+	if (live && !strcmp(fmt->name, "snapshot"))
+		return answer_snapshot(h, c);
+	if (live && !(h->control && h->control->export_hold))
+		return send_error(h, c, MHD_HTTP_NOT_FOUND, "this live session keeps no trace to export");
+	if (!live && !dir)
+		return send_error(h, c, MHD_HTTP_NOT_FOUND, "no trace to export");
+	if (pthread_mutex_trylock(&h->export_lock))
+		return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, "another export is being written: try again");
+	f = tmpfile();
+	if (!f) {
+		pthread_mutex_unlock(&h->export_lock);
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot make a temporary file");
+	}
+	if (live) {
+		pthread_mutex_lock(&h->lock);
+		r = h->control->export_hold(h->control->ctx, live_dir, sizeof(live_dir));
+		pthread_mutex_unlock(&h->lock);
+		if (r) {
+			fclose(f);
+			pthread_mutex_unlock(&h->export_lock);
+			return send_error(h, c, MHD_HTTP_NOT_FOUND, live_dir);
+		}
+		dir = live_dir;
+	}
+	r = serveexport_write(dir, fmt, f, err, sizeof(err));
+	if (live) {
+		pthread_mutex_lock(&h->lock);
+		still = h->control->export_resume(h->control->ctx);
+		pthread_mutex_unlock(&h->lock);
+	}
+	if (!r && fflush(f)) {
+		snprintf(err, sizeof(err), "cannot write the export: %s", strerror(errno));
+		r = -EIO;
+	}
+	pthread_mutex_unlock(&h->export_lock);
+	if (!r && !still) {
+		snprintf(err, sizeof(err), "the live session changed the trace while it was exported: try again");
+		r = -EAGAIN;
+	}
+	if (r) {
+		fclose(f);
+		return send_error(h, c,
+		                  r == -EAGAIN                ? MHD_HTTP_SERVICE_UNAVAILABLE
+		                  : r == -ENOMEM || r == -EIO ? MHD_HTTP_INTERNAL_SERVER_ERROR
+		                                              : MHD_HTTP_NOT_FOUND,
+		                  err);
+	}
+	return send_attachment(h, c, f, fmt->type, serveexport_filename(dir, fmt, file, sizeof(file)));
 }
 
 /* /auth?token=T: sets the cookie and goes to the page. */
@@ -484,6 +550,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (rq->too_big)
 		return send_error(h, c, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large");
+	if (post && !strcmp(url, "/api/live/snapshot"))
+		return answer_snapshot(h, c);
 	if (post)
 		return answer_command(h, c, url + 10, rq);
 	if (!strcmp(url, "/api/events"))

@@ -30,6 +30,8 @@
 #define SERVEHTTP_COOKIE "lp_token"
 #define SERVEHTTP_POST_HEADER "X-Layerprof" /* a custom header: forces a CORS preflight we never allow */
 
+struct serve_query;
+
 /* What a live session adds to the API; NULL members are absent. */
 struct serve_control {
 	void *ctx;
@@ -38,6 +40,20 @@ struct serve_control {
 	/* POST /api/live/<cmd> with its body (NUL-terminated, len bytes):
 	 * writes a JSON answer, returns the HTTP status (lock held) */
 	int (*command)(void *ctx, const char *cmd, const char *body, size_t len, FILE *out);
+	/* GET /api/heap, /api/heap/growth (what: "heap", "heap/growth"):
+	 * writes the answer, returns the HTTP status (lock held) */
+	int (*heap)(void *ctx, const char *what, const struct serve_query *q, FILE *out);
+	/* GET /api/export: names the trace directory that keeps the session
+	 * in dir (size bytes) and holds it still until export_resume; 0, or
+	 * -errno with the reason in dir (lock held) */
+	int (*export_hold)(void *ctx, char *dir, size_t size);
+	/* the export is read: lets the trace grow again; false when it
+	 * changed meanwhile (lock held) */
+	bool (*export_resume)(void *ctx);
+	/* the heap snapshot (docs/snapshot.md) written to f, its file name to
+	 * name (size bytes); 0, or -errno with the reason in name: -ENOENT no
+	 * heap state (lock held) */
+	int (*snapshot)(void *ctx, FILE *f, char *name, size_t size);
 };
 
 struct servehttp {

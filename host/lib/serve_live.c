@@ -7,11 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "host/builtin.h"
 #include "host/lib/json.h"
 #include "host/lib/livesession.h"
 #include "host/lib/options.h"
+#include "host/lib/serve_api.h"
+#include "host/lib/serve_export.h"
+#include "host/lib/serve_heap.h"
 #include "host/lib/serve_http.h"
 #include "host/lib/serve_live.h"
 #include "host/lib/serve_model.h"
@@ -24,6 +30,7 @@
 #define HTTP_BAD_REQUEST 400
 #define HTTP_NOT_FOUND 404
 #define HTTP_CONFLICT 409
+#define HTTP_SERVER_ERROR 500
 
 struct servelive {
 	const struct servelive_opts *o;
@@ -38,6 +45,13 @@ struct servelive {
 	/* a program started from the page: its arguments (owned) */
 	char *argbuf;
 	char *args[SERVELIVE_ARGS_MAX + 1];
+	/* without --save, the session is kept in private/live, removed at exit */
+	char private[PATH_MAX], private_trace[PATH_MAX + 8];
+	/* the heap view of the model's generation heap_gen (with --memory) */
+	struct serveheap heap;
+	bool heap_valid;
+	uint64_t heap_gen;
+	unsigned snapshots; /* taken so far: they are numbered in their names */
 };
 
 void servelive_opts_init(struct servelive_opts *o)
@@ -148,6 +162,9 @@ static void put_state(struct servelive *sl, struct json *j)
 	json_u64(j, "generation", sl->m.generation);
 	json_str(j, "syscall_backend", ls->sys_backend);
 	json_str(j, "saving", livesave_active(&ls->save) ? ls->save.dir : "");
+	json_bool(j, "kept_privately", sl->private[0] && ls->save.dir[0]);
+	json_bool(j, "memory", ls->mem.on);
+	json_bool(j, "exports", ls->save.dir[0] && !ls->save.failed);
 	if (ls->attach_pid)
 		json_u64(j, "attach", (uint64_t)ls->attach_pid);
 	json_array_begin(j, "argv");
@@ -279,12 +296,162 @@ static int command_filter(struct servelive *sl, const char *body, FILE *out)
 	return answer(out, HTTP_OK, "filters set");
 }
 
+/* ------------------------------------------------------------ the kept trace */
+
+/* The private trace directory (made on first use: $TMPDIR or /tmp,
+ * layerprof-serve-XXXXXX/live), or NULL after saying why not. */
+static const char *private_dir(struct servelive *sl)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (sl->private_trace[0])
+		return sl->private_trace;
+	if (!tmp || !*tmp || strlen(tmp) > PATH_MAX / 2)
+		tmp = "/tmp";
+	snprintf(sl->private, sizeof(sl->private), "%s/layerprof-serve-XXXXXX", tmp);
+	if (!mkdtemp(sl->private)) {
+		say(sl, "cannot make a directory for the trace in '%s': %s", tmp, strerror(errno));
+		sl->private[0] = '\0';
+		return NULL;
+	}
+	snprintf(sl->private_trace, sizeof(sl->private_trace), "%s/live", sl->private);
+	return sl->private_trace;
+}
+
+/* Removes the private trace: the files the session and the exports wrote
+ * in it, then the directories. */
+static void private_remove(struct servelive *sl)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (!sl->private[0])
+		return;
+	d = opendir(sl->private_trace);
+	while (d && (e = readdir(d))) {
+		char path[sizeof(sl->private_trace) + 256];
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", sl->private_trace, e->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(sl->private_trace);
+	if (rmdir(sl->private))
+		fprintf(stderr, "layerprof serve: cannot remove '%s': %s\n", sl->private, strerror(errno));
+	sl->private[0] = '\0';
+}
+
+static int control_export_hold(void *ctx, char *dir, size_t size)
+{
+	struct servelive *sl = ctx;
+	struct livesave *sv = &sl->ls.save;
+
+	if (!sv->dir[0] || (!livesave_active(sv) && sv->failed)) {
+		snprintf(dir, size, "%s", sv->failed ? sv->error : "no session yet: nothing to export");
+		return sv->failed ? -EIO : -ENOENT;
+	}
+	snprintf(dir, size, "%s", sv->dir);
+	livesave_hold(sv);
+	return 0;
+}
+
+static bool control_export_resume(void *ctx)
+{
+	struct servelive *sl = ctx;
+	bool still = livesave_resume(&sl->ls.save);
+
+	if (sl->ls.save.failed && !livesave_active(&sl->ls.save))
+		say(sl, "%s; saving stopped", sl->ls.save.error);
+	return still;
+}
+
+/* ------------------------------------------------------------ the heap */
+
+/* Brings the heap view up to the model's generation: settles the state
+ * (at most once per generation) and builds the document. */
+static int heap_refresh(struct servelive *sl)
+{
+	struct livesession *ls = &sl->ls;
+	int r;
+
+	if (sl->heap_valid && sl->heap_gen == sl->m.generation)
+		return 0;
+	serveheap_release(&sl->heap);
+	sl->heap_valid = false;
+	livemem_settle(&ls->mem, livesession_now());
+	r = serveheap_from_live(&sl->heap, &ls->mem, ls->save.dir[0] ? ls->save.dir : NULL);
+	if (r)
+		return r;
+	sl->heap_valid = true;
+	sl->heap_gen = sl->m.generation;
+	return 0;
+}
+
+static int control_heap(void *ctx, const char *what, const struct serve_query *q, FILE *out)
+{
+	struct servelive *sl = ctx;
+
+	if (!sl->ls.mem.on)
+		return serveheap_answer(
+		    &sl->heap, what, "this live session does not trace the heap: start serve --connect with --memory",
+		    q, out);
+	if (!sl->ls.w.mem_ops && !strcmp(what, "heap")) {
+		fputs("{\"heap\":false,\"reason\":", out);
+		json_write_string(out, sl->ls.session ? "no heap operations yet (a program started without "
+		                                        "liblayerprof-mem.so preloaded sends none)"
+		                                      : "no session yet: start a program or attach a process");
+		fputs("}\n", out);
+		return HTTP_OK;
+	}
+	if (heap_refresh(sl))
+		return serveapi_error(out, HTTP_SERVER_ERROR, "out of memory");
+	return serveheap_answer(&sl->heap, what, "no heap operations yet", q, out);
+}
+
+static int control_snapshot(void *ctx, FILE *f, char *name, size_t size)
+{
+	struct servelive *sl = ctx;
+	struct livesession *ls = &sl->ls;
+	struct livemem_snapinfo si = { .target = ls->addr };
+	char command[1024], buf[32], base[128];
+	/* the trace directory's name, as the exports' are made */
+	const struct serveexport_format bare = { "snapshot", "application/json", "" };
+	int r;
+
+	if (!ls->mem.on || !ls->w.mem_ops) {
+		snprintf(name, size, "%s",
+		         ls->mem.on ? "no heap operations yet" : "start serve --connect with --memory for snapshots");
+		return -ENOENT;
+	}
+	livemem_settle(&ls->mem, livesession_now());
+	si.command = walk_meta(&ls->w, "command", command, sizeof(command));
+	si.origin_ns =
+	    walk_meta(&ls->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : ls->w.first_ns;
+	r = livemem_snapshot_write(&ls->mem, f, &si);
+	if (r) {
+		snprintf(name, size, "cannot write the snapshot: %s", strerror(-r));
+		return r;
+	}
+	sl->snapshots++;
+	serveexport_filename(ls->save.dir[0] ? ls->save.dir : "live", &bare, base, sizeof(base));
+	snprintf(name, size, "%s-%u.snapshot", base, sl->snapshots);
+	say(sl, "snapshot %u: %" PRIu64 " live blocks, %" PRIu64 " bytes", sl->snapshots, ls->mem.h.live_objects,
+	    ls->mem.h.live_bytes);
+	return 0;
+}
+
 /* Starts the session with the target in ls (a program or a pid). */
 static int begin_session(struct servelive *sl, FILE *out)
 {
 	struct livesession *ls = &sl->ls;
+	const char *dir = sl->o->save ? sl->o->save : private_dir(sl);
 
-	if (sl->o->save && !livesave_active(&ls->save) && livesave_open(&ls->save, sl->o->save)) {
+	if (!dir)
+		return answer(out, HTTP_BAD_REQUEST, "cannot keep the trace");
+	if (!livesave_active(&ls->save) && livesave_open(&ls->save, dir)) {
 		say(sl, "cannot save: %s", ls->save.error);
 		return answer(out, HTTP_BAD_REQUEST, "cannot save the trace");
 	}
@@ -434,6 +601,8 @@ static void round_locked(struct servelive *sl, const struct pollfd *pfd, int pol
 		/* the end: calls still open close, the saved trace ends */
 		walk_end(&ls->w);
 		ls->walk_ended = true;
+		if (ls->mem.on)
+			livemem_finish(&ls->mem);
 		if (livesave_active(&ls->save) &&
 		    livesave_close(&ls->save, ls->state == LIVESESSION_DONE && !ls->end_seen, ls->w.events))
 			say(sl, "%s", ls->save.error);
@@ -524,7 +693,13 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 	if (code)
 		goto out;
 	code = LP_EXIT_FAILURE;
-	sl->control = (struct serve_control){ .ctx = sl, .state = control_state, .command = control_command };
+	sl->control = (struct serve_control){ .ctx = sl,
+		                              .state = control_state,
+		                              .command = control_command,
+		                              .heap = control_heap,
+		                              .export_hold = control_export_hold,
+		                              .export_resume = control_export_resume,
+		                              .snapshot = control_snapshot };
 	if (servehttp_start(&sl->h, &sl->m, &sl->control, bind, port, token)) {
 		servehttp_stop(&sl->h);
 		goto out;
@@ -559,7 +734,9 @@ out:
 		livesave_discard(&ls->save);
 	if (sl->model_attached)
 		servemodel_release(&sl->m);
+	serveheap_release(&sl->heap);
 	livesession_release(ls);
+	private_remove(sl);
 	free(sl->argbuf);
 	free(sl);
 	return code;

@@ -6,7 +6,7 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live, heap (default: all)
+groups: security, index, trace, lost, live, heap, liveheap (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -243,6 +243,10 @@ def group_security(lp, b, tmp):
         check(st == 413, "oversized body: 413", st)
         st, _, _ = get(srv.port, "/api/live/stop", method="POST", body=b"", headers={})
         check(st == 403, "POST without the X-Layerprof header: 403", st)
+        st, _, _ = get(srv.port, "/api/live/snapshot", method="POST", body=b"", headers={})
+        check(st == 403, "POST /api/live/snapshot without the X-Layerprof header: 403", st)
+        st, _, body = get(srv.port, "/api/live/snapshot", method="POST", body=b"", headers={"X-Layerprof": "1"})
+        check(st == 404 and b"not a live session" in body, "POST /api/live/snapshot to a trace file: 404", st)
         st, _, _ = get(srv.port, "/", headers={"Host": "evil.example:%d" % srv.port})
         check(st == 403, "another Host name (DNS rebinding) refused on loopback", st)
         st, _, _ = get(srv.port, "/api/summary", headers={"Host": "localhost:%d" % srv.port})
@@ -617,9 +621,11 @@ EXPORTS = {
     "memory-text": ["report", "--memory"],
     "chrome": ["dump", "--chrome"],
     "folded": ["dump", "--folded"],
+    "snapshot": ["snapshot", "-o", "-"],
 }
 EXPORT_TYPES = {"html": "text/html", "xml": "application/xml", "json": "application/json", "text": "text/plain",
-                "chrome": "application/json", "folded": "text/plain", "raw": "application/x-tar"}
+                "chrome": "application/json", "folded": "text/plain", "raw": "application/x-tar",
+                "snapshot": "application/json"}
 
 
 def get_full(port, path):
@@ -784,13 +790,225 @@ def group_heap(lp, b, tmp, br):
         empty.stop()
 
 
+# ---------------------------------------------------------------- a live session's heap, exports, snapshots
+
+LEAKLOOP = os.path.join(ROOT, "tests", "integration", "mem", "leakloop.c")
+LEAK_N, LEAK_SIZE = 10, 100  # leakloop's leaky(): blocks per iteration and their size
+
+
+def build_leakloop(tmp):
+    """leakloop.c, instrumented (its functions' calls reach the profile)."""
+    out = os.path.join(tmp, "leakloop")
+    r = subprocess.run(["gcc", "-g", "-O1", "-fno-omit-frame-pointer", "-finstrument-functions", LEAKLOOP, "-o",
+                        out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    return (out if r.returncode == 0 else None), r.stdout
+
+
+def live_state(port):
+    st, _, body = get(port, "/api/live")
+    return json.loads(body) if st == 200 else {}
+
+
+def wait_until(pred, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    return None
+
+
+def leak_of(doc, key="function"):
+    """leaky's site in a heap document or a snapshot (one site), or {}."""
+    s = [x for x in (doc or {}).get("sites", []) if x.get(key) == "leaky"]
+    return s[0] if len(s) == 1 else {}
+
+
+def calls_of(report, name):
+    return sum(f["calls"] for f in report.get("functions", []) if f["name"] == name)
+
+
+def tar_files(data):
+    import io
+    import tarfile
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as t:
+        return {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
+
+
+def group_liveheap(lp, b, tmp, br, build):
+    prog, out = build_leakloop(tmp)
+    if not check(prog is not None, "build leakloop (instrumented)", out):
+        return
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    srv = srv2 = plain = None
+    try:
+        # without --memory: the Heap tab says how to get it
+        plain = Server(lp, ["--connect", agent.addr, "--interval", "250ms", "--", prog, "1", "8", "50"])
+        if check(plain.url is not None, "serve --connect without --memory: serves", plain.err.text()):
+            st, _, body = get(plain.port, "/api/heap")
+            e = json.loads(body)
+            check(st == 200 and e["heap"] is False and "start serve --connect with --memory" in e["reason"],
+                  "/api/heap of a live session without --memory: says to use --memory", body)
+            st, _, _ = get(plain.port, "/api/live/snapshot", method="POST", body=b"", headers={"X-Layerprof": "1"})
+            check(st == 404, "POST /api/live/snapshot without --memory: 404", st)
+            check(live_state(plain.port).get("memory") is False, "/api/live: memory false")
+        plain.stop()
+        plain = None
+
+        srv = Server(lp, ["--connect", agent.addr, "--memory", "--interval", "250ms", "--", prog, str(LEAK_N),
+                          str(LEAK_SIZE), "50"])
+        if not check(srv.url is not None, "serve --connect --memory: serves", srv.err.text()):
+            return
+
+        def heap_with_leak():
+            st, _, body = get(srv.port, "/api/heap")
+            h = json.loads(body) if st == 200 else {}
+            return h if leak_of(h).get("live_objects") else None
+
+        h1 = wait_until(heap_with_leak, 20)
+        if not check(h1 is not None, "/api/heap of the live session: leaky's site appears", srv.err.text()):
+            return
+        ls = live_state(srv.port)
+        kept = ls.get("saving", "")
+        check(ls.get("memory") is True and ls.get("exports") is True and ls.get("kept_privately") is True and
+              os.path.isfile(os.path.join(kept, "data")),
+              "/api/live: heap and exports; the session kept in a private trace directory", ls)
+        want = {"trace", "lost_events", "complete", "origin_ns", "totals", "sites", "functions", "illegal",
+                "overlaps", "processes", "heap", "first_ns", "live", "partial", "horizon_ns"}
+        check(want <= set(h1) and h1["trace"] == kept and h1["live"] is True and h1["complete"] is False,
+              "/api/heap: the document of report --memory --format json, with the live state's members",
+              sorted(set(want) - set(h1)))
+        gen = live_state(srv.port)["generation"]
+        wait_until(lambda: live_state(srv.port)["generation"] > gen + 1, 10)
+        h2 = wait_until(heap_with_leak, 10)
+        a, z = leak_of(h1), leak_of(h2)
+        check(z.get("live_objects", 0) > a["live_objects"] and z["live_bytes"] == z["live_objects"] * LEAK_SIZE,
+              "/api/heap: leaky's live objects grow between two updates, %d bytes each" % LEAK_SIZE,
+              (a.get("live_objects"), z.get("live_objects")))
+        st, _, body = get(srv.port, "/api/heap/growth")
+        g = json.loads(body) if st == 200 else {}
+        pts = g.get("points", [])
+        check(st == 200 and len(pts) >= 2 and all(pts[i][0] < pts[i + 1][0] for i in range(len(pts) - 1)) and
+              pts[-1][1] > pts[0][1], "/api/heap/growth: the whole heap's samples, in time order, growing",
+              (st, pts[:3], pts[-3:]))
+        st, _, body = get(srv.port, "/api/heap")
+        h3 = json.loads(body)
+        idx = [i for i, x in enumerate(h3["sites"]) if x["function"] == "leaky"]
+        st, _, body = get(srv.port, "/api/heap/growth?site=%d" % idx[0])
+        lp_pts = [v for _, v in json.loads(body).get("points", [])] if st == 200 else []
+        check(st == 200 and len(lp_pts) >= 2 and lp_pts == sorted(lp_pts) and lp_pts[-1] > 0 and
+              all(v % (LEAK_SIZE) == 0 for v in lp_pts),
+              "/api/heap/growth?site=leaky: rising, whole blocks of %d bytes" % LEAK_SIZE, lp_pts[-5:])
+
+        # exports while the session runs: the kept directory as it is, a consistent prefix
+        st1, hdr, data1 = get_full(srv.port, "/api/export?format=json")
+        rep = lp.json("report", "--format", "json", kept)
+        st2, _, data2 = get_full(srv.port, "/api/export?format=json")
+        e1 = json.loads(data1) if st1 == 200 else {}
+        e2 = json.loads(data2) if st2 == 200 else {}
+        c1, cr, c2 = calls_of(e1, "leaky"), calls_of(rep or {}, "leaky"), calls_of(e2, "leaky")
+        check(st1 == 200 and hdr.get("content-disposition") == 'attachment; filename="live.report.json"' and
+              e1.get("trace") == kept, "/api/export?format=json of the live session: an attachment of its trace",
+              (st1, hdr.get("content-disposition")))
+        check(0 < c1 <= cr <= c2 and e1["complete"] is False,
+              "/api/export?format=json: leaky's calls, the export <= report on the kept trace after it <= a later "
+              "export", (c1, cr, c2))
+        st, _, raw = get_full(srv.port, "/api/export?format=raw")
+        files = tar_files(raw) if st == 200 else {}
+        with open(os.path.join(kept, "data"), "rb") as f:
+            now = f.read()
+        d = files.get("live/data", b"")
+        check(st == 200 and len(d) > 0 and now.startswith(d),
+              "/api/export?format=raw: the kept trace's data as it was, a prefix of the file now",
+              (st, len(d), len(now)))
+        st, _, mj = get_full(srv.port, "/api/export?format=memory-json")
+        m = json.loads(mj) if st == 200 else {}
+        check(st == 200 and leak_of(m).get("live_objects", 0) > 0,
+              "/api/export?format=memory-json of the live session: leaky's live objects", st)
+
+        # snapshots: POST with the header, and GET /api/export?format=snapshot
+        st, _, _ = get(srv.port, "/api/live/snapshot", method="POST", body=b"")
+        check(st == 403, "POST /api/live/snapshot without X-Layerprof: refused", st)
+        st, hdr, sdata = get_full(srv.port, "/api/export?format=snapshot")
+        snap = json.loads(sdata) if st == 200 else {}
+        check(st == 200 and snap.get("layerprof_snapshot") == 1 and snap.get("source") == "live" and
+              leak_of(snap).get("live_objects", 0) > 0 and
+              re_match(r'attachment; filename="live-\d+\.snapshot"', hdr.get("content-disposition", "")),
+              "/api/export?format=snapshot: the live heap snapshot as a download", (st, hdr))
+
+        if br.why:
+            skip("live heap view in the browser", br.why)
+        else:
+            downloads = os.path.join(tmp, "live-downloads")
+            os.makedirs(downloads, exist_ok=True)
+            br.run("liveheap", srv.url, {"leak_function": "leaky", "downloads": downloads, "leak_size": LEAK_SIZE},
+                   prefix="liveheap-")
+            s1p, s2p = os.path.join(downloads, "s1"), os.path.join(downloads, "s2")
+            if check(os.path.exists(s1p) and os.path.exists(s2p), "two snapshots downloaded from the page"):
+                s1, s2 = json.load(open(s1p)), json.load(open(s2p))
+                r = subprocess.run([lp.exe, "memdiff", "--format", "json", s1p, s2p], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, universal_newlines=True)
+                md = json.loads(r.stdout) if r.returncode == 0 else {}
+                ms = leak_of(md)
+                grow = leak_of(s2).get("live_bytes", 0) - leak_of(s1).get("live_bytes", 0)
+                check(r.returncode == 0 and md["sites"][0]["function"] == "leaky" and
+                      ms.get("live_bytes_change") == grow > 0 and
+                      ms.get("live_objects_change") == leak_of(s2)["live_objects"] - leak_of(s1)["live_objects"],
+                      "memdiff of the page's two snapshots: leaky grew, by what the snapshots say",
+                      (r.stderr, ms, grow))
+            ej = os.path.join(downloads, "export-json")
+            if check(os.path.exists(ej), "the page's JSON export of the live session downloaded"):
+                e = json.load(open(ej))
+                check(0 < calls_of(e, "leaky") and e.get("trace") == kept,
+                      "the page's JSON export: the kept trace's profile with leaky's calls", calls_of(e, "leaky"))
+        srv.stop()
+        check(not os.path.exists(kept) and not os.path.exists(os.path.dirname(kept)),
+              "serve --connect removes its private trace directory at exit", kept)
+        srv = None
+
+        # a session that ends, saved with --save: its exports are the command line's, byte for byte
+        saved = os.path.join(tmp, "live-saved")
+        iters = 12
+        srv2 = Server(lp, ["--connect", agent.addr, "--memory", "--save", saved, "--interval", "250ms", "--", prog,
+                           str(LEAK_N), str(LEAK_SIZE), "20", str(iters)])
+        if not check(srv2.url is not None, "serve --connect --memory --save: serves", srv2.err.text()):
+            return
+        done = wait_until(lambda: live_state(srv2.port).get("state") == "done", 30)
+        if not check(done, "the finite leakloop's session ends", srv2.err.text()):
+            return
+        for fmt in ("json", "memory-json", "text", "folded"):
+            st, _, data = get_full(srv2.port, "/api/export?format=" + fmt)
+            code, want = cli_bytes(lp, EXPORTS[fmt], saved)
+            check(st == 200 and code == 0 and data == want and len(data) > 0,
+                  "/api/export?format=%s of an ended live session: byte for byte `layerprof %s` on --save's "
+                  "directory" % (fmt, " ".join(EXPORTS[fmt])), (st, code, len(data), len(want)))
+        st, _, body = get(srv2.port, "/api/heap")
+        h = json.loads(body)
+        check(leak_of(h).get("live_objects") == iters * LEAK_N and leak_of(h).get("live_bytes") ==
+              iters * LEAK_N * LEAK_SIZE, "/api/heap at the session's end: leaky's %d blocks" % (iters * LEAK_N),
+              leak_of(h))
+    finally:
+        for s in (srv, srv2, plain):
+            if s:
+                s.stop()
+        agent.stop()
+
+
+def re_match(pattern, text):
+    import re
+    return re.fullmatch(pattern, text) is not None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("groups", nargs="*")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    groups = a.groups or ["security", "index", "trace", "lost", "live", "heap"]
+    groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -818,6 +1036,8 @@ def main():
                 group_live(lp, b, tmp, br, build)
             elif g == "heap":
                 group_heap(lp, b, tmp, br)
+            elif g == "liveheap":
+                group_liveheap(lp, b, tmp, br, build)
             else:
                 check(False, "group " + g, "unknown")
     finally:

@@ -5,7 +5,7 @@
  *
  * usage: node ui_test.js CONFIG.json
  * CONFIG: { "modules": dir holding node_modules, "chromium": path,
- *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap",
+ *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap",
  *           "screenshots": dir, "expect": {...} }
  * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
 'use strict';
@@ -434,6 +434,71 @@ async function scenarioHeap(page) {
   await shot(page, 'heap-empty');
 }
 
+/* ------------------------------------------------------------ a live session's heap */
+
+async function leakRow(page, fn) {
+  const rows = await heapSites(page);
+  return rows.find((r) => r.function === fn);
+}
+
+/* fn's value once it is truthy (polled every 100 ms), or null. */
+async function waitValue(fn, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const v = await fn();
+    if (v) return v;
+    await sleep(100);
+  }
+  return null;
+}
+
+async function scenarioLiveHeap(page) {
+  const exp = config.expect;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('#tab-heap');
+  const first = await waitValue(async () => {
+    const r = await leakRow(page, exp.leak_function);
+    return r && num(r.live_objects) > 0 ? r : null;
+  }, 20000);
+  check(first, 'liveheap: the Heap tab shows ' + exp.leak_function + ' with live objects');
+  if (!first) return;
+  await shot(page, 'live');
+  /* the tab follows the session: two updates later, more live objects */
+  const n0 = num(first.live_objects);
+  const later = await waitValue(async () => {
+    const r = await leakRow(page, exp.leak_function);
+    return r && num(r.live_objects) > n0 ? r : null;
+  }, 15000);
+  check(later && num(later.live_bytes) === num(later.live_objects) * exp.leak_size,
+    'liveheap: ' + exp.leak_function + "'s live objects grow as updates come, " + exp.leak_size + ' bytes each',
+    n0 + ' then ' + (later ? later.live_objects : '?'));
+  const pts = await page.$$eval('#heap-growth-svg circle.heap-point', (cs) => cs.map((c) => Number(c.dataset.bytes)));
+  check(pts.length >= 2 && pts[pts.length - 1] > pts[0], 'liveheap: the growth chart rises', pts.join(' '));
+  await shot(page, 'live-grown');
+
+  /* two snapshots from the control panel's button */
+  check(await page.isVisible('#btn-snapshot') && !(await page.isDisabled('#btn-snapshot')),
+    'liveheap: the Snapshot button is offered');
+  for (const name of ['s1', 's2']) {
+    if (name === 's2') {
+      const before = num((await leakRow(page, exp.leak_function)).live_objects);
+      await waitFor(async () => num((await leakRow(page, exp.leak_function)).live_objects) > before, 15000);
+    }
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), page.click('#btn-snapshot')]);
+    await dl.saveAs(path.join(exp.downloads, name));
+    check(/^live-\d+\.snapshot$/.test(dl.suggestedFilename()), 'liveheap: snapshot ' + name + ' downloaded as ' +
+      dl.suggestedFilename());
+  }
+
+  /* the export links work in a live session */
+  check(await page.isVisible('#export-memory'), 'liveheap: the heap exports are offered');
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }),
+    page.click('#export-bar a[data-format="json"]')]);
+  await dl.saveAs(path.join(exp.downloads, 'export-json'));
+  check(dl.suggestedFilename() === 'live.report.json', 'liveheap: the JSON export downloaded', dl.suggestedFilename());
+}
+
 (async () => {
   const args = ['--disable-gpu', '--disable-dev-shm-usage'];
   if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
@@ -451,6 +516,7 @@ async function scenarioHeap(page) {
     else if (config.scenario === 'live') await scenarioLive(page);
     else if (config.scenario === 'launch') await scenarioLaunch(page);
     else if (config.scenario === 'heap') await scenarioHeap(page);
+    else if (config.scenario === 'liveheap') await scenarioLiveHeap(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);
