@@ -404,6 +404,9 @@ static void put_heap_totals(FILE *f, struct walk *w, const struct heap *h, const
 	attr_u64(f, "null-releases", h->null_releases);
 	attr_u64(f, "kept-releases", h->kept_releases);
 	attr_u64(f, "dropped-at-exec", h->dropped_at_exec);
+	attr_bool(f, "partial", h->partial);
+	attr_u64(f, "released-unknown", h->released_unknown);
+	attr_u64(f, "reallocs-unknown", h->reallocs_unknown);
 	attr_u64(f, "malformed-events", w->mem_malformed);
 	attr_u64(f, "unknown-stacks", w->mem_unknown_stacks);
 	attr_u64(f, "dropped-stacks", w->mem_stacks_dropped);
