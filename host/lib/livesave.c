@@ -167,11 +167,20 @@ static void keep(struct livesave *sv, const void *buf, size_t len)
 
 int livesave_chunk(struct livesave *sv, const void *chunk, size_t len)
 {
-	if (sv->fd >= 0)
-		return save_write(sv, chunk, len);
-	if (!sv->failed)
+	off_t at = -1;
+	int r = 0;
+
+	if (sv->fd >= 0) {
+		at = (off_t)sv->bytes;
+		r = save_write(sv, chunk, len);
+		if (r)
+			at = -1;
+	} else if (!sv->failed) {
 		keep(sv, chunk, len);
-	return 0;
+	}
+	if (sv->on_chunk)
+		sv->on_chunk(sv->on_chunk_ctx, sv, chunk, len, at);
+	return r;
 }
 
 int livesave_close(struct livesave *sv, bool add_end, uint64_t events)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define LIVESAVE_KEEP_MAX (64u << 20) /* bytes kept in memory for a later save */
 
@@ -22,6 +23,12 @@ struct livesave {
 	size_t kept_len, kept_cap;
 	bool kept_dropped;          /* more than LIVESAVE_KEEP_MAX came: nothing is kept */
 	char error[PATH_MAX + 128]; /* after a failure: what went wrong, for people */
+	/* told of every chunk livesave_chunk takes, after it was written:
+	 * its offset in the data file (in dir), or -1 when it is not there
+	 * (kept in memory, or saving stopped).  Set by the user; NULL: none.
+	 * livesave_init clears it. */
+	void (*on_chunk)(void *ctx, const struct livesave *sv, const void *chunk, size_t len, off_t offset);
+	void *on_chunk_ctx;
 };
 
 /* Not saving, nothing kept.  Release with livesave_release. */
