@@ -19,6 +19,7 @@ void timeline_init(struct timeline *tl)
 {
 	memset(tl, 0, sizeof(*tl));
 	tl->decode_max = TIMELINE_DECODE_EVENTS_MAX;
+	tl->chunks_max = TIMELINE_CHUNKS_MAX;
 }
 
 static void stream_free(struct timeline_stream *ts)
@@ -349,7 +350,7 @@ void timeline_chunk_end(struct timeline *tl, struct walk *w)
 		ts->head_missing = true; /* live, no file yet: nothing to read it from */
 		return;
 	}
-	if (tl->live && tl->nchunks_all >= TIMELINE_CHUNKS_MAX)
+	if (tl->live && tl->nchunks_all >= tl->chunks_max)
 		drop_oldest(tl);
 	tl->pending.events = (uint32_t)(w->events - tl->pending_events);
 	tl->pending.last_ns = ts->ws->last_ns;

@@ -91,6 +91,7 @@ struct timeline_stream {
 
 struct timeline {
 	uint64_t decode_max;              /* windows of more events come from the grid (TIMELINE_DECODE_EVENTS_MAX) */
+	uint32_t chunks_max;              /* chunks indexed in a live session (TIMELINE_CHUNKS_MAX) */
 	bool off;                         /* build nothing */
 	bool live;                        /* fed by a live session: see timeline_live_newest */
 	struct timeline_stream **streams; /* by walk_stream.index */
