@@ -538,6 +538,7 @@ async function loadTimeline() {
     ' spans' + (d.lost.length ? ', losses marked in red' : '') + (d.running ? ', the thread runs on' : '');
   $('tl-status').dataset.mode = d.mode;
   $('tl-status').dataset.spans = String(d.spans.length);
+  $('tl-status').dataset.t0 = String(t0);
   $('tl-status').dataset.t1 = String(t1);
   drawTimeline();
 }
