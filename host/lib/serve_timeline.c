@@ -241,8 +241,9 @@ void timeline_live_newest(struct timeline *tl, uint64_t ns)
 
 /* A live session's index is full: the oldest half of every thread's chunks
  * goes (windows there are drawn from the grid), and the open calls kept
- * for the rest move together. */
-static void drop_oldest(struct timeline *tl)
+ * for the rest (and for the chunk `also`, not yet indexed, or NULL) move
+ * together. */
+static void drop_oldest(struct timeline *tl, struct timeline_chunk *also)
 {
 	struct timeline_frame *v = malloc((size_t)(tl->snap_cap ? tl->snap_cap : 1) * sizeof(*v));
 	uint32_t i, k, n = 0;
@@ -268,6 +269,13 @@ static void drop_oldest(struct timeline *tl)
 			c->nsnap = v ? c->nsnap : 0; /* no memory: the window decoder will not know these calls */
 			n += c->nsnap;
 		}
+	}
+	if (also) {
+		if (v && also->nsnap)
+			memcpy(v + n, tl->snap_frames + also->snap, also->nsnap * sizeof(*v));
+		also->snap = v ? n : 0;
+		also->nsnap = v ? also->nsnap : 0;
+		n += also->nsnap;
 	}
 	free(tl->snap_frames);
 	tl->snap_frames = v;
@@ -312,7 +320,7 @@ void timeline_chunk_begin(struct timeline *tl, struct walk *w, off_t offset, con
 
 		c->depth = fs->depth + fs->overflow;
 		if (tl->live && tl->nsnap_frames + n > TIMELINE_SNAP_FRAMES_MAX)
-			drop_oldest(tl);
+			drop_oldest(tl, NULL);
 		if (tl->nsnap_frames + n > tl->snap_cap) {
 			uint32_t cap = tl->snap_cap ? tl->snap_cap : 4096;
 			struct timeline_frame *v;
@@ -351,7 +359,7 @@ void timeline_chunk_end(struct timeline *tl, struct walk *w)
 		return;
 	}
 	if (tl->live && tl->nchunks_all >= tl->chunks_max)
-		drop_oldest(tl);
+		drop_oldest(tl, &tl->pending);
 	tl->pending.events = (uint32_t)(w->events - tl->pending_events);
 	tl->pending.last_ns = ts->ws->last_ns;
 	if (ts->nchunks == ts->chunks_cap) {
