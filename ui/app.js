@@ -14,7 +14,9 @@ const state = {
   generation: -1,
   tree: { thread: null, expanded: new Set() },
   flame: { root: 0, data: null, boxes: [] },
-  tl: { thread: null, t0: 0, t1: 0, end: 1, data: null, pending: null, seq: 0 },
+  /* whole: the window is the whole thread (not zoomed or moved since);
+   * seen: the thread's newest time when the window was last asked for */
+  tl: { thread: null, t0: 0, t1: 0, end: 1, data: null, pending: null, seq: 0, whole: true, seen: 0 },
   heap: { data: null, sort: { key: 'live_bytes', dir: 'desc' } },
 };
 
@@ -493,6 +495,29 @@ function tlResetWindow() {
   const pad = Math.max(1, Math.round((t.last_ns - t.first_ns) * 0.01));
   state.tl.t0 = Math.max(0, t.first_ns - pad);
   state.tl.t1 = t.last_ns + pad + 1;
+  state.tl.whole = true;
+}
+
+/* A live session's update: the thread has grown.  The whole-thread view
+ * stays whole; a view that reaches the newest time moves on with it at the
+ * same zoom, like a recorder's paper; any other view stays where the user
+ * put it. */
+function tlFollow() {
+  const t = tlThread();
+  if (!t) return;
+  const span = state.tl.t1 - state.tl.t0;
+  if (state.tl.whole || span <= 0) {
+    tlResetWindow();
+  } else if (state.tl.t1 >= state.tl.seen - span * 0.02 && t.last_ns > state.tl.seen) {
+    const dt = t.last_ns - state.tl.seen;
+    state.tl.t0 += dt;
+    state.tl.t1 += dt;
+  }
+}
+
+async function tlLiveUpdate() {
+  tlFollow();
+  await loadTimeline();
 }
 
 async function loadTimeline() {
@@ -503,13 +528,18 @@ async function loadTimeline() {
   const t0 = Math.floor(state.tl.t0);
   const t1 = Math.ceil(state.tl.t1);
   const seq = ++state.tl.seq;
+  const thread = tlThread();
+  if (thread) state.tl.seen = thread.last_ns;
   const d = await api('timeline?thread=' + state.tl.thread + '&t0=' + t0 + '&t1=' + t1 + '&px=' + px);
   if (seq !== state.tl.seq) return; /* a newer window was asked for */
   state.tl.data = d;
   $('tl-status').textContent = fmtNs(t0) + ' \u2013 ' + fmtNs(t1) + ' (' + fmtNs(t1 - t0) + ' shown), ' +
     (d.mode === 'exact' ? 'every call' : 'merged, zoom in for every call') + ', ' + fmtCount(d.spans.length) +
-    ' spans' + (d.lost.length ? ', losses marked in red' : '');
+    ' spans' + (d.lost.length ? ', losses marked in red' : '') + (d.running ? ', the thread runs on' : '');
   $('tl-status').dataset.mode = d.mode;
+  $('tl-status').dataset.spans = String(d.spans.length);
+  $('tl-status').dataset.t0 = String(t0);
+  $('tl-status').dataset.t1 = String(t1);
   drawTimeline();
 }
 
@@ -590,6 +620,7 @@ function tlZoom(factor, at) {
   const frac = (centre - state.tl.t0) / span;
   state.tl.t0 = Math.max(0, centre - ns * frac);
   state.tl.t1 = state.tl.t0 + ns;
+  state.tl.whole = false;
   tlSchedule();
 }
 
@@ -622,6 +653,7 @@ function setupTimeline() {
       const t0 = Math.max(0, drag.t0 - dt);
       state.tl.t0 = t0;
       state.tl.t1 = t0 + (drag.t1 - drag.t0);
+      state.tl.whole = false;
       tlSchedule();
       return;
     }
@@ -1043,7 +1075,8 @@ async function onUpdate(u) {
     if (u.generation !== state.generation) {
       state.generation = u.generation;
       await loadSummary();
-      if (state.view !== 'timeline') await loaders[state.view]();
+      if (state.view === 'timeline') await tlLiveUpdate();
+      else await loaders[state.view]();
     }
   } catch (e) {
     showError(e);

@@ -222,17 +222,24 @@ bool livesave_resume(struct livesave *sv)
 
 int livesave_chunk(struct livesave *sv, const void *chunk, size_t len)
 {
-	if (sv->fd >= 0 && sv->held && !sv->hold_broken) {
-		int r = hold_chunk(sv, chunk, len);
+	off_t at = -1;
+	int r = 0;
 
+	if (sv->fd >= 0 && sv->held && !sv->hold_broken)
+		r = hold_chunk(sv, chunk, len);
+	if (r == 1) {
+		r = 0; /* held: not in the file yet, so told without an offset */
+	} else if (r == 0 && sv->fd >= 0) {
+		at = (off_t)sv->bytes;
+		r = save_write(sv, chunk, len);
 		if (r)
-			return r < 0 ? r : 0;
-	}
-	if (sv->fd >= 0)
-		return save_write(sv, chunk, len);
-	if (!sv->failed)
+			at = -1;
+	} else if (r == 0 && !sv->failed) {
 		keep(sv, chunk, len);
-	return 0;
+	}
+	if (sv->on_chunk)
+		sv->on_chunk(sv->on_chunk_ctx, sv, chunk, len, at);
+	return r;
 }
 
 int livesave_close(struct livesave *sv, bool add_end, uint64_t events)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define LIVESAVE_KEEP_MAX (64u << 20) /* bytes kept in memory for a later save */
 #define LIVESAVE_HOLD_MAX (64u << 20) /* bytes held in memory while a reader reads the trace */
@@ -28,6 +29,12 @@ struct livesave {
 	bool hold_broken; /* over LIVESAVE_HOLD_MAX came while held: written through */
 	uint8_t *hold_buf;
 	size_t hold_len, hold_cap;
+	/* told of every chunk livesave_chunk takes, after it was written:
+	 * its offset in the data file (in dir), or -1 when it is not there
+	 * (kept in memory, held by livesave_hold, or saving stopped).  Set by the user; NULL: none.
+	 * livesave_init clears it. */
+	void (*on_chunk)(void *ctx, const struct livesave *sv, const void *chunk, size_t len, off_t offset);
+	void *on_chunk_ctx;
 };
 
 /* Not saving, nothing kept.  Release with livesave_release. */

@@ -539,15 +539,12 @@ static int get_timeline(struct servemodel *m, const struct serve_query *q, struc
 	uint64_t index, t0, t1, px, span = in->last_ns > in->first_ns ? in->last_ns - in->first_ns : 1;
 	int r;
 
-	if (m->live)
-		return serveapi_error(out, HTTP_NOT_FOUND,
-		                      "the timeline needs a trace file: save the session, then "
-		                      "serve the trace");
 	if (!arg_u64(q, "thread", UINT32_MAX, UINT32_MAX - 1, &index) || !calltree_stream(&m->tree, (uint32_t)index))
 		return serveapi_error(out, HTTP_NOT_FOUND, "no such thread");
 	if (!arg_u64(q, "t0", 0, UINT64_MAX / 2, &t0) || !arg_u64(q, "t1", span + 1, UINT64_MAX / 2, &t1) ||
 	    !arg_u64(q, "px", 1000, TIMELINE_PX_MAX, &px) || t1 <= t0 || !px)
 		return serveapi_error(out, HTTP_BAD_REQUEST, "t0 < t1 (ns from the start), px up to 16384");
+	servemodel_live_settle(m); /* a live session: the chunk last fed is indexed */
 	json_object_begin(j, NULL);
 	json_u64(j, "thread", index);
 	json_u64(j, "t0", t0);

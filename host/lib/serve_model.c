@@ -100,6 +100,7 @@ static void on_end(void *ctx, struct walk_stream *s)
 
 	if (m->inner.end)
 		m->inner.end(m->inner.ctx, s);
+	timeline_end(&m->tl, s);
 }
 
 static void model_init(struct servemodel *m)
@@ -288,13 +289,43 @@ int servemodel_attach(struct servemodel *m, struct walk *w, struct profile *prof
 {
 	model_init(m);
 	m->live = true;
-	m->tl.off = true;
+	m->tl.live = true;
 	m->w = w;
 	m->prof = prof;
 	m->sys = sys;
 	m->inner = *ops;
 	*ops = m->ops;
 	return 0;
+}
+
+/* A chunk the live session received, as the saved trace took it, before
+ * the walk is fed it: the chunk before it has been fed by now. */
+static void saved_chunk(void *ctx, const struct livesave *sv, const void *chunk, size_t len, off_t offset)
+{
+	struct servemodel *m = ctx;
+	struct chunk_info ci;
+
+	timeline_chunk_end(&m->tl, m->w);
+	if (len < LP_CHUNK_HEADER_SIZE || chunk_header_get(chunk, &ci) || ci.type != LP_CHUNK_EVENTS ||
+	    ci.len != len - LP_CHUNK_HEADER_SIZE)
+		return;
+	if (offset >= 0 && !m->tl.have_reader && timeline_open(&m->tl, sv->dir))
+		offset = -1;
+	timeline_chunk_begin(&m->tl, m->w, offset, (const uint8_t *)chunk + LP_CHUNK_HEADER_SIZE, ci.len);
+}
+
+void servemodel_follow_save(struct servemodel *m, struct livesave *sv)
+{
+	sv->on_chunk = saved_chunk;
+	sv->on_chunk_ctx = m;
+}
+
+void servemodel_live_settle(struct servemodel *m)
+{
+	if (!m->live)
+		return;
+	timeline_chunk_end(&m->tl, m->w);
+	timeline_live_newest(&m->tl, m->w->last_ns);
 }
 
 void servemodel_touch(struct servemodel *m)

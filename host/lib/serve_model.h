@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "host/lib/livesave.h"
 #include "host/lib/profile.h"
 #include "host/lib/serve_flame.h"
 #include "host/lib/serve_heap.h"
@@ -96,6 +97,16 @@ uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr);
  * (ops is modified in place).  Returns 0 or -ENOMEM. */
 int servemodel_attach(struct servemodel *m, struct walk *w, struct profile *prof, struct sysstats *sys,
                       struct walk_ops *ops);
+
+/* Tells the live model of the chunks sv saves (livesave.on_chunk): the
+ * timeline indexes those written to the trace file and decodes its windows
+ * from it; without a saved trace, its windows come from the grid alone.
+ * sv must outlive the model. */
+void servemodel_follow_save(struct servemodel *m, struct livesave *sv);
+
+/* Before a timeline window of a live model: the chunk last fed is indexed
+ * and the newest event known.  Does nothing for a trace file. */
+void servemodel_live_settle(struct servemodel *m);
 
 /* Marks what new events changed: the flat profile and the flame graph are
  * collected again when next asked for. */

@@ -19,6 +19,7 @@ void timeline_init(struct timeline *tl)
 {
 	memset(tl, 0, sizeof(*tl));
 	tl->decode_max = TIMELINE_DECODE_EVENTS_MAX;
+	tl->chunks_max = TIMELINE_CHUNKS_MAX;
 }
 
 static void stream_free(struct timeline_stream *ts)
@@ -221,7 +222,66 @@ void timeline_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count
 	ts->nlost++;
 }
 
+void timeline_end(void *ctx, struct walk_stream *s)
+{
+	struct timeline *tl = ctx;
+	struct timeline_stream *ts = stream_at(tl, s->index);
+
+	if (ts)
+		ts->ended = true;
+}
+
+void timeline_live_newest(struct timeline *tl, uint64_t ns)
+{
+	if (ns > tl->newest_ns)
+		tl->newest_ns = ns;
+}
+
 /* ------------------------------------------------------------ the chunk index */
+
+/* A live session's index is full: the oldest half of every thread's chunks
+ * goes (windows there are drawn from the grid), and the open calls kept
+ * for the rest (and for the chunk `also`, not yet indexed, or NULL) move
+ * together. */
+static void drop_oldest(struct timeline *tl, struct timeline_chunk *also)
+{
+	struct timeline_frame *v = malloc((size_t)(tl->snap_cap ? tl->snap_cap : 1) * sizeof(*v));
+	uint32_t i, k, n = 0;
+
+	tl->nchunks_all = 0;
+	for (i = 0; i < tl->nstreams; i++) {
+		struct timeline_stream *ts = tl->streams[i];
+		uint32_t drop;
+
+		if (!ts || !ts->nchunks)
+			continue;
+		drop = (ts->nchunks + 1) / 2;
+		memmove(ts->chunks, ts->chunks + drop, (ts->nchunks - drop) * sizeof(*ts->chunks));
+		ts->nchunks -= drop;
+		ts->head_missing = true;
+		tl->nchunks_all += ts->nchunks;
+		for (k = 0; k < ts->nchunks; k++) {
+			struct timeline_chunk *c = &ts->chunks[k];
+
+			if (v && c->nsnap)
+				memcpy(v + n, tl->snap_frames + c->snap, c->nsnap * sizeof(*v));
+			c->snap = v ? n : 0;
+			c->nsnap = v ? c->nsnap : 0; /* no memory: the window decoder will not know these calls */
+			n += c->nsnap;
+		}
+	}
+	if (also) {
+		if (v && also->nsnap)
+			memcpy(v + n, tl->snap_frames + also->snap, also->nsnap * sizeof(*v));
+		also->snap = v ? n : 0;
+		also->nsnap = v ? also->nsnap : 0;
+		n += also->nsnap;
+	}
+	free(tl->snap_frames);
+	tl->snap_frames = v;
+	tl->snap_cap = v ? tl->snap_cap : 0;
+	tl->nsnap_frames = n;
+}
 
 /* The stream of (image, tid), or NULL: the streams are few next to the
  * chunks, and this runs once per chunk. */
@@ -259,6 +319,8 @@ void timeline_chunk_begin(struct timeline *tl, struct walk *w, off_t offset, con
 		uint32_t n = fs->depth < TIMELINE_SNAP_MAX ? fs->depth : TIMELINE_SNAP_MAX, i;
 
 		c->depth = fs->depth + fs->overflow;
+		if (tl->live && tl->nsnap_frames + n > TIMELINE_SNAP_FRAMES_MAX)
+			drop_oldest(tl, NULL);
 		if (tl->nsnap_frames + n > tl->snap_cap) {
 			uint32_t cap = tl->snap_cap ? tl->snap_cap : 4096;
 			struct timeline_frame *v;
@@ -292,6 +354,12 @@ void timeline_chunk_end(struct timeline *tl, struct walk *w)
 	ts = stream_of(tl, tl->pending_image, tl->pending_tid);
 	if (!ts)
 		return;
+	if (tl->pending.offset < 0 && !tl->have_reader) {
+		ts->head_missing = true; /* live, no file yet: nothing to read it from */
+		return;
+	}
+	if (tl->live && tl->nchunks_all >= tl->chunks_max)
+		drop_oldest(tl, &tl->pending);
 	tl->pending.events = (uint32_t)(w->events - tl->pending_events);
 	tl->pending.last_ns = ts->ws->last_ns;
 	if (ts->nchunks == ts->chunks_cap) {
@@ -306,6 +374,7 @@ void timeline_chunk_end(struct timeline *tl, struct walk *w)
 		ts->chunks_cap = cap;
 	}
 	ts->chunks[ts->nchunks++] = tl->pending;
+	tl->nchunks_all++;
 }
 
 int timeline_open(struct timeline *tl, const char *dir)
@@ -516,6 +585,7 @@ static int decode_window(struct window *wn, uint32_t c0, uint32_t c1)
 		struct chunk_info ci;
 		struct lp_event ev;
 
+		tl->r.state = READER_OK; /* a live file's end was met before: it has grown since */
 		if (reader_seek(&tl->r, ts->chunks[k].offset) || reader_next(&tl->r, &ci, &payload) <= 0 ||
 		    ci.type != LP_CHUNK_EVENTS || decoder_begin(d, payload, ci.len)) {
 			r = -EIO;
@@ -582,10 +652,12 @@ static int decode_window(struct window *wn, uint32_t c0, uint32_t c1)
 		}
 	}
 	/* calls still open: they end after what was read (or, at the end of
-	 * the thread, are unfinished there) */
+	 * the thread, are unfinished there; in a live session they run on to
+	 * the newest event, or past the window) */
 	{
-		bool end = c1 + 1 == ts->nchunks;
-		uint64_t at = end ? last : (wn->t1 > last ? wn->t1 : last);
+		bool last_chunk = c1 + 1 == ts->nchunks, end = last_chunk && (!tl->live || ts->ended);
+		uint64_t reach = last_chunk && !end && tl->newest_ns < wn->t1 ? tl->newest_ns : wn->t1;
+		uint64_t at = end ? last : (reach > last ? reach : last);
 
 		if (sc_open)
 			span(wn, sc_depth, sc_ns, at, sc_key, TIMELINE_SYSCALL | (end ? TIMELINE_CUT : TIMELINE_OPEN));
@@ -643,6 +715,43 @@ static void grid_window(struct window *wn)
 	}
 }
 
+/* A live thread's calls still running are in no grid yet (it takes calls
+ * as they end): drawn open from their entry to the newest event. */
+static void open_calls(struct window *wn)
+{
+	const struct walk_stream *s = wn->ts->ws;
+	uint64_t end = wn->tl->newest_ns > s->last_ns ? wn->tl->newest_ns : s->last_ns;
+	uint32_t d;
+
+	for (d = 0; d < s->fs.depth && d < WINDOW_DEPTH_MAX; d++) {
+		const struct filter_frame *f = &s->fs.stack[d];
+
+		if (f->entry_ns < wn->t1 && end >= wn->t0)
+			put_span(wn, d, f->entry_ns, end, f->addr, 1, TIMELINE_OPEN, end - f->entry_ns);
+	}
+	if (s->sc_pending && s->sc.has_enter && !s->sc.has_exit && s->sc.depth < WINDOW_DEPTH_MAX &&
+	    s->sc.enter_ns < wn->t1 && end >= wn->t0)
+		put_span(wn, s->sc.depth, s->sc.enter_ns, end, CALLTREE_SYSCALL_KEY(s->sc.arch, s->sc.nr), 1,
+		         TIMELINE_SYSCALL | TIMELINE_OPEN, end - s->sc.enter_ns);
+}
+
+/* Whether every chunk of [c0, c1] can be read again, and nothing of the
+ * window is before the index. */
+static bool readable(const struct window *wn, uint32_t c0, uint32_t c1)
+{
+	const struct timeline_stream *ts = wn->ts;
+	uint32_t i;
+
+	if (!wn->tl->have_reader || c0 >= ts->nchunks)
+		return false;
+	if (ts->head_missing && c0 == 0 && wn->t0 < ts->chunks[0].first_ns)
+		return false;
+	for (i = c0; i <= c1 && i < ts->nchunks; i++)
+		if (ts->chunks[i].offset < 0)
+			return false;
+	return true;
+}
+
 int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const struct names *nt, uint32_t index,
                     uint64_t origin_ns, uint64_t t0, uint64_t t1, uint32_t px, struct json *j)
 {
@@ -651,8 +760,8 @@ int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const 
 		.tl = tl, .namer = namer, .ctx = ctx, .index = index, .nt = nt, .ts = ts, .j = j, .origin = origin_ns
 	};
 	uint64_t events = 0;
-	uint32_t c0, c1, i;
-	bool exact;
+	uint32_t c0, c1, i, depth;
+	bool exact, open;
 	int r = 0;
 
 	if (!ts)
@@ -674,16 +783,23 @@ int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const 
 		;
 	for (i = c0; i < ts->nchunks && i <= c1; i++)
 		events += ts->chunks[i].events;
-	exact = tl->have_reader && c0 < ts->nchunks && events <= tl->decode_max;
+	exact = readable(&wn, c0, c1) && events <= tl->decode_max;
 	if (!exact && ts->grid_partial && (!ts->width || !ts->level[0]))
-		exact = tl->have_reader && c0 < ts->nchunks; /* no grid: decode, as far as the bound allows */
+		exact = readable(&wn, c0, c1); /* no grid: decode, as far as the bound allows */
+	open = tl->live && !ts->ended;
 	wn.pend = calloc(WINDOW_DEPTH_MAX, sizeof(*wn.pend));
 	if (!wn.pend)
 		return -ENOMEM;
 	json_str(j, "mode", exact ? "exact" : "aggregate");
 	json_u64(j, "events", events);
-	json_u64(j, "max_depth", ts->max_depth);
+	depth = ts->max_depth;
+	if (open && ts->ws->fs.depth > depth)
+		depth = ts->ws->fs.depth;
+	if (open && ts->ws->sc_pending && ts->ws->sc.depth + 1 > depth)
+		depth = ts->ws->sc.depth + 1;
+	json_u64(j, "max_depth", depth);
 	json_u64(j, "px_ns", wn.px_ns);
+	json_bool(j, "running", open);
 	json_array_begin(j, "spans");
 	if (exact && c0 < ts->nchunks) {
 		r = decode_window(&wn, c0, c1);
@@ -691,6 +807,8 @@ int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const 
 			flush(&wn, i);
 	} else if (!exact) {
 		grid_window(&wn);
+		if (open)
+			open_calls(&wn);
 	}
 	json_array_end(j);
 	json_bool(j, "truncated", wn.truncated);

@@ -11,8 +11,15 @@
  *   calls begun and the function that took most of it.  A window of many
  *   events is drawn from it: the page zoomed out.
  *
+ * A live session feeds both as its chunks arrive (timeline.live): the
+ * chunk index only for chunks written to a trace file it can read again
+ * (a saved session), and a window drawn before the session ended shows the
+ * calls still running as open up to the newest event.
+ *
  * Memory is bounded by TIMELINE_GRID_BYTES_MAX and TIMELINE_SNAP_FRAMES_MAX,
- * not by the number of events.  Not thread-safe. */
+ * not by the number of events; in a live session also the chunk index, by
+ * TIMELINE_CHUNKS_MAX (its oldest half is let go: windows there come from
+ * the grid).  Not thread-safe. */
 #ifndef LP_SERVE_TIMELINE_H
 #define LP_SERVE_TIMELINE_H
 
@@ -35,6 +42,7 @@
 #define TIMELINE_LOST_MAX 4096u               /* loss marks kept per thread */
 #define TIMELINE_SPANS_MAX 400000u            /* spans in one answer */
 #define TIMELINE_PX_MAX 16384u                /* the resolution a page may ask */
+#define TIMELINE_CHUNKS_MAX (1u << 20)        /* chunks indexed in a live session */
 
 /* Flags of a span in an answer. */
 enum timeline_span_flags {
@@ -49,7 +57,7 @@ struct timeline_frame {
 };
 
 struct timeline_chunk {
-	off_t offset;         /* of the chunk header in the data file */
+	off_t offset;         /* of the chunk header in the data file; -1: not in it */
 	uint64_t first_ns;    /* the chunk's base time */
 	uint64_t last_ns;     /* its last event */
 	uint32_t events;      /* events in it */
@@ -77,15 +85,21 @@ struct timeline_stream {
 	uint32_t max_depth;                                 /* deepest call seen + 1 */
 	uint64_t (*lost)[2];                                /* (time, count) */
 	uint32_t nlost;
+	bool ended;        /* no more events come (the walk's end) */
+	bool head_missing; /* chunks before chunks[0] are not indexed */
 };
 
 struct timeline {
 	uint64_t decode_max;              /* windows of more events come from the grid (TIMELINE_DECODE_EVENTS_MAX) */
-	bool off;                         /* build nothing: a live session has no file to read windows from */
+	uint32_t chunks_max;              /* chunks indexed in a live session (TIMELINE_CHUNKS_MAX) */
+	bool off;                         /* build nothing */
+	bool live;                        /* fed by a live session: see timeline_live_newest */
 	struct timeline_stream **streams; /* by walk_stream.index */
 	uint32_t nstreams;
 	struct timeline_frame *snap_frames;
 	uint32_t nsnap_frames, snap_cap;
+	uint32_t nchunks_all; /* in every stream's index */
+	uint64_t newest_ns;   /* live: the newest event taken in */
 	size_t grid_bytes;
 	bool oom;
 	/* the chunk being read by the pass */
@@ -108,14 +122,23 @@ void timeline_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr,
                    unsigned flags);
 void timeline_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
 void timeline_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
+void timeline_end(void *ctx, struct walk_stream *s);
 
 /* Around walk_feed of each EVENTS chunk of the pass: before, with the
- * chunk's offset in the file and its payload; after, with the walk. */
+ * chunk's offset in the file (-1: not in a file that can be read again)
+ * and its payload; after, with the walk.  timeline_chunk_end does nothing
+ * when no chunk is pending, so a live session may call it late: before
+ * the next chunk begins, or before a window is drawn. */
 void timeline_chunk_begin(struct timeline *tl, struct walk *w, off_t offset, const uint8_t *payload, size_t len);
 void timeline_chunk_end(struct timeline *tl, struct walk *w);
 
-/* Opens the trace again for windows.  Returns 0 or -errno. */
+/* Opens the trace again for windows.  Returns 0 or -errno.  In a live
+ * session the file grows as it is read: only chunks already indexed are
+ * read from it. */
 int timeline_open(struct timeline *tl, const char *dir);
+
+/* Live: the newest event taken in, which calls still running reach. */
+void timeline_live_newest(struct timeline *tl, uint64_t ns);
 
 /* Names a function (or CALLTREE_SYSCALL_KEY) of the thread at
  * walk_stream.index `index`: returns its names id, NAMES_NONE when memory
@@ -124,7 +147,8 @@ typedef uint32_t (*timeline_namer)(void *ctx, uint32_t index, uint64_t addr);
 
 /* Writes the window [t0, t1) (ns from origin_ns) of the thread at
  * walk_stream.index `index`, at px pixels across, as members of the JSON
- * object open in j: "mode" ("exact" or "aggregate"), "spans"
+ * object open in j: "mode" ("exact": decoded again, or "aggregate": from
+ * the grid), "running" (a live thread that still takes events), "spans"
  * ([depth, start, end, name id, calls, flags, fill per mille], times from
  * origin_ns), "names" ({id: name}), "lost" ([time, count]).  Names come
  * from namer (ctx its argument) and are read from nt.  Returns 0, -ENOENT

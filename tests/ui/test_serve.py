@@ -6,7 +6,7 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live, heap, liveheap (default: all)
+groups: security, index, trace, lost, live, heap, liveheap, livetl (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -428,6 +428,91 @@ def group_live(lp, b, tmp, br, build):
         st, _, body = get(srv.port, "/api/live/start", method="POST", body=b"", headers={"X-Layerprof": "1"})
         check(st == 409, "start before a session: 409", st)
         br.run("launch", srv.url, {"function": "tick", "argv": [km, "120000"]})
+    finally:
+        if srv:
+            srv.stop()
+        agent.stop()
+
+
+def group_livetl(lp, b, tmp, br, build):
+    """The timeline of a live session: while the program runs (the API and
+    the page), and once it exited, every call of a deterministic program in
+    the window, the same spans as `serve` of the saved trace gives."""
+    km = b.prog("killme")
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    srv = None
+    try:
+        saved = os.path.join(tmp, "livetl-running")
+        srv = Server(lp, ["--connect", agent.addr, "--interval", "250ms", "-o", saved, "--", km, "120000"])
+        if not check(srv.url is not None, "serve --connect: serves", srv.err.text()):
+            return
+        summ = None
+        for _ in range(100):
+            summ = json.loads(get(srv.port, "/api/summary")[2])
+            if summ["threads"] and summ["calls"] > 10:
+                break
+            time.sleep(0.2)
+        if not check(summ["threads"], "live: the program's thread appears", summ):
+            return
+        t = summ["threads"][0]
+        st, _, body = get(srv.port, "/api/timeline?thread=%d&px=2000" % t["id"])
+        d = json.loads(body)
+        check(st == 200, "live /api/timeline answers", body[:300])
+        if st == 200:
+            names = {int(k): v for k, v in d["names"].items()}
+            top = [s for s in d["spans"] if s[0] == 0]
+            check(d["mode"] == "exact" and d["running"], "live /api/timeline: exact (from the saved trace), running",
+                  {k: d[k] for k in ("mode", "running", "events")})
+            check(len(top) == 1 and names[top[0][3]] == "main" and top[0][5] == 4 and top[0][2] >= t["last_ns"],
+                  "live /api/timeline: main runs on, open up to the newest event", top[:2])
+            check({names[s[3]] for s in d["spans"] if s[0] == 1} <= {"ready", "tick"} and
+                  any(names[s[3]] == "tick" for s in d["spans"]), "live /api/timeline: tick's calls under main",
+                  sorted(set(names.values())))
+        if br.why:
+            skip("live timeline in the browser", br.why)
+        else:
+            br.run("livetl", srv.url, {"mode": "exact"})
+        srv.stop()
+        srv = None
+        # a program that ends: every call in the window, as serve of the saved trace shows it
+        saved = os.path.join(tmp, "livetl-done")
+        srv = Server(lp, ["--connect", agent.addr, "--interval", "250ms", "-o", saved, "--", km, "300"])
+        if not check(srv.url is not None, "serve --connect: serves", srv.err.text()):
+            return
+        for _ in range(150):
+            if json.loads(get(srv.port, "/api/live")[2])["state"] in ("done", "failed"):
+                break
+            time.sleep(0.2)
+        summ = json.loads(get(srv.port, "/api/summary")[2])
+        t = summ["threads"][0]
+        span = t["last_ns"] + 1
+        windows = ["t0=0&t1=%d&px=16384" % span, "t0=%d&t1=%d&px=3000" % (span // 3, span // 2)]
+        live = [json.loads(get(srv.port, "/api/timeline?thread=%d&%s" % (t["id"], w))[2]) for w in windows]
+        srv.stop()
+        srv = None
+        d = live[0]
+        names = {int(k): v for k, v in d["names"].items()}
+        top = [s for s in d["spans"] if s[0] == 0]
+        check(d["mode"] == "exact" and not d["running"], "ended live session: exact, not running",
+              {k: d.get(k) for k in ("mode", "running")})
+        check(len(top) == 1 and names[top[0][3]] == "main" and top[0][4] == 1 and top[0][5] == 0,
+              "ended live session: main once, ended", top)
+        check(sum(s[4] for s in d["spans"] if s[0] == 1) == 301 and
+              sum(s[4] for s in d["spans"] if s[0] == 1 and names[s[3]] == "tick") >= 299,
+              "ended live session: 300 calls of tick and ready's one in the whole window",
+              [(names[s[3]], s[4]) for s in d["spans"] if s[0] == 1][:5])
+        srv = Server(lp, [saved])
+        if not check(srv.url is not None, "serve the saved trace", srv.err.text()):
+            return
+        served = [json.loads(get(srv.port, "/api/timeline?thread=%d&%s" % (t["id"], w))[2]) for w in windows]
+        for w, a, s in zip(windows, live, served):
+            la = timeline_names({"timeline": dict(a)})["timeline"]
+            sa = timeline_names({"timeline": dict(s)})["timeline"]
+            check(la["mode"] == sa["mode"] == "exact" and la["spans"] == sa["spans"] and la["spans"],
+                  "the live window %s equals serve's of the saved trace" % w,
+                  (len(la["spans"]), len(sa["spans"])))
     finally:
         if srv:
             srv.stop()
@@ -1008,7 +1093,7 @@ def main():
     ap.add_argument("groups", nargs="*")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap"]
+    groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -1038,6 +1123,8 @@ def main():
                 group_heap(lp, b, tmp, br)
             elif g == "liveheap":
                 group_liveheap(lp, b, tmp, br, build)
+            elif g == "livetl":
+                group_livetl(lp, b, tmp, br, build)
             else:
                 check(False, "group " + g, "unknown")
     finally:

@@ -5,7 +5,7 @@
  *
  * usage: node ui_test.js CONFIG.json
  * CONFIG: { "modules": dir holding node_modules, "chromium": path,
- *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap",
+ *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap" | "livetl",
  *           "screenshots": dir, "expect": {...} }
  * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
 'use strict';
@@ -340,6 +340,56 @@ async function scenarioLaunch(page) {
   await shot(page, 'live-launched');
 }
 
+/* The timeline of a live session: drawn while the program runs, growing
+ * with it, zoom kept in the middle, followed at the right edge. */
+async function tlWindow(page) {
+  return page.$eval('#tl-status', (s) => ({
+    t0: Number(s.dataset.t0), t1: Number(s.dataset.t1), spans: Number(s.dataset.spans || 0),
+    mode: s.dataset.mode, text: s.textContent,
+  }));
+}
+
+async function scenarioLiveTimeline(page) {
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('#tab-timeline');
+  const drawn = await waitFor(async () => (await tlWindow(page)).spans > 0, 20000);
+  let w = await tlWindow(page);
+  check(drawn && /runs on/.test(w.text), 'live timeline: spans drawn while the thread runs', w.text);
+  check(w.mode === config.expect.mode, 'live timeline: ' + config.expect.mode + ' mode', w.mode);
+  const grew = await waitFor(async () => (await tlWindow(page)).t1 > w.t1, 10000);
+  check(grew, 'live timeline: the whole-thread view grows with the session', w.t1 + ' then ' +
+    (await tlWindow(page)).t1);
+  await shot(page, 'live-timeline');
+  /* zoomed into the middle: the window stays where the user put it */
+  const before = await tlWindow(page);
+  await page.click('#tl-zoom-in');
+  const zoomed = await waitFor(async () => {
+    const x = await tlWindow(page);
+    return x.t1 - x.t0 < (before.t1 - before.t0) / 2;
+  }, 5000);
+  w = await tlWindow(page);
+  check(zoomed && w.spans > 0, 'live timeline: zoom in narrows the window', JSON.stringify(w));
+  await sleep(1500); /* several updates */
+  const still = await tlWindow(page);
+  check(still.t0 === w.t0 && still.t1 === w.t1, 'live timeline: zoomed in the middle, the window stays',
+    JSON.stringify([w, still]));
+  /* at the right edge: it moves on with the newest events, same zoom */
+  await page.click('#tl-reset');
+  await waitFor(async () => (await tlWindow(page)).t1 - (await tlWindow(page)).t0 > still.t1 - still.t0, 5000);
+  const box = await (await page.$('#timeline-canvas')).boundingBox();
+  await page.mouse.move(box.x + box.width - 2, box.y + 30);
+  await page.mouse.wheel(0, -200);
+  await sleep(400);
+  const edge = await tlWindow(page);
+  const moved = await waitFor(async () => (await tlWindow(page)).t0 > edge.t0, 10000);
+  const after = await tlWindow(page);
+  check(moved && Math.abs((after.t1 - after.t0) - (edge.t1 - edge.t0)) <= 2,
+    'live timeline: at the right edge, the window follows the newest events at the same zoom',
+    JSON.stringify([edge, after]));
+  await shot(page, 'live-timeline-following');
+}
+
 /* ------------------------------------------------------------ the heap view and the exports */
 
 async function heapSites(page) {
@@ -517,6 +567,7 @@ async function scenarioLiveHeap(page) {
     else if (config.scenario === 'launch') await scenarioLaunch(page);
     else if (config.scenario === 'heap') await scenarioHeap(page);
     else if (config.scenario === 'liveheap') await scenarioLiveHeap(page);
+    else if (config.scenario === 'livetl') await scenarioLiveTimeline(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);

@@ -3,7 +3,7 @@
  * chunk index (open calls at chunk boundaries), exact and aggregate windows,
  * the answers of the API, and the index file (the same answers from it;
  * damage and staleness make the model read the trace again).  Also the
- * interned names. */
+ * interned names, and the timeline of a live session fed chunk by chunk. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 #include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/encoder.h"
+#include "host/lib/livesave.h"
 #include "host/lib/serve_api.h"
 #include "host/lib/serve_index.h"
 #include "host/lib/serve_model.h"
@@ -361,6 +362,157 @@ static void test_names(void)
 	names_release(&n);
 }
 
+/* ------------------------------------------------------------ a live session */
+
+/* A window of the live model's thread 0, [t0, t1) ns from its start;
+ * decode_max set for it.  The caller frees the answer. */
+static char *live_window(struct servemodel *m, uint64_t t0, uint64_t t1, uint64_t decode_max)
+{
+	char a0[32], a1[32], *s;
+	struct args a = { { "thread", "t0", "t1", "px" }, { "0", a0, a1, "2000" } };
+	struct serve_query q = { arg_get, &a };
+	size_t len = 0;
+	FILE *f = NULL;
+	int st;
+
+	snprintf(a0, sizeof(a0), "%llu", (unsigned long long)t0);
+	snprintf(a1, sizeof(a1), "%llu", (unsigned long long)t1);
+	m->tl.decode_max = decode_max;
+	s = NULL;
+	f = open_memstream(&s, &len);
+	if (!f)
+		die("open_memstream");
+	st = serveapi_get(m, "timeline", &q, f);
+	fclose(f);
+	m->tl.decode_max = TIMELINE_DECODE_EVENTS_MAX;
+	CHECK_EQ_U64(st, 200);
+	return s;
+}
+
+/* One received chunk as a live session takes it: saved (or kept), then fed. */
+static void live_chunk(struct livesave *sv, struct walk *w, uint8_t type, const void *payload, size_t len)
+{
+	uint8_t *c = malloc(LP_CHUNK_HEADER_SIZE + len);
+
+	if (!c)
+		die("malloc");
+	chunk_header_put(c, type, payload, (uint32_t)len);
+	memcpy(c + LP_CHUNK_HEADER_SIZE, payload, len);
+	livesave_chunk(sv, c, LP_CHUNK_HEADER_SIZE + len);
+	CHECK_EQ_U64(walk_feed(w, type, payload, len), 0);
+	free(c);
+}
+
+static bool has(const char *s, const char *fmt, unsigned long long v)
+{
+	char want[64];
+
+	snprintf(want, sizeof(want), fmt, v);
+	return strstr(s, want) != NULL;
+}
+
+/* The synthetic program fed as a live session in chunks: half way, main
+ * runs on (drawn open to the newest event, exact from the saved trace or
+ * from the grid); with an index of 4 chunks, the oldest windows come from
+ * the grid; after the end, main has ended. */
+static void test_live(bool save)
+{
+	static const char meta[] = "layerprof=test\ncommand=synthetic\n";
+	struct encoder *e = malloc(sizeof(*e));
+	struct servemodel m;
+	struct walk w;
+	struct profile prof;
+	struct sysstats sys;
+	struct walk_ops ops = { 0 };
+	struct livesave sv;
+	char err[256], saved[300];
+	uint64_t t = BASE_NS, span;
+	uint32_t i, chunks = 0;
+	char *s;
+
+	if (!e || walk_open(&w, NULL, NULL, err, sizeof(err)))
+		die("walk_open");
+	profile_init(&prof);
+	sysstats_init(&sys, &w, 0);
+	livesave_init(&sv);
+	CHECK_EQ_U64(servemodel_attach(&m, &w, &prof, &sys, &ops), 0);
+	walk_begin(&w, &ops);
+	servemodel_follow_save(&m, &sv);
+	m.tl.chunks_max = 4;
+	snprintf(saved, sizeof(saved), "%s-live", dir);
+	if (save)
+		CHECK_EQ_U64(livesave_open(&sv, saved), 0);
+	live_chunk(&sv, &w, LP_CHUNK_META, meta, sizeof(meta) - 1);
+	encoder_init(e, 1, 10, 10);
+	encoder_set_target(e, CHUNK_TARGET);
+	encoder_entry(e, t, MAIN);
+	for (i = 0; i < LOOPS; i++) {
+		encoder_entry(e, t += 100, FA);
+		encoder_entry(e, t += 10, FB);
+		encoder_exit(e, t += 30, FB);
+		encoder_exit(e, t += 10, FA);
+		if (encoder_full(e) || i == LOOPS / 2) {
+			const uint8_t *p;
+			size_t n = encoder_take(e, &p);
+
+			live_chunk(&sv, &w, LP_CHUNK_EVENTS, p, n);
+			chunks++;
+		}
+		if (i != LOOPS / 2)
+			continue;
+		/* half way: main is open, up to the newest event */
+		CHECK(chunks > 8);
+		span = w.last_ns - BASE_NS;
+		CHECK_EQ_U64(span, t - BASE_NS);
+		s = live_window(&m, span - 2000, span + 1, TIMELINE_DECODE_EVENTS_MAX);
+		CHECK(strstr(s, save ? "\"mode\":\"exact\"" : "\"mode\":\"aggregate\"") != NULL);
+		CHECK(strstr(s, "\"running\":true") != NULL);
+		CHECK(has(s, "[0,0,%llu,", span));
+		CHECK(strstr(s, ",1,4,1000]") != NULL);
+		CHECK(strstr(s, "[2,") != NULL);
+		free(s);
+		/* the whole thread: from the grid (the index holds the newest
+		 * chunks only), main open */
+		s = live_window(&m, 0, span + 1, TIMELINE_DECODE_EVENTS_MAX);
+		CHECK(strstr(s, "\"mode\":\"aggregate\"") != NULL);
+		CHECK(has(s, "[0,0,%llu,", span));
+		CHECK(strstr(s, ",1,4,1000]") != NULL);
+		CHECK(strstr(s, "[1,") != NULL);
+		free(s);
+		CHECK(m.tl.nchunks_all <= 4);
+	}
+	encoder_exit(e, t += 100, MAIN);
+	{
+		const uint8_t *p;
+		size_t n = encoder_take(e, &p);
+
+		live_chunk(&sv, &w, LP_CHUNK_EVENTS, p, n);
+	}
+	walk_end(&w);
+	span = t - BASE_NS;
+	s = live_window(&m, span - 2000, span + 1, TIMELINE_DECODE_EVENTS_MAX);
+	CHECK(strstr(s, save ? "\"mode\":\"exact\"" : "\"mode\":\"aggregate\"") != NULL);
+	CHECK(strstr(s, "\"running\":false") != NULL);
+	/* main whole when decoded; the grid's runs of it reach the end */
+	CHECK(save ? has(s, "[0,0,%llu,0,1,0,1000]", span) : has(s, ",%llu,0,0,2,", span / 64 * 64 + 64));
+	CHECK(strstr(s, ",4,") == NULL); /* nothing open */
+	free(s);
+	if (save) {
+		char path[600];
+
+		livesave_close(&sv, false, 0);
+		snprintf(path, sizeof(path), "%s/data", saved);
+		unlink(path);
+		rmdir(saved);
+	}
+	servemodel_release(&m);
+	livesave_release(&sv);
+	sysstats_release(&sys);
+	profile_release(&prof);
+	walk_release(&w);
+	free(e);
+}
+
 int main(void)
 {
 	struct servemodel m;
@@ -379,6 +531,8 @@ int main(void)
 	}
 	servemodel_release(&m);
 	test_index();
+	test_live(true);
+	test_live(false);
 	{
 		char path[512];
 
