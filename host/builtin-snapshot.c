@@ -51,22 +51,6 @@ static const char snapshot_usage[] = "usage: layerprof snapshot [options] -o FIL
                                      "operations from PID, 2 usage, 3 trace missing, empty, damaged or of\n"
                                      "another version.\n";
 
-/* Applies the trace's heap operations up to stop_ns (0: all). */
-static int heap_pass(struct walk *w, struct heap *h, struct heapfeed *feed, uint64_t stop_ns)
-{
-	struct walk_ops ops = { 0 };
-
-	if (heap_init(h) || heapfeed_init(feed, w, h))
-		return -ENOMEM;
-	feed->stop_ns = stop_ns;
-	heapfeed_walk_ops(feed, &ops);
-	if (walk_run_by_time(w, &ops))
-		return -ENOMEM;
-	heapfeed_flush(feed, stop_ns ? stop_ns : w->last_ns);
-	heap_settle(h);
-	return h->oom || feed->oom ? -ENOMEM : 0;
-}
-
 static volatile sig_atomic_t snapshot_interrupted;
 
 static void on_interrupt(int sig)
@@ -292,14 +276,14 @@ int cmd_snapshot(int argc, char **argv)
 		fprintf(stderr, "layerprof snapshot: %s\n", err);
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
 	}
-	r = heap_pass(&w, &h, &feed, 0);
+	r = heapfeed_pass(&w, &h, &feed, 0);
 	m.origin_ns = walk_meta(&w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : w.first_ns;
 	m.time_ns = h.now_ns;
 	if (!r && (at_peak || has_at)) {
 		m.time_ns = at_peak ? h.peak_ns : m.origin_ns + at_ns;
 		heapfeed_release(&feed);
 		heap_release(&h);
-		r = heap_pass(&w, &h, &feed, m.time_ns ? m.time_ns : 1);
+		r = heapfeed_pass(&w, &h, &feed, m.time_ns ? m.time_ns : 1);
 	}
 	if (r) {
 		fprintf(stderr, "layerprof snapshot: out of memory reading '%s'\n", dir);

@@ -250,21 +250,6 @@ uint64_t export_report_origin(struct walk *w)
 	return w->first_ns;
 }
 
-int export_report_memory_pass(struct walk *w, struct heap *h, struct heapfeed *feed, uint64_t stop_ns)
-{
-	struct walk_ops ops = { 0 };
-
-	if (heap_init(h) || heapfeed_init(feed, w, h))
-		return -ENOMEM;
-	feed->stop_ns = stop_ns;
-	heapfeed_walk_ops(feed, &ops);
-	if (walk_run_by_time(w, &ops))
-		return -ENOMEM;
-	heapfeed_flush(feed, w->last_ns);
-	heap_settle(h);
-	return h->oom || feed->oom ? -ENOMEM : 0;
-}
-
 static int write_memory(struct walk *w, const struct export_report_opts *eo, FILE *f)
 {
 	struct heapview_opts o = { .at_peak = false };
@@ -272,14 +257,14 @@ static int write_memory(struct walk *w, const struct export_report_opts *eo, FIL
 	struct heap h = { 0 };
 	int r;
 
-	r = export_report_memory_pass(w, &h, &feed, 0);
+	r = heapfeed_pass(w, &h, &feed, 0);
 	o.origin_ns = export_report_origin(w);
 	if (!r && (eo->at_peak || eo->has_at)) {
 		/* again, up to the moment asked for */
 		o.state_ns = eo->at_peak ? h.peak_ns : o.origin_ns + eo->at_ns;
 		heapfeed_release(&feed);
 		heap_release(&h);
-		r = export_report_memory_pass(w, &h, &feed, o.state_ns ? o.state_ns : 1);
+		r = heapfeed_pass(w, &h, &feed, o.state_ns ? o.state_ns : 1);
 		o.at_peak = eo->at_peak;
 	}
 	if (r)

@@ -46,13 +46,6 @@ enum export_report_format export_report_format_parse(const char *name);
  * (walk_report_condition). */
 int export_report_write(struct walk *w, const struct export_report_opts *o, FILE *f);
 
-/* The heap of --memory: one pass over w (opened, not yet walked) feeding
- * h and feed (both set up here: release them also after a failure), the
- * operations after stop_ns left out (0: none), then h settled.  Returns 0
- * or -ENOMEM. */
-struct heap;
-struct heapfeed;
-int export_report_memory_pass(struct walk *w, struct heap *h, struct heapfeed *feed, uint64_t stop_ns);
 /* Where the times of a memory report count from: the recording's start,
  * else the trace's first event. */
 uint64_t export_report_origin(struct walk *w);

@@ -154,6 +154,21 @@ void heapfeed_flush(struct heapfeed *f, uint64_t end_ns)
 	}
 }
 
+int heapfeed_pass(struct walk *w, struct heap *h, struct heapfeed *f, uint64_t stop_ns)
+{
+	struct walk_ops ops = { 0 };
+
+	if (heap_init(h) || heapfeed_init(f, w, h))
+		return -ENOMEM;
+	f->stop_ns = stop_ns;
+	heapfeed_walk_ops(f, &ops);
+	if (walk_run_by_time(w, &ops))
+		return -ENOMEM;
+	heapfeed_flush(f, w->last_ns);
+	heap_settle(h);
+	return h->oom || f->oom ? -ENOMEM : 0;
+}
+
 /* Libraries between the program and the allocator. */
 static bool runtime_module(const char *module)
 {

@@ -48,6 +48,11 @@ void heapfeed_release(struct heapfeed *f);
  * other members are
  * left as they are. */
 void heapfeed_walk_ops(struct heapfeed *f, struct walk_ops *ops);
+/* The heap of a trace: one pass over w (opened, not yet walked) feeding h
+ * and f (both set up here: release them also after a failure), the
+ * operations after stop_ns left out (0: none), then h settled.  Returns 0
+ * or -ENOMEM. */
+int heapfeed_pass(struct walk *w, struct heap *h, struct heapfeed *f, uint64_t stop_ns);
 /* The walk callbacks themselves (ctx is the struct heapfeed), for a
  * consumer that wraps them. */
 void heapfeed_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m);

@@ -257,7 +257,7 @@ static int write_snapshot(struct walk *w, const char *dir, FILE *f)
 	char command[1024];
 	int r;
 
-	r = export_report_memory_pass(w, &h, &feed, 0);
+	r = heapfeed_pass(w, &h, &feed, 0);
 	if (!r && !w->mem_ops)
 		r = -ENOENT;
 	if (!r) {

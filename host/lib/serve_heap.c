@@ -104,7 +104,7 @@ static int heap_pass(struct serveheap *sh, const char *dir, char *err, size_t er
 	r = walk_open(&w, dir, &fopts, err, errlen);
 	if (r)
 		return r;
-	r = export_report_memory_pass(&w, &h, &feed, 0);
+	r = heapfeed_pass(&w, &h, &feed, 0);
 	if (!r) {
 		sh->has_heap = w.mem_ops != 0;
 		if (sh->has_heap)
