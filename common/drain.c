@@ -555,7 +555,7 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 		struct memevent m;
 
 		memcpy(&r, p, sizeof(r));
-		if (r.op < LP_MEM_MALLOC || r.op >= LP_MEM_FOLD)
+		if (r.op < LP_MEM_MALLOC || r.op > LP_MEM_BASELINE || r.op == LP_MEM_FOLD)
 			return; /* FOLD is the drain's own, never the runtime's */
 		memset(&m, 0, sizeof(m));
 		m.op = r.op;

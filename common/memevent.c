@@ -58,7 +58,7 @@ int memevent_parse(const struct lp_event *ev, struct memevent *out)
 	uint64_t flags, stack;
 
 	memset(out, 0, sizeof(*out));
-	if (ev->type != LP_EV_ALLOC || ev->arg < LP_MEM_MALLOC || ev->arg > LP_MEM_FOLD)
+	if (ev->type != LP_EV_ALLOC || ev->arg < LP_MEM_MALLOC || ev->arg > LP_MEM_BASELINE)
 		return -EBADMSG;
 	out->op = ev->arg;
 	if (varint_get(&p, end, &flags) || varint_get(&p, end, &out->ptr) || varint_get(&p, end, &out->size) ||

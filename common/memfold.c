@@ -315,7 +315,7 @@ static void pair(struct memfold *f, uint64_t seq)
 		return;
 	}
 	if (release_of(h->op)) {
-		if (h->a && !(h->flags & (LP_MEM_FAILED | LP_MEM_KEPT)))
+		if (h->a && !(h->flags & (LP_MEM_FAILED | LP_MEM_KEPT | LP_MEM_BEFORE)))
 			map_put(p, h->a, f, seq, h->ns);
 		else
 			map_forget(p, h->a, h->ns);

@@ -43,9 +43,13 @@ static const char snapshot_usage[] = "usage: layerprof snapshot [options] -o FIL
                                      "  -w, --window DUR      with --connect: how long to take in (default 1s)\n"
                                      "  -h, --help            this text\n"
                                      "\n"
-                                     "A snapshot through the agent holds what was seen since the attach: blocks\n"
-                                     "allocated before are unknown (the file says so: \"partial\": true), and\n"
-                                     "their releases are counted as released_unknown, not as illegal.\n"
+                                     "A program started with the interposers and the agent's attach directory\n"
+                                     "keeps a table of its live blocks and lists it when tracing begins (on its\n"
+                                     "first heap operation after the attach): the snapshot then holds the whole\n"
+                                     "heap.  Without the table (LAYERPROF_MEM_TABLE=0), or when the program made\n"
+                                     "no heap operation in the window, it holds what was seen since the attach\n"
+                                     "(the file says so: \"partial\": true), and releases of older blocks are\n"
+                                     "counted as released_unknown, not as illegal.\n"
                                      "\n"
                                      "Exit status: 0 ok, 1 cannot write, agent or connection failure, no heap\n"
                                      "operations from PID, 2 usage, 3 trace missing, empty, damaged or of\n"
@@ -74,8 +78,7 @@ static void connect_loop(struct livesession *ls, uint64_t window_ns)
 			running_since = now;
 			fprintf(stderr,
 			        "layerprof snapshot: attached to process %" PRIu32
-			        ": taking in heap operations for %.3f s "
-			        "(blocks allocated before the attach are unknown)\n",
+			        ": taking in heap operations for %.3f s\n",
 			        ls->pid, (double)window_ns / 1e9);
 		}
 		if (ls->state == LIVESESSION_RUNNING && (snapshot_interrupted || now - running_since >= window_ns)) {
@@ -155,11 +158,27 @@ static int snapshot_connect(const char *addr, const char *token_file, long pid, 
 		fprintf(stderr, "layerprof snapshot: %s\n", err);
 		goto out;
 	}
-	fprintf(stderr,
-	        "layerprof snapshot: process %ld: %" PRIu64 " live blocks (%" PRIu64 " bytes) allocated since the "
-	        "attach; %" PRIu64 " releases of older blocks; %" PRIu64 " events lost; written to '%s'\n",
-	        pid, ls->mem.h.live_objects, ls->mem.h.live_bytes, ls->mem.h.released_unknown, livesession_lost(ls),
-	        out);
+	if (ls->mem.h.listings && !ls->mem.h.partial)
+		fprintf(stderr,
+		        "layerprof snapshot: process %ld: %" PRIu64 " live blocks (%" PRIu64 " bytes), %" PRIu64
+		        " of them from before the attach (listed by the program); %" PRIu64
+		        " events lost; written to '%s'\n",
+		        pid, ls->mem.h.live_objects, ls->mem.h.live_bytes, ls->mem.h.listed_objects,
+		        livesession_lost(ls), out);
+	else
+		fprintf(stderr,
+		        "layerprof snapshot: process %ld: %" PRIu64 " live blocks (%" PRIu64
+		        " bytes) allocated since the attach; %" PRIu64 " releases of older blocks; %" PRIu64
+		        " events lost; written to '%s'\n"
+		        "layerprof snapshot: partial: %s\n",
+		        pid, ls->mem.h.live_objects, ls->mem.h.live_bytes, ls->mem.h.released_unknown,
+		        livesession_lost(ls), out,
+		        ls->mem.h.listings ? "the program's live-block table was full, its heap listing is incomplete"
+		        : ls->w.mem_ops
+		            ? "the program keeps no live-block table (LAYERPROF_MEM_TABLE=0, or it was started "
+		              "without the agent's attach directory): blocks allocated before the attach "
+		              "are unknown"
+		            : "no heap operation in the window: the program lists its heap on its first one");
 	code = ls->state == LIVESESSION_FAILED ? LP_EXIT_FAILURE : LP_EXIT_OK;
 out:
 	if (ls)

@@ -8,9 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
+#include "runtime/memtable.h"
 
 /* Interned stacks per thread: open addressing over a fixed table, a probe
  * window of LP_STACKTAB_PROBE slots; a stack that finds its window full
@@ -202,7 +205,10 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool mem_thread_open(struct lp
 		tab->depth = depth;
 		tab->gen = 1;
 		t->mem.tab = tab;
+	}
+	if (!t->mem.walk_ready) {
 		stack_bounds(t, (uintptr_t)__builtin_frame_address(0));
+		t->mem.walk_ready = 1;
 	}
 	t->mem.state = LP_MEMT_READY;
 	ok = true;
@@ -341,16 +347,246 @@ define:
 	return id;
 }
 
+/* ---- the live-block table (memtable.h) ------------------------------ */
+
+enum table_state { TABLE_UNDECIDED = 0, TABLE_DECIDING = 1, TABLE_OFF = 2, TABLE_ON = 3 };
+
+static _Atomic int table_state;
+static _Atomic uint32_t listed_epoch; /* the last epoch the heap was listed into */
+
+/* Whether to keep the table: LAYERPROF_MEM_TABLE, else when the process
+ * will make itself attachable (no recorder's session, the agent's attach
+ * directory exists: see process.c). */
+static LP_NOINSTR uint32_t table_slots_wanted(void)
+{
+	const char *v = getenv(LP_MEM_ENV_TABLE), *dir;
+	struct stat st;
+	char *end;
+	unsigned long n;
+
+	if (v && *v) {
+		n = strtoul(v, &end, 10);
+		if (*end || n == 0)
+			return 0;
+		if (n == 1)
+			return MEMTABLE_SLOTS_DEFAULT;
+		if (n < MEMTABLE_SLOTS_MIN || n > MEMTABLE_SLOTS_MAX || (n & (n - 1)))
+			return MEMTABLE_SLOTS_DEFAULT;
+		return (uint32_t)n;
+	}
+	v = getenv(LP_ENV_SESSION);
+	if (v && *v)
+		return 0;
+	dir = getenv(LP_ENV_ATTACH_DIR);
+	if (!dir || !*dir)
+		dir = LP_ATTACH_DIR_DEFAULT;
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	return MEMTABLE_SLOTS_DEFAULT;
+}
+
+/* Decided on the first heap operation; a thread that arrives while another
+ * decides goes on without the table for that operation. */
+static LP_NOINSTR __attribute__((noinline, cold)) bool table_decide(void)
+{
+	int expect = TABLE_UNDECIDED, saved_errno = errno;
+	uint32_t slots;
+
+	if (!atomic_compare_exchange_strong(&table_state, &expect, TABLE_DECIDING))
+		return false;
+	if (!mem_depth)
+		mem_depth = depth_from_env();
+	slots = table_slots_wanted();
+	atomic_store_explicit(&table_state, slots && !memtable_init(slots, mem_depth) ? TABLE_ON : TABLE_OFF,
+	                      memory_order_release);
+	errno = saved_errno;
+	return atomic_load_explicit(&table_state, memory_order_relaxed) == TABLE_ON;
+}
+
+static inline LP_NOINSTR bool table_wanted(void)
+{
+	int st = atomic_load_explicit(&table_state, memory_order_acquire);
+
+	if (likely(st == TABLE_OFF))
+		return false;
+	if (st == TABLE_ON)
+		return true;
+	return st == TABLE_UNDECIDED && table_decide();
+}
+
+static inline LP_NOINSTR uint32_t control_epoch(void)
+{
+	return lp_proc.control ? atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->epoch, memory_order_acquire)
+	                       : 0;
+}
+
+static inline LP_NOINSTR bool is_alloc_op(uint32_t op)
+{
+	return op == LP_MEM_MALLOC || op == LP_MEM_CALLOC || op == LP_MEM_ALIGNED || op == LP_MEM_NEW ||
+	       op == LP_MEM_NEW_ARRAY || op == LP_MEM_REALLOC;
+}
+
+/* Tells the table of one operation.  *f is the flags word as read before;
+ * returns whether the operation goes into the stream, with *op_flags
+ * completed (LP_MEM_KNOWN).  An allocation made while tracing was off and
+ * found on right after is recorded only if no listing took it first. */
+static LP_NOINSTR bool table_note(struct lp_thread *t, uint32_t *op_flags, uint32_t *f, uintptr_t ptr, uintptr_t size,
+                                  uintptr_t old, const uintptr_t *ips, uint32_t n)
+{
+	uint32_t op = *op_flags & 0xff, flags = *op_flags >> 8, version, epoch;
+	bool on = (*f & LP_CTL_ENABLED) && lp_proc.control, known = false;
+	struct memtable_slot *slot;
+
+	if (op == LP_MEM_REALLOC && (flags & LP_MEM_FAILED))
+		return on; /* the old block stays */
+	if (op == LP_MEM_REALLOC ? old && !(flags & LP_MEM_KEPT) : !is_alloc_op(op) && !(flags & LP_MEM_KEPT))
+		known = memtable_remove(op == LP_MEM_REALLOC ? old : ptr);
+	if (known)
+		*op_flags |= (uint32_t)LP_MEM_KNOWN << 8;
+	if (!is_alloc_op(op) || !ptr || (flags & LP_MEM_FAILED))
+		return on;
+	epoch = on ? control_epoch() : 0;
+	{
+		uint32_t hint = (uint32_t)(ips[0] ^ ips[0] >> 7) & (LP_MEM_HINTS - 1);
+		uint32_t stack = memtable_stack(ips, n, &t->mem.table_hint[hint]);
+
+		/* a realloc'd block is of malloc's family, listed as one */
+		slot = memtable_insert(ptr, size, stack, (uint8_t)(op == LP_MEM_REALLOC ? LP_MEM_MALLOC : op), epoch,
+		                       &version);
+	}
+	if (on)
+		return true;
+	/* tracing may have come on since the flags were read */
+	*f = atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_acquire);
+	if (!(*f & LP_CTL_ENABLED) || !lp_proc.control)
+		return false;
+	return !slot || memtable_claim(slot, version, control_epoch());
+}
+
+LP_EXPORT LP_NOINSTR void lp_mem_forget(uintptr_t p)
+{
+	if (atomic_load_explicit(&table_state, memory_order_acquire) == TABLE_ON)
+		memtable_remove(p);
+}
+
+/* ---- the heap listing ------------------------------------------------- */
+
+#define LISTING_WAIT_MS 5000u /* at most this long waiting for room in the ring */
+
+struct listing {
+	struct lp_thread *t;
+	uint64_t time;
+	uint32_t waited_ms;
+};
+
+/* The listing goes faster than the recorder takes the ring in: waits for
+ * room (bounded; beyond, records drop and are counted lost as usual). */
+static LP_NOINSTR void listing_room(struct listing *l, uint32_t need)
+{
+	struct lp_thread *t = l->t;
+	struct timespec ms = { 0, 1000000 };
+
+	while (l->waited_ms < LISTING_WAIT_MS && t->head_ptr == &t->ring->head) {
+		uint32_t tail = atomic_load_explicit((_Atomic uint32_t *)&t->ring->tail, memory_order_acquire);
+
+		if ((uint32_t)(t->head - tail) + need + 2 * t->chunk_slots <= t->ring_slots)
+			return;
+		nanosleep(&ms, NULL);
+		l->waited_ms++;
+	}
+}
+
+static LP_NOINSTR void listing_block(void *ctx, uintptr_t p, uintptr_t size, uint8_t op, const uintptr_t *ips,
+                                     uint32_t n)
+{
+	struct listing *l = ctx;
+	struct lp_ext_mem r = { .ptr = p, .size = size, .op = op, .flags = LP_MEM_BEFORE };
+
+	listing_room(l, 64);
+	if (n > l->t->mem.tab->depth)
+		n = l->t->mem.tab->depth;
+	r.stack = n ? stack_intern(l->t, ips, n) : 0;
+	lp_ring_put_ext_at(l->t, LP_EXT_MEM, &r, sizeof(r), l->time);
+}
+
+/* Tracing came on (epoch): the first thread to record lists the table,
+ * every block not recorded already, as allocations from before (at one
+ * time, taken before the first is read: whatever happens to a block later
+ * is recorded later), and ends the listing with a BASELINE. */
+static LP_NOINSTR __attribute__((noinline, cold)) void heap_listing(struct lp_thread *t, uint32_t epoch)
+{
+	uint32_t prev = atomic_load_explicit(&listed_epoch, memory_order_relaxed);
+	struct listing l = { .t = t };
+	struct memtable_listing res;
+	struct lp_ext_mem end = { .op = LP_MEM_BASELINE };
+
+	do {
+		if (prev >= epoch)
+			return;
+	} while (!atomic_compare_exchange_weak_explicit(&listed_epoch, &prev, epoch, memory_order_acq_rel,
+	                                                memory_order_relaxed));
+	l.time = lp_clock_now();
+	memtable_list(epoch, listing_block, &l, &res);
+	end.ptr = res.blocks;
+	end.size = res.bytes;
+	end.flags = res.incomplete ? LP_MEM_INCOMPLETE : 0;
+	listing_room(&l, 8);
+	lp_ring_put_ext_at(t, LP_EXT_MEM, &end, sizeof(end), l.time);
+}
+
+/* Tracing is on and the heap has not been listed into this epoch yet:
+ * list it now, before this operation is told to the table (so that a
+ * release of an older block finds it listed). */
+static LP_NOINSTR __attribute__((noinline, cold)) void listing_due(struct lp_thread *t)
+{
+	uint32_t epoch;
+
+	if (t->busy)
+		return; /* a signal handler's operation inside a gate: later */
+	if ((t->state != LP_THREAD_READY || t->mem.state != LP_MEMT_READY) && !mem_thread_open(t))
+		return;
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	epoch = control_epoch();
+	if (epoch != t->mem.epoch) {
+		t->mem.tab->gen++;
+		t->mem.epoch = epoch;
+	}
+	heap_listing(t, epoch);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
+
+/* The first operation of a thread that walks for the table. */
+static LP_NOINSTR __attribute__((noinline, cold)) void walk_open(struct lp_thread *t, const void *frame)
+{
+	int saved_errno = errno;
+
+	stack_bounds(t, (uintptr_t)frame);
+	t->mem.walk_ready = 1;
+	errno = saved_errno;
+}
+
 LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintptr_t size, uintptr_t old,
                                         const void *ret, const void *frame)
 {
 	uint32_t f = atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed);
 	struct lp_thread *t = &lp_self;
 	uintptr_t ips[LP_MEM_DEPTH_MAX];
-	uint32_t n, epoch, stack;
+	uint32_t n = 0, epoch, stack;
 
-	if (unlikely(!(f & LP_CTL_ENABLED)))
+	if (unlikely(table_wanted())) {
+		if (unlikely(!t->mem.walk_ready))
+			walk_open(t, frame);
+		n = stack_walk(t, ret, frame, ips, mem_depth);
+		if ((f & LP_CTL_ENABLED) && lp_proc.control &&
+		    unlikely(atomic_load_explicit(&listed_epoch, memory_order_relaxed) < control_epoch()))
+			listing_due(t);
+		if (!table_note(t, &op_flags, &f, ptr, size, old, ips, n))
+			return;
+	} else if (unlikely(!(f & LP_CTL_ENABLED))) {
 		return;
+	}
 	if (unlikely(t->state != LP_THREAD_READY || t->busy || t->mem.state != LP_MEMT_READY) && !mem_thread_open(t))
 		return;
 	t->busy = 1;
@@ -362,7 +598,12 @@ LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintpt
 		t->mem.tab->gen++;
 		t->mem.epoch = epoch;
 	}
-	n = stack_walk(t, ret, frame, ips, t->mem.tab->depth);
+	if (n) {
+		if (n > t->mem.tab->depth)
+			n = t->mem.tab->depth;
+	} else {
+		n = stack_walk(t, ret, frame, ips, t->mem.tab->depth);
+	}
 	stack = stack_intern(t, ips, n);
 	mem_put(t, op_flags, ptr, size, old, stack);
 	atomic_signal_fence(memory_order_seq_cst);

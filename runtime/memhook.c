@@ -460,6 +460,7 @@ HOOK_EXPORT void HOOK(free)(void *p)
 	if (lp_memhook.guard) {
 		if (keepalive)
 			memlive_remove((uintptr_t)p);
+		lp_mem_forget((uintptr_t)p);
 		real.free(p);
 		return;
 	}
@@ -511,6 +512,8 @@ static ALWAYS_INLINE void *realloc_hook(void *old, size_t size, bool overflow, c
 	if (lp_memhook.guard) {
 		if (old && keepalive)
 			memlive_remove((uintptr_t)old);
+		if (old)
+			lp_mem_forget((uintptr_t)old);
 		p = real.realloc(old, size);
 		if (keepalive && (p || (old && size)))
 			memlive_insert((uintptr_t)(p ? p : old));
@@ -764,6 +767,7 @@ static ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size
 	if (lp_memhook.guard) {
 		if (keepalive)
 			memlive_remove((uintptr_t)p);
+		lp_mem_forget((uintptr_t)p);
 		cxx_delete_call(op, p, size, align, nt);
 		return;
 	}

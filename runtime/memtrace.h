@@ -52,6 +52,10 @@ extern __thread struct lp_memhook_state lp_memhook __attribute__((tls_model("ini
  * recording heap operations and counts each one it drops as lost. */
 void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintptr_t size, uintptr_t old, const void *ret, const void *frame);
 
+/* A release made inside a hook (not recorded): the live-block table, when
+ * the process keeps one, lets go of p.  Takes no lock. */
+void lp_mem_forget(uintptr_t p);
+
 /* The calling thread reaped a child process (pid, wait status as waitpid
  * gives it): written into its ring so that the recorder, which is not the
  * child's parent, learns how the child ended.  Called by the preloaded

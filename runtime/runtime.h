@@ -52,12 +52,14 @@ struct lp_stacktab;
 
 /* The memory tracer's part of a thread (mem.c). */
 struct lp_memthread {
-	struct lp_stacktab *tab;      /* interned stacks, mmap'd (not malloc'd) */
-	uintptr_t stack_lo, stack_hi; /* the thread's stack: bounds of the frame walk */
-	uint32_t epoch;               /* control epoch the table's ids belong to */
-	uint32_t next_id;             /* next stack id of this stream */
-	uint8_t state;                /* enum lp_mem_state */
-	uint16_t hint[LP_MEM_HINTS];  /* table slot last used by a call site */
+	struct lp_stacktab *tab;           /* interned stacks, mmap'd (not malloc'd) */
+	uintptr_t stack_lo, stack_hi;      /* the thread's stack: bounds of the frame walk */
+	uint32_t epoch;                    /* control epoch the table's ids belong to */
+	uint32_t next_id;                  /* next stack id of this stream */
+	uint8_t state;                     /* enum lp_mem_state */
+	uint8_t walk_ready;                /* stack_lo, stack_hi looked up */
+	uint16_t hint[LP_MEM_HINTS];       /* table slot last used by a call site */
+	uint32_t table_hint[LP_MEM_HINTS]; /* live-block table: stack last used by a call site */
 };
 
 /* Per-thread state, in initial-exec TLS.  The fields used by every gate come
@@ -141,6 +143,8 @@ struct lp_slot *lp_ring_advance(struct lp_thread *t);
 void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
 /* Writes an extended record of `len` bytes (at most one chunk). */
 void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len);
+/* The same with the record's time given. */
+void lp_ring_put_ext_at(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len, uint64_t time);
 /* Room for a record of n slots (at most a chunk) in the current chunk, the
  * rest of which is padded when it is too short: returns where to write
  * them; lp_ring_commit publishes them. */

@@ -262,8 +262,12 @@ LP_NOINSTR struct lp_slot *lp_ring_reserve(struct lp_thread *t, size_t n, uint64
 
 LP_NOINSTR void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len)
 {
+	lp_ring_put_ext_at(t, ext_type, data, len, lp_clock_now());
+}
+
+LP_NOINSTR void lp_ring_put_ext_at(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len, uint64_t now)
+{
 	size_t body = (len + sizeof(struct lp_slot) - 1) / sizeof(struct lp_slot);
-	uint64_t now = lp_clock_now();
 	struct lp_slot *s;
 
 	if (body + 1 > t->chunk_slots || len > 0xffffffffu)

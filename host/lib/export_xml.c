@@ -324,6 +324,8 @@ static void put_counts(FILE *f, const struct heap *h, const struct heap_counts *
 	attr_u64(f, "bytes-freed", c->bytes_freed);
 	attr_u64(f, "folded", c->folded);
 	attr_u64(f, "folded-bytes", c->folded_bytes);
+	attr_u64(f, "listed", c->listed);
+	attr_u64(f, "listed-bytes", c->listed_bytes);
 	attr_u64(f, "unfreed-objects", c->unfreed_objects);
 	attr_u64(f, "unfreed-bytes", c->unfreed_bytes);
 	attr_bool(f, "growing", g.growing);
@@ -407,6 +409,11 @@ static void put_heap_totals(FILE *f, struct walk *w, const struct heap *h, const
 	attr_bool(f, "partial", h->partial);
 	attr_u64(f, "released-unknown", h->released_unknown);
 	attr_u64(f, "reallocs-unknown", h->reallocs_unknown);
+	attr_u64(f, "listings", h->listings);
+	attr_u64(f, "listings-incomplete", h->listings_incomplete);
+	attr_u64(f, "listed-objects", h->listed_objects);
+	attr_u64(f, "listed-bytes", h->listed_bytes);
+	attr_u64(f, "listed-dropped", h->listed_dropped);
 	attr_u64(f, "malformed-events", w->mem_malformed);
 	attr_u64(f, "unknown-stacks", w->mem_unknown_stacks);
 	attr_u64(f, "dropped-stacks", w->mem_stacks_dropped);

@@ -495,8 +495,9 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 		}
 		return;
 	}
-	if (h->partial) {
-		/* allocated before the stream began, most likely */
+	if (h->partial || (op->flags & LP_MEM_KNOWN)) {
+		/* allocated before the stream began, most likely; or the
+		 * runtime's table held it (released while it was listed) */
 		h->released_unknown++;
 		if (release_op == LP_MEM_REALLOC)
 			h->reallocs_unknown++;
@@ -505,11 +506,75 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 	heapcheck_illegal(h, p, op, HEAP_NEVER_ALLOCATED, release_op, NULL);
 }
 
+/* A block from before tracing, listed by the runtime (LP_MEM_BEFORE):
+ * live already here when it was seen allocated; else it joins the state
+ * without counting as an allocation.  A live block it overlaps was
+ * released while tracing was off. */
+static void block_listed(struct heap *h, struct heap_proc *p, const struct heap_op *op, uint32_t idx)
+{
+	struct heap_site *s = &h->sites[op->site];
+	struct heap_block *b, *old;
+	uint64_t end;
+
+	if (!op->ptr)
+		return;
+	b = blocktree_find(p->root, op->ptr);
+	if (b && b->size == op->size)
+		return;
+	end = op->ptr + (op->size ? op->size : 1);
+	if (end < op->ptr)
+		end = UINT64_MAX;
+	while ((old = blocktree_floor(p->root, end - 1)) && heap_block_end(old) > op->ptr) {
+		blocktree_remove(&p->root, old->ptr);
+		live_change(h, p, old, -1, idx, op->ns);
+		blockpool_put(h->pool, old);
+		h->listed_dropped++;
+	}
+	b = blockpool_get(h->pool);
+	if (!b) {
+		h->oom = true;
+		return;
+	}
+	b->ptr = op->ptr;
+	b->size = op->size;
+	b->ns = op->ns;
+	b->site = op->site;
+	b->stack = op->stack;
+	b->op = op->op;
+	blocktree_insert(&p->root, b);
+	s->c.listed++;
+	s->c.listed_bytes += op->size;
+	h->fns[s->fn].c.listed++;
+	h->fns[s->fn].c.listed_bytes += op->size;
+	h->listed_objects++;
+	h->listed_bytes += op->size;
+	live_change(h, p, b, 1, idx, op->ns);
+}
+
+/* The end of a heap listing: a complete one makes the state whole (a
+ * release of a block not live is illegal again). */
+static void listing_end(struct heap *h, const struct heap_op *op)
+{
+	h->listings++;
+	if (op->flags & LP_MEM_INCOMPLETE) {
+		h->listings_incomplete++;
+		heap_set_partial(h, op->ns);
+	} else if (!h->listings_incomplete) {
+		h->partial = false;
+		h->partial_since_ns = 0;
+	}
+}
+
 static void block_alloc(struct heap *h, struct heap_proc *p, const struct heap_op *op, uint32_t idx)
 {
 	struct heap_site *s = &h->sites[op->site];
 	struct heap_block *b, *old;
 	uint64_t end;
+
+	if (op->flags & LP_MEM_BEFORE) {
+		block_listed(h, p, op, idx);
+		return;
+	}
 
 	if ((op->flags & LP_MEM_FAILED) || !op->ptr) {
 		s->c.failed++;
@@ -623,6 +688,9 @@ int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_o
 		break;
 	case LP_MEM_FOLD:
 		fold(h, &op);
+		break;
+	case LP_MEM_BASELINE:
+		listing_end(h, &op);
 		break;
 	default:
 		break;

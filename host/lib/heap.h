@@ -53,6 +53,9 @@ struct heap_counts {
 	uint64_t failed;       /* allocations that returned no block */
 	uint64_t bytes_allocated, bytes_freed;
 	uint64_t folded, folded_bytes; /* short-lived blocks known only by count */
+	/* blocks from before tracing began, listed by the runtime when it did
+	 * (LP_MEM_BEFORE): live without an allocation in the trace */
+	uint64_t listed, listed_bytes;
 	/* blocks of processes that exited (TASK EXIT) without releasing them */
 	uint64_t unfreed_objects, unfreed_bytes;
 	/* live at the moment of the global peak (struct heap.peak_ns); valid
@@ -205,6 +208,12 @@ struct heap {
 	bool partial;
 	uint64_t partial_since_ns; /* when the stream began (0: unknown) */
 	uint64_t released_unknown, reallocs_unknown;
+	/* heap listings (LP_MEM_BEFORE ... LP_MEM_BASELINE): the runtime's
+	 * live-block table listed when tracing began; complete ones make the
+	 * state whole again (partial cleared) */
+	uint32_t listings, listings_incomplete;
+	uint64_t listed_objects, listed_bytes;
+	uint64_t listed_dropped;                 /* live here, overlapped by a listed block: released unseen */
 	uint64_t kept_releases;                  /* releases kept from libc (LP_MEM_KEPT) */
 	uint64_t unfreed_objects, unfreed_bytes; /* processes that exited */
 	uint64_t dropped_at_exec;                /* blocks of images replaced by exec */

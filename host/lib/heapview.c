@@ -323,6 +323,10 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 	        (unsigned long long)h->illegal_counts[HEAP_DOUBLE_FREE],
 	        (unsigned long long)h->illegal_counts[HEAP_INTERIOR_POINTER],
 	        (unsigned long long)h->illegal_counts[HEAP_MISMATCH]);
+	if (h->listings)
+		fprintf(f, "# live before tracing began, listed by the program then: %llu blocks, %llu bytes%s\n",
+		        (unsigned long long)h->listed_objects, (unsigned long long)h->listed_bytes,
+		        h->listings_incomplete ? " (incomplete: its live-block table was full)" : "");
 	if (h->partial || h->released_unknown)
 		fprintf(f,
 		        "# released, allocated before tracing began: %llu (%llu by realloc): the stream began after "
@@ -418,6 +422,8 @@ static void json_counts(struct json *j, const struct heap *h, const struct heap_
 	json_u64(j, "bytes_freed", c->bytes_freed);
 	json_u64(j, "folded", c->folded);
 	json_u64(j, "folded_bytes", c->folded_bytes);
+	json_u64(j, "listed", c->listed);
+	json_u64(j, "listed_bytes", c->listed_bytes);
 	json_u64(j, "unfreed_objects", c->unfreed_objects);
 	json_u64(j, "unfreed_bytes", c->unfreed_bytes);
 	json_bool(j, "growing", g.growing);
@@ -586,6 +592,11 @@ void heapview_json(struct json *j, struct walk *w, const struct heap *h, const s
 	json_bool(j, "partial", h->partial);
 	json_u64(j, "released_unknown", h->released_unknown);
 	json_u64(j, "reallocs_unknown", h->reallocs_unknown);
+	json_u64(j, "listings", h->listings);
+	json_u64(j, "listings_incomplete", h->listings_incomplete);
+	json_u64(j, "listed_objects", h->listed_objects);
+	json_u64(j, "listed_bytes", h->listed_bytes);
+	json_u64(j, "listed_dropped", h->listed_dropped);
 	json_u64(j, "kept_releases", h->kept_releases);
 	json_u64(j, "dropped_at_exec", h->dropped_at_exec);
 	json_u64(j, "malformed_events", w->mem_malformed);

@@ -244,6 +244,10 @@ void livemem_text(struct livemem *m, size_t max, int width, const char *eol, uin
 	       ", interior pointer %" PRIu64 ", mismatch %" PRIu64 "); overlapping allocations: %" PRIu64 "%s",
 	       illegal_total(h), h->illegal_counts[HEAP_NEVER_ALLOCATED], h->illegal_counts[HEAP_DOUBLE_FREE],
 	       h->illegal_counts[HEAP_INTERIOR_POINTER], h->illegal_counts[HEAP_MISMATCH], h->overlap_count, eol);
+	if (h->listings)
+		printf("live before tracing began, listed by the program: %" PRIu64 " blocks, %" PRIu64 " bytes%s%s",
+		       h->listed_objects, h->listed_bytes,
+		       h->listings_incomplete ? " (incomplete: its live-block table was full)" : "", eol);
 	if (h->partial)
 		printf("the stream began after the program (at %s): only blocks allocated since are known; released, "
 		       "allocated before: %" PRIu64 " (%" PRIu64 " by realloc)%s",

@@ -741,7 +741,8 @@ static void on_session(struct livesession *ls, const struct wire_frame *f)
 		    "come (unless it was linked with the --wrap interposers)",
 		    ls->pid);
 	else if (ls->mem.on && ls->attach_pid)
-		say(ls, "heap: blocks allocated before the attach are unknown; their releases are counted apart");
+		say(ls, "heap: the program lists the blocks it holds from before the attach when tracing begins, if it "
+		        "keeps a live-block table; without one they are unknown and their releases are counted apart");
 	release_held(ls);
 }
 

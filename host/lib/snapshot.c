@@ -40,6 +40,8 @@ int snapshot_write(FILE *f, struct walk *w, const struct heap *h, const struct s
 	json_u64(j, "bytes_allocated", h->bytes_allocated);
 	json_u64(j, "peak_bytes", h->peak_bytes);
 	json_u64(j, "released_unknown", h->released_unknown);
+	json_u64(j, "listed_objects", h->listed_objects);
+	json_u64(j, "listed_bytes", h->listed_bytes);
 	json_object_end(j);
 	json_array_begin(j, "processes");
 	for (i = 0; i < h->nprocs; i++) {

@@ -182,13 +182,23 @@ enum lp_mem_op {
 	LP_MEM_DELETE = 8,       /* operator delete, every variant */
 	LP_MEM_DELETE_ARRAY = 9, /* operator delete[], every variant */
 	LP_MEM_FOLD = 10,        /* trace only: short-lived blocks folded (memevent.h) */
+	LP_MEM_BASELINE = 11,    /* the end of a heap listing (LP_MEM_BEFORE): ptr = the
+	                          * blocks listed, size = their bytes; with
+	                          * LP_MEM_INCOMPLETE some live blocks were not */
 };
 
 enum lp_mem_flags {
-	LP_MEM_FAILED = 1u << 0, /* the allocation returned no block (ptr 0) */
-	LP_MEM_KEPT = 1u << 1,   /* an illegal release not passed to libc (keep-alive);
-	                          * on a REALLOC: old was not live and was kept,
-	                          * ptr is a fresh block (nothing copied) */
+	LP_MEM_FAILED = 1u << 0,     /* the allocation returned no block (ptr 0) */
+	LP_MEM_KEPT = 1u << 1,       /* an illegal release not passed to libc (keep-alive);
+	                              * on a REALLOC: old was not live and was kept,
+	                              * ptr is a fresh block (nothing copied) */
+	LP_MEM_KNOWN = 1u << 2,      /* a release of a block the runtime's live-block table
+	                              * held (allocated before tracing began, maybe) */
+	LP_MEM_BEFORE = 1u << 3,     /* a live block listed when tracing began (the heap
+	                              * listing): allocated earlier, by the op and the
+	                              * stack given; the record's time is the listing's */
+	LP_MEM_INCOMPLETE = 1u << 4, /* BASELINE: the listing missed live blocks
+	                              * (table full); extended records only */
 };
 
 /* The slot's time is the operation's time (taken before the release is

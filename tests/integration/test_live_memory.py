@@ -59,11 +59,13 @@ class Program:
     """leakloop in signal mode, attachable through the agent; iterations
     run one per SIGUSR1 and are awaited by their "iter K" line."""
 
-    def __init__(self, lp, agent, prog, n, size, mem_lib=True):
+    def __init__(self, lp, agent, prog, n, size, mem_lib=True, table=None):
         libs = [os.path.join(lp.libdir, "liblayerprof.so")]
         if mem_lib:
             libs.append(os.path.join(lp.libdir, "liblayerprof-mem.so"))
         env = dict(os.environ, LD_PRELOAD=":".join(libs), LAYERPROF_ATTACH_DIR=agent.attach_dir)
+        if table is not None:
+            env["LAYERPROF_MEM_TABLE"] = table
         self.p = subprocess.Popen([prog, str(n), str(size), "0"], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, universal_newlines=True)
         tl.started.append(self.p)
@@ -218,71 +220,119 @@ def group_keepalive(lp, build, tmp):
         agent.stop()
 
 
+def take_snapshots(lp, agent, p, tmp, tag, windows):
+    """snapshot --connect once per window, k iterations in each; returns
+    [(file, snapshot, k)]."""
+    snaps = []
+    for k in windows:
+        out = os.path.join(tmp, "%s%d.json" % (tag, len(snaps)))
+        sp = subprocess.Popen([lp.exe, "snapshot", "--connect", agent.addr, "--window", "2s", str(p.pid),
+                               "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+        tl.started.append(sp)
+        err = tl.Lines(sp.stderr)
+        ready = err.wait_for(lambda l: "taking in heap operations" in l, 20)
+        ok = ready is not None and p.step(k)
+        try:
+            rc = sp.wait(30)
+        except subprocess.TimeoutExpired:
+            sp.kill()
+            rc = None
+        err.t.join(5)
+        check(ok and rc == 0, "%s %d: written (%d iterations in its window)" % (tag, len(snaps) + 1, k),
+              "rc %s %s" % (rc, err.text()))
+        try:
+            with open(out) as f:
+                s = json.load(f)
+        except (OSError, ValueError):
+            s = {}
+        snaps.append((out, s, k, err.text()))
+    return snaps
+
+
+def leaky_change(lp, f1, f2):
+    r = lp("memdiff", "--format", "json", f1, f2)
+    try:
+        d = [c for c in json.loads(r.stdout)["sites"] if c["function"] == "leaky"]
+    except (ValueError, KeyError):
+        d = []
+    return (d[0] if len(d) == 1 else None), r.stdout[:500]
+
+
 def group_snapshot(lp, build, tmp):
-    """snapshot --connect twice on a program that never ends: each holds
-    what its window saw, exactly; memdiff shows the growth at leaky; the
-    program runs on; a program without the interposers is refused."""
+    """snapshot --connect twice on a program that never ends.  The program
+    keeps its live-block table (it was started with the agent's attach
+    directory): each snapshot holds the whole heap, the blocks from before
+    the attach listed by the program; memdiff shows the growth at leaky
+    exactly.  With LAYERPROF_MEM_TABLE=0 each holds what its window saw and
+    says so.  The program runs on; one without the interposers is refused."""
     prog = build_leakloop(tmp)
     agent = tl.Agent(build, tmp)
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
-    p = q = None
+    p = q = t0 = None
     try:
-        n, size = 2, 64
+        n, size, before = 2, 64, 6
         p = Program(lp, agent, prog, n, size)
         if not p.attachable:
             skip("snapshot", "the program did not make itself attachable in %s" % agent.attach_dir)
             return
-        check(p.step(6), "snapshot: 6 iterations before the attach")
-        snaps = []
-        for k in (3, 7):
-            out = os.path.join(tmp, "snap%d.json" % len(snaps))
-            sp = subprocess.Popen([lp.exe, "snapshot", "--connect", agent.addr, "--window", "2s", str(p.pid),
-                                   "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  universal_newlines=True)
-            tl.started.append(sp)
-            err = tl.Lines(sp.stderr)
-            ready = err.wait_for(lambda l: "taking in heap operations" in l, 20)
-            ok = ready is not None and p.step(k)
-            try:
-                rc = sp.wait(30)
-            except subprocess.TimeoutExpired:
-                sp.kill()
-                rc = None
-            err.t.join(5)
-            check(ok and rc == 0, "snapshot %d: written (%d iterations in its window)" % (len(snaps) + 1, k),
-                  "rc %s %s" % (rc, err.text()))
-            try:
-                with open(out) as f:
-                    s = json.load(f)
-            except (OSError, ValueError):
-                s = {}
-            snaps.append((out, s, k))
-        (f1, s1, k1), (f2, s2, k2) = snaps
-        for i, (f, s, k) in enumerate(snaps):
+        check(p.step(before), "snapshot: %d iterations before the attach" % before)
+        snaps = take_snapshots(lp, agent, p, tmp, "snapshot", (3, 7))
+        done = before
+        for i, (f, s, k, err) in enumerate(snaps):
+            done += k
             lk, kp = site(s, "leaky"), site(s, "keep")
-            check(s.get("source") == "live" and s.get("partial") is True and "note" in s,
-                  "snapshot %d: a partial live snapshot that says so" % (i + 1), str(s)[:300])
-            check(lk is not None and lk["live_objects"] == n * k and lk["live_bytes"] == n * k * size,
-                  "snapshot %d: leaky has exactly %d x %d live blocks" % (i + 1, k, n), lk)
-            # keep frees the block of 4 iterations before: older than the window for the first 4
-            unknown = min(k, RING)
-            check(s.get("totals", {}).get("released_unknown") == unknown and kp is not None and
-                  kp["live_objects"] == unknown and kp["frees"] == k - unknown,
-                  "snapshot %d: %d releases of blocks from before the window, counted apart" % (i + 1, unknown),
-                  "%s %s" % (s.get("totals"), kp))
-        r = lp("memdiff", "--format", "json", f1, f2)
-        try:
-            d = [c for c in json.loads(r.stdout)["sites"] if c["function"] == "leaky"]
-        except (ValueError, KeyError):
-            d = []
-        check(len(d) == 1 and d[0]["live_objects_change"] == n * (k2 - k1) and
-              d[0]["live_bytes_change"] == n * (k2 - k1) * size,
-              "snapshot: memdiff shows leaky grew by exactly %d blocks" % (n * (k2 - k1)), r.stdout[:500])
+            tot = s.get("totals", {})
+            check(s.get("source") == "live" and s.get("partial") is False and "note" not in s and
+                  s.get("covers_from_ns") == s.get("origin_ns"),
+                  "snapshot %d: a whole-heap snapshot (not partial)" % (i + 1), str(s)[:300])
+            check(lk is not None and lk["live_objects"] == n * done and lk["live_bytes"] == n * done * size and
+                  lk["allocs"] == n * k,
+                  "snapshot %d: leaky has exactly %d x %d live blocks, %d of them allocated in the window" %
+                  (i + 1, done, n, n * k), lk)
+            check(kp is not None and kp["live_objects"] == RING and kp["frees"] == k and
+                  tot.get("released_unknown") == 0,
+                  "snapshot %d: keep holds its ring of %d, every release known" % (i + 1, RING),
+                  "%s %s" % (tot, kp))
+            # the listing: everything live when the window began, exactly
+            # listed: what was live when the window began; of what the
+            # window allocated only leaky's blocks stay beside keep's ring
+            check(tot.get("listed_objects") == tot.get("live_objects", -1) - n * k and
+                  "from before the attach (listed by the program)" in err,
+                  "snapshot %d: the blocks listed are those live before the window" % (i + 1),
+                  "%s | %s" % (tot, err[-300:]))
+        (f1, s1, k1, _), (f2, s2, k2, _) = snaps
+        d, out = leaky_change(lp, f1, f2)
+        check(d is not None and d["live_objects_change"] == n * k2 and d["live_bytes_change"] == n * k2 * size,
+              "snapshot: memdiff shows leaky grew by exactly %d blocks" % (n * k2), out)
         r = lp("memdiff", f1, f2)
-        check(r.returncode == 0 and "cover different streams" in r.stdout,
-              "snapshot: memdiff says the two snapshots cover different windows", r.stdout[:400])
+        check(r.returncode == 0 and "cover different" not in r.stdout,
+              "snapshot: memdiff compares the two whole heaps without a warning", r.stdout[:400])
         check(p.p.poll() is None and p.step(1), "snapshot: the program runs on after both")
+        # without the table: each snapshot holds its window, and says so
+        t0 = Program(lp, agent, prog, n, size, table="0")
+        if t0.attachable and check(t0.step(before), "no table: %d iterations before the attach" % before):
+            snaps = take_snapshots(lp, agent, t0, tmp, "window", (3, 7))
+            for i, (f, s, k, err) in enumerate(snaps):
+                lk, kp = site(s, "leaky"), site(s, "keep")
+                check(s.get("partial") is True and "note" in s and "keeps no live-block table" in err,
+                      "no table: snapshot %d is partial and says why" % (i + 1), "%s %s" % (str(s)[:300], err))
+                check(lk is not None and lk["live_objects"] == n * k and lk["live_bytes"] == n * k * size,
+                      "no table: snapshot %d: leaky has exactly %d x %d live blocks" % (i + 1, k, n), lk)
+                # keep frees the block of 4 iterations before: older than the window for the first 4
+                unknown = min(k, RING)
+                check(s.get("totals", {}).get("released_unknown") == unknown and kp is not None and
+                      kp["live_objects"] == unknown and kp["frees"] == k - unknown,
+                      "no table: snapshot %d: %d releases of blocks from before the window, counted apart" %
+                      (i + 1, unknown), "%s %s" % (s.get("totals"), kp))
+            (f1, s1, k1, _), (f2, s2, k2, _) = snaps
+            d, out = leaky_change(lp, f1, f2)
+            check(d is not None and d["live_objects_change"] == n * (k2 - k1), "no table: memdiff compares windows",
+                  out)
+            r = lp("memdiff", f1, f2)
+            check(r.returncode == 0 and "cover different streams" in r.stdout,
+                  "no table: memdiff says the two snapshots cover different windows", r.stdout[:400])
         # a program without liblayerprof-mem.so: no heap stream, said so
         q = Program(lp, agent, prog, n, size, mem_lib=False)
         if q.attachable:
@@ -294,16 +344,17 @@ def group_snapshot(lp, build, tmp):
         r = lp("snapshot", "--connect", agent.addr, "999999999", "-o", os.path.join(tmp, "none.json"))
         check(r.returncode == 1 and "999999999" in r.stderr, "snapshot: no such process: exit 1", r.stderr)
     finally:
-        for x in (p, q):
+        for x in (p, q, t0):
             if x:
                 x.stop()
         agent.stop()
 
 
 def group_attach(lp, build, tmp):
-    """live --memory --attach mid-run: frees of blocks allocated before the
-    attach are counted apart, never as illegal; what the window allocates
-    is exact; the program runs on after quit."""
+    """live --memory --attach mid-run: the program lists the blocks it holds
+    from before the attach (its live-block table), so the view is the whole
+    heap, exact, with no release counted apart and none illegal; the
+    program runs on after quit."""
     prog = build_leakloop(tmp)
     agent = tl.Agent(build, tmp)
     if not check(agent.ok, "agent starts", agent.err.text()):
@@ -330,14 +381,19 @@ def group_attach(lp, build, tmp):
               live.err.text()[-500:])
         check(tot.get("illegal") == 0 and tot.get("never_allocated") == 0 and not m.get("illegal"),
               "attach: no illegal releases (the blocks freed were allocated before the attach)", tot)
-        check(tot.get("partial") is True and tot.get("released_unknown") == RING and kp and
-              kp["frees"] == k - RING and kp["live_objects"] == RING,
-              "attach: %d releases of blocks from before the attach, counted apart" % RING,
+        check(tot.get("partial") is False and tot.get("released_unknown") == 0 and tot.get("listings") == 1 and
+              tot.get("listings_incomplete") == 0 and kp and kp["frees"] == k and kp["live_objects"] == RING and
+              kp["listed"] == RING,
+              "attach: the heap listed once, completely; keep's %d releases all of known blocks" % k,
               "%s %s" % (tot, kp))
-        check(lk is not None and lk["live_objects"] == n * k and lk["live_bytes"] == n * k * size,
-              "attach: leaky has exactly %d x %d live blocks from the window" % (k, n), lk)
-        check("blocks allocated before the attach are unknown" in live.err.text(),
-              "attach: the session says older blocks are unknown", live.err.text()[-400:])
+        check(lk is not None and lk["live_objects"] == n * (6 + k) and lk["live_bytes"] == n * (6 + k) * size and
+              lk["listed"] == n * 6 and lk["allocs"] == n * k,
+              "attach: leaky has exactly %d x %d live blocks, %d listed from before the attach" % (6 + k, n, n * 6),
+              lk)
+        check(tot.get("listed_objects") == tot.get("live_objects", -1) - n * k,
+              "attach: the blocks listed are those live before the attach", tot)
+        check("lists the blocks it holds from before the attach" in live.err.text(),
+              "attach: the session says the program lists its older blocks", live.err.text()[-400:])
         check(p.p.poll() is None and p.step(1), "attach: the program runs on after the session")
     finally:
         if p:

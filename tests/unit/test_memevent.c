@@ -145,7 +145,7 @@ static void test_malformed(void)
 
 		bad.arg = 0;
 		CHECK_EQ_U64(memevent_parse(&bad, &out), -EBADMSG);
-		bad.arg = LP_MEM_FOLD + 1;
+		bad.arg = LP_MEM_BASELINE + 1;
 		CHECK_EQ_U64(memevent_parse(&bad, &out), -EBADMSG);
 		bad = ev;
 		bad.type = LP_EV_STACK;
