@@ -414,6 +414,7 @@ static void put_heap_totals(FILE *f, struct walk *w, const struct heap *h, const
 	attr_u64(f, "listed-objects", h->listed_objects);
 	attr_u64(f, "listed-bytes", h->listed_bytes);
 	attr_u64(f, "listed-dropped", h->listed_dropped);
+	attr_u64(f, "released-unseen", h->released_unseen);
 	attr_u64(f, "malformed-events", w->mem_malformed);
 	attr_u64(f, "unknown-stacks", w->mem_unknown_stacks);
 	attr_u64(f, "dropped-stacks", w->mem_stacks_dropped);

@@ -476,6 +476,14 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 		return;
 	}
 	f = heapcheck_freed_find(p, ptr);
+	if (f && f->free_ns < h->resumed_ns && op->ns >= h->resumed_ns) {
+		/* released before a pause in tracing: maybe allocated again
+		 * in it */
+		h->released_unknown++;
+		if (release_op == LP_MEM_REALLOC)
+			h->reallocs_unknown++;
+		return;
+	}
 	if (f) {
 		struct heap_block old = { .ptr = f->ptr,
 			                  .size = f->size,
@@ -585,9 +593,13 @@ static void block_alloc(struct heap *h, struct heap_proc *p, const struct heap_o
 	end = op->ptr + (op->size ? op->size : 1);
 	if (end < op->ptr)
 		end = UINT64_MAX;
-	/* every live block the new one overlaps is gone without a release */
+	/* every live block the new one overlaps is gone without a release;
+	 * one from before a pause in tracing was released in the pause */
 	while ((old = blocktree_floor(p->root, end - 1)) && heap_block_end(old) > op->ptr) {
-		heapcheck_overlap(h, p, op, old);
+		if (old->ns < h->resumed_ns && op->ns >= h->resumed_ns)
+			h->released_unseen++;
+		else
+			heapcheck_overlap(h, p, op, old);
 		blocktree_remove(&p->root, old->ptr);
 		live_change(h, p, old, -1, idx, op->ns);
 		blockpool_put(h->pool, old);
@@ -700,6 +712,12 @@ int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_o
 }
 
 /* ---- derived values and queries -------------------------------------- */
+
+void heap_resumed(struct heap *h, uint64_t ns)
+{
+	if (ns > h->resumed_ns)
+		h->resumed_ns = ns;
+}
 
 void heap_set_partial(struct heap *h, uint64_t ns)
 {

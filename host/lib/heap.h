@@ -208,6 +208,8 @@ struct heap {
 	bool partial;
 	uint64_t partial_since_ns; /* when the stream began (0: unknown) */
 	uint64_t released_unknown, reallocs_unknown;
+	uint64_t resumed_ns;      /* heap_resumed: the latest time tracing came on again */
+	uint64_t released_unseen; /* blocks from before a pause a later allocation overlapped */
 	/* heap listings (LP_MEM_BEFORE ... LP_MEM_BASELINE): the runtime's
 	 * live-block table listed when tracing began; complete ones make the
 	 * state whole again (partial cleared) */
@@ -280,6 +282,11 @@ int heap_apply(struct heap *h, uint32_t image, uint32_t pid, const struct heap_o
  * mismatches) are still found.  A trace recorded from the start never
  * calls this. */
 void heap_set_partial(struct heap *h, uint64_t ns);
+/* Tracing was turned on again at ns after a pause: a block released before
+ * ns and released again after may have been allocated again in the pause,
+ * unseen, so that second release counts in released_unknown, not as a
+ * double free. */
+void heap_resumed(struct heap *h, uint64_t ns);
 
 /* Events were lost in a thread of image at ns: the illegal releases and
  * overlaps found in that process afterwards may be only their consequence

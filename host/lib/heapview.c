@@ -332,6 +332,9 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 		        "# released, allocated before tracing began: %llu (%llu by realloc): the stream began after "
 		        "the program, so these are not illegal\n",
 		        (unsigned long long)h->released_unknown, (unsigned long long)h->reallocs_unknown);
+	if (h->released_unseen)
+		fprintf(f, "# released while tracing was off (a later allocation took their place): %llu\n",
+		        (unsigned long long)h->released_unseen);
 	text_illegal(f, w, h, o);
 	if (h->illegal_dropped)
 		fprintf(f, "\n# %llu more distinct illegal releases not shown\n",
@@ -597,6 +600,7 @@ void heapview_json(struct json *j, struct walk *w, const struct heap *h, const s
 	json_u64(j, "listed_objects", h->listed_objects);
 	json_u64(j, "listed_bytes", h->listed_bytes);
 	json_u64(j, "listed_dropped", h->listed_dropped);
+	json_u64(j, "released_unseen", h->released_unseen);
 	json_u64(j, "kept_releases", h->kept_releases);
 	json_u64(j, "dropped_at_exec", h->dropped_at_exec);
 	json_u64(j, "malformed_events", w->mem_malformed);

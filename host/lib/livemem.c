@@ -87,6 +87,12 @@ void livemem_partial(struct livemem *m, uint64_t target_ns)
 		heap_set_partial(&m->h, target_ns);
 }
 
+void livemem_resumed(struct livemem *m, uint64_t host_now)
+{
+	if (m->on)
+		heap_resumed(&m->h, target_now(m, host_now));
+}
+
 void livemem_settle(struct livemem *m, uint64_t host_now)
 {
 	uint64_t now, cut;

@@ -59,6 +59,10 @@ void livemem_fed(struct livemem *m, uint64_t host_now);
  * of a block never seen allocated is not illegal (heap_set_partial).
  * target_ns: when, on the target's clock (0: unknown). */
 void livemem_partial(struct livemem *m, uint64_t target_ns);
+/* Tracing was turned on again (host_now: the host's clock when it asked):
+ * a block released before may have been allocated again while it was off,
+ * so its release now is not a double free (heap_resumed). */
+void livemem_resumed(struct livemem *m, uint64_t host_now);
 
 /* Brings the state up to the target's present minus the horizon (host_now:
  * CLOCK_MONOTONIC of this host) and settles it, before a view. */

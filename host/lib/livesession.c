@@ -260,8 +260,10 @@ int livesession_set_tracing(struct livesession *ls, bool on)
 	int r = livesession_send(ls, LP_FRAME_CONTROL, msg, (size_t)n);
 
 	if (!r && on && !ls->tracing && ls->session) {
-		/* blocks allocated while tracing was off are unknown */
+		/* blocks allocated while tracing was off are unknown, and a
+		 * block released before may have been handed out again */
 		livemem_partial(&ls->mem, 0);
+		livemem_resumed(&ls->mem, livesession_now());
 	}
 	if (!r)
 		ls->tracing = on;
