@@ -8,7 +8,7 @@ the program runs one iteration per SIGUSR1 and prints "iter K", so the
 counts expected are exact.
 
 usage: test_live_memory.py --build BUILD_DIR [GROUP...]
-groups: growing, keepalive, snapshot, attach, resume, cli (default: all)
+groups: growing, keepalive, snapshot, attach, resume, threads, cli (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -476,12 +476,78 @@ def group_resume(lp, build, tmp):
         agent.stop()
 
 
+def group_threads(lp, build, tmp):
+    """snapshot --connect while 3 threads allocate and release without
+    pause: the heap listing runs beside them, and the snapshot, taken once
+    they parked, holds exactly their rings; no release is illegal, no
+    allocation overlaps, nothing is counted twice."""
+    threads, ring = 3, 100
+    prog = os.path.join(tmp, "churnthreads")
+    r = subprocess.run(["gcc", "-g", "-O1", "-pthread", "-fno-omit-frame-pointer",
+                        os.path.join(HERE, "mem", "churnthreads.c"), "-o", prog],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if not check(r.returncode == 0, "threads: churnthreads builds", r.stderr):
+        return
+    agent = tl.Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    proc = None
+    try:
+        libs = [os.path.join(lp.libdir, "liblayerprof.so"), os.path.join(lp.libdir, "liblayerprof-mem.so")]
+        env = dict(os.environ, LD_PRELOAD=":".join(libs), LAYERPROF_ATTACH_DIR=agent.attach_dir)
+        proc = subprocess.Popen([prog, str(threads), str(ring)], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, universal_newlines=True)
+        tl.started.append(proc)
+        out = tl.Lines(proc.stdout)
+        line = out.wait_for(lambda l: l.strip().isdigit(), 10)
+        pid = int(line) if line else None
+        deadline = time.time() + 10
+        while pid and not os.path.exists(os.path.join(agent.attach_dir, str(pid))) and time.time() < deadline:
+            time.sleep(0.05)
+        if not pid or not os.path.exists(os.path.join(agent.attach_dir, str(pid))):
+            skip("threads", "the program did not make itself attachable in %s" % agent.attach_dir)
+            return
+        time.sleep(0.3)  # the threads churn before the attach too
+        live = tl.Live(lp, agent.addr, ["--memory", "--format", "json", "--interval", "100ms", "--attach", str(pid)])
+        ready = live.wait_view(lambda v: v.get("session"), 20)
+        time.sleep(1.0)  # the listing runs while the threads churn
+        os.kill(pid, signal.SIGUSR1)
+        parked = out.wait_for(lambda l: l == "parked", 10)
+        v = live.wait_view(lambda v: (site(mem_of(v), "churn_ring") or {}).get("live_objects") == threads * ring and
+                           v is not ready, 20)
+        time.sleep(0.5)  # nothing comes after the threads parked: the view stays
+        live.say("quit")
+        rc = live.wait(30)
+        m = mem_of(live.final())
+        tot = m.get("totals", {})
+        cr, cp = site(m, "churn_ring"), site(m, "churn_pair")
+        check(ready is not None and parked is not None and v is not None and rc == 0,
+              "threads: attached while the threads ran; they parked; quit ends the session", live.err.text()[-400:])
+        check(tot.get("partial") is False and tot.get("listings") == 1 and tot.get("listings_incomplete") == 0 and
+              tot.get("listed_objects", 0) > 0 and m.get("lost_events") == 0,
+              "threads: the heap listed once, completely, while the threads ran; nothing lost", tot)
+        check(cr is not None and cr["live_objects"] == threads * ring and
+              cr["live_bytes"] == ring * sum(24 + 8 * t for t in range(threads)) and
+              (cp is None or cp["live_objects"] == 0),
+              "threads: exactly the %d x %d ring blocks live, no churn_pair block" % (threads, ring),
+              "%s %s" % (cr, cp))
+        check(tot.get("illegal") == 0 and not m.get("illegal") and tot.get("overlaps") == 0 and
+              tot.get("listed_dropped") == 0,
+              "threads: no illegal release, no overlap", tot)
+    finally:
+        if proc and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        agent.stop()
+
+
 GROUPS = {
     "growing": group_growing,
     "keepalive": group_keepalive,
     "snapshot": group_snapshot,
     "attach": group_attach,
     "resume": group_resume,
+    "threads": group_threads,
     "cli": group_cli,
 }
 
