@@ -257,11 +257,12 @@ static void send_meta(struct session *s, const char *command)
 		snprintf(mem, sizeof(mem), "memory=1\n");
 	n = snprintf(meta, sizeof(meta),
 	             "layerprof=" AGENT_VERSION "\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nsession=%u\npid=%d\n"
-	             "start_monotonic_ns=%llu\nfiltered=0\n%s%s%s%scommand=%s\n",
+	             "start_monotonic_ns=%llu\nfiltered=0\n%s%s%s%s%scommand=%s\n",
 	             u.nodename, u.release, LP_ARCH_NAME,
 	             s->agent->cfg.clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter", s->id, (int)s->pid,
 	             (unsigned long long)clocksync_monotonic_ns(), s->st ? "syscall_arch=" : "",
-	             s->st ? sys_arch_name(sys_arch_native()) : "", s->st ? "\n" : "", mem, command);
+	             s->st ? sys_arch_name(sys_arch_native()) : "", s->st ? "\n" : "",
+	             s->kind == SESSION_STARTED ? "" : "attached=1\n", mem, command);
 	if (n > 0)
 		conn_queue_chunk(c, s->id, LP_CHUNK_META, (const uint8_t *)meta,
 		                 (size_t)n < sizeof(meta) ? (size_t)n : sizeof(meta) - 1, 0);

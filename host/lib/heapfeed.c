@@ -60,6 +60,18 @@ static void apply(struct heapfeed *f, const struct heapfeed_item *it)
 		f->late++;
 	else
 		f->applied_ns = it->ns;
+	if (!f->meta_seen) {
+		char buf[32];
+
+		/* a program attached to had run before: its older blocks are
+		 * unknown (unless it lists them: a complete listing makes the
+		 * state whole).  The trace's META came before any operation. */
+		f->meta_seen = true;
+		if (walk_meta(f->w, "attached", buf, sizeof(buf)) && !strcmp(buf, "1"))
+			heap_set_partial(f->h, walk_meta(f->w, "start_monotonic_ns", buf, sizeof(buf))
+			                           ? strtoull(buf, NULL, 10)
+			                           : 0);
+	}
 	switch (it->kind) {
 	case ITEM_OP: {
 		struct heap_op op = it->op;

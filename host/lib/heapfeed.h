@@ -38,6 +38,7 @@ struct heapfeed {
 	uint32_t *sites;  /* per heap stack: its site + 1, 0 not yet named */
 	uint32_t nsites;
 	bool oom;
+	bool meta_seen; /* the trace's META looked at (attached: partial) */
 };
 
 /* Sets up a feed into h, resolving names with w's symbolizer (both

@@ -350,11 +350,21 @@ def group_snapshot(lp, build, tmp):
         agent.stop()
 
 
+def report_totals(lp, save):
+    r = lp("report", "--memory", "--format", "json", save)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {}
+
+
 def group_attach(lp, build, tmp):
     """live --memory --attach mid-run: the program lists the blocks it holds
     from before the attach (its live-block table), so the view is the whole
-    heap, exact, with no release counted apart and none illegal; the
-    program runs on after quit."""
+    heap, exact, with no release counted apart and none illegal; report of
+    the saved trace agrees.  Without the table (LAYERPROF_MEM_TABLE=0) the
+    releases of older blocks are counted apart, never as illegal, in the
+    view and in report of the saved trace.  The program runs on after quit."""
     prog = build_leakloop(tmp)
     agent = tl.Agent(build, tmp)
     if not check(agent.ok, "agent starts", agent.err.text()):
@@ -362,39 +372,59 @@ def group_attach(lp, build, tmp):
     p = None
     try:
         n, size, k = 3, 40, 6
-        p = Program(lp, agent, prog, n, size)
-        if not p.attachable:
-            skip("attach", "the program did not make itself attachable in %s" % agent.attach_dir)
-            return
-        check(p.step(6), "attach: 6 iterations before the attach")
-        live = tl.Live(lp, agent.addr, ["--memory", "--format", "json", "--interval", "100ms", "--attach",
-                                        str(p.pid)])
-        ready = live.wait_view(lambda v: v.get("session"), 20)  # SESSION came: tracing is on
-        check(ready is not None and p.step(k), "attach: %d iterations while attached" % k, live.err.text())
-        v = live.wait_view(lambda v: (site(mem_of(v), "churn") or {}).get("allocs") == k, 20)
-        live.say("quit")
-        rc = live.wait(30)
-        m = mem_of(live.final())
-        tot = m.get("totals", {})
-        lk, kp = site(m, "leaky"), site(m, "keep")
-        check(v is not None and rc == 0, "attach: the view reaches all %d iterations; quit ends it" % k,
-              live.err.text()[-500:])
-        check(tot.get("illegal") == 0 and tot.get("never_allocated") == 0 and not m.get("illegal"),
-              "attach: no illegal releases (the blocks freed were allocated before the attach)", tot)
-        check(tot.get("partial") is False and tot.get("released_unknown") == 0 and tot.get("listings") == 1 and
-              tot.get("listings_incomplete") == 0 and kp and kp["frees"] == k and kp["live_objects"] == RING and
-              kp["listed"] == RING,
-              "attach: the heap listed once, completely; keep's %d releases all of known blocks" % k,
-              "%s %s" % (tot, kp))
-        check(lk is not None and lk["live_objects"] == n * (6 + k) and lk["live_bytes"] == n * (6 + k) * size and
-              lk["listed"] == n * 6 and lk["allocs"] == n * k,
-              "attach: leaky has exactly %d x %d live blocks, %d listed from before the attach" % (6 + k, n, n * 6),
-              lk)
-        check(tot.get("listed_objects") == tot.get("live_objects", -1) - n * k,
-              "attach: the blocks listed are those live before the attach", tot)
-        check("lists the blocks it holds from before the attach" in live.err.text(),
-              "attach: the session says the program lists its older blocks", live.err.text()[-400:])
-        check(p.p.poll() is None and p.step(1), "attach: the program runs on after the session")
+        for table in (None, "0"):
+            tag = "attach" if table is None else "attach, no table"
+            p = Program(lp, agent, prog, n, size, table=table)
+            if not p.attachable:
+                skip("attach", "the program did not make itself attachable in %s" % agent.attach_dir)
+                return
+            check(p.step(6), "%s: 6 iterations before the attach" % tag)
+            save = os.path.join(tmp, "attach-save-%s" % (table or "table"))
+            live = tl.Live(lp, agent.addr, ["--memory", "--format", "json", "--interval", "100ms", "--save", save,
+                                            "--attach", str(p.pid)])
+            ready = live.wait_view(lambda v: v.get("session"), 20)  # SESSION came: tracing is on
+            check(ready is not None and p.step(k), "%s: %d iterations while attached" % (tag, k), live.err.text())
+            v = live.wait_view(lambda v: (site(mem_of(v), "churn") or {}).get("allocs") == k, 20)
+            live.say("quit")
+            rc = live.wait(30)
+            m = mem_of(live.final())
+            tot = m.get("totals", {})
+            lk, kp = site(m, "leaky"), site(m, "keep")
+            check(v is not None and rc == 0, "%s: the view reaches all %d iterations; quit ends it" % (tag, k),
+                  live.err.text()[-500:])
+            check(tot.get("illegal") == 0 and tot.get("never_allocated") == 0 and not m.get("illegal"),
+                  "%s: no illegal releases (the blocks freed were allocated before the attach)" % tag, tot)
+            rep = report_totals(lp, save)
+            rt = rep.get("totals", {})
+            if table is None:
+                check(tot.get("partial") is False and tot.get("released_unknown") == 0 and
+                      tot.get("listings") == 1 and tot.get("listings_incomplete") == 0 and kp and
+                      kp["frees"] == k and kp["live_objects"] == RING and kp["listed"] == RING,
+                      "attach: the heap listed once, completely; keep's %d releases all of known blocks" % k,
+                      "%s %s" % (tot, kp))
+                check(lk is not None and lk["live_objects"] == n * (6 + k) and
+                      lk["live_bytes"] == n * (6 + k) * size and lk["listed"] == n * 6 and lk["allocs"] == n * k,
+                      "attach: leaky has exactly %d x %d live blocks, %d listed from before the attach" %
+                      (6 + k, n, n * 6), lk)
+                check(tot.get("listed_objects") == tot.get("live_objects", -1) - n * k,
+                      "attach: the blocks listed are those live before the attach", tot)
+                check("lists the blocks it holds from before the attach" in live.err.text(),
+                      "attach: the session says the program lists its older blocks", live.err.text()[-400:])
+            else:
+                check(tot.get("partial") is True and tot.get("released_unknown") == RING and kp and
+                      kp["frees"] == k - RING and kp["live_objects"] == RING and tot.get("listings") == 0,
+                      "%s: %d releases of blocks from before the attach, counted apart" % (tag, RING),
+                      "%s %s" % (tot, kp))
+                check(lk is not None and lk["live_objects"] == n * k and lk["live_bytes"] == n * k * size,
+                      "%s: leaky has exactly %d x %d live blocks from the window" % (tag, k, n), lk)
+            keys = ("partial", "illegal", "released_unknown", "listings", "listed_objects", "live_objects",
+                    "live_bytes", "allocs", "frees")
+            check(rt and all(rt.get(x) == tot.get(x) for x in keys),
+                  "%s: report --memory of the saved trace agrees with the view" % tag,
+                  "%s | %s" % ({x: rt.get(x) for x in keys}, {x: tot.get(x) for x in keys}))
+            check(p.p.poll() is None and p.step(1), "%s: the program runs on after the session" % tag)
+            p.stop()
+            p = None
     finally:
         if p:
             p.stop()
