@@ -471,7 +471,7 @@ LP_EXPORT LP_NOINSTR void lp_mem_forget(uintptr_t p)
 
 /* ---- the heap listing ------------------------------------------------- */
 
-#define LISTING_WAIT_MS 5000u /* at most this long waiting for room in the ring */
+#define LISTING_WAIT_MS 1000u /* at most this long waiting for room in the ring */
 
 struct listing {
 	struct lp_thread *t;
