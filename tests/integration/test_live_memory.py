@@ -8,7 +8,7 @@ the program runs one iteration per SIGUSR1 and prints "iter K", so the
 counts expected are exact.
 
 usage: test_live_memory.py --build BUILD_DIR [GROUP...]
-groups: growing, keepalive, snapshot, attach, resume, threads, cli (default: all)
+groups: growing, keepalive, snapshot, attach, resume, threads, large, cli (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -571,6 +571,38 @@ def group_threads(lp, build, tmp):
         agent.stop()
 
 
+def group_large(lp, build, tmp):
+    """A heap listing larger than the program's ring (150 000 blocks, about
+    600 000 ring slots against 524 288): the listing waits for the agent to
+    take the ring in, nothing is lost, and the snapshot is exact (the
+    window's iteration leaves leaky's blocks and keep's one block beside
+    what was listed)."""
+    prog = build_leakloop(tmp)
+    agent = tl.Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    p = None
+    try:
+        n, size = 150000, 16
+        p = Program(lp, agent, prog, n, size)
+        if not p.attachable:
+            skip("large", "the program did not make itself attachable in %s" % agent.attach_dir)
+            return
+        check(p.step(1), "large: %d blocks leaked before the attach" % n)
+        (f, s, k, err), = take_snapshots(lp, agent, p, tmp, "large", (1,))
+        tot = s.get("totals", {})
+        lk = site(s, "leaky")
+        check(s.get("partial") is False and " 0 events lost" in err, "large: a whole heap, nothing lost",
+              "%s %s" % (tot, err[-300:]))
+        check(lk is not None and lk["live_objects"] == 2 * n and lk["live_bytes"] == 2 * n * size and
+              lk["allocs"] == n and tot.get("listed_objects") == tot.get("live_objects", -1) - n - 1,
+              "large: leaky has exactly %d live blocks, %d of them listed" % (2 * n, n), "%s %s" % (tot, lk))
+    finally:
+        if p:
+            p.stop()
+        agent.stop()
+
+
 GROUPS = {
     "growing": group_growing,
     "keepalive": group_keepalive,
@@ -578,6 +610,7 @@ GROUPS = {
     "attach": group_attach,
     "resume": group_resume,
     "threads": group_threads,
+    "large": group_large,
     "cli": group_cli,
 }
 
