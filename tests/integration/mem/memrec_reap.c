@@ -7,9 +7,10 @@
  *   sigign     fork with SIGCHLD ignored: the kernel reaps it
  *   nocldwait  fork with SA_NOCLDWAIT: the kernel reaps it
  *   fork       fork and waitpid (for a build with the --wrap interposers)
- * The parent exits 0 when each call returned what it should (system and
- * pclose the child's wait status, waitpid ECHILD when the kernel reaped),
- * else 1. */
+ * With argv[2] "linger", the parent then waits 6 s before it exits (the
+ * child's end is to be found while it runs).  The parent exits 0 when each
+ * call returned what it should (system and pclose the child's wait status,
+ * waitpid ECHILD when the kernel reaped), else 1. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +57,13 @@ static int forked(int expect_echild)
 	return waitpid(pid, &status, 0) == pid && status == 3 << 8 ? 0 : 1;
 }
 
+static int linger(int r, int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[2], "linger"))
+		sleep(6);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "system";
@@ -69,18 +77,18 @@ int main(int argc, char **argv)
 	parent_leak();
 	snprintf(cmd, sizeof(cmd), "exec '%s' child", argv[0]);
 	if (!strcmp(how, "system"))
-		return system(cmd) == 3 << 8 ? 0 : 1;
+		return linger(system(cmd) == 3 << 8 ? 0 : 1, argc, argv);
 	if (!strcmp(how, "popen")) {
 		f = popen(cmd, "r");
 		if (!f)
 			return 1;
 		while (fgetc(f) != EOF)
 			;
-		return pclose(f) == 3 << 8 ? 0 : 1;
+		return linger(pclose(f) == 3 << 8 ? 0 : 1, argc, argv);
 	}
 	if (!strcmp(how, "sigign")) {
 		signal(SIGCHLD, SIG_IGN);
-		return forked(1);
+		return linger(forked(1), argc, argv);
 	}
 	if (!strcmp(how, "nocldwait")) {
 		struct sigaction sa;
@@ -89,7 +97,7 @@ int main(int argc, char **argv)
 		sa.sa_handler = SIG_DFL;
 		sa.sa_flags = SA_NOCLDWAIT;
 		sigaction(SIGCHLD, &sa, NULL);
-		return forked(1);
+		return linger(forked(1), argc, argv);
 	}
-	return forked(0);
+	return linger(forked(0), argc, argv);
 }
