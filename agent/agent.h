@@ -17,10 +17,11 @@
 #define AGENT_VERSION "0.1.0"
 #define AGENT_MEM_LIB "liblayerprof-mem.so" /* the heap interposers, beside the runtime */
 #define AGENT_MAPS_MAX 4096u
-#define AGENT_OUT_MAX (64u << 20)        /* queued bytes to the host, at most */
-#define AGENT_OUT_MIN (256u << 10)       /* the smallest LAYERPROFD_TEST_OUT_MAX taken */
-#define AGENT_OUT_HIGH (4u << 20)        /* above this, rings are not drained */
-#define AGENT_HEARTBEAT_NS 1000000000ull /* send one after a second of silence */
+#define AGENT_MEM_FOLD_MAX_NS 3600000000000ull /* START mem_fold: at most an hour */
+#define AGENT_OUT_MAX (64u << 20)              /* queued bytes to the host, at most */
+#define AGENT_OUT_MIN (256u << 10)             /* the smallest LAYERPROFD_TEST_OUT_MAX taken */
+#define AGENT_OUT_HIGH (4u << 20)              /* above this, rings are not drained */
+#define AGENT_HEARTBEAT_NS 1000000000ull       /* send one after a second of silence */
 #define AGENT_PEER_TIMEOUT_NS 5000000000ull
 #define AGENT_FLUSH_NS 100000000ull /* partial chunks go out at least this often, unless the host says */
 #define AGENT_FLUSH_MIN_MS 5u       /* bounds of the host's CONTROL flush_ms */
@@ -50,13 +51,15 @@ struct session_syscalls {
 	struct systrace_config cfg;
 };
 
-/* What a START asked of the memory tracer (keys `memory`, `mem_depth` and
- * `keep_alive`, docs/protocol.md): the program gets liblayerprof-mem.so
- * preloaded beside the runtime, and the LAYERPROF_MEM_* environment. */
+/* What a START asked of the memory tracer (keys `memory`, `mem_depth`,
+ * `keep_alive` and `mem_fold`, docs/protocol.md): the program gets
+ * liblayerprof-mem.so preloaded beside the runtime, and the LAYERPROF_MEM_*
+ * environment; the session's drain folds blocks released within fold_ns. */
 struct session_memory {
 	bool on;
 	bool keep_alive;
-	unsigned depth; /* 0: the runtime's default */
+	unsigned depth;   /* 0: the runtime's default */
+	uint64_t fold_ns; /* 0: no folding */
 };
 
 /* Where a session's heap operations come from, for the host (SESSION

@@ -39,7 +39,7 @@ struct conn *conn_new(struct agent *a, int fd, const char *peer)
 	n = snprintf(hello, sizeof(hello),
 	             "protocol=%d\nagent=layerprofd " AGENT_VERSION "\narch=" LP_ARCH_NAME
 	             "\ncaps=startstop,attach,filters,udp,syscalls%s\nnonce=%s\n",
-	             LP_WIRE_PROTOCOL, a->memlib[0] ? ",memory" : "", nonce_hex);
+	             LP_WIRE_PROTOCOL, a->memlib[0] ? ",memory,mem_fold" : "", nonce_hex);
 	conn_queue(c, LP_FRAME_HELLO, hello, (size_t)n);
 	return c;
 }
@@ -238,6 +238,9 @@ static void send_session(struct conn *c, const struct session *s)
 		              systrace_backend_name(systrace_backend(s->st)), s->sys_why);
 	if ((size_t)n < sizeof(msg))
 		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "memory=%s\n", session_mem_name(s->mem));
+	if ((size_t)n < sizeof(msg) && s->kind == SESSION_STARTED && s->mem_opts.fold_ns)
+		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "mem_fold_ns=%llu\n",
+		              (unsigned long long)s->mem_opts.fold_ns);
 	conn_queue(c, LP_FRAME_SESSION, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
@@ -274,8 +277,8 @@ static int bool_value(const char *key, const char *val, bool *out, char *err, si
 }
 
 /* One memory option of START (docs/protocol.md): `memory`, `mem_depth`,
- * `keep_alive`.  Returns 0, 1 when key is not one of them, or -EINVAL with
- * the reason in err. */
+ * `keep_alive`, `mem_fold`.  Returns 0, 1 when key is not one of them, or
+ * -EINVAL with the reason in err. */
 static int memory_option(struct session_memory *mem, const char *key, const char *val, char *err, size_t errlen)
 {
 	char *end;
@@ -285,6 +288,19 @@ static int memory_option(struct session_memory *mem, const char *key, const char
 		return bool_value(key, val, &mem->on, err, errlen);
 	if (!strcmp(key, "keep_alive"))
 		return bool_value(key, val, &mem->keep_alive, err, errlen);
+	if (!strcmp(key, "mem_fold")) {
+		unsigned long long ns;
+
+		errno = 0;
+		ns = strtoull(val, &end, 10);
+		if (errno || *end || end == val || val[0] == '-' || !ns || ns > AGENT_MEM_FOLD_MAX_NS) {
+			snprintf(err, errlen, "invalid mem_fold '%.64s': 1 to %llu ns", val,
+			         (unsigned long long)AGENT_MEM_FOLD_MAX_NS);
+			return -EINVAL;
+		}
+		mem->fold_ns = ns;
+		return 0;
+	}
 	if (strcmp(key, "mem_depth"))
 		return 1;
 	errno = 0;
@@ -300,8 +316,8 @@ static int memory_option(struct session_memory *mem, const char *key, const char
 /* The memory options, once every option is known. */
 static int memory_check(const struct agent *a, const struct session_memory *mem, char *err, size_t errlen)
 {
-	if (!mem->on && (mem->keep_alive || mem->depth)) {
-		snprintf(err, errlen, "keep_alive and mem_depth need memory=1");
+	if (!mem->on && (mem->keep_alive || mem->depth || mem->fold_ns)) {
+		snprintf(err, errlen, "keep_alive, mem_depth and mem_fold need memory=1");
 		return -EINVAL;
 	}
 	if (mem->on && !a->memlib[0]) {

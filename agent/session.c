@@ -245,14 +245,15 @@ static void send_meta(struct session *s, const char *command)
 
 	if (!c || !conn_ready(c))
 		return;
-	char mem[96] = "";
+	char mem[128] = "";
 
 	uname(&u);
 	/* as record --memory writes it; an attached program's options are
 	 * its own, unknown here */
 	if (s->mem == SESSION_MEM_PRELOADED && s->kind == SESSION_STARTED)
-		snprintf(mem, sizeof(mem), "memory=1\nmem_depth=%u\nmem_keep_alive=%d\n",
-		         s->mem_opts.depth ? s->mem_opts.depth : LP_MEM_DEPTH_DEFAULT, s->mem_opts.keep_alive ? 1 : 0);
+		snprintf(mem, sizeof(mem), "memory=1\nmem_depth=%u\nmem_keep_alive=%d\nmem_fold_ns=%llu\n",
+		         s->mem_opts.depth ? s->mem_opts.depth : LP_MEM_DEPTH_DEFAULT, s->mem_opts.keep_alive ? 1 : 0,
+		         (unsigned long long)s->mem_opts.fold_ns);
 	else if (s->mem == SESSION_MEM_PRELOADED)
 		snprintf(mem, sizeof(mem), "memory=1\n");
 	n = snprintf(meta, sizeof(meta),
@@ -272,6 +273,7 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
                               const struct session_memory *mem, char *err, size_t errlen)
 {
 	struct drain_ops ops = { 0 };
+	struct drain_config cfg;
 	struct session *s = session_new(a, SESSION_STARTED);
 	struct prog_env pe;
 	char cmd[1024] = "";
@@ -294,7 +296,10 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 	ops.map = on_map;
 	if (sys && sys->on)
 		ops.collect = on_collect;
-	s->drain = drain_new(s->dir, &a->cfg, &ops);
+	cfg = a->cfg;
+	if (mem && mem->on)
+		cfg.mem_fold_ns = mem->fold_ns;
+	s->drain = drain_new(s->dir, &cfg, &ops);
 	if (!s->drain) {
 		snprintf(err, errlen, "cannot create session '%s': %s", s->dir, strerror(errno));
 		free(s);

@@ -422,7 +422,7 @@ static int stream_open(struct drain *d, const char *name)
 	s->map_size = (size_t)st.st_size;
 	s->ring_slots = h->ring_chunks * h->chunk_slots;
 	s->tail = atomic_load_explicit((_Atomic uint32_t *)&h->tail, memory_order_acquire);
-	s->exit_status = -1;
+	s->exit_status = DRAIN_EXIT_NONE;
 	s->sys_next = UINT64_MAX;
 	encoder_init(s->enc, h->image, h->pid, h->tid);
 	if (d->cfg.chunk_bytes)
@@ -463,6 +463,8 @@ static int stream_open(struct drain *d, const char *name)
 	d->stats.streams++;
 	if (d->sys)
 		drainsys_bind(d, s);
+	if (!s->final)
+		drainwatch_stream(d, (pid_t)h->pid);
 	unlink(path);
 	return 0;
 }
@@ -746,7 +748,9 @@ static void stream_close(struct stream *s)
 	}
 	if (state == LP_RING_CLOSED)
 		encoder_task(s->enc, ns, LP_TASK_END, 0, NULL, 0, NULL, 0);
-	else if (s->exit_status != -1)
+	else if (s->exit_status == DRAIN_EXIT_UNKNOWN)
+		encoder_task(s->enc, ns, LP_TASK_EXIT, LP_EXIT_STATUS_UNKNOWN, NULL, 0, NULL, 0);
+	else if (s->exit_status != DRAIN_EXIT_NONE)
 		encoder_task(s->enc, ns, LP_TASK_EXIT, (uint64_t)(uint32_t)s->exit_status, NULL, 0, NULL, 0);
 	flush_stream(s);
 	if (s->filtered)
@@ -815,6 +819,10 @@ long drain_poll(struct drain *d)
 	for (i = 0; i < d->nreaped; i++)
 		drain_process_exited(d, d->reaped[i].pid, d->reaped[i].status);
 	d->nreaped = 0;
+	if (t0 - d->last_watch >= DRAIN_RESCAN_NS) {
+		drainwatch_check(d, false);
+		d->last_watch = t0;
+	}
 	if (d->sys)
 		drainsys_after_poll(d, t0);
 	/* syscall records keep the drain as busy as ring events */
@@ -1004,6 +1012,8 @@ int drain_finish(struct drain *d)
 	int n;
 
 	drain_poll(d);
+	/* what was to be drained is: a process gone untold ended unseen */
+	drainwatch_check(d, true);
 	for (i = 0; i < d->nstreams; i++)
 		d->streams[i]->final = true;
 	drain_poll(d);
@@ -1054,6 +1064,7 @@ void drain_free(struct drain *d)
 		memfold_proc_free(d->foldprocs[i].p);
 	free(d->foldprocs);
 	drainsys_free(d);
+	drainwatch_free(d);
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);
 	if (d->filters)

@@ -69,12 +69,16 @@ bool drain_pressure(const struct drain *d);
 /* Hands out every stream's partial chunk now (a live host should not wait
  * for a quiet thread to fill 60 KiB).  Returns 0 or -errno. */
 int drain_flush(struct drain *d);
-/* The process `pid` is gone (wait status `status`): the directory is
- * scanned for its last rings; once drained, they are closed, and a stream
- * of its last image (the main thread's when there is one) ends with a TASK
- * EXIT event; its earlier images (replaced by exec) get none.  The drain
- * also learns this by itself for the children the program reaps
- * (LP_EXT_REAPED records in the reaping thread's ring). */
+/* The process `pid` is gone (wait status `status`, or DRAIN_EXIT_UNKNOWN):
+ * the directory is scanned for its last rings; once drained, they are
+ * closed, and a stream of its last image (the main thread's when there is
+ * one) ends with a TASK EXIT event (LP_EXIT_STATUS_UNKNOWN for an unknown
+ * status); its earlier images (replaced by exec) get none.  The drain also
+ * learns this by itself for the children the program reaps (LP_EXT_REAPED
+ * records in the reaping thread's ring), and, with the status unknown, for
+ * the processes it finds gone without having been told (once a second, see
+ * drainwatch.c; drain_finish looks at them all a last time). */
+#define DRAIN_EXIT_UNKNOWN (-1)
 void drain_process_exited(struct drain *d, pid_t pid, int status);
 /* Drains everything, closes every stream and writes the clock points and
  * the END chunk.  Returns 0 or -errno. */

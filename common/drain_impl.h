@@ -18,8 +18,12 @@
 #define DRAIN_EXITS_MAX 4096u
 #define DRAIN_REAPED_MAX 256u
 
+/* stream.exit_status of a stream that gets no EXIT event */
+#define DRAIN_EXIT_NONE (-2)
+
 struct systhread;
 struct drainsys;
+struct drainwatch;
 
 /* One runtime ring and the stream it feeds. */
 struct stream {
@@ -32,7 +36,8 @@ struct stream {
 	uint64_t dropped_seen;  /* ring->dropped at the last poll */
 	bool final;             /* its process is gone: head will not move */
 	bool closed;
-	int exit_status; /* with final: wait status, or -1 */
+	int exit_status; /* with final: wait status, DRAIN_EXIT_UNKNOWN, or
+	                  * DRAIN_EXIT_NONE (no EXIT event) */
 	struct encoder *enc;
 	struct filter_stream fs;
 	bool filtered;
@@ -84,8 +89,10 @@ struct drain {
 	int notify_fd;
 	bool scan_pending;
 	uint64_t last_scan;
-	struct drainsys *sys; /* NULL until the first syscall record */
-	long sys_polled;      /* syscall records handed in during this poll */
+	struct drainsys *sys;     /* NULL until the first syscall record */
+	long sys_polled;          /* syscall records handed in during this poll */
+	struct drainwatch *watch; /* NULL until the first stream */
+	uint64_t last_watch;      /* time of its last check */
 	int error;
 };
 
@@ -114,5 +121,14 @@ void drainsys_set_chunk_bytes(struct drain *d, uint32_t bytes);
 /* Writes everything left and ends the syscall-only streams. */
 void drainsys_finish(struct drain *d);
 void drainsys_free(struct drain *d);
+
+/* drainwatch.c: processes that end unseen (see there) */
+/* The first stream of process pid opened: it is watched from now. */
+void drainwatch_stream(struct drain *d, pid_t pid);
+/* Ends (drain_process_exited, DRAIN_EXIT_UNKNOWN) the processes with open
+ * streams that are gone: found gone at the check before too, or at any
+ * check when final (every record of the session has been drained). */
+void drainwatch_check(struct drain *d, bool final);
+void drainwatch_free(struct drain *d);
 
 #endif

@@ -63,6 +63,8 @@ static const char live_usage[] =
     "      --mem-depth N     frames per heap call stack (default 16, 1 to 64)\n"
     "      --keep-alive      an illegal release is recorded and kept from libc,\n"
     "                        so the program survives it\n"
+    "      --mem-fold DUR    blocks released within DUR (e.g. 1ms) are only counted\n"
+    "                        per call stack by the agent, as record --mem-fold does\n"
     "      --view VIEW       flat (default), paths, syscalls or memory\n"
     "  -h, --help            this text\n"
     "\n"

@@ -55,6 +55,8 @@ static const char serve_usage[] =
     "      --mem-depth N     live, with --memory: frames per heap call stack (1-64)\n"
     "      --keep-alive      live, with --memory: an illegal free is recorded and not\n"
     "                        passed to libc\n"
+    "      --mem-fold DUR    live, with --memory: blocks released within DUR are only\n"
+    "                        counted per call stack (as record --mem-fold)\n"
     "  -i, --interval DUR    live: push updates to the page every DUR (default 1s)\n"
     "  -o, --save DIR        live: keep the session's trace in DIR (else in a temporary\n"
     "                        directory removed at exit; the exports read it)\n"

@@ -29,9 +29,14 @@
  * between lo and hi bytes it makes is its own, not recorded: the NEW is.
  * operator new is not called under the guard, so that what else happens
  * inside it (the exception object of std::bad_alloc, a new-handler's own
- * work) is recorded as usual. */
+ * work) is recorded as usual.
+ *
+ * reaping: nonzero while a --wrap wait interposer (memreap.c) calls the
+ * real function: the preloaded library's interposer, which that call
+ * reaches when both are in the process, leaves the child's end to it. */
 struct lp_memhook_state {
 	uint8_t guard;
+	uint8_t reaping;
 	size_t new_lo, new_hi;
 };
 

@@ -1,6 +1,6 @@
 # Writes the linker response file for linking a program with the memory
-# tracer's --wrap interposers (`layerprof config --wrap-flags` prints its
-# path): gcc ... -Wl,@<file>.  Run as a script (cmake -P) at build time and
+# tracer's --wrap interposers, of the heap functions and of the wait family
+# (`layerprof config --wrap-flags` prints its path): gcc ... -Wl,@<file>.  Run as a script (cmake -P) at build time and
 # included at install time, with:
 #   OUT      the file to write
 #   ARCHIVE  liblayerprof-memwrap.a
@@ -13,7 +13,8 @@ set(symbols malloc free calloc realloc reallocarray posix_memalign aligned_alloc
   _Zna${M}St11align_val_t _Znw${M}St11align_val_tRKSt9nothrow_t _Zna${M}St11align_val_tRKSt9nothrow_t
   _ZdlPv _ZdaPv _ZdlPv${M} _ZdaPv${M} _ZdlPvRKSt9nothrow_t _ZdaPvRKSt9nothrow_t _ZdlPvSt11align_val_t
   _ZdaPvSt11align_val_t _ZdlPv${M}St11align_val_t _ZdaPv${M}St11align_val_t
-  _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t)
+  _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t
+  wait waitpid wait3 wait4 waitid)
 set(text "")
 foreach(sym ${symbols})
   string(APPEND text "--wrap=${sym}\n")

@@ -8,6 +8,7 @@
 #include "host/lib/escape.h"
 #include "host/lib/export_html.h"
 #include "host/lib/options.h"
+#include "layerprof/format.h"
 
 static const char html_head[] =
     "<!DOCTYPE html>\n"
@@ -776,7 +777,10 @@ static void put_heap_processes(FILE *f, const struct heap *h)
 			fprintf(f, ", forked from image %" PRIu32 " with %" PRIu64 " blocks (%" PRIu64 " bytes)",
 			        p->parent_image, p->inherited_objects, p->inherited_bytes);
 		fprintf(f, ": %" PRIu64 " operations, peak %" PRIu64 " bytes", p->ops, p->peak_bytes);
-		if (p->exited)
+		if (p->exited && p->exit_status == LP_EXIT_STATUS_UNKNOWN)
+			fprintf(f, ", ended (exit status unknown) with %" PRIu64 " blocks (%" PRIu64 " bytes) unfreed",
+			        p->unfreed_objects, p->unfreed_bytes);
+		else if (p->exited)
 			fprintf(f, ", exited (status %" PRIu32 ") with %" PRIu64 " blocks (%" PRIu64 " bytes) unfreed",
 			        p->exit_status, p->unfreed_objects, p->unfreed_bytes);
 		else if (p->execed)

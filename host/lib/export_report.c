@@ -16,6 +16,7 @@
 #include "host/lib/options.h"
 #include "host/lib/reportdata.h"
 #include "host/lib/sysstats.h"
+#include "layerprof/format.h"
 
 /* Output buffer: the documents are written in many small pieces. */
 #define EXPORT_REPORT_BUFFER (1u << 20)
@@ -96,7 +97,9 @@ static void profile_json(FILE *f, struct walk *w, const struct export_report_opt
 		if (s->parent_pid)
 			json_u64(&j, "parent_pid", s->parent_pid);
 		json_bool(&j, "after_exec", s->after_exec);
-		if (s->exited)
+		if (s->exited && s->status == LP_EXIT_STATUS_UNKNOWN)
+			json_null(&j, "exit_status"); /* ended, how is not known */
+		else if (s->exited)
 			json_u64(&j, "exit_status", s->status);
 		json_object_end(&j);
 	}

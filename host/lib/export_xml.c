@@ -9,6 +9,7 @@
 #include "common/systab.h"
 #include "host/lib/escape.h"
 #include "host/lib/export_xml.h"
+#include "layerprof/format.h"
 
 static void attr_str(FILE *f, const char *name, const char *value)
 {
@@ -105,7 +106,9 @@ static void put_threads(FILE *f, const struct walk *w)
 		if (s->parent_pid)
 			attr_u64(f, "parent-pid", s->parent_pid);
 		attr_bool(f, "after-exec", s->after_exec);
-		if (s->exited)
+		if (s->exited && s->status == LP_EXIT_STATUS_UNKNOWN)
+			attr_bool(f, "exit-status-unknown", true);
+		else if (s->exited)
 			attr_u64(f, "exit-status", s->status);
 		attr_bool(f, "selected", s->selected);
 		fputs("/>\n", f);
@@ -555,7 +558,9 @@ static void put_heap_processes(FILE *f, const struct heap *h)
 		attr_u64(f, "inherited-objects", p->inherited_objects);
 		attr_u64(f, "inherited-bytes", p->inherited_bytes);
 		attr_bool(f, "exited", p->exited);
-		if (p->exited)
+		if (p->exited && p->exit_status == LP_EXIT_STATUS_UNKNOWN)
+			attr_bool(f, "exit-status-unknown", true);
+		else if (p->exited)
 			attr_u64(f, "exit-status", p->exit_status);
 		attr_bool(f, "execed", p->execed);
 		attr_u64(f, "unfreed-objects", p->unfreed_objects);

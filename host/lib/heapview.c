@@ -6,6 +6,7 @@
 #include "host/lib/heapview.h"
 #include "host/lib/options.h"
 #include "host/lib/symbolizer.h"
+#include "layerprof/format.h"
 
 /* Frames shown per stack in text. */
 #define HEAPVIEW_TEXT_FRAMES 8u
@@ -356,8 +357,12 @@ void heapview_text(FILE *f, struct walk *w, const struct heap *h, const struct h
 		        (unsigned long long)p->peak_bytes);
 		if (p->exited) {
 			exited++;
-			fprintf(f, ", exited (status %u) with %llu blocks (%llu bytes) unfreed\n", p->exit_status,
-			        (unsigned long long)p->unfreed_objects, (unsigned long long)p->unfreed_bytes);
+			if (p->exit_status == LP_EXIT_STATUS_UNKNOWN)
+				fprintf(f, ", ended (exit status unknown)");
+			else
+				fprintf(f, ", exited (status %u)", p->exit_status);
+			fprintf(f, " with %llu blocks (%llu bytes) unfreed\n", (unsigned long long)p->unfreed_objects,
+			        (unsigned long long)p->unfreed_bytes);
 		} else if (p->execed) {
 			fprintf(f, ", replaced by exec\n");
 		} else {
@@ -550,7 +555,9 @@ static void json_processes(struct json *j, const struct heap *h)
 		json_u64(j, "inherited_objects", p->inherited_objects);
 		json_u64(j, "inherited_bytes", p->inherited_bytes);
 		json_bool(j, "exited", p->exited);
-		if (p->exited)
+		if (p->exited && p->exit_status == LP_EXIT_STATUS_UNKNOWN)
+			json_null(j, "exit_status"); /* ended, how is not known */
+		else if (p->exited)
 			json_u64(j, "exit_status", p->exit_status);
 		json_bool(j, "execed", p->execed);
 		json_u64(j, "unfreed_objects", p->unfreed_objects);

@@ -9,6 +9,7 @@
 
 #include "host/lib/livesession.h"
 #include "host/lib/netclient.h"
+#include "host/lib/options.h"
 #include "runtime/memtrace.h"
 #include "systrace/systrace.h"
 
@@ -74,6 +75,14 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg)
 	case LIVEOPT_KEEP_ALIVE:
 		o->keep_alive = true;
 		break;
+	case LIVEOPT_MEM_FOLD:
+		if (parse_duration(arg, &o->mem_fold_ns) || !o->mem_fold_ns) {
+			fprintf(stderr,
+			        "layerprof %s: invalid --mem-fold '%s': expected a duration such as 500us or 10ms\n",
+			        o->cmd, arg);
+			return -1;
+		}
+		break;
 	default:
 		return 0;
 	}
@@ -96,14 +105,14 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target)
 		fprintf(stderr, "layerprof %s: --syscall-filter needs --syscalls\n", o->cmd);
 		return -EINVAL;
 	}
-	if ((o->mem_depth || o->keep_alive) && !o->memory) {
-		fprintf(stderr, "layerprof %s: --mem-depth and --keep-alive need --memory\n", o->cmd);
+	if ((o->mem_depth || o->keep_alive || o->mem_fold_ns) && !o->memory) {
+		fprintf(stderr, "layerprof %s: --mem-depth, --keep-alive and --mem-fold need --memory\n", o->cmd);
 		return -EINVAL;
 	}
-	if ((o->mem_depth || o->keep_alive) && o->attach_pid) {
+	if ((o->mem_depth || o->keep_alive || o->mem_fold_ns) && o->attach_pid) {
 		fprintf(stderr,
-		        "layerprof %s: --mem-depth and --keep-alive are set when a program starts, not when "
-		        "attaching\n",
+		        "layerprof %s: --mem-depth, --keep-alive and --mem-fold are set when a program starts, not "
+		        "when attaching\n",
 		        o->cmd);
 		return -EINVAL;
 	}
@@ -136,4 +145,5 @@ void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 	ls->memory = o->memory;
 	ls->mem_depth = o->mem_depth;
 	ls->keep_alive = o->keep_alive;
+	ls->mem_fold_ns = o->mem_fold_ns;
 }

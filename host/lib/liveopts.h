@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct livesession;
 
@@ -23,6 +24,7 @@ enum liveopt_code {
 	LIVEOPT_MEMORY,
 	LIVEOPT_MEM_DEPTH,
 	LIVEOPT_KEEP_ALIVE,
+	LIVEOPT_MEM_FOLD,
 };
 
 #define LIVEOPTS_LONG_OPTIONS                                                                                         \
@@ -32,6 +34,7 @@ enum liveopt_code {
 	    { "syscall-filter", required_argument, NULL, LIVEOPT_SYSCALL_FILTER },                                    \
 	    { "memory", no_argument, NULL, LIVEOPT_MEMORY },                                                          \
 	    { "mem-depth", required_argument, NULL, LIVEOPT_MEM_DEPTH },                                              \
+	    { "mem-fold", required_argument, NULL, LIVEOPT_MEM_FOLD },                                                \
 	{                                                                                                             \
 		"keep-alive", no_argument, NULL, LIVEOPT_KEEP_ALIVE                                                   \
 	}
@@ -46,8 +49,9 @@ struct liveopts {
 	bool stopped, udp, memory, keep_alive;
 	const char *syscalls; /* backend, or NULL: no syscall tracing */
 	const char *syscall_filter;
-	unsigned mem_depth; /* 0: the runtime's default */
-	bool any;           /* an option other than --connect was given */
+	unsigned mem_depth;   /* 0: the runtime's default */
+	uint64_t mem_fold_ns; /* --mem-fold; 0: no folding */
+	bool any;             /* an option other than --connect was given */
 };
 
 void liveopts_init(struct liveopts *o, const char *cmd);

@@ -344,6 +344,13 @@ static int send_start_frame(struct livesession *ls)
 			    (size_t)snprintf(opts + olen, sizeof(opts) - olen, "mem_depth=%u%c", ls->mem_depth, '\0');
 		if (ls->keep_alive)
 			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "keep_alive=1%c", '\0');
+		if (ls->mem_fold_ns && !netclient_has_cap(&ls->nc, "mem_fold")) {
+			fail(ls, "the agent at %s does not fold heap blocks (caps %s)", ls->nc.peer, ls->nc.caps);
+			return -EOPNOTSUPP;
+		}
+		if (ls->mem_fold_ns)
+			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "mem_fold=%llu%c",
+			                         (unsigned long long)ls->mem_fold_ns, '\0');
 	}
 	if (ls->attach_pid) {
 		char msg[LIVESESSION_SYSCALL_OPTS_MAX + 32];

@@ -55,6 +55,7 @@ struct livesession {
 	 * with the interposers */
 	bool memory, keep_alive;
 	unsigned mem_depth;
+	uint64_t mem_fold_ns; /* START mem_fold (agent capability mem_fold); 0: none */
 	/* messages about the session for people: the command shows them */
 	void (*say)(void *ctx, const char *msg);
 	void *say_ctx;

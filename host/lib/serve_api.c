@@ -7,6 +7,7 @@
 #include "common/systab.h"
 #include "host/lib/json.h"
 #include "host/lib/serve_api.h"
+#include "layerprof/format.h"
 
 #define HTTP_OK 200
 #define HTTP_BAD_REQUEST 400
@@ -74,7 +75,9 @@ static void put_threads(struct servemodel *m, struct json *j)
 		if (s->parent_pid)
 			json_u64(j, "parent_pid", s->parent_pid);
 		json_bool(j, "after_exec", s->after_exec);
-		if (s->exited)
+		if (s->exited && s->status == LP_EXIT_STATUS_UNKNOWN)
+			json_null(j, "exit_status"); /* ended, how is not known */
+		else if (s->exited)
 			json_u64(j, "exit_status", s->status);
 		json_object_end(j);
 	}
@@ -126,7 +129,9 @@ static void put_processes(struct servemodel *m, struct json *j)
 		json_u64(j, "lost_events", lost);
 		if (s->parent_pid)
 			json_u64(j, "parent_pid", s->parent_pid);
-		if (exited)
+		if (exited && status == LP_EXIT_STATUS_UNKNOWN)
+			json_null(j, "exit_status");
+		else if (exited)
 			json_u64(j, "exit_status", status);
 		json_object_end(j);
 	}

@@ -330,5 +330,9 @@ enum lp_task_kind {
 	LP_TASK_EXIT = 3,  /* arg = wait status (recorder-written, last image of the pid) */
 	LP_TASK_END = 4,   /* thread ended normally */
 };
+/* The value of a TASK EXIT whose process is gone without its wait status
+ * being known (reaped inside the C library or by the kernel): never a wait
+ * status, which fits in 16 bits. */
+#define LP_EXIT_STATUS_UNKNOWN 0xffffffffu
 
 #endif

@@ -8,7 +8,7 @@ the program runs one iteration per SIGUSR1 and prints "iter K", so the
 counts expected are exact.
 
 usage: test_live_memory.py --build BUILD_DIR [GROUP...]
-groups: growing, keepalive, snapshot, attach, resume, threads, large, cli (default: all)
+groups: growing, keepalive, snapshot, attach, resume, threads, large, cli, fold (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -603,6 +603,75 @@ def group_large(lp, build, tmp):
         agent.stop()
 
 
+def group_fold(lp, build, tmp):
+    """--mem-fold in a started session: the agent's drain folds churn's
+    blocks (freed at once) into counts, keeps leaky's (never freed) and
+    keep's (freed 4 iterations, 40 ms, later) one by one; the live heap
+    view counts the folded blocks as report --memory does on the saved
+    trace (and as record --mem-fold does: the first of churn's blocks is
+    not folded).  Without --mem-fold nothing is folded."""
+    for args, what in ((["live", "--mem-fold", "1ms", "--", "true"], "need --memory"),
+                       (["live", "--memory", "--mem-fold", "0", "--", "true"], "invalid --mem-fold"),
+                       (["live", "--memory", "--mem-fold", "soon", "--", "true"], "invalid --mem-fold"),
+                       (["live", "--memory", "--mem-fold", "1ms", "--attach", "1"], "not when attaching"),
+                       (["serve", "--connect", "127.0.0.1:1", "--mem-fold", "1ms"], "need --memory")):
+        r = lp(*args)
+        check(r.returncode == 2 and what in r.stderr, "fold cli: %s: exit 2, '%s'" % (" ".join(args), what),
+              "rc %d %s" % (r.returncode, r.stderr))
+    prog = build_leakloop(tmp)
+    agent = tl.Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    try:
+        iters = 12
+        for fold in ("5ms", None):
+            what = "fold %s" % fold if fold else "no fold"
+            save = os.path.join(tmp, "fold-%s.trace" % (fold or "none"))
+            args = ["--memory", "--format", "json", "--interval", "200ms", "--save", save]
+            if fold:
+                args += ["--mem-fold", fold]
+            live = tl.Live(lp, agent.addr, args + ["--", prog, "2", "64", "10", str(iters)],
+                           stdin=subprocess.DEVNULL)
+            rc = live.wait(30)
+            last = live.final()
+            m = mem_of(last)
+            leaky, churn, keep = site(m, "leaky"), site(m, "churn"), site(m, "keep")
+            if not check(rc == 0 and tl.exited_as(last, (last or {}).get("pid"), {"exit_code": 0}) and
+                         leaky and churn and keep, "%s: the program runs its %d iterations and exits 0" %
+                         (what, iters), "rc %s %s" % (rc, live.err.text()[-600:])):
+                continue
+            # the first release in churn defines its call stack (a STACK
+            # record, which sends the held events out): that block is kept
+            folded = iters - 1 if fold else 0
+            check(counts(churn, "allocs", "frees", "folded", "folded_bytes", "live_objects") ==
+                  (iters, iters, folded, 32 * folded, 0),
+                  "%s: churn's %d blocks: %d folded" % (what, iters, folded), churn)
+            check(counts(leaky, "allocs", "folded", "live_objects", "live_bytes") == (2 * iters, 0, 2 * iters,
+                                                                                       2 * 64 * iters),
+                  "%s: leaky's %d blocks live, none folded" % (what, 2 * iters), leaky)
+            check(counts(keep, "allocs", "frees", "folded", "live_objects") == (iters, iters - RING, 0, RING),
+                  "%s: keep's blocks outlive the fold, none folded" % what, keep)
+            tot = m.get("totals", {})
+            check((tot.get("folded"), tot.get("folded_bytes")) == (folded, 32 * folded) and
+                  tot.get("illegal") == 0 and m.get("lost_events") == 0,
+                  "%s: the totals count %d folded blocks, nothing illegal or lost" % (what, folded), tot)
+            rep = lp("report", "--memory", "--format", "json", save)
+            try:
+                r = json.loads(rep.stdout)
+            except ValueError:
+                r = {}
+            rt = r.get("totals", {})
+            check((rt.get("folded"), rt.get("folded_bytes")) == (tot.get("folded"), tot.get("folded_bytes")) and
+                  counts(site(r, "churn"), "allocs", "folded") == counts(churn, "allocs", "folded"),
+                  "%s: report --memory on the saved trace counts the same" % what, "%s %s" % (rt, rep.stderr))
+    finally:
+        agent.stop()
+
+
+def counts(row, *keys):
+    return tuple((row or {}).get(k) for k in keys)
+
+
 GROUPS = {
     "growing": group_growing,
     "keepalive": group_keepalive,
@@ -612,6 +681,7 @@ GROUPS = {
     "threads": group_threads,
     "large": group_large,
     "cli": group_cli,
+    "fold": group_fold,
 }
 
 

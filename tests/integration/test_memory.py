@@ -395,6 +395,117 @@ def test_child_exit(lp, tmp):
               "memrec_exit %s: totals: 11 blocks unfreed at exit" % how, t)
 
 
+def reap_procs(lp, out, what, n):
+    """The processes of a memrec_reap trace, by image, and the report."""
+    rep, r = lp.memory(out)
+    if not check(rep is not None, "%s: reports" % what, r.stderr):
+        return None, None
+    procs = sorted(rep["processes"], key=lambda p: p["image"])
+    if not check(len(procs) == n, "%s: %d process images" % (what, n), procs):
+        return None, None
+    return procs, rep
+
+
+def test_reaped_unseen(lp, tmp):
+    """mem/memrec_reap.c: children whose end no wait interposer sees (the C
+    library reaps them in system and pclose, the kernel when SIGCHLD is
+    ignored or SA_NOCLDWAIT is set) are ended when the recorder finds them
+    gone, with the exit status unknown, never invented: their blocks are
+    unfreed at their end (3 x 24 of their own, 4 x 40 inherited by a forked
+    one), the parent's 4 x 40 at its own exit (status 0)."""
+    prog = build_own(tmp, os.path.join(MEM, "memrec_reap.c"), "-O2")
+    for how in ("system", "popen"):
+        what = "memrec_reap %s" % how
+        out = os.path.join(tmp, "reap_" + how)
+        r = lp.record(out, prog, how)
+        if not check(r.returncode == 0, "%s: records; %s returned the child's status" % (what, how), r.stderr):
+            continue
+        procs, rep = reap_procs(lp, out, what, 3)
+        if not procs:
+            continue
+        parent, shell, child = procs
+        check(parent["exited"] and parent["exit_status"] == 0 and
+              counts(parent, "unfreed_objects", "unfreed_bytes") == (4, 160),
+              "%s: the parent exits 0 with 4 x 40 bytes unfreed" % what, parent)
+        check(shell["execed"] and not shell["exited"] and shell["pid"] == child["pid"] and
+              shell["live_objects"] == 0, "%s: the shell's image was replaced by exec" % what, shell)
+        check(child["exited"] and child["exit_status"] is None and "parent_image" not in child and
+              counts(child, "live_objects", "unfreed_objects", "unfreed_bytes") == (3, 3, 72),
+              "%s: the child ended, status unknown, its 3 x 24 bytes unfreed" % what, child)
+        check(counts(fn(rep, "child_leak"), "allocs", "unfreed_objects", "unfreed_bytes") == (3, 3, 72),
+              "%s: child_leak's 3 blocks are unfreed at its end" % what, fn(rep, "child_leak"))
+        text = lp("report", "--memory", out).stdout
+        check("process %d (image %d): 3 operations, peak 72 bytes, ended (exit status unknown) with 3 blocks "
+              "(72 bytes) unfreed" % (child["pid"], child["image"]) in text,
+              "%s: the text report says the status is unknown" % what, text[-800:])
+    for how in ("sigign", "nocldwait"):
+        what = "memrec_reap %s" % how
+        out = os.path.join(tmp, "reap_" + how)
+        r = lp.record(out, prog, how)
+        if not check(r.returncode == 0, "%s: records; waitpid got ECHILD" % what, r.stderr):
+            continue
+        procs, rep = reap_procs(lp, out, what, 2)
+        if not procs:
+            continue
+        parent, child = procs
+        check(parent["exited"] and parent["exit_status"] == 0 and
+              counts(parent, "unfreed_objects", "unfreed_bytes") == (4, 160),
+              "%s: the parent exits 0 with 4 x 40 bytes unfreed" % what, parent)
+        check(child.get("parent_image") == parent["image"] and child["exited"] and child["exit_status"] is None and
+              counts(child, "inherited_objects", "unfreed_objects", "unfreed_bytes") == (4, 7, 160 + 72),
+              "%s: the kernel-reaped child ended, status unknown, its 7 blocks unfreed" % what, child)
+        t = rep["totals"]
+        check((t["unfreed_objects"], t["unfreed_bytes"], t["live_objects"]) == (11, 160 + 232, 11),
+              "%s: totals: 11 blocks unfreed at exit, none left live" % what, t)
+        x = lp("report", "--memory", "--format", "xml", out).stdout
+        check(x.count('exit-status-unknown="true"') == 1 and x.count('exit-status="0"') == 1,
+              "%s: the XML says the child's status is unknown" % what, x[-600:])
+    # found while the parent runs on, not only at the end of the recording
+    out = os.path.join(tmp, "reap_linger")
+    rec = subprocess.Popen([lp.exe, "record", "-q", "--memory", "-o", out, "--", prog, "sigign", "linger"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(4.5)
+        rep, r = lp.memory(out)
+        procs = [p for p in (rep or {}).get("processes", []) if p.get("exited")]
+        check(rec.poll() is None and len(procs) == 1 and procs[0]["exit_status"] is None and
+              procs[0]["unfreed_bytes"] >= 72,
+              "memrec_reap sigign linger: the child is ended, status unknown, while the parent runs on",
+              (rep or {}).get("processes", r.stderr))
+    finally:
+        check(rec.wait(timeout=30) == 0, "memrec_reap sigign linger: the recording ends with the program")
+
+
+def test_wrap_reap(lp, tmp):
+    """memrec_reap linked with the --wrap interposers: waitpid is wrapped
+    too, so a forked child's wait status is known (3 << 8), with and without
+    the preloaded interposers as well; a kernel-reaped child still ends with
+    its status unknown."""
+    r = lp("config", "--wrap-flags")
+    if not check(r.returncode == 0, "config --wrap-flags", r.stderr):
+        return
+    prog = os.path.join(tmp, "memrec_reap_wrap")
+    b = run(["gcc", "-g", "-O2", os.path.join(MEM, "memrec_reap.c"), "-o", prog, "-Wl,@" + r.stdout.strip()])
+    if not check(b.returncode == 0, "memrec_reap builds with the --wrap flags", b.stderr):
+        return
+    for how, preload, status in (("fork", False, 3 << 8), ("fork", True, 3 << 8), ("sigign", False, None)):
+        what = "memrec_reap --wrap %s%s" % (how, " (preloaded too)" if preload else "")
+        out = os.path.join(tmp, "wrap_%s_%d" % (how, preload))
+        r = lp("record", "-q", *(["--memory"] if preload else []), "-o", out, "--", prog, how)
+        if not check(r.returncode == 0, "%s: records" % what, r.stderr):
+            continue
+        procs, rep = reap_procs(lp, out, what, 2)
+        if not procs:
+            continue
+        parent, child = procs
+        check(parent["exited"] and parent["exit_status"] == 0 and
+              counts(parent, "unfreed_objects", "unfreed_bytes") == (4, 160),
+              "%s: the parent exits 0 with 4 x 40 bytes unfreed" % what, parent)
+        check(child.get("parent_image") == parent["image"] and child["exited"] and child["exit_status"] == status and
+              counts(child, "unfreed_objects", "unfreed_bytes") == (7, 232),
+              "%s: the child ends with status %s, its 7 blocks unfreed" % (what, status), child)
+
+
 def test_cxx(lp, tmp, progs):
     """mem_cxx: every operator form released by its own family; a throwing
     new counted as failed; each mismatch argument named."""
@@ -703,6 +814,8 @@ def main():
         test_fork(lp, tmp, progs)
         test_exec(lp, tmp)
         test_child_exit(lp, tmp)
+        test_reaped_unseen(lp, tmp)
+        test_wrap_reap(lp, tmp)
         test_cxx(lp, tmp, progs)
         test_mismatch_vs_valgrind(lp, tmp)
         test_badfree(lp, tmp, progs)
