@@ -11,15 +11,12 @@ syscalls_udp
 (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
-import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -29,9 +26,7 @@ import run as it  # noqa: E402  (the builders and expectations of run.py)
 from harness import check, skip  # noqa: E402
 
 WAIT = 60  # seconds any one session may take
-started = []  # every process we start, killed at the end if still there
-
-
+started = harness.started  # every process we start, killed at the end if still there
 
 
 def kill_pid(pid):
@@ -1101,38 +1096,15 @@ GROUPS = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    ap.add_argument("groups", nargs="*", metavar="GROUP", help=", ".join(sorted(GROUPS)))
-    args = ap.parse_args()
-    for g in args.groups:
-        if g not in GROUPS:
-            ap.error("unknown group '%s': %s" % (g, ", ".join(sorted(GROUPS))))
-    build = os.path.abspath(args.build)
-    lp = it.Layerprof(build)
+def setup(build):
     if not os.access(os.path.join(build, "agent", "layerprofd"), os.X_OK):
         skip("live", "no agent at %s/agent/layerprofd" % build)
-        harness.summary()
-        return 0
-    tmp = tempfile.mkdtemp(prefix="layerprof-live-")
-    try:
-        for g in args.groups or sorted(GROUPS):
-            try:
-                GROUPS[g](lp, build, tmp)
-            except Exception as e:  # a broken step fails the group, loudly
-                check(False, "group %s ran to the end" % g, "%s: %s" % (type(e).__name__, e))
-    finally:
-        for p in started:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        if args.keep:
-            print("kept %s" % tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return harness.summary()
+        return None
+    return it.Layerprof(build), build
+
+
+def main():
+    return harness.run_groups(GROUPS, setup, "layerprof-live-")
 
 
 if __name__ == "__main__":
