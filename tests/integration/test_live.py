@@ -63,10 +63,16 @@ class Lines:
             self.done = True
             self.cond.notify_all()
 
-    def wait_for(self, pred, timeout):
-        """The first line for which pred is true, or None after timeout."""
+    def count(self):
+        """How many lines have come so far (a start for wait_for)."""
+        with self.cond:
+            return len(self.lines)
+
+    def wait_for(self, pred, timeout, start=0):
+        """The first line from index start on for which pred is true, or
+        None after timeout."""
         deadline = time.time() + timeout
-        seen = 0
+        seen = start
         with self.cond:
             while True:
                 while seen < len(self.lines):
@@ -76,6 +82,19 @@ class Lines:
                 left = deadline - time.time()
                 if left <= 0 or self.done:
                     return None
+                self.cond.wait(left)
+
+    def wait_count(self, pred, n, timeout):
+        """The lines for which pred is true, once there are n of them (the
+        reader thread may lag behind the process that wrote them), or None
+        after timeout."""
+        deadline = time.time() + timeout
+        with self.cond:
+            while True:
+                got = [line for line in self.lines if pred(line)]
+                left = deadline - time.time()
+                if len(got) >= n or left <= 0 or self.done:
+                    return got if len(got) >= n else None
                 self.cond.wait(left)
 
     def text(self):
@@ -189,6 +208,36 @@ def exited_as(view, pid, exp):
     return False
 
 
+def agent_said(agent, pred, start, timeout=20):
+    """The agent's first log line from index start on for which pred is
+    true, and the CLOCK_MONOTONIC time (ns) by which what it tells had
+    happened: the line's CLOCK_REALTIME stamp, in ms, cut (so plus 1 ms),
+    moved to CLOCK_MONOTONIC by the offset between the two clocks now.
+    (None, None) after timeout."""
+    line = agent.err.wait_for(pred, timeout, start)
+    if line is None:
+        return None, None
+    stamp = line.split(" ", 1)[1].split(":", 1)[0]  # layerprofd[PID] SEC.MS: ...
+    sec, ms = stamp.split(".")
+    offset = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
+    return line, int(sec) * 10**9 + (int(ms) + 1) * 10**6 - offset
+
+
+def entry_times(lp, trace, name):
+    """The times (CLOCK_MONOTONIC ns) of every entry into function name in
+    a trace, from replay --format json; None when replay fails."""
+    r = lp("replay", "--format", "json", trace)
+    if r.returncode != 0 or not r.stdout:
+        return None
+    return sorted(e["time_ns"] for t in json.loads(r.stdout)["threads"] for e in t["events"]
+                  if e["type"] == "entry" and e.get("name") == name)
+
+
+def ms_after(times, t_ns):
+    """The times after t_ns, as ms after it, for a failure's detail."""
+    return ["%.1f" % ((t - t_ns) / 1e6) for t in times if t > t_ns][:5]
+
+
 # ---------------------------------------------------------------- groups
 
 def group_basic(lp, build, tmp):
@@ -272,19 +321,25 @@ def group_control(lp, build, tmp):
         live.say("start")
         v = live.wait_view(lambda v: v["tracing"] and counts(v).get("tick", 0) > 0, 20)
         check(v is not None, "start: ticks arrive", live.err.text())
+        mark = agent.err.count()
         live.say("stop")
         v = live.wait_view(lambda v: not v["tracing"] and counts(v).get("tick", 0) > 0, 20)
         check(v is not None, "stop: the view says tracing is off")
-        time.sleep(1.0)  # what was recorded before the stop is in by now
-        before = counts(live.final()).get("tick", 0)
-        time.sleep(1.0)
-        after = counts(live.final()).get("tick", 0)
-        check(before > 0 and after == before, "stop: no more ticks recorded", "%d then %d" % (before, after))
-        check("ready" not in counts(live.final()), "ready, called before start, is not recorded")
+        # when the agent turned tracing off, by its log: no tick may be
+        # recorded after that, however late the ticks before it arrive
+        said, off_ns = agent_said(agent, lambda l: l.endswith(": tracing off"), mark)
+        check(said is not None, "stop: the agent says it turned tracing off", agent.err.text()[-300:])
+        time.sleep(1.0)  # killme ticks about 1000 times meanwhile
         if pid:
             kill_pid(pid)
         rc = live.wait()
         last = live.final()
+        check("ready" not in counts(last), "ready, called before start, is not recorded")
+        ticks = entry_times(lp, save, "tick")
+        check(ticks and off_ns and len(ticks) == counts(last).get("tick") and ticks[-1] <= off_ns,
+              "stop: no tick recorded after the agent turned tracing off",
+              "%s ticks in the saved trace, %s in the view; ms after the stop: %s"
+              % (ticks and len(ticks), counts(last).get("tick"), ticks and off_ns and ms_after(ticks, off_ns)))
         check(rc == 0 and exited_as(last, pid, {"signal": "SIGKILL"}),
               "the program killed: live ends with exit 0 and says so", "rc %s %s" % (rc, last and last["exited"]))
         check("killed by signal 9" in live.err.text(), "the program killed: message names the signal",
@@ -469,7 +524,9 @@ def group_filters(lp, build, tmp):
         return
     pid = None
     try:
-        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "-F", "tick", "--", km])
+        save = os.path.join(tmp, "live-filters")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "-F", "tick", "--save", save, "--",
+                                     km])
         v = live.wait_view(lambda v: v.get("pid"), 20)
         pid = v and v["pid"]
         check(v and v["filtered"] and v["filters"] == "-F 'tick'", "a filtered session says so", str(v))
@@ -483,17 +540,25 @@ def group_filters(lp, build, tmp):
               "-F tick: only tick is recorded", str(v and counts(v)))
         check(v is not None and all(f["self_ns"] is None for f in v["functions"]),
               "filtered: self time is unknown (null)")
+        mark = agent.err.count()
         live.say("filter -N tick")
-        time.sleep(1.5)
-        before = counts(live.final()).get("tick", 0)
-        time.sleep(1.0)
-        after = counts(live.final()).get("tick", 0)
-        check(after == before, "filter -N tick: no more ticks", "%d then %d" % (before, after))
+        # from the time the agent set the filter, by its log, until the
+        # clear is said, no tick may be recorded
+        said, set_ns = agent_said(agent, lambda l: ": filters: 0 only, 1 excluded" in l, mark)
+        check(said is not None, "filter -N tick: the agent sets the filter", agent.err.text()[-300:])
+        time.sleep(1.0)  # killme ticks about 1000 times meanwhile
+        clear_ns = time.monotonic_ns()
         live.say("filter clear")
         check(live.err.wait_for(lambda l: "filters cleared" in l, 10) is not None, "filter clear")
         live.say("quit")
         rc = live.wait(20)
         check(rc == 0, "filtered session ends with exit 0", live.err.text())
+        ticks = entry_times(lp, save, "tick")
+        between = [t for t in ticks or [] if set_ns and set_ns < t < clear_ns]
+        check(ticks and set_ns and ticks[0] < set_ns and not between,
+              "filter -N tick: no tick recorded while it was in force",
+              "%s ticks in the saved trace; ms after the filter was set: %s"
+              % (ticks and len(ticks), ms_after(between, set_ns) if set_ns else None))
         if pid:
             kill_pid(pid)
         # the text view hides the call tree and says why
