@@ -397,15 +397,17 @@ def group_control(lp, build, tmp):
         if pid:
             kill_pid(pid)
 
-        # --duration ends the session
-        t0 = time.time()
+        # --duration ends the session, on the session's clock, while the
+        # program runs on (killme never ends by itself)
         live = Live(lp, agent.addr, ["--format", "json", "--duration", "1s", "--", km], stdin=subprocess.DEVNULL)
         pid = killme_pid(live)
         if pid:
             pids.append(pid)
         rc = live.wait(20)
-        check(rc == 0 and time.time() - t0 < 10, "--duration 1s ends the session with exit 0",
-              "rc %s after %.1f s" % (rc, time.time() - t0))
+        last = live.final() or {}
+        check(rc == 0 and last.get("final") and last["time_ns"] >= 10**9 and not last["exited"] and
+              pid and os.path.exists("/proc/%d" % pid), "--duration 1s ends the session with exit 0",
+              "rc %s, final view at %s ns, exited %s" % (rc, last.get("time_ns"), last.get("exited")))
         if pid:
             kill_pid(pid)
     finally:
@@ -463,7 +465,8 @@ def group_faults(lp, build, tmp):
         save = os.path.join(tmp, "live-agent-killed")
         live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--", busy,
                                      "4000000000"])
-        v = live.wait_view(lambda v: v["events"] > 0, 20)
+        # calls must have come, not only the program's mappings
+        v = live.wait_view(lambda v: counts(v).get("tiny_a", 0) > 0, 20)
         pid = v and v["pid"]
         agent.p.kill()
         t0 = time.time()
@@ -490,12 +493,17 @@ def group_faults(lp, build, tmp):
     try:
         live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--", km])
         pid = killme_pid(live)
+        live.wait_view(lambda v: counts(v).get("tick", 0) > 0, 20)
         agent.p.send_signal(signal.SIGSTOP)
-        t0 = time.time()
         rc = live.wait(30)
-        took = time.time() - t0
-        check(rc == 1 and "stopped responding" in live.err.text() and 4 <= took < 15,
-              "a silent agent: exit 1 after about 5 s", "rc %s after %.1f s %r" % (rc, took, live.err.text()))
+        # the silence, on the session's clock: the views' time_ns.  What the
+        # agent sent last first shows in view k, so it came after view k-1
+        # was drawn; the final view is drawn when the session gave up.
+        views = [{"time_ns": 0, "events": 0}] + live.views()  # the session's start, then its views
+        k = max([i for i in range(1, len(views)) if views[i]["events"] > views[i - 1]["events"]] or [0])
+        silent = (views[-1]["time_ns"] - views[k - 1]["time_ns"]) / 1e9 if k and views[-1].get("final") else None
+        check(rc == 1 and "stopped responding" in live.err.text() and silent is not None and 5 <= silent < 15,
+              "a silent agent: exit 1 after 5 s of silence", "rc %s after %s s %r" % (rc, silent, live.err.text()))
     finally:
         agent.p.send_signal(signal.SIGCONT)
         if pid:
@@ -861,16 +869,23 @@ def group_queue(lp, build, tmp):
         return
     try:
         argv = [paced, "1000000", "3"]
+        runs = 0
+        paced_line = lambda l: l.startswith("paced: ")  # noqa: E731
         for _ in range(3):  # a loaded machine may make the rings drop some
             live = Live(lp, agent.addr, ["--format", "json", "--"] + argv, stdin=subprocess.DEVNULL)
             rc = live.wait()
+            runs += 1
             clean = live.final()
             if rc == 0 and clean and clean["lost_events"] == 0:
                 break
         if not clean or clean["lost_events"]:
             skip("queue losses", "even an unstalled session lost events here (the machine is too busy)")
             return
-        calls_before = len([l for l in agent.out.text().splitlines() if l.startswith("paced: ")])
+        # paced prints how many calls it made; its line comes through the
+        # agent's output, read by a thread that may lag behind
+        made = agent.out.wait_count(paced_line, runs, 10)
+        if not check(made is not None, "paced reported its calls in the clean run", agent.out.text()[-300:]):
+            return
         live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--"] + argv,
                     stdin=subprocess.DEVNULL)
         live.wait_view(lambda v: v["events"] > 0, 20)
@@ -879,25 +894,28 @@ def group_queue(lp, build, tmp):
         live.p.send_signal(signal.SIGCONT)
         rc = live.wait()
         last = live.final()
-        said = agent.err.wait_for(lambda l: "refused by the full queue" in l, 10)
         if not last or not last["lost_events"]:
             skip("queue losses", "the socket buffers took the whole stall: nothing was refused")
             return
+        said = agent.err.wait_for(lambda l: ("session %d: " % last["session"]) in l and
+                                  "refused by the full queue" in l, 10)
         refused = int(said.split(": ")[-1].split()[0]) if said else -1
         check(rc == 0 and refused > 0, "a stalled host: the agent refuses chunks and logs %d events" % refused,
               agent.err.text()[-300:])
         check(last["lost_events"] >= refused, "live counts the refused events as lost (%d)" % last["lost_events"],
               "agent %d" % refused)
-        # paced prints how many calls it made (two events each); the other
-        # events (main, mappings, task records) are those of the clean run
-        made = [int(l.split()[1]) for l in agent.out.text().splitlines() if l.startswith("paced: ")]
+        # paced made two events per call; the other events (main, mappings,
+        # task records) are those of the clean run
         if last["lost_events"] != refused:
             skip("exact queue loss count", "the rings dropped events too (a busy machine)")
-        elif check(len(made) == calls_before + 1, "paced reported its calls", str(made)):
-            want = 2 * made[-1] + clean["events"] - 2 * made[calls_before - 1]
-            check(last["events"] + last["lost_events"] == want,
-                  "events received + events lost == the events the program made (%d)" % want,
-                  "%d + %d" % (last["events"], last["lost_events"]))
+        else:
+            now = agent.out.wait_count(paced_line, runs + 1, 10)
+            if check(now is not None, "paced reported its calls", agent.out.text()[-300:]):
+                calls = [int(l.split()[1]) for l in now]
+                want = 2 * calls[-1] + clean["events"] - 2 * calls[runs - 1]
+                check(last["events"] + last["lost_events"] == want,
+                      "events received + events lost == the events the program made (%d)" % want,
+                      "%d + %d" % (last["events"], last["lost_events"]))
         check("events lost" in live.err.text(), "live warns about them", live.err.text())
     finally:
         agent.stop()
