@@ -107,17 +107,21 @@ class Agent:
 
     def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET, env=None):
         self.exe = os.path.join(build, "agent", "layerprofd")
-        self.port = free_port(family, listen_host)
         host = "[%s]" % listen_host if ":" in listen_host else listen_host
-        self.addr = "%s:%d" % (host, self.port)
-        self.attach_dir = os.path.join(tmp, "attach-%d" % self.port)
-        self.p = subprocess.Popen([self.exe, "--listen", self.addr, "--attach-dir", self.attach_dir] + list(args),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                  universal_newlines=True, env=env)
-        started.append(self.p)
-        self.out = Lines(self.p.stdout)  # the programs' output (they inherit it)
-        self.err = Lines(self.p.stderr)
-        self.ok = self.err.wait_for(lambda l: "listening on" in l, 10) is not None
+        for _ in range(3):  # another process may take the free port before the agent binds it
+            self.port = free_port(family, listen_host)
+            self.addr = "%s:%d" % (host, self.port)
+            self.attach_dir = os.path.join(tmp, "attach-%d" % self.port)
+            self.p = subprocess.Popen([self.exe, "--listen", self.addr, "--attach-dir", self.attach_dir] +
+                                      list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      stdin=subprocess.DEVNULL, universal_newlines=True, env=env)
+            started.append(self.p)
+            self.out = Lines(self.p.stdout)  # the programs' output (they inherit it)
+            self.err = Lines(self.p.stderr)
+            self.ok = self.err.wait_for(lambda l: "listening on" in l, 10) is not None
+            if self.ok or "Address already in use" not in self.err.text():
+                break
+            self.p.wait()
 
     def stop(self):
         for line in self.out.text().splitlines():
