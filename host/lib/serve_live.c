@@ -688,7 +688,10 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 	ls->say = on_say;
 	ls->say_ctx = sl;
 	servemodel_attach(&sl->m, &ls->w, &ls->prof, &ls->sys, &ls->ops);
-	servemodel_follow_save(&sl->m, &ls->save); /* the timeline reads windows from the saved trace */
+	if (getenv("LAYERPROF_BENCH_NO_TIMELINE"))
+		servemodel_timeline_off(&sl->m); /* bench/serve: what the timeline costs */
+	else
+		servemodel_follow_save(&sl->m, &ls->save); /* the timeline reads windows from the saved trace */
 	sl->model_attached = true;
 	code = livesession_connect(ls);
 	if (code)

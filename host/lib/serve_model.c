@@ -27,7 +27,8 @@ static void on_begin(void *ctx, struct walk_stream *s)
 	if (m->inner.begin)
 		m->inner.begin(m->inner.ctx, s);
 	calltree_begin(&m->tree, s);
-	timeline_begin(&m->tl, s);
+	if (!m->timeline_off)
+		timeline_begin(&m->tl, s);
 }
 
 static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
@@ -47,7 +48,8 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	if (m->inner.exit)
 		m->inner.exit(m->inner.ctx, s, ns, addr, depth, entry_ns, flags);
 	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
-	timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
+	if (!m->timeline_off)
+		timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
 }
 
 static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
@@ -56,7 +58,8 @@ static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t coun
 
 	if (m->inner.lost)
 		m->inner.lost(m->inner.ctx, s, ns, count);
-	timeline_lost(&m->tl, s, ns, count);
+	if (!m->timeline_off)
+		timeline_lost(&m->tl, s, ns, count);
 }
 
 static void on_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
@@ -74,7 +77,8 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 	if (m->inner.syscall)
 		m->inner.syscall(m->inner.ctx, s, sc);
 	calltree_syscall(&m->tree, s, sc);
-	timeline_syscall(&m->tl, s, sc);
+	if (!m->timeline_off)
+		timeline_syscall(&m->tl, s, sc);
 }
 
 /* heap operations and task events: the live session's (its heap state) */
@@ -100,7 +104,8 @@ static void on_end(void *ctx, struct walk_stream *s)
 
 	if (m->inner.end)
 		m->inner.end(m->inner.ctx, s);
-	timeline_end(&m->tl, s);
+	if (!m->timeline_off)
+		timeline_end(&m->tl, s);
 }
 
 static void model_init(struct servemodel *m)
@@ -320,9 +325,14 @@ void servemodel_follow_save(struct servemodel *m, struct livesave *sv)
 	sv->on_chunk_ctx = m;
 }
 
+void servemodel_timeline_off(struct servemodel *m)
+{
+	m->timeline_off = true;
+}
+
 void servemodel_live_settle(struct servemodel *m)
 {
-	if (!m->live)
+	if (!m->live || m->timeline_off)
 		return;
 	timeline_chunk_end(&m->tl, m->w);
 	timeline_live_newest(&m->tl, m->w->last_ns);

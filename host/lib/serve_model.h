@@ -67,6 +67,7 @@ struct servemodel {
 	/* a live session's own callbacks, called before the model's */
 	struct walk_ops inner;
 	bool live;
+	bool timeline_off; /* live: the timeline is not fed (servemodel_timeline_off) */
 	/* the flat profile, collected after the pass (again when stale) */
 	struct profile_rows rows;
 	bool rows_valid, flame_valid;
@@ -103,6 +104,14 @@ int servemodel_attach(struct servemodel *m, struct walk *w, struct profile *prof
  * from it; without a saved trace, its windows come from the grid alone.
  * sv must outlive the model. */
 void servemodel_follow_save(struct servemodel *m, struct livesave *sv);
+
+/* Leaves the live model's timeline out: its callbacks are not fed and its
+ * windows stay empty.  Call after servemodel_attach, before the first
+ * event, and instead of servemodel_follow_save.  Only for bench/serve,
+ * which measures the live timeline's cost against a session without it
+ * (`serve --connect` with LAYERPROF_BENCH_NO_TIMELINE set in its
+ * environment). */
+void servemodel_timeline_off(struct servemodel *m);
 
 /* Before a timeline window of a live model: the chunk last fed is indexed
  * and the newest event known.  Does nothing for a trace file. */

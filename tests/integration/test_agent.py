@@ -119,7 +119,7 @@ class Agent:
             cmd += ["--token-file", tok]
         self.logf = open(self.log, "w")
         self.proc = subprocess.Popen(net.target(cmd), stdout=self.logf, stderr=subprocess.STDOUT)
-        time.sleep(0.3)
+        wait_file(self.log, "listening on")  # a slow machine may take a while
 
     def text(self):
         with open(self.log) as f:
@@ -282,11 +282,15 @@ def scn_udp(args):
     import threading
     c, _, _ = connect(args)
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    try:  # past net.core.rmem_max when we may (root), as the host does
+        u.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 8 << 20)
+    except OSError:
+        u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     u.bind((args.host_ip, 0))
     u.settimeout(0.2)
     grams = {}
     stop = threading.Event()
+    last_rx = [time.time()]
 
     def receive():
         while not stop.is_set():
@@ -294,6 +298,7 @@ def scn_udp(args):
                 d = u.recv(70000)
             except socket.timeout:
                 continue
+            last_rx[0] = time.time()
             m, ftype, _, _, seq, length, crc = lpwire.HEADER.unpack(d[:lpwire.HEADER.size])
             payload = d[lpwire.HEADER.size:]
             if m == lpwire.MAGIC and ftype == lpwire.CHUNK and len(payload) == length and \
@@ -306,11 +311,15 @@ def scn_udp(args):
     c.wait_for(lambda t_, p: t_ == lpwire.STATUS and lpwire.kv(p).get("event") == "udp")
     c.start([args.prog] + args.prog_args)
     drain_until_exit(c, timeout=60)
-    time.sleep(0.5)
-    stop.set()
-    t.join()
     udp = [s for s in c.status if s.get("event") == "udp" and "next_seq" in s][-1]
     sent = int(udp["next_seq"])
+    # the datagrams numbered before the exit report may still be on their
+    # way, or waiting for the receiving thread: wait until all came, or
+    # none did for a second (a lossy link)
+    while len(grams) < sent and time.time() - last_rx[0] < 1.0:
+        time.sleep(0.01)
+    stop.set()
+    t.join()
     # the received chunks, in datagram order, after the TCP ones (META first)
     tcp = list(c.chunks)
     c.chunks = [x for x in tcp if x[1][4] == 1] + [(0, grams[k][4:]) for k in sorted(grams)] + \
@@ -527,7 +536,10 @@ def outer(args):
                    LD_PRELOAD=os.path.join(args.build, "runtime", "liblayerprof.so"))
         prog = subprocess.Popen(net.target([km]), env=env, stdout=subprocess.PIPE, universal_newlines=True)
         pid = int(prog.stdout.readline())
-        time.sleep(0.3)
+        wait_path = os.path.join(agent.attach_dir, str(pid))
+        deadline = time.time() + 10
+        while not os.path.exists(wait_path) and time.time() < deadline:  # it registers itself
+            time.sleep(0.01)
         out = run_scenario(net, "attach", tmp, pid=pid)
         prog.wait(timeout=30)
         check(out.get("session"), "attach to a running program by pid", out)

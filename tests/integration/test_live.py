@@ -11,15 +11,12 @@ syscalls_udp
 (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
-import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -29,9 +26,7 @@ import run as it  # noqa: E402  (the builders and expectations of run.py)
 from harness import check, skip  # noqa: E402
 
 WAIT = 60  # seconds any one session may take
-started = []  # every process we start, killed at the end if still there
-
-
+started = harness.started  # every process we start, killed at the end if still there
 
 
 def kill_pid(pid):
@@ -68,10 +63,16 @@ class Lines:
             self.done = True
             self.cond.notify_all()
 
-    def wait_for(self, pred, timeout):
-        """The first line for which pred is true, or None after timeout."""
+    def count(self):
+        """How many lines have come so far (a start for wait_for)."""
+        with self.cond:
+            return len(self.lines)
+
+    def wait_for(self, pred, timeout, start=0):
+        """The first line from index start on for which pred is true, or
+        None after timeout."""
         deadline = time.time() + timeout
-        seen = 0
+        seen = start
         with self.cond:
             while True:
                 while seen < len(self.lines):
@@ -81,6 +82,19 @@ class Lines:
                 left = deadline - time.time()
                 if left <= 0 or self.done:
                     return None
+                self.cond.wait(left)
+
+    def wait_count(self, pred, n, timeout):
+        """The lines for which pred is true, once there are n of them (the
+        reader thread may lag behind the process that wrote them), or None
+        after timeout."""
+        deadline = time.time() + timeout
+        with self.cond:
+            while True:
+                got = [line for line in self.lines if pred(line)]
+                left = deadline - time.time()
+                if len(got) >= n or left <= 0 or self.done:
+                    return got if len(got) >= n else None
                 self.cond.wait(left)
 
     def text(self):
@@ -93,17 +107,21 @@ class Agent:
 
     def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET, env=None):
         self.exe = os.path.join(build, "agent", "layerprofd")
-        self.port = free_port(family, listen_host)
         host = "[%s]" % listen_host if ":" in listen_host else listen_host
-        self.addr = "%s:%d" % (host, self.port)
-        self.attach_dir = os.path.join(tmp, "attach-%d" % self.port)
-        self.p = subprocess.Popen([self.exe, "--listen", self.addr, "--attach-dir", self.attach_dir] + list(args),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                  universal_newlines=True, env=env)
-        started.append(self.p)
-        self.out = Lines(self.p.stdout)  # the programs' output (they inherit it)
-        self.err = Lines(self.p.stderr)
-        self.ok = self.err.wait_for(lambda l: "listening on" in l, 10) is not None
+        for _ in range(3):  # another process may take the free port before the agent binds it
+            self.port = free_port(family, listen_host)
+            self.addr = "%s:%d" % (host, self.port)
+            self.attach_dir = os.path.join(tmp, "attach-%d" % self.port)
+            self.p = subprocess.Popen([self.exe, "--listen", self.addr, "--attach-dir", self.attach_dir] +
+                                      list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      stdin=subprocess.DEVNULL, universal_newlines=True, env=env)
+            started.append(self.p)
+            self.out = Lines(self.p.stdout)  # the programs' output (they inherit it)
+            self.err = Lines(self.p.stderr)
+            self.ok = self.err.wait_for(lambda l: "listening on" in l, 10) is not None
+            if self.ok or "Address already in use" not in self.err.text():
+                break
+            self.p.wait()
 
     def stop(self):
         for line in self.out.text().splitlines():
@@ -194,6 +212,36 @@ def exited_as(view, pid, exp):
     return False
 
 
+def agent_said(agent, pred, start, timeout=20):
+    """The agent's first log line from index start on for which pred is
+    true, and the CLOCK_MONOTONIC time (ns) by which what it tells had
+    happened: the line's CLOCK_REALTIME stamp, in ms, cut (so plus 1 ms),
+    moved to CLOCK_MONOTONIC by the offset between the two clocks now.
+    (None, None) after timeout."""
+    line = agent.err.wait_for(pred, timeout, start)
+    if line is None:
+        return None, None
+    stamp = line.split(" ", 1)[1].split(":", 1)[0]  # layerprofd[PID] SEC.MS: ...
+    sec, ms = stamp.split(".")
+    offset = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
+    return line, int(sec) * 10**9 + (int(ms) + 1) * 10**6 - offset
+
+
+def entry_times(lp, trace, name):
+    """The times (CLOCK_MONOTONIC ns) of every entry into function name in
+    a trace, from replay --format json; None when replay fails."""
+    r = lp("replay", "--format", "json", trace)
+    if r.returncode != 0 or not r.stdout:
+        return None
+    return sorted(e["time_ns"] for t in json.loads(r.stdout)["threads"] for e in t["events"]
+                  if e["type"] == "entry" and e.get("name") == name)
+
+
+def ms_after(times, t_ns):
+    """The times after t_ns, as ms after it, for a failure's detail."""
+    return ["%.1f" % ((t - t_ns) / 1e6) for t in times if t > t_ns][:5]
+
+
 # ---------------------------------------------------------------- groups
 
 def group_basic(lp, build, tmp):
@@ -277,19 +325,25 @@ def group_control(lp, build, tmp):
         live.say("start")
         v = live.wait_view(lambda v: v["tracing"] and counts(v).get("tick", 0) > 0, 20)
         check(v is not None, "start: ticks arrive", live.err.text())
+        mark = agent.err.count()
         live.say("stop")
         v = live.wait_view(lambda v: not v["tracing"] and counts(v).get("tick", 0) > 0, 20)
         check(v is not None, "stop: the view says tracing is off")
-        time.sleep(1.0)  # what was recorded before the stop is in by now
-        before = counts(live.final()).get("tick", 0)
-        time.sleep(1.0)
-        after = counts(live.final()).get("tick", 0)
-        check(before > 0 and after == before, "stop: no more ticks recorded", "%d then %d" % (before, after))
-        check("ready" not in counts(live.final()), "ready, called before start, is not recorded")
+        # when the agent turned tracing off, by its log: no tick may be
+        # recorded after that, however late the ticks before it arrive
+        said, off_ns = agent_said(agent, lambda l: l.endswith(": tracing off"), mark)
+        check(said is not None, "stop: the agent says it turned tracing off", agent.err.text()[-300:])
+        time.sleep(1.0)  # killme ticks about 1000 times meanwhile
         if pid:
             kill_pid(pid)
         rc = live.wait()
         last = live.final()
+        check("ready" not in counts(last), "ready, called before start, is not recorded")
+        ticks = entry_times(lp, save, "tick")
+        check(ticks and off_ns and len(ticks) == counts(last).get("tick") and ticks[-1] <= off_ns,
+              "stop: no tick recorded after the agent turned tracing off",
+              "%s ticks in the saved trace, %s in the view; ms after the stop: %s"
+              % (ticks and len(ticks), counts(last).get("tick"), ticks and off_ns and ms_after(ticks, off_ns)))
         check(rc == 0 and exited_as(last, pid, {"signal": "SIGKILL"}),
               "the program killed: live ends with exit 0 and says so", "rc %s %s" % (rc, last and last["exited"]))
         check("killed by signal 9" in live.err.text(), "the program killed: message names the signal",
@@ -347,15 +401,17 @@ def group_control(lp, build, tmp):
         if pid:
             kill_pid(pid)
 
-        # --duration ends the session
-        t0 = time.time()
+        # --duration ends the session, on the session's clock, while the
+        # program runs on (killme never ends by itself)
         live = Live(lp, agent.addr, ["--format", "json", "--duration", "1s", "--", km], stdin=subprocess.DEVNULL)
         pid = killme_pid(live)
         if pid:
             pids.append(pid)
         rc = live.wait(20)
-        check(rc == 0 and time.time() - t0 < 10, "--duration 1s ends the session with exit 0",
-              "rc %s after %.1f s" % (rc, time.time() - t0))
+        last = live.final() or {}
+        check(rc == 0 and last.get("final") and last["time_ns"] >= 10**9 and not last["exited"] and
+              pid and os.path.exists("/proc/%d" % pid), "--duration 1s ends the session with exit 0",
+              "rc %s, final view at %s ns, exited %s" % (rc, last.get("time_ns"), last.get("exited")))
         if pid:
             kill_pid(pid)
     finally:
@@ -413,7 +469,8 @@ def group_faults(lp, build, tmp):
         save = os.path.join(tmp, "live-agent-killed")
         live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--", busy,
                                      "4000000000"])
-        v = live.wait_view(lambda v: v["events"] > 0, 20)
+        # calls must have come, not only the program's mappings
+        v = live.wait_view(lambda v: counts(v).get("tiny_a", 0) > 0, 20)
         pid = v and v["pid"]
         agent.p.kill()
         t0 = time.time()
@@ -440,12 +497,17 @@ def group_faults(lp, build, tmp):
     try:
         live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--", km])
         pid = killme_pid(live)
+        live.wait_view(lambda v: counts(v).get("tick", 0) > 0, 20)
         agent.p.send_signal(signal.SIGSTOP)
-        t0 = time.time()
         rc = live.wait(30)
-        took = time.time() - t0
-        check(rc == 1 and "stopped responding" in live.err.text() and 4 <= took < 15,
-              "a silent agent: exit 1 after about 5 s", "rc %s after %.1f s %r" % (rc, took, live.err.text()))
+        # the silence, on the session's clock: the views' time_ns.  What the
+        # agent sent last first shows in view k, so it came after view k-1
+        # was drawn; the final view is drawn when the session gave up.
+        views = [{"time_ns": 0, "events": 0}] + live.views()  # the session's start, then its views
+        k = max([i for i in range(1, len(views)) if views[i]["events"] > views[i - 1]["events"]] or [0])
+        silent = (views[-1]["time_ns"] - views[k - 1]["time_ns"]) / 1e9 if k and views[-1].get("final") else None
+        check(rc == 1 and "stopped responding" in live.err.text() and silent is not None and 5 <= silent < 15,
+              "a silent agent: exit 1 after 5 s of silence", "rc %s after %s s %r" % (rc, silent, live.err.text()))
     finally:
         agent.p.send_signal(signal.SIGCONT)
         if pid:
@@ -474,7 +536,9 @@ def group_filters(lp, build, tmp):
         return
     pid = None
     try:
-        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "-F", "tick", "--", km])
+        save = os.path.join(tmp, "live-filters")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "-F", "tick", "--save", save, "--",
+                                     km])
         v = live.wait_view(lambda v: v.get("pid"), 20)
         pid = v and v["pid"]
         check(v and v["filtered"] and v["filters"] == "-F 'tick'", "a filtered session says so", str(v))
@@ -488,17 +552,25 @@ def group_filters(lp, build, tmp):
               "-F tick: only tick is recorded", str(v and counts(v)))
         check(v is not None and all(f["self_ns"] is None for f in v["functions"]),
               "filtered: self time is unknown (null)")
+        mark = agent.err.count()
         live.say("filter -N tick")
-        time.sleep(1.5)
-        before = counts(live.final()).get("tick", 0)
-        time.sleep(1.0)
-        after = counts(live.final()).get("tick", 0)
-        check(after == before, "filter -N tick: no more ticks", "%d then %d" % (before, after))
+        # from the time the agent set the filter, by its log, until the
+        # clear is said, no tick may be recorded
+        said, set_ns = agent_said(agent, lambda l: ": filters: 0 only, 1 excluded" in l, mark)
+        check(said is not None, "filter -N tick: the agent sets the filter", agent.err.text()[-300:])
+        time.sleep(1.0)  # killme ticks about 1000 times meanwhile
+        clear_ns = time.monotonic_ns()
         live.say("filter clear")
         check(live.err.wait_for(lambda l: "filters cleared" in l, 10) is not None, "filter clear")
         live.say("quit")
         rc = live.wait(20)
         check(rc == 0, "filtered session ends with exit 0", live.err.text())
+        ticks = entry_times(lp, save, "tick")
+        between = [t for t in ticks or [] if set_ns and set_ns < t < clear_ns]
+        check(ticks and set_ns and ticks[0] < set_ns and not between,
+              "filter -N tick: no tick recorded while it was in force",
+              "%s ticks in the saved trace; ms after the filter was set: %s"
+              % (ticks and len(ticks), ms_after(between, set_ns) if set_ns else None))
         if pid:
             kill_pid(pid)
         # the text view hides the call tree and says why
@@ -747,6 +819,36 @@ def group_paths(lp, build, tmp):
         agent.stop()
 
 
+def udp_rcvbuf_errors():
+    """Datagrams this network namespace's kernel dropped so far because a
+    socket's receive buffer was full (Udp RcvbufErrors, /proc/net/snmp)."""
+    with open("/proc/net/snmp") as f:
+        rows = [line.split() for line in f if line.startswith("Udp:")]
+    return int(rows[1][rows[0].index("RcvbufErrors")])
+
+
+def udp_tries(run, tries=3):
+    """Runs a --udp session, run(attempt) -> (rc, final view, ...), again
+    (up to tries times) while the host's own kernel dropped datagrams during
+    it for lack of receive buffer: a host too slow for the buffer it got,
+    whose loss is counted but says nothing about the channel.  Loss that
+    the receive buffer does not explain is not retried.  Returns the last
+    run's result and how many datagrams the buffer dropped during it."""
+    for attempt in range(tries):
+        before = udp_rcvbuf_errors()
+        res = run(attempt)
+        dropped = udp_rcvbuf_errors() - before
+        lost = (((res[1] or {}).get("udp") or {}).get("lost_datagrams") or 0)
+        if not lost or dropped < lost:
+            break
+    return res, dropped if lost else 0
+
+
+def skip_overflow(what, last, dropped):
+    skip(what, "the host's receive buffer (%s bytes) overflowed in every try, %d datagrams dropped the last time"
+         % (((last or {}).get("udp") or {}).get("rcvbuf"), dropped))
+
+
 def group_udp(lp, build, tmp):
     """--udp over loopback: the events come by datagram, exactly; a TCP-only
     session has no UDP counts.  (Loss over UDP is induced and counted in
@@ -756,27 +858,34 @@ def group_udp(lp, build, tmp):
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
     try:
-        save = os.path.join(tmp, "live-udp")
-        live = Live(lp, agent.addr, ["--format", "json", "--udp", "--save", save, "--", b.prog("recursion")],
-                    stdin=subprocess.DEVNULL)
-        rc = live.wait()
-        last = live.final()
+        def session(attempt):
+            save = os.path.join(tmp, "live-udp-%d" % attempt)
+            live = Live(lp, agent.addr, ["--format", "json", "--udp", "--save", save, "--", b.prog("recursion")],
+                        stdin=subprocess.DEVNULL)
+            rc = live.wait()
+            return rc, live.final(), live.err.text(), save
+
+        (rc, last, err, save), dropped = udp_tries(session)
         u = (last or {}).get("udp") or {}
-        check(rc == 0 and counts(last) == {"main": 1, "fib": 1973}, "--udp: exact counts", live.err.text())
-        check(u.get("datagrams", 0) > 0 and u.get("lost_datagrams") == 0 and u.get("lost_events") == 0 and
-              u.get("events") == u.get("sent_events") == last["events"],
-              "--udp: every event came by datagram, none lost", str(u))
-        rep, r = report_counts(lp, save)
-        check(rep is not None and counts(rep) == counts(last), "--udp: the saved trace agrees", r.stderr)
+        if dropped:
+            skip_overflow("--udp over loopback", last, dropped)
+        else:
+            check(rc == 0 and counts(last) == {"main": 1, "fib": 1973}, "--udp: exact counts", err)
+            check(u.get("datagrams", 0) > 0 and u.get("lost_datagrams") == 0 and u.get("lost_events") == 0 and
+                  u.get("events") == u.get("sent_events") == last["events"],
+                  "--udp: every event came by datagram, none lost", str(u))
+            rep, r = report_counts(lp, save)
+            check(rep is not None and counts(rep) == counts(last), "--udp: the saved trace agrees", r.stderr)
         live = Live(lp, agent.addr, ["--format", "json", "--", b.prog("recursion")], stdin=subprocess.DEVNULL)
         live.wait()
         check((live.final() or {}).get("udp", 0) is None, "without --udp: udp is null")
         # the flush period: a quarter of --interval by default, or --flush
         for args, ms in ((["--interval", "100ms"], 25), (["--flush", "10ms"], 10), (["--interval", "10s"], 1000)):
+            mark = agent.err.count()
             live = Live(lp, agent.addr, ["--format", "json"] + args + ["--", b.prog("recursion")],
                         stdin=subprocess.DEVNULL)
             rc = live.wait()
-            said = agent.err.wait_for(lambda l: "partial chunks flushed every %d ms" % ms in l, 10)
+            said = agent.err.wait_for(lambda l: "partial chunks flushed every %d ms" % ms in l, 10, mark)
             check(rc == 0 and said is not None, "live %s: the agent flushes every %d ms" % (" ".join(args), ms),
                   agent.err.text()[-300:])
         for bad in ("1ms", "2s", "soon"):
@@ -801,16 +910,23 @@ def group_queue(lp, build, tmp):
         return
     try:
         argv = [paced, "1000000", "3"]
+        runs = 0
+        paced_line = lambda l: l.startswith("paced: ")  # noqa: E731
         for _ in range(3):  # a loaded machine may make the rings drop some
             live = Live(lp, agent.addr, ["--format", "json", "--"] + argv, stdin=subprocess.DEVNULL)
             rc = live.wait()
+            runs += 1
             clean = live.final()
             if rc == 0 and clean and clean["lost_events"] == 0:
                 break
         if not clean or clean["lost_events"]:
             skip("queue losses", "even an unstalled session lost events here (the machine is too busy)")
             return
-        calls_before = len([l for l in agent.out.text().splitlines() if l.startswith("paced: ")])
+        # paced prints how many calls it made; its line comes through the
+        # agent's output, read by a thread that may lag behind
+        made = agent.out.wait_count(paced_line, runs, 10)
+        if not check(made is not None, "paced reported its calls in the clean run", agent.out.text()[-300:]):
+            return
         live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--"] + argv,
                     stdin=subprocess.DEVNULL)
         live.wait_view(lambda v: v["events"] > 0, 20)
@@ -819,25 +935,28 @@ def group_queue(lp, build, tmp):
         live.p.send_signal(signal.SIGCONT)
         rc = live.wait()
         last = live.final()
-        said = agent.err.wait_for(lambda l: "refused by the full queue" in l, 10)
         if not last or not last["lost_events"]:
             skip("queue losses", "the socket buffers took the whole stall: nothing was refused")
             return
+        said = agent.err.wait_for(lambda l: ("session %d: " % last["session"]) in l and
+                                  "refused by the full queue" in l, 10)
         refused = int(said.split(": ")[-1].split()[0]) if said else -1
         check(rc == 0 and refused > 0, "a stalled host: the agent refuses chunks and logs %d events" % refused,
               agent.err.text()[-300:])
         check(last["lost_events"] >= refused, "live counts the refused events as lost (%d)" % last["lost_events"],
               "agent %d" % refused)
-        # paced prints how many calls it made (two events each); the other
-        # events (main, mappings, task records) are those of the clean run
-        made = [int(l.split()[1]) for l in agent.out.text().splitlines() if l.startswith("paced: ")]
+        # paced made two events per call; the other events (main, mappings,
+        # task records) are those of the clean run
         if last["lost_events"] != refused:
             skip("exact queue loss count", "the rings dropped events too (a busy machine)")
-        elif check(len(made) == calls_before + 1, "paced reported its calls", str(made)):
-            want = 2 * made[-1] + clean["events"] - 2 * made[calls_before - 1]
-            check(last["events"] + last["lost_events"] == want,
-                  "events received + events lost == the events the program made (%d)" % want,
-                  "%d + %d" % (last["events"], last["lost_events"]))
+        else:
+            now = agent.out.wait_count(paced_line, runs + 1, 10)
+            if check(now is not None, "paced reported its calls", agent.out.text()[-300:]):
+                calls = [int(l.split()[1]) for l in now]
+                want = 2 * calls[-1] + clean["events"] - 2 * calls[runs - 1]
+                check(last["events"] + last["lost_events"] == want,
+                      "events received + events lost == the events the program made (%d)" % want,
+                      "%d + %d" % (last["events"], last["lost_events"]))
         check("events lost" in live.err.text(), "live warns about them", live.err.text())
     finally:
         agent.stop()
@@ -1016,7 +1135,11 @@ def group_syscalls_udp(lp, build, tmp):
     try:
         for backend in usable:
             what = "--udp --syscalls=" + backend
-            rc, last, err, save = live_writer(lp, agent, tmp, writer, backend, "udp-" + backend, "--udp")
+            (rc, last, err, save), dropped = udp_tries(
+                lambda attempt: live_writer(lp, agent, tmp, writer, backend, "udp-%s-%d" % (backend, attempt), "--udp"))
+            if dropped:
+                skip_overflow(what, last, dropped)
+                continue
             if not check(rc == 0 and last and last["final"], "%s: the session ends with exit 0" % what,
                          "rc %s, stderr %s" % (rc, err)):
                 continue
@@ -1049,6 +1172,7 @@ def group_syscalls_udp(lp, build, tmp):
         calls = 1000000
         for attempt in range(3):  # whether the buffers overflow depends on the machine's load
             save = os.path.join(tmp, "live-sys-udp-flood-%d" % attempt)
+            before = udp_rcvbuf_errors()
             live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--udp",
                                          "--syscalls=tracepoint", "--syscall-filter", "getppid", "--save", save,
                                          "--", spin, str(calls)], stdin=subprocess.DEVNULL)
@@ -1058,8 +1182,15 @@ def group_syscalls_udp(lp, build, tmp):
                          live.err.text()):
                 return
             lost = last["lost_events"]
-            if lost:
+            # datagrams the host's own receive buffer dropped (a slow host):
+            # counted, but this is about the kernel's buffers; try again
+            dropped = udp_rcvbuf_errors() - before
+            overflow = (last.get("udp") or {}).get("lost_datagrams") and dropped >= last["udp"]["lost_datagrams"]
+            if lost and not overflow:
                 break
+        if overflow:
+            skip_overflow("live --udp --syscalls losses", last, dropped)
+            return
         if not lost:
             skip("live --udp --syscalls losses", "this machine kept up with %d getppid calls, 3 times" % calls)
             return
@@ -1101,38 +1232,15 @@ GROUPS = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    ap.add_argument("groups", nargs="*", metavar="GROUP", help=", ".join(sorted(GROUPS)))
-    args = ap.parse_args()
-    for g in args.groups:
-        if g not in GROUPS:
-            ap.error("unknown group '%s': %s" % (g, ", ".join(sorted(GROUPS))))
-    build = os.path.abspath(args.build)
-    lp = it.Layerprof(build)
+def setup(build):
     if not os.access(os.path.join(build, "agent", "layerprofd"), os.X_OK):
         skip("live", "no agent at %s/agent/layerprofd" % build)
-        harness.summary()
-        return 0
-    tmp = tempfile.mkdtemp(prefix="layerprof-live-")
-    try:
-        for g in args.groups or sorted(GROUPS):
-            try:
-                GROUPS[g](lp, build, tmp)
-            except Exception as e:  # a broken step fails the group, loudly
-                check(False, "group %s ran to the end" % g, "%s: %s" % (type(e).__name__, e))
-    finally:
-        for p in started:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        if args.keep:
-            print("kept %s" % tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return harness.summary()
+        return None
+    return it.Layerprof(build), build
+
+
+def main():
+    return harness.run_groups(GROUPS, setup, "layerprof-live-")
 
 
 if __name__ == "__main__":

@@ -226,7 +226,7 @@ def take_snapshots(lp, agent, p, tmp, tag, windows):
     snaps = []
     for k in windows:
         out = os.path.join(tmp, "%s%d.json" % (tag, len(snaps)))
-        sp = subprocess.Popen([lp.exe, "snapshot", "--connect", agent.addr, "--window", "2s", str(p.pid),
+        sp = subprocess.Popen([lp.exe, "snapshot", "--connect", agent.addr, "--window", "3s", str(p.pid),
                                "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True)
         tl.started.append(sp)
@@ -685,42 +685,19 @@ GROUPS = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    ap.add_argument("groups", nargs="*", metavar="GROUP", help=", ".join(sorted(GROUPS)))
-    args = ap.parse_args()
-    for g in args.groups:
-        if g not in GROUPS:
-            ap.error("unknown group '%s': %s" % (g, ", ".join(sorted(GROUPS))))
-    build = os.path.abspath(args.build)
+def setup(build):
     lp = it.Layerprof(build)
     if not os.access(os.path.join(build, "agent", "layerprofd"), os.X_OK):
         skip("live memory", "no agent at %s/agent/layerprofd" % build)
-        harness.summary()
-        return 0
+        return None
     if not os.access(os.path.join(lp.libdir, "liblayerprof-mem.so"), os.R_OK):
         skip("live memory", "no liblayerprof-mem.so in %s" % lp.libdir)
-        harness.summary()
-        return 0
-    tmp = tempfile.mkdtemp(prefix="layerprof-livemem-")
-    try:
-        for g in args.groups or sorted(GROUPS):
-            try:
-                GROUPS[g](lp, build, tmp)
-            except Exception as e:  # a broken step fails the group, loudly
-                check(False, "group %s ran to the end" % g, "%s: %s" % (type(e).__name__, e))
-    finally:
-        for p in tl.started:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        if args.keep:
-            print("kept %s" % tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return harness.summary()
+        return None
+    return lp, build
+
+
+def main():
+    return harness.run_groups(GROUPS, setup, "layerprof-livemem-")
 
 
 if __name__ == "__main__":

@@ -267,9 +267,13 @@ def group_security(lp, b, tmp):
         check(st is None, "too many connections: the next one is not served", st)
         for s in socks:
             s.close()
-        time.sleep(0.5)
-        st, _, _ = get(srv.port, "/api/summary")
-        check(st == 200, "after those close, requests are served again", st)
+
+        def served():  # once the server has seen the closes (a slow one takes a while)
+            try:
+                return get(srv.port, "/api/summary")[0] == 200
+            except (OSError, http.client.HTTPException):
+                return False
+        check(wait_until(served, 20), "after those close, requests are served again")
         check(srv.p.poll() is None, "the server is still running")
     finally:
         srv.stop()
@@ -412,9 +416,11 @@ def group_live(lp, b, tmp, br, build):
         st, _, body = get(srv.port, "/api/live/filter", method="POST", body=b"-F tick",
                           headers={"X-Layerprof": "1"})
         check(st == 200, "filter -F tick: accepted", body)
-        time.sleep(0.5)
-        _, _, body = get(srv.port, "/api/live")
-        check("tick" in json.loads(body)["filters"], "/api/live shows the filter in force", body[:300])
+
+        def filter_shown():  # the names become addresses on the program's mappings: a moment
+            live = get(srv.port, "/api/live")[2]
+            return "tick" in json.loads(live)["filters"]
+        check(wait_until(filter_shown, 20), "/api/live shows the filter in force", get(srv.port, "/api/live")[2][:300])
         st, _, body = get(srv.port, "/api/live/period", method="POST", body=b"5ms", headers={"X-Layerprof": "1"})
         check(st == 400, "a period under 100 ms is refused", st)
         st, _, body = get(srv.port, "/api/live/launch", method="POST", body=km.encode(),

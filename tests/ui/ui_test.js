@@ -232,7 +232,8 @@ async function scenarioTrace(page) {
   });
   await page.mouse.move(cv.x, cv.y);
   await page.mouse.wheel(0, -400);
-  await sleep(600);
+  /* the new window is fetched and drawn: a slow machine takes a while */
+  await waitFor(async () => (await page.textContent('#tl-status')) !== status1, 10000);
   const status2 = await page.textContent('#tl-status');
   check(status2 !== status1, 'timeline: the wheel zooms too', status2);
   /* pan by dragging */
@@ -240,7 +241,7 @@ async function scenarioTrace(page) {
   await page.mouse.down();
   await page.mouse.move(cv.x + 200, cv.y, { steps: 4 });
   await page.mouse.up();
-  await sleep(600);
+  await waitFor(async () => (await page.textContent('#tl-status')) !== status2, 10000);
   const status3 = await page.textContent('#tl-status');
   check(status3 !== status2, 'timeline: dragging pans the window', status3);
   const mode = await page.$eval('#tl-status', (s) => s.dataset.mode);
@@ -298,11 +299,16 @@ async function scenarioLive(page) {
   await page.click('#btn-stop');
   const off = await waitFor(async () => /tracing off/.test(await page.textContent('#live-state')), 10000);
   check(off, 'live: Stop turns tracing off', await page.textContent('#live-state'));
-  await sleep(1500); /* what was recorded before the stop arrives */
-  const a = await tickCount(page, fn);
-  await sleep(1500);
-  const b = await tickCount(page, fn);
-  check(a > 0 && a === b, 'live: stopped, the count stays', a + ' then ' + b);
+  /* what was recorded before the stop may take a while to arrive (a slow
+   * machine), so wait for the count to hold still for 1.5 s; a program still
+   * traced (a tick every ms) never lets it */
+  let a = await tickCount(page, fn);
+  let b = -1;
+  for (const end = Date.now() + 20000; Date.now() < end && a !== b;) {
+    await sleep(1500);
+    [a, b] = [await tickCount(page, fn), a];
+  }
+  check(a > 0 && a === b, 'live: stopped, the count stays', b + ' then ' + a);
   await shot(page, 'live-stopped');
   await page.click('#btn-start');
   const on = await waitFor(async () => /running, tracing$/.test(await page.textContent('#live-state')), 10000);
@@ -378,9 +384,11 @@ async function scenarioLiveTimeline(page) {
   await page.click('#tl-reset');
   await waitFor(async () => (await tlWindow(page)).t1 - (await tlWindow(page)).t0 > still.t1 - still.t0, 5000);
   const box = await (await page.$('#timeline-canvas')).boundingBox();
+  const reset = await tlWindow(page);
   await page.mouse.move(box.x + box.width - 2, box.y + 30);
   await page.mouse.wheel(0, -200);
-  await sleep(400);
+  /* the zoom is in force once the window narrows (a slow machine takes a while) */
+  await waitFor(async () => { const x = await tlWindow(page); return x.t1 - x.t0 < reset.t1 - reset.t0; }, 10000);
   const edge = await tlWindow(page);
   const moved = await waitFor(async () => (await tlWindow(page)).t0 > edge.t0, 10000);
   const after = await tlWindow(page);
