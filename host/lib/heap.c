@@ -514,51 +514,6 @@ static void block_release(struct heap *h, struct heap_proc *p, const struct heap
 	heapcheck_illegal(h, p, op, HEAP_NEVER_ALLOCATED, release_op, NULL);
 }
 
-/* A block from before tracing, listed by the runtime (LP_MEM_BEFORE):
- * live already here when it was seen allocated; else it joins the state
- * without counting as an allocation.  A live block it overlaps was
- * released while tracing was off. */
-static void block_listed(struct heap *h, struct heap_proc *p, const struct heap_op *op, uint32_t idx)
-{
-	struct heap_site *s = &h->sites[op->site];
-	struct heap_block *b, *old;
-	uint64_t end;
-
-	if (!op->ptr)
-		return;
-	b = blocktree_find(p->root, op->ptr);
-	if (b && b->size == op->size)
-		return;
-	end = op->ptr + (op->size ? op->size : 1);
-	if (end < op->ptr)
-		end = UINT64_MAX;
-	while ((old = blocktree_floor(p->root, end - 1)) && heap_block_end(old) > op->ptr) {
-		blocktree_remove(&p->root, old->ptr);
-		live_change(h, p, old, -1, idx, op->ns);
-		blockpool_put(h->pool, old);
-		h->listed_dropped++;
-	}
-	b = blockpool_get(h->pool);
-	if (!b) {
-		h->oom = true;
-		return;
-	}
-	b->ptr = op->ptr;
-	b->size = op->size;
-	b->ns = op->ns;
-	b->site = op->site;
-	b->stack = op->stack;
-	b->op = op->op;
-	blocktree_insert(&p->root, b);
-	s->c.listed++;
-	s->c.listed_bytes += op->size;
-	h->fns[s->fn].c.listed++;
-	h->fns[s->fn].c.listed_bytes += op->size;
-	h->listed_objects++;
-	h->listed_bytes += op->size;
-	live_change(h, p, b, 1, idx, op->ns);
-}
-
 /* The end of a heap listing: a complete one makes the state whole (a
  * release of a block not live is illegal again). */
 static void listing_end(struct heap *h, const struct heap_op *op)
@@ -573,30 +528,36 @@ static void listing_end(struct heap *h, const struct heap_op *op)
 	}
 }
 
+/* A new live block.  One listed by the runtime (LP_MEM_BEFORE: from before
+ * tracing began) that is live here already stays as it is; else it joins
+ * the state without counting as an allocation. */
 static void block_alloc(struct heap *h, struct heap_proc *p, const struct heap_op *op, uint32_t idx)
 {
 	struct heap_site *s = &h->sites[op->site];
+	bool listed = (op->flags & LP_MEM_BEFORE) != 0;
 	struct heap_block *b, *old;
 	uint64_t end;
 
-	if (op->flags & LP_MEM_BEFORE) {
-		block_listed(h, p, op, idx);
-		return;
-	}
-
 	if ((op->flags & LP_MEM_FAILED) || !op->ptr) {
+		if (listed)
+			return;
 		s->c.failed++;
 		h->fns[s->fn].c.failed++;
 		h->failed++;
 		return;
 	}
+	if (listed && (b = blocktree_find(p->root, op->ptr)) && b->size == op->size)
+		return;
 	end = op->ptr + (op->size ? op->size : 1);
 	if (end < op->ptr)
 		end = UINT64_MAX;
 	/* every live block the new one overlaps is gone without a release;
-	 * one from before a pause in tracing was released in the pause */
+	 * one a listed block overlaps, or one from before a pause in tracing,
+	 * was released while tracing was off */
 	while ((old = blocktree_floor(p->root, end - 1)) && heap_block_end(old) > op->ptr) {
-		if (old->ns < h->resumed_ns && op->ns >= h->resumed_ns)
+		if (listed)
+			h->listed_dropped++;
+		else if (old->ns < h->resumed_ns && op->ns >= h->resumed_ns)
 			h->released_unseen++;
 		else
 			heapcheck_overlap(h, p, op, old);
@@ -616,12 +577,21 @@ static void block_alloc(struct heap *h, struct heap_proc *p, const struct heap_o
 	b->stack = op->stack;
 	b->op = op->op;
 	blocktree_insert(&p->root, b);
-	s->c.allocs++;
-	s->c.bytes_allocated += op->size;
-	h->fns[s->fn].c.allocs++;
-	h->fns[s->fn].c.bytes_allocated += op->size;
-	h->allocs++;
-	h->bytes_allocated += op->size;
+	if (listed) {
+		s->c.listed++;
+		s->c.listed_bytes += op->size;
+		h->fns[s->fn].c.listed++;
+		h->fns[s->fn].c.listed_bytes += op->size;
+		h->listed_objects++;
+		h->listed_bytes += op->size;
+	} else {
+		s->c.allocs++;
+		s->c.bytes_allocated += op->size;
+		h->fns[s->fn].c.allocs++;
+		h->fns[s->fn].c.bytes_allocated += op->size;
+		h->allocs++;
+		h->bytes_allocated += op->size;
+	}
 	live_change(h, p, b, 1, idx, op->ns);
 }
 

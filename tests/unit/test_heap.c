@@ -751,6 +751,80 @@ static void test_random(void)
 	CHECK(h.kept_releases > 0);
 }
 
+/* A heap listing (LP_MEM_BEFORE ... BASELINE) in a stream that began
+ * late: listed blocks join the state without counting as allocations, one
+ * live already stays, one overlapping a live block replaces it; a complete
+ * listing clears partial, so releasing a block never live is illegal
+ * again, unless the runtime's table held it (KNOWN); an incomplete one
+ * leaves the state partial. */
+static void test_listing(void)
+{
+	uint32_t sa, sb;
+
+	fresh();
+	sa = site("a+0x1", "a");
+	sb = site("b+0x1", "b");
+	heap_set_partial(&h, 1 * MS);
+	alloc(LP_MEM_MALLOC, 2 * MS, 0x1000, 16, sa);
+	CHECK_EQ_U64(apply(LP_MEM_MALLOC, 3 * MS, 0x1000, 16, 0, sa, 0, LP_MEM_BEFORE), 0);
+	CHECK_EQ_U64(apply(LP_MEM_NEW, 3 * MS, 0x2000, 32, 0, sb, 0, LP_MEM_BEFORE), 0);
+	CHECK_EQ_U64(apply(LP_MEM_MALLOC, 3 * MS, 0x3000, 8, 0, sb, 0, LP_MEM_BEFORE), 0);
+	CHECK_EQ_U64(h.partial, 1);
+	CHECK_EQ_U64(apply(LP_MEM_BASELINE, 3 * MS, 3, 56, 0, 0, 0, 0), 0);
+	CHECK_EQ_U64(h.partial, 0);
+	CHECK_EQ_U64(h.listings, 1);
+	CHECK_EQ_U64(h.listed_objects, 2);
+	CHECK_EQ_U64(h.listed_bytes, 40);
+	CHECK_EQ_U64(h.live_objects, 3);
+	CHECK_EQ_U64(h.allocs, 1);
+	CHECK_EQ_U64(h.sites[sb].c.listed, 2);
+	CHECK_EQ_U64(h.sites[sb].c.allocs, 0);
+	/* a block listed as made by new, released by delete: no mismatch */
+	release(LP_MEM_DELETE, 4 * MS, 0x2000, sb);
+	CHECK_EQ_U64(h.nillegal, 0);
+	CHECK_EQ_U64(h.sites[sb].c.frees, 1);
+	/* never live, whole state: illegal; the table held it: apart */
+	release(LP_MEM_FREE, 5 * MS, 0x9000, sa);
+	CHECK_EQ_U64(h.illegal_counts[HEAP_NEVER_ALLOCATED], 1);
+	CHECK_EQ_U64(apply(LP_MEM_FREE, 6 * MS, 0xa000, 0, 0, sa, 0, LP_MEM_KNOWN), 0);
+	CHECK_EQ_U64(h.illegal_counts[HEAP_NEVER_ALLOCATED], 1);
+	CHECK_EQ_U64(h.released_unknown, 1);
+	/* a listed block over a live one: the live one went unseen */
+	CHECK_EQ_U64(apply(LP_MEM_MALLOC, 7 * MS, 0x1008, 64, 0, sb, 0, LP_MEM_BEFORE), 0);
+	CHECK_EQ_U64(h.listed_dropped, 1);
+	CHECK_EQ_U64(h.overlap_count, 0);
+	CHECK_EQ_U64(apply(LP_MEM_BASELINE, 7 * MS, 1, 64, 0, 0, 0, LP_MEM_INCOMPLETE), 0);
+	CHECK_EQ_U64(h.partial, 1);
+	CHECK_EQ_U64(h.listings_incomplete, 1);
+}
+
+/* After a pause in tracing (heap_resumed): a block released before it and
+ * again after is not a double free; a block from before it that a later
+ * allocation overlaps was released in it, not an overlap. */
+static void test_resumed(void)
+{
+	uint32_t sa;
+
+	fresh();
+	sa = site("a+0x1", "a");
+	alloc(LP_MEM_MALLOC, 1 * MS, 0x1000, 16, sa);
+	alloc(LP_MEM_MALLOC, 1 * MS, 0x2000, 16, sa);
+	release(LP_MEM_FREE, 2 * MS, 0x1000, sa);
+	heap_set_partial(&h, 5 * MS);
+	heap_resumed(&h, 5 * MS);
+	release(LP_MEM_FREE, 6 * MS, 0x1000, sa);
+	CHECK_EQ_U64(h.illegal_counts[HEAP_DOUBLE_FREE], 0);
+	CHECK_EQ_U64(h.released_unknown, 1);
+	alloc(LP_MEM_MALLOC, 7 * MS, 0x2000, 16, sa);
+	CHECK_EQ_U64(h.overlap_count, 0);
+	CHECK_EQ_U64(h.released_unseen, 1);
+	CHECK_EQ_U64(h.live_objects, 1);
+	/* both after the pause: a double free as ever */
+	release(LP_MEM_FREE, 8 * MS, 0x2000, sa);
+	release(LP_MEM_FREE, 9 * MS, 0x2000, sa);
+	CHECK_EQ_U64(h.illegal_counts[HEAP_DOUBLE_FREE], 1);
+}
+
 int main(void)
 {
 	test_leak_and_peak();
@@ -762,6 +836,8 @@ int main(void)
 	test_realloc_chain();
 	test_fork_exec();
 	test_fold();
+	test_listing();
+	test_resumed();
 	test_growth();
 	test_trend();
 	test_blocktree();
