@@ -30,7 +30,6 @@ static unsigned char *stacks;
 static size_t stack_stride;
 static uint32_t stack_depth;
 static _Atomic int overflowed;
-static _Atomic uint64_t stacks_full;
 
 LP_NOINSTR int memtable_init(uint32_t n, uint32_t depth)
 {
@@ -121,7 +120,6 @@ LP_NOINSTR uint32_t memtable_stack(const uintptr_t *ips, uint32_t n, uint32_t *h
 		if (st == STACK_READY && stack_is(e, h, ips, n))
 			return *hint = i + 1;
 	}
-	atomic_fetch_add_explicit(&stacks_full, 1, memory_order_relaxed);
 	return 0;
 }
 

@@ -56,7 +56,10 @@ int memtable_init(uint32_t slots, uint32_t depth);
 /* True once memtable_init succeeded. */
 bool memtable_on(void);
 /* The stack's index in the store (from 1), added when new; 0 when the
- * store is full.  n at most the depth given to memtable_init. */
+ * store is full (the listing then counts the block unattributed).  hint:
+ * the caller's memory of the index this call site had last time, tried
+ * first and updated.  Deeper stacks are cut to the depth given to
+ * memtable_init. */
 uint32_t memtable_stack(const uintptr_t *ips, uint32_t n, uint32_t *hint);
 /* The program got block p.  mark: the epoch it is recorded in (0: none
  * yet).  Returns the slot and its version (for memtable_claim), or NULL
