@@ -432,7 +432,7 @@ static void find_memlib(struct agent *a)
 		return;
 	snprintf(path, sizeof(path), "%.*s/" AGENT_MEM_LIB, (int)(slash - a->lib), a->lib);
 	if (!access(path, R_OK) && strlen(path) < sizeof(a->memlib))
-		snprintf(a->memlib, sizeof(a->memlib), "%s", path);
+		memcpy(a->memlib, path, strlen(path) + 1);
 }
 
 static int parse_buffer(const char *s, uint64_t *out)

@@ -41,11 +41,11 @@ static void buf_put(struct pt_buf *b, const struct pt_entry *e, const uint64_t *
 
 	memcpy(p, e, sizeof(*e));
 	p += sizeof(*e);
-	if (e->nips) {
+	if (ips && e->nips) {
 		memcpy(p, ips, e->nips * sizeof(*ips));
 		p += e->nips * sizeof(*ips);
 	}
-	if (e->str_len != PT_NO_STR && e->str_len)
+	if (str && e->str_len != PT_NO_STR && e->str_len)
 		memcpy(p, str, e->str_len);
 	b->len += e->size;
 	b->count++;

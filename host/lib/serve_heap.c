@@ -167,7 +167,7 @@ static int cache_write(const struct serveheap *sh, const char *dir, char *err, s
 	uint32_t crc = 0, v32;
 	uint64_t len = 0, doc_len = sh->doc_len;
 	char path[4096], tmp[4200];
-	struct data_key key;
+	struct data_key key = { 0 };
 	FILE *f;
 	int r, fd;
 

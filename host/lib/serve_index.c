@@ -262,7 +262,7 @@ int serveindex_write(struct servemodel *m, const char *dir, char *err, size_t er
 {
 	uint8_t header[INDEX_HEADER_SIZE] = INDEX_MAGIC;
 	char path[4096], tmp[4200];
-	struct data_key key;
+	struct data_key key = { 0 };
 	struct out o = { 0 };
 	uint32_t v32;
 	int r, fd;

@@ -90,7 +90,7 @@ static bool ends_with(const char *s, const char *tail)
 #define CHECK_INT(got, want) check_u64((uint64_t)(int64_t)(got), (uint64_t)(int64_t)(want), __FILE__, __LINE__, #got)
 
 /* Fails the whole run: the test cannot go on without its inputs. */
-static void die(const char *what, const char *arg)
+static _Noreturn void die(const char *what, const char *arg)
 {
 	printf("FAIL %s: %s\n", what, arg);
 	printf("%d passed, %d failed\n", passed, failed + 1);
