@@ -574,14 +574,16 @@ def group_threads(lp, build, tmp):
 def group_large(lp, build, tmp):
     """A heap listing larger than the program's ring (150 000 blocks, about
     600 000 ring slots against 524 288): the listing waits for the agent to
-    take the ring in, nothing is lost, and the snapshot is exact (the
-    window's iteration leaves leaky's blocks and keep's one block beside
-    what was listed)."""
+    take the ring in, nothing is lost, and the state is exact.  The test
+    waits for conditions: a poke (one heap operation) starts the listing,
+    the iteration's own 300 000 slots follow once the view holds the whole
+    listing (so they fit the ring however slow the agent), and the snapshot
+    is taken once the view holds the iteration."""
     prog = build_leakloop(tmp)
     agent = tl.Agent(build, tmp)
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
-    p = None
+    p = live = None
     try:
         n, size = 150000, 16
         p = Program(lp, agent, prog, n, size)
@@ -589,17 +591,41 @@ def group_large(lp, build, tmp):
             skip("large", "the program did not make itself attachable in %s" % agent.attach_dir)
             return
         check(p.step(1), "large: %d blocks leaked before the attach" % n)
-        # a long window: the listing and the iteration's 150 000 blocks
-        # all arrive inside it, also with a sanitized agent on a slow machine
-        (f, s, k, err), = take_snapshots(lp, agent, p, tmp, "large", (1,), window="12s")
+        snap = os.path.join(tmp, "large.snap")
+        live = tl.Live(lp, agent.addr, ["--memory", "--format", "json", "--interval", "200ms", "--attach",
+                                        str(p.pid)])
+        ready = live.wait_view(lambda v: v.get("session"), 30)
+        os.kill(p.pid, signal.SIGUSR2)
+        poked = p.out.wait_for(lambda l: l == "poke", 10)
+        listed = live.wait_view(lambda v: mem_of(v).get("totals", {}).get("listings") == 1, 120)
+        check(ready is not None and poked is not None and listed is not None,
+              "large: attached; a heap operation started the listing; the view holds it", live.err.text()[-400:])
+        stepped = p.step(1)
+        v = live.wait_view(lambda v: (site(mem_of(v), "leaky") or {}).get("allocs") == n, 120)
+        check(stepped and v is not None, "large: the iteration ran and its %d allocations arrived" % n,
+              live.err.text()[-400:])
+        live.say("snapshot " + snap)  # commands run in order: written before quit
+        live.say("quit")
+        rc = live.wait(60)
+        m = mem_of(live.final())
+        try:
+            with open(snap) as f:
+                s = json.load(f)
+        except (OSError, ValueError):
+            s = {}
         tot = s.get("totals", {})
         lk = site(s, "leaky")
-        check(s.get("partial") is False and " 0 events lost" in err, "large: a whole heap, nothing lost",
-              "%s %s" % (tot, err[-300:]))
+        mt = m.get("totals", {})
+        check(rc == 0 and s.get("partial") is False and m.get("lost_events") == 0 and
+              mt.get("listings") == 1 and mt.get("listings_incomplete") == 0,
+              "large: a whole heap, nothing lost", "rc %s %s %s" % (rc, mt, live.err.text()[-300:]))
         check(lk is not None and lk["live_objects"] == 2 * n and lk["live_bytes"] == 2 * n * size and
               lk["allocs"] == n and tot.get("listed_objects") == tot.get("live_objects", -1) - n - 1,
               "large: leaky has exactly %d live blocks, %d of them listed" % (2 * n, n), "%s %s" % (tot, lk))
     finally:
+        if live and live.p.poll() is None:
+            live.p.kill()
+            live.p.wait()
         if p:
             p.stop()
         agent.stop()

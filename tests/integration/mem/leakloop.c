@@ -7,7 +7,9 @@
  *   churn():  malloc(32), freed at once
  * then prints "iter K" (K from 1) and waits PERIOD_MS, or with PERIOD_MS 0
  * waits for SIGUSR1 before each iteration (so a test knows exactly how many
- * ran).  ITERATIONS 0 (the default) runs forever; otherwise the program
+ * ran; SIGUSR2 there runs churn() alone and prints "poke", which is no
+ * iteration: a heap operation that starts the listing of an attached
+ * program).  ITERATIONS 0 (the default) runs forever; otherwise the program
  * exits 0 after that many.  With "double-free", iteration 3 frees the
  * block of churn twice (a keep-alive test: glibc aborts otherwise).
  * Prints its pid first. */
@@ -91,12 +93,16 @@ int main(int argc, char **argv)
 	bad = argc > 5 && !strcmp(argv[5], "double-free");
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
+	sigaddset(&usr1, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &usr1, NULL);
 	printf("%d\n", (int)getpid());
 	fflush(stdout);
 	for (k = 1; !iterations || k <= iterations; k++) {
-		if (period_ms == 0)
-			sigwait(&usr1, &sig);
+		while (period_ms == 0 && !sigwait(&usr1, &sig) && sig == SIGUSR2) {
+			churn(0);
+			printf("poke\n");
+			fflush(stdout);
+		}
 		leaky(n, size);
 		keep(k);
 		churn(bad && k == 3);
