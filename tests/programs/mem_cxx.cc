@@ -35,6 +35,7 @@ COUNTED void objects()
 		BARRIER();
 		delete o;
 	}
+	BARRIER(); /* the last release is no tail call (a loop clang unrolls) */
 }
 
 COUNTED void arrays()
@@ -45,6 +46,7 @@ COUNTED void arrays()
 		BARRIER();
 		delete[] a;
 	}
+	BARRIER(); /* the last release is no tail call (a loop clang unrolls) */
 }
 
 COUNTED void nothrow()
@@ -55,6 +57,7 @@ COUNTED void nothrow()
 		BARRIER();
 		delete[] c;
 	}
+	BARRIER(); /* the last release is no tail call (a loop clang unrolls) */
 }
 
 COUNTED void aligned()
@@ -65,6 +68,7 @@ COUNTED void aligned()
 		BARRIER();
 		delete w;
 	}
+	BARRIER(); /* the last release is no tail call (a loop clang unrolls) */
 }
 
 COUNTED int failing()
