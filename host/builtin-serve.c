@@ -44,7 +44,7 @@ static const char serve_usage[] =
     "      --token-file F    require the token in F (first line) of every request:\n"
     "                        header " SERVEHTTP_TOKEN_HEADER ", or open /auth?token=... once;\n"
     "                        with --connect, the agent's token too\n"
-    "  -c, --connect ADDR    live: the agent at HOST:PORT or [IPV6]:PORT\n"
+    "  -c, --connect ADDR    live: the agent at HOST:PORT, [IPV6]:PORT or unix:PATH\n"
     "      --agent-token-file F  live: the agent's token, when not the same file\n"
     "      --attach PID      live: trace a running program instead of starting one\n"
     "      --stopped         live: start with tracing off (the page's Start turns it on)\n"

@@ -139,9 +139,7 @@ class Agent:
 # --------------------------------------------- scenarios (host namespace)
 
 def connect(args, token=TOKEN):
-    c = lpwire.connect_when_free(args.ip, args.port)
-    ftype, payload = c.handshake(token)
-    return c, ftype, payload
+    return lpwire.connect_when_free(args.ip, args.port, token)
 
 
 def drain_until_exit(c, timeout=20):
@@ -225,7 +223,7 @@ def scn_garbage(args):
     out["garbage_closed"] = s.recv(4096) in (b"",) or True
     s.close()
     # a header promising more than the limit
-    c = lpwire.connect_when_free(args.ip, args.port)
+    c = lpwire.Client(args.ip, args.port)
     c.recv()
     c.send_raw(struct.pack("<IBBHIII", lpwire.MAGIC, lpwire.AUTH, 0, 0, 0, 0x7FFFFFFF, 0))
     try:
@@ -234,7 +232,7 @@ def scn_garbage(args):
     except (lpwire.Closed, ConnectionResetError):
         out["oversize_closed"] = True
     # a truncated frame, then the peer goes away
-    c = lpwire.connect_when_free(args.ip, args.port)
+    c = lpwire.Client(args.ip, args.port)
     c.recv()
     c.send_raw(lpwire.frame(lpwire.AUTH, 0, b"protocol=1\nmac=\n")[:11])
     c.close()
