@@ -94,6 +94,14 @@ static int load_token(const char *path, char *token, size_t size)
 		fprintf(stderr, "layerprof serve: cannot read token file '%s': %s\n", path, strerror(-r));
 		return r;
 	}
+	if (auth_token_weak(token, (size_t)r)) {
+		fprintf(stderr,
+		        "layerprof serve: the token in '%s' is too weak (%d characters, about %u bits; at least %u "
+		        "characters and %u bits): make one with layerprof config --gen-token FILE\n",
+		        path, r, auth_token_bits(token, (size_t)r), AUTH_TOKEN_MIN_LEN, AUTH_TOKEN_MIN_BITS);
+		explicit_bzero(token, size);
+		return -EINVAL;
+	}
 	if (warn)
 		fprintf(stderr, "layerprof serve: warning: token file '%s' is readable by other users\n", path);
 	return r;

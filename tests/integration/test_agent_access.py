@@ -134,13 +134,17 @@ def attack_start(addr, marker):
     return out
 
 
-def attack_trickle(host, port, slots, seconds, stop_file):
-    """Keeps `slots` connections open, each sending one byte of an AUTH
-    frame every second; a connection the agent closes is replaced.  Runs at
-    least `seconds`, then until stop_file exists.  Reports each
-    connection's life and who ended it."""
-    payload = b"protocol=1\nmac=" + b"0" * 64 + b"\n"
-    frame = lpwire.frame(lpwire.AUTH, 0, payload)
+def attack_trickle(host, port, slots, seconds, stop_file, what="auth", replace=True):
+    """Keeps `slots` connections open, each sending one byte a second of
+    what: an AUTH frame (the agent), or an HTTP request's headers (serve);
+    with replace, a connection the server closes is replaced.  Runs at
+    least `seconds`, then until stop_file exists.  Reports how many the
+    server closed and how long the longest lived, closed or still open."""
+    if what == "auth":
+        frame = lpwire.frame(lpwire.AUTH, 0, b"protocol=1\nmac=" + b"0" * 64 + b"\n")
+    else:
+        frame = b"GET /api/summary HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 200 + b"\r\n\r\n"
+    opened = 0
     conns = []  # dicts: sock, opened, sent, closed_by_agent, life
     done = []
     t0 = time.time()
@@ -151,12 +155,15 @@ def attack_trickle(host, port, slots, seconds, stop_file):
         conns.append({"sock": s, "opened": time.time(), "sent": 0})
 
     while time.time() - t0 < seconds or not os.path.exists(stop_file):
-        while len(conns) < slots:
+        while len(conns) < slots and (replace or opened < slots):
+            opened += 1
             try:
                 open_one()
             except OSError:
                 time.sleep(0.1)
                 break
+            if opened == slots:  # all opened once: the test may go on
+                open(stop_file + ".opened", "w").close()
         for c in list(conns):
             gone = False
             try:
@@ -225,6 +232,9 @@ def attacker_main(argv):
         out = attack_start(a.rest[0], a.rest[1])
     elif a.mode == "trickle":
         out = attack_trickle(a.rest[0], int(a.rest[1]), int(a.rest[2]), float(a.rest[3]), a.rest[4])
+    elif a.mode == "trickle-http":
+        # serve: the issue's 40 half-open connections, once, sending headers slowly
+        out = attack_trickle(a.rest[0], int(a.rest[1]), int(a.rest[2]), float(a.rest[3]), a.rest[4], "http", False)
     elif a.mode == "flood":
         out = attack_flood(a.rest[0], int(a.rest[1]), int(a.rest[2]))
     elif a.mode == "fake-agent":

@@ -1199,9 +1199,10 @@ def group_syscalls_udp(lp, build, tmp):
         for attempt in range(3):  # whether the buffers overflow depends on the machine's load
             save = os.path.join(tmp, "live-sys-udp-flood-%d" % attempt)
             before = udp_rcvbuf_errors()
-            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--udp",
-                                         "--syscalls=tracepoint", "--syscall-filter", "getppid", "--save", save,
-                                         "--", spin, str(calls)], stdin=subprocess.DEVNULL)
+            live = Live(lp, agent.addr, agent.token_args + ["--format", "json", "--interval", "100ms", "--udp",
+                                                            "--syscalls=tracepoint", "--syscall-filter", "getppid",
+                                                            "--save", save, "--", spin, str(calls)],
+                        stdin=subprocess.DEVNULL)
             rc = live.wait(120)
             last = live.final()
             if not check(rc == 0 and last and last["final"], "--udp getppid flood: the session ends with exit 0",
