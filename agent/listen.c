@@ -109,7 +109,8 @@ static bool stale_socket(const struct agent *a, const struct sockaddr_un *sun)
 
 	if (lstat(sun->sun_path, &st) || !S_ISSOCK(st.st_mode) || st.st_uid != a->uid)
 		return false;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* non-blocking: a live agent with a full backlog says EAGAIN, not stale */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return false;
 	stale = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) && errno == ECONNREFUSED;
