@@ -162,8 +162,11 @@ def attack_trickle(host, port, slots, seconds, stop_file, what="auth", replace=T
             except OSError:
                 time.sleep(0.1)
                 break
-            if opened == slots:  # all opened once: the test may go on
-                open(stop_file + ".opened", "w").close()
+            if opened == slots:  # all opened once: said where the test lets nobody write
+                try:
+                    open(stop_file + ".opened", "w").close()
+                except OSError:
+                    pass
         for c in list(conns):
             gone = False
             try:
