@@ -1,6 +1,6 @@
-/* layerprofd: the target agent.  Listens for one host at a time, starts or
- * attaches to programs, drains their rings and streams the chunks.  C11 and
- * libc only; one thread, one poll loop. */
+/* layerprofd: the target agent.  Serves one host at a time (listen.c lets
+ * it in), starts or attaches to programs, drains their rings and streams
+ * the chunks.  C11 and libc only; one thread, one poll loop. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,6 @@
 #include "common/clocksync.h"
 #include "lp_arch.h"
 
-#define DEFAULT_LISTEN "127.0.0.1:7878"
 #define POLL_BUSY_MS 1
 #define POLL_IDLE_MS 5
 #define POLL_NOSESSION_MS 200
@@ -37,9 +36,15 @@ static const char usage[] =
     "The layerprof agent: runs on the device, starts or attaches to programs\n"
     "for a host running 'layerprof live', and streams their traces to it.\n"
     "\n"
-    "  -l, --listen ADDR:PORT  where to listen (default " DEFAULT_LISTEN "; [::1]:PORT for IPv6);\n"
-    "                          any address but loopback needs --token-file\n"
-    "  -t, --token-file FILE   shared secret: hosts must prove they know it\n"
+    "  -u, --unix PATH         listen on a UNIX socket at PATH; its peers of the agent's\n"
+    "                          user and root need no token (default, when no --listen:\n"
+    "                          " LP_WIRE_UNIX_DIR_FMT "/" LP_WIRE_UNIX_NAME ", %u the agent's uid)\n"
+    "  -l, --listen ADDR:PORT  listen on TCP too ([::1]:PORT for IPv6); needs --token-file,\n"
+    "                          on loopback as anywhere: any local user can connect\n"
+    "  -t, --token-file FILE   shared secret: hosts must prove they know it (at least\n"
+    "                          16 characters, not repetitive)\n"
+    "      --gen-token FILE    write a new random token to FILE (a new file, mode\n"
+    "                          0600) and exit\n"
     "      --lib PATH          liblayerprof.so to preload into started programs\n"
     "                          (" AGENT_MEM_LIB " beside it: memory tracing)\n"
     "      --attach-dir DIR    where attachable programs register (default\n"
@@ -75,108 +80,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	agent.stop = 1;
-}
-
-static bool is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-	return false;
-}
-
-static int open_listener(const char *arg, bool has_token)
-{
-	struct addrinfo hints = { 0 }, *res, *ai;
-	char host[256], port[32];
-	int fd = -1, one = 1, r;
-
-	if (wire_split_address(arg, host, sizeof(host), port, sizeof(port), NULL, true)) {
-		fprintf(stderr, "layerprofd: invalid --listen '%s': expected ADDR:PORT\n", arg);
-		return -1;
-	}
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	r = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
-	if (r) {
-		fprintf(stderr, "layerprofd: cannot resolve '%s': %s\n", arg, gai_strerror(r));
-		return -1;
-	}
-	for (ai = res; ai; ai = ai->ai_next) {
-		if (!is_loopback(ai->ai_addr) && !has_token) {
-			fprintf(stderr,
-			        "layerprofd: listening on '%s' needs --token-file: whoever can connect can run "
-			        "programs here\n",
-			        arg);
-			freeaddrinfo(res);
-			return -1;
-		}
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (!bind(fd, ai->ai_addr, ai->ai_addrlen) && !listen(fd, 4))
-			break;
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0)
-		fprintf(stderr, "layerprofd: cannot listen on '%s': %s\n", arg, strerror(errno));
-	freeaddrinfo(res);
-	return fd;
-}
-
-static void peer_name(const struct sockaddr_storage *ss, char *out, size_t size)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	int port = 0;
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-
-		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-		port = ntohs(s4->sin_port);
-		snprintf(out, size, "%s:%d", host, port);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-		port = ntohs(s6->sin6_port);
-		snprintf(out, size, "[%s]:%d", host, port);
-	} else {
-		snprintf(out, size, "?");
-	}
-}
-
-static void accept_host(struct agent *a)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	char peer[80];
-	int fd, one = 1;
-
-	fd = accept4(a->listen_fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	peer_name(&ss, peer, sizeof(peer));
-	if (a->conn) {
-		static const char busy[] = "busy: another host is connected";
-		uint8_t hdr[LP_WIRE_HEADER_SIZE];
-
-		wire_header_put(hdr, LP_FRAME_ERROR, 0, busy, sizeof(busy) - 1);
-		if (send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(hdr))
-			send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		close(fd);
-		agent_log("refused %s: busy with %s", peer, a->conn->peer);
-		return;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	a->conn = conn_new(a, fd, peer);
-	if (!a->conn) {
-		close(fd);
-		agent_log("cannot serve %s: out of memory", peer);
-	}
 }
 
 /* The host is gone: tracing stops until one comes back; programs go on. */
@@ -314,9 +217,11 @@ static int run(struct agent *a)
 	bool pressure = false;
 
 	while (!a->stop) {
-		struct pollfd pfd[2];
+		/* the listeners, the host, then the pending peers (fd -1: ignored) */
+		struct pollfd pfd[3 + AGENT_PENDING_MAX];
 		struct session *s;
-		int n = 1, timeout;
+		int timeout;
+		size_t i;
 		uint64_t now;
 
 		/* busy rings: come back at once; idle: a wake-up every few ms */
@@ -328,29 +233,40 @@ static int run(struct agent *a)
 			timeout = a->sessions ? POLL_IDLE_MS : POLL_NOSESSION_MS;
 		consumed = 0;
 
-		pfd[0].fd = a->listen_fd;
-		pfd[0].events = POLLIN;
-		if (a->conn) {
-			pfd[1].fd = a->conn->fd;
-			pfd[1].events = POLLIN | (conn_pending(a->conn) ? POLLOUT : 0);
-			n = 2;
+		pfd[0].fd = a->tcp_fd;
+		pfd[1].fd = a->unix_fd;
+		pfd[2].fd = a->conn ? a->conn->fd : -1;
+		pfd[0].events = pfd[1].events = POLLIN;
+		pfd[2].events = POLLIN | (a->conn && conn_pending(a->conn) ? POLLOUT : 0);
+		for (i = 0; i < AGENT_PENDING_MAX; i++) {
+			pfd[3 + i].fd = a->pending[i].fd;
+			pfd[3 + i].events = POLLIN;
 		}
-		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
+		for (i = 0; i < sizeof(pfd) / sizeof(pfd[0]); i++)
+			pfd[i].revents = 0;
+		if (poll(pfd, sizeof(pfd) / sizeof(pfd[0]), timeout) < 0 && errno != EINTR)
 			return -errno;
 		/* the current host first: a BYE in this round frees the place
-		 * for a host waiting to be accepted */
-		if (n == 2 && a->conn) {
+		 * for a pending peer whose AUTH is good */
+		if (a->conn) {
 			int r = 0;
 
-			if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
+			if (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))
 				r = conn_input(a, a->conn);
 			if (!r)
 				r = conn_flush(a->conn);
 			if (r)
 				drop_host(a, r == -EPIPE ? "closed the connection" : "connection failed");
 		}
+		for (i = 0; i < AGENT_PENDING_MAX; i++)
+			if (a->pending[i].fd >= 0 && pfd[3 + i].fd == a->pending[i].fd &&
+			    (pfd[3 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				pending_input(a, &a->pending[i]);
 		if (pfd[0].revents & POLLIN)
-			accept_host(a);
+			listen_accept(a, a->tcp_fd, false);
+		if (pfd[1].revents & POLLIN)
+			listen_accept(a, a->unix_fd, true);
+		pending_expire(a, agent_now_ns());
 		/* drain only what the host can take: a slow link fills the
 		 * rings, and the runtime drops (and counts) whole chunks */
 		pressure = false;
@@ -452,11 +368,44 @@ static int parse_buffer(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* --gen-token FILE: a new token, then exit. */
+static int gen_token_file(const char *path)
+{
+	int r = auth_token_generate(path);
+
+	if (r) {
+		fprintf(stderr, "layerprofd: cannot write a token to '%s': %s\n", path,
+		        r == -EEXIST ? "something is there already (a new file is made, never overwritten)"
+		                     : strerror(-r));
+		return 1;
+	}
+	printf("layerprofd: a new token is in '%s' (mode 0600); give the same file to the hosts\n", path);
+	return 0;
+}
+
+/* TCP when --listen is given; the UNIX socket when --unix is, or when
+ * nothing is. */
+static int open_listeners(struct agent *a, const char *listen_arg, const char *unix_arg)
+{
+	size_t i;
+
+	a->tcp_fd = a->unix_fd = -1;
+	for (i = 0; i < AGENT_PENDING_MAX; i++)
+		a->pending[i].fd = -1;
+	if ((listen_arg && listen_tcp(a, listen_arg)) || ((unix_arg || !listen_arg) && listen_unix(a, unix_arg))) {
+		listen_close(a);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
+		{ "unix", required_argument, NULL, 'u' },
 		{ "token-file", required_argument, NULL, 't' },
+		{ "gen-token", required_argument, NULL, 'G' },
 		{ "lib", required_argument, NULL, 'L' },
 		{ "attach-dir", required_argument, NULL, 'A' },
 		{ "buffer-size", required_argument, NULL, 'b' },
@@ -465,20 +414,26 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *listen_arg = DEFAULT_LISTEN, *token_file = NULL, *lib = NULL;
+	const char *listen_arg = NULL, *unix_arg = NULL, *token_file = NULL, *gen_token = NULL, *lib = NULL;
 	struct agent *a = &agent;
 	uint64_t buffer = 8u << 20;
 	bool warn = false;
 	int c, r;
 
 	snprintf(a->attach_dir, sizeof(a->attach_dir), "%s", LP_ATTACH_DIR_DEFAULT);
-	while ((c = getopt_long(argc, argv, "l:t:b:vqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:u:t:b:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			listen_arg = optarg;
 			break;
+		case 'u':
+			unix_arg = optarg;
+			break;
 		case 't':
 			token_file = optarg;
+			break;
+		case 'G':
+			gen_token = optarg;
 			break;
 		case 'L':
 			lib = optarg;
@@ -511,6 +466,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "layerprofd: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (gen_token)
+		return gen_token_file(gen_token);
 	if (token_file) {
 		r = auth_token_load(token_file, a->token, sizeof(a->token), &warn);
 		if (r < 0) {
@@ -520,9 +477,26 @@ int main(int argc, char **argv)
 		}
 		a->token_len = (size_t)r;
 		a->has_token = true;
+		if (auth_token_weak(a->token, a->token_len)) {
+			fprintf(stderr,
+			        "layerprofd: the token in '%s' is too weak (%zu characters, about %u bits; at least "
+			        "%u characters and %u bits): make one with layerprofd --gen-token FILE\n",
+			        token_file, a->token_len, auth_token_bits(a->token, a->token_len), AUTH_TOKEN_MIN_LEN,
+			        AUTH_TOKEN_MIN_BITS);
+			return 1;
+		}
 		if (warn)
 			fprintf(stderr, "layerprofd: warning: token file '%s' is readable by other users\n",
 			        token_file);
+	}
+	a->uid = (unsigned)geteuid();
+	if (listen_arg && !a->has_token) {
+		fprintf(stderr,
+		        "layerprofd: listening on TCP '%s' needs --token-file: any user who can connect, on this "
+		        "machine too, could run programs as uid %u (make a token with --gen-token FILE, or leave "
+		        "out --listen: the UNIX socket lets in the agent's user only)\n",
+		        listen_arg, a->uid);
+		return 2;
 	}
 	if (find_lib(a, lib)) {
 		fprintf(stderr, "layerprofd: cannot find liblayerprof.so (use --lib)\n");
@@ -554,8 +528,7 @@ int main(int argc, char **argv)
 		a->out_max = v < AGENT_OUT_MIN ? AGENT_OUT_MIN : v > AGENT_OUT_MAX ? AGENT_OUT_MAX : (size_t)v;
 		agent_log("test setting: the queue to the host holds at most %zu bytes", a->out_max);
 	}
-	a->listen_fd = open_listener(listen_arg, a->has_token);
-	if (a->listen_fd < 0)
+	if (open_listeners(a, listen_arg, unix_arg))
 		return 1;
 	/* attachable programs register here; sticky like /tmp */
 	if (mkdir(a->attach_dir, 01777) == 0)
@@ -564,7 +537,11 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	agent_log("listening on %s%s", listen_arg, a->has_token ? " (token required)" : "");
+	if (a->tcp_fd >= 0)
+		agent_log("listening on %s (token required)", listen_arg);
+	if (a->unix_fd >= 0)
+		agent_log("listening on unix:%s (uid %u and root; others %s)", a->unix_path, a->uid,
+		          a->has_token ? "need the token" : "refused");
 	r = run(a);
 	/* the programs go on, untraced */
 	while (a->sessions) {
@@ -580,7 +557,7 @@ int main(int argc, char **argv)
 		conn_flush(a->conn);
 		conn_free(a->conn);
 	}
-	close(a->listen_fd);
+	listen_close(a);
 	agent_log("stopped");
 	return r ? 1 : 0;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/auth.h"
 #include "common/drain.h"
 #include "common/wire.h"
 #include "systrace/systrace.h"
@@ -30,6 +31,15 @@
  * live host sees events sooner */
 #define AGENT_CHUNK_BYTES 8192u
 #define AGENT_DATAGRAM_MAX 65000u
+/* Peers not yet authenticated (docs/protocol.md, "Access"): a table of their
+ * own, apart from the one host; each has an absolute deadline, and one
+ * address (or one uid on the UNIX socket) holds only a few of the places.
+ * A new peer pushes out the oldest one rather than be refused. */
+#define AGENT_PENDING_MAX 16u
+#define AGENT_PENDING_PER_PEER 4u
+#define AGENT_AUTH_DEADLINE_NS 5000000000ull /* from accept to a good AUTH, whatever arrives */
+#define AGENT_AUTH_FRAME_MAX 256u            /* the longest AUTH payload taken */
+#define AGENT_LISTEN_BACKLOG 64
 
 struct agent;
 
@@ -95,18 +105,32 @@ struct session {
 };
 
 enum conn_state {
-	CONN_AUTH,    /* HELLO sent, waiting for AUTH */
 	CONN_READY,   /* authenticated */
 	CONN_CLOSING, /* flush what is queued, then close */
+};
+
+/* A peer that has not authenticated yet (listen.c): HELLO sent, its AUTH
+ * frame read into a small buffer of its own.  It holds nothing of the
+ * host's: no session, no queue, no reader of full-sized frames. */
+struct pending {
+	int fd;         /* -1: a free place */
+	bool unix_sock; /* came by the UNIX socket */
+	bool local;     /* of the agent's uid or root (SO_PEERCRED): no MAC needed */
+	char peer[80];  /* for the log */
+	char key[64];   /* what the per-peer bound counts: the address, or "uid N" */
+	uint64_t since_ns, deadline_ns;
+	uint8_t nonce[AUTH_NONCE_SIZE];
+	uint8_t buf[LP_WIRE_HEADER_SIZE + AGENT_AUTH_FRAME_MAX];
+	size_t len;
 };
 
 struct conn {
 	int fd;
 	enum conn_state state;
+	bool unix_sock; /* by the UNIX socket: no datagram channel */
 	char peer[80];
 	struct wire_reader rd;
 	uint32_t tx_seq;
-	uint8_t nonce[32];
 	uint8_t *out; /* queued frames: [out_off, out_len) still to send */
 	size_t out_len, out_off, out_cap;
 	size_t out_max; /* the queue's bound: the agent's out_max */
@@ -119,7 +143,12 @@ struct conn {
 };
 
 struct agent {
-	int listen_fd;
+	int tcp_fd;  /* -1, or the TCP listener (--listen; a token required) */
+	int unix_fd; /* -1, or the UNIX socket listener */
+	char unix_path[LP_WIRE_UNIX_PATH_MAX + 1];
+	uint64_t unix_dev, unix_ino; /* the socket file made, removed at exit if still ours */
+	unsigned uid;                /* the agent's effective uid: its UNIX peers may be it or root */
+	struct pending pending[AGENT_PENDING_MAX];
 	struct conn *conn;
 	struct session *sessions;
 	uint32_t next_session;
@@ -181,8 +210,34 @@ void session_set_tracing(struct session *s, bool on);
 /* Applies the agent's current source filters (or none) to the session. */
 int session_apply_filters(struct session *s);
 
+/* listen.c */
+/* Listens on ADDR:PORT over TCP; the agent must have a token.  Returns 0,
+ * or -errno after saying why on stderr. */
+int listen_tcp(struct agent *a, const char *arg);
+/* Listens on a UNIX socket at path (NULL: the default one, in a private
+ * directory of the agent's user it makes or checks).  Returns 0, or -errno
+ * after saying why on stderr. */
+int listen_unix(struct agent *a, const char *path);
+/* Closes the listeners and every pending peer; removes the socket file. */
+void listen_close(struct agent *a);
+/* Accepts what waits on listener fd: checks each peer, gives it a pending
+ * place (pushing out the oldest of its address when it has too many, or the
+ * oldest of all when none is free) and sends it HELLO. */
+void listen_accept(struct agent *a, int fd, bool unix_sock);
+/* Reads what a pending peer sent; a good AUTH makes it the host (or gets it
+ * ERROR busy when one is connected), anything else closes it. */
+void pending_input(struct agent *a, struct pending *p);
+/* Closes the pending peers whose deadline has passed. */
+void pending_expire(struct agent *a, uint64_t now);
+
 /* conn.c */
-struct conn *conn_new(struct agent *a, int fd, const char *peer);
+/* The host's connection, authenticated on fd: HELLO was seq 0 and AUTH
+ * the host's seq 0; rest[rest_len] are bytes it sent after AUTH.  Returns
+ * NULL when out of memory (fd is then the caller's). */
+struct conn *conn_new(struct agent *a, int fd, const char *peer, bool unix_sock, const uint8_t *rest, size_t rest_len);
+/* Sends WELCOME and, for a host that comes back, its sessions' mappings;
+ * turns tracing on.  Then handles the frames that came with the AUTH. */
+int conn_welcome(struct agent *a, struct conn *c);
 void conn_free(struct conn *c);
 /* Queues one frame; -ENOBUFS when the queue is full (nothing queued). */
 int conn_queue(struct conn *c, uint8_t type, const void *payload, size_t len);

@@ -1,5 +1,6 @@
-/* The agent's connection to the host: authentication, the frames the host
- * sends, and a bounded queue of frames to send without blocking. */
+/* The agent's connection to its one authenticated host (listen.c lets it
+ * in): the frames the host sends, and a bounded queue of frames to send
+ * without blocking. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,37 +11,38 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "common/auth.h"
 #include "common/chunk.h"
-#include "lp_arch.h"
 #include "runtime/memtrace.h"
 
 #define START_ARGS_MAX 256
 
-struct conn *conn_new(struct agent *a, int fd, const char *peer)
+struct conn *conn_new(struct agent *a, int fd, const char *peer, bool unix_sock, const uint8_t *rest, size_t rest_len)
 {
 	struct conn *c = calloc(1, sizeof(*c));
-	char hello[256], nonce_hex[2 * AUTH_NONCE_SIZE + 1];
-	int n;
+	size_t avail;
+	uint8_t *space;
 
 	if (!c)
 		return NULL;
 	c->fd = fd;
 	c->udp_fd = -1;
+	c->unix_sock = unix_sock;
+	c->state = CONN_READY;
 	c->out_max = a->out_max ? a->out_max : AGENT_OUT_MAX;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->last_rx_ns = c->last_tx_ns = agent_now_ns();
-	if (wire_reader_init(&c->rd) || auth_random(c->nonce, sizeof(c->nonce))) {
-		wire_reader_release(&c->rd);
+	if (wire_reader_init(&c->rd)) {
 		free(c);
 		return NULL;
 	}
-	auth_hex(c->nonce, sizeof(c->nonce), nonce_hex);
-	n = snprintf(hello, sizeof(hello),
-	             "protocol=%d\nagent=layerprofd " AGENT_VERSION "\narch=" LP_ARCH_NAME
-	             "\ncaps=startstop,attach,filters,udp,syscalls%s\nnonce=%s\n",
-	             LP_WIRE_PROTOCOL, a->memlib[0] ? ",memory,mem_fold" : "", nonce_hex);
-	conn_queue(c, LP_FRAME_HELLO, hello, (size_t)n);
+	/* HELLO and AUTH were the first frame each way */
+	c->tx_seq = 1;
+	c->rd.next_seq = 1;
+	space = wire_reader_space(&c->rd, &avail);
+	if (rest_len > avail)
+		rest_len = avail; /* cannot be: rest is smaller than a pending buffer */
+	memcpy(space, rest, rest_len);
+	wire_reader_commit(&c->rd, rest_len);
 	return c;
 }
 
@@ -182,34 +184,14 @@ static void send_error(struct conn *c, const char *msg)
 	conn_queue(c, LP_FRAME_ERROR, msg, strlen(msg));
 }
 
-/* Refuses and closes: the peer learns only that it was refused. */
-static int refuse(struct conn *c, const char *why_logged)
-{
-	static const char msg[] = "refused";
+static int conn_frames(struct agent *a, struct conn *c);
 
-	agent_log("refused %s: %s", c->peer, why_logged);
-	conn_queue(c, LP_FRAME_ERROR, msg, sizeof(msg) - 1);
-	c->state = CONN_CLOSING;
-	return 0;
-}
-
-static int on_auth(struct agent *a, struct conn *c, const struct wire_frame *f)
+int conn_welcome(struct agent *a, struct conn *c)
 {
-	char mac[128], want[2 * AUTH_MAC_SIZE + 1], welcome[8192];
+	char welcome[8192];
 	struct session *s;
-	size_t n;
+	size_t n = 0;
 
-	if (f->type != LP_FRAME_AUTH)
-		return refuse(c, "no AUTH frame");
-	if (wire_kv_get(f->payload, f->len, "mac", mac, sizeof(mac)))
-		mac[0] = '\0';
-	if (a->has_token) {
-		auth_mac_hex(a->token, a->token_len, c->nonce, want);
-		if (strlen(mac) != 2 * AUTH_MAC_SIZE || !auth_equal(mac, want, 2 * AUTH_MAC_SIZE))
-			return refuse(c, mac[0] ? "wrong token" : "no token");
-	}
-	c->state = CONN_READY;
-	n = 0;
 	for (s = a->sessions; s; s = s->next)
 		n++;
 	n = (size_t)snprintf(welcome, sizeof(welcome), "session_count=%zu\n", n);
@@ -225,7 +207,7 @@ static int on_auth(struct agent *a, struct conn *c, const struct wire_frame *f)
 		session_send_maps(s);
 		session_set_tracing(s, true);
 	}
-	return 0;
+	return conn_frames(a, c);
 }
 
 static void send_session(struct conn *c, const struct session *s)
@@ -597,6 +579,10 @@ static int on_udpinfo(struct conn *c, const struct wire_frame *f)
 	unsigned long port;
 	int fd, n;
 
+	if (c->unix_sock) {
+		send_error(c, "UDPINFO: no datagram channel over a UNIX socket");
+		return 0;
+	}
 	if (wire_kv_get(f->payload, f->len, "port", val, sizeof(val)) || (port = strtoul(val, &end, 10)) == 0 ||
 	    port > 65535 || *end) {
 		send_error(c, "UDPINFO: invalid port");
@@ -629,8 +615,6 @@ static int on_udpinfo(struct conn *c, const struct wire_frame *f)
 
 static int on_frame(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
-	if (c->state == CONN_AUTH)
-		return on_auth(a, c, f);
 	switch (f->type) {
 	case LP_FRAME_START:
 		return on_start(a, c, f);
@@ -653,22 +637,12 @@ static int on_frame(struct agent *a, struct conn *c, const struct wire_frame *f)
 	}
 }
 
-int conn_input(struct agent *a, struct conn *c)
+/* Handles the whole frames received so far. */
+static int conn_frames(struct agent *a, struct conn *c)
 {
 	struct wire_frame f;
-	size_t avail;
-	uint8_t *space;
-	ssize_t n;
 	int r;
 
-	space = wire_reader_space(&c->rd, &avail);
-	n = recv(c->fd, space, avail, MSG_DONTWAIT);
-	if (n == 0)
-		return -EPIPE;
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-	wire_reader_commit(&c->rd, (size_t)n);
-	c->last_rx_ns = agent_now_ns();
 	while ((r = wire_reader_next(&c->rd, &f)) > 0) {
 		if (c->state == CONN_CLOSING)
 			continue;
@@ -681,4 +655,21 @@ int conn_input(struct agent *a, struct conn *c)
 		return -EPROTO;
 	}
 	return 0;
+}
+
+int conn_input(struct agent *a, struct conn *c)
+{
+	size_t avail;
+	uint8_t *space;
+	ssize_t n;
+
+	space = wire_reader_space(&c->rd, &avail);
+	n = recv(c->fd, space, avail, MSG_DONTWAIT);
+	if (n == 0)
+		return -EPIPE;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	wire_reader_commit(&c->rd, (size_t)n);
+	c->last_rx_ns = agent_now_ns();
+	return conn_frames(a, c);
 }

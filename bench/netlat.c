@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "common/chunk.h"
 #include "common/decoder.h"
 #include "common/wire.h"
@@ -52,6 +53,7 @@ struct hist {
 
 struct options {
 	const char *connect;
+	const char *token_file; /* the agent's token (TCP needs one) */
 	bool udp;
 	int rcvbuf; /* bytes asked for the UDP socket; 0: the system's default */
 	const char *save;
@@ -442,12 +444,13 @@ static int udp_port(int fd)
 	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
-/* HELLO, AUTH without a token (loopback agent), WELCOME. */
-static int handshake(struct host *h)
+/* HELLO, AUTH with the token's MAC of the nonce, WELCOME. */
+static int handshake(struct host *h, const char *token, size_t token_len)
 {
-	static const char auth[] = "protocol=1\nmac=\n";
+	char auth[32 + 2 * AUTH_MAC_SIZE], mac[2 * AUTH_MAC_SIZE + 1], nonce_hex[2 * AUTH_NONCE_SIZE + 1];
+	uint8_t nonce[AUTH_NONCE_SIZE];
 	struct wire_frame f;
-	int r;
+	int r, n;
 
 	r = host_next_frame(h, &f);
 	if (r)
@@ -456,7 +459,14 @@ static int handshake(struct host *h)
 		fprintf(stderr, "netlat: the agent did not say HELLO (got %s)\n", wire_frame_name(f.type));
 		return -EPROTO;
 	}
-	r = host_send(h, LP_FRAME_AUTH, auth, sizeof(auth) - 1);
+	if (wire_kv_get(f.payload, f.len, "nonce", nonce_hex, sizeof(nonce_hex)) ||
+	    auth_unhex(nonce_hex, nonce, sizeof(nonce))) {
+		fprintf(stderr, "netlat: the agent's HELLO has no valid nonce\n");
+		return -EPROTO;
+	}
+	auth_mac_hex(token, token_len, nonce, mac);
+	n = snprintf(auth, sizeof(auth), "protocol=1\nmac=%s\n", mac);
+	r = host_send(h, LP_FRAME_AUTH, auth, (size_t)n);
 	if (!r)
 		r = host_next_frame(h, &f);
 	if (r)
@@ -607,10 +617,11 @@ static void print_results(const struct host *h, int rcvbuf)
 
 static const char usage[] = "usage: netlat [options] -- PROGRAM [ARGS...]\n"
                             "\n"
-                            "Starts PROGRAM through a layerprofd agent without a token, takes its whole\n"
+                            "Starts PROGRAM through a layerprofd agent over TCP, takes its whole\n"
                             "stream and prints counts, bytes and latencies as key=value lines.\n"
                             "\n"
                             "  -c, --connect ADDR:PORT  the agent (default 127.0.0.1:7878)\n"
+                            "  -T, --token-file FILE    the agent's token (required)\n"
                             "  -u, --udp                ask for EVENTS chunks by UDP\n"
                             "  -r, --rcvbuf BYTES       the UDP socket's receive buffer (default 16 MiB;\n"
                             "                           0: the system's default)\n"
@@ -624,10 +635,15 @@ static const char usage[] = "usage: netlat [options] -- PROGRAM [ARGS...]\n"
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
-		{ "connect", required_argument, NULL, 'c' }, { "udp", no_argument, NULL, 'u' },
-		{ "rcvbuf", required_argument, NULL, 'r' },  { "save", required_argument, NULL, 's' },
-		{ "timeout", required_argument, NULL, 't' }, { "flush-ms", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
+		{ "connect", required_argument, NULL, 'c' },
+		{ "udp", no_argument, NULL, 'u' },
+		{ "rcvbuf", required_argument, NULL, 'r' },
+		{ "save", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "flush-ms", required_argument, NULL, 'f' },
+		{ "token-file", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	long rcvbuf;
@@ -636,10 +652,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->connect = "127.0.0.1:7878";
 	o->timeout_s = 120;
 	o->rcvbuf = UDP_RCVBUF_DEFAULT;
-	while ((c = getopt_long(argc, argv, "+c:ur:s:t:f:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:T:ur:s:t:f:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o->connect = optarg;
+			break;
+		case 'T':
+			o->token_file = optarg;
 			break;
 		case 'u':
 			o->udp = true;
@@ -679,7 +698,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			return -EINVAL;
 		}
 	}
-	if (optind >= argc || (o->udp && o->save)) {
+	if (optind >= argc || (o->udp && o->save) || !o->token_file) {
 		fputs(usage, stderr);
 		return -EINVAL;
 	}
@@ -693,10 +712,17 @@ int main(int argc, char **argv)
 	static struct host h; /* the histogram is large: not on the stack */
 	struct options o = { 0 };
 	uint8_t hdr[LP_FILE_HEADER_SIZE];
-	int r, rcvbuf = 0;
+	char token[AUTH_TOKEN_MAX + 2];
+	int r, rcvbuf = 0, token_len;
+	bool warn;
 
 	if (parse_options(argc, argv, &o))
 		return 2;
+	token_len = auth_token_load(o.token_file, token, sizeof(token), &warn);
+	if (token_len < 0) {
+		fprintf(stderr, "netlat: cannot use token file '%s': %s\n", o.token_file, strerror(-token_len));
+		return 1;
+	}
 	h.fd = h.udp_fd = -1;
 	h.t.exit_status = -1;
 	if ((r = wire_reader_init(&h.rd))) {
@@ -718,7 +744,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	h.last_tx_ns = now_ns();
-	r = handshake(&h);
+	r = handshake(&h, token, (size_t)token_len);
 	if (r)
 		goto out;
 	if (o.udp) {

@@ -372,3 +372,104 @@ out:
 	close(fd);
 	return ret;
 }
+
+/* log2(d) in units of 1/1024, for d >= 1: the integer part by shifts, then
+ * ten fraction bits by squaring the mantissa (no libm on the target). */
+static unsigned log2_q10(unsigned d)
+{
+	uint64_t m; /* the mantissa in [1, 2), 30 fraction bits */
+	unsigned r = 0, i;
+
+	while (d >> (r + 1))
+		r++;
+	m = ((uint64_t)d << 30) >> r;
+	r <<= 10;
+	for (i = 0; i < 10; i++) {
+		m = (m * m) >> 30;
+		if (m >= 2ull << 30) {
+			m >>= 1;
+			r |= 1u << (9 - i);
+		}
+	}
+	return r;
+}
+
+unsigned auth_token_bits(const char *token, size_t len)
+{
+	bool seen[256] = { false };
+	unsigned distinct = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		uint8_t c = (uint8_t)token[i];
+
+		if (!seen[c]) {
+			seen[c] = true;
+			distinct++;
+		}
+	}
+	if (distinct < 2)
+		return 0; /* one byte repeated: nothing to guess but the length */
+	if (len > AUTH_TOKEN_MAX)
+		len = AUTH_TOKEN_MAX; /* no token is longer; keeps the product small */
+	return (unsigned)(((uint64_t)len * log2_q10(distinct)) >> 10);
+}
+
+bool auth_token_weak(const char *token, size_t len)
+{
+	return len < AUTH_TOKEN_MIN_LEN || auth_token_bits(token, len) < AUTH_TOKEN_MIN_BITS;
+}
+
+int auth_token_generate(const char *path)
+{
+	uint8_t bytes[AUTH_TOKEN_GEN_BYTES];
+	char text[2 * AUTH_TOKEN_GEN_BYTES + 2];
+	size_t done = 0, n = sizeof(text) - 1;
+	int fd, ret;
+
+	ret = auth_random(bytes, sizeof(bytes));
+	if (ret)
+		return ret;
+	auth_hex(bytes, sizeof(bytes), text);
+	auth_wipe(bytes, sizeof(bytes));
+	text[n - 1] = '\n';
+	text[n] = '\0';
+	/* O_EXCL: never a file or a link someone put there; the mode is set
+	 * at creation, so the token is never readable by others */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (fchmod(fd, 0600)) {
+		ret = -errno;
+		goto fail;
+	}
+	while (done < n) {
+		ssize_t w = write(fd, text + done, n - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -EIO;
+			goto fail;
+		}
+		done += (size_t)w;
+	}
+	if (fsync(fd)) {
+		ret = -errno;
+		goto fail;
+	}
+	if (close(fd))
+		ret = -errno;
+	fd = -1;
+	if (!ret)
+		goto out;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+out:
+	auth_wipe(text, sizeof(text));
+	return ret;
+}

@@ -11,6 +11,12 @@
 #define AUTH_NONCE_SIZE 32u
 #define AUTH_MAC_SIZE 32u
 #define AUTH_TOKEN_MAX 1024u
+/* The weakest token accepted to guard an agent or a server: this long, and
+ * this many bits by auth_token_bits. */
+#define AUTH_TOKEN_MIN_LEN 16u
+#define AUTH_TOKEN_MIN_BITS 64u
+/* A generated token: this many random bytes, written as hex. */
+#define AUTH_TOKEN_GEN_BYTES 32u
 #define SHA256_SIZE 32u
 #define SHA256_BLOCK 64u
 
@@ -61,5 +67,21 @@ bool auth_equal(const void *a, const void *b, size_t n);
  * *warn is set when the file is readable by group or others (the caller
  * warns), cleared otherwise.  The bytes read are wiped from the stack. */
 int auth_token_load(const char *path, char *out, size_t size, bool *warn);
+
+/* A rough measure of how hard token[len] is to guess, in bits: its length
+ * times log2 of the number of different bytes it holds.  It cannot see a
+ * word or a pattern, but it catches the short and the repetitive
+ * ("aaaa...", "abab...").  A token from auth_token_generate has about 256. */
+unsigned auth_token_bits(const char *token, size_t len);
+/* Whether token[len] is too weak to guard anything: shorter than
+ * AUTH_TOKEN_MIN_LEN bytes or under AUTH_TOKEN_MIN_BITS by auth_token_bits. */
+bool auth_token_weak(const char *token, size_t len);
+
+/* Writes a new token to a new file at path: AUTH_TOKEN_GEN_BYTES bytes from
+ * auth_random as lowercase hex, and a newline.  The file is created
+ * exclusively (O_EXCL, no link followed) with mode 0600 whatever the umask,
+ * and synced.  Returns 0, or -errno: -EEXIST when anything is at path; a
+ * file that could not be written whole is removed. */
+int auth_token_generate(const char *path);
 
 #endif

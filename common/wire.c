@@ -161,6 +161,11 @@ fail:
 	return -EBADMSG;
 }
 
+uint32_t wire_header_len(const uint8_t *hdr)
+{
+	return le32_get(hdr + WIRE_OFF_LEN);
+}
+
 int wire_parse_datagram(const uint8_t *buf, size_t len, struct wire_frame *f)
 {
 	uint32_t plen;
@@ -297,4 +302,18 @@ int wire_split_address(const char *addr, char *host, size_t hsize, char *port, s
 		return -EINVAL;
 	strcpy(port, p);
 	return 0;
+}
+
+const char *wire_unix_path(const char *addr)
+{
+	size_t n = strlen(LP_WIRE_UNIX_PREFIX);
+
+	return strncmp(addr, LP_WIRE_UNIX_PREFIX, n) ? NULL : addr + n;
+}
+
+int wire_unix_default(char *out, size_t size, unsigned uid, const char *name)
+{
+	int n = snprintf(out, size, LP_WIRE_UNIX_DIR_FMT "%s%s", uid, name ? "/" : "", name ? name : "");
+
+	return n < 0 || (size_t)n >= size || (size_t)n > LP_WIRE_UNIX_PATH_MAX ? -ENAMETOOLONG : 0;
 }

@@ -86,6 +86,11 @@ void wire_reader_commit(struct wire_reader *r, size_t n);
  * every later call returns -EBADMSG and the caller closes the connection. */
 int wire_reader_next(struct wire_reader *r, struct wire_frame *f);
 
+/* The payload length a header declares (not checked against anything):
+ * hdr holds LP_WIRE_HEADER_SIZE bytes.  A receiver that takes only small
+ * frames (the agent before AUTH) bounds it before it waits for more. */
+uint32_t wire_header_len(const uint8_t *hdr);
+
 /* Parses one UDP datagram that holds exactly one frame: header, payload and
  * nothing after it.  The seq is not checked (the caller counts gaps as lost
  * datagrams).  Returns 0 with f->payload pointing into buf, or -EBADMSG. */
@@ -117,5 +122,21 @@ int wire_kv_get(const uint8_t *payload, size_t len, const char *key, char *out, 
  * Returns 0 or -EINVAL (also for a port outside 1..65535 or too long). */
 int wire_split_address(const char *addr, char *host, size_t hsize, char *port, size_t psize, const char *default_port,
                        bool allow_any_host);
+
+/* An agent address "unix:PATH" names a UNIX stream socket (docs/protocol.md,
+ * "Access").  The longest PATH: what a sockaddr_un holds, less its NUL. */
+#define LP_WIRE_UNIX_PREFIX "unix:"
+#define LP_WIRE_UNIX_PATH_MAX 107u
+/* The agent's default socket: in a directory of its own user's, made
+ * private (0700) by the agent; %u is the uid. */
+#define LP_WIRE_UNIX_DIR_FMT "/tmp/layerprofd-%u"
+#define LP_WIRE_UNIX_NAME "agent.sock"
+
+/* The PATH of "unix:PATH" (a pointer into addr), or NULL for any other
+ * address. */
+const char *wire_unix_path(const char *addr);
+/* Writes the default socket's directory (with name NULL) or the path of
+ * name in it, for the user uid, into out[size].  Returns 0 or -ENAMETOOLONG. */
+int wire_unix_default(char *out, size_t size, unsigned uid, const char *name);
 
 #endif

@@ -1,15 +1,20 @@
 /* layerprof config: where the parts of layerprof that a build of the
- * profiled program uses are, for build scripts. */
+ * profiled program uses are, for build scripts; and a new token for the
+ * agent and for serve. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "host/builtin.h"
 
 static const char config_usage[] = "usage: layerprof config --wrap-flags\n"
+                                   "   or: layerprof config --gen-token FILE\n"
                                    "\n"
                                    "Prints what a build needs to use layerprof.\n"
                                    "\n"
@@ -21,6 +26,10 @@ static const char config_usage[] = "usage: layerprof config --wrap-flags\n"
                                    "                 delete, liblayerprof-memwrap.a, liblayerprof.so and an rpath\n"
                                    "                 to it. Only the program's own calls are seen, not those made\n"
                                    "                 inside shared libraries (libc's strdup, ...)\n"
+                                   "  --gen-token FILE\n"
+                                   "                 write a new random token (64 hex digits) to FILE, a new\n"
+                                   "                 file of mode 0600, for layerprofd --token-file and\n"
+                                   "                 layerprof live/serve --token-file\n"
                                    "  -h, --help     this text\n";
 
 /* The response file: installed in <prefix>/lib/layerprof, or in the build
@@ -46,18 +55,23 @@ int cmd_config(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "wrap-flags", no_argument, NULL, 'w' },
+		{ "gen-token", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *gen_token = NULL;
 	char path[PATH_MAX];
 	bool wrap = false;
-	int c;
+	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			wrap = true;
+			break;
+		case 'g':
+			gen_token = optarg;
 			break;
 		case 'h':
 			fputs(config_usage, stdout);
@@ -67,9 +81,20 @@ int cmd_config(int argc, char **argv)
 			return LP_EXIT_USAGE;
 		}
 	}
-	if (!wrap || optind < argc) {
+	if (wrap == !!gen_token || optind < argc) {
 		fputs(config_usage, stderr);
 		return LP_EXIT_USAGE;
+	}
+	if (gen_token) {
+		r = auth_token_generate(gen_token);
+		if (r) {
+			fprintf(stderr, "layerprof config: cannot write a token to '%s': %s\n", gen_token,
+			        r == -EEXIST ? "something is there already (a new file is made, never overwritten)"
+			                     : strerror(-r));
+			return LP_EXIT_FAILURE;
+		}
+		printf("layerprof config: a new token is in '%s' (mode 0600)\n", gen_token);
+		return LP_EXIT_OK;
 	}
 	if (find_wrap_flags(path, sizeof(path))) {
 		fprintf(stderr,

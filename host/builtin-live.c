@@ -41,8 +41,10 @@ static const char live_usage[] =
     "flat profile as the trace arrives: the program is started by the agent, or an\n"
     "attachable program that runs already is traced.\n"
     "\n"
-    "  -c, --connect ADDR    the agent: HOST:PORT or [IPV6]:PORT (default " NETCLIENT_DEFAULT_HOST
-    ":" NETCLIENT_DEFAULT_PORT ")\n"
+    "  -c, --connect ADDR    the agent: HOST:PORT, [IPV6]:PORT (a token needed) or\n"
+    "                        unix:PATH (default: this user's agent, unix:" LP_WIRE_UNIX_DIR_FMT "/" LP_WIRE_UNIX_NAME
+    ",\n"
+    "                        %u the uid)\n"
     "      --token-file F    authenticate with the token in F (first line)\n"
     "  -p, --attach PID      trace a running program instead of starting one\n"
     "  -i, --interval DUR    refresh the view every DUR (default 1s)\n"
@@ -733,6 +735,7 @@ int cmd_live(int argc, char **argv)
 {
 	struct live *lv = calloc(1, sizeof(*lv));
 	struct sigaction sa = { .sa_handler = on_signal };
+	char default_addr[sizeof(LP_WIRE_UNIX_PREFIX) + LP_WIRE_UNIX_PATH_MAX];
 	struct livesession *ls;
 	int code = LP_EXIT_FAILURE, r;
 
@@ -746,7 +749,10 @@ int cmd_live(int argc, char **argv)
 		fprintf(stderr, "layerprof live: out of memory\n");
 		goto out;
 	}
-	ls->addr = NETCLIENT_DEFAULT_HOST ":" NETCLIENT_DEFAULT_PORT;
+	/* this user's agent, on its UNIX socket */
+	if (netclient_default_address(default_addr, sizeof(default_addr)))
+		default_addr[0] = '\0';
+	ls->addr = default_addr;
 	ls->say = on_say;
 	ls->say_ctx = lv;
 	r = parse_options(lv, argc, argv);

@@ -44,7 +44,7 @@ static const char serve_usage[] =
     "      --token-file F    require the token in F (first line) of every request:\n"
     "                        header " SERVEHTTP_TOKEN_HEADER ", or open /auth?token=... once;\n"
     "                        with --connect, the agent's token too\n"
-    "  -c, --connect ADDR    live: the agent at HOST:PORT or [IPV6]:PORT\n"
+    "  -c, --connect ADDR    live: the agent at HOST:PORT, [IPV6]:PORT or unix:PATH\n"
     "      --agent-token-file F  live: the agent's token, when not the same file\n"
     "      --attach PID      live: trace a running program instead of starting one\n"
     "      --stopped         live: start with tracing off (the page's Start turns it on)\n"
@@ -93,6 +93,14 @@ static int load_token(const char *path, char *token, size_t size)
 	if (r < 0) {
 		fprintf(stderr, "layerprof serve: cannot read token file '%s': %s\n", path, strerror(-r));
 		return r;
+	}
+	if (auth_token_weak(token, (size_t)r)) {
+		fprintf(stderr,
+		        "layerprof serve: the token in '%s' is too weak (%d characters, about %u bits; at least %u "
+		        "characters and %u bits): make one with layerprof config --gen-token FILE\n",
+		        path, r, auth_token_bits(token, (size_t)r), AUTH_TOKEN_MIN_LEN, AUTH_TOKEN_MIN_BITS);
+		explicit_bzero(token, size);
+		return -EINVAL;
 	}
 	if (warn)
 		fprintf(stderr, "layerprof serve: warning: token file '%s' is readable by other users\n", path);

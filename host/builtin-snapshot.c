@@ -253,7 +253,7 @@ int cmd_snapshot(int argc, char **argv)
 		}
 	}
 	if (addr || token_file || has_window) {
-		char host[256], port[16], *end;
+		char *end;
 		long pid;
 
 		if (!addr || optind + 1 != argc || !out || at_peak || has_at) {
@@ -271,9 +271,10 @@ int cmd_snapshot(int argc, char **argv)
 			fprintf(stderr, "layerprof snapshot: invalid PID '%s'\n", argv[optind]);
 			return LP_EXIT_USAGE;
 		}
-		if (netclient_split_address(addr, host, sizeof(host), port, sizeof(port))) {
+		if (netclient_check_address(addr)) {
 			fprintf(stderr,
-			        "layerprof snapshot: invalid --connect '%s': expected HOST:PORT or [IPV6]:PORT\n",
+			        "layerprof snapshot: invalid --connect '%s': expected HOST:PORT, [IPV6]:PORT or "
+			        "unix:PATH\n",
 			        addr);
 			return LP_EXIT_USAGE;
 		}

@@ -92,11 +92,16 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg)
 
 int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target)
 {
-	char host[256], port[16];
-
-	if (netclient_split_address(o->connect, host, sizeof(host), port, sizeof(port))) {
-		fprintf(stderr, "layerprof %s: invalid --connect '%s': expected HOST:PORT or [IPV6]:PORT\n", o->cmd,
-		        o->connect ? o->connect : "");
+	if (netclient_check_address(o->connect)) {
+		fprintf(stderr, "layerprof %s: invalid --connect '%s': expected HOST:PORT, [IPV6]:PORT or unix:PATH\n",
+		        o->cmd, o->connect ? o->connect : "");
+		return -EINVAL;
+	}
+	if (o->udp && wire_unix_path(o->connect)) {
+		fprintf(stderr,
+		        "layerprof %s: --udp is for an agent over TCP (--connect HOST:PORT): its UNIX socket has no "
+		        "datagram channel\n",
+		        o->cmd);
 		return -EINVAL;
 	}
 	o->argv = argv;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,30 @@ static uint64_t now_ms(void)
 int netclient_split_address(const char *addr, char *host, size_t hsize, char *port, size_t psize)
 {
 	return wire_split_address(addr, host, hsize, port, psize, NETCLIENT_DEFAULT_PORT, false);
+}
+
+int netclient_check_address(const char *addr)
+{
+	char host[256], port[16];
+	const char *path;
+
+	if (!addr)
+		return -EINVAL;
+	path = wire_unix_path(addr);
+	if (path)
+		return path[0] && strlen(path) <= LP_WIRE_UNIX_PATH_MAX ? 0 : -EINVAL;
+	return netclient_split_address(addr, host, sizeof(host), port, sizeof(port));
+}
+
+int netclient_default_address(char *out, size_t size)
+{
+	char path[LP_WIRE_UNIX_PATH_MAX + 1];
+	int n;
+
+	if (wire_unix_default(path, sizeof(path), (unsigned)geteuid(), LP_WIRE_UNIX_NAME))
+		return -ENAMETOOLONG;
+	n = snprintf(out, size, LP_WIRE_UNIX_PREFIX "%s", path);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
 void netclient_init(struct netclient *c)
@@ -69,6 +94,41 @@ static int connect_one(int fd, const struct addrinfo *ai)
 	return -err;
 }
 
+/* The agent's UNIX socket: connected, then the kernel says whose it is.
+ * Only an agent of our own user or root is spoken to: a socket someone
+ * else made would learn what we start and feed us what it likes. */
+static int connect_unix(struct netclient *c, const char *addr, const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = NETCLIENT_TIMEOUT_MS / 1000 };
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd, r;
+
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* the timeout bounds a connect that waits for room in the backlog */
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		r = -errno;
+		snprintf(c->error, sizeof(c->error), "cannot connect to %s: %s%s", addr, strerror(-r),
+		         r == -ENOENT ? " (is layerprofd running as this user? another user's agent is reached "
+		                        "over TCP with its token)"
+		                      : "");
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		snprintf(c->error, sizeof(c->error),
+		         "refusing the agent at %s: its socket is held by uid %u, neither this user nor root", addr,
+		         (unsigned)cred.uid);
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 int netclient_connect(struct netclient *c, const char *addr)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
@@ -77,14 +137,21 @@ int netclient_connect(struct netclient *c, const char *addr)
 	int r, fd = -1, one = 1;
 
 	snprintf(c->peer, sizeof(c->peer), "%s", addr);
-	if (netclient_split_address(addr, host, sizeof(host), port, sizeof(port))) {
-		snprintf(c->error, sizeof(c->error), "invalid agent address '%s': expected HOST:PORT or [IPV6]:PORT",
-		         addr);
+	if (netclient_check_address(addr) ||
+	    (!wire_unix_path(addr) && netclient_split_address(addr, host, sizeof(host), port, sizeof(port)))) {
+		snprintf(c->error, sizeof(c->error),
+		         "invalid agent address '%s': expected HOST:PORT, [IPV6]:PORT or unix:PATH", addr);
 		return -EINVAL;
 	}
 	if (!c->rd.buf && wire_reader_init(&c->rd)) {
 		snprintf(c->error, sizeof(c->error), "cannot connect to %s: out of memory", addr);
 		return -ENOMEM;
+	}
+	if (wire_unix_path(addr)) {
+		fd = connect_unix(c, addr, wire_unix_path(addr));
+		if (fd < 0)
+			return fd;
+		goto connected;
 	}
 	r = getaddrinfo(host, port, &hints, &res);
 	if (r) {
@@ -109,6 +176,7 @@ int netclient_connect(struct netclient *c, const char *addr)
 		snprintf(c->error, sizeof(c->error), "cannot connect to %s: %s", addr, strerror(-r));
 		return r;
 	}
+connected:
 	/* blocking from here on, but a send never waits forever */
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv))) {
@@ -118,7 +186,8 @@ int netclient_connect(struct netclient *c, const char *addr)
 		return r;
 	}
 	/* control frames are small and should not wait for more */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!wire_unix_path(addr))
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = fd;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* The host end of a live connection to the agent layerprofd
- * (docs/protocol.md): connecting by host:port over IPv4 or IPv6, the
+ * (docs/protocol.md): connecting by host:port over IPv4 or IPv6 or to a
+ * UNIX socket, the
  * HELLO/AUTH/WELCOME handshake, and frames in and out through the wire
  * codec.  Knows nothing of traces: the caller reads the frames.
  *
@@ -13,7 +14,6 @@
 
 #include "common/wire.h"
 
-#define NETCLIENT_DEFAULT_HOST "127.0.0.1"
 #define NETCLIENT_DEFAULT_PORT "7878"
 /* How long connecting and each step of the handshake may take. */
 #define NETCLIENT_TIMEOUT_MS 5000
@@ -39,15 +39,26 @@ struct netclient {
  * long). */
 int netclient_split_address(const char *addr, char *host, size_t hsize, char *port, size_t psize);
 
+/* 0 when addr is an agent address a client can connect to: HOST:PORT,
+ * [V6ADDR]:PORT, HOST or [V6ADDR] (see netclient_split_address), or
+ * "unix:PATH" (a UNIX socket; PATH at most LP_WIRE_UNIX_PATH_MAX bytes);
+ * -EINVAL otherwise. */
+int netclient_check_address(const char *addr);
+/* Writes "unix:" and the default socket of an agent run by this user
+ * (LP_WIRE_UNIX_DIR_FMT, common/wire.h) into out[size].  Returns 0 or
+ * -ENAMETOOLONG. */
+int netclient_default_address(char *out, size_t size);
+
 /* A client with no connection; netclient_release frees it. */
 void netclient_init(struct netclient *c);
 /* Closes the connection and frees the buffers.  Accepts a client that
  * never connected. */
 void netclient_release(struct netclient *c);
 
-/* Connects to addr (see netclient_split_address), trying every address
- * getaddrinfo gives, each within NETCLIENT_TIMEOUT_MS.  Returns 0, or
- * -errno with c->error set. */
+/* Connects to addr (see netclient_check_address): over TCP trying every
+ * address getaddrinfo gives, each within NETCLIENT_TIMEOUT_MS; to a UNIX
+ * socket only when the kernel says it is held by this user or root
+ * (SO_PEERCRED; else -EPERM).  Returns 0, or -errno with c->error set. */
 int netclient_connect(struct netclient *c, const char *addr);
 
 /* The handshake: reads HELLO, answers AUTH with the MAC of the nonce keyed

@@ -77,8 +77,13 @@ static enum MHD_Result send_owned(struct MHD_Connection *c, unsigned status, con
 	return r;
 }
 
-static enum MHD_Result send_error(struct servehttp *h, struct MHD_Connection *c, unsigned status, const char *msg)
+/* An error answer; with close, the connection ends after it (a peer the
+ * guards refused keeps nothing open). */
+static enum MHD_Result send_error_as(struct servehttp *h, struct MHD_Connection *c, unsigned status, const char *msg,
+                                     bool close)
 {
+	struct MHD_Response *rs;
+	enum MHD_Result r;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -88,7 +93,36 @@ static enum MHD_Result send_error(struct servehttp *h, struct MHD_Connection *c,
 		return MHD_NO;
 	serveapi_error(f, (int)status, msg);
 	fclose(f);
-	return send_owned(c, status, "application/json", buf, len);
+	rs = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+	if (!rs) {
+		free(buf);
+		return MHD_NO;
+	}
+	add_headers(rs, "application/json");
+	if (close)
+		MHD_add_response_header(rs, MHD_HTTP_HEADER_CONNECTION, "close");
+	r = MHD_queue_response(c, status, rs);
+	MHD_destroy_response(rs);
+	return r;
+}
+
+static enum MHD_Result send_error(struct servehttp *h, struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	return send_error_as(h, c, status, msg, false);
+}
+
+/* A request the guards refuse before it is authorised: closed after. */
+static enum MHD_Result refuse(struct servehttp *h, struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	return send_error_as(h, c, status, msg, true);
+}
+
+/* The guard's entry of the connection (serve_guard.h), or NULL. */
+static struct serveguard_conn *guard_conn(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
 }
 
 /* ------------------------------------------------------------ the guards */
@@ -398,10 +432,13 @@ static enum MHD_Result answer_auth(struct servehttp *h, struct MHD_Connection *c
 	char cookie[AUTH_TOKEN_MAX + 128];
 	enum MHD_Result r;
 
-	if (!h->token)
+	if (!h->token) {
+		serveguard_authorised(&h->guard, guard_conn(c));
 		return answer_asset(h, c, "/");
+	}
 	if (!token_matches(h, given))
-		return send_error(h, c, MHD_HTTP_FORBIDDEN, "wrong token");
+		return refuse(h, c, MHD_HTTP_FORBIDDEN, "wrong token");
+	serveguard_authorised(&h->guard, guard_conn(c));
 	snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict", SERVEHTTP_COOKIE, h->token);
 	rs = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	if (!rs)
@@ -513,6 +550,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		rq->len = 0;
 		*state = rq;
 		__atomic_add_fetch(&h->requests, 1, __ATOMIC_RELAXED);
+		/* the token first, at the first moment libmicrohttpd shows the
+		 * request (its headers are in): a peer without it is told so and
+		 * the connection closed, whatever else its request holds */
+		if (!host_allowed(h, c))
+			return refuse(h, c, MHD_HTTP_FORBIDDEN, "this server answers to loopback names only");
+		if (!strcmp(url, "/auth") && get)
+			return answer_auth(h, c);
+		if (!authorised(h, c))
+			return refuse(h, c, MHD_HTTP_UNAUTHORIZED, "token required: open /auth?token=...");
+		serveguard_authorised(&h->guard, guard_conn(c));
 		if (url_length(c, url) > SERVEHTTP_URL_MAX)
 			return send_error(h, c, MHD_HTTP_CONTENT_TOO_LARGE, "request too large");
 		len_hdr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -522,12 +569,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return send_error(h, c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
 		if (path_suspect(url))
 			return send_error(h, c, MHD_HTTP_BAD_REQUEST, "bad path");
-		if (!host_allowed(h, c))
-			return send_error(h, c, MHD_HTTP_FORBIDDEN, "this server answers to loopback names only");
-		if (!strcmp(url, "/auth") && get)
-			return answer_auth(h, c);
-		if (!authorised(h, c))
-			return send_error(h, c, MHD_HTTP_UNAUTHORIZED, "token required: open /auth?token=...");
 		if (post && (strncmp(url, "/api/live/", 10) ||
 		             !MHD_lookup_connection_value(c, MHD_HEADER_KIND, SERVEHTTP_POST_HEADER)))
 			return send_error(h, c, MHD_HTTP_FORBIDDEN,
@@ -570,6 +611,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum
 	(void)why;
 	free(*state);
 	*state = NULL;
+}
+
+/* Every connection is pending in the guard from its accept to its first
+ * authorised request; the guard cuts it past the deadline. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	struct servehttp *h = cls;
+	const union MHD_ConnectionInfo *fd, *addr;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		serveguard_close(&h->guard, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	*socket_context = fd ? serveguard_open(&h->guard, fd->connect_fd, addr ? addr->client_addr : NULL) : NULL;
 }
 
 /* ------------------------------------------------------------ start and stop */
@@ -640,12 +699,18 @@ int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serv
 	r = listen_on(h, bind_addr, port);
 	if (r)
 		return r;
+	r = serveguard_start(&h->guard);
+	if (r) {
+		fprintf(stderr, "layerprof serve: cannot start the connection guard: %s\n", strerror(-r));
+		return r;
+	}
 	h->daemon = MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL,
 	    NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_CONNECTION_LIMIT,
 	    (unsigned)SERVEHTTP_CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVEHTTP_PER_IP_MAX,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVEHTTP_MEMORY_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
-	    (unsigned)SERVEHTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+	    (unsigned)SERVEHTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+	    on_connection, h, MHD_OPTION_END);
 	if (!h->daemon) {
 		fprintf(stderr, "layerprof serve: cannot start the HTTP server on %s\n", h->url);
 		return -EIO;
@@ -663,6 +728,7 @@ void servehttp_stop(struct servehttp *h)
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
 	h->daemon = NULL;
+	serveguard_stop(&h->guard);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	h->listen_fd = -1;

@@ -3,8 +3,9 @@
  * token (header, or a cookie set by /auth?token=) on any address but
  * loopback, the Host header on loopback (no DNS rebinding), exact paths
  * only (no file is ever opened for a request), bounded URLs, headers,
- * bodies and connections, and POST only with a header a cross-site page
- * cannot send.  One thread per connection; every use of the model is
+ * bodies and connections, connections not yet authorised bounded per
+ * address and in time (serve_guard.h) and closed after a refusal, and POST
+ * only with a header a cross-site page cannot send.  One thread per connection; every use of the model is
  * under h->lock. */
 #ifndef LP_SERVE_HTTP_H
 #define LP_SERVE_HTTP_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "host/lib/serve_guard.h"
 #include "host/lib/serve_model.h"
 
 #define SERVEHTTP_DEFAULT_BIND "127.0.0.1"
@@ -74,6 +76,7 @@ struct servehttp {
 	uint64_t ev_gen;
 	bool stopping;
 	uint64_t requests, refused;  /* counts, for the log */
+	struct serveguard guard;     /* the connections not yet authorised */
 	pthread_mutex_t export_lock; /* one export (GET /api/export) at a time */
 };
 

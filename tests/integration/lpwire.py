@@ -47,30 +47,36 @@ class Closed(Exception):
     pass
 
 
-def connect_when_free(host, port, wait=5.0, **kw):
-    """A connection whose first frame is not the agent's "busy" refusal: the
-    agent serves one host at a time and may not have seen the previous
-    connection's close yet when the next one arrives.  The first frame is
-    kept for the caller's recv()."""
+def connect_when_free(host, port, token=None, wait=5.0, **kw):
+    """A connection that passed the handshake with this token, or the
+    agent's refusal: (client, type, payload) of its answer to AUTH.  The
+    agent serves one host at a time and answers a good AUTH with ERROR
+    busy while the previous host's close is not seen yet: that answer is
+    tried again for a while."""
     deadline = time.time() + wait
     while True:
         c = Client(host, port, **kw)
-        first = c.recv()
-        if first[0] == ERROR and b"busy" in first[1] and time.time() < deadline:
+        ftype, payload = c.handshake(token)
+        if ftype == ERROR and b"busy" in payload and time.time() < deadline:
             c.close()
             time.sleep(0.05)
             continue
-        c.pending = first
-        return c
+        return c, ftype, payload
 
 
 class Client:
     """One connection to an agent.  recv() returns (type, payload)."""
 
-    def __init__(self, host, port, timeout=10.0, family=socket.AF_INET):
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect((host, port))
+    def __init__(self, host, port=None, timeout=10.0, family=socket.AF_INET):
+        """host "unix:PATH" is the agent's UNIX socket (port unused)."""
+        if host.startswith("unix:"):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(host[5:])
+        else:
+            self.sock = socket.socket(family, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect((host, port))
         self.seq = 0
         self.rx_seq = 0
         self.buf = b""

@@ -41,9 +41,9 @@ def free_port():
     return port
 
 
-def run_program(port, qemu, sysroot, prog, args, save):
+def run_program(port, token, qemu, sysroot, prog, args, save):
     c = lpwire.Client("127.0.0.1", port, timeout=30)
-    ftype, _ = c.handshake(None)
+    ftype, _ = c.handshake(token)
     if ftype != lpwire.WELCOME:
         return {"error": "no WELCOME"}
     ftype, payload = c.start([qemu, "-L", sysroot, prog] + args)
@@ -84,10 +84,15 @@ def main():
                             os.path.join(PROGS, name + ".c"), "-o", out], check=True)
             progs[name] = out
         port = free_port()
+        # TCP needs a token, on loopback too
+        token = os.urandom(24).hex()
+        with open(os.open(os.path.join(tmp, "token"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(token + "\n")
         log = open(os.path.join(tmp, "agent.log"), "w")
         agent = subprocess.Popen([qemu_path, "-L", sysroot, os.path.join(build, "agent", "layerprofd"), "--listen",
-                                  "127.0.0.1:%d" % port, "--lib", os.path.join(build, "runtime", "liblayerprof.so"),
-                                  "--attach-dir", os.path.join(tmp, "attach")],
+                                  "127.0.0.1:%d" % port, "--token-file", os.path.join(tmp, "token"), "--lib",
+                                  os.path.join(build, "runtime", "liblayerprof.so"), "--attach-dir",
+                                  os.path.join(tmp, "attach")],
                                  stdout=log, stderr=subprocess.STDOUT)
         for _ in range(100):
             try:
@@ -102,7 +107,7 @@ def main():
         }
         for name, want in expect.items():
             save = os.path.join(tmp, name + ".trace")
-            out = run_program(port, qemu_path, sysroot, progs[name], [], save)
+            out = run_program(port, token, qemu_path, sysroot, progs[name], [], save)
             if not check(out.get("exit", {}).get("status") == "0", "%s %s: ran under qemu, exit 0" %
                          (args.arch, name), out):
                 continue

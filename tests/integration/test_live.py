@@ -102,19 +102,44 @@ class Lines:
             return "\n".join(self.lines)
 
 
-class Agent:
-    """layerprofd on loopback with a free port."""
+_agent_count = [0]
 
-    def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET, env=None):
+
+class Agent:
+    """layerprofd for a group: on a UNIX socket in tmp, where its own user
+    needs no token; or with tcp=True on a free loopback port with a token
+    (--token-file in args, or one made by --gen-token), which token_args
+    then give to the host commands."""
+
+    def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET, env=None, tcp=False):
         self.exe = os.path.join(build, "agent", "layerprofd")
+        args = list(args)
+        self.token_args = []
+        if tcp:
+            if "--token-file" in args:
+                self.token_args = ["--token-file", args[args.index("--token-file") + 1]]
+            else:
+                tok = os.path.join(tmp, "agent-token")
+                if not os.path.exists(tok):
+                    subprocess.run([self.exe, "--gen-token", tok], stdout=subprocess.DEVNULL, check=True)
+                self.token_args = ["--token-file", tok]
+                args += self.token_args
         host = "[%s]" % listen_host if ":" in listen_host else listen_host
         for _ in range(3):  # another process may take the free port before the agent binds it
-            self.port = free_port(family, listen_host)
-            self.addr = "%s:%d" % (host, self.port)
+            _agent_count[0] += 1
+            if tcp:
+                self.port = free_port(family, listen_host)
+                self.addr = "%s:%d" % (host, self.port)
+                where = ["--listen", self.addr]
+            else:
+                self.port = _agent_count[0]
+                self.socket = os.path.join(tmp, "agent-%d.sock" % self.port)
+                self.addr = "unix:" + self.socket
+                where = ["--unix", self.socket]
             self.attach_dir = os.path.join(tmp, "attach-%d" % self.port)
-            self.p = subprocess.Popen([self.exe, "--listen", self.addr, "--attach-dir", self.attach_dir] +
-                                      list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      stdin=subprocess.DEVNULL, universal_newlines=True, env=env)
+            self.p = subprocess.Popen([self.exe] + where + ["--attach-dir", self.attach_dir] + args,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                      universal_newlines=True, env=env)
             started.append(self.p)
             self.out = Lines(self.p.stdout)  # the programs' output (they inherit it)
             self.err = Lines(self.p.stderr)
@@ -425,11 +450,11 @@ def group_auth(lp, build, tmp):
     rec = b.prog("recursion")
     tok = os.path.join(tmp, "token")
     bad = os.path.join(tmp, "token-bad")
-    for path, text in ((tok, "s3cret-token\n"), (bad, "not-the-token\n")):
+    for path, text in ((tok, "a s3cret token for the tests\n"), (bad, "not the token, but as long\n")):
         with open(path, "w") as f:
             f.write(text)
         os.chmod(path, 0o600)
-    agent = Agent(build, tmp, ["--token-file", tok])
+    agent = Agent(build, tmp, ["--token-file", tok], tcp=True)
     if not check(agent.ok, "agent with a token starts", agent.err.text()):
         return
     try:
@@ -643,11 +668,11 @@ def group_ipv6(lp, build, tmp):
         return
     b = it.Builder("gcc", "g++", "-O2", tmp)
     rec = b.prog("recursion")
-    agent = Agent(build, tmp, listen_host="::1", family=socket.AF_INET6)
+    agent = Agent(build, tmp, listen_host="::1", family=socket.AF_INET6, tcp=True)
     if not check(agent.ok, "agent listens on [::1]", agent.err.text()):
         return
     try:
-        live = Live(lp, agent.addr, ["--format", "json", "--", rec], stdin=subprocess.DEVNULL)
+        live = Live(lp, agent.addr, agent.token_args + ["--format", "json", "--", rec], stdin=subprocess.DEVNULL)
         rc = live.wait()
         check(rc == 0 and counts(live.final()).get("fib") == 1973, "live over IPv6 ([::1]:PORT)", live.err.text())
     finally:
@@ -854,14 +879,14 @@ def group_udp(lp, build, tmp):
     session has no UDP counts.  (Loss over UDP is induced and counted in
     test_agent.py, on a shaped veth link between two namespaces.)"""
     b = it.Builder("gcc", "g++", "-O2", tmp)
-    agent = Agent(build, tmp)
+    agent = Agent(build, tmp, tcp=True)  # a datagram channel needs TCP, and so a token
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
     try:
         def session(attempt):
             save = os.path.join(tmp, "live-udp-%d" % attempt)
-            live = Live(lp, agent.addr, ["--format", "json", "--udp", "--save", save, "--", b.prog("recursion")],
-                        stdin=subprocess.DEVNULL)
+            live = Live(lp, agent.addr, agent.token_args + ["--format", "json", "--udp", "--save", save, "--",
+                                                            b.prog("recursion")], stdin=subprocess.DEVNULL)
             rc = live.wait()
             return rc, live.final(), live.err.text(), save
 
@@ -876,13 +901,14 @@ def group_udp(lp, build, tmp):
                   "--udp: every event came by datagram, none lost", str(u))
             rep, r = report_counts(lp, save)
             check(rep is not None and counts(rep) == counts(last), "--udp: the saved trace agrees", r.stderr)
-        live = Live(lp, agent.addr, ["--format", "json", "--", b.prog("recursion")], stdin=subprocess.DEVNULL)
+        live = Live(lp, agent.addr, agent.token_args + ["--format", "json", "--", b.prog("recursion")],
+                    stdin=subprocess.DEVNULL)
         live.wait()
         check((live.final() or {}).get("udp", 0) is None, "without --udp: udp is null")
         # the flush period: a quarter of --interval by default, or --flush
         for args, ms in ((["--interval", "100ms"], 25), (["--flush", "10ms"], 10), (["--interval", "10s"], 1000)):
             mark = agent.err.count()
-            live = Live(lp, agent.addr, ["--format", "json"] + args + ["--", b.prog("recursion")],
+            live = Live(lp, agent.addr, agent.token_args + ["--format", "json"] + args + ["--", b.prog("recursion")],
                         stdin=subprocess.DEVNULL)
             rc = live.wait()
             said = agent.err.wait_for(lambda l: "partial chunks flushed every %d ms" % ms in l, 10, mark)
@@ -986,7 +1012,7 @@ def live_writer(lp, agent, tmp, writer, backend, name, *extra):
     stderr, trace directory)."""
     save = os.path.join(tmp, "live-sys-" + name)
     live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--syscalls=" + backend, "--save", save]
-                + list(extra) + ["--", writer], stdin=subprocess.DEVNULL)
+                + agent.token_args + list(extra) + ["--", writer], stdin=subprocess.DEVNULL)
     rc = live.wait()
     return rc, live.final(), live.err.text(), save
 
@@ -1129,7 +1155,7 @@ def group_syscalls_udp(lp, build, tmp):
     if not usable:
         skip("live --udp --syscalls", "no syscall backend works here")
         return
-    agent = Agent(build, tmp)
+    agent = Agent(build, tmp, tcp=True)  # UDP: over TCP, with a token
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
     try:
@@ -1173,9 +1199,10 @@ def group_syscalls_udp(lp, build, tmp):
         for attempt in range(3):  # whether the buffers overflow depends on the machine's load
             save = os.path.join(tmp, "live-sys-udp-flood-%d" % attempt)
             before = udp_rcvbuf_errors()
-            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--udp",
-                                         "--syscalls=tracepoint", "--syscall-filter", "getppid", "--save", save,
-                                         "--", spin, str(calls)], stdin=subprocess.DEVNULL)
+            live = Live(lp, agent.addr, agent.token_args + ["--format", "json", "--interval", "100ms", "--udp",
+                                                            "--syscalls=tracepoint", "--syscall-filter", "getppid",
+                                                            "--save", save, "--", spin, str(calls)],
+                        stdin=subprocess.DEVNULL)
             rc = live.wait(120)
             last = live.final()
             if not check(rc == 0 and last and last["final"], "--udp getppid flood: the session ends with exit 0",

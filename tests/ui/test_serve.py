@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,10 +31,13 @@ import harness  # noqa: E402
 import run as it  # noqa: E402  (the builders of run.py)
 from harness import check, skip  # noqa: E402
 from test_live import Agent, Lines  # noqa: E402
+import test_agent_access as taa  # noqa: E402  (the attacker's side, run as nobody)
 
 CHROMIUM = "/usr/bin/chromium"
 NODE_MIN = 18  # playwright-core 1.61 (package-lock.json): Debian 12's nodejs works
 SKIPPED = 77
+GUARD_DEADLINE_S = 10  # SERVEGUARD_DEADLINE_MS
+GUARD_PER_IP = 8  # SERVEGUARD_PENDING_PER_IP
 started = []
 
 
@@ -91,13 +95,76 @@ def raw_request(port, data, host="127.0.0.1", timeout=10):
     return status, out
 
 
-def get(port, path, headers=None, method="GET", body=None, host="127.0.0.1"):
-    c = http.client.HTTPConnection(host, port, timeout=10)
+def get(port, path, headers=None, method="GET", body=None, host="127.0.0.1", source=None):
+    c = http.client.HTTPConnection(host, port, timeout=10, source_address=(source, 0) if source else None)
     c.request(method, path, body=body, headers=headers or {})
     r = c.getresponse()
     data = r.read()
     c.close()
     return r.status, r.getheader("Set-Cookie"), data
+
+
+def request_closed(port, data):
+    """Sends one request on a kept-alive connection: (status, whether the
+    server closed the connection after its answer, within 10 s)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    out, closed = b"", False
+    try:
+        s.sendall(data)
+        end = time.time() + 10
+        while time.time() < end:
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not b:
+                closed = True
+                break
+            out += b
+            head, sep, body = out.partition(b"\r\n\r\n")
+            length = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")]
+            if sep and length and len(body) >= length[0]:
+                s.settimeout(max(0.1, min(2.0, end - time.time())))  # the close, if any, comes now
+    finally:
+        s.close()
+    try:
+        status = int(out.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        status = None
+    return status, closed
+
+
+def serve_preauth(srv, tmp):
+    """As nobody: 40 connections from 127.0.0.1, each sending a request's
+    headers one byte a second.  Another client, from 127.0.0.2 and from
+    127.0.0.1 alike, is served meanwhile; one address keeps at most 8
+    such connections, and those are cut at the deadline."""
+    d = taa.private_tmp(tmp, "serve-preauth")
+    os.chmod(d, 0o1777)  # the attacker says here that its connections are open
+    stop = os.path.join(d, "stop")
+    result = {}
+    t = threading.Thread(target=lambda: result.update(taa.as_nobody(
+        d, "trickle-http", "127.0.0.1", str(srv.port), "40", str(2 * GUARD_DEADLINE_S), stop, timeout=300)))
+    t.start()
+    try:
+        check(wait_until(lambda: os.path.exists(stop + ".opened"), 60), "nobody opens 40 half-open connections")
+        for src in ("127.0.0.2", "127.0.0.1"):
+            try:
+                st = get(srv.port, "/api/summary", source=src)[0]
+            except (OSError, http.client.HTTPException) as e:
+                st = str(e)
+            check(st == 200, "during the attack a client from %s is served" % src, st)
+    finally:
+        open(stop, "w").close()
+        t.join(400)
+    check(result.get("closed_by_agent") == 40 and result.get("still_open") == 0,
+          "the server closes all 40 (all but %d at once, those at the deadline)" % GUARD_PER_IP, result)
+    check(0 < result.get("longest", 1e9) < 3 * GUARD_DEADLINE_S and
+          result.get("longest_open", 1e9) < 3 * GUARD_DEADLINE_S,
+          "no half-open connection lives much past the %d s deadline, bytes or not" % GUARD_DEADLINE_S, result)
 
 
 def own_address():
@@ -251,22 +318,36 @@ def group_security(lp, b, tmp):
         check(st == 403, "another Host name (DNS rebinding) refused on loopback", st)
         st, _, _ = get(srv.port, "/api/summary", headers={"Host": "localhost:%d" % srv.port})
         check(st == 200, "Host localhost accepted", st)
-        # too many connections: the per-address limit, then back to normal
-        socks = []
-        for _ in range(40):
+        # half-open connections from another local user: they hold no place
+        # that others need, and last at most the deadline
+        if os.geteuid() == 0:
+            serve_preauth(srv, tmp)
+        else:
+            skip("half-open connections from nobody", "not root: the attack runs as nobody through setpriv")
+        # served connections from one address: at most 32.  Each one is
+        # answered first, so the server surely counts all 32 when the 33rd
+        # comes (no sleep and hope)
+        kept = []
+        for _ in range(32):
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
             try:
-                socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
-            except OSError:
+                c.request("GET", "/api/summary")
+                r = c.getresponse()
+                r.read()
+            except (OSError, http.client.HTTPException):
                 break
-        time.sleep(0.5)
+            kept.append(c)
+            if r.status != 200:
+                break
+        check(len(kept) == 32, "32 kept-alive connections from one address are served", len(kept))
         try:
             st, _ = raw_request(srv.port, b"GET /api/summary HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close"
                                 b"\r\n\r\n" % srv.port, timeout=5)
         except OSError:
             st = None
-        check(st is None, "too many connections: the next one is not served", st)
-        for s in socks:
-            s.close()
+        check(st is None, "a 33rd from the same address is not served", st)
+        for c in kept:
+            c.close()
 
         def served():  # once the server has seen the closes (a slow one takes a while)
             try:
@@ -284,6 +365,13 @@ def group_security(lp, b, tmp):
           "%d %s" % (r.returncode, r.stderr))
     r = lp("serve", "--bind", "::", "--port", "0", trace, timeout=20)
     check(r.returncode == 2 and "token" in r.stderr, "--bind :: without a token: refused (exit 2)", r.stderr)
+    weak = os.path.join(tmp, "weak-token")
+    with open(weak, "w") as f:
+        f.write("s3cret\n")
+    os.chmod(weak, 0o600)
+    r = lp("serve", "--bind", "0.0.0.0", "--port", "0", "--token-file", weak, trace, timeout=20)
+    check(r.returncode == 1 and "too weak" in r.stderr and "--gen-token" in r.stderr,
+          "a weak token: refused (exit 1), names the generator", "%d %s" % (r.returncode, r.stderr))
     tok = os.path.join(tmp, "token")
     with open(tok, "w") as f:
         f.write("s3cret-token-for-the-test\n")
@@ -309,6 +397,14 @@ def group_security(lp, b, tmp):
         if cookie:
             st, _, _ = get(srv.port, "/api/summary", headers={"Cookie": cookie.split(";")[0]})
             check(st == 200, "the cookie is accepted", st)
+        # a refused request ends its connection: no place is kept for a
+        # peer without the token
+        st, closed = request_closed(srv.port, b"GET /api/summary HTTP/1.1\r\nHost: x\r\nX-Layerprof-Token: "
+                                    b"wrong\r\n\r\n")
+        check(st == 401 and closed, "a wrong token: 401, and the server closes the connection", (st, closed))
+        st, closed = request_closed(srv.port, b"GET /api/summary HTTP/1.1\r\nHost: x\r\nX-Layerprof-Token: "
+                                    b"s3cret-token-for-the-test\r\n\r\n")
+        check(st == 200 and not closed, "the right token: 200, the connection kept alive", (st, closed))
         other = own_address()
         if other:
             st, _, _ = get(srv.port, "/api/summary", host=other,

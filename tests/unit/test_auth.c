@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -289,6 +290,85 @@ static void test_token(void)
 
 	snprintf(path, sizeof(path), "%s/token", dir);
 	unlink(path);
+}
+
+/* Token strength: the estimate's exact values, and what is weak. */
+static void test_token_strength(void)
+{
+	static const char *const weak[] = {
+		"",
+		"s3cret-token",                     /* 12 bytes: too short */
+		"0123456789abcde",                  /* 15: too short, however varied */
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",   /* one byte repeated: 0 bits */
+		"abababababababababababababababab", /* 32 bits */
+		"passwordpassword",                 /* 7 different bytes: 44 bits */
+		"password12345678",                 /* 15 different: 62 bits */
+	};
+	static const char *const strong[] = {
+		"correct horse battery staple",
+		"s3cret-token-for-the-test",
+		"0123456789abcdef", /* 16 different bytes: 64 bits, just enough */
+		"4f1c0a9e2b7d3c6858e1f0a2b3c4d5e6",
+	};
+	size_t i;
+
+	CHECK_EQ_U64(auth_token_bits("aaaa", 4), 0);
+	CHECK_EQ_U64(auth_token_bits("ab", 2), 2);
+	CHECK_EQ_U64(auth_token_bits("abababababababababababababababab", 32), 32);
+	CHECK_EQ_U64(auth_token_bits("0123456789abcdef", 16), 64);
+	/* 12 different bytes: log2(12) = 3.585 bits each */
+	CHECK_EQ_U64(auth_token_bits("s3cret-token-for-the-test", 25), 89);
+	for (i = 0; i < sizeof(weak) / sizeof(weak[0]); i++)
+		if (!CHECK(auth_token_weak(weak[i], strlen(weak[i]))))
+			printf("  should be weak: '%s'\n", weak[i]);
+	for (i = 0; i < sizeof(strong) / sizeof(strong[0]); i++)
+		if (!CHECK(!auth_token_weak(strong[i], strlen(strong[i]))))
+			printf("  should be strong: '%s'\n", strong[i]);
+}
+
+/* A generated token: a new file of mode 0600 whatever the umask, 64 hex
+ * digits that load and are strong; never over an existing file or link. */
+static void test_token_generate(void)
+{
+	char path[256], link_path[256], out[AUTH_TOKEN_MAX + 1], first[AUTH_TOKEN_MAX + 1];
+	struct stat st;
+	mode_t old = umask(0);
+	bool warn = true;
+	size_t i;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/generated", dir);
+	snprintf(link_path, sizeof(link_path), "%s/link", dir);
+	unlink(path);
+	CHECK_EQ_U64(auth_token_generate(path), 0);
+	umask(old);
+	CHECK(!lstat(path, &st) && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600);
+	CHECK_EQ_U64(st.st_size, 2 * AUTH_TOKEN_GEN_BYTES + 1);
+	r = auth_token_load(path, first, sizeof(first), &warn);
+	CHECK_EQ_U64(r, 2 * AUTH_TOKEN_GEN_BYTES);
+	CHECK(!warn);
+	for (i = 0; r > 0 && i < (size_t)r; i++)
+		CHECK((first[i] >= '0' && first[i] <= '9') || (first[i] >= 'a' && first[i] <= 'f'));
+	CHECK(r > 0 && !auth_token_weak(first, (size_t)r));
+	/* never over what is there: the file stays as it was */
+	CHECK_EQ_U64(auth_token_generate(path), -EEXIST);
+	CHECK_EQ_U64(auth_token_load(path, out, sizeof(out), &warn), r);
+	CHECK_STR(out, first);
+	/* nor through a link, even one to a missing file */
+	unlink(link_path);
+	CHECK(!symlink("generated-by-link", link_path));
+	CHECK_EQ_U64(auth_token_generate(link_path), -EEXIST);
+	snprintf(out, sizeof(out), "%s/generated-by-link", dir);
+	CHECK(access(out, F_OK) && errno == ENOENT);
+	unlink(link_path);
+	/* two tokens differ */
+	unlink(path);
+	CHECK_EQ_U64(auth_token_generate(path), 0);
+	CHECK_EQ_U64(auth_token_load(path, out, sizeof(out), &warn), r);
+	CHECK(strcmp(out, first));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/no-such-dir/token", dir);
+	CHECK_EQ_U64(auth_token_generate(path), -ENOENT);
 	rmdir(dir);
 }
 
@@ -302,5 +382,7 @@ int main(void)
 	test_equal();
 	test_random();
 	test_token();
+	test_token_strength();
+	test_token_generate();
 	return check_summary();
 }

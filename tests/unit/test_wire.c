@@ -667,6 +667,31 @@ static void test_split_address(void)
 	    (uint64_t)-EINVAL);
 }
 
+/* "unix:PATH" addresses, the default socket's path, and a header's length. */
+static void test_unix_address(void)
+{
+	char out[LP_WIRE_UNIX_PATH_MAX + 1], small[20];
+	uint8_t hdr[LP_WIRE_HEADER_SIZE];
+
+	CHECK_STR(wire_unix_path("unix:/run/a.sock"), "/run/a.sock");
+	CHECK_STR(wire_unix_path("unix:"), "");
+	CHECK(wire_unix_path("dev:7878") == NULL);
+	CHECK(wire_unix_path("unix") == NULL);
+	CHECK(wire_unix_path("[::1]:9") == NULL);
+	CHECK_EQ_U64(wire_unix_default(out, sizeof(out), 1000, NULL), 0);
+	CHECK_STR(out, "/tmp/layerprofd-1000");
+	CHECK_EQ_U64(wire_unix_default(out, sizeof(out), 0, LP_WIRE_UNIX_NAME), 0);
+	CHECK_STR(out, "/tmp/layerprofd-0/agent.sock");
+	CHECK_EQ_U64((uint64_t)wire_unix_default(small, sizeof(small), 4000000000u, LP_WIRE_UNIX_NAME),
+	             (uint64_t)-ENAMETOOLONG);
+	wire_header_put(hdr, LP_FRAME_AUTH, 0, "abc", 3);
+	CHECK_EQ_U64(wire_header_len(hdr), 3);
+	wire_header_put(hdr, LP_FRAME_CHUNK, 7, NULL, 0);
+	hdr[12] = 0xff;
+	hdr[15] = 0x7f; /* whatever a peer claims: the receiver bounds it */
+	CHECK_EQ_U64(wire_header_len(hdr), 0x7f0000ffu);
+}
+
 int main(void)
 {
 	test_header();
@@ -678,5 +703,6 @@ int main(void)
 	test_kv();
 	test_send();
 	test_split_address();
+	test_unix_address();
 	return check_summary();
 }
