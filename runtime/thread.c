@@ -84,8 +84,17 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 
 	t->state = LP_THREAD_OFF; /* until the ring exists; also guards recursion */
 	lp_memhook.guard = 1;     /* what libc allocates for us here is not the program's */
-	if (!lp_process_init())
+	if (!lp_process_init()) {
+		if (atomic_load_explicit(&lp_proc.init, memory_order_acquire) != 2) {
+			/* too early to find the session (see process.c), or
+			 * another thread is attaching: again at the next gate;
+			 * this one's event is counted */
+			t->state = LP_THREAD_NEW;
+			t->lost_pending++;
+			t->dropped++;
+		}
 		goto out;
+	}
 	chunks = lp_proc.control->ring_chunks;
 	chunk_slots = lp_proc.control->chunk_slots;
 	if (chunks < 2 || chunks > 4096 || chunk_slots < 64 || chunk_slots > (1u << 20) ||
