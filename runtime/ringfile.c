@@ -315,9 +315,11 @@ LP_NOINSTR void lp_ring_orphan(struct lp_thread *t, uint32_t head, uint64_t drop
 {
 	struct lp_ring_header *h = t->ring;
 	uint32_t expect = LP_RING_UNTAKEN;
+	/* asked first, whether the ring is taken or not: the program's system
+	 * calls stay the same from run to run, whenever the drain comes */
+	bool gone = session_dir() == -ENOENT;
 
-	if (atomic_load_explicit((_Atomic uint32_t *)&h->taken, memory_order_acquire) != LP_RING_UNTAKEN ||
-	    session_dir() != -ENOENT)
+	if (!gone || atomic_load_explicit((_Atomic uint32_t *)&h->taken, memory_order_acquire) != LP_RING_UNTAKEN)
 		return;
 	if (!atomic_compare_exchange_strong((_Atomic uint32_t *)&h->taken, &expect, LP_RING_ORPHAN))
 		return; /* the drain took it just now */
