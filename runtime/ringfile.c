@@ -267,7 +267,9 @@ static LP_NOINSTR struct lp_loss_entry *loss_claim(uint32_t tid, int error, cons
 
 LP_NOINSTR void lp_loss_start(struct lp_thread *t, int error, uint32_t tid, const char *comm)
 {
-	t->loss = loss_claim(tid, error, comm, 0, LP_LOSS_LIVE);
+	/* events dropped before (the session not known yet) count too */
+	t->loss = loss_claim(tid, error, comm, t->lost_pending, LP_LOSS_LIVE);
+	t->lost_pending = t->dropped = 0;
 	t->state = LP_THREAD_LOST;
 }
 
