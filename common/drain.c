@@ -248,6 +248,8 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 		rmdir(dir);
 		goto fail;
 	}
+	/* without its table (no room) the threads count in the control block */
+	drainloss_create(d);
 	notify_init(d);
 	return d;
 fail:
@@ -314,6 +316,7 @@ struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
 	d->attached = true;
 	clocksync_init(d->clock, c->clock);
 	clocksync_sample(d->clock, 1);
+	drainloss_attach(d);
 	notify_init(d);
 	return d;
 }
@@ -355,6 +358,14 @@ bool drain_exited_status(struct drain *d, uint32_t pid, int *status)
 	return false;
 }
 
+/* A ring's chunks, or slots per chunk, n: the session's (cfg), or a smaller
+ * power of two down to min (the runtime makes a smaller ring when space is
+ * short). */
+static bool ring_geometry_ok(uint32_t n, uint32_t cfg, uint32_t min)
+{
+	return n && !(n & (n - 1)) && n <= cfg && (n >= min || n == cfg);
+}
+
 /* Maps a ring file the runtime finished setting up, then unlinks it: the
  * mapping keeps it alive, and a crash of the recorder leaves nothing behind. */
 static int stream_open(struct drain *d, const char *name)
@@ -386,7 +397,8 @@ static int stream_open(struct drain *d, const char *name)
 	}
 	expect = (size_t)h->header_size + (size_t)(h->ring_chunks + 1) * h->chunk_slots * sizeof(struct lp_slot);
 	if (h->version != LP_SHM_VERSION || h->slot_size != sizeof(struct lp_slot) || h->header_size < 256 ||
-	    h->ring_chunks != d->cfg.ring_chunks || h->chunk_slots != d->cfg.chunk_slots ||
+	    !ring_geometry_ok(h->ring_chunks, d->cfg.ring_chunks, LP_RING_MIN_CHUNKS) ||
+	    !ring_geometry_ok(h->chunk_slots, d->cfg.chunk_slots, LP_RING_MIN_CHUNK_SLOTS) ||
 	    expect != (size_t)st.st_size || d->nstreams >= DRAIN_STREAMS_MAX) {
 		munmap(map, (size_t)st.st_size);
 		unlink(path);
@@ -396,6 +408,15 @@ static int stream_open(struct drain *d, const char *name)
 	if (!s) {
 		munmap(map, (size_t)st.st_size);
 		return -ENOMEM;
+	}
+	/* the thread may have counted it lost already (see lp_ring_taken) */
+	if (!atomic_compare_exchange_strong((_Atomic uint32_t *)&h->taken, &(uint32_t){ LP_RING_UNTAKEN },
+	                                    LP_RING_TAKEN) &&
+	    h->taken != LP_RING_TAKEN) {
+		free(s);
+		munmap(map, (size_t)st.st_size);
+		unlink(path);
+		return 0;
 	}
 	s->enc = malloc(sizeof(*s->enc));
 	if (!s->enc) {
@@ -821,6 +842,7 @@ long drain_poll(struct drain *d)
 	d->nreaped = 0;
 	if (t0 - d->last_watch >= DRAIN_RESCAN_NS) {
 		drainwatch_check(d, false);
+		drainloss_poll(d, false);
 		d->last_watch = t0;
 	}
 	if (d->sys)
@@ -880,8 +902,14 @@ static int filters_map(struct drain *d)
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, sizeof(*ff))) {
+	/* reserved: a page of a sparse file on a full tmpfs would kill the
+	 * drain with SIGBUS when written */
+	e = fallocate(fd, 0, 0, sizeof(*ff)) ? -errno : 0;
+	if ((e == -EOPNOTSUPP || e == -ENOSYS) && ftruncate(fd, sizeof(*ff)))
 		e = -errno;
+	else if (e == -EOPNOTSUPP || e == -ENOSYS)
+		e = 0;
+	if (e) {
 		close(fd);
 		return e;
 	}
@@ -1026,6 +1054,7 @@ int drain_finish(struct drain *d)
 	foldproc_sweep(d);
 	if (d->sys)
 		drainsys_finish(d);
+	drainloss_poll(d, true);
 	emit_clock(d);
 	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
 	             (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
@@ -1065,6 +1094,7 @@ void drain_free(struct drain *d)
 	free(d->foldprocs);
 	drainsys_free(d);
 	drainwatch_free(d);
+	drainloss_free(d);
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);
 	if (d->filters)

@@ -45,6 +45,11 @@ struct drain_stats {
 	uint64_t streams;                     /* rings seen */
 	uint64_t bytes;                       /* payload bytes written */
 	uint64_t folded_blocks, folded_bytes; /* heap blocks folded (mem_fold_ns) */
+	/* threads that ran without a ring (no space for one, the session
+	 * directory removed), and their events (part of lost); the errno of
+	 * the last such thread's failure (0: not known) */
+	uint64_t unrecorded_threads, unrecorded_events;
+	uint32_t unrecorded_error;
 };
 
 /* Creates the session directory `dir` (which must not exist) with its

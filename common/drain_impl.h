@@ -24,6 +24,7 @@
 struct systhread;
 struct drainsys;
 struct drainwatch;
+struct drainloss;
 
 /* One runtime ring and the stream it feeds. */
 struct stream {
@@ -93,6 +94,7 @@ struct drain {
 	long sys_polled;          /* syscall records handed in during this poll */
 	struct drainwatch *watch; /* NULL until the first stream */
 	uint64_t last_watch;      /* time of its last check */
+	struct drainloss *loss;   /* threads without a ring; NULL: not looked at */
 	int error;
 };
 
@@ -130,5 +132,19 @@ void drainwatch_stream(struct drain *d, pid_t pid);
  * check when final (every record of the session has been drained). */
 void drainwatch_check(struct drain *d, bool final);
 void drainwatch_free(struct drain *d);
+
+/* drainloss.c: threads that ran without a ring (see struct lp_loss_table) */
+/* drain_new: the session's loss table, created with its space reserved.
+ * Returns 0 or -errno (the drain then goes on with the control block's
+ * counters alone; d->loss is set whenever memory allowed). */
+int drainloss_create(struct drain *d);
+/* drain_attach: the program's session has no table; what its control
+ * block counted before now is not this drain's to report. */
+int drainloss_attach(struct drain *d);
+/* Writes what was counted since the last call as LOST events, into a
+ * stream per thread (per entry), and ends the streams of threads that
+ * ended; final: the last call. */
+void drainloss_poll(struct drain *d, bool final);
+void drainloss_free(struct drain *d);
 
 #endif

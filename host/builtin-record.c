@@ -760,10 +760,17 @@ run:
 		exit_code = LP_EXIT_FAILURE;
 		goto out;
 	}
-	if (st.lost)
+	if (st.unrecorded_threads)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu threads could not be recorded (%s): %llu of their events "
+		        "lost\n",
+		        (unsigned long long)st.unrecorded_threads,
+		        st.unrecorded_error ? strerror((int)st.unrecorded_error) : "no ring",
+		        (unsigned long long)st.unrecorded_events);
+	if (st.lost > st.unrecorded_events)
 		fprintf(stderr,
 		        "layerprof record: warning: %llu events lost (rings full: try a larger --buffer-size)\n",
-		        (unsigned long long)st.lost);
+		        (unsigned long long)(st.lost - st.unrecorded_events));
 	if (!quiet && isatty(STDERR_FILENO))
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
 		        (unsigned long long)st.events, (unsigned long long)st.streams, rec.out,

@@ -23,7 +23,7 @@ static inline LP_NOINSTR bool thread_open(struct lp_thread *t)
 	}
 	if (t->state == LP_THREAD_OFF)
 		return false;
-	return lp_thread_start(t);
+	return lp_thread_open(t);
 }
 
 /* A stopped session, or a process without one, returns after one load and

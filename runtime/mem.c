@@ -174,8 +174,11 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool mem_thread_open(struct lp
 		 * allocations): leave the thread as it is */
 		if (atomic_load_explicit(&lp_proc.init, memory_order_acquire) != 2)
 			goto out;
-		if (!lp_thread_start(t))
-			goto out;
+		lp_thread_start(t);
+	}
+	if (t->state == LP_THREAD_LOST) {
+		lp_loss_add(t, 1); /* no ring: the operation is counted */
+		goto out;
 	}
 	if (t->state != LP_THREAD_READY)
 		goto out;
@@ -541,8 +544,8 @@ static LP_NOINSTR __attribute__((noinline, cold)) void listing_due(struct lp_thr
 {
 	uint32_t epoch;
 
-	if (t->busy)
-		return; /* a signal handler's operation inside a gate: later */
+	if (t->busy || t->state == LP_THREAD_LOST)
+		return; /* a signal handler's operation inside a gate: later; no ring: nothing to list into */
 	if ((t->state != LP_THREAD_READY || t->mem.state != LP_MEMT_READY) && !mem_thread_open(t))
 		return;
 	t->busy = 1;

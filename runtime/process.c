@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,51 +125,172 @@ static LP_NOINSTR const char *attach_register(void)
 	return attach_session;
 }
 
-static LP_NOINSTR bool session_attach(void)
+/* The session named by LP_ENV_SESSION in the environment the process
+ * started with.  Code run from .preinit_array or another initialiser of
+ * the loader's can reach a gate before the C library has set up `environ`
+ * (getenv finds nothing then): the variable is read from
+ * /proc/self/environ, or else from the initial stack, which the loader
+ * keeps at __libc_stack_end (glibc). */
+enum session_find {
+	SESSION_FOUND = 0,  /* *dir: the path, or NULL when there is none */
+	SESSION_NOT_YET = 1 /* before the C library's start, no way to look */
+};
+
+extern char **environ;
+/* glibc's loader exports it: the initial stack (argc, argv, envp).  Weak:
+ * absent from other C libraries. */
+extern void *__libc_stack_end __attribute__((weak));
+
+static char session_env[600];
+
+/* Finds name=value among the NUL-separated entries read from fd; copies
+ * value into out.  Returns 0, -ENOENT, -ENAMETOOLONG or -errno. */
+static LP_NOINSTR int environ_file_find(int fd, const char *name, char *out, size_t size)
 {
-	const char *dir = getenv(LP_ENV_SESSION);
+	size_t nlen = strlen(name), pos = 0, vlen = 0;
+	bool match = true;
+	char buf[1024];
+
+	for (;;) {
+		ssize_t got = read(fd, buf, sizeof(buf)), i;
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0) {
+			/* the last entry may end without its NUL */
+			if (!match || pos <= nlen)
+				return -ENOENT;
+			out[vlen] = '\0';
+			return 0;
+		}
+		for (i = 0; i < got; i++) {
+			char c = buf[i];
+
+			if (c == '\0') {
+				if (match && pos > nlen) {
+					out[vlen] = '\0';
+					return 0;
+				}
+				pos = vlen = 0;
+				match = true;
+				continue;
+			}
+			if (!match)
+				continue;
+			if (pos < nlen)
+				match = c == name[pos];
+			else if (pos == nlen)
+				match = c == '=';
+			else if (vlen + 1 < size)
+				out[vlen++] = c;
+			else
+				return -ENAMETOOLONG;
+			pos++;
+		}
+	}
+}
+
+/* The same from the initial stack: argc, argv[argc + 1], envp[]. */
+static LP_NOINSTR int stack_env_find(const char *name, char *out, size_t size)
+{
+	const long *sp = &__libc_stack_end ? (const long *)__libc_stack_end : NULL;
+	size_t nlen = strlen(name), len;
+	char *const *argv, *const *envp;
+	long argc;
+
+	if (!sp)
+		return -ENOSYS;
+	argc = sp[0];
+	argv = (char *const *)(sp + 1);
+	if (argc < 0 || argc > (1l << 20) || argv[argc])
+		return -ENOSYS; /* not the layout expected */
+	for (envp = argv + argc + 1; *envp; envp++) {
+		if (strncmp(*envp, name, nlen) || (*envp)[nlen] != '=')
+			continue;
+		len = strlen(*envp + nlen + 1);
+		if (len >= size)
+			return -ENAMETOOLONG;
+		memcpy(out, *envp + nlen + 1, len + 1);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static LP_NOINSTR enum session_find session_find(const char **dir)
+{
+	int fd, r = -ENOSYS;
+
+	*dir = NULL;
+	if (environ) {
+		*dir = getenv(LP_ENV_SESSION);
+		return SESSION_FOUND;
+	}
+	fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		r = environ_file_find(fd, LP_ENV_SESSION, session_env, sizeof(session_env));
+		close(fd);
+	}
+	if (r != 0 && r != -ENOENT)
+		r = stack_env_find(LP_ENV_SESSION, session_env, sizeof(session_env));
+	if (r == 0)
+		*dir = session_env;
+	/* without a recorder's session, an attachable one is made once the
+	 * C library is set up (its directory may be named in the environment) */
+	return r == 0 ? SESSION_FOUND : SESSION_NOT_YET;
+}
+
+/* Returns 1 attached, 0 no session, -EAGAIN: too early to tell. */
+static LP_NOINSTR int session_attach(void)
+{
+	const char *dir;
 	char path[600];
 	struct stat st;
 	void *map;
 	int fd;
 
+	if (session_find(&dir) == SESSION_NOT_YET)
+		return -EAGAIN;
 	if (!dir || !*dir)
 		dir = attach_register();
 	if (!dir || !*dir || strlen(dir) > 500)
-		return false;
+		return 0;
 	strcpy(path, dir);
 	strcat(path, "/" LP_CONTROL_NAME);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return 0;
 	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(struct lp_control)) {
 		close(fd);
-		return false;
+		return 0;
 	}
 	map = mmap(NULL, sizeof(struct lp_control), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
-		return false;
+		return 0;
 	lp_proc.control = map;
 	if (lp_proc.control->magic != LP_CONTROL_MAGIC || lp_proc.control->version != LP_SHM_VERSION) {
 		munmap(map, sizeof(struct lp_control));
 		lp_proc.control = NULL;
-		return false;
+		return 0;
 	}
 	lp_proc.session_dir = dir;
 	lp_proc.clock = lp_proc.control->clock == LP_ARCH_COUNTER ? LP_ARCH_COUNTER : LP_CLOCK_MONOTONIC;
 	lp_proc.image =
 	    atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->next_image, 1, memory_order_relaxed);
-	return true;
+	return 1;
 }
 
 /* Attaches once per process image.  Called from the first gate of every
  * thread and from the constructor; concurrent callers that lose the race
  * see tracing off until the winner is done (their events are not counted:
- * the session is not set up yet, so there is nowhere to count them). */
+ * the session is not set up yet, so there is nowhere to count them).  Too
+ * early to find the session (see session_find), it stays undone and the
+ * next caller tries again. */
 LP_NOINSTR bool lp_process_init(void)
 {
-	int expected = 0;
+	int expected = 0, r;
 	uint8_t saved_guard;
 
 	if (atomic_load_explicit(&lp_proc.init, memory_order_acquire) == 2)
@@ -177,7 +299,13 @@ LP_NOINSTR bool lp_process_init(void)
 		return false;
 	saved_guard = lp_memhook.guard; /* libc's allocations for us are not the program's */
 	lp_memhook.guard = 1;
-	lp_proc.active = session_attach();
+	r = session_attach();
+	if (r == -EAGAIN) {
+		lp_memhook.guard = saved_guard;
+		atomic_store_explicit(&lp_proc.init, 0, memory_order_release);
+		return false;
+	}
+	lp_proc.active = r == 1;
 	if (lp_proc.active)
 		pthread_atfork(NULL, NULL, atfork_child);
 	lp_memhook.guard = saved_guard;

@@ -27,11 +27,15 @@
 #define LP_SHADOW_MAX 256
 #define LP_JMPBUF_SLOTS 8
 #define LP_HOLD_MAX_MS 5000
+/* A ring file: this header, then the slots. */
+#define LP_RING_HEADER_SIZE 4096u
 
 enum lp_thread_state {
 	LP_THREAD_NEW = 0,   /* no ring yet: set up on first use */
 	LP_THREAD_READY = 1, /* recording into its ring */
 	LP_THREAD_OFF = 2,   /* not traced (no session, failure, thread ended) */
+	LP_THREAD_LOST = 3,  /* traced, but no ring could be had: its events are
+	                      * counted (ringfile.c) */
 };
 
 struct lp_jmp_note {
@@ -93,6 +97,8 @@ struct lp_thread {
 	uint32_t jmp_next;
 	uint32_t destructor_rounds;
 	struct lp_memthread mem;
+	struct lp_loss_entry *loss; /* LP_THREAD_LOST: its loss table entry, or
+	                             * NULL (counted in the control block) */
 };
 
 extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -134,8 +140,44 @@ static inline LP_NOINSTR uint64_t lp_clock_now(void)
 }
 
 /* thread.c: creates the calling thread's ring (called once per thread from
- * its first gate).  Returns false and turns the thread off on failure. */
+ * its first gate).  Returns false when the thread cannot record: it is
+ * then off, or LP_THREAD_LOST when the session is there but no ring could
+ * be had, or still LP_THREAD_NEW when it is too early to find the session. */
 bool lp_thread_start(struct lp_thread *t);
+/* The gates' way in for a thread that is not ready: sets it up on its first
+ * event, or counts the event as lost when it cannot be recorded.  Returns
+ * true when the event can be written. */
+bool lp_thread_open(struct lp_thread *t);
+
+/* ringfile.c: where a thread's ring comes from. */
+struct lp_ringfile {
+	uint32_t pid, tid, image;
+	uint32_t chunks;      /* in: the session's geometry; out: the ring's */
+	uint32_t chunk_slots; /* slots per chunk, likewise */
+	void *map;            /* out: the ring, mapped shared */
+	size_t size;          /* out: its size */
+};
+/* Creates the ring file in the session directory with its whole space
+ * reserved, so that writing the ring can never fail (on tmpfs a page that
+ * cannot be had kills the writer with SIGBUS): a smaller ring when space is
+ * short, down to LP_RING_MIN_CHUNKS chunks of LP_RING_MIN_CHUNK_SLOTS.  Returns 0 or -errno
+ * (-ENOSPC: no room even for the smallest; -ENOENT: the session
+ * directory was removed).  Off the hot path; may make system calls. */
+int lp_ringfile_create(struct lp_ringfile *rf);
+/* The thread could not get a ring (error: what failed, as -errno): it
+ * counts its events from now in an entry of the session's loss table, or
+ * in the control block.  Sets t->state to LP_THREAD_LOST. */
+void lp_loss_start(struct lp_thread *t, int error, uint32_t tid, const char *comm);
+/* n more events of a LP_THREAD_LOST thread not recorded.  Any context
+ * (gates, signal handlers): one atomic add. */
+void lp_loss_add(struct lp_thread *t, uint64_t n);
+/* The thread ends: its count is final. */
+void lp_loss_end(struct lp_thread *t);
+/* The thread's ring is done with (thread end, process exit; head: slots
+ * published, dropped: events dropped in all): when the drain never took it
+ * and the session directory is gone, nobody will, and its events are
+ * counted in the loss table instead (see enum lp_ring_taken). */
+void lp_ring_orphan(struct lp_thread *t, uint32_t head, uint64_t dropped);
 /* Slow path of every write: the current chunk is full. Returns the slot to
  * write next (in the ring, or in scratch when the ring has no room). */
 struct lp_slot *lp_ring_advance(struct lp_thread *t);

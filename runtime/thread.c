@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -12,8 +11,6 @@
 #include <unistd.h>
 
 #include "runtime.h"
-
-#define LP_RING_HEADER_SIZE 4096u
 
 _Static_assert(sizeof(struct lp_ring_header) == 192, "ring header layout");
 _Static_assert(offsetof(struct lp_ring_header, head) == 64, "producer line");
@@ -73,64 +70,63 @@ static LP_NOINSTR void put_task(struct lp_thread *t, uint32_t kind, uint32_t arg
  * gate; may make system calls but must leave errno as it found it. */
 LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 {
-	int saved_errno = errno;
+	int saved_errno = errno, r;
 	uint8_t saved_guard = lp_memhook.guard;
+	struct lp_ringfile rf;
 	struct lp_ring_header *h;
-	char path[600], comm[16] = "";
+	char comm[16] = "";
 	uint32_t chunks, chunk_slots, tid;
-	size_t size;
-	void *map;
-	int fd;
 
 	t->state = LP_THREAD_OFF; /* until the ring exists; also guards recursion */
 	lp_memhook.guard = 1;     /* what libc allocates for us here is not the program's */
-	if (!lp_process_init())
+	if (!lp_process_init()) {
+		/* too early to find the session (see process.c), or another
+		 * thread is attaching: again at the next gate */
+		if (atomic_load_explicit(&lp_proc.init, memory_order_acquire) != 2)
+			t->state = LP_THREAD_NEW;
 		goto out;
+	}
 	chunks = lp_proc.control->ring_chunks;
 	chunk_slots = lp_proc.control->chunk_slots;
 	if (chunks < 2 || chunks > 4096 || chunk_slots < 64 || chunk_slots > (1u << 20) ||
 	    (chunk_slots & (chunk_slots - 1)) || (chunks & (chunks - 1)))
 		goto out;
 	tid = gettid_raw();
-	snprintf(path, sizeof(path), "%s/" LP_RING_PREFIX "%u.%u.%u", lp_proc.session_dir, (unsigned)getpid(),
-	         (unsigned)tid, (unsigned)lp_proc.image);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		goto out;
-	size = LP_RING_HEADER_SIZE + (size_t)(chunks + 1) * chunk_slots * sizeof(struct lp_slot);
-	if (ftruncate(fd, (off_t)size)) {
-		close(fd);
-		unlink(path);
-		goto out;
+	prctl(PR_GET_NAME, comm, 0, 0, 0);
+	rf = (struct lp_ringfile){ .pid = (uint32_t)getpid(),
+		                   .tid = tid,
+		                   .image = lp_proc.image,
+		                   .chunks = chunks,
+		                   .chunk_slots = chunk_slots };
+	r = lp_ringfile_create(&rf);
+	if (r) {
+		/* counted from now; the thread's end makes the count final */
+		lp_loss_start(t, r, tid, comm);
+		goto key;
 	}
-	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED) {
-		unlink(path);
-		goto out;
-	}
-	h = map;
+	chunks = rf.chunks;
+	chunk_slots = rf.chunk_slots;
+	h = rf.map;
 	h->version = LP_SHM_VERSION;
 	h->header_size = LP_RING_HEADER_SIZE;
 	h->slot_size = sizeof(struct lp_slot);
 	h->ring_chunks = chunks;
 	h->chunk_slots = chunk_slots;
-	h->pid = (uint32_t)getpid();
+	h->pid = rf.pid;
 	h->tid = tid;
 	h->image = lp_proc.image;
 	h->clock = lp_proc.clock;
 	h->ptr_bits = (uint32_t)(sizeof(void *) * 8);
 	h->parent_pid = lp_proc.parent_pid;
-	prctl(PR_GET_NAME, comm, 0, 0, 0);
 	memcpy(h->comm, comm, sizeof(h->comm));
 	atomic_store_explicit((_Atomic uint32_t *)&h->magic, LP_RING_MAGIC, memory_order_release);
 
 	t->ring = h;
-	t->slots = (struct lp_slot *)((char *)map + LP_RING_HEADER_SIZE);
+	t->slots = (struct lp_slot *)((char *)rf.map + LP_RING_HEADER_SIZE);
 	t->scratch = t->slots + (size_t)chunks * chunk_slots;
 	t->ring_slots = chunks * chunk_slots;
 	t->chunk_slots = chunk_slots;
-	t->map_size = size;
+	t->map_size = rf.size;
 	t->head_ptr = &h->head;
 	t->head = 0;
 	t->cur = t->limit = NULL;
@@ -151,7 +147,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	}
 	if (!atomic_exchange(&lp_proc.maps_written, 1))
 		lp_maps_write(t);
-
+key:
 	pthread_once(&thread_key_once, thread_key_create);
 	if (thread_key != (pthread_key_t)-1)
 		pthread_setspecific(thread_key, t);
@@ -159,6 +155,21 @@ out:
 	lp_memhook.guard = saved_guard;
 	errno = saved_errno;
 	return t->state == LP_THREAD_READY;
+}
+
+LP_NOINSTR bool lp_thread_open(struct lp_thread *t)
+{
+	if (t->state == LP_THREAD_NEW && lp_thread_start(t))
+		return true;
+	if (t->state == LP_THREAD_LOST) {
+		lp_loss_add(t, 1);
+	} else if (t->state == LP_THREAD_NEW) {
+		/* the session is not known yet: the ring, once made, opens
+		 * with a LOST record of these */
+		t->lost_pending++;
+		t->dropped++;
+	}
+	return false;
 }
 
 static LP_NOINSTR void ring_publish_dropped(struct lp_thread *t)
@@ -295,10 +306,13 @@ static LP_NOINSTR __attribute__((destructor)) void thread_exit_count(void)
 	if (pending)
 		atomic_store_explicit((_Atomic uint64_t *)&t->ring->dropped, t->dropped + pending,
 		                      memory_order_relaxed);
+	lp_ring_orphan(t, t->head_ptr != &t->ring->head ? t->saved_head : t->head, t->dropped + pending);
 }
 
 LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 {
+	if (t->state == LP_THREAD_LOST)
+		lp_loss_end(t);
 	if (t->state != LP_THREAD_READY)
 		return;
 	t->busy = 1;
@@ -311,6 +325,7 @@ LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 	t->dropped += t->nested;
 	t->nested = 0;
 	ring_publish_dropped(t);
+	lp_ring_orphan(t, t->head, t->dropped);
 	atomic_store_explicit((_Atomic uint32_t *)&t->ring->state, LP_RING_CLOSED, memory_order_release);
 	t->state = LP_THREAD_OFF;
 	/* the drain has its own mapping: the thread's can go, so that programs

@@ -12,6 +12,7 @@
  * The recorder creates a directory (usually under /dev/shm) and exports its
  * path in LP_ENV_SESSION.  It holds:
  *   control          struct lp_control, written by the recorder
+ *   lost             struct lp_loss_table, written by the recorder (optional)
  *   r.<pid>.<tid>.<image>   one ring per traced thread, created by the runtime
  * ------------------------------------------------------------------------- */
 #define LP_ENV_SESSION "LAYERPROF_SESSION"
@@ -61,6 +62,61 @@ struct lp_control {
 	uint32_t filter_gen; /* bumped when the filter file changes */
 	uint64_t min_raw;    /* record calls at least this long, in clock units; 0: all */
 	uint8_t pad[16];
+	/* threads that ran without a ring and have no entry in the loss table
+	 * (full, or none in the session), and their events; atomic, added to
+	 * by the runtime */
+	uint32_t unrecorded_threads;
+	uint32_t reserved;
+	uint64_t unrecorded_events;
+};
+
+/* Threads that run without a ring: no space for one in the session's file
+ * system (the runtime reserves a ring's space when it creates it, and
+ * makes the ring smaller, down to LP_RING_MIN_CHUNKS chunks of
+ * LP_RING_MIN_CHUNK_SLOTS slots, before it gives up), or the session
+ * directory was removed.  Each such thread counts the
+ * events it could not record in an entry of the loss table, which the
+ * recorder creates with its space reserved; the drain reports an entry's
+ * count as LOST events of a stream of the thread's own (image, pid, tid),
+ * opened with TASK START (name: comm).  Threads that find no free entry,
+ * or no table, count in struct lp_control (the drain reports those as a
+ * stream of image 0, pid 0, tid 0). */
+#define LP_LOSS_NAME "lost"
+#define LP_LOSS_MAGIC 0x4c504c53u /* "LPLS" */
+#define LP_LOSS_ENTRIES 512u
+/* A ring may be smaller than the control block says (never larger): fewer
+ * chunks, then smaller ones; its header has its own geometry. */
+#define LP_RING_MIN_CHUNKS 4u
+#define LP_RING_MIN_CHUNK_SLOTS 256u
+
+enum lp_loss_state {
+	LP_LOSS_FREE = 0,    /* a thread may claim it (compare and swap) */
+	LP_LOSS_CLAIMED = 1, /* its thread is writing who it is */
+	LP_LOSS_LIVE = 2,    /* identity set; events grows */
+	LP_LOSS_ENDED = 3,   /* the thread ended: events is final; the drain
+	                      * frees it once reported */
+};
+
+/* One cache line: only its thread writes it while it is LIVE. */
+struct lp_loss_entry {
+	uint32_t state; /* atomic, enum lp_loss_state */
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t image;
+	uint64_t events; /* atomic: events not recorded so far */
+	uint32_t error;  /* errno of the ring that could not be made */
+	uint32_t reserved;
+	char comm[16];
+	uint8_t pad[16];
+};
+
+struct lp_loss_table {
+	uint32_t magic;
+	uint32_t version; /* LP_SHM_VERSION */
+	uint32_t entries; /* LP_LOSS_ENTRIES */
+	uint32_t reserved;
+	uint8_t pad[48];
+	struct lp_loss_entry entry[LP_LOSS_ENTRIES];
 };
 
 enum lp_ring_state {
@@ -119,8 +175,20 @@ struct lp_ring_header {
 	uint64_t dropped; /* atomic: events dropped so far */
 	uint8_t pad1[48];
 	/* consumer cache line */
-	uint32_t tail; /* atomic, release: slots consumed */
-	uint8_t pad2[60];
+	uint32_t tail;  /* atomic, release: slots consumed */
+	uint32_t taken; /* atomic, enum lp_ring_taken */
+	uint8_t pad2[56];
+};
+
+/* Who has a ring: set once, by compare and swap, so that exactly one side
+ * decides.  The drain takes a ring when it maps it; a thread that ends
+ * while its ring is untaken and the session directory is gone (removed
+ * before the drain found the ring) counts the ring's events in the loss
+ * table, and the drain must then not take it. */
+enum lp_ring_taken {
+	LP_RING_UNTAKEN = 0,
+	LP_RING_TAKEN = 1,  /* by the drain */
+	LP_RING_ORPHAN = 2, /* counted lost by its thread */
 };
 
 /* A slot: 16 bytes.  word = payload (low 56 bits) | type << 56. */

@@ -5,7 +5,8 @@ expectations (tests/programs/expect/*.json); cross-check call counts with
 uftrace; feed bad traces; kill programs and the recorder mid-run.
 
 usage: run.py --build BUILD_DIR GROUP [GROUP...]
-groups: programs, uftrace, filters, badinput, crash, linking, cli, replay
+groups: programs, uftrace, filters, badinput, crash, linking, cli, replay,
+environment
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -33,6 +34,7 @@ TIMEOUT = 120
 
 
 def run(cmd, **kw):
+    kw.setdefault("stdin", subprocess.DEVNULL)
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     kw.setdefault("timeout", TIMEOUT)
@@ -521,6 +523,162 @@ def group_replay(lp, tmp):
     check(times == sorted(times), "replay json is in time order")
 
 
+# ---------------------------------------------------------------- environment
+# The runtime in surroundings that fight it: a small /dev/shm, the session
+# directory removed while the program runs, code before libc's start with
+# /proc hidden.  Each run happens in a private mount namespace (unshare -m,
+# as root), so the host's /dev/shm and /proc stay as they are.
+
+def in_namespace(setup, argv, **kw):
+    """Runs argv after the shell commands `setup` in a mount namespace of
+    its own; returns the CompletedProcess."""
+    return run(["unshare", "-m", "sh", "-c", setup + ' && exec "$@"', "sh"] + list(argv), **kw)
+
+
+def namespace_usable():
+    """None when mounts can be made in a private namespace, else why not."""
+    if not have("unshare"):
+        return "unshare is not installed"
+    r = run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
+    if r.returncode:
+        return "cannot mount in a private namespace (needs root): %s" % r.stderr.strip()
+    return None
+
+
+def thread_calls(t):
+    """{function: calls} of one thread of tree json"""
+    calls = {}
+
+    def walk(nodes):
+        for n in nodes:
+            calls[n["name"]] = calls.get(n["name"], 0) + n["calls"]
+            walk(n["children"])
+
+    walk(t["calls"])
+    return calls
+
+
+def env_small_shm(lp, b, tmp, memory):
+    """A /dev/shm of 256 KiB: room for a few of the rings of 32 threads that
+    live at once.  Before, the sparse rings ran out of pages and SIGBUS
+    killed the program; now a thread's ring has its space reserved (made
+    smaller when space is short) or the thread has none and counts its
+    events, which the report shows as lost in a stream of its own."""
+    nthreads, calls, nblocks = 32, 300, 20 if memory else 0
+    tag = "small /dev/shm%s" % (" --memory" if memory else "")
+    prog = b.prog("shm_threads")
+    argv = [prog, str(nthreads), str(calls), str(nblocks)]
+    plain = run(argv)
+    out = os.path.join(tmp, "e-shm%s" % ("-mem" if memory else ""))
+    r = in_namespace("mount -t tmpfs -o size=256k,mode=1777 tmpfs /dev/shm",
+                     [lp.exe, "record", "-q", "-o", out] + (["--memory"] if memory else []) + ["--"] + argv)
+    if not check(r.returncode == 0 and r.stdout == plain.stdout, "%s: the program's exit status and output" % tag,
+                 "rc %d, stdout %r, stderr %s" % (r.returncode, r.stdout, r.stderr.strip())):
+        return
+    tree = lp.json("tree", "--format", "json", out)
+    rep = lp.json("report", "--format", "json", out)
+    # a thread without a ring loses every event: worker and blocks entry and
+    # exit, work's N entries and exits, and with --memory M mallocs and frees
+    unrecorded = 2 * calls + 4 + 2 * nblocks
+    main = [t for t in tree["threads"] if t["tid"] == t["pid"]]
+    workers = [t for t in tree["threads"] if t["tid"] != t["pid"]]
+    recorded = [t for t in workers if t["lost_events"] == 0 and
+                thread_calls(t) == {"worker": 1, "work": calls, "blocks": 1}]
+    lost = [t for t in workers if t["lost_events"] == unrecorded and thread_calls(t) == {}]
+    check(len(main) == 1 and thread_calls(main[0]) == {"main": 1} and main[0]["lost_events"] == 0,
+          "%s: the main thread is recorded whole" % tag, str([(thread_calls(t), t["lost_events"]) for t in main]))
+    check(len(workers) == nthreads and len(recorded) + len(lost) == nthreads,
+          "%s: each of the %d threads is either recorded whole or has all its %d events counted lost" %
+          (tag, nthreads, unrecorded),
+          str(sorted((json.dumps(thread_calls(t), sort_keys=True), t["lost_events"]) for t in workers)))
+    check(len(lost) > 0 and rep["lost_events"] == len(lost) * unrecorded,
+          "%s: the report counts the lost events (%d threads without a ring)" % (tag, len(lost)),
+          "lost_events %d" % rep["lost_events"])
+    check("could not be recorded (No space left on device)" in r.stderr,
+          "%s: record says why threads were not recorded" % tag, r.stderr.strip())
+    if memory:
+        heap = lp.json("report", "--memory", "--format", "json", out)
+        site = [x for x in heap["sites"] if x["function"] == "blocks"]
+        n = sum(x["allocs"] for x in site), sum(x["frees"] for x in site)
+        check(n == (nblocks * len(recorded), nblocks * len(recorded)),
+              "%s: the heap operations of the recorded threads, exactly" % tag, str(n))
+
+
+def env_removed_session(lp, b, tmp):
+    """The session directory is removed (as a tmp cleaner would) while the
+    program waits; then it starts threads and forks.  Before, their events
+    were not recorded and the report said 0 events lost.  The directory goes
+    as soon as the program is ready, so the recorder may not have found the
+    main thread's ring yet: then that thread counts its events lost when it
+    ends, and its stream says so."""
+    prog = b.prog("latecomers")
+    out = os.path.join(tmp, "e-removed")
+    p = subprocess.Popen([lp.exe, "record", "-q", "-o", out, "--", prog], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    harness.started.append(p)
+    first = p.stdout.readline()
+    pid = int(first.split()[1])
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    session = env[b"LAYERPROF_SESSION"].decode()
+    shutil.rmtree(session)
+    check(not os.path.exists(session), "removed session: the session directory is gone", session)
+    rest, err = p.communicate("go\n", timeout=TIMEOUT)
+    if not check(p.returncode == 7 and first + rest == "ready %d\ndone\n" % pid,
+                 "removed session: the program's exit status and output", "rc %d, %r, %s" %
+                 (p.returncode, first + rest, err.strip())):
+        return
+    tree = lp.json("tree", "--format", "json", out)
+    rep = lp.json("report", "--format", "json", out)
+    got = sorted((t["pid"] == pid, t["tid"] == t["pid"], json.dumps(thread_calls(t), sort_keys=True),
+                  t["lost_events"]) for t in tree["threads"])
+    # late_thread's entry and exit and 50 late_work calls per thread; the
+    # child's 10 child_work calls inside the main frame it inherited; main,
+    # before and after: recorded, or (ring never found) 6 events lost
+    later = [(True, False, "{}", 102)] * 3 + [(False, True, "{}", 20)]
+    main_found = (True, True, json.dumps({"main": 1, "before": 1, "after": 1}, sort_keys=True), 0)
+    main_lost = (True, True, "{}", 6)
+    check(got in (sorted([main_found] + later), sorted([main_lost] + later)),
+          "removed session: the main thread recorded or counted, each later thread and the child counts its "
+          "events lost", str(got))
+    want = 3 * 102 + 20 + (6 if main_lost in got else 0)
+    check(rep["lost_events"] == want, "removed session: the report counts %d lost events" % want,
+          "lost_events %d" % rep["lost_events"])
+
+
+def env_early_without_proc(lp, b, tmp):
+    """A .preinit_array function runs before libc sets up environ; with
+    /proc hidden the runtime finds its session on the initial stack."""
+    prog = b.prog("early")
+    out = os.path.join(tmp, "e-early-noproc")
+    # only the program loses /proc (the recorder, sanitized, needs it): it
+    # starts through unshare and sh, which are not instrumented
+    r = run([lp.exe, "record", "-q", "-o", out, "--", "unshare", "-m", "sh", "-c",
+             'mount -t tmpfs tmpfs /proc && exec "$0"', prog])
+    if not check(r.returncode == 0 and r.stdout == "early: 10\n", "early code without /proc: exit status and output",
+                 "rc %d, %r, %s" % (r.returncode, r.stdout, r.stderr.strip())):
+        return
+    # without /proc the executable's path is not known, so its functions
+    # have no names: the counts are checked, by function
+    rep = lp.json("report", "--format", "json", out)
+    counts = sorted(f["calls"] for f in rep["functions"])
+    check(counts == [1, 1, 1, 2, 3, 4] and rep["lost_events"] == 0,
+          "early code without /proc: every call before and in main, none lost",
+          "%s, lost %d" % (counts, rep["lost_events"]))
+
+
+def group_environment(lp, tmp):
+    why = namespace_usable()
+    if why:
+        skip("environment group", why)
+        return
+    b = Builder("gcc", "g++", "-O2", tmp)
+    env_small_shm(lp, b, tmp, memory=False)
+    env_small_shm(lp, b, tmp, memory=True)
+    env_removed_session(lp, b, tmp)
+    env_early_without_proc(lp, b, tmp)
+
+
 GROUPS = {
     "programs": group_programs,
     "uftrace": group_uftrace,
@@ -530,6 +688,7 @@ GROUPS = {
     "linking": group_linking,
     "cli": group_cli,
     "replay": group_replay,
+    "environment": group_environment,
 }
 
 
