@@ -622,6 +622,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	/* everything is checked: the output may change now */
+	signal(SIGXFSZ, on_xfsz);
 	rec.dirfd = tracedir_create(rec.out, err, sizeof(err));
 	if (rec.dirfd < 0) {
 		fprintf(stderr, "layerprof record: %s\n", err);
@@ -665,7 +666,6 @@ int cmd_record(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	signal(SIGXFSZ, on_xfsz);
 	if (syscalls) {
 		struct systrace_ops sops = { .ctx = &rec, .sys = on_sysrec, .lost = on_syslost };
 		char **env;

@@ -13,8 +13,9 @@
 #define RECORDING_TEXT_MAX (PATH_MAX + 256)
 
 /* The start time of process pid (field 22 of /proc/<pid>/stat, after the
- * command name, which may hold anything but ends at the last ')'). */
-static int start_time(pid_t pid, unsigned long long *out)
+ * command name, which may hold anything but ends at the last ')') and its
+ * state (field 3: 'Z' for a zombie). */
+static int proc_stat(pid_t pid, unsigned long long *out, char *state)
 {
 	char path[64], buf[1024], *p;
 	ssize_t n;
@@ -30,8 +31,9 @@ static int start_time(pid_t pid, unsigned long long *out)
 		return -EIO;
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	if (!p)
+	if (!p || p[1] != ' ' || !p[2])
 		return -EIO;
+	*state = p[2];
 	/* fields 3..21 follow the name */
 	for (i = 3; i <= 21; i++) {
 		p = strchr(p + 1, ' ');
@@ -44,12 +46,12 @@ static int start_time(pid_t pid, unsigned long long *out)
 
 int recording_self(struct recording *rc, const char *session)
 {
-	char cwd[PATH_MAX];
+	char cwd[PATH_MAX], state;
 	int r;
 
 	memset(rc, 0, sizeof(*rc));
 	rc->pid = getpid();
-	r = start_time(rc->pid, &rc->start);
+	r = proc_stat(rc->pid, &rc->start, &state);
 	if (r)
 		return r;
 	if (session[0] == '/') {
@@ -106,6 +108,7 @@ int recording_read(int dirfd, struct recording *rc, char *err, size_t errlen)
 {
 	char text[RECORDING_TEXT_MAX], *line, *save = NULL;
 	bool marked = false;
+	struct stat st;
 	ssize_t n;
 	int fd = openat(dirfd, TRACEDIR_RECORDING, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
@@ -115,6 +118,14 @@ int recording_read(int dirfd, struct recording *rc, char *err, size_t errlen)
 			return -ENOENT;
 		snprintf(err, errlen, "cannot read the recorder's note '%s': %s", TRACEDIR_RECORDING, strerror(errno));
 		return -errno;
+	}
+	/* the note says which session to take over: only the caller's own */
+	if (fstat(dirfd, &st) || st.st_uid != geteuid() || fstat(fd, &st) || st.st_uid != geteuid() ||
+	    !S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "the trace or its note '%s' belongs to another user: not used",
+		         TRACEDIR_RECORDING);
+		return -EPERM;
 	}
 	n = read(fd, text, sizeof(text) - 1);
 	close(fd);
@@ -141,8 +152,10 @@ int recording_read(int dirfd, struct recording *rc, char *err, size_t errlen)
 bool recording_alive(const struct recording *rc)
 {
 	unsigned long long start;
+	char state;
 
-	return start_time(rc->pid, &start) == 0 && start == rc->start;
+	/* a killed recorder not yet reaped by its parent drains nothing */
+	return proc_stat(rc->pid, &start, &state) == 0 && start == rc->start && state != 'Z' && state != 'X';
 }
 
 int recording_session_open(const struct recording *rc, char *err, size_t errlen)

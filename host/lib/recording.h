@@ -32,9 +32,11 @@ int recording_write(int dirfd, struct recording *rc);
 /* Gives the reserve back (the note keeps its text).  Returns 0 or -errno. */
 int recording_release_reserve(int fd, const struct recording *rc);
 /* Reads the note of the trace directory dirfd.  Returns 0, -ENOENT (no
- * note: the recorder ended as it should), or -EBADMSG with err set. */
+ * note: the recorder ended as it should), -EPERM (the directory or the
+ * note is another user's) or -EBADMSG with err set. */
 int recording_read(int dirfd, struct recording *rc, char *err, size_t errlen);
-/* True when the recorder the note names still runs (same pid, same start). */
+/* True when the recorder the note names still runs (same pid, same start,
+ * not a zombie). */
 bool recording_alive(const struct recording *rc);
 /* Opens the session directory the note names, after checking it is a
  * directory (not a link) of the caller that others cannot write to.
