@@ -82,8 +82,8 @@ static const char record_usage[] =
     "                        so that an endless run of short-lived blocks does not\n"
     "                        grow the trace (default: off)\n" FILTER_HELP_FUNCS "  -h, --help            this text\n"
     "\n"
-    "A recorder killed with SIGKILL leaves a trace that ends some 100 ms before\n"
-    "it died; `layerprof recover DIR` adds what its rings still hold.\n";
+    "A recorder killed with SIGKILL leaves a trace that ends at most some 200 ms\n"
+    "before it died; `layerprof recover DIR` adds what its rings still hold.\n";
 
 static volatile sig_atomic_t stop_requests;
 static volatile sig_atomic_t forward_signal;

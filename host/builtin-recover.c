@@ -21,11 +21,10 @@
 
 #define RECOVER_END_MAX 1024u
 
-static const char recover_usage[] = "usage: layerprof recover [options] <trace dir>\n"
-                                    "\n"
+static const char recover_usage[] = "usage: layerprof recover [options] <trace dir>\n\n"
                                     "Finishes the trace of a `layerprof record` that was killed (SIGKILL, the\n"
-                                    "OOM killer, a crash).  Such a trace ends some 100 ms before the recorder\n"
-                                    "died; what the program wrote after that is still in the recorder's rings\n"
+                                    "OOM killer, a crash).  Such a trace ends at most some 200 ms before the\n"
+                                    "recorder died; what the program wrote after that is still in the rings\n"
                                     "in shared memory.  recover adds it to the trace, counts as lost the events\n"
                                     "the recorder had taken but not written, ends the trace and removes the\n"
                                     "session.  Programs of the recording that still run go on untraced.\n"
