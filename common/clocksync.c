@@ -1,5 +1,6 @@
 /* Raw counter to CLOCK_MONOTONIC conversion by interpolation between
  * sampled pairs (see clocksync.h). */
+#include <errno.h>
 #include <time.h>
 
 #include "layerprof/format.h"
@@ -37,6 +38,24 @@ static struct clocksync_point *point(struct clocksync *cs, uint32_t i)
 	return &cs->pts[(cs->first + i) % CLOCKSYNC_POINTS];
 }
 
+/* Appends p when it is newer than the last point (dropping the oldest
+ * when full). */
+static void point_add(struct clocksync *cs, struct clocksync_point p)
+{
+	if (cs->count && p.raw <= point(cs, cs->count - 1)->raw)
+		return;
+	if (cs->count == CLOCKSYNC_POINTS) {
+		cs->first = (cs->first + 1) % CLOCKSYNC_POINTS;
+		cs->count--;
+		if (cs->hint)
+			cs->hint--;
+		if (cs->exported)
+			cs->exported--;
+	}
+	*point(cs, cs->count++) = p;
+	cs->seg_raw1 = 0; /* an extrapolated segment may now be an interpolated one */
+}
+
 void clocksync_sample(struct clocksync *cs, int force)
 {
 	struct clocksync_point p;
@@ -50,18 +69,7 @@ void clocksync_sample(struct clocksync *cs, int force)
 	p.raw = a + (b - a) / 2;
 	if (cs->count && !force && p.ns - point(cs, cs->count - 1)->ns < CLOCKSYNC_MIN_GAP_NS)
 		return;
-	if (cs->count && p.raw <= point(cs, cs->count - 1)->raw)
-		return;
-	if (cs->count == CLOCKSYNC_POINTS) {
-		cs->first = (cs->first + 1) % CLOCKSYNC_POINTS;
-		cs->count--;
-		if (cs->hint)
-			cs->hint--;
-		if (cs->exported)
-			cs->exported--;
-	}
-	*point(cs, cs->count++) = p;
-	cs->seg_raw1 = 0; /* an extrapolated segment may now be an interpolated one */
+	point_add(cs, p);
 }
 
 static uint64_t interpolate(const struct clocksync_point *a, const struct clocksync_point *b, uint64_t raw)
@@ -188,4 +196,22 @@ size_t clocksync_export(struct clocksync *cs, uint8_t *buf, size_t size)
 	}
 	cs->exported += n;
 	return len;
+}
+
+int clocksync_import(struct clocksync *cs, const uint8_t *payload, size_t len)
+{
+	const uint8_t *p = payload, *end = payload + len;
+	struct clocksync_point pt;
+	uint64_t n, i;
+
+	if (varint_get(&p, end, &n))
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		if (varint_get(&p, end, &pt.raw) || varint_get(&p, end, &pt.ns))
+			return -EBADMSG;
+		if (cs->kind != LP_CLOCK_MONOTONIC)
+			point_add(cs, pt);
+	}
+	cs->exported = cs->count;
+	return 0;
 }

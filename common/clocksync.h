@@ -79,5 +79,12 @@ uint64_t clocksync_raw_now(uint32_t kind);
 /* Writes the points taken since the last call as a CLOCK chunk payload
  * (varint count, then varint raw/ns pairs) into buf; returns its length. */
 size_t clocksync_export(struct clocksync *cs, uint8_t *buf, size_t size);
+/* Adds the points of a CLOCK chunk payload written by another drain of the
+ * same clock (a killed recorder's, so that what it left is converted as
+ * it would have converted it); points not newer than the last held are
+ * skipped, and none is exported again.  Call before the first sample.
+ * Returns 0, or -EBADMSG for a payload that does not parse (the points
+ * before the damage are kept). */
+int clocksync_import(struct clocksync *cs, const uint8_t *payload, size_t len);
 
 #endif

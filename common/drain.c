@@ -48,9 +48,24 @@ void drain_flush_encoder(struct drain *d, struct encoder *e)
 	}
 }
 
+/* True when the rings' consumer lines say what is not written yet (see
+ * drain_config.keep_rings). */
+static inline bool publishes(const struct drain *d)
+{
+	return d->cfg.keep_rings || d->salvage;
+}
+
 static void flush_stream(struct stream *s)
 {
 	drain_flush_encoder(s->d, s->enc);
+	s->flushed = true;
+	s->lost_flushed = s->lost_reported;
+	s->lost_records = 0;
+	if (s->ring && publishes(s->d)) {
+		atomic_store_explicit((_Atomic uint64_t *)&s->ring->lost_written, s->lost_flushed,
+		                      memory_order_relaxed);
+		atomic_store_explicit((_Atomic uint32_t *)&s->ring->unwritten, 0, memory_order_relaxed);
+	}
 }
 
 static inline void maybe_flush(struct stream *s)
@@ -228,6 +243,7 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 	if (!d)
 		return NULL;
 	d->notify_fd = -1;
+	d->salvage_fd = -1;
 	d->clock = malloc(sizeof(*d->clock));
 	if (!d->clock) {
 		free(d);
@@ -259,7 +275,9 @@ fail:
 	return NULL;
 }
 
-struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
+/* Maps the control block of an existing session directory and takes the
+ * ring geometry and clock from it (drain_attach, drain_salvage). */
+static struct drain *session_map(const char *dir, const struct drain_ops *ops)
 {
 	char path[DRAIN_PATH_MAX + 16];
 	struct lp_control *c;
@@ -273,10 +291,10 @@ struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
 		return NULL;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, LP_CONTROL_NAME);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*c)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(*c)) {
 		close(fd);
 		errno = EPROTO;
 		return NULL;
@@ -299,6 +317,7 @@ struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
 	d = calloc(1, sizeof(*d));
 	if (d) {
 		d->notify_fd = -1;
+		d->salvage_fd = -1;
 		d->clock = malloc(sizeof(*d->clock));
 	}
 	if (!d || !d->clock) {
@@ -313,12 +332,51 @@ struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
 	d->cfg.clock = c->clock;
 	d->ops = *ops;
 	d->control = c;
-	d->attached = true;
 	clocksync_init(d->clock, c->clock);
+	return d;
+}
+
+struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
+{
+	struct drain *d = session_map(dir, ops);
+
+	if (!d)
+		return NULL;
+	d->attached = true;
 	clocksync_sample(d->clock, 1);
 	drainloss_attach(d);
 	notify_init(d);
 	return d;
+}
+
+struct drain *drain_salvage(int dirfd, const struct drain_ops *ops)
+{
+	char dir[64];
+	struct drain *d;
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3), e;
+
+	if (fd < 0)
+		return NULL;
+	/* every name below is looked up in the directory the caller checked,
+	 * whatever happens to its path meanwhile */
+	snprintf(dir, sizeof(dir), "/proc/self/fd/%d", fd);
+	d = session_map(dir, ops);
+	if (!d) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	d->salvage = true;
+	d->salvage_fd = fd;
+	drain_set_enabled(d, false);
+	/* the clock is sampled by the first poll, after drain_clock_import */
+	return d;
+}
+
+int drain_clock_import(struct drain *d, const uint8_t *payload, size_t len)
+{
+	return clocksync_import(d->clock, payload, len);
 }
 
 void drain_set_chunk_bytes(struct drain *d, uint32_t bytes)
@@ -366,8 +424,29 @@ static bool ring_geometry_ok(uint32_t n, uint32_t cfg, uint32_t min)
 	return n && !(n & (n - 1)) && n <= cfg && (n >= min || n == cfg);
 }
 
-/* Maps a ring file the runtime finished setting up, then unlinks it: the
- * mapping keeps it alive, and a crash of the recorder leaves nothing behind. */
+/* A ring just mapped: its name goes (the mapping keeps it alive, and a
+ * crash leaves nothing behind), or with keep_rings stays until the stream
+ * closes, renamed so that a scan does not take it for a new ring. */
+static void ring_name_keep(struct drain *d, struct stream *s, const char *name, const char *path)
+{
+	char kept[DRAIN_PATH_MAX + 300];
+	size_t plen = strlen(LP_RING_PREFIX);
+
+	if (d->salvage && strlen(name) < sizeof(s->kept)) {
+		strcpy(s->kept, name);
+		return;
+	}
+	if (d->cfg.keep_rings && strlen(name) < sizeof(s->kept) && !strncmp(name, LP_RING_PREFIX, plen)) {
+		snprintf(s->kept, sizeof(s->kept), "%s%s", LP_RING_DRAINED_PREFIX, name + plen);
+		snprintf(kept, sizeof(kept), "%s/%s", d->dir, s->kept);
+		if (!rename(path, kept))
+			return;
+		s->kept[0] = '\0';
+	}
+	unlink(path);
+}
+
+/* Maps a ring file the runtime finished setting up (see ring_name_keep). */
 static int stream_open(struct drain *d, const char *name)
 {
 	char path[DRAIN_PATH_MAX + 300];
@@ -379,10 +458,10 @@ static int stream_open(struct drain *d, const char *name)
 	int fd, status;
 
 	snprintf(path, sizeof(path), "%s/%s", d->dir, name);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) || (size_t)st.st_size < 4096) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size < 4096) {
 		close(fd);
 		return 0; /* not sized yet: next poll */
 	}
@@ -443,6 +522,12 @@ static int stream_open(struct drain *d, const char *name)
 	s->map_size = (size_t)st.st_size;
 	s->ring_slots = h->ring_chunks * h->chunk_slots;
 	s->tail = atomic_load_explicit((_Atomic uint32_t *)&h->tail, memory_order_acquire);
+	/* a ring another consumer began (killed, or an earlier attach): its
+	 * losses written so far are not counted again */
+	s->lost_reported = s->lost_flushed =
+	    atomic_load_explicit((_Atomic uint64_t *)&h->lost_written, memory_order_relaxed);
+	if (d->salvage)
+		s->lost_unwritten = atomic_load_explicit((_Atomic uint32_t *)&h->unwritten, memory_order_relaxed);
 	s->exit_status = DRAIN_EXIT_NONE;
 	s->sys_next = UINT64_MAX;
 	encoder_init(s->enc, h->image, h->pid, h->tid);
@@ -486,7 +571,7 @@ static int stream_open(struct drain *d, const char *name)
 		drainsys_bind(d, s);
 	if (!s->final)
 		drainwatch_stream(d, (pid_t)h->pid);
-	unlink(path);
+	ring_name_keep(d, s, name, path);
 	return 0;
 }
 
@@ -499,6 +584,12 @@ static bool scan_needed(struct drain *d)
 	bool changed = false;
 	uint64_t now;
 
+	/* a killed recorder's session gets no new ring: tracing is off */
+	if (d->salvage) {
+		changed = !d->salvage_scanned;
+		d->salvage_scanned = true;
+		return changed;
+	}
 	if (d->notify_fd < 0)
 		return true;
 	while (read(d->notify_fd, buf, sizeof(buf)) > 0)
@@ -526,7 +617,9 @@ static int scan_dir(struct drain *d)
 		return 0;
 	d->scan_pending = false;
 	while ((e = readdir(dir)) && !r) {
-		if (strncmp(e->d_name, LP_RING_PREFIX, prefix))
+		/* a salvage takes the rings the killed drain had opened too */
+		if (strncmp(e->d_name, LP_RING_PREFIX, prefix) &&
+		    (!d->salvage || strncmp(e->d_name, LP_RING_DRAINED_PREFIX, strlen(LP_RING_DRAINED_PREFIX))))
 			continue;
 		before = d->nstreams;
 		r = stream_open(d, e->d_name);
@@ -678,6 +771,7 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 			break;
 		case LP_RAW_LOST:
 			fold_flush(s, ns);
+			s->lost_records++;
 			s->lost_reported += payload;
 			s->d->stats.lost += payload;
 			encoder_lost(s->enc, ns, payload);
@@ -740,6 +834,16 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 	return n;
 }
 
+/* Salvage: the events the killed drain had taken from the ring but not
+ * written are lost, at the point where the stream goes on. */
+static void salvage_lost(struct stream *s, uint64_t ns)
+{
+	encoder_lost(s->enc, ns, s->lost_unwritten);
+	s->d->stats.lost += s->lost_unwritten;
+	s->lost_unwritten = 0;
+	maybe_flush(s);
+}
+
 static void stream_close(struct stream *s)
 {
 	uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_acquire);
@@ -767,6 +871,8 @@ static void stream_close(struct stream *s)
 		s->d->stats.lost += dropped - s->lost_reported;
 		s->lost_reported = dropped;
 	}
+	if (s->lost_unwritten)
+		salvage_lost(s, ns);
 	if (state == LP_RING_CLOSED)
 		encoder_task(s->enc, ns, LP_TASK_END, 0, NULL, 0, NULL, 0);
 	else if (s->exit_status == DRAIN_EXIT_UNKNOWN)
@@ -779,6 +885,12 @@ static void stream_close(struct stream *s)
 	munmap(s->ring, s->map_size);
 	s->ring = NULL;
 	s->closed = true;
+	if (s->kept[0]) {
+		char path[DRAIN_PATH_MAX + 80];
+
+		snprintf(path, sizeof(path), "%s/%s", s->d->dir, s->kept);
+		unlink(path);
+	}
 }
 
 long drain_poll(struct drain *d)
@@ -823,8 +935,13 @@ long drain_poll(struct drain *d)
 
 		if ((uint32_t)(heads[i] - s->tail) > s->ring_slots)
 			heads[i] = s->tail + s->ring_slots; /* a broken producer */
+		if (__builtin_expect(s->lost_unwritten && heads[i] != s->tail, 0))
+			salvage_lost(s, clocksync_ns(d->clock, s->slots[s->tail & (s->ring_slots - 1)].time));
 		total += stream_consume(s, heads[i]);
 		atomic_store_explicit((_Atomic uint32_t *)&s->ring->tail, s->tail, memory_order_release);
+		if (publishes(d))
+			atomic_store_explicit((_Atomic uint32_t *)&s->ring->unwritten,
+			                      (uint32_t)(s->enc->events - s->lost_records), memory_order_relaxed);
 		s->closing =
 		    done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire);
 	}
@@ -987,6 +1104,22 @@ int drain_flush(struct drain *d)
 	return d->error;
 }
 
+int drain_flush_idle(struct drain *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nstreams; i++) {
+		struct stream *s = d->streams[i];
+
+		if (!s->flushed && s->enc->len)
+			flush_stream(s);
+		s->flushed = false;
+	}
+	if (d->sys)
+		drainsys_flush(d);
+	return d->error;
+}
+
 bool drain_pressure(const struct drain *d)
 {
 	return d->pressure;
@@ -1120,7 +1253,10 @@ void drain_free(struct drain *d)
 		}
 		closedir(dir);
 	}
-	rmdir(d->dir);
+	if (d->salvage_fd >= 0)
+		close(d->salvage_fd); /* d->dir named it: the caller removes the directory */
+	else
+		rmdir(d->dir);
 	free(d->clock);
 	free(d);
 }

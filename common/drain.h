@@ -37,6 +37,12 @@ struct drain_config {
 	uint32_t chunk_bytes; /* EVENTS payload size to aim for; 0: the default */
 	uint64_t mem_fold_ns; /* fold heap blocks released within this (see
 	                       * common/memfold.h); 0: no folding */
+	/* keep each ring's name in the directory (as LP_RING_DRAINED_PREFIX...)
+	 * until its stream closes, and say in each ring's consumer line what
+	 * is not written yet, so that drain_salvage can finish the work of a
+	 * drain that was killed (record); false: a ring's name goes as soon
+	 * as it is mapped (the agent) */
+	bool keep_rings;
 };
 
 struct drain_stats {
@@ -62,6 +68,21 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
  * error returns NULL with errno set (ENOENT: no such session; EPROTO: not
  * a layerprof session of this version). */
 struct drain *drain_attach(const char *dir, const struct drain_ops *ops);
+/* Takes over the session directory of a drain that was killed (a recorder
+ * that got SIGKILL; its config had keep_rings): dirfd is the directory,
+ * opened by the caller, who has checked it is its own and keeps dirfd
+ * (the drain works on a duplicate).  Tracing is turned off in the
+ * session's processes (those still running go on untraced); every ring
+ * still there is drained from where the killed drain stopped, and each
+ * stream ends with a LOST event for what the killed drain had taken but
+ * not written.  Hand the killed drain's CLOCK chunks to drain_clock_import
+ * before the first poll.  drain_free then empties the directory (the
+ * caller removes it).  On error returns NULL with errno set (EPROTO: not a
+ * layerprof session of this version). */
+struct drain *drain_salvage(int dirfd, const struct drain_ops *ops);
+/* Adds the points of a CLOCK chunk payload (see clocksync_import).
+ * Returns 0 or -EBADMSG. */
+int drain_clock_import(struct drain *d, const uint8_t *payload, size_t len);
 /* Sets the EVENTS payload size to aim for (see drain_config.chunk_bytes). */
 void drain_set_chunk_bytes(struct drain *d, uint32_t bytes);
 /* Consumes what the rings hold now.  Returns the number of slots consumed
@@ -74,6 +95,12 @@ bool drain_pressure(const struct drain *d);
 /* Hands out every stream's partial chunk now (a live host should not wait
  * for a quiet thread to fill 60 KiB).  Returns 0 or -errno. */
 int drain_flush(struct drain *d);
+/* The same for the streams whose chunk has not gone out since the last
+ * call (a busy stream fills and writes its chunks by itself, so calling
+ * this on a period costs it nothing); syscall-only streams are flushed
+ * too.  Called every 100 ms, it bounds what a killed recorder loses to
+ * the last 200 ms.  Returns 0 or -errno. */
+int drain_flush_idle(struct drain *d);
 /* The process `pid` is gone (wait status `status`, or DRAIN_EXIT_UNKNOWN):
  * the directory is scanned for its last rings; once drained, they are
  * closed, and a stream of its last image (the main thread's when there is

@@ -50,6 +50,13 @@ struct stream {
 	 * function and heap events go through it, the others flush it */
 	struct memfold *fold;
 	bool closing; /* drained to the end in this poll: closes after it */
+	/* the ring's name kept in the directory (cfg.keep_rings, or found
+	 * there by a salvage), removed when the stream closes; "" for none */
+	char kept[64];
+	bool flushed;            /* the encoder went out since the last drain_flush_idle */
+	uint64_t lost_flushed;   /* lost_reported when the encoder last went out */
+	uint32_t lost_records;   /* LOST events in the encoder */
+	uint64_t lost_unwritten; /* salvage: events a killed consumer held */
 	struct drain *d;
 };
 
@@ -84,6 +91,9 @@ struct drain {
 	uint64_t last_clock_export; /* ns */
 	bool pressure;
 	bool attached;                  /* the directory belongs to the program */
+	bool salvage;                   /* drain_salvage: a killed recorder's session */
+	int salvage_fd;                 /* its directory (dir names it); -1: none */
+	bool salvage_scanned;           /* its one scan is done: the rings are all there */
 	struct lp_filter_file *filters; /* mapped when first set */
 	/* directory rescans: inotify descriptor (-1: rescan on every poll),
 	 * a ring seen but not ready yet, time of the last full scan */

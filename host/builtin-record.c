@@ -19,12 +19,16 @@
 #include "common/chunk.h"
 #include "common/clocksync.h"
 #include "common/drain.h"
+#include "common/progpath.h"
 #include "common/sysevent.h"
 #include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/classify.h"
 #include "host/lib/options.h"
+#include "host/lib/recording.h"
 #include "host/lib/symbolizer.h"
+#include "host/lib/tracedir.h"
+#include "host/lib/tracefile.h"
 #include "lp_arch.h"
 #include "runtime/memtrace.h"
 #include "systrace/systrace.h"
@@ -39,6 +43,9 @@
 #define RECORD_CHUNK_SLOTS 4096u
 #define RECORD_POLL_MIN_US 500
 #define RECORD_POLL_MAX_US 5000
+/* A stream's partial chunk is written when it has not filled one for this
+ * long: a killed recorder loses at most twice this of a quiet program. */
+#define RECORD_FLUSH_NS 100000000ull
 #define RECORD_MEM_LIB "liblayerprof-mem.so"
 
 static const char record_usage[] =
@@ -46,7 +53,8 @@ static const char record_usage[] =
     "\n"
     "Runs <program> with the layerprof runtime and records the calls of its\n"
     "functions built with -finstrument-functions (or linked with -llayerprof).\n"
-    "The exit status of the program is passed through.\n"
+    "The exit status of the program is passed through, whatever happens to\n"
+    "the recording (a full disk stops tracing; the program runs on).\n"
     "\n"
     "  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
     "                        is kept as DIR.old)\n"
@@ -72,7 +80,10 @@ static const char record_usage[] =
     "      --mem-fold DUR    blocks released within DUR (e.g. 1ms), by any thread, are\n"
     "                        only counted, per call stack, not recorded one by one,\n"
     "                        so that an endless run of short-lived blocks does not\n"
-    "                        grow the trace (default: off)\n" FILTER_HELP "  -h, --help            this text\n";
+    "                        grow the trace (default: off)\n" FILTER_HELP_FUNCS "  -h, --help            this text\n"
+    "\n"
+    "A recorder killed with SIGKILL leaves a trace that ends at most some 200 ms\n"
+    "before it died; `layerprof recover DIR` adds what its rings still hold.\n";
 
 static volatile sig_atomic_t stop_requests;
 static volatile sig_atomic_t forward_signal;
@@ -91,6 +102,13 @@ static int find_mem_lib(const char *runtime, char *out, size_t size)
 	return access(out, R_OK) ? -errno : 0;
 }
 
+/* A file size limit (RLIMIT_FSIZE) makes a write fail with EFBIG instead
+ * of killing the recorder; a handler, not SIG_IGN, so that the program
+ * does not inherit the signal ignored. */
+static void on_xfsz(int sig)
+{
+}
+
 static void on_signal(int sig)
 {
 	if (sig == SIGINT)
@@ -100,27 +118,50 @@ static void on_signal(int sig)
 }
 
 struct recorder {
-	int fd;
+	struct tracefile tf;
+	int dirfd;   /* the trace directory */
+	int note_fd; /* its TRACEDIR_RECORDING, or -1 */
+	struct recording note;
 	const char *out;
 	struct symbolizer *sym;
 	struct classifier *cls;
 	struct filter_spec spec;
 	struct filter_opts fopts;
-	int write_error;
 	struct drain *d;
 	struct systrace *st;
 };
 
+static int note_release_reserve(void *ctx)
+{
+	struct recorder *rec = ctx;
+
+	return rec->note_fd >= 0 ? recording_release_reserve(rec->note_fd, &rec->note) : 0;
+}
+
+/* A chunk for the trace.  Once a write fails (full disk, quota, size
+ * limit) tracing is turned off in the program, which runs on; the drain
+ * still empties the rings, and what it hands over is counted as not
+ * written (tracefile.h).  Never fails: the drain must go on. */
 static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
 {
 	struct recorder *rec = ctx;
-	int r = chunk_write_fd(rec->fd, type, payload, (uint32_t)len);
+	int r;
 
-	if (r && !rec->write_error) {
-		rec->write_error = r;
-		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec->out, strerror(-r));
+	if (type == LP_CHUNK_END) {
+		r = tracefile_end(&rec->tf, (const char *)payload, len);
+		if (r)
+			fprintf(stderr,
+			        "layerprof record: cannot end trace '%s': %s: it ends at its last whole chunk\n",
+			        rec->out, strerror(-r));
+		return 0;
 	}
-	return r;
+	r = tracefile_write(&rec->tf, type, payload, len, events);
+	if (r < 0) {
+		drain_set_enabled(rec->d, false);
+		fprintf(stderr, "layerprof record: cannot write trace '%s': %s: tracing stopped, the program runs on\n",
+		        rec->out, strerror(-r));
+	}
+	return 0;
 }
 
 static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
@@ -237,42 +278,6 @@ static int find_runtime(char *out, size_t size)
 	return -ENOENT;
 }
 
-/* An existing trace directory is kept as DIR.old, as uftrace does. */
-static int prepare_output(const char *out)
-{
-	char data[PATH_MAX], old[PATH_MAX];
-	struct stat st;
-
-	if (stat(out, &st) == 0) {
-		snprintf(data, sizeof(data), "%s/%s", out, LP_TRACE_DATA);
-		if (!S_ISDIR(st.st_mode) || access(data, F_OK)) {
-			fprintf(stderr,
-			        "layerprof record: '%s' exists and is not a layerprof trace; choose another -o\n", out);
-			return -EEXIST;
-		}
-		snprintf(old, sizeof(old), "%s.old", out);
-		if (!access(old, F_OK)) {
-			char oldata[PATH_MAX + 16];
-
-			snprintf(oldata, sizeof(oldata), "%s/%s", old, LP_TRACE_DATA);
-			unlink(oldata);
-			if (rmdir(old)) {
-				fprintf(stderr, "layerprof record: cannot replace '%s': %s\n", old, strerror(errno));
-				return -errno;
-			}
-		}
-		if (rename(out, old)) {
-			fprintf(stderr, "layerprof record: cannot move '%s' to '%s': %s\n", out, old, strerror(errno));
-			return -errno;
-		}
-	}
-	if (mkdir(out, 0755)) {
-		fprintf(stderr, "layerprof record: cannot create trace '%s': %s\n", out, strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
 struct mem_opts {
 	bool on;
 	bool keep_alive;
@@ -316,14 +321,7 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 		}
 	}
 	meta[n++] = '\n';
-	{
-		uint8_t hdr[LP_FILE_HEADER_SIZE];
-
-		trace_header_put(hdr);
-		if (write(rec->fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
-			return -errno;
-	}
-	return chunk_write_fd(rec->fd, LP_CHUNK_META, meta, (uint32_t)n);
+	return tracefile_write(&rec->tf, LP_CHUNK_META, meta, n, 0);
 }
 
 /* The clock the runtime should use: the architecture's counter when the
@@ -383,8 +381,9 @@ static void remove_stale_sessions(const char *base)
 	closedir(dir);
 }
 
-static void child_exec(char **argv, const char *session, const char *lib, int errfd)
+static void child_exec(const char *path, char **argv, const char *session, const char *lib, int errfd)
 {
+	extern char **environ;
 	const char *old = getenv("LD_PRELOAD");
 	char *preload;
 	int e;
@@ -402,8 +401,8 @@ static void child_exec(char **argv, const char *session, const char *lib, int er
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
-	execvp(argv[0], argv);
-	e = errno;
+	signal(SIGXFSZ, SIG_DFL);
+	e = -progpath_exec(path, argv, environ);
 	if (write(errfd, &e, sizeof(e)) < 0) {
 		/* nothing else to tell the parent with */
 	}
@@ -435,18 +434,19 @@ int cmd_record(int argc, char **argv)
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct recorder rec = { .fd = -1, .out = RECORD_DEFAULT_OUTPUT };
+	struct recorder rec = { .tf = { .fd = -1 }, .dirfd = -1, .note_fd = -1, .out = RECORD_DEFAULT_OUTPUT };
 	struct drain_config cfg = { 0 };
 	struct drain_ops ops = { 0 };
 	struct drain_stats st;
 	struct drain *d = NULL;
 	uint64_t buffer = 0; /* 0: the default */
 	const char *clock_opt = "auto", *shm_base;
-	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], session[256], data[PATH_MAX];
+	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], session[256], prog[PATH_MAX];
 	struct mem_opts mem = { .depth = LP_MEM_DEPTH_DEFAULT };
 	bool mem_depth_set = false;
 	int c, r, errpipe[2], status = 0, exit_code = LP_EXIT_FAILURE, quiet = 0, child_errno = 0;
 	unsigned poll_us = RECORD_POLL_MIN_US;
+	uint64_t last_flush;
 	bool child_done = false, syscalls = false;
 	struct systrace_config stcfg = { .backend = SYSTRACE_AUTO };
 	const char *syscall_filter = NULL;
@@ -545,6 +545,11 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "layerprof record: --keep-alive, --mem-depth and --mem-fold need --memory\n");
 		return LP_EXIT_USAGE;
 	}
+	if (rec.fopts.n_tids) {
+		fprintf(stderr, "layerprof record: --tid applies to report, tree and replay (thread ids are not known "
+		                "before the program runs)\n");
+		return LP_EXIT_USAGE;
+	}
 	if (syscalls && sys_set_parse(&stcfg.filter, sys_arch_native(), syscall_filter, err, sizeof(err))) {
 		fprintf(stderr, "layerprof record: invalid --syscall-filter: %s\n", err);
 		return LP_EXIT_USAGE;
@@ -563,6 +568,13 @@ int cmd_record(int argc, char **argv)
 		}
 		snprintf(preload, sizeof(preload), "%s:%s", lib, memlib);
 	}
+	/* found here, as execvp would, so that a missing program leaves the
+	 * previous trace alone and the program's first call is its own exec */
+	r = progpath_find(argv[optind], prog, sizeof(prog));
+	if (r) {
+		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", argv[optind], strerror(-r));
+		return r == -ENOENT ? 127 : 126;
+	}
 	/* the heap options reach the program's runtime through its environment
 	 * (without --memory they are left as they are, for programs linked
 	 * with the --wrap interposers) */
@@ -576,15 +588,6 @@ int cmd_record(int argc, char **argv)
 		else
 			unsetenv(LP_MEM_ENV_KEEPALIVE);
 	}
-	if (prepare_output(rec.out))
-		return LP_EXIT_FAILURE;
-	snprintf(data, sizeof(data), "%s/%s", rec.out, LP_TRACE_DATA);
-	rec.fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (rec.fd < 0) {
-		fprintf(stderr, "layerprof record: cannot create trace '%s': %s\n", data, strerror(errno));
-		return LP_EXIT_FAILURE;
-	}
-
 	if (!buffer)
 		buffer = mem.on ? RECORD_MEM_DEFAULT_BUFFER : RECORD_DEFAULT_BUFFER;
 	cfg.chunk_slots = RECORD_CHUNK_SLOTS;
@@ -594,10 +597,7 @@ int cmd_record(int argc, char **argv)
 		cfg.ring_chunks *= 2;
 	cfg.clock = choose_clock(clock_opt);
 	cfg.mem_fold_ns = mem.fold_ns;
-	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, syscalls, &mem)) {
-		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", data, strerror(errno));
-		goto out;
-	}
+	cfg.keep_rings = true;
 
 	ops.ctx = &rec;
 	ops.chunk = on_chunk;
@@ -620,10 +620,19 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (rec.fopts.n_tids) {
-		fprintf(stderr, "layerprof record: --tid applies to report, tree and replay (thread ids are not known "
-		                "before the program runs)\n");
-		exit_code = LP_EXIT_USAGE;
+
+	/* everything is checked: the output may change now */
+	signal(SIGXFSZ, on_xfsz);
+	rec.dirfd = tracedir_create(rec.out, err, sizeof(err));
+	if (rec.dirfd < 0) {
+		fprintf(stderr, "layerprof record: %s\n", err);
+		goto out;
+	}
+	r = tracefile_create(&rec.tf, rec.dirfd);
+	if (!r)
+		r = write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, syscalls, &mem);
+	if (r) {
+		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec.out, strerror(-r));
 		goto out;
 	}
 
@@ -637,6 +646,20 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	rec.d = d;
+	/* the note that lets `recover` finish the trace if we are killed,
+	 * with the room kept for the trace's end on a full disk */
+	r = recording_self(&rec.note, session);
+	if (!r) {
+		r = recording_write(rec.dirfd, &rec.note);
+		rec.note_fd = r;
+	}
+	if (r < 0)
+		fprintf(stderr,
+		        "layerprof record: warning: cannot write '%s/%s' (%s): a killed recording could not be "
+		        "recovered\n",
+		        rec.out, TRACEDIR_RECORDING, strerror(-r));
+	rec.tf.release_reserve = note_release_reserve;
+	rec.tf.reserve_ctx = &rec;
 
 	/* orphaned descendants come to us, so that every exit is seen */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -647,12 +670,6 @@ int cmd_record(int argc, char **argv)
 		struct systrace_ops sops = { .ctx = &rec, .sys = on_sysrec, .lost = on_syslost };
 		char **env;
 
-		r = systrace_check_program(argv[optind]);
-		if (r) {
-			fprintf(stderr, "layerprof record: cannot run '%s': %s\n", argv[optind], strerror(-r));
-			exit_code = r == -ENOENT ? 127 : 126;
-			goto out;
-		}
 		env = program_env(session, preload);
 		if (!env) {
 			fprintf(stderr, "layerprof record: out of memory\n");
@@ -679,7 +696,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (child == 0) {
 		close(errpipe[0]);
-		child_exec(argv + optind, session, preload, errpipe[1]);
+		child_exec(prog, argv + optind, session, preload, errpipe[1]);
 	}
 	close(errpipe[1]);
 	if (read(errpipe[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
@@ -692,6 +709,7 @@ int cmd_record(int argc, char **argv)
 	close(errpipe[0]);
 
 run:
+	last_flush = clocksync_monotonic_ns();
 	for (;;) {
 		long consumed = drain_poll(d);
 		pid_t p = 0;
@@ -699,6 +717,10 @@ run:
 
 		if (consumed < 0)
 			break;
+		if (clocksync_monotonic_ns() - last_flush >= RECORD_FLUSH_NS) {
+			drain_flush_idle(d);
+			last_flush = clocksync_monotonic_ns();
+		}
 		if (forward_signal && !child_done) {
 			kill(child, forward_signal);
 			forward_signal = 0;
@@ -771,10 +793,15 @@ run:
 		fprintf(stderr,
 		        "layerprof record: warning: %llu events lost (rings full: try a larger --buffer-size)\n",
 		        (unsigned long long)(st.lost - st.unrecorded_events));
+	if (rec.tf.error)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events not written to '%s' (%s): the trace ends where "
+		        "writing stopped, and says so\n",
+		        (unsigned long long)rec.tf.unwritten, rec.out, strerror(-rec.tf.error));
 	if (!quiet && isatty(STDERR_FILENO))
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
-		        (unsigned long long)st.events, (unsigned long long)st.streams, rec.out,
-		        (unsigned long long)st.bytes);
+		        (unsigned long long)(st.events - rec.tf.unwritten), (unsigned long long)st.streams, rec.out,
+		        (unsigned long long)rec.tf.written);
 	if (!quiet && isatty(STDERR_FILENO) && mem.fold_ns)
 		fprintf(stderr, "layerprof record: %llu short-lived heap blocks (%llu bytes) folded into counts\n",
 		        (unsigned long long)st.folded_blocks, (unsigned long long)st.folded_bytes);
@@ -790,9 +817,17 @@ out:
 	drain_free(d);
 	classifier_free(rec.cls);
 	symbolizer_free(rec.sym);
-	if (rec.fd >= 0 && close(rec.fd) && exit_code == 0) {
-		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", data, strerror(errno));
+	/* an orderly end: nothing is left for recover */
+	if (rec.note_fd >= 0) {
+		close(rec.note_fd);
+		unlinkat(rec.dirfd, TRACEDIR_RECORDING, 0);
+	}
+	r = tracefile_close(&rec.tf);
+	if (r && exit_code == 0) {
+		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec.out, strerror(-r));
 		exit_code = LP_EXIT_FAILURE;
 	}
+	if (rec.dirfd >= 0)
+		close(rec.dirfd);
 	return exit_code;
 }

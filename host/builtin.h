@@ -11,6 +11,7 @@ enum lp_exit {
 };
 
 int cmd_record(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_replay(int argc, char **argv);

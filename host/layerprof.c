@@ -16,6 +16,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "record", cmd_record, "run a program and record its function calls into a trace" },
+	{ "recover", cmd_recover, "finish the trace of a recorder that was killed, from its rings" },
 	{ "report", cmd_report, "flat profile: calls, total, self, avg, min, max per function" },
 	{ "tree", cmd_tree, "call tree with inclusive/self time and calls per node" },
 	{ "replay", cmd_replay, "chronological entries and exits per thread, with durations" },

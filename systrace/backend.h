@@ -3,6 +3,8 @@
 #ifndef LP_SYSTRACE_BACKEND_H
 #define LP_SYSTRACE_BACKEND_H
 
+#include <limits.h>
+
 #include "systrace/systrace.h"
 
 struct systrace {
@@ -11,6 +13,10 @@ struct systrace {
 	struct systrace_ops ops;
 	struct systrace_stats stats; /* the backend keeps these up to date */
 	void *impl;                  /* the backend's state */
+	/* spawn: the program's file, found by systrace_spawn before the
+	 * backend forks (progpath_find), so that the child's first call is
+	 * the program's own exec */
+	char path[PATH_MAX];
 };
 
 /* Each backend: probe says whether it can work here (0, or -errno with

@@ -7,11 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/progpath.h"
 #include "systrace/child.h"
 
 extern char **environ;
 
-int held_child_fork(struct held_child *c, char *const argv[], char *const envp[], char *err, size_t errlen)
+int held_child_fork(struct held_child *c, const char *path, char *const argv[], char *const envp[], char *err,
+                    size_t errlen)
 {
 	int sv[2], child_errno;
 	ssize_t n;
@@ -42,8 +44,7 @@ int held_child_fork(struct held_child *c, char *const argv[], char *const envp[]
 			n = read(sv[1], &go, 1);
 		while (n < 0 && errno == EINTR);
 		if (n == 1) {
-			execvpe(argv[0], argv, envp ? envp : environ);
-			child_errno = errno;
+			child_errno = -progpath_exec(path, argv, envp ? envp : environ);
 			if (send(sv[1], &child_errno, sizeof(child_errno), MSG_NOSIGNAL) < 0)
 				_exit(126);
 		}

@@ -11,10 +11,12 @@ struct held_child {
 	int sock; /* our end: one byte lets the child exec */
 };
 
-/* Forks a child that waits for held_child_run before exec'ing argv (PATH
- * searched, environment envp or ours).  Returns 0 or -errno with the
- * reason in err. */
-int held_child_fork(struct held_child *c, char *const argv[], char *const envp[], char *err, size_t errlen);
+/* Forks a child that waits for held_child_run before exec'ing the file
+ * `path` (see progpath_exec) with argv and environment envp or ours: its
+ * last call before the exec is the read of that one byte.  Returns 0 or
+ * -errno with the reason in err. */
+int held_child_fork(struct held_child *c, const char *path, char *const argv[], char *const envp[], char *err,
+                    size_t errlen);
 /* Lets the child exec and waits for the outcome: 0 once the exec
  * succeeded, else -errno with the reason in err and the child reaped. */
 int held_child_run(struct held_child *c, const char *prog, char *err, size_t errlen);

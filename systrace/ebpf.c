@@ -347,7 +347,7 @@ int eb_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t 
 	eb = eb_state_new(st, &r, err, errlen);
 	if (!eb)
 		return r;
-	r = held_child_fork(&child, argv, envp, err, errlen);
+	r = held_child_fork(&child, st->path, argv, envp, err, errlen);
 	if (r) {
 		eb_state_free(eb);
 		return r;

@@ -132,6 +132,7 @@ int pt_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t 
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	pt->path = st->path;
 	pt->argv = argv;
 	pt->envp = envp ? envp : environ;
 	pt->seccomp = !st->cfg.keep_running;

@@ -55,6 +55,7 @@ struct pt {
 	atomic_int stopping;   /* enum pt_stopping */
 
 	/* the tracer thread only (read-only once it runs) */
+	const char *path; /* the program's file (struct systrace.path) */
 	char *const *argv, *const *envp;
 	pid_t attach_pid;
 	pid_t main_pid;

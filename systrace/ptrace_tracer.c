@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/progpath.h"
 #include "systrace/ptrace_impl.h"
 #include "systrace/ptrace_seccomp.h"
 
@@ -496,7 +497,7 @@ static void __attribute__((noreturn)) child_run(struct pt *pt, int fd)
 	raise(SIGSTOP);
 	if (pt->seccomp && pt_seccomp_install(&pt->prog) < 0)
 		child_fail(fd, PT_CHILD_SECCOMP);
-	execvpe(pt->argv[0], pt->argv, pt->envp);
+	errno = -progpath_exec(pt->path, pt->argv, pt->envp);
 	child_fail(fd, PT_CHILD_EXEC);
 }
 

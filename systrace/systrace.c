@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include "common/progpath.h"
 #include "common/sysevent.h"
 #include "systrace/backend.h"
 
@@ -82,6 +83,13 @@ static struct systrace *systrace_start(const struct systrace_config *cfg, const 
 	st->cfg = *cfg;
 	st->ops = *ops;
 	failed[0] = '\0';
+	if (a->argv) {
+		r = progpath_find(a->argv[0], st->path, sizeof(st->path));
+		if (r) {
+			snprintf(err, errlen, "cannot run '%s': %s", a->argv[0], strerror(-r));
+			goto fail;
+		}
+	}
 	for (size_t i = 0; i < NBACKENDS; i++) {
 		const struct backend_ops *b = &backends[i];
 		char *reason = reasons[i];
@@ -161,23 +169,9 @@ void sysrec_to_event(const struct sysrec *r, struct sysevent *ev)
 
 int systrace_check_program(const char *prog)
 {
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
+	char path[PATH_MAX];
 
-	if (strchr(prog, '/'))
-		return access(prog, X_OK) ? -errno : 0;
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		const char *end = strchr(path, ':');
-		size_t len = end ? (size_t)(end - path) : strlen(path);
-
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", prog);
-		if (!access(buf, X_OK))
-			return 0;
-		path += len + (end ? 1 : 0);
-	}
-	return -ENOENT;
+	return progpath_find(prog, path, sizeof(path));
 }
 
 enum systrace_backend systrace_backend(const struct systrace *st)

@@ -82,7 +82,9 @@ struct systrace_config {
 struct systrace;
 
 /* Starts `argv` (PATH searched, environment envp) under the syscall tracer
- * and returns once it is set up; the program runs its first instruction
+ * and returns once it is set up; the search is made here, before the fork
+ * (progpath_find), so that the program's first recorded call is its own
+ * exec, never a failed one of the search; the program runs its first instruction
  * after exec with tracing in place.  With SYSTRACE_AUTO the backends are
  * tried in the order bpf, tracepoint, ptrace; `why` receives one line
  * saying which backend was chosen and why ("bpf: raw_syscalls with eBPF
@@ -117,8 +119,9 @@ bool systrace_exited(struct systrace *st, int *status);
  * ev's pointers point into rec. */
 struct sysevent;
 void sysrec_to_event(const struct sysrec *rec, struct sysevent *ev);
-/* Whether execvp would find `prog` (checked before a spawn, since the
- * tracer's child cannot say why an exec failed): 0 or -errno. */
+/* Whether execvp would find `prog` (see progpath_find; checked before a
+ * spawn, since the tracer's child cannot say why an exec failed): 0 or
+ * -errno. */
 int systrace_check_program(const char *prog);
 
 /* Counters for the summary. */

@@ -51,6 +51,10 @@ struct tp_state {
 	bool attached;       /* twins possible: see tp_attach */
 	char *filter;        /* the id filter for the kernel, or NULL */
 	enum sys_arch arch;
+	/* spawn: the child's tid until it calls execve (what it does before
+	 * is the tracer's code, and is dropped); 0 after */
+	uint32_t hold_tid;
+	uint32_t exec_nr[2]; /* execve, execveat; UINT32_MAX: none */
 	struct perfrings pr;
 	int *fds; /* every event, ring owners included */
 	size_t nfds, fds_cap;
@@ -123,7 +127,7 @@ static int tp_layout_load(struct tp_layout *lay, char *err, size_t errlen)
 	return 0;
 }
 
-static void tp_attr(struct perf_event_attr *a, const struct tp_layout *lay, unsigned features, bool enter, bool on_exec)
+static void tp_attr(struct perf_event_attr *a, const struct tp_layout *lay, unsigned features, bool enter)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -143,20 +147,17 @@ static void tp_attr(struct perf_event_attr *a, const struct tp_layout *lay, unsi
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
-	/* spawn: nothing until the child's exec, nothing of the fork's parent side */
-	a->disabled = on_exec;
-	a->enable_on_exec = on_exec;
 }
 
 /* Opens one event, settling on the first open which optional features
  * the kernel accepts. */
-static int tp_open_event(struct tp_state *tp, bool enter, pid_t pid, int cpu, bool on_exec)
+static int tp_open_event(struct tp_state *tp, bool enter, pid_t pid, int cpu)
 {
 	struct perf_event_attr attr;
 	int fd;
 
 	for (;;) {
-		tp_attr(&attr, &tp->lay, tp->features, enter, on_exec);
+		tp_attr(&attr, &tp->lay, tp->features, enter);
 		fd = perf_open(&attr, pid, cpu);
 		if (fd >= 0) {
 			tp->features_known = true;
@@ -181,7 +182,7 @@ int tp_probe(char *err, size_t errlen)
 	r = tp_layout_load(&tp.lay, err, errlen);
 	if (r)
 		return r;
-	fd = tp_open_event(&tp, true, 0, -1, true);
+	fd = tp_open_event(&tp, true, 0, -1);
 	if (fd < 0)
 		return perf_open_error(fd, "", err, errlen);
 	close(fd);
@@ -248,7 +249,7 @@ static int tp_keep_fd(struct tp_state *tp, int fd)
 /* Opens sys_enter and sys_exit for task `tid` on every CPU, each writing
  * into that CPU's ring.  Returns 0, -ESRCH when the task is gone, or -errno
  * with the reason in err. */
-static int tp_open_task(struct tp_state *tp, pid_t tid, bool on_exec, char *err, size_t errlen)
+static int tp_open_task(struct tp_state *tp, pid_t tid, char *err, size_t errlen)
 {
 	char what[64];
 
@@ -256,7 +257,7 @@ static int tp_open_task(struct tp_state *tp, pid_t tid, bool on_exec, char *err,
 		struct perfring *ring = &tp->pr.rings[i];
 
 		for (int enter = 1; enter >= 0; enter--) {
-			int fd = tp_open_event(tp, enter, tid, ring->cpu, on_exec), r;
+			int fd = tp_open_event(tp, enter, tid, ring->cpu), r;
 
 			if (fd == -ESRCH)
 				return fd;
@@ -304,6 +305,7 @@ static void tp_state_free(struct tp_state *tp)
 static struct tp_state *tp_state_new(const struct systrace *st, int *res, char *err, size_t errlen)
 {
 	struct tp_state *tp = calloc(1, sizeof(*tp));
+	struct sys_set sel;
 	int r;
 
 	if (!tp) {
@@ -321,7 +323,17 @@ static struct tp_state *tp_state_new(const struct systrace *st, int *res, char *
 		*res = r;
 		return NULL;
 	}
-	tp->filter = tp_filter_expr(&st->cfg.filter);
+	/* the kernel passes the execs on, so that the spawned child's
+	 * first one ends its hold; the reader drops them when unselected */
+	sel = st->cfg.filter;
+	for (int i = 0; i < 2; i++) {
+		int nr = sys_lookup(tp->arch, i ? "execveat" : "execve");
+
+		tp->exec_nr[i] = nr >= 0 ? (uint32_t)nr : UINT32_MAX;
+		if (nr >= 0 && (uint32_t)nr < SYS_NR_MAX)
+			sel.bits[nr / 64] |= UINT64_C(1) << (nr % 64);
+	}
+	tp->filter = tp_filter_expr(&sel);
 	return tp;
 }
 
@@ -334,12 +346,13 @@ int tp_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t 
 	tp = tp_state_new(st, &r, err, errlen);
 	if (!tp)
 		return r;
-	r = held_child_fork(&child, argv, envp, err, errlen);
+	r = held_child_fork(&child, st->path, argv, envp, err, errlen);
 	if (r) {
 		tp_state_free(tp);
 		return r;
 	}
-	r = tp_open_task(tp, child.pid, true, err, errlen);
+	tp->hold_tid = (uint32_t)child.pid;
+	r = tp_open_task(tp, child.pid, err, errlen);
 	if (r == -ESRCH)
 		snprintf(err, errlen, "the child died before exec");
 	if (r)
@@ -392,7 +405,7 @@ static long tp_attach_scan(struct tp_state *tp, pid_t pid, pid_t *tids, size_t *
 			added = -E2BIG;
 			break;
 		}
-		r = tp_open_task(tp, tid, false, err, errlen);
+		r = tp_open_task(tp, tid, err, errlen);
 		if (r == -ESRCH) /* the thread ended meanwhile */
 			continue;
 		if (r) {
@@ -551,6 +564,12 @@ static bool tp_sample(struct systrace *st, struct tp_state *tp, const unsigned c
 		return false;
 	enter = type == lay->enter_id;
 	id = tp_get_s(raw + lay->id.off, lay->id.size);
+	if (rec->tid == tp->hold_tid) {
+		/* the spawned child before its exec: the tracer's own code */
+		if (!enter || id < 0 || ((uint64_t)id != tp->exec_nr[0] && (uint64_t)id != tp->exec_nr[1]))
+			return false;
+		tp->hold_tid = 0;
+	}
 	/* -1: no syscall (e.g. a tracer skipped it); the reader filters too */
 	if (id < 0 || !sys_set_has(&st->cfg.filter, (uint32_t)id))
 		return false;

@@ -67,6 +67,8 @@ static void profile_text(FILE *f, struct walk *w, const struct export_report_opt
 	}
 	if (w->lost)
 		fprintf(f, "\n# %llu events lost: the profile is incomplete\n", (unsigned long long)w->lost);
+	if (w->r.lost_cause[0])
+		fprintf(f, "# %s\n", w->r.lost_cause);
 	if (w->syscalls)
 		fprintf(f, "\n# the trace has system calls: see report --syscalls\n");
 }
@@ -80,6 +82,8 @@ static void profile_json(FILE *f, struct walk *w, const struct export_report_opt
 	json_object_begin(&j, NULL);
 	json_str(&j, "trace", w->dir);
 	json_u64(&j, "lost_events", w->lost);
+	if (w->r.lost_cause[0])
+		json_str(&j, "lost_cause", w->r.lost_cause);
 	json_u64(&j, "events", w->events);
 	json_bool(&j, "complete", w->r.state == READER_OK && w->r.seen_end);
 	json_bool(&j, "filtered_at_record", w->filtered_at_record);

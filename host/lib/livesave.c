@@ -11,6 +11,7 @@
 
 #include "common/chunk.h"
 #include "host/lib/livesave.h"
+#include "host/lib/tracedir.h"
 #include "layerprof/format.h"
 
 #define KEEP_FIRST_CAP (1u << 20)
@@ -33,46 +34,6 @@ void livesave_release(struct livesave *sv)
 	sv->hold_buf = NULL;
 	sv->hold_len = sv->hold_cap = 0;
 	sv->held = false;
-}
-
-/* An existing trace directory is kept as DIR.old, as record does; an empty
- * directory is used; anything else is refused. */
-static int prepare_dir(struct livesave *sv, const char *dir)
-{
-	char data[PATH_MAX + 16], old[PATH_MAX + 16], oldata[PATH_MAX + 32];
-	struct stat st;
-
-	if (stat(dir, &st) == 0) {
-		snprintf(data, sizeof(data), "%s/%s", dir, LP_TRACE_DATA);
-		if (!S_ISDIR(st.st_mode)) {
-			snprintf(sv->error, sizeof(sv->error), "'%s' exists and is not a directory", dir);
-			return -EEXIST;
-		}
-		if (access(data, F_OK)) {
-			if (rmdir(dir) == 0 || errno != ENOTEMPTY)
-				goto create;
-			snprintf(sv->error, sizeof(sv->error), "'%s' exists and is not a layerprof trace", dir);
-			return -EEXIST;
-		}
-		snprintf(old, sizeof(old), "%s.old", dir);
-		snprintf(oldata, sizeof(oldata), "%s/%s", old, LP_TRACE_DATA);
-		unlink(oldata);
-		rmdir(old);
-		if (rename(dir, old)) {
-			int e = errno;
-
-			snprintf(sv->error, sizeof(sv->error), "cannot move '%s' to '%s': %s", dir, old, strerror(e));
-			return -e;
-		}
-	}
-create:
-	if (mkdir(dir, 0755)) {
-		int e = errno;
-
-		snprintf(sv->error, sizeof(sv->error), "cannot create trace '%s': %s", dir, strerror(e));
-		return -e;
-	}
-	return 0;
 }
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -113,23 +74,24 @@ static int save_write(struct livesave *sv, const void *buf, size_t len)
 int livesave_open(struct livesave *sv, const char *dir)
 {
 	uint8_t hdr[LP_FILE_HEADER_SIZE];
-	char data[PATH_MAX + 16];
-	int r;
+	int r, dfd;
 
 	if (strlen(dir) >= sizeof(sv->dir)) {
 		snprintf(sv->error, sizeof(sv->error), "path '%s' too long", dir);
 		return -ENAMETOOLONG;
 	}
-	r = prepare_dir(sv, dir);
-	if (r)
-		return r;
-	snprintf(data, sizeof(data), "%s/%s", dir, LP_TRACE_DATA);
-	sv->fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	dfd = tracedir_create(dir, sv->error, sizeof(sv->error));
+	if (dfd < 0)
+		return dfd;
+	sv->fd = openat(dfd, LP_TRACE_DATA, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (sv->fd < 0) {
 		r = -errno;
-		snprintf(sv->error, sizeof(sv->error), "cannot create trace '%s': %s", data, strerror(-r));
+		snprintf(sv->error, sizeof(sv->error), "cannot create trace '%s/%s': %s", dir, LP_TRACE_DATA,
+		         strerror(-r));
+		close(dfd);
 		return r;
 	}
+	close(dfd);
 	strcpy(sv->dir, dir);
 	sv->bytes = 0;
 	sv->failed = false;

@@ -48,8 +48,8 @@ static inline bool livesave_active(const struct livesave *sv)
 	return sv->fd >= 0;
 }
 
-/* Starts saving into dir: an existing trace there is moved to DIR.old (as
- * record does), an empty directory is used, anything else is refused.
+/* Starts saving into dir, made by tracedir_create (an existing trace is
+ * moved to DIR.old, as record does; anything else is refused).
  * Writes the file header and what was kept, then frees the kept bytes.
  * Returns 0, or -errno with sv->error set (nothing is saved then). */
 int livesave_open(struct livesave *sv, const char *dir);

@@ -39,12 +39,14 @@ enum filter_opt_code {
 		"tid", required_argument, NULL, OPT_TID                                                             \
 	}
 
-#define FILTER_HELP                                                                          \
-	"  -F, --only FUNC       only calls inside FUNC (glob; repeatable)\n"                \
-	"  -N, --exclude FUNC    leave out FUNC and what it calls (glob; repeatable)\n"      \
-	"      --depth N         only calls up to N levels deep\n"                           \
-	"      --min-time DUR    leave out calls shorter than DUR (e.g. 10us, 2ms, 500ns)\n" \
-	"      --tid TID[,TID]   only these threads\n"
+/* The filters of calls (record takes these; thread ids are not known
+ * before a program runs), then all of them. */
+#define FILTER_HELP_FUNCS                                                               \
+	"  -F, --only FUNC       only calls inside FUNC (glob; repeatable)\n"           \
+	"  -N, --exclude FUNC    leave out FUNC and what it calls (glob; repeatable)\n" \
+	"      --depth N         only calls up to N levels deep\n"                      \
+	"      --min-time DUR    leave out calls shorter than DUR (e.g. 10us, 2ms, 500ns)\n"
+#define FILTER_HELP FILTER_HELP_FUNCS "      --tid TID[,TID]   only these threads\n"
 
 /* Returns 1 when `code` was a filter option (parsed into *f), 0 when it is
  * not one, -1 after printing a message about a bad value. */

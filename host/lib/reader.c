@@ -74,6 +74,28 @@ static void damaged(struct reader *r, const char *what)
 	         (unsigned long long)r->chunks);
 }
 
+/* The value of "lost_cause=" in an END chunk's text, if any. */
+static void end_cause(struct reader *r, const uint8_t *text, size_t len)
+{
+	static const char key[] = "lost_cause=";
+	size_t i = 0, n;
+
+	while (i < len) {
+		const uint8_t *nl = memchr(text + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - text) : len;
+
+		if (end - i > sizeof(key) - 1 && !memcmp(text + i, key, sizeof(key) - 1)) {
+			n = end - i - (sizeof(key) - 1);
+			if (n >= sizeof(r->lost_cause))
+				n = sizeof(r->lost_cause) - 1;
+			memcpy(r->lost_cause, text + i + sizeof(key) - 1, n);
+			r->lost_cause[n] = '\0';
+			return;
+		}
+		i = end + 1;
+	}
+}
+
 int reader_next(struct reader *r, struct chunk_info *ci, const uint8_t **payload)
 {
 	uint8_t hdr[LP_CHUNK_HEADER_SIZE];
@@ -102,8 +124,10 @@ int reader_next(struct reader *r, struct chunk_info *ci, const uint8_t **payload
 	}
 	r->offset += LP_CHUNK_HEADER_SIZE + ci->len;
 	r->chunks++;
-	if (ci->type == LP_CHUNK_END)
+	if (ci->type == LP_CHUNK_END) {
 		r->seen_end = true;
+		end_cause(r, r->buf, ci->len);
+	}
 	*payload = r->buf;
 	return 1;
 }

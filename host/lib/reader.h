@@ -24,8 +24,10 @@ struct reader {
 	uint8_t *buf; /* payload buffer, LP_CHUNK_MAX_PAYLOAD bytes */
 	unsigned major, minor;
 	enum reader_state state;
-	char damage[256]; /* what was wrong and where, when DAMAGED */
-	bool seen_end;    /* an END chunk was read: the recording closed */
+	char damage[256];     /* what was wrong and where, when DAMAGED */
+	bool seen_end;        /* an END chunk was read: the recording closed */
+	char lost_cause[256]; /* the END chunk's lost_cause (why events are
+	                       * missing, e.g. a full disk); "" when none */
 	uint64_t chunks;
 };
 

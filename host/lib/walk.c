@@ -1,5 +1,6 @@
 /* The event walk (see walk.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "common/varint.h"
 #include "host/lib/classify.h"
 #include "host/lib/symbolizer.h"
+#include "host/lib/tracedir.h"
 #include "host/lib/walk.h"
 
 int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen)
@@ -772,9 +774,18 @@ int walk_report_condition(const struct walk *w, const char *cmd)
 		        w->dir, w->r.damage);
 		return 3;
 	}
-	if (!w->r.seen_end)
-		fprintf(stderr, "layerprof %s: warning: trace '%s' has no end record: the recording was interrupted\n",
-		        cmd, w->dir);
+	if (!w->r.seen_end) {
+		char note[PATH_MAX];
+		bool killed;
+
+		/* a recorder that was killed left its note: recover can add more */
+		snprintf(note, sizeof(note), "%s/%s", w->dir, TRACEDIR_RECORDING);
+		killed = !access(note, F_OK);
+		fprintf(stderr,
+		        "layerprof %s: warning: trace '%s' has no end record: the recording was interrupted%s%s%s\n",
+		        cmd, w->dir, killed ? "; 'layerprof recover " : "", killed ? w->dir : "",
+		        killed ? "' adds what the killed recorder left in its rings" : "");
+	}
 	return 0;
 }
 

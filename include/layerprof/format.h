@@ -14,10 +14,15 @@
  *   control          struct lp_control, written by the recorder
  *   lost             struct lp_loss_table, written by the recorder (optional)
  *   r.<pid>.<tid>.<image>   one ring per traced thread, created by the runtime
+ *   d.<pid>.<tid>.<image>   the same ring once `record` has opened it: kept
+ *                    until its thread's stream is closed, so that what a
+ *                    killed recorder left in it can be recovered (the agent
+ *                    removes a ring's name as soon as it has mapped it)
  * ------------------------------------------------------------------------- */
 #define LP_ENV_SESSION "LAYERPROF_SESSION"
 #define LP_CONTROL_NAME "control"
 #define LP_RING_PREFIX "r."
+#define LP_RING_DRAINED_PREFIX "d."
 
 /* Attachable processes: a program that runs with the runtime but without a
  * session makes itself one, stopped, in <attach dir>/<pid> when the attach
@@ -174,10 +179,16 @@ struct lp_ring_header {
 	uint32_t state;   /* atomic, enum lp_ring_state */
 	uint64_t dropped; /* atomic: events dropped so far */
 	uint8_t pad1[48];
-	/* consumer cache line */
-	uint32_t tail;  /* atomic, release: slots consumed */
-	uint32_t taken; /* atomic, enum lp_ring_taken */
-	uint8_t pad2[56];
+	/* consumer cache line: written by the consumer only (and `taken` by
+	 * compare and swap, see enum lp_ring_taken).  A later consumer of the
+	 * same ring (after the first was killed) starts from these: the loss
+	 * it must count is unwritten plus (dropped - lost_written). */
+	uint32_t tail;         /* atomic, release: slots consumed */
+	uint32_t taken;        /* atomic, enum lp_ring_taken */
+	uint64_t lost_written; /* lost events the consumer has written out as such */
+	uint32_t unwritten;    /* events taken from the slots before tail but not
+	                        * yet written out (a consumer holds up to a chunk) */
+	uint8_t pad2[44];
 };
 
 /* Who has a ring: set once, by compare and swap, so that exactly one side

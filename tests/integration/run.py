@@ -34,7 +34,8 @@ TIMEOUT = 120
 
 
 def run(cmd, **kw):
-    kw.setdefault("stdin", subprocess.DEVNULL)
+    if "input" not in kw:
+        kw.setdefault("stdin", subprocess.DEVNULL)
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     kw.setdefault("timeout", TIMEOUT)
@@ -499,6 +500,8 @@ def group_cli(lp, tmp):
     check(os.path.exists(os.path.join(out + ".old", "data")), "re-recording keeps the previous trace as .old")
     notrace = os.path.join(tmp, "cli-notrace")
     os.makedirs(notrace, exist_ok=True)
+    with open(os.path.join(notrace, "notes.txt"), "w") as f:
+        f.write("mine\n")
     r = record(lp, notrace, [rec])
     check(r.returncode == 1 and "not a layerprof trace" in r.stderr, "record refuses to overwrite a non-trace dir")
 

@@ -45,8 +45,8 @@ class Layerprof:
         self.exe = os.path.join(build_dir, "host", "layerprof")
         self.env = dict(os.environ, LAYERPROF_LIB=os.path.join(build_dir, "runtime", "liblayerprof.so"))
 
-    def __call__(self, *args, timeout=120):
-        return run([self.exe] + list(args), timeout=timeout, env=self.env)
+    def __call__(self, *args, timeout=120, env=None):
+        return run([self.exe] + list(args), timeout=timeout, env=dict(self.env, **(env or {})))
 
     def json(self, *args):
         r = self(*args)
@@ -302,6 +302,32 @@ def test_function_filters(lp, tmp, backend, prog):
               (own_rows(late) if late else r.stderr, rows))
 
 
+def test_path_search(lp, tmp, backend, prog):
+    """A program found through $PATH: the recorder's search for it is no
+    part of the program, so its own execve is the only one counted, and it
+    succeeded (execvp's search would add a failed execve per directory)."""
+    dirs = [os.path.join(tmp, "path-%s-%d" % (backend, i)) for i in range(4)]
+    for d in dirs:
+        os.makedirs(d, exist_ok=True)
+    # a file of the name that cannot run: the search goes past it, as execvp's
+    with open(os.path.join(dirs[2], os.path.basename(prog)), "w") as f:
+        f.write("not this one\n")
+    path = ":".join(dirs + [os.path.dirname(prog), "/usr/bin", "/bin"])
+    out = os.path.join(tmp, "path-" + backend)
+    r = lp("record", "-q", "--syscalls=" + backend, "--syscall-filter", "execve,execveat,write", "-o", out, "--",
+           os.path.basename(prog), env={"PATH": path})
+    if not check(r.returncode == 0, "%s: a program found through PATH records and exits 0" % backend, r.stderr):
+        return
+    rep, r = lp.json("report", "--syscalls", "--format", "json", out)
+    if not check(rep is not None, "%s: report of the PATH search" % backend, r.stderr):
+        return
+    ex = syscall_row(rep, "execve")
+    check(ex and ex["calls"] == 1 and ex["errors"] == 0 and not syscall_row(rep, "execveat"),
+          "%s: exactly the program's own execve, and it succeeded" % backend, (ex, syscall_row(rep, "execveat")))
+    w = syscall_row(rep, "write")
+    check(w and w["calls"] == 100, "%s: the program found through PATH ran (100 writes)" % backend, w)
+
+
 def test_usage(lp, tmp):
     r = lp("record", "--syscalls=nope", "--", "/bin/true")
     check(r.returncode == 2 and "invalid --syscalls 'nope'" in r.stderr, "bad backend name: usage error", r.stderr)
@@ -337,6 +363,7 @@ def main():
             test_fork(lp, tmp, backend, fork)
             test_plain(lp, tmp, backend, plain)
             test_function_filters(lp, tmp, backend, writer)
+            test_path_search(lp, tmp, backend, writer)
         # auto picks one and says which
         out = os.path.join(tmp, "auto")
         r = lp("record", "--syscalls", "-o", out, "--", "/bin/true")

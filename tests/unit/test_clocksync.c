@@ -1,6 +1,7 @@
 /* Unit test of the raw counter to ns conversion: exact interpolation over
  * hand-placed points, extrapolation at both ends, the segment hint, the
- * ring of points and the CLOCK chunk export. */
+ * ring of points, the CLOCK chunk export and its import by another drain. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,39 @@ static void test_export(void)
 	CHECK_EQ_U64(cs.exported, cs.count);
 }
 
+/* A killed drain's exported points, imported by the drain that takes
+ * over, convert its raw values as they did; newer points go after them,
+ * older or equal ones are skipped, and none is exported again. */
+static void test_import(void)
+{
+	static struct clocksync from;
+	uint8_t buf[4096], bad[2] = { 3, 0x80 };
+	size_t len;
+
+	clocksync_init(&from, LP_CLOCK_TSC);
+	add_point(&from, 1000, 100);
+	add_point(&from, 3000, 1100);
+	add_point(&from, 5000, 1600);
+	len = clocksync_export(&from, buf, sizeof(buf));
+	clocksync_init(&cs, LP_CLOCK_TSC);
+	if (!CHECK_EQ_U64(clocksync_import(&cs, buf, len), 0) || !CHECK_EQ_U64(cs.count, 3))
+		return;
+	CHECK_EQ_U64(clocksync_ns(&cs, 2000), 600);
+	CHECK_EQ_U64(clocksync_ns(&cs, 4000), 1350);
+	CHECK_EQ_U64(cs.exported, 3);
+	CHECK_EQ_U64(clocksync_export(&cs, buf, sizeof(buf)), 1); /* a count of 0 */
+	/* the same points again with one newer: only the newer is added */
+	add_point(&from, 7000, 2600);
+	from.exported = 0;
+	len = clocksync_export(&from, buf, sizeof(buf));
+	CHECK_EQ_U64(clocksync_import(&cs, buf, len), 0);
+	CHECK_EQ_U64(cs.count, 4);
+	CHECK_EQ_U64(clocksync_ns(&cs, 6000), 2100);
+	/* cut short: what came before the damage stays */
+	CHECK_EQ_U64(clocksync_import(&cs, bad, sizeof(bad)), (uint64_t)-EBADMSG);
+	CHECK_EQ_U64(cs.count, 4);
+}
+
 /* The machine's own counter, when it has one: a value read between two
  * samples converts to a time between theirs. */
 static void test_live(void)
@@ -310,6 +344,7 @@ int main(void)
 	test_cached_rate();
 	test_ring();
 	test_export();
+	test_import();
 	test_live();
 	return check_summary();
 }
