@@ -472,6 +472,7 @@ int main(int argc, char **argv)
 	int c, r;
 
 	snprintf(a->attach_dir, sizeof(a->attach_dir), "%s", LP_ATTACH_DIR_DEFAULT);
+	a->attach.fd = a->private.fd = -1;
 	while ((c = getopt_long(argc, argv, "l:t:b:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
@@ -557,9 +558,21 @@ int main(int argc, char **argv)
 	a->listen_fd = open_listener(listen_arg, a->has_token);
 	if (a->listen_fd < 0)
 		return 1;
-	/* attachable programs register here; sticky like /tmp */
-	if (mkdir(a->attach_dir, 01777) == 0)
-		chmod(a->attach_dir, 01777);
+	/* started programs' sessions: unpredictable names in our private
+	 * directory, where those of a killed agent that nobody maps go */
+	r = sessiondir_open_private(&a->private);
+	if (r) {
+		fprintf(stderr, "layerprofd: cannot make a private directory for sessions: %s\n", strerror(-r));
+		close(a->listen_fd);
+		return 1;
+	}
+	if (a->private.fallback) {
+		char why[3 * SESSIONDIR_PATH_MAX];
+
+		fprintf(stderr, "layerprofd: warning: %s\n", sessiondir_fallback_why(&a->private, why, sizeof(why)));
+	}
+	sessiondir_sweep(&a->private);
+	attachdir_open(a);
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, on_signal);
@@ -581,6 +594,8 @@ int main(int argc, char **argv)
 		conn_free(a->conn);
 	}
 	close(a->listen_fd);
+	sessiondir_release(&a->private);
+	sessiondir_release(&a->attach);
 	agent_log("stopped");
 	return r ? 1 : 0;
 }

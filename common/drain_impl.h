@@ -64,7 +64,9 @@ struct exited {
 };
 
 struct drain {
-	char dir[DRAIN_PATH_MAX];
+	char dir[DRAIN_PATH_MAX]; /* for messages and the removal at the end */
+	int dirfd;                /* the session directory: every file is opened through it */
+	uid_t owner;              /* whose rings and control file are trusted */
 	struct drain_config cfg;
 	struct drain_ops ops;
 	struct lp_control *control;
