@@ -35,40 +35,63 @@ void livesave_release(struct livesave *sv)
 	sv->held = false;
 }
 
-/* An existing trace directory is kept as DIR.old, as record does; an empty
- * directory is used; anything else is refused. */
-static int prepare_dir(struct livesave *sv, const char *dir)
+/* Removes DIR.old when it is a trace directory of ours: its files through
+ * the directory itself (a link at DIR.old, or another user's directory
+ * there, is left alone and the rename after it fails), then the directory
+ * when that left it empty. */
+static void remove_old(const char *old)
 {
-	char data[PATH_MAX + 16], old[PATH_MAX + 16], oldata[PATH_MAX + 32];
+	int fd = open(old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 
-	if (stat(dir, &st) == 0) {
-		snprintf(data, sizeof(data), "%s/%s", dir, LP_TRACE_DATA);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && st.st_uid == geteuid()) {
+		unlinkat(fd, LP_TRACE_DATA, 0);
+		unlinkat(fd, LIVESAVE_SNAPSHOT_NAME, 0);
+	}
+	close(fd);
+	rmdir(old);
+}
+
+/* An existing trace directory is kept as DIR.old, as record does; an empty
+ * directory is used; anything else (a link among them) is refused. */
+static int prepare_dir(struct livesave *sv, const char *dir)
+{
+	char old[PATH_MAX + 16];
+	struct stat st;
+	int fd, e;
+
+	if (lstat(dir, &st) == 0) {
 		if (!S_ISDIR(st.st_mode)) {
 			snprintf(sv->error, sizeof(sv->error), "'%s' exists and is not a directory", dir);
 			return -EEXIST;
 		}
-		if (access(data, F_OK)) {
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			e = errno;
+			snprintf(sv->error, sizeof(sv->error), "cannot open '%s': %s", dir, strerror(e));
+			return -e;
+		}
+		e = faccessat(fd, LP_TRACE_DATA, F_OK, AT_SYMLINK_NOFOLLOW);
+		close(fd);
+		if (e) {
 			if (rmdir(dir) == 0 || errno != ENOTEMPTY)
 				goto create;
 			snprintf(sv->error, sizeof(sv->error), "'%s' exists and is not a layerprof trace", dir);
 			return -EEXIST;
 		}
 		snprintf(old, sizeof(old), "%s.old", dir);
-		snprintf(oldata, sizeof(oldata), "%s/%s", old, LP_TRACE_DATA);
-		unlink(oldata);
-		rmdir(old);
+		remove_old(old);
 		if (rename(dir, old)) {
-			int e = errno;
-
+			e = errno;
 			snprintf(sv->error, sizeof(sv->error), "cannot move '%s' to '%s': %s", dir, old, strerror(e));
 			return -e;
 		}
 	}
 create:
 	if (mkdir(dir, 0755)) {
-		int e = errno;
-
+		e = errno;
 		snprintf(sv->error, sizeof(sv->error), "cannot create trace '%s': %s", dir, strerror(e));
 		return -e;
 	}
@@ -114,7 +137,8 @@ int livesave_open(struct livesave *sv, const char *dir)
 {
 	uint8_t hdr[LP_FILE_HEADER_SIZE];
 	char data[PATH_MAX + 16];
-	int r;
+	struct stat st;
+	int r, dfd;
 
 	if (strlen(dir) >= sizeof(sv->dir)) {
 		snprintf(sv->error, sizeof(sv->error), "path '%s' too long", dir);
@@ -123,13 +147,24 @@ int livesave_open(struct livesave *sv, const char *dir)
 	r = prepare_dir(sv, dir);
 	if (r)
 		return r;
+	/* the data file in the directory just made, through it */
 	snprintf(data, sizeof(data), "%s/%s", dir, LP_TRACE_DATA);
-	sv->fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	sv->fd = -1;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_uid == geteuid())
+		sv->fd = openat(dfd, LP_TRACE_DATA, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	else if (dfd >= 0)
+		errno = EPERM;
 	if (sv->fd < 0) {
 		r = -errno;
+		if (dfd >= 0)
+			close(dfd);
 		snprintf(sv->error, sizeof(sv->error), "cannot create trace '%s': %s", data, strerror(-r));
 		return r;
 	}
+	close(dfd);
+	sv->dir_dev = st.st_dev;
+	sv->dir_ino = st.st_ino;
 	strcpy(sv->dir, dir);
 	sv->bytes = 0;
 	sv->failed = false;
@@ -273,14 +308,20 @@ int livesave_close(struct livesave *sv, bool add_end, uint64_t events)
 
 void livesave_discard(struct livesave *sv)
 {
-	char data[PATH_MAX + 16];
+	struct stat st;
+	int dfd;
 
 	if (sv->fd < 0)
 		return;
 	close(sv->fd);
 	sv->fd = -1;
-	snprintf(data, sizeof(data), "%s/%s", sv->dir, LP_TRACE_DATA);
-	unlink(data);
+	/* through the directory we made, when the name still is it */
+	dfd = open(sv->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fstat(dfd, &st) == 0 && st.st_dev == sv->dir_dev && st.st_ino == sv->dir_ino)
+			unlinkat(dfd, LP_TRACE_DATA, 0);
+		close(dfd);
+	}
 	rmdir(sv->dir);
 	sv->dir[0] = '\0';
 }
