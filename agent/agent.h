@@ -165,13 +165,13 @@ void attachdir_open(struct agent *a);
 /* The attach directory's path, for messages. */
 const char *attachdir_path(const struct agent *a);
 /* The session directory that process pid registered in the attach
- * directory: <pid>, or <pid>.XXXXXX when another user had taken that name
- * (the newest), opened without following links and used only when it is a
+ * directory, opened without following links and used only when it is a
  * directory of the process's effective user (or of root's) that no one
- * else may enter.  Returns the directory's descriptor (the caller closes
- * it), its name in `name`, its owner and the process's effective uid; or
- * -ENOENT (no session), -EPERM (only entries the process's user does not
- * own, or links), -ESRCH (no such process). */
+ * else may enter: <pid> when it is the process's user's, else the newest
+ * <pid>.XXXXXX (the runtime's name when <pid> was someone else's), else a
+ * <pid> of root's (the program registered before it changed its user).  Returns the directory's descriptor (the caller
+ * closes it), its name in `name`, its owner and the process's effective uid; or -ENOENT (no session), -EPERM (only
+ * entries the process's user does not own, or links), -ESRCH (no such process). */
 int attachdir_find(struct agent *a, pid_t pid, char *name, size_t size, uid_t *owner, uid_t *puid);
 /* Removes the session of an attached program that is gone: its control
  * and filter files through dirfd, then its name when that still is the

@@ -91,7 +91,8 @@ int attachdir_find(struct agent *a, pid_t pid, char *name, size_t size, uid_t *o
 	struct dirent *e;
 	struct stat st;
 	size_t wlen;
-	int fd, best = -1, r = -ENOENT, dfd;
+	int fd, best = -1, r = -ENOENT, dfd, rootfd = -1;
+	uid_t o;
 	DIR *d;
 
 	if (a->attach.fd < 0)
@@ -103,28 +104,27 @@ int attachdir_find(struct agent *a, pid_t pid, char *name, size_t size, uid_t *o
 	wlen = (size_t)snprintf(want, sizeof(want), "%d", (int)pid);
 	fd = open_entry(a, want);
 	if (fd >= 0) {
-		if (entry_trusted(fd, *puid, owner)) {
+		if (entry_trusted(fd, *puid, &o) && o == *puid) {
+			*owner = o;
 			snprintf(name, size, "%s", want);
 			return fd;
 		}
-		close(fd);
+		if (entry_trusted(fd, *puid, &o))
+			rootfd = fd; /* root's: the program's, or its image's before it became another user */
+		else
+			close(fd);
 		r = -EPERM;
 	} else if (errno != ENOENT) {
 		r = -EPERM; /* a link or a file: planted */
 	}
-	/* another user took <pid> first: the program registered under
+	/* <pid> was someone else's: the program registered under
 	 * <pid>.XXXXXX; after an exec there may be several, the newest is
 	 * the running image's */
 	dfd = openat(a->attach.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	d = dfd < 0 ? NULL : fdopendir(dfd);
-	if (!d) {
-		if (dfd >= 0)
-			close(dfd);
-		return r;
-	}
-	while ((e = readdir(d))) {
-		uid_t o;
-
+	if (!d && dfd >= 0)
+		close(dfd);
+	while (d && (e = readdir(d))) {
 		if (strncmp(e->d_name, want, wlen) || e->d_name[wlen] != '.' ||
 		    strlen(e->d_name + wlen + 1) != ATTACH_SUFFIX_LEN)
 			continue;
@@ -148,8 +148,19 @@ int attachdir_find(struct agent *a, pid_t pid, char *name, size_t size, uid_t *o
 		*owner = o;
 		snprintf(name, size, "%s", e->d_name);
 	}
-	closedir(d);
-	return best >= 0 ? best : r;
+	if (d)
+		closedir(d);
+	if (best >= 0) {
+		if (rootfd >= 0)
+			close(rootfd);
+		return best;
+	}
+	if (rootfd >= 0) {
+		*owner = 0;
+		snprintf(name, size, "%s", want);
+		return rootfd;
+	}
+	return r;
 }
 
 void attachdir_remove(struct agent *a, int dirfd, const char *name)

@@ -234,7 +234,8 @@ class Server:
 
 def attachable(lp, prog, attach_dir=None, user=None):
     """The test program with the runtime preloaded and no session: it makes
-    itself attachable.  user "nobody": run as nobody."""
+    itself attachable.  user "nobody": run as nobody; "root-then-nobody":
+    setpriv, preloaded too, registers as root, then runs it as nobody."""
     env = dict(os.environ, LD_PRELOAD=os.path.join(lp.libdir, "liblayerprof.so"))
     env.pop("LAYERPROF_SESSION", None)
     if attach_dir:
@@ -242,8 +243,10 @@ def attachable(lp, prog, attach_dir=None, user=None):
     else:
         env.pop("LAYERPROF_ATTACH_DIR", None)
     cmd = [prog, "wait"]
-    if user:  # the runtime in the program only, not in setpriv running as root
+    if user == "nobody":  # the runtime in the program only, not in setpriv running as root
         cmd = NOBODY + ["env", "LD_PRELOAD=" + env.pop("LD_PRELOAD")] + cmd
+    elif user:
+        cmd = NOBODY + cmd
     p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          universal_newlines=True)
     started.append(p)
@@ -424,6 +427,23 @@ def group_attach(lp, build, prog, tmp):
                 live.wait(20)
         else:
             skip("the <pid> entry taken first", "no /proc/sys/kernel/ns_last_pid")
+
+        # a program that registered as root, then became nobody (its exec
+        # registered again, under <pid>.XXXXXX): traced in its own session
+        p, pid = attachable(lp, prog, attach, user="root-then-nobody")
+        procs.append(p)
+        mine = [n for n in os.listdir(attach) if n.startswith("%s." % pid)]
+        check(pid and os.stat(os.path.join(attach, str(pid))).st_uid == 0 and len(mine) == 1 and
+              os.stat(os.path.join(attach, mine[0])).st_uid == 65534,
+              "a program that became nobody after registering as root registers again, as nobody",
+              os.listdir(attach))
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--attach", str(pid)])
+        v = live.wait_view(lambda v: counts(v).get("work", 0) > 0, 20)
+        check(v is not None, "the agent attaches to its session as nobody, not to root's left behind",
+              live.err.text())
+        live.say("quit")
+        live.wait(20)
+        end(p)
 
         # a program of nobody's, whose own session holds a link to a file of root's
         target = os.path.join(tmp, "victim-attach")
