@@ -366,12 +366,13 @@ int sessiondir_in_use(const struct sessiondir *sd, const char *name)
 static int session_remove(int at, const char *name)
 {
 	struct dirent *e;
+	struct stat st;
 	DIR *d;
 	int fd = open_dir_at(at, name), r = 0;
 
 	if (fd < 0)
 		return -errno;
-	if (!sessiondir_check_fd(fd, geteuid(), false)) {
+	if (fstat(fd, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
 		close(fd);
 		return -EPERM;
 	}

@@ -191,7 +191,7 @@ static void make_session(const struct sessiondir *sd, const char *name, char *pa
 	char control[700];
 
 	snprintf(path, size, "%s/%s", sd->path, name);
-	mkdir(path, 0700);
+	mkdir(path, 0755); /* not the drain's 0700: any directory of ours there goes */
 	snprintf(control, sizeof(control), "%s/control", path);
 	write_file(control, "control");
 }
