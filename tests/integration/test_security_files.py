@@ -192,10 +192,15 @@ def wait_path(path, timeout=10):
 
 
 class Agent:
-    """layerprofd as root on loopback; attach_dir None: its default."""
+    """layerprofd as root on a loopback TCP port, with a token (live(...)
+    passes it); attach_dir None: its default."""
 
-    def __init__(self, build, attach_dir=None):
-        cmd = [os.path.join(build, "agent", "layerprofd")]
+    def __init__(self, build, tmp, attach_dir=None):
+        token = os.path.join(tmp, "agent-token")
+        if not os.path.exists(token):
+            write(token, os.urandom(16).hex() + "\n", 0o600)
+        self.token_args = ["--token-file", token]
+        cmd = [os.path.join(build, "agent", "layerprofd")] + self.token_args
         if attach_dir:
             cmd += ["--attach-dir", attach_dir]
         for _ in range(3):  # another process may take the free port first
@@ -209,6 +214,9 @@ class Agent:
             if self.ok or "Address already in use" not in self.err.text():
                 break
             self.p.wait()
+
+    def live(self, lp, args, stdin=subprocess.PIPE):
+        return Live(lp, self.addr, self.token_args + list(args), stdin=stdin)
 
     def stop(self):
         stop(self.p)
@@ -338,13 +346,13 @@ def group_squat(lp, build, prog, tmp):
     check(counts(rep).get("work") == 10, "and the trace is whole", counts(rep))
 
     # the agent: its session names taken first, as its pid tells them
-    agent = Agent(build, os.path.join(tmp, "attach-squat"))
+    agent = Agent(build, tmp, os.path.join(tmp, "attach-squat"))
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
     try:
         names = ["/dev/shm/layerprofd-%d-%d" % (agent.p.pid, n) for n in range(1, 9)]
         nobody_sh("mkdir -m 0777 " + " ".join(names))
-        live = Live(lp, agent.addr, ["--format", "json", "--", prog], stdin=subprocess.DEVNULL)
+        live = agent.live(lp, ["--format", "json", "--", prog], stdin=subprocess.DEVNULL)
         rc = live.wait(WAIT)
         line = agent.out.wait_for(lambda l: l.startswith("pid="), 10) or ""
         _, session = session_of(line)
@@ -361,7 +369,7 @@ def group_squat(lp, build, prog, tmp):
     # the attach directory taken before the agent starts
     attach = "/dev/shm/layerprof-attach"
     nobody_sh("mkdir -m 0777 %s" % attach)
-    agent = Agent(build)
+    agent = Agent(build, tmp)
     prog_p = None
     if not check(agent.ok, "agent starts with its attach directory taken", agent.err.text()):
         return
@@ -379,7 +387,7 @@ def group_squat(lp, build, prog, tmp):
         prog_p, pid = attachable(lp, prog, other)
         check(pid and os.path.isdir(os.path.join(other, str(pid))), "it registers in the agent's own",
               os.listdir(other))
-        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--attach", str(pid)])
+        live = agent.live(lp, ["--format", "json", "--interval", "100ms", "--attach", str(pid)])
         v = live.wait_view(lambda v: counts(v).get("work", 0) > 0, 20)
         check(v is not None, "and the agent attaches to it there", live.err.text())
         live.say("quit")
@@ -394,7 +402,7 @@ def group_squat(lp, build, prog, tmp):
 
 def group_attach(lp, build, prog, tmp):
     attach = os.path.join(tmp, "attach")
-    agent = Agent(build, attach)
+    agent = Agent(build, tmp, attach)
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
     procs = []
@@ -419,7 +427,7 @@ def group_attach(lp, build, prog, tmp):
                 others = [n for n in os.listdir(attach) if n.startswith("%d." % pid)]
                 check(len(others) == 1 and os.stat(os.path.join(attach, others[0])).st_uid == 0,
                       "it registers under <pid>.XXXXXX instead", os.listdir(attach))
-                live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--attach", str(pid)])
+                live = agent.live(lp, ["--format", "json", "--interval", "100ms", "--attach", str(pid)])
                 v = live.wait_view(lambda v: counts(v).get("work", 0) > 0, 20)
                 check(v is not None and not os.listdir(entry), "the agent attaches to it there",
                       live.err.text())
@@ -437,7 +445,7 @@ def group_attach(lp, build, prog, tmp):
               os.stat(os.path.join(attach, mine[0])).st_uid == 65534,
               "a program that became nobody after registering as root registers again, as nobody",
               os.listdir(attach))
-        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--attach", str(pid)])
+        live = agent.live(lp, ["--format", "json", "--interval", "100ms", "--attach", str(pid)])
         v = live.wait_view(lambda v: counts(v).get("work", 0) > 0, 20)
         check(v is not None, "the agent attaches to its session as nobody, not to root's left behind",
               live.err.text())
@@ -455,7 +463,7 @@ def group_attach(lp, build, prog, tmp):
                      os.listdir(attach)):
             return
         nobody_sh("ln -s %s %s/filters" % (target, session))
-        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--only", "main", "--attach",
+        live = agent.live(lp, ["--format", "json", "--interval", "100ms", "--only", "main", "--attach",
                                      str(pid)])
         v = live.wait_view(lambda v: "functions" in v, 20)
         live.say("filter --only work")
@@ -607,7 +615,7 @@ def group_outfile(lp, build, prog, tmp):
           r.stderr)
 
     # live --save: the old trace moved aside, never through a link
-    agent = Agent(build, os.path.join(tmp, "attach-out"))
+    agent = Agent(build, tmp, os.path.join(tmp, "attach-out"))
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
     try:
@@ -616,10 +624,13 @@ def group_outfile(lp, build, prog, tmp):
         vdir = victim_dir(tmp, "victim-save")
         write(os.path.join(vdir, "data"), "keep data")
         nobody_sh("ln -s %s %s.old" % (vdir, save))
-        live = Live(lp, agent.addr, ["--format", "json", "--save", save, "--", prog], stdin=subprocess.DEVNULL)
-        live.wait(WAIT)
+        live = agent.live(lp, ["--format", "json", "--save", save, "--", prog], stdin=subprocess.DEVNULL)
+        rc = live.wait(WAIT)
         check(read(os.path.join(vdir, "data")) == "keep data" and read(os.path.join(vdir, "a")) == "keep a",
-              "live --save: nothing behind a link planted at DIR.old is removed", os.listdir(vdir))
+              "live --save: nothing behind a link planted at DIR.old is removed",
+              "%s %s" % (os.listdir(vdir), live.err.text()))
+        check(rc != 0 and save in live.err.text() and os.path.islink(save + ".old"),
+              "and the save is refused, saying why", "%s %s" % (rc, live.err.text()))
     finally:
         agent.stop()
 
