@@ -421,6 +421,7 @@ int main(int argc, char **argv)
 	int c, r;
 
 	snprintf(a->attach_dir, sizeof(a->attach_dir), "%s", LP_ATTACH_DIR_DEFAULT);
+	a->attach.fd = a->private.fd = -1;
 	while ((c = getopt_long(argc, argv, "l:u:t:b:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
@@ -530,9 +531,21 @@ int main(int argc, char **argv)
 	}
 	if (open_listeners(a, listen_arg, unix_arg))
 		return 1;
-	/* attachable programs register here; sticky like /tmp */
-	if (mkdir(a->attach_dir, 01777) == 0)
-		chmod(a->attach_dir, 01777);
+	/* started programs' sessions: unpredictable names in our private
+	 * directory, where those of a killed agent that nobody maps go */
+	r = sessiondir_open_private(&a->private);
+	if (r) {
+		fprintf(stderr, "layerprofd: cannot make a private directory for sessions: %s\n", strerror(-r));
+		listen_close(a);
+		return 1;
+	}
+	if (a->private.fallback) {
+		char why[3 * SESSIONDIR_PATH_MAX];
+
+		fprintf(stderr, "layerprofd: warning: %s\n", sessiondir_fallback_why(&a->private, why, sizeof(why)));
+	}
+	sessiondir_sweep(&a->private);
+	attachdir_open(a);
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, on_signal);
@@ -558,6 +571,8 @@ int main(int argc, char **argv)
 		conn_free(a->conn);
 	}
 	listen_close(a);
+	sessiondir_release(&a->private);
+	sessiondir_release(&a->attach);
 	agent_log("stopped");
 	return r ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 
 #include "common/auth.h"
 #include "common/drain.h"
+#include "common/sessiondir.h"
 #include "common/wire.h"
 #include "systrace/systrace.h"
 
@@ -89,6 +90,8 @@ struct session {
 	int status;  /* wait status with `exited`, -1 when unknown */
 	struct drain *drain;
 	char dir[PATH_MAX];
+	int dirfd;          /* attached: the program's session directory (-1: none) */
+	char entry[32];     /* attached: its name in the attach directory */
 	uint64_t lost_told; /* lost events already reported to the host */
 	uint64_t chunks_dropped;
 	uint64_t queue_lost; /* events in chunks the host's full queue refused */
@@ -167,6 +170,11 @@ struct agent {
 	char lib[PATH_MAX];
 	char memlib[PATH_MAX]; /* liblayerprof-mem.so next to lib; "" when absent */
 	char attach_dir[PATH_MAX - 64];
+	/* the attach directory in use (attach_dir, or another when another
+	 * user holds that name; fd -1: none), and the private directory of
+	 * the started programs' sessions */
+	struct sessiondir attach;
+	struct sessiondir private;
 	struct drain_config cfg;
 	/* bound of the queue to the host: AGENT_OUT_MAX, or smaller for tests
 	 * (environment LAYERPROFD_TEST_OUT_MAX, bytes) */
@@ -178,6 +186,26 @@ struct agent {
 /* agent.c */
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t agent_now_ns(void);
+
+/* attachdir.c */
+/* Opens (making it) the attach directory a->attach_dir into a->attach, or
+ * another when that name is taken, saying so on stderr. */
+void attachdir_open(struct agent *a);
+/* The attach directory's path, for messages. */
+const char *attachdir_path(const struct agent *a);
+/* The session directory that process pid registered in the attach
+ * directory, opened without following links and used only when it is a
+ * directory of the process's effective user (or of root's) that no one
+ * else may enter: <pid> when it is the process's user's, else the newest
+ * <pid>.XXXXXX (the runtime's name when <pid> was someone else's), else a
+ * <pid> of root's (the program registered before it changed its user).  Returns the directory's descriptor (the caller
+ * closes it), its name in `name`, its owner and the process's effective uid; or -ENOENT (no session), -EPERM (only
+ * entries the process's user does not own, or links), -ESRCH (no such process). */
+int attachdir_find(struct agent *a, pid_t pid, char *name, size_t size, uid_t *owner, uid_t *puid);
+/* Removes the session of an attached program that is gone: its control
+ * and filter files through dirfd, then its name when that still is the
+ * same, empty directory. */
+void attachdir_remove(struct agent *a, int dirfd, const char *name);
 
 /* session.c */
 /* Starts argv[0..argc) under tracing, under the syscall tracer when

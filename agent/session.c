@@ -226,6 +226,7 @@ static struct session *session_new(struct agent *a, enum session_kind kind)
 	s->id = ++a->next_session;
 	s->kind = kind;
 	s->status = -1;
+	s->dirfd = -1;
 	return s;
 }
 
@@ -289,8 +290,11 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		s->mem = SESSION_MEM_PRELOADED;
 		s->mem_opts = *mem;
 	}
-	snprintf(s->dir, sizeof(s->dir), "%s/layerprofd-%d-%u", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
-	         (int)getpid(), s->id);
+	if (sessiondir_name(&a->private, "agent", s->dir, sizeof(s->dir))) {
+		snprintf(err, errlen, "cannot name a session in '%s'", a->private.path);
+		free(s);
+		return NULL;
+	}
 	ops.ctx = s;
 	ops.chunk = on_chunk;
 	ops.map = on_map;
@@ -407,7 +411,9 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 {
 	struct drain_ops ops = { 0 };
 	struct session *s;
+	uid_t owner, puid;
 	char cmd[64];
+	int fd;
 
 	for (s = a->sessions; s; s = s->next) {
 		if (s->pid == pid && !s->exited) {
@@ -424,13 +430,33 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	snprintf(s->dir, sizeof(s->dir), "%s/%d", a->attach_dir, (int)pid);
+	fd = attachdir_find(a, pid, s->entry, sizeof(s->entry), &owner, &puid);
+	if (fd < 0) {
+		if (fd == -EPERM)
+			snprintf(err, errlen,
+			         "process %d is not attachable: its entry in %s is not a directory of its user "
+			         "(uid %u) alone",
+			         (int)pid, attachdir_path(a), (unsigned)puid);
+		else if (fd == -ESRCH)
+			snprintf(err, errlen, "no process %d", (int)pid);
+		else if (fd == -ENOENT)
+			snprintf(err, errlen,
+			         "process %d is not attachable (not built with -finstrument-functions and linked "
+			         "with -llayerprof, or started before %s existed)",
+			         (int)pid, attachdir_path(a));
+		else
+			snprintf(err, errlen, "cannot attach to process %d: %s", (int)pid, strerror(-fd));
+		free(s);
+		return NULL;
+	}
+	s->dirfd = fd;
+	snprintf(s->dir, sizeof(s->dir), "%s/%s", attachdir_path(a), s->entry);
 	ops.ctx = s;
 	ops.chunk = on_chunk;
 	ops.map = on_map;
 	if (sys && sys->on)
 		ops.collect = on_collect;
-	s->drain = drain_attach(s->dir, &ops);
+	s->drain = drain_attach(fd, s->dir, owner, &ops);
 	if (s->drain)
 		drain_set_chunk_bytes(s->drain, AGENT_CHUNK_BYTES);
 	if (!s->drain) {
@@ -438,9 +464,14 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 			snprintf(err, errlen,
 			         "process %d is not attachable (not built with -finstrument-functions and linked "
 			         "with -llayerprof, or started before %s existed)",
-			         (int)pid, a->attach_dir);
+			         (int)pid, attachdir_path(a));
+		else if (errno == EPERM)
+			snprintf(err, errlen,
+			         "process %d is not attachable: its control file in '%s' is not its user's", (int)pid,
+			         s->dir);
 		else
 			snprintf(err, errlen, "cannot attach to process %d: %s", (int)pid, strerror(errno));
+		close(s->dirfd);
 		free(s);
 		return NULL;
 	}
@@ -458,6 +489,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 		if (!s->st) {
 			snprintf(err, errlen, "cannot trace the syscalls of process %d: %s", (int)pid, terr);
 			drain_free(s->drain);
+			close(s->dirfd);
 			free(s);
 			return NULL;
 		}
@@ -591,14 +623,11 @@ void session_close(struct session *s)
 		s->st = NULL;
 	}
 	drain_free(s->drain);
-	if (s->kind == SESSION_ATTACHED && s->exited) {
-		/* the program is gone: its session directory can go too */
-		char path[PATH_MAX + 16];
-
-		snprintf(path, sizeof(path), "%s/%s", s->dir, LP_CONTROL_NAME);
-		unlink(path);
-		rmdir(s->dir);
-	}
+	/* an attached program that is gone: its session directory can go too */
+	if (s->kind == SESSION_ATTACHED && s->exited)
+		attachdir_remove(a, s->dirfd, s->entry);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
 	for (p = &a->sessions; *p; p = &(*p)->next) {
 		if (*p == s) {
 			*p = s->next;

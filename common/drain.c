@@ -18,6 +18,7 @@
 #include "common/encoder.h"
 #include "common/memevent.h"
 #include "common/memfold.h"
+#include "common/sessiondir.h"
 
 /* CLOCK chunks at most this often; a full directory scan at least this often. */
 #define DRAIN_CLOCK_PERIOD_NS 2000000000ull
@@ -188,18 +189,34 @@ static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uin
 
 static void notify_init(struct drain *d)
 {
+	const uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE | IN_MODIFY | IN_ONLYDIR;
+	char self[64];
+
 	d->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (d->notify_fd >= 0 &&
-	    inotify_add_watch(d->notify_fd, d->dir, IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE | IN_MODIFY) <
-	        0) {
+	if (d->notify_fd < 0)
+		return;
+	/* the directory we hold, whatever its name points to now */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", d->dirfd);
+	if (inotify_add_watch(d->notify_fd, self, mask) < 0 &&
+	    inotify_add_watch(d->notify_fd, d->dir, mask | IN_DONT_FOLLOW) < 0) {
 		close(d->notify_fd);
 		d->notify_fd = -1;
 	}
 }
 
+/* True when the file open as fd may be read and written by the drain: a
+ * regular file with one name, of the session's owner (or of ours, for
+ * the filter file): never a link to, nor a second name of, a file that
+ * someone else planted in the directory. */
+static bool file_trusted(const struct drain *d, int fd, struct stat *st, bool ours_too)
+{
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_nlink != 1)
+		return false;
+	return st->st_uid == d->owner || (ours_too && st->st_uid == geteuid());
+}
+
 static int write_control(struct drain *d)
 {
-	char path[DRAIN_PATH_MAX + 16];
 	struct lp_control c;
 	void *map;
 	int fd;
@@ -212,8 +229,7 @@ static int write_control(struct drain *d)
 	c.chunk_slots = d->cfg.chunk_slots;
 	c.flags = LP_CTL_ENABLED;
 	c.next_image = 1;
-	snprintf(path, sizeof(path), "%s/%s", d->dir, LP_CONTROL_NAME);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = openat(d->dirfd, LP_CONTROL_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, &c, sizeof(c)) != (ssize_t)sizeof(c)) {
@@ -243,7 +259,7 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 	if (!d)
 		return NULL;
 	d->notify_fd = -1;
-	d->salvage_fd = -1;
+	d->dirfd = -1;
 	d->clock = malloc(sizeof(*d->clock));
 	if (!d->clock) {
 		free(d);
@@ -253,10 +269,18 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 	strcpy(d->dir, dir);
 	d->cfg = *cfg;
 	d->ops = *ops;
+	d->owner = geteuid();
 	clocksync_init(d->clock, cfg->clock);
 	clocksync_sample(d->clock, 1);
 	if (mkdir(dir, 0700)) {
 		r = -errno;
+		goto fail;
+	}
+	/* from now on through the directory we made, never through its name */
+	d->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->dirfd < 0 || !sessiondir_check_fd(d->dirfd, d->owner, false)) {
+		r = d->dirfd < 0 ? -errno : -EPERM;
+		rmdir(dir);
 		goto fail;
 	}
 	r = write_control(d);
@@ -269,17 +293,20 @@ struct drain *drain_new(const char *dir, const struct drain_config *cfg, const s
 	notify_init(d);
 	return d;
 fail:
+	if (d->dirfd >= 0)
+		close(d->dirfd);
 	free(d->clock);
 	free(d);
 	errno = -r;
 	return NULL;
 }
 
-/* Maps the control block of an existing session directory and takes the
- * ring geometry and clock from it (drain_attach, drain_salvage). */
-static struct drain *session_map(const char *dir, const struct drain_ops *ops)
+/* Maps the control block of an existing session directory, open as dirfd
+ * (the drain keeps a duplicate), and takes the ring geometry and clock from
+ * it (drain_attach, drain_salvage). */
+static struct drain *session_map(int dirfd, const char *dir, uid_t owner, const struct drain_ops *ops)
 {
-	char path[DRAIN_PATH_MAX + 16];
+	struct drain probe = { .owner = owner };
 	struct lp_control *c;
 	struct drain *d;
 	struct stat st;
@@ -290,11 +317,15 @@ static struct drain *session_map(const char *dir, const struct drain_ops *ops)
 		errno = ENAMETOOLONG;
 		return NULL;
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, LP_CONTROL_NAME);
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dirfd, LP_CONTROL_NAME, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(*c)) {
+	if (!file_trusted(&probe, fd, &st, false)) {
+		close(fd);
+		errno = EPERM;
+		return NULL;
+	}
+	if ((size_t)st.st_size < sizeof(*c)) {
 		close(fd);
 		errno = EPROTO;
 		return NULL;
@@ -317,16 +348,23 @@ static struct drain *session_map(const char *dir, const struct drain_ops *ops)
 	d = calloc(1, sizeof(*d));
 	if (d) {
 		d->notify_fd = -1;
-		d->salvage_fd = -1;
 		d->clock = malloc(sizeof(*d->clock));
+		d->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
 	}
-	if (!d || !d->clock) {
+	if (!d || !d->clock || d->dirfd < 0) {
+		e = d && d->clock ? errno : ENOMEM;
+		if (d) {
+			free(d->clock);
+			if (d->dirfd >= 0)
+				close(d->dirfd);
+		}
 		free(d);
 		munmap(map, sizeof(*c));
-		errno = ENOMEM;
+		errno = e;
 		return NULL;
 	}
 	strcpy(d->dir, dir);
+	d->owner = owner;
 	d->cfg.ring_chunks = c->ring_chunks;
 	d->cfg.chunk_slots = c->chunk_slots;
 	d->cfg.clock = c->clock;
@@ -336,9 +374,9 @@ static struct drain *session_map(const char *dir, const struct drain_ops *ops)
 	return d;
 }
 
-struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
+struct drain *drain_attach(int dirfd, const char *dir, uid_t owner, const struct drain_ops *ops)
 {
-	struct drain *d = session_map(dir, ops);
+	struct drain *d = session_map(dirfd, dir, owner, ops);
 
 	if (!d)
 		return NULL;
@@ -353,22 +391,14 @@ struct drain *drain_salvage(int dirfd, const struct drain_ops *ops)
 {
 	char dir[64];
 	struct drain *d;
-	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3), e;
 
-	if (fd < 0)
-		return NULL;
 	/* every name below is looked up in the directory the caller checked,
 	 * whatever happens to its path meanwhile */
-	snprintf(dir, sizeof(dir), "/proc/self/fd/%d", fd);
-	d = session_map(dir, ops);
-	if (!d) {
-		e = errno;
-		close(fd);
-		errno = e;
+	snprintf(dir, sizeof(dir), "/proc/self/fd/%d", dirfd);
+	d = session_map(dirfd, dir, geteuid(), ops);
+	if (!d)
 		return NULL;
-	}
 	d->salvage = true;
-	d->salvage_fd = fd;
 	drain_set_enabled(d, false);
 	/* the clock is sampled by the first poll, after drain_clock_import */
 	return d;
@@ -427,9 +457,8 @@ static bool ring_geometry_ok(uint32_t n, uint32_t cfg, uint32_t min)
 /* A ring just mapped: its name goes (the mapping keeps it alive, and a
  * crash leaves nothing behind), or with keep_rings stays until the stream
  * closes, renamed so that a scan does not take it for a new ring. */
-static void ring_name_keep(struct drain *d, struct stream *s, const char *name, const char *path)
+static void ring_name_keep(struct drain *d, struct stream *s, const char *name)
 {
-	char kept[DRAIN_PATH_MAX + 300];
 	size_t plen = strlen(LP_RING_PREFIX);
 
 	if (d->salvage && strlen(name) < sizeof(s->kept)) {
@@ -438,18 +467,16 @@ static void ring_name_keep(struct drain *d, struct stream *s, const char *name, 
 	}
 	if (d->cfg.keep_rings && strlen(name) < sizeof(s->kept) && !strncmp(name, LP_RING_PREFIX, plen)) {
 		snprintf(s->kept, sizeof(s->kept), "%s%s", LP_RING_DRAINED_PREFIX, name + plen);
-		snprintf(kept, sizeof(kept), "%s/%s", d->dir, s->kept);
-		if (!rename(path, kept))
+		if (!renameat(d->dirfd, name, d->dirfd, s->kept))
 			return;
 		s->kept[0] = '\0';
 	}
-	unlink(path);
+	unlinkat(d->dirfd, name, 0);
 }
 
 /* Maps a ring file the runtime finished setting up (see ring_name_keep). */
 static int stream_open(struct drain *d, const char *name)
 {
-	char path[DRAIN_PATH_MAX + 300];
 	struct lp_ring_header *h;
 	struct stream *s;
 	struct stat st;
@@ -457,11 +484,18 @@ static int stream_open(struct drain *d, const char *name)
 	void *map;
 	int fd, status;
 
-	snprintf(path, sizeof(path), "%s/%s", d->dir, name);
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	fd = openat(d->dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			unlinkat(d->dirfd, name, 0); /* a link: never a ring */
 		return 0;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size < 4096) {
+	}
+	if (!file_trusted(d, fd, &st, false)) {
+		close(fd);
+		unlinkat(d->dirfd, name, 0);
+		return 0;
+	}
+	if ((size_t)st.st_size < 4096) {
 		close(fd);
 		return 0; /* not sized yet: next poll */
 	}
@@ -480,7 +514,7 @@ static int stream_open(struct drain *d, const char *name)
 	    !ring_geometry_ok(h->chunk_slots, d->cfg.chunk_slots, LP_RING_MIN_CHUNK_SLOTS) ||
 	    expect != (size_t)st.st_size || d->nstreams >= DRAIN_STREAMS_MAX) {
 		munmap(map, (size_t)st.st_size);
-		unlink(path);
+		unlinkat(d->dirfd, name, 0);
 		return 0;
 	}
 	s = calloc(1, sizeof(*s));
@@ -494,7 +528,7 @@ static int stream_open(struct drain *d, const char *name)
 	    h->taken != LP_RING_TAKEN) {
 		free(s);
 		munmap(map, (size_t)st.st_size);
-		unlink(path);
+		unlinkat(d->dirfd, name, 0);
 		return 0;
 	}
 	s->enc = malloc(sizeof(*s->enc));
@@ -571,7 +605,7 @@ static int stream_open(struct drain *d, const char *name)
 		drainsys_bind(d, s);
 	if (!s->final)
 		drainwatch_stream(d, (pid_t)h->pid);
-	ring_name_keep(d, s, name, path);
+	ring_name_keep(d, s, name);
 	return 0;
 }
 
@@ -608,13 +642,17 @@ static int scan_dir(struct drain *d)
 	size_t before;
 	struct dirent *e;
 	DIR *dir;
-	int r = 0;
+	int r = 0, fd;
 
 	if (!scan_needed(d))
 		return 0;
-	dir = opendir(d->dir);
-	if (!dir)
+	fd = openat(d->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dir = fd < 0 ? NULL : fdopendir(fd);
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
 		return 0;
+	}
 	d->scan_pending = false;
 	while ((e = readdir(dir)) && !r) {
 		/* a salvage takes the rings the killed drain had opened too */
@@ -885,12 +923,8 @@ static void stream_close(struct stream *s)
 	munmap(s->ring, s->map_size);
 	s->ring = NULL;
 	s->closed = true;
-	if (s->kept[0]) {
-		char path[DRAIN_PATH_MAX + 80];
-
-		snprintf(path, sizeof(path), "%s/%s", s->d->dir, s->kept);
-		unlink(path);
-	}
+	if (s->kept[0])
+		unlinkat(s->d->dirfd, s->kept, 0);
 }
 
 long drain_poll(struct drain *d)
@@ -1007,18 +1041,23 @@ static size_t sort_unique(uint64_t *a, size_t n)
 
 static int filters_map(struct drain *d)
 {
-	char path[DRAIN_PATH_MAX + 16];
 	struct lp_filter_file *ff;
+	struct stat st;
 	void *map;
 	int fd, e;
 
 	if (d->filters)
 		return 0;
-	snprintf(path, sizeof(path), "%s/%s", d->dir, LP_FILTER_NAME);
-	/* readable by the program, which may run as another user */
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* readable by the program, which may run as another user; in an
+	 * attached program's directory, a file of that user's or of ours
+	 * (an earlier attach), never through a link */
+	fd = openat(d->dirfd, LP_FILTER_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
+	if (!file_trusted(d, fd, &st, true)) {
+		close(fd);
+		return -EPERM;
+	}
 	/* reserved: a page of a sparse file on a full tmpfs would kill the
 	 * drain with SIGBUS when written */
 	e = fallocate(fd, 0, 0, sizeof(*ff)) ? -errno : 0;
@@ -1205,10 +1244,10 @@ void drain_get_stats(const struct drain *d, struct drain_stats *out)
 
 void drain_free(struct drain *d)
 {
-	char path[DRAIN_PATH_MAX + 300];
 	struct dirent *e;
 	size_t i;
 	DIR *dir;
+	int fd;
 
 	if (!d)
 		return;
@@ -1237,26 +1276,28 @@ void drain_free(struct drain *d)
 		drain_clear_filters(d);
 		drain_set_enabled(d, false);
 		munmap(d->control, sizeof(*d->control));
+		close(d->dirfd);
 		free(d->clock);
 		free(d);
 		return;
 	}
 	if (d->control)
 		munmap(d->control, sizeof(*d->control));
-	dir = opendir(d->dir);
+	/* empty the directory we made (whatever its name points to now), then
+	 * remove it (only an empty directory goes) */
+	fd = openat(d->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dir = fd < 0 ? NULL : fdopendir(fd);
 	if (dir) {
-		while ((e = readdir(dir))) {
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", d->dir, e->d_name);
-			unlink(path);
-		}
+		while ((e = readdir(dir)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				unlinkat(d->dirfd, e->d_name, 0);
 		closedir(dir);
+	} else if (fd >= 0) {
+		close(fd);
 	}
-	if (d->salvage_fd >= 0)
-		close(d->salvage_fd); /* d->dir named it: the caller removes the directory */
-	else
-		rmdir(d->dir);
+	if (!d->salvage)
+		rmdir(d->dir); /* a salvage's d->dir named a descriptor: the caller removes the directory */
+	close(d->dirfd);
 	free(d->clock);
 	free(d);
 }

@@ -58,16 +58,25 @@ struct drain_stats {
 	uint32_t unrecorded_error;
 };
 
-/* Creates the session directory `dir` (which must not exist) with its
- * control file.  On error returns NULL with errno set. */
+/* Creates the session directory `dir` (mode 0700; it must not exist: see
+ * sessiondir_name for a name nobody can take first) with its control
+ * file.  Every file in it is then opened through the directory's
+ * descriptor, never through a link, and a ring is used only when it is a
+ * regular file of the caller's effective uid with one name.  On error
+ * returns NULL with errno set. */
 struct drain *drain_new(const char *dir, const struct drain_config *cfg, const struct drain_ops *ops);
 /* Attaches to a session directory that a running program made for itself
- * (see LP_ATTACH_DIR_DEFAULT): maps its control block, takes the ring
- * geometry from it and leaves tracing as it is.  drain_free then leaves the
- * directory in place (the program owns it) after turning tracing off.  On
- * error returns NULL with errno set (ENOENT: no such session; EPROTO: not
- * a layerprof session of this version). */
-struct drain *drain_attach(const char *dir, const struct drain_ops *ops);
+ * (see LP_ATTACH_DIR_DEFAULT), open as `dirfd` (borrowed: the drain keeps
+ * a duplicate; the caller has checked that the directory is the program's)
+ * and named `dir` in messages: maps its control block, takes the ring
+ * geometry from it and leaves tracing as it is.  The control file and the
+ * rings are used only when they are regular files of uid `owner` with one
+ * name, opened without following links; the filter file the drain writes
+ * there is its own or `owner`'s.  drain_free then leaves the directory in
+ * place (the program owns it) after turning tracing off.  On error returns
+ * NULL with errno set (ENOENT: no such session; EPERM: its control file is
+ * not the owner's; EPROTO: not a layerprof session of this version). */
+struct drain *drain_attach(int dirfd, const char *dir, uid_t owner, const struct drain_ops *ops);
 /* Takes over the session directory of a drain that was killed (a recorder
  * that got SIGKILL; its config had keep_rings): dirfd is the directory,
  * opened by the caller, who has checked it is its own and keeps dirfd

@@ -72,7 +72,9 @@ struct exited {
 };
 
 struct drain {
-	char dir[DRAIN_PATH_MAX];
+	char dir[DRAIN_PATH_MAX]; /* for messages and the removal at the end */
+	int dirfd;                /* the session directory: every file is opened through it */
+	uid_t owner;              /* whose rings and control file are trusted */
 	struct drain_config cfg;
 	struct drain_ops ops;
 	struct lp_control *control;
@@ -92,7 +94,6 @@ struct drain {
 	bool pressure;
 	bool attached;                  /* the directory belongs to the program */
 	bool salvage;                   /* drain_salvage: a killed recorder's session */
-	int salvage_fd;                 /* its directory (dir names it); -1: none */
 	bool salvage_scanned;           /* its one scan is done: the rings are all there */
 	struct lp_filter_file *filters; /* mapped when first set */
 	/* directory rescans: inotify descriptor (-1: rescan on every poll),

@@ -31,7 +31,6 @@ struct drainloss {
 
 int drainloss_create(struct drain *d)
 {
-	char path[DRAIN_PATH_MAX + 16];
 	struct lp_loss_table *tab;
 	struct drainloss *dl;
 	void *map;
@@ -41,8 +40,7 @@ int drainloss_create(struct drain *d)
 	if (!dl)
 		return -ENOMEM;
 	d->loss = dl;
-	snprintf(path, sizeof(path), "%s/%s", d->dir, LP_LOSS_NAME);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(d->dirfd, LP_LOSS_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	/* reserved, as the rings are: writing it can never fail later */
@@ -51,14 +49,14 @@ int drainloss_create(struct drain *d)
 		r = ftruncate(fd, sizeof(*tab)) ? -errno : 0;
 	if (r) {
 		close(fd);
-		unlink(path);
+		unlinkat(d->dirfd, LP_LOSS_NAME, 0);
 		return r;
 	}
 	map = mmap(NULL, sizeof(*tab), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	r = map == MAP_FAILED ? -errno : 0;
 	close(fd);
 	if (r) {
-		unlink(path);
+		unlinkat(d->dirfd, LP_LOSS_NAME, 0);
 		return r;
 	}
 	tab = map;

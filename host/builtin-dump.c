@@ -11,6 +11,7 @@
 #include "host/builtin.h"
 #include "host/lib/export_chrome.h"
 #include "host/lib/export_folded.h"
+#include "host/lib/outfile.h"
 #include "host/lib/walk.h"
 
 /* Output buffer: the exports write many small pieces. */
@@ -127,8 +128,8 @@ int cmd_dump(int argc, char **argv)
 		fprintf(stderr, "layerprof dump: %s\n", err);
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
 	}
-	if (out && !(f = fopen(out, "w"))) {
-		fprintf(stderr, "layerprof dump: cannot write '%s': %s\n", out, strerror(errno));
+	if (out && !(f = outfile_open(out))) {
+		fprintf(stderr, "layerprof dump: cannot write '%s': %s\n", out, outfile_strerror(errno));
 		walk_release(&w);
 		return LP_EXIT_FAILURE;
 	}

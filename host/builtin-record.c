@@ -20,6 +20,7 @@
 #include "common/clocksync.h"
 #include "common/drain.h"
 #include "common/progpath.h"
+#include "common/sessiondir.h"
 #include "common/sysevent.h"
 #include "common/systab.h"
 #include "host/builtin.h"
@@ -349,38 +350,6 @@ static uint32_t choose_clock(const char *want)
 	return LP_ARCH_COUNTER;
 }
 
-/* Session directories of recorders that died without cleaning up (killed
- * with SIGKILL): their owner's pid is in the name. */
-static void remove_stale_sessions(const char *base)
-{
-	char path[PATH_MAX], file[PATH_MAX + 300];
-	struct dirent *e, *f;
-	DIR *dir = opendir(base), *sub;
-	int pid;
-
-	if (!dir)
-		return;
-	while ((e = readdir(dir))) {
-		if (sscanf(e->d_name, "layerprof-%d-", &pid) != 1 || pid <= 0 || pid == (int)getpid())
-			continue;
-		if (kill(pid, 0) == 0 || errno != ESRCH)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
-		sub = opendir(path);
-		if (!sub)
-			continue;
-		while ((f = readdir(sub))) {
-			if (f->d_name[0] == '.')
-				continue;
-			snprintf(file, sizeof(file), "%s/%s", path, f->d_name);
-			unlink(file);
-		}
-		closedir(sub);
-		rmdir(path);
-	}
-	closedir(dir);
-}
-
 static void child_exec(const char *path, char **argv, const char *session, const char *lib, int errfd)
 {
 	extern char **environ;
@@ -440,8 +409,10 @@ int cmd_record(int argc, char **argv)
 	struct drain_stats st;
 	struct drain *d = NULL;
 	uint64_t buffer = 0; /* 0: the default */
-	const char *clock_opt = "auto", *shm_base;
-	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], session[256], prog[PATH_MAX];
+	const char *clock_opt = "auto";
+	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], prog[PATH_MAX];
+	char session[SESSIONDIR_PATH_MAX + SESSIONDIR_NAME_MAX];
+	struct sessiondir sessions;
 	struct mem_opts mem = { .depth = LP_MEM_DEPTH_DEFAULT };
 	bool mem_depth_set = false;
 	int c, r, errpipe[2], status = 0, exit_code = LP_EXIT_FAILURE, quiet = 0, child_errno = 0;
@@ -636,10 +607,24 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
-	shm_base = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
-	remove_stale_sessions(shm_base);
-	snprintf(session, sizeof(session), "%s/layerprof-%d-%lx", shm_base, (int)getpid(),
-	         (unsigned long)clocksync_monotonic_ns());
+	/* the session: a name nobody can guess in our private directory, where
+	 * the sessions of killed recorders that nobody maps any more go */
+	r = sessiondir_open_private(&sessions);
+	if (r) {
+		fprintf(stderr, "layerprof record: cannot make a private directory for the session: %s\n",
+		        strerror(-r));
+		goto out;
+	}
+	if (sessions.fallback)
+		fprintf(stderr, "layerprof record: warning: %s\n",
+		        sessiondir_fallback_why(&sessions, err, sizeof(err)));
+	sessiondir_sweep(&sessions);
+	r = sessiondir_name(&sessions, "rec", session, sizeof(session));
+	sessiondir_release(&sessions);
+	if (r) {
+		fprintf(stderr, "layerprof record: cannot name the session: %s\n", strerror(-r));
+		goto out;
+	}
 	d = drain_new(session, &cfg, &ops);
 	if (!d) {
 		fprintf(stderr, "layerprof record: cannot create session '%s': %s\n", session, strerror(errno));

@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host/builtin.h"
 #include "host/lib/export_report.h"
 #include "host/lib/options.h"
+#include "host/lib/outfile.h"
 #include "host/lib/profile.h"
 #include "host/lib/walk.h"
 
@@ -144,10 +146,18 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "layerprof report: %s\n", err);
 		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
 	}
-	if (out && !freopen(out, "w", stdout)) {
-		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, strerror(errno));
-		walk_release(&w);
-		return LP_EXIT_FAILURE;
+	if (out) {
+		/* never through a link another user planted beside it */
+		FILE *f = outfile_open(out);
+
+		if (!f || fflush(stdout) || dup2(fileno(f), STDOUT_FILENO) < 0) {
+			fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, outfile_strerror(errno));
+			if (f)
+				fclose(f);
+			walk_release(&w);
+			return LP_EXIT_FAILURE;
+		}
+		fclose(f);
 	}
 	code = export_report(&w, &o, out);
 	walk_release(&w);

@@ -16,6 +16,7 @@
 #include "host/lib/livesession.h"
 #include "host/lib/netclient.h"
 #include "host/lib/options.h"
+#include "host/lib/outfile.h"
 #include "host/lib/snapshot.h"
 #include "host/lib/walk.h"
 
@@ -313,9 +314,9 @@ int cmd_snapshot(int argc, char **argv)
 	code = walk_report_condition(&w, "snapshot");
 	m.trace = dir;
 	m.command = walk_meta(&w, "command", command, sizeof(command));
-	f = strcmp(out, "-") ? fopen(out, "w") : stdout;
+	f = strcmp(out, "-") ? outfile_open(out) : stdout;
 	if (!f) {
-		fprintf(stderr, "layerprof snapshot: cannot create '%s': %s\n", out, strerror(errno));
+		fprintf(stderr, "layerprof snapshot: cannot create '%s': %s\n", out, outfile_strerror(errno));
 		code = LP_EXIT_FAILURE;
 		goto out;
 	}

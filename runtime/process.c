@@ -73,30 +73,63 @@ static LP_NOINSTR uint32_t choose_clock(void)
 	return strncmp(cs, "tsc", 3) ? LP_CLOCK_MONOTONIC : LP_CLOCK_TSC;
 }
 
+/* Whether the directory open as fd is one we may keep our session in:
+ * a directory of root's or ours, that others may only add to when it is
+ * sticky (attach) or may not enter at all (own). */
+static LP_NOINSTR bool dir_trusted(int fd, bool own)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISDIR(st.st_mode))
+		return false;
+	if (own)
+		return st.st_uid == geteuid() && !(st.st_mode & (S_IRWXG | S_IRWXO));
+	return (st.st_uid == 0 || st.st_uid == geteuid()) &&
+	       (!(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX));
+}
+
 /* Without a recorder's session: when the agent's attach directory exists,
  * make a stopped session of our own there, so that the agent can attach
- * later.  Returns the session path, or NULL. */
+ * later.  Nothing another user made is used: not an attach directory of
+ * theirs, nor a <pid> entry they made first (we then take <pid>.XXXXXX,
+ * where the agent looks next).  Returns the session path, or NULL. */
 static LP_NOINSTR const char *attach_register(void)
 {
 	const char *base = getenv(LP_ENV_ATTACH_DIR);
 	struct lp_control c;
-	struct stat st;
 	char path[700];
+	bool ok;
 	int fd, n;
 
 	if (!base || !*base)
 		base = LP_ATTACH_DIR_DEFAULT;
-	if (strlen(base) > 500 || stat(base, &st) || !S_ISDIR(st.st_mode))
+	if (strlen(base) > 500)
+		return NULL;
+	fd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ok = dir_trusted(fd, false);
+	close(fd);
+	if (!ok)
 		return NULL;
 	n = snprintf(attach_session, sizeof(attach_session), "%s/%d", base, (int)getpid());
-	if (n <= 0 || (size_t)n >= sizeof(attach_session))
+	if (n <= 0 || (size_t)n >= sizeof(attach_session) - 8)
 		return NULL;
 	if (mkdir(attach_session, 0700) && errno != EEXIST)
 		return NULL;
+	fd = open(attach_session, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ok = fd >= 0 && dir_trusted(fd, true);
+	if (fd >= 0)
+		close(fd);
+	if (!ok) {
+		strcat(attach_session, ".XXXXXX");
+		if (!mkdtemp(attach_session))
+			return NULL;
+	}
 	/* after exec the pid's session exists already: the new image goes on
 	 * in it (its image ids continue, so ring names do not collide) */
 	snprintf(path, sizeof(path), "%s/" LP_CONTROL_NAME, attach_session);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		ssize_t got = read(fd, &c, sizeof(c));
 

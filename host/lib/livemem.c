@@ -9,6 +9,7 @@
 #include "host/lib/heapview.h"
 #include "host/lib/livemem.h"
 #include "host/lib/options.h"
+#include "host/lib/outfile.h"
 #include "host/lib/snapshot.h"
 
 #define MEM_FIXED_COLS 76 /* width of the numbers before the function */
@@ -324,10 +325,10 @@ int livemem_snapshot(struct livemem *m, const char *path, const struct livemem_s
 	int r;
 
 	snap_meta(m, si, &meta);
-	f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	f = strcmp(path, "-") ? outfile_open(path) : stdout;
 	if (!f) {
 		r = -errno;
-		snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot create '%s': %s", path, outfile_strerror(-r));
 		return r;
 	}
 	r = snapshot_write(f, m->w, &m->h, &meta);

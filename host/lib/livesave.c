@@ -74,6 +74,7 @@ static int save_write(struct livesave *sv, const void *buf, size_t len)
 int livesave_open(struct livesave *sv, const char *dir)
 {
 	uint8_t hdr[LP_FILE_HEADER_SIZE];
+	struct stat st;
 	int r, dfd;
 
 	if (strlen(dir) >= sizeof(sv->dir)) {
@@ -91,7 +92,14 @@ int livesave_open(struct livesave *sv, const char *dir)
 		close(dfd);
 		return r;
 	}
+	r = fstat(dfd, &st) ? -errno : 0;
 	close(dfd);
+	if (r) {
+		snprintf(sv->error, sizeof(sv->error), "cannot read trace '%s': %s", dir, strerror(-r));
+		return r;
+	}
+	sv->dir_dev = st.st_dev;
+	sv->dir_ino = st.st_ino;
 	strcpy(sv->dir, dir);
 	sv->bytes = 0;
 	sv->failed = false;
@@ -235,14 +243,20 @@ int livesave_close(struct livesave *sv, bool add_end, uint64_t events)
 
 void livesave_discard(struct livesave *sv)
 {
-	char data[PATH_MAX + 16];
+	struct stat st;
+	int dfd;
 
 	if (sv->fd < 0)
 		return;
 	close(sv->fd);
 	sv->fd = -1;
-	snprintf(data, sizeof(data), "%s/%s", sv->dir, LP_TRACE_DATA);
-	unlink(data);
+	/* through the directory we made, when the name still is it */
+	dfd = open(sv->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fstat(dfd, &st) == 0 && st.st_dev == sv->dir_dev && st.st_ino == sv->dir_ino)
+			unlinkat(dfd, LP_TRACE_DATA, 0);
+		close(dfd);
+	}
 	rmdir(sv->dir);
 	sv->dir[0] = '\0';
 }

@@ -15,6 +15,10 @@
 #define LIVESAVE_KEEP_MAX (64u << 20) /* bytes kept in memory for a later save */
 #define LIVESAVE_HOLD_MAX (64u << 20) /* bytes held in memory while a reader reads the trace */
 
+/* the heap at the end, beside a trace saved with --memory (builtin-live.c's
+ * LIVE_SNAPSHOT_NAME); the raw export takes it with the trace */
+#define LIVESAVE_SNAPSHOT_NAME "heap.snapshot"
+
 struct livesave {
 	int fd;             /* the trace's data file; -1 when not saving */
 	char dir[PATH_MAX]; /* the trace directory, kept after close for messages */
@@ -35,6 +39,10 @@ struct livesave {
 	 * livesave_init clears it. */
 	void (*on_chunk)(void *ctx, const struct livesave *sv, const void *chunk, size_t len, off_t offset);
 	void *on_chunk_ctx;
+
+	/* the directory livesave_open made: livesave_discard removes only it */
+	dev_t dir_dev;
+	ino_t dir_ino;
 };
 
 /* Not saving, nothing kept.  Release with livesave_release. */

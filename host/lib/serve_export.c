@@ -1,17 +1,19 @@
 /* GET /api/export of `layerprof serve` (see serve_export.h). */
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "host/lib/export_chrome.h"
 #include "host/lib/export_folded.h"
 #include "host/lib/export_report.h"
 #include "host/lib/heap.h"
 #include "host/lib/heapfeed.h"
+#include "host/lib/livesave.h"
 #include "host/lib/options.h"
 #include "host/lib/serve_export.h"
 #include "host/lib/snapshot.h"
@@ -21,7 +23,6 @@
 #define TAR_NAME_MAX 100u
 #define TAR_PREFIX_MAX 155u
 #define TAR_OCTAL_SIZE_MAX 077777777777ull /* 11 octal digits */
-#define RAW_FILES_MAX 4096u                /* files of one trace directory put in the archive */
 
 const struct serveexport_format serveexport_formats[] = {
 	{ "html", "text/html; charset=utf-8", ".report.html" },
@@ -126,67 +127,27 @@ static int tar_header(FILE *f, const char *prefix, const char *name, char type, 
 	return fwrite(h, 1, sizeof(h), f) == sizeof(h) ? 0 : -EIO;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
+/* The files of a trace directory that the raw export holds, in name order:
+ * the trace and the heap snapshot `live --save --memory` puts beside it.
+ * Nothing else in the directory is the trace's (serve's caches, or what
+ * someone else put there). */
+static const char *const raw_names[] = { LP_TRACE_DATA, LIVESAVE_SNAPSHOT_NAME };
 
-/* The regular files of dir but the caches, sorted by name (malloc'd,
- * caller frees each and the array). */
-static int list_files(const char *dir, char ***out, size_t *n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char **v = NULL;
-	size_t cap = 0;
-	int r = 0;
-
-	*n = 0;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.' ||
-		    !strncmp(e->d_name, SERVEEXPORT_CACHE_PREFIX, strlen(SERVEEXPORT_CACHE_PREFIX)))
-			continue;
-		if (*n == RAW_FILES_MAX) {
-			r = -E2BIG;
-			break;
-		}
-		if (*n == cap) {
-			size_t c = cap ? 2 * cap : 16;
-			char **nv = realloc(v, c * sizeof(*nv));
-
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = c;
-		}
-		if (!(v[*n] = strdup(e->d_name))) {
-			r = -ENOMEM;
-			break;
-		}
-		(*n)++;
-	}
-	closedir(d);
-	if (*n)
-		qsort(v, *n, sizeof(*v), name_cmp);
-	*out = v;
-	return r;
-}
-
-/* Copies exactly size bytes of path to f, then the padding to a block. */
-static int tar_copy(FILE *f, const char *path, uint64_t size)
+/* Copies exactly size bytes of the open file fd (which it closes) to f,
+ * then the padding to a block. */
+static int tar_copy(FILE *f, int fd, uint64_t size)
 {
 	static const char zeros[TAR_BLOCK];
 	char buf[65536];
-	FILE *in = fopen(path, "rb");
+	FILE *in = fdopen(fd, "rb");
 	uint64_t left = size;
 	int r = 0;
 
-	if (!in)
-		return -errno;
+	if (!in) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
 	while (left && !r) {
 		size_t want = left < sizeof(buf) ? (size_t)left : sizeof(buf);
 		size_t got = fread(buf, 1, want, in);
@@ -203,46 +164,50 @@ static int tar_copy(FILE *f, const char *path, uint64_t size)
 	return r;
 }
 
-/* The trace directory as a ustar archive: a directory named after it, its
- * regular files (caches left out) in name order, each with its size and
- * modification time, owner 0, mode 0644. */
+/* The trace directory as a ustar archive: a directory named after it, then
+ * the trace's own files (raw_names) in name order, each with its size and
+ * modification time, owner 0, mode 0644.  Each is opened without following
+ * a link and taken only when it is a regular file: a link planted in the
+ * directory never brings another file into the archive. */
 static int write_raw(const char *dir, FILE *f, char *err, size_t errlen)
 {
 	static const char zeros[2 * TAR_BLOCK];
-	char base[128], top[TAR_PREFIX_MAX], path[4096];
+	char base[128], top[TAR_PREFIX_MAX];
 	struct stat st;
-	char **names = NULL;
-	size_t n = 0, i;
-	int r;
+	size_t i;
+	int r, dfd, fd;
 
 	base_name(dir, base, sizeof(base));
-	r = list_files(dir, &names, &n);
-	if (r) {
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = -errno;
 		snprintf(err, errlen, "cannot list trace '%s': %s", dir, strerror(-r));
-		goto out;
+		return r;
 	}
 	snprintf(top, sizeof(top), "%s/", base);
-	r = stat(dir, &st) ? -errno : tar_header(f, "", top, '5', 0, (uint64_t)st.st_mtime);
-	for (i = 0; i < n && !r; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (stat(path, &st)) {
-			r = -errno;
-			break;
-		}
-		if (!S_ISREG(st.st_mode))
+	r = fstat(dfd, &st) ? -errno : tar_header(f, "", top, '5', 0, (uint64_t)st.st_mtime);
+	for (i = 0; i < sizeof(raw_names) / sizeof(raw_names[0]) && !r; i++) {
+		fd = openat(dfd, raw_names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno != ENOENT && errno != ELOOP)
+				r = -errno;
 			continue;
-		r = tar_header(f, base, names[i], '0', (uint64_t)st.st_size, (uint64_t)st.st_mtime);
-		if (!r)
-			r = tar_copy(f, path, (uint64_t)st.st_size);
+		}
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+			close(fd);
+			continue;
+		}
+		r = tar_header(f, base, raw_names[i], '0', (uint64_t)st.st_size, (uint64_t)st.st_mtime);
+		if (r)
+			close(fd);
+		else
+			r = tar_copy(f, fd, (uint64_t)st.st_size);
 	}
+	close(dfd);
 	if (!r && fwrite(zeros, 1, sizeof(zeros), f) != sizeof(zeros))
 		r = -EIO;
 	if (r)
 		snprintf(err, errlen, "cannot archive trace '%s': %s", dir, strerror(-r));
-out:
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
 	return r;
 }
 

@@ -10,9 +10,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* The files of a trace directory that are caches, left out of `raw`. */
-#define SERVEEXPORT_CACHE_PREFIX "serve-"
-
 struct serveexport_format {
 	const char *name;   /* the format= value */
 	const char *type;   /* Content-Type */

@@ -14,8 +14,10 @@
 #include "host/lib/json.h"
 #include "host/lib/livemem.h"
 #include "host/lib/options.h"
+#include "host/lib/outfile.h"
 #include "host/lib/serve_api.h"
 #include "host/lib/serve_heap.h"
+#include "host/lib/serve_store.h"
 
 #define HTTP_OK 200
 #define HTTP_BAD_REQUEST 400
@@ -166,21 +168,25 @@ static int cache_write(const struct serveheap *sh, const char *dir, char *err, s
 	uint8_t header[CACHE_HEADER_SIZE] = CACHE_MAGIC, has = sh->has_heap;
 	uint32_t crc = 0, v32;
 	uint64_t len = 0, doc_len = sh->doc_len;
-	char path[4096], tmp[4200];
+	char tmp[SERVESTORE_NAME_MAX + 32];
+	struct servestore st = { .dirfd = -1 };
 	struct data_key key = { 0 };
 	FILE *f;
 	int r, fd;
 
 	r = data_key_of(dir, &key);
+	if (!r)
+		r = servestore_open(&st, dir, SERVEHEAP_FILE);
 	if (r)
 		goto fail;
-	snprintf(path, sizeof(path), "%s/%s", dir, SERVEHEAP_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* an exclusive temporary renamed over the cache: nothing planted there is written through */
+	fd = outfile_tmp_create(st.dirfd, st.name, tmp, sizeof(tmp));
 	if (fd < 0 || !(f = fdopen(fd, "wb"))) {
-		r = -errno;
-		if (fd >= 0)
+		r = fd < 0 ? fd : -errno;
+		if (fd >= 0) {
 			close(fd);
+			unlinkat(st.dirfd, tmp, 0);
+		}
 		goto fail;
 	}
 	fwrite(header, 1, sizeof(header), f);
@@ -205,20 +211,22 @@ static int cache_write(const struct serveheap *sh, const char *dir, char *err, s
 	memcpy(header + 32, &key.ino, 8);
 	memcpy(header + 40, &len, 8);
 	memcpy(header + 48, &crc, 4);
-	if (fseek(f, 0, SEEK_SET) || fwrite(header, 1, sizeof(header), f) != sizeof(header) || fflush(f) || ferror(f)) {
+	if (fseek(f, 0, SEEK_SET) || fwrite(header, 1, sizeof(header), f) != sizeof(header) || fflush(f) || ferror(f))
 		r = -EIO;
-		fclose(f);
-		unlink(tmp);
-		goto fail;
+	if (fclose(f) && !r)
+		r = errno ? -errno : -EIO;
+	if (r)
+		unlinkat(st.dirfd, tmp, 0);
+	else
+		r = outfile_tmp_commit(st.dirfd, tmp, st.name);
+	if (!r) {
+		servestore_release(&st);
+		return 0;
 	}
-	if (fclose(f) || rename(tmp, path)) {
-		r = -errno;
-		unlink(tmp);
-		goto fail;
-	}
-	return 0;
 fail:
-	snprintf(err, errlen, "cannot keep the heap view of trace '%s' in %s: %s", dir, SERVEHEAP_FILE, strerror(-r));
+	snprintf(err, errlen, "cannot keep the heap view of trace '%s' in %s: %s", dir,
+	         st.dirfd >= 0 ? st.name : SERVEHEAP_FILE, strerror(-r));
+	servestore_release(&st);
 	return r;
 }
 
@@ -285,14 +293,16 @@ static int cache_read(struct serveheap *sh, const char *dir)
 	struct data_key key, had;
 	uint32_t version, bom, crc;
 	uint64_t len;
-	char path[4096];
+	struct servestore where;
 	struct stat st;
 	int fd, r;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, SERVEHEAP_FILE);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (servestore_open(&where, dir, SERVEHEAP_FILE))
+		return -ENOENT;
+	fd = servestore_read(&where);
+	servestore_release(&where);
 	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : -EBADMSG;
+		return fd == -ENOENT ? -ENOENT : -EBADMSG;
 	r = data_key_of(dir, &key);
 	if (r)
 		goto out;

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "common/crc32c.h"
+#include "host/lib/outfile.h"
 #include "host/lib/serve_index.h"
+#include "host/lib/serve_store.h"
 
 #define INDEX_MAGIC "LPSRVIX" /* and a NUL: 8 bytes */
 #define INDEX_MAGIC_SIZE 8u
@@ -261,25 +263,30 @@ static void write_timeline(struct out *o, const struct timeline *tl)
 int serveindex_write(struct servemodel *m, const char *dir, char *err, size_t errlen)
 {
 	uint8_t header[INDEX_HEADER_SIZE] = INDEX_MAGIC;
-	char path[4096], tmp[4200];
+	char tmp[SERVESTORE_NAME_MAX + 32];
+	struct servestore st;
 	struct data_key key = { 0 };
 	struct out o = { 0 };
 	uint32_t v32;
 	int r, fd;
 
 	r = data_key_of(dir, &key);
+	if (!r)
+		r = servestore_open(&st, dir, SERVEINDEX_FILE);
 	if (r) {
 		snprintf(err, errlen, "cannot keep an index of trace '%s': %s", dir, strerror(-r));
 		return r;
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, SERVEINDEX_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* an exclusive temporary renamed over the index: nothing planted there is written through */
+	fd = outfile_tmp_create(st.dirfd, st.name, tmp, sizeof(tmp));
 	if (fd < 0 || !(o.f = fdopen(fd, "wb"))) {
-		r = -errno;
-		if (fd >= 0)
+		r = fd < 0 ? fd : -errno;
+		if (fd >= 0) {
 			close(fd);
-		snprintf(err, errlen, "cannot write index '%s': %s", path, strerror(-r));
+			unlinkat(st.dirfd, tmp, 0);
+		}
+		snprintf(err, errlen, "cannot write index '%s': %s", st.path, strerror(-r));
+		servestore_release(&st);
 		return r;
 	}
 	/* the header last, once the payload's length and checksum are known */
@@ -297,21 +304,20 @@ int serveindex_write(struct servemodel *m, const char *dir, char *err, size_t er
 	memcpy(header + 32, &key.ino, 8);
 	memcpy(header + 40, &o.len, 8);
 	memcpy(header + 48, &o.crc, 4);
+	r = 0;
 	if (fseek(o.f, 0, SEEK_SET) || fwrite(header, 1, sizeof(header), o.f) != sizeof(header) || fflush(o.f) ||
-	    ferror(o.f)) {
-		r = -errno ? -errno : -EIO;
-		fclose(o.f);
-		unlink(tmp);
-		snprintf(err, errlen, "cannot write index '%s': %s", path, strerror(-r));
-		return r;
-	}
-	if (fclose(o.f) || rename(tmp, path)) {
-		r = -errno;
-		unlink(tmp);
-		snprintf(err, errlen, "cannot write index '%s': %s", path, strerror(-r));
-		return r;
-	}
-	return 0;
+	    ferror(o.f))
+		r = errno ? -errno : -EIO;
+	if (fclose(o.f) && !r)
+		r = errno ? -errno : -EIO;
+	if (r)
+		unlinkat(st.dirfd, tmp, 0);
+	else
+		r = outfile_tmp_commit(st.dirfd, tmp, st.name);
+	if (r)
+		snprintf(err, errlen, "cannot write index '%s': %s", st.path, strerror(-r));
+	servestore_release(&st);
+	return r;
 }
 
 /* ------------------------------------------------------------ reading */
@@ -736,15 +742,15 @@ static void reset(struct servemodel *m)
 }
 
 /* Reads the whole file (at most SERVEINDEX_MAX bytes) into *buf. */
-static int slurp(const char *path, uint8_t **buf, size_t *len)
+static int slurp(const struct servestore *where, uint8_t **buf, size_t *len)
 {
 	struct stat st;
 	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	int fd = servestore_read(where), r = 0;
 
 	*buf = NULL;
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st)) {
 		r = -errno;
 		goto out;
@@ -785,18 +791,25 @@ int serveindex_read(struct servemodel *m, const char *dir, char *err, size_t err
 	struct data_key key, had;
 	uint32_t version, bom, crc;
 	uint64_t plen;
-	char path[4096];
+	struct servestore st;
+	const char *path;
 	uint8_t *buf;
 	size_t len = 0;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, SERVEINDEX_FILE);
 	r = data_key_of(dir, &key);
 	if (r) {
 		snprintf(err, errlen, "cannot read trace '%s': %s", dir, strerror(-r));
 		return -ENOENT; /* the pass says why, with the reader's words */
 	}
-	r = slurp(path, &buf, &len);
+	r = servestore_open(&st, dir, SERVEINDEX_FILE);
+	if (r) {
+		snprintf(err, errlen, "no index of '%s': %s", dir, strerror(-r));
+		return -ENOENT;
+	}
+	path = st.path;
+	r = slurp(&st, &buf, &len);
+	servestore_release(&st); /* st.path stays readable */
 	if (r == -ENOENT) {
 		snprintf(err, errlen, "no index '%s'", path);
 		return r;

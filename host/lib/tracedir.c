@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/lib/livesave.h"
 #include "host/lib/serve_heap.h"
 #include "host/lib/serve_index.h"
 #include "host/lib/tracedir.h"
@@ -23,16 +24,19 @@
 
 bool tracedir_own_name(const char *name)
 {
-	static const char *const own[] = { LP_TRACE_DATA, TRACEDIR_RECORDING, SERVEINDEX_FILE, SERVEHEAP_FILE };
+	static const char *const own[] = { LP_TRACE_DATA, TRACEDIR_RECORDING, LIVESAVE_SNAPSHOT_NAME, SERVEINDEX_FILE,
+		                           SERVEHEAP_FILE };
 	size_t i, n;
 
 	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
 		if (!strcmp(name, own[i]))
 			return true;
-		/* serve writes "<file>.tmp.<pid>" and renames it over <file> */
+		/* serve writes "<file>.tmp.<random letters>" and renames it over
+		 * <file>; a killed serve leaves it behind */
 		n = strlen(own[i]);
-		if (i >= 2 && !strncmp(name, own[i], n) && !strncmp(name + n, ".tmp.", 5) && name[n + 5] &&
-		    strspn(name + n + 5, "0123456789") == strlen(name + n + 5))
+		if (i >= 3 && !strncmp(name, own[i], n) && !strncmp(name + n, ".tmp.", 5) && name[n + 5] &&
+		    strspn(name + n + 5, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
+		        strlen(name + n + 5))
 			return true;
 	}
 	return false;

@@ -770,23 +770,37 @@ def group_index(lp, b, tmp):
               "--reindex: the trace is read and the index written again")
     finally:
         srv.stop()
-    # a trace directory we may not write to: served all the same
+    # a trace directory we may not write to (root: another user's): served
+    # all the same, its index kept in our cache and never in the trace
     ro = os.path.join(tmp, "ro-trace")
     shutil.copytree(trace, ro)
-    os.unlink(os.path.join(ro, "serve-index"))
-    os.chmod(ro, 0o555)
+    for f in os.listdir(ro):
+        if f.startswith("serve-"):
+            os.unlink(os.path.join(ro, f))
+    if os.geteuid() == 0:
+        os.chown(ro, 65534, 65534)
+    else:
+        os.chmod(ro, 0o555)
+    cache = os.path.join(tmp, "cache")
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = cache
     try:
-        srv = Server(lp, [ro])
-        try:
-            if os.geteuid() == 0:
-                skip("a read-only trace directory", "root writes anyway")
-            else:
-                srv.err.wait_for(lambda l: "cannot write index" in l, 5)
-                check(srv.url is not None and "cannot write index" in srv.err.text(),
-                      "a read-only trace directory: served, and the index is not kept", srv.err.text())
-        finally:
-            srv.stop()
+        for n, what in enumerate(("a trace directory not ours: served", "served again: from its index")):
+            srv = Server(lp, [ro])
+            try:
+                line = srv.out.wait_for(lambda l: "events" in l, 10) or ""
+                check(srv.url is not None and ("index read" in line) == (n == 1), what, srv.err.text() + line)
+            finally:
+                srv.stop()
+            check(sorted(os.listdir(ro)) == ["data"], "nothing is written into it", os.listdir(ro))
+        kept = os.path.join(cache, "layerprof", "serve")
+        check(os.path.isdir(kept) and any(f.endswith(".serve-index") for f in os.listdir(kept)),
+              "its index is in the user's cache", kept)
     finally:
+        if saved is None:
+            del os.environ["XDG_CACHE_HOME"]
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved
         os.chmod(ro, 0o755)
 
 
