@@ -389,6 +389,73 @@ static int session_remove(int at, const char *name)
 	return unlinkat(at, name, AT_REMOVEDIR) ? -errno : 0;
 }
 
+/* Reads at most size - 1 bytes of the file `name` in directory `at`
+ * (never through a link) into buf, NUL-terminated.  Returns the length or
+ * -errno. */
+static ssize_t read_small(int at, const char *name, char *buf, size_t size)
+{
+	int fd = openat(at, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	size_t len = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = '\0';
+	return (ssize_t)len;
+}
+
+/* Whether the trace directory that session `name` names still waits for
+ * it: its note has the line "session=<this session's path>". */
+static bool awaited_by_trace(const struct sessiondir *sd, const char *name)
+{
+	char trace[4096], note[8192], line[SESSIONDIR_PATH_MAX + SESSIONDIR_NAME_MAX + 16], *nl;
+	int sfd, tfd;
+	ssize_t n;
+
+	sfd = open_dir_at(sd->fd, name);
+	if (sfd < 0)
+		return false;
+	n = read_small(sfd, SESSIONDIR_TRACE_FILE, trace, sizeof(trace));
+	close(sfd);
+	if (n <= 0 || trace[0] != '/')
+		return false;
+	nl = strchr(trace, '\n');
+	if (nl)
+		*nl = '\0';
+	tfd = open(trace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return false;
+	n = read_small(tfd, SESSIONDIR_TRACE_NOTE, note, sizeof(note));
+	close(tfd);
+	if (n <= 0 || (size_t)snprintf(line, sizeof(line), "\nsession=%s/%s\n", sd->path, name) >= sizeof(line))
+		return false;
+	return strstr(note, line) != NULL;
+}
+
+int sessiondir_note_trace(const char *session, const char *trace_path)
+{
+	int dfd, fd, r = 0;
+	size_t len = strlen(trace_path);
+
+	if (trace_path[0] != '/' || strchr(trace_path, '\n') || len >= 4096)
+		return -EINVAL;
+	dfd = open(session, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = openat(dfd, SESSIONDIR_TRACE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		r = -errno;
+	else if (write(fd, trace_path, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
+		r = errno ? -errno : -EIO;
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return r;
+}
+
 int sessiondir_sweep(const struct sessiondir *sd)
 {
 	struct candidate *c;
@@ -421,6 +488,8 @@ int sessiondir_sweep(const struct sessiondir *sd)
 		if (fstatat(sd->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
 		    st.st_uid != geteuid())
 			continue;
+		if (!strcmp(kind, "rec") && awaited_by_trace(sd, e->d_name))
+			continue; /* `layerprof recover` can still finish its trace */
 		candidate_init(&c[n++], sd, e->d_name);
 	}
 	closedir(d);

@@ -27,6 +27,12 @@
 #define SESSIONDIR_RANDOM_BYTES 8 /* of a session name: 16 hex digits */
 
 /* The modes sessiondir_open gives a directory it makes. */
+/* A session of a recorder names its trace directory in this file (one
+ * line, the absolute path); the trace directory holds the recorder's note
+ * SESSIONDIR_TRACE_NOTE, with a line "session=<the session's path>", until
+ * the trace is complete (`layerprof recover` completes a killed recorder's) */
+#define SESSIONDIR_TRACE_FILE "trace"
+#define SESSIONDIR_TRACE_NOTE "recording"
 #define SESSIONDIR_PRIVATE 0700 /* the caller's sessions */
 #define SESSIONDIR_SHARED 01777 /* every user may add entries, sticky as /tmp */
 
@@ -86,9 +92,17 @@ int sessiondir_in_use(const struct sessiondir *sd, const char *name);
  * (see sessiondir_in_use), a directory of the caller's, emptied and
  * removed through directory descriptors without following any link.
  * Sessions of a killed recorder whose program still runs are kept (their
- * rings can still be salvaged).  Entries of other names are left alone.
+ * rings can still be salvaged), and so are those whose trace directory's
+ * note still names them (see SESSIONDIR_TRACE_FILE: `recover` can finish
+ * that trace).  Entries of other names are left alone.
  * Returns the number of sessions removed, or -errno. */
 int sessiondir_sweep(const struct sessiondir *sd);
+
+/* Writes SESSIONDIR_TRACE_FILE into the session directory `session`
+ * (exclusively, never through a link): `trace_path` is the absolute path
+ * of the trace directory whose note names the session.  Returns 0 or
+ * -errno. */
+int sessiondir_note_trace(const char *session, const char *trace_path);
 
 /* Fills buf with len random bytes (getrandom, else /dev/urandom).
  * Returns 0 or -errno. */

@@ -638,11 +638,30 @@ int cmd_record(int argc, char **argv)
 		r = recording_write(rec.dirfd, &rec.note);
 		rec.note_fd = r;
 	}
-	if (r < 0)
+	if (r >= 0) {
+		/* the session names its trace, so that no later record removes
+		 * it while the trace waits for `recover` */
+		char self[64], trace_path[PATH_MAX];
+		ssize_t n;
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", rec.dirfd);
+		n = readlink(self, trace_path, sizeof(trace_path) - 1);
+		r = n < 0 ? -errno : 0;
+		if (n >= 0) {
+			trace_path[n] = '\0';
+			r = sessiondir_note_trace(session, trace_path);
+		}
+		if (r)
+			fprintf(stderr,
+			        "layerprof record: warning: the session cannot name its trace (%s): a later record "
+			        "may remove it before a killed recording is recovered\n",
+			        strerror(-r));
+	} else {
 		fprintf(stderr,
 		        "layerprof record: warning: cannot write '%s/%s' (%s): a killed recording could not be "
 		        "recovered\n",
 		        rec.out, TRACEDIR_RECORDING, strerror(-r));
+	}
 	rec.tf.release_reserve = note_release_reserve;
 	rec.tf.reserve_ctx = &rec;
 

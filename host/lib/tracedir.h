@@ -7,10 +7,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/sessiondir.h"
+
 /* Written by record while it runs, removed when it ends: what `layerprof
  * recover` needs to finish the trace of a recorder that died (see
  * recording.h). */
-#define TRACEDIR_RECORDING "recording"
+#define TRACEDIR_RECORDING SESSIONDIR_TRACE_NOTE
 
 /* True when `name` is a file layerprof writes into a trace directory: the
  * data, the recorder's note, serve's index and heap cache, and the

@@ -172,6 +172,14 @@ def group_killed(lp, tmp):
     status = wait_status(pid)
     check(status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7,
           "the program's exit status is its own (7)", status)
+    # the recorder reaped (its pid gone) and its program ended, nobody maps
+    # the session: a record started now sweeps dead sessions, and keeps
+    # this one because its trace's note still names it
+    p.wait()
+    other = os.path.join(tmp, "k-other")
+    r = lp("record", "-q", "-o", other, "--", "true")
+    check(r.returncode == 0 and os.path.isdir(session),
+          "a later record's sweep keeps the session a trace waits to recover", r.stderr)
     r = lp("recover", trace)
     check(r.returncode == 0, "recover finishes the trace", r.stderr)
     f, rep, err = calls(lp, trace)

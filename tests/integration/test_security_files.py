@@ -312,8 +312,13 @@ def group_stale(lp, build, prog, tmp):
     except ChildProcessError:
         pass
     r = record(lp, prog, os.path.join(tmp, "t-after-end"))
+    check(r.returncode == 0 and os.path.isdir(session),
+          "a killed recorder's session stays while its trace waits for recover", r.stderr)
+    shutil.rmtree(os.path.join(tmp, "t-killed"))
+    r = record(lp, prog, os.path.join(tmp, "t-after-gone"))
     check(r.returncode == 0 and not os.path.exists(session),
-          "once nobody maps it, the next record removes it", os.listdir(os.path.dirname(session)))
+          "once nobody maps it and no trace waits for it, the next record removes it",
+          os.listdir(os.path.dirname(session)))
 
 
 # ---------------------------------------------------------------- names taken first
