@@ -713,7 +713,8 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 		r = run_file(w, &none, true);
 		if (r)
 			return r;
-		qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
+		if (w->norder > 1) /* none at all when no chunk was readable */
+			qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
 		w->order_ready = true;
 	}
 	/* the first pass said where the damage is; the chunks it indexed are

@@ -391,6 +391,20 @@ def group_badinput(lp, tmp):
             r = lp(cmd, path)
             check(r.returncode == 3 and "damaged" in r.stderr and r.stdout,
                   "%s of a %s trace: partial output, exit 3" % (cmd, name), "rc %d %r" % (r.returncode, r.stderr))
+    # a file header and then a chunk that fails its checksum: nothing is
+    # readable, every reader says so once (in the sanitizer build, a
+    # sanitizer report would be a second message and a failed exit)
+    path = os.path.join(tmp, "b-no-chunk")
+    bad_chunk = b"LPCK" + bytes([2, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0]) + b"garbage garbage!"
+    write_bytes(path, data[:16] + bad_chunk)
+    for args in (("report",), ("report", "--format", "json"), ("report", "--memory"), ("report", "--syscalls"),
+                 ("report", "--format", "xml"), ("report", "--format", "html"), ("tree",), ("replay",),
+                 ("replay", "--format", "json"), ("dump", "--chrome"), ("dump", "--folded"),
+                 ("snapshot", "-o", os.path.join(tmp, "b-no-chunk.snap"))):
+        r = lp(*args, path)
+        check(r.returncode == 3 and r.stderr.count("\n") == 1 and "is damaged: checksum mismatch at byte 16" in r.stderr,
+              "%s of a trace with no readable chunk: one message, exit 3" % " ".join(args),
+              "rc %d, stderr %r" % (r.returncode, r.stderr[-400:]))
     # every prefix of a small trace: never a crash
     small = os.path.join(tmp, "b-small")
     record(lp, small, [b.prog("recursion")])
