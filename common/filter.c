@@ -57,11 +57,15 @@ static void push(struct filter_stream *fs, uint64_t ns, uint64_t addr, unsigned 
 	f->entry_ns = ns;
 	f->visible = f->emitted = f->only = 0;
 	f->flags = (uint8_t)flags;
-	if (spec->classify && fs->excluded_at == UINT32_MAX)
+	/* classified inside an excluded subtree too, where the answer is not
+	 * used, so that the readers can say which patterns matched nothing */
+	if (spec->classify)
 		cls = spec->classify(spec->ctx, fs->image, addr);
-	if (cls & FILTER_EXCLUDE) {
+	if (fs->excluded_at != UINT32_MAX) {
+		/* inside an excluded subtree: nothing shows */
+	} else if (cls & FILTER_EXCLUDE) {
 		fs->excluded_at = fs->depth;
-	} else if (fs->excluded_at == UINT32_MAX) {
+	} else {
 		if (cls & FILTER_ONLY) {
 			f->only = 1;
 			fs->only++;

@@ -115,6 +115,7 @@ int cmd_tree(int argc, char **argv)
 			r = filter_opts_parse(&fopts, OPT_ONLY, optarg, "tree");
 			if (r != 1)
 				return LP_EXIT_USAGE;
+			fopts.only_opt[fopts.n_only - 1] = "--focus";
 			break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {

@@ -1,5 +1,6 @@
 /* Pattern classification of functions (see classify.h). */
 #include <fnmatch.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,8 @@ struct classifier {
 	const struct filter_opts *f;
 	struct entry *tab;
 	uint32_t cap, n;
+	/* which patterns matched a function so far */
+	bool only_hit[OPTIONS_PATTERNS_MAX], exclude_hit[OPTIONS_PATTERNS_MAX];
 };
 
 struct classifier *classifier_new(struct symbolizer *sym, const struct filter_opts *f)
@@ -46,6 +49,11 @@ void classifier_free(struct classifier *c)
 		return;
 	free(c->tab);
 	free(c);
+}
+
+bool classifier_matched(const struct classifier *c, bool only, size_t i)
+{
+	return only ? c->only_hit[i] : c->exclude_hit[i];
 }
 
 int classifier_match(const char *pattern, const char *name)
@@ -117,12 +125,18 @@ unsigned classifier_classify(void *ctx, uint32_t image, uint64_t addr)
 	}
 	if (symbolizer_lookup(c->sym, image, addr, &s) || !s.name)
 		return 0; /* unknown yet (its mapping may come later): not cached */
-	for (i = 0; i < c->f->n_only; i++)
-		if (classifier_match(c->f->only[i], s.name))
+	for (i = 0; i < c->f->n_only; i++) {
+		if (classifier_match(c->f->only[i], s.name)) {
 			cls |= FILTER_ONLY;
-	for (i = 0; i < c->f->n_exclude; i++)
-		if (classifier_match(c->f->exclude[i], s.name))
+			c->only_hit[i] = true;
+		}
+	}
+	for (i = 0; i < c->f->n_exclude; i++) {
+		if (classifier_match(c->f->exclude[i], s.name)) {
 			cls |= FILTER_EXCLUDE;
+			c->exclude_hit[i] = true;
+		}
+	}
 	if (c->n * 2 >= c->cap) {
 		grow(c);
 		h = slot_of(c, image, addr);

@@ -22,6 +22,13 @@ int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, 
 		r = reader_open(&w->r, dir, err, errlen);
 		if (r)
 			return r;
+		if (w->r.size == LP_FILE_HEADER_SIZE) {
+			/* the recorder writes its META chunk at once: a trace
+			 * that ends after the file header holds nothing */
+			snprintf(err, errlen, "trace '%s' is empty: it ends after the file header", dir);
+			reader_release(&w->r);
+			return -ENODATA;
+		}
 	}
 	w->dec = malloc(sizeof(*w->dec));
 	w->sym = symbolizer_new(SYMBOLIZER_DEMANGLE | SYMBOLIZER_LINES);
@@ -766,8 +773,33 @@ const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t s
 	return NULL;
 }
 
+/* Says which of the user's filters matched nothing: a pattern no
+ * function called in the trace matched, a thread id no thread had. */
+static void report_filters(const struct walk *w, const char *cmd)
+{
+	size_t i;
+	uint32_t k;
+
+	for (i = 0; w->cls && i < w->fopts.n_only; i++)
+		if (!classifier_matched(w->cls, true, i))
+			fprintf(stderr, "layerprof %s: warning: %s '%s' matches no function called in trace '%s'\n", cmd,
+			        w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
+	for (i = 0; w->cls && i < w->fopts.n_exclude; i++)
+		if (!classifier_matched(w->cls, false, i))
+			fprintf(stderr, "layerprof %s: warning: -N '%s' matches no function called in trace '%s'\n",
+			        cmd, w->fopts.exclude[i], w->dir);
+	for (i = 0; i < w->fopts.n_tids; i++) {
+		for (k = 0; k < w->nstreams && w->streams[k]->tid != w->fopts.tids[i]; k++)
+			;
+		if (k == w->nstreams)
+			fprintf(stderr, "layerprof %s: warning: --tid %u: trace '%s' has no thread %u\n", cmd,
+			        w->fopts.tids[i], w->dir, w->fopts.tids[i]);
+	}
+}
+
 int walk_report_condition(const struct walk *w, const char *cmd)
 {
+	report_filters(w, cmd);
 	if (w->r.state == READER_DAMAGED) {
 		fprintf(stderr, "layerprof %s: trace '%s' is damaged: %s; results cover the readable part\n", cmd,
 		        w->dir, w->r.damage);

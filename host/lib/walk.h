@@ -174,7 +174,8 @@ struct walk {
 /* Opens the trace (dir NULL: no file, for walk_feed) and sets up symbols
  * and filters.  fopts is copied (its
  * pattern strings are borrowed).  Returns 0, or -errno with a message in
- * err (the trace reader's codes: see reader_open). */
+ * err (the trace reader's codes: see reader_open; -ENODATA also for a
+ * trace that ends after its file header). */
 int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen);
 /* Reads the whole trace, calling ops.  Can run again (it rewinds).
  * Returns 0; the trace's damage, if any, is in w->r.state / w->r.damage. */
@@ -201,8 +202,9 @@ void walk_end(struct walk *w);
 const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size);
 /* Looks up "key" in the META chunk; copies its value.  Returns buf or NULL. */
 const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t size);
-/* Prints the trace's condition to stderr (damage, unfinished recording)
- * and returns the exit code it means: 0, or 3 when the trace is damaged. */
+/* Prints the trace's condition to stderr (damage, unfinished recording,
+ * filters that matched nothing) and returns the exit code it means: 0, or
+ * 3 when the trace is damaged. */
 int walk_report_condition(const struct walk *w, const char *cmd);
 void walk_release(struct walk *w);
 

@@ -391,6 +391,26 @@ def group_badinput(lp, tmp):
             r = lp(cmd, path)
             check(r.returncode == 3 and "damaged" in r.stderr and r.stdout,
                   "%s of a %s trace: partial output, exit 3" % (cmd, name), "rc %d %r" % (r.returncode, r.stderr))
+    # what is not a trace is named as such: a directory without a data
+    # file, a data file that is a directory, a trace that ends after its
+    # file header (README: exit 3 for an empty trace)
+    nodata = os.path.join(tmp, "b-nodata")
+    os.makedirs(nodata, exist_ok=True)
+    dirdata = os.path.join(tmp, "b-dirdata")
+    os.makedirs(os.path.join(dirdata, "data"), exist_ok=True)
+    header_only = os.path.join(tmp, "b-header-only")
+    write_bytes(header_only, data[:16])
+    for path, msg in ((nodata, "'%s' is a directory but not a trace: it holds no file 'data'" % nodata),
+                      (dirdata, "'%s/data' is a directory, not a trace file" % dirdata),
+                      (header_only, "trace '%s' is empty: it ends after the file header" % header_only),
+                      (notdir, "'%s' is a file, not a trace directory (a trace is a directory holding 'data')" %
+                       notdir)):
+        for cmd in ("report", "tree", "replay", "dump"):
+            r = lp(*([cmd, "--folded"] if cmd == "dump" else [cmd]), path)
+            want = "layerprof %s: %s\n" % (cmd, msg)
+            check(r.returncode == 3 and r.stderr == want and r.stdout == "",
+                  "%s of %s: exit 3, %r" % (cmd, os.path.basename(path), want.strip()),
+                  "rc %d, stderr %r" % (r.returncode, r.stderr))
     # a file header and then a chunk that fails its checksum: nothing is
     # readable, every reader says so once (in the sanitizer build, a
     # sanitizer report would be a second message and a failed exit)
@@ -494,6 +514,30 @@ def group_cli(lp, tmp):
         check(r.returncode == 2, "%s rejects an unknown option with exit 2" % cmd)
     r = lp("frobnicate")
     check(r.returncode == 2 and "not a layerprof command" in r.stderr, "unknown command")
+    # a typo'd command: the nearest one is named, nothing else is said
+    for typo, meant in (("reprot", "report"), ("tre", "tree"), ("replya", "replay"), ("sreve", "serve"),
+                        ("recordd", "record")):
+        r = lp(typo, "x")
+        want = "layerprof: '%s' is not a layerprof command; did you mean '%s'?\n" % (typo, meant)
+        check(r.returncode == 2 and r.stderr == want, "typo %s: did you mean %s" % (typo, meant),
+              "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+    # live --help names every option live takes
+    r = lp("live", "--help")
+    for opt in ("--connect", "--token-file", "--attach", "--interval", "--save", "--duration", "--format",
+                "--stopped", "--udp", "--flush", "--only", "--exclude", "--depth", "--min-time", "--syscalls",
+                "--syscall-filter", "--memory", "--mem-depth", "--keep-alive", "--mem-fold", "--view",
+                "--path-nodes", "--help"):
+        check(r.returncode == 0 and opt in r.stdout, "live --help lists %s" % opt)
+    # serve --connect says "layerprof serve:" in its messages, not "live"
+    import socket
+    sk = socket.socket()
+    sk.bind(("127.0.0.1", 0))
+    port = sk.getsockname()[1]
+    sk.close()  # nobody listens there now
+    r = lp("serve", "--port", "0", "--connect", "127.0.0.1:%d" % port, "--", "true")
+    want = "layerprof serve: cannot connect to 127.0.0.1:%d: Connection refused\n" % port
+    check(r.returncode == 1 and r.stderr == want, "serve --connect to no agent: %r, exit 1" % want.strip(),
+          "rc %d, stderr %r" % (r.returncode, r.stderr))
     r = lp("record", "-o", os.path.join(tmp, "x"), "--", "/no/such/program")
     check(r.returncode == 127 and "cannot run" in r.stderr, "record of a missing program exits 127")
     r = lp("record", "-o", os.path.join(tmp, "x"))
@@ -507,6 +551,31 @@ def group_cli(lp, tmp):
     rec = b.prog("recursion")
     out = os.path.join(tmp, "cli-again")
     record(lp, out, [rec])
+    # filters that match nothing say so (and the output is empty)
+    tids = {t["tid"] for t in lp.json("report", "--format", "json", "--per-thread", out)["threads"]}
+    nosuch_tid = 999 if 999 not in tids else max(tids) + 1
+    for args, msg in ((("report", "-F", "nosuch"), "-F 'nosuch' matches no function called in trace '%s'"),
+                      (("report", "-N", "nosuch*"), "-N 'nosuch*' matches no function called in trace '%s'"),
+                      (("tree", "--focus", "nosuch"), "--focus 'nosuch' matches no function called in trace '%s'"),
+                      (("replay", "-F", "nosuch"), "-F 'nosuch' matches no function called in trace '%s'"),
+                      (("dump", "--folded", "-F", "nosuch"), "-F 'nosuch' matches no function called in trace '%s'"),
+                      (("report", "--tid", str(nosuch_tid)),
+                       "--tid %d: trace '%%s' has no thread %d" % (nosuch_tid, nosuch_tid)),
+                      (("tree", "--tid", str(nosuch_tid)),
+                       "--tid %d: trace '%%s' has no thread %d" % (nosuch_tid, nosuch_tid))):
+        r = lp(*args, out)
+        want = "layerprof %s: warning: %s\n" % (args[0], msg % out)
+        check(r.returncode == 0 and r.stderr == want, "%s: %r" % (" ".join(args), want.strip()),
+              "rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = lp("report", "-F", "fib", "-N", "main", out)
+    check(r.returncode == 0 and r.stderr == "", "report -F fib -N main: both match, nothing said", r.stderr)
+    # a duration without its unit is refused, naming the units
+    r = lp("report", "--min-time", "5", out)
+    want = "layerprof report: invalid --min-time '5': a duration needs a unit: 5ns, 5us, 5ms or 5s\n"
+    check(r.returncode == 2 and r.stderr == want, "report --min-time 5 is refused: %r" % want.strip(),
+          "rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = lp("report", "--min-time", "0", out)
+    check(r.returncode == 0 and r.stderr == "", "report --min-time 0 needs no unit", r.stderr)
     record(lp, out, [rec])
     check(os.path.exists(os.path.join(out + ".old", "data")), "re-recording keeps the previous trace as .old")
     notrace = os.path.join(tmp, "cli-notrace")
