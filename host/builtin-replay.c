@@ -9,6 +9,7 @@
 
 #include "common/systab.h"
 #include "host/builtin.h"
+#include "host/lib/cxxname.h"
 #include "host/lib/heap.h"
 #include "host/lib/heapfeed.h"
 #include "host/lib/json.h"
@@ -99,6 +100,16 @@ static void put_json_event(struct replay *rp, struct walk_stream *s, const char 
 	rs->events++;
 }
 
+/* What follows a function's name on a call line: "()", unless the name
+ * has its parameter list already (C++: "ns::f(int)", not "ns::f(int)()"). */
+static const char *call_parens(const char *name)
+{
+	struct cxxname cn;
+
+	cxxname_split(name, &cn);
+	return cn.has_params ? "" : "()";
+}
+
 /* A pending entry is printed as "name() {" unless its exit comes next. */
 static void flush_pending(struct replay *rp, struct walk_stream *s)
 {
@@ -114,7 +125,7 @@ static void flush_pending(struct replay *rp, struct walk_stream *s)
 	}
 	time_col(rp, rs->p.ns, t, sizeof(t));
 	walk_name(&rp->w, s->image, rs->p.addr, name, sizeof(name));
-	fprintf(rs->f, "%14s %12s | %*s%s() {%s\n", t, "", (int)(2 * rs->p.depth), "", name,
+	fprintf(rs->f, "%14s %12s | %*s%s%s {%s\n", t, "", (int)(2 * rs->p.depth), "", name, call_parens(name),
 	        rs->p.flags & FILTER_INHERITED ? "   /* entered before fork */" : "");
 }
 
@@ -153,7 +164,7 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	if (rs->p.set && rs->p.depth == depth && rs->p.addr == addr) {
 		rs->p.set = false;
 		time_col(rp, entry_ns, t, sizeof(t));
-		fprintf(rs->f, "%14s %12s | %*s%s();%s\n", t, d, (int)(2 * depth), "", name, note);
+		fprintf(rs->f, "%14s %12s | %*s%s%s;%s\n", t, d, (int)(2 * depth), "", name, call_parens(name), note);
 		return;
 	}
 	flush_pending(rp, s);

@@ -53,7 +53,8 @@ static size_t command_distance(const char *a, const char *b)
 				best = d[i - 1][k] + 1;
 			if (d[i][k - 1] + 1 < best)
 				best = d[i][k - 1] + 1;
-			if (i > 1 && k > 1 && a[i - 1] == b[k - 2] && a[i - 2] == b[k - 1] && d[i - 2][k - 2] + 1 < best)
+			if (i > 1 && k > 1 && a[i - 1] == b[k - 2] && a[i - 2] == b[k - 1] &&
+			    d[i - 2][k - 2] + 1 < best)
 				best = d[i - 2][k - 2] + 1;
 			d[i][k] = best;
 		}

@@ -21,7 +21,12 @@ unsigned classifier_classify(void *ctx, uint32_t image, uint64_t addr);
 /* Whether pattern i of the --only patterns (only) or of the --exclude
  * ones has matched a function classified so far. */
 bool classifier_matched(const struct classifier *c, bool only, size_t i);
-/* True when name (or name without its parameter list) matches pattern. */
+/* True when pattern matches the demangled name without the return type a
+ * function template's name starts with, with or without the parameter
+ * list (and the qualifiers after it), or is the whole name: "bool
+ * ns::eq<int>(int, int)" is matched by "ns::*", "ns::eq<int>",
+ * "ns::eq<int>(int, int)" and "bool ns::eq<int>(int, int)", not by
+ * "bool*". */
 int classifier_match(const char *pattern, const char *name);
 
 #endif

@@ -782,8 +782,8 @@ static void report_filters(const struct walk *w, const char *cmd)
 
 	for (i = 0; w->cls && i < w->fopts.n_only; i++)
 		if (!classifier_matched(w->cls, true, i))
-			fprintf(stderr, "layerprof %s: warning: %s '%s' matches no function called in trace '%s'\n", cmd,
-			        w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
+			fprintf(stderr, "layerprof %s: warning: %s '%s' matches no function called in trace '%s'\n",
+			        cmd, w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
 	for (i = 0; w->cls && i < w->fopts.n_exclude; i++)
 		if (!classifier_matched(w->cls, false, i))
 			fprintf(stderr, "layerprof %s: warning: -N '%s' matches no function called in trace '%s'\n",

@@ -5,7 +5,7 @@ expectations (tests/programs/expect/*.json); cross-check call counts with
 uftrace; feed bad traces; kill programs and the recorder mid-run.
 
 usage: run.py --build BUILD_DIR GROUP [GROUP...]
-groups: programs, uftrace, filters, badinput, crash, linking, cli, replay
+groups: programs, uftrace, filters, names, badinput, crash, linking, cli, replay
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -348,6 +348,77 @@ def group_filters(lp, tmp):
           "self times add up to the root's total")
 
 
+# The functions of namespace ns in tests/programs/templates.cc and their calls.
+TEMPLATES_NS = {"bool ns::eq<int>(int, int)": 4, "bool ns::eq<long>(long, long)": 1, "ns::Box<int>::get() const": 1,
+                "ns::Box<int>::operator()(int) const": 1, "ns::Box<int>::operator<(ns::Box<int> const&) const": 1,
+                "ns::(anonymous namespace)::hidden(int)": 1}
+
+
+def group_names(lp, tmp):
+    """C++ names in filters and displays: patterns match the qualified name
+    without the return type a function template's name starts with, with or
+    without its parameters, at report and at record time; replay prints a
+    C++ name's own parameter list once."""
+    for cc, cxx, opt in VARIANTS:
+        if not have(cxx):
+            skip("names with %s" % cxx, "%s is not installed" % cxx)
+            continue
+        b = Builder(cc, cxx, opt, tmp)
+        tag = "%s %s" % (cxx, opt)
+        out = os.path.join(tmp, "n-%s%s" % (cxx, opt))
+        record(lp, out, [b.prog("templates")])
+
+        def calls(*args, trace=out):
+            d = lp.json("report", "--format", "json", *args, trace)
+            return {f["name"]: f["calls"] for f in d["functions"]}
+
+        full = calls()
+        lambdas = [n for n in full if n.startswith("main::") and n.endswith("::operator()(int) const")]
+        std_typed = [n for n in full if " std::" in n.split("(")[0] and not n.startswith("std::")]
+        # what the checks below stand on: std:: functions whose names start
+        # with a return type, and one lambda
+        if not check(len(lambdas) == 1 and std_typed, "%s: templates has std:: templates with return types" % tag,
+                     "lambdas %s, std with return type %d" % (lambdas, len(std_typed))):
+            continue
+        ours = dict(TEMPLATES_NS, main=1, **{lambdas[0]: 1})
+        got = calls("-N", "std::*")
+        check(got == ours, "%s: report -N 'std::*' leaves exactly main, ns:: and the lambda" % tag,
+              str(sorted(set(got) ^ set(ours)))[:600])
+        got = calls("-F", "ns::*")
+        check(got == TEMPLATES_NS, "%s: report -F 'ns::*' takes every ns:: function" % tag, str(got)[:600])
+        for pat in ("ns::eq<int>", "ns::eq<int>(int, int)", "bool ns::eq<int>(int, int)", "ns::eq<int>(*)"):
+            got = calls("-F", pat)
+            check(got == {"bool ns::eq<int>(int, int)": 4}, "%s: report -F '%s'" % (tag, pat), str(got))
+        got = calls("-F", "ns::Box<int>::operator<")
+        check(got == {"ns::Box<int>::operator<(ns::Box<int> const&) const": 1},
+              "%s: report -F 'ns::Box<int>::operator<'" % tag, str(got))
+        got = calls("-F", "ns::Box<int>::operator()")
+        check(got == {"ns::Box<int>::operator()(int) const": 1}, "%s: report -F 'ns::Box<int>::operator()'" % tag,
+              str(got))
+        r = lp("report", "-F", "bool*", out)
+        check("warning: -F 'bool*' matches no function" in r.stderr,
+              "%s: a return type is no part of the name (-F 'bool*' matches nothing)" % tag, r.stderr)
+        t = lp.json("tree", "--format", "json", "--focus", "ns::eq<*>", out)
+        roots = sorted((n["name"], n["calls"]) for th in t["threads"] for n in th["calls"])
+        check(roots == [("bool ns::eq<int>(int, int)", 4), ("bool ns::eq<long>(long, long)", 1)],
+              "%s: tree --focus 'ns::eq<*>'" % tag, str(roots))
+        r = lp("dump", "--folded", "--value", "calls", "-N", "std::*", out)
+        lines = sorted(r.stdout.splitlines())
+        want = sorted(["main 1"] + ["main;%s %d" % (n, c) for n, c in sorted(ours.items()) if n != "main"])
+        check(lines == want, "%s: dump --folded -N 'std::*'" % tag, str(lines)[:600])
+        rec = os.path.join(tmp, "n-rec-%s%s" % (cxx, opt))
+        record(lp, rec, [b.prog("templates")], extra=["-N", "std::*"])
+        got = calls(trace=rec)
+        check(got == ours, "%s: record -N 'std::*' keeps exactly main, ns:: and the lambda" % tag,
+              str(sorted(set(got) ^ set(ours)))[:600])
+        # replay: "name() {" for C, the name's own parameters for C++
+        text = lp("replay", out).stdout
+        check("| main() {" in text and "|   bool ns::eq<int>(int, int);" in text and
+              "|   ns::Box<int>::get() const;" in text, "%s: replay prints C++ names with their parameters" % tag)
+        bad = [l for l in text.splitlines() if ")()" in l or "const()" in l]
+        check(not bad, "%s: replay never doubles a parameter list" % tag, str(bad[:3]))
+
+
 def write_bytes(path, data):
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "data"), "wb") as f:
@@ -608,6 +679,7 @@ GROUPS = {
     "programs": group_programs,
     "uftrace": group_uftrace,
     "filters": group_filters,
+    "names": group_names,
     "badinput": group_badinput,
     "crash": group_crash,
     "linking": group_linking,
