@@ -171,6 +171,17 @@ static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uin
 	put_func(s, ns, LP_EV_EXIT, addr);
 }
 
+/* Calls deeper than the filter stage tracks: lost events in the trace
+ * (not the ring's: lost_reported counts those). */
+static void sink_lost(void *ctx, uint64_t ns, uint64_t events)
+{
+	struct stream *s = ctx;
+
+	s->d->stats.lost += events;
+	encoder_lost(s->enc, ns, events);
+	maybe_flush(s);
+}
+
 static void notify_init(struct drain *d)
 {
 	d->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -428,7 +439,7 @@ static int stream_open(struct drain *d, const char *name)
 	if (d->cfg.chunk_bytes)
 		encoder_set_target(s->enc, d->cfg.chunk_bytes);
 	if (d->ops.filter && !filter_spec_is_empty(d->ops.filter)) {
-		struct filter_sink sink = { .ctx = s, .entry = sink_entry, .exit = sink_exit };
+		struct filter_sink sink = { .ctx = s, .entry = sink_entry, .exit = sink_exit, .lost = sink_lost };
 
 		if (filter_stream_init(&s->fs, d->ops.filter, &sink, h->image)) {
 			free(s->enc);
@@ -490,10 +501,29 @@ static bool scan_needed(struct drain *d)
 	return false;
 }
 
+/* Moves the main threads' rings among streams [first, n) before the
+ * others, keeping their order.  An image's code mappings come in its main
+ * thread's ring (opened first, at the start), and a filtered recording
+ * names functions by them: when a scan finds an image's rings together
+ * (readdir lists tmpfs newest first), the main thread's are read first. */
+static void main_threads_first(struct drain *d, size_t first)
+{
+	size_t i, k = first;
+
+	for (i = first; i < d->nstreams; i++) {
+		struct stream *s = d->streams[i];
+
+		if (s->ring->tid == s->ring->pid) {
+			memmove(&d->streams[k + 1], &d->streams[k], (i - k) * sizeof(*d->streams));
+			d->streams[k++] = s;
+		}
+	}
+}
+
 static int scan_dir(struct drain *d)
 {
 	size_t prefix = strlen(LP_RING_PREFIX);
-	size_t before;
+	size_t before, first;
 	struct dirent *e;
 	DIR *dir;
 	int r = 0;
@@ -504,6 +534,7 @@ static int scan_dir(struct drain *d)
 	if (!dir)
 		return 0;
 	d->scan_pending = false;
+	first = d->nstreams;
 	while ((e = readdir(dir)) && !r) {
 		if (strncmp(e->d_name, LP_RING_PREFIX, prefix))
 			continue;
@@ -514,6 +545,7 @@ static int scan_dir(struct drain *d)
 			d->scan_pending = true;
 	}
 	closedir(dir);
+	main_threads_first(d, first);
 	return r;
 }
 

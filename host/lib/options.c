@@ -89,6 +89,17 @@ int parse_size(const char *s, uint64_t *bytes)
 	return 0;
 }
 
+int text_indent(uint32_t depth, char *mark, size_t size)
+{
+	if (depth < TEXT_INDENT_LEVELS) {
+		if (size)
+			mark[0] = '\0';
+		return (int)(2 * depth);
+	}
+	snprintf(mark, size, "[depth %llu] ", (unsigned long long)depth + 1);
+	return (int)(2 * TEXT_INDENT_LEVELS);
+}
+
 const char *format_duration(uint64_t ns, char *buf, size_t size)
 {
 	/* choose the unit on the rounded value, so 999999999 ns is "1.000 s" */

@@ -63,6 +63,14 @@ int parse_duration(const char *s, uint64_t *ns);
 const char *duration_hint(const char *s, char *buf, size_t size);
 /* "4096", "64K", "4M", "1G" -> bytes.  Returns 0 or -EINVAL. */
 int parse_size(const char *s, uint64_t *bytes);
+/* Text output (tree, replay) indents a call by two columns per level up to
+ * this many levels; deeper calls keep that indentation and say their level,
+ * so that deep recursion does not make lines of megabytes. */
+#define TEXT_INDENT_LEVELS 64u
+/* The indentation of a call at depth (0: a root) in columns, and in mark
+ * what goes before its name: "" or "[depth N] " (N counted from 1, as
+ * --depth counts).  mark holds at least 32 bytes. */
+int text_indent(uint32_t depth, char *mark, size_t size);
 /* Formats ns for people: "123 ns", "4.567 us", "1.234 ms", "2.345 s". */
 const char *format_duration(uint64_t ns, char *buf, size_t size);
 

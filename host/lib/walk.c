@@ -111,9 +111,22 @@ static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uin
 		ops->exit(ops->ctx, s, ns, addr, depth, entry_ns, flags);
 }
 
+/* Calls deeper than the filter stage tracks: lost events, as the
+ * target's are, shown wherever those are. */
+static void sink_lost(void *ctx, uint64_t ns, uint64_t events)
+{
+	struct walk_stream *s = ctx;
+	const struct walk_ops *ops = s->w->ops;
+
+	s->lost += events;
+	s->w->lost += events;
+	if (ops->lost)
+		ops->lost(ops->ctx, s, ns, events);
+}
+
 static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t pid, uint32_t tid, uint64_t ns)
 {
-	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit };
+	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit, .lost = sink_lost };
 	struct walk_stream *s;
 	uint32_t h = hash_of(image, tid, w->hash_cap);
 
@@ -799,7 +812,17 @@ static void report_filters(const struct walk *w, const char *cmd)
 
 int walk_report_condition(const struct walk *w, const char *cmd)
 {
+	uint64_t deep = 0;
+	uint32_t i;
+
 	report_filters(w, cmd);
+	for (i = 0; i < w->nstreams; i++)
+		deep += w->streams[i]->fs.deep_calls;
+	if (deep)
+		fprintf(stderr,
+		        "layerprof %s: warning: %llu calls deeper than %u levels were left out (counted as lost "
+		        "events)\n",
+		        cmd, (unsigned long long)deep, w->spec.stack_max ? w->spec.stack_max : FILTER_STACK_MAX);
 	if (w->r.state == READER_DAMAGED) {
 		fprintf(stderr, "layerprof %s: trace '%s' is damaged: %s; results cover the readable part\n", cmd,
 		        w->dir, w->r.damage);

@@ -84,7 +84,9 @@ struct walk_stream {
 	char comm[17];
 	uint64_t first_ns, last_ns;
 	uint64_t calls;      /* entries seen (before filters) */
-	uint64_t lost;       /* events the target dropped in this stream */
+	uint64_t lost;       /* events the target dropped in this stream, and
+	                      * those of calls deeper than the filter stage
+	                      * tracks (filter_stream.deep_calls) */
 	uint32_t parent_pid; /* forked child: the parent's pid; else 0 */
 	bool ended;          /* the thread ended (TASK END) */
 	bool after_exec;     /* main thread of an image that replaced another */

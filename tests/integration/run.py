@@ -5,13 +5,14 @@ expectations (tests/programs/expect/*.json); cross-check call counts with
 uftrace; feed bad traces; kill programs and the recorder mid-run.
 
 usage: run.py --build BUILD_DIR GROUP [GROUP...]
-groups: programs, uftrace, filters, names, badinput, crash, linking, cli, replay
+groups: programs, uftrace, filters, names, deep, badinput, crash, linking, cli, replay
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -419,6 +420,182 @@ def group_names(lp, tmp):
         check(not bad, "%s: replay never doubles a parameter list" % tag, str(bad[:3]))
 
 
+DEEP_LEVELS = 1000000
+
+
+def stream_lines(lp, *args):
+    """The lines of layerprof's output, read as they come (outputs of
+    hundreds of megabytes are never held whole), then its exit status and
+    standard error."""
+    with tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([lp.exe] + list(args), stdout=subprocess.PIPE, stderr=err, universal_newlines=True)
+        for line in p.stdout:
+            yield line
+        rc = p.wait(timeout=TIMEOUT)
+        err.seek(0)
+        yield (rc, err.read())
+
+
+JSON_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)|([{}\[\]:,]))')
+
+
+def json_check_deep(text):
+    """None when text is one JSON value, else what is wrong; without
+    recursion, so that documents nested a million levels deep can be
+    checked (Python's json module recurses)."""
+    stack, state, at = [], "value", 0
+    while True:
+        m = JSON_TOKEN.match(text, at)
+        if not m:
+            rest = text[at:].strip()
+            if rest:
+                return "unexpected %r at %d" % (rest[:20], at)
+            return None if state == "end" else "ends early (%s)" % state
+        at = m.end()
+        string, scalar, punct = m.groups()
+        if state in ("value", "value_or_close") and (string or scalar):
+            state = "comma_or_close" if stack else "end"
+        elif state in ("value", "value_or_close") and punct and punct in "{[":
+            stack.append(punct)
+            state = "key_or_close" if punct == "{" else "value_or_close"
+        elif state in ("key", "key_or_close") and string:
+            state = "colon"
+        elif state == "colon" and punct == ":":
+            state = "value"
+        elif state == "comma_or_close" and punct == ",":
+            state = "key" if stack[-1] == "{" else "value"
+        elif (state in ("comma_or_close", "key_or_close", "value_or_close") and punct and punct in "}]" and
+              stack and {"{": "}", "[": "]"}[stack[-1]] == punct and
+              (state == "comma_or_close" or state.startswith("key") == (punct == "}"))):
+            stack.pop()
+            state = "comma_or_close" if stack else "end"
+        else:
+            return "unexpected %r at %d (%s, depth %d)" % (m.group(0).strip(), m.start(), state, len(stack))
+
+
+def group_deep(lp, tmp):
+    """Recursion 1,000,000 levels deep (tests/programs/deep.c): every call is
+    in the report, the tree, the replay and the exports, and nothing is said
+    lost.  The text outputs indent 64 levels at most and then name the
+    level; folded stacks merge paths past 1024 frames into '[deeper]'."""
+    b = Builder("gcc", "g++", "-O2", tmp)
+    out = os.path.join(tmp, "deep")
+    r = record(lp, out, [b.prog("deep"), str(DEEP_LEVELS)])
+    if not check(r.returncode == 0, "deep: recorded %d levels" % DEEP_LEVELS, r.stderr):
+        return
+    n = DEEP_LEVELS
+    rep = lp("report", "--format", "json", out)
+    d = json.loads(rep.stdout)
+    f = {x["name"]: x["calls"] for x in d["functions"]}
+    check(f == {"main": 1, "run": 1, "down": n} and d["lost_events"] == 0 and rep.stderr == "",
+          "deep: report has %d calls of down, nothing lost" % n, "%s lost %d %r" % (f, d["lost_events"], rep.stderr))
+
+    # a filtered recording names the functions of a thread that starts at
+    # once by the mappings in the main thread's ring (read first)
+    for i in range(3):
+        rec = os.path.join(tmp, "deep-F-%d" % i)
+        record(lp, rec, [b.prog("deep"), "10000"], extra=["-F", "down"])
+        d = lp.json("report", "--format", "json", rec)
+        f = {x["name"]: x["calls"] for x in d["functions"]}
+        check(f == {"down": 10000} and d["lost_events"] == 0,
+              "deep: record -F down of 10000 levels on a new thread, run %d" % (i + 1), str(f))
+    # the filter stage at record time tracks them all too (a ring that
+    # holds all 2000000 events: the filtering drain may fall behind)
+    rec = os.path.join(tmp, "deep-F")
+    record(lp, rec, [b.prog("deep"), str(DEEP_LEVELS)], extra=["-F", "down", "-b", "64M"])
+    d = lp.json("report", "--format", "json", rec)
+    f = {x["name"]: x["calls"] for x in d["functions"]}
+    check(f == {"down": n} and d["lost_events"] == 0, "deep: record -F down keeps %d calls" % n, str(f))
+
+    # tree: one line per level under run, the level named past 64
+    downs, last, bad = 0, None, []
+    for line in stream_lines(lp, "tree", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        if line.rstrip().endswith(" down"):
+            downs += 1
+            last = line
+            cols = line.split()
+            if cols[4] != "1" and len(bad) < 3:
+                bad.append(line)
+    want_last = "  " * 64 + "[depth %d] down\n" % (n + 1)
+    check(rc == 0 and err == "" and downs == n and not bad and last and last.endswith("1  " + want_last),
+          "deep: tree has %d levels of down, one call each, the last at '[depth %d]'" % (n, n + 1),
+          "rc %d %r, %d lines, last %r, bad %s" % (rc, err, downs, (last or "")[-80:], bad))
+    text = "".join(l for l in stream_lines(lp, "tree", "--format", "json", out) if not isinstance(l, tuple))
+    nodes = text.count('{"name":"down","calls":1,')
+    wrong = json_check_deep(text)
+    check(nodes == n and not wrong and text.count('"children":[') == n + 2,
+          "deep: tree --format json is valid JSON and nests %d nodes of down" % n,
+          "%d nodes, %s" % (nodes, wrong))
+
+    # replay: entries and exits of every level, in order
+    opened = closed = leaf = 0
+    for line in stream_lines(lp, "replay", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        if line.endswith("down() {\n"):
+            opened += 1
+        elif line.endswith("} /* down */\n"):
+            closed += 1
+        elif line.endswith("[depth %d] down();\n" % (n + 1)):
+            leaf += 1
+    check(rc == 0 and err == "" and opened == n - 1 and closed == n - 1 and leaf == 1,
+          "deep: replay enters and leaves down %d times" % n,
+          "rc %d %r: %d opened, %d closed, %d innermost" % (rc, err, opened, closed, leaf))
+    text = "".join(l for l in stream_lines(lp, "replay", "--format", "json", out) if not isinstance(l, tuple))
+    entries = len(re.findall(r'"type":"entry","time_ns":\d+,"depth":\d+,"name":"down"', text))
+    exits = len(re.findall(r'"type":"exit","time_ns":\d+,"depth":\d+,"name":"down"', text))
+    check(entries == n and exits == n, "deep: replay --format json has %d entries and exits of down" % n,
+          "%d entries, %d exits" % (entries, exits))
+    text = None
+
+    # exports
+    begins = ends = 0
+    for line in stream_lines(lp, "dump", "--chrome", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        begins += '"ph":"B"' in line and '"name":"down"' in line
+        ends += '"ph":"E"' in line
+    # the exits: down's, run's and main's
+    check(rc == 0 and err == "" and begins == n and ends == n + 2,
+          "deep: dump --chrome has %d B events of down, and every E event" % n,
+          "rc %d %r: %d B, %d E" % (rc, err, begins, ends))
+    values, lines, frames = {}, 0, 0
+    for line in stream_lines(lp, "dump", "--folded", "--value", "calls", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        path, value = line.rsplit(" ", 1)
+        leafname = path.rsplit(";", 1)[-1]
+        values[leafname] = values.get(leafname, 0) + int(value)
+        frames = max(frames, path.count(";") + 1)
+        lines += 1
+    want_err = ("layerprof dump: %d call paths deeper than 1024 frames count for their ancestor at that depth, "
+                "as a frame '[deeper]'\n" % (n - 1023))
+    check(rc == 0 and err == want_err and values == {"main": 1, "run": 1, "down": 1023, "[deeper]": n - 1023} and
+          lines == 1026 and frames == 1025,
+          "deep: dump --folded --value calls: 1024 frames, then '[deeper]' with the other calls",
+          "rc %d %r: %s, %d lines, %d frames" % (rc, err, values, lines, frames))
+    nodes = 0
+    for line in stream_lines(lp, "report", "--format", "xml", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        nodes += '" name="down" calls="1" ' in line
+    check(rc == 0 and err == "" and nodes == n, "deep: report --format xml has %d nodes of down" % n,
+          "rc %d %r: %d" % (rc, err, nodes))
+    text = "".join(l for l in stream_lines(lp, "report", "--format", "html", out) if not isinstance(l, tuple))
+    m = re.search(r'<script id="tree-data" type="application/json">(.*?)</script>', text, re.S)
+    threads = json.loads(m.group(1))["threads"] if m else []
+    counts = sorted(len(t) // 6 for t in threads)
+    check(counts == [1, n + 1], "deep: report --format html holds every node of both threads' trees",
+          str(counts))
+
+
 def write_bytes(path, data):
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "data"), "wb") as f:
@@ -680,6 +857,7 @@ GROUPS = {
     "uftrace": group_uftrace,
     "filters": group_filters,
     "names": group_names,
+    "deep": group_deep,
     "badinput": group_badinput,
     "crash": group_crash,
     "linking": group_linking,
