@@ -577,6 +577,15 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 			s->d->ops.map(s->d->ops.ctx, s->ring->image, &ev);
 		encoder_map(s->enc, ns, ev.base, ev.start, ev.end, ev.offset, ev.build_id, ev.build_id_len, ev.str,
 		            ev.str_len);
+	} else if (ext == LP_EXT_UNMAP && len >= sizeof(struct lp_ext_unmap)) {
+		struct lp_ext_unmap u;
+
+		memcpy(&u, p, sizeof(u));
+		if (u.start >= u.end)
+			return;
+		if (s->d->ops.unmap)
+			s->d->ops.unmap(s->d->ops.ctx, s->ring->image, ns, u.start, u.end);
+		encoder_unmap(s->enc, ns, u.start, u.end);
 	} else if (ext == LP_EXT_CALL && len >= sizeof(struct lp_ext_call)) {
 		struct lp_ext_call c;
 		uint64_t entry_ns;

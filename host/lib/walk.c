@@ -172,6 +172,15 @@ static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t p
 	return s;
 }
 
+/* A function address of the stream's image at time ns as a code address
+ * (symbolizer.h): itself, unless code of the image was unmapped. */
+static inline uint64_t code_addr(const struct walk *w, const struct walk_stream *s, uint64_t addr, uint64_t ns)
+{
+	if (__builtin_expect(!w->unmaps, 1))
+		return addr;
+	return symbolizer_code_addr(w->sym, s->image, addr, ns);
+}
+
 static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
 {
 	uint32_t i;
@@ -180,7 +189,7 @@ static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event
 	case LP_TASK_FORK:
 		s->parent_pid = (uint32_t)ev->value;
 		for (i = 0; i < ev->nframes; i++)
-			filter_inherit(&s->fs, ev->time, ev->frames[i]);
+			filter_inherit(&s->fs, ev->time, code_addr(w, s, ev->frames[i], ev->time));
 		__attribute__((fallthrough)); /* the name is the comm */
 	case LP_TASK_START: {
 		size_t n = ev->str_len < 16 ? ev->str_len : 16;
@@ -231,6 +240,7 @@ static void syscall_deliver(struct walk *w, struct walk_stream *s)
 static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
 {
 	struct sysevent se;
+	uint32_t i;
 
 	if (sysevent_parse(ev, &se))
 		return; /* a malformed body: this one event is unusable */
@@ -245,7 +255,8 @@ static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_ev
 		s->sc.nargs = se.nargs;
 		memcpy(s->sc.args, se.args, sizeof(se.args));
 		s->sc.nips = se.nips;
-		memcpy(s->sc.ips, se.ips, sizeof(se.ips[0]) * se.nips);
+		for (i = 0; i < se.nips; i++)
+			s->sc.ips[i] = code_addr(w, s, se.ips[i], ev->time);
 		if (se.str_len) {
 			memcpy(s->sc_str, se.str, se.str_len);
 			s->sc.str = s->sc_str;
@@ -368,6 +379,7 @@ static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_even
 	struct stackevent se;
 	struct walk_stack_def *d;
 	uint64_t *ips = NULL;
+	uint32_t i;
 
 	if (stackevent_parse(ev, &se) || !se.id) {
 		w->mem_malformed++;
@@ -387,8 +399,8 @@ static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_even
 		w->mem_stacks_dropped++;
 		return;
 	}
-	if (se.n)
-		memcpy(ips, se.ips, se.n * sizeof(*ips));
+	for (i = 0; i < se.n; i++)
+		ips[i] = code_addr(w, s, se.ips[i], ev->time);
 	if (!d) {
 		d = &s->stacks[stack_slot(s, se.id)];
 		d->id = se.id;
@@ -464,11 +476,11 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_ENTRY:
 			s->calls++;
 			if (s->selected)
-				filter_entry(&s->fs, ev.time, ev.value);
+				filter_entry(&s->fs, ev.time, code_addr(w, s, ev.value, ev.time));
 			break;
 		case LP_EV_EXIT:
 			if (s->selected)
-				filter_exit(&s->fs, ev.time, ev.value);
+				filter_exit(&s->fs, ev.time, code_addr(w, s, ev.value, ev.time));
 			break;
 		case LP_EV_LONGJMP:
 			if (s->selected)
@@ -481,8 +493,8 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 				w->ops->lost(w->ops->ctx, s, ev.time, ev.value);
 			break;
 		case LP_EV_MAP:
-			symbolizer_add_map(w->sym, d->image, ev.base, ev.start, ev.end, ev.offset, ev.build_id,
-			                   ev.build_id_len, ev.str, ev.str_len);
+			symbolizer_add_map_at(w->sym, d->image, ev.time, ev.base, ev.start, ev.end, ev.offset,
+			                      ev.build_id, ev.build_id_len, ev.str, ev.str_len);
 			break;
 		case LP_EV_TASK:
 			on_task(w, s, &ev);
@@ -497,19 +509,25 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_STACK:
 			on_stack(w, s, &ev);
 			break;
-		case LP_EV_EXTENDED:
-			if (ev.value == LP_XEV_CALL) {
-				const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
-				uint64_t addr, dur;
+		case LP_EV_EXTENDED: {
+			const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
+			uint64_t a, b;
 
-				if (varint_get(&p, end, &addr) || varint_get(&p, end, &dur))
+			if (ev.value == LP_XEV_CALL) {
+				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
 					return -EBADMSG;
 				s->calls++;
 				w->source_filtered = true;
 				if (s->selected && w->ops->call)
-					w->ops->call(w->ops->ctx, s, ev.time, addr, dur);
+					w->ops->call(w->ops->ctx, s, ev.time, code_addr(w, s, a, ev.time), b);
+			} else if (ev.value == LP_XEV_UNMAP) {
+				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
+					return -EBADMSG;
+				if (symbolizer_end_map(w->sym, d->image, a, b, ev.time))
+					w->unmaps++;
 			}
 			break;
+		}
 		default:
 			break;
 		}

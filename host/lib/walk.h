@@ -157,6 +157,10 @@ struct walk {
 	uint64_t mem_stacks_forgotten; /* older definitions let go of by a full table */
 	uint64_t stack_addrs;          /* addresses held by all stack tables */
 	uint64_t first_ns, last_ns;
+	/* code the trace told unmapped (dlclose): from the first, function
+	 * addresses handed to the consumer are code addresses (symbolizer.h),
+	 * which tell apart objects mapped at the same addresses in turn */
+	uint64_t unmaps;
 	char meta[4096]; /* META chunk text (NUL-terminated, cut if longer) */
 	bool filtered_at_record;
 	bool source_filtered; /* whole-call records seen: the trace has gaps */

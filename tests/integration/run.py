@@ -5,7 +5,7 @@ expectations (tests/programs/expect/*.json); cross-check call counts with
 uftrace; feed bad traces; kill programs and the recorder mid-run.
 
 usage: run.py --build BUILD_DIR GROUP [GROUP...]
-groups: programs, uftrace, filters, names, deep, badinput, crash, linking, cli, replay
+groups: programs, uftrace, filters, names, deep, reuse, badinput, crash, linking, cli, replay
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
@@ -418,6 +418,64 @@ def group_names(lp, tmp):
               "|   ns::Box<int>::get() const;" in text, "%s: replay prints C++ names with their parameters" % tag)
         bad = [l for l in text.splitlines() if ")()" in l or "const()" in l]
         check(not bad, "%s: replay never doubles a parameter list" % tag, str(bad[:3]))
+
+
+def group_reuse(lp, tmp):
+    """Two objects at the same addresses in turn (tests/programs/dlreuse.c:
+    libreuse_a.so is loaded, called and unloaded, then libreuse_b.so lands
+    where it was): every call is named from the object mapped when it was
+    made, in report, tree, replay, the exports and record-time filters."""
+    want = {"main": 1, "load": 2, "reuse_a_run": 2, "reuse_a_helper": 6, "reuse_b_run": 3, "reuse_b_helper": 9}
+    for cc, cxx, opt in VARIANTS:
+        if not have(cc):
+            skip("reuse with %s" % cc, "%s is not installed" % cc)
+            continue
+        b = Builder(cc, cxx, opt, tmp)
+        tag = "reuse %s %s" % (cc, opt)
+        b.lib("reuse_a")
+        b.lib("reuse_b")
+        prog = b.prog("dlreuse", extra=["-ldl"])
+        out = os.path.join(tmp, "u-%s%s" % (cc, opt))
+        r = record(lp, out, [prog, b.dir])
+        if not check(r.returncode == 0, "%s: recorded" % tag, r.stderr):
+            continue
+        if "dlreuse: same address" not in r.stdout:
+            skip(tag, "the loader put libreuse_b.so elsewhere: %s" % r.stdout.strip())
+            continue
+        got = {f["name"]: f["calls"] for f in lp.json("report", "--format", "json", out)["functions"]}
+        check(got == want, "%s: report names each call from the object mapped then" % tag, str(got))
+        tree = lp.json("tree", "--format", "json", out)
+        _, calls, edges = tree_streams(tree)[0]
+        check(calls == want and ("main", "reuse_a_run") in edges and ("reuse_a_run", "reuse_a_helper") in edges and
+              ("main", "reuse_b_run") in edges and ("reuse_b_run", "reuse_b_helper") in edges and
+              ("reuse_a_run", "reuse_b_helper") not in edges and ("reuse_b_run", "reuse_a_helper") not in edges,
+              "%s: tree" % tag, "%s %s" % (calls, sorted(edges)))
+        text = lp("replay", out).stdout
+        runs = [l.split("|", 1)[1].strip() for l in text.splitlines() if "_run() {" in l]
+        check(runs == ["reuse_a_run() {"] * 2 + ["reuse_b_run() {"] * 3, "%s: replay, in order" % tag, str(runs))
+        ev = lp.json("replay", "--format", "json", out)["threads"][0]["events"]
+        names = [e["name"] for e in ev if e["type"] == "entry" and e["name"].endswith("_run")]
+        check(names == ["reuse_a_run"] * 2 + ["reuse_b_run"] * 3, "%s: replay --format json, in order" % tag,
+              str(names))
+        lines = sorted(lp("dump", "--folded", "--value", "calls", out).stdout.splitlines())
+        check(lines == ["main 1", "main;load 2", "main;reuse_a_run 2", "main;reuse_a_run;reuse_a_helper 6",
+                        "main;reuse_b_run 3", "main;reuse_b_run;reuse_b_helper 9"], "%s: dump --folded" % tag,
+              str(lines))
+        chrome = json.loads(lp("dump", "--chrome", out).stdout)
+        begins = {}
+        for e in chrome["traceEvents"]:
+            if e.get("ph") == "B":
+                begins[e["name"]] = begins.get(e["name"], 0) + 1
+        check(begins == want, "%s: dump --chrome" % tag, str(begins))
+        xml = lp("report", "--format", "xml", out).stdout
+        check('name="reuse_b_helper" calls="9"' in xml and 'name="reuse_a_helper" calls="6"' in xml,
+              "%s: report --format xml" % tag)
+        got = {f["name"]: f["calls"] for f in lp.json("report", "--format", "json", "-F", "reuse_b_*", out)["functions"]}
+        check(got == {"reuse_b_run": 3, "reuse_b_helper": 9}, "%s: report -F 'reuse_b_*'" % tag, str(got))
+        rec = os.path.join(tmp, "u-F-%s%s" % (cc, opt))
+        record(lp, rec, [prog, b.dir], extra=["-F", "reuse_a_*"])
+        got = {f["name"]: f["calls"] for f in lp.json("report", "--format", "json", rec)["functions"]}
+        check(got == {"reuse_a_run": 2, "reuse_a_helper": 6}, "%s: record -F 'reuse_a_*'" % tag, str(got))
 
 
 DEEP_LEVELS = 1000000
@@ -858,6 +916,7 @@ GROUPS = {
     "filters": group_filters,
     "names": group_names,
     "deep": group_deep,
+    "reuse": group_reuse,
     "badinput": group_badinput,
     "crash": group_crash,
     "linking": group_linking,
