@@ -374,16 +374,16 @@ def group_names(lp, tmp):
             return {f["name"]: f["calls"] for f in d["functions"]}
 
         full = calls()
-        lambdas = [n for n in full if n.startswith("main::") and n.endswith("::operator()(int) const")]
+        lambdas = [n for n in full if n.startswith("work()::") and n.endswith("::operator()(int) const")]
         std_typed = [n for n in full if " std::" in n.split("(")[0] and not n.startswith("std::")]
         # what the checks below stand on: std:: functions whose names start
         # with a return type, and one lambda
         if not check(len(lambdas) == 1 and std_typed, "%s: templates has std:: templates with return types" % tag,
                      "lambdas %s, std with return type %d" % (lambdas, len(std_typed))):
             continue
-        ours = dict(TEMPLATES_NS, main=1, **{lambdas[0]: 1})
+        ours = dict(TEMPLATES_NS, main=1, **{"work()": 1, lambdas[0]: 1})
         got = calls("-N", "std::*")
-        check(got == ours, "%s: report -N 'std::*' leaves exactly main, ns:: and the lambda" % tag,
+        check(got == ours, "%s: report -N 'std::*' leaves exactly main, work, ns:: and the lambda" % tag,
               str(sorted(set(got) ^ set(ours)))[:600])
         got = calls("-F", "ns::*")
         check(got == TEMPLATES_NS, "%s: report -F 'ns::*' takes every ns:: function" % tag, str(got)[:600])
@@ -405,17 +405,18 @@ def group_names(lp, tmp):
               "%s: tree --focus 'ns::eq<*>'" % tag, str(roots))
         r = lp("dump", "--folded", "--value", "calls", "-N", "std::*", out)
         lines = sorted(r.stdout.splitlines())
-        want = sorted(["main 1"] + ["main;%s %d" % (n, c) for n, c in sorted(ours.items()) if n != "main"])
+        want = sorted(["main 1", "main;work() 1"] + ["main;work();%s %d" % (n, c) for n, c in sorted(ours.items())
+                                                    if n not in ("main", "work()")])
         check(lines == want, "%s: dump --folded -N 'std::*'" % tag, str(lines)[:600])
         rec = os.path.join(tmp, "n-rec-%s%s" % (cxx, opt))
         record(lp, rec, [b.prog("templates")], extra=["-N", "std::*"])
         got = calls(trace=rec)
-        check(got == ours, "%s: record -N 'std::*' keeps exactly main, ns:: and the lambda" % tag,
+        check(got == ours, "%s: record -N 'std::*' keeps exactly main, work, ns:: and the lambda" % tag,
               str(sorted(set(got) ^ set(ours)))[:600])
         # replay: "name() {" for C, the name's own parameters for C++
         text = lp("replay", out).stdout
-        check("| main() {" in text and "|   bool ns::eq<int>(int, int);" in text and
-              "|   ns::Box<int>::get() const;" in text, "%s: replay prints C++ names with their parameters" % tag)
+        check("| main() {" in text and "|   work() {" in text and "|     bool ns::eq<int>(int, int);" in text and
+              "|     ns::Box<int>::get() const;" in text, "%s: replay prints C++ names with their parameters" % tag)
         bad = [l for l in text.splitlines() if ")()" in l or "const()" in l]
         check(not bad, "%s: replay never doubles a parameter list" % tag, str(bad[:3]))
 
