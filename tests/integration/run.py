@@ -539,7 +539,9 @@ def group_deep(lp, tmp):
     level; folded stacks merge paths past 1024 frames into '[deeper]'."""
     b = Builder("gcc", "g++", "-O2", tmp)
     out = os.path.join(tmp, "deep")
-    r = record(lp, out, [b.prog("deep"), str(DEEP_LEVELS)])
+    # a ring that holds all 2000000 events: nothing is lost however slow
+    # the drain is on a loaded machine
+    r = record(lp, out, [b.prog("deep"), str(DEEP_LEVELS)], extra=["-b", "64M"])
     if not check(r.returncode == 0, "deep: recorded %d levels" % DEEP_LEVELS, r.stderr):
         return
     n = DEEP_LEVELS

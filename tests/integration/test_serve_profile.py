@@ -174,7 +174,9 @@ def main():
                  ("deep", build(tmp, "deep"), ["1000000"])]
         for tag, prog, argv in progs:
             trace = os.path.join(tmp, tag + ".trace")
-            r = run([lp, "record", "-q", "-o", trace, "--", prog] + argv)
+            # deep: a ring that holds its 2000000 events, however slow the drain
+            extra = ["-b", "64M"] if tag == "deep" else []
+            r = run([lp, "record", "-q", "-o", trace] + extra + ["--", prog] + argv)
             if check(r.returncode == 0, "%s: recorded" % tag, r.stderr):
                 # recursion a million levels deep: every call counts
                 scenario(lp, tag, trace, {"down": 1000000, "run": 1} if tag == "deep" else None)
