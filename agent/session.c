@@ -37,6 +37,25 @@ static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len,
 	return 0;
 }
 
+/* An unmapped segment is not sent again to a host that comes back. */
+static void on_unmap(void *ctx, uint32_t image, uint64_t ns, uint64_t start, uint64_t end)
+{
+	struct session *s = ctx;
+	size_t i;
+
+	(void)ns;
+	for (i = 0; i < s->nmaps; i++) {
+		struct agent_map *m = &s->maps[i];
+
+		if (m->image == image && m->start == start && m->end == end) {
+			free(m->path);
+			memmove(m, m + 1, (s->nmaps - i - 1) * sizeof(*m));
+			s->nmaps--;
+			return;
+		}
+	}
+}
+
 static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 {
 	struct session *s = ctx;
@@ -298,6 +317,7 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 	ops.ctx = s;
 	ops.chunk = on_chunk;
 	ops.map = on_map;
+	ops.unmap = on_unmap;
 	if (sys && sys->on)
 		ops.collect = on_collect;
 	cfg = a->cfg;
@@ -454,6 +474,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	ops.ctx = s;
 	ops.chunk = on_chunk;
 	ops.map = on_map;
+	ops.unmap = on_unmap;
 	if (sys && sys->on)
 		ops.collect = on_collect;
 	s->drain = drain_attach(fd, s->dir, owner, &ops);

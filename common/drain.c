@@ -187,6 +187,17 @@ static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uin
 	put_func(s, ns, LP_EV_EXIT, addr);
 }
 
+/* Calls deeper than the filter stage tracks: lost events in the trace
+ * (not the ring's: lost_reported counts those). */
+static void sink_lost(void *ctx, uint64_t ns, uint64_t events)
+{
+	struct stream *s = ctx;
+
+	s->d->stats.lost += events;
+	encoder_lost(s->enc, ns, events);
+	maybe_flush(s);
+}
+
 static void notify_init(struct drain *d)
 {
 	const uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE | IN_MODIFY | IN_ONLYDIR;
@@ -568,7 +579,7 @@ static int stream_open(struct drain *d, const char *name)
 	if (d->cfg.chunk_bytes)
 		encoder_set_target(s->enc, d->cfg.chunk_bytes);
 	if (d->ops.filter && !filter_spec_is_empty(d->ops.filter)) {
-		struct filter_sink sink = { .ctx = s, .entry = sink_entry, .exit = sink_exit };
+		struct filter_sink sink = { .ctx = s, .entry = sink_entry, .exit = sink_exit, .lost = sink_lost };
 
 		if (filter_stream_init(&s->fs, d->ops.filter, &sink, h->image)) {
 			free(s->enc);
@@ -636,10 +647,29 @@ static bool scan_needed(struct drain *d)
 	return false;
 }
 
+/* Moves the main threads' rings among streams [first, n) before the
+ * others, keeping their order.  An image's code mappings come in its main
+ * thread's ring (opened first, at the start), and a filtered recording
+ * names functions by them: when a scan finds an image's rings together
+ * (readdir lists tmpfs newest first), the main thread's are read first. */
+static void main_threads_first(struct drain *d, size_t first)
+{
+	size_t i, k = first;
+
+	for (i = first; i < d->nstreams; i++) {
+		struct stream *s = d->streams[i];
+
+		if (s->ring->tid == s->ring->pid) {
+			memmove(&d->streams[k + 1], &d->streams[k], (i - k) * sizeof(*d->streams));
+			d->streams[k++] = s;
+		}
+	}
+}
+
 static int scan_dir(struct drain *d)
 {
 	size_t prefix = strlen(LP_RING_PREFIX);
-	size_t before;
+	size_t before, first;
 	struct dirent *e;
 	DIR *dir;
 	int r = 0, fd;
@@ -654,6 +684,7 @@ static int scan_dir(struct drain *d)
 		return 0;
 	}
 	d->scan_pending = false;
+	first = d->nstreams;
 	while ((e = readdir(dir)) && !r) {
 		/* a salvage takes the rings the killed drain had opened too */
 		if (strncmp(e->d_name, LP_RING_PREFIX, prefix) &&
@@ -666,6 +697,7 @@ static int scan_dir(struct drain *d)
 			d->scan_pending = true;
 	}
 	closedir(dir);
+	main_threads_first(d, first);
 	return r;
 }
 
@@ -697,6 +729,15 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 			s->d->ops.map(s->d->ops.ctx, s->ring->image, &ev);
 		encoder_map(s->enc, ns, ev.base, ev.start, ev.end, ev.offset, ev.build_id, ev.build_id_len, ev.str,
 		            ev.str_len);
+	} else if (ext == LP_EXT_UNMAP && len >= sizeof(struct lp_ext_unmap)) {
+		struct lp_ext_unmap u;
+
+		memcpy(&u, p, sizeof(u));
+		if (u.start >= u.end)
+			return;
+		if (s->d->ops.unmap)
+			s->d->ops.unmap(s->d->ops.ctx, s->ring->image, ns, u.start, u.end);
+		encoder_unmap(s->enc, ns, u.start, u.end);
 	} else if (ext == LP_EXT_CALL && len >= sizeof(struct lp_ext_call)) {
 		struct lp_ext_call c;
 		uint64_t entry_ns;

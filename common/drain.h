@@ -23,6 +23,9 @@ struct drain_ops {
 	int (*chunk)(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events);
 	/* Optional: a code mapping was seen (before any event that needs it). */
 	void (*map)(void *ctx, uint32_t image, const struct lp_event *ev);
+	/* Optional: the executable segment [start, end) of an earlier map of
+	 * image is unmapped from ns on (dlclose). */
+	void (*unmap)(void *ctx, uint32_t image, uint64_t ns, uint64_t start, uint64_t end);
 	/* Optional: record-time filters; NULL or empty records everything. */
 	const struct filter_spec *filter;
 	/* Optional: called by drain_poll after it has loaded the ring heads,

@@ -45,6 +45,19 @@ void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t d
 	e->len += n;
 }
 
+void encoder_unmap(struct encoder *e, uint64_t ns, uint64_t start, uint64_t end)
+{
+	uint8_t body[2 * VARINT_MAX];
+	size_t n = varint_put(body, start);
+
+	n += varint_put(body + n, end);
+	encoder_begin_event(e, ns, LP_EV_EXTENDED, 0);
+	e->len += varint_put(e->buf + e->len, LP_XEV_UNMAP);
+	e->len += varint_put(e->buf + e->len, n);
+	memcpy(e->buf + e->len, body, n);
+	e->len += n;
+}
+
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth)
 {
 	encoder_begin_event(e, ns, LP_EV_LONGJMP, 0);

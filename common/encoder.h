@@ -40,6 +40,8 @@ void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count);
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth);
 /* A whole call, recorded at its exit (source filters by duration). */
 void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns);
+/* An executable segment given by an earlier encoder_map is unmapped. */
+void encoder_unmap(struct encoder *e, uint64_t ns, uint64_t start, uint64_t end);
 /* Strings over LP_STRING_MAX and frames over 256 are cut. */
 void encoder_map(struct encoder *e, uint64_t ns, uint64_t base, uint64_t start, uint64_t end, uint64_t offset,
                  const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len);

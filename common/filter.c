@@ -20,7 +20,8 @@ int filter_stream_init(struct filter_stream *fs, const struct filter_spec *spec,
 	fs->excluded_at = UINT32_MAX;
 	fs->last_ns = 0;
 	fs->unmatched = 0;
-	fs->cap = 64;
+	fs->deep_calls = fs->deep_events = 0;
+	fs->cap = spec->stack_max && spec->stack_max < 64 ? spec->stack_max : 64;
 	fs->stack = malloc(fs->cap * sizeof(*fs->stack));
 	return fs->stack ? 0 : -ENOMEM;
 }
@@ -37,31 +38,37 @@ static void push(struct filter_stream *fs, uint64_t ns, uint64_t addr, unsigned 
 	struct filter_frame *f;
 	unsigned cls = 0;
 
-	if (fs->depth == fs->cap) {
-		struct filter_frame *n;
+	if (fs->overflow || fs->depth == fs->cap) {
+		uint32_t max = spec->stack_max ? spec->stack_max : FILTER_STACK_MAX;
+		uint32_t cap = fs->cap * 2 < max ? fs->cap * 2 : max;
+		struct filter_frame *n = NULL;
 
-		if (fs->cap >= FILTER_STACK_MAX) {
-			fs->overflow++;
-			return;
-		}
-		n = realloc(fs->stack, 2 * fs->cap * sizeof(*n));
+		if (!fs->overflow && cap > fs->cap)
+			n = realloc(fs->stack, cap * sizeof(*n));
 		if (!n) {
+			/* past the bound (or out of memory): counted, not tracked */
 			fs->overflow++;
+			fs->deep_calls++;
+			fs->deep_events++;
 			return;
 		}
 		fs->stack = n;
-		fs->cap *= 2;
+		fs->cap = cap;
 	}
 	f = &fs->stack[fs->depth];
 	f->addr = addr;
 	f->entry_ns = ns;
 	f->visible = f->emitted = f->only = 0;
 	f->flags = (uint8_t)flags;
-	if (spec->classify && fs->excluded_at == UINT32_MAX)
+	/* classified inside an excluded subtree too, where the answer is not
+	 * used, so that the readers can say which patterns matched nothing */
+	if (spec->classify)
 		cls = spec->classify(spec->ctx, fs->image, addr);
-	if (cls & FILTER_EXCLUDE) {
+	if (fs->excluded_at != UINT32_MAX) {
+		/* inside an excluded subtree: nothing shows */
+	} else if (cls & FILTER_EXCLUDE) {
 		fs->excluded_at = fs->depth;
-	} else if (fs->excluded_at == UINT32_MAX) {
+	} else {
 		if (cls & FILTER_ONLY) {
 			f->only = 1;
 			fs->only++;
@@ -129,6 +136,14 @@ void filter_inherit(struct filter_stream *fs, uint64_t ns, uint64_t addr)
 	push(fs, ns, addr, FILTER_INHERITED);
 }
 
+/* Says the events of untracked calls to the sink. */
+static void deep_flush(struct filter_stream *fs, uint64_t ns)
+{
+	if (fs->deep_events && fs->sink.lost)
+		fs->sink.lost(fs->sink.ctx, ns, fs->deep_events);
+	fs->deep_events = 0;
+}
+
 void filter_exit(struct filter_stream *fs, uint64_t ns, uint64_t addr)
 {
 	uint32_t i;
@@ -136,6 +151,9 @@ void filter_exit(struct filter_stream *fs, uint64_t ns, uint64_t addr)
 	fs->last_ns = ns;
 	if (fs->overflow) {
 		fs->overflow--;
+		fs->deep_events++;
+		if (!fs->overflow)
+			deep_flush(fs, ns);
 		return;
 	}
 	if (fs->depth && fs->stack[fs->depth - 1].addr == addr) {
@@ -162,9 +180,12 @@ void filter_longjmp(struct filter_stream *fs, uint64_t ns, uint64_t depth)
 		/* still past the tracked frames: only untracked ones end */
 		if (fs->overflow > depth - fs->depth)
 			fs->overflow = (uint32_t)(depth - fs->depth);
+		if (!fs->overflow)
+			deep_flush(fs, ns);
 		return;
 	}
 	fs->overflow = 0;
+	deep_flush(fs, ns);
 	while (fs->depth > depth)
 		pop(fs, ns, FILTER_UNFINISHED);
 }
@@ -174,6 +195,7 @@ void filter_finish(struct filter_stream *fs, uint64_t ns)
 	if (ns < fs->last_ns)
 		ns = fs->last_ns;
 	fs->overflow = 0;
+	deep_flush(fs, ns);
 	while (fs->depth)
 		pop(fs, ns, FILTER_UNFINISHED);
 }

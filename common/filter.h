@@ -9,7 +9,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define FILTER_STACK_MAX 16384u
+/* Frames a stream tracks by default (24 bytes each, allocated as the
+ * stack deepens: 96 MiB at the bound).  Calls deeper than the bound are not
+ * handed on: they are counted (filter_stream.deep_calls) and reported to
+ * the sink as lost events when the stack comes back within it. */
+#define FILTER_STACK_MAX (1u << 22)
 
 enum filter_class {
 	FILTER_ONLY = 1u << 0,    /* matches an --only pattern */
@@ -29,6 +33,7 @@ struct filter_spec {
 	bool has_only;
 	uint32_t max_depth; /* 0: no limit */
 	uint64_t min_ns;    /* 0: no limit */
+	uint32_t stack_max; /* frames tracked; 0: FILTER_STACK_MAX */
 };
 
 struct filter_sink {
@@ -36,6 +41,11 @@ struct filter_sink {
 	/* depth: 0 for a root call.  flags: enum filter_event_flags */
 	void (*entry)(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags);
 	void (*exit)(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags);
+	/* events (entries and exits of calls deeper than the tracked stack)
+	 * that were not handed on, said once the stack is back within its
+	 * bound, at a longjmp out of the untracked frames and at the end;
+	 * may be NULL */
+	void (*lost)(void *ctx, uint64_t ns, uint64_t events);
 };
 
 struct filter_frame {
@@ -52,14 +62,16 @@ struct filter_stream {
 	struct filter_sink sink;
 	uint32_t image;
 	uint32_t depth;       /* frames on the stack */
-	uint32_t overflow;    /* frames past FILTER_STACK_MAX, not tracked */
+	uint32_t overflow;    /* frames past the tracked stack, open now */
 	uint32_t visible;     /* visible frames on the stack */
 	uint32_t emitted;     /* emitted frames on the stack */
 	uint32_t only;        /* --only frames on the stack */
 	uint32_t excluded_at; /* stack index of the excluding frame, or UINT32_MAX */
 	uint32_t cap;
 	uint64_t last_ns;
-	uint64_t unmatched; /* exits that matched no frame */
+	uint64_t unmatched;   /* exits that matched no frame */
+	uint64_t deep_calls;  /* calls past the tracked stack, in all */
+	uint64_t deep_events; /* their events not yet said to sink.lost */
 	struct filter_frame *stack;
 };
 

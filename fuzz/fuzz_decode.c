@@ -121,11 +121,13 @@ static void pick_spec(struct filter_spec *spec, uint8_t b)
 		spec->max_depth = 1 + (b >> 5);
 	if (b & 8)
 		spec->min_ns = (uint64_t)1 << (b >> 4);
+	if (b & 16)
+		spec->stack_max = 2 + (b >> 6); /* calls past it are counted, not tracked */
 }
 
 static struct stream *stream_get(uint32_t image, uint32_t tid)
 {
-	struct filter_sink sink = { NULL, nest_entry, nest_exit };
+	struct filter_sink sink = { NULL, nest_entry, nest_exit, NULL };
 	struct stream *s;
 	uint32_t i;
 

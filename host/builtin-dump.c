@@ -69,6 +69,7 @@ int cmd_dump(int argc, char **argv)
 	char err[512];
 	FILE *f = stdout;
 	int c, r, code, werr = 0;
+	uint64_t deeper = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "ho:F:N:", longopts, NULL)) != -1) {
@@ -134,8 +135,13 @@ int cmd_dump(int argc, char **argv)
 		return LP_EXIT_FAILURE;
 	}
 	setvbuf(f, NULL, _IOFBF, DUMP_OUT_BUFFER);
-	r = fmt == DUMP_CHROME ? export_chrome(&w, f) : export_folded(&w, folded_flags, f);
+	r = fmt == DUMP_CHROME ? export_chrome(&w, f) : export_folded(&w, folded_flags, f, &deeper);
 	code = walk_report_condition(&w, "dump");
+	if (!r && deeper)
+		fprintf(stderr,
+		        "layerprof dump: %llu call paths deeper than %u frames count for their ancestor at that depth, "
+		        "as a frame '%s'\n",
+		        (unsigned long long)deeper, EXPORT_FOLDED_DEPTH_MAX, EXPORT_FOLDED_DEEPER);
 	if (fflush(f))
 		werr = errno;
 	if (f != stdout && fclose(f) && !werr)

@@ -174,6 +174,23 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 		                   ev->build_id_len, ev->str, ev->str_len);
 }
 
+static void on_unmap(void *ctx, uint32_t image, uint64_t ns, uint64_t start, uint64_t end)
+{
+	struct recorder *rec = ctx;
+
+	if (rec->sym)
+		symbolizer_end_map(rec->sym, image, start, end, ns);
+}
+
+/* Record-time patterns: a function is named by what is mapped at its
+ * address now (after a dlclose, another object may be). */
+static unsigned record_classify(void *ctx, uint32_t image, uint64_t addr)
+{
+	struct recorder *rec = ctx;
+
+	return classifier_classify(rec->cls, image, symbolizer_code_addr(rec->sym, image, addr, UINT64_MAX - 1));
+}
+
 /* Syscall records from the tracer go into the drain, which merges them
  * into the threads' streams.  Runs inside drain_poll (ops.collect). */
 static void on_sysrec(void *ctx, const struct sysrec *r)
@@ -573,14 +590,15 @@ int cmd_record(int argc, char **argv)
 	ops.ctx = &rec;
 	ops.chunk = on_chunk;
 	ops.map = on_map;
+	ops.unmap = on_unmap;
 	if (syscalls)
 		ops.collect = on_collect;
 	if (rec.fopts.n_only || rec.fopts.n_exclude || rec.fopts.depth || rec.fopts.min_ns) {
 		rec.sym = symbolizer_new(SYMBOLIZER_DEMANGLE);
 		if (rec.sym && (rec.fopts.n_only || rec.fopts.n_exclude)) {
 			rec.cls = classifier_new(rec.sym, &rec.fopts);
-			rec.spec.classify = classifier_classify;
-			rec.spec.ctx = rec.cls;
+			rec.spec.classify = record_classify;
+			rec.spec.ctx = &rec;
 		}
 		rec.spec.has_only = rec.fopts.n_only > 0;
 		rec.spec.max_depth = rec.fopts.depth;

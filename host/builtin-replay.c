@@ -9,6 +9,7 @@
 
 #include "common/systab.h"
 #include "host/builtin.h"
+#include "host/lib/cxxname.h"
 #include "host/lib/heap.h"
 #include "host/lib/heapfeed.h"
 #include "host/lib/json.h"
@@ -99,11 +100,22 @@ static void put_json_event(struct replay *rp, struct walk_stream *s, const char 
 	rs->events++;
 }
 
+/* What follows a function's name on a call line: "()", unless the name
+ * has its parameter list already (C++: "ns::f(int)", not "ns::f(int)()"). */
+static const char *call_parens(const char *name)
+{
+	struct cxxname cn;
+
+	cxxname_split(name, &cn);
+	return cn.has_params ? "" : "()";
+}
+
 /* A pending entry is printed as "name() {" unless its exit comes next. */
 static void flush_pending(struct replay *rp, struct walk_stream *s)
 {
 	struct rstream *rs = s->user;
-	char t[32], name[1024];
+	char t[32], name[1024], mark[32];
+	int indent;
 
 	if (!rs->p.set)
 		return;
@@ -114,7 +126,8 @@ static void flush_pending(struct replay *rp, struct walk_stream *s)
 	}
 	time_col(rp, rs->p.ns, t, sizeof(t));
 	walk_name(&rp->w, s->image, rs->p.addr, name, sizeof(name));
-	fprintf(rs->f, "%14s %12s | %*s%s() {%s\n", t, "", (int)(2 * rs->p.depth), "", name,
+	indent = text_indent(rs->p.depth, mark, sizeof(mark));
+	fprintf(rs->f, "%14s %12s | %*s%s%s%s {%s\n", t, "", indent, "", mark, name, call_parens(name),
 	        rs->p.flags & FILTER_INHERITED ? "   /* entered before fork */" : "");
 }
 
@@ -138,8 +151,9 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 {
 	struct replay *rp = ctx;
 	struct rstream *rs = s->user;
-	char t[32], d[32], name[1024];
+	char t[32], d[32], name[1024], mark[32];
 	const char *note = flags & FILTER_UNFINISHED ? " (no exit)" : "";
+	int indent;
 
 	if (!rs)
 		return;
@@ -150,15 +164,16 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	}
 	format_duration(ns - entry_ns, d, sizeof(d));
 	walk_name(&rp->w, s->image, addr, name, sizeof(name));
+	indent = text_indent(depth, mark, sizeof(mark));
 	if (rs->p.set && rs->p.depth == depth && rs->p.addr == addr) {
 		rs->p.set = false;
 		time_col(rp, entry_ns, t, sizeof(t));
-		fprintf(rs->f, "%14s %12s | %*s%s();%s\n", t, d, (int)(2 * depth), "", name, note);
+		fprintf(rs->f, "%14s %12s | %*s%s%s%s;%s\n", t, d, indent, "", mark, name, call_parens(name), note);
 		return;
 	}
 	flush_pending(rp, s);
 	time_col(rp, ns, t, sizeof(t));
-	fprintf(rs->f, "%14s %12s | %*s} /* %s */%s\n", t, d, (int)(2 * depth), "", name, note);
+	fprintf(rs->f, "%14s %12s | %*s%s} /* %s */%s\n", t, d, indent, "", mark, name, note);
 }
 
 static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)

@@ -51,9 +51,12 @@ static void print_tree(struct tree *tr, const struct walk_stream *s, struct json
 
 		calltree_node_name(&tr->w, s, nd, !j, name, sizeof(name));
 		if (!j) {
-			printf("%12s %12s %10llu  %*s%s", format_duration(nd->total_ns, a, sizeof(a)),
-			       format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls,
-			       (int)(2 * depth), "", name);
+			char mark[32];
+			int indent = text_indent(depth, mark, sizeof(mark));
+
+			printf("%12s %12s %10llu  %*s%s%s", format_duration(nd->total_ns, a, sizeof(a)),
+			       format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls, indent, "",
+			       mark, name);
 			if (nd->errors)
 				printf(" (%llu failed)", (unsigned long long)nd->errors);
 			printf("\n");
@@ -115,6 +118,7 @@ int cmd_tree(int argc, char **argv)
 			r = filter_opts_parse(&fopts, OPT_ONLY, optarg, "tree");
 			if (r != 1)
 				return LP_EXIT_USAGE;
+			fopts.only_opt[fopts.n_only - 1] = "--focus";
 			break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {

@@ -1,5 +1,6 @@
 /* layerprof: the host command.  Dispatches to one file per subcommand. */
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,12 +29,70 @@ static const struct command commands[] = {
 	{ "serve", cmd_serve, "web UI: a trace (or a live session) in a browser" },
 };
 
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+/* Longest word command_distance measures; longer ones suggest nothing. */
+#define COMMAND_NAME_MAX 32
+
+/* The edit distance of a and b: insertions, deletions, substitutions and
+ * swaps of two neighbours ("reprot" is one from "report"). */
+static size_t command_distance(const char *a, const char *b)
+{
+	size_t d[COMMAND_NAME_MAX + 1][COMMAND_NAME_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b), i, k;
+
+	if (la > COMMAND_NAME_MAX || lb > COMMAND_NAME_MAX)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (k = 0; k <= lb; k++)
+		d[0][k] = k;
+	for (i = 1; i <= la; i++) {
+		for (k = 1; k <= lb; k++) {
+			size_t best = d[i - 1][k - 1] + (a[i - 1] != b[k - 1]);
+
+			if (d[i - 1][k] + 1 < best)
+				best = d[i - 1][k] + 1;
+			if (d[i][k - 1] + 1 < best)
+				best = d[i][k - 1] + 1;
+			if (i > 1 && k > 1 && a[i - 1] == b[k - 2] && a[i - 2] == b[k - 1] &&
+			    d[i - 2][k - 2] + 1 < best)
+				best = d[i - 2][k - 2] + 1;
+			d[i][k] = best;
+		}
+	}
+	return d[la][lb];
+}
+
+/* The command a mistyped word most likely meant: the nearest by edit
+ * distance, at most a third of its length away (at least 1, at most 2),
+ * and only when no other command is as near.  NULL when none is. */
+static const char *command_suggest(const char *word)
+{
+	size_t best = SIZE_MAX, limit = strlen(word) / 3, i, d;
+	const char *found = NULL;
+
+	if (limit < 1)
+		limit = 1;
+	if (limit > 2)
+		limit = 2;
+	for (i = 0; i < NCOMMANDS; i++) {
+		d = command_distance(word, commands[i].name);
+		if (d < best) {
+			best = d;
+			found = commands[i].name;
+		} else if (d == best) {
+			found = NULL; /* two as near: no guess */
+		}
+	}
+	return best <= limit ? found : NULL;
+}
+
 static void usage(FILE *f)
 {
 	size_t i;
 
 	fprintf(f, "usage: layerprof [--version] [--help] <command> [<args>]\n\ncommands:\n");
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'layerprof <command> --help' describes a command.\n");
 }
@@ -58,6 +117,7 @@ const char *layerprof_exe_dir(void)
 
 int main(int argc, char **argv)
 {
+	const char *guess;
 	size_t i;
 
 	if (argc < 2) {
@@ -72,9 +132,14 @@ int main(int argc, char **argv)
 		printf("layerprof %s\n", LAYERPROF_VERSION);
 		return LP_EXIT_OK;
 	}
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+	for (i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
+	guess = command_suggest(argv[1]);
+	if (guess) {
+		fprintf(stderr, "layerprof: '%s' is not a layerprof command; did you mean '%s'?\n", argv[1], guess);
+		return LP_EXIT_USAGE;
+	}
 	fprintf(stderr, "layerprof: '%s' is not a layerprof command\n", argv[1]);
 	usage(stderr);
 	return LP_EXIT_USAGE;

@@ -1,10 +1,12 @@
 /* Pattern classification of functions (see classify.h). */
 #include <fnmatch.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/filter.h"
 #include "host/lib/classify.h"
+#include "host/lib/cxxname.h"
 #include "host/lib/symbolizer.h"
 
 #define CLASSIFY_CACHE_MAX (1u << 20)
@@ -21,6 +23,8 @@ struct classifier {
 	const struct filter_opts *f;
 	struct entry *tab;
 	uint32_t cap, n;
+	/* which patterns matched a function so far */
+	bool only_hit[OPTIONS_PATTERNS_MAX], exclude_hit[OPTIONS_PATTERNS_MAX];
 };
 
 struct classifier *classifier_new(struct symbolizer *sym, const struct filter_opts *f)
@@ -48,23 +52,38 @@ void classifier_free(struct classifier *c)
 	free(c);
 }
 
+bool classifier_matched(const struct classifier *c, bool only, size_t i)
+{
+	return only ? c->only_hit[i] : c->exclude_hit[i];
+}
+
+/* Longest part of a name a pattern is matched against (longer parts are
+ * not tried: the whole name still is). */
+#define CLASSIFY_PART_MAX 4096u
+
+/* Whether pattern matches name[from, to). */
+static bool match_part(const char *pattern, const char *name, size_t from, size_t to)
+{
+	char part[CLASSIFY_PART_MAX];
+
+	if (to - from >= sizeof(part))
+		return false;
+	memcpy(part, name + from, to - from);
+	part[to - from] = '\0';
+	return !fnmatch(pattern, part, 0);
+}
+
 int classifier_match(const char *pattern, const char *name)
 {
-	char bare[1024];
-	const char *paren;
-	size_t n;
+	struct cxxname cn;
 
-	if (!fnmatch(pattern, name, 0))
+	cxxname_split(name, &cn);
+	/* a return type is no part of the name: "__gnu_cxx::*" must not take
+	 * the std:: functions that return a __gnu_cxx iterator.  The whole
+	 * text as reports print it still matches itself. */
+	if (!fnmatch(pattern, name + cn.start, 0) || (cn.start && !strcmp(pattern, name)))
 		return 1;
-	paren = strchr(name, '(');
-	if (!paren)
-		return 0;
-	n = (size_t)(paren - name);
-	if (n >= sizeof(bare))
-		return 0;
-	memcpy(bare, name, n);
-	bare[n] = '\0';
-	return !fnmatch(pattern, bare, 0);
+	return cn.has_params && match_part(pattern, name, cn.start, cn.params);
 }
 
 static uint32_t slot_of(const struct classifier *c, uint32_t image, uint64_t addr)
@@ -117,12 +136,18 @@ unsigned classifier_classify(void *ctx, uint32_t image, uint64_t addr)
 	}
 	if (symbolizer_lookup(c->sym, image, addr, &s) || !s.name)
 		return 0; /* unknown yet (its mapping may come later): not cached */
-	for (i = 0; i < c->f->n_only; i++)
-		if (classifier_match(c->f->only[i], s.name))
+	for (i = 0; i < c->f->n_only; i++) {
+		if (classifier_match(c->f->only[i], s.name)) {
 			cls |= FILTER_ONLY;
-	for (i = 0; i < c->f->n_exclude; i++)
-		if (classifier_match(c->f->exclude[i], s.name))
+			c->only_hit[i] = true;
+		}
+	}
+	for (i = 0; i < c->f->n_exclude; i++) {
+		if (classifier_match(c->f->exclude[i], s.name)) {
 			cls |= FILTER_EXCLUDE;
+			c->exclude_hit[i] = true;
+		}
+	}
 	if (c->n * 2 >= c->cap) {
 		grow(c);
 		h = slot_of(c, image, addr);

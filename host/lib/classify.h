@@ -3,6 +3,8 @@
 #ifndef LP_CLASSIFY_H
 #define LP_CLASSIFY_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "host/lib/options.h"
@@ -16,7 +18,15 @@ struct classifier *classifier_new(struct symbolizer *sym, const struct filter_op
 void classifier_free(struct classifier *c);
 /* The filter_spec classify callback: ctx is a struct classifier. */
 unsigned classifier_classify(void *ctx, uint32_t image, uint64_t addr);
-/* True when name (or name without its parameter list) matches pattern. */
+/* Whether pattern i of the --only patterns (only) or of the --exclude
+ * ones has matched a function classified so far. */
+bool classifier_matched(const struct classifier *c, bool only, size_t i);
+/* True when pattern matches the demangled name without the return type a
+ * function template's name starts with, with or without the parameter
+ * list (and the qualifiers after it), or is the whole name: "bool
+ * ns::eq<int>(int, int)" is matched by "ns::*", "ns::eq<int>",
+ * "ns::eq<int>(int, int)" and "bool ns::eq<int>(int, int)", not by
+ * "bool*". */
 int classifier_match(const char *pattern, const char *name);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/systab.h"
+#include "common/varint.h"
 #include "host/lib/escape.h"
 #include "host/lib/export_chrome.h"
 #include "host/lib/symbolizer.h"
@@ -446,10 +447,19 @@ static void prepass(struct chrome *c)
 			c->oom = true;
 		else if (t->image != d->image)
 			t->images = true;
-		while (decoder_next(d, &ev) > 0)
-			if (ev.type == LP_EV_MAP)
-				symbolizer_add_map(w->sym, d->image, ev.base, ev.start, ev.end, ev.offset, ev.build_id,
-				                   ev.build_id_len, ev.str, ev.str_len);
+		while (decoder_next(d, &ev) > 0) {
+			if (ev.type == LP_EV_MAP) {
+				symbolizer_add_map_at(w->sym, d->image, ev.time, ev.base, ev.start, ev.end, ev.offset,
+				                      ev.build_id, ev.build_id_len, ev.str, ev.str_len);
+			} else if (ev.type == LP_EV_EXTENDED && ev.value == LP_XEV_UNMAP) {
+				const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
+				uint64_t start, stop;
+
+				if (!varint_get(&p, end, &start) && !varint_get(&p, end, &stop) &&
+				    symbolizer_end_map(w->sym, d->image, start, stop, ev.time))
+					w->unmaps++;
+			}
+		}
 	}
 	c->zero_ns = first == UINT64_MAX ? 0 : first;
 }

@@ -43,6 +43,7 @@ struct folded {
 	uint32_t namehcap;
 	uint32_t *stack; /* merged node at each depth of the tree being merged */
 	uint32_t stack_cap;
+	uint64_t deeper; /* call paths merged into "[deeper]" frames */
 };
 
 static uint64_t str_hash(const char *s, size_t len)
@@ -203,6 +204,16 @@ static int merge_stream(struct folded *fd, const struct walk_stream *s, const st
 		const struct calltree_node *nd = &t->nodes[i];
 		uint32_t m;
 
+		if (depth >= EXPORT_FOLDED_DEPTH_MAX) {
+			m = frame_child(fd, fd->stack[EXPORT_FOLDED_DEPTH_MAX - 1], EXPORT_FOLDED_DEEPER);
+			if (!m) {
+				r = -ENOMEM;
+				break;
+			}
+			fd->nodes[m].value += (fd->flags & EXPORT_FOLDED_CALLS) ? nd->calls : nd->self_ns;
+			fd->deeper++;
+			continue;
+		}
 		if (depth >= fd->stack_cap) {
 			uint32_t cap = fd->stack_cap ? 2 * fd->stack_cap : FOLDED_FIRST_DEPTH;
 			uint32_t *n = realloc(fd->stack, cap * sizeof(*n));
@@ -301,7 +312,7 @@ static int write_lines(struct folded *fd, FILE *f)
 	return r;
 }
 
-int export_folded(struct walk *w, unsigned flags, FILE *f)
+int export_folded(struct walk *w, unsigned flags, FILE *f, uint64_t *deeper)
 {
 	struct folded fd = { .w = w, .flags = flags };
 	struct walk_ops ops = { 0 };
@@ -329,6 +340,8 @@ int export_folded(struct walk *w, unsigned flags, FILE *f)
 	r = write_lines(&fd, f);
 	if (!r && ferror(f))
 		r = -EIO;
+	if (deeper)
+		*deeper = fd.deeper;
 out:
 	for (i = 0; i < fd.nnames; i++)
 		free(fd.names[i].s);

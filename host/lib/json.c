@@ -8,7 +8,7 @@ void json_init(struct json *j, FILE *f)
 {
 	j->f = f;
 	j->depth = 0;
-	j->first[0] = true;
+	j->first = true;
 }
 
 void json_write_string(FILE *f, const char *s)
@@ -45,9 +45,9 @@ void json_write_string(FILE *f, const char *s)
 
 static void sep(struct json *j, const char *key)
 {
-	if (!j->first[j->depth])
+	if (!j->first)
 		fputc(',', j->f);
-	j->first[j->depth] = false;
+	j->first = false;
 	if (key) {
 		json_write_string(j->f, key);
 		fputc(':', j->f);
@@ -58,9 +58,8 @@ static void open_level(struct json *j, const char *key, char c)
 {
 	sep(j, key);
 	fputc(c, j->f);
-	if (j->depth + 1 < JSON_DEPTH_MAX)
-		j->depth++;
-	j->first[j->depth] = true;
+	j->depth++;
+	j->first = true;
 }
 
 void json_object_begin(struct json *j, const char *key)
@@ -73,6 +72,7 @@ void json_object_end(struct json *j)
 	fputc('}', j->f);
 	if (j->depth)
 		j->depth--;
+	j->first = false;
 }
 
 void json_array_begin(struct json *j, const char *key)
@@ -85,6 +85,7 @@ void json_array_end(struct json *j)
 	fputc(']', j->f);
 	if (j->depth)
 		j->depth--;
+	j->first = false;
 }
 
 void json_str(struct json *j, const char *key, const char *value)

@@ -6,12 +6,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define JSON_DEPTH_MAX 65536
-
+/* No bound on nesting: only the level being written needs to know
+ * whether it has a member yet (a closed level was a member of its parent),
+ * so a call tree as deep as its recursion is written whole. */
 struct json {
 	FILE *f;
-	int depth;
-	bool first[JSON_DEPTH_MAX];
+	uint64_t depth;
+	bool first; /* the level being written has no member yet */
 };
 
 /* key is NULL inside arrays and at the top level. */

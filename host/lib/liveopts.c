@@ -139,6 +139,7 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target)
 
 void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 {
+	ls->cmd = o->cmd;
 	ls->addr = o->connect;
 	ls->token_file = o->token_file;
 	ls->attach_pid = o->attach_pid;

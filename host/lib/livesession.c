@@ -43,7 +43,7 @@ static void say(struct livesession *ls, const char *fmt, ...)
 	if (ls->say)
 		ls->say(ls->say_ctx, msg);
 	else
-		fprintf(stderr, "layerprof live: %s\n", msg);
+		fprintf(stderr, "layerprof %s: %s\n", ls->cmd, msg);
 }
 
 /* A failure that ends the session: said at once on stderr. */
@@ -52,7 +52,7 @@ static void fail(struct livesession *ls, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "layerprof live: ");
+	fprintf(stderr, "layerprof %s: ", ls->cmd);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -124,6 +124,7 @@ int livesession_init(struct livesession *ls)
 {
 	char err[256];
 
+	ls->cmd = "live";
 	netclient_init(&ls->nc);
 	livesave_init(&ls->save);
 	livefilter_init(&ls->filter);
@@ -245,7 +246,7 @@ int livesession_send(struct livesession *ls, uint8_t type, const void *payload, 
 	int r = netclient_send(&ls->nc, type, payload, len);
 
 	if (r) {
-		fprintf(stderr, "layerprof live: %s\n", ls->nc.error);
+		fprintf(stderr, "layerprof %s: %s\n", ls->cmd, ls->nc.error);
 		ls->state = LIVESESSION_FAILED;
 		return r;
 	}
@@ -491,22 +492,22 @@ int livesession_start(struct livesession *ls, bool tracing)
 	return send_start_frame(ls);
 }
 
-static int load_token(const char *path, char *token, size_t size)
+static int load_token(const struct livesession *ls, const char *path, char *token, size_t size)
 {
 	bool warn = false;
 	int r = auth_token_load(path, token, size, &warn);
 
 	if (r == -EINVAL) {
-		fprintf(stderr, "layerprof live: token file '%s' holds no usable token (one line of 1 to %u bytes)\n",
-		        path, AUTH_TOKEN_MAX);
+		fprintf(stderr, "layerprof %s: token file '%s' holds no usable token (one line of 1 to %u bytes)\n",
+		        ls->cmd, path, AUTH_TOKEN_MAX);
 		return r;
 	}
 	if (r < 0) {
-		fprintf(stderr, "layerprof live: cannot read token file '%s': %s\n", path, strerror(-r));
+		fprintf(stderr, "layerprof %s: cannot read token file '%s': %s\n", ls->cmd, path, strerror(-r));
 		return r;
 	}
 	if (warn)
-		fprintf(stderr, "layerprof live: warning: token file '%s' is readable by other users\n", path);
+		fprintf(stderr, "layerprof %s: warning: token file '%s' is readable by other users\n", ls->cmd, path);
 	return r;
 }
 
@@ -516,7 +517,7 @@ int livesession_connect(struct livesession *ls)
 	int len = 0, r;
 
 	if (ls->token_file) {
-		len = load_token(ls->token_file, token, sizeof(token));
+		len = load_token(ls, ls->token_file, token, sizeof(token));
 		if (len < 0)
 			return LP_EXIT_FAILURE;
 	}
@@ -525,11 +526,11 @@ int livesession_connect(struct livesession *ls)
 		r = netclient_handshake(&ls->nc, ls->token_file ? token : NULL, (size_t)len);
 	explicit_bzero(token, sizeof(token));
 	if (r == -EACCES) {
-		fprintf(stderr, "layerprof live: agent refused the connection: %s\n", ls->nc.error);
+		fprintf(stderr, "layerprof %s: agent refused the connection: %s\n", ls->cmd, ls->nc.error);
 		return LP_EXIT_FAILURE;
 	}
 	if (r) {
-		fprintf(stderr, "layerprof live: %s\n", ls->nc.error);
+		fprintf(stderr, "layerprof %s: %s\n", ls->cmd, ls->nc.error);
 		return r == -EINVAL ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
 	}
 	ls->last_rx = ls->last_tx = livesession_now();

@@ -40,6 +40,7 @@ enum livesession_state {
 
 struct livesession {
 	/* set by the caller before livesession_connect */
+	const char *cmd; /* the command, for messages: "live" (livesession_init) or "serve" */
 	const char *addr, *token_file;
 	long attach_pid; /* attach to this process, or start argv */
 	char **argv;     /* borrowed */

@@ -16,6 +16,8 @@ int parse_duration(const char *s, uint64_t *ns)
 	v = strtod(s, &end);
 	if (end == s || errno || v < 0 || !isfinite(v))
 		return -EINVAL;
+	if (!*end && v != 0)
+		return -EINVAL; /* "5" could mean any unit: it must be said */
 	if (!*end || !strcmp(end, "ns"))
 		;
 	else if (!strcmp(end, "us"))
@@ -30,6 +32,20 @@ int parse_duration(const char *s, uint64_t *ns)
 		return -EINVAL;
 	*ns = (uint64_t)(v + 0.5);
 	return 0;
+}
+
+const char *duration_hint(const char *s, char *buf, size_t size)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end != s && !*end && !errno && v > 0 && isfinite(v) && strlen(s) < 16)
+		snprintf(buf, size, "a duration needs a unit: %sns, %sus, %sms or %ss", s, s, s, s);
+	else
+		snprintf(buf, size, "expected a duration like 10us");
+	return buf;
 }
 
 int parse_size(const char *s, uint64_t *bytes)
@@ -71,6 +87,17 @@ int parse_size(const char *s, uint64_t *bytes)
 		return -EINVAL;
 	*bytes = (uint64_t)v << shift;
 	return 0;
+}
+
+int text_indent(uint32_t depth, char *mark, size_t size)
+{
+	if (depth < TEXT_INDENT_LEVELS) {
+		if (size)
+			mark[0] = '\0';
+		return (int)(2 * depth);
+	}
+	snprintf(mark, size, "[depth %llu] ", (unsigned long long)depth + 1);
+	return (int)(2 * TEXT_INDENT_LEVELS);
 }
 
 const char *format_duration(uint64_t ns, char *buf, size_t size)
@@ -131,6 +158,8 @@ int filter_opts_parse(struct filter_opts *f, int code, const char *arg, const ch
 			fprintf(stderr, "layerprof %s: empty function pattern\n", cmd);
 			return -1;
 		}
+		if (code == OPT_ONLY)
+			f->only_opt[*n] = "-F";
 		list[(*n)++] = arg;
 		return 1;
 	}
@@ -145,8 +174,10 @@ int filter_opts_parse(struct filter_opts *f, int code, const char *arg, const ch
 		return 1;
 	case OPT_MIN_TIME:
 		if (parse_duration(arg, &f->min_ns)) {
-			fprintf(stderr, "layerprof %s: invalid --min-time '%s': expected a duration like 10us\n", cmd,
-			        arg);
+			char unit[160];
+
+			fprintf(stderr, "layerprof %s: invalid --min-time '%s': %s\n", cmd, arg,
+			        duration_hint(arg, unit, sizeof(unit)));
 			return -1;
 		}
 		return 1;

@@ -12,6 +12,9 @@
 /* -F/--only, -N/--exclude, --depth, --min-time, --tid */
 struct filter_opts {
 	const char *only[OPTIONS_PATTERNS_MAX];
+	/* the option that gave each: "-F" (filter_opts_parse), or what the
+	 * command sets instead ("--focus"), for messages */
+	const char *only_opt[OPTIONS_PATTERNS_MAX];
 	size_t n_only;
 	const char *exclude[OPTIONS_PATTERNS_MAX];
 	size_t n_exclude;
@@ -53,10 +56,23 @@ enum filter_opt_code {
 int filter_opts_parse(struct filter_opts *f, int code, const char *arg, const char *cmd);
 bool filter_opts_any(const struct filter_opts *f);
 
-/* "10", "10ns", "1.5us", "2ms", "1s" -> ns.  Returns 0 or -EINVAL. */
+/* "10ns", "1.5us", "2ms", "1s" -> ns; a number needs its unit ("0" does
+ * not).  Returns 0 or -EINVAL. */
 int parse_duration(const char *s, uint64_t *ns);
+/* What is wrong with a duration parse_duration refused, for a message:
+ * the units to choose from when s is a bare number, else an example.
+ * Writes into buf and returns it. */
+const char *duration_hint(const char *s, char *buf, size_t size);
 /* "4096", "64K", "4M", "1G" -> bytes.  Returns 0 or -EINVAL. */
 int parse_size(const char *s, uint64_t *bytes);
+/* Text output (tree, replay) indents a call by two columns per level up to
+ * this many levels; deeper calls keep that indentation and say their level,
+ * so that deep recursion does not make lines of megabytes. */
+#define TEXT_INDENT_LEVELS 64u
+/* The indentation of a call at depth (0: a root) in columns, and in mark
+ * what goes before its name: "" or "[depth N] " (N counted from 1, as
+ * --depth counts).  mark holds at least 32 bytes. */
+int text_indent(uint32_t depth, char *mark, size_t size);
 /* Formats ns for people: "123 ns", "4.567 us", "1.234 ms", "2.345 s". */
 const char *format_duration(uint64_t ns, char *buf, size_t size);
 

@@ -20,7 +20,8 @@ int reader_open(struct reader *r, const char *dir, char *err, size_t errlen)
 		return e;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "cannot open trace '%s': not a trace directory", dir);
+		snprintf(err, errlen, "'%s' is a file, not a trace directory (a trace is a directory holding '%s')",
+		         dir, LP_TRACE_DATA);
 		return -EBADMSG;
 	}
 	r->path = malloc(strlen(dir) + sizeof("/" LP_TRACE_DATA));
@@ -32,15 +33,37 @@ int reader_open(struct reader *r, const char *dir, char *err, size_t errlen)
 	}
 	sprintf(r->path, "%s/%s", dir, LP_TRACE_DATA);
 	r->f = fopen(r->path, "rb");
+	if (!r->f && errno == ENOENT) {
+		snprintf(err, errlen, "'%s' is a directory but not a trace: it holds no file '%s'", dir, LP_TRACE_DATA);
+		reader_release(r);
+		return -ENOENT;
+	}
 	if (!r->f) {
 		e = -errno;
 		snprintf(err, errlen, "cannot open trace '%s': %s: %s", dir, LP_TRACE_DATA, strerror(errno));
 		reader_release(r);
 		return e;
 	}
-	if (fstat(fileno(r->f), &st) == 0)
-		r->size = st.st_size;
+	if (fstat(fileno(r->f), &st)) {
+		e = -errno;
+		snprintf(err, errlen, "cannot read trace '%s': %s", r->path, strerror(errno));
+		reader_release(r);
+		return e;
+	}
+	/* fopen opens a directory too: its reads would fail with EISDIR */
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "'%s' is a directory, not a trace file", r->path);
+		reader_release(r);
+		return -EBADMSG;
+	}
+	r->size = st.st_size;
 	n = fread(hdr, 1, sizeof(hdr), r->f);
+	if (n == 0 && ferror(r->f)) {
+		e = -errno;
+		snprintf(err, errlen, "cannot read trace '%s': %s", r->path, strerror(errno));
+		reader_release(r);
+		return e ? e : -EIO;
+	}
 	if (n == 0) {
 		snprintf(err, errlen, "trace '%s' is empty", dir);
 		reader_release(r);

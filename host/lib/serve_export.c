@@ -254,7 +254,7 @@ int serveexport_write(const char *dir, const struct serveexport_format *fmt, FIL
 	} else if (!strcmp(name, "chrome")) {
 		r = export_chrome(&w, f);
 	} else if (!strcmp(name, "folded")) {
-		r = export_folded(&w, 0, f);
+		r = export_folded(&w, 0, f, NULL);
 	} else {
 		if (!strncmp(name, "memory-", 7)) {
 			o.what = EXPORT_REPORT_MEMORY;

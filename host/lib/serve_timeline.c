@@ -8,6 +8,7 @@
 #include "common/filter.h"
 #include "common/sysevent.h"
 #include "host/lib/serve_timeline.h"
+#include "host/lib/symbolizer.h"
 #include "host/lib/calltree.h"
 
 #define GRID_FIRST_SHIFT 6u   /* 64 ns per bucket before the thread's time grows */
@@ -304,6 +305,7 @@ void timeline_chunk_begin(struct timeline *tl, struct walk *w, off_t offset, con
 	struct timeline_stream *ts;
 
 	tl->pending_valid = false;
+	tl->sym = w->sym;
 	if (decoder_begin(&tl->dec, payload, len))
 		return;
 	memset(c, 0, sizeof(*c));
@@ -597,6 +599,8 @@ static int decode_window(struct window *wn, uint32_t c0, uint32_t c1)
 				span(wn, sc_depth, sc_ns, ev.time, sc_key, TIMELINE_SYSCALL | TIMELINE_CUT);
 				sc_open = false;
 			}
+			if (ev.type <= LP_EV_EXIT && tl->sym)
+				ev.value = symbolizer_code_addr(tl->sym, d->image, ev.value, ev.time);
 			switch (ev.type) {
 			case LP_EV_ENTRY:
 				if (overflow || push(&st, ev.value, ev.time))
@@ -623,7 +627,11 @@ static int decode_window(struct window *wn, uint32_t c0, uint32_t c1)
 			case LP_EV_TASK:
 				if (ev.arg == LP_TASK_FORK)
 					for (i = 0; i < ev.nframes; i++)
-						if (push(&st, ev.frames[i], ev.time))
+						if (push(&st,
+						         tl->sym ? symbolizer_code_addr(tl->sym, d->image, ev.frames[i],
+						                                        ev.time)
+						                 : ev.frames[i],
+						         ev.time))
 							overflow++;
 				break;
 			case LP_EV_SYSCALL_ENTER:

@@ -111,6 +111,9 @@ struct timeline {
 	/* the second reader, for windows */
 	struct reader r;
 	bool have_reader;
+	/* the walk's (set by timeline_chunk_begin): addresses decoded again
+	 * become code addresses, as the walk's are */
+	struct symbolizer *sym;
 };
 
 void timeline_init(struct timeline *tl);

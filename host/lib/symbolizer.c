@@ -44,17 +44,22 @@ struct map {
 	uint64_t end;
 	uint64_t base;
 	uint64_t offset;
-	uint64_t max_end; /* highest end of this and every map before it */
+	uint64_t max_end;  /* highest end of this and every map before it */
+	uint64_t ended_ns; /* unmapped from this time on; UINT64_MAX while mapped */
 	struct object *obj;
+	uint32_t seq; /* order of arrival in the image */
+	uint8_t tag;  /* tells it from other objects mapped over its addresses (code addresses) */
 };
 
 struct image {
 	struct chain_link link; /* first: the table converts back by cast */
 	uint32_t id;
 	uint32_t gen;     /* bumped by every new map: older cached answers are stale */
-	struct map *maps; /* sorted by start */
+	struct map *maps; /* sorted by start, then by arrival */
 	size_t nmaps;
 	size_t maps_cap;
+	uint32_t seq;   /* maps arrived */
+	bool has_ended; /* some map was unmapped: code addresses need a tag */
 };
 
 struct cache_entry {
@@ -75,6 +80,7 @@ struct chain_table {
 
 struct symbolizer {
 	unsigned flags;
+	bool has_ended; /* some image has an unmapped map */
 	char *debug_dir;
 	struct chain_table images;  /* of struct image */
 	struct chain_table objects; /* of struct object */
@@ -330,16 +336,51 @@ static size_t maps_upper(const struct image *img, uint64_t addr)
 	return lo;
 }
 
-static int image_add_map(struct image *img, const struct map *m)
+/* The tag of a map about to be added: that of an earlier map of the same
+ * object at the same load bias over its addresses (the object loaded
+ * there again), else the lowest that no unmapped object over its
+ * addresses has; SYMBOLIZER_TAG_MAX when all are taken.  Objects mapped
+ * over each other at the same time share a tag, as before unmapping
+ * existed (the highest start wins). */
+static uint8_t map_tag(const struct image *img, const struct map *m)
+{
+	bool used[SYMBOLIZER_TAG_MAX + 1] = { false };
+	int same = -1;
+	size_t i;
+	unsigned t;
+
+	for (i = maps_upper(img, m->end - 1); i > 0 && img->maps[i - 1].max_end > m->start; i--) {
+		const struct map *o = &img->maps[i - 1];
+
+		if (o->end <= m->start)
+			continue;
+		if (o->obj == m->obj && o->base == m->base)
+			same = same < 0 ? o->tag : same;
+		else if (o->ended_ns != UINT64_MAX)
+			used[o->tag] = true;
+	}
+	if (same >= 0 && !used[same])
+		return (uint8_t)same;
+	for (t = 0; t < SYMBOLIZER_TAG_MAX && used[t]; t++)
+		;
+	return (uint8_t)t;
+}
+
+/* Adds m, told at time ns, unless it is a map the image has (told again):
+ * one still mapped, or one unmapped after ns (the trace read again). */
+static int image_add_map(struct image *img, struct map *m, uint64_t ns)
 {
 	size_t at = maps_upper(img, m->start), i;
 
 	for (i = at; i > 0 && img->maps[i - 1].start == m->start; i--) {
 		const struct map *old = &img->maps[i - 1];
 
-		if (old->end == m->end && old->base == m->base && old->offset == m->offset && old->obj == m->obj)
+		if (old->end == m->end && old->base == m->base && old->offset == m->offset && old->obj == m->obj &&
+		    (old->ended_ns == UINT64_MAX || ns < old->ended_ns))
 			return 0;
 	}
+	m->tag = map_tag(img, m);
+	m->seq = img->seq++;
 	if (img->nmaps == img->maps_cap) {
 		size_t cap = img->maps_cap ? img->maps_cap * 2 : 16;
 		struct map *p;
@@ -369,6 +410,14 @@ static int image_add_map(struct image *img, const struct map *m)
 int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t start, uint64_t end,
                        uint64_t offset, const uint8_t *build_id, size_t build_id_len, const char *path, size_t path_len)
 {
+	return symbolizer_add_map_at(s, image, UINT64_MAX, base, start, end, offset, build_id, build_id_len, path,
+	                             path_len);
+}
+
+int symbolizer_add_map_at(struct symbolizer *s, uint32_t image, uint64_t ns, uint64_t base, uint64_t start,
+                          uint64_t end, uint64_t offset, const uint8_t *build_id, size_t build_id_len, const char *path,
+                          size_t path_len)
+{
 	struct object *obj;
 	struct image *img;
 	struct map m;
@@ -385,14 +434,16 @@ int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint
 	rc = image_get(s, image, &img);
 	if (rc)
 		return rc;
+	memset(&m, 0, sizeof(m));
 	m.start = start;
 	m.end = end;
 	m.base = base;
 	m.offset = offset;
 	m.max_end = end;
+	m.ended_ns = UINT64_MAX;
 	m.obj = obj;
 	nmaps = img->nmaps;
-	rc = image_add_map(img, &m);
+	rc = image_add_map(img, &m, ns);
 	if (!rc && img->nmaps > nmaps)
 		s->maps_added++;
 	return rc;
@@ -403,17 +454,88 @@ uint64_t symbolizer_map_count(const struct symbolizer *s)
 	return s->maps_added;
 }
 
+int symbolizer_end_map(struct symbolizer *s, uint32_t image, uint64_t start, uint64_t end, uint64_t ns)
+{
+	struct image *img;
+	size_t i;
+	int n = 0;
+
+	assert(s);
+	img = image_find(s, image);
+	if (!img || end <= start)
+		return 0;
+	if (ns == UINT64_MAX)
+		ns--; /* UINT64_MAX means mapped */
+	for (i = maps_upper(img, start); i > 0 && img->maps[i - 1].start == start; i--) {
+		struct map *m = &img->maps[i - 1];
+
+		if (m->end == end && m->ended_ns == UINT64_MAX) {
+			m->ended_ns = ns;
+			n++;
+		}
+	}
+	if (n) {
+		img->has_ended = true;
+		img->gen++;
+		s->has_ended = true;
+	}
+	return n;
+}
+
 /* The map covering addr: of the maps starting at or below it, the highest
- * that reaches it. max_end stops the walk as soon as none below can. */
-static const struct map *image_find_map(const struct image *img, uint64_t addr)
+ * that reaches it (of equal starts, the last to arrive), with the given
+ * tag when tag >= 0 (none: any).  max_end stops the walk as soon as none
+ * below can reach addr. */
+static const struct map *image_find_map(const struct image *img, uint64_t addr, int tag)
 {
 	size_t i = maps_upper(img, addr);
 
 	for (; i > 0 && img->maps[i - 1].max_end > addr; i--) {
-		if (addr < img->maps[i - 1].end)
-			return &img->maps[i - 1];
+		const struct map *m = &img->maps[i - 1];
+
+		if (addr < m->end && (tag < 0 || m->tag == tag))
+			return m;
 	}
 	return NULL;
+}
+
+uint64_t symbolizer_code_addr(struct symbolizer *s, uint32_t image, uint64_t addr, uint64_t ns)
+{
+	const struct map *best = NULL;
+	bool used[SYMBOLIZER_TAG_MAX + 1] = { false }, covered = false;
+	struct image *img;
+	unsigned t;
+	size_t i;
+
+	if (!s->has_ended || addr >> SYMBOLIZER_TAG_SHIFT)
+		return addr;
+	img = image_find(s, image);
+	if (!img || !img->has_ended)
+		return addr;
+	for (i = maps_upper(img, addr); i > 0 && img->maps[i - 1].max_end > addr; i--) {
+		const struct map *m = &img->maps[i - 1];
+
+		if (addr >= m->end)
+			continue;
+		covered = true;
+		if (m->ended_ns <= ns) {
+			used[m->tag] = true;
+			continue;
+		}
+		/* mapped at ns: of those, the first to be unmapped after it */
+		if (!best || m->ended_ns < best->ended_ns)
+			best = m;
+	}
+	if (best)
+		return addr | (uint64_t)best->tag << SYMBOLIZER_TAG_SHIFT;
+	if (!covered)
+		return addr;
+	/* every object that covered addr was unmapped before ns: the code
+	 * there is one whose map has not arrived yet (another thread's
+	 * stream tells it later), taken to be a new one */
+	for (t = 0; t < SYMBOLIZER_TAG_MAX && used[t]; t++)
+		;
+	return addr | (uint64_t)t << SYMBOLIZER_TAG_SHIFT;
 }
 
 static int object_open(struct symbolizer *s, struct object *obj)
@@ -431,12 +553,16 @@ static int object_open(struct symbolizer *s, struct object *obj)
 }
 
 /* Computes the answer for addr of img into e (everything but the key). */
-static int lookup_compute(struct symbolizer *s, struct image *img, uint64_t addr, struct cache_entry *e)
+static int lookup_compute(struct symbolizer *s, struct image *img, uint64_t code, struct cache_entry *e)
 {
-	const struct map *m = image_find_map(img, addr);
+	uint64_t addr = SYMBOLIZER_ADDR(code);
+	const struct map *m = image_find_map(img, addr, (int)SYMBOLIZER_TAG(code));
 	struct elfsym_hit hit;
 	int rc;
 
+	/* a tag no map over addr has (its map never came): whatever lies there */
+	if (!m)
+		m = image_find_map(img, addr, -1);
 	memset(&e->sym, 0, sizeof(e->sym));
 	e->elf_addr = addr;
 	e->rc = -ENOENT;
@@ -580,6 +706,8 @@ int symbolizer_foreach_function(struct symbolizer *s, uint32_t image,
 	for (i = 0; i < img->nmaps; i++) {
 		struct foreach_map fm = { &img->maps[i], cb, ctx };
 
+		if (img->maps[i].ended_ns != UINT64_MAX)
+			continue; /* its addresses are another object's now, or nothing's */
 		rc = object_open(s, img->maps[i].obj);
 		if (rc)
 			return rc;
@@ -613,6 +741,6 @@ const char *symbolizer_format(struct symbolizer *s, uint32_t image, uint64_t add
 	else if (e && e->sym.module && e->sym.module[0])
 		snprintf(buf, size, "%s+0x%" PRIx64, path_basename(e->sym.module), e->elf_addr);
 	else
-		snprintf(buf, size, "0x%" PRIx64, addr);
+		snprintf(buf, size, "0x%" PRIx64, SYMBOLIZER_ADDR(addr));
 	return buf;
 }

@@ -48,12 +48,45 @@ int symbolizer_set_debug_dir(struct symbolizer *s, const char *dir);
  * same (path, build id). Addresses are translated with base alone (ELF
  * address = addr - base); offset only tells maps apart. When maps of an
  * image overlap, the one starting highest wins, and of equal starts the
- * one added last.
+ * one added last; a map unmapped (symbolizer_end_map) is sent again when
+ * the object is mapped again, and then counts as new.
  * Returns 0, -EINVAL (end <= start, a NUL inside path, lengths above the
  * maxima), -ENOSPC (too many maps, images or objects) or -ENOMEM. */
 int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint64_t start, uint64_t end,
                        uint64_t offset, const uint8_t *build_id, size_t build_id_len, const char *path,
                        size_t path_len);
+
+/* Code addresses.  After an object is unmapped (dlclose), another may be
+ * mapped at the same addresses; an address taken at a time (an event's)
+ * names the object mapped then.  symbolizer_code_addr gives it as a code
+ * address: the address, with a tag in bits 56-62 that tells the objects at
+ * those addresses apart (0 for the first, and always 0 in an image where
+ * nothing was unmapped), so that consumers keep them apart by address as
+ * before; the lookups below take code addresses and plain ones alike.
+ * Bit 63 stays clear (host/lib/calltree.h keys system calls with it). */
+#define SYMBOLIZER_TAG_SHIFT 56
+#define SYMBOLIZER_TAG_MAX 127u
+#define SYMBOLIZER_ADDR(code) ((code) >> 63 ? (code) : (code) & ((UINT64_C(1) << SYMBOLIZER_TAG_SHIFT) - 1))
+#define SYMBOLIZER_TAG(code) ((code) >> 63 ? 0u : (unsigned)((code) >> SYMBOLIZER_TAG_SHIFT))
+
+/* The executable segment [start, end) of image, given before by
+ * symbolizer_add_map with this start and end, is unmapped from time ns on.
+ * Returns the number of maps it ended (0 when none matched). */
+int symbolizer_end_map(struct symbolizer *s, uint32_t image, uint64_t start, uint64_t end, uint64_t ns);
+
+/* The code address of addr in image at time ns: addr itself unless an
+ * object was unmapped in image; then the tag of the map covering addr at
+ * ns (of several, the first unmapped after ns), or, when every map that
+ * covered addr was unmapped before ns, a tag for code whose map has not
+ * arrived yet.  An address with a tag already is returned as it is. */
+uint64_t symbolizer_code_addr(struct symbolizer *s, uint32_t image, uint64_t addr, uint64_t ns);
+
+/* symbolizer_add_map for a map told at time ns: one that is the same as a
+ * map unmapped after ns is that map told again (a trace read twice), not
+ * a new one.  symbolizer_add_map takes every such map for a new one. */
+int symbolizer_add_map_at(struct symbolizer *s, uint32_t image, uint64_t ns, uint64_t base, uint64_t start,
+                          uint64_t end, uint64_t offset, const uint8_t *build_id, size_t build_id_len, const char *path,
+                          size_t path_len);
 
 struct symbol {
 	const char *name;   /* demangled when SYMBOLIZER_DEMANGLE, else raw; NULL when unknown */
@@ -64,7 +97,8 @@ struct symbol {
 	unsigned line;      /* 0 when unknown */
 };
 
-/* Fills *out for runtime address addr of image. All strings are owned by s
+/* Fills *out for runtime address (or code address) addr of image: a code
+ * address is named from the map of its tag. All strings are owned by s
  * and stay valid until symbolizer_free(). Answers are cached (a bounded
  * cache that starts over when full): looking the same (image, addr) up
  * again costs one hash probe. Never crashes on object files that are
@@ -73,7 +107,8 @@ struct symbol {
  * out->file may still be set), -ENOMEM when memory ran out (out cleared). */
 int symbolizer_lookup(struct symbolizer *s, uint32_t image, uint64_t addr, struct symbol *out);
 
-/* Calls cb for every function symbol of the objects mapped into image whose
+/* Calls cb for every function symbol of the objects mapped into image (not
+ * unmapped since) whose
  * runtime address (ELF address + load bias) lies in one of the image's
  * maps of that object: its name (demangled with SYMBOLIZER_DEMANGLE; owned
  * by s, valid until symbolizer_free), runtime address and size (0 when

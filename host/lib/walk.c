@@ -24,6 +24,13 @@ int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, 
 		r = reader_open(&w->r, dir, err, errlen);
 		if (r)
 			return r;
+		if (w->r.size == LP_FILE_HEADER_SIZE) {
+			/* the recorder writes its META chunk at once: a trace
+			 * that ends after the file header holds nothing */
+			snprintf(err, errlen, "trace '%s' is empty: it ends after the file header", dir);
+			reader_release(&w->r);
+			return -ENODATA;
+		}
 	}
 	w->dec = malloc(sizeof(*w->dec));
 	w->sym = symbolizer_new(SYMBOLIZER_DEMANGLE | SYMBOLIZER_LINES);
@@ -106,9 +113,22 @@ static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uin
 		ops->exit(ops->ctx, s, ns, addr, depth, entry_ns, flags);
 }
 
+/* Calls deeper than the filter stage tracks: lost events, as the
+ * target's are, shown wherever those are. */
+static void sink_lost(void *ctx, uint64_t ns, uint64_t events)
+{
+	struct walk_stream *s = ctx;
+	const struct walk_ops *ops = s->w->ops;
+
+	s->lost += events;
+	s->w->lost += events;
+	if (ops->lost)
+		ops->lost(ops->ctx, s, ns, events);
+}
+
 static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t pid, uint32_t tid, uint64_t ns)
 {
-	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit };
+	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit, .lost = sink_lost };
 	struct walk_stream *s;
 	uint32_t h = hash_of(image, tid, w->hash_cap);
 
@@ -154,6 +174,15 @@ static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t p
 	return s;
 }
 
+/* A function address of the stream's image at time ns as a code address
+ * (symbolizer.h): itself, unless code of the image was unmapped. */
+static inline uint64_t code_addr(const struct walk *w, const struct walk_stream *s, uint64_t addr, uint64_t ns)
+{
+	if (__builtin_expect(!w->unmaps, 1))
+		return addr;
+	return symbolizer_code_addr(w->sym, s->image, addr, ns);
+}
+
 static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
 {
 	uint32_t i;
@@ -162,7 +191,7 @@ static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event
 	case LP_TASK_FORK:
 		s->parent_pid = (uint32_t)ev->value;
 		for (i = 0; i < ev->nframes; i++)
-			filter_inherit(&s->fs, ev->time, ev->frames[i]);
+			filter_inherit(&s->fs, ev->time, code_addr(w, s, ev->frames[i], ev->time));
 		__attribute__((fallthrough)); /* the name is the comm */
 	case LP_TASK_START: {
 		size_t n = ev->str_len < 16 ? ev->str_len : 16;
@@ -213,6 +242,7 @@ static void syscall_deliver(struct walk *w, struct walk_stream *s)
 static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
 {
 	struct sysevent se;
+	uint32_t i;
 
 	if (sysevent_parse(ev, &se))
 		return; /* a malformed body: this one event is unusable */
@@ -227,7 +257,8 @@ static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_ev
 		s->sc.nargs = se.nargs;
 		memcpy(s->sc.args, se.args, sizeof(se.args));
 		s->sc.nips = se.nips;
-		memcpy(s->sc.ips, se.ips, sizeof(se.ips[0]) * se.nips);
+		for (i = 0; i < se.nips; i++)
+			s->sc.ips[i] = code_addr(w, s, se.ips[i], ev->time);
 		if (se.str_len) {
 			memcpy(s->sc_str, se.str, se.str_len);
 			s->sc.str = s->sc_str;
@@ -350,6 +381,7 @@ static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_even
 	struct stackevent se;
 	struct walk_stack_def *d;
 	uint64_t *ips = NULL;
+	uint32_t i;
 
 	if (stackevent_parse(ev, &se) || !se.id) {
 		w->mem_malformed++;
@@ -369,8 +401,8 @@ static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_even
 		w->mem_stacks_dropped++;
 		return;
 	}
-	if (se.n)
-		memcpy(ips, se.ips, se.n * sizeof(*ips));
+	for (i = 0; i < se.n; i++)
+		ips[i] = code_addr(w, s, se.ips[i], ev->time);
 	if (!d) {
 		d = &s->stacks[stack_slot(s, se.id)];
 		d->id = se.id;
@@ -446,11 +478,11 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_ENTRY:
 			s->calls++;
 			if (s->selected)
-				filter_entry(&s->fs, ev.time, ev.value);
+				filter_entry(&s->fs, ev.time, code_addr(w, s, ev.value, ev.time));
 			break;
 		case LP_EV_EXIT:
 			if (s->selected)
-				filter_exit(&s->fs, ev.time, ev.value);
+				filter_exit(&s->fs, ev.time, code_addr(w, s, ev.value, ev.time));
 			break;
 		case LP_EV_LONGJMP:
 			if (s->selected)
@@ -463,8 +495,8 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 				w->ops->lost(w->ops->ctx, s, ev.time, ev.value);
 			break;
 		case LP_EV_MAP:
-			symbolizer_add_map(w->sym, d->image, ev.base, ev.start, ev.end, ev.offset, ev.build_id,
-			                   ev.build_id_len, ev.str, ev.str_len);
+			symbolizer_add_map_at(w->sym, d->image, ev.time, ev.base, ev.start, ev.end, ev.offset,
+			                      ev.build_id, ev.build_id_len, ev.str, ev.str_len);
 			break;
 		case LP_EV_TASK:
 			on_task(w, s, &ev);
@@ -479,19 +511,25 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_STACK:
 			on_stack(w, s, &ev);
 			break;
-		case LP_EV_EXTENDED:
-			if (ev.value == LP_XEV_CALL) {
-				const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
-				uint64_t addr, dur;
+		case LP_EV_EXTENDED: {
+			const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
+			uint64_t a, b;
 
-				if (varint_get(&p, end, &addr) || varint_get(&p, end, &dur))
+			if (ev.value == LP_XEV_CALL) {
+				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
 					return -EBADMSG;
 				s->calls++;
 				w->source_filtered = true;
 				if (s->selected && w->ops->call)
-					w->ops->call(w->ops->ctx, s, ev.time, addr, dur);
+					w->ops->call(w->ops->ctx, s, ev.time, code_addr(w, s, a, ev.time), b);
+			} else if (ev.value == LP_XEV_UNMAP) {
+				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
+					return -EBADMSG;
+				if (symbolizer_end_map(w->sym, d->image, a, b, ev.time))
+					w->unmaps++;
 			}
 			break;
+		}
 		default:
 			break;
 		}
@@ -715,7 +753,8 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 		r = run_file(w, &none, true);
 		if (r)
 			return r;
-		qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
+		if (w->norder > 1) /* none at all when no chunk was readable */
+			qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
 		w->order_ready = true;
 	}
 	/* the first pass said where the damage is; the chunks it indexed are
@@ -767,8 +806,43 @@ const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t s
 	return NULL;
 }
 
+/* Says which of the user's filters matched nothing: a pattern no
+ * function called in the trace matched, a thread id no thread had. */
+static void report_filters(const struct walk *w, const char *cmd)
+{
+	size_t i;
+	uint32_t k;
+
+	for (i = 0; w->cls && i < w->fopts.n_only; i++)
+		if (!classifier_matched(w->cls, true, i))
+			fprintf(stderr, "layerprof %s: warning: %s '%s' matches no function called in trace '%s'\n",
+			        cmd, w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
+	for (i = 0; w->cls && i < w->fopts.n_exclude; i++)
+		if (!classifier_matched(w->cls, false, i))
+			fprintf(stderr, "layerprof %s: warning: -N '%s' matches no function called in trace '%s'\n",
+			        cmd, w->fopts.exclude[i], w->dir);
+	for (i = 0; i < w->fopts.n_tids; i++) {
+		for (k = 0; k < w->nstreams && w->streams[k]->tid != w->fopts.tids[i]; k++)
+			;
+		if (k == w->nstreams)
+			fprintf(stderr, "layerprof %s: warning: --tid %u: trace '%s' has no thread %u\n", cmd,
+			        w->fopts.tids[i], w->dir, w->fopts.tids[i]);
+	}
+}
+
 int walk_report_condition(const struct walk *w, const char *cmd)
 {
+	uint64_t deep = 0;
+	uint32_t i;
+
+	report_filters(w, cmd);
+	for (i = 0; i < w->nstreams; i++)
+		deep += w->streams[i]->fs.deep_calls;
+	if (deep)
+		fprintf(stderr,
+		        "layerprof %s: warning: %llu calls deeper than %u levels were left out (counted as lost "
+		        "events)\n",
+		        cmd, (unsigned long long)deep, w->spec.stack_max ? w->spec.stack_max : FILTER_STACK_MAX);
 	if (w->r.state == READER_DAMAGED) {
 		fprintf(stderr, "layerprof %s: trace '%s' is damaged: %s; results cover the readable part\n", cmd,
 		        w->dir, w->r.damage);

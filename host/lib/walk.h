@@ -84,7 +84,9 @@ struct walk_stream {
 	char comm[17];
 	uint64_t first_ns, last_ns;
 	uint64_t calls;      /* entries seen (before filters) */
-	uint64_t lost;       /* events the target dropped in this stream */
+	uint64_t lost;       /* events the target dropped in this stream, and
+	                      * those of calls deeper than the filter stage
+	                      * tracks (filter_stream.deep_calls) */
 	uint32_t parent_pid; /* forked child: the parent's pid; else 0 */
 	bool ended;          /* the thread ended (TASK END) */
 	bool after_exec;     /* main thread of an image that replaced another */
@@ -155,6 +157,10 @@ struct walk {
 	uint64_t mem_stacks_forgotten; /* older definitions let go of by a full table */
 	uint64_t stack_addrs;          /* addresses held by all stack tables */
 	uint64_t first_ns, last_ns;
+	/* code the trace told unmapped (dlclose): from the first, function
+	 * addresses handed to the consumer are code addresses (symbolizer.h),
+	 * which tell apart objects mapped at the same addresses in turn */
+	uint64_t unmaps;
 	char meta[4096]; /* META chunk text (NUL-terminated, cut if longer) */
 	bool filtered_at_record;
 	bool source_filtered; /* whole-call records seen: the trace has gaps */
@@ -174,7 +180,8 @@ struct walk {
 /* Opens the trace (dir NULL: no file, for walk_feed) and sets up symbols
  * and filters.  fopts is copied (its
  * pattern strings are borrowed).  Returns 0, or -errno with a message in
- * err (the trace reader's codes: see reader_open). */
+ * err (the trace reader's codes: see reader_open; -ENODATA also for a
+ * trace that ends after its file header). */
 int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen);
 /* Reads the whole trace, calling ops.  Can run again (it rewinds).
  * Returns 0; the trace's damage, if any, is in w->r.state / w->r.damage. */
@@ -201,8 +208,9 @@ void walk_end(struct walk *w);
 const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size);
 /* Looks up "key" in the META chunk; copies its value.  Returns buf or NULL. */
 const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t size);
-/* Prints the trace's condition to stderr (damage, unfinished recording)
- * and returns the exit code it means: 0, or 3 when the trace is damaged. */
+/* Prints the trace's condition to stderr (damage, unfinished recording,
+ * filters that matched nothing) and returns the exit code it means: 0, or
+ * 3 when the trace is damaged. */
 int walk_report_condition(const struct walk *w, const char *cmd);
 void walk_release(struct walk *w);
 

@@ -245,6 +245,8 @@ enum lp_ext_type {
 	LP_EXT_REAPED = 6, /* struct lp_ext_reaped: the thread reaped a child process
 	                    * (memory tracer); the drain ends that process's streams
 	                    * with it, nothing of it goes into the trace */
+	LP_EXT_UNMAP = 7,  /* struct lp_ext_unmap: an executable segment told by an
+	                    * LP_EXT_MAP is no longer mapped (dlclose) */
 };
 
 /* Heap operations (memory tracer).  The families matter for mismatch
@@ -326,6 +328,13 @@ struct lp_ext_map {
 	/* build id bytes, then path bytes (no NUL) */
 };
 
+/* The slot's time is when the runtime saw the segment gone (after the
+ * dlclose that unmapped it returned). */
+struct lp_ext_unmap {
+	uint64_t start; /* as in the segment's struct lp_ext_map */
+	uint64_t end;
+};
+
 struct lp_ext_task {
 	uint32_t kind; /* enum lp_task_kind */
 	uint32_t arg;  /* pid for FORK, status for EXIT */
@@ -347,7 +356,7 @@ struct lp_ext_task {
 #define LP_TRACE_DATA "data"
 #define LP_TRACE_MAGIC "LPTRACE"
 #define LP_TRACE_MAJOR 1u
-#define LP_TRACE_MINOR 0u
+#define LP_TRACE_MINOR 1u /* 1: LP_XEV_UNMAP */
 #define LP_FILE_HEADER_SIZE 16u
 
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" as little-endian bytes */
@@ -392,7 +401,9 @@ enum lp_event_type {
 
 /* Subtypes of LP_EV_EXTENDED. */
 enum lp_ext_event {
-	LP_XEV_CALL = 1, /* body: varint function address, varint duration ns; time = exit */
+	LP_XEV_CALL = 1,  /* body: varint function address, varint duration ns; time = exit */
+	LP_XEV_UNMAP = 2, /* body: varint start, varint end of an executable segment of
+	                   * an earlier MAP of the image: unmapped from this time on */
 };
 #define LP_REF_INLINE_MAX 13u
 #define LP_REF_INDEX 14u

@@ -5,14 +5,15 @@ expectations (tests/programs/expect/*.json); cross-check call counts with
 uftrace; feed bad traces; kill programs and the recorder mid-run.
 
 usage: run.py --build BUILD_DIR GROUP [GROUP...]
-groups: programs, uftrace, filters, badinput, crash, linking, cli, replay,
-environment
+groups: programs, uftrace, filters, names, deep, reuse, badinput, crash, linking, cli,
+replay, environment
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -351,6 +352,314 @@ def group_filters(lp, tmp):
           "self times add up to the root's total")
 
 
+# The functions of namespace ns in tests/programs/templates.cc and their calls.
+TEMPLATES_NS = {"bool ns::eq<int>(int, int)": 4, "bool ns::eq<long>(long, long)": 1, "ns::Box<int>::get() const": 1,
+                "ns::Box<int>::operator()(int) const": 1, "ns::Box<int>::operator<(ns::Box<int> const&) const": 1,
+                "ns::(anonymous namespace)::hidden(int)": 1}
+
+
+def group_names(lp, tmp):
+    """C++ names in filters and displays: patterns match the qualified name
+    without the return type a function template's name starts with, with or
+    without its parameters, at report and at record time; replay prints a
+    C++ name's own parameter list once."""
+    for cc, cxx, opt in VARIANTS:
+        if not have(cxx):
+            skip("names with %s" % cxx, "%s is not installed" % cxx)
+            continue
+        b = Builder(cc, cxx, opt, tmp)
+        tag = "%s %s" % (cxx, opt)
+        out = os.path.join(tmp, "n-%s%s" % (cxx, opt))
+        record(lp, out, [b.prog("templates")])
+
+        def calls(*args, trace=out):
+            d = lp.json("report", "--format", "json", *args, trace)
+            return {f["name"]: f["calls"] for f in d["functions"]}
+
+        full = calls()
+        lambdas = [n for n in full if n.startswith("work()::") and n.endswith("::operator()(int) const")]
+        std_typed = [n for n in full if " std::" in n.split("(")[0] and not n.startswith("std::")]
+        # what the checks below stand on: std:: functions whose names start
+        # with a return type, and one lambda
+        if not check(len(lambdas) == 1 and std_typed, "%s: templates has std:: templates with return types" % tag,
+                     "lambdas %s, std with return type %d" % (lambdas, len(std_typed))):
+            continue
+        ours = dict(TEMPLATES_NS, main=1, **{"work()": 1, lambdas[0]: 1})
+        got = calls("-N", "std::*")
+        check(got == ours, "%s: report -N 'std::*' leaves exactly main, work, ns:: and the lambda" % tag,
+              str(sorted(set(got) ^ set(ours)))[:600])
+        got = calls("-F", "ns::*")
+        check(got == TEMPLATES_NS, "%s: report -F 'ns::*' takes every ns:: function" % tag, str(got)[:600])
+        for pat in ("ns::eq<int>", "ns::eq<int>(int, int)", "bool ns::eq<int>(int, int)", "ns::eq<int>(*)"):
+            got = calls("-F", pat)
+            check(got == {"bool ns::eq<int>(int, int)": 4}, "%s: report -F '%s'" % (tag, pat), str(got))
+        got = calls("-F", "ns::Box<int>::operator<")
+        check(got == {"ns::Box<int>::operator<(ns::Box<int> const&) const": 1},
+              "%s: report -F 'ns::Box<int>::operator<'" % tag, str(got))
+        got = calls("-F", "ns::Box<int>::operator()")
+        check(got == {"ns::Box<int>::operator()(int) const": 1}, "%s: report -F 'ns::Box<int>::operator()'" % tag,
+              str(got))
+        r = lp("report", "-F", "bool*", out)
+        check("warning: -F 'bool*' matches no function" in r.stderr,
+              "%s: a return type is no part of the name (-F 'bool*' matches nothing)" % tag, r.stderr)
+        t = lp.json("tree", "--format", "json", "--focus", "ns::eq<*>", out)
+        roots = sorted((n["name"], n["calls"]) for th in t["threads"] for n in th["calls"])
+        check(roots == [("bool ns::eq<int>(int, int)", 4), ("bool ns::eq<long>(long, long)", 1)],
+              "%s: tree --focus 'ns::eq<*>'" % tag, str(roots))
+        r = lp("dump", "--folded", "--value", "calls", "-N", "std::*", out)
+        lines = sorted(r.stdout.splitlines())
+        want = sorted(["main 1", "main;work() 1"] + ["main;work();%s %d" % (n, c) for n, c in sorted(ours.items())
+                                                    if n not in ("main", "work()")])
+        check(lines == want, "%s: dump --folded -N 'std::*'" % tag, str(lines)[:600])
+        rec = os.path.join(tmp, "n-rec-%s%s" % (cxx, opt))
+        record(lp, rec, [b.prog("templates")], extra=["-N", "std::*"])
+        got = calls(trace=rec)
+        check(got == ours, "%s: record -N 'std::*' keeps exactly main, work, ns:: and the lambda" % tag,
+              str(sorted(set(got) ^ set(ours)))[:600])
+        # replay: "name() {" for C, the name's own parameters for C++
+        text = lp("replay", out).stdout
+        check("| main() {" in text and "|   work() {" in text and "|     bool ns::eq<int>(int, int);" in text and
+              "|     ns::Box<int>::get() const;" in text, "%s: replay prints C++ names with their parameters" % tag)
+        bad = [l for l in text.splitlines() if ")()" in l or "const()" in l]
+        check(not bad, "%s: replay never doubles a parameter list" % tag, str(bad[:3]))
+
+
+def group_reuse(lp, tmp):
+    """Two objects at the same addresses in turn (tests/programs/dlreuse.c:
+    libreuse_a.so is loaded, called and unloaded, then libreuse_b.so lands
+    where it was): every call is named from the object mapped when it was
+    made, in report, tree, replay, the exports and record-time filters."""
+    want = {"main": 1, "load": 2, "reuse_a_run": 2, "reuse_a_helper": 6, "reuse_b_run": 3, "reuse_b_helper": 9}
+    for cc, cxx, opt in VARIANTS:
+        if not have(cc):
+            skip("reuse with %s" % cc, "%s is not installed" % cc)
+            continue
+        b = Builder(cc, cxx, opt, tmp)
+        tag = "reuse %s %s" % (cc, opt)
+        b.lib("reuse_a")
+        b.lib("reuse_b")
+        prog = b.prog("dlreuse", extra=["-ldl"])
+        out = os.path.join(tmp, "u-%s%s" % (cc, opt))
+        r = record(lp, out, [prog, b.dir])
+        if not check(r.returncode == 0, "%s: recorded" % tag, r.stderr):
+            continue
+        if "dlreuse: same address" not in r.stdout:
+            skip(tag, "the loader put libreuse_b.so elsewhere: %s" % r.stdout.strip())
+            continue
+        got = {f["name"]: f["calls"] for f in lp.json("report", "--format", "json", out)["functions"]}
+        check(got == want, "%s: report names each call from the object mapped then" % tag, str(got))
+        tree = lp.json("tree", "--format", "json", out)
+        _, calls, edges = tree_streams(tree)[0]
+        check(calls == want and ("main", "reuse_a_run") in edges and ("reuse_a_run", "reuse_a_helper") in edges and
+              ("main", "reuse_b_run") in edges and ("reuse_b_run", "reuse_b_helper") in edges and
+              ("reuse_a_run", "reuse_b_helper") not in edges and ("reuse_b_run", "reuse_a_helper") not in edges,
+              "%s: tree" % tag, "%s %s" % (calls, sorted(edges)))
+        text = lp("replay", out).stdout
+        runs = [l.split("|", 1)[1].strip() for l in text.splitlines() if "_run() {" in l]
+        check(runs == ["reuse_a_run() {"] * 2 + ["reuse_b_run() {"] * 3, "%s: replay, in order" % tag, str(runs))
+        ev = lp.json("replay", "--format", "json", out)["threads"][0]["events"]
+        names = [e["name"] for e in ev if e["type"] == "entry" and e["name"].endswith("_run")]
+        check(names == ["reuse_a_run"] * 2 + ["reuse_b_run"] * 3, "%s: replay --format json, in order" % tag,
+              str(names))
+        lines = sorted(lp("dump", "--folded", "--value", "calls", out).stdout.splitlines())
+        check(lines == ["main 1", "main;load 2", "main;reuse_a_run 2", "main;reuse_a_run;reuse_a_helper 6",
+                        "main;reuse_b_run 3", "main;reuse_b_run;reuse_b_helper 9"], "%s: dump --folded" % tag,
+              str(lines))
+        chrome = json.loads(lp("dump", "--chrome", out).stdout)
+        begins = {}
+        for e in chrome["traceEvents"]:
+            if e.get("ph") == "B":
+                begins[e["name"]] = begins.get(e["name"], 0) + 1
+        check(begins == want, "%s: dump --chrome" % tag, str(begins))
+        xml = lp("report", "--format", "xml", out).stdout
+        check('name="reuse_b_helper" calls="9"' in xml and 'name="reuse_a_helper" calls="6"' in xml,
+              "%s: report --format xml" % tag)
+        got = {f["name"]: f["calls"] for f in lp.json("report", "--format", "json", "-F", "reuse_b_*", out)["functions"]}
+        check(got == {"reuse_b_run": 3, "reuse_b_helper": 9}, "%s: report -F 'reuse_b_*'" % tag, str(got))
+        rec = os.path.join(tmp, "u-F-%s%s" % (cc, opt))
+        record(lp, rec, [prog, b.dir], extra=["-F", "reuse_a_*"])
+        got = {f["name"]: f["calls"] for f in lp.json("report", "--format", "json", rec)["functions"]}
+        check(got == {"reuse_a_run": 2, "reuse_a_helper": 6}, "%s: record -F 'reuse_a_*'" % tag, str(got))
+
+
+DEEP_LEVELS = 1000000
+
+
+def stream_lines(lp, *args):
+    """The lines of layerprof's output, read as they come (outputs of
+    hundreds of megabytes are never held whole), then its exit status and
+    standard error."""
+    with tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([lp.exe] + list(args), stdout=subprocess.PIPE, stderr=err, universal_newlines=True)
+        for line in p.stdout:
+            yield line
+        rc = p.wait(timeout=TIMEOUT)
+        err.seek(0)
+        yield (rc, err.read())
+
+
+JSON_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)|([{}\[\]:,]))')
+
+
+def json_check_deep(text):
+    """None when text is one JSON value, else what is wrong; without
+    recursion, so that documents nested a million levels deep can be
+    checked (Python's json module recurses)."""
+    stack, state, at = [], "value", 0
+    while True:
+        m = JSON_TOKEN.match(text, at)
+        if not m:
+            rest = text[at:].strip()
+            if rest:
+                return "unexpected %r at %d" % (rest[:20], at)
+            return None if state == "end" else "ends early (%s)" % state
+        at = m.end()
+        string, scalar, punct = m.groups()
+        if state in ("value", "value_or_close") and (string or scalar):
+            state = "comma_or_close" if stack else "end"
+        elif state in ("value", "value_or_close") and punct and punct in "{[":
+            stack.append(punct)
+            state = "key_or_close" if punct == "{" else "value_or_close"
+        elif state in ("key", "key_or_close") and string:
+            state = "colon"
+        elif state == "colon" and punct == ":":
+            state = "value"
+        elif state == "comma_or_close" and punct == ",":
+            state = "key" if stack[-1] == "{" else "value"
+        elif (state in ("comma_or_close", "key_or_close", "value_or_close") and punct and punct in "}]" and
+              stack and {"{": "}", "[": "]"}[stack[-1]] == punct and
+              (state == "comma_or_close" or state.startswith("key") == (punct == "}"))):
+            stack.pop()
+            state = "comma_or_close" if stack else "end"
+        else:
+            return "unexpected %r at %d (%s, depth %d)" % (m.group(0).strip(), m.start(), state, len(stack))
+
+
+def group_deep(lp, tmp):
+    """Recursion 1,000,000 levels deep (tests/programs/deep.c): every call is
+    in the report, the tree, the replay and the exports, and nothing is said
+    lost.  The text outputs indent 64 levels at most and then name the
+    level; folded stacks merge paths past 1024 frames into '[deeper]'."""
+    b = Builder("gcc", "g++", "-O2", tmp)
+    out = os.path.join(tmp, "deep")
+    # a ring that holds all 2000000 events: nothing is lost however slow
+    # the drain is on a loaded machine
+    r = record(lp, out, [b.prog("deep"), str(DEEP_LEVELS)], extra=["-b", "64M"])
+    if not check(r.returncode == 0, "deep: recorded %d levels" % DEEP_LEVELS, r.stderr):
+        return
+    n = DEEP_LEVELS
+    rep = lp("report", "--format", "json", out)
+    d = json.loads(rep.stdout)
+    f = {x["name"]: x["calls"] for x in d["functions"]}
+    check(f == {"main": 1, "run": 1, "down": n} and d["lost_events"] == 0 and rep.stderr == "",
+          "deep: report has %d calls of down, nothing lost" % n, "%s lost %d %r" % (f, d["lost_events"], rep.stderr))
+
+    # a filtered recording names the functions of a thread that starts at
+    # once by the mappings in the main thread's ring (read first)
+    for i in range(3):
+        rec = os.path.join(tmp, "deep-F-%d" % i)
+        record(lp, rec, [b.prog("deep"), "10000"], extra=["-F", "down"])
+        d = lp.json("report", "--format", "json", rec)
+        f = {x["name"]: x["calls"] for x in d["functions"]}
+        check(f == {"down": 10000} and d["lost_events"] == 0,
+              "deep: record -F down of 10000 levels on a new thread, run %d" % (i + 1), str(f))
+    # the filter stage at record time tracks them all too (a ring that
+    # holds all 2000000 events: the filtering drain may fall behind)
+    rec = os.path.join(tmp, "deep-F")
+    record(lp, rec, [b.prog("deep"), str(DEEP_LEVELS)], extra=["-F", "down", "-b", "64M"])
+    d = lp.json("report", "--format", "json", rec)
+    f = {x["name"]: x["calls"] for x in d["functions"]}
+    check(f == {"down": n} and d["lost_events"] == 0, "deep: record -F down keeps %d calls" % n, str(f))
+
+    # tree: one line per level under run, the level named past 64
+    downs, last, bad = 0, None, []
+    for line in stream_lines(lp, "tree", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        if line.rstrip().endswith(" down"):
+            downs += 1
+            last = line
+            cols = line.split()
+            if cols[4] != "1" and len(bad) < 3:
+                bad.append(line)
+    want_last = "  " * 64 + "[depth %d] down\n" % (n + 1)
+    check(rc == 0 and err == "" and downs == n and not bad and last and last.endswith("1  " + want_last),
+          "deep: tree has %d levels of down, one call each, the last at '[depth %d]'" % (n, n + 1),
+          "rc %d %r, %d lines, last %r, bad %s" % (rc, err, downs, (last or "")[-80:], bad))
+    text = "".join(l for l in stream_lines(lp, "tree", "--format", "json", out) if not isinstance(l, tuple))
+    nodes = text.count('{"name":"down","calls":1,')
+    wrong = json_check_deep(text)
+    check(nodes == n and not wrong and text.count('"children":[') == n + 2,
+          "deep: tree --format json is valid JSON and nests %d nodes of down" % n,
+          "%d nodes, %s" % (nodes, wrong))
+
+    # replay: entries and exits of every level, in order
+    opened = closed = leaf = 0
+    for line in stream_lines(lp, "replay", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        if line.endswith("down() {\n"):
+            opened += 1
+        elif line.endswith("} /* down */\n"):
+            closed += 1
+        elif line.endswith("[depth %d] down();\n" % (n + 1)):
+            leaf += 1
+    check(rc == 0 and err == "" and opened == n - 1 and closed == n - 1 and leaf == 1,
+          "deep: replay enters and leaves down %d times" % n,
+          "rc %d %r: %d opened, %d closed, %d innermost" % (rc, err, opened, closed, leaf))
+    text = "".join(l for l in stream_lines(lp, "replay", "--format", "json", out) if not isinstance(l, tuple))
+    entries = len(re.findall(r'"type":"entry","time_ns":\d+,"depth":\d+,"name":"down"', text))
+    exits = len(re.findall(r'"type":"exit","time_ns":\d+,"depth":\d+,"name":"down"', text))
+    check(entries == n and exits == n, "deep: replay --format json has %d entries and exits of down" % n,
+          "%d entries, %d exits" % (entries, exits))
+    text = None
+
+    # exports
+    begins = ends = 0
+    for line in stream_lines(lp, "dump", "--chrome", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        begins += '"ph":"B"' in line and '"name":"down"' in line
+        ends += '"ph":"E"' in line
+    # the exits: down's, run's and main's
+    check(rc == 0 and err == "" and begins == n and ends == n + 2,
+          "deep: dump --chrome has %d B events of down, and every E event" % n,
+          "rc %d %r: %d B, %d E" % (rc, err, begins, ends))
+    values, lines, frames = {}, 0, 0
+    for line in stream_lines(lp, "dump", "--folded", "--value", "calls", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        path, value = line.rsplit(" ", 1)
+        leafname = path.rsplit(";", 1)[-1]
+        values[leafname] = values.get(leafname, 0) + int(value)
+        frames = max(frames, path.count(";") + 1)
+        lines += 1
+    want_err = ("layerprof dump: %d call paths deeper than 1024 frames count for their ancestor at that depth, "
+                "as a frame '[deeper]'\n" % (n - 1023))
+    check(rc == 0 and err == want_err and values == {"main": 1, "run": 1, "down": 1023, "[deeper]": n - 1023} and
+          lines == 1026 and frames == 1025,
+          "deep: dump --folded --value calls: 1024 frames, then '[deeper]' with the other calls",
+          "rc %d %r: %s, %d lines, %d frames" % (rc, err, values, lines, frames))
+    nodes = 0
+    for line in stream_lines(lp, "report", "--format", "xml", out):
+        if isinstance(line, tuple):
+            rc, err = line
+            break
+        nodes += '" name="down" calls="1" ' in line
+    check(rc == 0 and err == "" and nodes == n, "deep: report --format xml has %d nodes of down" % n,
+          "rc %d %r: %d" % (rc, err, nodes))
+    text = "".join(l for l in stream_lines(lp, "report", "--format", "html", out) if not isinstance(l, tuple))
+    m = re.search(r'<script id="tree-data" type="application/json">(.*?)</script>', text, re.S)
+    threads = json.loads(m.group(1))["threads"] if m else []
+    counts = sorted(len(t) // 6 for t in threads)
+    check(counts == [1, n + 1], "deep: report --format html holds every node of both threads' trees",
+          str(counts))
+
+
 def write_bytes(path, data):
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "data"), "wb") as f:
@@ -394,6 +703,40 @@ def group_badinput(lp, tmp):
             r = lp(cmd, path)
             check(r.returncode == 3 and "damaged" in r.stderr and r.stdout,
                   "%s of a %s trace: partial output, exit 3" % (cmd, name), "rc %d %r" % (r.returncode, r.stderr))
+    # what is not a trace is named as such: a directory without a data
+    # file, a data file that is a directory, a trace that ends after its
+    # file header (README: exit 3 for an empty trace)
+    nodata = os.path.join(tmp, "b-nodata")
+    os.makedirs(nodata, exist_ok=True)
+    dirdata = os.path.join(tmp, "b-dirdata")
+    os.makedirs(os.path.join(dirdata, "data"), exist_ok=True)
+    header_only = os.path.join(tmp, "b-header-only")
+    write_bytes(header_only, data[:16])
+    for path, msg in ((nodata, "'%s' is a directory but not a trace: it holds no file 'data'" % nodata),
+                      (dirdata, "'%s/data' is a directory, not a trace file" % dirdata),
+                      (header_only, "trace '%s' is empty: it ends after the file header" % header_only),
+                      (notdir, "'%s' is a file, not a trace directory (a trace is a directory holding 'data')" %
+                       notdir)):
+        for cmd in ("report", "tree", "replay", "dump"):
+            r = lp(*([cmd, "--folded"] if cmd == "dump" else [cmd]), path)
+            want = "layerprof %s: %s\n" % (cmd, msg)
+            check(r.returncode == 3 and r.stderr == want and r.stdout == "",
+                  "%s of %s: exit 3, %r" % (cmd, os.path.basename(path), want.strip()),
+                  "rc %d, stderr %r" % (r.returncode, r.stderr))
+    # a file header and then a chunk that fails its checksum: nothing is
+    # readable, every reader says so once (in the sanitizer build, a
+    # sanitizer report would be a second message and a failed exit)
+    path = os.path.join(tmp, "b-no-chunk")
+    bad_chunk = b"LPCK" + bytes([2, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0]) + b"garbage garbage!"
+    write_bytes(path, data[:16] + bad_chunk)
+    for args in (("report",), ("report", "--format", "json"), ("report", "--memory"), ("report", "--syscalls"),
+                 ("report", "--format", "xml"), ("report", "--format", "html"), ("tree",), ("replay",),
+                 ("replay", "--format", "json"), ("dump", "--chrome"), ("dump", "--folded"),
+                 ("snapshot", "-o", os.path.join(tmp, "b-no-chunk.snap"))):
+        r = lp(*args, path)
+        check(r.returncode == 3 and r.stderr.count("\n") == 1 and "is damaged: checksum mismatch at byte 16" in r.stderr,
+              "%s of a trace with no readable chunk: one message, exit 3" % " ".join(args),
+              "rc %d, stderr %r" % (r.returncode, r.stderr[-400:]))
     # every prefix of a small trace: never a crash
     small = os.path.join(tmp, "b-small")
     record(lp, small, [b.prog("recursion")])
@@ -483,6 +826,30 @@ def group_cli(lp, tmp):
         check(r.returncode == 2, "%s rejects an unknown option with exit 2" % cmd)
     r = lp("frobnicate")
     check(r.returncode == 2 and "not a layerprof command" in r.stderr, "unknown command")
+    # a typo'd command: the nearest one is named, nothing else is said
+    for typo, meant in (("reprot", "report"), ("tre", "tree"), ("replya", "replay"), ("sreve", "serve"),
+                        ("recordd", "record")):
+        r = lp(typo, "x")
+        want = "layerprof: '%s' is not a layerprof command; did you mean '%s'?\n" % (typo, meant)
+        check(r.returncode == 2 and r.stderr == want, "typo %s: did you mean %s" % (typo, meant),
+              "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+    # live --help names every option live takes
+    r = lp("live", "--help")
+    for opt in ("--connect", "--token-file", "--attach", "--interval", "--save", "--duration", "--format",
+                "--stopped", "--udp", "--flush", "--only", "--exclude", "--depth", "--min-time", "--syscalls",
+                "--syscall-filter", "--memory", "--mem-depth", "--keep-alive", "--mem-fold", "--view",
+                "--path-nodes", "--help"):
+        check(r.returncode == 0 and opt in r.stdout, "live --help lists %s" % opt)
+    # serve --connect says "layerprof serve:" in its messages, not "live"
+    import socket
+    sk = socket.socket()
+    sk.bind(("127.0.0.1", 0))
+    port = sk.getsockname()[1]
+    sk.close()  # nobody listens there now
+    r = lp("serve", "--port", "0", "--connect", "127.0.0.1:%d" % port, "--", "true")
+    want = "layerprof serve: cannot connect to 127.0.0.1:%d: Connection refused\n" % port
+    check(r.returncode == 1 and r.stderr == want, "serve --connect to no agent: %r, exit 1" % want.strip(),
+          "rc %d, stderr %r" % (r.returncode, r.stderr))
     r = lp("record", "-o", os.path.join(tmp, "x"), "--", "/no/such/program")
     check(r.returncode == 127 and "cannot run" in r.stderr, "record of a missing program exits 127")
     r = lp("record", "-o", os.path.join(tmp, "x"))
@@ -496,6 +863,31 @@ def group_cli(lp, tmp):
     rec = b.prog("recursion")
     out = os.path.join(tmp, "cli-again")
     record(lp, out, [rec])
+    # filters that match nothing say so (and the output is empty)
+    tids = {t["tid"] for t in lp.json("report", "--format", "json", "--per-thread", out)["threads"]}
+    nosuch_tid = 999 if 999 not in tids else max(tids) + 1
+    for args, msg in ((("report", "-F", "nosuch"), "-F 'nosuch' matches no function called in trace '%s'"),
+                      (("report", "-N", "nosuch*"), "-N 'nosuch*' matches no function called in trace '%s'"),
+                      (("tree", "--focus", "nosuch"), "--focus 'nosuch' matches no function called in trace '%s'"),
+                      (("replay", "-F", "nosuch"), "-F 'nosuch' matches no function called in trace '%s'"),
+                      (("dump", "--folded", "-F", "nosuch"), "-F 'nosuch' matches no function called in trace '%s'"),
+                      (("report", "--tid", str(nosuch_tid)),
+                       "--tid %d: trace '%%s' has no thread %d" % (nosuch_tid, nosuch_tid)),
+                      (("tree", "--tid", str(nosuch_tid)),
+                       "--tid %d: trace '%%s' has no thread %d" % (nosuch_tid, nosuch_tid))):
+        r = lp(*args, out)
+        want = "layerprof %s: warning: %s\n" % (args[0], msg % out)
+        check(r.returncode == 0 and r.stderr == want, "%s: %r" % (" ".join(args), want.strip()),
+              "rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = lp("report", "-F", "fib", "-N", "main", out)
+    check(r.returncode == 0 and r.stderr == "", "report -F fib -N main: both match, nothing said", r.stderr)
+    # a duration without its unit is refused, naming the units
+    r = lp("report", "--min-time", "5", out)
+    want = "layerprof report: invalid --min-time '5': a duration needs a unit: 5ns, 5us, 5ms or 5s\n"
+    check(r.returncode == 2 and r.stderr == want, "report --min-time 5 is refused: %r" % want.strip(),
+          "rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = lp("report", "--min-time", "0", out)
+    check(r.returncode == 0 and r.stderr == "", "report --min-time 0 needs no unit", r.stderr)
     record(lp, out, [rec])
     check(os.path.exists(os.path.join(out + ".old", "data")), "re-recording keeps the previous trace as .old")
     notrace = os.path.join(tmp, "cli-notrace")
@@ -686,6 +1078,9 @@ GROUPS = {
     "programs": group_programs,
     "uftrace": group_uftrace,
     "filters": group_filters,
+    "names": group_names,
+    "deep": group_deep,
+    "reuse": group_reuse,
     "badinput": group_badinput,
     "crash": group_crash,
     "linking": group_linking,

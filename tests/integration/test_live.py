@@ -611,6 +611,79 @@ def group_filters(lp, build, tmp):
         agent.stop()
 
 
+def qualified(name):
+    """A demangled C++ name without the return type it may start with (the
+    text after the last blank outside brackets before the parameters)."""
+    depth, start = 0, 0
+    for i, c in enumerate(name):
+        if c in "<(":
+            if c == "(" and depth == 0:
+                break
+            depth += 1
+        elif c in ">)":
+            depth -= 1
+        elif c == " " and depth == 0:
+            start = i + 1
+    return name[start:]
+
+
+def group_names(lp, build, tmp):
+    """Filters set on the target match C++ names as report's do: without
+    the return type a function template's name starts with, with or
+    without the parameters (tests/programs/templates.cc, repeating its work
+    every 10 ms).  Each filter is set by the 'filter' command; the saved
+    trace is read for the calls that began after the agent set it."""
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    prog = b.prog("templates")
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    pid = None
+    try:
+        save = os.path.join(tmp, "live-names")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--", prog,
+                                     "100000", "10"])
+        v = live.wait_view(lambda v: counts(v).get("bool ns::eq<int>(int, int)", 0) > 0, 20)
+        pid = v and v["pid"]
+        if v and "filters" not in v.get("agent_caps", "").split(","):
+            skip("filters on the target", "the agent does not offer them (caps %s)" % v.get("agent_caps"))
+            return
+        spans = []
+        for command, log in (("filter -F 'ns::eq<int>'", "filters: 1 only, 0 excluded"),
+                             ("filter -F 'ns::eq<int>(int, int)'", "filters: 1 only, 0 excluded"),
+                             ("filter -N 'std::*'", "filters: 0 only, ")):
+            mark = agent.err.count()
+            live.say(command)
+            said, set_ns = agent_said(agent, lambda l, log=log: log in l, mark)
+            if not check(said is not None, "live %s: the agent sets the filter" % command, agent.err.text()[-300:]):
+                return
+            time.sleep(0.5)  # about 50 rounds of work
+            spans.append((command, set_ns, time.monotonic_ns()))
+        live.say("quit")
+        check(live.wait(20) == 0, "the session ends with exit 0", live.err.text()[-300:])
+        r = lp("replay", "--format", "json", save)
+        entries = [(e["time_ns"], e["name"]) for t in json.loads(r.stdout)["threads"] for e in t["events"]
+                   if e["type"] == "entry"] if r.returncode == 0 and r.stdout else []
+        for command, t0, t1 in spans:
+            names = {}
+            for t, name in entries:
+                if t0 < t < t1:
+                    names[name] = names.get(name, 0) + 1
+            if "-F" in command:
+                check(set(names) == {"bool ns::eq<int>(int, int)"} and names[
+                      "bool ns::eq<int>(int, int)"] >= 4, "live %s: only that template's calls" % command,
+                      str(names)[:300])
+            else:
+                std = [n for n in names if qualified(n).startswith("std::")]
+                check(not std and names.get("bool ns::eq<int>(int, int)", 0) >= 4 and names.get("work()", 0) >= 1,
+                      "live %s: no std:: function, std:: templates with a return type included" % command,
+                      "std:: %s; %d names" % (std[:3], len(names)))
+    finally:
+        if pid:
+            kill_pid(pid)
+        agent.stop()
+
+
 def group_attach(lp, build, tmp):
     b = it.Builder("gcc", "g++", "-O2", tmp)
     km = b.prog("killme")
@@ -1248,6 +1321,7 @@ GROUPS = {
     "faults": group_faults,
     "cli": group_cli,
     "filters": group_filters,
+    "names": group_names,
     "attach": group_attach,
     "ipv6": group_ipv6,
     "lost": group_lost,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """layerprof serve derives its flat profile from the call trees it builds in
 its pass over a trace; report walks every event into the profile.  With
-real programs (recursion, mutual recursion, threads, longjmp, a forked
+real programs (recursion, deep recursion, mutual recursion, threads, longjmp, a forked
 child that inherits frames, a forked child that recurses under inherited
 frames of the same function, and system calls where record --syscalls
 works), check that
@@ -9,7 +9,8 @@ works), check that
 - /api/profile has, row for row, the numbers of report --format json
   (calls, total with recursion counted once, self, average, minimum,
   maximum; system call time counted as the function's own, as report does);
-- the answers from the index (the next start) are the same as the pass's.
+- the answers from the index (the next start) are the same as the pass's;
+- with recursion a million levels deep (deep.c), every call is counted.
 
 usage: test_serve_profile.py --build BUILD
 Ends with 'N passed, N failed'."""
@@ -130,8 +131,11 @@ def rows(doc):
     return [tuple(f.get(k) for k in keys) for f in doc["functions"]]
 
 
-def scenario(lp, tag, trace):
+def scenario(lp, tag, trace, calls=None):
     rep = json.loads(run([lp, "report", "--format", "json", trace]).stdout)
+    if calls:
+        got = {f["name"]: f["calls"] for f in rep["functions"] if f["name"] in calls}
+        check(got == calls, "%s: report has the calls %s" % (tag, calls), got)
     cold = served(lp, trace, ["--reindex"])
     if not check(cold is not None, "%s: serve --reindex starts" % tag):
         return
@@ -166,12 +170,16 @@ def main():
             f.write(RECFORK)
         progs = [("recursion", build(tmp, "recursion"), []), ("mutual", build(tmp, "mutual"), []),
                  ("threads", build(tmp, "threads"), []), ("longjmp", build(tmp, "longjmp"), []),
-                 ("forker", build(tmp, "forker"), []), ("recfork", build(tmp, "recfork", src), [])]
+                 ("forker", build(tmp, "forker"), []), ("recfork", build(tmp, "recfork", src), []),
+                 ("deep", build(tmp, "deep"), ["1000000"])]
         for tag, prog, argv in progs:
             trace = os.path.join(tmp, tag + ".trace")
-            r = run([lp, "record", "-q", "-o", trace, "--", prog] + argv)
+            # deep: a ring that holds its 2000000 events, however slow the drain
+            extra = ["-b", "64M"] if tag == "deep" else []
+            r = run([lp, "record", "-q", "-o", trace] + extra + ["--", prog] + argv)
             if check(r.returncode == 0, "%s: recorded" % tag, r.stderr):
-                scenario(lp, tag, trace)
+                # recursion a million levels deep: every call counts
+                scenario(lp, tag, trace, {"down": 1000000, "run": 1} if tag == "deep" else None)
         for tag, prog in (("sys_threads", build(tmp, "sys_threads")), ("recfork-syscalls", progs[-1][1])):
             trace = os.path.join(tmp, tag + ".trace")
             r = run([lp, "record", "-q", "--syscalls", "-o", trace, "--", prog])

@@ -19,6 +19,9 @@ struct rec {
 struct recorder {
 	struct rec *recs;
 	size_t n, cap;
+	/* what sink.lost said: events in all, how often, when last */
+	uint64_t lost, lost_ns;
+	unsigned lost_reports;
 };
 
 static void rec_push(struct recorder *r, const struct rec *x)
@@ -49,6 +52,15 @@ static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uin
 	struct rec x = { false, ns, addr, entry_ns, depth, flags };
 
 	rec_push(ctx, &x);
+}
+
+static void sink_lost(void *ctx, uint64_t ns, uint64_t events)
+{
+	struct recorder *r = ctx;
+
+	r->lost += events;
+	r->lost_ns = ns;
+	r->lost_reports++;
 }
 
 /* The records as text, one token each:
@@ -90,7 +102,7 @@ struct case_ {
 
 static void case_init(struct case_ *c, const struct filter_spec *spec)
 {
-	struct filter_sink sink = { NULL, sink_entry, sink_exit };
+	struct filter_sink sink = { NULL, sink_entry, sink_exit, sink_lost };
 
 	memset(c, 0, sizeof(*c));
 	if (spec)
@@ -253,7 +265,7 @@ static unsigned classify(void *ctx, uint32_t image, uint64_t addr)
 
 static void test_only(void)
 {
-	struct filter_spec spec = { classify, NULL, true, 0, 0 };
+	struct filter_spec spec = { classify, NULL, true, 0, 0, 0 };
 	unsigned calls = 0;
 	struct case_ c;
 
@@ -290,7 +302,7 @@ static void test_only(void)
 
 static void test_exclude(void)
 {
-	struct filter_spec spec = { classify, NULL, false, 0, 0 };
+	struct filter_spec spec = { classify, NULL, false, 0, 0, 0 };
 	unsigned calls = 0;
 	struct case_ c;
 
@@ -315,8 +327,9 @@ static void test_exclude(void)
 	X(&c, 13, 0xc);
 	X(&c, 14, 0x1);
 	CHECK_STR(rec_text(&c.rec), "+1@1/0 +a@2/1 -a@3/1<2 +c@12/1 -c@13/1<12 -1@14/0<1");
-	/* nothing below the excluded frame is classified */
-	CHECK_EQ_U64(calls, 4);
+	/* every entry is classified, below the excluded frame too (where the
+	 * answer changes nothing), so that unmatched patterns can be told */
+	CHECK_EQ_U64(calls, 7);
 	case_release(&c);
 
 	/* excluded inside --only, and a function matching both is excluded */
@@ -356,7 +369,7 @@ static void test_exclude(void)
 
 static void test_depth(void)
 {
-	struct filter_spec spec = { NULL, NULL, false, 2, 0 };
+	struct filter_spec spec = { NULL, NULL, false, 2, 0, 0 };
 	struct case_ c;
 
 	case_init(&c, &spec);
@@ -380,7 +393,7 @@ static void test_depth(void)
 
 	/* with --only, the depth counts from the --only function */
 	{
-		struct filter_spec only = { classify, NULL, true, 2, 0 };
+		struct filter_spec only = { classify, NULL, true, 2, 0, 0 };
 		unsigned calls = 0;
 
 		only.ctx = &calls;
@@ -405,7 +418,7 @@ static void test_depth(void)
  * frames that lead to them. */
 static void test_min_time(void)
 {
-	struct filter_spec spec = { NULL, NULL, false, 0, 100 };
+	struct filter_spec spec = { NULL, NULL, false, 0, 100, 0 };
 	struct case_ c;
 
 	case_init(&c, &spec);
@@ -532,7 +545,9 @@ static void check_deep(const struct case_ *c, uint32_t n, uint32_t kept, bool sa
 
 static void test_deep(void)
 {
+	struct filter_spec bounded = { 0 };
 	struct case_ c;
+	uint32_t i;
 
 	/* past the first allocation of 64 frames */
 	case_init(&c, NULL);
@@ -540,15 +555,31 @@ static void test_deep(void)
 	check_deep(&c, 200, 200, false);
 	case_release(&c);
 
-	/* recursion 20000 deep: frames past FILTER_STACK_MAX are not
-	 * tracked, and their exits do not close the tracked ones */
+	/* recursion 100000 deep is tracked whole by default */
 	case_init(&c, NULL);
-	deep(&c, 20000, true);
-	check_deep(&c, 20000, FILTER_STACK_MAX, true);
+	deep(&c, 100000, true);
+	check_deep(&c, 100000, 100000, true);
+	CHECK_EQ_U64(c.rec.lost, 0);
+	CHECK_EQ_U64(c.fs.deep_calls, 0);
 	case_release(&c);
-	case_init(&c, NULL);
+
+	/* with a bound of 16384 frames, deeper calls are not tracked, and
+	 * their exits do not close the tracked ones; they are counted, and
+	 * said as lost events once the stack is back within the bound */
+	bounded.stack_max = 16384;
+	case_init(&c, &bounded);
+	deep(&c, 20000, true);
+	check_deep(&c, 20000, 16384, true);
+	CHECK_EQ_U64(c.fs.deep_calls, 20000 - 16384);
+	CHECK_EQ_U64(c.rec.lost, 2 * (20000 - 16384));
+	CHECK_EQ_U64(c.rec.lost_reports, 1);
+	/* said at the exit of the outermost untracked frame (frame 16384) */
+	CHECK_EQ_U64(c.rec.lost_ns, 4 * 20000 - 2 - 2 * 16384);
+	case_release(&c);
+	case_init(&c, &bounded);
 	deep(&c, 20000, false);
-	check_deep(&c, 20000, FILTER_STACK_MAX, false);
+	check_deep(&c, 20000, 16384, false);
+	CHECK_EQ_U64(c.rec.lost, 2 * (20000 - 16384));
 	/* the stream goes on normally afterwards */
 	c.rec.n = 0;
 	E(&c, 100000, 0xb);
@@ -556,42 +587,73 @@ static void test_deep(void)
 	CHECK_STR(rec_text(&c.rec), "+b@100000/0 -b@100001/0<100000");
 	case_release(&c);
 
-	/* finishing a stream with untracked frames closes the tracked ones */
-	case_init(&c, NULL);
-	{
-		uint32_t i;
+	/* a small bound, exactly: d and e are past it */
+	bounded.stack_max = 3;
+	case_init(&c, &bounded);
+	E(&c, 1, 0xa);
+	E(&c, 2, 0xb);
+	E(&c, 3, 0xc);
+	E(&c, 4, 0xd);
+	E(&c, 5, 0xe);
+	X(&c, 6, 0xe);
+	CHECK_EQ_U64(c.rec.lost_reports, 0);
+	X(&c, 7, 0xd);
+	X(&c, 8, 0xc);
+	X(&c, 9, 0xb);
+	X(&c, 10, 0xa);
+	CHECK_STR(rec_text(&c.rec), "+a@1/0 +b@2/1 +c@3/2 -c@8/2<3 -b@9/1<2 -a@10/0<1");
+	CHECK_EQ_U64(c.rec.lost, 4);
+	CHECK_EQ_U64(c.rec.lost_reports, 1);
+	CHECK_EQ_U64(c.rec.lost_ns, 7);
+	CHECK_EQ_U64(c.fs.deep_calls, 2);
+	case_release(&c);
 
-		for (i = 0; i < FILTER_STACK_MAX + 10; i++)
-			E(&c, i, 0xa);
-	}
+	/* finishing a stream with untracked frames says them, then closes
+	 * the tracked ones */
+	case_init(&c, &bounded);
+	for (i = 0; i < 3 + 10; i++)
+		E(&c, i, 0xa);
 	filter_finish(&c.fs, 1u << 20);
-	CHECK_EQ_U64(c.rec.n, 2 * FILTER_STACK_MAX);
+	CHECK_EQ_U64(c.rec.n, 2 * 3);
 	CHECK_EQ_U64(c.fs.depth, 0);
 	CHECK_EQ_U64(c.fs.overflow, 0);
 	CHECK_EQ_U64(c.rec.recs[c.rec.n - 1].flags, FILTER_UNFINISHED);
 	CHECK_EQ_U64(c.rec.recs[c.rec.n - 1].ns, 1u << 20);
+	CHECK_EQ_U64(c.rec.lost, 10);
+	CHECK_EQ_U64(c.rec.lost_ns, 1u << 20);
+	CHECK_EQ_U64(c.fs.deep_calls, 10);
 	case_release(&c);
 
 	/* a longjmp that stays past the tracked frames ends only untracked
 	 * ones: the remaining exits still pair with the right frames */
-	case_init(&c, NULL);
-	{
-		uint32_t i;
-
-		for (i = 0; i < 20000; i++)
-			E(&c, i, 0xa);
-		filter_longjmp(&c.fs, 30000, 18000);
-		CHECK_EQ_U64(c.fs.overflow, 18000 - FILTER_STACK_MAX);
-		CHECK_EQ_U64(c.rec.n, FILTER_STACK_MAX);
-		for (i = 0; i < 18000; i++)
-			X(&c, 40000 + i, 0xa);
-	}
+	bounded.stack_max = 16384;
+	case_init(&c, &bounded);
+	for (i = 0; i < 20000; i++)
+		E(&c, i, 0xa);
+	filter_longjmp(&c.fs, 30000, 18000);
+	CHECK_EQ_U64(c.fs.overflow, 18000 - 16384);
+	CHECK_EQ_U64(c.rec.n, 16384);
+	CHECK_EQ_U64(c.rec.lost_reports, 0);
+	for (i = 0; i < 18000; i++)
+		X(&c, 40000 + i, 0xa);
 	CHECK_EQ_U64(c.fs.unmatched, 0);
 	CHECK_EQ_U64(c.fs.depth, 0);
-	CHECK_EQ_U64(c.rec.n, 2 * FILTER_STACK_MAX);
+	CHECK_EQ_U64(c.rec.n, 2 * 16384);
 	/* the outermost frame, entered at 0, exits last, at the last exit */
 	CHECK_EQ_U64(c.rec.recs[c.rec.n - 1].ns, 40000 + 17999);
 	CHECK_EQ_U64(c.rec.recs[c.rec.n - 1].flags, 0);
+	/* 3616 entries and the 1616 exits of the untracked frames left */
+	CHECK_EQ_U64(c.rec.lost, (20000 - 16384) + (18000 - 16384));
+	case_release(&c);
+
+	/* a longjmp back into the tracked frames says the untracked ones */
+	case_init(&c, &bounded);
+	for (i = 0; i < 20000; i++)
+		E(&c, i, 0xa);
+	filter_longjmp(&c.fs, 30000, 2);
+	CHECK_EQ_U64(c.rec.lost, 20000 - 16384);
+	CHECK_EQ_U64(c.rec.lost_ns, 30000);
+	CHECK_EQ_U64(c.fs.depth, 2);
 	case_release(&c);
 }
 

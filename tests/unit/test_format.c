@@ -697,6 +697,47 @@ static void test_time_clamp(void)
 	free(e);
 }
 
+/* An UNMAP (EXTENDED subtype 2) reads back as written, between two calls. */
+static void test_unmap(void)
+{
+	struct encoder *e = malloc(sizeof(*e));
+	struct decoder *d = malloc(sizeof(*d));
+	const uint8_t *payload, *p, *end;
+	struct lp_event ev;
+	uint64_t start = 0, stop = 0;
+	size_t len;
+
+	if (!e || !d) {
+		perror("malloc");
+		exit(2);
+	}
+	encoder_init(e, 1, 2, 3);
+	encoder_entry(e, 100, 0x7f0000001000);
+	encoder_unmap(e, 150, 0x7f0000001000, 0x7f0000003000);
+	encoder_exit(e, 200, 0x7f0000001000);
+	len = encoder_take(e, &payload);
+	CHECK_EQ_U64(decoder_begin(d, payload, len), 0);
+	CHECK_EQ_U64(decoder_next(d, &ev), 1);
+	CHECK_EQ_U64(ev.type, LP_EV_ENTRY);
+	CHECK_EQ_U64(decoder_next(d, &ev), 1);
+	CHECK_EQ_U64(ev.type, LP_EV_EXTENDED);
+	CHECK_EQ_U64(ev.value, LP_XEV_UNMAP);
+	CHECK_EQ_U64(ev.time, 150);
+	p = (const uint8_t *)ev.str;
+	end = p + ev.str_len;
+	CHECK_EQ_U64(varint_get(&p, end, &start), 0);
+	CHECK_EQ_U64(varint_get(&p, end, &stop), 0);
+	CHECK(p == end);
+	CHECK_EQ_U64(start, 0x7f0000001000);
+	CHECK_EQ_U64(stop, 0x7f0000003000);
+	CHECK_EQ_U64(decoder_next(d, &ev), 1);
+	CHECK_EQ_U64(ev.type, LP_EV_EXIT);
+	CHECK_EQ_U64(ev.value, 0x7f0000001000);
+	CHECK_EQ_U64(decoder_next(d, &ev), 0);
+	free(d);
+	free(e);
+}
+
 /* --- the decoder on hand-made and damaged payloads ------------------------ */
 
 #define CRAFT_MAX (1u << 19)
@@ -1119,6 +1160,7 @@ int main(void)
 	test_trace_header();
 	test_round_trip();
 	test_time_clamp();
+	test_unmap();
 	test_decoder_crafted();
 	test_decoder_truncation();
 	test_decoder_damage();

@@ -31,18 +31,22 @@ static void duration_bad(const char *s, const char *file, int line)
 
 static void test_duration(void)
 {
-	DURATION_OK("10", 10);
 	DURATION_OK("0", 0);
+	DURATION_OK("0.0", 0);
 	DURATION_OK("10ns", 10);
 	DURATION_OK("1.5us", 1500);
 	DURATION_OK("2ms", 2000000);
 	DURATION_OK("1s", 1000000000);
 	DURATION_OK("0.25s", 250000000);
-	DURATION_OK("2.5", 3); /* rounded to the nearest ns */
+	DURATION_OK("2.5ns", 3); /* rounded to the nearest ns */
 	DURATION_OK("0.4ns", 0);
 	DURATION_OK("1.0004us", 1000);
 	DURATION_OK("1000000000s", UINT64_C(1000000000000000000));
 
+	/* a number needs its unit */
+	DURATION_BAD("10");
+	DURATION_BAD("5");
+	DURATION_BAD("2.5");
 	DURATION_BAD("");
 	DURATION_BAD("ms");
 	DURATION_BAD("-1us");
@@ -59,6 +63,17 @@ static void test_duration(void)
 	DURATION_BAD("nan");
 	DURATION_BAD("infs");
 	DURATION_BAD("x");
+}
+
+static void test_duration_hint(void)
+{
+	char buf[160];
+
+	CHECK_STR(duration_hint("5", buf, sizeof(buf)), "a duration needs a unit: 5ns, 5us, 5ms or 5s");
+	CHECK_STR(duration_hint("2.5", buf, sizeof(buf)), "a duration needs a unit: 2.5ns, 2.5us, 2.5ms or 2.5s");
+	CHECK_STR(duration_hint("fast", buf, sizeof(buf)), "expected a duration like 10us");
+	CHECK_STR(duration_hint("5h", buf, sizeof(buf)), "expected a duration like 10us");
+	CHECK_STR(duration_hint("-5", buf, sizeof(buf)), "expected a duration like 10us");
 }
 
 static void size_ok(const char *s, uint64_t want, const char *file, int line)
@@ -216,6 +231,7 @@ static void test_filter_opts(void)
 int main(void)
 {
 	test_duration();
+	test_duration_hint();
 	test_size();
 	test_format_duration();
 	test_filter_opts();

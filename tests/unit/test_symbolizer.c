@@ -425,6 +425,90 @@ static void test_pie(void)
 	symbolizer_free(s);
 }
 
+/* A map of file around elf_addr at base, as add_file_map, told at ns. */
+static int add_file_map_at(struct symbolizer *s, uint32_t image, uint64_t ns, uint64_t base, uint64_t elf_addr,
+                           const char *file)
+{
+	uint64_t page = elf_addr & ~0xfffull;
+
+	return symbolizer_add_map_at(s, image, ns, base, base + page, base + page + MAP_SPAN, page, NULL, 0, file,
+	                             strlen(file));
+}
+
+struct found {
+	bool add, lib;
+};
+
+static int note_function(void *ctx, const char *name, uint64_t addr, uint64_t size)
+{
+	struct found *f = ctx;
+
+	(void)addr;
+	(void)size;
+	f->add |= !strcmp(name, "fixture_add");
+	f->lib |= !strcmp(name, "fixture_lib_func");
+	return 0;
+}
+
+/* Two objects at the same addresses in turn (dlclose, then dlopen of
+ * another): an address is named from the object mapped at the time. */
+static void test_reuse(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	uint64_t lib = nm_addr(SYMB_FIXTURE_LIB, "fixture_lib_func");
+	uint64_t x = PIE_BASE + add, lib_base = x - lib, tag1 = x | UINT64_C(1) << SYMBOLIZER_TAG_SHIFT;
+	uint64_t a_start = PIE_BASE + (add & ~0xfffull), b_start = lib_base + (lib & ~0xfffull), maps;
+	struct found f = { false, false };
+	struct symbol sym;
+	char buf[128];
+
+	/* object A at x, told at 10 */
+	CHECK_INT(add_file_map_at(s, 20, 10, PIE_BASE, add, SYMB_FIXTURE_PIE), 0);
+	CHECK_U64(symbolizer_code_addr(s, 20, x, 50), x);
+	CHECK_INT(symbolizer_lookup(s, 20, x, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	/* unmapped at 100: before, x is still A's; after, the code of a map
+	 * not told yet */
+	CHECK_INT(symbolizer_end_map(s, 20, a_start, a_start + 1, 100), 0);
+	CHECK_INT(symbolizer_end_map(s, 20, a_start, a_start + MAP_SPAN, 100), 1);
+	CHECK_INT(symbolizer_end_map(s, 20, a_start, a_start + MAP_SPAN, 110), 0);
+	CHECK_U64(symbolizer_code_addr(s, 20, x, 99), x);
+	CHECK_U64(symbolizer_code_addr(s, 20, x, 100), tag1);
+	/* object B at x from 120 on: its own tag, A's calls keep theirs */
+	CHECK_INT(add_file_map_at(s, 20, 120, lib_base, lib, SYMB_FIXTURE_LIB), 0);
+	CHECK_U64(symbolizer_code_addr(s, 20, x, 150), tag1);
+	CHECK_U64(symbolizer_code_addr(s, 20, x, 50), x);
+	CHECK_U64(symbolizer_code_addr(s, 20, tag1, 50), tag1); /* tagged already */
+	CHECK_INT(symbolizer_lookup(s, 20, tag1, &sym), 0);
+	CHECK_STR(sym.name, "fixture_lib_func");
+	CHECK_STR(symbolizer_format(s, 20, tag1 + 2, buf, sizeof(buf)), "fixture_lib_func+0x2");
+	CHECK_INT(symbolizer_lookup(s, 20, x, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	/* a trace read again tells A at 10 again: the same map, not a new one */
+	maps = symbolizer_map_count(s);
+	CHECK_INT(add_file_map_at(s, 20, 10, PIE_BASE, add, SYMB_FIXTURE_PIE), 0);
+	CHECK_U64(symbolizer_map_count(s), maps);
+	/* B goes at 200, A comes back at 300: A's tag again */
+	CHECK_INT(symbolizer_end_map(s, 20, b_start, b_start + MAP_SPAN, 200), 1);
+	CHECK_INT(add_file_map_at(s, 20, 300, PIE_BASE, add, SYMB_FIXTURE_PIE), 0);
+	CHECK_U64(symbolizer_map_count(s), maps + 1);
+	CHECK_U64(symbolizer_code_addr(s, 20, x, 350), x);
+	CHECK_U64(symbolizer_code_addr(s, 20, x, 150), tag1);
+	/* a map counts from before its arrival (maps come in the stream of
+	 * the thread that loaded them, other threads' events may come first) */
+	CHECK_U64(symbolizer_code_addr(s, 20, x, 250), x);
+	/* what is mapped now: A's functions, not B's */
+	CHECK_INT(symbolizer_foreach_function(s, 20, note_function, &f), 0);
+	CHECK(f.add && !f.lib);
+	/* other images know nothing of it */
+	CHECK_INT(add_file_map(s, 21, PIE_BASE, add, SYMB_FIXTURE_PIE, NULL, 0), 0);
+	CHECK_U64(symbolizer_code_addr(s, 21, x, 150), x);
+	/* an unknown code address prints as its address */
+	CHECK_STR(symbolizer_format(s, 21, UINT64_C(5) << SYMBOLIZER_TAG_SHIFT | 0x10, buf, sizeof(buf)), "0x10");
+	symbolizer_free(s);
+}
+
 static void test_shared_lib(void)
 {
 	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
@@ -769,6 +853,7 @@ int main(void)
 		die("cannot create a temporary directory", strerror(errno));
 	test_nopie();
 	test_pie();
+	test_reuse();
 	test_shared_lib();
 	test_cpp();
 	test_self();

@@ -1,0 +1,3 @@
+/* libreuse_b.so: see reuse.h. */
+#define REUSE(x) reuse_b_##x
+#include "reuse.h"
