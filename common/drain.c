@@ -719,11 +719,41 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 	return n;
 }
 
+/* The latest event of s's process image in its other streams: those still
+ * open (drained as far as they go) and those closed before. */
+static uint64_t image_last_ns(const struct stream *s)
+{
+	uint64_t ns = s->peers_last_ns;
+	size_t i;
+
+	for (i = 0; i < s->d->nstreams; i++) {
+		const struct stream *o = s->d->streams[i];
+
+		if (o != s && !o->closed && o->ring->image == s->ring->image && o->enc->last_ns > ns)
+			ns = o->enc->last_ns;
+	}
+	return ns;
+}
+
+/* s closes: the streams of its image still open remember its last event. */
+static void image_pass_last(struct stream *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->d->nstreams; i++) {
+		struct stream *o = s->d->streams[i];
+
+		if (o != s && !o->closed && o->ring->image == s->ring->image && o->peers_last_ns < s->enc->last_ns)
+			o->peers_last_ns = s->enc->last_ns;
+	}
+}
+
 static void stream_close(struct stream *s)
 {
 	uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_acquire);
 	uint64_t ns = clocksync_ns(s->d->clock, clocksync_raw_now(s->d->cfg.clock));
 	uint32_t state = atomic_load_explicit((_Atomic uint32_t *)&s->ring->state, memory_order_acquire);
+	bool exit_event = state != LP_RING_CLOSED && s->exit_status != DRAIN_EXIT_NONE;
 
 	if (s->filtered)
 		filter_finish(&s->fs, s->fs.last_ns);
@@ -739,8 +769,13 @@ static void stream_close(struct stream *s)
 	}
 	if (s->sys)
 		drainsys_unbind(s);
-	if (s->enc->len && s->enc->last_ns < ns)
+	/* the thread's end is its last event (the drain's now when it had
+	 * none); the process's exit comes after the last event of all its
+	 * threads, in whichever stream */
+	if (s->enc->last_ns && s->enc->last_ns < ns)
 		ns = s->enc->last_ns;
+	if (exit_event && image_last_ns(s) > ns)
+		ns = image_last_ns(s);
 	if (dropped > s->lost_reported) {
 		encoder_lost(s->enc, ns, dropped - s->lost_reported);
 		s->d->stats.lost += dropped - s->lost_reported;
@@ -753,6 +788,7 @@ static void stream_close(struct stream *s)
 	else if (s->exit_status != DRAIN_EXIT_NONE)
 		encoder_task(s->enc, ns, LP_TASK_EXIT, (uint64_t)(uint32_t)s->exit_status, NULL, 0, NULL, 0);
 	flush_stream(s);
+	image_pass_last(s);
 	if (s->filtered)
 		filter_stream_release(&s->fs);
 	munmap(s->ring, s->map_size);

@@ -49,6 +49,9 @@ struct stream {
 	 * function and heap events go through it, the others flush it */
 	struct memfold *fold;
 	bool closing; /* drained to the end in this poll: closes after it */
+	/* the latest event of the streams of its image that closed before it
+	 * (threads that ended): the process's EXIT comes after them too */
+	uint64_t peers_last_ns;
 	struct drain *d;
 };
 
