@@ -18,9 +18,12 @@
 
 #include "host/lib/hashindex.h"
 
-/* Growth trend: each site's live bytes sampled at the end of HEAP_SERIES_LEN
- * intervals, HEAP_SERIES_STEP_NS long at first; when time runs past the
- * last, neighbouring intervals merge and the interval doubles. */
+/* Growth trend: the bytes each site holds in the processes still running
+ * (a process counts until the end of the interval in which it exits),
+ * sampled at the end of HEAP_SERIES_LEN intervals, HEAP_SERIES_STEP_NS
+ * long at first; when time runs past the last, neighbouring intervals
+ * merge and the interval doubles.  The blocks a forked child copied and
+ * kept until it exited are thus no growth of its parent's sites. */
 #define HEAP_SERIES_LEN 64u
 #define HEAP_SERIES_STEP_NS 1000000ull
 /* A site is `growing` when its live bytes rise over the later half of the
@@ -56,14 +59,18 @@ struct heap_counts {
 	/* blocks from before tracing began, listed by the runtime when it did
 	 * (LP_MEM_BEFORE): live without an allocation in the trace */
 	uint64_t listed, listed_bytes;
-	/* blocks of processes that exited (TASK EXIT) without releasing them */
+	/* of the live blocks, those of processes that exited (TASK EXIT)
+	 * without releasing them */
 	uint64_t unfreed_objects, unfreed_bytes;
 	/* live at the moment of the global peak (struct heap.peak_ns); valid
 	 * after heap_settle */
 	uint64_t at_peak_objects, at_peak_bytes;
-	/* internal: at-peak bookkeeping and the growth samples */
+	/* internal: at-peak bookkeeping and the growth samples (the bytes held
+	 * by processes still running) */
 	uint64_t gen;
 	uint32_t series_last; /* intervals written */
+	uint32_t exit_idx;    /* the interval of the latest exit, */
+	uint64_t exit_bytes;  /* the bytes that exit took out of the samples after it */
 	uint64_t series[HEAP_SERIES_LEN];
 };
 
@@ -265,7 +272,10 @@ enum heap_start_flags {
  * images are left alone.  Returns 0 or -ENOMEM/-ENOSPC (h->oom set). */
 int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, uint32_t parent_pid, unsigned flags);
 /* The process of image exited with the given wait status: its live blocks
- * are unfreed at exit (they stay counted as live). */
+ * are unfreed at exit (they stay counted as live, and leave the growth
+ * samples after the interval of ns).  Operations of the process applied
+ * after its exit (another of its threads, later in time order) change its
+ * live and unfreed blocks alike. */
 void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status);
 /* Applies one operation of image (started implicitly with pid when not
  * known).  Operations must come in time order across all threads of a

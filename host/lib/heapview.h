@@ -49,8 +49,9 @@ uint64_t heapview_illegal_total(const struct heap *h);
 /* A growth rate for people: "+1.5 KiB/s". */
 const char *heapview_rate(double bps, char *buf, size_t size);
 
-/* Live bytes over time of c (NULL: the whole heap, every site summed)
- * from the heap's growth samples (heap.h, HEAP_SERIES_LEN of them at most,
+/* Live bytes over time of c (NULL: the whole heap, every site summed) in
+ * the processes still running, from the heap's growth samples (heap.h,
+ * HEAP_SERIES_LEN of them at most,
  * one at the end of each sampling interval; the last one at the latest
  * operation), merged into at most `points` points: each the value at the
  * end of its merged intervals.  Writes the points' trace times (ns, the
