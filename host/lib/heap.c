@@ -203,13 +203,12 @@ static int pid_set(struct heap *h, uint32_t pid, uint32_t item)
 
 /* ---- counters and growth samples ------------------------------------- */
 
-/* The sample of c for interval j as things stand: the bytes its sites
- * hold in processes still running, and in those that exited during
- * interval j (a process counts until the end of the interval of its exit,
- * so that a program's own exit at the end of a trace is no drop). */
-static uint64_t series_value(const struct heap_counts *c, uint32_t j)
+/* The sample of c as things stand: the bytes its sites hold in processes
+ * still running, and in the last ones to exit (so that a program's own
+ * exit at the end of its trace is no drop). */
+static uint64_t series_value(const struct heap_counts *c)
 {
-	return c->live_bytes - c->unfreed_bytes + (c->exit_idx == j ? c->exit_bytes : 0);
+	return c->live_bytes - c->unfreed_bytes + c->held_bytes;
 }
 
 /* Merges neighbouring sample intervals of c: the value at the end of an
@@ -219,9 +218,8 @@ static void series_halve(struct heap_counts *c)
 {
 	uint32_t k, last = c->series_last;
 
-	c->exit_idx /= 2;
 	for (k = 0; 2 * k < last; k++)
-		c->series[k] = 2 * k + 1 < last ? c->series[2 * k + 1] : series_value(c, k);
+		c->series[k] = 2 * k + 1 < last ? c->series[2 * k + 1] : series_value(c);
 	c->series_last = (last + 1) / 2;
 }
 
@@ -256,14 +254,14 @@ static uint32_t series_upto(struct heap_counts *c, uint32_t idx)
 	if (c->series_last && idx < c->series_last - 1)
 		idx = c->series_last - 1;
 	for (j = c->series_last; j < idx; j++)
-		c->series[j] = series_value(c, j);
+		c->series[j] = series_value(c);
 	return idx;
 }
 
-/* Changes c's live count at ns (interval idx); in an exited process
- * (late: see live_change) its unfreed count as well. */
+/* Changes c's live count at ns (interval idx) by a block of p; when p has
+ * exited (late: see live_change) its unfreed count as well. */
 static void counts_live(struct heap *h, struct heap_counts *c, uint32_t idx, uint64_t ns, int64_t dobj, int64_t dbytes,
-                        bool exited)
+                        const struct heap_proc *p)
 {
 	/* the first change since the last global peak: until now c was as it
 	 * was at that peak */
@@ -275,33 +273,31 @@ static void counts_live(struct heap *h, struct heap_counts *c, uint32_t idx, uin
 	idx = series_upto(c, idx);
 	c->live_objects += (uint64_t)dobj;
 	c->live_bytes += (uint64_t)dbytes;
-	if (exited) {
+	if (p->exited) {
 		c->unfreed_objects += (uint64_t)dobj;
 		c->unfreed_bytes += (uint64_t)dbytes;
-		if (idx == c->exit_idx)
-			c->exit_bytes = (int64_t)c->exit_bytes + dbytes > 0 ? c->exit_bytes + (uint64_t)dbytes : 0;
+		if (p->held)
+			c->held_bytes += (uint64_t)dbytes;
 	}
 	if (c->live_bytes > c->peak_bytes) {
 		c->peak_bytes = c->live_bytes;
 		c->peak_objects = c->live_objects;
 		c->peak_ns = ns;
 	}
-	c->series[idx] = series_value(c, idx);
+	c->series[idx] = series_value(c);
 	c->series_last = idx + 1;
 }
 
-/* A block of a process that exits at interval idx: it stays live, and is
+/* A block of process p that exits at interval idx: it stays live, and is
  * unfreed at exit from now on. */
-static void counts_exit(struct heap_counts *c, uint32_t idx, uint64_t bytes)
+static void counts_exit(struct heap_counts *c, uint32_t idx, uint64_t bytes, const struct heap_proc *p)
 {
 	idx = series_upto(c, idx);
-	if (c->exit_idx != idx)
-		c->exit_bytes = 0;
-	c->exit_idx = idx;
-	c->exit_bytes += bytes;
 	c->unfreed_objects++;
 	c->unfreed_bytes += bytes;
-	c->series[idx] = series_value(c, idx);
+	if (p->held)
+		c->held_bytes += bytes;
+	c->series[idx] = series_value(c);
 	c->series_last = idx + 1;
 }
 
@@ -316,8 +312,8 @@ static void live_change(struct heap *h, struct heap_proc *p, const struct heap_b
 	struct heap_site *s = &h->sites[b->site];
 	int64_t bytes = dir * (int64_t)b->size;
 
-	counts_live(h, &s->c, idx, ns, dir, bytes, p->exited);
-	counts_live(h, &h->fns[s->fn].c, idx, ns, dir, bytes, p->exited);
+	counts_live(h, &s->c, idx, ns, dir, bytes, p);
+	counts_live(h, &h->fns[s->fn].c, idx, ns, dir, bytes, p);
 	p->live_objects += (uint64_t)(int64_t)dir;
 	p->live_bytes += (uint64_t)bytes;
 	h->live_objects += (uint64_t)(int64_t)dir;
@@ -367,6 +363,7 @@ static struct heap_proc *proc_new(struct heap *h, uint32_t image, uint32_t pid, 
 	p->start_ns = ns;
 	hashindex_put(&h->proc_idx, slot, hash, h->nprocs);
 	h->nprocs++;
+	h->running++;
 	return p;
 }
 
@@ -391,8 +388,8 @@ static int block_unfreed_cb(void *ctx, const struct heap_block *b)
 	struct tree_ctx *c = ctx;
 	struct heap_site *s = &c->h->sites[b->site];
 
-	counts_exit(&s->c, c->idx, b->size);
-	counts_exit(&c->h->fns[s->fn].c, c->idx, b->size);
+	counts_exit(&s->c, c->idx, b->size, c->p);
+	counts_exit(&c->h->fns[s->fn].c, c->idx, b->size, c->p);
 	return 0;
 }
 
@@ -422,6 +419,7 @@ int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, u
 		blocktree_free(h->pool, &prev->root);
 		prev->execed = true;
 		prev->end_ns = ns;
+		h->running--;
 	}
 	parent = parent_pid ? pid_current(h, parent_pid) : NULL;
 	if (parent && !parent->execed) {
@@ -454,6 +452,11 @@ void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status
 
 	if (!p || p->exited)
 		return;
+	if (!p->execed) {
+		/* the last one running: the program's end, not a child's */
+		p->held = h->running == 1;
+		h->running--;
+	}
 	p->exited = true;
 	p->exit_status = status;
 	p->end_ns = ns;
@@ -774,7 +777,7 @@ static void counts_settle(const struct heap *h, struct heap_counts *c)
 		c->gen = h->peak_gen;
 	}
 	for (j = c->series_last; j < h->series_n; j++)
-		c->series[j] = series_value(c, j);
+		c->series[j] = series_value(c);
 	if (c->series_last < h->series_n)
 		c->series_last = h->series_n;
 }
@@ -798,7 +801,7 @@ void heap_growth(const struct heap *h, const struct heap_counts *c, struct heap_
 	memset(out, 0, sizeof(*out));
 	out->p_value = 1;
 	out->samples = n - start;
-	if (out->samples < HEAP_GROWTH_MIN_SAMPLES)
+	if (out->samples < HEAP_GROWTH_MIN_SAMPLES || (uint64_t)out->samples * h->step_ns < HEAP_GROWTH_MIN_NS)
 		return;
 	/* each sample at the end of its interval; the last one, still going,
 	 * now */

@@ -566,8 +566,9 @@ static void test_exit_then_late_ops(void)
  * every 5 ms for 2 s; each child copies them, makes 3 blocks of its own
  * and exits 2 ms later without freeing any.  The parent holds the same
  * all along: no site grows, though every child exits with its copies (and
- * its own 3) unfreed.  A process that leaks until it exits at the end of
- * the trace is still growing. */
+ * its own 3) unfreed; they leave the samples when it exits, the parent's
+ * stay when it exits last.  A process that leaks until it exits at the
+ * end of the trace is still growing. */
 static void test_forks_not_growing(void)
 {
 	struct heap_growth g;
@@ -596,8 +597,19 @@ static void test_forks_not_growing(void)
 		alloc(LP_MEM_MALLOC, t + 3 * MS, 0x30000000, 32, own);
 		release(LP_MEM_FREE, t + 4 * MS, 0x30000000, own);
 	}
-	heap_proc_exit(&h, parent_image, 2100 * MS, 0);
+	/* every child has exited: the samples hold the parent's 200 blocks;
+	 * its own exit, the program's last, leaves them there */
+	heap_advance(&h, 2090 * MS);
 	heap_settle(&h);
+	CHECK_EQ_U64(h.sites[boot].c.series[h.series_n - 1], 200 * 100);
+	CHECK_EQ_U64(h.sites[own].c.series[h.series_n - 1], 0);
+	heap_proc_exit(&h, parent_image, 2100 * MS, 0);
+	heap_advance(&h, 2100 * MS);
+	heap_settle(&h);
+	CHECK_EQ_U64(h.sites[boot].c.series[h.series_n - 1], 200 * 100);
+	CHECK(heap_proc_find(&h, parent_image)->held);
+	CHECK(!heap_proc_find(&h, 2)->held);
+	CHECK_EQ_U64(h.running, 0);
 	CHECK_EQ_U64(h.unfreed_objects, 200 + (uint64_t)k * 203);
 	CHECK_EQ_U64(h.sites[boot].c.live_objects, 200 + (uint64_t)k * 200);
 	heap_growth(&h, &h.sites[boot].c, &g);
@@ -686,7 +698,27 @@ static void test_growth(void)
 	heap_growth(&h, &h.sites[leak].c, &g);
 	CHECK(!g.growing);
 	CHECK(g.samples < HEAP_GROWTH_MIN_SAMPLES);
-	/* a quiet tail after the leak stopped: the later half is level */
+	/* and a leak of 200 ms, though that has samples enough */
+	fresh();
+	leak = site("leak+0x1", "leak");
+	for (t = 0; t < 200 * MS; t += MS / 10)
+		alloc(LP_MEM_MALLOC, t, 0x1000 + t, 100, leak);
+	heap_settle(&h);
+	heap_growth(&h, &h.sites[leak].c, &g);
+	CHECK(g.samples >= HEAP_GROWTH_MIN_SAMPLES);
+	CHECK(!g.growing);
+	CHECK(g.p_value == 1);
+	/* the same leak for 1.2 s is growing */
+	for (; t < 1200 * MS; t += MS / 10)
+		alloc(LP_MEM_MALLOC, t, 0x1000 + t, 100, leak);
+	heap_settle(&h);
+	heap_growth(&h, &h.sites[leak].c, &g);
+	CHECK(g.growing);
+	/* a leak of 20 ms, then a quiet tail: the later half is level */
+	fresh();
+	leak = site("leak+0x1", "leak");
+	for (t = 0; t < 20 * MS; t += MS / 10)
+		alloc(LP_MEM_MALLOC, t, 0x1000 + t, 100, leak);
 	heap_advance(&h, 2000 * MS);
 	heap_settle(&h);
 	heap_growth(&h, &h.sites[leak].c, &g);
