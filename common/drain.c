@@ -719,8 +719,10 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 	return n;
 }
 
-/* The latest event of s's process image in its other streams: those still
- * open (drained as far as they go) and those closed before. */
+/* The latest event of s's process image in its other streams: those in
+ * the drain's list (still open, drained as far as they go, or closed in
+ * this poll) and those that closed before while the process went on.
+ * Once per process exit: a scan of the streams. */
 static uint64_t image_last_ns(const struct stream *s)
 {
 	uint64_t ns = s->peers_last_ns;
@@ -729,21 +731,26 @@ static uint64_t image_last_ns(const struct stream *s)
 	for (i = 0; i < s->d->nstreams; i++) {
 		const struct stream *o = s->d->streams[i];
 
-		if (o != s && !o->closed && o->ring->image == s->ring->image && o->enc->last_ns > ns)
+		if (o != s && o->enc->image == s->enc->image && o->enc->last_ns > ns)
 			ns = o->enc->last_ns;
 	}
 	return ns;
 }
 
-/* s closes: the streams of its image still open remember its last event. */
+/* s closes while its process goes on (its thread ended): the streams of
+ * its image still open remember its last event, for the process's EXIT.
+ * Streams closing because their process is gone need not: their siblings
+ * close in the same poll and see them in the list. */
 static void image_pass_last(struct stream *s)
 {
 	size_t i;
 
+	if (s->final)
+		return;
 	for (i = 0; i < s->d->nstreams; i++) {
 		struct stream *o = s->d->streams[i];
 
-		if (o != s && !o->closed && o->ring->image == s->ring->image && o->peers_last_ns < s->enc->last_ns)
+		if (o != s && !o->closed && o->enc->image == s->enc->image && o->peers_last_ns < s->enc->last_ns)
 			o->peers_last_ns = s->enc->last_ns;
 	}
 }
@@ -1053,8 +1060,11 @@ int drain_finish(struct drain *d)
 	for (i = 0; i < d->nstreams; i++)
 		d->streams[i]->final = true;
 	drain_poll(d);
-	for (i = 0; i < d->nstreams; i++) {
+	/* all closed before any is freed: an EXIT takes the time of the
+	 * latest event of every stream of its process (image_last_ns) */
+	for (i = 0; i < d->nstreams; i++)
 		stream_close(d->streams[i]);
+	for (i = 0; i < d->nstreams; i++) {
 		free(d->streams[i]->enc);
 		free(d->streams[i]);
 	}
