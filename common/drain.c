@@ -923,11 +923,48 @@ static void salvage_lost(struct stream *s, uint64_t ns)
 	maybe_flush(s);
 }
 
+/* The latest event of s's process image in its other streams: those in
+ * the drain's list (still open, drained as far as they go, or closed in
+ * this poll) and those that closed before while the process went on.
+ * Once per process exit: a scan of the streams. */
+static uint64_t image_last_ns(const struct stream *s)
+{
+	uint64_t ns = s->peers_last_ns;
+	size_t i;
+
+	for (i = 0; i < s->d->nstreams; i++) {
+		const struct stream *o = s->d->streams[i];
+
+		if (o != s && o->enc->image == s->enc->image && o->enc->last_ns > ns)
+			ns = o->enc->last_ns;
+	}
+	return ns;
+}
+
+/* s closes while its process goes on (its thread ended): the streams of
+ * its image still open remember its last event, for the process's EXIT.
+ * Streams closing because their process is gone need not: their siblings
+ * close in the same poll and see them in the list. */
+static void image_pass_last(struct stream *s)
+{
+	size_t i;
+
+	if (s->final)
+		return;
+	for (i = 0; i < s->d->nstreams; i++) {
+		struct stream *o = s->d->streams[i];
+
+		if (o != s && !o->closed && o->enc->image == s->enc->image && o->peers_last_ns < s->enc->last_ns)
+			o->peers_last_ns = s->enc->last_ns;
+	}
+}
+
 static void stream_close(struct stream *s)
 {
 	uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_acquire);
 	uint64_t ns = clocksync_ns(s->d->clock, clocksync_raw_now(s->d->cfg.clock));
 	uint32_t state = atomic_load_explicit((_Atomic uint32_t *)&s->ring->state, memory_order_acquire);
+	bool exit_event = state != LP_RING_CLOSED && s->exit_status != DRAIN_EXIT_NONE;
 
 	if (s->filtered)
 		filter_finish(&s->fs, s->fs.last_ns);
@@ -943,8 +980,13 @@ static void stream_close(struct stream *s)
 	}
 	if (s->sys)
 		drainsys_unbind(s);
-	if (s->enc->len && s->enc->last_ns < ns)
+	/* the thread's end is its last event (the drain's now when it had
+	 * none); the process's exit comes after the last event of all its
+	 * threads, in whichever stream */
+	if (s->enc->last_ns && s->enc->last_ns < ns)
 		ns = s->enc->last_ns;
+	if (exit_event && image_last_ns(s) > ns)
+		ns = image_last_ns(s);
 	if (dropped > s->lost_reported) {
 		encoder_lost(s->enc, ns, dropped - s->lost_reported);
 		s->d->stats.lost += dropped - s->lost_reported;
@@ -959,6 +1001,7 @@ static void stream_close(struct stream *s)
 	else if (s->exit_status != DRAIN_EXIT_NONE)
 		encoder_task(s->enc, ns, LP_TASK_EXIT, (uint64_t)(uint32_t)s->exit_status, NULL, 0, NULL, 0);
 	flush_stream(s);
+	image_pass_last(s);
 	if (s->filtered)
 		filter_stream_release(&s->fs);
 	munmap(s->ring, s->map_size);
@@ -1258,8 +1301,11 @@ int drain_finish(struct drain *d)
 	for (i = 0; i < d->nstreams; i++)
 		d->streams[i]->final = true;
 	drain_poll(d);
-	for (i = 0; i < d->nstreams; i++) {
+	/* all closed before any is freed: an EXIT takes the time of the
+	 * latest event of every stream of its process (image_last_ns) */
+	for (i = 0; i < d->nstreams; i++)
 		stream_close(d->streams[i]);
+	for (i = 0; i < d->nstreams; i++) {
 		free(d->streams[i]->enc);
 		free(d->streams[i]);
 	}

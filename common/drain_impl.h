@@ -57,6 +57,9 @@ struct stream {
 	uint64_t lost_flushed;   /* lost_reported when the encoder last went out */
 	uint32_t lost_records;   /* LOST events in the encoder */
 	uint64_t lost_unwritten; /* salvage: events a killed consumer held */
+	/* the latest event of the streams of its image that closed before it
+	 * (threads that ended): the process's EXIT comes after them too */
+	uint64_t peers_last_ns;
 	struct drain *d;
 };
 

@@ -12,6 +12,7 @@ void encoder_init(struct encoder *e, uint32_t image, uint32_t pid, uint32_t tid)
 	e->pid = pid;
 	e->tid = tid;
 	e->len = 0;
+	e->last_ns = 0;
 	e->events = 0;
 	e->nrefs = 0;
 	e->gen = 1;

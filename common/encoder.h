@@ -18,9 +18,9 @@
 
 struct encoder {
 	uint32_t image, pid, tid;
-	uint32_t target; /* payload bytes at which encoder_full says flush */
-	uint64_t last_ns;
-	uint64_t events; /* in the current payload */
+	uint32_t target;  /* payload bytes at which encoder_full says flush */
+	uint64_t last_ns; /* time of the last event (also once handed out); 0 before the first */
+	uint64_t events;  /* in the current payload */
 	size_t len;
 	uint32_t nrefs;
 	uint32_t gen; /* table entries with another generation are empty */

@@ -282,7 +282,9 @@ static inline LP_NOINSTR void mem_put(struct lp_thread *t, uint32_t op_flags, ui
 {
 	uint32_t op = op_flags & 0xff, n = op == LP_MEM_REALLOC ? 3 : 2;
 	struct lp_slot *s = t->cur;
-	uint64_t now = lp_clock_now();
+	/* ordered: the release of a block another thread allocated must not
+	 * read the clock before the load that handed it the pointer */
+	uint64_t now = lp_clock_now_ordered();
 
 	if (unlikely((size_t)(t->limit - s) < n))
 		s = lp_ring_reserve(t, n, now);

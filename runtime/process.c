@@ -29,6 +29,19 @@ LP_NOINSTR uint64_t lp_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* When the calling thread last began a fork(), in the event clock. */
+static __thread uint64_t fork_began __attribute__((tls_model("initial-exec")));
+
+/* In the parent, before fork(): the forking thread's heap operations until
+ * now are in its parent's heap, those after are not, so the child's FORK
+ * record carries this time (the child's first record comes later, maybe
+ * after the parent's next operations). */
+static LP_NOINSTR void atfork_prepare(void)
+{
+	if (lp_proc.active)
+		fork_began = lp_clock_now_ordered();
+}
+
 /* In the child of fork(): the calling thread is the only one left, and its
  * ring belongs to the parent.  Start a new image with a new ring on the next
  * gate; the stack inherited from the parent goes into the first record. */
@@ -41,6 +54,7 @@ static LP_NOINSTR void atfork_child(void)
 	lp_proc.image =
 	    atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->next_image, 1, memory_order_relaxed);
 	lp_proc.parent_pid = (uint32_t)getppid();
+	lp_proc.fork_time = fork_began;
 	atomic_store(&lp_proc.maps_written, 0);
 	if (t->state == LP_THREAD_READY) {
 		/* the parent's ring is not ours to write */
@@ -340,7 +354,7 @@ LP_NOINSTR bool lp_process_init(void)
 	}
 	lp_proc.active = r == 1;
 	if (lp_proc.active)
-		pthread_atfork(NULL, NULL, atfork_child);
+		pthread_atfork(atfork_prepare, NULL, atfork_child);
 	lp_memhook.guard = saved_guard;
 	lp_ctl_flags = lp_proc.active ? &lp_proc.control->flags : &off_flags;
 	atomic_store_explicit(&lp_proc.init, 2, memory_order_release);

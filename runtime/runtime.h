@@ -112,6 +112,7 @@ struct lp_process {
 	uint32_t image;
 	uint32_t clock;           /* enum lp_clock_kind of this process */
 	uint32_t parent_pid;      /* set in a forked child until its first ring */
+	uint64_t fork_time;       /* with parent_pid: when the parent called fork (event clock) */
 	_Atomic int maps_written; /* first ring of the image carries the maps */
 	char exe[512];
 	const struct lp_filter_file *_Atomic filters; /* mapped on first use */
@@ -136,6 +137,17 @@ static inline LP_NOINSTR uint64_t lp_clock_now(void)
 {
 	if (likely(lp_proc.clock == LP_ARCH_COUNTER))
 		return lp_arch_counter();
+	return lp_monotonic_ns();
+}
+
+/* The same clock, read after every earlier instruction of the thread has
+ * completed (lp_arch_counter_ordered; clock_gettime is ordered already):
+ * for records that are merged by time with other threads' and must keep
+ * the order in which the threads made them happen (heap operations). */
+static inline LP_NOINSTR uint64_t lp_clock_now_ordered(void)
+{
+	if (likely(lp_proc.clock == LP_ARCH_COUNTER))
+		return lp_arch_counter_ordered();
 	return lp_monotonic_ns();
 }
 

@@ -44,7 +44,7 @@ static LP_NOINSTR uint32_t gettid_raw(void)
 	return (uint32_t)syscall(SYS_gettid);
 }
 
-static LP_NOINSTR void put_task(struct lp_thread *t, uint32_t kind, uint32_t arg, const char *name,
+static LP_NOINSTR void put_task(struct lp_thread *t, uint64_t now, uint32_t kind, uint32_t arg, const char *name,
                                 const uintptr_t *frames, uint32_t nframes)
 {
 	unsigned char buf[sizeof(struct lp_ext_task) + 512 + LP_SHADOW_MAX * 8];
@@ -63,7 +63,7 @@ static LP_NOINSTR void put_task(struct lp_thread *t, uint32_t kind, uint32_t arg
 		memcpy(buf + off, &f, 8);
 		off += 8;
 	}
-	lp_ring_put_ext(t, LP_EXT_TASK, buf, off);
+	lp_ring_put_ext_at(t, LP_EXT_TASK, buf, off, now);
 }
 
 /* Sets up the calling thread's ring.  Runs once per thread, from its first
@@ -135,15 +135,19 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	lp_mem_thread_reset(t);
 
 	/* The stream opens with who it is; a forked child's first stream also
-	 * carries the frames it inherited, and the first stream of an image
+	 * carries the frames it inherited, at the time of the fork (its heap
+	 * is the parent's as it was then), and the first stream of an image
 	 * carries the code mappings. */
 	if (lp_proc.parent_pid && tid == (uint32_t)getpid()) {
 		uint32_t n = t->depth < LP_SHADOW_MAX ? t->depth : LP_SHADOW_MAX;
-		put_task(t, LP_TASK_FORK, lp_proc.parent_pid, comm, t->shadow, n);
+		uint64_t now = lp_clock_now();
+
+		put_task(t, lp_proc.fork_time && lp_proc.fork_time < now ? lp_proc.fork_time : now, LP_TASK_FORK,
+		         lp_proc.parent_pid, comm, t->shadow, n);
 		lp_proc.parent_pid = 0;
 	} else {
 		t->depth = 0;
-		put_task(t, LP_TASK_START, 0, comm, NULL, 0);
+		put_task(t, lp_clock_now(), LP_TASK_START, 0, comm, NULL, 0);
 	}
 	if (!atomic_exchange(&lp_proc.maps_written, 1))
 		lp_maps_write(t);

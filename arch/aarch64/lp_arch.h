@@ -17,4 +17,10 @@ static inline uint64_t lp_arch_counter(void)
 	return v;
 }
 
+/* The isb above already keeps the read after every earlier instruction. */
+static inline uint64_t lp_arch_counter_ordered(void)
+{
+	return lp_arch_counter();
+}
+
 #endif

@@ -18,4 +18,17 @@ static inline uint64_t lp_arch_counter(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
+/* The counter read only once every earlier instruction has completed
+ * (lfence): rdtsc alone may run ahead of the loads before it by hundreds
+ * of cycles.  For records whose order against other threads' records
+ * matters: a heap operation's time then comes after what made it possible
+ * in another thread (the pointer it releases was loaded, the allocator
+ * handed out the block another thread released).  Costs a pipeline drain. */
+static inline uint64_t lp_arch_counter_ordered(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+	return ((uint64_t)hi << 32) | lo;
+}
+
 #endif

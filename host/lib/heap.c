@@ -203,15 +203,23 @@ static int pid_set(struct heap *h, uint32_t pid, uint32_t item)
 
 /* ---- counters and growth samples ------------------------------------- */
 
+/* The sample of c as things stand: the bytes its sites hold in processes
+ * still running, and in the last ones to exit (so that a program's own
+ * exit at the end of its trace is no drop). */
+static uint64_t series_value(const struct heap_counts *c)
+{
+	return c->live_bytes - c->unfreed_bytes + c->held_bytes;
+}
+
 /* Merges neighbouring sample intervals of c: the value at the end of an
- * interval pair is the second's; intervals not written hold the live
- * value. */
+ * interval pair is the second's; intervals not written hold the value as
+ * it stands. */
 static void series_halve(struct heap_counts *c)
 {
 	uint32_t k, last = c->series_last;
 
 	for (k = 0; 2 * k < last; k++)
-		c->series[k] = 2 * k + 1 < last ? c->series[2 * k + 1] : c->live_bytes;
+		c->series[k] = 2 * k + 1 < last ? c->series[2 * k + 1] : series_value(c);
 	c->series_last = (last + 1) / 2;
 }
 
@@ -236,12 +244,25 @@ static uint32_t series_index(struct heap *h, uint64_t ns)
 	return (uint32_t)idx;
 }
 
-/* Changes c's live count at ns (interval idx). */
-static void counts_live(struct heap *h, struct heap_counts *c, uint32_t idx, uint64_t ns, int64_t dobj, int64_t dbytes)
+/* The samples of c up to interval idx, before a change there (operations
+ * out of time order land in the latest interval): returns the interval
+ * the change goes to. */
+static uint32_t series_upto(struct heap_counts *c, uint32_t idx)
 {
-	uint64_t before = c->live_bytes;
 	uint32_t j;
 
+	if (c->series_last && idx < c->series_last - 1)
+		idx = c->series_last - 1;
+	for (j = c->series_last; j < idx; j++)
+		c->series[j] = series_value(c);
+	return idx;
+}
+
+/* Changes c's live count at ns (interval idx) by a block of p; when p has
+ * exited (late: see live_change) its unfreed count as well. */
+static void counts_live(struct heap *h, struct heap_counts *c, uint32_t idx, uint64_t ns, int64_t dobj, int64_t dbytes,
+                        const struct heap_proc *p)
+{
 	/* the first change since the last global peak: until now c was as it
 	 * was at that peak */
 	if (c->gen != h->peak_gen) {
@@ -249,35 +270,62 @@ static void counts_live(struct heap *h, struct heap_counts *c, uint32_t idx, uin
 		c->at_peak_bytes = c->live_bytes;
 		c->gen = h->peak_gen;
 	}
+	idx = series_upto(c, idx);
 	c->live_objects += (uint64_t)dobj;
 	c->live_bytes += (uint64_t)dbytes;
+	if (p->exited) {
+		c->unfreed_objects += (uint64_t)dobj;
+		c->unfreed_bytes += (uint64_t)dbytes;
+		if (p->held)
+			c->held_bytes += (uint64_t)dbytes;
+	}
 	if (c->live_bytes > c->peak_bytes) {
 		c->peak_bytes = c->live_bytes;
 		c->peak_objects = c->live_objects;
 		c->peak_ns = ns;
 	}
-	/* operations out of time order land in the latest interval */
-	if (c->series_last && idx < c->series_last - 1)
-		idx = c->series_last - 1;
-	for (j = c->series_last; j < idx; j++)
-		c->series[j] = before;
-	c->series[idx] = c->live_bytes;
+	c->series[idx] = series_value(c);
 	c->series_last = idx + 1;
 }
 
-/* A block enters or leaves the live state of p (dir +1 / -1). */
+/* A block of process p that exits at interval idx: it stays live, and is
+ * unfreed at exit from now on. */
+static void counts_exit(struct heap_counts *c, uint32_t idx, uint64_t bytes, const struct heap_proc *p)
+{
+	idx = series_upto(c, idx);
+	c->unfreed_objects++;
+	c->unfreed_bytes += bytes;
+	if (p->held)
+		c->held_bytes += bytes;
+	c->series[idx] = series_value(c);
+	c->series_last = idx + 1;
+}
+
+/* A block enters or leaves the live state of p (dir +1 / -1).  In a
+ * process that exited already (an operation of another of its threads
+ * that came after the exit in time order) the block is also one more or
+ * one fewer unfreed at exit: the unfreed blocks are always the live blocks
+ * of the processes that exited. */
 static void live_change(struct heap *h, struct heap_proc *p, const struct heap_block *b, int dir, uint32_t idx,
                         uint64_t ns)
 {
 	struct heap_site *s = &h->sites[b->site];
 	int64_t bytes = dir * (int64_t)b->size;
 
-	counts_live(h, &s->c, idx, ns, dir, bytes);
-	counts_live(h, &h->fns[s->fn].c, idx, ns, dir, bytes);
+	counts_live(h, &s->c, idx, ns, dir, bytes, p);
+	counts_live(h, &h->fns[s->fn].c, idx, ns, dir, bytes, p);
 	p->live_objects += (uint64_t)(int64_t)dir;
 	p->live_bytes += (uint64_t)bytes;
 	h->live_objects += (uint64_t)(int64_t)dir;
 	h->live_bytes += (uint64_t)bytes;
+	if (p->exited) {
+		p->unfreed_objects += (uint64_t)(int64_t)dir;
+		p->unfreed_bytes += (uint64_t)bytes;
+		h->unfreed_objects += (uint64_t)(int64_t)dir;
+		h->unfreed_bytes += (uint64_t)bytes;
+		if (ns > p->end_ns)
+			p->end_ns = ns;
+	}
 	if (p->live_bytes > p->peak_bytes) {
 		p->peak_bytes = p->live_bytes;
 		p->peak_ns = ns;
@@ -315,6 +363,7 @@ static struct heap_proc *proc_new(struct heap *h, uint32_t image, uint32_t pid, 
 	p->start_ns = ns;
 	hashindex_put(&h->proc_idx, slot, hash, h->nprocs);
 	h->nprocs++;
+	h->running++;
 	return p;
 }
 
@@ -338,12 +387,9 @@ static int block_unfreed_cb(void *ctx, const struct heap_block *b)
 {
 	struct tree_ctx *c = ctx;
 	struct heap_site *s = &c->h->sites[b->site];
-	struct heap_counts *f = &c->h->fns[s->fn].c;
 
-	s->c.unfreed_objects += (uint64_t)(int64_t)c->dir;
-	s->c.unfreed_bytes += (uint64_t)(c->dir * (int64_t)b->size);
-	f->unfreed_objects += (uint64_t)(int64_t)c->dir;
-	f->unfreed_bytes += (uint64_t)(c->dir * (int64_t)b->size);
+	counts_exit(&s->c, c->idx, b->size, c->p);
+	counts_exit(&c->h->fns[s->fn].c, c->idx, b->size, c->p);
 	return 0;
 }
 
@@ -373,6 +419,7 @@ int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, u
 		blocktree_free(h->pool, &prev->root);
 		prev->execed = true;
 		prev->end_ns = ns;
+		h->running--;
 	}
 	parent = parent_pid ? pid_current(h, parent_pid) : NULL;
 	if (parent && !parent->execed) {
@@ -405,6 +452,11 @@ void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status
 
 	if (!p || p->exited)
 		return;
+	if (!p->execed) {
+		/* the last one running: the program's end, not a child's */
+		p->held = h->running == 1;
+		h->running--;
+	}
 	p->exited = true;
 	p->exit_status = status;
 	p->end_ns = ns;
@@ -413,7 +465,7 @@ void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status
 	h->unfreed_objects += p->live_objects;
 	h->unfreed_bytes += p->live_bytes;
 	c.p = p;
-	c.dir = 1;
+	c.idx = series_index(h, ns);
 	blocktree_foreach(p->root, block_unfreed_cb, &c);
 }
 
@@ -725,7 +777,7 @@ static void counts_settle(const struct heap *h, struct heap_counts *c)
 		c->gen = h->peak_gen;
 	}
 	for (j = c->series_last; j < h->series_n; j++)
-		c->series[j] = c->live_bytes;
+		c->series[j] = series_value(c);
 	if (c->series_last < h->series_n)
 		c->series_last = h->series_n;
 }
@@ -749,7 +801,7 @@ void heap_growth(const struct heap *h, const struct heap_counts *c, struct heap_
 	memset(out, 0, sizeof(*out));
 	out->p_value = 1;
 	out->samples = n - start;
-	if (out->samples < HEAP_GROWTH_MIN_SAMPLES)
+	if (out->samples < HEAP_GROWTH_MIN_SAMPLES || (uint64_t)out->samples * h->step_ns < HEAP_GROWTH_MIN_NS)
 		return;
 	/* each sample at the end of its interval; the last one, still going,
 	 * now */

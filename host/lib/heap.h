@@ -18,18 +18,26 @@
 
 #include "host/lib/hashindex.h"
 
-/* Growth trend: each site's live bytes sampled at the end of HEAP_SERIES_LEN
- * intervals, HEAP_SERIES_STEP_NS long at first; when time runs past the
- * last, neighbouring intervals merge and the interval doubles. */
+/* Growth trend: the bytes each site holds in the processes still running
+ * (a process that exits while no other runs, the program's last, keeps
+ * counting), sampled at the end of HEAP_SERIES_LEN intervals,
+ * HEAP_SERIES_STEP_NS long at first; when time runs past the last,
+ * neighbouring intervals merge and the interval doubles.  The blocks a
+ * forked child copied and kept until it exited are thus no growth of its
+ * parent's sites. */
 #define HEAP_SERIES_LEN 64u
 #define HEAP_SERIES_STEP_NS 1000000ull
 /* A site is `growing` when its live bytes rise over the later half of the
  * samples with a Mann-Kendall test p-value below HEAP_GROWTH_P, from at
- * least HEAP_GROWTH_MIN_SAMPLES samples, with a positive least-squares
- * slope.  The earlier half is left out so that a heap that grew while the
- * program started and then stays level is not a suspect. */
+ * least HEAP_GROWTH_MIN_SAMPLES samples spanning at least
+ * HEAP_GROWTH_MIN_NS, with a positive least-squares slope.  The earlier
+ * half is left out so that a heap that grew while the program started and
+ * then stays level is not a suspect; a run of less than about a second is
+ * too short to tell (what a program holds for a few ms at a time, a forked
+ * child's copies say, would make a trend of any step). */
 #define HEAP_GROWTH_P 0.01
 #define HEAP_GROWTH_MIN_SAMPLES 16u
+#define HEAP_GROWTH_MIN_NS 500000000ull
 
 /* Bounds. */
 #define HEAP_FREED_MAX 1024u   /* recently freed blocks remembered per process */
@@ -56,14 +64,19 @@ struct heap_counts {
 	/* blocks from before tracing began, listed by the runtime when it did
 	 * (LP_MEM_BEFORE): live without an allocation in the trace */
 	uint64_t listed, listed_bytes;
-	/* blocks of processes that exited (TASK EXIT) without releasing them */
+	/* of the live blocks, those of processes that exited (TASK EXIT)
+	 * without releasing them */
 	uint64_t unfreed_objects, unfreed_bytes;
 	/* live at the moment of the global peak (struct heap.peak_ns); valid
 	 * after heap_settle */
 	uint64_t at_peak_objects, at_peak_bytes;
-	/* internal: at-peak bookkeeping and the growth samples */
+	/* internal: at-peak bookkeeping and the growth samples (the bytes held
+	 * by processes still running) */
 	uint64_t gen;
 	uint32_t series_last; /* intervals written */
+	/* of the unfreed bytes, those of processes that were the last one
+	 * running when they exited: they stay in the samples */
+	uint64_t held_bytes;
 	uint64_t series[HEAP_SERIES_LEN];
 };
 
@@ -151,6 +164,7 @@ struct heap_proc {
 	uint64_t ops; /* operations applied */
 	bool exited;  /* TASK EXIT: exit_status, end_ns */
 	bool execed;  /* replaced by another image: its blocks were dropped */
+	bool held;    /* exited while no other process ran: its blocks stay in the growth samples */
 	uint32_t exit_status;
 	uint64_t end_ns;
 	uint64_t live_objects, live_bytes;
@@ -183,6 +197,7 @@ struct heap {
 	uint32_t nstacks, stacks_cap;
 	struct heap_proc *procs;
 	uint32_t nprocs, procs_cap;
+	uint32_t running; /* processes neither exited nor replaced by exec */
 	struct heap_illegal *illegal;
 	uint32_t nillegal;
 	struct heap_overlap *overlaps;
@@ -265,7 +280,10 @@ enum heap_start_flags {
  * images are left alone.  Returns 0 or -ENOMEM/-ENOSPC (h->oom set). */
 int heap_proc_start(struct heap *h, uint32_t image, uint32_t pid, uint64_t ns, uint32_t parent_pid, unsigned flags);
 /* The process of image exited with the given wait status: its live blocks
- * are unfreed at exit (they stay counted as live). */
+ * are unfreed at exit (they stay counted as live, and leave the growth
+ * samples unless no other process is running).  Operations of the process applied
+ * after its exit (another of its threads, later in time order) change its
+ * live and unfreed blocks alike. */
 void heap_proc_exit(struct heap *h, uint32_t image, uint64_t ns, uint32_t status);
 /* Applies one operation of image (started implicitly with pid when not
  * known).  Operations must come in time order across all threads of a

@@ -668,12 +668,13 @@ uint32_t heapview_series(const struct heap *h, const struct heap_counts *c, uint
 		if (h->now_ns >= h->first_ns && t > h->now_ns - h->first_ns)
 			t = h->now_ns - h->first_ns;
 		if (c) {
-			v = at < c->series_last ? c->series[at] : c->live_bytes;
+			v = at < c->series_last ? c->series[at] : c->live_bytes - c->unfreed_bytes + c->held_bytes;
 		} else {
 			for (i = 0; i < h->nsites; i++) {
 				const struct heap_counts *sc = &h->sites[i].c;
 
-				v += at < sc->series_last ? sc->series[at] : sc->live_bytes;
+				v += at < sc->series_last ? sc->series[at]
+				                          : sc->live_bytes - sc->unfreed_bytes + sc->held_bytes;
 			}
 		}
 		t_ns[k] = h->first_ns + t;

@@ -49,11 +49,12 @@ uint64_t heapview_illegal_total(const struct heap *h);
 /* A growth rate for people: "+1.5 KiB/s". */
 const char *heapview_rate(double bps, char *buf, size_t size);
 
-/* Live bytes over time of c (NULL: the whole heap, every site summed)
- * from the heap's growth samples (heap.h, HEAP_SERIES_LEN of them at most,
- * one at the end of each sampling interval; the last one at the latest
- * operation), merged into at most `points` points: each the value at the
- * end of its merged intervals.  Writes the points' trace times (ns, the
+/* Live bytes over time of c (NULL: the whole heap, every site summed) in
+ * the processes still running (and the last one to exit), from the heap's
+ * growth samples (heap.h, HEAP_SERIES_LEN of them at most, one at the end
+ * of each sampling interval; the last one at the latest operation), merged
+ * into at most `points` points: each the value at the end of its merged
+ * intervals.  Writes the points' trace times (ns, the
  * trace's clock) to t_ns and values to bytes (room for
  * min(points, HEAP_SERIES_LEN) each) and returns how many; 0 without
  * operations.  The heap must be settled (heap_settle). */

@@ -520,6 +520,123 @@ static void test_fold(void)
 	CHECK_EQ_U64(h.peak_bytes, 16);
 }
 
+/* Operations of a process applied after its exit (another thread's, later
+ * in time order than the exit the recorder wrote): its unfreed blocks stay
+ * its live ones, in the totals, the site and the process alike. */
+static void test_exit_then_late_ops(void)
+{
+	struct heap_proc *p;
+	uint32_t s, t;
+
+	fresh();
+	s = site("work+0x1", "work");
+	t = site("keep+0x1", "keep");
+	alloc(LP_MEM_MALLOC, 1 * MS, 0x1000, 10, s);
+	alloc(LP_MEM_MALLOC, 2 * MS, 0x2000, 20, s);
+	alloc(LP_MEM_MALLOC, 3 * MS, 0x3000, 30, t);
+	heap_proc_exit(&h, image, 4 * MS, 0);
+	CHECK_EQ_U64(h.unfreed_objects, 3);
+	CHECK_EQ_U64(h.sites[s].c.unfreed_objects, 2);
+	/* a worker's frees and one more block, after the exit */
+	release(LP_MEM_FREE, 5 * MS, 0x1000, s);
+	release(LP_MEM_FREE, 6 * MS, 0x2000, s);
+	alloc(LP_MEM_MALLOC, 7 * MS, 0x4000, 40, t);
+	p = heap_proc_find(&h, image);
+	if (!CHECK(p != NULL))
+		return;
+	CHECK_EQ_U64(h.live_objects, 2);
+	CHECK_EQ_U64(h.unfreed_objects, 2);
+	CHECK_EQ_U64(h.unfreed_bytes, 70);
+	CHECK_EQ_U64(p->live_objects, 2);
+	CHECK_EQ_U64(p->unfreed_objects, 2);
+	CHECK_EQ_U64(p->unfreed_bytes, 70);
+	CHECK_EQ_U64(h.sites[s].c.unfreed_objects, 0);
+	CHECK_EQ_U64(h.sites[s].c.unfreed_bytes, 0);
+	CHECK_EQ_U64(h.sites[t].c.unfreed_objects, 2);
+	CHECK_EQ_U64(h.fns[h.sites[s].fn].c.unfreed_objects, 0);
+	CHECK_EQ_U64(h.fns[h.sites[t].fn].c.unfreed_bytes, 70);
+	CHECK_EQ_U64(h.sites[s].c.frees, 2);
+	CHECK_EQ_U64(h.nillegal, 0);
+	/* the process ended after its last operation */
+	CHECK_EQ_U64(p->end_ns, 7 * MS);
+	CHECK(p->exited);
+}
+
+/* A shell's loop of $(...): a parent holding 200 blocks forks a child
+ * every 5 ms for 2 s; each child copies them, makes 3 blocks of its own
+ * and exits 2 ms later without freeing any.  The parent holds the same
+ * all along: no site grows, though every child exits with its copies (and
+ * its own 3) unfreed; they leave the samples when it exits, the parent's
+ * stay when it exits last.  A process that leaks until it exits at the
+ * end of the trace is still growing. */
+static void test_forks_not_growing(void)
+{
+	struct heap_growth g;
+	uint32_t boot, own, leak, parent_image = 1, next_image = 2;
+	uint64_t t;
+	int i, k = 0;
+
+	fresh();
+	boot = site("boot+0x1", "boot");
+	own = site("child+0x1", "child");
+	CHECK_EQ_U64(heap_proc_start(&h, parent_image, 100, 0, 0, 0), 0);
+	for (i = 0; i < 200; i++)
+		alloc(LP_MEM_MALLOC, (uint64_t)i * MS / 10, 0x10000000 + (uint64_t)i * 0x100, 100, boot);
+	for (t = 50 * MS; t < 2050 * MS; t += 5 * MS, k++) {
+		uint32_t child = next_image++;
+
+		CHECK_EQ_U64(heap_proc_start(&h, child, 1000 + (uint32_t)k, t, 100, 0), 0);
+		image = child;
+		pid = 1000 + (uint32_t)k;
+		for (i = 0; i < 3; i++)
+			alloc(LP_MEM_MALLOC, t + MS + (uint64_t)i, 0x20000000 + (uint64_t)i * 0x100, 64, own);
+		heap_proc_exit(&h, child, t + 2 * MS, 0);
+		image = parent_image;
+		pid = 100;
+		/* the parent's own churn around each fork */
+		alloc(LP_MEM_MALLOC, t + 3 * MS, 0x30000000, 32, own);
+		release(LP_MEM_FREE, t + 4 * MS, 0x30000000, own);
+	}
+	/* every child has exited: the samples hold the parent's 200 blocks;
+	 * its own exit, the program's last, leaves them there */
+	heap_advance(&h, 2090 * MS);
+	heap_settle(&h);
+	CHECK_EQ_U64(h.sites[boot].c.series[h.series_n - 1], 200 * 100);
+	CHECK_EQ_U64(h.sites[own].c.series[h.series_n - 1], 0);
+	heap_proc_exit(&h, parent_image, 2100 * MS, 0);
+	heap_advance(&h, 2100 * MS);
+	heap_settle(&h);
+	CHECK_EQ_U64(h.sites[boot].c.series[h.series_n - 1], 200 * 100);
+	CHECK(heap_proc_find(&h, parent_image)->held);
+	CHECK(!heap_proc_find(&h, 2)->held);
+	CHECK_EQ_U64(h.running, 0);
+	CHECK_EQ_U64(h.unfreed_objects, 200 + (uint64_t)k * 203);
+	CHECK_EQ_U64(h.sites[boot].c.live_objects, 200 + (uint64_t)k * 200);
+	heap_growth(&h, &h.sites[boot].c, &g);
+	CHECK(g.samples >= HEAP_GROWTH_MIN_SAMPLES);
+	if (!CHECK(!g.growing))
+		printf("  boot: p %g rate %f\n", g.p_value, g.rate_bps);
+	heap_growth(&h, &h.sites[own].c, &g);
+	CHECK(g.samples >= HEAP_GROWTH_MIN_SAMPLES);
+	if (!CHECK(!g.growing))
+		printf("  child: p %g rate %f\n", g.p_value, g.rate_bps);
+	heap_growth(&h, &h.fns[h.sites[boot].fn].c, &g);
+	CHECK(!g.growing);
+	/* one process that leaks 100 bytes every 10 ms for 2 s, then exits:
+	 * its blocks count in the samples up to the end */
+	fresh();
+	leak = site("leak+0x1", "leak");
+	for (t = 0; t < 2000 * MS; t += 10 * MS)
+		alloc(LP_MEM_MALLOC, t, 0x1000 + t / MS * 0x100, 100, leak);
+	heap_proc_exit(&h, image, 2000 * MS, 0);
+	heap_settle(&h);
+	CHECK_EQ_U64(h.sites[leak].c.unfreed_objects, 200);
+	CHECK_EQ_U64(h.sites[leak].c.series[h.series_n - 1], 20000);
+	heap_growth(&h, &h.sites[leak].c, &g);
+	CHECK(g.growing);
+	CHECK(g.rate_bps > 9000 && g.rate_bps < 11000);
+}
+
 static uint64_t lcg(uint64_t *state)
 {
 	*state = *state * 6364136223846793005ull + 1442695040888963407ull;
@@ -581,7 +698,27 @@ static void test_growth(void)
 	heap_growth(&h, &h.sites[leak].c, &g);
 	CHECK(!g.growing);
 	CHECK(g.samples < HEAP_GROWTH_MIN_SAMPLES);
-	/* a quiet tail after the leak stopped: the later half is level */
+	/* and a leak of 200 ms, though that has samples enough */
+	fresh();
+	leak = site("leak+0x1", "leak");
+	for (t = 0; t < 200 * MS; t += MS / 10)
+		alloc(LP_MEM_MALLOC, t, 0x1000 + t, 100, leak);
+	heap_settle(&h);
+	heap_growth(&h, &h.sites[leak].c, &g);
+	CHECK(g.samples >= HEAP_GROWTH_MIN_SAMPLES);
+	CHECK(!g.growing);
+	CHECK(g.p_value == 1);
+	/* the same leak for 1.2 s is growing */
+	for (; t < 1200 * MS; t += MS / 10)
+		alloc(LP_MEM_MALLOC, t, 0x1000 + t, 100, leak);
+	heap_settle(&h);
+	heap_growth(&h, &h.sites[leak].c, &g);
+	CHECK(g.growing);
+	/* a leak of 20 ms, then a quiet tail: the later half is level */
+	fresh();
+	leak = site("leak+0x1", "leak");
+	for (t = 0; t < 20 * MS; t += MS / 10)
+		alloc(LP_MEM_MALLOC, t, 0x1000 + t, 100, leak);
 	heap_advance(&h, 2000 * MS);
 	heap_settle(&h);
 	heap_growth(&h, &h.sites[leak].c, &g);
@@ -839,6 +976,8 @@ int main(void)
 	test_listing();
 	test_resumed();
 	test_growth();
+	test_exit_then_late_ops();
+	test_forks_not_growing();
 	test_trend();
 	test_blocktree();
 	test_random();

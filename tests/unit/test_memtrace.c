@@ -961,6 +961,148 @@ static void test_fork(void)
 	trace_free(&t);
 }
 
+/* mem_forkreuse: the parent allocates and frees after its fork, before the
+ * child's first heap operation.  The child's FORK carries the time of the
+ * fork: before the parent's operations after it, whose blocks are not the
+ * child's. */
+static void test_fork_time(void)
+{
+	struct trace t;
+	uint32_t child = UINT32_MAX, parent = UINT32_MAX;
+	const struct tev *fork_ev = NULL, *after = NULL, *first = NULL;
+
+	if (!load(&t, "forkreuse", "--memory", "mem_forkreuse", NULL, 0))
+		return;
+	for (uint32_t s = 0; s < t.nstreams; s++) {
+		if (t.streams[s].forked)
+			child = s;
+		else if (count_ops(&t, LP_MEM_MALLOC, 48, "before", s))
+			parent = s;
+	}
+	if (!CHECK(child != UINT32_MAX && parent != UINT32_MAX)) {
+		trace_free(&t);
+		return;
+	}
+	CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 48, "before", parent), 4);
+	CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "before", parent), 1);
+	CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 32, "after", parent), 1);
+	CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "after", parent), 1);
+	CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "parent_end", parent), 4);
+	CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 32, "child_work", child), 1);
+	CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "child_work", child), 2);
+	CHECK_EQ_U64(count_ops(&t, 0, UINT64_MAX, NULL, child), 3);
+	for (size_t i = 0; i < t.nev; i++) {
+		const struct tev *e = &t.ev[i];
+
+		if (e->stream == child && e->type == LP_EV_TASK && e->op == LP_TASK_FORK && !fork_ev)
+			fork_ev = e;
+		if (e->stream == child && e->type == LP_EV_ALLOC && !first)
+			first = e;
+		if (e->stream == parent && e->type == LP_EV_ALLOC && same_func(e->site, "after") && !after)
+			after = e;
+	}
+	if (CHECK(fork_ev && after && first)) {
+		if (!CHECK(fork_ev->ns < after->ns))
+			printf("  FORK at %llu, the parent's first operation after the fork at %llu\n",
+			       (unsigned long long)fork_ev->ns, (unsigned long long)after->ns);
+		CHECK(first->ns > after->ns); /* the child waited for the parent */
+	}
+	trace_free(&t);
+}
+
+/* The heap operations of one process replayed in the trace's time order
+ * against the set of live pointers: an allocation of a pointer that is
+ * live, or a release of one that is not, means two threads' operations
+ * came out of order (the program's own are all legal).  Returns how many. */
+static uint64_t order_faults(const struct trace *t, uint32_t pid)
+{
+	uint64_t *set, bad = 0;
+	size_t cap = 1u << 16, used = 0;
+
+	for (size_t i = 0; i < t->nev; i++)
+		used += t->ev[i].type == LP_EV_ALLOC;
+	while (cap < 4 * used)
+		cap *= 2;
+	set = calloc(cap, sizeof(*set));
+	if (!set)
+		die("calloc");
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct tev *e = &t->ev[i];
+		bool release = e->op == LP_MEM_FREE || e->op == LP_MEM_DELETE || e->op == LP_MEM_DELETE_ARRAY;
+		size_t k;
+
+		if (e->type != LP_EV_ALLOC || t->streams[e->stream].pid != pid || !e->ptr || e->op == LP_MEM_REALLOC ||
+		    e->op == LP_MEM_FOLD)
+			continue;
+		/* open addressing; a release leaves a tombstone (~0) */
+		for (k = (e->ptr * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1); set[k] && set[k] != e->ptr;
+		     k = (k + 1) & (cap - 1))
+			;
+		if (release) {
+			if (set[k] == e->ptr)
+				set[k] = ~0ull;
+			else if (++bad <= 5)
+				printf("  %llu: release of %#llx, not live\n", (unsigned long long)e->ns,
+				       (unsigned long long)e->ptr);
+		} else if (set[k] == e->ptr) {
+			if (++bad <= 5)
+				printf("  %llu: allocation of %#llx, live\n", (unsigned long long)e->ns,
+				       (unsigned long long)e->ptr);
+		} else {
+			set[k] = e->ptr;
+		}
+	}
+	free(set);
+	return bad;
+}
+
+/* mem_churn3, again and again with both clocks: three threads hand each
+ * other a million blocks through a shared pool and free them all.  In the
+ * trace's time order every block is allocated before it is released and
+ * released before its address is handed out again, and the process's EXIT
+ * comes after the last event of every one of its threads (its main thread
+ * made its last heap operation long before the others). */
+static void test_churn_order(void)
+{
+	static const char *const opts[] = { "--memory", "--memory --clock monotonic" };
+
+	for (int run = 0; run < 6; run++) {
+		struct trace t;
+		uint32_t pid = 0, exits = 0;
+		uint64_t last = 0, exit_ns = 0;
+		char name[32];
+
+		snprintf(name, sizeof(name), "churn%d", run);
+		if (!load(&t, name, opts[run % 2], "mem_churn3", NULL, 0))
+			continue;
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_MALLOC, 40, "churn_alloc", UINT32_MAX), 999999);
+		CHECK_EQ_U64(count_ops(&t, LP_MEM_FREE, 0, "churn_free", UINT32_MAX) +
+		                 count_ops(&t, LP_MEM_FREE, 0, "pool_drain", UINT32_MAX),
+		             999999);
+		for (uint32_t s = 0; s < t.nstreams; s++)
+			if (t.streams[s].pid == t.streams[s].tid)
+				pid = t.streams[s].pid;
+		for (size_t i = 0; i < t.nev; i++) {
+			const struct tev *e = &t.ev[i];
+
+			if (t.streams[e->stream].pid != pid)
+				continue;
+			if (e->type == LP_EV_TASK && e->op == LP_TASK_EXIT) {
+				exits++;
+				exit_ns = e->ns;
+			} else if (e->ns > last) {
+				last = e->ns;
+			}
+		}
+		CHECK_EQ_U64(exits, 1);
+		if (!CHECK(exit_ns >= last))
+			printf("  %s: EXIT at %llu, %llu ns before the process's last event\n", name,
+			       (unsigned long long)exit_ns, (unsigned long long)(last - exit_ns));
+		CHECK_EQ_U64(order_faults(&t, pid), 0);
+		trace_free(&t);
+	}
+}
+
 static void test_forever(void)
 {
 	char dir[512], path[1200];
@@ -1209,6 +1351,8 @@ int main(int argc, char **argv)
 	test_cxx();
 	test_threads();
 	test_fork();
+	test_fork_time();
+	test_churn_order();
 	test_forever();
 	test_epoch();
 	test_fold();
