@@ -2,6 +2,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -197,6 +200,9 @@ static int write_control(struct drain *d)
 	c.chunk_slots = d->cfg.chunk_slots;
 	c.flags = LP_CTL_ENABLED;
 	c.next_image = 1;
+	c.ring_full = d->cfg.ring_full;
+	c.drain_pid = (uint32_t)getpid();
+	c.stall_ms = d->cfg.stall_ms ? d->cfg.stall_ms : LP_STALL_MS_DEFAULT;
 	snprintf(path, sizeof(path), "%s/%s", d->dir, LP_CONTROL_NAME);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -309,6 +315,7 @@ struct drain *drain_attach(const char *dir, const struct drain_ops *ops)
 	d->cfg.ring_chunks = c->ring_chunks;
 	d->cfg.chunk_slots = c->chunk_slots;
 	d->cfg.clock = c->clock;
+	d->cfg.ring_full = c->ring_full;
 	d->ops = *ops;
 	d->control = c;
 	d->attached = true;
@@ -619,6 +626,84 @@ static void emit_clock(struct drain *d)
 		drain_emit(d, LP_CHUNK_CLOCK, buf, len, 0);
 }
 
+/* The common case of an unfiltered stream: a run of function entries and
+ * exits, encoded straight from the ring.  Does what put_func and
+ * encoder_put_func do for each slot, with the encoder's cursor, the clock
+ * segment and the chunk's address table held in locals: stores of payload
+ * bytes may alias any field, so the general path reloads them all after
+ * every byte.  Stops before a slot of another type, one at or after
+ * s->sys_next (its syscalls go first), one outside the cached clock
+ * segment, and after the event that fills the payload.  Returns the slots
+ * consumed, from at most n contiguous ones at sl; 0 when the general path
+ * must take the first. */
+static uint32_t consume_funcs(struct stream *s, const struct lp_slot *sl, uint32_t n)
+{
+	struct encoder *e = s->enc;
+	const struct clocksync *cs = s->d->clock;
+	const uint64_t raw0 = cs->seg_raw0, raw1 = cs->seg_raw1, ns0 = cs->seg_ns0;
+	const uint64_t mult = cs->seg_mult, draw = cs->seg_draw, dns = cs->seg_dns;
+	const bool convert = cs->kind != LP_CLOCK_MONOTONIC;
+	const uint64_t stop_ns = s->sys_next;
+	const uint32_t gen = e->gen;
+	uint8_t *const buf = e->buf, *p = buf + e->len, *const full = buf + e->target;
+	uint64_t last_ns = e->last_ns;
+	uint32_t nrefs = e->nrefs, i;
+
+	if (!e->len)
+		return 0; /* the payload's header comes first */
+	for (i = 0; i < n; i++) {
+		uint64_t word = sl[i].word, raw = sl[i].time, ns, delta, addr;
+		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), h, idx;
+
+		if (type != LP_RAW_ENTRY && type != LP_RAW_EXIT)
+			break;
+		if (convert) {
+			uint64_t d = raw - raw0, q;
+
+			if (raw < raw0 || raw >= raw1)
+				break;
+			q = clocksync_mul_shift32(d, mult);
+			if ((q + 1) * draw <= d * dns)
+				q++;
+			ns = ns0 + q;
+		} else {
+			ns = raw;
+		}
+		if (ns >= stop_ns)
+			break;
+		addr = word & LP_SLOT_PAYLOAD_MASK;
+		delta = ns > last_ns ? ns - last_ns : 0;
+		last_ns += delta;
+		h = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 51) & (ENCODER_HASH - 1);
+		while (e->gens[h] == gen && e->keys[h] != addr)
+			h = (h + 1) & (ENCODER_HASH - 1);
+		if (e->gens[h] != gen) {
+			e->gens[h] = gen;
+			e->keys[h] = addr;
+			e->vals[h] = nrefs++;
+			*p++ = (uint8_t)(type | LP_REF_NEW << 4);
+			p += varint_put(p, delta);
+			p += varint_put(p, addr);
+		} else if ((idx = e->vals[h]) <= LP_REF_INLINE_MAX) {
+			*p++ = (uint8_t)(type | idx << 4);
+			p += varint_put(p, delta);
+		} else {
+			*p++ = (uint8_t)(type | LP_REF_INDEX << 4);
+			p += varint_put(p, delta);
+			p += varint_put(p, idx);
+		}
+		if (p >= full || nrefs >= ENCODER_REFS_MAX) {
+			i++;
+			break;
+		}
+	}
+	e->len = (size_t)(p - buf);
+	e->last_ns = last_ns;
+	e->events += i;
+	e->nrefs = nrefs;
+	return i;
+}
+
 /* Consumes slots [s->tail, head) of one ring. */
 static uint32_t stream_consume(struct stream *s, uint32_t head)
 {
@@ -626,6 +711,19 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 	uint32_t mask = s->ring_slots - 1, n = 0;
 
 	while (s->tail != head) {
+		if (!s->filtered && !s->fold) {
+			uint32_t at = s->tail & mask, run = head - s->tail;
+
+			if (run > s->ring_slots - at)
+				run = s->ring_slots - at;
+			run = consume_funcs(s, &s->slots[at], run);
+			if (run) {
+				s->tail += run;
+				n += run;
+				maybe_flush(s);
+				continue;
+			}
+		}
 		const struct lp_slot *sl = &s->slots[s->tail & mask];
 		uint64_t word, payload;
 
@@ -719,6 +817,42 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 	return n;
 }
 
+/* Publishes the stream's tail; a producer waiting for room is woken. */
+static void stream_release(struct stream *s)
+{
+	_Atomic uint32_t *tail = (_Atomic uint32_t *)&s->ring->tail;
+	_Atomic uint32_t *waiting = (_Atomic uint32_t *)&s->ring->waiting;
+
+	/* tail before waiting, as the producer sets waiting before it reads
+	 * tail (see ring_wait in runtime/thread.c) */
+	atomic_store_explicit(tail, s->tail, memory_order_seq_cst);
+	if (atomic_load_explicit(waiting, memory_order_seq_cst)) {
+		atomic_store_explicit(waiting, 0, memory_order_relaxed);
+		syscall(SYS_futex, (uint32_t *)tail, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+}
+
+/* Consumes slots [s->tail, head) a chunk at a time, publishing the tail
+ * after each: a producer waiting for room goes on as soon as a chunk is
+ * free, not after the whole ring has been read. */
+static uint32_t stream_drain(struct stream *s, uint32_t head)
+{
+	uint32_t chunk = s->ring->chunk_slots, n = 0;
+
+	while (s->tail != head) {
+		uint32_t limit = (s->tail | (chunk - 1)) + 1, got;
+
+		if ((int32_t)(head - limit) < 0)
+			limit = head;
+		got = stream_consume(s, limit);
+		n += got;
+		stream_release(s);
+		if (s->tail != limit)
+			break; /* a record cut short: cannot happen with a sane producer */
+	}
+	return n;
+}
+
 static void stream_close(struct stream *s)
 {
 	uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_acquire);
@@ -746,6 +880,9 @@ static void stream_close(struct stream *s)
 		s->d->stats.lost += dropped - s->lost_reported;
 		s->lost_reported = dropped;
 	}
+	s->d->stats.waits += atomic_load_explicit((_Atomic uint64_t *)&s->ring->waits, memory_order_relaxed);
+	s->d->stats.wait_ns += atomic_load_explicit((_Atomic uint64_t *)&s->ring->wait_ns, memory_order_relaxed);
+	s->d->stats.wait_gave_up += atomic_load_explicit((_Atomic uint64_t *)&s->ring->gave_up, memory_order_relaxed);
 	if (state == LP_RING_CLOSED)
 		encoder_task(s->enc, ns, LP_TASK_END, 0, NULL, 0, NULL, 0);
 	else if (s->exit_status == DRAIN_EXIT_UNKNOWN)
@@ -802,12 +939,13 @@ long drain_poll(struct drain *d)
 
 		if ((uint32_t)(heads[i] - s->tail) > s->ring_slots)
 			heads[i] = s->tail + s->ring_slots; /* a broken producer */
-		total += stream_consume(s, heads[i]);
-		atomic_store_explicit((_Atomic uint32_t *)&s->ring->tail, s->tail, memory_order_release);
+		total += stream_drain(s, heads[i]);
 		s->closing =
 		    done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire);
 	}
 	free(heads);
+	/* producers waiting for room see that the drain is alive */
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&d->control->drain_beat, 1, memory_order_release);
 	/* every stream has given its events up to t0: the folding stages
 	 * pair them across the threads of each process (a quiet stream's
 	 * held events age too), before a stream that ended closes */
@@ -1007,7 +1145,7 @@ void drain_process_exited(struct drain *d, pid_t pid, int status)
 
 int drain_finish(struct drain *d)
 {
-	char end[256];
+	char end[512];
 	size_t i;
 	int n;
 
@@ -1029,6 +1167,10 @@ int drain_finish(struct drain *d)
 	emit_clock(d);
 	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
 	             (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
+	if (d->cfg.ring_full == LP_RING_FULL_WAIT)
+		n += snprintf(end + n, sizeof(end) - (size_t)n, "waits=%llu\nwait_ns=%llu\nwait_gave_up=%llu\n",
+		              (unsigned long long)d->stats.waits, (unsigned long long)d->stats.wait_ns,
+		              (unsigned long long)d->stats.wait_gave_up);
 	if (d->cfg.mem_fold_ns)
 		n += snprintf(end + n, sizeof(end) - (size_t)n, "mem_folded_blocks=%llu\nmem_folded_bytes=%llu\n",
 		              (unsigned long long)d->stats.folded_blocks, (unsigned long long)d->stats.folded_bytes);

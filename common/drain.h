@@ -37,6 +37,10 @@ struct drain_config {
 	uint32_t chunk_bytes; /* EVENTS payload size to aim for; 0: the default */
 	uint64_t mem_fold_ns; /* fold heap blocks released within this (see
 	                       * common/memfold.h); 0: no folding */
+	uint32_t ring_full;   /* enum lp_ring_full: what a producer with a full
+	                       * ring does (record: wait; live: discard) */
+	uint32_t stall_ms;    /* with LP_RING_FULL_WAIT: a producer stops waiting
+	                       * after this long without a poll; 0: the default */
 };
 
 struct drain_stats {
@@ -45,6 +49,10 @@ struct drain_stats {
 	uint64_t streams;                     /* rings seen */
 	uint64_t bytes;                       /* payload bytes written */
 	uint64_t folded_blocks, folded_bytes; /* heap blocks folded (mem_fold_ns) */
+	/* LP_RING_FULL_WAIT: times producers waited for room, the time they
+	 * spent (ns, summed over threads), and waits given up (the drain was
+	 * too slow to poll within stall_ms); counted as streams close */
+	uint64_t waits, wait_ns, wait_gave_up;
 };
 
 /* Creates the session directory `dir` (which must not exist) with its

@@ -30,12 +30,13 @@
 #include "systrace/systrace.h"
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"
-#define RECORD_DEFAULT_BUFFER (8u << 20)
-/* With --memory: every malloc and free is two ring slots, and a program in
- * a tight loop fills 8M faster than a drain on a busy machine empties it
- * (bench/memory; docs/performance.md).  Per thread, in shared memory, used
- * only as far as the thread writes. */
-#define RECORD_MEM_DEFAULT_BUFFER (64u << 20)
+/* A full ring makes the program wait for the drain (LP_RING_FULL_WAIT), so
+ * the ring only has to absorb the drain's pauses, not a whole burst: a
+ * small one keeps the program's memory and page faults low.  Per thread,
+ * in shared memory. */
+#define RECORD_DEFAULT_BUFFER (1u << 20)
+/* With --memory: every malloc and free is two ring slots or more. */
+#define RECORD_MEM_DEFAULT_BUFFER (4u << 20)
 #define RECORD_CHUNK_SLOTS 4096u
 #define RECORD_POLL_MIN_US 500
 #define RECORD_POLL_MAX_US 5000
@@ -50,8 +51,11 @@ static const char record_usage[] =
     "\n"
     "  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
     "                        is kept as DIR.old)\n"
-    "  -b, --buffer-size SZ  ring buffer per thread (default 8M, with --memory 64M;\n"
+    "  -b, --buffer-size SZ  ring buffer per thread (default 1M, with --memory 4M;\n"
     "                        128K to 256M)\n"
+    "      --discard         when a ring is full, drop events (counted) instead of\n"
+    "                        making the program wait for the recorder; by default\n"
+    "                        it waits, so that the trace is complete\n"
     "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
     "  -q, --quiet           no summary line\n"
     "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: the\n"
@@ -280,8 +284,8 @@ struct mem_opts {
 	uint64_t fold_ns;
 };
 
-static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, bool syscalls,
-                      const struct mem_opts *mem)
+static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, uint32_t ring_full,
+                      bool syscalls, const struct mem_opts *mem)
 {
 	char meta[8192];
 	struct utsname u;
@@ -289,13 +293,13 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 	int i;
 
 	uname(&u);
-	n +=
-	    (size_t)snprintf(meta + n, sizeof(meta) - n,
-	                     "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
-	                     "start_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
-	                     u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
-	                     (unsigned long long)buffer, (unsigned long long)clocksync_monotonic_ns(),
-	                     (long long)time(NULL), filter_opts_any(&rec->fopts) ? 1 : 0);
+	n += (size_t)snprintf(
+	    meta + n, sizeof(meta) - n,
+	    "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
+	    "ring_full=%s\nstart_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
+	    u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
+	    (unsigned long long)buffer, ring_full == LP_RING_FULL_WAIT ? "wait" : "discard",
+	    (unsigned long long)clocksync_monotonic_ns(), (long long)time(NULL), filter_opts_any(&rec->fopts) ? 1 : 0);
 	if (syscalls)
 		n +=
 		    (size_t)snprintf(meta + n, sizeof(meta) - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native()));
@@ -431,6 +435,7 @@ int cmd_record(int argc, char **argv)
 		{ "mem-depth", required_argument, NULL, 'D' },
 		{ "keep-alive", no_argument, NULL, 'A' },
 		{ "mem-fold", required_argument, NULL, 'M' },
+		{ "discard", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -453,6 +458,7 @@ int cmd_record(int argc, char **argv)
 	char why[300], err[600];
 	pid_t child;
 
+	cfg.ring_full = LP_RING_FULL_WAIT;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:b:qhsmF:N:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -519,6 +525,9 @@ int cmd_record(int argc, char **argv)
 				        optarg);
 				return LP_EXIT_USAGE;
 			}
+			break;
+		case 'X':
+			cfg.ring_full = LP_RING_FULL_DISCARD;
 			break;
 		case 'h':
 			fputs(record_usage, stdout);
@@ -594,7 +603,7 @@ int cmd_record(int argc, char **argv)
 		cfg.ring_chunks *= 2;
 	cfg.clock = choose_clock(clock_opt);
 	cfg.mem_fold_ns = mem.fold_ns;
-	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, syscalls, &mem)) {
+	if (write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, cfg.ring_full, syscalls, &mem)) {
 		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", data, strerror(errno));
 		goto out;
 	}
@@ -760,10 +769,16 @@ run:
 		exit_code = LP_EXIT_FAILURE;
 		goto out;
 	}
-	if (st.lost)
+	if (st.lost && cfg.ring_full == LP_RING_FULL_DISCARD)
 		fprintf(stderr,
-		        "layerprof record: warning: %llu events lost (rings full: try a larger --buffer-size)\n",
+		        "layerprof record: warning: %llu events lost (rings full with --discard: try without it, "
+		        "or a larger --buffer-size)\n",
 		        (unsigned long long)st.lost);
+	else if (st.lost)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (the program stopped waiting for the "
+		        "recorder %llu times: it was stopped or too slow to poll)\n",
+		        (unsigned long long)st.lost, (unsigned long long)st.wait_gave_up);
 	if (!quiet && isatty(STDERR_FILENO))
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
 		        (unsigned long long)st.events, (unsigned long long)st.streams, rec.out,

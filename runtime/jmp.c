@@ -47,6 +47,10 @@ static LP_NOINSTR void note_longjmp(const void *env)
 	struct lp_thread *t = &lp_self;
 	unsigned i;
 
+	/* a signal handler jumps out of a gate that waits for room: the gate
+	 * is abandoned */
+	if (t->state == LP_THREAD_READY && t->busy && t->waiting)
+		lp_ring_wait_abandon(t);
 	if (t->state != LP_THREAD_READY || t->busy)
 		return;
 	for (i = 0; i < LP_JMPBUF_SLOTS; i++) {

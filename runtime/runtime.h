@@ -93,6 +93,11 @@ struct lp_thread {
 	uint32_t jmp_next;
 	uint32_t destructor_rounds;
 	struct lp_memthread mem;
+	/* waiting for room (LP_RING_FULL_WAIT, thread.c) */
+	volatile uint8_t waiting; /* inside ring_wait: a longjmp out of a signal
+	                           * handler leaves it (jmp.c) */
+	uint8_t wait_skip;        /* gave up: no more waits until the drain polls again */
+	uint64_t wait_beat;       /* the drain's beat when it gave up */
 };
 
 extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -109,6 +114,7 @@ struct lp_process {
 	_Atomic int maps_written; /* first ring of the image carries the maps */
 	char exe[512];
 	const struct lp_filter_file *_Atomic filters; /* mapped on first use */
+	_Atomic int drain_gone;                       /* the drain's process ended: never wait for it */
 };
 
 extern struct lp_process lp_proc;
@@ -139,6 +145,9 @@ bool lp_thread_start(struct lp_thread *t);
 /* Slow path of every write: the current chunk is full. Returns the slot to
  * write next (in the ring, or in scratch when the ring has no room). */
 struct lp_slot *lp_ring_advance(struct lp_thread *t);
+/* A longjmp leaves a wait for room from a signal handler that
+ * interrupted it: the gate it was in is abandoned (jmp.c). */
+void lp_ring_wait_abandon(struct lp_thread *t);
 /* Writes one slot outside the gates (LOST, LONGJMP, ...). */
 void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
 /* Writes an extended record of `len` bytes (at most one chunk). */

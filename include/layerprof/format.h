@@ -61,7 +61,28 @@ struct lp_control {
 	uint32_t filter_gen; /* bumped when the filter file changes */
 	uint64_t min_raw;    /* record calls at least this long, in clock units; 0: all */
 	uint8_t pad[16];
+	/* What a producer does when its ring has no room (enum lp_ring_full),
+	 * and what it needs to know to wait without waiting forever.  On a
+	 * cache line of its own: drain_beat changes on every poll. */
+	uint32_t ring_full; /* enum lp_ring_full; set before the program starts */
+	uint32_t drain_pid; /* the drain's process (0: unknown): gone means no wait */
+	uint32_t stall_ms;  /* give up waiting after this long without a poll */
+	uint32_t reserved;
+	uint64_t drain_beat; /* atomic: bumped by every poll of the drain */
+	uint8_t pad2[40];
 };
+
+/* The two answers to a full ring.  `record` waits, so that its trace is
+ * complete; `live` and an attached agent discard, so that a device never
+ * stalls.  Either way what is dropped is counted. */
+enum lp_ring_full {
+	LP_RING_FULL_DISCARD = 0, /* drop the next chunk's worth of events, count them */
+	LP_RING_FULL_WAIT = 1,    /* wait for the drain to free a chunk: spin briefly,
+	                           * then futex-wait on the ring's tail; give up (and
+	                           * discard) when the drain is gone or makes no poll
+	                           * for stall_ms */
+};
+#define LP_STALL_MS_DEFAULT 1000u
 
 enum lp_ring_state {
 	LP_RING_LIVE = 0,
@@ -119,8 +140,17 @@ struct lp_ring_header {
 	uint64_t dropped; /* atomic: events dropped so far */
 	uint8_t pad1[48];
 	/* consumer cache line */
-	uint32_t tail; /* atomic, release: slots consumed */
+	uint32_t tail; /* atomic, release: slots consumed; a futex word (see waiting) */
 	uint8_t pad2[60];
+	/* waiting for room (LP_RING_FULL_WAIT), written by the producer: the
+	 * drain wakes the futex on `tail` after publishing it when `waiting` is
+	 * set, and clears it */
+	uint32_t waiting; /* atomic, seq_cst on both sides */
+	uint32_t reserved;
+	uint64_t waits;   /* atomic: times the producer waited */
+	uint64_t wait_ns; /* atomic: CLOCK_MONOTONIC ns it spent waiting */
+	uint64_t gave_up; /* atomic: waits that ended without room (drain gone or stalled) */
+	uint8_t pad3[32];
 };
 
 /* A slot: 16 bytes.  word = payload (low 56 bits) | type << 56. */
