@@ -37,6 +37,14 @@
 #define RECORD_DEFAULT_BUFFER (1u << 20)
 /* With --memory: every malloc and free is two ring slots or more. */
 #define RECORD_MEM_DEFAULT_BUFFER (4u << 20)
+/* Kernel buffer per CPU of the syscall tracer (bpf: one ring buffer of
+ * this size times the CPUs; tracepoint: a perf ring per CPU).  The kernel
+ * cannot make a program wait for room, so the buffer must cover the
+ * recorder's pauses: 16M holds about 65k calls with their stacks, some
+ * 50 ms of a program that does nothing but system calls. */
+#define RECORD_SYSCALL_BUFFER (16u << 20)
+#define RECORD_SYSCALL_BUFFER_MIN (64u << 10)
+#define RECORD_SYSCALL_BUFFER_MAX (256u << 20)
 #define RECORD_CHUNK_SLOTS 4096u
 #define RECORD_POLL_MIN_US 500
 #define RECORD_POLL_MAX_US 5000
@@ -61,6 +69,9 @@ static const char record_usage[] =
     "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: the\n"
     "                        first that works of bpf, tracepoint, ptrace), bpf,\n"
     "                        tracepoint, ptrace\n"
+    "      --syscall-buffer SZ  kernel buffer per CPU for --syscalls=bpf and\n"
+    "                        tracepoint (default 16M; 64K to 256M); the kernel drops\n"
+    "                        records (counted) when the recorder falls this far behind\n"
     "      --syscall-filter LIST  only these syscalls: names and globs, e.g.\n"
     "                        'read,write,open*'; '!name' leaves one out\n"
     "      --keep-running    ptrace: if recording is interrupted, leave the program\n"
@@ -436,6 +447,7 @@ int cmd_record(int argc, char **argv)
 		{ "keep-alive", no_argument, NULL, 'A' },
 		{ "mem-fold", required_argument, NULL, 'M' },
 		{ "discard", no_argument, NULL, 'X' },
+		{ "syscall-buffer", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -444,8 +456,11 @@ int cmd_record(int argc, char **argv)
 	struct drain_config cfg = { 0 };
 	struct drain_ops ops = { 0 };
 	struct drain_stats st;
+	uint64_t sys_lost = 0, ring_lost;
 	struct drain *d = NULL;
 	uint64_t buffer = 0; /* 0: the default */
+	uint64_t sys_buffer = RECORD_SYSCALL_BUFFER;
+	bool sys_buffer_set = false;
 	const char *clock_opt = "auto", *shm_base;
 	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], session[256], data[PATH_MAX];
 	struct mem_opts mem = { .depth = LP_MEM_DEPTH_DEFAULT };
@@ -529,6 +544,16 @@ int cmd_record(int argc, char **argv)
 		case 'X':
 			cfg.ring_full = LP_RING_FULL_DISCARD;
 			break;
+		case 'B':
+			if (parse_size(optarg, &sys_buffer) || sys_buffer < RECORD_SYSCALL_BUFFER_MIN ||
+			    sys_buffer > RECORD_SYSCALL_BUFFER_MAX) {
+				fprintf(stderr,
+				        "layerprof record: invalid --syscall-buffer '%s': expected 64K to 256M\n",
+				        optarg);
+				return LP_EXIT_USAGE;
+			}
+			sys_buffer_set = true;
+			break;
 		case 'h':
 			fputs(record_usage, stdout);
 			return LP_EXIT_OK;
@@ -546,10 +571,17 @@ int cmd_record(int argc, char **argv)
 		fputs(record_usage, stderr);
 		return LP_EXIT_USAGE;
 	}
-	if ((syscall_filter || stcfg.keep_running) && !syscalls) {
-		fprintf(stderr, "layerprof record: --syscall-filter and --keep-running need --syscalls\n");
+	if ((syscall_filter || stcfg.keep_running || sys_buffer_set) && !syscalls) {
+		fprintf(stderr,
+		        "layerprof record: --syscall-filter, --syscall-buffer and --keep-running need --syscalls\n");
 		return LP_EXIT_USAGE;
 	}
+	/* a ptrace tracee waits for the recorder as the rings' producers do */
+	stcfg.full_wait_ms = cfg.ring_full == LP_RING_FULL_WAIT ? LP_STALL_MS_DEFAULT : 0;
+	/* in pages, a power of two at least as large as asked */
+	stcfg.buffer_pages = 1;
+	while ((uint64_t)stcfg.buffer_pages * 4096 < sys_buffer)
+		stcfg.buffer_pages *= 2;
 	if ((mem.keep_alive || mem_depth_set || mem.fold_ns) && !mem.on) {
 		fprintf(stderr, "layerprof record: --keep-alive, --mem-depth and --mem-fold need --memory\n");
 		return LP_EXIT_USAGE;
@@ -760,8 +792,11 @@ run:
 
 		systrace_get_stats(rec.st, &sst);
 		if (sst.lost)
-			fprintf(stderr, "layerprof record: warning: %llu syscall records lost (kernel buffers full)\n",
+			fprintf(stderr,
+			        "layerprof record: warning: %llu syscall records lost (kernel buffers full: the "
+			        "recorder fell behind; try a larger --syscall-buffer)\n",
 			        (unsigned long long)sst.lost);
+		sys_lost = sst.lost;
 		systrace_free(rec.st);
 		rec.st = NULL;
 	}
@@ -769,16 +804,23 @@ run:
 		exit_code = LP_EXIT_FAILURE;
 		goto out;
 	}
-	if (st.lost && cfg.ring_full == LP_RING_FULL_DISCARD)
+	/* the drain counts the syscall records lost among its events */
+	ring_lost = st.lost > sys_lost ? st.lost - sys_lost : 0;
+	if (ring_lost && cfg.ring_full == LP_RING_FULL_DISCARD)
 		fprintf(stderr,
 		        "layerprof record: warning: %llu events lost (rings full with --discard: try without it, "
 		        "or a larger --buffer-size)\n",
-		        (unsigned long long)st.lost);
-	else if (st.lost)
+		        (unsigned long long)ring_lost);
+	else if (ring_lost && st.wait_gave_up)
 		fprintf(stderr,
 		        "layerprof record: warning: %llu events lost (the program stopped waiting for the "
-		        "recorder %llu times: it was stopped or too slow to poll)\n",
-		        (unsigned long long)st.lost, (unsigned long long)st.wait_gave_up);
+		        "recorder %llu times: it was stopped, or made no poll for %u ms)\n",
+		        (unsigned long long)ring_lost, (unsigned long long)st.wait_gave_up, LP_STALL_MS_DEFAULT);
+	else if (ring_lost)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (not for want of room: calls in signal "
+		        "handlers that interrupted a traced call, or heap records the runtime could not make)\n",
+		        (unsigned long long)ring_lost);
 	if (!quiet && isatty(STDERR_FILENO))
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
 		        (unsigned long long)st.events, (unsigned long long)st.streams, rec.out,
