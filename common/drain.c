@@ -817,8 +817,11 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 	return n;
 }
 
-/* Publishes the stream's tail; a producer waiting for room is woken. */
-static void stream_release(struct stream *s)
+/* Publishes the stream's tail.  A producer waiting for room (it cannot
+ * move head meanwhile) is woken once half the ring is free, or when `last`
+ * (the drain has read up to head): woken for every chunk, a producer and
+ * the drain sharing a CPU would take turns a chunk at a time. */
+static void stream_release(struct stream *s, uint32_t head, bool last)
 {
 	_Atomic uint32_t *tail = (_Atomic uint32_t *)&s->ring->tail;
 	_Atomic uint32_t *waiting = (_Atomic uint32_t *)&s->ring->waiting;
@@ -826,6 +829,8 @@ static void stream_release(struct stream *s)
 	/* tail before waiting, as the producer sets waiting before it reads
 	 * tail (see ring_wait in runtime/thread.c) */
 	atomic_store_explicit(tail, s->tail, memory_order_seq_cst);
+	if (!last && head - s->tail > s->ring_slots / 2)
+		return;
 	if (atomic_load_explicit(waiting, memory_order_seq_cst)) {
 		atomic_store_explicit(waiting, 0, memory_order_relaxed);
 		syscall(SYS_futex, (uint32_t *)tail, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
@@ -846,9 +851,11 @@ static uint32_t stream_drain(struct stream *s, uint32_t head)
 			limit = head;
 		got = stream_consume(s, limit);
 		n += got;
-		stream_release(s);
-		if (s->tail != limit)
-			break; /* a record cut short: cannot happen with a sane producer */
+		if (s->tail != limit) {
+			stream_release(s, head, true);
+			return n; /* a record cut short: cannot happen with a sane producer */
+		}
+		stream_release(s, head, s->tail == head);
 	}
 	return n;
 }
