@@ -22,12 +22,16 @@ _Static_assert(sizeof(struct lp_ring_header) == 256, "ring header layout");
 _Static_assert(offsetof(struct lp_ring_header, head) == 64, "producer line");
 _Static_assert(offsetof(struct lp_ring_header, tail) == 128, "consumer line");
 _Static_assert(offsetof(struct lp_ring_header, waiting) == 192, "waiting line");
+_Static_assert(offsetof(struct lp_ring_header, wait_uaddr) == 224, "waiting line");
 _Static_assert(offsetof(struct lp_control, ring_full) == 64, "control: wait line");
 
 /* Waiting for room: spins of the first check, and the longest futex sleep
  * between checks of the drain's beat and pid. */
 #define LP_WAIT_SPINS 200u
 #define LP_WAIT_SLICE_NS 10000000u
+/* Without a poll for this long, see whether the drain's process is gone
+ * (a kill(pid, 0) that a syscall trace would show: not on every wait). */
+#define LP_WAIT_PID_CHECK_NS 100000000u
 _Static_assert(sizeof(struct lp_slot) == 16, "slot size");
 
 static pthread_key_t thread_key;
@@ -245,6 +249,7 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool ring_wait(struct lp_threa
 	}
 	saved_errno = errno;
 	t->waiting = 1;
+	h->wait_uaddr = (uint64_t)(uintptr_t)tailp;
 	stall_ns = (uint64_t)(c->stall_ms ? c->stall_ms : LP_STALL_MS_DEFAULT) * 1000000u;
 	start = progress = lp_monotonic_ns();
 	for (;;) {
@@ -270,7 +275,7 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool ring_wait(struct lp_threa
 		if (b != beat) {
 			beat = b;
 			progress = now;
-		} else if (now - progress >= stall_ns || drain_gone(c)) {
+		} else if (now - progress >= stall_ns || (now - progress >= LP_WAIT_PID_CHECK_NS && drain_gone(c))) {
 			t->wait_skip = 1;
 			t->wait_beat = b;
 			atomic_fetch_add_explicit((_Atomic uint64_t *)&h->gave_up, 1, memory_order_relaxed);

@@ -150,7 +150,11 @@ struct lp_ring_header {
 	uint64_t waits;   /* atomic: times the producer waited */
 	uint64_t wait_ns; /* atomic: CLOCK_MONOTONIC ns it spent waiting */
 	uint64_t gave_up; /* atomic: waits that ended without room (drain gone or stalled) */
-	uint8_t pad3[32];
+	/* the address of `tail` in the producer's mapping, set before its
+	 * first futex wait: a syscall tracer's records of those futex calls
+	 * are the runtime's, not the program's, and the drain leaves them out */
+	uint64_t wait_uaddr;
+	uint8_t pad3[24];
 };
 
 /* A slot: 16 bytes.  word = payload (low 56 bits) | type << 56. */

@@ -8,7 +8,7 @@ and named; `--discard` drops instead of waiting.  Exact counts only, no
 timings: waits for conditions with generous deadlines.
 
 usage: test_lossless.py --build BUILD_DIR [GROUP...]
-groups: record, stall, syscalls"""
+groups: record, stall, syscalls, syscall_waits"""
 
 import contextlib
 import json
@@ -217,7 +217,51 @@ def group_syscalls(lp, tmp):
                   "%s, lost %s: %s" % (row and row["calls"], rep and rep["lost_events"], r.stderr.strip()))
 
 
-GROUPS = {"record": group_record, "stall": group_stall, "syscalls": group_syscalls}
+def end_value(trace, key):
+    """An integer of the trace's END chunk (key=value text), or None."""
+    with open(os.path.join(trace, "data"), "rb") as f:
+        data = f.read()
+    at = data.rfind(b"\n" + key.encode() + b"=")
+    if at < 0:
+        return None
+    return int(data[at + len(key) + 2:].split(b"\n", 1)[0])
+
+
+def group_syscall_waits(lp, tmp):
+    """The runtime's futex calls while waiting for room stay out of the
+    syscall trace: as many futex calls as with --discard, which never
+    waits (the runtime's setup makes one)."""
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    busy = b.prog("busy")
+    for backend in ("bpf", "tracepoint", "ptrace"):
+        out = os.path.join(tmp, "probe-w-" + backend)
+        if lp("record", "-q", "--syscalls=" + backend, "-o", out, "--", "/bin/true").returncode:
+            skip("the %s backend" % backend, "not usable here")
+            continue
+        out = os.path.join(tmp, "nowait-" + backend)
+        r = lp("record", "-q", "--discard", "--syscalls=" + backend, "-o", out, "--", busy, "1000")
+        rep, rr = report(lp, out, "--syscalls")
+        if not check(r.returncode == 0 and rep is not None, "%s: record --discard of busy" % backend, r.stderr):
+            continue
+        base = [s["calls"] for s in rep["syscalls"] if s["name"] == "futex"]
+        out = os.path.join(tmp, "waits-" + backend)
+        with Hogs():
+            r = lp("record", "-q", "--syscalls=" + backend, "-o", out, "--", busy, str(CALLS), timeout=TIMEOUT)
+        if not check(r.returncode == 0, "%s: record of busy with its syscalls" % backend, r.stderr):
+            continue
+        waits = end_value(out, "waits")
+        if not waits:
+            skip("%s: runtime futex calls" % backend, "the program never waited for the recorder")
+            continue
+        rep, rr = report(lp, out, "--syscalls")
+        futex = [s["calls"] for s in rep["syscalls"] if s["name"] == "futex"] if rep else None
+        check(futex == base and rep["lost_events"] == 0,
+              "%s: the %d waits for room add no futex call to the syscall trace" % (backend, waits),
+              "%s, without waits %s: %s" % (futex, base, rr.stderr))
+
+
+GROUPS = {"record": group_record, "stall": group_stall, "syscalls": group_syscalls,
+          "syscall_waits": group_syscall_waits}
 
 
 def setup(build):
