@@ -641,7 +641,7 @@ static uint32_t consume_funcs(struct stream *s, const struct lp_slot *sl, uint32
 	struct encoder *e = s->enc;
 	const struct clocksync *cs = s->d->clock;
 	const uint64_t raw0 = cs->seg_raw0, raw1 = cs->seg_raw1, ns0 = cs->seg_ns0;
-	const uint64_t mult = cs->seg_mult, draw = cs->seg_draw, dns = cs->seg_dns;
+	const uint64_t mult = cs->seg_mult, draw = cs->seg_draw, dns = cs->seg_dns, frac = cs->seg_frac;
 	const bool convert = cs->kind != LP_CLOCK_MONOTONIC;
 	const uint64_t stop_ns = s->sys_next;
 	const uint32_t gen = e->gen;
@@ -658,14 +658,9 @@ static uint32_t consume_funcs(struct stream *s, const struct lp_slot *sl, uint32
 		if (type != LP_RAW_ENTRY && type != LP_RAW_EXIT)
 			break;
 		if (convert) {
-			uint64_t d = raw - raw0, q;
-
 			if (raw < raw0 || raw >= raw1)
 				break;
-			q = clocksync_mul_shift32(d, mult);
-			if ((q + 1) * draw <= d * dns)
-				q++;
-			ns = ns0 + q;
+			ns = ns0 + clocksync_seg_quotient(raw - raw0, mult, draw, dns, frac);
 		} else {
 			ns = raw;
 		}
