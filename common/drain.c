@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clocksync.h"
@@ -1102,6 +1103,20 @@ int drain_flush(struct drain *d)
 bool drain_pressure(const struct drain *d)
 {
 	return d->pressure;
+}
+
+void drain_sleep(struct drain *d, unsigned us)
+{
+	_Atomic uint32_t *wake = (_Atomic uint32_t *)&d->control->drain_wake;
+	_Atomic uint32_t *sleeping = (_Atomic uint32_t *)&d->control->drain_sleeping;
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+	uint32_t w = atomic_load_explicit(wake, memory_order_seq_cst);
+
+	/* a producer that finds sleeping set bumps wake before waking us: a
+	 * bump between the load and the wait ends the wait at once */
+	atomic_store_explicit(sleeping, 1, memory_order_seq_cst);
+	syscall(SYS_futex, (uint32_t *)wake, FUTEX_WAIT, w, &ts, NULL, 0);
+	atomic_store_explicit(sleeping, 0, memory_order_relaxed);
 }
 
 /* The process pid ended with the given wait status: its streams are final

@@ -74,6 +74,9 @@ long drain_poll(struct drain *d);
 /* True when the last poll found a ring more than a quarter full or one that
  * dropped events since the poll before: poll again without sleeping. */
 bool drain_pressure(const struct drain *d);
+/* Sleeps up to `us` microseconds between polls, or until a producer that
+ * must wait for room wakes the drain (LP_RING_FULL_WAIT). */
+void drain_sleep(struct drain *d, unsigned us);
 /* Hands out every stream's partial chunk now (a live host should not wait
  * for a quiet thread to fill 60 KiB).  Returns 0 or -errno. */
 int drain_flush(struct drain *d);

@@ -540,6 +540,8 @@ static bool runtime_wait(const struct drainsys *ds, struct systhread *t, const s
 		return false;
 	uaddr = atomic_load_explicit((_Atomic uint64_t *)&t->bound->ring->wait_uaddr, memory_order_relaxed);
 	t->in_wait = uaddr && ev->args[0] == uaddr;
+	uaddr = atomic_load_explicit((_Atomic uint64_t *)&t->bound->ring->wake_uaddr, memory_order_relaxed);
+	t->in_wait |= uaddr && ev->args[0] == uaddr;
 	return t->in_wait;
 }
 

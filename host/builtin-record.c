@@ -784,7 +784,7 @@ run:
 			continue;
 		if (!consumed && poll_us < RECORD_POLL_MAX_US)
 			poll_us *= 2;
-		usleep(poll_us);
+		drain_sleep(d, poll_us);
 	}
 	r = drain_finish(d);
 	drain_get_stats(d, &st);

@@ -24,6 +24,7 @@ _Static_assert(offsetof(struct lp_ring_header, tail) == 128, "consumer line");
 _Static_assert(offsetof(struct lp_ring_header, waiting) == 192, "waiting line");
 _Static_assert(offsetof(struct lp_ring_header, wait_uaddr) == 224, "waiting line");
 _Static_assert(offsetof(struct lp_control, ring_full) == 64, "control: wait line");
+_Static_assert(sizeof(struct lp_control) == 128, "control layout");
 
 /* Waiting for room: spins of the first check, and the longest futex sleep
  * between checks of the drain's beat and pid. */
@@ -250,6 +251,13 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool ring_wait(struct lp_threa
 	saved_errno = errno;
 	t->waiting = 1;
 	h->wait_uaddr = (uint64_t)(uintptr_t)tailp;
+	h->wake_uaddr = (uint64_t)(uintptr_t)&c->drain_wake;
+	/* a drain asleep between polls would leave the ring full until its
+	 * next poll: wake it */
+	if (atomic_load_explicit((const _Atomic uint32_t *)&c->drain_sleeping, memory_order_seq_cst)) {
+		atomic_fetch_add_explicit((_Atomic uint32_t *)&c->drain_wake, 1, memory_order_seq_cst);
+		syscall(SYS_futex, (uint32_t *)&c->drain_wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
 	stall_ns = (uint64_t)(c->stall_ms ? c->stall_ms : LP_STALL_MS_DEFAULT) * 1000000u;
 	start = progress = lp_monotonic_ns();
 	for (;;) {

@@ -64,12 +64,14 @@ struct lp_control {
 	/* What a producer does when its ring has no room (enum lp_ring_full),
 	 * and what it needs to know to wait without waiting forever.  On a
 	 * cache line of its own: drain_beat changes on every poll. */
-	uint32_t ring_full; /* enum lp_ring_full; set before the program starts */
-	uint32_t drain_pid; /* the drain's process (0: unknown): gone means no wait */
-	uint32_t stall_ms;  /* give up waiting after this long without a poll */
-	uint32_t reserved;
-	uint64_t drain_beat; /* atomic: bumped by every poll of the drain */
-	uint8_t pad2[40];
+	uint32_t ring_full;      /* enum lp_ring_full; set before the program starts */
+	uint32_t drain_pid;      /* the drain's process (0: unknown): gone means no wait */
+	uint32_t stall_ms;       /* give up waiting after this long without a poll */
+	uint32_t drain_sleeping; /* atomic: the drain sleeps between polls (on drain_wake) */
+	uint64_t drain_beat;     /* atomic: bumped by every poll of the drain */
+	uint32_t drain_wake;     /* atomic, a futex word: a producer about to wait bumps
+	                          * it and wakes a sleeping drain */
+	uint8_t pad2[36];
 };
 
 /* The two answers to a full ring.  `record` waits, so that its trace is
@@ -154,7 +156,8 @@ struct lp_ring_header {
 	 * first futex wait: a syscall tracer's records of those futex calls
 	 * are the runtime's, not the program's, and the drain leaves them out */
 	uint64_t wait_uaddr;
-	uint8_t pad3[24];
+	uint64_t wake_uaddr; /* the same for the control block's drain_wake */
+	uint8_t pad3[16];
 };
 
 /* A slot: 16 bytes.  word = payload (low 56 bits) | type << 56. */
