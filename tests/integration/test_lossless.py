@@ -188,6 +188,16 @@ def group_stall(lp, tmp):
               state_of(pid))
 
 
+def sanitized(lp):
+    """True when the build is instrumented by the sanitizers (LP_SANITIZE)."""
+    cache = os.path.join(os.path.dirname(os.path.dirname(lp.exe)), "CMakeCache.txt")
+    try:
+        with open(cache) as f:
+            return any(line.strip() == "LP_SANITIZE:BOOL=ON" for line in f)
+    except OSError:
+        return False
+
+
 def group_syscalls(lp, tmp):
     prog = os.path.join(tmp, "sys_getppid")
     r = it.run(["gcc", "-O2", "-g", "-std=c11", "-I", it.PROGS, os.path.join(it.PROGS, "sys_getppid.c"), "-o", prog])
@@ -203,6 +213,12 @@ def group_syscalls(lp, tmp):
         r = lp("record", "-q", "--syscalls=" + backend, "-o", out, "--", "/bin/true")
         if r.returncode:
             skip("the %s backend" % backend, r.stderr.strip())
+            continue
+        if backend != "ptrace" and sanitized(lp):
+            # the kernel cannot make the program wait: a recorder slowed
+            # down by the sanitizers reads records slower than a loop of
+            # getppid makes them, and the buffer overflows
+            skip("%s: 1M getppid without loss" % backend, "the recorder is built with the sanitizers")
             continue
         for i in range(runs):
             out = os.path.join(tmp, "getppid-%s-%d" % (backend, i))
