@@ -826,6 +826,11 @@ run:
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
 		        (unsigned long long)st.events, (unsigned long long)st.streams, rec.out,
 		        (unsigned long long)st.bytes);
+	if (!quiet && isatty(STDERR_FILENO) && st.waits)
+		fprintf(stderr,
+		        "layerprof record: full rings made the program's threads wait %llu times, %.1f ms in all "
+		        "(--discard drops instead)\n",
+		        (unsigned long long)st.waits, (double)st.wait_ns / 1e6);
 	if (!quiet && isatty(STDERR_FILENO) && mem.fold_ns)
 		fprintf(stderr, "layerprof record: %llu short-lived heap blocks (%llu bytes) folded into counts\n",
 		        (unsigned long long)st.folded_blocks, (unsigned long long)st.folded_bytes);
