@@ -145,9 +145,12 @@ bool lp_thread_start(struct lp_thread *t);
 /* Slow path of every write: the current chunk is full. Returns the slot to
  * write next (in the ring, or in scratch when the ring has no room). */
 struct lp_slot *lp_ring_advance(struct lp_thread *t);
-/* A longjmp leaves a wait for room from a signal handler that
- * interrupted it: the gate it was in is abandoned (jmp.c). */
-void lp_ring_wait_abandon(struct lp_thread *t);
+/* A longjmp leaves a signal handler that interrupted a gate (or another
+ * ring writer) of this thread, t->busy set, maybe while it waited for
+ * room: the gate never finishes.  What it wrote and did not publish is
+ * given up (counted as one lost event) and the thread records again
+ * (jmp.c). */
+void lp_ring_abandon(struct lp_thread *t);
 /* Writes one slot outside the gates (LOST, LONGJMP, ...). */
 void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
 /* Writes an extended record of `len` bytes (at most one chunk). */

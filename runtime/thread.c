@@ -298,11 +298,28 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool ring_wait(struct lp_threa
 	return room;
 }
 
-LP_NOINSTR void lp_ring_wait_abandon(struct lp_thread *t)
+LP_NOINSTR void lp_ring_abandon(struct lp_thread *t)
 {
-	/* the event the gate was writing is lost; the ring's state is
-	 * consistent: t->cur is still t->limit, so the next write comes back
-	 * to lp_ring_advance */
+	/* Waiting, the gate has written nothing (t->cur is t->limit). Else it
+	 * may have written part of a record without publishing it, or
+	 * published it without moving t->cur: t->head is what counts.  The
+	 * rest of the chunk from the head on becomes padding, so that the next
+	 * write starts a chunk (lp_ring_advance) whatever the gate had done. */
+	if (!t->waiting && t->state == LP_THREAD_READY && t->head_ptr == &t->ring->head && t->cur != t->limit) {
+		struct lp_slot *chunk = t->limit - t->chunk_slots;
+		struct lp_slot *s = t->slots + (t->head & (t->ring_slots - 1));
+
+		if (s >= chunk && s < t->limit) {
+			uint32_t skip = (uint32_t)(t->limit - s);
+
+			s->time = lp_clock_now();
+			s->word = (uint64_t)skip | ((uint64_t)LP_RAW_PAD << LP_SLOT_TYPE_SHIFT);
+			t->head += skip;
+			atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+		}
+	}
+	t->cur = t->limit;
+	/* the event the gate was writing */
 	t->lost_pending++;
 	t->dropped++;
 	t->waiting = 0;
