@@ -509,6 +509,8 @@ int main(int argc, char **argv)
 	while ((uint64_t)a->cfg.ring_chunks * 2 * a->cfg.chunk_slots * 16 <= buffer && a->cfg.ring_chunks < 4096)
 		a->cfg.ring_chunks *= 2;
 	a->cfg.chunk_bytes = AGENT_CHUNK_BYTES;
+	/* a device never stalls for its host: full rings drop and count */
+	a->cfg.ring_full = LP_RING_FULL_DISCARD;
 	a->cfg.clock = LP_ARCH_COUNTER;
 	if (LP_ARCH_COUNTER == LP_CLOCK_TSC) {
 		FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");

@@ -114,6 +114,14 @@ static void cache_segment(struct clocksync *cs, const struct clocksync_point *a,
 	cs->seg_draw = draw;
 	cs->seg_dns = dns;
 	cs->seg_mult = (dns << 32) / draw;
+	cs->seg_frac = 0;
+#ifdef __SIZEOF_INT128__
+	if (dns < draw) {
+		unsigned __int128 num = (unsigned __int128)dns << 64;
+
+		cs->seg_frac = (uint64_t)(num / draw) + (num % draw != 0);
+	}
+#endif
 }
 
 uint64_t clocksync_ns_slow(struct clocksync *cs, uint64_t raw)

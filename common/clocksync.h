@@ -26,6 +26,10 @@ struct clocksync {
 	 * mult >> 32, corrected to the exact quotient with draw and dns; no
 	 * division per event */
 	uint64_t seg_raw0, seg_raw1, seg_ns0, seg_mult, seg_draw, seg_dns;
+	/* with 128-bit products and a counter faster than 1 GHz (dns < draw):
+	 * ceil(dns * 2^64 / draw), whose product's high half is the exact
+	 * quotient at once; 0: use mult and the correction */
+	uint64_t seg_frac;
 	struct clocksync_point pts[CLOCKSYNC_POINTS];
 };
 
@@ -53,19 +57,37 @@ static inline uint64_t clocksync_mul_shift32(uint64_t d, uint64_t mult)
  * Values after the newest point extrapolate from the last two points;
  * values before the oldest from the first two.  Called once per event by
  * the drain: the common case is inline and has no division. */
+/* floor(d * dns / draw) for d < draw < 2^32 and dns < 2^32, without a
+ * division: with frac (see struct clocksync) one multiplication, exact
+ * because d * (frac - dns * 2^64 / draw) / 2^64 < 2^-32 <= 1 / draw, less
+ * than the distance from d * dns / draw up to the next integer. */
+static inline uint64_t clocksync_seg_quotient(uint64_t d, uint64_t mult, uint64_t draw, uint64_t dns, uint64_t frac)
+{
+	uint64_t q;
+
+#ifdef __SIZEOF_INT128__
+	if (frac)
+		return (uint64_t)(((unsigned __int128)d * frac) >> 64);
+#else
+	(void)frac;
+#endif
+	/* mult is rounded down, so q is the exact quotient or one below: one
+	 * multiplication tells which (both sides stay below 2^64 because d,
+	 * draw and dns are below 2^32) */
+	q = clocksync_mul_shift32(d, mult);
+	if ((q + 1) * draw <= d * dns)
+		q++;
+	return q;
+}
+
 static inline uint64_t clocksync_ns(struct clocksync *cs, uint64_t raw)
 {
 	if (cs->kind == LP_CLOCK_MONOTONIC)
 		return raw;
 	if (raw >= cs->seg_raw0 && raw < cs->seg_raw1) {
-		uint64_t d = raw - cs->seg_raw0, q = clocksync_mul_shift32(d, cs->seg_mult);
+		uint64_t d = raw - cs->seg_raw0;
 
-		/* mult is rounded down, so q is the exact quotient or one below:
-		 * one multiplication tells which (both sides stay below 2^64
-		 * because d, draw and dns are below 2^32) */
-		if ((q + 1) * cs->seg_draw <= d * cs->seg_dns)
-			q++;
-		return cs->seg_ns0 + q;
+		return cs->seg_ns0 + clocksync_seg_quotient(d, cs->seg_mult, cs->seg_draw, cs->seg_dns, cs->seg_frac);
 	}
 	return clocksync_ns_slow(cs, raw);
 }

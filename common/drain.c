@@ -2,6 +2,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,9 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clocksync.h"
@@ -240,6 +244,9 @@ static int write_control(struct drain *d)
 	c.chunk_slots = d->cfg.chunk_slots;
 	c.flags = LP_CTL_ENABLED;
 	c.next_image = 1;
+	c.ring_full = d->cfg.ring_full;
+	c.drain_pid = (uint32_t)getpid();
+	c.stall_ms = d->cfg.stall_ms ? d->cfg.stall_ms : LP_STALL_MS_DEFAULT;
 	fd = openat(d->dirfd, LP_CONTROL_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
@@ -379,6 +386,7 @@ static struct drain *session_map(int dirfd, const char *dir, uid_t owner, const 
 	d->cfg.ring_chunks = c->ring_chunks;
 	d->cfg.chunk_slots = c->chunk_slots;
 	d->cfg.clock = c->clock;
+	d->cfg.ring_full = c->ring_full;
 	d->ops = *ops;
 	d->control = c;
 	clocksync_init(d->clock, c->clock);
@@ -812,6 +820,79 @@ static void emit_clock(struct drain *d)
 		drain_emit(d, LP_CHUNK_CLOCK, buf, len, 0);
 }
 
+/* The common case of an unfiltered stream: a run of function entries and
+ * exits, encoded straight from the ring.  Does what put_func and
+ * encoder_put_func do for each slot, with the encoder's cursor, the clock
+ * segment and the chunk's address table held in locals: stores of payload
+ * bytes may alias any field, so the general path reloads them all after
+ * every byte.  Stops before a slot of another type, one at or after
+ * s->sys_next (its syscalls go first), one outside the cached clock
+ * segment, and after the event that fills the payload.  Returns the slots
+ * consumed, from at most n contiguous ones at sl; 0 when the general path
+ * must take the first. */
+static uint32_t consume_funcs(struct stream *s, const struct lp_slot *sl, uint32_t n)
+{
+	struct encoder *e = s->enc;
+	const struct clocksync *cs = s->d->clock;
+	const uint64_t raw0 = cs->seg_raw0, raw1 = cs->seg_raw1, ns0 = cs->seg_ns0;
+	const uint64_t mult = cs->seg_mult, draw = cs->seg_draw, dns = cs->seg_dns, frac = cs->seg_frac;
+	const bool convert = cs->kind != LP_CLOCK_MONOTONIC;
+	const uint64_t stop_ns = s->sys_next;
+	const uint32_t gen = e->gen;
+	uint8_t *const buf = e->buf, *p = buf + e->len, *const full = buf + e->target;
+	uint64_t last_ns = e->last_ns;
+	uint32_t nrefs = e->nrefs, i;
+
+	if (!e->len)
+		return 0; /* the payload's header comes first */
+	for (i = 0; i < n; i++) {
+		uint64_t word = sl[i].word, raw = sl[i].time, ns, delta, addr;
+		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), h, idx;
+
+		if (type != LP_RAW_ENTRY && type != LP_RAW_EXIT)
+			break;
+		if (convert) {
+			if (raw < raw0 || raw >= raw1)
+				break;
+			ns = ns0 + clocksync_seg_quotient(raw - raw0, mult, draw, dns, frac);
+		} else {
+			ns = raw;
+		}
+		if (ns >= stop_ns)
+			break;
+		addr = word & LP_SLOT_PAYLOAD_MASK;
+		delta = ns > last_ns ? ns - last_ns : 0;
+		last_ns += delta;
+		h = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 51) & (ENCODER_HASH - 1);
+		while (e->gens[h] == gen && e->keys[h] != addr)
+			h = (h + 1) & (ENCODER_HASH - 1);
+		if (e->gens[h] != gen) {
+			e->gens[h] = gen;
+			e->keys[h] = addr;
+			e->vals[h] = nrefs++;
+			*p++ = (uint8_t)(type | LP_REF_NEW << 4);
+			p += varint_put(p, delta);
+			p += varint_put(p, addr);
+		} else if ((idx = e->vals[h]) <= LP_REF_INLINE_MAX) {
+			*p++ = (uint8_t)(type | idx << 4);
+			p += varint_put(p, delta);
+		} else {
+			*p++ = (uint8_t)(type | LP_REF_INDEX << 4);
+			p += varint_put(p, delta);
+			p += varint_put(p, idx);
+		}
+		if (p >= full || nrefs >= ENCODER_REFS_MAX) {
+			i++;
+			break;
+		}
+	}
+	e->len = (size_t)(p - buf);
+	e->last_ns = last_ns;
+	e->events += i;
+	e->nrefs = nrefs;
+	return i;
+}
+
 /* Consumes slots [s->tail, head) of one ring. */
 static uint32_t stream_consume(struct stream *s, uint32_t head)
 {
@@ -819,6 +900,19 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 	uint32_t mask = s->ring_slots - 1, n = 0;
 
 	while (s->tail != head) {
+		if (!s->filtered && !s->fold) {
+			uint32_t at = s->tail & mask, run = head - s->tail;
+
+			if (run > s->ring_slots - at)
+				run = s->ring_slots - at;
+			run = consume_funcs(s, &s->slots[at], run);
+			if (run) {
+				s->tail += run;
+				n += run;
+				maybe_flush(s);
+				continue;
+			}
+		}
 		const struct lp_slot *sl = &s->slots[s->tail & mask];
 		uint64_t word, payload;
 
@@ -959,6 +1053,53 @@ static void image_pass_last(struct stream *s)
 	}
 }
 
+/* Publishes the stream's tail.  A producer waiting for room (it cannot
+ * move head meanwhile) is woken once half the ring is free, or when `last`
+ * (the drain has read up to head): woken for every chunk, a producer and
+ * the drain sharing a CPU would take turns a chunk at a time. */
+static void stream_release(struct stream *s, uint32_t head, bool last)
+{
+	_Atomic uint32_t *tail = (_Atomic uint32_t *)&s->ring->tail;
+	_Atomic uint32_t *waiting = (_Atomic uint32_t *)&s->ring->waiting;
+
+	/* tail before waiting, as the producer sets waiting before it reads
+	 * tail (see ring_wait in runtime/thread.c) */
+	atomic_store_explicit(tail, s->tail, memory_order_seq_cst);
+	/* what a salvage must count lost if we die now (see drain_salvage) */
+	if (publishes(s->d))
+		atomic_store_explicit((_Atomic uint32_t *)&s->ring->unwritten,
+		                      (uint32_t)(s->enc->events - s->lost_records), memory_order_relaxed);
+	if (!last && head - s->tail > s->ring_slots / 2)
+		return;
+	if (atomic_load_explicit(waiting, memory_order_seq_cst)) {
+		atomic_store_explicit(waiting, 0, memory_order_relaxed);
+		syscall(SYS_futex, (uint32_t *)tail, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+}
+
+/* Consumes slots [s->tail, head) a chunk at a time, publishing the tail
+ * after each: a producer waiting for room goes on as soon as a chunk is
+ * free, not after the whole ring has been read. */
+static uint32_t stream_drain(struct stream *s, uint32_t head)
+{
+	uint32_t chunk = s->ring->chunk_slots, n = 0;
+
+	while (s->tail != head) {
+		uint32_t limit = (s->tail | (chunk - 1)) + 1, got;
+
+		if ((int32_t)(head - limit) < 0)
+			limit = head;
+		got = stream_consume(s, limit);
+		n += got;
+		if (s->tail != limit) {
+			stream_release(s, head, true);
+			return n; /* a record cut short: cannot happen with a sane producer */
+		}
+		stream_release(s, head, s->tail == head);
+	}
+	return n;
+}
+
 static void stream_close(struct stream *s)
 {
 	uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_acquire);
@@ -994,6 +1135,9 @@ static void stream_close(struct stream *s)
 	}
 	if (s->lost_unwritten)
 		salvage_lost(s, ns);
+	s->d->stats.waits += atomic_load_explicit((_Atomic uint64_t *)&s->ring->waits, memory_order_relaxed);
+	s->d->stats.wait_ns += atomic_load_explicit((_Atomic uint64_t *)&s->ring->wait_ns, memory_order_relaxed);
+	s->d->stats.wait_gave_up += atomic_load_explicit((_Atomic uint64_t *)&s->ring->gave_up, memory_order_relaxed);
 	if (state == LP_RING_CLOSED)
 		encoder_task(s->enc, ns, LP_TASK_END, 0, NULL, 0, NULL, 0);
 	else if (s->exit_status == DRAIN_EXIT_UNKNOWN)
@@ -1055,15 +1199,13 @@ long drain_poll(struct drain *d)
 			heads[i] = s->tail + s->ring_slots; /* a broken producer */
 		if (__builtin_expect(s->lost_unwritten && heads[i] != s->tail, 0))
 			salvage_lost(s, clocksync_ns(d->clock, s->slots[s->tail & (s->ring_slots - 1)].time));
-		total += stream_consume(s, heads[i]);
-		atomic_store_explicit((_Atomic uint32_t *)&s->ring->tail, s->tail, memory_order_release);
-		if (publishes(d))
-			atomic_store_explicit((_Atomic uint32_t *)&s->ring->unwritten,
-			                      (uint32_t)(s->enc->events - s->lost_records), memory_order_relaxed);
+		total += stream_drain(s, heads[i]);
 		s->closing =
 		    done && heads[i] == atomic_load_explicit((_Atomic uint32_t *)&s->ring->head, memory_order_acquire);
 	}
 	free(heads);
+	/* producers waiting for room see that the drain is alive */
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&d->control->drain_beat, 1, memory_order_release);
 	/* every stream has given its events up to t0: the folding stages
 	 * pair them across the threads of each process (a quiet stream's
 	 * held events age too), before a stream that ended closes */
@@ -1248,6 +1390,20 @@ bool drain_pressure(const struct drain *d)
 	return d->pressure;
 }
 
+void drain_sleep(struct drain *d, unsigned us)
+{
+	_Atomic uint32_t *wake = (_Atomic uint32_t *)&d->control->drain_wake;
+	_Atomic uint32_t *sleeping = (_Atomic uint32_t *)&d->control->drain_sleeping;
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+	uint32_t w = atomic_load_explicit(wake, memory_order_seq_cst);
+
+	/* a producer that finds sleeping set bumps wake before waking us: a
+	 * bump between the load and the wait ends the wait at once */
+	atomic_store_explicit(sleeping, 1, memory_order_seq_cst);
+	syscall(SYS_futex, (uint32_t *)wake, FUTEX_WAIT, w, &ts, NULL, 0);
+	atomic_store_explicit(sleeping, 0, memory_order_relaxed);
+}
+
 /* The process pid ended with the given wait status: its streams are final
  * (they close once drained), and the status goes into one stream of its
  * last image (a pid's earlier images were replaced by exec: they did not
@@ -1291,7 +1447,7 @@ void drain_process_exited(struct drain *d, pid_t pid, int status)
 
 int drain_finish(struct drain *d)
 {
-	char end[256];
+	char end[512];
 	size_t i;
 	int n;
 
@@ -1317,6 +1473,10 @@ int drain_finish(struct drain *d)
 	emit_clock(d);
 	n = snprintf(end, sizeof(end), "events=%llu\nlost=%llu\nstreams=%llu\n", (unsigned long long)d->stats.events,
 	             (unsigned long long)d->stats.lost, (unsigned long long)d->stats.streams);
+	if (d->cfg.ring_full == LP_RING_FULL_WAIT)
+		n += snprintf(end + n, sizeof(end) - (size_t)n, "waits=%llu\nwait_ns=%llu\nwait_gave_up=%llu\n",
+		              (unsigned long long)d->stats.waits, (unsigned long long)d->stats.wait_ns,
+		              (unsigned long long)d->stats.wait_gave_up);
 	if (d->cfg.mem_fold_ns)
 		n += snprintf(end + n, sizeof(end) - (size_t)n, "mem_folded_blocks=%llu\nmem_folded_bytes=%llu\n",
 		              (unsigned long long)d->stats.folded_blocks, (unsigned long long)d->stats.folded_bytes);

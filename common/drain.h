@@ -46,6 +46,10 @@ struct drain_config {
 	 * drain that was killed (record); false: a ring's name goes as soon
 	 * as it is mapped (the agent) */
 	bool keep_rings;
+	uint32_t ring_full; /* enum lp_ring_full: what a producer with a full
+	                     * ring does (record: wait; live: discard) */
+	uint32_t stall_ms;  /* with LP_RING_FULL_WAIT: a producer stops waiting
+	                     * after this long without a poll; 0: the default */
 };
 
 struct drain_stats {
@@ -59,6 +63,10 @@ struct drain_stats {
 	 * the last such thread's failure (0: not known) */
 	uint64_t unrecorded_threads, unrecorded_events;
 	uint32_t unrecorded_error;
+	/* LP_RING_FULL_WAIT: times producers waited for room, the time they
+	 * spent (ns, summed over threads), and waits given up (the drain was
+	 * too slow to poll within stall_ms); counted as streams close */
+	uint64_t waits, wait_ns, wait_gave_up;
 };
 
 /* Creates the session directory `dir` (mode 0700; it must not exist: see
@@ -104,6 +112,9 @@ long drain_poll(struct drain *d);
 /* True when the last poll found a ring more than a quarter full or one that
  * dropped events since the poll before: poll again without sleeping. */
 bool drain_pressure(const struct drain *d);
+/* Sleeps up to `us` microseconds between polls, or until a producer that
+ * must wait for room wakes the drain (LP_RING_FULL_WAIT). */
+void drain_sleep(struct drain *d, unsigned us);
 /* Hands out every stream's partial chunk now (a live host should not wait
  * for a quiet thread to fill 60 KiB).  Returns 0 or -errno. */
 int drain_flush(struct drain *d);

@@ -53,6 +53,7 @@ struct systhread {
 	uint64_t lost;        /* records lost, not yet written */
 	uint64_t first_ns;    /* when the thread was first seen */
 	bool dead;            /* removed: its process ended and all is written */
+	bool in_wait;         /* in the runtime's futex wait for room: its exit is left out */
 };
 
 struct drainsys {
@@ -64,6 +65,7 @@ struct drainsys {
 	uint32_t nprocs, procs_cap;
 	uint64_t lost_unknown;            /* lost records of no known thread */
 	int execve_nr[4], execveat_nr[4]; /* per enum sys_arch; -1: none */
+	int futex_nr[4];
 };
 
 static struct drainsys *sys_get(struct drain *d)
@@ -80,6 +82,7 @@ static struct drainsys *sys_get(struct drain *d)
 	for (a = 0; a < 4; a++) {
 		ds->execve_nr[a] = a ? sys_lookup((enum sys_arch)a, "execve") : -1;
 		ds->execveat_nr[a] = a ? sys_lookup((enum sys_arch)a, "execveat") : -1;
+		ds->futex_nr[a] = a ? sys_lookup((enum sys_arch)a, "futex") : -1;
 	}
 	d->sys = ds;
 	/* rings opened before the first record */
@@ -518,6 +521,30 @@ static void own_write(struct drain *d, struct systhread *t)
 
 /* ---- the drain's calls ---------------------------------------------------- */
 
+/* True for the entry and exit of a futex call the runtime made to wait for
+ * room in the thread's ring (struct lp_ring_header.wait_uaddr): the
+ * program did not make it. */
+static bool runtime_wait(const struct drainsys *ds, struct systhread *t, const struct sysevent *ev)
+{
+	uint64_t uaddr;
+
+	if (ev->arch >= 4 || ds->futex_nr[ev->arch] < 0 || ev->nr != (uint32_t)ds->futex_nr[ev->arch])
+		return false;
+	if (!ev->enter) {
+		bool ours = t->in_wait;
+
+		t->in_wait = false;
+		return ours;
+	}
+	if (!t->bound || !ev->nargs)
+		return false;
+	uaddr = atomic_load_explicit((_Atomic uint64_t *)&t->bound->ring->wait_uaddr, memory_order_relaxed);
+	t->in_wait = uaddr && ev->args[0] == uaddr;
+	uaddr = atomic_load_explicit((_Atomic uint64_t *)&t->bound->ring->wake_uaddr, memory_order_relaxed);
+	t->in_wait |= uaddr && ev->args[0] == uaddr;
+	return t->in_wait;
+}
+
 int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev)
 {
 	struct drainsys *ds = sys_get(d);
@@ -544,6 +571,8 @@ int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, cons
 		d->stats.lost++;
 		return -ENOMEM;
 	}
+	if (runtime_wait(ds, t, ev))
+		return 0;
 	if (t->n >= SYSQ_MAX) {
 		/* far behind: write out the oldest half in case no ring event
 		 * ever comes to order them */

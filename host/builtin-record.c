@@ -35,12 +35,21 @@
 #include "systrace/systrace.h"
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"
-#define RECORD_DEFAULT_BUFFER (8u << 20)
-/* With --memory: every malloc and free is two ring slots, and a program in
- * a tight loop fills 8M faster than a drain on a busy machine empties it
- * (bench/memory; docs/performance.md).  Per thread, in shared memory, used
- * only as far as the thread writes. */
-#define RECORD_MEM_DEFAULT_BUFFER (64u << 20)
+/* A full ring makes the program wait for the drain (LP_RING_FULL_WAIT), so
+ * the ring only has to absorb the drain's pauses, not a whole burst: a
+ * small one keeps the program's memory and page faults low.  Per thread,
+ * in shared memory. */
+#define RECORD_DEFAULT_BUFFER (1u << 20)
+/* With --memory: every malloc and free is two ring slots or more. */
+#define RECORD_MEM_DEFAULT_BUFFER (4u << 20)
+/* Kernel buffer per CPU of the syscall tracer (bpf: one ring buffer of
+ * this size times the CPUs; tracepoint: a perf ring per CPU).  The kernel
+ * cannot make a program wait for room, so the buffer must cover the
+ * recorder's pauses: 16M holds about 65k calls with their stacks, some
+ * 50 ms of a program that does nothing but system calls. */
+#define RECORD_SYSCALL_BUFFER (16u << 20)
+#define RECORD_SYSCALL_BUFFER_MIN (64u << 10)
+#define RECORD_SYSCALL_BUFFER_MAX (256u << 20)
 #define RECORD_CHUNK_SLOTS 4096u
 #define RECORD_POLL_MIN_US 500
 #define RECORD_POLL_MAX_US 5000
@@ -59,13 +68,20 @@ static const char record_usage[] =
     "\n"
     "  -o, --output DIR      trace directory (default " RECORD_DEFAULT_OUTPUT "; an old one\n"
     "                        is kept as DIR.old)\n"
-    "  -b, --buffer-size SZ  ring buffer per thread (default 8M, with --memory 64M;\n"
+    "  -b, --buffer-size SZ  ring buffer per thread (default 1M, with --memory 4M;\n"
     "                        128K to 256M)\n"
+    "      --discard         when a ring is full, drop events (counted) instead of\n"
+    "                        making the program wait for the recorder; by default\n"
+    "                        it waits, so that the trace is complete\n"
     "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
     "  -q, --quiet           no summary line\n"
     "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: the\n"
     "                        first that works of bpf, tracepoint, ptrace), bpf,\n"
     "                        tracepoint, ptrace\n"
+    "      --syscall-buffer SZ  kernel buffer per CPU for --syscalls=bpf (one ring\n"
+    "                        buffer for all CPUs, at most 256M) and tracepoint\n"
+    "                        (default 16M; 64K to 256M); the kernel drops records\n"
+    "                        (counted) when the recorder falls this far behind\n"
     "      --syscall-filter LIST  only these syscalls: names and globs, e.g.\n"
     "                        'read,write,open*'; '!name' leaves one out\n"
     "      --keep-running    ptrace: if recording is interrupted, leave the program\n"
@@ -303,8 +319,8 @@ struct mem_opts {
 	uint64_t fold_ns;
 };
 
-static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, bool syscalls,
-                      const struct mem_opts *mem)
+static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, uint32_t ring_full,
+                      bool syscalls, const struct mem_opts *mem)
 {
 	char meta[8192];
 	struct utsname u;
@@ -312,13 +328,13 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 	int i;
 
 	uname(&u);
-	n +=
-	    (size_t)snprintf(meta + n, sizeof(meta) - n,
-	                     "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
-	                     "start_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
-	                     u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
-	                     (unsigned long long)buffer, (unsigned long long)clocksync_monotonic_ns(),
-	                     (long long)time(NULL), filter_opts_any(&rec->fopts) ? 1 : 0);
+	n += (size_t)snprintf(
+	    meta + n, sizeof(meta) - n,
+	    "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
+	    "ring_full=%s\nstart_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
+	    u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
+	    (unsigned long long)buffer, ring_full == LP_RING_FULL_WAIT ? "wait" : "discard",
+	    (unsigned long long)clocksync_monotonic_ns(), (long long)time(NULL), filter_opts_any(&rec->fopts) ? 1 : 0);
 	if (syscalls)
 		n +=
 		    (size_t)snprintf(meta + n, sizeof(meta) - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native()));
@@ -416,6 +432,8 @@ int cmd_record(int argc, char **argv)
 		{ "mem-depth", required_argument, NULL, 'D' },
 		{ "keep-alive", no_argument, NULL, 'A' },
 		{ "mem-fold", required_argument, NULL, 'M' },
+		{ "discard", no_argument, NULL, 'X' },
+		{ "syscall-buffer", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -424,8 +442,11 @@ int cmd_record(int argc, char **argv)
 	struct drain_config cfg = { 0 };
 	struct drain_ops ops = { 0 };
 	struct drain_stats st;
+	uint64_t sys_lost = 0, ring_lost;
 	struct drain *d = NULL;
 	uint64_t buffer = 0; /* 0: the default */
+	uint64_t sys_buffer = RECORD_SYSCALL_BUFFER;
+	bool sys_buffer_set = false;
 	const char *clock_opt = "auto";
 	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], prog[PATH_MAX];
 	char session[SESSIONDIR_PATH_MAX + SESSIONDIR_NAME_MAX];
@@ -441,6 +462,7 @@ int cmd_record(int argc, char **argv)
 	char why[300], err[600];
 	pid_t child;
 
+	cfg.ring_full = LP_RING_FULL_WAIT;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:b:qhsmF:N:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -508,6 +530,19 @@ int cmd_record(int argc, char **argv)
 				return LP_EXIT_USAGE;
 			}
 			break;
+		case 'X':
+			cfg.ring_full = LP_RING_FULL_DISCARD;
+			break;
+		case 'B':
+			if (parse_size(optarg, &sys_buffer) || sys_buffer < RECORD_SYSCALL_BUFFER_MIN ||
+			    sys_buffer > RECORD_SYSCALL_BUFFER_MAX) {
+				fprintf(stderr,
+				        "layerprof record: invalid --syscall-buffer '%s': expected 64K to 256M\n",
+				        optarg);
+				return LP_EXIT_USAGE;
+			}
+			sys_buffer_set = true;
+			break;
 		case 'h':
 			fputs(record_usage, stdout);
 			return LP_EXIT_OK;
@@ -525,10 +560,17 @@ int cmd_record(int argc, char **argv)
 		fputs(record_usage, stderr);
 		return LP_EXIT_USAGE;
 	}
-	if ((syscall_filter || stcfg.keep_running) && !syscalls) {
-		fprintf(stderr, "layerprof record: --syscall-filter and --keep-running need --syscalls\n");
+	if ((syscall_filter || stcfg.keep_running || sys_buffer_set) && !syscalls) {
+		fprintf(stderr,
+		        "layerprof record: --syscall-filter, --syscall-buffer and --keep-running need --syscalls\n");
 		return LP_EXIT_USAGE;
 	}
+	/* a ptrace tracee waits for the recorder as the rings' producers do */
+	stcfg.full_wait_ms = cfg.ring_full == LP_RING_FULL_WAIT ? LP_STALL_MS_DEFAULT : 0;
+	/* in pages, a power of two at least as large as asked */
+	stcfg.buffer_pages = 1;
+	while ((uint64_t)stcfg.buffer_pages * 4096 < sys_buffer)
+		stcfg.buffer_pages *= 2;
 	if ((mem.keep_alive || mem_depth_set || mem.fold_ns) && !mem.on) {
 		fprintf(stderr, "layerprof record: --keep-alive, --mem-depth and --mem-fold need --memory\n");
 		return LP_EXIT_USAGE;
@@ -619,7 +661,7 @@ int cmd_record(int argc, char **argv)
 	}
 	r = tracefile_create(&rec.tf, rec.dirfd);
 	if (!r)
-		r = write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, syscalls, &mem);
+		r = write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, cfg.ring_full, syscalls, &mem);
 	if (r) {
 		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec.out, strerror(-r));
 		goto out;
@@ -786,7 +828,7 @@ run:
 			continue;
 		if (!consumed && poll_us < RECORD_POLL_MAX_US)
 			poll_us *= 2;
-		usleep(poll_us);
+		drain_sleep(d, poll_us);
 	}
 	r = drain_finish(d);
 	drain_get_stats(d, &st);
@@ -795,8 +837,11 @@ run:
 
 		systrace_get_stats(rec.st, &sst);
 		if (sst.lost)
-			fprintf(stderr, "layerprof record: warning: %llu syscall records lost (kernel buffers full)\n",
+			fprintf(stderr,
+			        "layerprof record: warning: %llu syscall records lost (kernel buffers full: the "
+			        "recorder fell behind; try a larger --syscall-buffer)\n",
 			        (unsigned long long)sst.lost);
+		sys_lost = sst.lost;
 		systrace_free(rec.st);
 		rec.st = NULL;
 	}
@@ -811,10 +856,24 @@ run:
 		        (unsigned long long)st.unrecorded_threads,
 		        st.unrecorded_error ? strerror((int)st.unrecorded_error) : "no ring",
 		        (unsigned long long)st.unrecorded_events);
-	if (st.lost > st.unrecorded_events)
+	/* the drain counts the syscall records lost, and the events of threads
+	 * without a ring, among its lost events */
+	ring_lost = st.lost > sys_lost + st.unrecorded_events ? st.lost - sys_lost - st.unrecorded_events : 0;
+	if (ring_lost && cfg.ring_full == LP_RING_FULL_DISCARD)
 		fprintf(stderr,
-		        "layerprof record: warning: %llu events lost (rings full: try a larger --buffer-size)\n",
-		        (unsigned long long)(st.lost - st.unrecorded_events));
+		        "layerprof record: warning: %llu events lost (rings full with --discard: try without it, "
+		        "or a larger --buffer-size)\n",
+		        (unsigned long long)ring_lost);
+	else if (ring_lost && st.wait_gave_up)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (the program stopped waiting for the "
+		        "recorder %llu times: it was stopped, or made no poll for %u ms)\n",
+		        (unsigned long long)ring_lost, (unsigned long long)st.wait_gave_up, LP_STALL_MS_DEFAULT);
+	else if (ring_lost)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (not for want of room: calls in signal "
+		        "handlers that interrupted a traced call, or heap records the runtime could not make)\n",
+		        (unsigned long long)ring_lost);
 	if (rec.tf.error)
 		fprintf(stderr,
 		        "layerprof record: warning: %llu events not written to '%s' (%s): the trace ends where "
@@ -824,6 +883,11 @@ run:
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
 		        (unsigned long long)(st.events - rec.tf.unwritten), (unsigned long long)st.streams, rec.out,
 		        (unsigned long long)rec.tf.written);
+	if (!quiet && isatty(STDERR_FILENO) && st.waits)
+		fprintf(stderr,
+		        "layerprof record: full rings made the program's threads wait %llu times, %.1f ms in all "
+		        "(--discard drops instead)\n",
+		        (unsigned long long)st.waits, (double)st.wait_ns / 1e6);
 	if (!quiet && isatty(STDERR_FILENO) && mem.fold_ns)
 		fprintf(stderr, "layerprof record: %llu short-lived heap blocks (%llu bytes) folded into counts\n",
 		        (unsigned long long)st.folded_blocks, (unsigned long long)st.folded_bytes);

@@ -47,6 +47,11 @@ static LP_NOINSTR void note_longjmp(const void *env)
 	struct lp_thread *t = &lp_self;
 	unsigned i;
 
+	/* a signal handler jumps out of a gate it interrupted (no traced code
+	 * runs inside one otherwise), maybe one that waits for room: the gate
+	 * is abandoned, and the jump is recorded below */
+	if (t->state == LP_THREAD_READY && t->busy)
+		lp_ring_abandon(t);
 	if (t->state != LP_THREAD_READY || t->busy)
 		return;
 	for (i = 0; i < LP_JMPBUF_SLOTS; i++) {

@@ -67,6 +67,8 @@ static LP_NOINSTR void atfork_child(void)
 		t->destructor_rounds = 0;
 	}
 	t->busy = 0;
+	t->waiting = 0;
+	t->wait_skip = 0;
 }
 
 /* The clock of an attachable process's own session: the same choice the

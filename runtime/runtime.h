@@ -99,6 +99,11 @@ struct lp_thread {
 	struct lp_memthread mem;
 	struct lp_loss_entry *loss; /* LP_THREAD_LOST: its loss table entry, or
 	                             * NULL (counted in the control block) */
+	/* waiting for room (LP_RING_FULL_WAIT, thread.c) */
+	volatile uint8_t waiting; /* inside ring_wait: a longjmp out of a signal
+	                           * handler leaves it (jmp.c) */
+	uint8_t wait_skip;        /* gave up: no more waits until the drain polls again */
+	uint64_t wait_beat;       /* the drain's beat when it gave up */
 };
 
 extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -116,6 +121,7 @@ struct lp_process {
 	_Atomic int maps_written; /* first ring of the image carries the maps */
 	char exe[512];
 	const struct lp_filter_file *_Atomic filters; /* mapped on first use */
+	_Atomic int drain_gone;                       /* the drain's process ended: never wait for it */
 };
 
 extern struct lp_process lp_proc;
@@ -193,6 +199,12 @@ void lp_ring_orphan(struct lp_thread *t, uint32_t head, uint64_t dropped);
 /* Slow path of every write: the current chunk is full. Returns the slot to
  * write next (in the ring, or in scratch when the ring has no room). */
 struct lp_slot *lp_ring_advance(struct lp_thread *t);
+/* A longjmp leaves a signal handler that interrupted a gate (or another
+ * ring writer) of this thread, t->busy set, maybe while it waited for
+ * room: the gate never finishes.  What it wrote and did not publish is
+ * given up (counted as one lost event) and the thread records again
+ * (jmp.c). */
+void lp_ring_abandon(struct lp_thread *t);
 /* Writes one slot outside the gates (LOST, LONGJMP, ...). */
 void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
 /* Writes an extended record of `len` bytes (at most one chunk). */

@@ -3,18 +3,35 @@
  * lp_ring_advance, which runs once per chunk (thousands of events). */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
 
-_Static_assert(sizeof(struct lp_ring_header) == 192, "ring header layout");
+_Static_assert(sizeof(struct lp_ring_header) == 256, "ring header layout");
 _Static_assert(offsetof(struct lp_ring_header, head) == 64, "producer line");
 _Static_assert(offsetof(struct lp_ring_header, tail) == 128, "consumer line");
+_Static_assert(offsetof(struct lp_ring_header, waiting) == 192, "waiting line");
+_Static_assert(offsetof(struct lp_ring_header, wait_uaddr) == 224, "waiting line");
+_Static_assert(offsetof(struct lp_control, ring_full) == 64, "control: wait line");
+_Static_assert(offsetof(struct lp_control, unrecorded_threads) == 128, "control: loss line");
+_Static_assert(sizeof(struct lp_control) == 192, "control layout");
+
+/* Waiting for room: spins of the first check, and the longest futex sleep
+ * between checks of the drain's beat and pid. */
+#define LP_WAIT_SPINS 200u
+#define LP_WAIT_SLICE_NS 10000000u
+/* Without a poll for this long, see whether the drain's process is gone
+ * (a kill(pid, 0) that a syscall trace would show: not on every wait). */
+#define LP_WAIT_PID_CHECK_NS 100000000u
 _Static_assert(sizeof(struct lp_slot) == 16, "slot size");
 
 static pthread_key_t thread_key;
@@ -181,10 +198,156 @@ static LP_NOINSTR void ring_publish_dropped(struct lp_thread *t)
 	atomic_store_explicit((_Atomic uint64_t *)&t->ring->dropped, t->dropped, memory_order_relaxed);
 }
 
+static inline LP_NOINSTR bool ring_room(const struct lp_thread *t, uint32_t tail)
+{
+	return (uint32_t)(t->head - tail) + t->chunk_slots <= t->ring_slots;
+}
+
+static inline LP_NOINSTR void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__) || (defined(__arm__) && __ARM_ARCH >= 7)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* True when the drain's process is known to be gone. */
+static LP_NOINSTR bool drain_gone(const struct lp_control *c)
+{
+	uint32_t pid = c->drain_pid;
+
+	if (atomic_load_explicit(&lp_proc.drain_gone, memory_order_relaxed))
+		return true;
+	if (!pid || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		return false;
+	atomic_store_explicit(&lp_proc.drain_gone, 1, memory_order_relaxed);
+	return true;
+}
+
+/* The ring is full and the session asks for a complete trace
+ * (LP_RING_FULL_WAIT): waits until the drain frees a chunk.  Returns true
+ * with room, false to drop as LP_RING_FULL_DISCARD does.  The wait is
+ * bounded: it ends when the drain's process is gone, or when the drain made
+ * no poll for stall_ms; after that the thread waits again only once the
+ * drain has polled.  The caller is a gate (or another ring writer) with
+ * t->busy set: a signal handler's gates meanwhile drop and count, and a
+ * handler that longjmps out of here abandons the gate (jmp.c).  Holds no
+ * lock; the drain, in another process, needs nothing from this thread.
+ * Makes system calls (futex, kill, clock_gettime), which is why it is only
+ * reached on this cold path; errno is kept. */
+static LP_NOINSTR __attribute__((noinline, cold)) bool ring_wait(struct lp_thread *t)
+{
+	struct lp_ring_header *h = t->ring;
+	const struct lp_control *c = lp_proc.control;
+	_Atomic uint32_t *tailp = (_Atomic uint32_t *)&h->tail;
+	_Atomic uint32_t *waitp = (_Atomic uint32_t *)&h->waiting;
+	const _Atomic uint64_t *beatp;
+	uint64_t beat, start, now, progress, stall_ns;
+	uint32_t tail, spins;
+	int saved_errno;
+	bool room = false;
+
+	if (!c ||
+	    atomic_load_explicit((const _Atomic uint32_t *)&c->ring_full, memory_order_relaxed) != LP_RING_FULL_WAIT)
+		return false;
+	beatp = (const _Atomic uint64_t *)&c->drain_beat;
+	beat = atomic_load_explicit(beatp, memory_order_acquire);
+	if (t->wait_skip) {
+		if (beat == t->wait_beat)
+			return false;
+		t->wait_skip = 0;
+	}
+	if (atomic_load_explicit(&lp_proc.drain_gone, memory_order_relaxed))
+		return false;
+	for (spins = 0; spins < LP_WAIT_SPINS; spins++) {
+		if (ring_room(t, atomic_load_explicit(tailp, memory_order_acquire)))
+			return true;
+		cpu_relax();
+	}
+	saved_errno = errno;
+	t->waiting = 1;
+	h->wait_uaddr = (uint64_t)(uintptr_t)tailp;
+	h->wake_uaddr = (uint64_t)(uintptr_t)&c->drain_wake;
+	/* a drain asleep between polls would leave the ring full until its
+	 * next poll: wake it */
+	if (atomic_load_explicit((const _Atomic uint32_t *)&c->drain_sleeping, memory_order_seq_cst)) {
+		atomic_fetch_add_explicit((_Atomic uint32_t *)&c->drain_wake, 1, memory_order_seq_cst);
+		syscall(SYS_futex, (uint32_t *)&c->drain_wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+	stall_ns = (uint64_t)(c->stall_ms ? c->stall_ms : LP_STALL_MS_DEFAULT) * 1000000u;
+	start = progress = lp_monotonic_ns();
+	for (;;) {
+		struct timespec ts = { 0, LP_WAIT_SLICE_NS };
+		uint64_t b;
+
+		/* waiting before tail: the drain stores tail, then loads
+		 * waiting, so one of the two sides sees the other */
+		atomic_store_explicit(waitp, 1, memory_order_seq_cst);
+		tail = atomic_load_explicit(tailp, memory_order_seq_cst);
+		if (ring_room(t, tail)) {
+			room = true;
+			break;
+		}
+		syscall(SYS_futex, (uint32_t *)tailp, FUTEX_WAIT, tail, &ts, NULL, 0);
+		tail = atomic_load_explicit(tailp, memory_order_acquire);
+		if (ring_room(t, tail)) {
+			room = true;
+			break;
+		}
+		now = lp_monotonic_ns();
+		b = atomic_load_explicit(beatp, memory_order_acquire);
+		if (b != beat) {
+			beat = b;
+			progress = now;
+		} else if (now - progress >= stall_ns || (now - progress >= LP_WAIT_PID_CHECK_NS && drain_gone(c))) {
+			t->wait_skip = 1;
+			t->wait_beat = b;
+			atomic_fetch_add_explicit((_Atomic uint64_t *)&h->gave_up, 1, memory_order_relaxed);
+			break;
+		}
+	}
+	now = lp_monotonic_ns();
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&h->waits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&h->wait_ns, now - start, memory_order_relaxed);
+	t->waiting = 0;
+	errno = saved_errno;
+	return room;
+}
+
+LP_NOINSTR void lp_ring_abandon(struct lp_thread *t)
+{
+	/* Waiting, the gate has written nothing (t->cur is t->limit). Else it
+	 * may have written part of a record without publishing it, or
+	 * published it without moving t->cur: t->head is what counts.  The
+	 * rest of the chunk from the head on becomes padding, so that the next
+	 * write starts a chunk (lp_ring_advance) whatever the gate had done. */
+	if (!t->waiting && t->state == LP_THREAD_READY && t->head_ptr == &t->ring->head && t->cur != t->limit) {
+		struct lp_slot *chunk = t->limit - t->chunk_slots;
+		struct lp_slot *s = t->slots + (t->head & (t->ring_slots - 1));
+
+		if (s >= chunk && s < t->limit) {
+			uint32_t skip = (uint32_t)(t->limit - s);
+
+			s->time = lp_clock_now();
+			s->word = (uint64_t)skip | ((uint64_t)LP_RAW_PAD << LP_SLOT_TYPE_SHIFT);
+			t->head += skip;
+			atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, t->head, memory_order_release);
+		}
+	}
+	t->cur = t->limit;
+	/* the event the gate was writing */
+	t->lost_pending++;
+	t->dropped++;
+	t->waiting = 0;
+	t->busy = 0;
+}
+
 /* Called when t->cur reaches t->limit, so always at a chunk boundary of the
  * ring (or at the end of scratch).  Decides whether the next chunk of the
- * ring is free; if not, the next chunk's worth of events goes to scratch
- * and is counted as dropped. */
+ * ring is free; if not, the session's answer applies (enum lp_ring_full):
+ * wait for the drain, or send the next chunk's worth of events to scratch
+ * and count them as dropped. */
 LP_NOINSTR struct lp_slot *lp_ring_advance(struct lp_thread *t)
 {
 	struct lp_ring_header *h = t->ring;
@@ -205,7 +368,7 @@ LP_NOINSTR struct lp_slot *lp_ring_advance(struct lp_thread *t)
 		t->dropped += nested;
 	}
 	tail = atomic_load_explicit((_Atomic uint32_t *)&h->tail, memory_order_acquire);
-	if ((uint32_t)(t->head - tail) + t->chunk_slots <= t->ring_slots) {
+	if (ring_room(t, tail) || ring_wait(t)) {
 		t->cur = t->slots + (t->head & (t->ring_slots - 1));
 		t->limit = t->cur + t->chunk_slots;
 		if (t->lost_pending) {

@@ -241,11 +241,13 @@ out:
 }
 
 /* The power of two at or above `want`, within what a map holds. */
+/* The ring buffer for `want` bytes: a power of two, at most EB_RING_MAX
+ * (many CPUs share one buffer; the per-CPU size sets it on small machines). */
 static size_t eb_ring_size(size_t want)
 {
 	size_t size = 1u << 16;
 
-	while (size < want && size < (1u << 30))
+	while (size < want && size < EB_RING_MAX)
 		size <<= 1;
 	return size;
 }

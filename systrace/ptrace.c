@@ -136,6 +136,7 @@ int pt_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t 
 	pt->argv = argv;
 	pt->envp = envp ? envp : environ;
 	pt->seccomp = !st->cfg.keep_running;
+	pt->queue.full_wait_ms = st->cfg.full_wait_ms;
 	if (pt->seccomp && pt_seccomp_build(&pt->cfg.filter, &pt->prog) < 0) {
 		snprintf(err, errlen, "out of memory");
 		pt_free(pt);

@@ -78,13 +78,16 @@ void pt_queue_put_lost(struct pt_queue *q, uint32_t pid, uint32_t tid, uint64_t 
 static bool queue_room(struct pt_queue *q, pthread_mutex_t *lock, pthread_cond_t *cond, size_t need)
 {
 	struct timespec deadline;
+	int64_t wait_ns;
 
 	if (buf_reserve(&q->fill, need, false))
 		return true;
 	if (q->dropping)
 		return false;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_nsec += PT_FULL_WAIT_NS;
+	wait_ns = q->full_wait_ms ? (int64_t)q->full_wait_ms * 1000000 : PT_FULL_WAIT_NS;
+	deadline.tv_sec += (time_t)(wait_ns / 1000000000);
+	deadline.tv_nsec += (long)(wait_ns % 1000000000);
 	if (deadline.tv_nsec >= 1000000000L) {
 		deadline.tv_sec++;
 		deadline.tv_nsec -= 1000000000L;

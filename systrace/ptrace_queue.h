@@ -51,6 +51,7 @@ struct pt_buf {
 struct pt_queue {
 	struct pt_buf fill;     /* records being added */
 	bool dropping;          /* the queue was full: drop without waiting */
+	uint32_t full_wait_ms;  /* how long to wait for room; 0: PT_FULL_WAIT_NS */
 	uint64_t lost_total;    /* every lost record */
 	uint64_t lost_nothread; /* lost records of tasks gone before they could be reported */
 	struct pt_buf spare;    /* the caller's thread only */
@@ -60,7 +61,7 @@ struct pt_queue {
  * return addresses and its string (e->size is set here), preceded by a lost
  * marker for the *lost records its thread lost before (*lost becomes 0).
  * When the queue is full, waits on `cond` (releasing `lock`) up to
- * PT_FULL_WAIT_NS for the caller to empty it, once per fill; when there is
+ * full_wait_ms (or PT_FULL_WAIT_NS) for the caller to empty it, once per fill; when there is
  * still no room, counts the record in *lost and returns false.  Called at
  * every recorded stop: no allocation once the buffers have grown. */
 bool pt_queue_push(struct pt_queue *q, pthread_mutex_t *lock, pthread_cond_t *cond, struct pt_entry *e,

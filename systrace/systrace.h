@@ -68,6 +68,11 @@ struct systrace_config {
 	struct sys_set filter; /* syscalls to trace (sys_set_all for all) */
 	uint32_t buffer_pages; /* bpf, tracepoint: pages per CPU buffer (power of
 	                        * two); 0: the default (256) */
+	/* ptrace: how long a stopped tracee is held when the record queue is
+	 * full, once per fill, before records are dropped (counted); 0: a
+	 * short default for live sessions (PT_FULL_WAIT_NS).  The recorder
+	 * holds it as long as its rings' producers wait for it. */
+	uint32_t full_wait_ms;
 	/* ptrace: what systrace_free does to a tree still running.  false:
 	 * kills it.  true: detaches and leaves it running, which rules out
 	 * the seccomp filter (its selected syscalls would fail with ENOSYS

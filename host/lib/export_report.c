@@ -36,6 +36,28 @@ enum export_report_format export_report_format_parse(const char *name)
 
 /* ------------------------------------------------------------ the flat profile */
 
+/* What the runtime did with a full ring (META ring_full): "wait" (record:
+ * the program waited for the recorder), "discard" (live, record
+ * --discard), or NULL (a trace from before the key). */
+static const char *ring_full_mode(const struct walk *w, char *buf, size_t size)
+{
+	const char *v = walk_meta(w, "ring_full", buf, size);
+
+	return v && (!strcmp(v, "wait") || !strcmp(v, "discard")) ? v : NULL;
+}
+
+static void profile_text_mode(FILE *f, const struct walk *w)
+{
+	char buf[16];
+	const char *mode = ring_full_mode(w, buf, sizeof(buf));
+
+	if (mode && !strcmp(mode, "wait"))
+		fprintf(
+		    f, "# mode: wait (at a full ring the program waits for the recorder: no event dropped for room)\n");
+	else if (mode)
+		fprintf(f, "# mode: discard (at a full ring events are dropped and counted as lost)\n");
+}
+
 static void profile_text(FILE *f, struct walk *w, const struct export_report_opts *o, const struct profile_rows *rows)
 {
 	bool per_thread = o->flags & PROFILE_PER_THREAD;
@@ -49,6 +71,7 @@ static void profile_text(FILE *f, struct walk *w, const struct export_report_opt
 	        (unsigned long long)calls, rows->n, w->nstreams, (unsigned long long)w->lost);
 	if (w->filtered_at_record)
 		fprintf(f, "# recorded with filters: calls outside them are not in this trace\n");
+	profile_text_mode(f, w);
 	fprintf(f, "#\n");
 	fprintf(f, "%12s %12s %10s %12s %12s %12s  %s%s\n", "Total", "Self", "Calls", "Avg", "Min", "Max",
 	        per_thread ? "TID     " : "", "Function");
@@ -87,6 +110,15 @@ static void profile_json(FILE *f, struct walk *w, const struct export_report_opt
 	json_u64(&j, "events", w->events);
 	json_bool(&j, "complete", w->r.state == READER_OK && w->r.seen_end);
 	json_bool(&j, "filtered_at_record", w->filtered_at_record);
+	{
+		char buf[16];
+		const char *mode = ring_full_mode(w, buf, sizeof(buf));
+
+		if (mode)
+			json_str(&j, "ring_full", mode);
+		else
+			json_null(&j, "ring_full");
+	}
 	json_array_begin(&j, "threads");
 	for (i = 0; i < w->nstreams; i++) {
 		const struct walk_stream *s = w->streams[i];

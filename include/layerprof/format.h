@@ -67,12 +67,24 @@ struct lp_control {
 	uint32_t filter_gen; /* bumped when the filter file changes */
 	uint64_t min_raw;    /* record calls at least this long, in clock units; 0: all */
 	uint8_t pad[16];
+	/* What a producer does when its ring has no room (enum lp_ring_full),
+	 * and what it needs to know to wait without waiting forever.  On a
+	 * cache line of its own: drain_beat changes on every poll. */
+	uint32_t ring_full;      /* enum lp_ring_full; set before the program starts */
+	uint32_t drain_pid;      /* the drain's process (0: unknown): gone means no wait */
+	uint32_t stall_ms;       /* give up waiting after this long without a poll */
+	uint32_t drain_sleeping; /* atomic: the drain sleeps between polls (on drain_wake) */
+	uint64_t drain_beat;     /* atomic: bumped by every poll of the drain */
+	uint32_t drain_wake;     /* atomic, a futex word: a producer about to wait bumps
+	                          * it and wakes a sleeping drain */
+	uint8_t pad2[36];
 	/* threads that ran without a ring and have no entry in the loss table
 	 * (full, or none in the session), and their events; atomic, added to
 	 * by the runtime */
 	uint32_t unrecorded_threads;
 	uint32_t reserved;
 	uint64_t unrecorded_events;
+	uint8_t pad3[48];
 };
 
 /* Threads that run without a ring: no space for one in the session's file
@@ -123,6 +135,18 @@ struct lp_loss_table {
 	uint8_t pad[48];
 	struct lp_loss_entry entry[LP_LOSS_ENTRIES];
 };
+
+/* The two answers to a full ring.  `record` waits, so that its trace is
+ * complete; `live` and an attached agent discard, so that a device never
+ * stalls.  Either way what is dropped is counted. */
+enum lp_ring_full {
+	LP_RING_FULL_DISCARD = 0, /* drop the next chunk's worth of events, count them */
+	LP_RING_FULL_WAIT = 1,    /* wait for the drain to free a chunk: spin briefly,
+	                           * then futex-wait on the ring's tail; give up (and
+	                           * discard) when the drain is gone or makes no poll
+	                           * for stall_ms */
+};
+#define LP_STALL_MS_DEFAULT 1000u
 
 enum lp_ring_state {
 	LP_RING_LIVE = 0,
@@ -189,6 +213,20 @@ struct lp_ring_header {
 	uint32_t unwritten;    /* events taken from the slots before tail but not
 	                        * yet written out (a consumer holds up to a chunk) */
 	uint8_t pad2[44];
+	/* waiting for room (LP_RING_FULL_WAIT), written by the producer: the
+	 * drain wakes the futex on `tail` after publishing it when `waiting` is
+	 * set, and clears it */
+	uint32_t waiting; /* atomic, seq_cst on both sides */
+	uint32_t reserved;
+	uint64_t waits;   /* atomic: times the producer waited */
+	uint64_t wait_ns; /* atomic: CLOCK_MONOTONIC ns it spent waiting */
+	uint64_t gave_up; /* atomic: waits that ended without room (drain gone or stalled) */
+	/* the address of `tail` in the producer's mapping, set before its
+	 * first futex wait: a syscall tracer's records of those futex calls
+	 * are the runtime's, not the program's, and the drain leaves them out */
+	uint64_t wait_uaddr;
+	uint64_t wake_uaddr; /* the same for the control block's drain_wake */
+	uint8_t pad3[16];
 };
 
 /* Who has a ring: set once, by compare and swap, so that exactly one side

@@ -574,7 +574,7 @@ def test_syscalls(lp, tmp):
 def test_lost(lp, tmp):
     prog = build(tmp, "busy_threads")
     out = os.path.join(tmp, "t-lossy")
-    r = record(lp, out, [prog, "300000", "4"], extra=("-b", "128K"))
+    r = record(lp, out, [prog, "300000", "4"], extra=("--discard", "-b", "128K"))
     if not check(r.returncode == 0, "busy_threads: recorded with small rings", r.stderr):
         return
     rep = lp.json("report", "--format", "json", out)

@@ -766,6 +766,10 @@ def group_lost(lp, build, tmp):
         last = live.final()
         if not check(rc == 0 and last, "busy program under live", live.err.text()):
             return
+        rep, r = report_counts(lp, save)
+        check(rep is not None and rep.get("ring_full") == "discard",
+              "the saved trace says full rings discard (the agent never makes a program wait)",
+              rep and rep.get("ring_full"))
         if not last["lost_events"]:
             skip("losses", "this machine kept up with the program: nothing was lost")
             return

@@ -940,18 +940,18 @@ def test_fold_cross_thread(lp, tmp):
 
 
 def test_ring_default(lp, tmp):
-    """record --memory takes a 64M ring per thread unless -b says otherwise;
-    without --memory the ring stays 8M (the trace's meta says which)."""
+    """record --memory takes a 4M ring per thread unless -b says otherwise;
+    without --memory the ring is 1M (the trace's meta says which)."""
     def ring(opts):
         out = os.path.join(tmp, "ring")
         r = lp("record", "-q", *opts, "-o", out, "--", "/bin/true")
         m = re.search(rb"buffer_size=(\d+)", open(os.path.join(out, "data"), "rb").read()) if not r.returncode \
             else None
         return int(m.group(1)) if m else None
-    check(ring(["--memory"]) == 64 << 20, "ring: 64M with --memory")
+    check(ring(["--memory"]) == 4 << 20, "ring: 4M with --memory")
     check(ring(["--memory", "-b", "1M"]) == 1 << 20, "ring: -b 1M overrides it")
-    check(ring([]) == 8 << 20, "ring: 8M without --memory")
-    check("with --memory 64M" in lp("record", "--help").stdout, "ring: the help says so")
+    check(ring([]) == 1 << 20, "ring: 1M without --memory")
+    check("with --memory 4M" in lp("record", "--help").stdout, "ring: the help says so")
 
 
 def setup(build):

@@ -462,11 +462,12 @@ def group_trace(lp, b, tmp, br):
 
 def group_lost(lp, b, tmp, br):
     binary = b.prog("busy")
-    # the smallest ring record accepts (128K) loses events of a busy program
+    # the smallest ring record accepts (128K), dropping instead of waiting
+    # when it is full, loses events of a busy program
     lost = 0
     for n in ("200000", "2000000"):
         out = os.path.join(tmp, "t-lost-" + n)
-        r = lp("record", "-q", "-b", "128K", "-o", out, "--", binary, n)
+        r = lp("record", "-q", "--discard", "-b", "128K", "-o", out, "--", binary, n)
         if r.returncode != 0:
             continue
         rep = lp.json("report", "--format", "json", out)

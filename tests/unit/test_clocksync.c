@@ -336,6 +336,37 @@ static void test_live(void)
 #endif
 }
 
+/* The cached segment's quotient, both ways (one 128-bit product for a
+ * counter faster than 1 GHz, else the 32.32 rate and its correction),
+ * against the division, at random rates and at the ends of each segment,
+ * where the one-product form is closest to being off by one. */
+static void test_quotient(void)
+{
+#ifdef __SIZEOF_INT128__
+	uint64_t state = 88172645463325252ull;
+	int ok = 1, i, j;
+
+	for (i = 0; i < 20000 && ok; i++) {
+		uint64_t draw, dns, d;
+
+		state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+		draw = 1 + (state & 0xffffffffu);
+		dns = (state >> 32) % (i & 1 ? draw : 0xffffffffu);
+		clocksync_init(&cs, LP_CLOCK_TSC);
+		add_point(&cs, 1000, 1000);
+		add_point(&cs, 1000 + draw, 1000 + dns);
+		for (j = 0; j < 8 && ok; j++) {
+			state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+			d = j == 0 ? draw - 1 : j == 1 ? 0 : state % draw;
+			ok &= CHECK_EQ_U64(clocksync_ns(&cs, 1000 + d),
+			                   1000 + (uint64_t)((unsigned __int128)d * dns / draw));
+		}
+		if (!ok)
+			printf("  draw %llu dns %llu\n", (unsigned long long)draw, (unsigned long long)dns);
+	}
+#endif
+}
+
 int main(void)
 {
 	test_few_points();
@@ -343,6 +374,7 @@ int main(void)
 	test_large_values();
 	test_cached_rate();
 	test_ring();
+	test_quotient();
 	test_export();
 	test_import();
 	test_live();
