@@ -169,7 +169,7 @@ static bool process_gone(pid_t pid)
 static void reap(struct agent *a)
 {
 	struct session *s, *next;
-	static uint64_t last_check;
+	static uint64_t last_check, last_sweep;
 	uint64_t now = agent_now_ns();
 	pid_t pid;
 	int status;
@@ -198,6 +198,11 @@ static void reap(struct agent *a)
 		for (s = a->sessions; s; s = s->next)
 			if (s->kind == SESSION_ATTACHED && !s->exited && process_gone(s->pid))
 				session_exited(s, -1);
+	}
+	/* and the sessions attachable programs left when they ended unattached */
+	if (now - last_sweep > AGENT_ATTACH_SWEEP_NS) {
+		last_sweep = now;
+		attachdir_sweep(a);
 	}
 	for (s = a->sessions; s; s = next) {
 		next = s->next;

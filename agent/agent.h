@@ -24,6 +24,7 @@
 #define AGENT_OUT_MIN (256u << 10)             /* the smallest LAYERPROFD_TEST_OUT_MAX taken */
 #define AGENT_OUT_HIGH (4u << 20)              /* above this, rings are not drained */
 #define AGENT_HEARTBEAT_NS 1000000000ull       /* send one after a second of silence */
+#define AGENT_ATTACH_SWEEP_NS 60000000000ull   /* ended programs' attach sessions go this often */
 #define AGENT_PEER_TIMEOUT_NS 5000000000ull
 #define AGENT_FLUSH_NS 100000000ull /* partial chunks go out at least this often, unless the host says */
 #define AGENT_FLUSH_MIN_MS 5u       /* bounds of the host's CONTROL flush_ms */
@@ -206,6 +207,12 @@ int attachdir_find(struct agent *a, pid_t pid, char *name, size_t size, uid_t *o
  * and filter files through dirfd, then its name when that still is the
  * same, empty directory. */
 void attachdir_remove(struct agent *a, int dirfd, const char *name);
+/* Removes the sessions of attachable programs that ended without an
+ * agent attached (they would hold their rings in shared memory for good):
+ * entries "<pid>" or "<pid>.XXXXXX" whose process is gone and whose files
+ * no process maps, emptied through descriptors without following links.
+ * Returns how many went. */
+int attachdir_sweep(struct agent *a);
 
 /* session.c */
 /* Starts argv[0..argc) under tracing, under the syscall tracer when

@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,6 +36,9 @@ void attachdir_open(struct agent *a)
 		        "layerprofd: warning: attach directory %s; programs register there only when started with "
 		        "%s=%s\n",
 		        sessiondir_fallback_why(&a->attach, why, sizeof(why)), LP_ENV_ATTACH_DIR, a->attach.path);
+	r = attachdir_sweep(a);
+	if (r > 0)
+		agent_log("removed %d sessions of ended programs from %s", r, a->attach.path);
 }
 
 const char *attachdir_path(const struct agent *a)
@@ -175,4 +180,64 @@ void attachdir_remove(struct agent *a, int dirfd, const char *name)
 	if (fstat(dirfd, &held) == 0 && fstatat(a->attach.fd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    held.st_dev == now.st_dev && held.st_ino == now.st_ino)
 		unlinkat(a->attach.fd, name, AT_REMOVEDIR);
+}
+
+/* The pid an entry's name begins with ("<pid>" or "<pid>.XXXXXX"), or 0. */
+static pid_t entry_pid(const char *name)
+{
+	char *end;
+	long pid = strtol(name, &end, 10);
+
+	if (name[0] < '1' || name[0] > '9' || pid <= 0 || pid > 0x7fffffffL ||
+	    (*end && (*end != '.' || strlen(end + 1) != ATTACH_SUFFIX_LEN)))
+		return 0;
+	return (pid_t)pid;
+}
+
+int attachdir_sweep(struct agent *a)
+{
+	struct dirent *e, *f;
+	struct stat st;
+	int dfd, fd, removed = 0;
+	DIR *d, *sub;
+	pid_t pid;
+
+	if (a->attach.fd < 0)
+		return 0;
+	dfd = openat(a->attach.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return 0;
+	}
+	while ((e = readdir(d))) {
+		pid = entry_pid(e->d_name);
+		if (!pid || kill(pid, 0) == 0 || errno != ESRCH)
+			continue; /* not an entry, or its process runs (or cannot be told) */
+		/* a process of another pid namespace has another pid here: its
+		 * session is in use while it maps the control block or a ring */
+		if (sessiondir_in_use(&a->attach, e->d_name) != 0)
+			continue;
+		fd = open_entry(a, e->d_name);
+		if (fd < 0 || fstat(fd, &st) || !S_ISDIR(st.st_mode)) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		sub = fdopendir(fd);
+		if (!sub) {
+			close(fd);
+			continue;
+		}
+		/* only the names within, never through a link */
+		while ((f = readdir(sub)))
+			if (strcmp(f->d_name, ".") && strcmp(f->d_name, ".."))
+				unlinkat(dirfd(sub), f->d_name, 0);
+		closedir(sub);
+		if (!unlinkat(a->attach.fd, e->d_name, AT_REMOVEDIR))
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }

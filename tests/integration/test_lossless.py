@@ -135,12 +135,28 @@ def wait_for(cond, deadline=DEADLINE):
     return cond()
 
 
+groups = []
+
+
+def kill_all(p):
+    """Ends the recorder p and everything in its session (the program)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    p.wait()
+
+
 def start_traced(lp, out, prog, extra=()):
     """Starts record of prog; returns (recorder Popen, program pid) once
     the program writes into its ring, or (Popen, None)."""
+    # a session of its own: kill_all ends the program too when a check
+    # failed early (a program that loops until told would run on)
     p = subprocess.Popen([lp.exe, "record", "-q", "-o", out] + list(extra) + ["--"] + prog,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, universal_newlines=True)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, universal_newlines=True,
+                         start_new_session=True)
     harness.started.append(p)
+    groups.append(p.pid)
     pid = None
     if wait_for(lambda: child_of(p.pid) is not None):
         pid = child_of(p.pid)
@@ -159,7 +175,7 @@ def group_stall(lp, tmp):
         out = os.path.join(tmp, "stopped-" + mode)
         p, pid = start_traced(lp, out, [busy, str(n)], extra)
         if not check(pid is not None, "%s: the program starts tracing" % mode):
-            p.kill()
+            kill_all(p)
             continue
         p.send_signal(signal.SIGSTOP)
         done = wait_for(lambda: state_of(pid) in ("Z", None))
@@ -225,7 +241,7 @@ def jump_out_of_wait(lp, tmp, b):
     n = 100000
     p, pid = start_traced(lp, out, [prog, flag, str(n)])
     if not check(pid is not None, "jump: the program starts tracing"):
-        p.kill()
+        kill_all(p)
         return
     p.send_signal(signal.SIGSTOP)
     # the thread waits; every 2 ms the timer's handler jumps out of the
@@ -338,4 +354,12 @@ def setup(build):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.run_groups(GROUPS, setup, prefix="layerprof-lossless-"))
+    try:
+        rc = harness.run_groups(GROUPS, setup, prefix="layerprof-lossless-")
+    finally:
+        for g in groups:  # the programs of recordings a failed check left
+            try:
+                os.killpg(g, signal.SIGKILL)
+            except OSError:
+                pass
+    sys.exit(rc)

@@ -484,6 +484,51 @@ def group_attach(lp, build, prog, tmp):
         agent.stop()
 
 
+def group_attach_sweep(lp, build, prog, tmp):
+    """Sessions that attachable programs left when they ended unattached
+    (their rings would stay in shared memory for good) go when an agent
+    starts; a running program's stays, and what another user planted in
+    an entry named like a dead process is removed without following its
+    links."""
+    attach = os.path.join(tmp, "attach-sweep")
+    agent = Agent(build, tmp, attach)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    agent.stop()
+    procs = []
+    try:
+        gone, pid_gone = attachable(lp, prog, attach)
+        procs.append(gone)
+        ok = pid_gone and wait_path(os.path.join(attach, str(pid_gone), "control"))
+        end(gone)
+        gone.wait()
+        running, pid_running = attachable(lp, prog, attach, user="nobody")
+        procs.append(running)
+        ok = ok and pid_running and wait_path(os.path.join(attach, str(pid_running), "control"))
+        if not check(ok, "two attachable programs registered; one of them ended", os.listdir(attach)):
+            return
+        victim = os.path.join(tmp, "victim-sweep")
+        write(victim, "keep sweep")
+        dead = 4000
+        while os.path.exists("/proc/%d" % dead):
+            dead += 1
+        nobody_sh("mkdir -m 0700 %s/%d && ln -s %s %s/%d/control && ln -s %s %s/%d/r.1.1.1" %
+                  (attach, dead, victim, attach, dead, tmp, attach, dead))
+        agent = Agent(build, tmp, attach)
+        if not check(agent.ok, "a second agent starts", agent.err.text()):
+            return
+        left = sorted(os.listdir(attach))
+        check(str(pid_gone) not in left, "the session of the program that ended unattached is removed", left)
+        check(str(pid_running) in left and os.path.exists(os.path.join(attach, str(pid_running), "control")),
+              "the session of the running program stays", left)
+        check(str(dead) not in left and read(victim) == "keep sweep" and os.path.isdir(tmp),
+              "an entry planted under a dead pid is removed, nothing behind its links", (left, read(victim)))
+    finally:
+        for p in procs:
+            end(p)
+        agent.stop()
+
+
 # ---------------------------------------------------------------- serve's index and heap cache
 
 def group_serve(lp, build, prog, tmp):
@@ -653,6 +698,7 @@ GROUPS = {
     "stale": reachable(group_stale),
     "squat": reachable(group_squat),
     "attach": reachable(group_attach),
+    "attach_sweep": reachable(group_attach_sweep),
     "serve": reachable(group_serve),
     "raw": reachable(group_raw),
     "outfile": reachable(group_outfile),

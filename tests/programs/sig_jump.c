@@ -2,6 +2,8 @@
  * doing, again and again, until a flag file appears; then plain calls.
  * Under `record` with a stopped recorder, the loop's thread waits for room
  * in its ring and the handler jumps out of that wait.
+ * Without the flag file it gives up after 10 minutes (exit 3), so that a
+ * test that failed before making it leaves no program spinning.
  * Usage: sig_jump FLAGFILE CALLS */
 #include "prog.h"
 
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 static sigjmp_buf env;
@@ -45,6 +48,7 @@ int main(int argc, char **argv)
 	volatile unsigned long acc = 0;
 	struct sigaction sa;
 	unsigned long calls, i;
+	time_t start;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: sig_jump FLAGFILE CALLS\n");
@@ -55,8 +59,11 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_alarm;
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &every, NULL);
+	start = time(NULL);
 	sigsetjmp(env, 1);
 	while (access(argv[1], F_OK)) {
+		if (time(NULL) - start > 600)
+			return 3;
 		armed = 1;
 		for (;;)
 			acc = work(acc);
