@@ -1138,6 +1138,7 @@ static void stream_close(struct stream *s)
 	s->d->stats.waits += atomic_load_explicit((_Atomic uint64_t *)&s->ring->waits, memory_order_relaxed);
 	s->d->stats.wait_ns += atomic_load_explicit((_Atomic uint64_t *)&s->ring->wait_ns, memory_order_relaxed);
 	s->d->stats.wait_gave_up += atomic_load_explicit((_Atomic uint64_t *)&s->ring->gave_up, memory_order_relaxed);
+	s->d->stats.nospace += atomic_load_explicit((_Atomic uint64_t *)&s->ring->nospace, memory_order_relaxed);
 	if (state == LP_RING_CLOSED)
 		encoder_task(s->enc, ns, LP_TASK_END, 0, NULL, 0, NULL, 0);
 	else if (s->exit_status == DRAIN_EXIT_UNKNOWN)
@@ -1477,6 +1478,9 @@ int drain_finish(struct drain *d)
 		n += snprintf(end + n, sizeof(end) - (size_t)n, "waits=%llu\nwait_ns=%llu\nwait_gave_up=%llu\n",
 		              (unsigned long long)d->stats.waits, (unsigned long long)d->stats.wait_ns,
 		              (unsigned long long)d->stats.wait_gave_up);
+	if (d->stats.nospace)
+		n += snprintf(end + n, sizeof(end) - (size_t)n, "lost_nospace=%llu\n",
+		              (unsigned long long)d->stats.nospace);
 	if (d->cfg.mem_fold_ns)
 		n += snprintf(end + n, sizeof(end) - (size_t)n, "mem_folded_blocks=%llu\nmem_folded_bytes=%llu\n",
 		              (unsigned long long)d->stats.folded_blocks, (unsigned long long)d->stats.folded_bytes);

@@ -67,6 +67,9 @@ struct drain_stats {
 	 * spent (ns, summed over threads), and waits given up (the drain was
 	 * too slow to poll within stall_ms); counted as streams close */
 	uint64_t waits, wait_ns, wait_gave_up;
+	/* events dropped because the pages of a ring's next chunk could not be
+	 * had (the session's file system full; part of lost) */
+	uint64_t nospace;
 };
 
 /* Creates the session directory `dir` (mode 0700; it must not exist: see

@@ -859,6 +859,12 @@ run:
 	/* the drain counts the syscall records lost, and the events of threads
 	 * without a ring, among its lost events */
 	ring_lost = st.lost > sys_lost + st.unrecorded_events ? st.lost - sys_lost - st.unrecorded_events : 0;
+	if (st.nospace)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (no space left for the rings' pages in the "
+		        "session's file system: %s)\n",
+		        (unsigned long long)st.nospace, session);
+	ring_lost = ring_lost > st.nospace ? ring_lost - st.nospace : 0;
 	if (ring_lost && cfg.ring_full == LP_RING_FULL_DISCARD)
 		fprintf(stderr,
 		        "layerprof record: warning: %llu events lost (rings full with --discard: try without it, "

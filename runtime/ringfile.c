@@ -1,5 +1,6 @@
-/* Where a thread's ring comes from: a file in the session directory, its
- * space reserved when it is made; or, when none can be had (a small
+/* Where a thread's ring comes from: a file in the session directory whose
+ * pages are made before they are written (so that a full file system can
+ * never kill the program with SIGBUS); or, when none can be had (a small
  * /dev/shm, the session directory removed by a cleaner), an entry of the
  * session's loss table in which the thread counts what it cannot record.
  * Runs once per thread, off the hot path, except lp_loss_add.
@@ -13,6 +14,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -27,6 +29,17 @@
 /* A ring takes at most this share of the space left in the session's file
  * system (1/16): in a small one, later threads still find room. */
 #define LP_RING_SPACE_SHARE 16u
+/* lp_ring_reserve_ahead makes at least this much at a time: a few system
+ * calls per megabyte on a ring's first pass */
+#define LP_RING_AHEAD_BYTES (256u << 10)
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* 1: MADV_POPULATE_WRITE works here; 0: it does not (an older kernel:
+ * every ring is reserved whole with fallocate); -1: not known yet */
+static _Atomic int populate_works = -1;
 
 static struct {
 	_Atomic int fd; /* the session directory; -1: not open */
@@ -168,16 +181,7 @@ static LP_NOINSTR bool ring_smaller(uint32_t *chunks, uint32_t *chunk_slots)
 static LP_NOINSTR int ring_reserve(int fd, struct lp_ringfile *rf)
 {
 	uint32_t chunks = rf->chunks, chunk_slots = rf->chunk_slots;
-	struct statvfs sv;
 
-	/* f_blocks 0: a file system without a size limit */
-	if (!fstatvfs(fd, &sv) && sv.f_blocks) {
-		unsigned long long avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
-
-		while (ring_size(chunks, chunk_slots) > avail / LP_RING_SPACE_SHARE &&
-		       ring_smaller(&chunks, &chunk_slots))
-			;
-	}
 	for (;;) {
 		size_t size = ring_size(chunks, chunk_slots);
 		int e = fallocate(fd, 0, 0, (off_t)size) ? errno : 0;
@@ -194,12 +198,104 @@ static LP_NOINSTR int ring_reserve(int fd, struct lp_ringfile *rf)
 		if (!e) {
 			rf->chunks = chunks;
 			rf->chunk_slots = chunk_slots;
-			rf->size = size;
+			rf->size = rf->reserved = size;
 			return 0;
 		}
 		if (e != ENOSPC || !ring_smaller(&chunks, &chunk_slots))
 			return -e;
 	}
+}
+
+/* A ring takes at most 1/LP_RING_SPACE_SHARE of the space left in the
+ * file system of fd: rf's geometry made smaller until it does. */
+static LP_NOINSTR void ring_fit(int fd, struct lp_ringfile *rf)
+{
+	struct statvfs sv;
+
+	/* f_blocks 0: a file system without a size limit */
+	if (!fstatvfs(fd, &sv) && sv.f_blocks) {
+		unsigned long long avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+
+		while (ring_size(rf->chunks, rf->chunk_slots) > avail / LP_RING_SPACE_SHARE &&
+		       ring_smaller(&rf->chunks, &rf->chunk_slots))
+			;
+	}
+}
+
+static LP_NOINSTR int populate(void *addr, size_t len)
+{
+	int r;
+
+	do
+		r = madvise(addr, len, MADV_POPULATE_WRITE) ? -errno : 0;
+	while (r == -EINTR);
+	return r;
+}
+
+/* Whether this kernel makes pages on request (MADV_POPULATE_WRITE, Linux
+ * 5.14): asked once, of a page of anonymous memory. */
+static LP_NOINSTR bool populate_supported(void)
+{
+	int works = atomic_load_explicit(&populate_works, memory_order_relaxed);
+	void *page;
+
+	if (works < 0) {
+		/* tests: as on a kernel without it (getenv: this runs after the
+		 * C library's start, or finds no environment and says no) */
+		if (getenv("LAYERPROF_TEST_RING_WHOLE")) {
+			atomic_store_explicit(&populate_works, 0, memory_order_relaxed);
+			return false;
+		}
+		page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		works = page != MAP_FAILED && !populate(page, 4096);
+		if (page != MAP_FAILED)
+			munmap(page, 4096);
+		atomic_store_explicit(&populate_works, works, memory_order_relaxed);
+	}
+	return works;
+}
+
+/* A ring whose header, first chunk and scratch chunk are reserved now, the
+ * other chunks' pages made when the thread first gets to them
+ * (lp_ring_reserve_ahead): pages are had as a sparse file's would be, but
+ * never by a write that could fault.  The file only grows (a drain may map
+ * it meanwhile and read its header): the header first, then the scratch
+ * chunk at its end.  Returns 0 with rf->map set, or -errno (-ENOSPC: no
+ * room for that much). */
+static LP_NOINSTR int ring_map_sparse(int fd, struct lp_ringfile *rf)
+{
+	size_t chunk = (size_t)rf->chunk_slots * sizeof(struct lp_slot);
+	void *map;
+
+	rf->size = ring_size(rf->chunks, rf->chunk_slots);
+	rf->reserved = LP_RING_HEADER_SIZE + chunk;
+	if (fallocate(fd, 0, 0, (off_t)rf->reserved) || fallocate(fd, 0, (off_t)(rf->size - chunk), (off_t)chunk))
+		return -errno;
+	map = mmap(NULL, rf->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	rf->map = map;
+	return 0;
+}
+
+LP_NOINSTR bool lp_ring_reserve_ahead(struct lp_thread *t, uint32_t end)
+{
+	uint32_t ahead = LP_RING_AHEAD_BYTES / sizeof(struct lp_slot), upto;
+	int r;
+
+	if (end <= t->reserved_slots)
+		return true;
+	upto = end - t->reserved_slots < ahead ? t->reserved_slots + ahead : end;
+	if (upto > t->ring_slots)
+		upto = t->ring_slots;
+	r = populate(t->slots + t->reserved_slots, (size_t)(upto - t->reserved_slots) * sizeof(struct lp_slot));
+	if (r && upto > end) /* room for less, perhaps */
+		r = populate(t->slots + t->reserved_slots, (size_t)(end - t->reserved_slots) * sizeof(struct lp_slot)),
+		upto = end;
+	if (r)
+		return false;
+	t->reserved_slots = upto;
+	return true;
 }
 
 LP_NOINSTR int lp_ringfile_create(struct lp_ringfile *rf)
@@ -216,7 +312,20 @@ LP_NOINSTR int lp_ringfile_create(struct lp_ringfile *rf)
 	fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	r = ring_reserve(fd, rf);
+	ring_fit(fd, rf);
+	if (populate_supported()) {
+		do
+			r = ring_map_sparse(fd, rf);
+		while (r == -ENOSPC && ring_smaller(&rf->chunks, &rf->chunk_slots));
+		if (!r) {
+			close(fd);
+			return 0;
+		}
+		if (r == -EOPNOTSUPP || r == -ENOSYS) /* a file system that cannot reserve */
+			r = ring_reserve(fd, rf);
+	} else {
+		r = ring_reserve(fd, rf);
+	}
 	if (r) {
 		close(fd);
 		unlinkat(dirfd, name, 0);

@@ -83,13 +83,17 @@ struct lp_thread {
 	struct lp_slot *scratch; /* one chunk where dropped events go */
 	uint32_t ring_slots;
 	uint32_t chunk_slots;
-	uint32_t saved_head;    /* real head while writing to scratch */
-	uint32_t scratch_head;  /* target of head_ptr while dropping */
-	uint32_t scratch_extra; /* slots in scratch that are no event of their own
-	                         * (records' further slots, padding) */
-	uint64_t lost_pending;  /* dropped, not yet reported with a LOST slot */
-	uint64_t dropped;       /* total dropped, mirrored in ring->dropped */
-	uint32_t nested;        /* events dropped by gates nested in a gate */
+	uint32_t reserved_slots; /* slots from the ring's start whose pages are had */
+	uint8_t scratch_nospace; /* writing to scratch because the next chunk's pages
+	                          * could not be had */
+	uint64_t nospace;        /* events dropped for that reason (part of dropped) */
+	uint32_t saved_head;     /* real head while writing to scratch */
+	uint32_t scratch_head;   /* target of head_ptr while dropping */
+	uint32_t scratch_extra;  /* slots in scratch that are no event of their own
+	                          * (records' further slots, padding) */
+	uint64_t lost_pending;   /* dropped, not yet reported with a LOST slot */
+	uint64_t dropped;        /* total dropped, mirrored in ring->dropped */
+	uint32_t nested;         /* events dropped by gates nested in a gate */
 	size_t map_size;
 	uintptr_t shadow[LP_SHADOW_MAX];
 	uint64_t entry_time[LP_SHADOW_MAX]; /* filtered by duration: 0 = not kept */
@@ -174,14 +178,26 @@ struct lp_ringfile {
 	uint32_t chunk_slots; /* slots per chunk, likewise */
 	void *map;            /* out: the ring, mapped shared */
 	size_t size;          /* out: its size */
+	size_t reserved;      /* out: bytes from the start whose pages are had
+	                       * (the header and the first chunk at least; the
+	                       * scratch chunk too), the whole file when the
+	                       * kernel cannot make pages on demand */
 };
-/* Creates the ring file in the session directory with its whole space
- * reserved, so that writing the ring can never fail (on tmpfs a page that
- * cannot be had kills the writer with SIGBUS): a smaller ring when space is
+/* Creates the ring file in the session directory so that writing the ring
+ * can never fail (on tmpfs a page that cannot be had kills the writer with
+ * SIGBUS): the pages of its header, its first chunk and its scratch chunk
+ * are made now and those of the others when the thread first reaches them
+ * (lp_ring_reserve_ahead), or, on a kernel without MADV_POPULATE_WRITE, the
+ * whole file is reserved with fallocate.  A smaller ring when space is
  * short, down to LP_RING_MIN_CHUNKS chunks of LP_RING_MIN_CHUNK_SLOTS.  Returns 0 or -errno
  * (-ENOSPC: no room even for the smallest; -ENOENT: the session
  * directory was removed).  Off the hot path; may make system calls. */
 int lp_ringfile_create(struct lp_ringfile *rf);
+/* Makes the pages of the thread's ring up to slot `end` (at most
+ * ring_slots), and a little beyond, before the thread writes them.  False
+ * when they cannot be had (no space): the chunk must not be written.  Cold:
+ * once per chunk of the ring's first pass, and only there. */
+bool lp_ring_reserve_ahead(struct lp_thread *t, uint32_t end);
 /* The thread could not get a ring (error: what failed, as -errno): it
  * counts its events from now in an entry of the session's loss table, or
  * in the control block.  Sets t->state to LP_THREAD_LOST. */

@@ -144,6 +144,11 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	t->ring_slots = chunks * chunk_slots;
 	t->chunk_slots = chunk_slots;
 	t->map_size = rf.size;
+	t->reserved_slots = rf.reserved >= rf.size
+	                        ? t->ring_slots
+	                        : (uint32_t)((rf.reserved - LP_RING_HEADER_SIZE) / sizeof(struct lp_slot));
+	t->nospace = 0;
+	t->scratch_nospace = 0;
 	t->head_ptr = &h->head;
 	t->head = 0;
 	t->cur = t->limit = NULL;
@@ -195,7 +200,23 @@ LP_NOINSTR bool lp_thread_open(struct lp_thread *t)
 
 static LP_NOINSTR void ring_publish_dropped(struct lp_thread *t)
 {
+	atomic_store_explicit((_Atomic uint64_t *)&t->ring->nospace, t->nospace, memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint64_t *)&t->ring->dropped, t->dropped, memory_order_relaxed);
+}
+
+/* Leaves scratch: what was written there is dropped (and, when the ring's
+ * pages could not be had, dropped for want of space). */
+static LP_NOINSTR void scratch_leave(struct lp_thread *t)
+{
+	uint32_t n = t->head - t->scratch_extra;
+
+	t->dropped += n;
+	if (t->scratch_nospace)
+		t->nospace += n;
+	t->scratch_nospace = 0;
+	t->head = t->saved_head;
+	t->head_ptr = &t->ring->head;
+	t->scratch_extra = 0;
 }
 
 static inline LP_NOINSTR bool ring_room(const struct lp_thread *t, uint32_t tail)
@@ -356,10 +377,7 @@ LP_NOINSTR struct lp_slot *lp_ring_advance(struct lp_thread *t)
 	if (t->head_ptr != &h->head) {
 		/* scratch is full: every event written there is lost */
 		t->lost_pending += t->head - t->scratch_extra;
-		t->dropped += t->head - t->scratch_extra;
-		t->head = t->saved_head;
-		t->head_ptr = &h->head;
-		t->scratch_extra = 0;
+		scratch_leave(t);
 	}
 	nested = t->nested;
 	if (nested) {
@@ -369,7 +387,17 @@ LP_NOINSTR struct lp_slot *lp_ring_advance(struct lp_thread *t)
 	}
 	tail = atomic_load_explicit((_Atomic uint32_t *)&h->tail, memory_order_acquire);
 	if (ring_room(t, tail) || ring_wait(t)) {
-		t->cur = t->slots + (t->head & (t->ring_slots - 1));
+		uint32_t pos = t->head & (t->ring_slots - 1);
+
+		/* the ring's first pass: the chunk's pages are made before it is
+		 * written, so that a full file system drops events instead of
+		 * killing the program (SIGBUS) */
+		if (__builtin_expect(pos + t->chunk_slots > t->reserved_slots, 0) &&
+		    !lp_ring_reserve_ahead(t, pos + t->chunk_slots)) {
+			t->scratch_nospace = 1;
+			goto drop;
+		}
+		t->cur = t->slots + pos;
 		t->limit = t->cur + t->chunk_slots;
 		if (t->lost_pending) {
 			struct lp_slot *s = t->cur;
@@ -384,6 +412,7 @@ LP_NOINSTR struct lp_slot *lp_ring_advance(struct lp_thread *t)
 		}
 		return t->cur;
 	}
+drop:
 	t->saved_head = t->head;
 	t->head = 0;
 	t->head_ptr = &t->scratch_head;
@@ -455,6 +484,10 @@ LP_NOINSTR void lp_ring_put_ext_at(struct lp_thread *t, uint32_t ext_type, const
 	s->word = ((uint64_t)ext_type << 32 | (uint64_t)len) | ((uint64_t)LP_RAW_EXT << LP_SLOT_TYPE_SHIFT);
 	memcpy(s + 1, data, len);
 	lp_ring_commit(t, s, 1 + body);
+	/* dropped, a record that only describes the stream (a stack's
+	 * definition, a mapping, who the thread is) is no lost event */
+	if (unlikely(t->head_ptr != &t->ring->head) && ext_type != LP_EXT_MEM && ext_type != LP_EXT_CALL)
+		t->scratch_extra++;
 }
 
 /* At process exit (exit() from main, which runs no thread destructors):
@@ -470,6 +503,9 @@ static LP_NOINSTR __attribute__((destructor)) void thread_exit_count(void)
 	if (t->state != LP_THREAD_READY || !t->ring)
 		return;
 	pending = t->nested + (t->head_ptr != &t->ring->head ? t->head - t->scratch_extra : 0);
+	if (pending && t->scratch_nospace)
+		atomic_store_explicit((_Atomic uint64_t *)&t->ring->nospace, t->nospace + t->head - t->scratch_extra,
+		                      memory_order_relaxed);
 	if (pending)
 		atomic_store_explicit((_Atomic uint64_t *)&t->ring->dropped, t->dropped + pending,
 		                      memory_order_relaxed);
@@ -483,12 +519,8 @@ LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 	if (t->state != LP_THREAD_READY)
 		return;
 	t->busy = 1;
-	if (t->head_ptr != &t->ring->head) {
-		t->dropped += t->head - t->scratch_extra;
-		t->head = t->saved_head;
-		t->head_ptr = &t->ring->head;
-		t->scratch_extra = 0;
-	}
+	if (t->head_ptr != &t->ring->head)
+		scratch_leave(t);
 	t->dropped += t->nested;
 	t->nested = 0;
 	ring_publish_dropped(t);

@@ -202,7 +202,10 @@ struct lp_ring_header {
 	uint32_t head;    /* atomic, release: slots published */
 	uint32_t state;   /* atomic, enum lp_ring_state */
 	uint64_t dropped; /* atomic: events dropped so far */
-	uint8_t pad1[48];
+	uint64_t nospace; /* atomic: of those, events dropped because the pages of
+	                   * the ring's next chunk could not be had (its file
+	                   * system full) */
+	uint8_t pad1[40];
 	/* consumer cache line: written by the consumer only (and `taken` by
 	 * compare and swap, see enum lp_ring_taken).  A later consumer of the
 	 * same ring (after the first was killed) starts from these: the loss

@@ -953,44 +953,61 @@ def thread_calls(t):
     return calls
 
 
-def env_small_shm(lp, b, tmp, memory):
+def env_small_shm(lp, b, tmp, memory, whole=False):
     """A /dev/shm of 256 KiB: room for a few of the rings of 32 threads that
     live at once.  Before, the sparse rings ran out of pages and SIGBUS
-    killed the program; now a thread's ring has its space reserved (made
-    smaller when space is short) or the thread has none and counts its
-    events, which the report shows as lost in a stream of its own."""
+    killed the program; now a ring's pages are reserved before they are
+    written (its first chunk when it is made, each later chunk when the
+    thread gets to it), so a thread is recorded whole, or has no ring and
+    counts all its events, or has a ring that ran out of room and counts
+    the rest; the report shows every lost event."""
     nthreads, calls, nblocks = 32, 300, 20 if memory else 0
-    tag = "small /dev/shm%s" % (" --memory" if memory else "")
+    tag = "small /dev/shm%s%s" % (" --memory" if memory else "", ", rings reserved whole" if whole else "")
     prog = b.prog("shm_threads")
     argv = [prog, str(nthreads), str(calls), str(nblocks)]
     plain = run(argv)
-    out = os.path.join(tmp, "e-shm%s" % ("-mem" if memory else ""))
+    out = os.path.join(tmp, "e-shm%s%s" % ("-mem" if memory else "", "-whole" if whole else ""))
+    # whole: as on a kernel without MADV_POPULATE_WRITE, every ring is
+    # reserved whole with fallocate when it is made
+    env = dict(os.environ, LAYERPROF_TEST_RING_WHOLE="1") if whole else None
     r = in_namespace("mount -t tmpfs -o size=256k,mode=1777 tmpfs /dev/shm",
-                     [lp.exe, "record", "-q", "-o", out] + (["--memory"] if memory else []) + ["--"] + argv)
+                     [lp.exe, "record", "-q", "-o", out] + (["--memory"] if memory else []) + ["--"] + argv,
+                     env=env)
     if not check(r.returncode == 0 and r.stdout == plain.stdout, "%s: the program's exit status and output" % tag,
                  "rc %d, stdout %r, stderr %s" % (r.returncode, r.stdout, r.stderr.strip())):
         return
     tree = lp.json("tree", "--format", "json", out)
     rep = lp.json("report", "--format", "json", out)
-    # a thread without a ring loses every event: worker and blocks entry and
-    # exit, work's N entries and exits, and with --memory M mallocs and frees
-    unrecorded = 2 * calls + 4 + 2 * nblocks
+    replay = lp.json("replay", "--format", "json", out)
+    # a worker's events: worker and blocks entry and exit, work's N
+    # entries and exits, and with --memory M mallocs and frees
+    total = 2 * calls + 4 + 2 * nblocks
+    # the events recorded (replay closes a call left open with an exit of
+    # its own, marked unfinished: no recorded event)
+    events = {t["tid"]: len([e for e in t["events"] if e["type"] in ("entry", "exit", "mem") and
+                             not e.get("unfinished")])
+              for t in replay["threads"]}
     main = [t for t in tree["threads"] if t["tid"] == t["pid"]]
     workers = [t for t in tree["threads"] if t["tid"] != t["pid"]]
     recorded = [t for t in workers if t["lost_events"] == 0 and
                 thread_calls(t) == {"worker": 1, "work": calls, "blocks": 1}]
-    lost = [t for t in workers if t["lost_events"] == unrecorded and thread_calls(t) == {}]
+    lost = [t for t in workers if t["lost_events"] == total and thread_calls(t) == {}]
+    partial = [t for t in workers if 0 < t["lost_events"] < total and
+               events.get(t["tid"], 0) + t["lost_events"] == total]
     check(len(main) == 1 and thread_calls(main[0]) == {"main": 1} and main[0]["lost_events"] == 0,
           "%s: the main thread is recorded whole" % tag, str([(thread_calls(t), t["lost_events"]) for t in main]))
-    check(len(workers) == nthreads and len(recorded) + len(lost) == nthreads,
-          "%s: each of the %d threads is either recorded whole or has all its %d events counted lost" %
-          (tag, nthreads, unrecorded),
-          str(sorted((json.dumps(thread_calls(t), sort_keys=True), t["lost_events"]) for t in workers)))
-    check(len(lost) > 0 and rep["lost_events"] == len(lost) * unrecorded,
-          "%s: the report counts the lost events (%d threads without a ring)" % (tag, len(lost)),
-          "lost_events %d" % rep["lost_events"])
+    check(len(workers) == nthreads and len(recorded) + len(lost) + len(partial) == nthreads,
+          "%s: each of the %d threads is recorded whole, or without a ring has all its %d events counted lost, "
+          "or has what it did not record counted lost" % (tag, nthreads, total),
+          str(sorted((json.dumps(thread_calls(t), sort_keys=True), t["lost_events"], events.get(t["tid"]))
+                     for t in workers)))
+    check(len(lost) > 0 and rep["lost_events"] == sum(t["lost_events"] for t in lost + partial),
+          "%s: the report counts the lost events (%d threads without a ring, %d short of room)" %
+          (tag, len(lost), len(partial)), "lost_events %d" % rep["lost_events"])
     check("could not be recorded (No space left on device)" in r.stderr,
           "%s: record says why threads were not recorded" % tag, r.stderr.strip())
+    check(not partial or "no space left for the rings' pages" in r.stderr,
+          "%s: record says why a thread's ring ran short" % tag, r.stderr.strip())
     if memory:
         heap = lp.json("report", "--memory", "--format", "json", out)
         site = [x for x in heap["sites"] if x["function"] == "blocks"]
@@ -1062,6 +1079,34 @@ def env_early_without_proc(lp, b, tmp):
           "%s, lost %d" % (counts, rep["lost_events"]))
 
 
+def env_ring_pages(lp, b, tmp):
+    """A ring takes shared memory as its thread writes it, not all at once:
+    a quiet thread of a record --memory (4M ring) holds its header and a
+    few chunks, whatever the ring's size (before, every ring's whole size
+    was reserved when it was made, in every thread)."""
+    prog = b.prog("stepper")
+    out = os.path.join(tmp, "e-pages")
+    p = subprocess.Popen([lp.exe, "record", "-q", "--memory", "-o", out, "--", prog], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        pid = int(p.stdout.readline())
+        p.stdin.write("\n")
+        p.stdin.flush()
+        p.stdout.readline()  # step 1: the ring is in use
+        rings = set()
+        with open("/proc/%d/maps" % pid) as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) > 5 else ""
+                if "/layerprof-" in path and os.path.basename(path)[:2] in ("r.", "d."):
+                    rings.add(path)
+        sizes = [(os.stat(r).st_size, os.stat(r).st_blocks * 512) for r in rings if os.path.exists(r)]
+        check(len(sizes) == 1 and sizes[0][0] >= 4 << 20 and sizes[0][1] <= 512 << 10,
+              "a quiet thread's 4M ring holds at most 512 KiB of shared memory", sizes)
+    finally:
+        p.stdin.close()
+        p.wait(TIMEOUT)
+
+
 def group_environment(lp, tmp):
     why = namespace_usable()
     if why:
@@ -1070,8 +1115,10 @@ def group_environment(lp, tmp):
     b = Builder("gcc", "g++", "-O2", tmp)
     env_small_shm(lp, b, tmp, memory=False)
     env_small_shm(lp, b, tmp, memory=True)
+    env_small_shm(lp, b, tmp, memory=True, whole=True)
     env_removed_session(lp, b, tmp)
     env_early_without_proc(lp, b, tmp)
+    env_ring_pages(lp, b, tmp)
 
 
 GROUPS = {
