@@ -528,6 +528,15 @@ static int stream_open(struct drain *d, const char *name)
 		return 0; /* not ready yet */
 	}
 	expect = (size_t)h->header_size + (size_t)(h->ring_chunks + 1) * h->chunk_slots * sizeof(struct lp_slot);
+	if (h->version == LP_SHM_VERSION && h->header_size >= 256 && (size_t)st.st_size < expect &&
+	    ring_geometry_ok(h->ring_chunks, d->cfg.ring_chunks, LP_RING_MIN_CHUNKS) &&
+	    ring_geometry_ok(h->chunk_slots, d->cfg.chunk_slots, LP_RING_MIN_CHUNK_SLOTS)) {
+		/* sized before its header was read: the runtime reserves the
+		 * header first and grows the file to its size after (see
+		 * runtime/ringfile.c); the whole ring is there at the next look */
+		munmap(map, (size_t)st.st_size);
+		return 0;
+	}
 	if (h->version != LP_SHM_VERSION || h->slot_size != sizeof(struct lp_slot) || h->header_size < 256 ||
 	    !ring_geometry_ok(h->ring_chunks, d->cfg.ring_chunks, LP_RING_MIN_CHUNKS) ||
 	    !ring_geometry_ok(h->chunk_slots, d->cfg.chunk_slots, LP_RING_MIN_CHUNK_SLOTS) ||

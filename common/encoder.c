@@ -33,30 +33,28 @@ void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count)
 	e->len += varint_put(e->buf + e->len, count);
 }
 
-void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
+/* An extended event whose body is two varints. */
+static void encoder_xev2(struct encoder *e, uint64_t ns, uint64_t xev, uint64_t a, uint64_t b)
 {
 	uint8_t body[2 * VARINT_MAX];
-	size_t n = varint_put(body, addr);
+	size_t n = varint_put(body, a);
 
-	n += varint_put(body + n, duration_ns);
-	encoder_begin_event(e, exit_ns, LP_EV_EXTENDED, 0);
-	e->len += varint_put(e->buf + e->len, LP_XEV_CALL);
+	n += varint_put(body + n, b);
+	encoder_begin_event(e, ns, LP_EV_EXTENDED, 0);
+	e->len += varint_put(e->buf + e->len, xev);
 	e->len += varint_put(e->buf + e->len, n);
 	memcpy(e->buf + e->len, body, n);
 	e->len += n;
 }
 
+void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
+{
+	encoder_xev2(e, exit_ns, LP_XEV_CALL, addr, duration_ns);
+}
+
 void encoder_unmap(struct encoder *e, uint64_t ns, uint64_t start, uint64_t end)
 {
-	uint8_t body[2 * VARINT_MAX];
-	size_t n = varint_put(body, start);
-
-	n += varint_put(body + n, end);
-	encoder_begin_event(e, ns, LP_EV_EXTENDED, 0);
-	e->len += varint_put(e->buf + e->len, LP_XEV_UNMAP);
-	e->len += varint_put(e->buf + e->len, n);
-	memcpy(e->buf + e->len, body, n);
-	e->len += n;
+	encoder_xev2(e, ns, LP_XEV_UNMAP, start, end);
 }
 
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth)

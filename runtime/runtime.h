@@ -107,6 +107,8 @@ struct lp_thread {
 	volatile uint8_t waiting; /* inside ring_wait: a longjmp out of a signal
 	                           * handler leaves it (jmp.c) */
 	uint8_t wait_skip;        /* gave up: no more waits until the drain polls again */
+	uint8_t wait_untaken;     /* gave up on a ring the drain never took: no more
+	                           * waits until it takes it */
 	uint64_t wait_beat;       /* the drain's beat when it gave up */
 };
 

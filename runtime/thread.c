@@ -149,6 +149,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	                        : (uint32_t)((rf.reserved - LP_RING_HEADER_SIZE) / sizeof(struct lp_slot));
 	t->nospace = 0;
 	t->scratch_nospace = 0;
+	t->wait_untaken = 0;
 	t->head_ptr = &h->head;
 	t->head = 0;
 	t->cur = t->limit = NULL;
@@ -267,11 +268,18 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool ring_wait(struct lp_threa
 	uint64_t beat, start, now, progress, stall_ns;
 	uint32_t tail, spins;
 	int saved_errno;
-	bool room = false;
+	bool room = false, taken;
 
 	if (!c ||
 	    atomic_load_explicit((const _Atomic uint32_t *)&c->ring_full, memory_order_relaxed) != LP_RING_FULL_WAIT)
 		return false;
+	/* a ring the drain never took (it cannot see it, or refused it) would
+	 * be waited for as long as the drain lives: once that happened, no
+	 * more waits until the drain takes it */
+	taken = atomic_load_explicit((_Atomic uint32_t *)&h->taken, memory_order_acquire) == LP_RING_TAKEN;
+	if (t->wait_untaken && !taken)
+		return false;
+	t->wait_untaken = 0;
 	beatp = (const _Atomic uint64_t *)&c->drain_beat;
 	beat = atomic_load_explicit(beatp, memory_order_acquire);
 	if (t->wait_skip) {
@@ -324,6 +332,12 @@ static LP_NOINSTR __attribute__((noinline, cold)) bool ring_wait(struct lp_threa
 		} else if (now - progress >= stall_ns || (now - progress >= LP_WAIT_PID_CHECK_NS && drain_gone(c))) {
 			t->wait_skip = 1;
 			t->wait_beat = b;
+			atomic_fetch_add_explicit((_Atomic uint64_t *)&h->gave_up, 1, memory_order_relaxed);
+			break;
+		}
+		if (now - start >= stall_ns &&
+		    atomic_load_explicit((_Atomic uint32_t *)&h->taken, memory_order_acquire) != LP_RING_TAKEN) {
+			t->wait_untaken = 1;
 			atomic_fetch_add_explicit((_Atomic uint64_t *)&h->gave_up, 1, memory_order_relaxed);
 			break;
 		}
