@@ -897,6 +897,16 @@ run:
 	if (!quiet && isatty(STDERR_FILENO) && mem.fold_ns)
 		fprintf(stderr, "layerprof record: %llu short-lived heap blocks (%llu bytes) folded into counts\n",
 		        (unsigned long long)st.folded_blocks, (unsigned long long)st.folded_bytes);
+	/* as report does for the same filters: a pattern no function the
+	 * program called matched kept nothing out, or nothing in */
+	for (size_t i = 0; rec.cls && i < rec.fopts.n_only; i++)
+		if (!classifier_matched(rec.cls, true, i))
+			fprintf(stderr, "layerprof record: warning: %s '%s' matches no function the program called\n",
+			        rec.fopts.only_opt[i] ? rec.fopts.only_opt[i] : "-F", rec.fopts.only[i]);
+	for (size_t i = 0; rec.cls && i < rec.fopts.n_exclude; i++)
+		if (!classifier_matched(rec.cls, false, i))
+			fprintf(stderr, "layerprof record: warning: -N '%s' matches no function the program called\n",
+			        rec.fopts.exclude[i]);
 	print_exit(argv[optind], status);
 	if (!child_done)
 		exit_code = 130;

@@ -881,6 +881,15 @@ def group_cli(lp, tmp):
               "rc %d, stderr %r" % (r.returncode, r.stderr))
     r = lp("report", "-F", "fib", "-N", "main", out)
     check(r.returncode == 0 and r.stderr == "", "report -F fib -N main: both match, nothing said", r.stderr)
+    # and at record time
+    rout = os.path.join(tmp, "cli-recfilter")
+    r = lp("record", "-q", "-F", "nosuch", "-N", "nosuch*", "-o", rout, "--", rec)
+    want = ("layerprof record: warning: -F 'nosuch' matches no function the program called\n"
+            "layerprof record: warning: -N 'nosuch*' matches no function the program called\n")
+    check(r.returncode == 0 and r.stderr == want, "record -F nosuch -N 'nosuch*': %r" % want,
+          "rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = lp("record", "-q", "-F", "fib", "-N", "main", "-o", rout, "--", rec)
+    check(r.returncode == 0 and r.stderr == "", "record -F fib -N main: both match, nothing said", r.stderr)
     # a duration without its unit is refused, naming the units
     r = lp("report", "--min-time", "5", out)
     want = "layerprof report: invalid --min-time '5': a duration needs a unit: 5ns, 5us, 5ms or 5s\n"
