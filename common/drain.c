@@ -829,6 +829,9 @@ static void emit_clock(struct drain *d)
 		drain_emit(d, LP_CHUNK_CLOCK, buf, len, 0);
 }
 
+/* How far ahead of the slot being encoded its cache lines are asked for. */
+#define DRAIN_PREFETCH_SLOTS 32u
+
 /* The common case of an unfiltered stream: a run of function entries and
  * exits, encoded straight from the ring.  Does what put_func and
  * encoder_put_func do for each slot, with the encoder's cursor, the clock
@@ -858,6 +861,11 @@ static uint32_t consume_funcs(struct stream *s, const struct lp_slot *sl, uint32
 		uint64_t word = sl[i].word, raw = sl[i].time, ns, delta, addr;
 		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), h, idx;
 
+		/* the slots were just written on another CPU: ask for the
+		 * cache lines ahead while these are encoded (the encoding
+		 * waited on every new line without it) */
+		if (i + DRAIN_PREFETCH_SLOTS < n)
+			__builtin_prefetch(&sl[i + DRAIN_PREFETCH_SLOTS]);
 		if (type != LP_RAW_ENTRY && type != LP_RAW_EXIT)
 			break;
 		if (convert) {
