@@ -1,8 +1,8 @@
 # Writes a C file holding the web page's files (ui/*) as byte arrays, for
-# host/lib/serve_assets.h.  Run as: cmake -DOUT=file.c -DDIR=ui -P embed_assets.cmake
+# host/lib/serve/assets.h.  Run as: cmake -DOUT=file.c -DDIR=ui -P embed_assets.cmake
 file(GLOB assets RELATIVE ${DIR} ${DIR}/*.html ${DIR}/*.js ${DIR}/*.css ${DIR}/*.svg)
 list(SORT assets)
-set(body "/* Generated from ui/ by cmake/embed_assets.cmake: do not edit. */\n#include \"host/lib/serve_assets.h\"\n\n")
+set(body "/* Generated from ui/ by cmake/embed_assets.cmake: do not edit. */\n#include \"host/lib/serve/assets.h\"\n\n")
 set(table "")
 set(i 0)
 foreach(name ${assets})

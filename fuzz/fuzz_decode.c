@@ -1,19 +1,19 @@
 /* libFuzzer target: the input is a whole trace data file, read in memory
- * the way host/lib/reader.c reads it, with every EVENTS payload decoded,
+ * the way host/lib/trace/reader.c reads it, with every EVENTS payload decoded,
  * run through the filter stage and re-encoded, checking their promises. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/decoder.h"
-#include "common/memevent.h"
-#include "common/sysevent.h"
 #include "common/encoder.h"
 #include "common/filter.h"
+#include "common/memevent.h"
+#include "common/sysevent.h"
 #include "common/varint.h"
+#include "layerprof/format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

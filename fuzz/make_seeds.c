@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/encoder.h"
 #include "common/varint.h"
+#include "layerprof/format.h"
 
 /* A trace being built in memory; the seeds are small. */
 #define SEED_MAX (256u << 10)

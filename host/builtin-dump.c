@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
-#include "host/lib/export_chrome.h"
-#include "host/lib/export_folded.h"
-#include "host/lib/outfile.h"
-#include "host/lib/walk.h"
+#include "host/lib/export/chrome.h"
+#include "host/lib/export/folded.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/outfile.h"
 
 /* Output buffer: the exports write many small pieces. */
 #define DUMP_OUT_BUFFER (1u << 20)
@@ -102,7 +102,7 @@ int cmd_dump(int argc, char **argv)
 			fputs(dump_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = filter_opts_parse(&fopts, c, optarg, "dump");
+			r = options_filter_parse(&fopts, c, optarg, "dump");
 			if (r == 1)
 				break;
 			if (r == 0)

@@ -2,7 +2,7 @@
  * (layerprofd, docs/protocol.md) and shows the flat profile while the trace
  * arrives.  This file is the command: options, the commands typed on stdin
  * or as keys, the terminal and the loop; the session with the agent is
- * host/lib/livesession.c, the view host/lib/liveview.c. */
+ * host/lib/live/session.c, the view host/lib/live/view.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
-#include "host/lib/liveopts.h"
-#include "host/lib/livesession.h"
-#include "host/lib/liveview.h"
-#include "host/lib/netclient.h"
-#include "host/lib/options.h"
+#include "host/lib/live/netclient.h"
+#include "host/lib/live/opts.h"
+#include "host/lib/live/session.h"
+#include "host/lib/live/view.h"
+#include "host/lib/util/options.h"
 #include "runtime/memtrace.h"
 #include "systrace/systrace.h"
 
@@ -616,7 +616,8 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			o.token_file = optarg;
 			break;
 		case 'i':
-			if (parse_duration(optarg, &lv->interval_ns) || lv->interval_ns < LIVE_MIN_INTERVAL_NS) {
+			if (options_parse_duration(optarg, &lv->interval_ns) ||
+			    lv->interval_ns < LIVE_MIN_INTERVAL_NS) {
 				fprintf(stderr,
 				        "layerprof live: invalid --interval '%s': expected a duration from 10ms\n",
 				        optarg);
@@ -627,7 +628,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			lv->save_at_start = optarg;
 			break;
 		case 'd':
-			if (parse_duration(optarg, &lv->duration_ns) || !lv->duration_ns) {
+			if (options_parse_duration(optarg, &lv->duration_ns) || !lv->duration_ns) {
 				fprintf(stderr,
 				        "layerprof live: invalid --duration '%s': expected a duration like 10s\n",
 				        optarg);
@@ -642,7 +643,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			lv->json = !strcmp(optarg, "json");
 			break;
 		case 'L':
-			if (parse_duration(optarg, &lv->flush_ns) ||
+			if (options_parse_duration(optarg, &lv->flush_ns) ||
 			    lv->flush_ns < LIVESESSION_FLUSH_MIN_MS * NS_PER_MS ||
 			    lv->flush_ns > LIVESESSION_FLUSH_MAX_MS * NS_PER_MS) {
 				fprintf(stderr, "layerprof live: invalid --flush '%s': expected 5ms to 1s\n", optarg);
@@ -675,7 +676,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			                "saved trace\n");
 			return -EINVAL;
 		default:
-			r = filter_opts_parse(&ls->filter.opts, c, optarg, "live");
+			r = options_filter_parse(&ls->filter.opts, c, optarg, "live");
 			if (r == 1)
 				break;
 			if (r == 0)

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "host/builtin.h"
-#include "host/lib/json.h"
-#include "host/lib/snapshot.h"
+#include "host/lib/heap/snapshot.h"
+#include "host/lib/util/json.h"
 
 static const char memdiff_usage[] = "usage: layerprof memdiff [options] <snapshot 1> <snapshot 2>\n"
                                     "\n"

@@ -24,12 +24,12 @@
 #include "common/sysevent.h"
 #include "common/systab.h"
 #include "host/builtin.h"
-#include "host/lib/classify.h"
-#include "host/lib/options.h"
-#include "host/lib/recording.h"
-#include "host/lib/symbolizer.h"
-#include "host/lib/tracedir.h"
-#include "host/lib/tracefile.h"
+#include "host/lib/trace/classify.h"
+#include "host/lib/trace/dir.h"
+#include "host/lib/trace/file.h"
+#include "host/lib/trace/recording.h"
+#include "host/lib/trace/symbolizer.h"
+#include "host/lib/util/options.h"
 #include "lp_arch.h"
 #include "runtime/memtrace.h"
 #include "systrace/systrace.h"
@@ -158,7 +158,7 @@ static int note_release_reserve(void *ctx)
 /* A chunk for the trace.  Once a write fails (full disk, quota, size
  * limit) tracing is turned off in the program, which runs on; the drain
  * still empties the rings, and what it hands over is counted as not
- * written (tracefile.h).  Never fails: the drain must go on. */
+ * written (trace/file.h).  Never fails: the drain must go on. */
 static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len, uint64_t events)
 {
 	struct recorder *rec = ctx;
@@ -328,13 +328,14 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 	int i;
 
 	uname(&u);
-	n += (size_t)snprintf(
-	    meta + n, sizeof(meta) - n,
-	    "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
-	    "ring_full=%s\nstart_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
-	    u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
-	    (unsigned long long)buffer, ring_full == LP_RING_FULL_WAIT ? "wait" : "discard",
-	    (unsigned long long)clocksync_monotonic_ns(), (long long)time(NULL), filter_opts_any(&rec->fopts) ? 1 : 0);
+	n +=
+	    (size_t)snprintf(meta + n, sizeof(meta) - n,
+	                     "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
+	                     "ring_full=%s\nstart_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
+	                     u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
+	                     (unsigned long long)buffer, ring_full == LP_RING_FULL_WAIT ? "wait" : "discard",
+	                     (unsigned long long)clocksync_monotonic_ns(), (long long)time(NULL),
+	                     options_filter_any(&rec->fopts) ? 1 : 0);
 	if (syscalls)
 		n +=
 		    (size_t)snprintf(meta + n, sizeof(meta) - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native()));
@@ -470,7 +471,7 @@ int cmd_record(int argc, char **argv)
 			rec.out = optarg;
 			break;
 		case 'b':
-			if (parse_size(optarg, &buffer) || buffer < (128u << 10) || buffer > (256u << 20)) {
+			if (options_parse_size(optarg, &buffer) || buffer < (128u << 10) || buffer > (256u << 20)) {
 				fprintf(stderr, "layerprof record: invalid --buffer-size '%s': expected 128K to 256M\n",
 				        optarg);
 				return LP_EXIT_USAGE;
@@ -522,7 +523,7 @@ int cmd_record(int argc, char **argv)
 			mem.keep_alive = true;
 			break;
 		case 'M':
-			if (parse_duration(optarg, &mem.fold_ns) || !mem.fold_ns) {
+			if (options_parse_duration(optarg, &mem.fold_ns) || !mem.fold_ns) {
 				fprintf(stderr,
 				        "layerprof record: invalid --mem-fold '%s': expected a duration such as "
 				        "500us or 10ms\n",
@@ -534,7 +535,7 @@ int cmd_record(int argc, char **argv)
 			cfg.ring_full = LP_RING_FULL_DISCARD;
 			break;
 		case 'B':
-			if (parse_size(optarg, &sys_buffer) || sys_buffer < RECORD_SYSCALL_BUFFER_MIN ||
+			if (options_parse_size(optarg, &sys_buffer) || sys_buffer < RECORD_SYSCALL_BUFFER_MIN ||
 			    sys_buffer > RECORD_SYSCALL_BUFFER_MAX) {
 				fprintf(stderr,
 				        "layerprof record: invalid --syscall-buffer '%s': expected 64K to 256M\n",
@@ -547,7 +548,7 @@ int cmd_record(int argc, char **argv)
 			fputs(record_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = filter_opts_parse(&rec.fopts, c, optarg, "record");
+			r = options_filter_parse(&rec.fopts, c, optarg, "record");
 			if (r == 1)
 				break;
 			if (r == 0)

@@ -14,10 +14,10 @@
 
 #include "common/drain.h"
 #include "host/builtin.h"
-#include "host/lib/reader.h"
-#include "host/lib/recording.h"
-#include "host/lib/tracedir.h"
-#include "host/lib/tracefile.h"
+#include "host/lib/trace/dir.h"
+#include "host/lib/trace/file.h"
+#include "host/lib/trace/reader.h"
+#include "host/lib/trace/recording.h"
 
 #define RECOVER_END_MAX 1024u
 

@@ -9,12 +9,12 @@
 
 #include "common/systab.h"
 #include "host/builtin.h"
-#include "host/lib/cxxname.h"
-#include "host/lib/heap.h"
-#include "host/lib/heapfeed.h"
-#include "host/lib/json.h"
-#include "host/lib/sysstats.h"
-#include "host/lib/walk.h"
+#include "host/lib/analysis/sysstats.h"
+#include "host/lib/heap/feed.h"
+#include "host/lib/heap/heap.h"
+#include "host/lib/trace/cxxname.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/json.h"
 
 #define REPLAY_OPEN_FILES_MAX 4096u
 
@@ -126,7 +126,7 @@ static void flush_pending(struct replay *rp, struct walk_stream *s)
 	}
 	time_col(rp, rs->p.ns, t, sizeof(t));
 	walk_name(&rp->w, s->image, rs->p.addr, name, sizeof(name));
-	indent = text_indent(rs->p.depth, mark, sizeof(mark));
+	indent = options_indent(rs->p.depth, mark, sizeof(mark));
 	fprintf(rs->f, "%14s %12s | %*s%s%s%s {%s\n", t, "", indent, "", mark, name, call_parens(name),
 	        rs->p.flags & FILTER_INHERITED ? "   /* entered before fork */" : "");
 }
@@ -162,9 +162,9 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 		put_json_event(rp, s, "exit", ns, addr, depth, (int64_t)(ns - entry_ns), flags);
 		return;
 	}
-	format_duration(ns - entry_ns, d, sizeof(d));
+	options_format_duration(ns - entry_ns, d, sizeof(d));
 	walk_name(&rp->w, s->image, addr, name, sizeof(name));
-	indent = text_indent(depth, mark, sizeof(mark));
+	indent = options_indent(depth, mark, sizeof(mark));
 	if (rs->p.set && rs->p.depth == depth && rs->p.addr == addr) {
 		rs->p.set = false;
 		time_col(rp, entry_ns, t, sizeof(t));
@@ -230,7 +230,7 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 	}
 	time_col(rp, ns, t, sizeof(t));
 	if (sc->has_enter && sc->has_exit)
-		format_duration(sc->exit_ns - sc->enter_ns, d, sizeof(d));
+		options_format_duration(sc->exit_ns - sc->enter_ns, d, sizeof(d));
 	else
 		d[0] = '\0';
 	fprintf(rs->f, "%14s %12s | %*s[sys] %s(%s) = %s\n", t, d, (int)(2 * sc->depth), "", name,
@@ -365,7 +365,7 @@ int cmd_replay(int argc, char **argv)
 			fputs(replay_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = filter_opts_parse(&fopts, c, optarg, "replay");
+			r = options_filter_parse(&fopts, c, optarg, "replay");
 			if (r == 1)
 				break;
 			if (r == 0)

@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
-#include "host/lib/export_report.h"
-#include "host/lib/options.h"
-#include "host/lib/outfile.h"
-#include "host/lib/profile.h"
-#include "host/lib/walk.h"
+#include "host/lib/analysis/profile.h"
+#include "host/lib/export/report.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/options.h"
+#include "host/lib/util/outfile.h"
 
 static const char report_usage[] =
     "usage: layerprof report [options] [<trace dir>]\n"
@@ -92,7 +92,7 @@ int cmd_report(int argc, char **argv)
 			o.at_peak = true;
 			break;
 		case 'A':
-			if (parse_duration(optarg, &o.at_ns)) {
+			if (options_parse_duration(optarg, &o.at_ns)) {
 				fprintf(stderr, "layerprof report: invalid --at '%s': a time such as 1.5s or 200ms\n",
 				        optarg);
 				return LP_EXIT_USAGE;
@@ -114,7 +114,7 @@ int cmd_report(int argc, char **argv)
 			fputs(report_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = filter_opts_parse(&fopts, c, optarg, "report");
+			r = options_filter_parse(&fopts, c, optarg, "report");
 			if (r == 1)
 				break;
 			if (r == 0)

@@ -12,8 +12,8 @@
 
 #include "common/auth.h"
 #include "host/builtin.h"
-#include "host/lib/netclient.h"
-#include "host/lib/serve_index.h"
+#include "host/lib/live/netclient.h"
+#include "host/lib/serve/index.h"
 
 #ifndef LP_HAVE_MICROHTTPD
 int cmd_serve(int argc, char **argv)
@@ -25,9 +25,9 @@ int cmd_serve(int argc, char **argv)
 	return LP_EXIT_FAILURE;
 }
 #else
-#include "host/lib/serve_http.h"
-#include "host/lib/serve_live.h"
-#include "host/lib/serve_model.h"
+#include "host/lib/serve/http.h"
+#include "host/lib/serve/live.h"
+#include "host/lib/serve/model.h"
 
 static const char serve_usage[] =
     "usage: layerprof serve [options] [<trace dir>]\n"

@@ -11,14 +11,14 @@
 #include <string.h>
 
 #include "host/builtin.h"
-#include "host/lib/heap.h"
-#include "host/lib/heapfeed.h"
-#include "host/lib/livesession.h"
-#include "host/lib/netclient.h"
-#include "host/lib/options.h"
-#include "host/lib/outfile.h"
-#include "host/lib/snapshot.h"
-#include "host/lib/walk.h"
+#include "host/lib/heap/feed.h"
+#include "host/lib/heap/heap.h"
+#include "host/lib/heap/snapshot.h"
+#include "host/lib/live/netclient.h"
+#include "host/lib/live/session.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/options.h"
+#include "host/lib/util/outfile.h"
 
 #define NS_PER_MS 1000000ull
 #define SNAPSHOT_WINDOW_DEFAULT_NS 1000000000ull /* how long --connect takes in the stream */
@@ -223,7 +223,8 @@ int cmd_snapshot(int argc, char **argv)
 			token_file = optarg;
 			break;
 		case 'w':
-			if (parse_duration(optarg, &window_ns) || !window_ns || window_ns > SNAPSHOT_WINDOW_MAX_NS) {
+			if (options_parse_duration(optarg, &window_ns) || !window_ns ||
+			    window_ns > SNAPSHOT_WINDOW_MAX_NS) {
 				fprintf(stderr,
 				        "layerprof snapshot: invalid --window '%s': a duration such as 2s, up to 1h\n",
 				        optarg);
@@ -235,7 +236,7 @@ int cmd_snapshot(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'A':
-			if (parse_duration(optarg, &at_ns)) {
+			if (options_parse_duration(optarg, &at_ns)) {
 				fprintf(stderr, "layerprof snapshot: invalid --at '%s': a time such as 1.5s or 200ms\n",
 				        optarg);
 				return LP_EXIT_USAGE;

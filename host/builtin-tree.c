@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "host/builtin.h"
-#include "host/lib/calltree.h"
-#include "host/lib/json.h"
-#include "host/lib/walk.h"
+#include "host/lib/analysis/calltree.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/json.h"
 
 static const char tree_usage[] =
     "usage: layerprof tree [options] [<trace dir>]\n"
@@ -52,11 +52,11 @@ static void print_tree(struct tree *tr, const struct walk_stream *s, struct json
 		calltree_node_name(&tr->w, s, nd, !j, name, sizeof(name));
 		if (!j) {
 			char mark[32];
-			int indent = text_indent(depth, mark, sizeof(mark));
+			int indent = options_indent(depth, mark, sizeof(mark));
 
-			printf("%12s %12s %10llu  %*s%s%s", format_duration(nd->total_ns, a, sizeof(a)),
-			       format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls, indent, "",
-			       mark, name);
+			printf("%12s %12s %10llu  %*s%s%s", options_format_duration(nd->total_ns, a, sizeof(a)),
+			       options_format_duration(nd->self_ns, b, sizeof(b)), (unsigned long long)nd->calls,
+			       indent, "", mark, name);
 			if (nd->errors)
 				printf(" (%llu failed)", (unsigned long long)nd->errors);
 			printf("\n");
@@ -115,7 +115,7 @@ int cmd_tree(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "hF:N:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'O':
-			r = filter_opts_parse(&fopts, OPT_ONLY, optarg, "tree");
+			r = options_filter_parse(&fopts, OPT_ONLY, optarg, "tree");
 			if (r != 1)
 				return LP_EXIT_USAGE;
 			fopts.only_opt[fopts.n_only - 1] = "--focus";
@@ -131,7 +131,7 @@ int cmd_tree(int argc, char **argv)
 			fputs(tree_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = filter_opts_parse(&fopts, c, optarg, "tree");
+			r = options_filter_parse(&fopts, c, optarg, "tree");
 			if (r == 1)
 				break;
 			if (r == 0)

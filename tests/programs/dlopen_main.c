@@ -2,8 +2,8 @@
  * then loads libplugin.so by path, calls plugin_run twice and unloads it
  * (unless --keep is given, which leaves it mapped until the process ends).
  * Usage: dlopen_main PATH/TO/libplugin.so [--keep] */
-#include "prog.h"
 #include "plugin.h"
+#include "prog.h"
 #include "shared.h"
 
 #include <dlfcn.h>

@@ -1,8 +1,8 @@
 /* libplugin.so: code mapped only after main has started (dlopen) and unmapped
  * again before the end (dlclose), so symbols must come from the mapping
  * recorded while it was loaded. */
-#include "prog.h"
 #include "plugin.h"
+#include "prog.h"
 
 #define HELPER_CALLS 3
 

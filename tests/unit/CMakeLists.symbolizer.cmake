@@ -1,4 +1,4 @@
-# Unit test of host/lib/symbolizer, included from tests/CMakeLists.txt.
+# Unit test of host/lib/trace/symbolizer, included from tests/CMakeLists.txt.
 # The fixtures below are only read by the test, never run. They get their
 # own flags (no sanitizers, fixed optimisation levels), so what the test
 # expects does not depend on how the project itself is configured.

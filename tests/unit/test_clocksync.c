@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "layerprof/format.h"
-#include "lp_arch.h"
 #include "common/clocksync.h"
 #include "common/varint.h"
+#include "layerprof/format.h"
+#include "lp_arch.h"
 #include "tests/unit/check.h"
 
 static struct clocksync cs;

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "host/lib/classify.h"
-#include "host/lib/cxxname.h"
+#include "host/lib/trace/classify.h"
+#include "host/lib/trace/cxxname.h"
 
 /* Checks that name splits into the qualified name qual (no return type)
  * and, without parameters, bare. */

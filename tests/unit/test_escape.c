@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/lib/escape.h"
+#include "host/lib/util/escape.h"
 #include "tests/unit/check.h"
 
 /* Runs one writer into memory and returns what it wrote (static buffer). */
@@ -26,18 +26,18 @@ static const char *written(void (*fn)(FILE *, const char *), const char *in)
 
 static void test_utf8(void)
 {
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"a", 1), 1);
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xc3\xa9", 2), 2);         /* é */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xe2\x82\xac", 3), 3);     /* € */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4); /* emoji */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xc3\xa9", 1), 0);         /* cut short */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\x80", 1), 0);             /* stray continuation */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xc0\xaf", 2), 0);         /* overlong '/' */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xe0\x80\xaf", 3), 0);     /* overlong */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xed\xa0\x80", 3), 0);     /* surrogate */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xf4\x90\x80\x80", 4), 0); /* past U+10FFFF */
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xff", 1), 0);
-	CHECK_EQ_U64(utf8_seq_len((const unsigned char *)"\xc3\x28", 2), 0); /* bad continuation */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"a", 1), 1);
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xc3\xa9", 2), 2);         /* é */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xe2\x82\xac", 3), 3);     /* € */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4); /* emoji */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xc3\xa9", 1), 0);         /* cut short */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\x80", 1), 0);             /* stray continuation */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xc0\xaf", 2), 0);         /* overlong '/' */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xe0\x80\xaf", 3), 0);     /* overlong */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xed\xa0\x80", 3), 0);     /* surrogate */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xf4\x90\x80\x80", 4), 0); /* past U+10FFFF */
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xff", 1), 0);
+	CHECK_EQ_U64(escape_utf8_len((const unsigned char *)"\xc3\x28", 2), 0); /* bad continuation */
 }
 
 static void test_xml(void)

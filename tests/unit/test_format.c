@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/crc32c.h"
 #include "common/decoder.h"
 #include "common/encoder.h"
 #include "common/varint.h"
+#include "layerprof/format.h"
 #include "tests/unit/check.h"
 
 /* splitmix64: a fixed seed gives the same events on every run */

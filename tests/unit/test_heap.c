@@ -1,11 +1,11 @@
-/* Unit test of the heap state builder (host/lib/heap.c) and its block tree:
+/* Unit test of the heap state builder (host/lib/heap/heap.c) and its block tree:
  * synthetic operation sequences with exact expected state. */
 #include <stdlib.h>
 
+#include "host/lib/analysis/trend.h"
+#include "host/lib/heap/blocktree.h"
+#include "host/lib/heap/heap.h"
 #include "layerprof/format.h"
-#include "host/lib/blocktree.h"
-#include "host/lib/heap.h"
-#include "host/lib/trend.h"
 #include "tests/unit/check.h"
 
 #define MS 1000000ull

@@ -1,11 +1,11 @@
-/* Unit test of the JSON reader (host/lib/jnode.c): values, escapes, exact
+/* Unit test of the JSON reader (host/lib/util/jnode.c): values, escapes, exact
  * integers, every refusal with its offset, the depth bound, and random
  * damage to a snapshot-like document (never a crash or a read outside it:
  * run it under the sanitizer build). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/lib/jnode.h"
+#include "host/lib/util/jnode.h"
 #include "tests/unit/check.h"
 
 static struct jnode *parse(const char *s, char *err, size_t errlen)

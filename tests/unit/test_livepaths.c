@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "common/filter.h"
-#include "host/lib/livepaths.h"
-#include "host/lib/walk.h"
+#include "host/lib/live/paths.h"
+#include "host/lib/trace/walk.h"
 #include "tests/unit/check.h"
 
 static const struct livepaths_row *find(const struct livepaths_rows *rows, const char *path)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "common/wire.h"
-#include "host/lib/liveudp.h"
+#include "host/lib/live/udp.h"
 #include "tests/unit/check.h"
 
 /* Sends one CHUNK frame numbered seq (any payload) to port. */

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/encoder.h"
 #include "common/memevent.h"
-#include "host/lib/jnode.h"
+#include "host/lib/util/jnode.h"
+#include "layerprof/format.h"
 #include "tests/unit/check.h"
 
 #define MS 1000000ull

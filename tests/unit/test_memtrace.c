@@ -23,8 +23,8 @@
 #include "common/decoder.h"
 #include "common/drain.h"
 #include "common/memevent.h"
-#include "host/lib/reader.h"
-#include "host/lib/symbolizer.h"
+#include "host/lib/trace/reader.h"
+#include "host/lib/trace/symbolizer.h"
 #include "tests/unit/check.h"
 
 #define STREAMS_MAX 64u

@@ -6,13 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host/lib/options.h"
+#include "host/lib/util/options.h"
 #include "tests/unit/check.h"
 
 static void duration_ok(const char *s, uint64_t want, const char *file, int line)
 {
 	uint64_t ns = 12345;
-	int r = parse_duration(s, &ns);
+	int r = options_parse_duration(s, &ns);
 
 	if (check_eq_u64((uint64_t)r, 0, file, line, s, "accepted"))
 		check_eq_u64(ns, want, file, line, s, "its value");
@@ -22,7 +22,7 @@ static void duration_bad(const char *s, const char *file, int line)
 {
 	uint64_t ns = 12345;
 
-	check_eq_u64((uint64_t)parse_duration(s, &ns), (uint64_t)-EINVAL, file, line, s, "-EINVAL");
+	check_eq_u64((uint64_t)options_parse_duration(s, &ns), (uint64_t)-EINVAL, file, line, s, "-EINVAL");
 	check_eq_u64(ns, 12345, file, line, s, "left alone");
 }
 
@@ -69,17 +69,18 @@ static void test_duration_hint(void)
 {
 	char buf[160];
 
-	CHECK_STR(duration_hint("5", buf, sizeof(buf)), "a duration needs a unit: 5ns, 5us, 5ms or 5s");
-	CHECK_STR(duration_hint("2.5", buf, sizeof(buf)), "a duration needs a unit: 2.5ns, 2.5us, 2.5ms or 2.5s");
-	CHECK_STR(duration_hint("fast", buf, sizeof(buf)), "expected a duration like 10us");
-	CHECK_STR(duration_hint("5h", buf, sizeof(buf)), "expected a duration like 10us");
-	CHECK_STR(duration_hint("-5", buf, sizeof(buf)), "expected a duration like 10us");
+	CHECK_STR(options_duration_hint("5", buf, sizeof(buf)), "a duration needs a unit: 5ns, 5us, 5ms or 5s");
+	CHECK_STR(options_duration_hint("2.5", buf, sizeof(buf)),
+	          "a duration needs a unit: 2.5ns, 2.5us, 2.5ms or 2.5s");
+	CHECK_STR(options_duration_hint("fast", buf, sizeof(buf)), "expected a duration like 10us");
+	CHECK_STR(options_duration_hint("5h", buf, sizeof(buf)), "expected a duration like 10us");
+	CHECK_STR(options_duration_hint("-5", buf, sizeof(buf)), "expected a duration like 10us");
 }
 
 static void size_ok(const char *s, uint64_t want, const char *file, int line)
 {
 	uint64_t bytes = 12345;
-	int r = parse_size(s, &bytes);
+	int r = options_parse_size(s, &bytes);
 
 	if (check_eq_u64((uint64_t)r, 0, file, line, s, "accepted"))
 		check_eq_u64(bytes, want, file, line, s, "its value");
@@ -89,7 +90,7 @@ static void size_bad(const char *s, const char *file, int line)
 {
 	uint64_t bytes = 12345;
 
-	check_eq_u64((uint64_t)parse_size(s, &bytes), (uint64_t)-EINVAL, file, line, s, "-EINVAL");
+	check_eq_u64((uint64_t)options_parse_size(s, &bytes), (uint64_t)-EINVAL, file, line, s, "-EINVAL");
 	check_eq_u64(bytes, 12345, file, line, s, "left alone");
 }
 
@@ -132,34 +133,34 @@ static void test_format_duration(void)
 {
 	char buf[32], small[6];
 
-	CHECK_STR(format_duration(0, buf, sizeof(buf)), "0 ns");
-	CHECK_STR(format_duration(123, buf, sizeof(buf)), "123 ns");
-	CHECK_STR(format_duration(999, buf, sizeof(buf)), "999 ns");
-	CHECK_STR(format_duration(1000, buf, sizeof(buf)), "1.000 us");
-	CHECK_STR(format_duration(4567, buf, sizeof(buf)), "4.567 us");
-	CHECK_STR(format_duration(999999, buf, sizeof(buf)), "999.999 us");
-	CHECK_STR(format_duration(1000000, buf, sizeof(buf)), "1.000 ms");
-	CHECK_STR(format_duration(1234000, buf, sizeof(buf)), "1.234 ms");
-	CHECK_STR(format_duration(1234567, buf, sizeof(buf)), "1.235 ms");
-	CHECK_STR(format_duration(1000000000, buf, sizeof(buf)), "1.000 s");
-	CHECK_STR(format_duration(999999499, buf, sizeof(buf)), "999.999 ms");
-	CHECK_STR(format_duration(999999500, buf, sizeof(buf)), "1.000 s");
-	CHECK_STR(format_duration(999999999, buf, sizeof(buf)), "1.000 s");
-	CHECK_STR(format_duration(2345000000u, buf, sizeof(buf)), "2.345 s");
-	CHECK_STR(format_duration(UINT64_C(3600) * 1000000000, buf, sizeof(buf)), "3600.000 s");
+	CHECK_STR(options_format_duration(0, buf, sizeof(buf)), "0 ns");
+	CHECK_STR(options_format_duration(123, buf, sizeof(buf)), "123 ns");
+	CHECK_STR(options_format_duration(999, buf, sizeof(buf)), "999 ns");
+	CHECK_STR(options_format_duration(1000, buf, sizeof(buf)), "1.000 us");
+	CHECK_STR(options_format_duration(4567, buf, sizeof(buf)), "4.567 us");
+	CHECK_STR(options_format_duration(999999, buf, sizeof(buf)), "999.999 us");
+	CHECK_STR(options_format_duration(1000000, buf, sizeof(buf)), "1.000 ms");
+	CHECK_STR(options_format_duration(1234000, buf, sizeof(buf)), "1.234 ms");
+	CHECK_STR(options_format_duration(1234567, buf, sizeof(buf)), "1.235 ms");
+	CHECK_STR(options_format_duration(1000000000, buf, sizeof(buf)), "1.000 s");
+	CHECK_STR(options_format_duration(999999499, buf, sizeof(buf)), "999.999 ms");
+	CHECK_STR(options_format_duration(999999500, buf, sizeof(buf)), "1.000 s");
+	CHECK_STR(options_format_duration(999999999, buf, sizeof(buf)), "1.000 s");
+	CHECK_STR(options_format_duration(2345000000u, buf, sizeof(buf)), "2.345 s");
+	CHECK_STR(options_format_duration(UINT64_C(3600) * 1000000000, buf, sizeof(buf)), "3600.000 s");
 	/* the result is the buffer, cut to its size */
-	CHECK(format_duration(4567, buf, sizeof(buf)) == buf);
-	CHECK_STR(format_duration(4567, small, sizeof(small)), "4.567");
+	CHECK(options_format_duration(4567, buf, sizeof(buf)) == buf);
+	CHECK_STR(options_format_duration(4567, small, sizeof(small)), "4.567");
 }
 
-/* Runs filter_opts_parse with its error messages sent to /dev/null. */
+/* Runs options_filter_parse with its error messages sent to /dev/null. */
 static int parse_quiet(struct filter_opts *f, int code, const char *arg)
 {
 	int saved = dup(2), null = open("/dev/null", O_WRONLY), r;
 
 	if (saved >= 0 && null >= 0)
 		dup2(null, 2);
-	r = filter_opts_parse(f, code, arg, "test");
+	r = options_filter_parse(f, code, arg, "test");
 	if (saved >= 0) {
 		dup2(saved, 2);
 		close(saved);
@@ -176,30 +177,30 @@ static void test_filter_opts(void)
 	int i;
 
 	memset(&f, 0, sizeof(f));
-	CHECK(!filter_opts_any(&f));
-	CHECK_EQ_U64(filter_opts_parse(&f, 'z', "x", "test"), 0); /* not a filter option */
-	CHECK(!filter_opts_any(&f));
+	CHECK(!options_filter_any(&f));
+	CHECK_EQ_U64(options_filter_parse(&f, 'z', "x", "test"), 0); /* not a filter option */
+	CHECK(!options_filter_any(&f));
 
-	CHECK_EQ_U64(filter_opts_parse(&f, OPT_ONLY, "main", "test"), 1);
-	CHECK_EQ_U64(filter_opts_parse(&f, OPT_ONLY, "foo*", "test"), 1);
-	CHECK_EQ_U64(filter_opts_parse(&f, OPT_EXCLUDE, "bar", "test"), 1);
+	CHECK_EQ_U64(options_filter_parse(&f, OPT_ONLY, "main", "test"), 1);
+	CHECK_EQ_U64(options_filter_parse(&f, OPT_ONLY, "foo*", "test"), 1);
+	CHECK_EQ_U64(options_filter_parse(&f, OPT_EXCLUDE, "bar", "test"), 1);
 	CHECK_EQ_U64(f.n_only, 2);
 	CHECK_STR(f.only[1], "foo*");
 	CHECK_EQ_U64(f.n_exclude, 1);
 	CHECK_STR(f.exclude[0], "bar");
-	CHECK(filter_opts_any(&f));
+	CHECK(options_filter_any(&f));
 	CHECK_EQ_U64(parse_quiet(&f, OPT_ONLY, ""), -1);
 	CHECK_EQ_U64(f.n_only, 2);
 	for (i = 2; i < OPTIONS_PATTERNS_MAX; i++)
-		CHECK_EQ_U64(filter_opts_parse(&f, OPT_ONLY, "p", "test"), 1);
+		CHECK_EQ_U64(options_filter_parse(&f, OPT_ONLY, "p", "test"), 1);
 	snprintf(pattern, sizeof(pattern), "one-too-many");
 	CHECK_EQ_U64(parse_quiet(&f, OPT_ONLY, pattern), -1);
 	CHECK_EQ_U64(f.n_only, OPTIONS_PATTERNS_MAX);
 
 	memset(&f, 0, sizeof(f));
-	CHECK_EQ_U64(filter_opts_parse(&f, OPT_DEPTH, "3", "test"), 1);
+	CHECK_EQ_U64(options_filter_parse(&f, OPT_DEPTH, "3", "test"), 1);
 	CHECK_EQ_U64(f.depth, 3);
-	CHECK(filter_opts_any(&f));
+	CHECK(options_filter_any(&f));
 	CHECK_EQ_U64(parse_quiet(&f, OPT_DEPTH, "0"), -1);
 	CHECK_EQ_U64(parse_quiet(&f, OPT_DEPTH, "-1"), -1);
 	CHECK_EQ_U64(parse_quiet(&f, OPT_DEPTH, "3x"), -1);
@@ -208,19 +209,19 @@ static void test_filter_opts(void)
 	CHECK_EQ_U64(f.depth, 3);
 
 	memset(&f, 0, sizeof(f));
-	CHECK_EQ_U64(filter_opts_parse(&f, OPT_MIN_TIME, "10us", "test"), 1);
+	CHECK_EQ_U64(options_filter_parse(&f, OPT_MIN_TIME, "10us", "test"), 1);
 	CHECK_EQ_U64(f.min_ns, 10000);
-	CHECK(filter_opts_any(&f));
+	CHECK(options_filter_any(&f));
 	CHECK_EQ_U64(parse_quiet(&f, OPT_MIN_TIME, "10 us"), -1);
 
 	memset(&f, 0, sizeof(f));
-	CHECK_EQ_U64(filter_opts_parse(&f, OPT_TID, "12,13", "test"), 1);
-	CHECK_EQ_U64(filter_opts_parse(&f, OPT_TID, "4294967295", "test"), 1);
+	CHECK_EQ_U64(options_filter_parse(&f, OPT_TID, "12,13", "test"), 1);
+	CHECK_EQ_U64(options_filter_parse(&f, OPT_TID, "4294967295", "test"), 1);
 	CHECK_EQ_U64(f.n_tids, 3);
 	CHECK_EQ_U64(f.tids[0], 12);
 	CHECK_EQ_U64(f.tids[1], 13);
 	CHECK_EQ_U64(f.tids[2], UINT32_MAX);
-	CHECK(filter_opts_any(&f));
+	CHECK(options_filter_any(&f));
 	CHECK_EQ_U64(parse_quiet(&f, OPT_TID, "12,,13"), -1);
 	CHECK_EQ_U64(parse_quiet(&f, OPT_TID, "0"), -1);
 	CHECK_EQ_U64(parse_quiet(&f, OPT_TID, "4294967296"), -1);

@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/varint.h"
-#include "host/lib/reader.h"
+#include "host/lib/trace/reader.h"
+#include "layerprof/format.h"
 #include "tests/unit/check.h"
 
 #define ROOT_LEN 256

@@ -11,13 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layerprof/format.h"
 #include "common/chunk.h"
 #include "common/encoder.h"
-#include "host/lib/livesave.h"
-#include "host/lib/serve_api.h"
-#include "host/lib/serve_index.h"
-#include "host/lib/serve_model.h"
+#include "host/lib/live/save.h"
+#include "host/lib/serve/api.h"
+#include "host/lib/serve/index.h"
+#include "host/lib/serve/model.h"
+#include "layerprof/format.h"
 #include "tests/unit/check.h"
 
 #define MAIN 0x401000u

@@ -1,6 +1,6 @@
-/* Unit test of host/lib/symbolizer: looks up functions of real binaries built
+/* Unit test of host/lib/trace/symbolizer: looks up functions of real binaries built
  * from symbolizer_fixtures/, with addresses taken from nm and readelf. */
-#include "host/lib/symbolizer.h"
+#include "host/lib/trace/symbolizer.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,0 +1,545 @@
+/* Per-thread call trees (see calltree.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/systab.h"
+#include "host/lib/analysis/calltree.h"
+
+#define CALLTREE_FIRST_NODES 64u
+#define CALLTREE_FIRST_HASH 256u
+#define CALLTREE_FIRST_DEPTH 64u
+#define CALLTREE_FIRST_STREAMS 64u
+#define CALLTREE_FIRST_AMAP 64u
+#define GOLDEN_RATIO_64 0x9e3779b97f4a7c15ull
+
+struct calltree_iter_frame {
+	uint32_t *kids; /* owned; sorted children */
+	uint32_t n, next;
+};
+
+void calltree_init(struct calltree *ct)
+{
+	memset(ct, 0, sizeof(*ct));
+}
+
+static void stream_free(struct calltree_stream *t)
+{
+	if (!t)
+		return;
+	free(t->nodes);
+	free(t->hash);
+	free(t->path);
+	free(t->amap_addr);
+	free(t->amap_name);
+	free(t);
+}
+
+void calltree_release(struct calltree *ct)
+{
+	uint32_t i;
+
+	for (i = 0; i < ct->nstreams; i++)
+		stream_free(ct->streams[i]);
+	free(ct->streams);
+	memset(ct, 0, sizeof(*ct));
+}
+
+struct calltree_stream *calltree_stream(const struct calltree *ct, uint32_t index)
+{
+	return index < ct->nstreams ? ct->streams[index] : NULL;
+}
+
+/* ------------------------------------------------------------ building */
+
+static uint32_t node_hash(uint32_t parent, uint64_t addr, uint32_t cap)
+{
+	return (uint32_t)(((addr ^ ((uint64_t)parent << 40)) * GOLDEN_RATIO_64) >> 40) & (cap - 1);
+}
+
+static int hash_rebuild(struct calltree_stream *t, uint32_t cap)
+{
+	uint32_t *h = calloc(cap, sizeof(*h)), i;
+
+	if (!h)
+		return -ENOMEM;
+	for (i = 1; i < t->n; i++) {
+		uint32_t k = node_hash(t->nodes[i].parent, t->nodes[i].addr, cap);
+
+		while (h[k])
+			k = (k + 1) & (cap - 1);
+		h[k] = i;
+	}
+	free(t->hash);
+	t->hash = h;
+	t->hcap = cap;
+	return 0;
+}
+
+/* Whether addr is on the path from node i up to the root. */
+static bool on_path(const struct calltree_stream *t, uint32_t i, uint64_t addr)
+{
+	for (; i; i = t->nodes[i].parent)
+		if (t->nodes[i].addr == addr)
+			return true;
+	return false;
+}
+
+/* Adds the child of parent for addr; 0 when memory runs out.  k is its
+ * free slot in the hash table. */
+static uint32_t child_add(struct calltree *ct, struct calltree_stream *t, uint32_t parent, uint64_t addr, uint32_t k)
+{
+	struct calltree_node *nd;
+	uint32_t i;
+
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap * 2;
+		struct calltree_node *n;
+
+		if (cap > CALLTREE_NODES_MAX || !(n = realloc(t->nodes, cap * sizeof(*n)))) {
+			ct->oom = true;
+			return 0;
+		}
+		t->nodes = n;
+		t->cap = cap;
+	}
+	i = t->n++;
+	nd = &t->nodes[i];
+	memset(nd, 0, sizeof(*nd));
+	nd->addr = addr;
+	nd->parent = parent;
+	nd->name = NAMES_NONE;
+	nd->min_ns = UINT64_MAX;
+	if (!CALLTREE_IS_SYSCALL(addr) && on_path(t, parent, addr))
+		nd->flags |= CALLTREE_RECURSIVE;
+	if (t->nodes[parent].last_child)
+		t->nodes[t->nodes[parent].last_child].next_sibling = i;
+	else
+		t->nodes[parent].first_child = i;
+	t->nodes[parent].last_child = i;
+	t->nodes[parent].nchildren++;
+	t->hash[k] = i;
+	if (t->n * 2 > t->hcap && hash_rebuild(t, t->hcap * 2))
+		ct->oom = true;
+	return i;
+}
+
+/* The child of parent for addr, added when new; 0 when memory runs out.
+ * Called on every entry: the parent's two recent children are tried
+ * before the hash table, and left as they are when one of them is it (a
+ * loop calling two functions in turn writes nothing here). */
+static inline uint32_t child_of(struct calltree *ct, struct calltree_stream *t, uint32_t parent, uint64_t addr)
+{
+	struct calltree_node *p = &t->nodes[parent];
+	uint32_t k, i = p->recent[0], j = p->recent[1];
+
+	if (__builtin_expect(i && t->nodes[i].addr == addr, 1))
+		return i;
+	if (j && t->nodes[j].addr == addr)
+		return j;
+	k = node_hash(parent, addr, t->hcap);
+	while ((i = t->hash[k])) {
+		if (t->nodes[i].parent == parent && t->nodes[i].addr == addr)
+			break;
+		k = (k + 1) & (t->hcap - 1);
+	}
+	if (!i && !(i = child_add(ct, t, parent, addr, k)))
+		return 0;
+	p = &t->nodes[parent]; /* the nodes may have moved */
+	p->recent[1] = p->recent[0];
+	p->recent[0] = i;
+	return i;
+}
+
+void calltree_begin(void *ctx, struct walk_stream *s)
+{
+	struct calltree *ct = ctx;
+	struct calltree_stream *t;
+
+	if (s->index >= ct->nstreams) {
+		uint32_t n = ct->nstreams ? ct->nstreams : CALLTREE_FIRST_STREAMS;
+		struct calltree_stream **v;
+
+		while (n <= s->index)
+			n *= 2;
+		v = realloc(ct->streams, n * sizeof(*v));
+		if (!v) {
+			ct->oom = true;
+			return;
+		}
+		memset(v + ct->nstreams, 0, (n - ct->nstreams) * sizeof(*v));
+		ct->streams = v;
+		ct->nstreams = n;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t || !(t->nodes = calloc(CALLTREE_FIRST_NODES, sizeof(*t->nodes))) ||
+	    !(t->hash = calloc(CALLTREE_FIRST_HASH, sizeof(*t->hash)))) {
+		stream_free(t);
+		ct->oom = true;
+		return;
+	}
+	t->ws = s;
+	t->cap = CALLTREE_FIRST_NODES;
+	t->hcap = CALLTREE_FIRST_HASH;
+	t->n = 1; /* the root */
+	t->nodes[0].name = NAMES_NONE;
+	t->nodes[0].min_ns = UINT64_MAX;
+	stream_free(ct->streams[s->index]);
+	ct->streams[s->index] = t;
+}
+
+static int ensure_depth(struct calltree *ct, struct calltree_stream *t, uint32_t depth)
+{
+	uint32_t cap = t->path_cap ? t->path_cap : CALLTREE_FIRST_DEPTH;
+	struct calltree_frame *p;
+
+	while (cap <= depth)
+		cap *= 2;
+	p = realloc(t->path, cap * sizeof(*p));
+	if (!p) {
+		ct->oom = true;
+		return -ENOMEM;
+	}
+	t->path = p;
+	t->path_cap = cap;
+	return 0;
+}
+
+void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+{
+	struct calltree *ct = ctx;
+	struct calltree_stream *t = calltree_stream(ct, s->index);
+	struct calltree_frame *f;
+	uint32_t i;
+
+	(void)ns;
+	if (!t || (__builtin_expect(depth >= t->path_cap, 0) && ensure_depth(ct, t, depth)))
+		return;
+	i = child_of(ct, t, depth ? t->path[depth - 1].node : 0, addr);
+	f = &t->path[depth];
+	f->node = i;
+	f->inherited = flags & FILTER_INHERITED;
+	f->child_ns = 0;
+	f->sys_ns = 0;
+	if (!i)
+		return;
+	if (__builtin_expect(f->inherited, 0))
+		t->inherited_open++;
+	else
+		t->nodes[i].calls++;
+}
+
+/* Whether the ended call at depth of node nd, entered in this process, was
+ * its function's outermost: no call of it entered in this process open
+ * below.  Only a recursive node below inherited frames needs to look. */
+static bool outermost(const struct calltree_stream *t, const struct calltree_node *nd, uint32_t depth)
+{
+	uint32_t d;
+
+	if (!(nd->flags & CALLTREE_RECURSIVE))
+		return true;
+	if (!t->inherited_open)
+		return false;
+	for (d = 0; d < depth; d++)
+		if (!t->path[d].inherited && t->path[d].node && t->nodes[t->path[d].node].addr == nd->addr)
+			return false;
+	return true;
+}
+
+void calltree_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                   unsigned flags)
+{
+	struct calltree_stream *t = calltree_stream(ctx, s->index);
+	uint64_t dur = ns - entry_ns, busy;
+	struct calltree_frame *f;
+	struct calltree_node *nd;
+
+	(void)addr;
+	if (!t || depth >= t->path_cap || !t->path[depth].node)
+		return;
+	f = &t->path[depth];
+	nd = &t->nodes[f->node];
+	busy = f->child_ns + f->sys_ns;
+	nd->total_ns += dur;
+	nd->self_ns += dur > busy ? dur - busy : 0;
+	if (__builtin_expect(!f->inherited, 1)) {
+		nd->prof_self_ns += dur > f->child_ns ? dur - f->child_ns : 0;
+		if (dur < nd->min_ns)
+			nd->min_ns = dur;
+		if (dur > nd->max_ns)
+			nd->max_ns = dur;
+		if (__builtin_expect(nd->flags & CALLTREE_RECURSIVE, 0) && outermost(t, nd, depth))
+			nd->outer_ns += dur;
+	} else {
+		nd->inherited_ns += dur;
+		t->inherited_open--;
+	}
+	(void)flags;
+	if (depth)
+		t->path[depth - 1].child_ns += dur;
+}
+
+void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+{
+	struct calltree *ct = ctx;
+	struct calltree_stream *t = calltree_stream(ct, s->index);
+	uint64_t dur = sc->has_exit ? sc->exit_ns - sc->enter_ns : 0;
+	struct calltree_node *nd;
+	uint32_t parent, i;
+
+	if (!t || !sc->has_enter || (sc->depth && (sc->depth > t->path_cap || !t->path[sc->depth - 1].node)))
+		return;
+	parent = sc->depth ? t->path[sc->depth - 1].node : 0;
+	i = child_of(ct, t, parent, CALLTREE_SYSCALL_KEY(sc->arch, sc->nr));
+	if (!i)
+		return;
+	nd = &t->nodes[i];
+	nd->calls++;
+	t->nodes[parent].sys_calls++;
+	if (sc->has_exit && sc->ret < 0 && sc->ret >= -4095)
+		nd->errors++;
+	if (!sc->has_exit)
+		return;
+	nd->total_ns += dur;
+	nd->self_ns += dur;
+	if (dur < nd->min_ns)
+		nd->min_ns = dur;
+	if (dur > nd->max_ns)
+		nd->max_ns = dur;
+	if (sc->depth)
+		t->path[sc->depth - 1].sys_ns += dur;
+}
+
+void calltree_walk_ops(struct calltree *ct, struct walk_ops *ops)
+{
+	ops->ctx = ct;
+	ops->begin = calltree_begin;
+	ops->entry = calltree_entry;
+	ops->exit = calltree_exit;
+	ops->syscall = calltree_syscall;
+}
+
+const char *calltree_node_name(struct walk *w, const struct walk_stream *s, const struct calltree_node *nd,
+                               bool sys_prefix, char *buf, size_t size)
+{
+	char sys[48];
+
+	if (!CALLTREE_IS_SYSCALL(nd->addr))
+		return walk_name(w, s->image, nd->addr, buf, size);
+	sys_name((enum sys_arch)CALLTREE_SYSCALL_ARCH(nd->addr), CALLTREE_SYSCALL_NR(nd->addr), sys, sizeof(sys));
+	snprintf(buf, size, "%s%s", sys_prefix ? "[sys] " : "", sys);
+	return buf;
+}
+
+void calltree_profile(const struct calltree *ct, struct profile *p, struct walk_stream *s)
+{
+	const struct calltree_stream *t = calltree_stream(ct, s->index);
+	uint32_t i;
+
+	for (i = 1; t && i < t->n; i++) {
+		const struct calltree_node *nd = &t->nodes[i];
+		struct profile_sums sums;
+
+		if (CALLTREE_IS_SYSCALL(nd->addr) || !nd->calls)
+			continue;
+		sums.calls = nd->calls;
+		sums.sum_ns = nd->total_ns - nd->inherited_ns;
+		sums.total_ns = nd->flags & CALLTREE_RECURSIVE ? nd->outer_ns : sums.sum_ns;
+		sums.self_ns = nd->prof_self_ns;
+		sums.min_ns = nd->min_ns;
+		sums.max_ns = nd->max_ns;
+		profile_add(p, s, nd->addr, &sums);
+	}
+}
+
+/* ------------------------------------------------------------ names */
+
+int calltree_name(struct calltree *ct, struct walk *w, struct names *nt)
+{
+	char buf[1024];
+	uint32_t k, i;
+
+	for (k = 0; k < ct->nstreams; k++) {
+		struct calltree_stream *t = ct->streams[k];
+
+		if (!t)
+			continue;
+		for (i = t->named ? t->named : 1; i < t->n; i++) {
+			struct calltree_node *nd = &t->nodes[i];
+
+			nd->name = names_intern(nt, calltree_node_name(w, t->ws, nd, false, buf, sizeof(buf)));
+			if (nd->name == NAMES_NONE)
+				return -ENOMEM;
+		}
+		t->named = t->n;
+	}
+	return 0;
+}
+
+static uint32_t amap_slot(uint64_t addr, uint32_t cap)
+{
+	return (uint32_t)((addr * GOLDEN_RATIO_64) >> 40) & (cap - 1);
+}
+
+/* Adds addr -> name unless addr is there.  The table has room. */
+static void amap_put(struct calltree_stream *t, uint64_t addr, uint32_t name)
+{
+	uint32_t k;
+
+	for (k = amap_slot(addr, t->amap_cap); t->amap_name[k] != NAMES_NONE; k = (k + 1) & (t->amap_cap - 1))
+		if (t->amap_addr[k] == addr)
+			return;
+	t->amap_addr[k] = addr;
+	t->amap_name[k] = name;
+}
+
+uint32_t calltree_addr_name(struct calltree_stream *t, uint64_t addr)
+{
+	uint32_t k, i;
+
+	if (t->amap_upto < t->named) {
+		/* at most one entry per node: room for all of them, half full */
+		uint32_t cap = t->amap_cap ? t->amap_cap : CALLTREE_FIRST_AMAP;
+
+		while (cap < 2 * t->named)
+			cap *= 2;
+		if (cap != t->amap_cap) {
+			uint64_t *a = malloc(cap * sizeof(*a));
+			uint32_t *nm = malloc(cap * sizeof(*nm));
+
+			if (!a || !nm) {
+				free(a);
+				free(nm);
+				return NAMES_NONE;
+			}
+			free(t->amap_addr);
+			free(t->amap_name);
+			t->amap_addr = a;
+			t->amap_name = nm;
+			t->amap_cap = cap;
+			memset(nm, 0xff, cap * sizeof(*nm)); /* NAMES_NONE: empty */
+			t->amap_upto = 1;
+		}
+		for (i = t->amap_upto ? t->amap_upto : 1; i < t->named; i++)
+			if (t->nodes[i].name != NAMES_NONE)
+				amap_put(t, t->nodes[i].addr, t->nodes[i].name);
+		t->amap_upto = t->named;
+	}
+	if (!t->amap_cap)
+		return NAMES_NONE;
+	for (k = amap_slot(addr, t->amap_cap); t->amap_name[k] != NAMES_NONE; k = (k + 1) & (t->amap_cap - 1))
+		if (t->amap_addr[k] == addr)
+			return t->amap_name[k];
+	return NAMES_NONE;
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* Children in order of total time, largest first. */
+static int node_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct calltree_stream *t = ctx;
+	uint32_t i = *(const uint32_t *)a, k = *(const uint32_t *)b;
+
+	if (t->nodes[i].total_ns != t->nodes[k].total_ns)
+		return t->nodes[i].total_ns > t->nodes[k].total_ns ? -1 : 1;
+	return i < k ? -1 : i > k;
+}
+
+uint32_t *calltree_children(const struct calltree_stream *t, uint32_t i, uint32_t *count)
+{
+	uint32_t n = t->nodes[i].nchildren, c, *v;
+
+	*count = n;
+	if (!n)
+		return NULL;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return NULL;
+	n = 0;
+	for (c = t->nodes[i].first_child; c && n < *count; c = t->nodes[c].next_sibling)
+		v[n++] = c;
+	*count = n;
+	qsort_r(v, n, sizeof(*v), node_cmp, (void *)t);
+	return v;
+}
+
+/* Fills f with the sorted children of node i.  Returns 0 or -ENOMEM. */
+static int frame_fill(struct calltree_iter_frame *f, const struct calltree_stream *t, uint32_t i)
+{
+	f->next = 0;
+	f->kids = calltree_children(t, i, &f->n);
+	if (!f->kids && f->n) {
+		f->n = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int calltree_iter_init(struct calltree_iter *it, const struct calltree_stream *t)
+{
+	memset(it, 0, sizeof(*it));
+	it->t = t;
+	it->cap = CALLTREE_FIRST_DEPTH;
+	it->stack = malloc(it->cap * sizeof(*it->stack));
+	if (!it->stack || frame_fill(&it->stack[0], t, 0)) {
+		free(it->stack);
+		it->stack = NULL;
+		it->oom = true;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+uint32_t calltree_iter_next(struct calltree_iter *it, uint32_t *depth)
+{
+	struct calltree_iter_frame *f;
+	uint32_t i;
+
+	if (!it->stack)
+		return 0;
+	for (;;) {
+		f = &it->stack[it->sp];
+		if (f->next < f->n)
+			break;
+		free(f->kids);
+		f->kids = NULL;
+		f->n = f->next = 0;
+		if (!it->sp)
+			return 0;
+		it->sp--;
+	}
+	i = f->kids[f->next++];
+	*depth = it->sp;
+	if (it->sp + 1 == it->cap) {
+		struct calltree_iter_frame *ns = realloc(it->stack, 2 * it->cap * sizeof(*ns));
+
+		if (!ns) {
+			it->oom = true;
+			calltree_iter_release(it);
+			return 0;
+		}
+		it->stack = ns;
+		it->cap *= 2;
+	}
+	if (frame_fill(&it->stack[it->sp + 1], it->t, i)) {
+		it->oom = true;
+		calltree_iter_release(it);
+		return 0;
+	}
+	it->sp++;
+	return i;
+}
+
+void calltree_iter_release(struct calltree_iter *it)
+{
+	uint32_t i;
+
+	if (it->stack)
+		for (i = 0; i <= it->sp; i++)
+			free(it->stack[i].kids);
+	free(it->stack);
+	it->stack = NULL;
+	it->sp = 0;
+}

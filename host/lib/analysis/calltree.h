@@ -1,0 +1,155 @@
+/* Per-thread call trees: every node is a call path (a function, or a
+ * system call leaf under the function that made it) with its calls and
+ * inclusive and self time.  A consumer of the event walk, shared by tree,
+ * the report exports (XML, HTML), folded stacks and the web UI's server,
+ * which names the nodes, asks for one level at a time and derives its flat
+ * profile from the trees (calltree_profile).  Memory grows with the number
+ * of distinct call paths, not with the number of events.  Nodes are never
+ * moved or removed, so a node's index is a stable id (also while a live
+ * session adds nodes).
+ *
+ * Not thread-safe: one walk feeds one calltree. */
+#ifndef LP_CALLTREE_H
+#define LP_CALLTREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host/lib/analysis/profile.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/names.h"
+
+/* Bound on the nodes of one thread's tree. */
+#define CALLTREE_NODES_MAX (1u << 24)
+/* A syscall leaf's key in place of a function address (user addresses
+ * never have the top bit set). */
+#define CALLTREE_SYSCALL_KEY(arch, nr) (UINT64_C(1) << 63 | (uint64_t)(arch) << 32 | (nr))
+#define CALLTREE_IS_SYSCALL(addr) ((addr) >> 63)
+#define CALLTREE_SYSCALL_ARCH(addr) ((uint8_t)((addr) >> 32 & 0xff))
+#define CALLTREE_SYSCALL_NR(addr) ((uint32_t)(addr))
+
+enum calltree_node_flags {
+	CALLTREE_RECURSIVE = 1u << 0, /* the same function is on the path above */
+};
+
+struct calltree_node {
+	uint64_t addr;                                  /* function address, or CALLTREE_SYSCALL_KEY */
+	uint32_t parent;                                /* index; 0 is the root */
+	uint32_t first_child, next_sibling, last_child; /* 0: none */
+	uint32_t nchildren;
+	uint32_t recent[2]; /* the children entered last: most calls repeat a recent path */
+	uint32_t name;      /* names id; NAMES_NONE until calltree_name */
+	uint32_t flags;     /* enum calltree_node_flags */
+	/* calls: entries on this path (frames inherited from the parent
+	 * process at fork not counted); total_ns and self_ns: time of the
+	 * calls that ended (inherited frames included); self excludes callees
+	 * and system calls; min_ns is UINT64_MAX before a call ended */
+	uint64_t calls, total_ns, self_ns, min_ns, max_ns;
+	uint64_t errors;    /* syscall leaves: calls that failed */
+	uint64_t sys_calls; /* calls of the syscall leaves right under it */
+	/* what the flat profile (profile.h) counts of these calls, which
+	 * leaves inherited frames out: their time (in total_ns), the self
+	 * time of the others with system calls left in, and for a
+	 * CALLTREE_RECURSIVE node the time of its calls that had no call of
+	 * the same function (entered in this process) open above them */
+	uint64_t inherited_ns, prof_self_ns, outer_ns;
+};
+
+/* A call open on a thread's stack. */
+struct calltree_frame {
+	uint32_t node;      /* 0: not counted (no memory) */
+	uint32_t inherited; /* entered before a fork, in the parent */
+	uint64_t child_ns;  /* time of its callees that ended */
+	uint64_t sys_ns;    /* time of its system calls that ended */
+};
+
+/* One thread's tree: nodes[0] is the root (no function), nodes[1..n) the
+ * call paths in order of first appearance. */
+struct calltree_stream {
+	struct walk_stream *ws; /* the walk's stream (its image names the addresses); NULL when read from a file */
+	struct calltree_node *nodes;
+	uint32_t n, cap, named; /* nodes [0, named) have names */
+	uint32_t *hash;         /* node index, keyed by (parent, addr) */
+	uint32_t hcap;
+	struct calltree_frame *path; /* the open calls, by depth */
+	uint32_t path_cap;
+	uint32_t inherited_open; /* inherited frames among them */
+	/* function address -> name id, from the named nodes [1, amap_upto) */
+	uint64_t *amap_addr;
+	uint32_t *amap_name;
+	uint32_t amap_cap, amap_upto;
+};
+
+struct calltree {
+	struct calltree_stream **streams; /* owned; by walk_stream.index, NULL until begun (or unselected) */
+	uint32_t nstreams;                /* entries of streams */
+	bool oom; /* memory ran out (or a tree reached CALLTREE_NODES_MAX): trees are incomplete */
+};
+
+void calltree_init(struct calltree *ct);
+/* Frees every tree.  Accepts a zeroed calltree. */
+void calltree_release(struct calltree *ct);
+
+/* The walk callbacks that build ct; ctx is the struct calltree.  They do
+ * not use walk_stream.user.  A consumer with callbacks of its own calls
+ * these from them.  entry and exit run on every call: no allocation but
+ * when a path is new or the stack deeper than ever. */
+void calltree_begin(void *ctx, struct walk_stream *s);
+void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags);
+void calltree_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                   unsigned flags);
+void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
+/* Sets ops->ctx, begin, entry, exit and syscall to build ct. */
+void calltree_walk_ops(struct calltree *ct, struct walk_ops *ops);
+
+/* The tree of the stream at walk_stream.index `index`, or NULL when it
+ * has none (not selected, or no memory).  Valid until calltree_release. */
+struct calltree_stream *calltree_stream(const struct calltree *ct, uint32_t index);
+
+/* Adds to p what the flat profile would have counted of the function calls
+ * in the tree of s, had p been fed the same walk: per function its calls,
+ * total time (recursion counted once), self time (system calls included),
+ * sum, minimum and maximum.  p must have begun s (profile_begin).  Cheaper
+ * than profile_entry/exit on every event for a consumer that builds the
+ * tree anyway. */
+void calltree_profile(const struct calltree *ct, struct profile *p, struct walk_stream *s);
+
+/* A node's display name into buf: the function's name (walk_name), or for
+ * a syscall leaf its name, after "[sys] " when sys_prefix.  Returns buf. */
+const char *calltree_node_name(struct walk *w, const struct walk_stream *s, const struct calltree_node *nd,
+                               bool sys_prefix, char *buf, size_t size);
+
+/* Names every node added since the last call into nt (functions through
+ * w's symbolizer, syscalls by their table, without a prefix).  Returns 0
+ * or -ENOMEM. */
+int calltree_name(struct calltree *ct, struct walk *w, struct names *nt);
+
+/* The name id of function or syscall key addr from the thread's named
+ * nodes, or NAMES_NONE when no node has it (or memory ran out).  The map
+ * is brought up to date on each call: cheap when nothing was added. */
+uint32_t calltree_addr_name(struct calltree_stream *t, uint64_t addr);
+
+/* The children of node i, largest total time first (ties: first seen).
+ * Returns a malloc'ed array of *count indices (the caller frees it), NULL
+ * with *count 0 for a leaf, or NULL with *count > 0 when memory ran out. */
+uint32_t *calltree_children(const struct calltree_stream *t, uint32_t i, uint32_t *count);
+
+/* Depth-first walk of one tree in preorder, each node's children in order
+ * of total time, largest first (ties: first seen first).  Uses an explicit
+ * stack: trees of deep recursion are as deep as the recursion. */
+struct calltree_iter {
+	const struct calltree_stream *t;
+	struct calltree_iter_frame *stack; /* owned */
+	uint32_t sp, cap;
+	bool oom;
+};
+
+/* Starts at t's root.  Returns 0 or -ENOMEM. */
+int calltree_iter_init(struct calltree_iter *it, const struct calltree_stream *t);
+/* The next node's index, with its depth (0 for the children of the root),
+ * or 0 at the end.  Sets it->oom and ends early when memory runs out. */
+uint32_t calltree_iter_next(struct calltree_iter *it, uint32_t *depth);
+void calltree_iter_release(struct calltree_iter *it);
+
+#endif

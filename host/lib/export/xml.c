@@ -1,0 +1,613 @@
+/* The report as XML (see export/xml.h and docs/report.xsd). */
+#include <errno.h>
+#include <math.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/systab.h"
+#include "host/lib/export/xml.h"
+#include "host/lib/util/escape.h"
+#include "layerprof/format.h"
+
+static void attr_str(FILE *f, const char *name, const char *value)
+{
+	fprintf(f, " %s=\"", name);
+	escape_xml(f, value);
+	fputc('"', f);
+}
+
+static void attr_u64(FILE *f, const char *name, uint64_t value)
+{
+	fprintf(f, " %s=\"%" PRIu64 "\"", name, value);
+}
+
+static void attr_bool(FILE *f, const char *name, bool value)
+{
+	fprintf(f, " %s=\"%s\"", name, value ? "true" : "false");
+}
+
+/* As report --format json writes a number that is not whole. */
+static void attr_f64(FILE *f, const char *name, double value)
+{
+	if (isfinite(value))
+		fprintf(f, " %s=\"%.6g\"", name, value);
+	else
+		fprintf(f, " %s=\"NaN\"", name);
+}
+
+static void attr_hex(FILE *f, const char *name, uint64_t value)
+{
+	fprintf(f, " %s=\"0x%" PRIx64 "\"", name, value);
+}
+
+/* The META chunk's key=value lines, one element each. */
+static void put_meta(FILE *f, const struct walk *w)
+{
+	const char *p = w->meta;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n'), *eq;
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char key[128], value[sizeof(w->meta)];
+
+		eq = memchr(p, '=', len);
+		if (eq && (size_t)(eq - p) < sizeof(key) && eq > p) {
+			memcpy(key, p, (size_t)(eq - p));
+			key[eq - p] = '\0';
+			memcpy(value, eq + 1, len - (size_t)(eq - p) - 1);
+			value[len - (size_t)(eq - p) - 1] = '\0';
+			fputs("    <meta", f);
+			attr_str(f, "key", key);
+			attr_str(f, "value", value);
+			fputs("/>\n", f);
+		}
+		p += len + (nl ? 1 : 0);
+	}
+}
+
+static void put_trace(FILE *f, const struct walk *w)
+{
+	fputs("  <trace", f);
+	attr_str(f, "path", w->dir ? w->dir : "");
+	attr_u64(f, "events", w->events);
+	attr_u64(f, "lost-events", w->lost);
+	attr_u64(f, "syscall-events", w->syscalls);
+	attr_u64(f, "first-ns", w->first_ns);
+	attr_u64(f, "last-ns", w->last_ns);
+	attr_bool(f, "complete", w->r.state == READER_OK && w->r.seen_end);
+	attr_bool(f, "filtered-at-record", w->filtered_at_record);
+	if (w->r.state == READER_DAMAGED)
+		attr_str(f, "damage", w->r.damage);
+	fputs(">\n", f);
+	put_meta(f, w);
+	fputs("  </trace>\n", f);
+}
+
+static void put_threads(FILE *f, const struct walk *w)
+{
+	uint32_t i;
+
+	fputs("  <threads>\n", f);
+	for (i = 0; i < w->nstreams; i++) {
+		const struct walk_stream *s = w->streams[i];
+
+		fputs("    <thread", f);
+		attr_u64(f, "pid", s->pid);
+		attr_u64(f, "tid", s->tid);
+		attr_u64(f, "image", s->image);
+		attr_str(f, "comm", s->comm);
+		attr_u64(f, "calls", s->calls);
+		attr_u64(f, "syscalls", s->syscalls);
+		attr_u64(f, "lost-events", s->lost);
+		attr_u64(f, "first-ns", s->first_ns);
+		attr_u64(f, "last-ns", s->last_ns);
+		if (s->parent_pid)
+			attr_u64(f, "parent-pid", s->parent_pid);
+		attr_bool(f, "after-exec", s->after_exec);
+		if (s->exited && s->status == LP_EXIT_STATUS_UNKNOWN)
+			attr_bool(f, "exit-status-unknown", true);
+		else if (s->exited)
+			attr_u64(f, "exit-status", s->status);
+		attr_bool(f, "selected", s->selected);
+		fputs("/>\n", f);
+	}
+	fputs("  </threads>\n", f);
+}
+
+static void put_profile(FILE *f, const struct reportdata *rd)
+{
+	char order[128];
+	uint64_t calls = 0;
+	size_t i;
+
+	for (i = 0; i < rd->rows.n; i++)
+		calls += rd->rows.row[i].calls;
+	fputs("  <profile", f);
+	attr_bool(f, "per-thread", rd->flags & PROFILE_PER_THREAD);
+	attr_str(f, "sort", reportdata_order_name(&rd->order, order, sizeof(order)));
+	attr_u64(f, "functions", rd->rows.n);
+	attr_u64(f, "calls", calls);
+	fputs(">\n", f);
+	for (i = 0; i < rd->rows.n; i++) {
+		const struct profile_row *r = &rd->rows.row[i];
+
+		fputs("    <function", f);
+		attr_str(f, "name", r->name);
+		attr_u64(f, "calls", r->calls);
+		attr_u64(f, "total-ns", r->total_ns);
+		attr_u64(f, "self-ns", r->self_ns);
+		attr_u64(f, "avg-ns", profile_row_avg(r));
+		attr_u64(f, "min-ns", r->min_ns == UINT64_MAX ? 0 : r->min_ns);
+		attr_u64(f, "max-ns", r->max_ns);
+		if (rd->flags & PROFILE_PER_THREAD) {
+			attr_u64(f, "tid", r->tid);
+			attr_u64(f, "pid", r->pid);
+		}
+		if (r->file) {
+			attr_str(f, "file", r->file);
+			attr_u64(f, "line", r->line);
+		}
+		fputs("/>\n", f);
+	}
+	fputs("  </profile>\n", f);
+}
+
+/* One thread's tree as a flat list in depth-first order: each node has an
+ * id (its position, from 1) and the id of its parent (none at the top). */
+static int put_tree(FILE *f, struct reportdata *rd, const struct walk_stream *s, const struct calltree_stream *t)
+{
+	struct calltree_iter it;
+	uint32_t i, depth, id = 0, *ids = NULL, idcap = 0;
+	char name[1024];
+	int r = 0;
+
+	fputs("    <call-tree", f);
+	attr_u64(f, "pid", s->pid);
+	attr_u64(f, "tid", s->tid);
+	attr_u64(f, "image", s->image);
+	attr_str(f, "comm", s->comm);
+	attr_u64(f, "lost-events", s->lost);
+	attr_u64(f, "nodes", t->n - 1);
+	fputs(">\n", f);
+	if (calltree_iter_init(&it, t))
+		return -ENOMEM;
+	while ((i = calltree_iter_next(&it, &depth))) {
+		const struct calltree_node *nd = &t->nodes[i];
+
+		if (depth >= idcap) {
+			uint32_t cap = idcap ? 2 * idcap : 64;
+			uint32_t *n = realloc(ids, cap * sizeof(*n));
+
+			if (!n) {
+				r = -ENOMEM;
+				break;
+			}
+			ids = n;
+			idcap = cap;
+		}
+		ids[depth] = ++id;
+		fputs("      <node", f);
+		attr_u64(f, "id", id);
+		if (depth)
+			attr_u64(f, "parent", ids[depth - 1]);
+		attr_u64(f, "depth", depth);
+		attr_str(f, "name", calltree_node_name(rd->w, s, nd, false, name, sizeof(name)));
+		if (CALLTREE_IS_SYSCALL(nd->addr)) {
+			attr_bool(f, "syscall", true);
+			attr_u64(f, "errors", nd->errors);
+		}
+		attr_u64(f, "calls", nd->calls);
+		attr_u64(f, "total-ns", nd->total_ns);
+		attr_u64(f, "self-ns", nd->self_ns);
+		attr_u64(f, "min-ns", nd->min_ns == UINT64_MAX ? 0 : nd->min_ns);
+		attr_u64(f, "max-ns", nd->max_ns);
+		fputs("/>\n", f);
+	}
+	if (it.oom)
+		r = -ENOMEM;
+	calltree_iter_release(&it);
+	free(ids);
+	fputs("    </call-tree>\n", f);
+	return r;
+}
+
+static void put_syscalls(FILE *f, const struct reportdata *rd)
+{
+	size_t i;
+
+	fputs("  <syscalls", f);
+	attr_u64(f, "calls", rd->st.calls);
+	attr_u64(f, "errors", rd->st.errors);
+	fputs(">\n", f);
+	for (i = 0; i < rd->sys.nrows; i++) {
+		const struct sysstats_row *r = &rd->sys.rows[i];
+
+		fputs("    <syscall", f);
+		attr_str(f, "name", r->name);
+		attr_u64(f, "nr", r->nr);
+		attr_str(f, "arch", sys_arch_name((enum sys_arch)r->arch));
+		attr_u64(f, "calls", r->calls);
+		attr_u64(f, "errors", r->errors);
+		attr_u64(f, "unfinished", r->unfinished);
+		attr_u64(f, "total-ns", r->total_ns);
+		attr_u64(f, "avg-ns", r->timed ? r->total_ns / r->timed : 0);
+		attr_u64(f, "min-ns", r->min_ns);
+		attr_u64(f, "max-ns", r->max_ns);
+		attr_u64(f, "p50-ns", r->p50_ns);
+		attr_u64(f, "p99-ns", r->p99_ns);
+		fputs("/>\n", f);
+	}
+	fputs("    <by-function>\n", f);
+	for (i = 0; i < rd->sys.nfns; i++) {
+		const struct sysstats_fn *fn = &rd->sys.fns[i];
+
+		fputs("      <call", f);
+		attr_str(f, "function", fn->name);
+		attr_str(f, "syscall", fn->syscall);
+		if (rd->flags & PROFILE_PER_THREAD)
+			attr_u64(f, "tid", fn->tid);
+		attr_u64(f, "calls", fn->calls);
+		attr_u64(f, "errors", fn->errors);
+		attr_u64(f, "total-ns", fn->total_ns);
+		fputs("/>\n", f);
+	}
+	fputs("    </by-function>\n  </syscalls>\n", f);
+}
+
+static void put_lost(FILE *f, const struct walk *w)
+{
+	uint32_t i;
+
+	fputs("  <lost-events", f);
+	attr_u64(f, "total", w->lost);
+	fputs(">\n", f);
+	for (i = 0; i < w->nstreams; i++) {
+		const struct walk_stream *s = w->streams[i];
+
+		if (!s->lost)
+			continue;
+		fputs("    <lost", f);
+		attr_u64(f, "pid", s->pid);
+		attr_u64(f, "tid", s->tid);
+		attr_u64(f, "image", s->image);
+		attr_u64(f, "count", s->lost);
+		fputs("/>\n", f);
+	}
+	fputs("  </lost-events>\n", f);
+}
+
+int export_xml(struct reportdata *rd, FILE *f)
+{
+	struct walk *w = rd->w;
+	uint32_t i;
+	int r = 0;
+
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+	fprintf(f, "<layerprof-report format-version=\"%d\" generator=\"layerprof\">\n", EXPORT_XML_FORMAT_VERSION);
+	put_trace(f, w);
+	put_threads(f, w);
+	put_profile(f, rd);
+	fputs("  <call-trees>\n", f);
+	for (i = 0; i < w->nstreams && !r; i++) {
+		const struct calltree_stream *t = calltree_stream(&rd->ct, w->streams[i]->index);
+
+		if (t)
+			r = put_tree(f, rd, w->streams[i], t);
+	}
+	fputs("  </call-trees>\n", f);
+	if (w->syscalls)
+		put_syscalls(f, rd);
+	put_lost(f, w);
+	fputs("</layerprof-report>\n", f);
+	if (r)
+		return r;
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ------------------------------------------------------------ the heap */
+
+static void put_counts(FILE *f, const struct heap *h, const struct heap_counts *c)
+{
+	struct heap_growth g;
+
+	heap_growth(h, c, &g);
+	attr_u64(f, "live-objects", c->live_objects);
+	attr_u64(f, "live-bytes", c->live_bytes);
+	attr_u64(f, "peak-bytes", c->peak_bytes);
+	attr_u64(f, "peak-objects", c->peak_objects);
+	attr_u64(f, "peak-ns", c->peak_ns);
+	attr_u64(f, "at-peak-objects", c->at_peak_objects);
+	attr_u64(f, "at-peak-bytes", c->at_peak_bytes);
+	attr_u64(f, "allocs", c->allocs);
+	attr_u64(f, "frees", c->frees);
+	attr_u64(f, "failed", c->failed);
+	attr_u64(f, "bytes-allocated", c->bytes_allocated);
+	attr_u64(f, "bytes-freed", c->bytes_freed);
+	attr_u64(f, "folded", c->folded);
+	attr_u64(f, "folded-bytes", c->folded_bytes);
+	attr_u64(f, "listed", c->listed);
+	attr_u64(f, "listed-bytes", c->listed_bytes);
+	attr_u64(f, "unfreed-objects", c->unfreed_objects);
+	attr_u64(f, "unfreed-bytes", c->unfreed_bytes);
+	attr_bool(f, "growing", g.growing);
+	attr_f64(f, "growth-bytes-per-s", g.samples >= HEAP_GROWTH_MIN_SAMPLES ? g.rate_bps : 0);
+	attr_f64(f, "growth-confidence", g.confidence);
+	attr_f64(f, "growth-p", g.p_value);
+	attr_u64(f, "growth-samples", g.samples);
+}
+
+static void put_site_ref(FILE *f, const struct heap *h, uint32_t site)
+{
+	const struct heap_site *s = &h->sites[site];
+
+	attr_str(f, "function", s->function);
+	attr_str(f, "call-site", s->key);
+	if (s->file)
+		attr_str(f, "file", s->file);
+	attr_u64(f, "line", s->line);
+}
+
+static void put_stack(FILE *f, struct walk *w, const struct heap *h, uint32_t stack, const char *indent)
+{
+	const struct heap_stack *s = stack < h->nstacks ? &h->stacks[stack] : NULL;
+	struct heapview_frame fr;
+	uint32_t i;
+
+	fprintf(f, "%s<stack>\n", indent);
+	for (i = 0; s && i < s->n; i++) {
+		heapview_frame(w, s->image, s->ips[i], &fr);
+		fprintf(f, "%s  <frame", indent);
+		attr_hex(f, "address", fr.addr);
+		attr_str(f, "name", fr.name);
+		if (fr.function)
+			attr_str(f, "function", fr.function);
+		if (fr.file)
+			attr_str(f, "file", fr.file);
+		attr_u64(f, "line", fr.line);
+		fputs("/>\n", f);
+	}
+	fprintf(f, "%s</stack>\n", indent);
+}
+
+static void put_heap_totals(FILE *f, struct walk *w, const struct heap *h, const struct heapfeed *feed)
+{
+	char name[64];
+	unsigned k;
+	char *p;
+
+	fputs("    <totals", f);
+	attr_u64(f, "operations", h->ops);
+	attr_u64(f, "live-objects", h->live_objects);
+	attr_u64(f, "live-bytes", h->live_bytes);
+	attr_u64(f, "peak-bytes", h->peak_bytes);
+	attr_u64(f, "peak-objects", h->peak_objects);
+	attr_u64(f, "peak-ns", h->peak_ns);
+	attr_u64(f, "allocs", h->allocs);
+	attr_u64(f, "frees", h->frees);
+	attr_u64(f, "failed", h->failed);
+	attr_u64(f, "bytes-allocated", h->bytes_allocated);
+	attr_u64(f, "bytes-freed", h->bytes_freed);
+	attr_u64(f, "folded", h->folded);
+	attr_u64(f, "folded-bytes", h->folded_bytes);
+	attr_u64(f, "fold-records", h->folds);
+	attr_u64(f, "unfreed-objects", h->unfreed_objects);
+	attr_u64(f, "unfreed-bytes", h->unfreed_bytes);
+	attr_u64(f, "illegal", heapview_illegal_total(h));
+	for (k = 0; k < HEAP_ILLEGAL_KINDS; k++) {
+		snprintf(name, sizeof(name), "%s", heap_illegal_name((enum heap_illegal_kind)k));
+		for (p = name; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		attr_u64(f, name, h->illegal_counts[k]);
+	}
+	attr_u64(f, "illegal-not-shown", h->illegal_dropped);
+	attr_u64(f, "overlaps", h->overlap_count);
+	attr_u64(f, "illegal-after-loss", h->illegal_after_loss);
+	attr_u64(f, "overlaps-after-loss", h->overlaps_after_loss);
+	attr_u64(f, "null-releases", h->null_releases);
+	attr_u64(f, "kept-releases", h->kept_releases);
+	attr_u64(f, "dropped-at-exec", h->dropped_at_exec);
+	attr_bool(f, "partial", h->partial);
+	attr_u64(f, "released-unknown", h->released_unknown);
+	attr_u64(f, "reallocs-unknown", h->reallocs_unknown);
+	attr_u64(f, "listings", h->listings);
+	attr_u64(f, "listings-incomplete", h->listings_incomplete);
+	attr_u64(f, "listed-objects", h->listed_objects);
+	attr_u64(f, "listed-bytes", h->listed_bytes);
+	attr_u64(f, "listed-dropped", h->listed_dropped);
+	attr_u64(f, "released-unseen", h->released_unseen);
+	attr_u64(f, "malformed-events", w->mem_malformed);
+	attr_u64(f, "unknown-stacks", w->mem_unknown_stacks);
+	attr_u64(f, "dropped-stacks", w->mem_stacks_dropped);
+	attr_u64(f, "forgotten-stacks", w->mem_stacks_forgotten);
+	attr_u64(f, "late-events", feed ? feed->late : 0);
+	attr_bool(f, "out-of-memory", h->oom);
+	attr_u64(f, "sample-interval-ns", h->step_ns);
+	fputs("/>\n", f);
+}
+
+static void put_heap_sites(FILE *f, struct walk *w, const struct heap *h, bool at_peak)
+{
+	uint32_t *idx, n, i;
+
+	idx = heapview_sorted_sites(h, at_peak, &n);
+	fputs("    <sites>\n", f);
+	for (i = 0; idx && i < n; i++) {
+		fputs("      <site", f);
+		put_site_ref(f, h, idx[i]);
+		put_counts(f, h, &h->sites[idx[i]].c);
+		fputs(">\n", f);
+		put_stack(f, w, h, h->sites[idx[i]].stack, "        ");
+		fputs("      </site>\n", f);
+	}
+	fputs("    </sites>\n", f);
+	free(idx);
+	idx = heapview_sorted_fns(h, at_peak, &n);
+	fputs("    <functions>\n", f);
+	for (i = 0; idx && i < n; i++) {
+		fputs("      <function", f);
+		attr_str(f, "name", h->fns[idx[i]].name);
+		put_counts(f, h, &h->fns[idx[i]].c);
+		fputs("/>\n", f);
+	}
+	fputs("    </functions>\n", f);
+	free(idx);
+}
+
+static void put_heap_illegal(FILE *f, struct walk *w, const struct heap *h)
+{
+	uint32_t i;
+
+	fputs("    <illegal-releases>\n", f);
+	for (i = 0; i < h->nillegal; i++) {
+		const struct heap_illegal *il = &h->illegal[i];
+
+		fputs("      <release", f);
+		attr_str(f, "kind", heap_illegal_name(il->kind));
+		attr_str(f, "operation", heap_op_name(il->op));
+		put_site_ref(f, h, il->site);
+		attr_hex(f, "ptr", il->ptr);
+		attr_u64(f, "time-ns", il->ns);
+		attr_u64(f, "pid", il->pid);
+		attr_u64(f, "tid", il->tid);
+		attr_u64(f, "count", il->count);
+		attr_bool(f, "kept", il->kept);
+		attr_bool(f, "after-loss", il->after_loss);
+		fputs(">\n", f);
+		put_stack(f, w, h, il->stack, "        ");
+		if (il->has_block) {
+			fputs("        <block", f);
+			attr_hex(f, "ptr", il->block_ptr);
+			attr_u64(f, "size", il->block_size);
+			attr_str(f, "operation", heap_op_name(il->alloc_op));
+			put_site_ref(f, h, il->alloc_site);
+			attr_u64(f, "time-ns", il->alloc_ns);
+			fputs(">\n", f);
+			put_stack(f, w, h, il->alloc_stack, "          ");
+			fputs("        </block>\n", f);
+		}
+		if (il->has_free) {
+			fputs("        <first-release", f);
+			attr_str(f, "operation", heap_op_name(il->free_op));
+			put_site_ref(f, h, il->free_site);
+			attr_u64(f, "time-ns", il->free_ns);
+			attr_u64(f, "tid", il->free_tid);
+			fputs(">\n", f);
+			put_stack(f, w, h, il->free_stack, "          ");
+			fputs("        </first-release>\n", f);
+		}
+		fputs("      </release>\n", f);
+	}
+	fputs("    </illegal-releases>\n", f);
+}
+
+static void put_heap_overlaps(FILE *f, struct walk *w, const struct heap *h)
+{
+	uint32_t i;
+
+	fputs("    <overlaps>\n", f);
+	for (i = 0; i < h->noverlaps; i++) {
+		const struct heap_overlap *ov = &h->overlaps[i];
+
+		fputs("      <overlap", f);
+		attr_str(f, "operation", heap_op_name(ov->op));
+		attr_hex(f, "ptr", ov->ptr);
+		attr_u64(f, "size", ov->size);
+		put_site_ref(f, h, ov->site);
+		attr_u64(f, "time-ns", ov->ns);
+		attr_u64(f, "pid", ov->pid);
+		attr_u64(f, "tid", ov->tid);
+		attr_bool(f, "after-loss", ov->after_loss);
+		fputs(">\n", f);
+		put_stack(f, w, h, ov->stack, "        ");
+		fputs("        <live-block", f);
+		attr_hex(f, "ptr", ov->old_ptr);
+		attr_u64(f, "size", ov->old_size);
+		attr_str(f, "operation", heap_op_name(ov->old_op));
+		put_site_ref(f, h, ov->old_site);
+		attr_u64(f, "time-ns", ov->old_ns);
+		fputs(">\n", f);
+		put_stack(f, w, h, ov->old_stack, "          ");
+		fputs("        </live-block>\n      </overlap>\n", f);
+	}
+	fputs("    </overlaps>\n", f);
+}
+
+static void put_heap_processes(FILE *f, const struct heap *h)
+{
+	uint32_t i;
+
+	fputs("    <processes>\n", f);
+	for (i = 0; i < h->nprocs; i++) {
+		const struct heap_proc *p = &h->procs[i];
+
+		if (!p->ops && !p->inherited_objects)
+			continue;
+		fputs("      <process", f);
+		attr_u64(f, "pid", p->pid);
+		attr_u64(f, "image", p->image);
+		if (p->has_parent)
+			attr_u64(f, "parent-image", p->parent_image);
+		attr_u64(f, "operations", p->ops);
+		attr_u64(f, "live-objects", p->live_objects);
+		attr_u64(f, "live-bytes", p->live_bytes);
+		attr_u64(f, "peak-bytes", p->peak_bytes);
+		attr_u64(f, "peak-ns", p->peak_ns);
+		attr_u64(f, "inherited-objects", p->inherited_objects);
+		attr_u64(f, "inherited-bytes", p->inherited_bytes);
+		attr_bool(f, "exited", p->exited);
+		if (p->exited && p->exit_status == LP_EXIT_STATUS_UNKNOWN)
+			attr_bool(f, "exit-status-unknown", true);
+		else if (p->exited)
+			attr_u64(f, "exit-status", p->exit_status);
+		attr_bool(f, "execed", p->execed);
+		attr_u64(f, "unfreed-objects", p->unfreed_objects);
+		attr_u64(f, "unfreed-bytes", p->unfreed_bytes);
+		fputs("/>\n", f);
+	}
+	fputs("    </processes>\n", f);
+}
+
+static void put_heap_growth(FILE *f, const struct heap *h)
+{
+	uint64_t t[HEAP_SERIES_LEN], v[HEAP_SERIES_LEN];
+	uint32_t n = heapview_series(h, NULL, HEAP_SERIES_LEN, t, v), i;
+
+	fputs("    <growth", f);
+	attr_u64(f, "interval-ns", h->step_ns);
+	attr_u64(f, "first-ns", h->first_ns);
+	fputs(">\n", f);
+	for (i = 0; i < n; i++) {
+		fputs("      <sample", f);
+		attr_u64(f, "time-ns", t[i]);
+		attr_u64(f, "live-bytes", v[i]);
+		fputs("/>\n", f);
+	}
+	fputs("    </growth>\n", f);
+}
+
+int export_xml_memory(struct walk *w, const struct heap *h, const struct heapfeed *feed, const struct heapview_opts *o,
+                      FILE *f)
+{
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+	fprintf(f, "<layerprof-report format-version=\"%d\" generator=\"layerprof\">\n", EXPORT_XML_FORMAT_VERSION);
+	put_trace(f, w);
+	fputs("  <memory", f);
+	attr_bool(f, "at-peak", o->at_peak);
+	attr_u64(f, "state-ns", o->at_peak ? h->peak_ns : o->state_ns ? o->state_ns : h->now_ns);
+	attr_u64(f, "origin-ns", o->origin_ns);
+	attr_bool(f, "heap-events", w->mem_ops != 0);
+	fputs(">\n", f);
+	put_heap_totals(f, w, h, feed);
+	put_heap_sites(f, w, h, o->at_peak);
+	put_heap_illegal(f, w, h);
+	put_heap_overlaps(f, w, h);
+	put_heap_processes(f, h);
+	put_heap_growth(f, h);
+	fputs("  </memory>\n", f);
+	put_lost(f, w);
+	fputs("</layerprof-report>\n", f);
+	return ferror(f) ? -EIO : 0;
+}

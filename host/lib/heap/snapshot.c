@@ -1,0 +1,256 @@
+/* Heap snapshot files: writing from a heap state, reading (see snapshot.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/lib/heap/snapshot.h"
+#include "host/lib/heap/view.h"
+#include "host/lib/util/jnode.h"
+#include "host/lib/util/json.h"
+
+#define SNAPSHOT_MAGIC_KEY "layerprof_snapshot"
+
+int snapshot_write(FILE *f, struct walk *w, const struct heap *h, const struct snapshot_meta *m)
+{
+	uint32_t *idx, n, i;
+	struct json *j = malloc(sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	json_init(j, f);
+	json_object_begin(j, NULL);
+	json_u64(j, SNAPSHOT_MAGIC_KEY, SNAPSHOT_VERSION);
+	json_str(j, "source", m->source);
+	json_str(j, "trace", m->trace);
+	json_str(j, "command", m->command);
+	json_u64(j, "time_ns", m->time_ns);
+	json_u64(j, "origin_ns", m->origin_ns);
+	json_u64(j, "since_start_ns", m->time_ns > m->origin_ns ? m->time_ns - m->origin_ns : 0);
+	json_bool(j, "partial", m->partial);
+	json_u64(j, "covers_from_ns", m->partial && m->since_ns ? m->since_ns : m->origin_ns);
+	if (m->partial)
+		json_str(j, "note",
+		         "the stream began after the program: only blocks allocated since covers_from_ns are known; "
+		         "releases of older blocks are counted in released_unknown");
+	json_object_begin(j, "totals");
+	json_u64(j, "live_objects", h->live_objects);
+	json_u64(j, "live_bytes", h->live_bytes);
+	json_u64(j, "allocs", h->allocs);
+	json_u64(j, "frees", h->frees);
+	json_u64(j, "bytes_allocated", h->bytes_allocated);
+	json_u64(j, "peak_bytes", h->peak_bytes);
+	json_u64(j, "released_unknown", h->released_unknown);
+	json_u64(j, "listed_objects", h->listed_objects);
+	json_u64(j, "listed_bytes", h->listed_bytes);
+	json_object_end(j);
+	json_array_begin(j, "processes");
+	for (i = 0; i < h->nprocs; i++) {
+		const struct heap_proc *p = &h->procs[i];
+
+		if (!p->ops && !p->inherited_objects)
+			continue;
+		json_object_begin(j, NULL);
+		json_u64(j, "pid", p->pid);
+		json_u64(j, "image", p->image);
+		json_u64(j, "live_objects", p->live_objects);
+		json_u64(j, "live_bytes", p->live_bytes);
+		json_bool(j, "exited", p->exited);
+		json_bool(j, "execed", p->execed);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_array_begin(j, "sites");
+	idx = heapview_sorted_sites(h, false, &n);
+	for (i = 0; idx && i < n; i++) {
+		const struct heap_site *s = &h->sites[idx[i]];
+
+		json_object_begin(j, NULL);
+		json_str(j, "key", s->key);
+		json_str(j, "function", s->function);
+		json_str(j, "file", s->file);
+		json_u64(j, "line", s->line);
+		json_u64(j, "live_objects", s->c.live_objects);
+		json_u64(j, "live_bytes", s->c.live_bytes);
+		json_u64(j, "allocs", s->c.allocs);
+		json_u64(j, "frees", s->c.frees);
+		json_u64(j, "bytes_allocated", s->c.bytes_allocated);
+		json_u64(j, "peak_bytes", s->c.peak_bytes);
+		heapview_json_stack(j, "stack", w, h, s->stack);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_object_end(j);
+	json_finish(j);
+	free(j);
+	if (!idx)
+		return -ENOMEM;
+	free(idx);
+	return fflush(f) || ferror(f) ? -EIO : 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int snapshot_read(const char *path, struct snapshot *out, char *err, size_t errlen)
+{
+	const struct jnode *v, *totals, *sites, *c;
+	struct jnode *root;
+	size_t i;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	root = jnode_parse_file(path, err, errlen);
+	if (!root)
+		return strstr(err, "cannot") ? -EIO : -EBADMSG;
+	v = jnode_get(root, SNAPSHOT_MAGIC_KEY);
+	if (!v || v->type != JNODE_NUMBER || !v->is_uint) {
+		snprintf(err, errlen, "'%s' is not a layerprof heap snapshot", path);
+		r = -EBADMSG;
+		goto out;
+	}
+	out->version = (unsigned)v->u;
+	if (v->u != SNAPSHOT_VERSION) {
+		snprintf(err, errlen, "snapshot '%s' is of version %llu; this layerprof reads version %u", path,
+		         (unsigned long long)v->u, SNAPSHOT_VERSION);
+		r = -EPROTONOSUPPORT;
+		goto out;
+	}
+	out->source = dup_or_null(jnode_str(jnode_get(root, "source")));
+	out->trace = dup_or_null(jnode_str(jnode_get(root, "trace")));
+	out->time_ns = jnode_u64(jnode_get(root, "time_ns"), 0);
+	out->origin_ns = jnode_u64(jnode_get(root, "origin_ns"), 0);
+	v = jnode_get(root, "partial");
+	out->partial = v && v->type == JNODE_BOOL && v->b;
+	out->covers_from_ns = jnode_u64(jnode_get(root, "covers_from_ns"), out->origin_ns);
+	totals = jnode_get(root, "totals");
+	out->live_objects = jnode_u64(jnode_get(totals, "live_objects"), 0);
+	out->live_bytes = jnode_u64(jnode_get(totals, "live_bytes"), 0);
+	out->allocs = jnode_u64(jnode_get(totals, "allocs"), 0);
+	out->frees = jnode_u64(jnode_get(totals, "frees"), 0);
+	out->bytes_allocated = jnode_u64(jnode_get(totals, "bytes_allocated"), 0);
+	out->peak_bytes = jnode_u64(jnode_get(totals, "peak_bytes"), 0);
+	c = jnode_get(root, "processes");
+	out->nprocesses = c && c->type == JNODE_ARRAY ? (uint32_t)c->n : 0;
+	sites = jnode_get(root, "sites");
+	if (!sites || sites->type != JNODE_ARRAY || sites->n > SNAPSHOT_SITES_MAX) {
+		snprintf(err, errlen, "snapshot '%s' has no usable sites array", path);
+		r = -EBADMSG;
+		goto out;
+	}
+	out->sites = calloc(sites->n ? sites->n : 1, sizeof(*out->sites));
+	if (!out->sites)
+		goto oom;
+	for (c = sites->child, i = 0; c; c = c->next, i++) {
+		struct snapshot_site *s = &out->sites[i];
+		const char *key = jnode_str(jnode_get(c, "key"));
+
+		if (!key) {
+			snprintf(err, errlen, "snapshot '%s': site %zu has no key", path, i);
+			r = -EBADMSG;
+			goto out;
+		}
+		s->key = strdup(key);
+		s->function = dup_or_null(jnode_str(jnode_get(c, "function")));
+		s->file = dup_or_null(jnode_str(jnode_get(c, "file")));
+		out->nsites++;
+		if (!s->key)
+			goto oom;
+		s->line = (unsigned)jnode_u64(jnode_get(c, "line"), 0);
+		s->live_objects = jnode_u64(jnode_get(c, "live_objects"), 0);
+		s->live_bytes = jnode_u64(jnode_get(c, "live_bytes"), 0);
+		s->allocs = jnode_u64(jnode_get(c, "allocs"), 0);
+		s->frees = jnode_u64(jnode_get(c, "frees"), 0);
+		s->bytes_allocated = jnode_u64(jnode_get(c, "bytes_allocated"), 0);
+		s->peak_bytes = jnode_u64(jnode_get(c, "peak_bytes"), 0);
+	}
+	goto out;
+oom:
+	snprintf(err, errlen, "cannot read snapshot '%s': out of memory", path);
+	r = -ENOMEM;
+out:
+	jnode_free(root);
+	return r;
+}
+
+void snapshot_release(struct snapshot *s)
+{
+	size_t i;
+
+	for (i = 0; s->sites && i < s->nsites; i++) {
+		free(s->sites[i].key);
+		free(s->sites[i].function);
+		free(s->sites[i].file);
+	}
+	free(s->sites);
+	free(s->source);
+	free(s->trace);
+	memset(s, 0, sizeof(*s));
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct snapshot_site *const *)a)->key, (*(const struct snapshot_site *const *)b)->key);
+}
+
+static int change_cmp(const void *a, const void *b)
+{
+	const struct snapshot_change *x = a, *y = b;
+
+	if (x->bytes_change != y->bytes_change)
+		return x->bytes_change > y->bytes_change ? -1 : 1;
+	if (x->objects_change != y->objects_change)
+		return x->objects_change > y->objects_change ? -1 : 1;
+	return strcmp(x->site->key, y->site->key);
+}
+
+static const struct snapshot_site **by_key(const struct snapshot *s)
+{
+	const struct snapshot_site **v = malloc((s->nsites ? s->nsites : 1) * sizeof(*v));
+	size_t i;
+
+	if (!v)
+		return NULL;
+	for (i = 0; i < s->nsites; i++)
+		v[i] = &s->sites[i];
+	qsort(v, s->nsites, sizeof(*v), key_cmp);
+	return v;
+}
+
+int snapshot_diff(const struct snapshot *a, const struct snapshot *b, struct snapshot_change **out, size_t *n)
+{
+	const struct snapshot_site **x = by_key(a), **y = by_key(b);
+	static const struct snapshot_site none;
+	struct snapshot_change *c = NULL;
+	size_t i = 0, k = 0, m = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!x || !y || !(c = calloc(a->nsites + b->nsites + 1, sizeof(*c)))) {
+		free(x);
+		free(y);
+		return -ENOMEM;
+	}
+	while (i < a->nsites || k < b->nsites) {
+		int cmp = i >= a->nsites ? 1 : k >= b->nsites ? -1 : strcmp(x[i]->key, y[k]->key);
+		const struct snapshot_site *before = cmp <= 0 ? x[i++] : &none;
+		const struct snapshot_site *after = cmp >= 0 ? y[k++] : &none;
+
+		c[m].site = after != &none ? after : before;
+		c[m].objects_before = before->live_objects;
+		c[m].bytes_before = before->live_bytes;
+		c[m].objects_after = after->live_objects;
+		c[m].bytes_after = after->live_bytes;
+		c[m].objects_change = (int64_t)(after->live_objects - before->live_objects);
+		c[m].bytes_change = (int64_t)(after->live_bytes - before->live_bytes);
+		c[m].allocs_change = (int64_t)(after->allocs - before->allocs);
+		m++;
+	}
+	qsort(c, m, sizeof(*c), change_cmp);
+	free(x);
+	free(y);
+	*out = c;
+	*n = m;
+	return 0;
+}

@@ -1,0 +1,469 @@
+/* The web UI server's view of a trace (see serve/model.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/chunk.h"
+#include "common/systab.h"
+#include "host/lib/serve/index.h"
+#include "host/lib/serve/model.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ the walk callbacks */
+
+static void on_begin(void *ctx, struct walk_stream *s)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.begin)
+		m->inner.begin(m->inner.ctx, s);
+	calltree_begin(&m->tree, s);
+	if (!m->timeline_off)
+		timeline_begin(&m->tl, s);
+}
+
+static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.entry)
+		m->inner.entry(m->inner.ctx, s, ns, addr, depth, flags);
+	calltree_entry(&m->tree, s, ns, addr, depth, flags);
+}
+
+static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                       unsigned flags)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.exit)
+		m->inner.exit(m->inner.ctx, s, ns, addr, depth, entry_ns, flags);
+	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
+	if (!m->timeline_off)
+		timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
+}
+
+static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.lost)
+		m->inner.lost(m->inner.ctx, s, ns, count);
+	if (!m->timeline_off)
+		timeline_lost(&m->tl, s, ns, count);
+}
+
+static void on_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.call)
+		m->inner.call(m->inner.ctx, s, exit_ns, addr, duration_ns);
+}
+
+static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.syscall)
+		m->inner.syscall(m->inner.ctx, s, sc);
+	calltree_syscall(&m->tree, s, sc);
+	if (!m->timeline_off)
+		timeline_syscall(&m->tl, s, sc);
+}
+
+/* heap operations and task events: the live session's (its heap state) */
+static void on_mem(void *ctx, struct walk_stream *s, const struct walk_mem *op)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.mem)
+		m->inner.mem(m->inner.ctx, s, op);
+}
+
+static void on_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.task)
+		m->inner.task(m->inner.ctx, s, ns, kind, value);
+}
+
+static void on_end(void *ctx, struct walk_stream *s)
+{
+	struct servemodel *m = ctx;
+
+	if (m->inner.end)
+		m->inner.end(m->inner.ctx, s);
+	if (!m->timeline_off)
+		timeline_end(&m->tl, s);
+}
+
+static void model_init(struct servemodel *m)
+{
+	memset(m, 0, sizeof(*m));
+	names_init(&m->names);
+	names_init(&m->files);
+	calltree_init(&m->tree);
+	timeline_init(&m->tl);
+	flame_init(&m->flame);
+	m->ops = (struct walk_ops){ .ctx = m,
+		                    .begin = on_begin,
+		                    .entry = on_entry,
+		                    .exit = on_exit_ev,
+		                    .lost = on_lost,
+		                    .call = on_call,
+		                    .syscall = on_syscall,
+		                    .mem = on_mem,
+		                    .task = on_task,
+		                    .end = on_end };
+}
+
+/* A trace file's callbacks: the model's own consumers called directly (on
+ * every event: no second indirect call, as a live session's need).  The
+ * flat profile is not fed function events: it is derived from the call
+ * trees after the pass (calltree_profile), which costs one visit per call
+ * path instead of a hash lookup per event.  Whole-call records (a duration
+ * source filter) are not in the trees and go to the profile as they come. */
+static void file_begin(void *ctx, struct walk_stream *s)
+{
+	struct servemodel *m = ctx;
+
+	profile_begin(m->prof, s);
+	calltree_begin(&m->tree, s);
+	timeline_begin(&m->tl, s);
+}
+
+static void file_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+{
+	struct servemodel *m = ctx;
+
+	calltree_entry(&m->tree, s, ns, addr, depth, flags);
+}
+
+static void file_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                      unsigned flags)
+{
+	struct servemodel *m = ctx;
+
+	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
+	timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
+}
+
+static void file_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
+{
+	timeline_lost(&((struct servemodel *)ctx)->tl, s, ns, count);
+}
+
+static void file_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
+{
+	profile_call(((struct servemodel *)ctx)->prof, s, exit_ns, addr, duration_ns);
+}
+
+static void file_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+{
+	struct servemodel *m = ctx;
+
+	sysstats_syscall(m->sys, s, sc);
+	calltree_syscall(&m->tree, s, sc);
+	timeline_syscall(&m->tl, s, sc);
+}
+
+/* walk_run, with the timeline told where each chunk is. */
+static int read_all(struct servemodel *m)
+{
+	struct walk *w = m->w;
+	const uint8_t *payload;
+	struct chunk_info ci;
+	off_t at;
+	int r;
+
+	walk_begin(w, &m->ops);
+	reader_seek(&w->r, LP_FILE_HEADER_SIZE);
+	w->r.state = READER_OK;
+	for (at = w->r.offset; reader_next(&w->r, &ci, &payload) > 0; at = w->r.offset) {
+		if (ci.type == LP_CHUNK_EVENTS)
+			timeline_chunk_begin(&m->tl, w, at, payload, ci.len);
+		r = walk_feed(w, ci.type, payload, ci.len);
+		if (ci.type == LP_CHUNK_EVENTS)
+			timeline_chunk_end(&m->tl, w);
+		if (r == -ENOMEM)
+			return r;
+		if (r) {
+			w->r.state = READER_DAMAGED;
+			snprintf(w->r.damage, sizeof(w->r.damage),
+			         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
+			break;
+		}
+	}
+	walk_end(w);
+	return 0;
+}
+
+/* The pass over the trace file. */
+static int load_trace(struct servemodel *m, const char *dir, char *err, size_t errlen)
+{
+	uint32_t i;
+	int r;
+
+	m->w = &m->own_w;
+	m->prof = &m->own_prof;
+	m->sys = &m->own_sys;
+	profile_init(m->prof);
+	r = walk_open(m->w, dir, NULL, err, errlen);
+	if (r)
+		return r;
+	sysstats_init(m->sys, m->w, 0);
+	m->ops = (struct walk_ops){ .ctx = m,
+		                    .begin = file_begin,
+		                    .entry = file_entry,
+		                    .exit = file_exit,
+		                    .lost = file_lost,
+		                    .call = file_call,
+		                    .syscall = file_syscall };
+	r = read_all(m);
+	for (i = 0; !r && i < m->w->nstreams; i++)
+		calltree_profile(&m->tree, m->prof, m->w->streams[i]);
+	if (r || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom) {
+		snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
+		return -ENOMEM;
+	}
+	if (servemodel_refresh(m)) {
+		snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int servemodel_load(struct servemodel *m, const char *dir, unsigned flags, char *err, size_t errlen)
+{
+	uint64_t t = now_ns();
+	char why[512];
+	int r;
+
+	model_init(m);
+	m->dir = dir;
+	r = -ENOENT;
+	if (!(flags & (SERVEMODEL_NO_INDEX | SERVEMODEL_REINDEX))) {
+		r = serveindex_read(m, dir, why, sizeof(why));
+		if (r == -ENOMEM) {
+			snprintf(err, errlen, "cannot read the index of trace '%s': out of memory", dir);
+			return r;
+		}
+		if (r && r != -ENOENT)
+			snprintf(m->index_note, sizeof(m->index_note), "%s: reading the trace again", why);
+	}
+	if (r) {
+		r = load_trace(m, dir, err, errlen);
+		if (r)
+			return r;
+		if (!(flags & SERVEMODEL_NO_INDEX) && serveindex_write(m, dir, why, sizeof(why)))
+			snprintf(m->index_note, sizeof(m->index_note), "%s", why);
+	} else {
+		m->from_index = true;
+		if (flame_build(&m->flame, &m->tree)) {
+			snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
+			return -ENOMEM;
+		}
+		m->flame_valid = true;
+	}
+	r = timeline_open(&m->tl, dir);
+	if (r) {
+		snprintf(err, errlen, "cannot read trace '%s' again: %s", dir, strerror(-r));
+		return r;
+	}
+	r = serveheap_load(&m->heap, dir, m->w, !(flags & (SERVEMODEL_NO_INDEX | SERVEMODEL_REINDEX)),
+	                   !(flags & SERVEMODEL_NO_INDEX), err, errlen);
+	if (r)
+		return r;
+	m->load_ns = now_ns() - t;
+	return 0;
+}
+
+int servemodel_attach(struct servemodel *m, struct walk *w, struct profile *prof, struct sysstats *sys,
+                      struct walk_ops *ops)
+{
+	model_init(m);
+	m->live = true;
+	m->tl.live = true;
+	m->w = w;
+	m->prof = prof;
+	m->sys = sys;
+	m->inner = *ops;
+	*ops = m->ops;
+	return 0;
+}
+
+/* A chunk the live session received, as the saved trace took it, before
+ * the walk is fed it: the chunk before it has been fed by now. */
+static void saved_chunk(void *ctx, const struct livesave *sv, const void *chunk, size_t len, off_t offset)
+{
+	struct servemodel *m = ctx;
+	struct chunk_info ci;
+
+	timeline_chunk_end(&m->tl, m->w);
+	if (len < LP_CHUNK_HEADER_SIZE || chunk_header_get(chunk, &ci) || ci.type != LP_CHUNK_EVENTS ||
+	    ci.len != len - LP_CHUNK_HEADER_SIZE)
+		return;
+	if (offset >= 0 && !m->tl.have_reader && timeline_open(&m->tl, sv->dir))
+		offset = -1;
+	timeline_chunk_begin(&m->tl, m->w, offset, (const uint8_t *)chunk + LP_CHUNK_HEADER_SIZE, ci.len);
+}
+
+void servemodel_follow_save(struct servemodel *m, struct livesave *sv)
+{
+	sv->on_chunk = saved_chunk;
+	sv->on_chunk_ctx = m;
+}
+
+void servemodel_timeline_off(struct servemodel *m)
+{
+	m->timeline_off = true;
+}
+
+void servemodel_live_settle(struct servemodel *m)
+{
+	if (!m->live || m->timeline_off)
+		return;
+	timeline_chunk_end(&m->tl, m->w);
+	timeline_live_newest(&m->tl, m->w->last_ns);
+}
+
+void servemodel_touch(struct servemodel *m)
+{
+	m->rows_valid = false;
+	m->flame_valid = false;
+	m->info_valid = false;
+	m->sys_valid = false;
+	m->generation++;
+}
+
+/* The summary from the walk: the threads in order of first event (the
+ * walk's order once it ended; by first event now, while it goes on). */
+static int collect_info(struct servemodel *m)
+{
+	struct walk *w = m->w;
+	struct serve_info *in = &m->info;
+	struct serve_thread *v;
+	char buf[1024];
+	uint32_t i;
+
+	v = realloc(in->threads, (w->nstreams + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	in->threads = v;
+	in->nthreads = 0;
+	for (i = 0; i < w->nstreams; i++) {
+		const struct walk_stream *s = w->streams[i];
+		struct serve_thread *t = &in->threads[in->nthreads++];
+
+		memset(t, 0, sizeof(*t));
+		t->id = s->index;
+		t->pid = s->pid;
+		t->tid = s->tid;
+		t->image = s->image;
+		t->parent_pid = s->parent_pid;
+		t->status = s->status;
+		memcpy(t->comm, s->comm, sizeof(t->comm));
+		t->after_exec = s->after_exec;
+		t->exited = s->exited;
+		t->first_ns = s->first_ns;
+		t->last_ns = s->last_ns;
+		t->calls = s->calls;
+		t->lost = s->lost;
+		t->syscalls = s->syscalls;
+	}
+	in->events = w->events;
+	in->lost = w->lost;
+	in->syscall_events = w->syscalls;
+	in->first_ns = w->first_ns;
+	in->last_ns = w->last_ns;
+	in->complete = !m->live && w->r.state == READER_OK && w->r.seen_end;
+	in->damaged = !m->live && w->r.state == READER_DAMAGED;
+	snprintf(in->damage, sizeof(in->damage), "%s", in->damaged ? w->r.damage : "");
+	in->filtered_at_record = w->filtered_at_record;
+	in->source_filtered = w->source_filtered;
+	snprintf(in->command, sizeof(in->command), "%s", walk_meta(w, "command", buf, sizeof(buf)) ? buf : "");
+	snprintf(in->host, sizeof(in->host), "%.*s", (int)sizeof(in->host) - 1,
+	         walk_meta(w, "host", buf, sizeof(buf)) ? buf : "");
+	return 0;
+}
+
+int servemodel_refresh(struct servemodel *m)
+{
+	static const struct profile_order by_total = { .keys = { PROFILE_TOTAL }, .nkeys = 1 };
+
+	if (!m->w) /* read from an index: nothing changes */
+		return 0;
+	if (!m->info_valid) {
+		if (collect_info(m))
+			return -ENOMEM;
+		m->info_valid = true;
+	}
+	if (!m->rows_valid) {
+		profile_rows_release(&m->rows);
+		if (profile_collect(m->w, 0, &by_total, &m->rows))
+			return -ENOMEM;
+		m->rows_valid = true;
+	}
+	if (!m->sys_valid) {
+		sysstats_result_release(&m->sysres);
+		if (sysstats_collect(m->sys, &m->sysres))
+			return -ENOMEM;
+		m->sys_valid = true;
+	}
+	if (calltree_name(&m->tree, m->w, &m->names))
+		return -ENOMEM;
+	if (!m->flame_valid) {
+		if (flame_build(&m->flame, &m->tree))
+			return -ENOMEM;
+		m->flame_valid = true;
+	}
+	return 0;
+}
+
+uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr)
+{
+	struct servemodel *m = ctx;
+	struct calltree_stream *t = calltree_stream(&m->tree, index);
+	uint32_t id = t ? calltree_addr_name(t, addr) : NAMES_NONE;
+	char buf[1024];
+
+	if (id != NAMES_NONE)
+		return id;
+	if (CALLTREE_IS_SYSCALL(addr))
+		sys_name((enum sys_arch)(addr >> 32 & 0xff), (uint32_t)addr, buf, sizeof(buf));
+	else if (m->w && t && t->ws)
+		walk_name(m->w, t->ws->image, addr, buf, sizeof(buf));
+	else
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+	return names_intern(&m->names, buf);
+}
+
+void servemodel_release(struct servemodel *m)
+{
+	free(m->info.threads);
+	serveheap_release(&m->heap);
+	sysstats_result_release(&m->sysres);
+	names_release(&m->files);
+	profile_rows_release(&m->rows);
+	flame_release(&m->flame);
+	timeline_release(&m->tl);
+	calltree_release(&m->tree);
+	names_release(&m->names);
+	if (m->w == &m->own_w) {
+		sysstats_release(&m->own_sys);
+		profile_release(&m->own_prof);
+		walk_release(&m->own_w);
+	}
+	memset(m, 0, sizeof(*m));
+}

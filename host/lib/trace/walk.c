@@ -1,0 +1,878 @@
+/* The event walk (see walk.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/varint.h"
+#include "host/lib/trace/classify.h"
+#include "host/lib/trace/dir.h"
+#include "host/lib/trace/symbolizer.h"
+#include "host/lib/trace/walk.h"
+
+int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen)
+{
+	int r;
+
+	memset(w, 0, sizeof(*w));
+	w->dir = dir;
+	if (fopts)
+		w->fopts = *fopts;
+	if (dir) {
+		r = reader_open(&w->r, dir, err, errlen);
+		if (r)
+			return r;
+		if (w->r.size == LP_FILE_HEADER_SIZE) {
+			/* the recorder writes its META chunk at once: a trace
+			 * that ends after the file header holds nothing */
+			snprintf(err, errlen, "trace '%s' is empty: it ends after the file header", dir);
+			reader_release(&w->r);
+			return -ENODATA;
+		}
+	}
+	w->dec = malloc(sizeof(*w->dec));
+	w->sym = symbolizer_new(SYMBOLIZER_DEMANGLE | SYMBOLIZER_LINES);
+	w->hash_cap = 1024;
+	w->hash = calloc(w->hash_cap, sizeof(*w->hash));
+	if (!w->dec || !w->sym || !w->hash)
+		goto nomem;
+	if (w->fopts.n_only || w->fopts.n_exclude) {
+		w->cls = classifier_new(w->sym, &w->fopts);
+		if (!w->cls)
+			goto nomem;
+		w->spec.classify = classifier_classify;
+		w->spec.ctx = w->cls;
+	}
+	w->spec.has_only = w->fopts.n_only > 0;
+	w->spec.max_depth = w->fopts.depth;
+	w->spec.min_ns = w->fopts.min_ns;
+	return 0;
+nomem:
+	snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
+	walk_release(w);
+	return -ENOMEM;
+}
+
+static uint32_t hash_of(uint32_t image, uint32_t tid, uint32_t cap)
+{
+	uint64_t h = ((uint64_t)image << 32 | tid) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32) & (cap - 1);
+}
+
+static int hash_grow(struct walk *w)
+{
+	uint32_t cap = w->hash_cap * 2, i;
+	uint32_t *n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < w->nstreams; i++) {
+		uint32_t h = hash_of(w->streams[i]->image, w->streams[i]->tid, cap);
+
+		while (n[h])
+			h = (h + 1) & (cap - 1);
+		n[h] = i + 1;
+	}
+	free(w->hash);
+	w->hash = n;
+	w->hash_cap = cap;
+	return 0;
+}
+
+static bool tid_selected(const struct walk *w, uint32_t tid)
+{
+	size_t i;
+
+	if (!w->fopts.n_tids)
+		return true;
+	for (i = 0; i < w->fopts.n_tids; i++)
+		if (w->fopts.tids[i] == tid)
+			return true;
+	return false;
+}
+
+/* The filter stage's sink: forwards to the consumer. */
+static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+{
+	struct walk_stream *s = ctx;
+	const struct walk_ops *ops = s->w->ops;
+
+	if (ops->entry)
+		ops->entry(ops->ctx, s, ns, addr, depth, flags);
+}
+
+static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags)
+{
+	struct walk_stream *s = ctx;
+	const struct walk_ops *ops = s->w->ops;
+
+	if (ops->exit)
+		ops->exit(ops->ctx, s, ns, addr, depth, entry_ns, flags);
+}
+
+/* Calls deeper than the filter stage tracks: lost events, as the
+ * target's are, shown wherever those are. */
+static void sink_lost(void *ctx, uint64_t ns, uint64_t events)
+{
+	struct walk_stream *s = ctx;
+	const struct walk_ops *ops = s->w->ops;
+
+	s->lost += events;
+	s->w->lost += events;
+	if (ops->lost)
+		ops->lost(ops->ctx, s, ns, events);
+}
+
+static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit, .lost = sink_lost };
+	struct walk_stream *s;
+	uint32_t h = hash_of(image, tid, w->hash_cap);
+
+	while (w->hash[h]) {
+		s = w->streams[w->hash[h] - 1];
+		if (s->image == image && s->tid == tid)
+			return s;
+		h = (h + 1) & (w->hash_cap - 1);
+	}
+	if (w->nstreams >= WALK_STREAMS_MAX)
+		return NULL;
+	if (w->nstreams == w->cap) {
+		uint32_t cap = w->cap ? 2 * w->cap : 64;
+		struct walk_stream **n = realloc(w->streams, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		w->streams = n;
+		w->cap = cap;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->image = image;
+	s->pid = pid;
+	s->tid = tid;
+	s->first_ns = s->last_ns = ns;
+	s->index = w->nstreams;
+	s->w = w;
+	s->selected = tid_selected(w, tid) && (!w->restrict_stream || (image == w->only_image && tid == w->only_tid));
+	sink.ctx = s;
+	if (filter_stream_init(&s->fs, &w->spec, &sink, image)) {
+		free(s);
+		return NULL;
+	}
+	w->streams[w->nstreams++] = s;
+	w->hash[h] = w->nstreams;
+	if (w->nstreams * 2 > w->hash_cap && hash_grow(w)) {
+		/* the table still works, only slower */
+	}
+	if (s->selected && w->ops->begin)
+		w->ops->begin(w->ops->ctx, s);
+	return s;
+}
+
+/* A function address of the stream's image at time ns as a code address
+ * (symbolizer.h): itself, unless code of the image was unmapped. */
+static inline uint64_t code_addr(const struct walk *w, const struct walk_stream *s, uint64_t addr, uint64_t ns)
+{
+	if (__builtin_expect(!w->unmaps, 1))
+		return addr;
+	return symbolizer_code_addr(w->sym, s->image, addr, ns);
+}
+
+static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	uint32_t i;
+
+	switch (ev->arg) {
+	case LP_TASK_FORK:
+		s->parent_pid = (uint32_t)ev->value;
+		for (i = 0; i < ev->nframes; i++)
+			filter_inherit(&s->fs, ev->time, code_addr(w, s, ev->frames[i], ev->time));
+		__attribute__((fallthrough)); /* the name is the comm */
+	case LP_TASK_START: {
+		size_t n = ev->str_len < 16 ? ev->str_len : 16;
+
+		memcpy(s->comm, ev->str, n);
+		s->comm[n] = '\0';
+		break;
+	}
+	case LP_TASK_END:
+		s->ended = true;
+		break;
+	case LP_TASK_EXIT:
+		s->exited = true;
+		s->status = (uint32_t)ev->value;
+		break;
+	default:
+		break;
+	}
+	if (s->selected && w->ops->task)
+		w->ops->task(w->ops->ctx, s, ev->time, ev->arg, ev->value);
+}
+
+/* The innermost function the consumer has seen entered and not exited
+ * (0: none), and the depth of the calls it sees. */
+static uint64_t innermost_open(const struct walk_stream *s, uint32_t *depth)
+{
+	const struct filter_stream *fs = &s->fs;
+	uint32_t i = fs->depth;
+
+	*depth = fs->emitted;
+	while (i > 0 && !(fs->stack[i - 1].visible && fs->stack[i - 1].emitted))
+		i--;
+	return i > 0 ? fs->stack[i - 1].addr : 0;
+}
+
+static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *sc)
+{
+	sc->func = innermost_open(s, &sc->depth);
+}
+
+static void syscall_deliver(struct walk *w, struct walk_stream *s)
+{
+	if (s->sc_pending && s->selected && w->ops->syscall)
+		w->ops->syscall(w->ops->ctx, s, &s->sc);
+	s->sc_pending = false;
+}
+
+static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	struct sysevent se;
+	uint32_t i;
+
+	if (sysevent_parse(ev, &se))
+		return; /* a malformed body: this one event is unusable */
+	w->syscalls++;
+	if (se.enter) {
+		syscall_deliver(w, s); /* an entry without exit before it */
+		memset(&s->sc, 0, sizeof(s->sc));
+		s->sc.arch = se.arch;
+		s->sc.nr = se.nr;
+		s->sc.has_enter = true;
+		s->sc.enter_ns = ev->time;
+		s->sc.nargs = se.nargs;
+		memcpy(s->sc.args, se.args, sizeof(se.args));
+		s->sc.nips = se.nips;
+		for (i = 0; i < se.nips; i++)
+			s->sc.ips[i] = code_addr(w, s, se.ips[i], ev->time);
+		if (se.str_len) {
+			memcpy(s->sc_str, se.str, se.str_len);
+			s->sc.str = s->sc_str;
+			s->sc.str_len = se.str_len;
+		}
+		s->sc.str_late = se.flags & SYSEVENT_STR_LATE;
+		syscall_attribute(s, &s->sc);
+		s->sc_pending = true;
+		s->syscalls++;
+		return;
+	}
+	if (!s->sc_pending || s->sc.nr != se.nr || s->sc.arch != se.arch) {
+		syscall_deliver(w, s);
+		memset(&s->sc, 0, sizeof(s->sc));
+		s->sc.arch = se.arch;
+		s->sc.nr = se.nr;
+		syscall_attribute(s, &s->sc);
+		s->syscalls++;
+	}
+	s->sc.has_exit = true;
+	s->sc.exit_ns = ev->time;
+	s->sc.ret = se.ret;
+	s->sc_pending = true;
+	syscall_deliver(w, s);
+}
+
+/* A stream's stack definition, in an open-addressing table by id. */
+struct walk_stack_def {
+	uint32_t id; /* 0: empty slot */
+	uint32_t n;
+	uint64_t cache; /* the consumer's (walk_mem.cache) */
+	uint64_t *ips;
+};
+
+static uint32_t stack_slot(const struct walk_stream *s, uint32_t id)
+{
+	uint32_t h = (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 40) & (s->stacks_cap - 1);
+
+	while (s->stacks[h].id && s->stacks[h].id != id)
+		h = (h + 1) & (s->stacks_cap - 1);
+	return h;
+}
+
+static struct walk_stack_def *stack_find(const struct walk_stream *s, uint32_t id)
+{
+	struct walk_stack_def *d;
+
+	if (!s->stacks_cap)
+		return NULL;
+	d = &s->stacks[stack_slot(s, id)];
+	return d->id ? d : NULL;
+}
+
+static int stacks_grow(struct walk_stream *s)
+{
+	struct walk_stack_def *old = s->stacks;
+	uint32_t cap = s->stacks_cap ? 2 * s->stacks_cap : 64, ocap = s->stacks_cap, i;
+
+	s->stacks = calloc(cap, sizeof(*s->stacks));
+	if (!s->stacks) {
+		s->stacks = old;
+		return -ENOMEM;
+	}
+	s->stacks_cap = cap;
+	for (i = 0; i < ocap; i++)
+		if (old[i].id)
+			s->stacks[stack_slot(s, old[i].id)] = old[i];
+	free(old);
+	return 0;
+}
+
+static void stacks_release(struct walk *w, struct walk_stream *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->stacks_cap; i++) {
+		if (s->stacks[i].id) {
+			w->stack_addrs -= s->stacks[i].n;
+			free(s->stacks[i].ips);
+		}
+	}
+	free(s->stacks);
+	s->stacks = NULL;
+	s->nstacks = s->stacks_cap = 0;
+}
+
+/* A full table forgets its older half: ids only grow in a stream (each
+ * time tracing is turned on again, stacks get new ids), so the lowest are
+ * the least likely to be used again.  O(n) once per WALK_STACKS_MAX / 2
+ * definitions. */
+static void stacks_forget_old(struct walk *w, struct walk_stream *s)
+{
+	struct walk_stack_def *old = s->stacks;
+	uint32_t cap = s->stacks_cap, i, keep_from = s->max_stack_id - WALK_STACKS_MAX / 2;
+
+	s->stacks = calloc(cap, sizeof(*s->stacks));
+	if (!s->stacks) {
+		s->stacks = old;
+		return;
+	}
+	s->nstacks = 0;
+	for (i = 0; i < cap; i++) {
+		if (!old[i].id)
+			continue;
+		if (old[i].id > keep_from) {
+			s->stacks[stack_slot(s, old[i].id)] = old[i];
+			s->nstacks++;
+		} else {
+			w->stack_addrs -= old[i].n;
+			free(old[i].ips);
+			w->mem_stacks_forgotten++;
+		}
+	}
+	free(old);
+}
+
+/* A STACK event: defines (or redefines) one of the stream's stack ids. */
+static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	struct stackevent se;
+	struct walk_stack_def *d;
+	uint64_t *ips = NULL;
+	uint32_t i;
+
+	if (stackevent_parse(ev, &se) || !se.id) {
+		w->mem_malformed++;
+		return;
+	}
+	if (se.id > s->max_stack_id)
+		s->max_stack_id = se.id;
+	d = stack_find(s, se.id);
+	if (!d && s->nstacks >= WALK_STACKS_MAX)
+		stacks_forget_old(w, s);
+	if (!d && (s->nstacks >= WALK_STACKS_MAX || ((s->nstacks + 1) * 2 > s->stacks_cap && stacks_grow(s)))) {
+		w->mem_stacks_dropped++;
+		return;
+	}
+	if (w->stack_addrs - (d ? d->n : 0) + se.n > WALK_STACK_ADDRS_MAX ||
+	    (se.n && !(ips = malloc(se.n * sizeof(*ips))))) {
+		w->mem_stacks_dropped++;
+		return;
+	}
+	for (i = 0; i < se.n; i++)
+		ips[i] = code_addr(w, s, se.ips[i], ev->time);
+	if (!d) {
+		d = &s->stacks[stack_slot(s, se.id)];
+		d->id = se.id;
+		s->nstacks++;
+	} else {
+		w->stack_addrs -= d->n;
+		free(d->ips);
+	}
+	d->n = se.n;
+	d->ips = ips;
+	d->cache = 0;
+	w->stack_addrs += se.n;
+}
+
+static void on_mem(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	struct walk_stack_def *d = NULL;
+	struct walk_mem m = { 0 };
+	struct memevent me;
+
+	if (memevent_parse(ev, &me)) {
+		w->mem_malformed++;
+		return;
+	}
+	w->mem_ops++;
+	s->mem_ops++;
+	if (me.stack) {
+		d = stack_find(s, me.stack);
+		if (!d)
+			w->mem_unknown_stacks++;
+	}
+	if (!s->selected || !w->ops->mem)
+		return;
+	m.op = me.op;
+	m.flags = me.flags;
+	m.time = ev->time;
+	m.ptr = me.ptr;
+	m.size = me.size;
+	m.old = me.old;
+	m.count = me.count;
+	m.bytes = me.bytes;
+	m.lifetime_ns = me.lifetime_ns;
+	m.tid = s->tid;
+	m.stack_id = me.stack;
+	if (d) {
+		m.ips = d->ips;
+		m.nips = d->n;
+		m.cache = &d->cache;
+	}
+	m.func = innermost_open(s, &m.depth);
+	w->ops->mem(w->ops->ctx, s, &m);
+}
+
+static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
+{
+	struct decoder *d = w->dec;
+	struct walk_stream *s;
+	struct lp_event ev;
+	int r;
+
+	if (decoder_begin(d, payload, len))
+		return -EBADMSG;
+	s = stream_get(w, d->image, d->pid, d->tid, d->time);
+	if (!s)
+		return -ENOMEM;
+	while ((r = decoder_next(d, &ev)) > 0) {
+		w->events++;
+		/* a syscall still open when the thread calls or returns did
+		 * not finish (its exit is missing): it ends where it was */
+		if (__builtin_expect(s->sc_pending, 0) && ev.type <= LP_EV_EXIT)
+			syscall_deliver(w, s);
+		switch (ev.type) {
+		case LP_EV_ENTRY:
+			s->calls++;
+			if (s->selected)
+				filter_entry(&s->fs, ev.time, code_addr(w, s, ev.value, ev.time));
+			break;
+		case LP_EV_EXIT:
+			if (s->selected)
+				filter_exit(&s->fs, ev.time, code_addr(w, s, ev.value, ev.time));
+			break;
+		case LP_EV_LONGJMP:
+			if (s->selected)
+				filter_longjmp(&s->fs, ev.time, ev.value);
+			break;
+		case LP_EV_LOST:
+			s->lost += ev.value;
+			w->lost += ev.value;
+			if (s->selected && w->ops->lost)
+				w->ops->lost(w->ops->ctx, s, ev.time, ev.value);
+			break;
+		case LP_EV_MAP:
+			symbolizer_add_map_at(w->sym, d->image, ev.time, ev.base, ev.start, ev.end, ev.offset,
+			                      ev.build_id, ev.build_id_len, ev.str, ev.str_len);
+			break;
+		case LP_EV_TASK:
+			on_task(w, s, &ev);
+			break;
+		case LP_EV_SYSCALL_ENTER:
+		case LP_EV_SYSCALL_EXIT:
+			on_syscall(w, s, &ev);
+			break;
+		case LP_EV_ALLOC:
+			on_mem(w, s, &ev);
+			break;
+		case LP_EV_STACK:
+			on_stack(w, s, &ev);
+			break;
+		case LP_EV_EXTENDED: {
+			const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
+			uint64_t a, b;
+
+			if (ev.value == LP_XEV_CALL) {
+				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
+					return -EBADMSG;
+				s->calls++;
+				w->source_filtered = true;
+				if (s->selected && w->ops->call)
+					w->ops->call(w->ops->ctx, s, ev.time, code_addr(w, s, a, ev.time), b);
+			} else if (ev.value == LP_XEV_UNMAP) {
+				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
+					return -EBADMSG;
+				if (symbolizer_end_map(w->sym, d->image, a, b, ev.time))
+					w->unmaps++;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+		s->last_ns = ev.time;
+	}
+	if (!w->first_ns || s->first_ns < w->first_ns)
+		w->first_ns = s->first_ns;
+	if (s->last_ns > w->last_ns)
+		w->last_ns = s->last_ns;
+	return r < 0 ? -EBADMSG : 0;
+}
+
+static void reset_streams(struct walk *w)
+{
+	uint32_t i;
+
+	for (i = 0; i < w->nstreams; i++) {
+		filter_stream_release(&w->streams[i]->fs);
+		stacks_release(w, w->streams[i]);
+		free(w->streams[i]);
+	}
+	w->nstreams = 0;
+	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
+	w->events = w->lost = w->syscalls = 0;
+	w->mem_ops = w->mem_malformed = w->mem_unknown_stacks = w->mem_stacks_dropped = 0;
+	w->mem_stacks_forgotten = 0;
+	w->first_ns = w->last_ns = 0;
+}
+
+static int stream_cmp(const void *a, const void *b)
+{
+	const struct walk_stream *x = *(const struct walk_stream *const *)a;
+	const struct walk_stream *y = *(const struct walk_stream *const *)b;
+
+	if (x->first_ns != y->first_ns)
+		return x->first_ns < y->first_ns ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Streams in order of their first event (file order follows draining, not
+ * time), and a process's main thread marked when an earlier image of the
+ * same pid exists: that image called exec. */
+static void order_streams(struct walk *w)
+{
+	uint32_t i, k;
+
+	if (w->nstreams > 1)
+		qsort(w->streams, w->nstreams, sizeof(*w->streams), stream_cmp);
+	for (i = 0; i < w->nstreams; i++) {
+		struct walk_stream *s = w->streams[i];
+
+		if (s->tid != s->pid || s->parent_pid)
+			continue;
+		for (k = 0; k < i; k++) {
+			const struct walk_stream *e = w->streams[k];
+
+			if (e->pid == s->pid && e->tid == e->pid && e->image != s->image)
+				s->after_exec = true;
+		}
+	}
+	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
+	for (i = 0; i < w->nstreams; i++) {
+		uint32_t h = hash_of(w->streams[i]->image, w->streams[i]->tid, w->hash_cap);
+
+		while (w->hash[h])
+			h = (h + 1) & (w->hash_cap - 1);
+		w->hash[h] = i + 1;
+	}
+}
+
+/* Progress on stderr for big traces, only when stderr is a terminal. */
+#define WALK_PROGRESS_MIN_BYTES (64 << 20)
+#define WALK_PROGRESS_STEP (16 << 20)
+
+int walk_begin(struct walk *w, const struct walk_ops *ops)
+{
+	w->ops = ops;
+	reset_streams(w);
+	return 0;
+}
+
+int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len)
+{
+	switch (type) {
+	case LP_CHUNK_EVENTS:
+		return walk_events(w, payload, len);
+	case LP_CHUNK_META: {
+		size_t n = len < sizeof(w->meta) - 1 ? len : sizeof(w->meta) - 1;
+
+		memcpy(w->meta, payload, n);
+		w->meta[n] = '\0';
+		w->filtered_at_record = strstr(w->meta, "\nfiltered=1") != NULL;
+		return 0;
+	}
+	default:
+		return 0; /* chunk types this reader does not use */
+	}
+}
+
+void walk_end(struct walk *w)
+{
+	uint32_t i;
+
+	order_streams(w);
+	for (i = 0; i < w->nstreams; i++) {
+		struct walk_stream *s = w->streams[i];
+
+		if (s->selected) {
+			syscall_deliver(w, s);
+			filter_finish(&s->fs, s->last_ns);
+			if (w->ops->end)
+				w->ops->end(w->ops->ctx, s);
+		}
+	}
+}
+
+/* Notes where an EVENTS or META chunk lies and when it begins: META
+ * first, a thread's chunks never before its earlier ones. */
+static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t *payload, size_t len)
+{
+	struct walk_chunk_ref *c;
+	uint64_t ns = 0;
+
+	if (type != LP_CHUNK_EVENTS && type != LP_CHUNK_META)
+		return 0;
+	if (type == LP_CHUNK_EVENTS) {
+		struct walk_stream *s;
+		uint32_t h;
+
+		if (decoder_begin(w->dec, payload, len))
+			return 0;
+		ns = w->dec->time;
+		h = hash_of(w->dec->image, w->dec->tid, w->hash_cap);
+		while (w->hash[h]) {
+			s = w->streams[w->hash[h] - 1];
+			if (s->image == w->dec->image && s->tid == w->dec->tid) {
+				if (ns < s->order_ns)
+					ns = s->order_ns;
+				s->order_ns = ns;
+				break;
+			}
+			h = (h + 1) & (w->hash_cap - 1);
+		}
+	}
+	if (w->norder == w->order_cap) {
+		size_t cap = w->order_cap ? 2 * w->order_cap : 1024;
+		struct walk_chunk_ref *n = realloc(w->order, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->order = n;
+		w->order_cap = cap;
+	}
+	c = &w->order[w->norder++];
+	c->offset = offset;
+	c->ns = ns;
+	return 0;
+}
+
+static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
+{
+	bool progress = w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+	off_t next_progress = WALK_PROGRESS_STEP, offset;
+	const uint8_t *payload;
+	struct chunk_info ci;
+	int r;
+
+	walk_begin(w, ops);
+	reader_seek(&w->r, LP_FILE_HEADER_SIZE);
+	w->r.state = READER_OK;
+	w->r.chunks = 0;
+	w->r.seen_end = false;
+	for (offset = w->r.offset; reader_next(&w->r, &ci, &payload) > 0; offset = w->r.offset) {
+		if (progress && w->r.offset >= next_progress) {
+			fprintf(stderr, "\rreading %s: %3d%%", w->dir, (int)(100 * w->r.offset / w->r.size));
+			next_progress = w->r.offset + WALK_PROGRESS_STEP;
+		}
+		r = walk_feed(w, ci.type, payload, ci.len);
+		if (r == -ENOMEM)
+			return r;
+		if (r) {
+			w->r.state = READER_DAMAGED;
+			snprintf(w->r.damage, sizeof(w->r.damage),
+			         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
+			break;
+		}
+		if (index && index_chunk(w, offset, ci.type, payload, ci.len))
+			return -ENOMEM;
+	}
+	if (progress)
+		fprintf(stderr, "\r%*s\r", (int)strlen(w->dir) + 16, "");
+	walk_end(w);
+	return 0;
+}
+
+int walk_run(struct walk *w, const struct walk_ops *ops)
+{
+	return run_file(w, ops, false);
+}
+
+static int chunk_ref_cmp(const void *a, const void *b)
+{
+	const struct walk_chunk_ref *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
+{
+	static const struct walk_ops none;
+	enum reader_state state;
+	const uint8_t *payload;
+	struct chunk_info ci;
+	size_t i;
+	int r;
+
+	if (!w->order_ready) {
+		w->norder = 0;
+		r = run_file(w, &none, true);
+		if (r)
+			return r;
+		if (w->norder > 1) /* none at all when no chunk was readable */
+			qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
+		w->order_ready = true;
+	}
+	/* the first pass said where the damage is; the chunks it indexed are
+	 * all before it, and read again as they are */
+	state = w->r.state;
+	w->r.state = READER_OK;
+	walk_begin(w, ops);
+	for (i = 0; i < w->norder; i++) {
+		if (ops->watermark)
+			ops->watermark(ops->ctx, w->order[i].ns);
+		if (reader_seek(&w->r, w->order[i].offset) || reader_next(&w->r, &ci, &payload) <= 0)
+			break;
+		r = walk_feed(w, ci.type, payload, ci.len);
+		if (r == -ENOMEM)
+			return r;
+		if (r)
+			break; /* the first pass found the damage and said so */
+	}
+	walk_end(w);
+	w->r.state = state;
+	return 0;
+}
+
+const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size)
+{
+	return symbolizer_format(w->sym, image, addr, buf, size);
+}
+
+const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = w->meta;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t llen = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (llen > klen && !strncmp(p, key, klen) && p[klen] == '=') {
+			size_t n = llen - klen - 1;
+
+			if (n >= size)
+				n = size - 1;
+			memcpy(buf, p + klen + 1, n);
+			buf[n] = '\0';
+			return buf;
+		}
+		p += llen + (nl ? 1 : 0);
+	}
+	return NULL;
+}
+
+/* Says which of the user's filters matched nothing: a pattern no
+ * function called in the trace matched, a thread id no thread had. */
+static void report_filters(const struct walk *w, const char *cmd)
+{
+	size_t i;
+	uint32_t k;
+
+	for (i = 0; w->cls && i < w->fopts.n_only; i++)
+		if (!classifier_matched(w->cls, true, i))
+			fprintf(stderr, "layerprof %s: warning: %s '%s' matches no function called in trace '%s'\n",
+			        cmd, w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
+	for (i = 0; w->cls && i < w->fopts.n_exclude; i++)
+		if (!classifier_matched(w->cls, false, i))
+			fprintf(stderr, "layerprof %s: warning: -N '%s' matches no function called in trace '%s'\n",
+			        cmd, w->fopts.exclude[i], w->dir);
+	for (i = 0; i < w->fopts.n_tids; i++) {
+		for (k = 0; k < w->nstreams && w->streams[k]->tid != w->fopts.tids[i]; k++)
+			;
+		if (k == w->nstreams)
+			fprintf(stderr, "layerprof %s: warning: --tid %u: trace '%s' has no thread %u\n", cmd,
+			        w->fopts.tids[i], w->dir, w->fopts.tids[i]);
+	}
+}
+
+int walk_report_condition(const struct walk *w, const char *cmd)
+{
+	uint64_t deep = 0;
+	uint32_t i;
+
+	report_filters(w, cmd);
+	for (i = 0; i < w->nstreams; i++)
+		deep += w->streams[i]->fs.deep_calls;
+	if (deep)
+		fprintf(stderr,
+		        "layerprof %s: warning: %llu calls deeper than %u levels were left out (counted as lost "
+		        "events)\n",
+		        cmd, (unsigned long long)deep, w->spec.stack_max ? w->spec.stack_max : FILTER_STACK_MAX);
+	if (w->r.state == READER_DAMAGED) {
+		fprintf(stderr, "layerprof %s: trace '%s' is damaged: %s; results cover the readable part\n", cmd,
+		        w->dir, w->r.damage);
+		return 3;
+	}
+	if (!w->r.seen_end) {
+		char note[PATH_MAX];
+		bool killed;
+
+		/* a recorder that was killed left its note: recover can add more */
+		snprintf(note, sizeof(note), "%s/%s", w->dir, TRACEDIR_RECORDING);
+		killed = !access(note, F_OK);
+		fprintf(stderr,
+		        "layerprof %s: warning: trace '%s' has no end record: the recording was interrupted%s%s%s\n",
+		        cmd, w->dir, killed ? "; 'layerprof recover " : "", killed ? w->dir : "",
+		        killed ? "' adds what the killed recorder left in its rings" : "");
+	}
+	return 0;
+}
+
+void walk_release(struct walk *w)
+{
+	if (w->hash)
+		reset_streams(w);
+	free(w->streams);
+	free(w->hash);
+	free(w->order);
+	free(w->dec);
+	classifier_free(w->cls);
+	symbolizer_free(w->sym);
+	reader_release(&w->r);
+	memset(w, 0, sizeof(*w));
+}

@@ -1,0 +1,217 @@
+/* The event walk: reads a trace once, in file order, and hands each
+ * thread's properly nested, filtered function events to a consumer (report,
+ * tree, replay).  Memory stays bounded by the number of threads and stack
+ * depth, not by the number of events. */
+#ifndef LP_WALK_H
+#define LP_WALK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/decoder.h"
+#include "common/filter.h"
+#include "common/memevent.h"
+#include "common/sysevent.h"
+#include "host/lib/trace/reader.h"
+#include "host/lib/util/options.h"
+
+struct symbolizer;
+struct classifier;
+
+#define WALK_STREAMS_MAX 65536u
+/* Stack definitions (memory tracer) kept per stream, and the addresses
+ * they hold in all streams together: a stream's full table lets go of its
+ * older half (lowest ids); definitions past the address bound are dropped;
+ * both are counted, and the operations using them have no stack. */
+#define WALK_STACKS_MAX 65536u
+#define WALK_STACK_ADDRS_MAX (32u << 20)
+
+/* One system call as the walk pairs its entry and exit. */
+struct walk_syscall {
+	uint8_t arch; /* enum sys_arch */
+	uint32_t nr;
+	bool has_enter;    /* false: the exit of a call whose entry is not in the trace */
+	bool has_exit;     /* false: unfinished (exit_group, killed, trace ended) */
+	uint64_t enter_ns; /* with has_enter */
+	uint64_t exit_ns;  /* with has_exit */
+	int64_t ret;       /* with has_exit: -errno on failure */
+	uint32_t nargs;
+	uint64_t args[6];
+	uint32_t nips; /* user return addresses, innermost first */
+	uint64_t ips[SYSEVENT_IPS_MAX];
+	const char *str; /* path argument, when read (valid during the callback) */
+	uint32_t str_len;
+	bool str_late;
+	/* attribution: the innermost function (after filters) the thread was
+	 * in, 0 when none, and the number of such frames */
+	uint64_t func;
+	uint32_t depth;
+};
+
+/* One heap operation (memory tracer) with its stack resolved through the
+ * stream's stack definitions. */
+struct walk_mem {
+	uint8_t op;     /* enum lp_mem_op */
+	uint32_t flags; /* enum lp_mem_flags */
+	uint64_t time;
+	uint64_t ptr, size, old;            /* see struct memevent */
+	uint64_t count, bytes, lifetime_ns; /* FOLD */
+	uint32_t tid;
+	uint32_t stack_id; /* the stream's stack id; 0: none */
+	/* return addresses, innermost first (the call site first); valid
+	 * during the callback.  nips is 0 without a stack or when the id was
+	 * never defined (counted in walk.mem_unknown_stacks). */
+	const uint64_t *ips;
+	uint32_t nips;
+	/* a word the consumer may keep with this stack definition (what it
+	 * made of the stack), 0 until it writes one; NULL without a stack */
+	uint64_t *cache;
+	/* the innermost function (after filters) open at the operation, 0
+	 * when none, and the number of such frames: as for syscalls */
+	uint64_t func;
+	uint32_t depth;
+};
+
+struct walk_stack_def;
+
+struct walk_chunk_ref {
+	off_t offset;
+	uint64_t ns;
+};
+
+struct walk_stream {
+	uint32_t image, pid, tid;
+	char comm[17];
+	uint64_t first_ns, last_ns;
+	uint64_t calls;      /* entries seen (before filters) */
+	uint64_t lost;       /* events the target dropped in this stream, and
+	                      * those of calls deeper than the filter stage
+	                      * tracks (filter_stream.deep_calls) */
+	uint32_t parent_pid; /* forked child: the parent's pid; else 0 */
+	bool ended;          /* the thread ended (TASK END) */
+	bool after_exec;     /* main thread of an image that replaced another */
+	bool exited;         /* the process exited (TASK EXIT); see status */
+	uint32_t status;     /* wait status with `exited` */
+	bool selected;       /* passes --tid */
+	uint32_t index;      /* order of first appearance */
+	void *user;          /* the consumer's */
+	struct filter_stream fs;
+	uint64_t syscalls; /* syscalls seen (entries, or exits without one) */
+	/* the call entered and not yet exited */
+	bool sc_pending;
+	struct walk_syscall sc;
+	char sc_str[SYSEVENT_STR_MAX];
+	uint64_t mem_ops; /* heap operations seen */
+	/* stack id definitions: open addressing by id */
+	struct walk_stack_def *stacks;
+	uint32_t nstacks, stacks_cap;
+	uint32_t max_stack_id;
+	uint64_t order_ns; /* walk_run_by_time: sort time of its last chunk */
+	struct walk *w;
+};
+
+struct walk_ops {
+	void *ctx;
+	void (*begin)(void *ctx, struct walk_stream *s);
+	void (*entry)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags);
+	void (*exit)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+	             unsigned flags);
+	void (*lost)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
+	/* a whole call recorded by a duration source filter (live): no
+	 * nesting is known for it */
+	void (*call)(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns);
+	/* a system call, at its exit (or, unfinished, at the next entry or the
+	 * end of its stream), in order with the thread's function events */
+	void (*syscall)(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
+	/* a heap operation (memory tracer), in order with the thread's
+	 * function events; streams are not merged by time */
+	void (*mem)(void *ctx, struct walk_stream *s, const struct walk_mem *m);
+	/* a task event (enum lp_task_kind): value is the parent pid for
+	 * FORK, the wait status for EXIT */
+	void (*task)(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value);
+	/* walk_run_by_time: no event still to come is earlier than ns */
+	void (*watermark)(void *ctx, uint64_t ns);
+	/* after the last event of the trace, once per stream; by then
+	 * w->streams is in order of first event */
+	void (*end)(void *ctx, struct walk_stream *s);
+};
+
+struct walk {
+	const char *dir;
+	struct reader r;
+	struct decoder *dec;
+	struct symbolizer *sym;
+	struct classifier *cls;
+	struct filter_opts fopts;
+	struct filter_spec spec;
+	struct walk_stream **streams; /* in order of first appearance */
+	uint32_t nstreams, cap;
+	uint32_t *hash; /* stream index + 1 */
+	uint32_t hash_cap;
+	uint64_t events, lost;
+	uint64_t syscalls; /* syscall events seen: the trace has the syscall layer */
+	/* memory tracer: heap operations seen (the trace has the heap layer),
+	 * events with a malformed body, operations naming a stack id not
+	 * defined before, stack definitions dropped over the bounds */
+	uint64_t mem_ops, mem_malformed, mem_unknown_stacks, mem_stacks_dropped;
+	uint64_t mem_stacks_forgotten; /* older definitions let go of by a full table */
+	uint64_t stack_addrs;          /* addresses held by all stack tables */
+	uint64_t first_ns, last_ns;
+	/* code the trace told unmapped (dlclose): from the first, function
+	 * addresses handed to the consumer are code addresses (symbolizer.h),
+	 * which tell apart objects mapped at the same addresses in turn */
+	uint64_t unmaps;
+	char meta[4096]; /* META chunk text (NUL-terminated, cut if longer) */
+	bool filtered_at_record;
+	bool source_filtered; /* whole-call records seen: the trace has gaps */
+	bool bad_payload;
+	/* only_stream: with `restrict_stream`, events of other streams are
+	 * decoded (for their mappings) but not handed to the consumer */
+	bool restrict_stream;
+	uint32_t only_image, only_tid;
+	const struct walk_ops *ops; /* during walk_run */
+	/* walk_run_by_time's chunk index: offset and sort time of each META
+	 * and EVENTS chunk, sorted */
+	struct walk_chunk_ref *order;
+	size_t norder, order_cap;
+	bool order_ready;
+};
+
+/* Opens the trace (dir NULL: no file, for walk_feed) and sets up symbols
+ * and filters.  fopts is copied (its
+ * pattern strings are borrowed).  Returns 0, or -errno with a message in
+ * err (the trace reader's codes: see reader_open; -ENODATA also for a
+ * trace that ends after its file header). */
+int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen);
+/* Reads the whole trace, calling ops.  Can run again (it rewinds).
+ * Returns 0; the trace's damage, if any, is in w->r.state / w->r.damage. */
+int walk_run(struct walk *w, const struct walk_ops *ops);
+
+/* The same pass with the threads' chunks in time order: chunks are fed by
+ * the time of their first event (a thread's own chunks stay in order), and
+ * ops.watermark says before each chunk that no event still to come is
+ * earlier, so that a consumer can merge the threads' events by time while
+ * holding only the chunks that overlap in time.  The first call reads the
+ * trace once more beforehand, for its code mappings (addresses are named
+ * from the first event on) and the chunk index; later calls reuse both.
+ * Returns as walk_run. */
+int walk_run_by_time(struct walk *w, const struct walk_ops *ops);
+
+/* The same pass, fed by the caller chunk by chunk (a live stream): open
+ * with dir NULL, then walk_begin, walk_feed for each whole chunk (type and
+ * checked payload), walk_end once.  walk_feed returns 0, -EBADMSG for an
+ * undecodable EVENTS payload or -ENOMEM. */
+int walk_begin(struct walk *w, const struct walk_ops *ops);
+int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len);
+void walk_end(struct walk *w);
+/* A function's display name: demangled symbol, or an address form. */
+const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size);
+/* Looks up "key" in the META chunk; copies its value.  Returns buf or NULL. */
+const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t size);
+/* Prints the trace's condition to stderr (damage, unfinished recording,
+ * filters that matched nothing) and returns the exit code it means: 0, or
+ * 3 when the trace is damaged. */
+int walk_report_condition(const struct walk *w, const char *cmd);
+void walk_release(struct walk *w);
+
+#endif

@@ -1,0 +1,136 @@
+/* Streaming JSON writer (see json.h). */
+#include <inttypes.h>
+#include <math.h>
+
+#include "host/lib/util/json.h"
+
+void json_init(struct json *j, FILE *f)
+{
+	j->f = f;
+	j->depth = 0;
+	j->first = true;
+}
+
+void json_write_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	for (; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+static void sep(struct json *j, const char *key)
+{
+	if (!j->first)
+		fputc(',', j->f);
+	j->first = false;
+	if (key) {
+		json_write_string(j->f, key);
+		fputc(':', j->f);
+	}
+}
+
+static void open_level(struct json *j, const char *key, char c)
+{
+	sep(j, key);
+	fputc(c, j->f);
+	j->depth++;
+	j->first = true;
+}
+
+void json_object_begin(struct json *j, const char *key)
+{
+	open_level(j, key, '{');
+}
+
+void json_object_end(struct json *j)
+{
+	fputc('}', j->f);
+	if (j->depth)
+		j->depth--;
+	j->first = false;
+}
+
+void json_array_begin(struct json *j, const char *key)
+{
+	open_level(j, key, '[');
+}
+
+void json_array_end(struct json *j)
+{
+	fputc(']', j->f);
+	if (j->depth)
+		j->depth--;
+	j->first = false;
+}
+
+void json_str(struct json *j, const char *key, const char *value)
+{
+	sep(j, key);
+	if (value)
+		json_write_string(j->f, value);
+	else
+		fputs("null", j->f);
+}
+
+void json_u64(struct json *j, const char *key, uint64_t value)
+{
+	sep(j, key);
+	fprintf(j->f, "%" PRIu64, value);
+}
+
+void json_i64(struct json *j, const char *key, int64_t value)
+{
+	sep(j, key);
+	fprintf(j->f, "%" PRId64, value);
+}
+
+void json_f64(struct json *j, const char *key, double value)
+{
+	sep(j, key);
+	if (isfinite(value))
+		fprintf(j->f, "%.6g", value);
+	else
+		fputs("null", j->f);
+}
+
+void json_bool(struct json *j, const char *key, bool value)
+{
+	sep(j, key);
+	fputs(value ? "true" : "false", j->f);
+}
+
+void json_null(struct json *j, const char *key)
+{
+	sep(j, key);
+	fputs("null", j->f);
+}
+
+void json_finish(struct json *j)
+{
+	fputc('\n', j->f);
+}
