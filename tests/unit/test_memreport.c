@@ -17,7 +17,7 @@
 #include "common/chunk.h"
 #include "common/encoder.h"
 #include "common/memevent.h"
-#include "host/lib/util/jnode.h"
+#include "host/lib/util/jsonread.h"
 #include "layerprof/format.h"
 #include "tests/unit/check.h"
 
@@ -228,12 +228,12 @@ static char *run(const char *args, int *status)
 	return out;
 }
 
-static struct jnode *run_json(const char *args)
+static struct json_object *run_json(const char *args)
 {
 	char err[256];
 	int status;
 	char *out = run(args, &status);
-	struct jnode *j = jnode_parse(out, strlen(out), err, sizeof(err));
+	struct json_object *j = jsonread_parse(out, strlen(out), err, sizeof(err));
 
 	if (!CHECK(j != NULL))
 		printf("  layerprof %s: %s\n%.2000s\n", args, err, out);
@@ -242,12 +242,13 @@ static struct jnode *run_json(const char *args)
 	return j;
 }
 
-static const struct jnode *find_by(const struct jnode *arr, const char *key, const char *value)
+static struct json_object *find_by(struct json_object *arr, const char *key, const char *value)
 {
-	const struct jnode *c;
+	struct json_object *c;
+	size_t i;
 
-	for (c = arr ? arr->child : NULL; c; c = c->next) {
-		const char *s = jnode_str(jnode_get(c, key));
+	for (i = 0; (c = jsonread_at(arr, i)) != NULL; i++) {
+		const char *s = jsonread_str(jsonread_get(c, key));
 
 		if (s && !strcmp(s, value))
 			return c;
@@ -255,13 +256,13 @@ static const struct jnode *find_by(const struct jnode *arr, const char *key, con
 	return NULL;
 }
 
-static const struct jnode *find_kind(const struct jnode *arr, const char *kind)
+static struct json_object *find_kind(struct json_object *arr, const char *kind)
 {
 	return find_by(arr, "kind", kind);
 }
 
-#define CHECK_U(node, key, want) CHECK_EQ_U64(jnode_u64(jnode_get((node), (key)), UINT64_MAX), (want))
-#define CHECK_S(node, key, want) CHECK_STR(jnode_str(jnode_get((node), (key))), (want))
+#define CHECK_U(node, key, want) CHECK_EQ_U64(jsonread_u64(jsonread_get((node), (key)), UINT64_MAX), (want))
+#define CHECK_S(node, key, want) CHECK_STR(jsonread_str(jsonread_get((node), (key))), (want))
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -336,17 +337,17 @@ static void write_basic(void)
 static void test_basic(void)
 {
 	char args[1024];
-	struct jnode *j;
-	const struct jnode *sites, *s, *il, *ov, *tot, *p;
+	struct json_object *j;
+	struct json_object *sites, *s, *il, *ov, *tot, *p;
 
 	write_basic();
 	snprintf(args, sizeof(args), "report --memory --format json '%s/basic'", root);
 	j = run_json(args);
 	if (!j)
 		return;
-	CHECK(jnode_bool(jnode_get(j, "complete"), false));
+	CHECK(jsonread_bool(jsonread_get(j, "complete"), false));
 	CHECK_U(j, "origin_ns", BASE_NS);
-	tot = jnode_get(j, "totals");
+	tot = jsonread_get(j, "totals");
 	CHECK_U(tot, "allocs", 1 + 3 + 1 + 500 + 1 + 3 + 2);
 	CHECK_U(tot, "frees", 1 + 500 + 1 + 1 + 2);
 	CHECK_U(tot, "live_objects", 5);
@@ -366,14 +367,14 @@ static void test_basic(void)
 	CHECK_U(tot, "malformed_events", 1);
 	CHECK_U(tot, "late_events", 0);
 
-	sites = jnode_get(j, "sites");
-	CHECK_EQ_U64(sites ? sites->n : 0, 5);
+	sites = jsonread_get(j, "sites");
+	CHECK_EQ_U64(jsonread_count(sites), 5);
 	/* sorted by live bytes: leaky first */
-	s = jnode_at(sites, 0);
+	s = jsonread_at(sites, 0);
 	CHECK_S(s, "function", "leaky");
 	CHECK_S(s, "call_site", "leaky+0x4");
-	CHECK(ends_with(jnode_str(jnode_get(s, "file")), "test_memreport.c"));
-	CHECK(jnode_u64(jnode_get(s, "line"), 0) > 0);
+	CHECK(ends_with(jsonread_str(jsonread_get(s, "file")), "test_memreport.c"));
+	CHECK(jsonread_u64(jsonread_get(s, "line"), 0) > 0);
 	CHECK_U(s, "live_objects", 3);
 	CHECK_U(s, "live_bytes", 144);
 	CHECK_U(s, "peak_bytes", 168); /* 144 and realloc's 24 */
@@ -382,18 +383,18 @@ static void test_basic(void)
 	CHECK_U(s, "bytes_allocated", 144 + 8 + 24);
 	CHECK_U(s, "unfreed_objects", 3);
 	CHECK_U(s, "at_peak_bytes", 144);
-	CHECK(!jnode_bool(jnode_get(s, "growing"), true));
-	CHECK_EQ_U64(jnode_get(s, "stack") ? jnode_get(s, "stack")->n : 0, 2);
-	CHECK_S(jnode_at(jnode_get(s, "stack"), 1), "function", "outer");
+	CHECK(!jsonread_bool(jsonread_get(s, "growing"), true));
+	CHECK_EQ_U64(jsonread_count(jsonread_get(s, "stack")), 2);
+	CHECK_S(jsonread_at(jsonread_get(s, "stack"), 1), "function", "outer");
 
-	s = jnode_at(sites, 1);
+	s = jsonread_at(sites, 1);
 	CHECK_S(s, "function", "mixer");
 	CHECK_U(s, "live_objects", 1);
 	CHECK_U(s, "live_bytes", 10);
 	CHECK_U(s, "allocs", 3);
 	CHECK_U(s, "frees", 1);
 
-	s = jnode_at(sites, 2);
+	s = jsonread_at(sites, 2);
 	CHECK_S(s, "call_site", "tidy+0x8");
 	CHECK_S(s, "function", "tidy");
 	CHECK_U(s, "live_bytes", 7);
@@ -410,7 +411,7 @@ static void test_basic(void)
 		CHECK_U(s, "live_objects", 0);
 		CHECK_U(s, "peak_bytes", 100);
 		CHECK_U(s, "at_peak_bytes", 100);
-		CHECK_EQ_U64(jnode_get(s, "stack") ? jnode_get(s, "stack")->n : 0, 3);
+		CHECK_EQ_U64(jsonread_count(jsonread_get(s, "stack")), 3);
 	}
 	CHECK(find_by(sites, "call_site", "twice+0x8") == NULL); /* releases only: not shown */
 	s = find_by(sites, "call_site", "twice+0x4");
@@ -418,12 +419,12 @@ static void test_basic(void)
 		CHECK_U(s, "allocs", 1);
 		CHECK_U(s, "frees", 1);
 	}
-	s = find_by(jnode_get(j, "functions"), "function", "leaky");
+	s = find_by(jsonread_get(j, "functions"), "function", "leaky");
 	if (CHECK(s))
 		CHECK_U(s, "live_bytes", 144);
 
-	il = jnode_get(j, "illegal");
-	CHECK_EQ_U64(il ? il->n : 0, 4);
+	il = jsonread_get(j, "illegal");
+	CHECK_EQ_U64(jsonread_count(il), 4);
 	s = find_kind(il, "double_free");
 	if (CHECK(s)) {
 		CHECK_S(s, "function", "twice");
@@ -432,64 +433,64 @@ static void test_basic(void)
 		CHECK_S(s, "ptr", "0x7000");
 		CHECK_U(s, "time_ns", BASE_NS + 9 * MS);
 		CHECK_U(s, "tid", 1000);
-		CHECK_S(jnode_at(jnode_get(s, "stack"), 0), "name", "twice+0x8");
-		CHECK_S(jnode_get(s, "first_release"), "call_site", "twice+0x4");
-		CHECK_U(jnode_get(s, "first_release"), "time_ns", BASE_NS + 8 * MS);
-		CHECK_S(jnode_at(jnode_get(jnode_get(s, "first_release"), "stack"), 0), "name", "twice+0x4");
-		CHECK_S(jnode_get(s, "block"), "operation", "malloc");
-		CHECK_U(jnode_get(s, "block"), "size", 32);
-		CHECK_S(jnode_get(s, "block"), "function", "twice");
+		CHECK_S(jsonread_at(jsonread_get(s, "stack"), 0), "name", "twice+0x8");
+		CHECK_S(jsonread_get(s, "first_release"), "call_site", "twice+0x4");
+		CHECK_U(jsonread_get(s, "first_release"), "time_ns", BASE_NS + 8 * MS);
+		CHECK_S(jsonread_at(jsonread_get(jsonread_get(s, "first_release"), "stack"), 0), "name", "twice+0x4");
+		CHECK_S(jsonread_get(s, "block"), "operation", "malloc");
+		CHECK_U(jsonread_get(s, "block"), "size", 32);
+		CHECK_S(jsonread_get(s, "block"), "function", "twice");
 	}
 	s = find_kind(il, "mismatch");
 	if (CHECK(s)) {
 		CHECK_S(s, "function", "mixer");
 		CHECK_S(s, "operation", "free");
-		CHECK_S(jnode_get(s, "block"), "operation", "new");
-		CHECK_S(jnode_get(s, "block"), "ptr", "0x8000");
+		CHECK_S(jsonread_get(s, "block"), "operation", "new");
+		CHECK_S(jsonread_get(s, "block"), "ptr", "0x8000");
 	}
 	s = find_kind(il, "interior_pointer");
 	if (CHECK(s)) {
 		CHECK_S(s, "ptr", "0x9010");
-		CHECK_S(jnode_get(s, "block"), "ptr", "0x9000");
-		CHECK_U(jnode_get(s, "block"), "size", 64);
+		CHECK_S(jsonread_get(s, "block"), "ptr", "0x9000");
+		CHECK_U(jsonread_get(s, "block"), "size", 64);
 	}
 	s = find_kind(il, "never_allocated");
 	if (CHECK(s)) {
 		CHECK_S(s, "ptr", "0xdead0");
-		CHECK(jnode_get(s, "block") == NULL);
+		CHECK(jsonread_get(s, "block") == NULL);
 	}
-	ov = jnode_get(j, "overlaps");
-	CHECK_EQ_U64(ov ? ov->n : 0, 1);
-	s = jnode_at(ov, 0);
+	ov = jsonread_get(j, "overlaps");
+	CHECK_EQ_U64(jsonread_count(ov), 1);
+	s = jsonread_at(ov, 0);
 	CHECK_S(s, "ptr", "0x9020");
 	CHECK_U(s, "size", 10);
 	CHECK_S(s, "function", "mixer");
-	CHECK_S(jnode_get(s, "live_block"), "ptr", "0x9000");
-	CHECK_U(jnode_get(s, "live_block"), "size", 64);
+	CHECK_S(jsonread_get(s, "live_block"), "ptr", "0x9000");
+	CHECK_U(jsonread_get(s, "live_block"), "size", 64);
 
-	p = jnode_at(jnode_get(j, "processes"), 0);
+	p = jsonread_at(jsonread_get(j, "processes"), 0);
 	CHECK_U(p, "pid", 1000);
-	CHECK(jnode_bool(jnode_get(p, "exited"), false));
+	CHECK(jsonread_bool(jsonread_get(p, "exited"), false));
 	CHECK_U(p, "exit_status", 0);
 	CHECK_U(p, "unfreed_objects", 5);
-	jnode_free(j);
+	jsonread_release(j);
 
 	/* at the peak (5 ms): leaky's three, tidy's two blocks */
 	snprintf(args, sizeof(args), "report --memory --at-peak --format json '%s/basic'", root);
 	j = run_json(args);
 	if (j) {
 		CHECK_U(j, "state_ns", BASE_NS + 5 * MS);
-		CHECK_U(jnode_get(j, "totals"), "live_bytes", 251);
-		CHECK_U(jnode_get(j, "totals"), "peak_ns", BASE_NS + 5 * MS);
-		CHECK_EQ_U64(jnode_get(j, "sites") ? jnode_get(j, "sites")->n : 0, 3);
-		s = jnode_at(jnode_get(j, "sites"), 0);
+		CHECK_U(jsonread_get(j, "totals"), "live_bytes", 251);
+		CHECK_U(jsonread_get(j, "totals"), "peak_ns", BASE_NS + 5 * MS);
+		CHECK_EQ_U64(jsonread_count(jsonread_get(j, "sites")), 3);
+		s = jsonread_at(jsonread_get(j, "sites"), 0);
 		CHECK_S(s, "function", "leaky");
 		CHECK_U(s, "live_bytes", 144);
-		s = jnode_at(jnode_get(j, "sites"), 1);
+		s = jsonread_at(jsonread_get(j, "sites"), 1);
 		CHECK_S(s, "call_site", "tidy+0x4");
 		CHECK_U(s, "live_bytes", 100);
-		CHECK_U(jnode_get(j, "totals"), "illegal", 0);
-		jnode_free(j);
+		CHECK_U(jsonread_get(j, "totals"), "illegal", 0);
+		jsonread_release(j);
 	}
 }
 
@@ -529,8 +530,8 @@ static void test_lossy(void)
 {
 	struct tracefile t;
 	char args[1024];
-	struct jnode *j;
-	const struct jnode *il;
+	struct json_object *j;
+	struct json_object *il;
 
 	trace_open(&t, "lossy");
 	stream_begin(&t, 1, 3000, 3000);
@@ -547,15 +548,15 @@ static void test_lossy(void)
 	if (!j)
 		return;
 	CHECK_U(j, "lost_events", 3);
-	CHECK_U(jnode_get(j, "totals"), "never_allocated", 2);
-	CHECK_U(jnode_get(j, "totals"), "illegal_after_loss", 1);
-	il = jnode_get(j, "illegal");
-	CHECK_EQ_U64(il ? il->n : 0, 2);
-	CHECK_S(jnode_at(il, 0), "ptr", "0x2000");
-	CHECK(!jnode_bool(jnode_get(jnode_at(il, 0), "after_loss"), true));
-	CHECK_S(jnode_at(il, 1), "ptr", "0x3000");
-	CHECK(jnode_bool(jnode_get(jnode_at(il, 1), "after_loss"), false));
-	jnode_free(j);
+	CHECK_U(jsonread_get(j, "totals"), "never_allocated", 2);
+	CHECK_U(jsonread_get(j, "totals"), "illegal_after_loss", 1);
+	il = jsonread_get(j, "illegal");
+	CHECK_EQ_U64(jsonread_count(il), 2);
+	CHECK_S(jsonread_at(il, 0), "ptr", "0x2000");
+	CHECK(!jsonread_bool(jsonread_get(jsonread_at(il, 0), "after_loss"), true));
+	CHECK_S(jsonread_at(il, 1), "ptr", "0x3000");
+	CHECK(jsonread_bool(jsonread_get(jsonread_at(il, 1), "after_loss"), false));
+	jsonread_release(j);
 }
 
 /* ---- time order across threads, far beyond any window ------------------- */
@@ -567,8 +568,8 @@ static void test_order(void)
 {
 	struct tracefile t;
 	char args[1024];
-	struct jnode *j;
-	const struct jnode *s;
+	struct json_object *j;
+	struct json_object *s;
 	uint32_t k;
 
 	trace_open(&t, "order");
@@ -595,21 +596,21 @@ static void test_order(void)
 	j = run_json(args);
 	if (!j)
 		return;
-	CHECK_U(jnode_get(j, "totals"), "illegal", 0);
-	CHECK_U(jnode_get(j, "totals"), "late_events", 0);
-	CHECK_U(jnode_get(j, "totals"), "live_objects", 0);
-	CHECK_U(jnode_get(j, "totals"), "allocs", 300001);
-	CHECK_U(jnode_get(j, "totals"), "frees", 300001);
-	s = find_by(jnode_get(j, "sites"), "function", "leaky");
+	CHECK_U(jsonread_get(j, "totals"), "illegal", 0);
+	CHECK_U(jsonread_get(j, "totals"), "late_events", 0);
+	CHECK_U(jsonread_get(j, "totals"), "live_objects", 0);
+	CHECK_U(jsonread_get(j, "totals"), "allocs", 300001);
+	CHECK_U(jsonread_get(j, "totals"), "frees", 300001);
+	s = find_by(jsonread_get(j, "sites"), "function", "leaky");
 	if (CHECK(s)) {
 		CHECK_U(s, "frees", 1);
 		CHECK_U(s, "peak_bytes", 4096);
 	}
 	/* the worker's stack names tidy+0x8 although the maps come last */
-	s = find_by(jnode_get(j, "sites"), "call_site", "tidy+0x8");
+	s = find_by(jsonread_get(j, "sites"), "call_site", "tidy+0x8");
 	if (CHECK(s))
 		CHECK_U(s, "allocs", 300000);
-	jnode_free(j);
+	jsonread_release(j);
 }
 
 /* ---- a stream with more stack ids than the reader keeps ------------------ */
@@ -618,8 +619,8 @@ static void test_many_stacks(void)
 {
 	struct tracefile t;
 	char args[1024];
-	struct jnode *j;
-	const struct jnode *s;
+	struct json_object *j;
+	struct json_object *s;
 	uint32_t id;
 
 	trace_open(&t, "stacks");
@@ -641,18 +642,18 @@ static void test_many_stacks(void)
 	if (!j)
 		return;
 	/* the table was full at id 65537: ids up to 65537 - 32768 went */
-	CHECK_U(jnode_get(j, "totals"), "forgotten_stacks", 32769);
-	CHECK_U(jnode_get(j, "totals"), "dropped_stacks", 0);
-	CHECK_U(jnode_get(j, "totals"), "unknown_stacks", 1);
-	s = find_by(jnode_get(j, "sites"), "function", "leaky");
+	CHECK_U(jsonread_get(j, "totals"), "forgotten_stacks", 32769);
+	CHECK_U(jsonread_get(j, "totals"), "dropped_stacks", 0);
+	CHECK_U(jsonread_get(j, "totals"), "unknown_stacks", 1);
+	s = find_by(jsonread_get(j, "sites"), "function", "leaky");
 	if (CHECK(s)) {
 		CHECK_U(s, "live_objects", 2);
 		CHECK_U(s, "live_bytes", 30);
 	}
-	s = find_by(jnode_get(j, "sites"), "function", "[unknown]");
+	s = find_by(jsonread_get(j, "sites"), "function", "[unknown]");
 	if (CHECK(s))
 		CHECK_U(s, "live_bytes", 30);
-	jnode_free(j);
+	jsonread_release(j);
 }
 
 /* ---- growth, snapshots and memdiff -------------------------------------- */
@@ -687,8 +688,8 @@ static void write_grow(void)
 static void test_grow(void)
 {
 	char args[2048], *out;
-	const struct jnode *s;
-	struct jnode *j;
+	struct json_object *s;
+	struct json_object *j;
 	double rate;
 	int status;
 
@@ -697,24 +698,24 @@ static void test_grow(void)
 	j = run_json(args);
 	if (!j)
 		return;
-	s = find_by(jnode_get(j, "sites"), "function", "grower");
+	s = find_by(jsonread_get(j, "sites"), "function", "grower");
 	if (CHECK(s)) {
 		CHECK_U(s, "live_objects", 200);
 		CHECK_U(s, "live_bytes", 20000);
-		CHECK(jnode_bool(jnode_get(s, "growing"), false));
-		rate = jnode_f64(jnode_get(s, "growth_bytes_per_s"), 0);
+		CHECK(jsonread_bool(jsonread_get(s, "growing"), false));
+		rate = jsonread_f64(jsonread_get(s, "growth_bytes_per_s"), 0);
 		if (!CHECK(rate > 9900 && rate < 10100))
 			printf("  rate %f\n", rate);
-		CHECK(jnode_f64(jnode_get(s, "growth_confidence"), 0) > 0.99);
-		CHECK(jnode_u64(jnode_get(s, "growth_samples"), 0) >= 16);
+		CHECK(jsonread_f64(jsonread_get(s, "growth_confidence"), 0) > 0.99);
+		CHECK(jsonread_u64(jsonread_get(s, "growth_samples"), 0) >= 16);
 	}
-	s = find_by(jnode_get(j, "sites"), "function", "steady");
+	s = find_by(jsonread_get(j, "sites"), "function", "steady");
 	if (CHECK(s)) {
 		CHECK_U(s, "live_objects", 1);
 		CHECK_U(s, "live_bytes", 1000);
-		CHECK(!jnode_bool(jnode_get(s, "growing"), true));
+		CHECK(!jsonread_bool(jsonread_get(s, "growing"), true));
 	}
-	jnode_free(j);
+	jsonread_release(j);
 
 	/* snapshots at 0.5 s and at the end; memdiff between them */
 	snprintf(args, sizeof(args), "snapshot --at 500ms -o '%s/s1.json' '%s/grow'", root, root);
@@ -726,30 +727,30 @@ static void test_grow(void)
 	snprintf(args, sizeof(args), "memdiff --format json '%s/s1.json' '%s/s2.json'", root, root);
 	j = run_json(args);
 	if (j) {
-		CHECK_U(jnode_get(j, "from"), "live_objects", 51);
-		CHECK_U(jnode_get(j, "from"), "live_bytes", 6000);
-		CHECK_U(jnode_get(j, "from"), "time_ns", BASE_NS + 500 * MS);
-		CHECK_U(jnode_get(j, "to"), "live_bytes", 21000);
+		CHECK_U(jsonread_get(j, "from"), "live_objects", 51);
+		CHECK_U(jsonread_get(j, "from"), "live_bytes", 6000);
+		CHECK_U(jsonread_get(j, "from"), "time_ns", BASE_NS + 500 * MS);
+		CHECK_U(jsonread_get(j, "to"), "live_bytes", 21000);
 		CHECK_U(j, "interval_ns", 1500 * MS + 2);
-		CHECK_EQ_U64(jnode_get(j, "sites") ? jnode_get(j, "sites")->n : 0, 1); /* steady did not change */
-		s = jnode_at(jnode_get(j, "sites"), 0);
+		CHECK_EQ_U64(jsonread_count(jsonread_get(j, "sites")), 1); /* steady did not change */
+		s = jsonread_at(jsonread_get(j, "sites"), 0);
 		CHECK_S(s, "function", "grower");
 		CHECK_S(s, "call_site", "grower+0x4");
 		CHECK_U(s, "live_objects_before", 50);
 		CHECK_U(s, "live_objects_after", 200);
-		CHECK_EQ_U64(jnode_u64(jnode_get(s, "live_objects_change"), 0), 150);
-		CHECK_EQ_U64(jnode_u64(jnode_get(s, "live_bytes_change"), 0), 15000);
-		CHECK_EQ_U64(jnode_u64(jnode_get(s, "allocs_change"), 0), 150);
-		jnode_free(j);
+		CHECK_EQ_U64(jsonread_u64(jsonread_get(s, "live_objects_change"), 0), 150);
+		CHECK_EQ_U64(jsonread_u64(jsonread_get(s, "live_bytes_change"), 0), 15000);
+		CHECK_EQ_U64(jsonread_u64(jsonread_get(s, "allocs_change"), 0), 150);
+		jsonread_release(j);
 	}
 	snprintf(args, sizeof(args), "memdiff --all --format json '%s/s1.json' '%s/s2.json'", root, root);
 	j = run_json(args);
 	if (j) {
-		CHECK_EQ_U64(jnode_get(j, "sites") ? jnode_get(j, "sites")->n : 0, 2);
-		s = jnode_at(jnode_get(j, "sites"), 1);
+		CHECK_EQ_U64(jsonread_count(jsonread_get(j, "sites")), 2);
+		s = jsonread_at(jsonread_get(j, "sites"), 1);
 		CHECK_S(s, "function", "steady");
-		CHECK(jnode_get(s, "live_bytes_change") && jnode_get(s, "live_bytes_change")->num == 0);
-		jnode_free(j);
+		CHECK(jsonread_f64(jsonread_get(s, "live_bytes_change"), 1) == 0);
+		jsonread_release(j);
 	}
 	/* the reverse: shrinking, with negative changes */
 	snprintf(args, sizeof(args), "memdiff '%s/s2.json' '%s/s1.json'", root, root);

@@ -5,8 +5,8 @@
 
 #include "host/lib/heap/snapshot.h"
 #include "host/lib/heap/view.h"
-#include "host/lib/util/jnode.h"
 #include "host/lib/util/json.h"
+#include "host/lib/util/jsonread.h"
 
 #define SNAPSHOT_MAGIC_KEY "layerprof_snapshot"
 
@@ -95,82 +95,86 @@ static char *dup_or_null(const char *s)
 
 int snapshot_read(const char *path, struct snapshot *out, char *err, size_t errlen)
 {
-	const struct jnode *v, *totals, *sites, *c;
-	struct jnode *root;
-	size_t i;
+	struct json_object *root, *v, *totals, *sites, *c;
+	uint64_t version;
+	size_t i, nsites;
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
-	root = jnode_parse_file(path, err, errlen);
+	root = jsonread_file(path, err, errlen);
 	if (!root)
 		return strstr(err, "cannot") ? -EIO : -EBADMSG;
-	v = jnode_get(root, SNAPSHOT_MAGIC_KEY);
-	if (!v || v->type != JNODE_NUMBER || !v->is_uint) {
+	/* a non-negative integer: no default of the lookup can be one */
+	v = jsonread_get(root, SNAPSHOT_MAGIC_KEY);
+	version = jsonread_u64(v, 0);
+	if (jsonread_u64(v, 1) != version) {
 		snprintf(err, errlen, "'%s' is not a layerprof heap snapshot", path);
 		r = -EBADMSG;
 		goto out;
 	}
-	out->version = (unsigned)v->u;
-	if (v->u != SNAPSHOT_VERSION) {
+	out->version = (unsigned)version;
+	if (version != SNAPSHOT_VERSION) {
 		snprintf(err, errlen, "snapshot '%s' is of version %llu; this layerprof reads version %u", path,
-		         (unsigned long long)v->u, SNAPSHOT_VERSION);
+		         (unsigned long long)version, SNAPSHOT_VERSION);
 		r = -EPROTONOSUPPORT;
 		goto out;
 	}
-	out->source = dup_or_null(jnode_str(jnode_get(root, "source")));
-	out->trace = dup_or_null(jnode_str(jnode_get(root, "trace")));
-	out->time_ns = jnode_u64(jnode_get(root, "time_ns"), 0);
-	out->origin_ns = jnode_u64(jnode_get(root, "origin_ns"), 0);
-	v = jnode_get(root, "partial");
-	out->partial = v && v->type == JNODE_BOOL && v->b;
-	out->covers_from_ns = jnode_u64(jnode_get(root, "covers_from_ns"), out->origin_ns);
-	totals = jnode_get(root, "totals");
-	out->live_objects = jnode_u64(jnode_get(totals, "live_objects"), 0);
-	out->live_bytes = jnode_u64(jnode_get(totals, "live_bytes"), 0);
-	out->allocs = jnode_u64(jnode_get(totals, "allocs"), 0);
-	out->frees = jnode_u64(jnode_get(totals, "frees"), 0);
-	out->bytes_allocated = jnode_u64(jnode_get(totals, "bytes_allocated"), 0);
-	out->peak_bytes = jnode_u64(jnode_get(totals, "peak_bytes"), 0);
-	c = jnode_get(root, "processes");
-	out->nprocesses = c && c->type == JNODE_ARRAY ? (uint32_t)c->n : 0;
-	sites = jnode_get(root, "sites");
-	if (!sites || sites->type != JNODE_ARRAY || sites->n > SNAPSHOT_SITES_MAX) {
+	out->source = dup_or_null(jsonread_str(jsonread_get(root, "source")));
+	out->trace = dup_or_null(jsonread_str(jsonread_get(root, "trace")));
+	out->time_ns = jsonread_u64(jsonread_get(root, "time_ns"), 0);
+	out->origin_ns = jsonread_u64(jsonread_get(root, "origin_ns"), 0);
+	out->partial = jsonread_bool(jsonread_get(root, "partial"), false);
+	out->covers_from_ns = jsonread_u64(jsonread_get(root, "covers_from_ns"), out->origin_ns);
+	totals = jsonread_get(root, "totals");
+	out->live_objects = jsonread_u64(jsonread_get(totals, "live_objects"), 0);
+	out->live_bytes = jsonread_u64(jsonread_get(totals, "live_bytes"), 0);
+	out->allocs = jsonread_u64(jsonread_get(totals, "allocs"), 0);
+	out->frees = jsonread_u64(jsonread_get(totals, "frees"), 0);
+	out->bytes_allocated = jsonread_u64(jsonread_get(totals, "bytes_allocated"), 0);
+	out->peak_bytes = jsonread_u64(jsonread_get(totals, "peak_bytes"), 0);
+	c = jsonread_get(root, "processes");
+	out->nprocesses = jsonread_is_array(c) ? (uint32_t)jsonread_count(c) : 0;
+	sites = jsonread_get(root, "sites");
+	nsites = jsonread_count(sites);
+	if (!jsonread_is_array(sites) || nsites > SNAPSHOT_SITES_MAX) {
 		snprintf(err, errlen, "snapshot '%s' has no usable sites array", path);
 		r = -EBADMSG;
 		goto out;
 	}
-	out->sites = calloc(sites->n ? sites->n : 1, sizeof(*out->sites));
+	out->sites = calloc(nsites ? nsites : 1, sizeof(*out->sites));
 	if (!out->sites)
 		goto oom;
-	for (c = sites->child, i = 0; c; c = c->next, i++) {
+	for (i = 0; i < nsites; i++) {
 		struct snapshot_site *s = &out->sites[i];
-		const char *key = jnode_str(jnode_get(c, "key"));
+		const char *key;
 
+		c = jsonread_at(sites, i);
+		key = jsonread_str(jsonread_get(c, "key"));
 		if (!key) {
 			snprintf(err, errlen, "snapshot '%s': site %zu has no key", path, i);
 			r = -EBADMSG;
 			goto out;
 		}
 		s->key = strdup(key);
-		s->function = dup_or_null(jnode_str(jnode_get(c, "function")));
-		s->file = dup_or_null(jnode_str(jnode_get(c, "file")));
+		s->function = dup_or_null(jsonread_str(jsonread_get(c, "function")));
+		s->file = dup_or_null(jsonread_str(jsonread_get(c, "file")));
 		out->nsites++;
 		if (!s->key)
 			goto oom;
-		s->line = (unsigned)jnode_u64(jnode_get(c, "line"), 0);
-		s->live_objects = jnode_u64(jnode_get(c, "live_objects"), 0);
-		s->live_bytes = jnode_u64(jnode_get(c, "live_bytes"), 0);
-		s->allocs = jnode_u64(jnode_get(c, "allocs"), 0);
-		s->frees = jnode_u64(jnode_get(c, "frees"), 0);
-		s->bytes_allocated = jnode_u64(jnode_get(c, "bytes_allocated"), 0);
-		s->peak_bytes = jnode_u64(jnode_get(c, "peak_bytes"), 0);
+		s->line = (unsigned)jsonread_u64(jsonread_get(c, "line"), 0);
+		s->live_objects = jsonread_u64(jsonread_get(c, "live_objects"), 0);
+		s->live_bytes = jsonread_u64(jsonread_get(c, "live_bytes"), 0);
+		s->allocs = jsonread_u64(jsonread_get(c, "allocs"), 0);
+		s->frees = jsonread_u64(jsonread_get(c, "frees"), 0);
+		s->bytes_allocated = jsonread_u64(jsonread_get(c, "bytes_allocated"), 0);
+		s->peak_bytes = jsonread_u64(jsonread_get(c, "peak_bytes"), 0);
 	}
 	goto out;
 oom:
 	snprintf(err, errlen, "cannot read snapshot '%s': out of memory", path);
 	r = -ENOMEM;
 out:
-	jnode_free(root);
+	jsonread_release(root);
 	return r;
 }
 
