@@ -1,5 +1,6 @@
-/* Unit test of common/auth: SHA-256 against the FIPS 180-4 examples fed in
- * odd pieces, HMAC-SHA256 against RFC 4231, hex, the constant-time compare,
+/* Unit test of common/auth: SHA-256 against the FIPS 180-4 / NIST examples
+ * (empty, "abc", the 448- and 896-bit messages, a million 'a') fed in odd
+ * pieces, HMAC-SHA256 against RFC 4231 test cases 1-7, hex, the constant-time compare,
  * nonces and token files. */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +41,10 @@ static void test_sha256(void)
 		{ "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
 		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
 		  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+		/* the 896-bit message: two blocks once padded */
+		{ "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+		  "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+		  "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1" },
 	};
 	static const size_t pieces[] = { 1, 3, 7, 55, 56, 63, 64, 65, 1000 };
 	char hex[2 * SHA256_SIZE + 1];
@@ -118,6 +123,12 @@ static void test_hmac(void)
 	hmac_sha256(key, 25, data, 50, mac);
 	auth_hex(mac, sizeof(mac), hex);
 	CHECK_STR(hex, "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+
+	/* 5: the output truncated to 128 bits */
+	memset(key, 0x0c, 20);
+	hmac_sha256(key, 20, "Test With Truncation", 20, mac);
+	auth_hex(mac, 16, hex);
+	CHECK_STR(hex, "a3b6167473100ee06e0c796c2955552b");
 
 	/* 6 and 7: a key longer than the block is hashed first */
 	memset(key, 0xaa, sizeof(key));
