@@ -93,6 +93,20 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+#define COUNTS 6
+
+/* The counters a snapshot keeps for the whole heap and for each site: those
+ * of obj, in the order of the keys, into to[]. */
+static void read_counts(struct json_object *obj, uint64_t *const to[COUNTS])
+{
+	static const char *const keys[COUNTS] = { "live_objects", "live_bytes",      "allocs",
+		                                  "frees",        "bytes_allocated", "peak_bytes" };
+	size_t i;
+
+	for (i = 0; i < COUNTS; i++)
+		*to[i] = jsonread_u64(jsonread_get(obj, keys[i]), 0);
+}
+
 int snapshot_read(const char *path, struct snapshot *out, char *err, size_t errlen)
 {
 	struct json_object *root, *v, *totals, *sites, *c;
@@ -126,12 +140,8 @@ int snapshot_read(const char *path, struct snapshot *out, char *err, size_t errl
 	out->partial = jsonread_bool(jsonread_get(root, "partial"), false);
 	out->covers_from_ns = jsonread_u64(jsonread_get(root, "covers_from_ns"), out->origin_ns);
 	totals = jsonread_get(root, "totals");
-	out->live_objects = jsonread_u64(jsonread_get(totals, "live_objects"), 0);
-	out->live_bytes = jsonread_u64(jsonread_get(totals, "live_bytes"), 0);
-	out->allocs = jsonread_u64(jsonread_get(totals, "allocs"), 0);
-	out->frees = jsonread_u64(jsonread_get(totals, "frees"), 0);
-	out->bytes_allocated = jsonread_u64(jsonread_get(totals, "bytes_allocated"), 0);
-	out->peak_bytes = jsonread_u64(jsonread_get(totals, "peak_bytes"), 0);
+	read_counts(totals, (uint64_t *const[COUNTS]){ &out->live_objects, &out->live_bytes, &out->allocs, &out->frees,
+	                                               &out->bytes_allocated, &out->peak_bytes });
 	c = jsonread_get(root, "processes");
 	out->nprocesses = jsonread_is_array(c) ? (uint32_t)jsonread_count(c) : 0;
 	sites = jsonread_get(root, "sites");
@@ -162,12 +172,8 @@ int snapshot_read(const char *path, struct snapshot *out, char *err, size_t errl
 		if (!s->key)
 			goto oom;
 		s->line = (unsigned)jsonread_u64(jsonread_get(c, "line"), 0);
-		s->live_objects = jsonread_u64(jsonread_get(c, "live_objects"), 0);
-		s->live_bytes = jsonread_u64(jsonread_get(c, "live_bytes"), 0);
-		s->allocs = jsonread_u64(jsonread_get(c, "allocs"), 0);
-		s->frees = jsonread_u64(jsonread_get(c, "frees"), 0);
-		s->bytes_allocated = jsonread_u64(jsonread_get(c, "bytes_allocated"), 0);
-		s->peak_bytes = jsonread_u64(jsonread_get(c, "peak_bytes"), 0);
+		read_counts(c, (uint64_t *const[COUNTS]){ &s->live_objects, &s->live_bytes, &s->allocs, &s->frees,
+		                                          &s->bytes_allocated, &s->peak_bytes });
 	}
 	goto out;
 oom:
