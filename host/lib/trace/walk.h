@@ -142,7 +142,9 @@ struct walk_chunk {
  * chunk_begin and chunk_end bracket the events of each chunk the walk
  * reads (every chunk type; the walk runs them as the trace has them, or by
  * time with walk_run_by_time, where watermark comes before chunk_begin);
- * end once per selected stream after the last chunk.
+ * after the last chunk_end, stream by stream in order of first event, the
+ * syscall still pending, the exits of calls still open (at the stream's
+ * last event time), then end.
  *
  * Stopping: only chunk_begin and chunk_end may stop the pass, by returning
  * a negative errno (0 goes on); an event callback that fails notes it in
