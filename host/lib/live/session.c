@@ -88,6 +88,16 @@ static void on_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind
 		livemem_task(&ls->mem, s, ns, kind, value);
 }
 
+/* After each chunk fed: the heap state learns when its events came. */
+static int on_chunk_end(void *ctx, const struct walk_chunk *c)
+{
+	struct livesession *ls = ctx;
+
+	if (ls->mem.on)
+		livemem_fed(&ls->mem, livesession_now());
+	return 0;
+}
+
 /* The live view of call paths as a consumer of the walk (ctx: the
  * struct livepaths). */
 static void paths_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
@@ -118,8 +128,12 @@ int livesession_init(struct livesession *ls)
 	sysstats_init(&ls->sys, &ls->w, 0);
 	/* the session's consumers: its own (lost events, the heap state),
 	 * the profile, the call paths, the syscall statistics */
-	ls->ops =
-	    (struct walk_ops){ .ctx = ls, .lost = on_lost, .mem = on_mem, .task = on_task, .next = &ls->prof_ops };
+	ls->ops = (struct walk_ops){ .ctx = ls,
+		                     .lost = on_lost,
+		                     .mem = on_mem,
+		                     .task = on_task,
+		                     .chunk_end = on_chunk_end,
+		                     .next = &ls->prof_ops };
 	profile_walk_ops(&ls->prof, &ls->prof_ops);
 	ls->prof_ops.next = &ls->paths_ops;
 	ls->paths_ops =
@@ -630,8 +644,6 @@ static void on_chunk(struct livesession *ls, const struct wire_frame *f, bool ud
 	r = walk_feed(&ls->w, ci.type, f->payload + 4 + LP_CHUNK_HEADER_SIZE, ci.len);
 	if (udp)
 		ls->udp.events += ls->w.events - events; /* against the agent's count */
-	if (ls->mem.on)
-		livemem_fed(&ls->mem, livesession_now());
 	if (r == -ENOMEM) {
 		fail(ls, "out of memory");
 		return;
