@@ -19,6 +19,27 @@ void walk_chain(struct walk_ops *list, struct walk_ops *more)
 	list->next = more;
 }
 
+/* The consumers that take function entries and exits, the events of
+ * almost every chunk, in arrays: a call per consumer that wants the event,
+ * not a visit of every one.  Made again before each chunk, so that a list
+ * that grew between chunks (a live session's) is seen whole. */
+static int index_consumers(struct walk *w)
+{
+	const struct walk_ops *o;
+	uint32_t n = 0;
+
+	w->nentry = w->nexit = 0;
+	for (o = w->ops; o; o = o->next) {
+		if (++n > WALK_CONSUMERS_MAX)
+			return -E2BIG;
+		if (o->entry)
+			w->entry_ops[w->nentry++] = o;
+		if (o->exit)
+			w->exit_ops[w->nexit++] = o;
+	}
+	return 0;
+}
+
 int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen)
 {
 	int r;
@@ -101,25 +122,49 @@ static bool tid_selected(const struct walk *w, uint32_t tid)
 	return false;
 }
 
-/* The filter stage's sink: forwards to the consumers. */
+/* The filter stage's sink: forwards to the consumers.  The loops over
+ * several consumers are apart from the sinks, so that a single consumer
+ * is a tail call, without keeping the arguments for a next one. */
+static __attribute__((noinline)) void entry_each(struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
+                                                 unsigned flags)
+{
+	const struct walk *w = s->w;
+	uint32_t i;
+
+	for (i = 0; i < w->nentry; i++)
+		w->entry_ops[i]->entry(w->entry_ops[i]->ctx, s, ns, addr, depth, flags);
+}
+
+static __attribute__((noinline)) void exit_each(struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
+                                                uint64_t entry_ns, unsigned flags)
+{
+	const struct walk *w = s->w;
+	uint32_t i;
+
+	for (i = 0; i < w->nexit; i++)
+		w->exit_ops[i]->exit(w->exit_ops[i]->ctx, s, ns, addr, depth, entry_ns, flags);
+}
+
 static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
-	const struct walk_ops *o;
 	struct walk_stream *s = ctx;
+	const struct walk *w = s->w;
 
-	for (o = s->w->ops; o; o = o->next)
-		if (o->entry)
-			o->entry(o->ctx, s, ns, addr, depth, flags);
+	if (w->nentry == 1)
+		w->entry_ops[0]->entry(w->entry_ops[0]->ctx, s, ns, addr, depth, flags);
+	else
+		entry_each(s, ns, addr, depth, flags);
 }
 
 static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags)
 {
-	const struct walk_ops *o;
 	struct walk_stream *s = ctx;
+	const struct walk *w = s->w;
 
-	for (o = s->w->ops; o; o = o->next)
-		if (o->exit)
-			o->exit(o->ctx, s, ns, addr, depth, entry_ns, flags);
+	if (w->nexit == 1)
+		w->exit_ops[0]->exit(w->exit_ops[0]->ctx, s, ns, addr, depth, entry_ns, flags);
+	else
+		exit_each(s, ns, addr, depth, entry_ns, flags);
 }
 
 /* Calls deeper than the filter stage tracks: lost events, as the
@@ -634,7 +679,7 @@ int walk_begin(struct walk *w, const struct walk_ops *ops)
 {
 	w->ops = ops;
 	reset_streams(w);
-	return 0;
+	return index_consumers(w);
 }
 
 /* A chunk's events and facts, without the consumers' chunk hooks. */
@@ -664,7 +709,9 @@ static int feed_chunk(struct walk *w, const struct walk_chunk *c, int *stop)
 	const struct walk_ops *o;
 	int r;
 
-	*stop = 0;
+	*stop = index_consumers(w);
+	if (*stop)
+		return 0;
 	for (o = w->ops; o; o = o->next)
 		if (o->chunk_begin && (*stop = o->chunk_begin(o->ctx, c)))
 			return 0;
@@ -689,6 +736,7 @@ void walk_end(struct walk *w)
 	uint32_t i;
 
 	order_streams(w);
+	index_consumers(w); /* past the bound: the first consumers only */
 	for (i = 0; i < w->nstreams; i++) {
 		struct walk_stream *s = w->streams[i];
 
@@ -753,7 +801,9 @@ static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 	struct chunk_info ci;
 	int r, stop;
 
-	walk_begin(w, ops);
+	r = walk_begin(w, ops);
+	if (r)
+		return r;
 	reader_seek(&w->r, LP_FILE_HEADER_SIZE);
 	w->r.state = READER_OK;
 	w->r.chunks = 0;
@@ -821,7 +871,11 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 	 * all before it, and read again as they are */
 	state = w->r.state;
 	w->r.state = READER_OK;
-	walk_begin(w, ops);
+	r = walk_begin(w, ops);
+	if (r) {
+		w->r.state = state;
+		return r;
+	}
 	for (i = 0; i < w->norder; i++) {
 		for (o = w->ops; o; o = o->next)
 			if (o->watermark)

@@ -122,6 +122,9 @@ struct walk_chunk {
 	size_t len;
 };
 
+/* The most consumers in one list (walk_ops.next). */
+#define WALK_CONSUMERS_MAX 16u
+
 /* One consumer of the walk: the callbacks it wants (NULL: not this kind
  * of event) and its ctx, handed back to each.  Several consumers form a
  * list through `next` (walk_chain); the walk calls them in list order,
@@ -154,7 +157,13 @@ struct walk_chunk {
  * chunk_begin stopped, not end), the trace's condition (w->r) is left as
  * it was, and walk_run, walk_run_by_time or walk_feed returns the value.
  * chunk_end follows every chunk_begin that did not stop, also for a chunk
- * the walk found undecodable. */
+ * the walk found undecodable.  A list of more than WALK_CONSUMERS_MAX
+ * consumers is refused with -E2BIG: by walk_begin (walk_run and
+ * walk_run_by_time return it before any callback), or, grown past it
+ * during a pass, as a stop at the next chunk.
+ * The list may grow between chunks (walk_chain, by a consumer or between
+ * walk_feed calls): the consumers added see the events from the next
+ * chunk on. */
 struct walk_ops {
 	void *ctx;
 	struct walk_ops *next; /* the next consumer; NULL: the last */
@@ -222,7 +231,10 @@ struct walk {
 	bool restrict_stream;
 	uint32_t only_image, only_tid;
 	const struct walk_ops *ops; /* the consumers, during a pass */
-	bool quiet;                 /* the caller's: no progress line on stderr */
+	/* those of them that take entries, exits (made before each chunk) */
+	const struct walk_ops *entry_ops[WALK_CONSUMERS_MAX], *exit_ops[WALK_CONSUMERS_MAX];
+	uint32_t nentry, nexit;
+	bool quiet; /* the caller's: no progress line on stderr */
 	/* walk_run_by_time's chunk index: offset and sort time of each META
 	 * and EVENTS chunk, sorted */
 	struct walk_chunk_ref *order;
@@ -255,7 +267,8 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops);
 
 /* The same pass, fed by the caller chunk by chunk (a live stream): open
  * with dir NULL, then walk_begin, walk_feed for each whole chunk (type and
- * checked payload), walk_end once.  walk_feed returns 0, -EBADMSG for an
+ * checked payload), walk_end once.  walk_begin returns 0 or -E2BIG (see
+ * walk_ops).  walk_feed returns 0, -EBADMSG for an
  * undecodable EVENTS payload, -ENOMEM, or the value a consumer stopped the
  * pass with (the caller then feeds no more). */
 int walk_begin(struct walk *w, const struct walk_ops *ops);
