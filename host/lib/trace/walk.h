@@ -155,15 +155,16 @@ struct walk_chunk {
  * pass at once: no further callback of any consumer is made (not the
  * chunk_begin of those after it, not the chunk_end of a chunk whose
  * chunk_begin stopped, not end), the trace's condition (w->r) is left as
- * it was, and walk_run, walk_run_by_time or walk_feed returns the value.
+ * it was, and walk_run, walk_run_by_time or walk_feed returns the value
+ * (after walk_feed, the caller feeds no more and may still walk_end).
  * chunk_end follows every chunk_begin that did not stop, also for a chunk
  * the walk found undecodable.  A list of more than WALK_CONSUMERS_MAX
  * consumers is refused with -E2BIG: by walk_begin (walk_run and
  * walk_run_by_time return it before any callback), or, grown past it
  * during a pass, as a stop at the next chunk.
- * The list may grow between chunks (walk_chain, by a consumer or between
- * walk_feed calls): the consumers added see the events from the next
- * chunk on. */
+ * After walk_begin, the list may grow between walk_feed calls
+ * (walk_chain): the consumers added see the events from the next chunk on
+ * (a serve model added to a live session's list). */
 struct walk_ops {
 	void *ctx;
 	struct walk_ops *next; /* the next consumer; NULL: the last */
