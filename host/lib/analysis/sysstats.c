@@ -262,6 +262,12 @@ void sysstats_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
 	kp->total_ns += dur;
 }
 
+void sysstats_walk_ops(struct sysstats *st, struct walk_ops *ops)
+{
+	ops->ctx = st;
+	ops->syscall = sysstats_syscall;
+}
+
 static void row_percentiles(struct sysstats_row *r)
 {
 	uint64_t seen = 0, p50 = (r->timed + 1) / 2, p99 = r->timed - r->timed / 100;

@@ -68,6 +68,8 @@ void sysstats_init(struct sysstats *st, struct walk *w, unsigned flags);
 void sysstats_release(struct sysstats *st);
 /* The walk callback: ctx is the struct sysstats. */
 void sysstats_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
+/* Sets ops->ctx and syscall to build st; leaves the others. */
+void sysstats_walk_ops(struct sysstats *st, struct walk_ops *ops);
 /* Merges and sorts what was seen so far (per-function rows merged by
  * name).  Returns 0 or -ENOMEM (out empty). */
 int sysstats_collect(struct sysstats *st, struct sysstats_result *out);

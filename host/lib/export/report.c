@@ -266,8 +266,7 @@ static int write_syscalls(struct walk *w, const struct export_report_opts *o, FI
 	struct sysstats_result res;
 
 	sysstats_init(&st, w, (o->flags & PROFILE_PER_THREAD) ? SYSSTATS_PER_THREAD : 0);
-	ops.ctx = &st;
-	ops.syscall = sysstats_syscall;
+	sysstats_walk_ops(&st, &ops);
 	if (walk_run(w, &ops) || st.oom || sysstats_collect(&st, &res)) {
 		sysstats_release(&st);
 		return -ENOMEM;

@@ -88,36 +88,27 @@ static void on_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind
 		livemem_task(&ls->mem, s, ns, kind, value);
 }
 
-static void on_begin(void *ctx, struct walk_stream *s)
-{
-	profile_begin(&((struct livesession *)ctx)->prof, s);
-}
-
-static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+/* After each chunk fed: the heap state learns when its events came. */
+static int on_chunk_end(void *ctx, const struct walk_chunk *c)
 {
 	struct livesession *ls = ctx;
 
-	profile_entry(&ls->prof, s, ns, addr, depth, flags);
-	livepaths_entry(&ls->paths, s, depth, addr, flags);
+	if (ls->mem.on)
+		livemem_fed(&ls->mem, livesession_now());
+	return 0;
 }
 
-static void on_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
+/* The live view of call paths as a consumer of the walk (ctx: the
+ * struct livepaths). */
+static void paths_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
-	profile_call(&((struct livesession *)ctx)->prof, s, exit_ns, addr, duration_ns);
+	livepaths_entry(ctx, s, depth, addr, flags);
 }
 
-static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+static void paths_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
                        unsigned flags)
 {
-	struct livesession *ls = ctx;
-
-	profile_exit(&ls->prof, s, ns, addr, depth, entry_ns, flags);
-	livepaths_exit(&ls->paths, s, depth, ns - entry_ns, flags);
-}
-
-static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
-{
-	sysstats_syscall(&((struct livesession *)ctx)->sys, s, sc);
+	livepaths_exit(ctx, s, depth, ns - entry_ns, flags);
 }
 
 int livesession_init(struct livesession *ls)
@@ -135,15 +126,19 @@ int livesession_init(struct livesession *ls)
 	if (walk_open(&ls->w, NULL, NULL, err, sizeof(err)))
 		return -ENOMEM;
 	sysstats_init(&ls->sys, &ls->w, 0);
+	/* the session's consumers: its own (lost events, the heap state),
+	 * the profile, the call paths, the syscall statistics */
 	ls->ops = (struct walk_ops){ .ctx = ls,
-		                     .begin = on_begin,
-		                     .entry = on_entry,
-		                     .exit = on_exit_ev,
 		                     .lost = on_lost,
-		                     .call = on_call,
-		                     .syscall = on_syscall,
 		                     .mem = on_mem,
-		                     .task = on_task };
+		                     .task = on_task,
+		                     .chunk_end = on_chunk_end,
+		                     .next = &ls->prof_ops };
+	profile_walk_ops(&ls->prof, &ls->prof_ops);
+	ls->prof_ops.next = &ls->paths_ops;
+	ls->paths_ops =
+	    (struct walk_ops){ .ctx = &ls->paths, .entry = paths_entry, .exit = paths_exit, .next = &ls->sys_ops };
+	sysstats_walk_ops(&ls->sys, &ls->sys_ops);
 	walk_begin(&ls->w, &ls->ops);
 	return 0;
 }
@@ -649,8 +644,6 @@ static void on_chunk(struct livesession *ls, const struct wire_frame *f, bool ud
 	r = walk_feed(&ls->w, ci.type, f->payload + 4 + LP_CHUNK_HEADER_SIZE, ci.len);
 	if (udp)
 		ls->udp.events += ls->w.events - events; /* against the agent's count */
-	if (ls->mem.on)
-		livemem_fed(&ls->mem, livesession_now());
 	if (r == -ENOMEM) {
 		fail(ls, "out of memory");
 		return;

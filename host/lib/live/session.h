@@ -82,7 +82,9 @@ struct livesession {
 	struct sysstats sys;    /* syscall statistics, fed by the walk */
 	struct livemem mem;     /* the heap state, with `memory` (mem.on) */
 	struct livepaths paths; /* the command may livepaths_init it again before the start */
-	struct walk_ops ops;
+	/* the walk's consumers, in this order: the session's own (the list's
+	 * head), prof, paths, sys; a serve model adds its after them */
+	struct walk_ops ops, prof_ops, paths_ops, sys_ops;
 	bool walk_ended;
 	uint64_t chunks, bytes, other_chunks, bad_chunks;
 	uint64_t status_lost, lost_at_ns;

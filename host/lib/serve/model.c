@@ -18,96 +18,31 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ------------------------------------------------------------ the walk callbacks */
+/* ------------------------------------------------------------ the consumers */
 
-static void on_begin(void *ctx, struct walk_stream *s)
+/* The timeline's chunk index: each EVENTS chunk where it lies, in the trace
+ * file, or for a live session in the saved trace (told by the save before
+ * the walk is fed the chunk). */
+static int chunk_begin(void *ctx, const struct walk_chunk *c)
 {
 	struct servemodel *m = ctx;
 
-	if (m->inner.begin)
-		m->inner.begin(m->inner.ctx, s);
-	calltree_begin(&m->tree, s);
-	if (!m->timeline_off)
-		timeline_begin(&m->tl, s);
+	if (c->type == LP_CHUNK_EVENTS && (!m->live || m->following_save))
+		timeline_chunk_begin(&m->tl, m->w, m->live ? m->saved_at : c->offset, c->payload, c->len);
+	return 0;
 }
 
-static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+static int chunk_end(void *ctx, const struct walk_chunk *c)
 {
 	struct servemodel *m = ctx;
 
-	if (m->inner.entry)
-		m->inner.entry(m->inner.ctx, s, ns, addr, depth, flags);
-	calltree_entry(&m->tree, s, ns, addr, depth, flags);
+	if (c->type == LP_CHUNK_EVENTS)
+		timeline_chunk_end(&m->tl, m->w);
+	return 0;
 }
 
-static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
-                       unsigned flags)
-{
-	struct servemodel *m = ctx;
-
-	if (m->inner.exit)
-		m->inner.exit(m->inner.ctx, s, ns, addr, depth, entry_ns, flags);
-	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
-	if (!m->timeline_off)
-		timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
-}
-
-static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
-{
-	struct servemodel *m = ctx;
-
-	if (m->inner.lost)
-		m->inner.lost(m->inner.ctx, s, ns, count);
-	if (!m->timeline_off)
-		timeline_lost(&m->tl, s, ns, count);
-}
-
-static void on_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
-{
-	struct servemodel *m = ctx;
-
-	if (m->inner.call)
-		m->inner.call(m->inner.ctx, s, exit_ns, addr, duration_ns);
-}
-
-static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
-{
-	struct servemodel *m = ctx;
-
-	if (m->inner.syscall)
-		m->inner.syscall(m->inner.ctx, s, sc);
-	calltree_syscall(&m->tree, s, sc);
-	if (!m->timeline_off)
-		timeline_syscall(&m->tl, s, sc);
-}
-
-/* heap operations and task events: the live session's (its heap state) */
-static void on_mem(void *ctx, struct walk_stream *s, const struct walk_mem *op)
-{
-	struct servemodel *m = ctx;
-
-	if (m->inner.mem)
-		m->inner.mem(m->inner.ctx, s, op);
-}
-
-static void on_task(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value)
-{
-	struct servemodel *m = ctx;
-
-	if (m->inner.task)
-		m->inner.task(m->inner.ctx, s, ns, kind, value);
-}
-
-static void on_end(void *ctx, struct walk_stream *s)
-{
-	struct servemodel *m = ctx;
-
-	if (m->inner.end)
-		m->inner.end(m->inner.ctx, s);
-	if (!m->timeline_off)
-		timeline_end(&m->tl, s);
-}
-
+/* The model's own consumers, after those before them in the list: the
+ * call trees, then the timeline and its chunk index. */
 static void model_init(struct servemodel *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -116,102 +51,18 @@ static void model_init(struct servemodel *m)
 	calltree_init(&m->tree);
 	timeline_init(&m->tl);
 	flame_init(&m->flame);
-	m->ops = (struct walk_ops){ .ctx = m,
-		                    .begin = on_begin,
-		                    .entry = on_entry,
-		                    .exit = on_exit_ev,
-		                    .lost = on_lost,
-		                    .call = on_call,
-		                    .syscall = on_syscall,
-		                    .mem = on_mem,
-		                    .task = on_task,
-		                    .end = on_end };
-}
-
-/* A trace file's callbacks: the model's own consumers called directly (on
- * every event: no second indirect call, as a live session's need).  The
- * flat profile is not fed function events: it is derived from the call
- * trees after the pass (calltree_profile), which costs one visit per call
- * path instead of a hash lookup per event.  Whole-call records (a duration
- * source filter) are not in the trees and go to the profile as they come. */
-static void file_begin(void *ctx, struct walk_stream *s)
-{
-	struct servemodel *m = ctx;
-
-	profile_begin(m->prof, s);
-	calltree_begin(&m->tree, s);
-	timeline_begin(&m->tl, s);
-}
-
-static void file_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
-{
-	struct servemodel *m = ctx;
-
-	calltree_entry(&m->tree, s, ns, addr, depth, flags);
-}
-
-static void file_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
-                      unsigned flags)
-{
-	struct servemodel *m = ctx;
-
-	calltree_exit(&m->tree, s, ns, addr, depth, entry_ns, flags);
-	timeline_exit(&m->tl, s, ns, addr, depth, entry_ns, flags);
-}
-
-static void file_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
-{
-	timeline_lost(&((struct servemodel *)ctx)->tl, s, ns, count);
-}
-
-static void file_call(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
-{
-	profile_call(((struct servemodel *)ctx)->prof, s, exit_ns, addr, duration_ns);
-}
-
-static void file_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
-{
-	struct servemodel *m = ctx;
-
-	sysstats_syscall(m->sys, s, sc);
-	calltree_syscall(&m->tree, s, sc);
-	timeline_syscall(&m->tl, s, sc);
-}
-
-/* walk_run, with the timeline told where each chunk is. */
-static int read_all(struct servemodel *m)
-{
-	struct walk *w = m->w;
-	const uint8_t *payload;
-	struct chunk_info ci;
-	off_t at;
-	int r;
-
-	walk_begin(w, &m->ops);
-	reader_seek(&w->r, LP_FILE_HEADER_SIZE);
-	w->r.state = READER_OK;
-	for (at = w->r.offset; reader_next(&w->r, &ci, &payload) > 0; at = w->r.offset) {
-		if (ci.type == LP_CHUNK_EVENTS)
-			timeline_chunk_begin(&m->tl, w, at, payload, ci.len);
-		r = walk_feed(w, ci.type, payload, ci.len);
-		if (ci.type == LP_CHUNK_EVENTS)
-			timeline_chunk_end(&m->tl, w);
-		if (r == -ENOMEM)
-			return r;
-		if (r) {
-			w->r.state = READER_DAMAGED;
-			snprintf(w->r.damage, sizeof(w->r.damage),
-			         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
-			break;
-		}
-	}
-	walk_end(w);
-	return 0;
+	calltree_walk_ops(&m->tree, &m->tree_ops);
+	timeline_walk_ops(&m->tl, &m->tl_ops);
+	m->chunk_ops = (struct walk_ops){ .ctx = m, .chunk_begin = chunk_begin, .chunk_end = chunk_end };
+	m->tree_ops.next = &m->tl_ops;
+	m->tl_ops.next = &m->chunk_ops;
+	m->saved_at = -1;
 }
 
 /* The pass over the trace file. */
 static int load_trace(struct servemodel *m, const char *dir, char *err, size_t errlen)
 {
+	struct walk_ops prof_ops, sys_ops = { 0 };
 	uint32_t i;
 	int r;
 
@@ -223,14 +74,16 @@ static int load_trace(struct servemodel *m, const char *dir, char *err, size_t e
 	if (r)
 		return r;
 	sysstats_init(m->sys, m->w, 0);
-	m->ops = (struct walk_ops){ .ctx = m,
-		                    .begin = file_begin,
-		                    .entry = file_entry,
-		                    .exit = file_exit,
-		                    .lost = file_lost,
-		                    .call = file_call,
-		                    .syscall = file_syscall };
-	r = read_all(m);
+	/* The flat profile is not fed function events: it is derived from
+	 * the call trees after the pass (calltree_profile), which costs one
+	 * visit per call path instead of a hash lookup per event.  Whole-call
+	 * records (a duration source filter) are not in the trees and go to
+	 * the profile as they come. */
+	prof_ops = (struct walk_ops){ .ctx = m->prof, .begin = profile_begin, .call = profile_call, .next = &sys_ops };
+	sysstats_walk_ops(m->sys, &sys_ops);
+	sys_ops.next = &m->tree_ops;
+	m->w->quiet = true;
+	r = walk_run(m->w, &prof_ops);
 	for (i = 0; !r && i < m->w->nstreams; i++)
 		calltree_profile(&m->tree, m->prof, m->w->streams[i]);
 	if (r || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom) {
@@ -298,43 +151,43 @@ int servemodel_attach(struct servemodel *m, struct walk *w, struct profile *prof
 	m->w = w;
 	m->prof = prof;
 	m->sys = sys;
-	m->inner = *ops;
-	*ops = m->ops;
+	walk_chain(ops, &m->tree_ops);
 	return 0;
 }
 
 /* A chunk the live session received, as the saved trace took it, before
- * the walk is fed it: the chunk before it has been fed by now. */
+ * the walk is fed it: where the timeline's chunk_begin finds it. */
 static void saved_chunk(void *ctx, const struct livesave *sv, const void *chunk, size_t len, off_t offset)
 {
 	struct servemodel *m = ctx;
 	struct chunk_info ci;
 
-	timeline_chunk_end(&m->tl, m->w);
+	m->saved_at = -1;
 	if (len < LP_CHUNK_HEADER_SIZE || chunk_header_get(chunk, &ci) || ci.type != LP_CHUNK_EVENTS ||
 	    ci.len != len - LP_CHUNK_HEADER_SIZE)
 		return;
 	if (offset >= 0 && !m->tl.have_reader && timeline_open(&m->tl, sv->dir))
 		offset = -1;
-	timeline_chunk_begin(&m->tl, m->w, offset, (const uint8_t *)chunk + LP_CHUNK_HEADER_SIZE, ci.len);
+	m->saved_at = offset;
 }
 
 void servemodel_follow_save(struct servemodel *m, struct livesave *sv)
 {
 	sv->on_chunk = saved_chunk;
 	sv->on_chunk_ctx = m;
+	m->following_save = true;
 }
 
 void servemodel_timeline_off(struct servemodel *m)
 {
 	m->timeline_off = true;
+	m->tree_ops.next = NULL; /* neither the timeline nor its chunk index */
 }
 
 void servemodel_live_settle(struct servemodel *m)
 {
 	if (!m->live || m->timeline_off)
 		return;
-	timeline_chunk_end(&m->tl, m->w);
 	timeline_live_newest(&m->tl, m->w->last_ns);
 }
 

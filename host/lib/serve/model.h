@@ -63,11 +63,14 @@ struct servemodel {
 	struct flame flame;
 	struct names names;
 	struct serveheap heap; /* the heap view (serve/heap.h); empty for a live session */
-	struct walk_ops ops;
-	/* a live session's own callbacks, called before the model's */
-	struct walk_ops inner;
+	/* the model's consumers of the walk, in this order (after a trace
+	 * file's profile and syscall statistics, or a live session's): the
+	 * call trees, the timeline, the timeline's chunk index */
+	struct walk_ops tree_ops, tl_ops, chunk_ops;
 	bool live;
-	bool timeline_off; /* live: the timeline is not fed (servemodel_timeline_off) */
+	bool timeline_off;   /* live: the timeline is not fed (servemodel_timeline_off) */
+	bool following_save; /* live: servemodel_follow_save */
+	off_t saved_at;      /* live: where the save put the chunk being fed; -1: not in the file */
 	/* the flat profile, collected after the pass (again when stale) */
 	struct profile_rows rows;
 	bool rows_valid, flame_valid;
@@ -93,9 +96,9 @@ int servemodel_load(struct servemodel *m, const char *dir, unsigned flags, char 
 uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr);
 
 /* A model fed by a live session: takes over its walk, profile and syscall
- * statistics (borrowed: they must outlive the model) and puts the model's
- * consumers behind the session's callbacks in *ops, which the walk uses
- * (ops is modified in place).  Returns 0 or -ENOMEM. */
+ * statistics (borrowed: they must outlive the model) and appends the
+ * model's consumers to the list ops, the session's, which the walk uses
+ * (walk_chain).  Returns 0 or -ENOMEM. */
 int servemodel_attach(struct servemodel *m, struct walk *w, struct profile *prof, struct sysstats *sys,
                       struct walk_ops *ops);
 

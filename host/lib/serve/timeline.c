@@ -232,6 +232,16 @@ void timeline_end(void *ctx, struct walk_stream *s)
 		ts->ended = true;
 }
 
+void timeline_walk_ops(struct timeline *tl, struct walk_ops *ops)
+{
+	ops->ctx = tl;
+	ops->begin = timeline_begin;
+	ops->exit = timeline_exit;
+	ops->syscall = timeline_syscall;
+	ops->lost = timeline_lost;
+	ops->end = timeline_end;
+}
+
 void timeline_live_newest(struct timeline *tl, uint64_t ns)
 {
 	if (ns > tl->newest_ns)

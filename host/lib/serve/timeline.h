@@ -126,6 +126,9 @@ void timeline_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr,
 void timeline_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
 void timeline_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count);
 void timeline_end(void *ctx, struct walk_stream *s);
+/* Sets ops->ctx, begin, exit, syscall, lost and end to feed tl; leaves the
+ * others (the chunk hooks are its user's: timeline_chunk_begin). */
+void timeline_walk_ops(struct timeline *tl, struct walk_ops *ops);
 
 /* Around walk_feed of each EVENTS chunk of the pass: before, with the
  * chunk's offset in the file (-1: not in a file that can be read again)

@@ -12,6 +12,34 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/trace/walk.h"
 
+void walk_chain(struct walk_ops *list, struct walk_ops *more)
+{
+	while (list->next)
+		list = list->next;
+	list->next = more;
+}
+
+/* The consumers that take function entries and exits, the events of
+ * almost every chunk, in arrays: a call per consumer that wants the event,
+ * not a visit of every one.  Made again before each chunk, so that a list
+ * that grew between chunks (a live session's) is seen whole. */
+static int index_consumers(struct walk *w)
+{
+	const struct walk_ops *o;
+	uint32_t n = 0;
+
+	w->nentry = w->nexit = 0;
+	for (o = w->ops; o; o = o->next) {
+		if (++n > WALK_CONSUMERS_MAX)
+			return -E2BIG;
+		if (o->entry)
+			w->entry_ops[w->nentry++] = o;
+		if (o->exit)
+			w->exit_ops[w->nexit++] = o;
+	}
+	return 0;
+}
+
 int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen)
 {
 	int r;
@@ -94,40 +122,68 @@ static bool tid_selected(const struct walk *w, uint32_t tid)
 	return false;
 }
 
-/* The filter stage's sink: forwards to the consumer. */
+/* The filter stage's sink: forwards to the consumers.  The loops over
+ * several consumers are apart from the sinks, so that a single consumer
+ * is a tail call, without keeping the arguments for a next one. */
+static __attribute__((noinline)) void entry_each(struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
+                                                 unsigned flags)
+{
+	const struct walk *w = s->w;
+	uint32_t i;
+
+	for (i = 0; i < w->nentry; i++)
+		w->entry_ops[i]->entry(w->entry_ops[i]->ctx, s, ns, addr, depth, flags);
+}
+
+static __attribute__((noinline)) void exit_each(struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
+                                                uint64_t entry_ns, unsigned flags)
+{
+	const struct walk *w = s->w;
+	uint32_t i;
+
+	for (i = 0; i < w->nexit; i++)
+		w->exit_ops[i]->exit(w->exit_ops[i]->ctx, s, ns, addr, depth, entry_ns, flags);
+}
+
 static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
 	struct walk_stream *s = ctx;
-	const struct walk_ops *ops = s->w->ops;
+	const struct walk *w = s->w;
 
-	if (ops->entry)
-		ops->entry(ops->ctx, s, ns, addr, depth, flags);
+	if (w->nentry == 1)
+		w->entry_ops[0]->entry(w->entry_ops[0]->ctx, s, ns, addr, depth, flags);
+	else
+		entry_each(s, ns, addr, depth, flags);
 }
 
 static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags)
 {
 	struct walk_stream *s = ctx;
-	const struct walk_ops *ops = s->w->ops;
+	const struct walk *w = s->w;
 
-	if (ops->exit)
-		ops->exit(ops->ctx, s, ns, addr, depth, entry_ns, flags);
+	if (w->nexit == 1)
+		w->exit_ops[0]->exit(w->exit_ops[0]->ctx, s, ns, addr, depth, entry_ns, flags);
+	else
+		exit_each(s, ns, addr, depth, entry_ns, flags);
 }
 
 /* Calls deeper than the filter stage tracks: lost events, as the
  * target's are, shown wherever those are. */
 static void sink_lost(void *ctx, uint64_t ns, uint64_t events)
 {
+	const struct walk_ops *o;
 	struct walk_stream *s = ctx;
-	const struct walk_ops *ops = s->w->ops;
 
 	s->lost += events;
 	s->w->lost += events;
-	if (ops->lost)
-		ops->lost(ops->ctx, s, ns, events);
+	for (o = s->w->ops; o; o = o->next)
+		if (o->lost)
+			o->lost(o->ctx, s, ns, events);
 }
 
 static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t pid, uint32_t tid, uint64_t ns)
 {
+	const struct walk_ops *o;
 	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit, .lost = sink_lost };
 	struct walk_stream *s;
 	uint32_t h = hash_of(image, tid, w->hash_cap);
@@ -169,8 +225,9 @@ static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t p
 	if (w->nstreams * 2 > w->hash_cap && hash_grow(w)) {
 		/* the table still works, only slower */
 	}
-	if (s->selected && w->ops->begin)
-		w->ops->begin(w->ops->ctx, s);
+	for (o = w->ops; o; o = o->next)
+		if (s->selected && o->begin)
+			o->begin(o->ctx, s);
 	return s;
 }
 
@@ -185,6 +242,7 @@ static inline uint64_t code_addr(const struct walk *w, const struct walk_stream 
 
 static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
 {
+	const struct walk_ops *o;
 	uint32_t i;
 
 	switch (ev->arg) {
@@ -210,8 +268,9 @@ static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event
 	default:
 		break;
 	}
-	if (s->selected && w->ops->task)
-		w->ops->task(w->ops->ctx, s, ev->time, ev->arg, ev->value);
+	for (o = w->ops; o; o = o->next)
+		if (s->selected && o->task)
+			o->task(o->ctx, s, ev->time, ev->arg, ev->value);
 }
 
 /* The innermost function the consumer has seen entered and not exited
@@ -234,8 +293,11 @@ static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *
 
 static void syscall_deliver(struct walk *w, struct walk_stream *s)
 {
-	if (s->sc_pending && s->selected && w->ops->syscall)
-		w->ops->syscall(w->ops->ctx, s, &s->sc);
+	const struct walk_ops *o;
+
+	for (o = w->ops; o; o = o->next)
+		if (s->sc_pending && s->selected && o->syscall)
+			o->syscall(o->ctx, s, &s->sc);
 	s->sc_pending = false;
 }
 
@@ -419,6 +481,7 @@ static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_even
 
 static void on_mem(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
 {
+	const struct walk_ops *o;
 	struct walk_stack_def *d = NULL;
 	struct walk_mem m = { 0 };
 	struct memevent me;
@@ -434,7 +497,7 @@ static void on_mem(struct walk *w, struct walk_stream *s, const struct lp_event 
 		if (!d)
 			w->mem_unknown_stacks++;
 	}
-	if (!s->selected || !w->ops->mem)
+	if (!s->selected)
 		return;
 	m.op = me.op;
 	m.flags = me.flags;
@@ -453,11 +516,17 @@ static void on_mem(struct walk *w, struct walk_stream *s, const struct lp_event 
 		m.cache = &d->cache;
 	}
 	m.func = innermost_open(s, &m.depth);
-	w->ops->mem(w->ops->ctx, s, &m);
+	for (o = w->ops; o; o = o->next) {
+		if (o->mem) {
+			o->mem(o->ctx, s, &m);
+			m.cache = NULL; /* the first consumer's (walk.h) */
+		}
+	}
 }
 
 static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 {
+	const struct walk_ops *o;
 	struct decoder *d = w->dec;
 	struct walk_stream *s;
 	struct lp_event ev;
@@ -491,8 +560,9 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_LOST:
 			s->lost += ev.value;
 			w->lost += ev.value;
-			if (s->selected && w->ops->lost)
-				w->ops->lost(w->ops->ctx, s, ev.time, ev.value);
+			for (o = w->ops; o; o = o->next)
+				if (s->selected && o->lost)
+					o->lost(o->ctx, s, ev.time, ev.value);
 			break;
 		case LP_EV_MAP:
 			symbolizer_add_map_at(w->sym, d->image, ev.time, ev.base, ev.start, ev.end, ev.offset,
@@ -520,8 +590,9 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 					return -EBADMSG;
 				s->calls++;
 				w->source_filtered = true;
-				if (s->selected && w->ops->call)
-					w->ops->call(w->ops->ctx, s, ev.time, code_addr(w, s, a, ev.time), b);
+				for (o = w->ops; o; o = o->next)
+					if (s->selected && o->call)
+						o->call(o->ctx, s, ev.time, code_addr(w, s, a, ev.time), b);
 			} else if (ev.value == LP_XEV_UNMAP) {
 				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
 					return -EBADMSG;
@@ -608,10 +679,11 @@ int walk_begin(struct walk *w, const struct walk_ops *ops)
 {
 	w->ops = ops;
 	reset_streams(w);
-	return 0;
+	return index_consumers(w);
 }
 
-int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len)
+/* A chunk's events and facts, without the consumers' chunk hooks. */
+static int feed_payload(struct walk *w, uint8_t type, const uint8_t *payload, size_t len)
 {
 	switch (type) {
 	case LP_CHUNK_EVENTS:
@@ -629,19 +701,51 @@ int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len)
 	}
 }
 
+/* A chunk between the consumers' chunk hooks: returns what the walk made
+ * of it (as walk_feed), with *stop the value a consumer stopped the pass
+ * with (0: none; then the chunk may not have been read). */
+static int feed_chunk(struct walk *w, const struct walk_chunk *c, int *stop)
+{
+	const struct walk_ops *o;
+	int r;
+
+	*stop = index_consumers(w);
+	if (*stop)
+		return 0;
+	for (o = w->ops; o; o = o->next)
+		if (o->chunk_begin && (*stop = o->chunk_begin(o->ctx, c)))
+			return 0;
+	r = feed_payload(w, c->type, c->payload, c->len);
+	for (o = w->ops; o; o = o->next)
+		if (o->chunk_end && (*stop = o->chunk_end(o->ctx, c)))
+			break;
+	return r;
+}
+
+int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len)
+{
+	struct walk_chunk c = { .type = type, .offset = -1, .payload = payload, .len = len };
+	int stop, r = feed_chunk(w, &c, &stop);
+
+	return stop ? stop : r;
+}
+
 void walk_end(struct walk *w)
 {
+	const struct walk_ops *o;
 	uint32_t i;
 
 	order_streams(w);
+	index_consumers(w); /* past the bound: the first consumers only */
 	for (i = 0; i < w->nstreams; i++) {
 		struct walk_stream *s = w->streams[i];
 
 		if (s->selected) {
 			syscall_deliver(w, s);
 			filter_finish(&s->fs, s->last_ns);
-			if (w->ops->end)
-				w->ops->end(w->ops->ctx, s);
+			for (o = w->ops; o; o = o->next)
+				if (o->end)
+					o->end(o->ctx, s);
 		}
 	}
 }
@@ -691,23 +795,29 @@ static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t
 
 static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 {
-	bool progress = w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
-	off_t next_progress = WALK_PROGRESS_STEP, offset;
-	const uint8_t *payload;
+	bool progress = !w->quiet && w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+	off_t next_progress = WALK_PROGRESS_STEP;
+	struct walk_chunk c;
 	struct chunk_info ci;
-	int r;
+	int r, stop;
 
-	walk_begin(w, ops);
+	r = walk_begin(w, ops);
+	if (r)
+		return r;
 	reader_seek(&w->r, LP_FILE_HEADER_SIZE);
 	w->r.state = READER_OK;
 	w->r.chunks = 0;
 	w->r.seen_end = false;
-	for (offset = w->r.offset; reader_next(&w->r, &ci, &payload) > 0; offset = w->r.offset) {
+	for (c.offset = w->r.offset; reader_next(&w->r, &ci, &c.payload) > 0; c.offset = w->r.offset) {
 		if (progress && w->r.offset >= next_progress) {
 			fprintf(stderr, "\rreading %s: %3d%%", w->dir, (int)(100 * w->r.offset / w->r.size));
 			next_progress = w->r.offset + WALK_PROGRESS_STEP;
 		}
-		r = walk_feed(w, ci.type, payload, ci.len);
+		c.type = ci.type;
+		c.len = ci.len;
+		r = feed_chunk(w, &c, &stop);
+		if (stop)
+			return stop;
 		if (r == -ENOMEM)
 			return r;
 		if (r) {
@@ -716,7 +826,7 @@ static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 			         "undecodable events in the chunk ending at byte %lld", (long long)w->r.offset);
 			break;
 		}
-		if (index && index_chunk(w, offset, ci.type, payload, ci.len))
+		if (index && index_chunk(w, c.offset, c.type, c.payload, c.len))
 			return -ENOMEM;
 	}
 	if (progress)
@@ -741,16 +851,16 @@ static int chunk_ref_cmp(const void *a, const void *b)
 
 int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 {
-	static const struct walk_ops none;
+	const struct walk_ops *o;
 	enum reader_state state;
-	const uint8_t *payload;
+	struct walk_chunk c;
 	struct chunk_info ci;
 	size_t i;
-	int r;
+	int r, stop;
 
 	if (!w->order_ready) {
 		w->norder = 0;
-		r = run_file(w, &none, true);
+		r = run_file(w, NULL, true);
 		if (r)
 			return r;
 		if (w->norder > 1) /* none at all when no chunk was readable */
@@ -761,13 +871,25 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 	 * all before it, and read again as they are */
 	state = w->r.state;
 	w->r.state = READER_OK;
-	walk_begin(w, ops);
+	r = walk_begin(w, ops);
+	if (r) {
+		w->r.state = state;
+		return r;
+	}
 	for (i = 0; i < w->norder; i++) {
-		if (ops->watermark)
-			ops->watermark(ops->ctx, w->order[i].ns);
-		if (reader_seek(&w->r, w->order[i].offset) || reader_next(&w->r, &ci, &payload) <= 0)
+		for (o = w->ops; o; o = o->next)
+			if (o->watermark)
+				o->watermark(o->ctx, w->order[i].ns);
+		c.offset = w->order[i].offset;
+		if (reader_seek(&w->r, c.offset) || reader_next(&w->r, &ci, &c.payload) <= 0)
 			break;
-		r = walk_feed(w, ci.type, payload, ci.len);
+		c.type = ci.type;
+		c.len = ci.len;
+		r = feed_chunk(w, &c, &stop);
+		if (stop) {
+			w->r.state = state;
+			return stop;
+		}
 		if (r == -ENOMEM)
 			return r;
 		if (r)

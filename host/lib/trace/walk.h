@@ -1,7 +1,8 @@
 /* The event walk: reads a trace once, in file order, and hands each
- * thread's properly nested, filtered function events to a consumer (report,
- * tree, replay).  Memory stays bounded by the number of threads and stack
- * depth, not by the number of events. */
+ * thread's properly nested, filtered function events to its consumers
+ * (report, tree, replay, the live view, the web UI's model).  Memory stays
+ * bounded by the number of threads and stack depth, not by the number of
+ * events. */
 #ifndef LP_WALK_H
 #define LP_WALK_H
 
@@ -64,7 +65,9 @@ struct walk_mem {
 	const uint64_t *ips;
 	uint32_t nips;
 	/* a word the consumer may keep with this stack definition (what it
-	 * made of the stack), 0 until it writes one; NULL without a stack */
+	 * made of the stack), 0 until it writes one; NULL without a stack,
+	 * and for all but the first consumer in the list that takes heap
+	 * operations (the word is one per definition) */
 	uint64_t *cache;
 	/* the innermost function (after filters) open at the operation, 0
 	 * when none, and the number of such frames: as for syscalls */
@@ -110,8 +113,61 @@ struct walk_stream {
 	struct walk *w;
 };
 
+/* A chunk as the walk reads it, for walk_ops.chunk_begin and chunk_end.
+ * payload is the chunk's checked payload, valid during the call. */
+struct walk_chunk {
+	uint8_t type; /* LP_CHUNK_* */
+	off_t offset; /* of its header in the trace file; -1 with walk_feed */
+	const uint8_t *payload;
+	size_t len;
+};
+
+/* The most consumers in one list (walk_ops.next). */
+#define WALK_CONSUMERS_MAX 16u
+
+/* One consumer of the walk: the callbacks it wants (NULL: not this kind
+ * of event) and its ctx, handed back to each.  Several consumers form a
+ * list through `next` (walk_chain); the walk calls them in list order,
+ * each event to every consumer before the next event, so that a new kind
+ * of event or a new builder plugs in once and reaches every command that
+ * runs the walk with that builder's consumer in its list.
+ *
+ * Ownership: the consumers are borrowed from the call that starts the
+ * pass (walk_run, walk_run_by_time, walk_begin) until it returns, or for
+ * walk_begin until walk_end; a consumer is in one list at a time.  What a
+ * consumer may keep: the struct walk_stream pointers (valid until the next
+ * pass or walk_release) and what it copies; event arguments given by
+ * pointer (walk_syscall, walk_mem, walk_chunk and what they point to) are
+ * valid during the call only.
+ *
+ * Order of calls within a pass: begin for a stream before its first event
+ * (only streams that are selected get any call); then its events in order;
+ * chunk_begin and chunk_end bracket the events of each chunk the walk
+ * reads (every chunk type; the walk runs them as the trace has them, or by
+ * time with walk_run_by_time, where watermark comes before chunk_begin);
+ * after the last chunk_end, stream by stream in order of first event, the
+ * syscall still pending, the exits of calls still open (at the stream's
+ * last event time), then end.
+ *
+ * Stopping: only chunk_begin and chunk_end may stop the pass, by returning
+ * a negative errno (0 goes on); an event callback that fails notes it in
+ * its own state and may say so from its next chunk_end.  A stop ends the
+ * pass at once: no further callback of any consumer is made (not the
+ * chunk_begin of those after it, not the chunk_end of a chunk whose
+ * chunk_begin stopped, not end), the trace's condition (w->r) is left as
+ * it was, and walk_run, walk_run_by_time or walk_feed returns the value
+ * (after walk_feed, the caller feeds no more and may still walk_end).
+ * chunk_end follows every chunk_begin that did not stop, also for a chunk
+ * the walk found undecodable.  A list of more than WALK_CONSUMERS_MAX
+ * consumers is refused with -E2BIG: by walk_begin (walk_run and
+ * walk_run_by_time return it before any callback), or, grown past it
+ * during a pass, as a stop at the next chunk.
+ * After walk_begin, the list may grow between walk_feed calls
+ * (walk_chain): the consumers added see the events from the next chunk on
+ * (a serve model added to a live session's list). */
 struct walk_ops {
 	void *ctx;
+	struct walk_ops *next; /* the next consumer; NULL: the last */
 	void (*begin)(void *ctx, struct walk_stream *s);
 	void (*entry)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags);
 	void (*exit)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
@@ -134,7 +190,13 @@ struct walk_ops {
 	/* after the last event of the trace, once per stream; by then
 	 * w->streams is in order of first event */
 	void (*end)(void *ctx, struct walk_stream *s);
+	/* around each chunk: see above */
+	int (*chunk_begin)(void *ctx, const struct walk_chunk *c);
+	int (*chunk_end)(void *ctx, const struct walk_chunk *c);
 };
+
+/* Appends the list `more` at the end of the list `list`. */
+void walk_chain(struct walk_ops *list, struct walk_ops *more);
 
 struct walk {
 	const char *dir;
@@ -169,7 +231,11 @@ struct walk {
 	 * decoded (for their mappings) but not handed to the consumer */
 	bool restrict_stream;
 	uint32_t only_image, only_tid;
-	const struct walk_ops *ops; /* during walk_run */
+	const struct walk_ops *ops; /* the consumers, during a pass */
+	/* those of them that take entries, exits (made before each chunk) */
+	const struct walk_ops *entry_ops[WALK_CONSUMERS_MAX], *exit_ops[WALK_CONSUMERS_MAX];
+	uint32_t nentry, nexit;
+	bool quiet; /* the caller's: no progress line on stderr */
 	/* walk_run_by_time's chunk index: offset and sort time of each META
 	 * and EVENTS chunk, sorted */
 	struct walk_chunk_ref *order;
@@ -183,8 +249,11 @@ struct walk {
  * err (the trace reader's codes: see reader_open; -ENODATA also for a
  * trace that ends after its file header). */
 int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen);
-/* Reads the whole trace, calling ops.  Can run again (it rewinds).
- * Returns 0; the trace's damage, if any, is in w->r.state / w->r.damage. */
+/* Reads the whole trace, calling the consumers in the list ops (NULL:
+ * none).  Can run again (it rewinds).  Returns 0, -ENOMEM, or the value a
+ * consumer stopped the pass with; the trace's damage, if any, is in
+ * w->r.state / w->r.damage.  A trace of 64 MiB or more shows its progress
+ * on stderr when that is a terminal, unless w->quiet. */
 int walk_run(struct walk *w, const struct walk_ops *ops);
 
 /* The same pass with the threads' chunks in time order: chunks are fed by
@@ -199,8 +268,10 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops);
 
 /* The same pass, fed by the caller chunk by chunk (a live stream): open
  * with dir NULL, then walk_begin, walk_feed for each whole chunk (type and
- * checked payload), walk_end once.  walk_feed returns 0, -EBADMSG for an
- * undecodable EVENTS payload or -ENOMEM. */
+ * checked payload), walk_end once.  walk_begin returns 0 or -E2BIG (see
+ * walk_ops).  walk_feed returns 0, -EBADMSG for an
+ * undecodable EVENTS payload, -ENOMEM, or the value a consumer stopped the
+ * pass with (the caller then feeds no more). */
 int walk_begin(struct walk *w, const struct walk_ops *ops);
 int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len);
 void walk_end(struct walk *w);
