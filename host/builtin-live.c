@@ -22,7 +22,6 @@
 #include "host/lib/live/session.h"
 #include "host/lib/live/view.h"
 #include "host/lib/util/options.h"
-#include "runtime/memtrace.h"
 #include "systrace/systrace.h"
 
 #define NS_PER_MS 1000000ull

@@ -31,7 +31,7 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/options.h"
 #include "lp_arch.h"
-#include "runtime/memtrace.h"
+#include "layerprof/format.h"
 #include "systrace/systrace.h"
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"

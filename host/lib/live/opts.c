@@ -10,7 +10,7 @@
 #include "host/lib/live/netclient.h"
 #include "host/lib/live/session.h"
 #include "host/lib/util/options.h"
-#include "runtime/memtrace.h"
+#include "layerprof/format.h"
 #include "systrace/systrace.h"
 
 void liveopts_init(struct liveopts *o, const char *cmd)
