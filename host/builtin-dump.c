@@ -102,7 +102,7 @@ int cmd_dump(int argc, char **argv)
 			fputs(dump_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = options_filter_parse(&fopts, c, optarg, "dump");
+			r = layerprof_filter_parse(&fopts, c, optarg, "dump");
 			if (r == 1)
 				break;
 			if (r == 0)
@@ -136,7 +136,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	setvbuf(f, NULL, _IOFBF, DUMP_OUT_BUFFER);
 	r = fmt == DUMP_CHROME ? export_chrome(&w, f) : export_folded(&w, folded_flags, f, &deeper);
-	code = walk_report_condition(&w, "dump");
+	code = layerprof_trace_condition(&w, "dump");
 	if (!r && deeper)
 		fprintf(stderr,
 		        "layerprof dump: %llu call paths deeper than %u frames count for their ancestor at that depth, "

@@ -675,7 +675,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			                "saved trace\n");
 			return -EINVAL;
 		default:
-			r = options_filter_parse(&ls->filter.opts, c, optarg, "live");
+			r = layerprof_filter_parse(&ls->filter.opts, c, optarg, "live");
 			if (r == 1)
 				break;
 			if (r == 0)

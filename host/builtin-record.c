@@ -548,7 +548,7 @@ int cmd_record(int argc, char **argv)
 			fputs(record_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = options_filter_parse(&rec.fopts, c, optarg, "record");
+			r = layerprof_filter_parse(&rec.fopts, c, optarg, "record");
 			if (r == 1)
 				break;
 			if (r == 0)

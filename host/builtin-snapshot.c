@@ -312,7 +312,7 @@ int cmd_snapshot(int argc, char **argv)
 		code = LP_EXIT_FAILURE;
 		goto out;
 	}
-	code = walk_report_condition(&w, "snapshot");
+	code = layerprof_trace_condition(&w, "snapshot");
 	m.trace = dir;
 	m.command = walk_meta(&w, "command", command, sizeof(command));
 	f = strcmp(out, "-") ? outfile_open(out) : stdout;

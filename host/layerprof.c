@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/options.h"
 
 #define LAYERPROF_VERSION "0.1.0"
 
@@ -95,6 +97,33 @@ static void usage(FILE *f)
 	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'layerprof <command> --help' describes a command.\n");
+}
+
+void layerprof_warn(void *cmd, const char *msg)
+{
+	fprintf(stderr, "layerprof %s: %s\n", (const char *)cmd, msg);
+}
+
+int layerprof_filter_parse(struct filter_opts *f, int code, const char *arg, const char *cmd)
+{
+	char err[LP_ERROR_MAX];
+	int r = options_filter_parse(f, code, arg, err, sizeof(err));
+
+	if (r < 0)
+		layerprof_warn((void *)cmd, err);
+	return r;
+}
+
+int layerprof_trace_condition(const struct walk *w, const char *cmd)
+{
+	const struct lp_warner warn = { layerprof_warn, (void *)cmd };
+	char err[LP_ERROR_MAX];
+
+	if (walk_condition(w, &warn, err, sizeof(err))) {
+		layerprof_warn((void *)cmd, err);
+		return LP_EXIT_TRACE;
+	}
+	return LP_EXIT_OK;
 }
 
 const char *layerprof_exe_dir(void)

@@ -285,7 +285,7 @@ static int command_filter(struct servelive *sl, const char *body, FILE *out)
 	err[0] = '\0';
 	if (livefilter_parse(n, words, &opts, err, sizeof(err))) {
 		free(buf);
-		return answer(out, HTTP_BAD_REQUEST, err[0] ? err : "bad filter options (-F, -N, --depth, --min-time)");
+		return answer(out, HTTP_BAD_REQUEST, err);
 	}
 	livesession_set_filters(&sl->ls, &opts, buf); /* buf now the filter's */
 	return answer(out, HTTP_OK, "filters set");

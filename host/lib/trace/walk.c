@@ -11,6 +11,7 @@
 #include "host/lib/trace/dir.h"
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/trace/walk.h"
+#include "host/lib/util/error.h"
 
 int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, char *err, size_t errlen)
 {
@@ -808,46 +809,42 @@ const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t s
 
 /* Says which of the user's filters matched nothing: a pattern no
  * function called in the trace matched, a thread id no thread had. */
-static void report_filters(const struct walk *w, const char *cmd)
+static void warn_filters(const struct walk *w, const struct lp_warner *warn)
 {
 	size_t i;
 	uint32_t k;
 
 	for (i = 0; w->cls && i < w->fopts.n_only; i++)
 		if (!classifier_matched(w->cls, true, i))
-			fprintf(stderr, "layerprof %s: warning: %s '%s' matches no function called in trace '%s'\n",
-			        cmd, w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
+			error_warn(warn, "warning: %s '%s' matches no function called in trace '%s'",
+			           w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
 	for (i = 0; w->cls && i < w->fopts.n_exclude; i++)
 		if (!classifier_matched(w->cls, false, i))
-			fprintf(stderr, "layerprof %s: warning: -N '%s' matches no function called in trace '%s'\n",
-			        cmd, w->fopts.exclude[i], w->dir);
+			error_warn(warn, "warning: -N '%s' matches no function called in trace '%s'",
+			           w->fopts.exclude[i], w->dir);
 	for (i = 0; i < w->fopts.n_tids; i++) {
 		for (k = 0; k < w->nstreams && w->streams[k]->tid != w->fopts.tids[i]; k++)
 			;
 		if (k == w->nstreams)
-			fprintf(stderr, "layerprof %s: warning: --tid %u: trace '%s' has no thread %u\n", cmd,
-			        w->fopts.tids[i], w->dir, w->fopts.tids[i]);
+			error_warn(warn, "warning: --tid %u: trace '%s' has no thread %u", w->fopts.tids[i], w->dir,
+			           w->fopts.tids[i]);
 	}
 }
 
-int walk_report_condition(const struct walk *w, const char *cmd)
+int walk_condition(const struct walk *w, const struct lp_warner *warn, char *err, size_t errlen)
 {
 	uint64_t deep = 0;
 	uint32_t i;
 
-	report_filters(w, cmd);
+	warn_filters(w, warn);
 	for (i = 0; i < w->nstreams; i++)
 		deep += w->streams[i]->fs.deep_calls;
 	if (deep)
-		fprintf(stderr,
-		        "layerprof %s: warning: %llu calls deeper than %u levels were left out (counted as lost "
-		        "events)\n",
-		        cmd, (unsigned long long)deep, w->spec.stack_max ? w->spec.stack_max : FILTER_STACK_MAX);
-	if (w->r.state == READER_DAMAGED) {
-		fprintf(stderr, "layerprof %s: trace '%s' is damaged: %s; results cover the readable part\n", cmd,
-		        w->dir, w->r.damage);
-		return 3;
-	}
+		error_warn(warn, "warning: %llu calls deeper than %u levels were left out (counted as lost events)",
+		           (unsigned long long)deep, w->spec.stack_max ? w->spec.stack_max : FILTER_STACK_MAX);
+	if (w->r.state == READER_DAMAGED)
+		return error_set(err, errlen, -EBADMSG, "trace '%s' is damaged: %s; results cover the readable part",
+		                 w->dir, w->r.damage);
 	if (!w->r.seen_end) {
 		char note[PATH_MAX];
 		bool killed;
@@ -855,10 +852,9 @@ int walk_report_condition(const struct walk *w, const char *cmd)
 		/* a recorder that was killed left its note: recover can add more */
 		snprintf(note, sizeof(note), "%s/%s", w->dir, TRACEDIR_RECORDING);
 		killed = !access(note, F_OK);
-		fprintf(stderr,
-		        "layerprof %s: warning: trace '%s' has no end record: the recording was interrupted%s%s%s\n",
-		        cmd, w->dir, killed ? "; 'layerprof recover " : "", killed ? w->dir : "",
-		        killed ? "' adds what the killed recorder left in its rings" : "");
+		error_warn(warn, "warning: trace '%s' has no end record: the recording was interrupted%s%s%s", w->dir,
+		           killed ? "; 'layerprof recover " : "", killed ? w->dir : "",
+		           killed ? "' adds what the killed recorder left in its rings" : "");
 	}
 	return 0;
 }

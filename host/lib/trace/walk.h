@@ -17,6 +17,7 @@
 
 struct symbolizer;
 struct classifier;
+struct lp_warner;
 
 #define WALK_STREAMS_MAX 65536u
 /* Stack definitions (memory tracer) kept per stream, and the addresses
@@ -208,10 +209,12 @@ void walk_end(struct walk *w);
 const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size);
 /* Looks up "key" in the META chunk; copies its value.  Returns buf or NULL. */
 const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t size);
-/* Prints the trace's condition to stderr (damage, unfinished recording,
- * filters that matched nothing) and returns the exit code it means: 0, or
- * 3 when the trace is damaged. */
-int walk_report_condition(const struct walk *w, const char *cmd);
+/* The trace's condition after a walk, in this order: each filter that
+ * matched nothing and the calls left out for their depth, as warnings to
+ * warn (lines beginning "warning: "; warn may be NULL); then -EBADMSG with
+ * err saying so when the trace is damaged (results cover the readable
+ * part), else a warning when the recording was interrupted, and 0. */
+int walk_condition(const struct walk *w, const struct lp_warner *warn, char *err, size_t errlen);
 void walk_release(struct walk *w);
 
 #endif
