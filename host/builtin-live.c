@@ -590,6 +590,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 	};
 	struct livesession *ls = &lv->ls;
 	struct liveopts o;
+	char err[LP_ERROR_MAX];
 	char *end;
 	unsigned long n;
 	int c, r;
@@ -605,9 +606,11 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			c = LIVEOPT_ATTACH;
 		else if (c == 'm')
 			c = LIVEOPT_MEMORY;
-		r = liveopts_parse(&o, c, optarg);
-		if (r < 0)
+		r = liveopts_parse(&o, c, optarg, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "layerprof live: %s\n", err);
 			return -EINVAL;
+		}
 		if (r == 1)
 			continue;
 		switch (c) {
@@ -687,7 +690,8 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		fprintf(stderr, "layerprof live: --view memory needs --memory\n");
 		return -EINVAL;
 	}
-	if (liveopts_check(&o, argv + optind, argc - optind, true)) {
+	if (liveopts_check(&o, argv + optind, argc - optind, true, err, sizeof(err))) {
+		fprintf(stderr, "layerprof live: %s\n", err);
 		if (!o.attach_pid && !o.argc)
 			fputs(live_usage, stderr);
 		return -EINVAL;

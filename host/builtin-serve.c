@@ -183,6 +183,7 @@ int cmd_serve(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	const char *dir = "layerprof.data";
 	char token[AUTH_TOKEN_MAX + 2], *end;
+	char err[LP_ERROR_MAX];
 	sigset_t stop, wait_mask;
 	int c, code;
 
@@ -218,19 +219,23 @@ int cmd_serve(int argc, char **argv)
 			fputs(serve_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			code = servelive_opts_parse(&o.live, c, optarg);
+			code = servelive_opts_parse(&o.live, c, optarg, err, sizeof(err));
 			if (code == 1)
 				break;
 			if (code == 0)
 				fputs(serve_usage, stderr);
+			else
+				fprintf(stderr, "layerprof serve: %s\n", err);
 			return LP_EXIT_USAGE;
 		}
 	}
 	if (o.live.live.connect) {
 		if (!o.live.live.token_file)
 			o.live.live.token_file = o.token_file;
-		if (servelive_opts_check(&o.live, argv + optind, argc - optind))
+		if (servelive_opts_check(&o.live, argv + optind, argc - optind, err, sizeof(err))) {
+			fprintf(stderr, "layerprof serve: %s\n", err);
 			return LP_EXIT_USAGE;
+		}
 	} else {
 		if (servelive_opts_any(&o.live)) {
 			fprintf(stderr,

@@ -19,6 +19,7 @@
 #include "host/lib/serve/http.h"
 #include "host/lib/serve/live.h"
 #include "host/lib/serve/model.h"
+#include "host/lib/util/error.h"
 #include "host/lib/util/json.h"
 #include "host/lib/util/options.h"
 #include "systrace/systrace.h"
@@ -56,12 +57,12 @@ void servelive_opts_init(struct servelive_opts *o)
 	o->interval_ns = SERVELIVE_DEFAULT_INTERVAL_NS;
 }
 
-int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg)
+int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
-	int r = liveopts_parse(&o->live, c, arg);
+	int r = liveopts_parse(&o->live, c, arg, err, errlen);
 
 	if (r < 0)
-		return -1;
+		return r;
 	if (r == 1) {
 		if (c != LIVEOPT_CONNECT)
 			o->any = true;
@@ -76,10 +77,8 @@ int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg)
 		break;
 	case 'i':
 		if (options_parse_duration(arg, &o->interval_ns) || o->interval_ns < SERVELIVE_MIN_INTERVAL_NS ||
-		    o->interval_ns > SERVELIVE_MAX_INTERVAL_NS) {
-			fprintf(stderr, "layerprof serve: invalid --interval '%s': expected 100ms to 60s\n", arg);
-			return -1;
-		}
+		    o->interval_ns > SERVELIVE_MAX_INTERVAL_NS)
+			return error_set(err, errlen, -EINVAL, "invalid --interval '%s': expected 100ms to 60s", arg);
 		break;
 	default:
 		return 0;
@@ -93,9 +92,9 @@ bool servelive_opts_any(const struct servelive_opts *o)
 	return o->any;
 }
 
-int servelive_opts_check(struct servelive_opts *o, char **argv, int argc)
+int servelive_opts_check(struct servelive_opts *o, char **argv, int argc, char *err, size_t errlen)
 {
-	return liveopts_check(&o->live, argv, argc, false);
+	return liveopts_check(&o->live, argv, argc, false, err, errlen);
 }
 
 /* ------------------------------------------------------------ messages */

@@ -31,12 +31,12 @@ struct servelive_opts {
 void servelive_opts_init(struct servelive_opts *o);
 /* Parses a live option (getopt code c: live/opts.h's, 'A' the agent's token
  * file, 'o' --save, 'i' --interval).  Returns 1 when parsed, 0 when c
- * is not a live option, -1 after printing why the value is bad. */
-int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg);
+ * is not a live option, -EINVAL with err saying why the value is bad. */
+int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg, char *err, size_t errlen);
 bool servelive_opts_any(const struct servelive_opts *o);
 /* Checks the options together, with the program to start argv[0..argc).
- * Returns 0 or -EINVAL after saying why. */
-int servelive_opts_check(struct servelive_opts *o, char **argv, int argc);
+ * Returns 0 or -EINVAL with err saying why. */
+int servelive_opts_check(struct servelive_opts *o, char **argv, int argc, char *err, size_t errlen);
 
 /* Connects, serves the page on bind:port (token as servehttp_start) and
  * runs the session until *quit is set; the signals that set it are taken
