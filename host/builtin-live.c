@@ -595,7 +595,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 	unsigned long n;
 	int c, r;
 
-	liveopts_init(&o, "live");
+	liveopts_init(&o);
 	o.connect = ls->addr; /* the default agent */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+c:p:i:o:d:hmF:N:", longopts, NULL)) != -1) {
@@ -765,16 +765,18 @@ int cmd_live(int argc, char **argv)
 	ls->addr = default_addr;
 	ls->say = on_say;
 	ls->say_ctx = lv;
+	ls->complain = (struct lp_warner){ layerprof_warn, (void *)"live" };
 	r = parse_options(lv, argc, argv);
 	if (r) {
 		code = r > 0 ? LP_EXIT_OK : LP_EXIT_USAGE;
 		goto out;
 	}
 	livepaths_init(&ls->paths, lv->path_nodes);
-	code = livesession_connect(ls);
-	if (code)
+	r = livesession_connect(ls);
+	if (r) {
+		code = r == -EINVAL ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
 		goto out;
-	code = LP_EXIT_FAILURE;
+	}
 	/* the trace directory is made before anything runs, so that a bad one
 	 * stops us first */
 	if (lv->save_at_start && livesave_open(&ls->save, lv->save_at_start)) {

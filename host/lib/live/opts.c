@@ -14,10 +14,9 @@
 #include "layerprof/format.h"
 #include "systrace/systrace.h"
 
-void liveopts_init(struct liveopts *o, const char *cmd)
+void liveopts_init(struct liveopts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->cmd = cmd;
 }
 
 int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t errlen)
@@ -111,7 +110,6 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, 
 
 void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 {
-	ls->cmd = o->cmd;
 	ls->addr = o->connect;
 	ls->token_file = o->token_file;
 	ls->attach_pid = o->attach_pid;

@@ -41,7 +41,6 @@ enum liveopt_code {
 	}
 
 struct liveopts {
-	const char *cmd;        /* "live" or "serve", for messages */
 	const char *connect;    /* HOST:PORT of the agent */
 	const char *token_file; /* the agent's token, or NULL */
 	long attach_pid;        /* 0: start argv */
@@ -55,7 +54,7 @@ struct liveopts {
 	bool any;             /* an option other than --connect was given */
 };
 
-void liveopts_init(struct liveopts *o, const char *cmd);
+void liveopts_init(struct liveopts *o);
 /* Parses a shared option (code c, argument arg).  Returns 1 when parsed, 0
  * when c is not a shared option, -EINVAL with err saying why the value is
  * bad. */
