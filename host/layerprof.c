@@ -144,6 +144,16 @@ const char *layerprof_exe_dir(void)
 	return dir;
 }
 
+/* walk_set_progress's hook: a percentage that rewrites itself on the
+ * terminal, erased when the pass is over. */
+static void show_progress(const char *dir, int percent)
+{
+	if (percent < 0)
+		fprintf(stderr, "\r%*s\r", (int)strlen(dir) + 16, "");
+	else
+		fprintf(stderr, "\rreading %s: %3d%%", dir, percent);
+}
+
 int main(int argc, char **argv)
 {
 	const char *guess;
@@ -161,6 +171,8 @@ int main(int argc, char **argv)
 		printf("layerprof %s\n", LAYERPROF_VERSION);
 		return LP_EXIT_OK;
 	}
+	if (isatty(STDERR_FILENO))
+		walk_set_progress(show_progress);
 	for (i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

@@ -601,9 +601,16 @@ static void order_streams(struct walk *w)
 	}
 }
 
-/* Progress on stderr for big traces, only when stderr is a terminal. */
+/* Progress for big traces, to the command's hook (walk_set_progress). */
 #define WALK_PROGRESS_MIN_BYTES (64 << 20)
 #define WALK_PROGRESS_STEP (16 << 20)
+
+static void (*progress_hook)(const char *dir, int percent);
+
+void walk_set_progress(void (*fn)(const char *dir, int percent))
+{
+	progress_hook = fn;
+}
 
 int walk_begin(struct walk *w, const struct walk_ops *ops)
 {
@@ -692,7 +699,7 @@ static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t
 
 static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 {
-	bool progress = w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+	void (*progress)(const char *, int) = w->r.size >= WALK_PROGRESS_MIN_BYTES ? progress_hook : NULL;
 	off_t next_progress = WALK_PROGRESS_STEP, offset;
 	const uint8_t *payload;
 	struct chunk_info ci;
@@ -705,7 +712,7 @@ static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 	w->r.seen_end = false;
 	for (offset = w->r.offset; reader_next(&w->r, &ci, &payload) > 0; offset = w->r.offset) {
 		if (progress && w->r.offset >= next_progress) {
-			fprintf(stderr, "\rreading %s: %3d%%", w->dir, (int)(100 * w->r.offset / w->r.size));
+			progress(w->dir, (int)(100 * w->r.offset / w->r.size));
 			next_progress = w->r.offset + WALK_PROGRESS_STEP;
 		}
 		r = walk_feed(w, ci.type, payload, ci.len);
@@ -721,7 +728,7 @@ static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 			return -ENOMEM;
 	}
 	if (progress)
-		fprintf(stderr, "\r%*s\r", (int)strlen(w->dir) + 16, "");
+		progress(w->dir, -1);
 	walk_end(w);
 	return 0;
 }

@@ -205,6 +205,11 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops);
 int walk_begin(struct walk *w, const struct walk_ops *ops);
 int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len);
 void walk_end(struct walk *w);
+/* Who hears how far a pass over a big trace file (64 MiB and more) has
+ * come: fn gets the trace's directory and the percentage read, every 16 MiB,
+ * then -1 when the pass is over.  NULL (the default): no one.  For the
+ * whole process: the command sets it once. */
+void walk_set_progress(void (*fn)(const char *dir, int percent));
 /* A function's display name: demangled symbol, or an address form. */
 const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size);
 /* Looks up "key" in the META chunk; copies its value.  Returns buf or NULL. */
