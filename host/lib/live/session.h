@@ -57,7 +57,8 @@ struct livesession {
 	bool memory, keep_alive;
 	unsigned mem_depth;
 	uint64_t mem_fold_ns; /* START mem_fold (agent capability mem_fold); 0: none */
-	/* messages about the session for people: the command shows them */
+	/* messages about the session for people: the command shows them
+	 * (say NULL: they are dropped) */
 	void (*say)(void *ctx, const char *msg);
 	void *say_ctx;
 	/* failures (one that ends the session, a connection refused) and
