@@ -12,7 +12,7 @@
 
 #include "agent/agent.h"
 #include "common/chunk.h"
-#include "runtime/memtrace.h"
+#include "layerprof/format.h"
 
 #define START_ARGS_MAX 256
 

@@ -15,7 +15,7 @@
 #include "common/encoder.h"
 #include "common/sysevent.h"
 #include "lp_arch.h"
-#include "runtime/memtrace.h"
+#include "layerprof/format.h"
 
 extern char **environ;
 

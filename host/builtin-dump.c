@@ -60,6 +60,7 @@ int cmd_dump(int argc, char **argv)
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct lp_warner warn = { layerprof_warn, (void *)"dump" };
 	enum dump_format fmt = DUMP_NONE;
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data", *out = NULL;
@@ -102,7 +103,7 @@ int cmd_dump(int argc, char **argv)
 			fputs(dump_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = options_filter_parse(&fopts, c, optarg, "dump");
+			r = layerprof_filter_parse(&fopts, c, optarg, "dump");
 			if (r == 1)
 				break;
 			if (r == 0)
@@ -135,8 +136,8 @@ int cmd_dump(int argc, char **argv)
 		return LP_EXIT_FAILURE;
 	}
 	setvbuf(f, NULL, _IOFBF, DUMP_OUT_BUFFER);
-	r = fmt == DUMP_CHROME ? export_chrome(&w, f) : export_folded(&w, folded_flags, f, &deeper);
-	code = walk_report_condition(&w, "dump");
+	r = fmt == DUMP_CHROME ? export_chrome(&w, f, &warn) : export_folded(&w, folded_flags, f, &deeper);
+	code = layerprof_trace_condition(&w, "dump");
 	if (!r && deeper)
 		fprintf(stderr,
 		        "layerprof dump: %llu call paths deeper than %u frames count for their ancestor at that depth, "

@@ -22,7 +22,6 @@
 #include "host/lib/live/session.h"
 #include "host/lib/live/view.h"
 #include "host/lib/util/options.h"
-#include "runtime/memtrace.h"
 #include "systrace/systrace.h"
 
 #define NS_PER_MS 1000000ull
@@ -591,11 +590,12 @@ static int parse_options(struct live *lv, int argc, char **argv)
 	};
 	struct livesession *ls = &lv->ls;
 	struct liveopts o;
+	char err[LP_ERROR_MAX];
 	char *end;
 	unsigned long n;
 	int c, r;
 
-	liveopts_init(&o, "live");
+	liveopts_init(&o);
 	o.connect = ls->addr; /* the default agent */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+c:p:i:o:d:hmF:N:", longopts, NULL)) != -1) {
@@ -606,9 +606,11 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			c = LIVEOPT_ATTACH;
 		else if (c == 'm')
 			c = LIVEOPT_MEMORY;
-		r = liveopts_parse(&o, c, optarg);
-		if (r < 0)
+		r = liveopts_parse(&o, c, optarg, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "layerprof live: %s\n", err);
 			return -EINVAL;
+		}
 		if (r == 1)
 			continue;
 		switch (c) {
@@ -676,7 +678,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			                "saved trace\n");
 			return -EINVAL;
 		default:
-			r = options_filter_parse(&ls->filter.opts, c, optarg, "live");
+			r = layerprof_filter_parse(&ls->filter.opts, c, optarg, "live");
 			if (r == 1)
 				break;
 			if (r == 0)
@@ -688,7 +690,8 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		fprintf(stderr, "layerprof live: --view memory needs --memory\n");
 		return -EINVAL;
 	}
-	if (liveopts_check(&o, argv + optind, argc - optind, true)) {
+	if (liveopts_check(&o, argv + optind, argc - optind, true, err, sizeof(err))) {
+		fprintf(stderr, "layerprof live: %s\n", err);
 		if (!o.attach_pid && !o.argc)
 			fputs(live_usage, stderr);
 		return -EINVAL;
@@ -762,16 +765,18 @@ int cmd_live(int argc, char **argv)
 	ls->addr = default_addr;
 	ls->say = on_say;
 	ls->say_ctx = lv;
+	ls->complain = (struct lp_warner){ layerprof_warn, (void *)"live" };
 	r = parse_options(lv, argc, argv);
 	if (r) {
 		code = r > 0 ? LP_EXIT_OK : LP_EXIT_USAGE;
 		goto out;
 	}
 	livepaths_init(&ls->paths, lv->path_nodes);
-	code = livesession_connect(ls);
-	if (code)
+	r = livesession_connect(ls);
+	if (r) {
+		code = r == -EINVAL ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
 		goto out;
-	code = LP_EXIT_FAILURE;
+	}
 	/* the trace directory is made before anything runs, so that a bad one
 	 * stops us first */
 	if (lv->save_at_start && livesave_open(&ls->save, lv->save_at_start)) {

@@ -31,7 +31,7 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/options.h"
 #include "lp_arch.h"
-#include "runtime/memtrace.h"
+#include "layerprof/format.h"
 #include "systrace/systrace.h"
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"
@@ -548,7 +548,7 @@ int cmd_record(int argc, char **argv)
 			fputs(record_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = options_filter_parse(&rec.fopts, c, optarg, "record");
+			r = layerprof_filter_parse(&rec.fopts, c, optarg, "record");
 			if (r == 1)
 				break;
 			if (r == 0)

@@ -365,7 +365,7 @@ int cmd_replay(int argc, char **argv)
 			fputs(replay_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = options_filter_parse(&fopts, c, optarg, "replay");
+			r = layerprof_filter_parse(&fopts, c, optarg, "replay");
 			if (r == 1)
 				break;
 			if (r == 0)
@@ -389,7 +389,7 @@ int cmd_replay(int argc, char **argv)
 	 * whatever chunk of the file brings them */
 	if (walk_run_by_time(&rp.w, &ops))
 		rp.error = -ENOMEM;
-	code = walk_report_condition(&rp.w, "replay");
+	code = layerprof_trace_condition(&rp.w, "replay");
 	if (rp.error) {
 		fprintf(stderr, "layerprof replay: cannot buffer thread output: %s\n", strerror(-rp.error));
 		code = LP_EXIT_FAILURE;

@@ -44,6 +44,41 @@ static const char report_usage[] =
     "\n"
     "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
 
+/* Output buffer: the documents are written in many small pieces. */
+#define REPORT_OUT_BUFFER (1u << 20)
+
+/* Writes the report to stdout (which points at -o's file; out names it,
+ * NULL: the real standard output, and it is removed when writing fails),
+ * prints any error and the trace's condition, and returns the exit code:
+ * 0, 1 (memory, writing) or 3 (damaged trace: the readable part is in the
+ * report). */
+static int report_write(struct walk *w, const struct export_report_opts *o, const char *out)
+{
+	int code, r, werr = 0;
+
+	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
+	r = export_report_write(w, o, stdout);
+	if (r == -ENOMEM) {
+		fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w->dir);
+		if (out)
+			unlink(out);
+		return LP_EXIT_FAILURE;
+	}
+	code = layerprof_trace_condition(w, "report");
+	if (fflush(stdout))
+		werr = errno;
+	if (r == -EIO && !werr)
+		werr = EIO;
+	if (werr) {
+		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out ? out : "standard output",
+		        strerror(werr));
+		if (out)
+			unlink(out);
+		code = LP_EXIT_FAILURE;
+	}
+	return code;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -114,7 +149,7 @@ int cmd_report(int argc, char **argv)
 			fputs(report_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = options_filter_parse(&fopts, c, optarg, "report");
+			r = layerprof_filter_parse(&fopts, c, optarg, "report");
 			if (r == 1)
 				break;
 			if (r == 0)
@@ -159,7 +194,7 @@ int cmd_report(int argc, char **argv)
 		}
 		fclose(f);
 	}
-	code = export_report(&w, &o, out);
+	code = report_write(&w, &o, out);
 	walk_release(&w);
 	return code;
 }

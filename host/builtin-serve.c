@@ -116,6 +116,14 @@ static void print_url(const struct servehttp *h)
 	fflush(stdout);
 }
 
+/* servelive_io.ready: the agent's and the page's addresses. */
+static void on_live_ready(void *ctx, const struct servehttp *h, const char *peer, const char *agent)
+{
+	(void)ctx;
+	printf("layerprof serve: live session with %s (%s)\n", peer, agent);
+	print_url(h);
+}
+
 struct serve_opts {
 	const char *bind;
 	unsigned long port;
@@ -147,8 +155,9 @@ static int serve_trace(const char *dir, const struct serve_opts *o, const char *
 		        "layerprof serve: warning: trace '%s' has no end record: the recording was interrupted\n", dir);
 	if (m.index_note[0])
 		fprintf(stderr, "layerprof serve: %s\n", m.index_note);
-	r = servehttp_start(&h, &m, NULL, o->bind, (unsigned)o->port, token);
+	r = servehttp_start(&h, &m, NULL, o->bind, (unsigned)o->port, token, err, sizeof(err));
 	if (r) {
+		fprintf(stderr, "layerprof serve: %s\n", err);
 		servehttp_stop(&h);
 		servemodel_release(&m);
 		return r == -EPERM ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
@@ -183,6 +192,7 @@ int cmd_serve(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	const char *dir = "layerprof.data";
 	char token[AUTH_TOKEN_MAX + 2], *end;
+	char err[LP_ERROR_MAX];
 	sigset_t stop, wait_mask;
 	int c, code;
 
@@ -218,19 +228,23 @@ int cmd_serve(int argc, char **argv)
 			fputs(serve_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			code = servelive_opts_parse(&o.live, c, optarg);
+			code = servelive_opts_parse(&o.live, c, optarg, err, sizeof(err));
 			if (code == 1)
 				break;
 			if (code == 0)
 				fputs(serve_usage, stderr);
+			else
+				fprintf(stderr, "layerprof serve: %s\n", err);
 			return LP_EXIT_USAGE;
 		}
 	}
 	if (o.live.live.connect) {
 		if (!o.live.live.token_file)
 			o.live.live.token_file = o.token_file;
-		if (servelive_opts_check(&o.live, argv + optind, argc - optind))
+		if (servelive_opts_check(&o.live, argv + optind, argc - optind, err, sizeof(err))) {
+			fprintf(stderr, "layerprof serve: %s\n", err);
 			return LP_EXIT_USAGE;
+		}
 	} else {
 		if (servelive_opts_any(&o.live)) {
 			fprintf(stderr,
@@ -269,10 +283,16 @@ int cmd_serve(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (o.live.live.connect)
-		code = servelive_run(&o.live, o.bind, (unsigned)o.port, o.token_file ? token : NULL, &quit_signal,
-		                     &wait_mask);
-	else
+	if (o.live.live.connect) {
+		const struct lp_warner say = { layerprof_warn, (void *)"serve" };
+		const struct servelive_io io = { &say, on_live_ready, NULL };
+		int r = servelive_run(&o.live, o.bind, (unsigned)o.port, o.token_file ? token : NULL, &quit_signal,
+		                      &wait_mask, &io, err, sizeof(err));
+
+		if (r && err[0])
+			fprintf(stderr, "layerprof serve: %s\n", err);
+		code = !r ? LP_EXIT_OK : r == -EINVAL ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
+	} else
 		code = serve_trace(dir, &o, o.token_file ? token : NULL, &wait_mask);
 	explicit_bzero(token, sizeof(token));
 	return code;

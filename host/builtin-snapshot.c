@@ -114,7 +114,7 @@ static int snapshot_connect(const char *addr, const char *token_file, long pid, 
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	struct livemem_snapinfo si = { .target = addr };
 	char err[600], buf[32];
-	int code = LP_EXIT_FAILURE;
+	int code = LP_EXIT_FAILURE, r;
 
 	if (!ls || livesession_init(ls)) {
 		fprintf(stderr, "layerprof snapshot: out of memory\n");
@@ -126,10 +126,13 @@ static int snapshot_connect(const char *addr, const char *token_file, long pid, 
 	ls->memory = true;
 	ls->flush_ms = SNAPSHOT_FLUSH_MS;
 	ls->say = on_connect_say;
-	code = livesession_connect(ls);
-	if (code)
+	/* the session's own errors have always said "layerprof live:" here */
+	ls->complain = (struct lp_warner){ layerprof_warn, (void *)"live" };
+	r = livesession_connect(ls);
+	if (r) {
+		code = r == -EINVAL ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
 		goto out;
-	code = LP_EXIT_FAILURE;
+	}
 	if (livesession_start(ls, true))
 		goto out;
 	sigaction(SIGINT, &sa, NULL);
@@ -312,7 +315,7 @@ int cmd_snapshot(int argc, char **argv)
 		code = LP_EXIT_FAILURE;
 		goto out;
 	}
-	code = walk_report_condition(&w, "snapshot");
+	code = layerprof_trace_condition(&w, "snapshot");
 	m.trace = dir;
 	m.command = walk_meta(&w, "command", command, sizeof(command));
 	f = strcmp(out, "-") ? outfile_open(out) : stdout;

@@ -115,7 +115,7 @@ int cmd_tree(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "hF:N:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'O':
-			r = options_filter_parse(&fopts, OPT_ONLY, optarg, "tree");
+			r = layerprof_filter_parse(&fopts, OPT_ONLY, optarg, "tree");
 			if (r != 1)
 				return LP_EXIT_USAGE;
 			fopts.only_opt[fopts.n_only - 1] = "--focus";
@@ -131,7 +131,7 @@ int cmd_tree(int argc, char **argv)
 			fputs(tree_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = options_filter_parse(&fopts, c, optarg, "tree");
+			r = layerprof_filter_parse(&fopts, c, optarg, "tree");
 			if (r == 1)
 				break;
 			if (r == 0)
@@ -155,7 +155,7 @@ int cmd_tree(int argc, char **argv)
 	walk_run(&tr.w, &ops);
 	if (tr.ct.oom)
 		tr.oom = 1;
-	code = walk_report_condition(&tr.w, "tree");
+	code = layerprof_trace_condition(&tr.w, "tree");
 	if (json) {
 		json_init(&j, stdout);
 		json_object_begin(&j, NULL);

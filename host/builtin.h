@@ -2,6 +2,11 @@
 #ifndef LP_BUILTIN_H
 #define LP_BUILTIN_H
 
+#include "host/lib/util/error.h"
+
+struct filter_opts;
+struct walk;
+
 /* Exit codes shared by the subcommands. */
 enum lp_exit {
 	LP_EXIT_OK = 0,
@@ -21,6 +26,18 @@ int cmd_config(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_memdiff(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+
+/* A struct lp_warner fn (host/lib/util/error.h) whose ctx is the command's
+ * name ("live"): prints msg as "layerprof <cmd>: <msg>" on stderr, as the
+ * commands print every message of host/lib. */
+void layerprof_warn(void *cmd, const char *msg);
+/* Prints the condition of the trace w walked (walk_condition: warnings,
+ * damage) for cmd and returns the exit code it means: 0, or LP_EXIT_TRACE
+ * when the trace is damaged. */
+int layerprof_trace_condition(const struct walk *w, const char *cmd);
+/* options_filter_parse with its message printed for cmd: 1, 0, or -EINVAL
+ * after printing. */
+int layerprof_filter_parse(struct filter_opts *f, int code, const char *arg, const char *cmd);
 
 /* The directory of the running layerprof executable (for finding the
  * runtime library).  Returns "" when unknown. */

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/options.h"
 
 #define LAYERPROF_VERSION "0.1.0"
 
@@ -97,6 +99,33 @@ static void usage(FILE *f)
 	fprintf(f, "\n'layerprof <command> --help' describes a command.\n");
 }
 
+void layerprof_warn(void *cmd, const char *msg)
+{
+	fprintf(stderr, "layerprof %s: %s\n", (const char *)cmd, msg);
+}
+
+int layerprof_filter_parse(struct filter_opts *f, int code, const char *arg, const char *cmd)
+{
+	char err[LP_ERROR_MAX];
+	int r = options_filter_parse(f, code, arg, err, sizeof(err));
+
+	if (r < 0)
+		layerprof_warn((void *)cmd, err);
+	return r;
+}
+
+int layerprof_trace_condition(const struct walk *w, const char *cmd)
+{
+	const struct lp_warner warn = { layerprof_warn, (void *)cmd };
+	char err[LP_ERROR_MAX];
+
+	if (walk_condition(w, &warn, err, sizeof(err))) {
+		layerprof_warn((void *)cmd, err);
+		return LP_EXIT_TRACE;
+	}
+	return LP_EXIT_OK;
+}
+
 const char *layerprof_exe_dir(void)
 {
 	static char dir[PATH_MAX];
@@ -113,6 +142,16 @@ const char *layerprof_exe_dir(void)
 	if (slash)
 		*slash = '\0';
 	return dir;
+}
+
+/* walk_set_progress's hook: a percentage that rewrites itself on the
+ * terminal, erased when the pass is over. */
+static void show_progress(const char *dir, int percent)
+{
+	if (percent < 0)
+		fprintf(stderr, "\r%*s\r", (int)strlen(dir) + 16, "");
+	else
+		fprintf(stderr, "\rreading %s: %3d%%", dir, percent);
 }
 
 int main(int argc, char **argv)
@@ -132,6 +171,8 @@ int main(int argc, char **argv)
 		printf("layerprof %s\n", LAYERPROF_VERSION);
 		return LP_EXIT_OK;
 	}
+	if (isatty(STDERR_FILENO))
+		walk_set_progress(show_progress);
 	for (i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

@@ -7,14 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* Stack depth: LAYERPROF_MEM_DEPTH frames (the call site counts as one),
- * default 16, at most 64. */
-#define LP_MEM_ENV_DEPTH "LAYERPROF_MEM_DEPTH"
-#define LP_MEM_DEPTH_DEFAULT 16u
-#define LP_MEM_DEPTH_MAX 64u
-/* "1": keep the program alive on an illegal release (see memlive.h). */
-#define LP_MEM_ENV_KEEPALIVE "LAYERPROF_MEM_KEEPALIVE"
+#include "layerprof/format.h" /* LP_MEM_ENV_DEPTH, LP_MEM_DEPTH_MAX, ... */
 
 /* The interposers' per-thread state, shared by both (so that a program
  * linked with --wrap and also given the preloaded library records each

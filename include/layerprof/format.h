@@ -33,6 +33,15 @@
 #define LP_ATTACH_RING_CHUNKS 128u
 #define LP_ATTACH_CHUNK_SLOTS 4096u
 
+/* The heap tracer's settings, given to the runtime by the recorder or agent
+ * that starts the program: the stack depth in LP_MEM_ENV_DEPTH frames (the
+ * call site counts as one), default 16, at most 64; LP_MEM_ENV_KEEPALIVE
+ * "1" keeps the program alive on an illegal release (runtime/memlive.h). */
+#define LP_MEM_ENV_DEPTH "LAYERPROF_MEM_DEPTH"
+#define LP_MEM_DEPTH_DEFAULT 16u
+#define LP_MEM_DEPTH_MAX 64u
+#define LP_MEM_ENV_KEEPALIVE "LAYERPROF_MEM_KEEPALIVE"
+
 #define LP_CONTROL_MAGIC 0x4c50434eu /* "LPCN" */
 #define LP_RING_MAGIC 0x4c50524eu    /* "LPRN" */
 #define LP_SHM_VERSION 1u

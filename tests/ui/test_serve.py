@@ -542,6 +542,11 @@ def group_livetl(lp, b, tmp, br, build):
     the page), and once it exited, every call of a deterministic program in
     the window, the same spans as `serve` of the saved trace gives."""
     km = b.prog("killme")
+    # serve's live session speaks as serve: a failure to connect
+    r = lp("serve", "--port", "0", "--connect", "unix:" + os.path.join(tmp, "no-agent"), "--", km, timeout=60)
+    check(r.returncode == 1 and r.stderr.startswith("layerprof serve: ") and "layerprof live" not in r.stderr,
+          "serve --connect to no agent: fails (exit 1), its messages prefixed 'layerprof serve:'",
+          "%d %s" % (r.returncode, r.stderr))
     agent = Agent(build, tmp)
     if not check(agent.ok, "agent starts", agent.err.text()):
         return
@@ -559,6 +564,13 @@ def group_livetl(lp, b, tmp, br, build):
             time.sleep(0.2)
         if not check(summ["threads"], "live: the program's thread appears", summ):
             return
+        # a bad filter value is refused with the reason; serve never speaks as another command
+        st, _, body = get(srv.port, "/api/live/filter", method="POST", body=b"--depth x",
+                          headers={"X-Layerprof": "1"})
+        check(st == 400 and b"invalid --depth 'x': expected a number from 1" in body,
+              "live filter --depth x: refused (400), says why", "%d %s" % (st, body))
+        check("layerprof live" not in srv.err.text(), "serve's live session: no message says 'layerprof live'",
+              srv.err.text())
         t = summ["threads"][0]
         st, _, body = get(srv.port, "/api/timeline?thread=%d&px=2000" % t["id"])
         d = json.loads(body)

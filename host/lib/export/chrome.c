@@ -10,6 +10,7 @@
 #include "host/lib/analysis/sysstats.h"
 #include "host/lib/export/chrome.h"
 #include "host/lib/trace/symbolizer.h"
+#include "host/lib/util/error.h"
 #include "host/lib/util/escape.h"
 
 #define CHROME_FIRST_NAMES 1024u
@@ -464,7 +465,7 @@ static void prepass(struct chrome *c)
 	c->zero_ns = first == UINT64_MAX ? 0 : first;
 }
 
-int export_chrome(struct walk *w, FILE *f)
+int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn)
 {
 	struct walk_ops ops = { .begin = on_begin,
 		                .entry = on_entry,
@@ -508,7 +509,7 @@ int export_chrome(struct walk *w, FILE *f)
 	if (r || c.oom)
 		return -ENOMEM;
 	if (c.tmp_failed)
-		fprintf(stderr, "layerprof dump: warning: cannot make a temporary file: a thread's events after exec "
-		                "may come out of time order\n");
+		error_warn(warn, "warning: cannot make a temporary file: a thread's events after exec may come out of "
+		                 "time order");
 	return ferror(f) || tmp_error ? -EIO : 0;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "host/lib/trace/walk.h"
+#include "host/lib/util/error.h"
 
 /* Distinct function names whose JSON form is kept for reuse; names past
  * that are escaped at each use. */
@@ -28,7 +29,8 @@
  * when its thread's events end is closed at the thread's last event time,
  * with args.unfinished; frames inherited from the parent process at fork
  * have args.inherited.  Returns 0, -ENOMEM, or -EIO when f reports a write
- * error; the trace's own damage is in w->r as after walk_run. */
-int export_chrome(struct walk *w, FILE *f);
+ * error; the trace's own damage is in w->r as after walk_run.  When no
+ * temporary file can be had, says so to warn (may be NULL) and goes on. */
+int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn);
 
 #endif

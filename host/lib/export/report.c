@@ -5,7 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host/builtin.h"
 #include "host/lib/analysis/reportdata.h"
 #include "host/lib/analysis/sysstats.h"
 #include "host/lib/export/html.h"
@@ -17,9 +16,6 @@
 #include "host/lib/util/json.h"
 #include "host/lib/util/options.h"
 #include "layerprof/format.h"
-
-/* Output buffer: the documents are written in many small pieces. */
-#define EXPORT_REPORT_BUFFER (1u << 20)
 
 enum export_report_format export_report_format_parse(const char *name)
 {
@@ -370,31 +366,4 @@ int export_report_write(struct walk *w, const struct export_report_opts *o, FILE
 	if (r)
 		return r;
 	return ferror(f) ? -EIO : 0;
-}
-
-int export_report(struct walk *w, const struct export_report_opts *o, const char *out)
-{
-	int code, r, werr = 0;
-
-	setvbuf(stdout, NULL, _IOFBF, EXPORT_REPORT_BUFFER);
-	r = export_report_write(w, o, stdout);
-	if (r == -ENOMEM) {
-		fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w->dir);
-		if (out)
-			unlink(out);
-		return LP_EXIT_FAILURE;
-	}
-	code = walk_report_condition(w, "report");
-	if (fflush(stdout))
-		werr = errno;
-	if (r == -EIO && !werr)
-		werr = EIO;
-	if (werr) {
-		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out ? out : "standard output",
-		        strerror(werr));
-		if (out)
-			unlink(out);
-		code = LP_EXIT_FAILURE;
-	}
-	return code;
 }

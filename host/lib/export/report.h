@@ -43,18 +43,11 @@ enum export_report_format export_report_format_parse(const char *name);
 /* Reads the trace of w (opened, not yet walked) and writes the report o
  * asks for to f.  Prints nothing: returns 0, -ENOMEM, or -EIO when f
  * reports a write error; the trace's own condition is in w->r afterwards
- * (walk_report_condition). */
+ * (walk_condition). */
 int export_report_write(struct walk *w, const struct export_report_opts *o, FILE *f);
 
 /* Where the times of a memory report count from: the recording's start,
  * else the trace's first event. */
 uint64_t export_report_origin(struct walk *w);
-
-/* What `report` does with it: writes to stdout (which report has pointed
- * at -o's file; `out` names it, NULL: the real standard output, and it is
- * removed when writing fails), prints any error and the trace's condition
- * to stderr, and returns the exit code: 0, 1 (memory, writing) or 3
- * (damaged trace: the readable part is in the report). */
-int export_report(struct walk *w, const struct export_report_opts *o, const char *out);
 
 #endif

@@ -241,8 +241,8 @@ int livefilter_parse(int argc, char **argv, struct filter_opts *out, char *err, 
 			snprintf(err, errlen, "filter: unknown option or missing value in '%s'", argv[optind - 1]);
 			goto out;
 		}
-		if (options_filter_parse(out, c, optarg, "live") != 1)
-			goto out; /* it said why */
+		if (options_filter_parse(out, c, optarg, err, errlen) != 1)
+			goto out;
 	}
 	if (optind < argc) {
 		snprintf(err, errlen, "filter: unexpected '%s' (patterns go after -F or -N)", argv[optind]);

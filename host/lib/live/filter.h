@@ -28,8 +28,7 @@ void livefilter_init(struct livefilter *f);
 void livefilter_release(struct livefilter *f);
 
 /* Parses the options of a `filter` command (argv[0] is "filter") into *out,
- * whose strings then point into argv.  Returns 0, or -EINVAL with err set
- * (err is "" when options_filter_parse has already printed why). */
+ * whose strings then point into argv.  Returns 0, or -EINVAL with err set. */
 int livefilter_parse(int argc, char **argv, struct filter_opts *out, char *err, size_t errlen);
 
 /* Makes opts the filters in force; words (may be NULL) holds its strings

@@ -9,17 +9,17 @@
 
 #include "host/lib/live/netclient.h"
 #include "host/lib/live/session.h"
+#include "host/lib/util/error.h"
 #include "host/lib/util/options.h"
-#include "runtime/memtrace.h"
+#include "layerprof/format.h"
 #include "systrace/systrace.h"
 
-void liveopts_init(struct liveopts *o, const char *cmd)
+void liveopts_init(struct liveopts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->cmd = cmd;
 }
 
-int liveopts_parse(struct liveopts *o, int c, const char *arg)
+int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t errlen)
 {
 	enum systrace_backend backend;
 	unsigned long n;
@@ -32,10 +32,8 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg)
 	case LIVEOPT_ATTACH:
 		errno = 0;
 		o->attach_pid = strtol(arg, &end, 10);
-		if (errno || *end || o->attach_pid <= 0 || o->attach_pid > INT_MAX) {
-			fprintf(stderr, "layerprof %s: invalid --attach '%s': expected a process id\n", o->cmd, arg);
-			return -1;
-		}
+		if (errno || *end || o->attach_pid <= 0 || o->attach_pid > INT_MAX)
+			return error_set(err, errlen, -EINVAL, "invalid --attach '%s': expected a process id", arg);
 		break;
 	case LIVEOPT_STOPPED:
 		o->stopped = true;
@@ -44,19 +42,14 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg)
 		o->udp = true;
 		break;
 	case LIVEOPT_SYSCALLS:
-		if (systrace_backend_parse(arg, &backend)) {
-			fprintf(stderr, "layerprof %s: invalid --syscalls '%s': auto, bpf, tracepoint or ptrace\n",
-			        o->cmd, arg);
-			return -1;
-		}
+		if (systrace_backend_parse(arg, &backend))
+			return error_set(err, errlen, -EINVAL,
+			                 "invalid --syscalls '%s': auto, bpf, tracepoint or ptrace", arg);
 		o->syscalls = arg ? arg : "auto";
 		break;
 	case LIVEOPT_SYSCALL_FILTER:
-		if (!arg[0] || strchr(arg, '\n')) {
-			fprintf(stderr, "layerprof %s: invalid --syscall-filter: expected a list of syscalls\n",
-			        o->cmd);
-			return -1;
-		}
+		if (!arg[0] || strchr(arg, '\n'))
+			return error_set(err, errlen, -EINVAL, "invalid --syscall-filter: expected a list of syscalls");
 		o->syscall_filter = arg;
 		break;
 	case LIVEOPT_MEMORY:
@@ -65,23 +58,18 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg)
 	case LIVEOPT_MEM_DEPTH:
 		errno = 0;
 		n = strtoul(arg, &end, 10);
-		if (errno || *end || n < 1 || n > LP_MEM_DEPTH_MAX) {
-			fprintf(stderr, "layerprof %s: invalid --mem-depth '%s': expected 1 to %u\n", o->cmd, arg,
-			        LP_MEM_DEPTH_MAX);
-			return -1;
-		}
+		if (errno || *end || n < 1 || n > LP_MEM_DEPTH_MAX)
+			return error_set(err, errlen, -EINVAL, "invalid --mem-depth '%s': expected 1 to %u", arg,
+			                 LP_MEM_DEPTH_MAX);
 		o->mem_depth = (unsigned)n;
 		break;
 	case LIVEOPT_KEEP_ALIVE:
 		o->keep_alive = true;
 		break;
 	case LIVEOPT_MEM_FOLD:
-		if (options_parse_duration(arg, &o->mem_fold_ns) || !o->mem_fold_ns) {
-			fprintf(stderr,
-			        "layerprof %s: invalid --mem-fold '%s': expected a duration such as 500us or 10ms\n",
-			        o->cmd, arg);
-			return -1;
-		}
+		if (options_parse_duration(arg, &o->mem_fold_ns) || !o->mem_fold_ns)
+			return error_set(err, errlen, -EINVAL,
+			                 "invalid --mem-fold '%s': expected a duration such as 500us or 10ms", arg);
 		break;
 	default:
 		return 0;
@@ -90,56 +78,38 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg)
 	return 1;
 }
 
-int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target)
+int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, char *err, size_t errlen)
 {
-	if (netclient_check_address(o->connect)) {
-		fprintf(stderr, "layerprof %s: invalid --connect '%s': expected HOST:PORT, [IPV6]:PORT or unix:PATH\n",
-		        o->cmd, o->connect ? o->connect : "");
-		return -EINVAL;
-	}
-	if (o->udp && wire_unix_path(o->connect)) {
-		fprintf(stderr,
-		        "layerprof %s: --udp is for an agent over TCP (--connect HOST:PORT): its UNIX socket has no "
-		        "datagram channel\n",
-		        o->cmd);
-		return -EINVAL;
-	}
+	if (netclient_check_address(o->connect))
+		return error_set(err, errlen, -EINVAL,
+		                 "invalid --connect '%s': expected HOST:PORT, [IPV6]:PORT or unix:PATH",
+		                 o->connect ? o->connect : "");
+	if (o->udp && wire_unix_path(o->connect))
+		return error_set(err, errlen, -EINVAL,
+		                 "--udp is for an agent over TCP (--connect HOST:PORT): its UNIX socket has no "
+		                 "datagram channel");
 	o->argv = argv;
 	o->argc = argc;
-	if (o->syscall_filter && !o->syscalls) {
-		fprintf(stderr, "layerprof %s: --syscall-filter needs --syscalls\n", o->cmd);
-		return -EINVAL;
-	}
-	if ((o->mem_depth || o->keep_alive || o->mem_fold_ns) && !o->memory) {
-		fprintf(stderr, "layerprof %s: --mem-depth, --keep-alive and --mem-fold need --memory\n", o->cmd);
-		return -EINVAL;
-	}
-	if ((o->mem_depth || o->keep_alive || o->mem_fold_ns) && o->attach_pid) {
-		fprintf(stderr,
-		        "layerprof %s: --mem-depth, --keep-alive and --mem-fold are set when a program starts, not "
-		        "when attaching\n",
-		        o->cmd);
-		return -EINVAL;
-	}
-	if (o->attach_pid && o->argc) {
-		fprintf(stderr, "layerprof %s: --attach and a program to start exclude each other\n", o->cmd);
-		return -EINVAL;
-	}
-	if (need_target && !o->attach_pid && !o->argc) {
-		fprintf(stderr, "layerprof %s: no program to start and no --attach PID\n", o->cmd);
-		return -EINVAL;
-	}
-	if (o->argc > LIVESESSION_START_ARGS_MAX) {
-		fprintf(stderr, "layerprof %s: too many arguments for the agent (at most %d)\n", o->cmd,
-		        LIVESESSION_START_ARGS_MAX);
-		return -EINVAL;
-	}
+	if (o->syscall_filter && !o->syscalls)
+		return error_set(err, errlen, -EINVAL, "--syscall-filter needs --syscalls");
+	if ((o->mem_depth || o->keep_alive || o->mem_fold_ns) && !o->memory)
+		return error_set(err, errlen, -EINVAL, "--mem-depth, --keep-alive and --mem-fold need --memory");
+	if ((o->mem_depth || o->keep_alive || o->mem_fold_ns) && o->attach_pid)
+		return error_set(err, errlen, -EINVAL,
+		                 "--mem-depth, --keep-alive and --mem-fold are set when a program starts, not "
+		                 "when attaching");
+	if (o->attach_pid && o->argc)
+		return error_set(err, errlen, -EINVAL, "--attach and a program to start exclude each other");
+	if (need_target && !o->attach_pid && !o->argc)
+		return error_set(err, errlen, -EINVAL, "no program to start and no --attach PID");
+	if (o->argc > LIVESESSION_START_ARGS_MAX)
+		return error_set(err, errlen, -EINVAL, "too many arguments for the agent (at most %d)",
+		                 LIVESESSION_START_ARGS_MAX);
 	return 0;
 }
 
 void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 {
-	ls->cmd = o->cmd;
 	ls->addr = o->connect;
 	ls->token_file = o->token_file;
 	ls->attach_pid = o->attach_pid;

@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct livesession;
@@ -40,7 +41,6 @@ enum liveopt_code {
 	}
 
 struct liveopts {
-	const char *cmd;        /* "live" or "serve", for messages */
 	const char *connect;    /* HOST:PORT of the agent */
 	const char *token_file; /* the agent's token, or NULL */
 	long attach_pid;        /* 0: start argv */
@@ -54,14 +54,15 @@ struct liveopts {
 	bool any;             /* an option other than --connect was given */
 };
 
-void liveopts_init(struct liveopts *o, const char *cmd);
+void liveopts_init(struct liveopts *o);
 /* Parses a shared option (code c, argument arg).  Returns 1 when parsed, 0
- * when c is not a shared option, -1 after printing why the value is bad. */
-int liveopts_parse(struct liveopts *o, int c, const char *arg);
+ * when c is not a shared option, -EINVAL with err saying why the value is
+ * bad. */
+int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t errlen);
 /* Checks the options together, with the program argv[0..argc) (argc 0:
  * none).  need_target: a program or --attach is required (serve's page
- * may pick one later).  Returns 0 or -EINVAL after saying why. */
-int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target);
+ * may pick one later).  Returns 0 or -EINVAL with err saying why. */
+int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, char *err, size_t errlen);
 /* Sets the session's fields from the options. */
 void liveopts_apply(const struct liveopts *o, struct livesession *ls);
 

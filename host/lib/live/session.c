@@ -11,9 +11,9 @@
 #include "common/auth.h"
 #include "common/chunk.h"
 #include "common/varint.h"
-#include "host/builtin.h"
 #include "host/lib/live/session.h"
 #include "host/lib/trace/symbolizer.h"
+#include "host/lib/util/error.h"
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
@@ -42,21 +42,19 @@ static void say(struct livesession *ls, const char *fmt, ...)
 	va_end(ap);
 	if (ls->say)
 		ls->say(ls->say_ctx, msg);
-	else
-		fprintf(stderr, "layerprof %s: %s\n", ls->cmd, msg);
 }
 
-/* A failure that ends the session: said at once on stderr. */
+/* A failure that ends the session: said at once, to ls->complain. */
 static void fail(struct livesession *ls, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(struct livesession *ls, const char *fmt, ...)
 {
+	char msg[LP_ERROR_MAX];
 	va_list ap;
 
-	fprintf(stderr, "layerprof %s: ", ls->cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	error_warn(&ls->complain, "%s", msg);
 	ls->state = LIVESESSION_FAILED;
 }
 
@@ -115,7 +113,6 @@ int livesession_init(struct livesession *ls)
 {
 	char err[256];
 
-	ls->cmd = "live";
 	netclient_init(&ls->nc);
 	livesave_init(&ls->save);
 	livefilter_init(&ls->filter);
@@ -241,7 +238,7 @@ int livesession_send(struct livesession *ls, uint8_t type, const void *payload, 
 	int r = netclient_send(&ls->nc, type, payload, len);
 
 	if (r) {
-		fprintf(stderr, "layerprof %s: %s\n", ls->cmd, ls->nc.error);
+		error_warn(&ls->complain, "%s", ls->nc.error);
 		ls->state = LIVESESSION_FAILED;
 		return r;
 	}
@@ -493,16 +490,16 @@ static int load_token(const struct livesession *ls, const char *path, char *toke
 	int r = auth_token_load(path, token, size, &warn);
 
 	if (r == -EINVAL) {
-		fprintf(stderr, "layerprof %s: token file '%s' holds no usable token (one line of 1 to %u bytes)\n",
-		        ls->cmd, path, AUTH_TOKEN_MAX);
+		error_warn(&ls->complain, "token file '%s' holds no usable token (one line of 1 to %u bytes)", path,
+		           AUTH_TOKEN_MAX);
 		return r;
 	}
 	if (r < 0) {
-		fprintf(stderr, "layerprof %s: cannot read token file '%s': %s\n", ls->cmd, path, strerror(-r));
+		error_warn(&ls->complain, "cannot read token file '%s': %s", path, strerror(-r));
 		return r;
 	}
 	if (warn)
-		fprintf(stderr, "layerprof %s: warning: token file '%s' is readable by other users\n", ls->cmd, path);
+		error_warn(&ls->complain, "warning: token file '%s' is readable by other users", path);
 	return r;
 }
 
@@ -514,19 +511,19 @@ int livesession_connect(struct livesession *ls)
 	if (ls->token_file) {
 		len = load_token(ls, ls->token_file, token, sizeof(token));
 		if (len < 0)
-			return LP_EXIT_FAILURE;
+			return -EACCES; /* the token file's fault, not the command line's */
 	}
 	r = netclient_connect(&ls->nc, ls->addr);
 	if (!r)
 		r = netclient_handshake(&ls->nc, ls->token_file ? token : NULL, (size_t)len);
 	explicit_bzero(token, sizeof(token));
 	if (r == -EACCES) {
-		fprintf(stderr, "layerprof %s: agent refused the connection: %s\n", ls->cmd, ls->nc.error);
-		return LP_EXIT_FAILURE;
+		error_warn(&ls->complain, "agent refused the connection: %s", ls->nc.error);
+		return r;
 	}
 	if (r) {
-		fprintf(stderr, "layerprof %s: %s\n", ls->cmd, ls->nc.error);
-		return r == -EINVAL ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
+		error_warn(&ls->complain, "%s", ls->nc.error);
+		return r;
 	}
 	ls->last_rx = ls->last_tx = livesession_now();
 	return 0;

@@ -20,6 +20,7 @@
 #include "host/lib/live/udp.h"
 #include "host/lib/live/view.h"
 #include "host/lib/trace/walk.h"
+#include "host/lib/util/error.h"
 
 #define LIVESESSION_EXITS_MAX 64
 #define LIVESESSION_PENDING_MAX (8u << 20) /* CHUNK payloads held until SESSION names ours */
@@ -40,7 +41,6 @@ enum livesession_state {
 
 struct livesession {
 	/* set by the caller before livesession_connect */
-	const char *cmd; /* the command, for messages: "live" (livesession_init) or "serve" */
 	const char *addr, *token_file;
 	long attach_pid; /* attach to this process, or start argv */
 	char **argv;     /* borrowed */
@@ -57,9 +57,14 @@ struct livesession {
 	bool memory, keep_alive;
 	unsigned mem_depth;
 	uint64_t mem_fold_ns; /* START mem_fold (agent capability mem_fold); 0: none */
-	/* messages about the session for people: the command shows them */
+	/* messages about the session for people: the command shows them
+	 * (say NULL: they are dropped) */
 	void (*say)(void *ctx, const char *msg);
 	void *say_ctx;
+	/* failures (one that ends the session, a connection refused) and
+	 * warnings about the connection, each given at once: the command
+	 * prints them on stderr */
+	struct lp_warner complain;
 
 	struct netclient nc;
 	enum livesession_state state;
@@ -106,7 +111,9 @@ int livesession_init(struct livesession *ls);
 void livesession_release(struct livesession *ls);
 
 /* Connects and authenticates (token from ls->token_file).  Returns 0, or
- * the command's exit code after printing why. */
+ * -errno after saying why to ls->complain: -EINVAL when ls->addr is not an
+ * address (a usage error); -EACCES when the token file or the agent
+ * refused; other codes when the connection failed. */
 int livesession_connect(struct livesession *ls);
 
 /* Sends the settings given so far (the flush period, tracing off when

@@ -252,7 +252,7 @@ int serveexport_write(const char *dir, const struct serveexport_format *fmt, FIL
 	if (!strcmp(name, "snapshot")) {
 		r = write_snapshot(&w, dir, f);
 	} else if (!strcmp(name, "chrome")) {
-		r = export_chrome(&w, f);
+		r = export_chrome(&w, f, NULL);
 	} else if (!strcmp(name, "folded")) {
 		r = export_folded(&w, 0, f, NULL);
 	} else {

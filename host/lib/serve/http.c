@@ -16,6 +16,7 @@
 #include "host/lib/serve/assets.h"
 #include "host/lib/serve/export.h"
 #include "host/lib/serve/http.h"
+#include "host/lib/util/error.h"
 
 #define LISTEN_BACKLOG 64
 #define HTTP_SEE_OTHER 303
@@ -633,7 +634,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 /* ------------------------------------------------------------ start and stop */
 
-static int listen_on(struct servehttp *h, const char *addr, unsigned port)
+static int listen_on(struct servehttp *h, const char *addr, unsigned port, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_PASSIVE, .ai_socktype = SOCK_STREAM };
 	struct sockaddr_storage ss;
@@ -644,17 +645,15 @@ static int listen_on(struct servehttp *h, const char *addr, unsigned port)
 
 	snprintf(service, sizeof(service), "%u", port);
 	r = getaddrinfo(addr, service, &hints, &ai);
-	if (r) {
-		fprintf(stderr, "layerprof serve: invalid --bind '%s': expected a numeric IPv4 or IPv6 address\n",
-		        addr);
-		return -EINVAL;
-	}
+	if (r)
+		return error_set(err, errlen, -EINVAL, "invalid --bind '%s': expected a numeric IPv4 or IPv6 address",
+		                 addr);
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, LISTEN_BACKLOG) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &sl)) {
 		r = -errno;
-		fprintf(stderr, "layerprof serve: cannot listen on %s port %u: %s\n", addr, port, strerror(errno));
+		error_set(err, errlen, r, "cannot listen on %s port %u: %s", addr, port, strerror(-r));
 		if (fd >= 0)
 			close(fd);
 		freeaddrinfo(ai);
@@ -670,7 +669,7 @@ static int listen_on(struct servehttp *h, const char *addr, unsigned port)
 }
 
 int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serve_control *control,
-                    const char *bind_addr, unsigned port, const char *token)
+                    const char *bind_addr, unsigned port, const char *token, char *err, size_t errlen)
 {
 	int r;
 
@@ -683,27 +682,23 @@ int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serv
 	pthread_mutex_init(&h->export_lock, NULL);
 	pthread_cond_init(&h->ev_cond, NULL);
 	h->loopback = servehttp_is_loopback(bind_addr);
-	if (!h->loopback && !token) {
-		fprintf(stderr,
-		        "layerprof serve: refusing to listen on %s without a token: anyone who reaches it could "
-		        "read the trace (and drive a live session); give --token-file F\n",
-		        bind_addr);
-		return -EPERM;
-	}
+	if (!h->loopback && !token)
+		return error_set(err, errlen, -EPERM,
+		                 "refusing to listen on %s without a token: anyone who reaches it could read the trace "
+		                 "(and drive a live session); give --token-file F",
+		                 bind_addr);
 	if (token) {
 		h->token = strdup(token);
 		if (!h->token)
-			return -ENOMEM;
+			return error_set(err, errlen, -ENOMEM, "out of memory");
 		h->token_len = strlen(token);
 	}
-	r = listen_on(h, bind_addr, port);
+	r = listen_on(h, bind_addr, port, err, errlen);
 	if (r)
 		return r;
 	r = serveguard_start(&h->guard);
-	if (r) {
-		fprintf(stderr, "layerprof serve: cannot start the connection guard: %s\n", strerror(-r));
-		return r;
-	}
+	if (r)
+		return error_set(err, errlen, r, "cannot start the connection guard: %s", strerror(-r));
 	h->daemon = MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL,
 	    NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_CONNECTION_LIMIT,
@@ -711,10 +706,8 @@ int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serv
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVEHTTP_MEMORY_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
 	    (unsigned)SERVEHTTP_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
 	    on_connection, h, MHD_OPTION_END);
-	if (!h->daemon) {
-		fprintf(stderr, "layerprof serve: cannot start the HTTP server on %s\n", h->url);
-		return -EIO;
-	}
+	if (!h->daemon)
+		return error_set(err, errlen, -EIO, "cannot start the HTTP server on %s", h->url);
 	h->listen_fd = -1; /* the daemon's now: it closes it */
 	return 0;
 }

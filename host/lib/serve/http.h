@@ -83,9 +83,10 @@ struct servehttp {
 /* Listens on bind_addr:port (port 0: any free one) and starts serving m.
  * token (copied; NULL for none) is required of every request when given;
  * binding to an address other than loopback without one is refused
- * (-EPERM).  Returns 0, or -errno after printing why to stderr. */
+ * (-EPERM).  Returns 0, or -errno with err saying why (-EINVAL: bind_addr
+ * is not a numeric address). */
 int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serve_control *control,
-                    const char *bind_addr, unsigned port, const char *token);
+                    const char *bind_addr, unsigned port, const char *token, char *err, size_t errlen);
 /* Stops serving, closes every connection and frees what start made. */
 void servehttp_stop(struct servehttp *h);
 

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/builtin.h"
 #include "host/lib/live/session.h"
 #include "host/lib/serve/api.h"
 #include "host/lib/serve/export.h"
@@ -19,6 +18,7 @@
 #include "host/lib/serve/http.h"
 #include "host/lib/serve/live.h"
 #include "host/lib/serve/model.h"
+#include "host/lib/util/error.h"
 #include "host/lib/util/json.h"
 #include "host/lib/util/options.h"
 #include "systrace/systrace.h"
@@ -29,6 +29,7 @@
 
 struct servelive {
 	const struct servelive_opts *o;
+	const struct servelive_io *io;
 	struct livesession ls;
 	struct servemodel m;
 	struct servehttp h;
@@ -52,16 +53,16 @@ struct servelive {
 void servelive_opts_init(struct servelive_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	liveopts_init(&o->live, "serve");
+	liveopts_init(&o->live);
 	o->interval_ns = SERVELIVE_DEFAULT_INTERVAL_NS;
 }
 
-int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg)
+int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
-	int r = liveopts_parse(&o->live, c, arg);
+	int r = liveopts_parse(&o->live, c, arg, err, errlen);
 
 	if (r < 0)
-		return -1;
+		return r;
 	if (r == 1) {
 		if (c != LIVEOPT_CONNECT)
 			o->any = true;
@@ -76,10 +77,8 @@ int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg)
 		break;
 	case 'i':
 		if (options_parse_duration(arg, &o->interval_ns) || o->interval_ns < SERVELIVE_MIN_INTERVAL_NS ||
-		    o->interval_ns > SERVELIVE_MAX_INTERVAL_NS) {
-			fprintf(stderr, "layerprof serve: invalid --interval '%s': expected 100ms to 60s\n", arg);
-			return -1;
-		}
+		    o->interval_ns > SERVELIVE_MAX_INTERVAL_NS)
+			return error_set(err, errlen, -EINVAL, "invalid --interval '%s': expected 100ms to 60s", arg);
 		break;
 	default:
 		return 0;
@@ -93,9 +92,9 @@ bool servelive_opts_any(const struct servelive_opts *o)
 	return o->any;
 }
 
-int servelive_opts_check(struct servelive_opts *o, char **argv, int argc)
+int servelive_opts_check(struct servelive_opts *o, char **argv, int argc, char *err, size_t errlen)
 {
-	return liveopts_check(&o->live, argv, argc, false);
+	return liveopts_check(&o->live, argv, argc, false, err, errlen);
 }
 
 /* ------------------------------------------------------------ messages */
@@ -106,7 +105,7 @@ static void on_say(void *ctx, const char *msg)
 
 	snprintf(sl->notes[sl->nnotes % SERVELIVE_NOTES], sizeof(sl->notes[0]), "%s", msg);
 	sl->nnotes++;
-	fprintf(stderr, "layerprof serve: %s\n", msg);
+	error_warn(sl->io->say, "%s", msg);
 }
 
 static void say(struct servelive *sl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -220,8 +219,12 @@ static void control_state(void *ctx, FILE *out)
 	free(j);
 }
 
+/* Writes the answer to a command into out (NULL: a command of serve's own,
+ * answered to no one) and returns its status. */
 static int answer(FILE *out, int status, const char *msg)
 {
+	if (!out)
+		return status;
 	fputs(status == HTTP_OK ? "{\"ok\":" : "{\"error\":", out);
 	json_write_string(out, msg);
 	fputs("}\n", out);
@@ -285,7 +288,7 @@ static int command_filter(struct servelive *sl, const char *body, FILE *out)
 	err[0] = '\0';
 	if (livefilter_parse(n, words, &opts, err, sizeof(err))) {
 		free(buf);
-		return answer(out, HTTP_BAD_REQUEST, err[0] ? err : "bad filter options (-F, -N, --depth, --min-time)");
+		return answer(out, HTTP_BAD_REQUEST, err);
 	}
 	livesession_set_filters(&sl->ls, &opts, buf); /* buf now the filter's */
 	return answer(out, HTTP_OK, "filters set");
@@ -335,7 +338,7 @@ static void private_remove(struct servelive *sl)
 		closedir(d);
 	rmdir(sl->private_trace);
 	if (rmdir(sl->private))
-		fprintf(stderr, "layerprof serve: cannot remove '%s': %s\n", sl->private, strerror(errno));
+		error_warn(sl->io->say, "cannot remove '%s': %s", sl->private, strerror(errno));
 	sl->private[0] = '\0';
 }
 
@@ -658,21 +661,22 @@ static void live_loop(struct servelive *sl, volatile sig_atomic_t *quit, const s
 }
 
 int servelive_run(const struct servelive_opts *o, const char *bind, unsigned port, const char *token,
-                  volatile sig_atomic_t *quit, const sigset_t *wait_mask)
+                  volatile sig_atomic_t *quit, const sigset_t *wait_mask, const struct servelive_io *io, char *err,
+                  size_t errlen)
 {
 	struct servelive *sl = calloc(1, sizeof(*sl));
 	struct livesession *ls;
-	int code = LP_EXIT_FAILURE;
+	int code = -EIO, r;
 
-	if (!sl) {
-		fprintf(stderr, "layerprof serve: out of memory\n");
-		return LP_EXIT_FAILURE;
-	}
+	err[0] = '\0';
+	if (!sl)
+		return error_set(err, errlen, -ENOMEM, "out of memory");
 	sl->o = o;
+	sl->io = io;
 	sl->interval_ns = o->interval_ns;
 	ls = &sl->ls;
 	if (livesession_init(ls)) {
-		fprintf(stderr, "layerprof serve: out of memory\n");
+		code = error_set(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	liveopts_apply(&o->live, ls);
@@ -683,16 +687,18 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 		ls->flush_ms = LIVESESSION_FLUSH_MAX_MS;
 	ls->say = on_say;
 	ls->say_ctx = sl;
+	ls->complain = *io->say;
 	servemodel_attach(&sl->m, &ls->w, &ls->prof, &ls->sys, &ls->ops);
 	if (getenv("LAYERPROF_BENCH_NO_TIMELINE"))
 		servemodel_timeline_off(&sl->m); /* bench/serve: what the timeline costs */
 	else
 		servemodel_follow_save(&sl->m, &ls->save); /* the timeline reads windows from the saved trace */
 	sl->model_attached = true;
-	code = livesession_connect(ls);
-	if (code)
+	r = livesession_connect(ls);
+	if (r) {
+		code = r == -EINVAL ? -EINVAL : -EIO;
 		goto out;
-	code = LP_EXIT_FAILURE;
+	}
 	sl->control = (struct serve_control){ .ctx = sl,
 		                              .state = control_state,
 		                              .command = control_command,
@@ -700,7 +706,7 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 		                              .export_hold = control_export_hold,
 		                              .export_resume = control_export_resume,
 		                              .snapshot = control_snapshot };
-	if (servehttp_start(&sl->h, &sl->m, &sl->control, bind, port, token)) {
+	if (servehttp_start(&sl->h, &sl->m, &sl->control, bind, port, token, err, errlen)) {
 		servehttp_stop(&sl->h);
 		goto out;
 	}
@@ -708,25 +714,15 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 	/* the session is started before the address is announced: whoever
 	 * reads it finds the session connecting, not idle */
 	if (ls->argc || ls->attach_pid) {
-		FILE *devnull = fopen("/dev/null", "w");
-
 		pthread_mutex_lock(&sl->h.lock);
-		begin_session(sl, devnull ? devnull : stderr);
+		begin_session(sl, NULL);
 		pthread_mutex_unlock(&sl->h.lock);
-		if (devnull)
-			fclose(devnull);
 	} else {
 		say(sl, "connected: choose a program to start or a process to attach in the page");
 	}
-	printf("layerprof serve: live session with %s (%s)\n", ls->nc.peer, ls->nc.agent);
-	if (sl->h.token)
-		printf("layerprof serve: %s  (token required: open %sauth?token=<the token> once)\n", sl->h.url,
-		       sl->h.url);
-	else
-		printf("layerprof serve: %s\n", sl->h.url);
-	fflush(stdout);
+	io->ready(io->ctx, &sl->h, ls->nc.peer, ls->nc.agent);
 	live_loop(sl, quit, wait_mask);
-	code = ls->state == LIVESESSION_FAILED ? LP_EXIT_FAILURE : LP_EXIT_OK;
+	code = ls->state == LIVESESSION_FAILED ? -EIO : 0;
 out:
 	if (sl->http_started)
 		servehttp_stop(&sl->h);

@@ -14,6 +14,9 @@
 #include <stdint.h>
 
 #include "host/lib/live/opts.h"
+#include "host/lib/util/error.h"
+
+struct servehttp;
 
 #define SERVELIVE_DEFAULT_INTERVAL_NS 1000000000ull
 #define SERVELIVE_MIN_INTERVAL_NS 100000000ull   /* 100 ms */
@@ -31,18 +34,31 @@ struct servelive_opts {
 void servelive_opts_init(struct servelive_opts *o);
 /* Parses a live option (getopt code c: live/opts.h's, 'A' the agent's token
  * file, 'o' --save, 'i' --interval).  Returns 1 when parsed, 0 when c
- * is not a live option, -1 after printing why the value is bad. */
-int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg);
+ * is not a live option, -EINVAL with err saying why the value is bad. */
+int servelive_opts_parse(struct servelive_opts *o, int c, const char *arg, char *err, size_t errlen);
 bool servelive_opts_any(const struct servelive_opts *o);
 /* Checks the options together, with the program to start argv[0..argc).
- * Returns 0 or -EINVAL after saying why. */
-int servelive_opts_check(struct servelive_opts *o, char **argv, int argc);
+ * Returns 0 or -EINVAL with err saying why. */
+int servelive_opts_check(struct servelive_opts *o, char **argv, int argc, char *err, size_t errlen);
+
+/* What servelive_run tells the command while it runs: say gets the
+ * session's notes, warnings and errors as they come (for stderr); ready
+ * is called once the page is served, with the server (its url and token)
+ * and the agent's address and name. */
+struct servelive_io {
+	const struct lp_warner *say;
+	void (*ready)(void *ctx, const struct servehttp *h, const char *peer, const char *agent);
+	void *ctx;
+};
 
 /* Connects, serves the page on bind:port (token as servehttp_start) and
  * runs the session until *quit is set; the signals that set it are taken
- * only while waiting, with wait_mask (ppoll).  Returns the command's exit
- * code. */
+ * only while waiting, with wait_mask (ppoll).  Returns 0 (the session
+ * ended in order); -EINVAL when the agent's address is bad; else -ENOMEM
+ * or -EIO, with err saying why when io->say has not said it already ("")
+ * (err at least LP_ERROR_MAX bytes keeps every message whole). */
 int servelive_run(const struct servelive_opts *o, const char *bind, unsigned port, const char *token,
-                  volatile sig_atomic_t *quit, const sigset_t *wait_mask);
+                  volatile sig_atomic_t *quit, const sigset_t *wait_mask, const struct servelive_io *io, char *err,
+                  size_t errlen);
 
 #endif

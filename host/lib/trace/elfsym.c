@@ -82,45 +82,37 @@ static void file_close(struct elf_file *f)
 
 /* Opens an ELF file for reading. O_NONBLOCK keeps a FIFO from hanging us;
  * ELF_C_READ (not mmap) means a file truncated under us gives read errors,
- * not SIGBUS. On failure *why says what was wrong. */
-static int file_open(const char *path, struct elf_file *f, const char **why)
+ * not SIGBUS. */
+static int file_open(const char *path, struct elf_file *f)
 {
 	struct stat st;
 	int rc;
 
 	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	f->elf = NULL;
-	if (f->fd < 0) {
-		rc = -errno;
-		*why = strerror(errno);
-		return rc;
-	}
+	if (f->fd < 0)
+		return -errno;
 	if (fstat(f->fd, &st) != 0) {
 		rc = -errno;
-		*why = strerror(errno);
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		rc = -EINVAL;
-		*why = "not a regular file";
 		goto fail;
 	}
 	if (st.st_size == 0) {
 		rc = -ENOEXEC;
-		*why = "empty file";
 		goto fail;
 	}
 	f->elf = elf_begin(f->fd, ELF_C_READ, NULL);
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
 		rc = -ENOEXEC;
-		*why = "not an ELF file";
 		goto fail;
 	}
 	{
 		GElf_Ehdr eh;
 		if (!gelf_getehdr(f->elf, &eh)) {
 			rc = -ENOEXEC;
-			*why = "bad ELF header";
 			goto fail;
 		}
 	}
@@ -390,7 +382,6 @@ struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t bui
 	struct elf_file main_file = { -1, NULL }, debug_file = { -1, NULL };
 	struct elfsym *e = calloc(1, sizeof(*e));
 	bool has_symtab = false, lines = flags & ELFSYM_LINES, ok = false;
-	const char *why = "no function symbols", *debug_why;
 	char dpath[ELFSYM_PATH_MAX];
 
 	if (!e)
@@ -398,11 +389,9 @@ struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t bui
 	e->dwarf_file.fd = -1;
 	elf_version(EV_CURRENT);
 
-	if (path && path[0] && file_open(path, &main_file, &why) == 0 && build_id_len &&
-	    !file_has_build_id(main_file.elf, build_id, build_id_len)) {
-		why = "build id differs from the trace";
+	if (path && path[0] && file_open(path, &main_file) == 0 && build_id_len &&
+	    !file_has_build_id(main_file.elf, build_id, build_id_len))
 		file_close(&main_file);
-	}
 	if (main_file.elf) {
 		if (symbols_load(e, main_file.elf, &has_symtab))
 			goto out;
@@ -411,8 +400,7 @@ struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t bui
 	}
 
 	if (debug_dir && (!has_symtab || (lines && !e->dwarf)) &&
-	    debug_path(dpath, sizeof(dpath), debug_dir, build_id, build_id_len) &&
-	    file_open(dpath, &debug_file, &debug_why) == 0 &&
+	    debug_path(dpath, sizeof(dpath), debug_dir, build_id, build_id_len) && file_open(dpath, &debug_file) == 0 &&
 	    file_has_build_id(debug_file.elf, build_id, build_id_len)) {
 		bool unused = false;
 
@@ -422,8 +410,6 @@ struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t bui
 			dwarf_adopt(e, &debug_file);
 	}
 	funcs_sort(e);
-	if (!e->nfuncs && (flags & ELFSYM_WARN) && path && path[0])
-		fprintf(stderr, "cannot read symbols of '%s': %s\n", path, why);
 	ok = true;
 out:
 	file_close(&main_file);

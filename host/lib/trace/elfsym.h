@@ -11,7 +11,6 @@ struct elfsym;
 
 enum elfsym_flags {
 	ELFSYM_LINES = 1u << 0, /* keep DWARF open so elfsym_line() can answer */
-	ELFSYM_WARN = 1u << 1,  /* say on stderr why an object gives no symbols */
 };
 
 /* Longest build id used to name a separate debug file. */

@@ -546,8 +546,6 @@ static int object_open(struct symbolizer *s, struct object *obj)
 		return 0;
 	if (s->flags & SYMBOLIZER_LINES)
 		flags |= ELFSYM_LINES;
-	if (s->flags & SYMBOLIZER_WARN)
-		flags |= ELFSYM_WARN;
 	obj->elf = elfsym_open(obj->path, obj->build_id, obj->build_id_len, s->debug_dir, flags);
 	return obj->elf ? 0 : -ENOMEM;
 }

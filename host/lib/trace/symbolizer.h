@@ -13,7 +13,6 @@ struct symbolizer;
 enum symbolizer_flags {
 	SYMBOLIZER_DEMANGLE = 1u << 0, /* C++ names as source spells them */
 	SYMBOLIZER_LINES = 1u << 1,    /* source file:line from DWARF */
-	SYMBOLIZER_WARN = 1u << 2,     /* one stderr line per object file giving no symbols */
 };
 
 /* Longest path and build id symbolizer_add_map() accepts. */

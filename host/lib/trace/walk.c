@@ -11,6 +11,7 @@
 #include "host/lib/trace/dir.h"
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/trace/walk.h"
+#include "host/lib/util/error.h"
 
 void walk_chain(struct walk_ops *list, struct walk_ops *more)
 {
@@ -671,9 +672,16 @@ static void order_streams(struct walk *w)
 	}
 }
 
-/* Progress on stderr for big traces, only when stderr is a terminal. */
+/* Progress for big traces, to the command's hook (walk_set_progress). */
 #define WALK_PROGRESS_MIN_BYTES (64 << 20)
 #define WALK_PROGRESS_STEP (16 << 20)
+
+static void (*progress_hook)(const char *dir, int percent);
+
+void walk_set_progress(void (*fn)(const char *dir, int percent))
+{
+	progress_hook = fn;
+}
 
 int walk_begin(struct walk *w, const struct walk_ops *ops)
 {
@@ -795,7 +803,8 @@ static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t
 
 static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 {
-	bool progress = !w->quiet && w->r.size >= WALK_PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+	void (*progress)(const char *, int) =
+		!w->quiet && w->r.size >= WALK_PROGRESS_MIN_BYTES ? progress_hook : NULL;
 	off_t next_progress = WALK_PROGRESS_STEP;
 	struct walk_chunk c;
 	struct chunk_info ci;
@@ -810,7 +819,7 @@ static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 	w->r.seen_end = false;
 	for (c.offset = w->r.offset; reader_next(&w->r, &ci, &c.payload) > 0; c.offset = w->r.offset) {
 		if (progress && w->r.offset >= next_progress) {
-			fprintf(stderr, "\rreading %s: %3d%%", w->dir, (int)(100 * w->r.offset / w->r.size));
+			progress(w->dir, (int)(100 * w->r.offset / w->r.size));
 			next_progress = w->r.offset + WALK_PROGRESS_STEP;
 		}
 		c.type = ci.type;
@@ -830,7 +839,7 @@ static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 			return -ENOMEM;
 	}
 	if (progress)
-		fprintf(stderr, "\r%*s\r", (int)strlen(w->dir) + 16, "");
+		progress(w->dir, -1);
 	walk_end(w);
 	return 0;
 }
@@ -930,46 +939,42 @@ const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t s
 
 /* Says which of the user's filters matched nothing: a pattern no
  * function called in the trace matched, a thread id no thread had. */
-static void report_filters(const struct walk *w, const char *cmd)
+static void warn_filters(const struct walk *w, const struct lp_warner *warn)
 {
 	size_t i;
 	uint32_t k;
 
 	for (i = 0; w->cls && i < w->fopts.n_only; i++)
 		if (!classifier_matched(w->cls, true, i))
-			fprintf(stderr, "layerprof %s: warning: %s '%s' matches no function called in trace '%s'\n",
-			        cmd, w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
+			error_warn(warn, "warning: %s '%s' matches no function called in trace '%s'",
+			           w->fopts.only_opt[i] ? w->fopts.only_opt[i] : "-F", w->fopts.only[i], w->dir);
 	for (i = 0; w->cls && i < w->fopts.n_exclude; i++)
 		if (!classifier_matched(w->cls, false, i))
-			fprintf(stderr, "layerprof %s: warning: -N '%s' matches no function called in trace '%s'\n",
-			        cmd, w->fopts.exclude[i], w->dir);
+			error_warn(warn, "warning: -N '%s' matches no function called in trace '%s'",
+			           w->fopts.exclude[i], w->dir);
 	for (i = 0; i < w->fopts.n_tids; i++) {
 		for (k = 0; k < w->nstreams && w->streams[k]->tid != w->fopts.tids[i]; k++)
 			;
 		if (k == w->nstreams)
-			fprintf(stderr, "layerprof %s: warning: --tid %u: trace '%s' has no thread %u\n", cmd,
-			        w->fopts.tids[i], w->dir, w->fopts.tids[i]);
+			error_warn(warn, "warning: --tid %u: trace '%s' has no thread %u", w->fopts.tids[i], w->dir,
+			           w->fopts.tids[i]);
 	}
 }
 
-int walk_report_condition(const struct walk *w, const char *cmd)
+int walk_condition(const struct walk *w, const struct lp_warner *warn, char *err, size_t errlen)
 {
 	uint64_t deep = 0;
 	uint32_t i;
 
-	report_filters(w, cmd);
+	warn_filters(w, warn);
 	for (i = 0; i < w->nstreams; i++)
 		deep += w->streams[i]->fs.deep_calls;
 	if (deep)
-		fprintf(stderr,
-		        "layerprof %s: warning: %llu calls deeper than %u levels were left out (counted as lost "
-		        "events)\n",
-		        cmd, (unsigned long long)deep, w->spec.stack_max ? w->spec.stack_max : FILTER_STACK_MAX);
-	if (w->r.state == READER_DAMAGED) {
-		fprintf(stderr, "layerprof %s: trace '%s' is damaged: %s; results cover the readable part\n", cmd,
-		        w->dir, w->r.damage);
-		return 3;
-	}
+		error_warn(warn, "warning: %llu calls deeper than %u levels were left out (counted as lost events)",
+		           (unsigned long long)deep, w->spec.stack_max ? w->spec.stack_max : FILTER_STACK_MAX);
+	if (w->r.state == READER_DAMAGED)
+		return error_set(err, errlen, -EBADMSG, "trace '%s' is damaged: %s; results cover the readable part",
+		                 w->dir, w->r.damage);
 	if (!w->r.seen_end) {
 		char note[PATH_MAX];
 		bool killed;
@@ -977,10 +982,9 @@ int walk_report_condition(const struct walk *w, const char *cmd)
 		/* a recorder that was killed left its note: recover can add more */
 		snprintf(note, sizeof(note), "%s/%s", w->dir, TRACEDIR_RECORDING);
 		killed = !access(note, F_OK);
-		fprintf(stderr,
-		        "layerprof %s: warning: trace '%s' has no end record: the recording was interrupted%s%s%s\n",
-		        cmd, w->dir, killed ? "; 'layerprof recover " : "", killed ? w->dir : "",
-		        killed ? "' adds what the killed recorder left in its rings" : "");
+		error_warn(warn, "warning: trace '%s' has no end record: the recording was interrupted%s%s%s", w->dir,
+		           killed ? "; 'layerprof recover " : "", killed ? w->dir : "",
+		           killed ? "' adds what the killed recorder left in its rings" : "");
 	}
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 struct symbolizer;
 struct classifier;
+struct lp_warner;
 
 #define WALK_STREAMS_MAX 65536u
 /* Stack definitions (memory tracer) kept per stream, and the addresses
@@ -235,7 +236,7 @@ struct walk {
 	/* those of them that take entries, exits (made before each chunk) */
 	const struct walk_ops *entry_ops[WALK_CONSUMERS_MAX], *exit_ops[WALK_CONSUMERS_MAX];
 	uint32_t nentry, nexit;
-	bool quiet; /* the caller's: no progress line on stderr */
+	bool quiet; /* the caller's: no progress to the walk_set_progress hook */
 	/* walk_run_by_time's chunk index: offset and sort time of each META
 	 * and EVENTS chunk, sorted */
 	struct walk_chunk_ref *order;
@@ -252,8 +253,8 @@ int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, 
 /* Reads the whole trace, calling the consumers in the list ops (NULL:
  * none).  Can run again (it rewinds).  Returns 0, -ENOMEM, or the value a
  * consumer stopped the pass with; the trace's damage, if any, is in
- * w->r.state / w->r.damage.  A trace of 64 MiB or more shows its progress
- * on stderr when that is a terminal, unless w->quiet. */
+ * w->r.state / w->r.damage.  A trace of 64 MiB or more reports its
+ * progress to the walk_set_progress hook, unless w->quiet. */
 int walk_run(struct walk *w, const struct walk_ops *ops);
 
 /* The same pass with the threads' chunks in time order: chunks are fed by
@@ -275,14 +276,21 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops);
 int walk_begin(struct walk *w, const struct walk_ops *ops);
 int walk_feed(struct walk *w, uint8_t type, const uint8_t *payload, size_t len);
 void walk_end(struct walk *w);
+/* Who hears how far a pass over a big trace file (64 MiB and more) has
+ * come: fn gets the trace's directory and the percentage read, every 16 MiB,
+ * then -1 when the pass is over.  NULL (the default): no one.  For the
+ * whole process: the command sets it once. */
+void walk_set_progress(void (*fn)(const char *dir, int percent));
 /* A function's display name: demangled symbol, or an address form. */
 const char *walk_name(struct walk *w, uint32_t image, uint64_t addr, char *buf, size_t size);
 /* Looks up "key" in the META chunk; copies its value.  Returns buf or NULL. */
 const char *walk_meta(const struct walk *w, const char *key, char *buf, size_t size);
-/* Prints the trace's condition to stderr (damage, unfinished recording,
- * filters that matched nothing) and returns the exit code it means: 0, or
- * 3 when the trace is damaged. */
-int walk_report_condition(const struct walk *w, const char *cmd);
+/* The trace's condition after a walk, in this order: each filter that
+ * matched nothing and the calls left out for their depth, as warnings to
+ * warn (lines beginning "warning: "; warn may be NULL); then -EBADMSG with
+ * err saying so when the trace is damaged (results cover the readable
+ * part), else a warning when the recording was interrupted, and 0. */
+int walk_condition(const struct walk *w, const struct lp_warner *warn, char *err, size_t errlen);
 void walk_release(struct walk *w);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/lib/util/error.h"
 #include "host/lib/util/options.h"
 
 int options_parse_duration(const char *s, uint64_t *ns)
@@ -114,7 +115,7 @@ const char *options_format_duration(uint64_t ns, char *buf, size_t size)
 	return buf;
 }
 
-static int parse_tids(struct filter_opts *f, const char *arg, const char *cmd)
+static int parse_tids(struct filter_opts *f, const char *arg, char *err, size_t errlen)
 {
 	const char *p = arg;
 
@@ -125,13 +126,11 @@ static int parse_tids(struct filter_opts *f, const char *arg, const char *cmd)
 		errno = 0;
 		v = strtoul(p, &end, 10);
 		if (end == p || errno || v == 0 || v > 0xffffffffu || (*end && *end != ',')) {
-			fprintf(stderr, "layerprof %s: invalid --tid '%s': expected thread ids like 1234,1235\n", cmd,
-			        arg);
-			return -1;
+			return error_set(err, errlen, -EINVAL, "invalid --tid '%s': expected thread ids like 1234,1235",
+			                 arg);
 		}
 		if (f->n_tids == OPTIONS_TIDS_MAX) {
-			fprintf(stderr, "layerprof %s: too many --tid values (at most %d)\n", cmd, OPTIONS_TIDS_MAX);
-			return -1;
+			return error_set(err, errlen, -EINVAL, "too many --tid values (at most %d)", OPTIONS_TIDS_MAX);
 		}
 		f->tids[f->n_tids++] = (uint32_t)v;
 		p = *end ? end + 1 : end;
@@ -139,7 +138,7 @@ static int parse_tids(struct filter_opts *f, const char *arg, const char *cmd)
 	return 1;
 }
 
-int options_filter_parse(struct filter_opts *f, int code, const char *arg, const char *cmd)
+int options_filter_parse(struct filter_opts *f, int code, const char *arg, char *err, size_t errlen)
 {
 	unsigned long v;
 	char *end;
@@ -151,12 +150,10 @@ int options_filter_parse(struct filter_opts *f, int code, const char *arg, const
 		size_t *n = code == OPT_ONLY ? &f->n_only : &f->n_exclude;
 
 		if (*n == OPTIONS_PATTERNS_MAX) {
-			fprintf(stderr, "layerprof %s: too many patterns (at most %d)\n", cmd, OPTIONS_PATTERNS_MAX);
-			return -1;
+			return error_set(err, errlen, -EINVAL, "too many patterns (at most %d)", OPTIONS_PATTERNS_MAX);
 		}
 		if (!*arg) {
-			fprintf(stderr, "layerprof %s: empty function pattern\n", cmd);
-			return -1;
+			return error_set(err, errlen, -EINVAL, "empty function pattern");
 		}
 		if (code == OPT_ONLY)
 			f->only_opt[*n] = "-F";
@@ -167,8 +164,7 @@ int options_filter_parse(struct filter_opts *f, int code, const char *arg, const
 		errno = 0;
 		v = strtoul(arg, &end, 10);
 		if (end == arg || *end || errno || v == 0 || v > 1000000 || *arg == '-') {
-			fprintf(stderr, "layerprof %s: invalid --depth '%s': expected a number from 1\n", cmd, arg);
-			return -1;
+			return error_set(err, errlen, -EINVAL, "invalid --depth '%s': expected a number from 1", arg);
 		}
 		f->depth = (uint32_t)v;
 		return 1;
@@ -176,13 +172,12 @@ int options_filter_parse(struct filter_opts *f, int code, const char *arg, const
 		if (options_parse_duration(arg, &f->min_ns)) {
 			char unit[160];
 
-			fprintf(stderr, "layerprof %s: invalid --min-time '%s': %s\n", cmd, arg,
-			        options_duration_hint(arg, unit, sizeof(unit)));
-			return -1;
+			return error_set(err, errlen, -EINVAL, "invalid --min-time '%s': %s", arg,
+			                 options_duration_hint(arg, unit, sizeof(unit)));
 		}
 		return 1;
 	case OPT_TID:
-		return parse_tids(f, arg, cmd);
+		return parse_tids(f, arg, err, errlen);
 	default:
 		return 0;
 	}

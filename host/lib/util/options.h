@@ -52,8 +52,8 @@ enum filter_opt_code {
 #define FILTER_HELP FILTER_HELP_FUNCS "      --tid TID[,TID]   only these threads\n"
 
 /* Returns 1 when `code` was a filter option (parsed into *f), 0 when it is
- * not one, -1 after printing a message about a bad value. */
-int options_filter_parse(struct filter_opts *f, int code, const char *arg, const char *cmd);
+ * not one, -EINVAL for a bad value (err says which). */
+int options_filter_parse(struct filter_opts *f, int code, const char *arg, char *err, size_t errlen);
 bool options_filter_any(const struct filter_opts *f);
 
 /* "10ns", "1.5us", "2ms", "1s" -> ns; a number needs its unit ("0" does
