@@ -15,10 +15,8 @@
 #include "common/launch.h"
 #include "common/meta.h"
 #include "common/progpath.h"
-#include "common/sysevent.h"
 #include "lp_arch.h"
 #include "systrace/sysdrain.h"
-#include "runtime/memtrace.h"
 
 extern char **environ;
 

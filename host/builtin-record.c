@@ -23,7 +23,6 @@
 #include "common/meta.h"
 #include "common/progpath.h"
 #include "common/sessiondir.h"
-#include "common/sysevent.h"
 #include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/trace/classify.h"
@@ -33,7 +32,6 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/options.h"
 #include "lp_arch.h"
-#include "runtime/memtrace.h"
 #include "systrace/sysdrain.h"
 #include "systrace/systrace.h"
 
