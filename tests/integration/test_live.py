@@ -1359,7 +1359,9 @@ def group_preload(lp, build, tmp):
     b = it.Builder("gcc", "g++", "-O2", tmp)
     rec = b.prog("recursion")
     marks = os.path.join(tmp, "shim-loaded")
-    agent = Agent(build, tmp, env=dict(os.environ, LD_PRELOAD=shim, LPTEST_SHIM_OUT=marks))
+    # (a sanitizer build of the agent lets the shim come first)
+    agent = Agent(build, tmp, env=dict(os.environ, LD_PRELOAD=shim, LPTEST_SHIM_OUT=marks,
+                                       ASAN_OPTIONS="verify_asan_link_order=0"))
     if not check(agent.ok, "agent with LD_PRELOAD in its environment starts", agent.err.text()):
         return
     try:
