@@ -12,19 +12,20 @@
 
 #include "common/auth.h"
 #include "common/drain.h"
+#include "common/memopts.h"
 #include "common/sessiondir.h"
 #include "common/wire.h"
+#include "systrace/sysdrain.h"
 #include "systrace/systrace.h"
 
 #define AGENT_VERSION "0.1.0"
 #define AGENT_MEM_LIB "liblayerprof-mem.so" /* the heap interposers, beside the runtime */
 #define AGENT_MAPS_MAX 4096u
-#define AGENT_MEM_FOLD_MAX_NS 3600000000000ull /* START mem_fold: at most an hour */
-#define AGENT_OUT_MAX (64u << 20)              /* queued bytes to the host, at most */
-#define AGENT_OUT_MIN (256u << 10)             /* the smallest LAYERPROFD_TEST_OUT_MAX taken */
-#define AGENT_OUT_HIGH (4u << 20)              /* above this, rings are not drained */
-#define AGENT_HEARTBEAT_NS 1000000000ull       /* send one after a second of silence */
-#define AGENT_ATTACH_SWEEP_NS 60000000000ull   /* ended programs' attach sessions go this often */
+#define AGENT_OUT_MAX (64u << 20)            /* queued bytes to the host, at most */
+#define AGENT_OUT_MIN (256u << 10)           /* the smallest LAYERPROFD_TEST_OUT_MAX taken */
+#define AGENT_OUT_HIGH (4u << 20)            /* above this, rings are not drained */
+#define AGENT_HEARTBEAT_NS 1000000000ull     /* send one after a second of silence */
+#define AGENT_ATTACH_SWEEP_NS 60000000000ull /* ended programs' attach sessions go this often */
 #define AGENT_PEER_TIMEOUT_NS 5000000000ull
 #define AGENT_FLUSH_NS 100000000ull /* partial chunks go out at least this often, unless the host says */
 #define AGENT_FLUSH_MIN_MS 5u       /* bounds of the host's CONTROL flush_ms */
@@ -63,17 +64,6 @@ struct session_syscalls {
 	struct systrace_config cfg;
 };
 
-/* What a START asked of the memory tracer (keys `memory`, `mem_depth`,
- * `keep_alive` and `mem_fold`, docs/protocol.md): the program gets
- * liblayerprof-mem.so preloaded beside the runtime, and the LAYERPROF_MEM_*
- * environment; the session's drain folds blocks released within fold_ns. */
-struct session_memory {
-	bool on;
-	bool keep_alive;
-	unsigned depth;   /* 0: the runtime's default */
-	uint64_t fold_ns; /* 0: no folding */
-};
-
 /* Where a session's heap operations come from, for the host (SESSION
  * `memory=`). */
 enum session_mem_state {
@@ -102,10 +92,10 @@ struct session {
 	 * reaps the program: the agent must not wait for it, and learns of
 	 * its end from systrace_exited */
 	struct systrace *st;
-	bool sys_tracing;  /* hand the tracer's records to the drain (tracing on) */
-	char sys_why[300]; /* the backend chosen and why, for the host */
+	struct sysdrain feed; /* the tracer's records into the drain (feed.on: tracing on) */
+	char sys_why[300];    /* the backend chosen and why, for the host */
 	enum session_mem_state mem;
-	struct session_memory mem_opts; /* started ones: what START asked */
+	struct memopts mem_opts; /* started ones: what START asked */
 };
 
 enum conn_state {
@@ -220,7 +210,7 @@ int attachdir_sweep(struct agent *a);
  * NULL).  Returns the session, or NULL with a reason in err (a backend the
  * kernel refuses: the tracer's message). */
 struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys,
-                              const struct session_memory *mem, char *err, size_t errlen);
+                              const struct memopts *mem, char *err, size_t errlen);
 /* Attaches to a running program that made itself attachable; its syscalls
  * are traced too when sys->on (the ptrace backend then detaches at the end,
  * leaving the program running). */

@@ -247,61 +247,13 @@ static int syscall_option(struct session_syscalls *sys, const char *key, const c
 	return -EINVAL;
 }
 
-/* A boolean option's value: "1" or "0". */
-static int bool_value(const char *key, const char *val, bool *out, char *err, size_t errlen)
-{
-	if (strcmp(val, "1") && strcmp(val, "0")) {
-		snprintf(err, errlen, "invalid %s '%.64s': 1 or 0", key, val);
-		return -EINVAL;
-	}
-	*out = val[0] == '1';
-	return 0;
-}
-
-/* One memory option of START (docs/protocol.md): `memory`, `mem_depth`,
- * `keep_alive`, `mem_fold`.  Returns 0, 1 when key is not one of them, or
- * -EINVAL with the reason in err. */
-static int memory_option(struct session_memory *mem, const char *key, const char *val, char *err, size_t errlen)
-{
-	char *end;
-	unsigned long v;
-
-	if (!strcmp(key, "memory"))
-		return bool_value(key, val, &mem->on, err, errlen);
-	if (!strcmp(key, "keep_alive"))
-		return bool_value(key, val, &mem->keep_alive, err, errlen);
-	if (!strcmp(key, "mem_fold")) {
-		unsigned long long ns;
-
-		errno = 0;
-		ns = strtoull(val, &end, 10);
-		if (errno || *end || end == val || val[0] == '-' || !ns || ns > AGENT_MEM_FOLD_MAX_NS) {
-			snprintf(err, errlen, "invalid mem_fold '%.64s': 1 to %llu ns", val,
-			         (unsigned long long)AGENT_MEM_FOLD_MAX_NS);
-			return -EINVAL;
-		}
-		mem->fold_ns = ns;
-		return 0;
-	}
-	if (strcmp(key, "mem_depth"))
-		return 1;
-	errno = 0;
-	v = strtoul(val, &end, 10);
-	if (errno || *end || end == val || v < 1 || v > LP_MEM_DEPTH_MAX) {
-		snprintf(err, errlen, "invalid mem_depth '%.64s': 1 to %u", val, LP_MEM_DEPTH_MAX);
-		return -EINVAL;
-	}
-	mem->depth = (unsigned)v;
-	return 0;
-}
-
 /* The memory options, once every option is known. */
-static int memory_check(const struct agent *a, const struct session_memory *mem, char *err, size_t errlen)
+static int memory_check(const struct agent *a, const struct memopts *mem, char *err, size_t errlen)
 {
-	if (!mem->on && (mem->keep_alive || mem->depth || mem->fold_ns)) {
-		snprintf(err, errlen, "keep_alive, mem_depth and mem_fold need memory=1");
-		return -EINVAL;
-	}
+	int r = memopts_check(mem, MEMOPTS_START, err, errlen);
+
+	if (r)
+		return r;
 	if (mem->on && !a->memlib[0]) {
 		snprintf(err, errlen, "no memory tracing: " AGENT_MEM_LIB " is not beside '%.300s'", a->lib);
 		return -EOPNOTSUPP;
@@ -329,7 +281,7 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
 	char *argv[START_ARGS_MAX + 1], *buf, err[512], msg[600];
 	struct session_syscalls sys = { 0 };
-	struct session_memory mem = { 0 };
+	struct memopts mem = { 0 };
 	const char *filter = NULL;
 	struct session *s;
 	size_t i, start = 0;
@@ -367,7 +319,7 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 				goto bad;
 			}
 			*eq = '\0';
-			r = memory_option(&mem, argv[first], eq + 1, err, sizeof(err));
+			r = memopts_set_key(&mem, argv[first], eq + 1, err, sizeof(err));
 			if (r == 1)
 				r = syscall_option(&sys, argv[first], eq + 1, &filter, err, sizeof(err));
 			if (r)

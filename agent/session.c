@@ -6,16 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "common/chunk.h"
 #include "common/clocksync.h"
 #include "common/encoder.h"
-#include "common/sysevent.h"
+#include "common/launch.h"
+#include "common/meta.h"
+#include "common/progpath.h"
 #include "lp_arch.h"
-#include "layerprof/format.h"
+#include "systrace/sysdrain.h"
 
 extern char **environ;
 
@@ -91,28 +92,6 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 	s->nmaps++;
 }
 
-/* Syscall records from the tracer go into the drain, which merges them
- * into the threads' streams.  Runs inside drain_poll (ops.collect).  While
- * the host has tracing off they are dropped, as the runtime drops function
- * events: a call cut by the switch is then unfinished or has no entry. */
-static void on_sysrec(void *ctx, const struct sysrec *r)
-{
-	struct session *s = ctx;
-	struct sysevent ev;
-
-	if (!s->sys_tracing)
-		return;
-	sysrec_to_event(r, &ev);
-	drain_syscall(s->drain, r->pid, r->tid, r->ns, &ev);
-}
-
-static void on_syslost(void *ctx, uint32_t pid, uint32_t tid, uint64_t count)
-{
-	struct session *s = ctx;
-
-	drain_syscalls_lost(s->drain, pid, tid, count);
-}
-
 static void on_collect(void *ctx)
 {
 	struct session *s = ctx;
@@ -121,72 +100,25 @@ static void on_collect(void *ctx)
 		systrace_poll(s->st);
 }
 
-/* What a started program's environment gets: the session, the runtime
- * (and the heap interposers) preloaded, and with memory tracing its
- * options.  "KEY=VALUE" strings; set[] ends with NULL. */
-struct prog_env {
-	char session[PATH_MAX + 32];
-	char preload[2 * PATH_MAX + 32];
-	char depth[48], keep[48];
-	char *set[5];
-};
-
-static void prog_env_fill(struct prog_env *pe, const struct session *s, const struct session_memory *mem)
+/* The environment of a started program (common/launch.h): the agent's,
+ * with the session, the runtime (and the heap interposers) preloaded
+ * before the program's own LD_PRELOAD, and with memory tracing its
+ * options.  NULL when out of memory; the caller frees it. */
+static char **program_env(const struct session *s, const struct memopts *mem)
 {
 	const struct agent *a = s->agent;
-	int n = 0;
+	char preload[2 * PATH_MAX + 2];
+	struct launch_env le = { .session = s->dir, .preload = preload };
 
-	snprintf(pe->session, sizeof(pe->session), "%s=%s", LP_ENV_SESSION, s->dir);
-	pe->set[n++] = pe->session;
-	if (mem && mem->on)
-		snprintf(pe->preload, sizeof(pe->preload), "LD_PRELOAD=%s:%s", a->lib, a->memlib);
-	else
-		snprintf(pe->preload, sizeof(pe->preload), "LD_PRELOAD=%s", a->lib);
-	pe->set[n++] = pe->preload;
 	if (mem && mem->on) {
-		if (mem->depth)
-			snprintf(pe->depth, sizeof(pe->depth), "%s=%u", LP_MEM_ENV_DEPTH, mem->depth);
-		else
-			snprintf(pe->depth, sizeof(pe->depth), "%s=%u", LP_MEM_ENV_DEPTH, LP_MEM_DEPTH_DEFAULT);
-		snprintf(pe->keep, sizeof(pe->keep), "%s=%d", LP_MEM_ENV_KEEPALIVE, mem->keep_alive ? 1 : 0);
-		pe->set[n++] = pe->depth;
-		pe->set[n++] = pe->keep;
+		snprintf(preload, sizeof(preload), "%s:%s", a->lib, a->memlib);
+		le.memory = true;
+		le.mem_depth = memopts_depth(mem);
+		le.mem_keep_alive = mem->keep_alive;
+	} else {
+		snprintf(preload, sizeof(preload), "%s", a->lib);
 	}
-	pe->set[n] = NULL;
-}
-
-/* Whether environ entry e sets a key that set[] sets too. */
-static bool env_overridden(const char *e, char *const *set)
-{
-	for (; *set; set++) {
-		size_t k = (size_t)(strchr(*set, '=') - *set) + 1;
-
-		if (!strncmp(e, *set, k))
-			return true;
-	}
-	return false;
-}
-
-/* The environment of a program started under the syscall tracer: the
- * agent's, with pe's entries instead of its own (as a plain start sets
- * them).  A malloc'd array of borrowed strings; the caller frees it. */
-static char **program_env(struct prog_env *pe)
-{
-	size_t n = 0, i, j = 0;
-	char **env;
-
-	for (i = 0; environ[i]; i++)
-		n++;
-	env = malloc((n + sizeof(pe->set) / sizeof(pe->set[0])) * sizeof(*env));
-	if (!env)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (!env_overridden(environ[i], pe->set))
-			env[j++] = environ[i];
-	for (i = 0; pe->set[i]; i++)
-		env[j++] = pe->set[i];
-	env[j] = NULL;
-	return env;
+	return launch_env_new(environ, &le);
 }
 
 /* Starts argv under the syscall tracer.  The program gets what a plain
@@ -194,22 +126,17 @@ static char **program_env(struct prog_env *pe)
  * agent ignores it; an ignored signal stays ignored across exec), set here
  * for the moment of the fork, which the tracer makes.  Returns 0 or -1
  * with the reason in err. */
-static int spawn_traced(struct session *s, char **argv, const struct session_syscalls *sys, struct prog_env *pe,
-                        char *err, size_t errlen)
+static int spawn_traced(struct session *s, char **argv, const struct session_syscalls *sys, char **env, char *err,
+                        size_t errlen)
 {
-	struct systrace_ops ops = { .ctx = s, .sys = on_sysrec, .lost = on_syslost };
-	char **env, why[sizeof(s->sys_why)], terr[600];
+	struct systrace_ops ops = sysdrain_ops(&s->feed);
+	char why[sizeof(s->sys_why)], terr[600];
 	int r, in_fd = -1, null_fd;
 	pid_t pid = 0;
 
 	r = systrace_check_program(argv[0]);
 	if (r) {
 		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-r));
-		return -1;
-	}
-	env = program_env(pe);
-	if (!env) {
-		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -225,7 +152,6 @@ static int spawn_traced(struct session *s, char **argv, const struct session_sys
 		dup2(in_fd, STDIN_FILENO);
 		close(in_fd);
 	}
-	free(env);
 	if (!s->st) {
 		snprintf(err, errlen, "cannot trace syscalls: %s", terr);
 		return -1;
@@ -255,51 +181,51 @@ static void session_link(struct session *s)
 	s->agent->sessions = s;
 }
 
-/* The META chunk a trace file starts with, for the host's saved trace. */
-static void send_meta(struct session *s, const char *command)
+/* The META chunk a trace file starts with (common/meta.h), for the host's
+ * saved trace. */
+static void send_meta(struct session *s, int argc, char *const *argv)
 {
 	struct conn *c = s->agent->conn;
-	struct utsname u;
-	char meta[2048];
-	int n;
+	struct meta m;
+	char text[META_MAX];
+	size_t n;
 
 	if (!c || !conn_ready(c))
 		return;
-	char mem[128] = "";
-
-	uname(&u);
+	meta_init(&m);
+	m.clock = s->agent->cfg.clock;
+	m.has_session = true;
+	m.session = s->id;
+	m.pid = (int)s->pid;
+	m.syscalls = s->st != NULL;
+	m.attached = s->kind != SESSION_STARTED;
 	/* as record --memory writes it; an attached program's options are
 	 * its own, unknown here */
-	if (s->mem == SESSION_MEM_PRELOADED && s->kind == SESSION_STARTED)
-		snprintf(mem, sizeof(mem), "memory=1\nmem_depth=%u\nmem_keep_alive=%d\nmem_fold_ns=%llu\n",
-		         s->mem_opts.depth ? s->mem_opts.depth : LP_MEM_DEPTH_DEFAULT, s->mem_opts.keep_alive ? 1 : 0,
-		         (unsigned long long)s->mem_opts.fold_ns);
-	else if (s->mem == SESSION_MEM_PRELOADED)
-		snprintf(mem, sizeof(mem), "memory=1\n");
-	n = snprintf(meta, sizeof(meta),
-	             "layerprof=" AGENT_VERSION "\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nsession=%u\npid=%d\n"
-	             "ring_full=discard\nstart_monotonic_ns=%llu\nfiltered=0\n%s%s%s%s%scommand=%s\n",
-	             u.nodename, u.release, LP_ARCH_NAME,
-	             s->agent->cfg.clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter", s->id, (int)s->pid,
-	             (unsigned long long)clocksync_monotonic_ns(), s->st ? "syscall_arch=" : "",
-	             s->st ? sys_arch_name(sys_arch_native()) : "", s->st ? "\n" : "",
-	             s->kind == SESSION_STARTED ? "" : "attached=1\n", mem, command);
-	if (n > 0)
-		conn_queue_chunk(c, s->id, LP_CHUNK_META, (const uint8_t *)meta,
-		                 (size_t)n < sizeof(meta) ? (size_t)n : sizeof(meta) - 1, 0);
+	if (s->mem == SESSION_MEM_PRELOADED && s->kind == SESSION_STARTED) {
+		m.mem = META_MEM_OPTIONS;
+		m.mem_depth = memopts_depth(&s->mem_opts);
+		m.mem_keep_alive = s->mem_opts.keep_alive;
+		m.mem_fold_ns = s->mem_opts.fold_ns;
+	} else if (s->mem == SESSION_MEM_PRELOADED) {
+		m.mem = META_MEM_ON;
+	}
+	m.argc = argc;
+	m.argv = argv;
+	n = meta_format(&m, text, sizeof(text));
+	conn_queue_chunk(c, s->id, LP_CHUNK_META, (const uint8_t *)text, n, 0);
 }
 
 struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys,
-                              const struct session_memory *mem, char *err, size_t errlen)
+                              const struct memopts *mem, char *err, size_t errlen)
 {
 	struct drain_ops ops = { 0 };
 	struct drain_config cfg;
 	struct session *s = session_new(a, SESSION_STARTED);
-	struct prog_env pe;
-	char cmd[1024] = "";
-	int pipefd[2], child_errno = 0, i;
-	size_t n = 0;
+	struct launch_cmd cmd = { .argv = argv, .stdin_null = true };
+	enum launch_step step;
+	char **env = NULL, path[PATH_MAX];
 	pid_t pid;
+	int r;
 
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
@@ -329,6 +255,7 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		free(s);
 		return NULL;
 	}
+	s->feed.drain = s->drain;
 	drain_set_enabled(s->drain, a->tracing);
 	drain_set_hold(s->drain, a->hold);
 	a->hold = false; /* one program per request */
@@ -336,55 +263,43 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		snprintf(err, errlen, "cannot set filters in session '%s'", s->dir);
 		goto fail;
 	}
-	prog_env_fill(&pe, s, mem);
+	env = program_env(s, mem);
+	if (!env) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (sys && sys->on) {
-		s->sys_tracing = a->tracing;
-		if (spawn_traced(s, argv, sys, &pe, err, errlen))
+		s->feed.on = a->tracing;
+		if (spawn_traced(s, argv, sys, env, err, errlen))
 			goto fail;
 		pid = s->pid;
 		goto started;
 	}
-	if (pipe2(pipefd, O_CLOEXEC)) {
-		snprintf(err, errlen, "cannot create pipe: %s", strerror(errno));
+	/* found here, as execvp would */
+	r = progpath_find(argv[0], path, sizeof(path));
+	if (r) {
+		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-r));
 		goto fail;
 	}
-	pid = fork();
+	cmd.path = path;
+	cmd.envp = env;
+	/* the agent ignores SIGPIPE; an ignored signal stays so across exec */
+	sigemptyset(&cmd.reset);
+	sigaddset(&cmd.reset, SIGPIPE);
+	pid = launch_spawn(&cmd, &step);
 	if (pid < 0) {
-		snprintf(err, errlen, "cannot fork: %s", strerror(errno));
-		close(pipefd[0]);
-		close(pipefd[1]);
+		if (step == LAUNCH_EXEC)
+			snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-pid));
+		else
+			snprintf(err, errlen, "cannot %s: %s", step == LAUNCH_PIPE ? "create pipe" : "fork",
+			         strerror(-pid));
 		goto fail;
 	}
-	if (pid == 0) {
-		int e, fd = open("/dev/null", O_RDONLY);
-
-		if (fd >= 0) {
-			dup2(fd, STDIN_FILENO);
-			close(fd);
-		}
-		for (i = 0; pe.set[i]; i++)
-			putenv(pe.set[i]);
-		signal(SIGPIPE, SIG_DFL);
-		execvp(argv[0], argv);
-		e = errno;
-		if (write(pipefd[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	if (read(pipefd[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
-		close(pipefd[0]);
-		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(child_errno));
-		kill(pid, SIGKILL);
-		goto fail_reap;
-	}
-	close(pipefd[0]);
 	s->pid = pid;
 started:
-	for (i = 0; i < argc && n < sizeof(cmd) - 2; i++)
-		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", i ? " " : "", argv[i]);
+	free(env);
 	session_link(s);
-	send_meta(s, cmd);
+	send_meta(s, argc, argv);
 	if (s->st)
 		agent_log("session %u: started '%s' as pid %d, syscalls by %s%s", s->id, argv[0], (int)pid, s->sys_why,
 		          s->mem ? ", heap operations too" : "");
@@ -392,9 +307,8 @@ started:
 		agent_log("session %u: started '%s' as pid %d%s", s->id, argv[0], (int)pid,
 		          s->mem ? ", heap operations too" : "");
 	return s;
-fail_reap:
-	/* the agent's waitpid loop reaps it; the session is gone already */
 fail:
+	free(env);
 	drain_free(s->drain);
 	free(s);
 	return NULL;
@@ -432,7 +346,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	struct drain_ops ops = { 0 };
 	struct session *s;
 	uid_t owner, puid;
-	char cmd[64];
+	char cmd[64], *cmd_argv[] = { cmd, NULL };
 	int fd;
 
 	for (s = a->sessions; s; s = s->next) {
@@ -478,6 +392,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	if (sys && sys->on)
 		ops.collect = on_collect;
 	s->drain = drain_attach(fd, s->dir, owner, &ops);
+	s->feed.drain = s->drain;
 	if (s->drain)
 		drain_set_chunk_bytes(s->drain, AGENT_CHUNK_BYTES);
 	if (!s->drain) {
@@ -499,13 +414,13 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	s->pid = pid;
 	s->mem = has_memlib(pid) ? SESSION_MEM_PRELOADED : SESSION_MEM_NONE;
 	if (sys && sys->on) {
-		struct systrace_ops sops = { .ctx = s, .sys = on_sysrec, .lost = on_syslost };
+		struct systrace_ops sops = sysdrain_ops(&s->feed);
 		struct systrace_config cfg = sys->cfg;
 		char terr[600];
 
 		/* ptrace: detach at the end, leaving the program running */
 		cfg.keep_running = true;
-		s->sys_tracing = a->tracing;
+		s->feed.on = a->tracing;
 		s->st = systrace_attach(pid, &cfg, &sops, s->sys_why, sizeof(s->sys_why), terr, sizeof(terr));
 		if (!s->st) {
 			snprintf(err, errlen, "cannot trace the syscalls of process %d: %s", (int)pid, terr);
@@ -517,7 +432,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	}
 	session_link(s);
 	snprintf(cmd, sizeof(cmd), "attach %d", (int)pid);
-	send_meta(s, cmd);
+	send_meta(s, 1, cmd_argv);
 	session_apply_filters(s);
 	drain_set_enabled(s->drain, a->tracing);
 	if (s->st)
@@ -547,7 +462,7 @@ void session_set_tracing(struct session *s, bool on)
 {
 	if (!s->exited) {
 		drain_set_enabled(s->drain, on);
-		s->sys_tracing = on;
+		s->feed.on = on;
 	}
 }
 

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,9 +18,11 @@
 #include "common/chunk.h"
 #include "common/clocksync.h"
 #include "common/drain.h"
+#include "common/launch.h"
+#include "common/memopts.h"
+#include "common/meta.h"
 #include "common/progpath.h"
 #include "common/sessiondir.h"
-#include "common/sysevent.h"
 #include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/trace/classify.h"
@@ -31,7 +32,7 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/options.h"
 #include "lp_arch.h"
-#include "layerprof/format.h"
+#include "systrace/sysdrain.h"
 #include "systrace/systrace.h"
 
 #define RECORD_DEFAULT_OUTPUT "layerprof.data"
@@ -102,6 +103,8 @@ static const char record_usage[] =
     "A recorder killed with SIGKILL leaves a trace that ends at most some 200 ms\n"
     "before it died; `layerprof recover DIR` adds what its rings still hold.\n";
 
+extern char **environ;
+
 static volatile sig_atomic_t stop_requests;
 static volatile sig_atomic_t forward_signal;
 
@@ -134,19 +137,47 @@ static void on_signal(int sig)
 		forward_signal = sig;
 }
 
+/* The recorder's state, from the options to the summary: record_parse
+ * fills the options, record_setup the trace and the session, record_spawn
+ * starts the program, record_loop drains it until it ends. */
 struct recorder {
+	/* the options */
+	const char *out;
+	uint64_t buffer; /* 0: the default */
+	uint64_t sys_buffer;
+	bool sys_buffer_set;
+	const char *clock_opt;
+	bool quiet;
+	bool syscalls;
+	const char *syscall_filter;
+	struct systrace_config stcfg;
+	struct memopts mem;
+	struct filter_opts fopts;
+	struct drain_config cfg;
+	int prog_argc; /* the program and its arguments (argv[optind...]) */
+	char **prog_argv;
+	/* the trace and the session */
+	char preload[2 * PATH_MAX + 2]; /* the runtime (and the heap interposers) */
+	char prog[PATH_MAX];            /* the program's file */
+	char session[SESSIONDIR_PATH_MAX + SESSIONDIR_NAME_MAX];
 	struct tracefile tf;
 	int dirfd;   /* the trace directory */
 	int note_fd; /* its TRACEDIR_RECORDING, or -1 */
 	struct recording note;
-	const char *out;
 	struct symbolizer *sym;
 	struct classifier *cls;
 	struct filter_spec spec;
-	struct filter_opts fopts;
 	struct drain *d;
 	struct systrace *st;
+	struct sysdrain feed; /* the tracer's records into d */
+	/* the program */
+	pid_t child;
+	int status; /* its wait status, once child_done */
+	bool child_done;
 };
+
+/* What a step returns when the recording goes on (else: the exit code). */
+#define RECORD_GO_ON (-1)
 
 static int note_release_reserve(void *ctx)
 {
@@ -207,82 +238,14 @@ static unsigned record_classify(void *ctx, uint32_t image, uint64_t addr)
 	return classifier_classify(rec->cls, image, symbolizer_code_addr(rec->sym, image, addr, UINT64_MAX - 1));
 }
 
-/* Syscall records from the tracer go into the drain, which merges them
- * into the threads' streams.  Runs inside drain_poll (ops.collect). */
-static void on_sysrec(void *ctx, const struct sysrec *r)
-{
-	struct recorder *rec = ctx;
-	struct sysevent ev;
-
-	sysrec_to_event(r, &ev);
-	drain_syscall(rec->d, r->pid, r->tid, r->ns, &ev);
-}
-
-static void on_syslost(void *ctx, uint32_t pid, uint32_t tid, uint64_t count)
-{
-	struct recorder *rec = ctx;
-
-	drain_syscalls_lost(rec->d, pid, tid, count);
-}
-
+/* The tracer's records are collected on each drain poll (ops.collect),
+ * after the ring heads are loaded. */
 static void on_collect(void *ctx)
 {
 	struct recorder *rec = ctx;
 
 	if (rec->st)
 		systrace_poll(rec->st);
-}
-
-/* The environment of the program: the caller's, with the session and the
- * runtime preloaded.  Returns a malloc'd array whose last two entries are
- * malloc'd too (free with env_free); the others are borrowed from environ. */
-static void env_free(char **env)
-{
-	size_t n = 0;
-
-	if (!env)
-		return;
-	while (env[n])
-		n++;
-	if (n >= 2) {
-		free(env[n - 2]);
-		free(env[n - 1]);
-	}
-	free(env);
-}
-
-static char **program_env(const char *session, const char *lib)
-{
-	extern char **environ;
-	size_t n = 0, i, j = 0;
-	const char *old = NULL;
-	char **env;
-
-	while (environ[n])
-		n++;
-	env = calloc(n + 3, sizeof(*env));
-	if (!env)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		if (!strncmp(environ[i], "LD_PRELOAD=", 11)) {
-			old = environ[i] + 11;
-			continue;
-		}
-		if (!strncmp(environ[i], LP_ENV_SESSION "=", strlen(LP_ENV_SESSION) + 1))
-			continue;
-		env[j++] = environ[i];
-	}
-	if (asprintf(&env[j], "%s=%s", LP_ENV_SESSION, session) < 0) {
-		free(env);
-		return NULL;
-	}
-	j++;
-	if (asprintf(&env[j], "LD_PRELOAD=%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "") < 0) {
-		free(env[j - 1]);
-		free(env);
-		return NULL;
-	}
-	return env;
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed
@@ -312,51 +275,30 @@ static int find_runtime(char *out, size_t size)
 	return -ENOENT;
 }
 
-struct mem_opts {
-	bool on;
-	bool keep_alive;
-	unsigned depth;
-	uint64_t fold_ns;
-};
-
-static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t clock, uint64_t buffer, uint32_t ring_full,
-                      bool syscalls, const struct mem_opts *mem)
+static int write_meta(struct recorder *rec, uint64_t buffer)
 {
-	char meta[8192];
-	struct utsname u;
-	size_t n = 0;
-	int i;
+	char text[META_MAX];
+	struct meta m;
+	size_t n;
 
-	uname(&u);
-	n +=
-	    (size_t)snprintf(meta + n, sizeof(meta) - n,
-	                     "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
-	                     "ring_full=%s\nstart_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
-	                     u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
-	                     (unsigned long long)buffer, ring_full == LP_RING_FULL_WAIT ? "wait" : "discard",
-	                     (unsigned long long)clocksync_monotonic_ns(), (long long)time(NULL),
-	                     options_filter_any(&rec->fopts) ? 1 : 0);
-	if (syscalls)
-		n +=
-		    (size_t)snprintf(meta + n, sizeof(meta) - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native()));
-	if (mem->on)
-		n += (size_t)snprintf(meta + n, sizeof(meta) - n,
-		                      "memory=1\nmem_depth=%u\nmem_keep_alive=%d\nmem_fold_ns=%llu\n", mem->depth,
-		                      mem->keep_alive ? 1 : 0, (unsigned long long)mem->fold_ns);
-	/* the command last: it runs to the end of its line */
-	n += (size_t)snprintf(meta + n, sizeof(meta) - n, "command=");
-	for (i = 0; i < argc && n < sizeof(meta) - 2; i++) {
-		const char *a = argv[i];
-
-		if (i)
-			meta[n++] = ' ';
-		while (*a && n < sizeof(meta) - 2) {
-			char c = *a++;
-			meta[n++] = (c == '\n') ? ' ' : c;
-		}
+	meta_init(&m);
+	m.clock = rec->cfg.clock;
+	m.buffer_size = buffer;
+	m.ring_wait = rec->cfg.ring_full == LP_RING_FULL_WAIT;
+	m.has_realtime = true;
+	m.start_realtime = (long long)time(NULL);
+	m.filtered = options_filter_any(&rec->fopts);
+	m.syscalls = rec->syscalls;
+	if (rec->mem.on) {
+		m.mem = META_MEM_OPTIONS;
+		m.mem_depth = memopts_depth(&rec->mem);
+		m.mem_keep_alive = rec->mem.keep_alive;
+		m.mem_fold_ns = rec->mem.fold_ns;
 	}
-	meta[n++] = '\n';
-	return tracefile_write(&rec->tf, LP_CHUNK_META, meta, n, 0);
+	m.argc = rec->prog_argc;
+	m.argv = rec->prog_argv;
+	n = meta_format(&m, text, sizeof(text));
+	return tracefile_write(&rec->tf, LP_CHUNK_META, text, n, 0);
 }
 
 /* The clock the runtime should use: the architecture's counter when the
@@ -384,34 +326,6 @@ static uint32_t choose_clock(const char *want)
 	return LP_ARCH_COUNTER;
 }
 
-static void child_exec(const char *path, char **argv, const char *session, const char *lib, int errfd)
-{
-	extern char **environ;
-	const char *old = getenv("LD_PRELOAD");
-	char *preload;
-	int e;
-
-	setenv(LP_ENV_SESSION, session, 1);
-	if (old && *old) {
-		preload = malloc(strlen(lib) + strlen(old) + 2);
-		if (preload) {
-			sprintf(preload, "%s:%s", lib, old);
-			setenv("LD_PRELOAD", preload, 1);
-		}
-	} else {
-		setenv("LD_PRELOAD", lib, 1);
-	}
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGXFSZ, SIG_DFL);
-	e = -progpath_exec(path, argv, environ);
-	if (write(errfd, &e, sizeof(e)) < 0) {
-		/* nothing else to tell the parent with */
-	}
-	_exit(127);
-}
-
 static void print_exit(const char *prog, int status)
 {
 	if (WIFSIGNALED(status))
@@ -419,7 +333,96 @@ static void print_exit(const char *prog, int status)
 		        strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
 }
 
-int cmd_record(int argc, char **argv)
+/* Reads one option of the command line.  Returns RECORD_GO_ON, or the exit
+ * code when the command ends here (--help, a bad value). */
+static int record_option(struct recorder *rec, int c, const char *arg)
+{
+	char err[600];
+	int r;
+
+	switch (c) {
+	case 'o':
+		rec->out = arg;
+		break;
+	case 'b':
+		if (options_parse_size(arg, &rec->buffer) || rec->buffer < (128u << 10) || rec->buffer > (256u << 20)) {
+			fprintf(stderr, "layerprof record: invalid --buffer-size '%s': expected 128K to 256M\n", arg);
+			return LP_EXIT_USAGE;
+		}
+		break;
+	case 'C':
+		if (strcmp(arg, "auto") && strcmp(arg, "counter") && strcmp(arg, "monotonic")) {
+			fprintf(stderr, "layerprof record: invalid --clock '%s': auto, counter or monotonic\n", arg);
+			return LP_EXIT_USAGE;
+		}
+		rec->clock_opt = arg;
+		break;
+	case 'q':
+		rec->quiet = true;
+		break;
+	case 's':
+		rec->syscalls = true;
+		if (systrace_backend_parse(arg, &rec->stcfg.backend)) {
+			fprintf(stderr, "layerprof record: invalid --syscalls '%s': auto, bpf, tracepoint or ptrace\n",
+			        arg);
+			return LP_EXIT_USAGE;
+		}
+		break;
+	case 'S':
+		rec->syscall_filter = arg;
+		break;
+	case 'K':
+		rec->stcfg.keep_running = true;
+		break;
+	case 'm':
+		rec->mem.on = true;
+		break;
+	case 'D':
+		if (memopts_set_depth(&rec->mem, arg, MEMOPTS_OPTIONS, err, sizeof(err))) {
+			fprintf(stderr, "layerprof record: %s\n", err);
+			return LP_EXIT_USAGE;
+		}
+		break;
+	case 'A':
+		rec->mem.keep_alive = true;
+		break;
+	case 'M':
+		if (options_parse_duration(arg, &rec->mem.fold_ns) || !rec->mem.fold_ns) {
+			fprintf(
+			    stderr,
+			    "layerprof record: invalid --mem-fold '%s': expected a duration such as 500us or 10ms\n",
+			    arg);
+			return LP_EXIT_USAGE;
+		}
+		break;
+	case 'X':
+		rec->cfg.ring_full = LP_RING_FULL_DISCARD;
+		break;
+	case 'B':
+		if (options_parse_size(arg, &rec->sys_buffer) || rec->sys_buffer < RECORD_SYSCALL_BUFFER_MIN ||
+		    rec->sys_buffer > RECORD_SYSCALL_BUFFER_MAX) {
+			fprintf(stderr, "layerprof record: invalid --syscall-buffer '%s': expected 64K to 256M\n", arg);
+			return LP_EXIT_USAGE;
+		}
+		rec->sys_buffer_set = true;
+		break;
+	case 'h':
+		fputs(record_usage, stdout);
+		return LP_EXIT_OK;
+	default:
+		r = layerprof_filter_parse(&rec->fopts, c, arg, "record");
+		if (r == 1)
+			break;
+		if (r == 0)
+			fputs(record_usage, stderr);
+		return LP_EXIT_USAGE;
+	}
+	return RECORD_GO_ON;
+}
+
+/* The command line: the options, how they fit together, and the program.
+ * Returns RECORD_GO_ON, or the exit code. */
+static int record_parse(struct recorder *rec, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -439,378 +442,312 @@ int cmd_record(int argc, char **argv)
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct recorder rec = { .tf = { .fd = -1 }, .dirfd = -1, .note_fd = -1, .out = RECORD_DEFAULT_OUTPUT };
-	struct drain_config cfg = { 0 };
-	struct drain_ops ops = { 0 };
-	struct drain_stats st;
-	uint64_t sys_lost = 0, ring_lost;
-	struct drain *d = NULL;
-	uint64_t buffer = 0; /* 0: the default */
-	uint64_t sys_buffer = RECORD_SYSCALL_BUFFER;
-	bool sys_buffer_set = false;
-	const char *clock_opt = "auto";
-	char lib[PATH_MAX], memlib[PATH_MAX], preload[2 * PATH_MAX + 2], prog[PATH_MAX];
-	char session[SESSIONDIR_PATH_MAX + SESSIONDIR_NAME_MAX];
-	struct sessiondir sessions;
-	struct mem_opts mem = { .depth = LP_MEM_DEPTH_DEFAULT };
-	bool mem_depth_set = false;
-	int c, r, errpipe[2], status = 0, exit_code = LP_EXIT_FAILURE, quiet = 0, child_errno = 0;
-	unsigned poll_us = RECORD_POLL_MIN_US;
-	uint64_t last_flush;
-	bool child_done = false, syscalls = false;
-	struct systrace_config stcfg = { .backend = SYSTRACE_AUTO };
-	const char *syscall_filter = NULL;
-	char why[300], err[600];
-	pid_t child;
+	char err[600];
+	int c, r;
 
-	cfg.ring_full = LP_RING_FULL_WAIT;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:b:qhsmF:N:", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			rec.out = optarg;
-			break;
-		case 'b':
-			if (options_parse_size(optarg, &buffer) || buffer < (128u << 10) || buffer > (256u << 20)) {
-				fprintf(stderr, "layerprof record: invalid --buffer-size '%s': expected 128K to 256M\n",
-				        optarg);
-				return LP_EXIT_USAGE;
-			}
-			break;
-		case 'C':
-			if (strcmp(optarg, "auto") && strcmp(optarg, "counter") && strcmp(optarg, "monotonic")) {
-				fprintf(stderr, "layerprof record: invalid --clock '%s': auto, counter or monotonic\n",
-				        optarg);
-				return LP_EXIT_USAGE;
-			}
-			clock_opt = optarg;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 's':
-			syscalls = true;
-			if (systrace_backend_parse(optarg, &stcfg.backend)) {
-				fprintf(stderr,
-				        "layerprof record: invalid --syscalls '%s': auto, bpf, tracepoint or ptrace\n",
-				        optarg);
-				return LP_EXIT_USAGE;
-			}
-			break;
-		case 'S':
-			syscall_filter = optarg;
-			break;
-		case 'K':
-			stcfg.keep_running = true;
-			break;
-		case 'm':
-			mem.on = true;
-			break;
-		case 'D': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || !*optarg || v < 1 || v > LP_MEM_DEPTH_MAX) {
-				fprintf(stderr, "layerprof record: invalid --mem-depth '%s': expected 1 to %u\n",
-				        optarg, LP_MEM_DEPTH_MAX);
-				return LP_EXIT_USAGE;
-			}
-			mem.depth = (unsigned)v;
-			mem_depth_set = true;
-			break;
-		}
-		case 'A':
-			mem.keep_alive = true;
-			break;
-		case 'M':
-			if (options_parse_duration(optarg, &mem.fold_ns) || !mem.fold_ns) {
-				fprintf(stderr,
-				        "layerprof record: invalid --mem-fold '%s': expected a duration such as "
-				        "500us or 10ms\n",
-				        optarg);
-				return LP_EXIT_USAGE;
-			}
-			break;
-		case 'X':
-			cfg.ring_full = LP_RING_FULL_DISCARD;
-			break;
-		case 'B':
-			if (options_parse_size(optarg, &sys_buffer) || sys_buffer < RECORD_SYSCALL_BUFFER_MIN ||
-			    sys_buffer > RECORD_SYSCALL_BUFFER_MAX) {
-				fprintf(stderr,
-				        "layerprof record: invalid --syscall-buffer '%s': expected 64K to 256M\n",
-				        optarg);
-				return LP_EXIT_USAGE;
-			}
-			sys_buffer_set = true;
-			break;
-		case 'h':
-			fputs(record_usage, stdout);
-			return LP_EXIT_OK;
-		default:
-			r = layerprof_filter_parse(&rec.fopts, c, optarg, "record");
-			if (r == 1)
-				break;
-			if (r == 0)
-				fputs(record_usage, stderr);
-			return LP_EXIT_USAGE;
-		}
+		r = record_option(rec, c, optarg);
+		if (r != RECORD_GO_ON)
+			return r;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "layerprof record: no program to run\n");
 		fputs(record_usage, stderr);
 		return LP_EXIT_USAGE;
 	}
-	if ((syscall_filter || stcfg.keep_running || sys_buffer_set) && !syscalls) {
+	rec->prog_argc = argc - optind;
+	rec->prog_argv = argv + optind;
+	if ((rec->syscall_filter || rec->stcfg.keep_running || rec->sys_buffer_set) && !rec->syscalls) {
 		fprintf(stderr,
 		        "layerprof record: --syscall-filter, --syscall-buffer and --keep-running need --syscalls\n");
 		return LP_EXIT_USAGE;
 	}
 	/* a ptrace tracee waits for the recorder as the rings' producers do */
-	stcfg.full_wait_ms = cfg.ring_full == LP_RING_FULL_WAIT ? LP_STALL_MS_DEFAULT : 0;
+	rec->stcfg.full_wait_ms = rec->cfg.ring_full == LP_RING_FULL_WAIT ? LP_STALL_MS_DEFAULT : 0;
 	/* in pages, a power of two at least as large as asked */
-	stcfg.buffer_pages = 1;
-	while ((uint64_t)stcfg.buffer_pages * 4096 < sys_buffer)
-		stcfg.buffer_pages *= 2;
-	if ((mem.keep_alive || mem_depth_set || mem.fold_ns) && !mem.on) {
-		fprintf(stderr, "layerprof record: --keep-alive, --mem-depth and --mem-fold need --memory\n");
+	rec->stcfg.buffer_pages = 1;
+	while ((uint64_t)rec->stcfg.buffer_pages * 4096 < rec->sys_buffer)
+		rec->stcfg.buffer_pages *= 2;
+	if (memopts_check(&rec->mem, MEMOPTS_OPTIONS, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: %s\n", err);
 		return LP_EXIT_USAGE;
 	}
-	if (rec.fopts.n_tids) {
+	if (rec->fopts.n_tids) {
 		fprintf(stderr, "layerprof record: --tid applies to report, tree and replay (thread ids are not known "
 		                "before the program runs)\n");
 		return LP_EXIT_USAGE;
 	}
-	if (syscalls && sys_set_parse(&stcfg.filter, sys_arch_native(), syscall_filter, err, sizeof(err))) {
+	if (rec->syscalls &&
+	    sys_set_parse(&rec->stcfg.filter, sys_arch_native(), rec->syscall_filter, err, sizeof(err))) {
 		fprintf(stderr, "layerprof record: invalid --syscall-filter: %s\n", err);
 		return LP_EXIT_USAGE;
 	}
+	return RECORD_GO_ON;
+}
+
+/* What the recording needs before anything changes on disk: the libraries
+ * to preload, the program's file, the rings' geometry, the record-time
+ * filters.  Returns RECORD_GO_ON, or the exit code. */
+static int record_setup(struct recorder *rec)
+{
+	char lib[PATH_MAX], memlib[PATH_MAX];
+	uint64_t buffer;
+	int r;
+
 	if (find_runtime(lib, sizeof(lib))) {
 		fprintf(stderr, "layerprof record: cannot find liblayerprof.so (set LAYERPROF_LIB to its path)\n");
 		return LP_EXIT_FAILURE;
 	}
-	snprintf(preload, sizeof(preload), "%s", lib);
-	if (mem.on) {
+	snprintf(rec->preload, sizeof(rec->preload), "%s", lib);
+	if (rec->mem.on) {
 		r = find_mem_lib(lib, memlib, sizeof(memlib));
 		if (r) {
 			fprintf(stderr, "layerprof record: cannot find %s next to '%s': %s\n", RECORD_MEM_LIB, lib,
 			        strerror(-r));
 			return LP_EXIT_FAILURE;
 		}
-		snprintf(preload, sizeof(preload), "%s:%s", lib, memlib);
+		snprintf(rec->preload, sizeof(rec->preload), "%s:%s", lib, memlib);
 	}
 	/* found here, as execvp would, so that a missing program leaves the
 	 * previous trace alone and the program's first call is its own exec */
-	r = progpath_find(argv[optind], prog, sizeof(prog));
+	r = progpath_find(rec->prog_argv[0], rec->prog, sizeof(rec->prog));
 	if (r) {
-		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", argv[optind], strerror(-r));
+		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", rec->prog_argv[0], strerror(-r));
 		return r == -ENOENT ? 127 : 126;
 	}
-	/* the heap options reach the program's runtime through its environment
-	 * (without --memory they are left as they are, for programs linked
-	 * with the --wrap interposers) */
-	if (mem.on) {
-		char depth[16];
-
-		snprintf(depth, sizeof(depth), "%u", mem.depth);
-		setenv(LP_MEM_ENV_DEPTH, depth, 1);
-		if (mem.keep_alive)
-			setenv(LP_MEM_ENV_KEEPALIVE, "1", 1);
-		else
-			unsetenv(LP_MEM_ENV_KEEPALIVE);
-	}
-	if (!buffer)
-		buffer = mem.on ? RECORD_MEM_DEFAULT_BUFFER : RECORD_DEFAULT_BUFFER;
-	cfg.chunk_slots = RECORD_CHUNK_SLOTS;
-	cfg.ring_chunks = 2;
-	while ((uint64_t)cfg.ring_chunks * 2 * cfg.chunk_slots * sizeof(struct lp_slot) <= buffer &&
-	       cfg.ring_chunks < 4096)
-		cfg.ring_chunks *= 2;
-	cfg.clock = choose_clock(clock_opt);
-	cfg.mem_fold_ns = mem.fold_ns;
-	cfg.keep_rings = true;
-
-	ops.ctx = &rec;
-	ops.chunk = on_chunk;
-	ops.map = on_map;
-	ops.unmap = on_unmap;
-	if (syscalls)
-		ops.collect = on_collect;
-	if (rec.fopts.n_only || rec.fopts.n_exclude || rec.fopts.depth || rec.fopts.min_ns) {
-		rec.sym = symbolizer_new(SYMBOLIZER_DEMANGLE);
-		if (rec.sym && (rec.fopts.n_only || rec.fopts.n_exclude)) {
-			rec.cls = classifier_new(rec.sym, &rec.fopts);
-			rec.spec.classify = record_classify;
-			rec.spec.ctx = &rec;
+	buffer = rec->buffer ? rec->buffer : rec->mem.on ? RECORD_MEM_DEFAULT_BUFFER : RECORD_DEFAULT_BUFFER;
+	rec->buffer = buffer;
+	rec->cfg.chunk_slots = RECORD_CHUNK_SLOTS;
+	rec->cfg.ring_chunks = 2;
+	while ((uint64_t)rec->cfg.ring_chunks * 2 * rec->cfg.chunk_slots * sizeof(struct lp_slot) <= buffer &&
+	       rec->cfg.ring_chunks < 4096)
+		rec->cfg.ring_chunks *= 2;
+	rec->cfg.clock = choose_clock(rec->clock_opt);
+	rec->cfg.mem_fold_ns = rec->mem.fold_ns;
+	rec->cfg.keep_rings = true;
+	if (rec->fopts.n_only || rec->fopts.n_exclude || rec->fopts.depth || rec->fopts.min_ns) {
+		rec->sym = symbolizer_new(SYMBOLIZER_DEMANGLE);
+		if (rec->sym && (rec->fopts.n_only || rec->fopts.n_exclude)) {
+			rec->cls = classifier_new(rec->sym, &rec->fopts);
+			rec->spec.classify = record_classify;
+			rec->spec.ctx = rec;
 		}
-		rec.spec.has_only = rec.fopts.n_only > 0;
-		rec.spec.max_depth = rec.fopts.depth;
-		rec.spec.min_ns = rec.fopts.min_ns;
-		ops.filter = &rec.spec;
-		if (!rec.sym || ((rec.fopts.n_only || rec.fopts.n_exclude) && !rec.cls)) {
+		rec->spec.has_only = rec->fopts.n_only > 0;
+		rec->spec.max_depth = rec->fopts.depth;
+		rec->spec.min_ns = rec->fopts.min_ns;
+		if (!rec->sym || ((rec->fopts.n_only || rec->fopts.n_exclude) && !rec->cls)) {
 			fprintf(stderr, "layerprof record: out of memory\n");
-			goto out;
+			return LP_EXIT_FAILURE;
 		}
 	}
+	return RECORD_GO_ON;
+}
 
-	/* everything is checked: the output may change now */
+/* The session names its trace, so that no later record removes it while
+ * the trace waits for `recover`.  Warns when it cannot. */
+static void record_name_trace(struct recorder *rec)
+{
+	char self[64], trace_path[PATH_MAX];
+	ssize_t n;
+	int r;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", rec->dirfd);
+	n = readlink(self, trace_path, sizeof(trace_path) - 1);
+	r = n < 0 ? -errno : 0;
+	if (n >= 0) {
+		trace_path[n] = '\0';
+		r = sessiondir_note_trace(rec->session, trace_path);
+	}
+	if (r)
+		fprintf(stderr,
+		        "layerprof record: warning: the session cannot name its trace (%s): a later record "
+		        "may remove it before a killed recording is recovered\n",
+		        strerror(-r));
+}
+
+/* Everything is checked: the trace directory (an old one is kept), its
+ * META, the session and its drain, the note for `recover`.  Returns
+ * RECORD_GO_ON, or the exit code. */
+static int record_open(struct recorder *rec)
+{
+	struct drain_ops ops = { .ctx = rec, .chunk = on_chunk, .map = on_map, .unmap = on_unmap };
+	struct sessiondir sessions;
+	char err[600];
+	int r;
+
+	if (rec->syscalls)
+		ops.collect = on_collect;
+	if (rec->sym)
+		ops.filter = &rec->spec;
 	signal(SIGXFSZ, on_xfsz);
-	rec.dirfd = tracedir_create(rec.out, err, sizeof(err));
-	if (rec.dirfd < 0) {
+	rec->dirfd = tracedir_create(rec->out, err, sizeof(err));
+	if (rec->dirfd < 0) {
 		fprintf(stderr, "layerprof record: %s\n", err);
-		goto out;
+		return LP_EXIT_FAILURE;
 	}
-	r = tracefile_create(&rec.tf, rec.dirfd);
+	r = tracefile_create(&rec->tf, rec->dirfd);
 	if (!r)
-		r = write_meta(&rec, argc - optind, argv + optind, cfg.clock, buffer, cfg.ring_full, syscalls, &mem);
+		r = write_meta(rec, rec->buffer);
 	if (r) {
-		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec.out, strerror(-r));
-		goto out;
+		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec->out, strerror(-r));
+		return LP_EXIT_FAILURE;
 	}
-
 	/* the session: a name nobody can guess in our private directory, where
 	 * the sessions of killed recorders that nobody maps any more go */
 	r = sessiondir_open_private(&sessions);
 	if (r) {
 		fprintf(stderr, "layerprof record: cannot make a private directory for the session: %s\n",
 		        strerror(-r));
-		goto out;
+		return LP_EXIT_FAILURE;
 	}
 	if (sessions.fallback)
 		fprintf(stderr, "layerprof record: warning: %s\n",
 		        sessiondir_fallback_why(&sessions, err, sizeof(err)));
 	sessiondir_sweep(&sessions);
-	r = sessiondir_name(&sessions, "rec", session, sizeof(session));
+	r = sessiondir_name(&sessions, "rec", rec->session, sizeof(rec->session));
 	sessiondir_release(&sessions);
 	if (r) {
 		fprintf(stderr, "layerprof record: cannot name the session: %s\n", strerror(-r));
-		goto out;
+		return LP_EXIT_FAILURE;
 	}
-	d = drain_new(session, &cfg, &ops);
-	if (!d) {
-		fprintf(stderr, "layerprof record: cannot create session '%s': %s\n", session, strerror(errno));
-		goto out;
+	rec->d = drain_new(rec->session, &rec->cfg, &ops);
+	if (!rec->d) {
+		fprintf(stderr, "layerprof record: cannot create session '%s': %s\n", rec->session, strerror(errno));
+		return LP_EXIT_FAILURE;
 	}
-	rec.d = d;
+	rec->feed.drain = rec->d;
+	rec->feed.on = true;
 	/* the note that lets `recover` finish the trace if we are killed,
 	 * with the room kept for the trace's end on a full disk */
-	r = recording_self(&rec.note, session);
+	r = recording_self(&rec->note, rec->session);
 	if (!r) {
-		r = recording_write(rec.dirfd, &rec.note);
-		rec.note_fd = r;
+		r = recording_write(rec->dirfd, &rec->note);
+		rec->note_fd = r;
 	}
-	if (r >= 0) {
-		/* the session names its trace, so that no later record removes
-		 * it while the trace waits for `recover` */
-		char self[64], trace_path[PATH_MAX];
-		ssize_t n;
-
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", rec.dirfd);
-		n = readlink(self, trace_path, sizeof(trace_path) - 1);
-		r = n < 0 ? -errno : 0;
-		if (n >= 0) {
-			trace_path[n] = '\0';
-			r = sessiondir_note_trace(session, trace_path);
-		}
-		if (r)
-			fprintf(stderr,
-			        "layerprof record: warning: the session cannot name its trace (%s): a later record "
-			        "may remove it before a killed recording is recovered\n",
-			        strerror(-r));
-	} else {
+	if (r >= 0)
+		record_name_trace(rec);
+	else
 		fprintf(stderr,
 		        "layerprof record: warning: cannot write '%s/%s' (%s): a killed recording could not be "
 		        "recovered\n",
-		        rec.out, TRACEDIR_RECORDING, strerror(-r));
-	}
-	rec.tf.release_reserve = note_release_reserve;
-	rec.tf.reserve_ctx = &rec;
+		        rec->out, TRACEDIR_RECORDING, strerror(-r));
+	rec->tf.release_reserve = note_release_reserve;
+	rec->tf.reserve_ctx = rec;
+	return RECORD_GO_ON;
+}
 
+/* Starts the program (common/launch.h), under the syscall tracer with
+ * --syscalls.  Returns RECORD_GO_ON, or the exit code. */
+static int record_spawn(struct recorder *rec)
+{
+	struct launch_env le = { .session = rec->session, .preload = rec->preload };
+	struct launch_cmd cmd = { .path = rec->prog, .argv = rec->prog_argv };
+	enum launch_step step;
+	char **env, why[300], err[600];
+	pid_t pid;
+
+	/* the heap options reach the program's runtime through its environment
+	 * (without --memory they are left as they are, for programs linked
+	 * with the --wrap interposers) */
+	le.memory = rec->mem.on;
+	le.mem_depth = memopts_depth(&rec->mem);
+	le.mem_keep_alive = rec->mem.keep_alive;
+	env = launch_env_new(environ, &le);
+	if (!env) {
+		fprintf(stderr, "layerprof record: out of memory\n");
+		return LP_EXIT_FAILURE;
+	}
 	/* orphaned descendants come to us, so that every exit is seen */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	if (syscalls) {
-		struct systrace_ops sops = { .ctx = &rec, .sys = on_sysrec, .lost = on_syslost };
-		char **env;
+	if (rec->syscalls) {
+		struct systrace_ops sops = sysdrain_ops(&rec->feed);
 
-		env = program_env(session, preload);
-		if (!env) {
-			fprintf(stderr, "layerprof record: out of memory\n");
-			goto out;
-		}
-		rec.st = systrace_spawn(argv + optind, env, &stcfg, &sops, &child, why, sizeof(why), err, sizeof(err));
-		env_free(env);
-		if (!rec.st) {
+		rec->st = systrace_spawn(rec->prog_argv, env, &rec->stcfg, &sops, &rec->child, why, sizeof(why), err,
+		                         sizeof(err));
+		free(env);
+		if (!rec->st) {
 			fprintf(stderr, "layerprof record: cannot trace syscalls: %s\n", err);
-			goto out;
+			return LP_EXIT_FAILURE;
 		}
-		if (!quiet)
+		if (!rec->quiet)
 			fprintf(stderr, "layerprof record: syscalls: %s\n", why);
-		goto run;
+		return RECORD_GO_ON;
 	}
-	if (pipe2(errpipe, O_CLOEXEC)) {
-		fprintf(stderr, "layerprof record: cannot create pipe: %s\n", strerror(errno));
-		goto out;
+	sigemptyset(&cmd.reset);
+	sigaddset(&cmd.reset, SIGINT);
+	sigaddset(&cmd.reset, SIGTERM);
+	sigaddset(&cmd.reset, SIGHUP);
+	sigaddset(&cmd.reset, SIGXFSZ);
+	cmd.envp = env;
+	pid = launch_spawn(&cmd, &step);
+	free(env);
+	if (pid < 0 && step == LAUNCH_EXEC) {
+		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", rec->prog_argv[0], strerror(-pid));
+		return pid == -ENOENT ? 127 : 126;
 	}
-	child = fork();
-	if (child < 0) {
-		fprintf(stderr, "layerprof record: cannot fork: %s\n", strerror(errno));
-		goto out;
+	if (pid < 0) {
+		fprintf(stderr, "layerprof record: cannot %s: %s\n", step == LAUNCH_PIPE ? "create pipe" : "fork",
+		        strerror(-pid));
+		return LP_EXIT_FAILURE;
 	}
-	if (child == 0) {
-		close(errpipe[0]);
-		child_exec(prog, argv + optind, session, preload, errpipe[1]);
-	}
-	close(errpipe[1]);
-	if (read(errpipe[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
-		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", argv[optind], strerror(child_errno));
-		exit_code = child_errno == ENOENT ? 127 : 126;
-		waitpid(child, NULL, 0);
-		close(errpipe[0]);
-		goto out;
-	}
-	close(errpipe[0]);
+	rec->child = pid;
+	return RECORD_GO_ON;
+}
 
-run:
-	last_flush = clocksync_monotonic_ns();
+/* Whether the ptrace backend traces the program: its tracer reaps the
+ * tracees itself, and the program cannot go on without it. */
+static bool record_ptraced(const struct recorder *rec)
+{
+	return rec->st && systrace_backend(rec->st) == SYSTRACE_PTRACE;
+}
+
+/* Drains the rings until the program and its descendants have ended, or
+ * a second SIGINT; forwards the other signals to the program. */
+static void record_loop(struct recorder *rec)
+{
+	unsigned poll_us = RECORD_POLL_MIN_US;
+	uint64_t last_flush = clocksync_monotonic_ns();
+
 	for (;;) {
-		long consumed = drain_poll(d);
+		long consumed = drain_poll(rec->d);
 		pid_t p = 0;
 		int s;
 
 		if (consumed < 0)
 			break;
 		if (clocksync_monotonic_ns() - last_flush >= RECORD_FLUSH_NS) {
-			drain_flush_idle(d);
+			drain_flush_idle(rec->d);
 			last_flush = clocksync_monotonic_ns();
 		}
-		if (forward_signal && !child_done) {
-			kill(child, forward_signal);
+		if (forward_signal && !rec->child_done) {
+			kill(rec->child, forward_signal);
 			forward_signal = 0;
 		}
-		if (rec.st && systrace_backend(rec.st) == SYSTRACE_PTRACE) {
+		if (record_ptraced(rec)) {
 			/* the tracer reaps its tracees itself */
-			if (!child_done && systrace_exited(rec.st, &s)) {
-				drain_process_exited(d, child, s);
-				status = s;
-				child_done = true;
+			if (!rec->child_done && systrace_exited(rec->st, &s)) {
+				drain_process_exited(rec->d, rec->child, s);
+				rec->status = s;
+				rec->child_done = true;
 			}
-			if (child_done)
+			if (rec->child_done)
 				break;
 		}
-		while (!(rec.st && systrace_backend(rec.st) == SYSTRACE_PTRACE) && (p = waitpid(-1, &s, WNOHANG)) > 0) {
-			drain_process_exited(d, p, s);
-			if (p == child) {
-				status = s;
-				child_done = true;
+		while (!record_ptraced(rec) && (p = waitpid(-1, &s, WNOHANG)) > 0) {
+			drain_process_exited(rec->d, p, s);
+			if (p == rec->child) {
+				rec->status = s;
+				rec->child_done = true;
 			}
 		}
 		if (p < 0 && errno == ECHILD)
 			break;
 		if (stop_requests > 1) {
-			if (rec.st && systrace_backend(rec.st) == SYSTRACE_PTRACE && !stcfg.keep_running)
+			if (record_ptraced(rec) && !rec->stcfg.keep_running)
 				fprintf(stderr,
 				        "layerprof record: interrupted: writing what was recorded; the program is "
 				        "killed (see --keep-running)\n");
@@ -823,114 +760,168 @@ run:
 		/* A busy program gets the drain's full attention (a ring that
 		 * is dropping has a still head, so pressure counts as busy); an
 		 * idle one costs a wake-up every RECORD_POLL_MAX_US at most. */
-		if (consumed > 0 || drain_pressure(d))
+		if (consumed > 0 || drain_pressure(rec->d))
 			poll_us = RECORD_POLL_MIN_US;
-		if (consumed >= (long)cfg.chunk_slots || drain_pressure(d))
+		if (consumed >= (long)rec->cfg.chunk_slots || drain_pressure(rec->d))
 			continue;
 		if (!consumed && poll_us < RECORD_POLL_MAX_US)
 			poll_us *= 2;
-		drain_sleep(d, poll_us);
+		drain_sleep(rec->d, poll_us);
 	}
-	r = drain_finish(d);
-	drain_get_stats(d, &st);
-	if (rec.st) {
+}
+
+/* The events lost, each cause with its own warning. */
+static void record_warn_lost(const struct recorder *rec, const struct drain_stats *st, uint64_t sys_lost)
+{
+	uint64_t ring_lost;
+
+	if (st->unrecorded_threads)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu threads could not be recorded (%s): %llu of their events "
+		        "lost\n",
+		        (unsigned long long)st->unrecorded_threads,
+		        st->unrecorded_error ? strerror((int)st->unrecorded_error) : "no ring",
+		        (unsigned long long)st->unrecorded_events);
+	/* the drain counts the syscall records lost, and the events of threads
+	 * without a ring, among its lost events */
+	ring_lost = st->lost > sys_lost + st->unrecorded_events ? st->lost - sys_lost - st->unrecorded_events : 0;
+	if (st->nospace)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (no space left for the rings' pages in the "
+		        "session's file system: %s)\n",
+		        (unsigned long long)st->nospace, rec->session);
+	ring_lost = ring_lost > st->nospace ? ring_lost - st->nospace : 0;
+	if (ring_lost && rec->cfg.ring_full == LP_RING_FULL_DISCARD)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (rings full with --discard: try without it, "
+		        "or a larger --buffer-size)\n",
+		        (unsigned long long)ring_lost);
+	else if (ring_lost && st->wait_gave_up)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (the program stopped waiting for the "
+		        "recorder %llu times: it was stopped, or made no poll for %u ms)\n",
+		        (unsigned long long)ring_lost, (unsigned long long)st->wait_gave_up, LP_STALL_MS_DEFAULT);
+	else if (ring_lost)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events lost (not for want of room: calls in signal "
+		        "handlers that interrupted a traced call, or heap records the runtime could not make)\n",
+		        (unsigned long long)ring_lost);
+	if (rec->tf.error)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu events not written to '%s' (%s): the trace ends where "
+		        "writing stopped, and says so\n",
+		        (unsigned long long)rec->tf.unwritten, rec->out, strerror(-rec->tf.error));
+}
+
+/* Ends the trace and tells what it holds and what was lost.  Returns the
+ * exit code: the program's, passed through. */
+static int record_summary(struct recorder *rec)
+{
+	struct drain_stats st;
+	uint64_t sys_lost = 0;
+	bool tty = !rec->quiet && isatty(STDERR_FILENO);
+	int r;
+
+	r = drain_finish(rec->d);
+	drain_get_stats(rec->d, &st);
+	if (rec->st) {
 		struct systrace_stats sst;
 
-		systrace_get_stats(rec.st, &sst);
+		systrace_get_stats(rec->st, &sst);
 		if (sst.lost)
 			fprintf(stderr,
 			        "layerprof record: warning: %llu syscall records lost (kernel buffers full: the "
 			        "recorder fell behind; try a larger --syscall-buffer)\n",
 			        (unsigned long long)sst.lost);
 		sys_lost = sst.lost;
-		systrace_free(rec.st);
-		rec.st = NULL;
+		systrace_free(rec->st);
+		rec->st = NULL;
 	}
-	if (r) {
-		exit_code = LP_EXIT_FAILURE;
-		goto out;
-	}
-	if (st.unrecorded_threads)
-		fprintf(stderr,
-		        "layerprof record: warning: %llu threads could not be recorded (%s): %llu of their events "
-		        "lost\n",
-		        (unsigned long long)st.unrecorded_threads,
-		        st.unrecorded_error ? strerror((int)st.unrecorded_error) : "no ring",
-		        (unsigned long long)st.unrecorded_events);
-	/* the drain counts the syscall records lost, and the events of threads
-	 * without a ring, among its lost events */
-	ring_lost = st.lost > sys_lost + st.unrecorded_events ? st.lost - sys_lost - st.unrecorded_events : 0;
-	if (st.nospace)
-		fprintf(stderr,
-		        "layerprof record: warning: %llu events lost (no space left for the rings' pages in the "
-		        "session's file system: %s)\n",
-		        (unsigned long long)st.nospace, session);
-	ring_lost = ring_lost > st.nospace ? ring_lost - st.nospace : 0;
-	if (ring_lost && cfg.ring_full == LP_RING_FULL_DISCARD)
-		fprintf(stderr,
-		        "layerprof record: warning: %llu events lost (rings full with --discard: try without it, "
-		        "or a larger --buffer-size)\n",
-		        (unsigned long long)ring_lost);
-	else if (ring_lost && st.wait_gave_up)
-		fprintf(stderr,
-		        "layerprof record: warning: %llu events lost (the program stopped waiting for the "
-		        "recorder %llu times: it was stopped, or made no poll for %u ms)\n",
-		        (unsigned long long)ring_lost, (unsigned long long)st.wait_gave_up, LP_STALL_MS_DEFAULT);
-	else if (ring_lost)
-		fprintf(stderr,
-		        "layerprof record: warning: %llu events lost (not for want of room: calls in signal "
-		        "handlers that interrupted a traced call, or heap records the runtime could not make)\n",
-		        (unsigned long long)ring_lost);
-	if (rec.tf.error)
-		fprintf(stderr,
-		        "layerprof record: warning: %llu events not written to '%s' (%s): the trace ends where "
-		        "writing stopped, and says so\n",
-		        (unsigned long long)rec.tf.unwritten, rec.out, strerror(-rec.tf.error));
-	if (!quiet && isatty(STDERR_FILENO))
+	if (r)
+		return LP_EXIT_FAILURE;
+	record_warn_lost(rec, &st, sys_lost);
+	if (tty)
 		fprintf(stderr, "layerprof record: %llu events from %llu threads into '%s' (%llu bytes)\n",
-		        (unsigned long long)(st.events - rec.tf.unwritten), (unsigned long long)st.streams, rec.out,
-		        (unsigned long long)rec.tf.written);
-	if (!quiet && isatty(STDERR_FILENO) && st.waits)
+		        (unsigned long long)(st.events - rec->tf.unwritten), (unsigned long long)st.streams, rec->out,
+		        (unsigned long long)rec->tf.written);
+	if (tty && st.waits)
 		fprintf(stderr,
 		        "layerprof record: full rings made the program's threads wait %llu times, %.1f ms in all "
 		        "(--discard drops instead)\n",
 		        (unsigned long long)st.waits, (double)st.wait_ns / 1e6);
-	if (!quiet && isatty(STDERR_FILENO) && mem.fold_ns)
+	if (tty && rec->mem.fold_ns)
 		fprintf(stderr, "layerprof record: %llu short-lived heap blocks (%llu bytes) folded into counts\n",
 		        (unsigned long long)st.folded_blocks, (unsigned long long)st.folded_bytes);
 	/* as report does for the same filters: a pattern no function the
 	 * program called matched kept nothing out, or nothing in */
-	for (size_t i = 0; rec.cls && i < rec.fopts.n_only; i++)
-		if (!classifier_matched(rec.cls, true, i))
+	for (size_t i = 0; rec->cls && i < rec->fopts.n_only; i++)
+		if (!classifier_matched(rec->cls, true, i))
 			fprintf(stderr, "layerprof record: warning: %s '%s' matches no function the program called\n",
-			        rec.fopts.only_opt[i] ? rec.fopts.only_opt[i] : "-F", rec.fopts.only[i]);
-	for (size_t i = 0; rec.cls && i < rec.fopts.n_exclude; i++)
-		if (!classifier_matched(rec.cls, false, i))
+			        rec->fopts.only_opt[i] ? rec->fopts.only_opt[i] : "-F", rec->fopts.only[i]);
+	for (size_t i = 0; rec->cls && i < rec->fopts.n_exclude; i++)
+		if (!classifier_matched(rec->cls, false, i))
 			fprintf(stderr, "layerprof record: warning: -N '%s' matches no function the program called\n",
-			        rec.fopts.exclude[i]);
-	print_exit(argv[optind], status);
-	if (!child_done)
-		exit_code = 130;
-	else if (WIFEXITED(status))
-		exit_code = WEXITSTATUS(status);
-	else if (WIFSIGNALED(status))
-		exit_code = 128 + WTERMSIG(status);
-out:
-	systrace_free(rec.st);
-	drain_free(d);
-	classifier_free(rec.cls);
-	symbolizer_free(rec.sym);
-	/* an orderly end: nothing is left for recover */
-	if (rec.note_fd >= 0) {
-		close(rec.note_fd);
-		unlinkat(rec.dirfd, TRACEDIR_RECORDING, 0);
+			        rec->fopts.exclude[i]);
+	print_exit(rec->prog_argv[0], rec->status);
+	if (!rec->child_done)
+		return 130;
+	if (WIFEXITED(rec->status))
+		return WEXITSTATUS(rec->status);
+	if (WIFSIGNALED(rec->status))
+		return 128 + WTERMSIG(rec->status);
+	return LP_EXIT_FAILURE;
+}
+
+/* Frees what the recording holds and closes the trace; an orderly end
+ * leaves nothing for recover.  Returns exit_code, or a failure when the
+ * trace's last write fails. */
+static int record_release(struct recorder *rec, int exit_code)
+{
+	int r;
+
+	systrace_free(rec->st);
+	drain_free(rec->d);
+	classifier_free(rec->cls);
+	symbolizer_free(rec->sym);
+	if (rec->note_fd >= 0) {
+		close(rec->note_fd);
+		unlinkat(rec->dirfd, TRACEDIR_RECORDING, 0);
 	}
-	r = tracefile_close(&rec.tf);
+	r = tracefile_close(&rec->tf);
 	if (r && exit_code == 0) {
-		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec.out, strerror(-r));
+		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec->out, strerror(-r));
 		exit_code = LP_EXIT_FAILURE;
 	}
-	if (rec.dirfd >= 0)
-		close(rec.dirfd);
+	if (rec->dirfd >= 0)
+		close(rec->dirfd);
 	return exit_code;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct recorder rec = {
+		.out = RECORD_DEFAULT_OUTPUT,
+		.sys_buffer = RECORD_SYSCALL_BUFFER,
+		.clock_opt = "auto",
+		.stcfg = { .backend = SYSTRACE_AUTO },
+		.cfg = { .ring_full = LP_RING_FULL_WAIT },
+		.tf = { .fd = -1 },
+		.dirfd = -1,
+		.note_fd = -1,
+	};
+	int r;
+
+	r = record_parse(&rec, argc, argv);
+	if (r != RECORD_GO_ON)
+		return r;
+	r = record_setup(&rec);
+	if (r == RECORD_GO_ON)
+		r = record_open(&rec);
+	if (r == RECORD_GO_ON)
+		r = record_spawn(&rec);
+	if (r == RECORD_GO_ON) {
+		record_loop(&rec);
+		r = record_summary(&rec);
+	}
+	return record_release(&rec, r);
 }

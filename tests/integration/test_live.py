@@ -1318,6 +1318,69 @@ def group_syscalls_udp(lp, build, tmp):
         agent.stop()
 
 
+PRELOAD_SHIM = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Says, in the file named by LPTEST_SHIM_OUT, which program loaded it. */
+__attribute__((constructor)) static void shim_loaded(void)
+{
+    const char *out = getenv("LPTEST_SHIM_OUT");
+    char exe[512], line[600];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    int fd;
+
+    if (!out || n < 0)
+        return;
+    exe[n] = '\0';
+    fd = open(out, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    if (fd < 0)
+        return;
+    snprintf(line, sizeof(line), "loaded in %s\n", exe);
+    if (write(fd, line, strlen(line)) < 0)
+        ;
+    close(fd);
+}
+"""
+
+
+def group_preload(lp, build, tmp):
+    """A program the agent starts keeps the LD_PRELOAD of its environment
+    (here the agent's): the library is loaded after the runtime, as record
+    does, with and without the syscall tracer; the runtime still records."""
+    shim = os.path.join(tmp, "shim.so")
+    r = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", shim, "-x", "c", "-"], input=PRELOAD_SHIM,
+                       universal_newlines=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if not check(r.returncode == 0, "build the preload shim", r.stderr):
+        return
+    b = it.Builder("gcc", "g++", "-O2", tmp)
+    rec = b.prog("recursion")
+    marks = os.path.join(tmp, "shim-loaded")
+    # (a sanitizer build of the agent lets the shim come first)
+    agent = Agent(build, tmp, env=dict(os.environ, LD_PRELOAD=shim, LPTEST_SHIM_OUT=marks,
+                                       ASAN_OPTIONS="verify_asan_link_order=0"))
+    if not check(agent.ok, "agent with LD_PRELOAD in its environment starts", agent.err.text()):
+        return
+    try:
+        for how, extra in (("plain start", []), ("ptrace syscalls", ["--syscalls=ptrace"])):
+            if os.path.exists(marks):
+                os.unlink(marks)
+            live = Live(lp, agent.addr, ["--format", "json"] + extra + ["--", rec], stdin=subprocess.DEVNULL)
+            rc = live.wait()
+            last = live.final()
+            check(rc == 0 and last and last["final"] and counts(last).get("fib", 0) > 0,
+                  "%s: the runtime records the program beside its own preload" % how,
+                  "rc %s, stderr %s" % (rc, live.err.text()))
+            lines = open(marks).read().splitlines() if os.path.exists(marks) else []
+            check("loaded in %s" % os.path.realpath(rec) in lines,
+                  "%s: the program's own LD_PRELOAD library is loaded" % how, str(lines))
+    finally:
+        agent.stop()
+
+
 GROUPS = {
     "basic": group_basic,
     "control": group_control,
@@ -1334,6 +1397,7 @@ GROUPS = {
     "queue": group_queue,
     "syscalls": group_syscalls,
     "syscalls_udp": group_syscalls_udp,
+    "preload": group_preload,
 }
 
 

@@ -1,0 +1,137 @@
+/* Starting a program to be traced: its environment, and the fork and exec
+ * with a pipe that carries a failed exec's errno back to the parent. */
+#include "common/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/progpath.h"
+#include "layerprof/format.h"
+
+#define LAUNCH_PRELOAD "LD_PRELOAD"
+/* The entries launch_env_new sets itself, at most. */
+#define LAUNCH_OWN_MAX 4
+
+/* Whether entry e of an environment sets variable name. */
+static bool env_is(const char *e, const char *name)
+{
+	size_t k = strlen(name);
+
+	return !strncmp(e, name, k) && e[k] == '=';
+}
+
+static bool env_replaced(const char *e, const struct launch_env *le)
+{
+	if (env_is(e, LP_ENV_SESSION) || env_is(e, LAUNCH_PRELOAD))
+		return true;
+	return le->memory && (env_is(e, LP_MEM_ENV_DEPTH) || env_is(e, LP_MEM_ENV_KEEPALIVE));
+}
+
+char **launch_env_new(char *const *base, const struct launch_env *le)
+{
+	const char *old = NULL;
+	size_t n = 0, i, j = 0, text;
+	char own[LAUNCH_OWN_MAX][48];
+	char **env, *p;
+	int nown = 0, k;
+
+	for (i = 0; base[i]; i++) {
+		if (env_is(base[i], LAUNCH_PRELOAD))
+			old = base[i] + sizeof(LAUNCH_PRELOAD);
+		n++;
+	}
+	if (le->memory) {
+		snprintf(own[nown++], sizeof(own[0]), "%s=%u", LP_MEM_ENV_DEPTH, le->mem_depth);
+		snprintf(own[nown++], sizeof(own[0]), "%s=%d", LP_MEM_ENV_KEEPALIVE, le->mem_keep_alive ? 1 : 0);
+	}
+	/* the session and LD_PRELOAD entries, then the short ones */
+	text = strlen(LP_ENV_SESSION) + strlen(le->session) + 2;
+	text += sizeof(LAUNCH_PRELOAD) + strlen(le->preload) + 1 + (old && *old ? strlen(old) + 1 : 0);
+	for (k = 0; k < nown; k++)
+		text += strlen(own[k]) + 1;
+	if (n > (SIZE_MAX - text) / sizeof(*env) - LAUNCH_OWN_MAX - 1) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	env = malloc((n + LAUNCH_OWN_MAX + 1) * sizeof(*env) + text);
+	if (!env)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (!env_replaced(base[i], le))
+			env[j++] = base[i];
+	p = (char *)(env + n + LAUNCH_OWN_MAX + 1);
+	env[j++] = p;
+	p += sprintf(p, "%s=%s", LP_ENV_SESSION, le->session) + 1;
+	env[j++] = p;
+	p += sprintf(p, "%s=%s%s%s", LAUNCH_PRELOAD, le->preload, old && *old ? ":" : "", old && *old ? old : "") + 1;
+	for (k = 0; k < nown; k++) {
+		env[j++] = p;
+		p += sprintf(p, "%s", own[k]) + 1;
+	}
+	env[j] = NULL;
+	return env;
+}
+
+/* In the forked child: only async-signal-safe calls.  Never returns. */
+static void child_run(const struct launch_cmd *cmd, int errfd)
+{
+	int e, sig;
+
+	if (cmd->stdin_null) {
+		int fd = open("/dev/null", O_RDONLY);
+
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			close(fd);
+		}
+	}
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(&cmd->reset, sig) == 1)
+			signal(sig, SIG_DFL);
+	e = -progpath_exec(cmd->path, cmd->argv, cmd->envp);
+	if (write(errfd, &e, sizeof(e)) < 0) {
+		/* nothing else to tell the parent with */
+	}
+	_exit(127);
+}
+
+pid_t launch_spawn(const struct launch_cmd *cmd, enum launch_step *failed)
+{
+	int errpipe[2], child_errno = 0;
+	pid_t pid;
+
+	if (pipe2(errpipe, O_CLOEXEC)) {
+		*failed = LAUNCH_PIPE;
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(errpipe[0]);
+		close(errpipe[1]);
+		*failed = LAUNCH_FORK;
+		return -e;
+	}
+	if (pid == 0) {
+		close(errpipe[0]);
+		child_run(cmd, errpipe[1]);
+	}
+	close(errpipe[1]);
+	/* the pipe closes at the exec (O_CLOEXEC), or carries its errno */
+	if (read(errpipe[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
+		close(errpipe[0]);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		*failed = LAUNCH_EXEC;
+		return child_errno > 0 ? -child_errno : -ENOEXEC;
+	}
+	close(errpipe[0]);
+	return pid;
+}

@@ -1,0 +1,52 @@
+/* Starting a program to be traced, shared by the recorder and the agent:
+ * its environment (the session, the runtime preloaded before the
+ * program's own LD_PRELOAD, the heap options) and the fork and exec, with
+ * a failed exec reported back to the caller. */
+#ifndef LP_COMMON_LAUNCH_H
+#define LP_COMMON_LAUNCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* What layerprof adds to a started program's environment. */
+struct launch_env {
+	const char *session; /* LAYERPROF_SESSION: the session's directory */
+	const char *preload; /* the runtime (and heap interposers), colon-separated */
+	bool memory;         /* set LAYERPROF_MEM_DEPTH and LAYERPROF_MEM_KEEPALIVE */
+	unsigned mem_depth;  /* with memory: frames per heap call stack */
+	bool mem_keep_alive; /* with memory: LAYERPROF_MEM_KEEPALIVE=1, else =0 */
+};
+
+/* The environment of a started program: base's entries except those le
+ * sets, then LAYERPROF_SESSION, LD_PRELOAD (le->preload, followed by
+ * base's own LD_PRELOAD when it has a non-empty one, so that the program
+ * keeps the libraries it asked for), and with le->memory the heap
+ * options.  Returns a NULL-terminated array in one malloc'd block (free
+ * it with free()); the entries taken from base are borrowed and must
+ * outlive it.  NULL with errno ENOMEM when out of memory. */
+char **launch_env_new(char *const *base, const struct launch_env *le);
+
+/* The step of launch_spawn that failed. */
+enum launch_step {
+	LAUNCH_PIPE, /* the pipe that reports the exec's failure */
+	LAUNCH_FORK,
+	LAUNCH_EXEC, /* the program could not be run (it was reaped) */
+};
+
+/* How to start the program. */
+struct launch_cmd {
+	const char *path;  /* the file to run, from progpath_find */
+	char *const *argv; /* its arguments, argv[0] first; borrowed */
+	char *const *envp; /* its environment (launch_env_new); borrowed */
+	bool stdin_null;   /* stdin from /dev/null instead of the caller's */
+	sigset_t reset;    /* signals set back to their default in the child */
+};
+
+/* Forks and runs cmd->path in the child.  Returns the child's pid once the
+ * exec has succeeded, or -errno with *failed saying which step failed: for
+ * LAUNCH_EXEC, -errno is the exec's own error (ENOENT, EACCES, ...), and
+ * the child has been reaped.  Blocks until the exec is done or failed. */
+pid_t launch_spawn(const struct launch_cmd *cmd, enum launch_step *failed);
+
+#endif
