@@ -358,12 +358,55 @@ TEMPLATES_NS = {"bool ns::eq<int>(int, int)": 4, "bool ns::eq<long>(long, long)"
                 "ns::(anonymous namespace)::hidden(int)": 1}
 
 
+def json_strings(doc):
+    """Every string in a parsed JSON document, keys and values."""
+    if isinstance(doc, str):
+        yield doc
+    elif isinstance(doc, dict):
+        for k, v in doc.items():
+            yield k
+            yield from json_strings(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from json_strings(v)
+
+
+def reject_constant(name):
+    raise ValueError("%s is not JSON" % name)
+
+
+def names_invalid_utf8(lp, b, tmp, tag):
+    """A function whose name is not valid UTF-8 (tests/programs/badname.c,
+    symbol "odd\\xff\\xfename"): every JSON writer still writes strict JSON
+    in UTF-8, with each stray byte as U+FFFD."""
+    out = os.path.join(tmp, "badname-%s" % tag.replace(" ", ""))
+    r = record(lp, out, [b.prog("badname")])
+    if not check(r.returncode == 0, "%s: badname recorded" % tag, r.stderr.strip()):
+        return
+    want = "odd\ufffd\ufffdname"
+    for args in (("report", "--format", "json"), ("tree", "--format", "json"), ("dump", "--chrome"),
+                 ("replay", "--format", "json")):
+        what = "%s: %s of a name with invalid UTF-8" % (tag, " ".join(args))
+        r = subprocess.run([lp.exe] + list(args) + [out], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        try:
+            doc = json.loads(r.stdout.decode("utf-8"), parse_constant=reject_constant)
+        except ValueError as e:
+            check(False, what + " is strict JSON in UTF-8", "exit %d, %s" % (r.returncode, e))
+            continue
+        check(r.returncode == 0 and any(want in s for s in json_strings(doc)),
+              what + " names it with U+FFFD", "exit %d, %s" % (r.returncode, r.stderr.decode(errors="replace")))
+
+
 def group_names(lp, tmp):
     """C++ names in filters and displays: patterns match the qualified name
     without the return type a function template's name starts with, with or
     without its parameters, at report and at record time; replay prints a
-    C++ name's own parameter list once."""
+    C++ name's own parameter list once; a name with invalid UTF-8 stays
+    valid JSON."""
     for cc, cxx, opt in VARIANTS:
+        if have(cc):
+            names_invalid_utf8(lp, Builder(cc, cxx, opt, tmp), tmp, "%s %s" % (cc, opt))
         if not have(cxx):
             skip("names with %s" % cxx, "%s is not installed" % cxx)
             continue

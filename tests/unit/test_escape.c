@@ -69,6 +69,22 @@ static void test_json(void)
 	CHECK_STR(written(escape_json, "\xc0\xaf"), "\"\xef\xbf\xbd\xef\xbf\xbd\"");
 }
 
+/* JSON outside HTML: the same escapes and UTF-8 checking, with < > & and
+ * the line separators left as they are. */
+static void test_json_plain(void)
+{
+	CHECK_STR(written(escape_json_plain, "main"), "\"main\"");
+	CHECK_STR(written(escape_json_plain, ""), "\"\"");
+	CHECK_STR(written(escape_json_plain, "q\"b\\"), "\"q\\\"b\\\\\"");
+	CHECK_STR(written(escape_json_plain, "a\nb\tc\rd\x01\x7f"), "\"a\\nb\\tc\\rd\\u0001\\u007f\"");
+	CHECK_STR(written(escape_json_plain, "bool ns::Box<int>::operator<(int const&)"),
+	          "\"bool ns::Box<int>::operator<(int const&)\"");
+	CHECK_STR(written(escape_json_plain, "x\xe2\x80\xa8y"), "\"x\xe2\x80\xa8y\"");
+	CHECK_STR(written(escape_json_plain, "caf\xc3\xa9"), "\"caf\xc3\xa9\"");
+	CHECK_STR(written(escape_json_plain, "odd\xff\xfename"), "\"odd\xef\xbf\xbd\xef\xbf\xbdname\"");
+	CHECK_STR(written(escape_json_plain, "cut\xe2\x82"), "\"cut\xef\xbf\xbd\xef\xbf\xbd\"");
+}
+
 static void test_folded(void)
 {
 	char buf[64];
@@ -97,6 +113,7 @@ int main(void)
 	test_utf8();
 	test_xml();
 	test_json();
+	test_json_plain();
 	test_folded();
 	return check_summary();
 }
