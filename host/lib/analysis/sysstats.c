@@ -92,23 +92,6 @@ static struct sysstats_row *row_get(struct sysstats *st, uint8_t arch, uint32_t 
 	return r;
 }
 
-/* Libraries a syscall passes through on its way from the caller. */
-static bool system_module(const char *module)
-{
-	static const char *const prefixes[] = { "libc.so",    "libc-",  "ld-linux", "ld-",  "libpthread",
-		                                "linux-vdso", "[vdso]", "libdl",    "librt" };
-	const char *base = module ? strrchr(module, '/') : NULL;
-	size_t i;
-
-	base = base ? base + 1 : module;
-	if (!base || !*base)
-		return false;
-	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
-			return true;
-	return false;
-}
-
 /* The frame the call is attributed to without an instrumented function:
  * the first return address outside the C library and the loader, else
  * the innermost one; 0 without a stack. */
@@ -123,7 +106,7 @@ static uint64_t caller_frame(struct walk *w, uint32_t image, const struct walk_s
 			continue;
 		if (symbolizer_lookup(w->sym, image, sc->ips[i], &sym) == -ENOMEM)
 			break;
-		if (sym.module && !system_module(sym.module))
+		if (sym.module && !symbolizer_system_module(sym.module))
 			return sc->ips[i];
 	}
 	return sc->nips ? sc->ips[0] : 0;
