@@ -159,7 +159,7 @@ static void test_pass(struct servemodel *m)
 	CHECK_EQ_U64(na->self_ns, 20ull * LOOPS);
 	CHECK_EQ_U64(t->n, 4);
 	/* the flame graph: all -> main -> a -> b, totals as the tree's */
-	CHECK_EQ_U64(m->flame.n, 4);
+	CHECK_EQ_U64(m->flame.paths.n, 4);
 	CHECK_EQ_U64(m->flame.nodes[0].total_ns, nmain->total_ns);
 	/* the chunk index: several chunks, main open at the later ones */
 	ts = m->tl.streams[0];

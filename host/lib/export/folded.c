@@ -6,23 +6,15 @@
 #include <string.h>
 
 #include "host/lib/analysis/calltree.h"
+#include "host/lib/analysis/pathmerge.h"
 #include "host/lib/export/folded.h"
 #include "host/lib/util/escape.h"
 
-#define FOLDED_FIRST_NODES 1024u
 #define FOLDED_FIRST_NAMES 1024u
 #define FOLDED_FIRST_DEPTH 64u
 #define FOLDED_FRAME_MAX 2048u
 #define FNV_OFFSET_BASIS 1469598103934665603ull
 #define FNV_PRIME 1099511628211ull
-#define GOLDEN_RATIO_64 0x9e3779b97f4a7c15ull
-
-/* A merged path: one frame name under its parent. */
-struct fnode {
-	uint32_t name; /* index into names */
-	uint32_t parent, first_child, last_child, next_sibling;
-	uint64_t value;
-};
 
 struct fname {
 	char *s; /* owned */
@@ -33,10 +25,9 @@ struct fname {
 struct folded {
 	struct walk *w;
 	unsigned flags;
-	struct fnode *nodes; /* [0] is the root */
-	uint32_t n, cap;
-	uint32_t *node_hash; /* node index, keyed by (parent, name) */
-	uint32_t nhcap;
+	struct pathmerge paths; /* keys: index into names */
+	uint64_t *value;        /* per node of paths */
+	uint32_t vcap;
 	struct fname *names;
 	uint32_t nnames, namecap;
 	uint32_t *name_hash; /* name index + 1 */
@@ -112,65 +103,23 @@ static int64_t name_intern(struct folded *fd, const char *s, size_t len)
 	return fd->nnames - 1;
 }
 
-static uint32_t node_slot(uint32_t parent, uint32_t name, uint32_t cap)
-{
-	return (uint32_t)((((uint64_t)parent << 32 | name) * GOLDEN_RATIO_64) >> 40) & (cap - 1);
-}
-
-static int node_hash_grow(struct folded *fd)
-{
-	uint32_t cap = 2 * fd->nhcap, i;
-	uint32_t *h = calloc(cap, sizeof(*h));
-
-	if (!h)
-		return -ENOMEM;
-	for (i = 1; i < fd->n; i++) {
-		uint32_t k = node_slot(fd->nodes[i].parent, fd->nodes[i].name, cap);
-
-		while (h[k])
-			k = (k + 1) & (cap - 1);
-		h[k] = i;
-	}
-	free(fd->node_hash);
-	fd->node_hash = h;
-	fd->nhcap = cap;
-	return 0;
-}
-
 /* The merged child of parent named name, added when new; 0 for no memory. */
 static uint32_t node_child(struct folded *fd, uint32_t parent, uint32_t name)
 {
-	uint32_t k, i;
-	struct fnode *nd;
+	bool added;
+	uint32_t i = pathmerge_child(&fd->paths, parent, name, &added);
 
-	if ((fd->n + 1) * 2 > fd->nhcap && node_hash_grow(fd))
-		return 0;
-	k = node_slot(parent, name, fd->nhcap);
-	while ((i = fd->node_hash[k])) {
-		if (fd->nodes[i].parent == parent && fd->nodes[i].name == name)
-			return i;
-		k = (k + 1) & (fd->nhcap - 1);
-	}
-	if (fd->n == fd->cap) {
-		uint32_t cap = 2 * fd->cap;
-		struct fnode *n;
+	if (!added)
+		return i;
+	if (i >= fd->vcap) {
+		uint64_t *v = realloc(fd->value, fd->paths.cap * sizeof(*v));
 
-		if (cap > EXPORT_FOLDED_NODES_MAX || !(n = realloc(fd->nodes, cap * sizeof(*n))))
+		if (!v)
 			return 0;
-		fd->nodes = n;
-		fd->cap = cap;
+		fd->value = v;
+		fd->vcap = fd->paths.cap;
 	}
-	i = fd->n++;
-	nd = &fd->nodes[i];
-	memset(nd, 0, sizeof(*nd));
-	nd->name = name;
-	nd->parent = parent;
-	if (fd->nodes[parent].last_child)
-		fd->nodes[fd->nodes[parent].last_child].next_sibling = i;
-	else
-		fd->nodes[parent].first_child = i;
-	fd->nodes[parent].last_child = i;
-	fd->node_hash[k] = i;
+	fd->value[i] = 0;
 	return i;
 }
 
@@ -210,7 +159,7 @@ static int merge_stream(struct folded *fd, const struct walk_stream *s, const st
 				r = -ENOMEM;
 				break;
 			}
-			fd->nodes[m].value += (fd->flags & EXPORT_FOLDED_CALLS) ? nd->calls : nd->self_ns;
+			fd->value[m] += (fd->flags & EXPORT_FOLDED_CALLS) ? nd->calls : nd->self_ns;
 			fd->deeper++;
 			continue;
 		}
@@ -231,7 +180,7 @@ static int merge_stream(struct folded *fd, const struct walk_stream *s, const st
 			r = -ENOMEM;
 			break;
 		}
-		fd->nodes[m].value += (fd->flags & EXPORT_FOLDED_CALLS) ? nd->calls : nd->self_ns;
+		fd->value[m] += (fd->flags & EXPORT_FOLDED_CALLS) ? nd->calls : nd->self_ns;
 		fd->stack[depth] = m;
 	}
 	if (it.oom)
@@ -245,14 +194,15 @@ static int merge_stream(struct folded *fd, const struct walk_stream *s, const st
  * back up (lens holds the buffer length at each depth). */
 static int write_lines(struct folded *fd, FILE *f)
 {
+	const struct pathmerge_node *nodes = fd->paths.nodes;
 	char *line = NULL, num[32];
 	size_t len = 0, cap = 0, *lens = NULL;
 	uint32_t i, depth = 0, lcap = 0;
 	int r = 0;
 
-	i = fd->nodes[0].first_child;
+	i = nodes[0].first_child;
 	while (i) {
-		const struct fname *nm = &fd->names[fd->nodes[i].name];
+		const struct fname *nm = &fd->names[nodes[i].key];
 		size_t need = len + 1 + nm->len + 1;
 
 		if (depth >= lcap) {
@@ -284,20 +234,20 @@ static int write_lines(struct folded *fd, FILE *f)
 			line[len++] = ';';
 		memcpy(line + len, nm->s, nm->len);
 		len += nm->len;
-		if (fd->nodes[i].value) {
-			int n = snprintf(num, sizeof(num), " %" PRIu64 "\n", fd->nodes[i].value);
+		if (fd->value[i]) {
+			int n = snprintf(num, sizeof(num), " %" PRIu64 "\n", fd->value[i]);
 
 			fwrite(line, 1, len, f);
 			fwrite(num, 1, (size_t)n, f);
 		}
-		if (fd->nodes[i].first_child) {
-			i = fd->nodes[i].first_child;
+		if (nodes[i].first_child) {
+			i = nodes[i].first_child;
 			depth++;
 			continue;
 		}
 		/* up to the next sibling of this node or of an ancestor */
-		while (i && !fd->nodes[i].next_sibling) {
-			i = fd->nodes[i].parent;
+		while (i && !nodes[i].next_sibling) {
+			i = nodes[i].parent;
 			if (!depth)
 				break;
 			depth--;
@@ -305,7 +255,7 @@ static int write_lines(struct folded *fd, FILE *f)
 		if (!i)
 			break;
 		len = lens[depth];
-		i = fd->nodes[i].next_sibling;
+		i = nodes[i].next_sibling;
 	}
 	free(line);
 	free(lens);
@@ -324,13 +274,8 @@ int export_folded(struct walk *w, unsigned flags, FILE *f, uint64_t *deeper)
 	calltree_walk_ops(&ct, &ops);
 	if (walk_run(w, &ops) || ct.oom)
 		goto out;
-	fd.cap = FOLDED_FIRST_NODES;
-	fd.nhcap = 2 * FOLDED_FIRST_NODES;
-	fd.nodes = calloc(fd.cap, sizeof(*fd.nodes));
-	fd.node_hash = calloc(fd.nhcap, sizeof(*fd.node_hash));
-	if (!fd.nodes || !fd.node_hash)
+	if (pathmerge_init(&fd.paths, EXPORT_FOLDED_NODES_MAX, 0))
 		goto out;
-	fd.n = 1;
 	for (i = 0; i < w->nstreams; i++) {
 		const struct calltree_stream *t = calltree_stream(&ct, w->streams[i]->index);
 
@@ -347,8 +292,8 @@ out:
 		free(fd.names[i].s);
 	free(fd.names);
 	free(fd.name_hash);
-	free(fd.nodes);
-	free(fd.node_hash);
+	pathmerge_release(&fd.paths);
+	free(fd.value);
 	free(fd.stack);
 	calltree_release(&ct);
 	return r;
