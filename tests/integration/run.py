@@ -869,6 +869,28 @@ def group_cli(lp, tmp):
         check(r.returncode == 2, "%s rejects an unknown option with exit 2" % cmd)
     r = lp("frobnicate")
     check(r.returncode == 2 and "not a layerprof command" in r.stderr, "unknown command")
+    # the commands that read a trace: the same messages and exit codes for
+    # their operand, the trace and their filter options
+    missing = os.path.join(tmp, "no-such-trace")
+    for cmd, extra in (("report", ()), ("tree", ()), ("replay", ()), ("dump", ("--chrome",)),
+                       ("snapshot", ("-o", os.path.join(tmp, "snap-x")))):
+        r = lp(cmd, *extra, "a", "b")
+        want = "layerprof %s: one trace at a time ('b' is extra)\n" % cmd
+        check(r.returncode == 2 and r.stderr == want, "%s a b: %r, exit 2" % (cmd, want.strip()),
+              "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+        r = lp(cmd, *extra, missing)
+        want = "layerprof %s: cannot open trace '%s': No such file or directory\n" % (cmd, missing)
+        check(r.returncode == 3 and r.stderr == want and r.stdout == "", "%s of a missing trace: %r, exit 3" %
+              (cmd, want.strip()), "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+        if cmd == "snapshot":
+            continue
+        r = lp(cmd, *extra, "--depth", "0", missing)
+        want = "layerprof %s: invalid --depth '0': expected a number from 1" % cmd
+        check(r.returncode == 2 and r.stderr.startswith(want) and r.stderr.count("\n") == 1,
+              "%s --depth 0: one message, exit 2" % cmd, "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+        r = lp(cmd, *extra, "--no-such-option", missing)
+        check(r.returncode == 2 and "usage: layerprof %s" % cmd in r.stderr,
+              "%s --no-such-option: usage on stderr, exit 2" % cmd, "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
     # a typo'd command: the nearest one is named, nothing else is said
     for typo, meant in (("reprot", "report"), ("tre", "tree"), ("replya", "replay"), ("sreve", "serve"),
                         ("recordd", "record")):
