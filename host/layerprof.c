@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/exepath.h"
 #include "host/builtin.h"
 
 #define LAYERPROF_VERSION "0.1.0"
@@ -100,18 +101,9 @@ static void usage(FILE *f)
 const char *layerprof_exe_dir(void)
 {
 	static char dir[PATH_MAX];
-	ssize_t n;
-	char *slash;
 
-	if (dir[0])
-		return dir;
-	n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
-	if (n <= 0)
-		return "";
-	dir[n] = '\0';
-	slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
+	if (!dir[0])
+		exepath_dir(dir, sizeof(dir));
 	return dir;
 }
 
