@@ -16,7 +16,6 @@
 #include "common/wire.h"
 #include "systrace/systrace.h"
 
-#define AGENT_VERSION "0.1.0"
 #define AGENT_MEM_LIB "liblayerprof-mem.so" /* the heap interposers, beside the runtime */
 #define AGENT_MAPS_MAX 4096u
 #define AGENT_MEM_FOLD_MAX_NS 3600000000000ull /* START mem_fold: at most an hour */

@@ -15,6 +15,7 @@
 #include "common/encoder.h"
 #include "common/sysevent.h"
 #include "lp_arch.h"
+#include "lp_version.h"
 #include "runtime/memtrace.h"
 
 extern char **environ;
@@ -277,7 +278,7 @@ static void send_meta(struct session *s, const char *command)
 	else if (s->mem == SESSION_MEM_PRELOADED)
 		snprintf(mem, sizeof(mem), "memory=1\n");
 	n = snprintf(meta, sizeof(meta),
-	             "layerprof=" AGENT_VERSION "\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nsession=%u\npid=%d\n"
+	             "layerprof=" LP_VERSION "\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nsession=%u\npid=%d\n"
 	             "ring_full=discard\nstart_monotonic_ns=%llu\nfiltered=0\n%s%s%s%s%scommand=%s\n",
 	             u.nodename, u.release, LP_ARCH_NAME,
 	             s->agent->cfg.clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter", s->id, (int)s->pid,

@@ -32,6 +32,7 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/options.h"
 #include "lp_arch.h"
+#include "lp_version.h"
 #include "runtime/memtrace.h"
 #include "systrace/systrace.h"
 
@@ -319,7 +320,7 @@ static int write_meta(struct recorder *rec, int argc, char **argv, uint32_t cloc
 	uname(&u);
 	n +=
 	    (size_t)snprintf(meta + n, sizeof(meta) - n,
-	                     "layerprof=0.1.0\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
+	                     "layerprof=" LP_VERSION "\nhost=%s\nkernel=%s\narch=%s\nclock=%s\nbuffer_size=%llu\n"
 	                     "ring_full=%s\nstart_monotonic_ns=%llu\nstart_realtime=%lld\nfiltered=%d\n",
 	                     u.nodename, u.release, LP_ARCH_NAME, clock == LP_CLOCK_MONOTONIC ? "monotonic" : "counter",
 	                     (unsigned long long)buffer, ring_full == LP_RING_FULL_WAIT ? "wait" : "discard",

@@ -7,8 +7,7 @@
 
 #include "common/exepath.h"
 #include "host/builtin.h"
-
-#define LAYERPROF_VERSION "0.1.0"
+#include "lp_version.h"
 
 struct command {
 	const char *name;
@@ -121,7 +120,7 @@ int main(int argc, char **argv)
 		return LP_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("layerprof %s\n", LAYERPROF_VERSION);
+		printf("layerprof %s\n", LP_VERSION);
 		return LP_EXIT_OK;
 	}
 	for (i = 0; i < NCOMMANDS; i++)

@@ -869,6 +869,17 @@ def group_cli(lp, tmp):
         check(r.returncode == 2, "%s rejects an unknown option with exit 2" % cmd)
     r = lp("frobnicate")
     check(r.returncode == 2 and "not a layerprof command" in r.stderr, "unknown command")
+    # one version, the project's: what --version says and what a trace records
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        version = re.search(r"project\(layerprof VERSION ([0-9.]+)", f.read()).group(1)
+    r = lp("--version")
+    check(r.returncode == 0 and r.stdout == "layerprof %s\n" % version, "--version says %s" % version, r.stdout)
+    vt = os.path.join(tmp, "version-trace")
+    r = record(lp, vt, ["/bin/true"])
+    with open(os.path.join(vt, "data"), "rb") as f:
+        data = f.read()
+    check(r.returncode == 0 and ("layerprof=%s\n" % version).encode() in data,
+          "record writes layerprof=%s into the trace" % version, r.stderr)
     # the commands that read a trace: the same messages and exit codes for
     # their operand, the trace and their filter options
     missing = os.path.join(tmp, "no-such-trace")
