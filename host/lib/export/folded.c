@@ -9,18 +9,10 @@
 #include "host/lib/analysis/pathmerge.h"
 #include "host/lib/export/folded.h"
 #include "host/lib/util/escape.h"
+#include "host/lib/util/names.h"
 
-#define FOLDED_FIRST_NAMES 1024u
 #define FOLDED_FIRST_DEPTH 64u
 #define FOLDED_FRAME_MAX 2048u
-#define FNV_OFFSET_BASIS 1469598103934665603ull
-#define FNV_PRIME 1099511628211ull
-
-struct fname {
-	char *s; /* owned */
-	uint32_t len;
-	uint64_t hash;
-};
 
 struct folded {
 	struct walk *w;
@@ -28,80 +20,11 @@ struct folded {
 	struct pathmerge paths; /* keys: index into names */
 	uint64_t *value;        /* per node of paths */
 	uint32_t vcap;
-	struct fname *names;
-	uint32_t nnames, namecap;
-	uint32_t *name_hash; /* name index + 1 */
-	uint32_t namehcap;
-	uint32_t *stack; /* merged node at each depth of the tree being merged */
+	struct names names; /* the escaped frames */
+	uint32_t *stack;    /* merged node at each depth of the tree being merged */
 	uint32_t stack_cap;
 	uint64_t deeper; /* call paths merged into "[deeper]" frames */
 };
-
-static uint64_t str_hash(const char *s, size_t len)
-{
-	uint64_t h = FNV_OFFSET_BASIS;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
-	return h;
-}
-
-static int name_hash_grow(struct folded *fd)
-{
-	uint32_t cap = fd->namehcap ? 2 * fd->namehcap : 2 * FOLDED_FIRST_NAMES, i;
-	uint32_t *h = calloc(cap, sizeof(*h));
-
-	if (!h)
-		return -ENOMEM;
-	for (i = 0; i < fd->nnames; i++) {
-		uint32_t k = (uint32_t)fd->names[i].hash & (cap - 1);
-
-		while (h[k])
-			k = (k + 1) & (cap - 1);
-		h[k] = i + 1;
-	}
-	free(fd->name_hash);
-	fd->name_hash = h;
-	fd->namehcap = cap;
-	return 0;
-}
-
-/* The index of frame name s (already escaped), added when new; -ENOMEM. */
-static int64_t name_intern(struct folded *fd, const char *s, size_t len)
-{
-	uint64_t hash = str_hash(s, len);
-	struct fname *e;
-	uint32_t k;
-
-	if ((fd->nnames + 1) * 2 > fd->namehcap && name_hash_grow(fd))
-		return -ENOMEM;
-	k = (uint32_t)hash & (fd->namehcap - 1);
-	while (fd->name_hash[k]) {
-		e = &fd->names[fd->name_hash[k] - 1];
-		if (e->hash == hash && e->len == len && !memcmp(e->s, s, len))
-			return fd->name_hash[k] - 1;
-		k = (k + 1) & (fd->namehcap - 1);
-	}
-	if (fd->nnames == fd->namecap) {
-		uint32_t cap = fd->namecap ? 2 * fd->namecap : FOLDED_FIRST_NAMES;
-		struct fname *n;
-
-		if (cap > EXPORT_FOLDED_NODES_MAX || !(n = realloc(fd->names, cap * sizeof(*n))))
-			return -ENOMEM;
-		fd->names = n;
-		fd->namecap = cap;
-	}
-	e = &fd->names[fd->nnames];
-	e->s = malloc(len + 1);
-	if (!e->s)
-		return -ENOMEM;
-	memcpy(e->s, s, len + 1);
-	e->len = (uint32_t)len;
-	e->hash = hash;
-	fd->name_hash[k] = ++fd->nnames;
-	return fd->nnames - 1;
-}
 
 /* The merged child of parent named name, added when new; 0 for no memory. */
 static uint32_t node_child(struct folded *fd, uint32_t parent, uint32_t name)
@@ -127,10 +50,11 @@ static uint32_t node_child(struct folded *fd, uint32_t parent, uint32_t name)
 static uint32_t frame_child(struct folded *fd, uint32_t parent, const char *name)
 {
 	char frame[FOLDED_FRAME_MAX];
-	size_t len = escape_folded_frame(name, frame, sizeof(frame));
-	int64_t id = name_intern(fd, frame, len);
+	uint32_t id;
 
-	return id < 0 ? 0 : node_child(fd, parent, (uint32_t)id);
+	escape_folded_frame(name, frame, sizeof(frame));
+	id = names_intern(&fd->names, frame);
+	return id == NAMES_NONE ? 0 : node_child(fd, parent, id);
 }
 
 /* Adds one thread's tree under the root (or under a frame for the thread). */
@@ -202,8 +126,8 @@ static int write_lines(struct folded *fd, FILE *f)
 
 	i = nodes[0].first_child;
 	while (i) {
-		const struct fname *nm = &fd->names[nodes[i].key];
-		size_t need = len + 1 + nm->len + 1;
+		uint32_t id = (uint32_t)nodes[i].key;
+		size_t nlen = names_len(&fd->names, id), need = len + 1 + nlen + 1;
 
 		if (depth >= lcap) {
 			uint32_t c = lcap ? 2 * lcap : FOLDED_FIRST_DEPTH;
@@ -232,8 +156,8 @@ static int write_lines(struct folded *fd, FILE *f)
 		lens[depth] = len;
 		if (depth)
 			line[len++] = ';';
-		memcpy(line + len, nm->s, nm->len);
-		len += nm->len;
+		memcpy(line + len, names_get(&fd->names, id), nlen);
+		len += nlen;
 		if (fd->value[i]) {
 			int n = snprintf(num, sizeof(num), " %" PRIu64 "\n", fd->value[i]);
 
@@ -270,6 +194,7 @@ int export_folded(struct walk *w, unsigned flags, FILE *f, uint64_t *deeper)
 	uint32_t i;
 	int r = -ENOMEM;
 
+	names_init_max(&fd.names, EXPORT_FOLDED_NODES_MAX);
 	calltree_init(&ct);
 	calltree_walk_ops(&ct, &ops);
 	if (walk_run(w, &ops) || ct.oom)
@@ -288,10 +213,7 @@ int export_folded(struct walk *w, unsigned flags, FILE *f, uint64_t *deeper)
 	if (deeper)
 		*deeper = fd.deeper;
 out:
-	for (i = 0; i < fd.nnames; i++)
-		free(fd.names[i].s);
-	free(fd.names);
-	free(fd.name_hash);
+	names_release(&fd.names);
 	pathmerge_release(&fd.paths);
 	free(fd.value);
 	free(fd.stack);
