@@ -73,16 +73,23 @@ static void test_json(void)
  * the line separators left as they are. */
 static void test_json_plain(void)
 {
-	CHECK_STR(written(escape_json_plain, "main"), "\"main\"");
-	CHECK_STR(written(escape_json_plain, ""), "\"\"");
-	CHECK_STR(written(escape_json_plain, "q\"b\\"), "\"q\\\"b\\\\\"");
-	CHECK_STR(written(escape_json_plain, "a\nb\tc\rd\x01\x7f"), "\"a\\nb\\tc\\rd\\u0001\\u007f\"");
-	CHECK_STR(written(escape_json_plain, "bool ns::Box<int>::operator<(int const&)"),
-	          "\"bool ns::Box<int>::operator<(int const&)\"");
-	CHECK_STR(written(escape_json_plain, "x\xe2\x80\xa8y"), "\"x\xe2\x80\xa8y\"");
-	CHECK_STR(written(escape_json_plain, "caf\xc3\xa9"), "\"caf\xc3\xa9\"");
-	CHECK_STR(written(escape_json_plain, "odd\xff\xfename"), "\"odd\xef\xbf\xbd\xef\xbf\xbdname\"");
-	CHECK_STR(written(escape_json_plain, "cut\xe2\x82"), "\"cut\xef\xbf\xbd\xef\xbf\xbd\"");
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "main", "\"main\"" },
+		{ "", "\"\"" },
+		{ "q\"b\\", "\"q\\\"b\\\\\"" },
+		{ "a\nb\tc\rd\x01\x7f", "\"a\\nb\\tc\\rd\\u0001\\u007f\"" },
+		{ "bool ns::Box<int>::operator<(int const&)", "\"bool ns::Box<int>::operator<(int const&)\"" },
+		{ "x\xe2\x80\xa8y", "\"x\xe2\x80\xa8y\"" },
+		{ "caf\xc3\xa9", "\"caf\xc3\xa9\"" },
+		{ "odd\xff\xfename", "\"odd\xef\xbf\xbd\xef\xbf\xbdname\"" },
+		{ "cut\xe2\x82", "\"cut\xef\xbf\xbd\xef\xbf\xbd\"" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK_STR(written(escape_json_plain, cases[i].in), cases[i].want);
 }
 
 static void test_folded(void)
