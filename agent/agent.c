@@ -24,6 +24,7 @@
 #include "agent/agent.h"
 #include "common/auth.h"
 #include "common/clocksync.h"
+#include "common/exepath.h"
 #include "lp_arch.h"
 
 #define POLL_BUSY_MS 1
@@ -313,31 +314,16 @@ static int run(struct agent *a)
  * the build tree (../runtime). */
 static int find_lib(struct agent *a, const char *opt)
 {
-	static const char *const rel[] = { "/../lib/liblayerprof.so", "/../runtime/liblayerprof.so",
-		                           "/liblayerprof.so" };
-	char exe[PATH_MAX], path[PATH_MAX + 64];
-	ssize_t n;
-	size_t i;
-	char *slash;
+	char dir[PATH_MAX];
 
 	if (opt) {
 		if (!realpath(opt, a->lib))
 			return -errno;
 		return 0;
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (exepath_dir(dir, sizeof(dir)))
 		return -ENOENT;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
-	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s", exe, rel[i]);
-		if (!access(path, R_OK) && realpath(path, a->lib))
-			return 0;
-	}
-	return -ENOENT;
+	return exepath_runtime(dir, a->lib);
 }
 
 /* The heap interposers beside the runtime library (the install and the

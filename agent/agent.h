@@ -18,7 +18,6 @@
 #include "systrace/sysdrain.h"
 #include "systrace/systrace.h"
 
-#define AGENT_VERSION "0.1.0"
 #define AGENT_MEM_LIB "liblayerprof-mem.so" /* the heap interposers, beside the runtime */
 #define AGENT_MAPS_MAX 4096u
 #define AGENT_OUT_MAX (64u << 20)            /* queued bytes to the host, at most */

@@ -20,6 +20,7 @@
 
 #include "agent/agent.h"
 #include "lp_arch.h"
+#include "lp_version.h"
 
 /* At most this many peers accepted in one round of the poll loop: a flood
  * of connections cannot keep the loop from the host and the rings. */
@@ -287,7 +288,7 @@ static int send_hello(const struct agent *a, struct pending *p)
 		return -EIO;
 	auth_hex(p->nonce, sizeof(p->nonce), nonce_hex);
 	n = snprintf(hello, sizeof(frame) - LP_WIRE_HEADER_SIZE,
-	             "protocol=%d\nagent=layerprofd " AGENT_VERSION "\narch=" LP_ARCH_NAME
+	             "protocol=%d\nagent=layerprofd " LP_VERSION "\narch=" LP_ARCH_NAME
 	             "\ncaps=startstop,attach,filters%s,syscalls%s\nnonce=%s\n",
 	             LP_WIRE_PROTOCOL, p->unix_sock ? "" : ",udp", a->memlib[0] ? ",memory,mem_fold" : "", nonce_hex);
 	if (n < 0 || (size_t)n >= sizeof(frame) - LP_WIRE_HEADER_SIZE)

@@ -9,8 +9,7 @@
 #include "common/systab.h"
 #include "layerprof/format.h"
 #include "lp_arch.h"
-
-#define META_VERSION "0.1.0"
+#include "lp_version.h"
 
 /* Moves *n past what snprintf wrote (r), keeping it below size: text that
  * did not fit is cut, and the buffer stays NUL-terminated. */
@@ -23,7 +22,7 @@ static void meta_advance(size_t *n, size_t size, int r)
 void meta_init(struct meta *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->version = META_VERSION;
+	m->version = LP_VERSION;
 	if (uname(&m->uts))
 		memset(&m->uts, 0, sizeof(m->uts));
 	m->arch = LP_ARCH_NAME;

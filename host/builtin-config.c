@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/auth.h"
+#include "common/exepath.h"
 #include "host/builtin.h"
 
 static const char config_usage[] = "usage: layerprof config --wrap-flags\n"
@@ -34,21 +35,11 @@ static const char config_usage[] = "usage: layerprof config --wrap-flags\n"
 
 /* The response file: installed in <prefix>/lib/layerprof, or in the build
  * tree beside the runtime. */
-static int find_wrap_flags(char *out, size_t size)
+static int find_wrap_flags(char *out)
 {
 	static const char *const rel[] = { "/../lib/layerprof/memwrap.rsp", "/../runtime/memwrap.rsp" };
-	const char *dir = layerprof_exe_dir();
-	size_t i;
 
-	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		char path[PATH_MAX];
-
-		snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
-		if (!access(path, R_OK) && realpath(path, out))
-			return 0;
-	}
-	(void)size;
-	return -1;
+	return exepath_find(layerprof_exe_dir(), rel, sizeof(rel) / sizeof(rel[0]), out);
 }
 
 int cmd_config(int argc, char **argv)
@@ -96,7 +87,7 @@ int cmd_config(int argc, char **argv)
 		printf("layerprof config: a new token is in '%s' (mode 0600)\n", gen_token);
 		return LP_EXIT_OK;
 	}
-	if (find_wrap_flags(path, sizeof(path))) {
+	if (find_wrap_flags(path)) {
 		fprintf(stderr,
 		        "layerprof config: cannot find memwrap.rsp in '%s/../lib/layerprof' or "
 		        "'%s/../runtime'\n",

@@ -67,7 +67,6 @@ int cmd_dump(int argc, char **argv)
 	unsigned folded_flags = 0;
 	bool folded_only = false;
 	struct walk w;
-	char err[512];
 	FILE *f = stdout;
 	int c, r, code, werr = 0;
 	uint64_t deeper = 0;
@@ -103,11 +102,8 @@ int cmd_dump(int argc, char **argv)
 			fputs(dump_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = layerprof_filter_parse(&fopts, c, optarg, "dump");
-			if (r == 1)
+			if (builtin_filter_option(&fopts, c, optarg, "dump", dump_usage))
 				break;
-			if (r == 0)
-				fputs(dump_usage, stderr);
 			return LP_EXIT_USAGE;
 		}
 	}
@@ -119,17 +115,11 @@ int cmd_dump(int argc, char **argv)
 		fprintf(stderr, "layerprof dump: --value and --per-thread go with --folded\n");
 		return LP_EXIT_USAGE;
 	}
-	if (optind < argc)
-		dir = argv[optind++];
-	if (optind < argc) {
-		fprintf(stderr, "layerprof dump: one trace at a time ('%s' is extra)\n", argv[optind]);
+	if (builtin_trace_operand("dump", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
-	}
-	r = walk_open(&w, dir, &fopts, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "layerprof dump: %s\n", err);
-		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
-	}
+	code = builtin_trace_open("dump", &w, dir, &fopts);
+	if (code)
+		return code;
 	if (out && !(f = outfile_open(out))) {
 		fprintf(stderr, "layerprof dump: cannot write '%s': %s\n", out, outfile_strerror(errno));
 		walk_release(&w);

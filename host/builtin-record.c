@@ -17,6 +17,7 @@
 
 #include "common/chunk.h"
 #include "common/clocksync.h"
+#include "common/exepath.h"
 #include "common/drain.h"
 #include "common/launch.h"
 #include "common/memopts.h"
@@ -252,11 +253,7 @@ static void on_collect(void *ctx)
  * layerprof (../lib), or in the build tree (../runtime). */
 static int find_runtime(char *out, size_t size)
 {
-	static const char *const rel[] = { "/../lib/liblayerprof.so", "/../runtime/liblayerprof.so",
-		                           "/liblayerprof.so" };
 	const char *env = getenv("LAYERPROF_LIB");
-	const char *dir = layerprof_exe_dir();
-	size_t i;
 
 	if (env && *env) {
 		if (access(env, R_OK))
@@ -264,15 +261,7 @@ static int find_runtime(char *out, size_t size)
 		snprintf(out, size, "%s", env);
 		return 0;
 	}
-	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		char path[PATH_MAX];
-
-		snprintf(path, sizeof(path), "%s%s", dir, rel[i]);
-		if (!access(path, R_OK) && realpath(path, out))
-			return 0;
-	}
-	(void)size;
-	return -ENOENT;
+	return exepath_runtime(layerprof_exe_dir(), out);
 }
 
 static int write_meta(struct recorder *rec, uint64_t buffer)

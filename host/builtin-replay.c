@@ -347,9 +347,8 @@ int cmd_replay(int argc, char **argv)
 	struct replay rp = { 0 };
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data";
-	char err[512];
 	uint32_t i;
-	int c, r, code;
+	int c, code;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hF:N:", longopts, NULL)) != -1) {
@@ -365,25 +364,16 @@ int cmd_replay(int argc, char **argv)
 			fputs(replay_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = layerprof_filter_parse(&fopts, c, optarg, "replay");
-			if (r == 1)
+			if (builtin_filter_option(&fopts, c, optarg, "replay", replay_usage))
 				break;
-			if (r == 0)
-				fputs(replay_usage, stderr);
 			return LP_EXIT_USAGE;
 		}
 	}
-	if (optind < argc)
-		dir = argv[optind++];
-	if (optind < argc) {
-		fprintf(stderr, "layerprof replay: one trace at a time ('%s' is extra)\n", argv[optind]);
+	if (builtin_trace_operand("replay", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
-	}
-	r = walk_open(&rp.w, dir, &fopts, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "layerprof replay: %s\n", err);
-		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
-	}
+	code = builtin_trace_open("replay", &rp.w, dir, &fopts);
+	if (code)
+		return code;
 	ops.ctx = &rp;
 	/* by time: the code mappings are known before any thread's events,
 	 * whatever chunk of the file brings them */

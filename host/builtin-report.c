@@ -99,8 +99,7 @@ int cmd_report(int argc, char **argv)
 	const char *dir = "layerprof.data", *out = NULL;
 	bool syscalls = false, memory = false;
 	struct walk w;
-	char err[512];
-	int c, r, code;
+	int c, code;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:tho:F:N:", longopts, NULL)) != -1) {
@@ -149,20 +148,13 @@ int cmd_report(int argc, char **argv)
 			fputs(report_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = layerprof_filter_parse(&fopts, c, optarg, "report");
-			if (r == 1)
+			if (builtin_filter_option(&fopts, c, optarg, "report", report_usage))
 				break;
-			if (r == 0)
-				fputs(report_usage, stderr);
 			return LP_EXIT_USAGE;
 		}
 	}
-	if (optind < argc)
-		dir = argv[optind++];
-	if (optind < argc) {
-		fprintf(stderr, "layerprof report: one trace at a time ('%s' is extra)\n", argv[optind]);
+	if (builtin_trace_operand("report", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
-	}
 	if ((o.at_peak || o.has_at) && !memory) {
 		fprintf(stderr, "layerprof report: --at-peak and --at go with --memory\n");
 		return LP_EXIT_USAGE;
@@ -176,11 +168,9 @@ int cmd_report(int argc, char **argv)
 		return LP_EXIT_USAGE;
 	}
 	o.what = memory ? EXPORT_REPORT_MEMORY : syscalls ? EXPORT_REPORT_SYSCALLS : EXPORT_REPORT_PROFILE;
-	r = walk_open(&w, dir, &fopts, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "layerprof report: %s\n", err);
-		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
-	}
+	code = builtin_trace_open("report", &w, dir, &fopts);
+	if (code)
+		return code;
 	if (out) {
 		/* never through a link another user planted beside it */
 		FILE *f = outfile_open(out);

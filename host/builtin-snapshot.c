@@ -212,7 +212,7 @@ int cmd_snapshot(int argc, char **argv)
 	struct walk w;
 	bool at_peak = false, has_at = false;
 	uint64_t at_ns = 0;
-	char err[512], buf[32], command[1024];
+	char buf[32], command[1024];
 	FILE *f = NULL;
 	int c, r, code;
 
@@ -296,11 +296,9 @@ int cmd_snapshot(int argc, char **argv)
 			fprintf(stderr, "layerprof snapshot: --at-peak or --at, not both\n");
 		return LP_EXIT_USAGE;
 	}
-	r = walk_open(&w, dir, NULL, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "layerprof snapshot: %s\n", err);
-		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
-	}
+	code = builtin_trace_open("snapshot", &w, dir, NULL);
+	if (code)
+		return code;
 	r = heapfeed_pass(&w, &h, &feed, 0);
 	m.origin_ns = walk_meta(&w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : w.first_ns;
 	m.time_ns = h.now_ns;

@@ -107,7 +107,6 @@ int cmd_tree(int argc, char **argv)
 	const char *dir = "layerprof.data";
 	bool json = false;
 	struct json j;
-	char err[512];
 	uint32_t i;
 	int c, r, code;
 
@@ -131,25 +130,16 @@ int cmd_tree(int argc, char **argv)
 			fputs(tree_usage, stdout);
 			return LP_EXIT_OK;
 		default:
-			r = layerprof_filter_parse(&fopts, c, optarg, "tree");
-			if (r == 1)
+			if (builtin_filter_option(&fopts, c, optarg, "tree", tree_usage))
 				break;
-			if (r == 0)
-				fputs(tree_usage, stderr);
 			return LP_EXIT_USAGE;
 		}
 	}
-	if (optind < argc)
-		dir = argv[optind++];
-	if (optind < argc) {
-		fprintf(stderr, "layerprof tree: one trace at a time ('%s' is extra)\n", argv[optind]);
+	if (builtin_trace_operand("tree", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
-	}
-	r = walk_open(&tr.w, dir, &fopts, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "layerprof tree: %s\n", err);
-		return r == -ENOMEM ? LP_EXIT_FAILURE : LP_EXIT_TRACE;
-	}
+	code = builtin_trace_open("tree", &tr.w, dir, &fopts);
+	if (code)
+		return code;
 	calltree_init(&tr.ct);
 	calltree_walk_ops(&tr.ct, &ops);
 	walk_run(&tr.w, &ops);

@@ -2,6 +2,7 @@
 #ifndef LP_BUILTIN_H
 #define LP_BUILTIN_H
 
+#include <stdbool.h>
 #include "host/lib/util/error.h"
 
 struct filter_opts;
@@ -42,5 +43,19 @@ int layerprof_filter_parse(struct filter_opts *f, int code, const char *arg, con
 /* The directory of the running layerprof executable (for finding the
  * runtime library).  Returns "" when unknown. */
 const char *layerprof_exe_dir(void);
+
+/* builtin-common.c: what the subcommands that read a trace share.  The
+ * default: of their option switch; whether code was a filter option
+ * (parsed into *f).  When it was not one, prints usage to stderr; after a
+ * bad value, the message layerprof_filter_parse printed stands alone. */
+bool builtin_filter_option(struct filter_opts *f, int code, const char *arg, const char *cmd, const char *usage);
+/* Takes the one trace operand argv[first] (when there is one) into *dir,
+ * which keeps its default otherwise.  Returns LP_EXIT_OK, or LP_EXIT_USAGE
+ * after saying which operand is extra. */
+int builtin_trace_operand(const char *cmd, int argc, char **argv, int first, const char **dir);
+/* walk_open with the subcommand's message on failure.  Returns LP_EXIT_OK,
+ * LP_EXIT_TRACE (missing, empty, damaged, another version) or
+ * LP_EXIT_FAILURE (out of memory). */
+int builtin_trace_open(const char *cmd, struct walk *w, const char *dir, const struct filter_opts *fopts);
 
 #endif

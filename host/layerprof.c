@@ -5,11 +5,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/exepath.h"
 #include "host/builtin.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/options.h"
-
-#define LAYERPROF_VERSION "0.1.0"
+#include "lp_version.h"
 
 struct command {
 	const char *name;
@@ -129,18 +129,9 @@ int layerprof_trace_condition(const struct walk *w, const char *cmd)
 const char *layerprof_exe_dir(void)
 {
 	static char dir[PATH_MAX];
-	ssize_t n;
-	char *slash;
 
-	if (dir[0])
-		return dir;
-	n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
-	if (n <= 0)
-		return "";
-	dir[n] = '\0';
-	slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
+	if (!dir[0])
+		exepath_dir(dir, sizeof(dir));
 	return dir;
 }
 
@@ -168,7 +159,7 @@ int main(int argc, char **argv)
 		return LP_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("layerprof %s\n", LAYERPROF_VERSION);
+		printf("layerprof %s\n", LP_VERSION);
 		return LP_EXIT_OK;
 	}
 	if (isatty(STDERR_FILENO))

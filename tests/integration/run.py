@@ -358,12 +358,55 @@ TEMPLATES_NS = {"bool ns::eq<int>(int, int)": 4, "bool ns::eq<long>(long, long)"
                 "ns::(anonymous namespace)::hidden(int)": 1}
 
 
+def json_strings(doc):
+    """Every string in a parsed JSON document, keys and values."""
+    if isinstance(doc, str):
+        yield doc
+    elif isinstance(doc, dict):
+        for k, v in doc.items():
+            yield k
+            yield from json_strings(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from json_strings(v)
+
+
+def reject_constant(name):
+    raise ValueError("%s is not JSON" % name)
+
+
+def names_invalid_utf8(lp, b, tmp, tag):
+    """A function whose name is not valid UTF-8 (tests/programs/badname.c,
+    symbol "odd\\xff\\xfename"): every JSON writer still writes strict JSON
+    in UTF-8, with each stray byte as U+FFFD."""
+    out = os.path.join(tmp, "badname-%s" % tag.replace(" ", ""))
+    r = record(lp, out, [b.prog("badname")])
+    if not check(r.returncode == 0, "%s: badname recorded" % tag, r.stderr.strip()):
+        return
+    want = "odd\ufffd\ufffdname"
+    for args in (("report", "--format", "json"), ("tree", "--format", "json"), ("dump", "--chrome"),
+                 ("replay", "--format", "json")):
+        what = "%s: %s of a name with invalid UTF-8" % (tag, " ".join(args))
+        r = subprocess.run([lp.exe] + list(args) + [out], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        try:
+            doc = json.loads(r.stdout.decode("utf-8"), parse_constant=reject_constant)
+        except ValueError as e:
+            check(False, what + " is strict JSON in UTF-8", "exit %d, %s" % (r.returncode, e))
+            continue
+        check(r.returncode == 0 and any(want in s for s in json_strings(doc)),
+              what + " names it with U+FFFD", "exit %d, %s" % (r.returncode, r.stderr.decode(errors="replace")))
+
+
 def group_names(lp, tmp):
     """C++ names in filters and displays: patterns match the qualified name
     without the return type a function template's name starts with, with or
     without its parameters, at report and at record time; replay prints a
-    C++ name's own parameter list once."""
+    C++ name's own parameter list once; a name with invalid UTF-8 stays
+    valid JSON."""
     for cc, cxx, opt in VARIANTS:
+        if have(cc):
+            names_invalid_utf8(lp, Builder(cc, cxx, opt, tmp), tmp, "%s %s" % (cc, opt))
         if not have(cxx):
             skip("names with %s" % cxx, "%s is not installed" % cxx)
             continue
@@ -826,6 +869,39 @@ def group_cli(lp, tmp):
         check(r.returncode == 2, "%s rejects an unknown option with exit 2" % cmd)
     r = lp("frobnicate")
     check(r.returncode == 2 and "not a layerprof command" in r.stderr, "unknown command")
+    # one version, the project's: what --version says and what a trace records
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        version = re.search(r"project\(layerprof VERSION ([0-9.]+)", f.read()).group(1)
+    r = lp("--version")
+    check(r.returncode == 0 and r.stdout == "layerprof %s\n" % version, "--version says %s" % version, r.stdout)
+    vt = os.path.join(tmp, "version-trace")
+    r = record(lp, vt, ["/bin/true"])
+    with open(os.path.join(vt, "data"), "rb") as f:
+        data = f.read()
+    check(r.returncode == 0 and ("layerprof=%s\n" % version).encode() in data,
+          "record writes layerprof=%s into the trace" % version, r.stderr)
+    # the commands that read a trace: the same messages and exit codes for
+    # their operand, the trace and their filter options
+    missing = os.path.join(tmp, "no-such-trace")
+    for cmd, extra in (("report", ()), ("tree", ()), ("replay", ()), ("dump", ("--chrome",)),
+                       ("snapshot", ("-o", os.path.join(tmp, "snap-x")))):
+        r = lp(cmd, *extra, "a", "b")
+        want = "layerprof %s: one trace at a time ('b' is extra)\n" % cmd
+        check(r.returncode == 2 and r.stderr == want, "%s a b: %r, exit 2" % (cmd, want.strip()),
+              "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+        r = lp(cmd, *extra, missing)
+        want = "layerprof %s: cannot open trace '%s': No such file or directory\n" % (cmd, missing)
+        check(r.returncode == 3 and r.stderr == want and r.stdout == "", "%s of a missing trace: %r, exit 3" %
+              (cmd, want.strip()), "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+        if cmd == "snapshot":
+            continue
+        r = lp(cmd, *extra, "--depth", "0", missing)
+        want = "layerprof %s: invalid --depth '0': expected a number from 1" % cmd
+        check(r.returncode == 2 and r.stderr.startswith(want) and r.stderr.count("\n") == 1,
+              "%s --depth 0: one message, exit 2" % cmd, "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+        r = lp(cmd, *extra, "--no-such-option", missing)
+        check(r.returncode == 2 and "usage: layerprof %s" % cmd in r.stderr,
+              "%s --no-such-option: usage on stderr, exit 2" % cmd, "rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
     # a typo'd command: the nearest one is named, nothing else is said
     for typo, meant in (("reprot", "report"), ("tre", "tree"), ("replya", "replay"), ("sreve", "serve"),
                         ("recordd", "record")):

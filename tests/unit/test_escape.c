@@ -69,6 +69,29 @@ static void test_json(void)
 	CHECK_STR(written(escape_json, "\xc0\xaf"), "\"\xef\xbf\xbd\xef\xbf\xbd\"");
 }
 
+/* JSON outside HTML: the same escapes and UTF-8 checking, with < > & and
+ * the line separators left as they are. */
+static void test_json_plain(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "main", "\"main\"" },
+		{ "", "\"\"" },
+		{ "q\"b\\", "\"q\\\"b\\\\\"" },
+		{ "a\nb\tc\rd\x01\x7f", "\"a\\nb\\tc\\rd\\u0001\\u007f\"" },
+		{ "bool ns::Box<int>::operator<(int const&)", "\"bool ns::Box<int>::operator<(int const&)\"" },
+		{ "x\xe2\x80\xa8y", "\"x\xe2\x80\xa8y\"" },
+		{ "caf\xc3\xa9", "\"caf\xc3\xa9\"" },
+		{ "odd\xff\xfename", "\"odd\xef\xbf\xbd\xef\xbf\xbdname\"" },
+		{ "cut\xe2\x82", "\"cut\xef\xbf\xbd\xef\xbf\xbd\"" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK_STR(written(escape_json_plain, cases[i].in), cases[i].want);
+}
+
 static void test_folded(void)
 {
 	char buf[64];
@@ -97,6 +120,7 @@ int main(void)
 	test_utf8();
 	test_xml();
 	test_json();
+	test_json_plain();
 	test_folded();
 	return check_summary();
 }

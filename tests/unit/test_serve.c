@@ -159,7 +159,7 @@ static void test_pass(struct servemodel *m)
 	CHECK_EQ_U64(na->self_ns, 20ull * LOOPS);
 	CHECK_EQ_U64(t->n, 4);
 	/* the flame graph: all -> main -> a -> b, totals as the tree's */
-	CHECK_EQ_U64(m->flame.n, 4);
+	CHECK_EQ_U64(m->flame.paths.n, 4);
 	CHECK_EQ_U64(m->flame.nodes[0].total_ns, nmain->total_ns);
 	/* the chunk index: several chunks, main open at the later ones */
 	ts = m->tl.streams[0];
@@ -359,6 +359,26 @@ static void test_names(void)
 	}
 	CHECK_EQ_U64(names_intern(&n, "f4321"), 2 + 4321);
 	CHECK_STR(names_get(&n, a), "alpha");
+	CHECK_EQ_U64(names_len(&n, a), 5);
+	CHECK_EQ_U64(names_len(&n, b), 11);
+	CHECK_EQ_U64(names_len(&n, 2 + 4321), 5);
+	CHECK_EQ_U64(names_len(&n, 2 + 4999), 5); /* the last one */
+	CHECK_EQ_U64(names_len(&n, 999999), 0);
+	names_release(&n);
+	/* a bounded table: names past the bound are refused, known ones found */
+	names_init_max(&n, 3);
+	CHECK_EQ_U64(names_intern(&n, ""), 0);
+	CHECK_EQ_U64(names_len(&n, 0), 0);
+	CHECK_EQ_U64(names_intern(&n, "b"), 1);
+	CHECK_EQ_U64(names_intern(&n, "c"), 2);
+	CHECK_EQ_U64(names_intern(&n, "d"), NAMES_NONE);
+	CHECK_EQ_U64(names_intern(&n, "b"), 1);
+	CHECK_EQ_U64(n.n, 3);
+	names_release(&n);
+	/* a zeroed table holds names too */
+	memset(&n, 0, sizeof(n));
+	CHECK_EQ_U64(names_intern(&n, "x"), 0);
+	CHECK_STR(names_get(&n, 0), "x");
 	names_release(&n);
 }
 

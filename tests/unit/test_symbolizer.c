@@ -845,6 +845,34 @@ static void test_api_edges(void)
 	symbolizer_free(s);
 }
 
+/* The libraries syscall and heap call sites look past, by base name. */
+static void test_system_module(void)
+{
+	static const char *const sys[] = { "/lib/x86_64-linux-gnu/libc.so.6",
+		                           "/lib/libc-2.31.so",
+		                           "/lib64/ld-linux-x86-64.so.2",
+		                           "/lib/ld-musl-aarch64.so.1",
+		                           "/lib64/ld64.so.2",
+		                           "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+		                           "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+		                           "/lib/x86_64-linux-gnu/libpthread.so.0",
+		                           "/lib/x86_64-linux-gnu/libdl.so.2",
+		                           "/lib/x86_64-linux-gnu/librt.so.1",
+		                           "/opt/lp/lib/liblayerprof.so",
+		                           "linux-vdso.so.1",
+		                           "[vdso]" };
+	static const char *const user[] = { "/usr/bin/app", "/usr/lib/libcrypto.so.3",         "/usr/lib/libldap.so.2",
+		                            "/home/u/libc", "/lib/x86_64-linux-gnu/libm.so.6", "/tmp/x/" };
+	size_t i;
+
+	for (i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
+		check_true(symbolizer_system_module(sys[i]), __FILE__, __LINE__, sys[i]);
+	for (i = 0; i < sizeof(user) / sizeof(user[0]); i++)
+		check_true(!symbolizer_system_module(user[i]), __FILE__, __LINE__, user[i]);
+	CHECK(!symbolizer_system_module(NULL));
+	CHECK(!symbolizer_system_module(""));
+}
+
 int main(void)
 {
 	char cmd[CMD_MAX];
@@ -863,6 +891,7 @@ int main(void)
 	test_unterminated_strings();
 	test_bad_files();
 	test_api_edges();
+	test_system_module();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		printf("cannot remove %s\n", tmpdir);

@@ -17,7 +17,6 @@ struct sysstats_key {
 	bool frame;    /* addr is a return address, not a function entry */
 	uint8_t arch;
 	uint32_t nr;
-	bool used;
 	uint64_t calls, errors, total_ns;
 };
 
@@ -41,6 +40,7 @@ void sysstats_release(struct sysstats *st)
 		free(st->rows[a]);
 	}
 	free(st->keys);
+	hashindex_release(&st->keyindex);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -92,23 +92,6 @@ static struct sysstats_row *row_get(struct sysstats *st, uint8_t arch, uint32_t 
 	return r;
 }
 
-/* Libraries a syscall passes through on its way from the caller. */
-static bool system_module(const char *module)
-{
-	static const char *const prefixes[] = { "libc.so",    "libc-",  "ld-linux", "ld-",  "libpthread",
-		                                "linux-vdso", "[vdso]", "libdl",    "librt" };
-	const char *base = module ? strrchr(module, '/') : NULL;
-	size_t i;
-
-	base = base ? base + 1 : module;
-	if (!base || !*base)
-		return false;
-	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
-			return true;
-	return false;
-}
-
 /* The frame the call is attributed to without an instrumented function:
  * the first return address outside the C library and the loader, else
  * the innermost one; 0 without a stack. */
@@ -123,7 +106,7 @@ static uint64_t caller_frame(struct walk *w, uint32_t image, const struct walk_s
 			continue;
 		if (symbolizer_lookup(w->sym, image, sc->ips[i], &sym) == -ENOMEM)
 			break;
-		if (sym.module && !system_module(sym.module))
+		if (sym.module && !symbolizer_system_module(sym.module))
 			return sc->ips[i];
 	}
 	return sc->nips ? sc->ips[0] : 0;
@@ -149,62 +132,43 @@ const char *sysstats_caller(struct walk *w, const struct walk_stream *s, const s
 	return walk_name(w, s->image, frame, buf, size);
 }
 
-static uint32_t key_hash(const struct sysstats_key *k, uint32_t cap)
+static uint64_t key_hash(const struct sysstats_key *k)
 {
-	uint64_t h = k->addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)k->image << 32 | k->tid) * 0xc2b2ae3d27d4eb4full ^
-	             ((uint64_t)k->arch << 32 | k->nr) * 0x165667b19e3779f9ull;
-
-	return (uint32_t)(h >> 32) & (cap - 1);
+	return hashindex_u64(k->addr ^ hashindex_u64((uint64_t)k->image << 32 | k->tid) ^
+	                     hashindex_u64((uint64_t)k->arch << 33 | (uint64_t)k->nr << 1 | k->frame));
 }
 
-static bool key_eq(const struct sysstats_key *a, const struct sysstats_key *b)
+static bool key_eq(const void *ctx, uint32_t item, const void *key)
 {
+	const struct sysstats_key *a = &((const struct sysstats *)ctx)->keys[item], *b = key;
+
 	return a->addr == b->addr && a->image == b->image && a->tid == b->tid && a->arch == b->arch && a->nr == b->nr &&
 	       a->frame == b->frame;
 }
 
-static int keys_grow(struct sysstats *st)
-{
-	uint32_t cap = st->keys_cap ? 2 * st->keys_cap : 256, i;
-	struct sysstats_key *n;
-
-	if (cap > SYSSTATS_KEYS_MAX)
-		return -ENOSPC;
-	n = calloc(cap, sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	for (i = 0; i < st->keys_cap; i++) {
-		uint32_t h;
-
-		if (!st->keys[i].used)
-			continue;
-		h = key_hash(&st->keys[i], cap);
-		while (n[h].used)
-			h = (h + 1) & (cap - 1);
-		n[h] = st->keys[i];
-	}
-	free(st->keys);
-	st->keys = n;
-	st->keys_cap = cap;
-	return 0;
-}
-
 static struct sysstats_key *key_get(struct sysstats *st, const struct sysstats_key *k)
 {
-	uint32_t h;
+	uint64_t hash = key_hash(k);
+	uint32_t slot;
 
-	if ((st->nkeys + 1) * 2 > st->keys_cap && keys_grow(st))
+	if (hashindex_reserve(&st->keyindex))
 		return NULL;
-	h = key_hash(k, st->keys_cap);
-	while (st->keys[h].used) {
-		if (key_eq(&st->keys[h], k))
-			return &st->keys[h];
-		h = (h + 1) & (st->keys_cap - 1);
+	slot = hashindex_slot(&st->keyindex, hash, key_eq, st, k);
+	if (st->keyindex.val[slot])
+		return &st->keys[st->keyindex.val[slot] - 1];
+	if (st->nkeys == st->keys_cap) {
+		uint32_t cap = st->keys_cap ? 2 * st->keys_cap : 128;
+		struct sysstats_key *n;
+
+		/* half the index's bound, as when the keys were the index */
+		if (cap > SYSSTATS_KEYS_MAX / 2 || !(n = realloc(st->keys, cap * sizeof(*n))))
+			return NULL;
+		st->keys = n;
+		st->keys_cap = cap;
 	}
-	st->keys[h] = *k;
-	st->keys[h].used = true;
-	st->nkeys++;
-	return &st->keys[h];
+	st->keys[st->nkeys] = *k;
+	hashindex_put(&st->keyindex, slot, hash, st->nkeys);
+	return &st->keys[st->nkeys++];
 }
 
 void sysstats_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
@@ -382,13 +346,10 @@ int sysstats_collect(struct sysstats *st, struct sysstats_result *out)
 		}
 	}
 	qsort(out->rows, out->nrows, sizeof(*out->rows), row_cmp);
-	for (i = 0; i < st->keys_cap; i++) {
+	for (i = 0; i < st->nkeys; i++) {
 		const struct sysstats_key *k = &st->keys[i];
-		struct sysstats_fn *f;
+		struct sysstats_fn *f = &out->fns[out->nfns];
 
-		if (!k->used)
-			continue;
-		f = &out->fns[out->nfns];
 		f->name = key_name(st, k);
 		if (!f->name)
 			goto oom;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "host/lib/trace/walk.h"
+#include "host/lib/util/hashindex.h"
 
 /* Log-linear histogram of durations: exact below 64 ns, then 32 buckets
  * per power of two (within about 3%). */
@@ -50,8 +51,9 @@ struct sysstats {
 	struct walk *w;
 	unsigned flags;
 	struct sysstats_row *rows[4]; /* per enum sys_arch, SYS_NR_MAX entries, on use */
-	struct sysstats_key *keys;    /* per-function hash table */
+	struct sysstats_key *keys;    /* per function and syscall, in order of arrival */
 	uint32_t nkeys, keys_cap;
+	struct hashindex keyindex; /* keys by function, thread and syscall */
 	uint64_t calls, errors;
 	bool oom;
 };

@@ -12,9 +12,9 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/error.h"
 #include "host/lib/util/escape.h"
+#include "host/lib/util/hashindex.h"
 
 #define CHROME_FIRST_NAMES 1024u
-#define GOLDEN_RATIO_64 0x9e3779b97f4a7c15ull
 #define NS_PER_US 1000u
 #define CHROME_FIRST_THREADS 256u
 
@@ -22,13 +22,13 @@
 struct chrome_name {
 	uint64_t addr;
 	uint32_t image;
-	uint32_t len; /* 0: empty slot */
-	char *json;   /* owned */
+	uint32_t len;
+	char *json; /* owned */
 };
 
 /* A thread id of the trace, and whether more than one image (exec) uses it. */
 struct chrome_thread {
-	uint64_t key; /* (pid << 32 | tid) + 1; 0: empty slot */
+	uint64_t key; /* pid << 32 | tid */
 	uint32_t image;
 	bool images; /* more than one */
 };
@@ -47,13 +47,15 @@ struct chrome_stream {
 struct chrome {
 	struct walk *w;
 	FILE *f;
-	uint64_t zero_ns; /* the first event's time: ts 0 */
-	struct chrome_name *names;
+	uint64_t zero_ns;          /* the first event's time: ts 0 */
+	struct chrome_name *names; /* escaped names, cached */
 	uint32_t ncap, nnames;
+	struct hashindex name_index;   /* names by (image, addr) */
 	uint64_t written;              /* events written to f */
-	struct chrome_thread *threads; /* every (pid, tid) of the trace: open addressing */
+	struct chrome_thread *threads; /* every (pid, tid) of the trace */
 	uint32_t tcap, nthreads;
-	uint32_t ntmp; /* streams with a temporary file */
+	struct hashindex thread_index; /* threads by key */
+	uint32_t ntmp;                 /* streams with a temporary file */
 	bool oom, tmp_failed;
 };
 
@@ -105,60 +107,53 @@ static FILE *event_begin(struct chrome *c, const struct chrome_stream *cs)
 	return c->f;
 }
 
-static uint32_t name_slot(uint32_t image, uint64_t addr, uint32_t cap)
+static bool name_eq(const void *ctx, uint32_t item, const void *key)
 {
-	return (uint32_t)(((addr ^ (uint64_t)image << 48) * GOLDEN_RATIO_64) >> 40) & (cap - 1);
+	const struct chrome_name *e = &((const struct chrome *)ctx)->names[item], *k = key;
+
+	return e->addr == k->addr && e->image == k->image;
 }
 
-static int names_grow(struct chrome *c)
+/* Room for one more cached name; false when the cache is full or memory
+ * ran out. */
+static bool names_room(struct chrome *c)
 {
-	uint32_t cap = c->ncap ? 2 * c->ncap : CHROME_FIRST_NAMES, i;
-	struct chrome_name *n = calloc(cap, sizeof(*n));
+	struct chrome_name *n;
+	uint32_t cap;
 
+	if (c->nnames >= EXPORT_CHROME_NAMES_MAX || hashindex_reserve(&c->name_index))
+		return false;
+	if (c->nnames < c->ncap)
+		return true;
+	cap = c->ncap ? 2 * c->ncap : CHROME_FIRST_NAMES;
+	n = realloc(c->names, cap * sizeof(*n));
 	if (!n)
-		return -ENOMEM;
-	for (i = 0; i < c->ncap; i++) {
-		uint32_t h;
-
-		if (!c->names[i].len)
-			continue;
-		h = name_slot(c->names[i].image, c->names[i].addr, cap);
-		while (n[h].len)
-			h = (h + 1) & (cap - 1);
-		n[h] = c->names[i];
-	}
-	free(c->names);
+		return false;
 	c->names = n;
 	c->ncap = cap;
-	return 0;
+	return true;
 }
 
 /* Writes the name of addr as a JSON string; cached after the first time. */
 static void put_name(struct chrome *c, FILE *f, uint32_t image, uint64_t addr)
 {
+	struct chrome_name key = { .addr = addr, .image = image }, *e;
+	uint64_t hash = hashindex_u64(addr ^ (uint64_t)image << 48);
 	char buf[1024], *mem = NULL;
 	size_t len = 0;
-	struct chrome_name *e;
+	int64_t found;
 	FILE *m;
-	uint32_t h = 0;
 
-	/* the cache only saves time: without memory for it, names are escaped
-	 * at each use */
-	if (c->nnames * 2 >= c->ncap && c->nnames < EXPORT_CHROME_NAMES_MAX)
-		(void)names_grow(c);
-	if (c->ncap) {
-		h = name_slot(image, addr, c->ncap);
-		while (c->names[h].len) {
-			e = &c->names[h];
-			if (e->addr == addr && e->image == image) {
-				fwrite(e->json, 1, e->len, f);
-				return;
-			}
-			h = (h + 1) & (c->ncap - 1);
-		}
+	found = hashindex_get(&c->name_index, hash, name_eq, c, &key);
+	if (found >= 0) {
+		e = &c->names[found];
+		fwrite(e->json, 1, e->len, f);
+		return;
 	}
 	walk_name(c->w, image, addr, buf, sizeof(buf));
-	if (!c->ncap || c->nnames * 2 >= c->ncap || !(m = open_memstream(&mem, &len))) {
+	/* the cache only saves time: without memory for it, names are escaped
+	 * at each use */
+	if (!names_room(c) || !(m = open_memstream(&mem, &len))) {
 		escape_json(f, buf);
 		return;
 	}
@@ -168,55 +163,48 @@ static void put_name(struct chrome *c, FILE *f, uint32_t image, uint64_t addr)
 		escape_json(f, buf);
 		return;
 	}
-	e = &c->names[h];
+	e = &c->names[c->nnames];
 	e->addr = addr;
 	e->image = image;
 	e->json = mem;
 	e->len = (uint32_t)len;
-	c->nnames++;
+	hashindex_put(&c->name_index, hashindex_slot(&c->name_index, hash, name_eq, c, &key), hash, c->nnames++);
 	fwrite(mem, 1, len, f);
 }
 
-static uint32_t thread_slot(uint64_t key, uint32_t cap)
+static bool thread_eq(const void *ctx, uint32_t item, const void *key)
 {
-	return (uint32_t)((key * GOLDEN_RATIO_64) >> 40) & (cap - 1);
+	return ((const struct chrome *)ctx)->threads[item].key == *(const uint64_t *)key;
 }
 
 /* The entry of (pid, tid), added when new (with image); NULL when memory
- * runs out. */
+ * runs out.  Valid until the next call. */
 static struct chrome_thread *thread_get(struct chrome *c, uint32_t pid, uint32_t tid, uint32_t image)
 {
-	uint64_t key = ((uint64_t)pid << 32 | tid) + 1;
-	uint32_t h;
+	uint64_t key = (uint64_t)pid << 32 | tid, hash = hashindex_u64(key);
+	struct chrome_thread *t;
+	uint32_t slot;
 
-	if ((c->nthreads + 1) * 2 > c->tcap) {
-		uint32_t cap = c->tcap ? 2 * c->tcap : CHROME_FIRST_THREADS, i;
-		struct chrome_thread *n = calloc(cap, sizeof(*n));
+	if (hashindex_reserve(&c->thread_index))
+		return NULL;
+	slot = hashindex_slot(&c->thread_index, hash, thread_eq, c, &key);
+	if (c->thread_index.val[slot])
+		return &c->threads[c->thread_index.val[slot] - 1];
+	if (c->nthreads == c->tcap) {
+		uint32_t cap = c->tcap ? 2 * c->tcap : CHROME_FIRST_THREADS;
 
-		if (!n)
+		t = realloc(c->threads, cap * sizeof(*t));
+		if (!t)
 			return NULL;
-		for (i = 0; i < c->tcap; i++) {
-			if (!c->threads[i].key)
-				continue;
-			h = thread_slot(c->threads[i].key, cap);
-			while (n[h].key)
-				h = (h + 1) & (cap - 1);
-			n[h] = c->threads[i];
-		}
-		free(c->threads);
-		c->threads = n;
+		c->threads = t;
 		c->tcap = cap;
 	}
-	h = thread_slot(key, c->tcap);
-	while (c->threads[h].key) {
-		if (c->threads[h].key == key)
-			return &c->threads[h];
-		h = (h + 1) & (c->tcap - 1);
-	}
-	c->threads[h].key = key;
-	c->threads[h].image = image;
-	c->nthreads++;
-	return &c->threads[h];
+	t = &c->threads[c->nthreads];
+	memset(t, 0, sizeof(*t));
+	t->key = key;
+	t->image = image;
+	hashindex_put(&c->thread_index, slot, hash, c->nthreads++);
+	return t;
 }
 
 static void on_begin(void *ctx, struct walk_stream *s)
@@ -502,10 +490,12 @@ int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn)
 	        ",\"clock\":\"CLOCK_MONOTONIC\",\"time_zero_ns\":\"%" PRIu64 "\",\"events\":\"%" PRIu64
 	        "\",\"lost_events\":\"%" PRIu64 "\",\"complete\":\"%s\"}}\n",
 	        c.zero_ns, w->events, w->lost, w->r.state == READER_OK && w->r.seen_end ? "true" : "false");
-	for (i = 0; i < c.ncap; i++)
+	for (i = 0; i < c.nnames; i++)
 		free(c.names[i].json);
 	free(c.names);
+	hashindex_release(&c.name_index);
 	free(c.threads);
+	hashindex_release(&c.thread_index);
 	if (r || c.oom)
 		return -ENOMEM;
 	if (c.tmp_failed)

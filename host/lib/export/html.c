@@ -7,6 +7,7 @@
 
 #include "host/lib/export/html.h"
 #include "host/lib/util/escape.h"
+#include "host/lib/util/names.h"
 #include "host/lib/util/options.h"
 #include "layerprof/format.h"
 
@@ -340,73 +341,8 @@ static void put_syscalls(FILE *f, const struct reportdata *rd)
 	fputs("</tbody>\n</table>\n", f);
 }
 
-/* Name index of each distinct node name, shared by all threads. */
-struct html_names {
-	char **name; /* owned */
-	uint32_t n, cap;
-	uint32_t *hash; /* index + 1 */
-	uint32_t hcap;
-};
-
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static int names_rehash(struct html_names *nm, uint32_t cap)
-{
-	uint32_t *h = calloc(cap, sizeof(*h)), i;
-
-	if (!h)
-		return -ENOMEM;
-	for (i = 0; i < nm->n; i++) {
-		uint32_t k = (uint32_t)name_hash(nm->name[i]) & (cap - 1);
-
-		while (h[k])
-			k = (k + 1) & (cap - 1);
-		h[k] = i + 1;
-	}
-	free(nm->hash);
-	nm->hash = h;
-	nm->hcap = cap;
-	return 0;
-}
-
-/* The index of s, added when new; -ENOMEM. */
-static int64_t names_index(struct html_names *nm, const char *s)
-{
-	uint32_t k;
-
-	if ((nm->n + 1) * 2 > nm->hcap && names_rehash(nm, nm->hcap ? 2 * nm->hcap : 1024))
-		return -ENOMEM;
-	k = (uint32_t)name_hash(s) & (nm->hcap - 1);
-	while (nm->hash[k]) {
-		if (!strcmp(nm->name[nm->hash[k] - 1], s))
-			return nm->hash[k] - 1;
-		k = (k + 1) & (nm->hcap - 1);
-	}
-	if (nm->n == nm->cap) {
-		uint32_t cap = nm->cap ? 2 * nm->cap : 1024;
-		char **n;
-
-		if (cap > CALLTREE_NODES_MAX || !(n = realloc(nm->name, cap * sizeof(*n))))
-			return -ENOMEM;
-		nm->name = n;
-		nm->cap = cap;
-	}
-	nm->name[nm->n] = strdup(s);
-	if (!nm->name[nm->n])
-		return -ENOMEM;
-	nm->hash[k] = ++nm->n;
-	return nm->n - 1;
-}
-
 /* One thread's nodes as the flat array the script reads. */
-static int put_tree_nodes(FILE *f, struct reportdata *rd, struct html_names *nm, const struct walk_stream *s,
+static int put_tree_nodes(FILE *f, struct reportdata *rd, struct names *nm, const struct walk_stream *s,
                           const struct calltree_stream *t)
 {
 	struct calltree_iter it;
@@ -420,13 +356,13 @@ static int put_tree_nodes(FILE *f, struct reportdata *rd, struct html_names *nm,
 	fputc('[', f);
 	while ((i = calltree_iter_next(&it, &depth))) {
 		const struct calltree_node *nd = &t->nodes[i];
-		int64_t id = names_index(nm, calltree_node_name(rd->w, s, nd, false, name, sizeof(name)));
+		uint32_t id = names_intern(nm, calltree_node_name(rd->w, s, nd, false, name, sizeof(name)));
 
-		if (id < 0) {
+		if (id == NAMES_NONE) {
 			r = -ENOMEM;
 			break;
 		}
-		fprintf(f, "%s%" PRIu32 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64, first ? "" : ",",
+		fprintf(f, "%s%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64, first ? "" : ",",
 		        depth, id, nd->calls, nd->total_ns, nd->self_ns,
 		        CALLTREE_IS_SYSCALL(nd->addr) ? (int64_t)nd->errors : -1);
 		first = false;
@@ -441,10 +377,12 @@ static int put_tree_nodes(FILE *f, struct reportdata *rd, struct html_names *nm,
 static int put_trees(FILE *f, struct reportdata *rd)
 {
 	const struct walk *w = rd->w;
-	struct html_names nm = { 0 };
+	struct names nm;
 	uint32_t i, k = 0;
 	int r = 0;
 
+	/* each distinct node name once, shared by all threads */
+	names_init_max(&nm, CALLTREE_NODES_MAX);
 	fputs("<h2 id=\"trees\">Call trees</h2>\n<p class=\"meta\">Per thread: inclusive (total) and self time and "
 	      "calls of each call path; system calls are <span class=\"name\">[sys]</span> leaves under the "
 	      "function that made them, and their time is not in its self time. Click a row to open or fold it.</p>\n"
@@ -486,12 +424,10 @@ static int put_trees(FILE *f, struct reportdata *rd)
 	for (i = 0; i < nm.n; i++) {
 		if (i)
 			fputc(',', f);
-		escape_json(f, nm.name[i]);
-		free(nm.name[i]);
+		escape_json(f, names_get(&nm, i));
 	}
 	fputs("]}</script>\n", f);
-	free(nm.name);
-	free(nm.hash);
+	names_release(&nm);
 	return r;
 }
 

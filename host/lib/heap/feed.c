@@ -181,24 +181,6 @@ int heapfeed_pass(struct walk *w, struct heap *h, struct heapfeed *f, uint64_t s
 	return h->oom || f->oom ? -ENOMEM : 0;
 }
 
-/* Libraries between the program and the allocator. */
-static bool runtime_module(const char *module)
-{
-	static const char *const prefixes[] = { "libc.so",      "libc-",     "ld-linux",   "ld-",
-		                                "ld64.so",      "libstdc++", "libgcc_s",   "libpthread",
-		                                "liblayerprof", "libdl",     "linux-vdso", "[vdso]" };
-	const char *base = module ? strrchr(module, '/') : NULL;
-	size_t i;
-
-	base = base ? base + 1 : module;
-	if (!base || !*base)
-		return false;
-	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
-			return true;
-	return false;
-}
-
 /* The first frame outside the runtime libraries, or 0. */
 static uint64_t user_frame(struct walk *w, uint32_t image, const uint64_t *ips, uint32_t n)
 {
@@ -211,7 +193,7 @@ static uint64_t user_frame(struct walk *w, uint32_t image, const uint64_t *ips, 
 			continue;
 		if (symbolizer_lookup(w->sym, image, ips[i] - 1, &sym) == -ENOMEM)
 			break;
-		if (sym.module && !runtime_module(sym.module))
+		if (sym.module && !symbolizer_system_module(sym.module))
 			return ips[i];
 	}
 	return 0;

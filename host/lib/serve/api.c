@@ -448,7 +448,7 @@ static int get_flame(struct servemodel *m, const struct serve_query *q, struct j
 	uint64_t node, min_ppm, max_depth, min_ns, hidden = 0;
 	uint32_t *queue, *depth, head = 0, tail = 0, c;
 
-	if (!servequery_u64(q, "node", 0, UINT32_MAX, &node) || node >= f->n)
+	if (!servequery_u64(q, "node", 0, UINT32_MAX, &node) || node >= f->paths.n)
 		return servequery_error(out, HTTP_NOT_FOUND, "no such node");
 	if (!servequery_u64(q, "min", 1000, 1000000, &min_ppm) || !servequery_u64(q, "depth", 256, 4096, &max_depth))
 		return servequery_error(out, HTTP_BAD_REQUEST, "min: parts per million of the root; depth: up to 4096");
@@ -466,7 +466,7 @@ static int get_flame(struct servemodel *m, const struct serve_query *q, struct j
 	/* ancestors, for the way back */
 	json_array_begin(j, "ancestors");
 	for (c = (uint32_t)node; c;) {
-		c = f->nodes[c].parent;
+		c = f->paths.nodes[c].parent;
 		json_object_begin(j, NULL);
 		json_u64(j, "id", c);
 		json_str(j, "name", c ? names_get(&m->names, f->nodes[c].name) : "all");
@@ -484,14 +484,14 @@ static int get_flame(struct servemodel *m, const struct serve_query *q, struct j
 
 		json_array_begin(j, NULL);
 		json_u64(j, NULL, i);
-		json_u64(j, NULL, i == node ? 0 : nd->parent);
+		json_u64(j, NULL, i == node ? 0 : f->paths.nodes[i].parent);
 		json_str(j, NULL, i ? names_get(&m->names, nd->name) : "all");
 		json_u64(j, NULL, nd->total_ns);
 		json_u64(j, NULL, nd->self_ns);
 		json_u64(j, NULL, nd->calls);
 		json_u64(j, NULL, nd->syscall);
 		json_array_end(j);
-		for (c = nd->first_child; c; c = f->nodes[c].next_sibling) {
+		for (c = f->paths.nodes[i].first_child; c; c = f->paths.nodes[c].next_sibling) {
 			if (f->nodes[c].total_ns < min_ns || f->nodes[c].total_ns == 0 || d + 1 > max_depth ||
 			    tail == SERVEAPI_FLAME_NODES_MAX) {
 				hidden++;

@@ -10,21 +10,22 @@
 #include <stdint.h>
 
 #include "host/lib/analysis/calltree.h"
+#include "host/lib/analysis/pathmerge.h"
 
 #define FLAME_NODES_MAX (1u << 25)
 
+/* What a merged path adds up to; its place in the graph (parent,
+ * children, newest first) is paths.nodes[] at the same index. */
 struct flame_node {
 	uint32_t name; /* names id; the root's is NAMES_NONE */
 	bool syscall;
-	uint32_t parent, first_child, next_sibling, nchildren;
 	uint64_t calls, total_ns, self_ns;
 };
 
 struct flame {
-	struct flame_node *nodes; /* node 0: every thread */
-	uint32_t n, cap;
-	uint32_t *hash; /* node index keyed by (parent, name, syscall) */
-	uint32_t hcap;
+	struct pathmerge paths;   /* keys: name << 1 | syscall; node 0: every thread */
+	struct flame_node *nodes; /* per node of paths */
+	uint32_t cap;
 	bool oom; /* memory ran out: the graph lacks some paths */
 };
 

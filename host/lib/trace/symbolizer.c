@@ -742,3 +742,20 @@ const char *symbolizer_format(struct symbolizer *s, uint32_t image, uint64_t add
 		snprintf(buf, size, "0x%" PRIx64, SYMBOLIZER_ADDR(addr));
 	return buf;
 }
+
+bool symbolizer_system_module(const char *module)
+{
+	static const char *const prefixes[] = { "libc.so",      "libc-",      "ld-linux",   "ld-",   "ld64.so",
+		                                "libstdc++",    "libgcc_s",   "libpthread", "libdl", "librt",
+		                                "liblayerprof", "linux-vdso", "[vdso]" };
+	const char *base = module ? strrchr(module, '/') : NULL;
+	size_t i;
+
+	base = base ? base + 1 : module;
+	if (!base || !*base)
+		return false;
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}

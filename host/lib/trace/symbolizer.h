@@ -5,6 +5,7 @@
 #ifndef LP_SYMBOLIZER_H
 #define LP_SYMBOLIZER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -120,6 +121,13 @@ int symbolizer_foreach_function(struct symbolizer *s, uint32_t image,
 /* How many maps symbolizer_add_map has taken (repeats not counted): when
  * it changes, code has become known that was not before. */
 uint64_t symbolizer_map_count(const struct symbolizer *s);
+
+/* Whether module (a path, or NULL) is one of the system libraries calls
+ * pass through between the program and the kernel or the allocator: the C
+ * library and its parts (libpthread, libdl, librt), the loader, the C++
+ * and unwinding runtimes, the vDSO and layerprof's own runtime.  The
+ * syscall and heap call sites skip their frames. */
+bool symbolizer_system_module(const char *module);
 
 /* Formats addr for display into buf (always NUL-terminated when size > 0,
  * cut to size): "name", "name+0x<off>" inside a function, else

@@ -1,4 +1,5 @@
 /* Escaping text for the export formats (see escape.h). */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -85,7 +86,9 @@ void escape_xml(FILE *f, const char *s)
 	}
 }
 
-void escape_json(FILE *f, const char *s)
+/* The one JSON string writer: html also escapes what could end a <script>
+ * element or a line in older JavaScript. */
+static void json_literal(FILE *f, const char *s, bool html)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t left = strlen(s), n;
@@ -108,13 +111,8 @@ void escape_json(FILE *f, const char *s)
 		case '\r':
 			fputs("\\r", f);
 			break;
-		case '<':
-		case '>':
-		case '&':
-			fprintf(f, "\\u%04x", *p);
-			break;
 		default:
-			if (*p < 0x20 || *p == 0x7f) {
+			if (*p < 0x20 || *p == 0x7f || (html && (*p == '<' || *p == '>' || *p == '&'))) {
 				fprintf(f, "\\u%04x", *p);
 				break;
 			}
@@ -124,7 +122,7 @@ void escape_json(FILE *f, const char *s)
 				break;
 			}
 			/* line and paragraph separators end a line in older JavaScript */
-			if (n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
+			if (html && n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
 				fprintf(f, "\\u%04x", p[2] == 0xa8 ? 0x2028 : 0x2029);
 			else
 				fwrite(p, 1, n, f);
@@ -136,6 +134,16 @@ void escape_json(FILE *f, const char *s)
 		left--;
 	}
 	fputc('"', f);
+}
+
+void escape_json(FILE *f, const char *s)
+{
+	json_literal(f, s, true);
+}
+
+void escape_json_plain(FILE *f, const char *s)
+{
+	json_literal(f, s, false);
 }
 
 size_t escape_folded_frame(const char *s, char *buf, size_t size)

@@ -25,6 +25,10 @@ void escape_xml(FILE *f, const char *s);
  * characters escaped, invalid UTF-8 as U+FFFD. */
 void escape_json(FILE *f, const char *s);
 
+/* The same for JSON outside HTML (report --format json, live --json, the
+ * serve API): < > & and U+2028/U+2029 stay as they are. */
+void escape_json_plain(FILE *f, const char *s);
+
 /* Copies s into buf (size > 0) as one frame of a folded stack line: ';'
  * separates frames there, so it becomes ':'; control characters become
  * '?', invalid UTF-8 U+FFFD.  Cuts at a character boundary to fit; always

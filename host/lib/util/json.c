@@ -4,6 +4,8 @@
 
 #include "host/lib/util/json.h"
 
+#include "host/lib/util/escape.h"
+
 void json_init(struct json *j, FILE *f)
 {
 	j->f = f;
@@ -13,34 +15,7 @@ void json_init(struct json *j, FILE *f)
 
 void json_write_string(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (; *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
-		}
-	}
-	fputc('"', f);
+	escape_json_plain(f, s);
 }
 
 static void sep(struct json *j, const char *key)

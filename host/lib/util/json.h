@@ -28,7 +28,8 @@ void json_i64(struct json *j, const char *key, int64_t value);
 void json_f64(struct json *j, const char *key, double value);
 void json_bool(struct json *j, const char *key, bool value);
 void json_null(struct json *j, const char *key);
-/* Writes s as a JSON string literal (quoted, escaped) to f. */
+/* Writes s as a JSON string literal (quoted, escaped, invalid UTF-8 as
+ * U+FFFD) to f: escape_json_plain. */
 void json_write_string(FILE *f, const char *s);
 /* Ends the document with a newline. */
 void json_finish(struct json *j);

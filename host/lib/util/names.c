@@ -6,65 +6,44 @@
 
 #include "host/lib/util/names.h"
 
-#define FNV_OFFSET_BASIS 1469598103934665603ull
-#define FNV_PRIME 1099511628211ull
-
 void names_init(struct names *t)
 {
+	names_init_max(t, NAMES_MAX);
+}
+
+void names_init_max(struct names *t, uint32_t max)
+{
 	memset(t, 0, sizeof(*t));
+	t->max = max;
 }
 
 void names_release(struct names *t)
 {
 	free(t->bytes);
 	free(t->off);
-	free(t->hash);
+	hashindex_release(&t->index);
 	memset(t, 0, sizeof(*t));
 }
 
-static uint32_t hash_str(const char *s, uint32_t cap)
+static bool name_eq(const void *ctx, uint32_t id, const void *key)
 {
-	uint64_t h = FNV_OFFSET_BASIS;
+	const struct names *t = ctx;
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * FNV_PRIME;
-	return (uint32_t)(h >> 32) & (cap - 1);
-}
-
-static int grow_hash(struct names *t)
-{
-	uint32_t cap = t->hcap ? t->hcap * 2 : 1024, i;
-	uint32_t *h = calloc(cap, sizeof(*h));
-
-	if (!h)
-		return -ENOMEM;
-	for (i = 0; i < t->n; i++) {
-		uint32_t k = hash_str(t->bytes + t->off[i], cap);
-
-		while (h[k])
-			k = (k + 1) & (cap - 1);
-		h[k] = i + 1;
-	}
-	free(t->hash);
-	t->hash = h;
-	t->hcap = cap;
-	return 0;
+	return !strcmp(t->bytes + t->off[id], key);
 }
 
 uint32_t names_intern(struct names *t, const char *s)
 {
 	size_t len = strlen(s) + 1;
-	uint32_t k, id;
+	uint64_t hash = hashindex_bytes(s, len - 1, 0);
+	uint32_t slot;
 
-	if ((t->n + 1) * 2 > t->hcap && grow_hash(t))
+	if (hashindex_reserve(&t->index))
 		return NAMES_NONE;
-	k = hash_str(s, t->hcap);
-	while ((id = t->hash[k])) {
-		if (!strcmp(t->bytes + t->off[id - 1], s))
-			return id - 1;
-		k = (k + 1) & (t->hcap - 1);
-	}
-	if (t->n >= NAMES_MAX || t->len + len > NAMES_BYTES_MAX)
+	slot = hashindex_slot(&t->index, hash, name_eq, t, s);
+	if (t->index.val[slot])
+		return t->index.val[slot] - 1;
+	if (t->n >= (t->max ? t->max : NAMES_MAX) || t->len + len > NAMES_BYTES_MAX)
 		return NAMES_NONE;
 	if (t->len + len > t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 65536;
@@ -90,13 +69,20 @@ uint32_t names_intern(struct names *t, const char *s)
 	memcpy(t->bytes + t->len, s, len);
 	t->off[t->n] = (uint32_t)t->len;
 	t->len += len;
-	t->hash[k] = t->n + 1;
+	hashindex_put(&t->index, slot, hash, t->n);
 	return t->n++;
 }
 
 const char *names_get(const struct names *t, uint32_t id)
 {
 	return id < t->n ? t->bytes + t->off[id] : "";
+}
+
+size_t names_len(const struct names *t, uint32_t id)
+{
+	if (id >= t->n)
+		return 0;
+	return (id + 1 < t->n ? t->off[id + 1] : t->len) - t->off[id] - 1;
 }
 
 bool names_match(const struct names *t, uint32_t id, const char *needle_lower)
