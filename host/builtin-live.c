@@ -9,7 +9,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +112,7 @@ struct live {
 	bool line_too_long;
 	enum live_prompt prompt;
 	char note[512];
+	struct lp_warner said; /* on_say, for messages of its own */
 };
 
 static volatile sig_atomic_t quit_signal, resized;
@@ -136,18 +136,6 @@ static void on_say(void *ctx, const char *msg)
 		fprintf(stderr, "layerprof live: %s\n", lv->note);
 		fflush(stderr);
 	}
-}
-
-static void live_say(struct live *lv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void live_say(struct live *lv, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	on_say(lv, msg);
 }
 
 /* Splits a command line into words: blanks separate, 'single' and "double"
@@ -211,7 +199,7 @@ static void live_draw(struct live *lv, bool final)
 		in.line_len = lv->line_len;
 	}
 	if (liveview_draw(&lv->view, &lv->ls.w, &in))
-		live_say(lv, "out of memory drawing the profile");
+		error_warn(&lv->said, "out of memory drawing the profile");
 }
 
 /* ------------------------------------------------------------ commands */
@@ -224,20 +212,22 @@ static void command_save(struct live *lv, const char *dir)
 	bool dropped = sv->kept_dropped;
 
 	if (livesave_active(sv)) {
-		live_say(lv, "already saving to '%s'", sv->dir);
+		error_warn(&lv->said, "already saving to '%s'", sv->dir);
 		return;
 	}
 	if (livesave_open(sv, dir)) {
-		live_say(lv, "cannot save: %s", sv->error);
+		error_warn(&lv->said, "cannot save: %s", sv->error);
 		return;
 	}
 	if (dropped)
-		live_say(lv, "saving to '%s' from now on: the first chunks received were not kept (over %u MiB)", dir,
-		         LIVESAVE_KEEP_MAX >> 20);
+		error_warn(&lv->said,
+		           "saving to '%s' from now on: the first chunks received were not kept (over %u MiB)", dir,
+		           LIVESAVE_KEEP_MAX >> 20);
 	else if (kept)
-		live_say(lv, "saving to '%s': what was received so far (%zu bytes) and what follows", dir, kept);
+		error_warn(&lv->said, "saving to '%s': what was received so far (%zu bytes) and what follows", dir,
+		           kept);
 	else if (lv->ls.session)
-		live_say(lv, "saving to '%s'", dir); /* else said when the session begins */
+		error_warn(&lv->said, "saving to '%s'", dir); /* else said when the session begins */
 }
 
 /* Writes the heap state now (settled up to the merge's horizon). */
@@ -248,7 +238,7 @@ static void command_snapshot(struct live *lv, const char *path)
 	char err[600], command[1024], buf[32];
 
 	if (!ls->mem.on) {
-		live_say(lv, "snapshot: no heap operations traced in this session (live --memory)");
+		error_warn(&lv->said, "snapshot: no heap operations traced in this session (live --memory)");
 		return;
 	}
 	livemem_settle(&ls->mem, livesession_now());
@@ -256,10 +246,11 @@ static void command_snapshot(struct live *lv, const char *path)
 	si.origin_ns =
 	    walk_meta(&ls->w, "start_monotonic_ns", buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : ls->w.first_ns;
 	if (livemem_snapshot(&ls->mem, path, &si, err, sizeof(err)))
-		live_say(lv, "snapshot: %s", err);
+		error_warn(&lv->said, "snapshot: %s", err);
 	else
-		live_say(lv, "snapshot: the heap state (%" PRIu64 " live blocks, %" PRIu64 " bytes) written to '%s'",
-		         ls->mem.h.live_objects, ls->mem.h.live_bytes, path);
+		error_warn(&lv->said,
+		           "snapshot: the heap state (%" PRIu64 " live blocks, %" PRIu64 " bytes) written to '%s'",
+		           ls->mem.h.live_objects, ls->mem.h.live_bytes, path);
 }
 
 static void command_filter(struct live *lv, const char *line)
@@ -270,18 +261,18 @@ static void command_filter(struct live *lv, const char *line)
 	int n;
 
 	if (!buf) {
-		live_say(lv, "out of memory");
+		error_warn(&lv->said, "out of memory");
 		return;
 	}
 	n = split_words(line, buf, words, LIVE_WORDS_MAX);
 	if (n < 0) {
-		live_say(lv, "filter: unbalanced quotes or too many words");
+		error_warn(&lv->said, "filter: unbalanced quotes or too many words");
 		free(buf);
 		return;
 	}
 	if (n == 1) {
 		livefilter_describe(&lv->ls.filter, desc, sizeof(desc));
-		live_say(lv, "filters: %s", lv->ls.filter.active ? desc : "none");
+		error_warn(&lv->said, "filters: %s", lv->ls.filter.active ? desc : "none");
 		free(buf);
 		return;
 	}
@@ -293,7 +284,7 @@ static void command_filter(struct live *lv, const char *line)
 	}
 	if (livefilter_parse(n, words, &opts, err, sizeof(err))) {
 		if (err[0])
-			live_say(lv, "%s", err);
+			error_warn(&lv->said, "%s", err);
 		free(buf);
 		return;
 	}
@@ -307,51 +298,53 @@ static void command_run(struct live *lv, const char *line)
 
 	if (n <= 0) {
 		if (n < 0)
-			live_say(lv, "unbalanced quotes or too many words");
+			error_warn(&lv->said, "unbalanced quotes or too many words");
 		return;
 	}
 	if (!strcmp(words[0], "start") || !strcmp(words[0], "stop")) {
 		if (n > 1)
-			live_say(lv, "%s takes no arguments", words[0]);
+			error_warn(&lv->said, "%s takes no arguments", words[0]);
 		else if (lv->ls.state == LIVESESSION_RUNNING &&
 		         !livesession_set_tracing(&lv->ls, !strcmp(words[0], "start")))
-			live_say(lv, "tracing %s", lv->ls.tracing ? "on" : "off");
+			error_warn(&lv->said, "tracing %s", lv->ls.tracing ? "on" : "off");
 	} else if (!strcmp(words[0], "filter")) {
 		command_filter(lv, line);
 	} else if (!strcmp(words[0], "save")) {
 		if (n != 2)
-			live_say(lv, "usage: save DIR");
+			error_warn(&lv->said, "usage: save DIR");
 		else
 			command_save(lv, words[1]);
 	} else if (!strcmp(words[0], "snapshot")) {
 		if (n != 2)
-			live_say(lv, "usage: snapshot FILE");
+			error_warn(&lv->said, "usage: snapshot FILE");
 		else
 			command_snapshot(lv, words[1]);
 	} else if (!strcmp(words[0], "view") || !strcmp(words[0], "mem")) {
 		static const char *const what[] = { "flat profile", "hot call paths", "system calls", "memory" };
 
 		if (!strcmp(words[0], "mem") ? n != 1 : (n != 2 || liveview_mode_parse(words[1], &lv->mode))) {
-			live_say(lv, "usage: view flat|paths|syscalls|memory, or mem");
+			error_warn(&lv->said, "usage: view flat|paths|syscalls|memory, or mem");
 		} else {
 			if (!strcmp(words[0], "mem"))
 				lv->mode = LIVEVIEW_MEMORY;
-			live_say(lv, "view: %s", what[lv->mode]);
+			error_warn(&lv->said, "view: %s", what[lv->mode]);
 			if (lv->mode == LIVEVIEW_SYSCALLS && !lv->ls.sys_backend[0])
-				live_say(lv, "view: system calls: none traced in this session (live --syscalls)");
+				error_warn(&lv->said,
+				           "view: system calls: none traced in this session (live --syscalls)");
 			if (lv->mode == LIVEVIEW_MEMORY && !lv->ls.mem.on)
-				live_say(lv, "view: memory: no heap operations traced in this session (live --memory)");
+				error_warn(&lv->said,
+				           "view: memory: no heap operations traced in this session (live --memory)");
 		}
 	} else if (!strcmp(words[0], "quit") || !strcmp(words[0], "q") || !strcmp(words[0], "exit")) {
 		livesession_close(&lv->ls);
 	} else if (!strcmp(words[0], "help")) {
-		live_say(lv, "commands: start, stop, filter OPTIONS, filter clear, save DIR, view "
-		             "flat|paths|syscalls|memory, mem, snapshot FILE, quit");
+		error_warn(&lv->said, "commands: start, stop, filter OPTIONS, filter clear, save DIR, view "
+		                      "flat|paths|syscalls|memory, mem, snapshot FILE, quit");
 	} else {
-		live_say(lv,
-		         "unknown command '%s' (start, stop, filter OPTIONS, filter clear, save DIR, view, mem, "
-		         "snapshot FILE, quit)",
-		         words[0]);
+		error_warn(&lv->said,
+		           "unknown command '%s' (start, stop, filter OPTIONS, filter clear, save DIR, view, mem, "
+		           "snapshot FILE, quit)",
+		           words[0]);
 	}
 }
 /* One key on a terminal in raw mode: a command, or editing of a prompt. */
@@ -443,7 +436,7 @@ static void on_stdin(struct live *lv)
 		}
 		lv->line[lv->line_len] = '\0';
 		if (lv->line_too_long)
-			live_say(lv, "command line too long (at most %d bytes)", LIVE_LINE_MAX - 1);
+			error_warn(&lv->said, "command line too long (at most %d bytes)", LIVE_LINE_MAX - 1);
 		else
 			command_run(lv, lv->line);
 		lv->line_len = 0;
@@ -498,7 +491,7 @@ static void on_time(struct live *lv, uint64_t now)
 
 	livesession_tick(ls, now);
 	if (ls->state == LIVESESSION_RUNNING && lv->duration_ns && now - ls->t0 >= lv->duration_ns) {
-		live_say(lv, "--duration reached");
+		error_warn(&lv->said, "--duration reached");
 		livesession_close(ls);
 	}
 	if (ls->state == LIVESESSION_RUNNING && now >= lv->next_draw) {
@@ -522,7 +515,7 @@ static void live_loop(struct live *lv)
 			quit_signal = 0;
 			if (ls->state == LIVESESSION_CLOSING)
 				break;
-			live_say(lv, "interrupted: ending the session");
+			error_warn(&lv->said, "interrupted: ending the session");
 			livesession_close(ls);
 			continue;
 		}
@@ -754,6 +747,7 @@ int cmd_live(int argc, char **argv)
 		return LP_EXIT_FAILURE;
 	}
 	ls = &lv->ls;
+	lv->said = (struct lp_warner){ .fn = on_say, .ctx = lv };
 	lv->interval_ns = LIVE_DEFAULT_INTERVAL_NS;
 	if (livesession_init(ls)) {
 		fprintf(stderr, "layerprof live: out of memory\n");
@@ -811,7 +805,7 @@ int cmd_live(int argc, char **argv)
 	if (ls->state == LIVESESSION_DONE)
 		code = LP_EXIT_OK;
 	if (ls->end_seen && !ls->program_ended)
-		live_say(lv, "the agent closed the session");
+		error_warn(&lv->said, "the agent closed the session");
 	if (lv->tty_out && lv->note[0] && ls->state == LIVESESSION_DONE)
 		fprintf(stderr, "layerprof live: %s\n", lv->note);
 	live_summary(lv);

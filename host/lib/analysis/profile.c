@@ -232,7 +232,7 @@ uint64_t profile_row_avg(const struct profile_row *r)
 	return r->calls ? r->sum_ns / r->calls : 0;
 }
 
-static uint64_t key_value(const struct profile_row *r, enum profile_key k)
+uint64_t profile_row_key(const struct profile_row *r, enum profile_key k)
 {
 	switch (k) {
 	case PROFILE_TOTAL:
@@ -267,8 +267,8 @@ static int row_cmp(const void *a, const void *b, void *ctx)
 				return c;
 			continue;
 		}
-		if (key_value(x, k) != key_value(y, k))
-			return key_value(x, k) > key_value(y, k) ? -1 : 1;
+		if (profile_row_key(x, k) != profile_row_key(y, k))
+			return profile_row_key(x, k) > profile_row_key(y, k) ? -1 : 1;
 	}
 	c = strcmp(x->name, y->name);
 	if (c)

@@ -99,6 +99,9 @@ void profile_rows_release(struct profile_rows *rows);
 
 /* Average time per ended call of a row (0 without calls). */
 uint64_t profile_row_avg(const struct profile_row *r);
+/* The value of r that key k sorts by (min_ns is UINT64_MAX for a row
+ * without a finished call). */
+uint64_t profile_row_key(const struct profile_row *r, enum profile_key k);
 
 /* Parses "total,calls" (total, self, calls, avg, min, max, name) into order.
  * Returns 0 or -EINVAL. */

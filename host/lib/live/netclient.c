@@ -287,20 +287,28 @@ static void copy_printable(char *out, size_t size, const uint8_t *p, size_t len)
 	out[n] = '\0';
 }
 
+/* The agent's ERROR frame f, in place of the one the handshake waits for:
+ * its reason is the connection's error. */
+static int refused(struct netclient *c, const struct wire_frame *f)
+{
+	char reason[256];
+
+	copy_printable(reason, sizeof(reason), f->payload, f->len);
+	snprintf(c->error, sizeof(c->error), "%s", reason);
+	return -EACCES;
+}
+
 /* Reads the HELLO frame into c and the nonce. */
 static int handshake_hello(struct netclient *c, uint8_t nonce[AUTH_NONCE_SIZE])
 {
-	char val[NONCE_HEX_SIZE + 1], reason[256];
+	char val[NONCE_HEX_SIZE + 1];
 	struct wire_frame f;
 	int r = netclient_wait(c, &f, NETCLIENT_TIMEOUT_MS);
 
 	if (r < 0)
 		return r;
-	if (f.type == LP_FRAME_ERROR) {
-		copy_printable(reason, sizeof(reason), f.payload, f.len);
-		snprintf(c->error, sizeof(c->error), "%s", reason);
-		return -EACCES;
-	}
+	if (f.type == LP_FRAME_ERROR)
+		return refused(c, &f);
 	if (f.type != LP_FRAME_HELLO) {
 		snprintf(c->error, sizeof(c->error), "the agent at %s sent %s instead of HELLO: is it layerprofd?",
 		         c->peer, wire_frame_name(f.type));
@@ -327,7 +335,7 @@ static int handshake_hello(struct netclient *c, uint8_t nonce[AUTH_NONCE_SIZE])
 
 int netclient_handshake(struct netclient *c, const char *token, size_t token_len)
 {
-	char auth[64 + 2 * AUTH_MAC_SIZE], mac[2 * AUTH_MAC_SIZE + 1] = "", reason[256];
+	char auth[64 + 2 * AUTH_MAC_SIZE], mac[2 * AUTH_MAC_SIZE + 1] = "";
 	uint8_t nonce[AUTH_NONCE_SIZE];
 	struct wire_frame f;
 	int r, n;
@@ -348,11 +356,8 @@ int netclient_handshake(struct netclient *c, const char *token, size_t token_len
 	}
 	if (r < 0)
 		return r;
-	if (f.type == LP_FRAME_ERROR) {
-		copy_printable(reason, sizeof(reason), f.payload, f.len);
-		snprintf(c->error, sizeof(c->error), "%s", reason);
-		return -EACCES;
-	}
+	if (f.type == LP_FRAME_ERROR)
+		return refused(c, &f);
 	if (f.type != LP_FRAME_WELCOME) {
 		snprintf(c->error, sizeof(c->error), "the agent at %s sent %s instead of WELCOME", c->peer,
 		         wire_frame_name(f.type));

@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +46,8 @@ struct servelive {
 	struct serveheap heap;
 	bool heap_valid;
 	uint64_t heap_gen;
-	unsigned snapshots; /* taken so far: they are numbered in their names */
+	unsigned snapshots;    /* taken so far: they are numbered in their names */
+	struct lp_warner said; /* on_say, for messages of its own */
 };
 
 void servelive_opts_init(struct servelive_opts *o)
@@ -106,18 +106,6 @@ static void on_say(void *ctx, const char *msg)
 	snprintf(sl->notes[sl->nnotes % SERVELIVE_NOTES], sizeof(sl->notes[0]), "%s", msg);
 	sl->nnotes++;
 	error_warn(sl->io->say, "%s", msg);
-}
-
-static void say(struct servelive *sl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct servelive *sl, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	on_say(sl, msg);
 }
 
 static const char *state_name(enum livesession_state s)
@@ -308,7 +296,7 @@ static const char *private_dir(struct servelive *sl)
 		tmp = "/tmp";
 	snprintf(sl->private, sizeof(sl->private), "%s/layerprof-serve-XXXXXX", tmp);
 	if (!mkdtemp(sl->private)) {
-		say(sl, "cannot make a directory for the trace in '%s': %s", tmp, strerror(errno));
+		error_warn(&sl->said, "cannot make a directory for the trace in '%s': %s", tmp, strerror(errno));
 		sl->private[0] = '\0';
 		return NULL;
 	}
@@ -362,7 +350,7 @@ static bool control_export_resume(void *ctx)
 	bool still = livesave_resume(&sl->ls.save);
 
 	if (sl->ls.save.failed && !livesave_active(&sl->ls.save))
-		say(sl, "%s; saving stopped", sl->ls.save.error);
+		error_warn(&sl->said, "%s; saving stopped", sl->ls.save.error);
 	return still;
 }
 
@@ -436,8 +424,8 @@ static int control_snapshot(void *ctx, FILE *f, char *name, size_t size)
 	sl->snapshots++;
 	serveexport_filename(ls->save.dir[0] ? ls->save.dir : "live", &bare, base, sizeof(base));
 	snprintf(name, size, "%s-%u.snapshot", base, sl->snapshots);
-	say(sl, "snapshot %u: %" PRIu64 " live blocks, %" PRIu64 " bytes", sl->snapshots, ls->mem.h.live_objects,
-	    ls->mem.h.live_bytes);
+	error_warn(&sl->said, "snapshot %u: %" PRIu64 " live blocks, %" PRIu64 " bytes", sl->snapshots,
+	           ls->mem.h.live_objects, ls->mem.h.live_bytes);
 	return 0;
 }
 
@@ -450,7 +438,7 @@ static int begin_session(struct servelive *sl, FILE *out)
 	if (!dir)
 		return answer(out, HTTP_BAD_REQUEST, "cannot keep the trace");
 	if (!livesave_active(&ls->save) && livesave_open(&ls->save, dir)) {
-		say(sl, "cannot save: %s", ls->save.error);
+		error_warn(&sl->said, "cannot save: %s", ls->save.error);
 		return answer(out, HTTP_BAD_REQUEST, "cannot save the trace");
 	}
 	if (livesession_start(ls, !sl->o->live.stopped))
@@ -521,7 +509,7 @@ static int control_command(void *ctx, const char *cmd, const char *body, size_t 
 			return answer(out, HTTP_CONFLICT, "no session is running");
 		if (livesession_set_tracing(ls, on))
 			return answer(out, HTTP_BAD_REQUEST, "the agent could not be told");
-		say(sl, "tracing %s", on ? "on" : "off");
+		error_warn(&sl->said, "tracing %s", on ? "on" : "off");
 		return answer(out, HTTP_OK, on ? "tracing on" : "tracing off");
 	}
 	if (!strcmp(cmd, "filter")) {
@@ -604,8 +592,8 @@ static void round_locked(struct servelive *sl, const struct pollfd *pfd, int pol
 			livemem_finish(&ls->mem);
 		if (livesave_active(&ls->save) &&
 		    livesave_close(&ls->save, ls->state == LIVESESSION_DONE && !ls->end_seen, ls->w.events))
-			say(sl, "%s", ls->save.error);
-		say(sl, "the session ended (%s)", state_name(ls->state));
+			error_warn(&sl->said, "%s", ls->save.error);
+		error_warn(&sl->said, "the session ended (%s)", state_name(ls->state));
 		servemodel_touch(&sl->m);
 	}
 	if (ls->w.events != sl->events_seen) {
@@ -673,6 +661,7 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 		return error_set(err, errlen, -ENOMEM, "out of memory");
 	sl->o = o;
 	sl->io = io;
+	sl->said = (struct lp_warner){ .fn = on_say, .ctx = sl };
 	sl->interval_ns = o->interval_ns;
 	ls = &sl->ls;
 	if (livesession_init(ls)) {
@@ -718,7 +707,7 @@ int servelive_run(const struct servelive_opts *o, const char *bind, unsigned por
 		begin_session(sl, NULL);
 		pthread_mutex_unlock(&sl->h.lock);
 	} else {
-		say(sl, "connected: choose a program to start or a process to attach in the page");
+		error_warn(&sl->said, "connected: choose a program to start or a process to attach in the page");
 	}
 	io->ready(io->ctx, &sl->h, ls->nc.peer, ls->nc.agent);
 	live_loop(sl, quit, wait_mask);
