@@ -114,6 +114,18 @@ int conn_queue(struct conn *c, uint8_t type, const void *payload, size_t len)
 /* EVENTS chunks over UDP: one frame per datagram, numbered by udp_seq.  A
  * datagram the socket will not take now is dropped here, but its number is
  * used, so the host counts it as lost like one lost on the way. */
+/* A CHUNK frame's body at p: the session id (little-endian), then the chunk
+ * (header and payload), 4 + LP_CHUNK_HEADER_SIZE + len bytes. */
+static void put_chunk_body(uint8_t *p, uint32_t session, uint8_t type, const uint8_t *payload, size_t len)
+{
+	p[0] = (uint8_t)session;
+	p[1] = (uint8_t)(session >> 8);
+	p[2] = (uint8_t)(session >> 16);
+	p[3] = (uint8_t)(session >> 24);
+	chunk_header_put(p + 4, type, payload, (uint32_t)len);
+	memcpy(p + 4 + LP_CHUNK_HEADER_SIZE, payload, len);
+}
+
 static bool send_datagram(struct conn *c, uint32_t session, const uint8_t *payload, size_t len, uint64_t events)
 {
 	static uint8_t dgram[AGENT_DATAGRAM_MAX];
@@ -122,12 +134,7 @@ static bool send_datagram(struct conn *c, uint32_t session, const uint8_t *paylo
 
 	if (LP_WIRE_HEADER_SIZE + body > sizeof(dgram))
 		return false; /* too big for a datagram: goes by TCP */
-	p[0] = (uint8_t)session;
-	p[1] = (uint8_t)(session >> 8);
-	p[2] = (uint8_t)(session >> 16);
-	p[3] = (uint8_t)(session >> 24);
-	chunk_header_put(p + 4, LP_CHUNK_EVENTS, payload, (uint32_t)len);
-	memcpy(p + 4 + LP_CHUNK_HEADER_SIZE, payload, len);
+	put_chunk_body(p, session, LP_CHUNK_EVENTS, payload, len);
 	wire_header_put(dgram, LP_FRAME_CHUNK, c->udp_seq++, p, (uint32_t)body);
 	if (send(c->udp_fd, dgram, LP_WIRE_HEADER_SIZE + body, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		c->udp_dropped++;
@@ -148,12 +155,7 @@ int conn_queue_chunk(struct conn *c, uint32_t session, uint8_t chunk_type, const
 	if (body > LP_WIRE_MAX_PAYLOAD || reserve(c, LP_WIRE_HEADER_SIZE + body))
 		return -ENOBUFS;
 	p = c->out + c->out_len + LP_WIRE_HEADER_SIZE;
-	p[0] = (uint8_t)session;
-	p[1] = (uint8_t)(session >> 8);
-	p[2] = (uint8_t)(session >> 16);
-	p[3] = (uint8_t)(session >> 24);
-	chunk_header_put(p + 4, chunk_type, payload, (uint32_t)len);
-	memcpy(p + 4 + LP_CHUNK_HEADER_SIZE, payload, len);
+	put_chunk_body(p, session, chunk_type, payload, len);
 	wire_header_put(c->out + c->out_len, LP_FRAME_CHUNK, c->tx_seq++, p, (uint32_t)body);
 	c->out_len += LP_WIRE_HEADER_SIZE + body;
 	return 0;

@@ -100,6 +100,17 @@ static void on_collect(void *ctx)
 		systrace_poll(s->st);
 }
 
+/* The drain's callbacks for s (started or attached), with the syscall
+ * tracer polled from the drain when sys asks for it. */
+static struct drain_ops drain_ops_of(struct session *s, const struct session_syscalls *sys)
+{
+	struct drain_ops ops = { .ctx = s, .chunk = on_chunk, .map = on_map, .unmap = on_unmap };
+
+	if (sys && sys->on)
+		ops.collect = on_collect;
+	return ops;
+}
+
 /* The environment of a started program (common/launch.h): the agent's,
  * with the session, the runtime (and the heap interposers) preloaded
  * before the program's own LD_PRELOAD, and with memory tracing its
@@ -218,7 +229,7 @@ static void send_meta(struct session *s, int argc, char *const *argv)
 struct session *session_start(struct agent *a, char **argv, int argc, const struct session_syscalls *sys,
                               const struct memopts *mem, char *err, size_t errlen)
 {
-	struct drain_ops ops = { 0 };
+	struct drain_ops ops;
 	struct drain_config cfg;
 	struct session *s = session_new(a, SESSION_STARTED);
 	struct launch_cmd cmd = { .argv = argv, .stdin_null = true };
@@ -240,12 +251,7 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		free(s);
 		return NULL;
 	}
-	ops.ctx = s;
-	ops.chunk = on_chunk;
-	ops.map = on_map;
-	ops.unmap = on_unmap;
-	if (sys && sys->on)
-		ops.collect = on_collect;
+	ops = drain_ops_of(s, sys);
 	cfg = a->cfg;
 	if (mem && mem->on)
 		cfg.mem_fold_ns = mem->fold_ns;
@@ -343,7 +349,7 @@ static bool has_memlib(pid_t pid)
 
 struct session *session_attach(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen)
 {
-	struct drain_ops ops = { 0 };
+	struct drain_ops ops;
 	struct session *s;
 	uid_t owner, puid;
 	char cmd[64], *cmd_argv[] = { cmd, NULL };
@@ -385,12 +391,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	}
 	s->dirfd = fd;
 	snprintf(s->dir, sizeof(s->dir), "%s/%s", attachdir_path(a), s->entry);
-	ops.ctx = s;
-	ops.chunk = on_chunk;
-	ops.map = on_map;
-	ops.unmap = on_unmap;
-	if (sys && sys->on)
-		ops.collect = on_collect;
+	ops = drain_ops_of(s, sys);
 	s->drain = drain_attach(fd, s->dir, owner, &ops);
 	s->feed.drain = s->drain;
 	if (s->drain)

@@ -679,7 +679,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			return -EINVAL;
 		}
 	}
-	if (lv->mode == LIVEVIEW_MEMORY && !o.memory) {
+	if (lv->mode == LIVEVIEW_MEMORY && !o.mem.on) {
 		fprintf(stderr, "layerprof live: --view memory needs --memory\n");
 		return -EINVAL;
 	}

@@ -11,7 +11,6 @@
 #include "host/lib/live/session.h"
 #include "host/lib/util/error.h"
 #include "host/lib/util/options.h"
-#include "layerprof/format.h"
 #include "systrace/systrace.h"
 
 void liveopts_init(struct liveopts *o)
@@ -22,8 +21,8 @@ void liveopts_init(struct liveopts *o)
 int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t errlen)
 {
 	enum systrace_backend backend;
-	unsigned long n;
 	char *end;
+	int r;
 
 	switch (c) {
 	case LIVEOPT_CONNECT:
@@ -53,21 +52,18 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t
 		o->syscall_filter = arg;
 		break;
 	case LIVEOPT_MEMORY:
-		o->memory = true;
+		o->mem.on = true;
 		break;
 	case LIVEOPT_MEM_DEPTH:
-		errno = 0;
-		n = strtoul(arg, &end, 10);
-		if (errno || *end || n < 1 || n > LP_MEM_DEPTH_MAX)
-			return error_set(err, errlen, -EINVAL, "invalid --mem-depth '%s': expected 1 to %u", arg,
-			                 LP_MEM_DEPTH_MAX);
-		o->mem_depth = (unsigned)n;
+		r = memopts_set_depth(&o->mem, arg, MEMOPTS_OPTIONS, err, errlen);
+		if (r)
+			return r;
 		break;
 	case LIVEOPT_KEEP_ALIVE:
-		o->keep_alive = true;
+		o->mem.keep_alive = true;
 		break;
 	case LIVEOPT_MEM_FOLD:
-		if (options_parse_duration(arg, &o->mem_fold_ns) || !o->mem_fold_ns)
+		if (options_parse_duration(arg, &o->mem.fold_ns) || !o->mem.fold_ns)
 			return error_set(err, errlen, -EINVAL,
 			                 "invalid --mem-fold '%s': expected a duration such as 500us or 10ms", arg);
 		break;
@@ -92,9 +88,9 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, 
 	o->argc = argc;
 	if (o->syscall_filter && !o->syscalls)
 		return error_set(err, errlen, -EINVAL, "--syscall-filter needs --syscalls");
-	if ((o->mem_depth || o->keep_alive || o->mem_fold_ns) && !o->memory)
-		return error_set(err, errlen, -EINVAL, "--mem-depth, --keep-alive and --mem-fold need --memory");
-	if ((o->mem_depth || o->keep_alive || o->mem_fold_ns) && o->attach_pid)
+	if (memopts_check(&o->mem, MEMOPTS_OPTIONS, err, errlen))
+		return -EINVAL;
+	if ((o->mem.depth || o->mem.keep_alive || o->mem.fold_ns) && o->attach_pid)
 		return error_set(err, errlen, -EINVAL,
 		                 "--mem-depth, --keep-alive and --mem-fold are set when a program starts, not "
 		                 "when attaching");
@@ -118,8 +114,8 @@ void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 	ls->udp_wanted = o->udp;
 	ls->syscalls = o->syscalls;
 	ls->syscall_filter = o->syscall_filter;
-	ls->memory = o->memory;
-	ls->mem_depth = o->mem_depth;
-	ls->keep_alive = o->keep_alive;
-	ls->mem_fold_ns = o->mem_fold_ns;
+	ls->memory = o->mem.on;
+	ls->mem_depth = o->mem.depth;
+	ls->keep_alive = o->mem.keep_alive;
+	ls->mem_fold_ns = o->mem.fold_ns;
 }

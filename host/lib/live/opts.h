@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/memopts.h"
+
 struct livesession;
 
 /* getopt_long codes of the shared long options (above the filters' codes,
@@ -46,12 +48,11 @@ struct liveopts {
 	long attach_pid;        /* 0: start argv */
 	char **argv;            /* the program to start (borrowed) */
 	int argc;
-	bool stopped, udp, memory, keep_alive;
+	bool stopped, udp;
 	const char *syscalls; /* backend, or NULL: no syscall tracing */
 	const char *syscall_filter;
-	unsigned mem_depth;   /* 0: the runtime's default */
-	uint64_t mem_fold_ns; /* --mem-fold; 0: no folding */
-	bool any;             /* an option other than --connect was given */
+	struct memopts mem; /* --memory, --mem-depth, --keep-alive, --mem-fold */
+	bool any;           /* an option other than --connect was given */
 };
 
 void liveopts_init(struct liveopts *o);

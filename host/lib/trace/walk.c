@@ -803,8 +803,7 @@ static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t
 
 static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 {
-	void (*progress)(const char *, int) =
-		!w->quiet && w->r.size >= WALK_PROGRESS_MIN_BYTES ? progress_hook : NULL;
+	void (*progress)(const char *, int) = !w->quiet && w->r.size >= WALK_PROGRESS_MIN_BYTES ? progress_hook : NULL;
 	off_t next_progress = WALK_PROGRESS_STEP;
 	struct walk_chunk c;
 	struct chunk_info ci;
