@@ -572,6 +572,21 @@ static LP_NOINSTR __attribute__((noinline, cold)) void walk_open(struct lp_threa
 	errno = saved_errno;
 }
 
+/* Writes the reaped children a signal handler left while the thread was
+ * inside a heap operation, oldest first.  Called inside the thread's own
+ * gate (busy): a handler running meanwhile adds at reaped_in, which the
+ * loop reads anew each time. */
+static LP_NOINSTR __attribute__((noinline, cold)) void reaped_flush(struct lp_thread *t)
+{
+	while (t->mem.reaped_out != t->mem.reaped_in) {
+		struct lp_ext_reaped r = t->mem.reaped[t->mem.reaped_out % LP_MEM_REAPED_PENDING];
+
+		lp_ring_put_ext(t, LP_EXT_REAPED, &r, sizeof(r));
+		atomic_signal_fence(memory_order_seq_cst);
+		t->mem.reaped_out++;
+	}
+}
+
 LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintptr_t size, uintptr_t old,
                                         const void *ret, const void *frame)
 {
@@ -611,6 +626,8 @@ LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintpt
 	}
 	stack = stack_intern(t, ips, n);
 	mem_put(t, op_flags, ptr, size, old, stack);
+	if (unlikely(t->mem.reaped_in != t->mem.reaped_out))
+		reaped_flush(t);
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
 }
@@ -626,11 +643,21 @@ LP_EXPORT LP_NOINSTR void lp_mem_reaped(uint32_t pid, uint32_t status)
 	if (t->state != LP_THREAD_READY)
 		goto out;
 	if (t->busy) {
-		t->nested++; /* a signal handler's wait inside a gate: counted lost */
+		/* a signal handler's wait inside a gate: the thread's next heap
+		 * operation writes it (counted lost only when too many wait) */
+		if (t->mem.reaped_in - t->mem.reaped_out < LP_MEM_REAPED_PENDING) {
+			t->mem.reaped[t->mem.reaped_in % LP_MEM_REAPED_PENDING] = r;
+			atomic_signal_fence(memory_order_seq_cst);
+			t->mem.reaped_in++;
+		} else {
+			t->nested++;
+		}
 		goto out;
 	}
 	t->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
+	if (t->mem.reaped_in != t->mem.reaped_out)
+		reaped_flush(t); /* the earlier ones first */
 	lp_ring_put_ext(t, LP_EXT_REAPED, &r, sizeof(r));
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;

@@ -53,6 +53,9 @@ struct lp_stacktab;
 
 /* Interned-stack slots remembered per call site (a power of two). */
 #define LP_MEM_HINTS 16
+/* Wait statuses a signal handler collects while its thread is inside a heap
+ * operation, kept until the thread's next operation writes them. */
+#define LP_MEM_REAPED_PENDING 8u
 
 /* The memory tracer's part of a thread (mem.c). */
 struct lp_memthread {
@@ -64,6 +67,11 @@ struct lp_memthread {
 	uint8_t walk_ready;                /* stack_lo, stack_hi looked up */
 	uint16_t hint[LP_MEM_HINTS];       /* table slot last used by a call site */
 	uint32_t table_hint[LP_MEM_HINTS]; /* live-block table: stack last used by a call site */
+	/* reaped children told by a signal handler that interrupted a heap
+	 * operation (lp_mem_reaped): the handler adds at reaped_in, the
+	 * interrupted thread's next operation writes them from reaped_out */
+	struct lp_ext_reaped reaped[LP_MEM_REAPED_PENDING];
+	volatile uint32_t reaped_in, reaped_out;
 };
 
 /* Per-thread state, in initial-exec TLS.  The fields used by every gate come

@@ -368,6 +368,25 @@ def test_fork_reuse(lp, tmp, progs):
           "mem_forkreuse: per function", (fn(rep, "before"), fn(rep, "after"), fn(rep, "child_work")))
 
 
+def test_sigreap(lp, tmp, progs):
+    """mem_sigreap: 300 children reaped by a SIGCHLD handler that mostly
+    interrupts the parent's own heap operations.  Each child's end is
+    told, with its status 0, and nothing is lost: the handler's waits are
+    written by the parent's next heap operation."""
+    out = os.path.join(tmp, "sigreap")
+    r = lp.record(out, os.path.join(progs, "mem_sigreap"))
+    check(r.returncode == 0 and "lost" not in r.stderr, "mem_sigreap: exits 0, nothing lost",
+          (r.returncode, r.stderr[-400:]))
+    rep, r = lp.memory(out) if r.returncode == 0 else (None, r)
+    if not check(rep is not None, "mem_sigreap: records and reports", r.stderr):
+        return
+    first = min(p["image"] for p in rep["processes"])
+    kids = [p for p in rep["processes"] if p.get("parent_image") == first]
+    unknown = [(p["pid"], p["exited"], p["exit_status"]) for p in kids if not (p["exited"] and p["exit_status"] == 0)]
+    check(len(kids) == 300 and unknown == [], "mem_sigreap: 300 children, each ended with status 0",
+          (len(kids), len(unknown), unknown[:3]))
+
+
 def valgrind_in_use(cmd):
     """valgrind --trace-children=yes: each process's 'in use at exit'
     blocks, by pid; None without valgrind."""
@@ -425,7 +444,8 @@ def test_fork_shell(lp, tmp):
     check(len(kids) >= 100 and all(k["exited"] and k["exit_status"] == 0 for k in kids) and
           rep["totals"]["overlaps"] == 0 and rep["illegal"] == [],
           "fork_shell 3 s: at least 100 children, each exited 0; no overlap, nothing illegal",
-          (len(kids), rep["totals"]["overlaps"], illegal(rep)))
+          (len(kids), rep["totals"]["overlaps"], illegal(rep),
+           [(k["pid"], k["exited"], k["exit_status"]) for k in kids if not (k["exited"] and k["exit_status"] == 0)][:3]))
     top = rep["sites"][0] if rep["sites"] else {}
     check(top.get("growth_samples", 0) >= 16 and
           top.get("growth_samples", 0) * rep["totals"]["sample_interval_ns"] >= 500000000,
@@ -974,6 +994,7 @@ GROUPS = {
     "fork": lambda lp, progs, tmp: test_fork(lp, tmp, progs),
     "fork_reuse": lambda lp, progs, tmp: test_fork_reuse(lp, tmp, progs),
     "fork_shell": lambda lp, progs, tmp: test_fork_shell(lp, tmp),
+    "sigreap": lambda lp, progs, tmp: test_sigreap(lp, tmp, progs),
     "exec": lambda lp, progs, tmp: test_exec(lp, tmp),
     "child_exit": lambda lp, progs, tmp: test_child_exit(lp, tmp),
     "reaped_unseen": lambda lp, progs, tmp: test_reaped_unseen(lp, tmp),
