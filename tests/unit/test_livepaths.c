@@ -1,7 +1,10 @@
 /* Unit test of the live view's call-path tree: paths merged over threads,
  * inclusive and self time, frames inherited across a fork, the node limit
- * and what it folds.  No symbols: functions are named by address. */
+ * and what it folds, calls repeated and paths found again.  No symbols:
+ * functions are named by address. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/filter.h"
@@ -17,6 +20,14 @@ static const struct livepaths_row *find(const struct livepaths_rows *rows, const
 		if (!strcmp(rows->row[i].path, path))
 			return &rows->row[i];
 	return NULL;
+}
+
+/* Whether the rows have path with these calls and total time. */
+static bool row_is(const struct livepaths_rows *rows, const char *path, uint64_t calls, uint64_t total_ns)
+{
+	const struct livepaths_row *r = find(rows, path);
+
+	return r && r->calls == calls && r->total_ns == total_ns;
 }
 
 /* Two threads of one image run a > b; the first also a > c. */
@@ -110,6 +121,56 @@ static void test_limit(struct walk *w)
 	livepaths_release(&p);
 }
 
+/* Calls repeated in a loop, the same function under another parent, and
+ * more paths than the first index holds, each found again: every path
+ * counted on its own node. */
+static void test_repeats(struct walk *w)
+{
+	struct walk_stream s = { .image = 1, .index = 0 };
+	struct livepaths p;
+	struct livepaths_rows rows;
+	uint32_t i, round, bad = 0;
+	char name[64];
+
+	livepaths_init(&p, 0);
+	livepaths_entry(&p, &s, 0, 0xa, 0);
+	for (i = 0; i < 4; i++) { /* a > b, a > c, a > b, a > b */
+		livepaths_entry(&p, &s, 1, i == 1 ? 0xc : 0xb, 0);
+		livepaths_exit(&p, &s, 1, 1, 0);
+	}
+	livepaths_exit(&p, &s, 0, 10, 0);
+	/* e > b right after a > b (that came after a > b) at the same
+	 * depth: another path */
+	livepaths_entry(&p, &s, 0, 0xe, 0);
+	for (i = 0; i < 2; i++) {
+		livepaths_entry(&p, &s, 1, 0xb, 0);
+		livepaths_exit(&p, &s, 1, 3, 0);
+	}
+	livepaths_exit(&p, &s, 0, 10, 0);
+	CHECK_EQ_U64(p.n, 5);
+	/* 1000 paths under f, twice */
+	livepaths_entry(&p, &s, 0, 0xf, 0);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 1000; i++) {
+			livepaths_entry(&p, &s, 1, 0x1000 + 16 * i, 0);
+			livepaths_exit(&p, &s, 1, 1, 0);
+		}
+	}
+	livepaths_exit(&p, &s, 0, 5000, 0);
+	CHECK_EQ_U64(p.n, 1006);
+	CHECK(!p.folded && !livepaths_collect(&p, w, &rows) && rows.n == 1006);
+	CHECK(row_is(&rows, "0xa > 0xb", 3, 3));
+	CHECK(row_is(&rows, "0xa > 0xc", 1, 1));
+	CHECK(row_is(&rows, "0xe > 0xb", 2, 6));
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "0xf > 0x%x", 0x1000 + 16 * i);
+		bad += !row_is(&rows, name, 2, 2) || find(&rows, name)->depth != 1;
+	}
+	CHECK_EQ_U64(bad, 0);
+	livepaths_rows_release(&rows);
+	livepaths_release(&p);
+}
+
 /* A path deeper than LIVEPATHS_NAME_MAX keeps its callee end. */
 static void test_long_path(struct walk *w)
 {
@@ -147,6 +208,7 @@ int main(void)
 	test_merge(&w);
 	test_images_and_fork(&w);
 	test_limit(&w);
+	test_repeats(&w);
 	test_long_path(&w);
 	walk_release(&w);
 	return check_summary();

@@ -845,6 +845,47 @@ static void test_api_edges(void)
 	symbolizer_free(s);
 }
 
+/* Many images sharing one object, many objects, and more answers than the
+ * cache keeps: every answer stays right. */
+static void test_many(void)
+{
+	struct symbolizer *s = symbolizer_new(SYMBOLIZER_DEMANGLE);
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	char path[64], buf[128], want[128];
+	const char *module = NULL;
+	struct symbol sym;
+	uint32_t i, bad = 0;
+
+	for (i = 1; i <= 300; i++) {
+		bad += add_file_map(s, i, PIE_BASE, add, SYMB_FIXTURE_PIE, NULL, 0) != 0;
+		snprintf(path, sizeof(path), "/nonexistent/lp-lib%u.so", i);
+		bad += symbolizer_add_map(s, 1, 0x10000000ull * i, 0x10000000ull * i, 0x10000000ull * i + MAP_SPAN, 0,
+		                          NULL, 0, path, strlen(path)) != 0;
+	}
+	CHECK_INT(bad, 0);
+	for (i = 1, bad = 0; i <= 300; i++) {
+		bad +=
+		    symbolizer_lookup(s, i, PIE_BASE + add, &sym) != 0 || !sym.name || strcmp(sym.name, "fixture_add");
+		module = module ? module : sym.module;
+		bad += sym.module != module; /* one object for every image */
+		snprintf(want, sizeof(want), "lp-lib%u.so+0x%x", i, i);
+		bad += strcmp(symbolizer_format(s, 1, 0x10000000ull * i + i, buf, sizeof(buf)), want) != 0;
+	}
+	CHECK_INT(bad, 0);
+	/* 600000 answers: the cache empties on the way */
+	for (i = 0, bad = 0; i < 600000; i++) {
+		snprintf(want, sizeof(want), "lp-lib1.so+0x%" PRIx64, (uint64_t)(i % MAP_SPAN));
+		bad += strcmp(symbolizer_format(s, 1, 0x10000000ull + i % MAP_SPAN, buf, sizeof(buf)), want) != 0;
+	}
+	CHECK_INT(bad, 0);
+	CHECK_INT(symbolizer_lookup(s, 7, PIE_BASE + add, &sym), 0);
+	CHECK_STR(sym.name, "fixture_add");
+	CHECK(sym.module == module);
+	CHECK_STR(symbolizer_format(s, 300, PIE_BASE + add + 2, buf, sizeof(buf)), "fixture_add+0x2");
+	CHECK_INT(symbolizer_lookup(s, 301, PIE_BASE + add, &sym), -ENOENT); /* no such image */
+	symbolizer_free(s);
+}
+
 /* The libraries syscall and heap call sites look past, by base name. */
 static void test_system_module(void)
 {
@@ -891,6 +932,7 @@ int main(void)
 	test_unterminated_strings();
 	test_bad_files();
 	test_api_edges();
+	test_many();
 	test_system_module();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)

@@ -11,7 +11,6 @@
 #define FIRST_NODES 1024u
 #define FIRST_DEPTH 64u
 #define STACK_DEPTH_MAX (1u << 20)
-#define GOLDEN_RATIO_64 0x9e3779b97f4a7c15ull
 
 struct livepaths_node {
 	uint64_t addr;
@@ -19,6 +18,9 @@ struct livepaths_node {
 	uint32_t parent; /* node index, or NONE */
 	uint32_t image;
 	uint32_t depth;
+	/* the node a stream last entered at the same depth right after this
+	 * one: loops repeat, so likely the next one again */
+	uint32_t next;
 };
 
 struct livepaths_stack {
@@ -42,22 +44,33 @@ void livepaths_release(struct livepaths *p)
 		free(p->stacks[i].slot);
 	free(p->stacks);
 	free(p->node);
-	free(p->hash);
+	hashindex_release(&p->index);
 	memset(p, 0, sizeof(*p));
 }
 
-static uint32_t key_slot(uint32_t parent, uint32_t image, uint64_t addr, uint32_t cap)
-{
-	uint64_t k = addr ^ ((uint64_t)parent << 32) ^ ((uint64_t)image * GOLDEN_RATIO_64);
+/* What a node is found by: its parent, image and address. */
+struct node_key {
+	uint64_t addr;
+	uint32_t parent, image;
+};
 
-	return (uint32_t)((k * GOLDEN_RATIO_64) >> 40) & (cap - 1);
+static uint64_t key_hash(const struct node_key *k)
+{
+	return hashindex_u64(k->addr ^ ((uint64_t)k->parent << 32 | k->image));
 }
 
-/* Room for one more node and its hash entry (hash at most half full). */
+/* ctx: the node array */
+static bool node_eq(const void *ctx, uint32_t item, const void *key)
+{
+	const struct livepaths_node *nd = (const struct livepaths_node *)ctx + item;
+	const struct node_key *k = key;
+
+	return nd->addr == k->addr && nd->parent == k->parent && nd->image == k->image;
+}
+
+/* Room for one more node and its index entry. */
 static int grow(struct livepaths *p)
 {
-	uint32_t i;
-
 	if (p->n == p->cap) {
 		uint32_t cap = p->cap ? 2 * p->cap : FIRST_NODES;
 		struct livepaths_node *n;
@@ -70,40 +83,28 @@ static int grow(struct livepaths *p)
 		p->node = n;
 		p->cap = cap;
 	}
-	if ((p->n + 1) * 2 > p->hash_cap) {
-		uint32_t cap = p->hash_cap ? 2 * p->hash_cap : 2 * FIRST_NODES;
-		uint32_t *h = calloc(cap, sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		for (i = 0; i < p->n; i++) {
-			const struct livepaths_node *nd = &p->node[i];
-			uint32_t k = key_slot(nd->parent, nd->image, nd->addr, cap);
-
-			while (h[k])
-				k = (k + 1) & (cap - 1);
-			h[k] = i + 1;
-		}
-		free(p->hash);
-		p->hash = h;
-		p->hash_cap = cap;
-	}
-	return 0;
+	return hashindex_reserve(&p->index);
 }
 
 /* The node of (parent, image, addr), made when new; NONE when the limit is
- * reached or memory ran out. */
-static uint32_t child(struct livepaths *p, uint32_t parent, uint32_t image, uint64_t addr, uint32_t depth)
+ * reached or memory ran out.  Called on every entry: guess (a node, or
+ * NONE) saves the lookup when it is the one; else a known path costs one
+ * probe of the index. */
+static uint32_t child(struct livepaths *p, uint32_t guess, uint32_t parent, uint32_t image, uint64_t addr,
+                      uint32_t depth)
 {
+	struct node_key k = { addr, parent, image };
+	uint64_t hash;
 	struct livepaths_node *nd;
-	uint32_t k;
+	uint32_t slot = 0, cap = p->index.cap;
 
-	if (p->hash_cap) {
-		for (k = key_slot(parent, image, addr, p->hash_cap); p->hash[k]; k = (k + 1) & (p->hash_cap - 1)) {
-			nd = &p->node[p->hash[k] - 1];
-			if (nd->addr == addr && nd->parent == parent && nd->image == image)
-				return p->hash[k] - 1;
-		}
+	if (guess < p->n && node_eq(p->node, guess, &k))
+		return guess;
+	hash = key_hash(&k);
+	if (cap) {
+		slot = hashindex_slot(&p->index, hash, node_eq, p->node, &k);
+		if (p->index.val[slot])
+			return p->index.val[slot] - 1;
 	}
 	if (p->n >= p->max)
 		return NONE;
@@ -111,15 +112,16 @@ static uint32_t child(struct livepaths *p, uint32_t parent, uint32_t image, uint
 		p->oom = true;
 		return NONE;
 	}
+	if (p->index.cap != cap) /* the index grew: its slots moved */
+		slot = hashindex_slot(&p->index, hash, node_eq, p->node, &k);
 	nd = &p->node[p->n];
 	memset(nd, 0, sizeof(*nd));
 	nd->addr = addr;
 	nd->parent = parent;
 	nd->image = image;
 	nd->depth = depth;
-	for (k = key_slot(parent, image, addr, p->hash_cap); p->hash[k]; k = (k + 1) & (p->hash_cap - 1))
-		;
-	p->hash[k] = p->n + 1;
+	nd->next = NONE;
+	hashindex_put(&p->index, slot, hash, p->n);
 	return p->n++;
 }
 
@@ -128,6 +130,7 @@ static uint32_t child(struct livepaths *p, uint32_t parent, uint32_t image, uint
 static uint32_t *stack_slot(struct livepaths *p, const struct walk_stream *s, uint32_t depth)
 {
 	struct livepaths_stack *st;
+	uint32_t i;
 
 	if (s->index >= p->nstacks) {
 		uint32_t n = s->index + 1 > 2 * p->nstacks ? s->index + 1 : 2 * p->nstacks;
@@ -151,6 +154,8 @@ static uint32_t *stack_slot(struct livepaths *p, const struct walk_stream *s, ui
 		slot = realloc(st->slot, (size_t)cap * sizeof(*slot));
 		if (!slot)
 			goto oom;
+		for (i = st->cap; i < cap; i++)
+			slot[i] = NONE; /* never entered */
 		st->slot = slot;
 		st->cap = cap;
 	}
@@ -162,7 +167,7 @@ oom:
 
 void livepaths_entry(struct livepaths *p, struct walk_stream *s, uint32_t depth, uint64_t addr, unsigned flags)
 {
-	uint32_t *slot = stack_slot(p, s, depth), parent = NONE, node;
+	uint32_t *slot = stack_slot(p, s, depth), parent = NONE, node, prev;
 
 	if (!slot) {
 		p->folded++;
@@ -177,13 +182,18 @@ void livepaths_entry(struct livepaths *p, struct walk_stream *s, uint32_t depth,
 			return;
 		}
 	}
-	node = child(p, parent, s->image, addr, depth);
+	/* the slot still has the stream's last node at this depth (or NONE,
+	 * FOLDED) */
+	prev = *slot;
+	node = child(p, prev < p->n ? p->node[prev].next : NONE, parent, s->image, addr, depth);
 	if (node == NONE) {
 		*slot = FOLDED;
 		if (!(flags & FILTER_INHERITED))
 			p->folded++;
 		return;
 	}
+	if (prev < p->n)
+		p->node[prev].next = node;
 	*slot = node;
 	/* a frame entered before a fork is the child's path, not its call */
 	if (!(flags & FILTER_INHERITED))

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "host/lib/trace/walk.h"
+#include "host/lib/util/hashindex.h"
 
 #define LIVEPATHS_NODES_DEFAULT (1u << 16)
 #define LIVEPATHS_NODES_MAX (1u << 22)
@@ -22,10 +23,9 @@ struct livepaths_node;
 struct livepaths_stack;
 
 struct livepaths {
-	struct livepaths_node *node; /* owned: n nodes, room for cap */
-	uint32_t n, cap, max;        /* max: the node limit */
-	uint32_t *hash;              /* owned: node index + 1 by (parent, image, addr) */
-	uint32_t hash_cap;
+	struct livepaths_node *node;    /* owned: n nodes, room for cap */
+	uint32_t n, cap, max;           /* max: the node limit */
+	struct hashindex index;         /* owned: the nodes by (parent, image, addr) */
 	struct livepaths_stack *stacks; /* owned: the open path of each stream, by walk index */
 	uint32_t nstacks;
 	uint64_t folded; /* calls not kept: their path had no room */

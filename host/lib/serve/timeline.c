@@ -10,6 +10,7 @@
 #include "host/lib/analysis/calltree.h"
 #include "host/lib/serve/timeline.h"
 #include "host/lib/trace/symbolizer.h"
+#include "host/lib/util/hashindex.h"
 
 #define GRID_FIRST_SHIFT 6u   /* 64 ns per bucket before the thread's time grows */
 #define WINDOW_DEPTH_MAX 512u /* call depths sent in a window */
@@ -422,43 +423,35 @@ struct window {
 	struct pending *pend; /* per depth, WINDOW_DEPTH_MAX */
 	uint32_t spans;
 	bool truncated;
-	uint32_t *used; /* the name ids sent, as a set of id + 1 */
-	uint32_t nused, used_cap;
+	struct hashindex used; /* the name ids sent, as items */
 	bool oom;
 };
 
+/* ctx: unused; the items are the name ids themselves */
+static bool id_eq(const void *ctx, uint32_t item, const void *key)
+{
+	(void)ctx;
+	return item == *(const uint32_t *)key;
+}
+
 static uint32_t name_of(struct window *wn, uint64_t addr)
 {
-	uint32_t id = wn->namer(wn->ctx, wn->index, addr), i;
+	uint32_t id = wn->namer(wn->ctx, wn->index, addr), slot;
+	/* Fibonacci hashing: it also orders the window's "names" object,
+	 * which lists the index slot by slot */
+	uint64_t hash = (uint32_t)((id + 1) * GOLDEN_RATIO_32);
 
 	if (id == NAMES_NONE) {
 		wn->oom = true;
 		return id;
 	}
-	if ((wn->nused + 1) * 2 > wn->used_cap) {
-		uint32_t cap = wn->used_cap ? 2 * wn->used_cap : 256, *v = calloc(cap, sizeof(*v)), k;
-
-		if (!v) {
-			wn->oom = true;
-			return id;
-		}
-		for (i = 0; i < wn->used_cap; i++) {
-			if (!wn->used[i])
-				continue;
-			for (k = wn->used[i] * GOLDEN_RATIO_32 & (cap - 1); v[k]; k = (k + 1) & (cap - 1))
-				;
-			v[k] = wn->used[i];
-		}
-		free(wn->used);
-		wn->used = v;
-		wn->used_cap = cap;
+	if (hashindex_reserve(&wn->used)) {
+		wn->oom = true;
+		return id;
 	}
-	/* a set of id + 1 */
-	for (i = (id + 1) * GOLDEN_RATIO_32 & (wn->used_cap - 1); wn->used[i]; i = (i + 1) & (wn->used_cap - 1))
-		if (wn->used[i] == id + 1)
-			return id;
-	wn->used[i] = id + 1;
-	wn->nused++;
+	slot = hashindex_slot(&wn->used, hash, id_eq, NULL, &id);
+	if (!wn->used.val[slot])
+		hashindex_put(&wn->used, slot, hash, id);
 	return id;
 }
 
@@ -831,13 +824,13 @@ int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const 
 	json_array_end(j);
 	json_bool(j, "truncated", wn.truncated);
 	json_object_begin(j, "names");
-	for (i = 0; i < wn.used_cap; i++) {
+	for (i = 0; i < wn.used.cap; i++) {
 		char key[16];
 
-		if (!wn.used[i])
+		if (!wn.used.val[i])
 			continue;
-		snprintf(key, sizeof(key), "%u", wn.used[i] - 1);
-		json_str(j, key, names_get(nt, wn.used[i] - 1));
+		snprintf(key, sizeof(key), "%u", wn.used.val[i] - 1);
+		json_str(j, key, names_get(nt, wn.used.val[i] - 1));
 	}
 	json_object_end(j);
 	json_array_begin(j, "lost");
@@ -851,7 +844,7 @@ int timeline_window(struct timeline *tl, timeline_namer namer, void *ctx, const 
 	}
 	json_array_end(j);
 	free(wn.pend);
-	free(wn.used);
+	hashindex_release(&wn.used);
 	if (!r && wn.oom)
 		r = -ENOMEM;
 	return r;

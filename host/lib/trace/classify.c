@@ -1,4 +1,5 @@
 /* Pattern classification of functions (see classify.h). */
+#include <errno.h>
 #include <fnmatch.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -8,21 +9,24 @@
 #include "host/lib/trace/classify.h"
 #include "host/lib/trace/cxxname.h"
 #include "host/lib/trace/symbolizer.h"
+#include "host/lib/util/hashindex.h"
 
-#define CLASSIFY_CACHE_MAX (1u << 20)
+#define CLASSIFY_CACHE_MAX (1u << 19) /* functions whose class is kept */
+#define CLASSIFY_CACHE_FIRST 512u
 
+/* The class of one function. */
 struct entry {
 	uint64_t addr;
 	uint32_t image;
-	uint8_t used;
 	uint8_t cls;
 };
 
 struct classifier {
 	struct symbolizer *sym;
 	const struct filter_opts *f;
-	struct entry *tab;
+	struct entry *tab; /* n entries, room for cap */
 	uint32_t cap, n;
+	struct hashindex index; /* the entries by (image, addr) */
 	/* which patterns matched a function so far */
 	bool only_hit[OPTIONS_PATTERNS_MAX], exclude_hit[OPTIONS_PATTERNS_MAX];
 };
@@ -35,12 +39,6 @@ struct classifier *classifier_new(struct symbolizer *sym, const struct filter_op
 		return NULL;
 	c->sym = sym;
 	c->f = f;
-	c->cap = 1024;
-	c->tab = calloc(c->cap, sizeof(*c->tab));
-	if (!c->tab) {
-		free(c);
-		return NULL;
-	}
 	return c;
 }
 
@@ -49,6 +47,7 @@ void classifier_free(struct classifier *c)
 	if (!c)
 		return;
 	free(c->tab);
+	hashindex_release(&c->index);
 	free(c);
 }
 
@@ -86,53 +85,45 @@ int classifier_match(const char *pattern, const char *name)
 	return cn.has_params && match_part(pattern, name, cn.start, cn.params);
 }
 
-static uint32_t slot_of(const struct classifier *c, uint32_t image, uint64_t addr)
+/* key: an entry whose class is not looked at */
+static bool entry_eq(const void *ctx, uint32_t item, const void *key)
 {
-	uint64_t h = (addr ^ ((uint64_t)image << 47)) * 0x9e3779b97f4a7c15ull;
+	const struct entry *e = &((const struct classifier *)ctx)->tab[item], *k = key;
 
-	return (uint32_t)(h >> 40) & (c->cap - 1);
+	return e->addr == k->addr && e->image == k->image;
 }
 
-static void grow(struct classifier *c)
+/* Room for one more entry: 0, or -ENOSPC at the bound or -ENOMEM. */
+static int grow(struct classifier *c)
 {
-	struct entry *old = c->tab;
-	uint32_t i, oldcap = c->cap;
+	if (c->n >= CLASSIFY_CACHE_MAX)
+		return -ENOSPC;
+	if (c->n == c->cap) {
+		uint32_t cap = c->cap ? 2 * c->cap : CLASSIFY_CACHE_FIRST;
+		struct entry *tab = realloc(c->tab, (size_t)cap * sizeof(*tab));
 
-	if (c->cap >= CLASSIFY_CACHE_MAX)
-		return;
-	c->tab = calloc(2 * (size_t)c->cap, sizeof(*c->tab));
-	if (!c->tab) {
-		c->tab = old;
-		return;
+		if (!tab)
+			return -ENOMEM;
+		c->tab = tab;
+		c->cap = cap;
 	}
-	c->cap *= 2;
-	c->n = 0;
-	for (i = 0; i < oldcap; i++) {
-		if (old[i].used) {
-			uint32_t h = slot_of(c, old[i].image, old[i].addr);
-
-			while (c->tab[h].used)
-				h = (h + 1) & (c->cap - 1);
-			c->tab[h] = old[i];
-			c->n++;
-		}
-	}
-	free(old);
+	return hashindex_reserve(&c->index);
 }
 
 unsigned classifier_classify(void *ctx, uint32_t image, uint64_t addr)
 {
 	struct classifier *c = ctx;
+	struct entry k = { addr, image, 0 };
+	uint64_t hash = hashindex_u64(addr ^ (uint64_t)image << 47);
+	uint32_t slot = 0, cap = c->index.cap;
 	struct symbol s;
 	unsigned cls = 0;
-	uint32_t h;
 	size_t i;
 
-	h = slot_of(c, image, addr);
-	while (c->tab[h].used) {
-		if (c->tab[h].addr == addr && c->tab[h].image == image)
-			return c->tab[h].cls;
-		h = (h + 1) & (c->cap - 1);
+	if (cap) {
+		slot = hashindex_slot(&c->index, hash, entry_eq, c, &k);
+		if (c->index.val[slot])
+			return c->tab[c->index.val[slot] - 1].cls;
 	}
 	if (symbolizer_lookup(c->sym, image, addr, &s) || !s.name)
 		return 0; /* unknown yet (its mapping may come later): not cached */
@@ -148,18 +139,13 @@ unsigned classifier_classify(void *ctx, uint32_t image, uint64_t addr)
 			c->exclude_hit[i] = true;
 		}
 	}
-	if (c->n * 2 >= c->cap) {
-		grow(c);
-		h = slot_of(c, image, addr);
-		while (c->tab[h].used)
-			h = (h + 1) & (c->cap - 1);
-	}
-	if (c->n * 2 < c->cap) {
-		c->tab[h].used = 1;
-		c->tab[h].addr = addr;
-		c->tab[h].image = image;
-		c->tab[h].cls = (uint8_t)cls;
-		c->n++;
-	}
+	/* a cache that cannot grow: the function is matched again next time */
+	if (grow(c))
+		return cls;
+	if (c->index.cap != cap) /* the index grew: its slots moved */
+		slot = hashindex_slot(&c->index, hash, entry_eq, c, &k);
+	k.cls = (uint8_t)cls;
+	c->tab[c->n] = k;
+	hashindex_put(&c->index, slot, hash, c->n++);
 	return cls;
 }

@@ -11,32 +11,22 @@
 #include <string.h>
 
 #include "host/lib/trace/elfsym.h"
+#include "host/lib/util/hashindex.h"
 
 /* Bounds on what a trace may make us hold. */
 #define SYMBOLIZER_MAX_MAPS (1u << 16) /* per image */
 #define SYMBOLIZER_MAX_IMAGES (1u << 20)
 #define SYMBOLIZER_MAX_OBJECTS (1u << 20)
-#define SYMBOLIZER_MAX_CACHE (1u << 20) /* answer cache slots; emptied when half full */
-#define SYMBOLIZER_FIRST_BUCKETS 64u
-#define SYMBOLIZER_FIRST_CACHE 1024u
-
-#define FNV_OFFSET_BASIS 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-
-/* Element of a chained hash table, placed first in what it chains. */
-struct chain_link {
-	struct chain_link *next;
-};
+#define SYMBOLIZER_MAX_CACHE (1u << 19) /* answers cached; emptied when full */
+#define SYMBOLIZER_FIRST 64u            /* images, objects or answers first allocated */
 
 /* One object file as named by the trace, shared by all images mapping it. */
 struct object {
-	struct chain_link link; /* first: the table converts back by cast */
-	uint64_t hash;
-	char *path; /* NUL-terminated copy */
 	size_t path_len;
 	uint8_t build_id[SYMBOLIZER_BUILD_ID_MAX];
 	size_t build_id_len;
 	struct elfsym *elf; /* NULL until the first lookup opens it */
+	char path[];        /* NUL-terminated copy */
 };
 
 struct map {
@@ -52,7 +42,6 @@ struct map {
 };
 
 struct image {
-	struct chain_link link; /* first: the table converts back by cast */
 	uint32_t id;
 	uint32_t gen;     /* bumped by every new map: older cached answers are stale */
 	struct map *maps; /* sorted by start, then by arrival */
@@ -63,7 +52,7 @@ struct image {
 };
 
 struct cache_entry {
-	struct image *img; /* NULL: empty slot */
+	struct image *img;
 	uint64_t addr;
 	uint64_t elf_addr; /* addr - base of the covering map */
 	uint32_t gen;
@@ -71,107 +60,39 @@ struct cache_entry {
 	struct symbol sym;
 };
 
-/* A chained hash table; buckets double when the chains get long. */
-struct chain_table {
-	struct chain_link **buckets;
-	size_t mask;
-	size_t count;
+/* Elements allocated one by one (so that they stay where they are), found
+ * through an index. */
+struct ptrs {
+	void **v; /* owned: n elements, room for cap */
+	uint32_t n, cap;
+	struct hashindex idx;
 };
 
 struct symbolizer {
 	unsigned flags;
 	bool has_ended; /* some image has an unmapped map */
 	char *debug_dir;
-	struct chain_table images;  /* of struct image */
-	struct chain_table objects; /* of struct object */
-	struct cache_entry *cache;  /* open addressing, linear probing */
-	size_t cache_mask;
-	size_t cache_count;
+	struct ptrs images;        /* of struct image, by id */
+	struct ptrs objects;       /* of struct object, by path and build id */
+	struct cache_entry *cache; /* the answers: ncache, room for cache_cap */
+	uint32_t ncache, cache_cap;
+	struct hashindex cache_idx; /* the answers by (image, address) */
 	uint64_t maps_added;
 };
 
-/* The splitmix64 finalizer: every input bit reaches every output bit, so
- * masking the result gives well-spread buckets for addresses too. */
-static uint64_t hash_mix(uint64_t x)
+/* Room for one more of n elements of size bytes in arr (cap allocated,
+ * updated): arr itself, or the array grown (arr is then invalid); NULL
+ * when memory ran out (arr unchanged). */
+static void *array_room(void *arr, uint32_t n, uint32_t *cap, size_t size)
 {
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
+	uint32_t grown = *cap ? 2 * *cap : SYMBOLIZER_FIRST;
 
-/* FNV-1a over bytes, continuing from h; callers mix the result. */
-static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
-
-static uint64_t cache_hash(uint32_t image, uint64_t addr)
-{
-	return hash_mix(addr ^ hash_mix(image));
-}
-
-static int chain_init(struct chain_table *t)
-{
-	t->buckets = calloc(SYMBOLIZER_FIRST_BUCKETS, sizeof(*t->buckets));
-	t->mask = SYMBOLIZER_FIRST_BUCKETS - 1;
-	t->count = 0;
-	return t->buckets ? 0 : -ENOMEM;
-}
-
-/* Doubles the buckets. On failure the chains just stay longer. */
-static void chain_grow(struct chain_table *t, uint64_t (*hash_of)(const struct chain_link *))
-{
-	size_t nb = (t->mask + 1) * 2, i;
-	struct chain_link **grown = calloc(nb, sizeof(*grown));
-
-	if (!grown)
-		return;
-	for (i = 0; i <= t->mask; i++) {
-		struct chain_link *l = t->buckets[i], *next;
-
-		for (; l; l = next) {
-			size_t b = hash_of(l) & (nb - 1);
-
-			next = l->next;
-			l->next = grown[b];
-			grown[b] = l;
-		}
-	}
-	free(t->buckets);
-	t->buckets = grown;
-	t->mask = nb - 1;
-}
-
-/* Adds an element whose hash is `hash` (hash_of gives it again when the
- * table grows, which it does once it holds one element per bucket). */
-static void chain_insert(struct chain_table *t, struct chain_link *link, uint64_t hash,
-                         uint64_t (*hash_of)(const struct chain_link *))
-{
-	if (t->count > t->mask)
-		chain_grow(t, hash_of);
-	link->next = t->buckets[hash & t->mask];
-	t->buckets[hash & t->mask] = link;
-	t->count++;
-}
-
-static uint64_t image_hash_of(const struct chain_link *link)
-{
-	return hash_mix(((const struct image *)link)->id);
-}
-
-static uint64_t object_hash_of(const struct chain_link *link)
-{
-	return ((const struct object *)link)->hash;
+	if (n < *cap)
+		return arr;
+	arr = realloc(arr, (size_t)grown * size);
+	if (arr)
+		*cap = grown;
+	return arr;
 }
 
 static bool bytes_equal(const void *a, const void *b, size_t len)
@@ -179,21 +100,54 @@ static bool bytes_equal(const void *a, const void *b, size_t len)
 	return len == 0 || memcmp(a, b, len) == 0;
 }
 
+/* The element of t equal to key (eq's ctx is t), in *out: returns 0;
+ * else a new one of size bytes, zeroed and owned by t, for the caller to
+ * give its key at once: returns 1.  Or -ENOSPC when t has max elements,
+ * or -ENOMEM. */
+static int ptrs_get(struct ptrs *t, uint64_t hash, hashindex_eq eq, const void *key, uint32_t max, size_t size,
+                    void **out)
+{
+	uint32_t slot;
+	void **v;
+
+	if (hashindex_reserve(&t->idx))
+		return -ENOMEM;
+	slot = hashindex_slot(&t->idx, hash, eq, t, key);
+	if (t->idx.val[slot]) {
+		*out = t->v[t->idx.val[slot] - 1];
+		return 0;
+	}
+	if (t->n >= max)
+		return -ENOSPC;
+	v = array_room(t->v, t->n, &t->cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->v = v;
+	v[t->n] = calloc(1, size);
+	if (!v[t->n])
+		return -ENOMEM;
+	*out = v[t->n];
+	hashindex_put(&t->idx, slot, hash, t->n++);
+	return 1;
+}
+
+static bool image_eq(const void *ctx, uint32_t item, const void *key)
+{
+	const struct image *img = ((const struct ptrs *)ctx)->v[item];
+
+	return img->id == *(const uint32_t *)key;
+}
+
 static struct image *image_find(struct symbolizer *s, uint32_t id)
 {
-	struct chain_link *l = s->images.buckets[hash_mix(id) & s->images.mask];
+	int64_t i = hashindex_get(&s->images.idx, hashindex_u64(id), image_eq, &s->images, &id);
 
-	for (; l; l = l->next) {
-		if (((struct image *)l)->id == id)
-			return (struct image *)l;
-	}
-	return NULL;
+	return i < 0 ? NULL : s->images.v[i];
 }
 
 static void object_free(struct object *obj)
 {
 	elfsym_free(obj->elf);
-	free(obj->path);
 	free(obj);
 }
 
@@ -211,9 +165,9 @@ struct symbolizer *symbolizer_new(unsigned flags)
 		return NULL;
 	s->flags = flags;
 	s->debug_dir = strdup(SYMBOLIZER_DEBUG_DIR);
-	s->cache = calloc(SYMBOLIZER_FIRST_CACHE, sizeof(*s->cache));
-	s->cache_mask = SYMBOLIZER_FIRST_CACHE - 1;
-	if (!s->debug_dir || !s->cache || chain_init(&s->images) || chain_init(&s->objects)) {
+	/* the cache has room from the start: emptying it makes room later */
+	s->cache = array_room(NULL, 0, &s->cache_cap, sizeof(*s->cache));
+	if (!s->debug_dir || !s->cache || hashindex_reserve(&s->cache_idx)) {
 		symbolizer_free(s);
 		return NULL;
 	}
@@ -222,29 +176,20 @@ struct symbolizer *symbolizer_new(unsigned flags)
 
 void symbolizer_free(struct symbolizer *s)
 {
-	size_t i;
+	uint32_t i;
 
 	if (!s)
 		return;
-	for (i = 0; s->images.buckets && i <= s->images.mask; i++) {
-		struct chain_link *l = s->images.buckets[i], *next;
-
-		for (; l; l = next) {
-			next = l->next;
-			image_free((struct image *)l);
-		}
-	}
-	for (i = 0; s->objects.buckets && i <= s->objects.mask; i++) {
-		struct chain_link *l = s->objects.buckets[i], *next;
-
-		for (; l; l = next) {
-			next = l->next;
-			object_free((struct object *)l);
-		}
-	}
-	free(s->images.buckets);
-	free(s->objects.buckets);
+	for (i = 0; i < s->images.n; i++)
+		image_free(s->images.v[i]);
+	for (i = 0; i < s->objects.n; i++)
+		object_free(s->objects.v[i]);
+	free(s->images.v);
+	free(s->objects.v);
 	free(s->cache);
+	hashindex_release(&s->images.idx);
+	hashindex_release(&s->objects.idx);
+	hashindex_release(&s->cache_idx);
 	free(s->debug_dir);
 	free(s);
 }
@@ -263,60 +208,59 @@ int symbolizer_set_debug_dir(struct symbolizer *s, const char *dir)
 	return 0;
 }
 
+/* What an object is found by. */
+struct object_key {
+	const char *path;
+	size_t path_len;
+	const uint8_t *build_id;
+	size_t build_id_len;
+};
+
+static bool object_eq(const void *ctx, uint32_t item, const void *key)
+{
+	const struct object *obj = ((const struct ptrs *)ctx)->v[item];
+	const struct object_key *k = key;
+
+	return obj->path_len == k->path_len && obj->build_id_len == k->build_id_len &&
+	       bytes_equal(obj->path, k->path, k->path_len) && bytes_equal(obj->build_id, k->build_id, k->build_id_len);
+}
+
 /* Finds or creates the object for (path, build id). */
 static int object_get(struct symbolizer *s, const char *path, size_t path_len, const uint8_t *build_id,
                       size_t build_id_len, struct object **out)
 {
-	uint64_t hash = hash_bytes(FNV_OFFSET_BASIS, path, path_len);
-	struct chain_link *l;
+	struct object_key k = { path, path_len, build_id, build_id_len };
+	uint64_t hash = hashindex_bytes(build_id, build_id_len, hashindex_bytes(path, path_len, build_id_len));
 	struct object *obj;
+	void *e;
+	int r = ptrs_get(&s->objects, hash, object_eq, &k, SYMBOLIZER_MAX_OBJECTS, sizeof(*obj) + path_len + 1, &e);
 
-	hash = hash_mix(hash_bytes(hash ^ build_id_len, build_id, build_id_len));
-	for (l = s->objects.buckets[hash & s->objects.mask]; l; l = l->next) {
-		obj = (struct object *)l;
-		if (obj->hash == hash && obj->path_len == path_len && obj->build_id_len == build_id_len &&
-		    bytes_equal(obj->path, path, path_len) && bytes_equal(obj->build_id, build_id, build_id_len)) {
-			*out = obj;
-			return 0;
-		}
+	if (r < 0)
+		return r;
+	obj = e;
+	if (r) {
+		if (path_len)
+			memcpy(obj->path, path, path_len);
+		obj->path[path_len] = '\0';
+		obj->path_len = path_len;
+		if (build_id_len)
+			memcpy(obj->build_id, build_id, build_id_len);
+		obj->build_id_len = build_id_len;
 	}
-	if (s->objects.count >= SYMBOLIZER_MAX_OBJECTS)
-		return -ENOSPC;
-	obj = calloc(1, sizeof(*obj));
-	if (!obj)
-		return -ENOMEM;
-	obj->path = malloc(path_len + 1);
-	if (!obj->path) {
-		free(obj);
-		return -ENOMEM;
-	}
-	if (path_len)
-		memcpy(obj->path, path, path_len);
-	obj->path[path_len] = '\0';
-	obj->path_len = path_len;
-	if (build_id_len)
-		memcpy(obj->build_id, build_id, build_id_len);
-	obj->build_id_len = build_id_len;
-	obj->hash = hash;
-	chain_insert(&s->objects, &obj->link, hash, object_hash_of);
 	*out = obj;
 	return 0;
 }
 
 static int image_get(struct symbolizer *s, uint32_t id, struct image **out)
 {
-	struct image *img = image_find(s, id);
+	void *e;
+	int r = ptrs_get(&s->images, hashindex_u64(id), image_eq, &id, SYMBOLIZER_MAX_IMAGES, sizeof(**out), &e);
 
-	if (!img) {
-		if (s->images.count >= SYMBOLIZER_MAX_IMAGES)
-			return -ENOSPC;
-		img = calloc(1, sizeof(*img));
-		if (!img)
-			return -ENOMEM;
-		img->id = id;
-		chain_insert(&s->images, &img->link, hash_mix(id), image_hash_of);
-	}
-	*out = img;
+	if (r < 0)
+		return r;
+	*out = e;
+	if (r)
+		(*out)->id = id;
 	return 0;
 }
 
@@ -586,50 +530,50 @@ static int lookup_compute(struct symbolizer *s, struct image *img, uint64_t code
 	return 0;
 }
 
-/* Keeps the cache at most half full: doubles it, or empties it once it
- * has SYMBOLIZER_MAX_CACHE slots (answers can be recomputed, memory is
- * bounded). */
+/* Room for one more answer: the cache grown, or emptied once it holds
+ * SYMBOLIZER_MAX_CACHE answers or cannot grow (answers can be computed
+ * again, memory is bounded).  Pointers to answers become invalid. */
 static void cache_make_room(struct symbolizer *s)
 {
-	size_t cap = s->cache_mask + 1, i;
-	struct cache_entry *grown;
+	struct cache_entry *cache = NULL;
 
-	if (s->cache_count * 2 < cap)
-		return;
-	if (cap * 2 > SYMBOLIZER_MAX_CACHE || !(grown = calloc(cap * 2, sizeof(*grown)))) {
-		memset(s->cache, 0, cap * sizeof(*s->cache));
-		s->cache_count = 0;
-		return;
+	if (s->ncache < SYMBOLIZER_MAX_CACHE)
+		cache = array_room(s->cache, s->ncache, &s->cache_cap, sizeof(*cache));
+	if (cache)
+		s->cache = cache;
+	if (!cache || hashindex_reserve(&s->cache_idx)) {
+		hashindex_clear(&s->cache_idx);
+		s->ncache = 0;
 	}
-	for (i = 0; i < cap; i++) {
-		const struct cache_entry *old = &s->cache[i];
-		size_t j;
-
-		if (!old->img)
-			continue;
-		j = cache_hash(old->img->id, old->addr) & (cap * 2 - 1);
-		while (grown[j].img)
-			j = (j + 1) & (cap * 2 - 1);
-		grown[j] = *old;
-	}
-	free(s->cache);
-	s->cache = grown;
-	s->cache_mask = cap * 2 - 1;
 }
 
-/* Finds or fills the cache entry of (image, addr). NULL with *rc set when
- * the image is unknown (not cached: an unknown id costs no memory) or
- * memory ran out. */
+/* What an answer is found by. */
+struct cache_key {
+	uint64_t addr;
+	uint32_t image;
+};
+
+static bool cache_eq(const void *ctx, uint32_t item, const void *key)
+{
+	const struct cache_entry *e = &((const struct symbolizer *)ctx)->cache[item];
+	const struct cache_key *k = key;
+
+	return e->addr == k->addr && e->img->id == k->image;
+}
+
+/* Finds or fills the cache entry of (image, addr), valid until the next
+ * lookup. NULL with *rc set when the image is unknown (not cached: an
+ * unknown id costs no memory) or memory ran out. */
 static const struct cache_entry *lookup_entry(struct symbolizer *s, uint32_t image, uint64_t addr, int *rc)
 {
+	struct cache_key k = { addr, image };
+	uint64_t hash = hashindex_u64(addr ^ (uint64_t)image << 47);
 	struct cache_entry *e;
 	struct image *img;
-	size_t j;
+	uint32_t slot = hashindex_slot(&s->cache_idx, hash, cache_eq, s, &k);
 
-	for (j = cache_hash(image, addr) & s->cache_mask; s->cache[j].img; j = (j + 1) & s->cache_mask) {
-		e = &s->cache[j];
-		if (e->addr != addr || e->img->id != image)
-			continue;
+	if (s->cache_idx.val[slot]) {
+		e = &s->cache[s->cache_idx.val[slot] - 1];
 		if (e->gen != e->img->gen) {
 			/* A map arrived since: answer again in place. */
 			*rc = lookup_compute(s, e->img, addr, e);
@@ -645,16 +589,15 @@ static const struct cache_entry *lookup_entry(struct symbolizer *s, uint32_t ima
 		return NULL;
 	}
 	cache_make_room(s);
-	for (j = cache_hash(image, addr) & s->cache_mask; s->cache[j].img; j = (j + 1) & s->cache_mask)
-		;
-	e = &s->cache[j];
+	e = &s->cache[s->ncache];
 	*rc = lookup_compute(s, img, addr, e);
 	if (*rc)
 		return NULL;
 	e->img = img;
 	e->addr = addr;
 	e->gen = img->gen;
-	s->cache_count++;
+	slot = hashindex_slot(&s->cache_idx, hash, cache_eq, s, &k); /* the cache may have grown or emptied */
+	hashindex_put(&s->cache_idx, slot, hash, s->ncache++);
 	return e;
 }
 

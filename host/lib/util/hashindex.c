@@ -1,6 +1,7 @@
 /* Open-addressing index from hashes to item numbers (see hashindex.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "host/lib/util/hashindex.h"
 
@@ -94,4 +95,11 @@ void hashindex_release(struct hashindex *x)
 	x->val = NULL;
 	x->hash = NULL;
 	x->cap = x->n = 0;
+}
+
+void hashindex_clear(struct hashindex *x)
+{
+	if (x->cap)
+		memset(x->val, 0, (size_t)x->cap * sizeof(*x->val));
+	x->n = 0;
 }

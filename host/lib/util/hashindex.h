@@ -33,5 +33,8 @@ int64_t hashindex_get(const struct hashindex *x, uint64_t hash, hashindex_eq eq,
 /* Fills the empty slot found by hashindex_slot. */
 void hashindex_put(struct hashindex *x, uint32_t slot, uint64_t hash, uint32_t item);
 void hashindex_release(struct hashindex *x);
+/* Forgets every entry and keeps the memory, for a cache that starts again
+ * when full. */
+void hashindex_clear(struct hashindex *x);
 
 #endif
