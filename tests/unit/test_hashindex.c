@@ -1,6 +1,7 @@
 /* Unit test of util/hashindex: items found by hash and key, the index
  * growing past many items (kept at most half full), colliding hashes told
- * apart by the caller's key, and release. */
+ * apart by the caller's key, the slot order (linear probing, growth in slot
+ * order), clearing for reuse, the hash functions, and release. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -82,6 +83,81 @@ static void test_collisions(void)
 	hashindex_release(&x);
 }
 
+/* Where entries sit: at hash mod cap, else the next free slot (wrapping);
+ * growing puts them back in slot order.  Callers that walk val (a
+ * profile's functions) depend on this. */
+static void test_slot_order(void)
+{
+	struct hashindex x = { 0 };
+	uint32_t i;
+
+	CHECK(!hashindex_has_room(&x)); /* no slots yet */
+	/* home slots 255, 255, 0, 255: the last wraps past 0 and 1 */
+	CHECK_EQ_U64(add(&x, 255, 10, 0), 0);
+	CHECK_EQ_U64(x.cap, 256);
+	CHECK_EQ_U64(add(&x, 511, 11, 1), 1);
+	CHECK_EQ_U64(add(&x, 256, 12, 2), 2);
+	CHECK_EQ_U64(add(&x, 767, 13, 3), 3);
+	CHECK_EQ_U64(x.val[255], 1);
+	CHECK_EQ_U64(x.val[0], 2);
+	CHECK_EQ_U64(x.val[1], 3);
+	CHECK_EQ_U64(x.val[2], 4);
+	CHECK_EQ_U64(x.val[3], 0);
+	/* doubled: the entries of slots 0, 1, 2 and 255 go back in that
+	 * order, each at hash mod 512 or after: item 3 (767) takes 255 before
+	 * item 0 (255) comes to it, which goes on past item 2 (256) to 257 */
+	CHECK_EQ_U64(hashindex_grow(&x), 0);
+	CHECK_EQ_U64(x.cap, 512);
+	CHECK_EQ_U64(x.n, 4);
+	CHECK_EQ_U64(x.val[511], 1 + 1);
+	CHECK_EQ_U64(x.val[256], 1 + 2);
+	CHECK_EQ_U64(x.val[255], 1 + 3);
+	CHECK_EQ_U64(x.val[257], 1 + 0);
+	CHECK_EQ_U64(x.val[0] | x.val[1] | x.val[2] | x.val[258], 0);
+	hashindex_release(&x);
+	/* room: at most half full, so 128 entries fit 256 slots */
+	for (i = 0; i < 128; i++)
+		add(&x, hashindex_u64(i), i, i);
+	CHECK_EQ_U64(x.cap, 256);
+	CHECK(!hashindex_has_room(&x));
+	CHECK_EQ_U64(hashindex_reserve(&x), 0);
+	CHECK_EQ_U64(x.cap, 512);
+	CHECK(hashindex_has_room(&x));
+	hashindex_release(&x);
+}
+
+/* A cleared index finds nothing, keeps its slots and fills again. */
+static void test_clear(void)
+{
+	struct hashindex x = { 0 };
+	uint32_t i, cap, bad = 0;
+	uint64_t k;
+
+	hashindex_clear(&x); /* nothing to clear */
+	CHECK(x.cap == 0 && x.n == 0);
+	for (i = 0; i < 1000; i++)
+		add(&x, hashindex_u64(i), i, i);
+	cap = x.cap;
+	hashindex_clear(&x);
+	CHECK_EQ_U64(x.n, 0);
+	CHECK_EQ_U64(x.cap, cap);
+	for (i = 0; i < cap; i++)
+		bad += x.val[i] != 0;
+	CHECK_EQ_U64(bad, 0);
+	k = 5;
+	CHECK_EQ_U64(hashindex_get(&x, hashindex_u64(k), key_eq, keys, &k), (uint64_t)-1);
+	/* the same keys again, as other items (renumbered in reverse) */
+	for (i = 0; i < 1000; i++)
+		bad += add(&x, hashindex_u64(999 - i), 999 - i, i) != i;
+	CHECK_EQ_U64(bad, 0);
+	CHECK_EQ_U64(x.cap, cap);
+	k = 999;
+	CHECK_EQ_U64(hashindex_get(&x, hashindex_u64(k), key_eq, keys, &k), 0);
+	k = 0;
+	CHECK_EQ_U64(hashindex_get(&x, hashindex_u64(k), key_eq, keys, &k), 999);
+	hashindex_release(&x);
+}
+
 static void test_hashes(void)
 {
 	CHECK(hashindex_bytes("abc", 3, 0) == hashindex_bytes("abc", 3, 0));
@@ -90,12 +166,22 @@ static void test_hashes(void)
 	CHECK(hashindex_bytes("abc", 2, 0) == hashindex_bytes("abd", 2, 0));
 	CHECK(hashindex_u64(1) != hashindex_u64(2));
 	CHECK_EQ_U64(hashindex_u64(0), 0);
+	/* Fibonacci hashing: the top bits of x * 0x9e3779b97f4a7c15 */
+	CHECK_EQ_U64(hashindex_fibonacci(1, 24), 0x9e3779);
+	CHECK_EQ_U64(hashindex_fibonacci(1, 32), 0x9e3779b9);
+	CHECK_EQ_U64(hashindex_fibonacci(1, 64), 0x9e3779b97f4a7c15ull);
+	CHECK_EQ_U64(hashindex_fibonacci(2, 32), 0x3c6ef372); /* 2 * ... wraps past 2^64 */
+	CHECK_EQ_U64(hashindex_fibonacci(0, 32), 0);
+	CHECK_EQ_U64(hashindex_fibonacci(0x401000, 24), (0x401000 * 0x9e3779b97f4a7c15ull) >> 40);
+	CHECK(hashindex_fibonacci(0x401000, 32) != hashindex_fibonacci(0x401010, 32)); /* aligned addresses differ */
 }
 
 int main(void)
 {
 	test_grow();
 	test_collisions();
+	test_slot_order();
+	test_clear();
 	test_hashes();
 	return check_summary();
 }

@@ -8,11 +8,8 @@
 #include "host/lib/analysis/calltree.h"
 
 #define CALLTREE_FIRST_NODES 64u
-#define CALLTREE_FIRST_HASH 256u
 #define CALLTREE_FIRST_DEPTH 64u
 #define CALLTREE_FIRST_STREAMS 64u
-#define CALLTREE_FIRST_AMAP 64u
-#define GOLDEN_RATIO_64 0x9e3779b97f4a7c15ull
 
 struct calltree_iter_frame {
 	uint32_t *kids; /* owned; sorted children */
@@ -29,10 +26,9 @@ static void stream_free(struct calltree_stream *t)
 	if (!t)
 		return;
 	free(t->nodes);
-	free(t->hash);
+	hashindex_release(&t->index);
 	free(t->path);
-	free(t->amap_addr);
-	free(t->amap_name);
+	hashindex_release(&t->amap);
 	free(t);
 }
 
@@ -53,28 +49,24 @@ struct calltree_stream *calltree_stream(const struct calltree *ct, uint32_t inde
 
 /* ------------------------------------------------------------ building */
 
-static uint32_t node_hash(uint32_t parent, uint64_t addr, uint32_t cap)
+/* A node's key in the stream's index: the path it extends, and the
+ * function (or syscall key) it adds. */
+struct node_key {
+	uint32_t parent;
+	uint64_t addr;
+};
+
+static uint64_t node_hash(const struct node_key *k)
 {
-	return (uint32_t)(((addr ^ ((uint64_t)parent << 40)) * GOLDEN_RATIO_64) >> 40) & (cap - 1);
+	return hashindex_fibonacci(k->addr ^ (uint64_t)k->parent << 40, 32);
 }
 
-static int hash_rebuild(struct calltree_stream *t, uint32_t cap)
+static bool node_eq(const void *ctx, uint32_t item, const void *key)
 {
-	uint32_t *h = calloc(cap, sizeof(*h)), i;
+	const struct calltree_node *nd = &((const struct calltree_stream *)ctx)->nodes[item];
+	const struct node_key *k = key;
 
-	if (!h)
-		return -ENOMEM;
-	for (i = 1; i < t->n; i++) {
-		uint32_t k = node_hash(t->nodes[i].parent, t->nodes[i].addr, cap);
-
-		while (h[k])
-			k = (k + 1) & (cap - 1);
-		h[k] = i;
-	}
-	free(t->hash);
-	t->hash = h;
-	t->hcap = cap;
-	return 0;
+	return nd->addr == k->addr && nd->parent == k->parent;
 }
 
 /* Whether addr is on the path from node i up to the root. */
@@ -86,10 +78,13 @@ static bool on_path(const struct calltree_stream *t, uint32_t i, uint64_t addr)
 	return false;
 }
 
-/* Adds the child of parent for addr; 0 when memory runs out.  k is its
- * free slot in the hash table. */
-static uint32_t child_add(struct calltree *ct, struct calltree_stream *t, uint32_t parent, uint64_t addr, uint32_t k)
+/* Adds the child of k->parent for k->addr; 0 when memory runs out.  slot
+ * is its free slot in the index (hashindex_slot). */
+static __attribute__((noinline)) uint32_t child_add(struct calltree *ct, struct calltree_stream *t,
+                                                    const struct node_key *k, uint64_t hash, uint32_t slot)
 {
+	uint32_t parent = k->parent;
+	uint64_t addr = k->addr;
 	struct calltree_node *nd;
 	uint32_t i;
 
@@ -119,32 +114,34 @@ static uint32_t child_add(struct calltree *ct, struct calltree_stream *t, uint32
 		t->nodes[parent].first_child = i;
 	t->nodes[parent].last_child = i;
 	t->nodes[parent].nchildren++;
-	t->hash[k] = i;
-	if (t->n * 2 > t->hcap && hash_rebuild(t, t->hcap * 2))
-		ct->oom = true;
+	hashindex_put(&t->index, slot, hash, i);
 	return i;
 }
 
 /* The child of parent for addr, added when new; 0 when memory runs out.
  * Called on every entry: the parent's two recent children are tried
- * before the hash table, and left as they are when one of them is it (a
- * loop calling two functions in turn writes nothing here). */
-static inline uint32_t child_of(struct calltree *ct, struct calltree_stream *t, uint32_t parent, uint64_t addr)
+ * before the index, and left as they are when one of them is it (a loop
+ * calling two functions in turn writes nothing here). */
+static inline __attribute__((always_inline)) uint32_t child_of(struct calltree *ct, struct calltree_stream *t,
+                                                               uint32_t parent, uint64_t addr)
 {
 	struct calltree_node *p = &t->nodes[parent];
-	uint32_t k, i = p->recent[0], j = p->recent[1];
+	uint32_t slot, i = p->recent[0], j = p->recent[1];
+	struct node_key k = { parent, addr };
+	uint64_t hash;
 
 	if (__builtin_expect(i && t->nodes[i].addr == addr, 1))
 		return i;
 	if (j && t->nodes[j].addr == addr)
 		return j;
-	k = node_hash(parent, addr, t->hcap);
-	while ((i = t->hash[k])) {
-		if (t->nodes[i].parent == parent && t->nodes[i].addr == addr)
-			break;
-		k = (k + 1) & (t->hcap - 1);
+	if (__builtin_expect(hashindex_reserve(&t->index) != 0, 0)) {
+		ct->oom = true;
+		return 0;
 	}
-	if (!i && !(i = child_add(ct, t, parent, addr, k)))
+	hash = node_hash(&k);
+	slot = hashindex_slot(&t->index, hash, node_eq, t, &k);
+	i = t->index.val[slot] ? t->index.val[slot] - 1 : child_add(ct, t, &k, hash, slot);
+	if (!i)
 		return 0;
 	p = &t->nodes[parent]; /* the nodes may have moved */
 	p->recent[1] = p->recent[0];
@@ -173,15 +170,13 @@ void calltree_begin(void *ctx, struct walk_stream *s)
 		ct->nstreams = n;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || !(t->nodes = calloc(CALLTREE_FIRST_NODES, sizeof(*t->nodes))) ||
-	    !(t->hash = calloc(CALLTREE_FIRST_HASH, sizeof(*t->hash)))) {
+	if (!t || !(t->nodes = calloc(CALLTREE_FIRST_NODES, sizeof(*t->nodes)))) {
 		stream_free(t);
 		ct->oom = true;
 		return;
 	}
 	t->ws = s;
 	t->cap = CALLTREE_FIRST_NODES;
-	t->hcap = CALLTREE_FIRST_HASH;
 	t->n = 1; /* the root */
 	t->nodes[0].name = NAMES_NONE;
 	t->nodes[0].min_ns = UINT64_MAX;
@@ -377,61 +372,32 @@ int calltree_name(struct calltree *ct, struct walk *w, struct names *nt)
 	return 0;
 }
 
-static uint32_t amap_slot(uint64_t addr, uint32_t cap)
+static bool amap_eq(const void *ctx, uint32_t item, const void *key)
 {
-	return (uint32_t)((addr * GOLDEN_RATIO_64) >> 40) & (cap - 1);
-}
-
-/* Adds addr -> name unless addr is there.  The table has room. */
-static void amap_put(struct calltree_stream *t, uint64_t addr, uint32_t name)
-{
-	uint32_t k;
-
-	for (k = amap_slot(addr, t->amap_cap); t->amap_name[k] != NAMES_NONE; k = (k + 1) & (t->amap_cap - 1))
-		if (t->amap_addr[k] == addr)
-			return;
-	t->amap_addr[k] = addr;
-	t->amap_name[k] = name;
+	return ((const struct calltree_stream *)ctx)->nodes[item].addr == *(const uint64_t *)key;
 }
 
 uint32_t calltree_addr_name(struct calltree_stream *t, uint64_t addr)
 {
-	uint32_t k, i;
+	uint32_t i;
+	int64_t nd;
 
-	if (t->amap_upto < t->named) {
-		/* at most one entry per node: room for all of them, half full */
-		uint32_t cap = t->amap_cap ? t->amap_cap : CALLTREE_FIRST_AMAP;
+	for (i = t->amap_upto ? t->amap_upto : 1; i < t->named; i++) {
+		uint64_t a = t->nodes[i].addr, hash = hashindex_fibonacci(a, 32);
+		uint32_t slot;
 
-		while (cap < 2 * t->named)
-			cap *= 2;
-		if (cap != t->amap_cap) {
-			uint64_t *a = malloc(cap * sizeof(*a));
-			uint32_t *nm = malloc(cap * sizeof(*nm));
-
-			if (!a || !nm) {
-				free(a);
-				free(nm);
-				return NAMES_NONE;
-			}
-			free(t->amap_addr);
-			free(t->amap_name);
-			t->amap_addr = a;
-			t->amap_name = nm;
-			t->amap_cap = cap;
-			memset(nm, 0xff, cap * sizeof(*nm)); /* NAMES_NONE: empty */
-			t->amap_upto = 1;
-		}
-		for (i = t->amap_upto ? t->amap_upto : 1; i < t->named; i++)
-			if (t->nodes[i].name != NAMES_NONE)
-				amap_put(t, t->nodes[i].addr, t->nodes[i].name);
-		t->amap_upto = t->named;
+		if (t->nodes[i].name == NAMES_NONE)
+			continue;
+		if (hashindex_reserve(&t->amap))
+			return NAMES_NONE;
+		slot = hashindex_slot(&t->amap, hash, amap_eq, t, &a);
+		if (!t->amap.val[slot])
+			hashindex_put(&t->amap, slot, hash, i);
 	}
-	if (!t->amap_cap)
-		return NAMES_NONE;
-	for (k = amap_slot(addr, t->amap_cap); t->amap_name[k] != NAMES_NONE; k = (k + 1) & (t->amap_cap - 1))
-		if (t->amap_addr[k] == addr)
-			return t->amap_name[k];
-	return NAMES_NONE;
+	if (t->amap_upto < t->named)
+		t->amap_upto = t->named;
+	nd = hashindex_get(&t->amap, hashindex_fibonacci(addr, 32), amap_eq, t, &addr);
+	return nd < 0 ? NAMES_NONE : t->nodes[nd].name;
 }
 
 /* ------------------------------------------------------------ reading */

@@ -18,6 +18,7 @@
 
 #include "host/lib/analysis/profile.h"
 #include "host/lib/trace/walk.h"
+#include "host/lib/util/hashindex.h"
 #include "host/lib/util/names.h"
 
 /* Bound on the nodes of one thread's tree. */
@@ -69,16 +70,15 @@ struct calltree_frame {
 struct calltree_stream {
 	struct walk_stream *ws; /* the walk's stream (its image names the addresses); NULL when read from a file */
 	struct calltree_node *nodes;
-	uint32_t n, cap, named; /* nodes [0, named) have names */
-	uint32_t *hash;         /* node index, keyed by (parent, addr) */
-	uint32_t hcap;
+	uint32_t n, cap, named;      /* nodes [0, named) have names */
+	struct hashindex index;      /* nodes [1, n) by (parent, addr); empty when read from a file */
 	struct calltree_frame *path; /* the open calls, by depth */
 	uint32_t path_cap;
 	uint32_t inherited_open; /* inherited frames among them */
-	/* function address -> name id, from the named nodes [1, amap_upto) */
-	uint64_t *amap_addr;
-	uint32_t *amap_name;
-	uint32_t amap_cap, amap_upto;
+	/* function address -> the first of the named nodes [1, amap_upto)
+	 * with a name and that address */
+	struct hashindex amap;
+	uint32_t amap_upto;
 };
 
 struct calltree {

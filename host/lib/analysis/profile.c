@@ -5,27 +5,37 @@
 
 #include "host/lib/analysis/profile.h"
 #include "host/lib/trace/symbolizer.h"
+#include "host/lib/util/hashindex.h"
 
 #define PROFILE_FIRST_FUNCS 256u
 #define PROFILE_FIRST_DEPTH 64u
-#define PROFILE_FIRST_ROWS 1024u
-#define FNV_OFFSET_BASIS 1469598103934665603ull
-#define FNV_PRIME 1099511628211ull
-#define GOLDEN_RATIO_64 0x9e3779b97f4a7c15ull
+/* Bits of a function's hash: every slot of the index, up to
+ * PROFILE_FUNCS_MAX, is some address's first choice.  The hash also sets
+ * the slot order profile_collect reads a stream's functions in. */
+#define PROFILE_HASH_BITS 24u
 
 /* One function's numbers in one stream, keyed by address. */
 struct fstat {
 	uint64_t addr;
 	uint64_t calls, total_ns, self_ns, sum_ns, min_ns, max_ns;
 	uint32_t active; /* activations open now: recursion counts total once */
-	uint32_t used;
 };
 
 struct profile_stream {
-	struct fstat *tab; /* open addressing, at most half full */
-	uint32_t cap, n;
-	uint64_t *child_ns; /* per depth: time spent in callees so far */
-	uint32_t child_cap;
+	struct fstat *funcs; /* n of cap, in order of first call */
+	uint32_t n, cap;
+	/* funcs by address; profile_collect reads them in its slot order,
+	 * which decides which of two functions of one name in one stream
+	 * gives the row its file and line */
+	struct hashindex index;
+	struct profile_frame *frames; /* the open calls, by depth */
+	uint32_t frame_cap;
+};
+
+/* A call open at one depth. */
+struct profile_frame {
+	uint64_t child_ns; /* time spent in its callees so far */
+	uint32_t func;     /* its entry in funcs + 1; 0: none (inherited, no memory) */
 };
 
 void profile_init(struct profile *p)
@@ -38,54 +48,78 @@ void profile_release(struct profile *p)
 	uint32_t i;
 
 	for (i = 0; i < p->nstreams; i++) {
-		free(p->streams[i]->tab);
-		free(p->streams[i]->child_ns);
+		free(p->streams[i]->funcs);
+		hashindex_release(&p->streams[i]->index);
+		free(p->streams[i]->frames);
 		free(p->streams[i]);
 	}
 	free(p->streams);
 	memset(p, 0, sizeof(*p));
 }
 
-static uint32_t addr_slot(uint64_t addr, uint32_t cap)
+static bool fstat_eq(const void *ctx, uint32_t item, const void *key)
 {
-	return (uint32_t)((addr * GOLDEN_RATIO_64) >> 40) & (cap - 1);
+	return ((const struct profile_stream *)ctx)->funcs[item].addr == *(const uint64_t *)key;
 }
 
-static struct fstat *fstat_get(struct profile *p, struct profile_stream *ps, uint64_t addr)
+/* Grows a full index; false when memory runs out (or the stream reached
+ * PROFILE_FUNCS_MAX / 2 functions). */
+static __attribute__((noinline, cold)) bool fstat_grow(struct profile *p, struct profile_stream *ps)
 {
-	uint32_t h, i;
+	if (2 * ps->index.cap > PROFILE_FUNCS_MAX || hashindex_grow(&ps->index)) {
+		p->oom = true;
+		return false;
+	}
+	return true;
+}
 
-	if (ps->n * 2 >= ps->cap) {
-		uint32_t cap = ps->cap ? ps->cap * 2 : PROFILE_FIRST_FUNCS;
-		struct fstat *n;
+/* Adds the numbers of a function first seen, at its free slot. */
+static __attribute__((noinline)) struct fstat *fstat_add(struct profile *p, struct profile_stream *ps, uint64_t addr,
+                                                         uint64_t hash, uint32_t slot)
+{
+	struct fstat *f;
 
-		if (cap > PROFILE_FUNCS_MAX || !(n = calloc(cap, sizeof(*n)))) {
+	if (ps->n == ps->cap) {
+		uint32_t cap = ps->cap ? 2 * ps->cap : PROFILE_FIRST_FUNCS;
+
+		f = realloc(ps->funcs, cap * sizeof(*f));
+		if (!f) {
 			p->oom = true;
 			return NULL;
 		}
-		for (i = 0; i < ps->cap; i++) {
-			if (!ps->tab[i].used)
-				continue;
-			h = addr_slot(ps->tab[i].addr, cap);
-			while (n[h].used)
-				h = (h + 1) & (cap - 1);
-			n[h] = ps->tab[i];
-		}
-		free(ps->tab);
-		ps->tab = n;
+		ps->funcs = f;
 		ps->cap = cap;
 	}
-	h = addr_slot(addr, ps->cap);
-	while (ps->tab[h].used) {
-		if (ps->tab[h].addr == addr)
-			return &ps->tab[h];
-		h = (h + 1) & (ps->cap - 1);
-	}
-	ps->tab[h].used = 1;
-	ps->tab[h].addr = addr;
-	ps->tab[h].min_ns = UINT64_MAX;
-	ps->n++;
-	return &ps->tab[h];
+	f = &ps->funcs[ps->n];
+	*f = (struct fstat){ .addr = addr, .min_ns = UINT64_MAX };
+	hashindex_put(&ps->index, slot, hash, ps->n++);
+	return f;
+}
+
+/* The numbers of addr, added when new; NULL when memory runs out.  Called
+ * on every entry.  The index grows on any call that finds it full, not
+ * only before a put: its slot order, and so profile_collect's, depends on
+ * that. */
+static inline struct fstat *fstat_get(struct profile *p, struct profile_stream *ps, uint64_t addr)
+{
+	uint64_t hash = hashindex_fibonacci(addr, PROFILE_HASH_BITS);
+	uint32_t slot;
+
+	if (__builtin_expect(!hashindex_has_room(&ps->index), 0) && !fstat_grow(p, ps))
+		return NULL;
+	slot = hashindex_slot(&ps->index, hash, fstat_eq, ps, &addr);
+	if (__builtin_expect(ps->index.val[slot] != 0, 1))
+		return &ps->funcs[ps->index.val[slot] - 1];
+	return fstat_add(p, ps, addr, hash, slot);
+}
+
+/* The numbers of addr for the exit of a call whose entry found func (a
+ * frame's): fstat_get without the lookup. */
+static inline struct fstat *fstat_again(struct profile *p, struct profile_stream *ps, uint32_t func, uint64_t addr)
+{
+	if (__builtin_expect(func && ps->funcs[func - 1].addr == addr && hashindex_has_room(&ps->index), 1))
+		return &ps->funcs[func - 1];
+	return fstat_get(p, ps, addr);
 }
 
 void profile_begin(void *ctx, struct walk_stream *s)
@@ -114,40 +148,42 @@ void profile_begin(void *ctx, struct walk_stream *s)
 	s->user = ps;
 }
 
-static uint64_t *child_slot(struct profile *p, struct profile_stream *ps, uint32_t depth)
+static struct profile_frame *frame_at(struct profile *p, struct profile_stream *ps, uint32_t depth)
 {
-	if (depth >= ps->child_cap) {
-		uint32_t cap = ps->child_cap ? ps->child_cap : PROFILE_FIRST_DEPTH;
-		uint64_t *n;
+	if (depth >= ps->frame_cap) {
+		uint32_t cap = ps->frame_cap ? ps->frame_cap : PROFILE_FIRST_DEPTH;
+		struct profile_frame *n;
 
 		while (cap <= depth)
 			cap *= 2;
-		n = realloc(ps->child_ns, cap * sizeof(*n));
+		n = realloc(ps->frames, cap * sizeof(*n));
 		if (!n) {
 			p->oom = true;
 			return NULL;
 		}
-		ps->child_ns = n;
-		ps->child_cap = cap;
+		ps->frames = n;
+		ps->frame_cap = cap;
 	}
-	return &ps->child_ns[depth];
+	return &ps->frames[depth];
 }
 
 void profile_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
 	struct profile *p = ctx;
 	struct profile_stream *ps = s->user;
-	uint64_t *c;
+	struct profile_frame *fr;
 	struct fstat *f;
 
-	if (!ps || !(c = child_slot(p, ps, depth)))
+	if (!ps || !(fr = frame_at(p, ps, depth)))
 		return;
-	*c = 0;
+	fr->child_ns = 0;
+	fr->func = 0;
 	if (flags & FILTER_INHERITED)
 		return; /* entered in the parent process, not a call here */
 	f = fstat_get(p, ps, addr);
 	if (!f)
 		return;
+	fr->func = (uint32_t)(f - ps->funcs) + 1;
 	f->calls++;
 	f->active++;
 }
@@ -160,14 +196,14 @@ void profile_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, 
 	uint64_t dur = ns - entry_ns, self;
 	struct fstat *f;
 
-	if (!ps || depth >= ps->child_cap)
+	if (!ps || depth >= ps->frame_cap)
 		return;
-	self = dur > ps->child_ns[depth] ? dur - ps->child_ns[depth] : 0;
+	self = dur > ps->frames[depth].child_ns ? dur - ps->frames[depth].child_ns : 0;
 	if (depth)
-		ps->child_ns[depth - 1] += dur;
+		ps->frames[depth - 1].child_ns += dur;
 	if (flags & FILTER_INHERITED)
 		return;
-	f = fstat_get(p, ps, addr);
+	f = fstat_again(p, ps, ps->frames[depth].func, addr);
 	if (!f)
 		return;
 	if (f->active)
@@ -276,57 +312,37 @@ static int row_cmp(const void *a, const void *b, void *ctx)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* Rows are found again by name (and tid) through an index hash. */
-struct row_index {
-	size_t *slot; /* row index + 1; 0 is empty */
-	size_t cap;
+/* A row's key while rows are collected: its name, and its thread with
+ * PROFILE_PER_THREAD. */
+struct row_key {
+	const char *name;
+	uint32_t tid;
+	bool per_thread;
 };
 
-static uint64_t row_hash(const char *name, uint32_t tid, unsigned flags)
+static bool row_eq(const void *ctx, uint32_t item, const void *key)
 {
-	uint64_t h = FNV_OFFSET_BASIS;
-	const char *p;
+	const struct profile_row *r = &((const struct profile_rows *)ctx)->row[item];
+	const struct row_key *k = key;
 
-	for (p = name; *p; p++)
-		h = (h ^ (unsigned char)*p) * FNV_PRIME;
-	if (flags & PROFILE_PER_THREAD)
-		h ^= (uint64_t)tid * GOLDEN_RATIO_64;
-	return h;
-}
-
-static int index_grow(struct row_index *ix, const struct profile_rows *rows, unsigned flags)
-{
-	size_t cap = ix->cap * 2, k, i;
-	size_t *n = calloc(cap, sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	for (k = 0; k < rows->n; k++) {
-		i = (size_t)(row_hash(rows->row[k].name, rows->row[k].tid, flags) % cap);
-		while (n[i])
-			i = (i + 1) % cap;
-		n[i] = k + 1;
-	}
-	free(ix->slot);
-	ix->slot = n;
-	ix->cap = cap;
-	return 0;
+	return !strcmp(r->name, k->name) && (!k->per_thread || r->tid == k->tid);
 }
 
 /* The row of (name, stream), added when new.  NULL when memory runs out. */
-static struct profile_row *row_get(struct profile_rows *rows, struct row_index *ix, size_t *rcap, struct walk *w,
+static struct profile_row *row_get(struct profile_rows *rows, struct hashindex *ix, size_t *rcap, struct walk *w,
                                    const struct walk_stream *s, uint64_t addr, const char *name, unsigned flags)
 {
-	size_t i = (size_t)(row_hash(name, s->tid, flags) % ix->cap);
+	struct row_key k = { name, s->tid, (flags & PROFILE_PER_THREAD) != 0 };
+	uint64_t hash = hashindex_bytes(name, strlen(name), k.per_thread ? hashindex_u64(s->tid) : 0);
 	struct profile_row *r;
 	struct symbol sym;
+	uint32_t slot;
 
-	while (ix->slot[i]) {
-		r = &rows->row[ix->slot[i] - 1];
-		if (!strcmp(r->name, name) && (!(flags & PROFILE_PER_THREAD) || r->tid == s->tid))
-			return r;
-		i = (i + 1) % ix->cap;
-	}
+	if (hashindex_reserve(ix))
+		return NULL;
+	slot = hashindex_slot(ix, hash, row_eq, rows, &k);
+	if (ix->val[slot])
+		return &rows->row[ix->val[slot] - 1];
 	if (rows->n == *rcap) {
 		size_t cap = *rcap ? 2 * *rcap : 256;
 		struct profile_row *n = realloc(rows->row, cap * sizeof(*n));
@@ -348,24 +364,18 @@ static struct profile_row *row_get(struct profile_rows *rows, struct row_index *
 		r->file = sym.file;
 		r->line = sym.line;
 	}
-	rows->n++;
-	ix->slot[i] = rows->n;
-	if (rows->n * 2 > ix->cap && index_grow(ix, rows, flags))
-		return NULL;
+	hashindex_put(ix, slot, hash, (uint32_t)rows->n++);
 	return r;
 }
 
 int profile_collect(struct walk *w, unsigned flags, const struct profile_order *order, struct profile_rows *out)
 {
-	struct row_index ix = { .cap = PROFILE_FIRST_ROWS };
+	struct hashindex ix = { 0 };
 	size_t rcap = 0;
 	uint32_t si, j;
 
 	out->row = NULL;
 	out->n = 0;
-	ix.slot = calloc(ix.cap, sizeof(*ix.slot));
-	if (!ix.slot)
-		return -ENOMEM;
 	/* the tables hang on the streams, taken in the walk's order so that a
 	 * row's file, tid and pid come from the first stream that has it */
 	for (si = 0; si < w->nstreams; si++) {
@@ -374,12 +384,15 @@ int profile_collect(struct walk *w, unsigned flags, const struct profile_order *
 
 		if (!s->selected || !ps)
 			continue;
-		for (j = 0; j < ps->cap; j++) {
-			const struct fstat *f = &ps->tab[j];
+		for (j = 0; j < ps->index.cap; j++) {
+			const struct fstat *f;
 			struct profile_row *r;
 			char buf[1024];
 
-			if (!f->used || !f->calls)
+			if (!ps->index.val[j])
+				continue;
+			f = &ps->funcs[ps->index.val[j] - 1];
+			if (!f->calls)
 				continue;
 			r = row_get(out, &ix, &rcap, w, s, f->addr, walk_name(w, s->image, f->addr, buf, sizeof(buf)),
 			            flags);
@@ -395,12 +408,12 @@ int profile_collect(struct walk *w, unsigned flags, const struct profile_order *
 				r->max_ns = f->max_ns;
 		}
 	}
-	free(ix.slot);
+	hashindex_release(&ix);
 	if (out->n)
 		qsort_r(out->row, out->n, sizeof(*out->row), row_cmp, (void *)order);
 	return 0;
 nomem:
-	free(ix.slot);
+	hashindex_release(&ix);
 	profile_rows_release(out);
 	return -ENOMEM;
 }

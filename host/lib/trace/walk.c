@@ -63,9 +63,7 @@ int walk_open(struct walk *w, const char *dir, const struct filter_opts *fopts, 
 	}
 	w->dec = malloc(sizeof(*w->dec));
 	w->sym = symbolizer_new(SYMBOLIZER_DEMANGLE | SYMBOLIZER_LINES);
-	w->hash_cap = 1024;
-	w->hash = calloc(w->hash_cap, sizeof(*w->hash));
-	if (!w->dec || !w->sym || !w->hash)
+	if (!w->dec || !w->sym)
 		goto nomem;
 	if (w->fopts.n_only || w->fopts.n_exclude) {
 		w->cls = classifier_new(w->sym, &w->fopts);
@@ -84,31 +82,40 @@ nomem:
 	return -ENOMEM;
 }
 
-static uint32_t hash_of(uint32_t image, uint32_t tid, uint32_t cap)
-{
-	uint64_t h = ((uint64_t)image << 32 | tid) * 0x9e3779b97f4a7c15ull;
+/* A stream's key in the walk's index, looked up once per chunk. */
+struct stream_key {
+	uint32_t image, tid;
+};
 
-	return (uint32_t)(h >> 32) & (cap - 1);
+static uint64_t stream_hash(const struct stream_key *k)
+{
+	return hashindex_u64((uint64_t)k->image << 32 | k->tid);
 }
 
-static int hash_grow(struct walk *w)
+static bool stream_eq(const void *ctx, uint32_t item, const void *key)
 {
-	uint32_t cap = w->hash_cap * 2, i;
-	uint32_t *n = calloc(cap, sizeof(*n));
+	const struct walk_stream *s = ((const struct walk *)ctx)->streams[item];
+	const struct stream_key *k = key;
 
-	if (!n)
-		return -ENOMEM;
-	for (i = 0; i < w->nstreams; i++) {
-		uint32_t h = hash_of(w->streams[i]->image, w->streams[i]->tid, cap);
+	return s->image == k->image && s->tid == k->tid;
+}
 
-		while (n[h])
-			h = (h + 1) & (cap - 1);
-		n[h] = i + 1;
-	}
-	free(w->hash);
-	w->hash = n;
-	w->hash_cap = cap;
-	return 0;
+/* The stream of (image, tid), or NULL when it has none yet. */
+static struct walk_stream *stream_find(const struct walk *w, uint32_t image, uint32_t tid)
+{
+	struct stream_key k = { image, tid };
+	int64_t i = hashindex_get(&w->index, stream_hash(&k), stream_eq, w, &k);
+
+	return i < 0 ? NULL : w->streams[i];
+}
+
+/* Puts streams[i] in the index, which has room for it. */
+static void stream_put(struct walk *w, uint32_t i)
+{
+	struct stream_key k = { w->streams[i]->image, w->streams[i]->tid };
+	uint64_t hash = stream_hash(&k);
+
+	hashindex_put(&w->index, hashindex_slot(&w->index, hash, stream_eq, w, &k), hash, i);
 }
 
 static bool tid_selected(const struct walk *w, uint32_t tid)
@@ -186,16 +193,11 @@ static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t p
 {
 	const struct walk_ops *o;
 	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit, .lost = sink_lost };
-	struct walk_stream *s;
-	uint32_t h = hash_of(image, tid, w->hash_cap);
+	struct walk_stream *s = stream_find(w, image, tid);
 
-	while (w->hash[h]) {
-		s = w->streams[w->hash[h] - 1];
-		if (s->image == image && s->tid == tid)
-			return s;
-		h = (h + 1) & (w->hash_cap - 1);
-	}
-	if (w->nstreams >= WALK_STREAMS_MAX)
+	if (s)
+		return s;
+	if (w->nstreams >= WALK_STREAMS_MAX || hashindex_reserve(&w->index))
 		return NULL;
 	if (w->nstreams == w->cap) {
 		uint32_t cap = w->cap ? 2 * w->cap : 64;
@@ -221,11 +223,8 @@ static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t p
 		free(s);
 		return NULL;
 	}
-	w->streams[w->nstreams++] = s;
-	w->hash[h] = w->nstreams;
-	if (w->nstreams * 2 > w->hash_cap && hash_grow(w)) {
-		/* the table still works, only slower */
-	}
+	w->streams[w->nstreams] = s;
+	stream_put(w, w->nstreams++);
 	for (o = w->ops; o; o = o->next)
 		if (s->selected && o->begin)
 			o->begin(o->ctx, s);
@@ -348,62 +347,66 @@ static void on_syscall(struct walk *w, struct walk_stream *s, const struct lp_ev
 	syscall_deliver(w, s);
 }
 
-/* A stream's stack definition, in an open-addressing table by id. */
+/* A stream's stack definition, found by id through the stream's
+ * stack_index (looked up on every heap operation). */
 struct walk_stack_def {
-	uint32_t id; /* 0: empty slot */
+	uint32_t id;
 	uint32_t n;
 	uint64_t cache; /* the consumer's (walk_mem.cache) */
 	uint64_t *ips;
 };
 
-static uint32_t stack_slot(const struct walk_stream *s, uint32_t id)
+static uint64_t stack_hash(uint32_t id)
 {
-	uint32_t h = (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 40) & (s->stacks_cap - 1);
+	return hashindex_fibonacci(id, 32);
+}
 
-	while (s->stacks[h].id && s->stacks[h].id != id)
-		h = (h + 1) & (s->stacks_cap - 1);
-	return h;
+static bool stack_eq(const void *ctx, uint32_t item, const void *key)
+{
+	return ((const struct walk_stream *)ctx)->stacks[item].id == *(const uint32_t *)key;
 }
 
 static struct walk_stack_def *stack_find(const struct walk_stream *s, uint32_t id)
 {
-	struct walk_stack_def *d;
+	int64_t i = hashindex_get(&s->stack_index, stack_hash(id), stack_eq, s, &id);
 
-	if (!s->stacks_cap)
-		return NULL;
-	d = &s->stacks[stack_slot(s, id)];
-	return d->id ? d : NULL;
+	return i < 0 ? NULL : &s->stacks[i];
 }
 
-static int stacks_grow(struct walk_stream *s)
+/* Puts stacks[i] in the index, which has room for it. */
+static void stack_put(struct walk_stream *s, uint32_t i)
 {
-	struct walk_stack_def *old = s->stacks;
-	uint32_t cap = s->stacks_cap ? 2 * s->stacks_cap : 64, ocap = s->stacks_cap, i;
+	uint32_t id = s->stacks[i].id;
+	uint64_t hash = stack_hash(id);
 
-	s->stacks = calloc(cap, sizeof(*s->stacks));
-	if (!s->stacks) {
-		s->stacks = old;
-		return -ENOMEM;
+	hashindex_put(&s->stack_index, hashindex_slot(&s->stack_index, hash, stack_eq, s, &id), hash, i);
+}
+
+/* Makes room for one more definition.  Returns 0 or -ENOMEM. */
+static int stacks_reserve(struct walk_stream *s)
+{
+	if (s->nstacks == s->stacks_cap) {
+		uint32_t cap = s->stacks_cap ? 2 * s->stacks_cap : 64;
+		struct walk_stack_def *n = realloc(s->stacks, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->stacks = n;
+		s->stacks_cap = cap;
 	}
-	s->stacks_cap = cap;
-	for (i = 0; i < ocap; i++)
-		if (old[i].id)
-			s->stacks[stack_slot(s, old[i].id)] = old[i];
-	free(old);
-	return 0;
+	return hashindex_reserve(&s->stack_index);
 }
 
 static void stacks_release(struct walk *w, struct walk_stream *s)
 {
 	uint32_t i;
 
-	for (i = 0; i < s->stacks_cap; i++) {
-		if (s->stacks[i].id) {
-			w->stack_addrs -= s->stacks[i].n;
-			free(s->stacks[i].ips);
-		}
+	for (i = 0; i < s->nstacks; i++) {
+		w->stack_addrs -= s->stacks[i].n;
+		free(s->stacks[i].ips);
 	}
 	free(s->stacks);
+	hashindex_release(&s->stack_index);
 	s->stacks = NULL;
 	s->nstacks = s->stacks_cap = 0;
 }
@@ -414,28 +417,21 @@ static void stacks_release(struct walk *w, struct walk_stream *s)
  * definitions. */
 static void stacks_forget_old(struct walk *w, struct walk_stream *s)
 {
-	struct walk_stack_def *old = s->stacks;
-	uint32_t cap = s->stacks_cap, i, keep_from = s->max_stack_id - WALK_STACKS_MAX / 2;
+	uint32_t i, kept = 0, keep_from = s->max_stack_id - WALK_STACKS_MAX / 2;
 
-	s->stacks = calloc(cap, sizeof(*s->stacks));
-	if (!s->stacks) {
-		s->stacks = old;
-		return;
-	}
-	s->nstacks = 0;
-	for (i = 0; i < cap; i++) {
-		if (!old[i].id)
-			continue;
-		if (old[i].id > keep_from) {
-			s->stacks[stack_slot(s, old[i].id)] = old[i];
-			s->nstacks++;
+	for (i = 0; i < s->nstacks; i++) {
+		if (s->stacks[i].id > keep_from) {
+			s->stacks[kept++] = s->stacks[i];
 		} else {
-			w->stack_addrs -= old[i].n;
-			free(old[i].ips);
+			w->stack_addrs -= s->stacks[i].n;
+			free(s->stacks[i].ips);
 			w->mem_stacks_forgotten++;
 		}
 	}
-	free(old);
+	s->nstacks = kept;
+	hashindex_clear(&s->stack_index);
+	for (i = 0; i < kept; i++)
+		stack_put(s, i);
 }
 
 /* A STACK event: defines (or redefines) one of the stream's stack ids. */
@@ -455,7 +451,7 @@ static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_even
 	d = stack_find(s, se.id);
 	if (!d && s->nstacks >= WALK_STACKS_MAX)
 		stacks_forget_old(w, s);
-	if (!d && (s->nstacks >= WALK_STACKS_MAX || ((s->nstacks + 1) * 2 > s->stacks_cap && stacks_grow(s)))) {
+	if (!d && (s->nstacks >= WALK_STACKS_MAX || stacks_reserve(s))) {
 		w->mem_stacks_dropped++;
 		return;
 	}
@@ -467,9 +463,9 @@ static void on_stack(struct walk *w, struct walk_stream *s, const struct lp_even
 	for (i = 0; i < se.n; i++)
 		ips[i] = code_addr(w, s, se.ips[i], ev->time);
 	if (!d) {
-		d = &s->stacks[stack_slot(s, se.id)];
+		d = &s->stacks[s->nstacks];
 		d->id = se.id;
-		s->nstacks++;
+		stack_put(s, s->nstacks++);
 	} else {
 		w->stack_addrs -= d->n;
 		free(d->ips);
@@ -624,7 +620,7 @@ static void reset_streams(struct walk *w)
 		free(w->streams[i]);
 	}
 	w->nstreams = 0;
-	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
+	hashindex_clear(&w->index);
 	w->events = w->lost = w->syscalls = 0;
 	w->mem_ops = w->mem_malformed = w->mem_unknown_stacks = w->mem_stacks_dropped = 0;
 	w->mem_stacks_forgotten = 0;
@@ -662,14 +658,9 @@ static void order_streams(struct walk *w)
 				s->after_exec = true;
 		}
 	}
-	memset(w->hash, 0, w->hash_cap * sizeof(*w->hash));
-	for (i = 0; i < w->nstreams; i++) {
-		uint32_t h = hash_of(w->streams[i]->image, w->streams[i]->tid, w->hash_cap);
-
-		while (w->hash[h])
-			h = (h + 1) & (w->hash_cap - 1);
-		w->hash[h] = i + 1;
-	}
+	hashindex_clear(&w->index); /* the streams have new indices */
+	for (i = 0; i < w->nstreams; i++)
+		stream_put(w, i);
 }
 
 /* Progress for big traces, to the command's hook (walk_set_progress). */
@@ -769,21 +760,15 @@ static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t
 		return 0;
 	if (type == LP_CHUNK_EVENTS) {
 		struct walk_stream *s;
-		uint32_t h;
 
 		if (decoder_begin(w->dec, payload, len))
 			return 0;
 		ns = w->dec->time;
-		h = hash_of(w->dec->image, w->dec->tid, w->hash_cap);
-		while (w->hash[h]) {
-			s = w->streams[w->hash[h] - 1];
-			if (s->image == w->dec->image && s->tid == w->dec->tid) {
-				if (ns < s->order_ns)
-					ns = s->order_ns;
-				s->order_ns = ns;
-				break;
-			}
-			h = (h + 1) & (w->hash_cap - 1);
+		s = stream_find(w, w->dec->image, w->dec->tid);
+		if (s) {
+			if (ns < s->order_ns)
+				ns = s->order_ns;
+			s->order_ns = ns;
 		}
 	}
 	if (w->norder == w->order_cap) {
@@ -990,10 +975,9 @@ int walk_condition(const struct walk *w, const struct lp_warner *warn, char *err
 
 void walk_release(struct walk *w)
 {
-	if (w->hash)
-		reset_streams(w);
+	reset_streams(w);
 	free(w->streams);
-	free(w->hash);
+	hashindex_release(&w->index);
 	free(w->order);
 	free(w->dec);
 	classifier_free(w->cls);

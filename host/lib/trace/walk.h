@@ -14,6 +14,7 @@
 #include "common/memevent.h"
 #include "common/sysevent.h"
 #include "host/lib/trace/reader.h"
+#include "host/lib/util/hashindex.h"
 #include "host/lib/util/options.h"
 
 struct symbolizer;
@@ -106,9 +107,11 @@ struct walk_stream {
 	struct walk_syscall sc;
 	char sc_str[SYSEVENT_STR_MAX];
 	uint64_t mem_ops; /* heap operations seen */
-	/* stack id definitions: open addressing by id */
+	/* stack id definitions: nstacks of stacks_cap, found by id through
+	 * stack_index */
 	struct walk_stack_def *stacks;
 	uint32_t nstacks, stacks_cap;
+	struct hashindex stack_index;
 	uint32_t max_stack_id;
 	uint64_t order_ns; /* walk_run_by_time: sort time of its last chunk */
 	struct walk *w;
@@ -209,8 +212,7 @@ struct walk {
 	struct filter_spec spec;
 	struct walk_stream **streams; /* in order of first appearance */
 	uint32_t nstreams, cap;
-	uint32_t *hash; /* stream index + 1 */
-	uint32_t hash_cap;
+	struct hashindex index; /* streams by (image, tid) */
 	uint64_t events, lost;
 	uint64_t syscalls; /* syscall events seen: the trace has the syscall layer */
 	/* memory tracer: heap operations seen (the trace has the heap layer),

@@ -5,6 +5,8 @@
 
 #include "host/lib/util/hashindex.h"
 
+#define HASHINDEX_FIRST_CAP 256u
+
 uint64_t hashindex_bytes(const void *p, size_t n, uint64_t seed)
 {
 	const uint8_t *b = p;
@@ -27,15 +29,12 @@ uint64_t hashindex_u64(uint64_t x)
 	return x ^ (x >> 33);
 }
 
-int hashindex_reserve(struct hashindex *x)
+int hashindex_grow(struct hashindex *x)
 {
-	uint32_t cap, i;
+	uint32_t cap = x->cap ? 2 * x->cap : HASHINDEX_FIRST_CAP, i;
 	uint32_t *val;
 	uint64_t *hash;
 
-	if ((x->n + 1) * 2 <= x->cap)
-		return 0;
-	cap = x->cap ? 2 * x->cap : 256;
 	val = calloc(cap, sizeof(*val));
 	hash = calloc(cap, sizeof(*hash));
 	if (!val || !hash) {
@@ -62,30 +61,11 @@ int hashindex_reserve(struct hashindex *x)
 	return 0;
 }
 
-uint32_t hashindex_slot(const struct hashindex *x, uint64_t hash, hashindex_eq eq, const void *ctx, const void *key)
+void hashindex_clear(struct hashindex *x)
 {
-	uint32_t s = (uint32_t)hash & (x->cap - 1);
-
-	while (x->val[s] && !(x->hash[s] == hash && eq(ctx, x->val[s] - 1, key)))
-		s = (s + 1) & (x->cap - 1);
-	return s;
-}
-
-int64_t hashindex_get(const struct hashindex *x, uint64_t hash, hashindex_eq eq, const void *ctx, const void *key)
-{
-	uint32_t s;
-
-	if (!x->cap)
-		return -1;
-	s = hashindex_slot(x, hash, eq, ctx, key);
-	return x->val[s] ? (int64_t)x->val[s] - 1 : -1;
-}
-
-void hashindex_put(struct hashindex *x, uint32_t slot, uint64_t hash, uint32_t item)
-{
-	x->val[slot] = item + 1;
-	x->hash[slot] = hash;
-	x->n++;
+	if (x->cap)
+		memset(x->val, 0, x->cap * sizeof(*x->val));
+	x->n = 0;
 }
 
 void hashindex_release(struct hashindex *x)
