@@ -76,10 +76,3 @@ void hashindex_release(struct hashindex *x)
 	x->hash = NULL;
 	x->cap = x->n = 0;
 }
-
-void hashindex_clear(struct hashindex *x)
-{
-	if (x->cap)
-		memset(x->val, 0, (size_t)x->cap * sizeof(*x->val));
-	x->n = 0;
-}

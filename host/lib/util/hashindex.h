@@ -87,11 +87,8 @@ static inline void hashindex_put(struct hashindex *x, uint32_t slot, uint64_t ha
 }
 
 /* Removes every entry and keeps the slots, for filling again (items
- * renumbered, a table reused). */
+ * renumbered, a table reused, a cache that starts again when full). */
 void hashindex_clear(struct hashindex *x);
 void hashindex_release(struct hashindex *x);
-/* Forgets every entry and keeps the memory, for a cache that starts again
- * when full. */
-void hashindex_clear(struct hashindex *x);
 
 #endif
