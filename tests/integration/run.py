@@ -1178,14 +1178,22 @@ def env_ring_pages(lp, b, tmp):
         p.stdin.write("\n")
         p.stdin.flush()
         p.stdout.readline()  # step 1: the ring is in use
-        rings = set()
-        with open("/proc/%d/maps" % pid) as f:
-            for line in f:
-                path = line.split()[-1] if len(line.split()) > 5 else ""
-                if "/layerprof-" in path and os.path.basename(path)[:2] in ("r.", "d."):
-                    rings.add(path)
-        sizes = [(os.stat(r).st_size, os.stat(r).st_blocks * 512) for r in rings if os.path.exists(r)]
-        check(len(sizes) == 1 and sizes[0][0] >= 4 << 20 and sizes[0][1] <= 512 << 10,
+        # the drain renames a ring it has taken (r. to d.) at any moment:
+        # read the maps again until every ring named there can be looked at
+        sizes = None
+        for _ in range(100):
+            rings = set()
+            with open("/proc/%d/maps" % pid) as f:
+                for line in f:
+                    path = line.split()[-1] if len(line.split()) > 5 else ""
+                    if "/layerprof-" in path and os.path.basename(path)[:2] in ("r.", "d."):
+                        rings.add(path)
+            try:
+                sizes = [(os.stat(r).st_size, os.stat(r).st_blocks * 512) for r in rings]
+                break
+            except FileNotFoundError:
+                time.sleep(0.01)
+        check(sizes is not None and len(sizes) == 1 and sizes[0][0] >= 4 << 20 and sizes[0][1] <= 512 << 10,
               "a quiet thread's 4M ring holds at most 512 KiB of shared memory", sizes)
     finally:
         p.stdin.close()
