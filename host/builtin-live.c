@@ -138,42 +138,6 @@ static void on_say(void *ctx, const char *msg)
 	}
 }
 
-/* Splits a command line into words: blanks separate, 'single' and "double"
- * quotes group, a backslash takes the next character.  Writes the words
- * into buf (as big as line) and their starts into words[max].  Returns the
- * number of words or -EINVAL (an open quote, too many words). */
-static int split_words(const char *line, char *buf, char **words, int max)
-{
-	const char *p = line;
-	char *o = buf;
-	int n = 0;
-
-	for (;;) {
-		char quote = 0;
-
-		while (*p == ' ' || *p == '\t' || *p == '\r')
-			p++;
-		if (!*p)
-			return n;
-		if (n == max)
-			return -EINVAL;
-		words[n++] = o;
-		for (; *p && (quote || (*p != ' ' && *p != '\t' && *p != '\r')); p++) {
-			if (quote && *p == quote)
-				quote = 0;
-			else if (!quote && (*p == '\'' || *p == '"'))
-				quote = *p;
-			else if (*p == '\\' && quote != '\'' && p[1])
-				*o++ = *++p;
-			else
-				*o++ = *p;
-		}
-		if (quote)
-			return -EINVAL;
-		*o++ = '\0';
-	}
-}
-
 /* ------------------------------------------------------------ the view */
 
 static void live_draw(struct live *lv, bool final)
@@ -264,7 +228,7 @@ static void command_filter(struct live *lv, const char *line)
 		error_warn(&lv->said, "out of memory");
 		return;
 	}
-	n = split_words(line, buf, words, LIVE_WORDS_MAX);
+	n = liveopts_split_words(line, buf, words, LIVE_WORDS_MAX, true);
 	if (n < 0) {
 		error_warn(&lv->said, "filter: unbalanced quotes or too many words");
 		free(buf);
@@ -294,7 +258,7 @@ static void command_filter(struct live *lv, const char *line)
 static void command_run(struct live *lv, const char *line)
 {
 	char buf[LIVE_LINE_MAX], *words[LIVE_WORDS_MAX];
-	int n = split_words(line, buf, words, LIVE_WORDS_MAX);
+	int n = liveopts_split_words(line, buf, words, LIVE_WORDS_MAX, true);
 
 	if (n <= 0) {
 		if (n < 0)

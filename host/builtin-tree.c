@@ -68,15 +68,7 @@ static void print_tree(struct tree *tr, const struct walk_stream *s, struct json
 		}
 		json_object_begin(j, NULL);
 		json_str(j, "name", name);
-		if (CALLTREE_IS_SYSCALL(nd->addr)) {
-			json_bool(j, "syscall", true);
-			json_u64(j, "errors", nd->errors);
-		}
-		json_u64(j, "calls", nd->calls);
-		json_u64(j, "total_ns", nd->total_ns);
-		json_u64(j, "self_ns", nd->self_ns);
-		json_u64(j, "min_ns", nd->min_ns == UINT64_MAX ? 0 : nd->min_ns);
-		json_u64(j, "max_ns", nd->max_ns);
+		calltree_node_json(j, nd);
 		json_array_begin(j, "children");
 		open++;
 	}

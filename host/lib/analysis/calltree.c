@@ -509,3 +509,16 @@ void calltree_iter_release(struct calltree_iter *it)
 	it->stack = NULL;
 	it->sp = 0;
 }
+
+void calltree_node_json(struct json *j, const struct calltree_node *nd)
+{
+	if (CALLTREE_IS_SYSCALL(nd->addr)) {
+		json_bool(j, "syscall", true);
+		json_u64(j, "errors", nd->errors);
+	}
+	json_u64(j, "calls", nd->calls);
+	json_u64(j, "total_ns", nd->total_ns);
+	json_u64(j, "self_ns", nd->self_ns);
+	json_u64(j, "min_ns", nd->min_ns == UINT64_MAX ? 0 : nd->min_ns);
+	json_u64(j, "max_ns", nd->max_ns);
+}

@@ -19,6 +19,7 @@
 #include "host/lib/analysis/profile.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/hashindex.h"
+#include "host/lib/util/json.h"
 #include "host/lib/util/names.h"
 
 /* Bound on the nodes of one thread's tree. */
@@ -151,5 +152,10 @@ int calltree_iter_init(struct calltree_iter *it, const struct calltree_stream *t
  * or 0 at the end.  Sets it->oom and ends early when memory runs out. */
 uint32_t calltree_iter_next(struct calltree_iter *it, uint32_t *depth);
 void calltree_iter_release(struct calltree_iter *it);
+
+/* Writes a node's figures as JSON members, as `tree --format json` and serve
+ * show them: syscall and errors (a system call's node only), calls,
+ * total_ns, self_ns, min_ns (0 without a finished call), max_ns. */
+void calltree_node_json(struct json *j, const struct calltree_node *nd);
 
 #endif

@@ -119,3 +119,42 @@ void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 	ls->keep_alive = o->mem.keep_alive;
 	ls->mem_fold_ns = o->mem.fold_ns;
 }
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int liveopts_split_words(const char *line, char *buf, char **words, int max, bool backslash)
+{
+	const char *p = line;
+	char *o = buf;
+	int n = 0;
+
+	for (;;) {
+		char quote = 0;
+
+		while (is_blank(*p))
+			p++;
+		if (!*p)
+			return n;
+		if (n == max)
+			return -EINVAL;
+		words[n++] = o;
+		for (; *p && (quote || !is_blank(*p)); p++) {
+			if (quote && *p == quote)
+				quote = 0;
+			else if (!quote && (*p == '\'' || *p == '"'))
+				quote = *p;
+			else if (backslash && *p == '\\' && quote != '\'' && p[1])
+				*o++ = *++p;
+			else
+				*o++ = *p;
+		}
+		if (quote)
+			return -EINVAL;
+		if (*p)
+			p++; /* past the blank first: in place, o may have reached it */
+		*o++ = '\0';
+	}
+}

@@ -67,4 +67,13 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, 
 /* Sets the session's fields from the options. */
 void liveopts_apply(const struct liveopts *o, struct livesession *ls);
 
+/* Splits a command line into words: blanks (space, tab, CR, LF) separate,
+ * 'single' and "double" quotes group and, with backslash, a backslash
+ * outside single quotes takes the next character.  Writes the words into
+ * buf (as big as line, which may be buf itself) and their starts into
+ * words[max].  Returns the number of words or -EINVAL (an open quote, too
+ * many words).  For the commands typed to `live` and the filter words the
+ * web page sends. */
+int liveopts_split_words(const char *line, char *buf, char **words, int max, bool backslash);
+
 #endif

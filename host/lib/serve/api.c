@@ -301,15 +301,7 @@ static void put_node(struct servemodel *m, const struct calltree_stream *t, uint
 	json_object_begin(j, NULL);
 	json_u64(j, "id", i);
 	json_str(j, "name", i ? names_get(&m->names, nd->name) : "");
-	if (CALLTREE_IS_SYSCALL(nd->addr)) {
-		json_bool(j, "syscall", true);
-		json_u64(j, "errors", nd->errors);
-	}
-	json_u64(j, "calls", nd->calls);
-	json_u64(j, "total_ns", nd->total_ns);
-	json_u64(j, "self_ns", nd->self_ns);
-	json_u64(j, "min_ns", nd->min_ns == UINT64_MAX ? 0 : nd->min_ns);
-	json_u64(j, "max_ns", nd->max_ns);
+	calltree_node_json(j, nd);
 	json_u64(j, "children", nd->nchildren);
 	json_u64(j, "syscalls", nd->sys_calls);
 	json_object_end(j);

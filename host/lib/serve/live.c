@@ -219,39 +219,6 @@ static int answer(FILE *out, int status, const char *msg)
 	return status;
 }
 
-/* Splits text into words: blanks separate, quotes group.  Returns the
- * number of words or -EINVAL. */
-static int split_words(char *text, char **words, int max)
-{
-	char *p = text, *o = text;
-	int n = 0;
-
-	for (;;) {
-		char quote = 0;
-
-		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-			p++;
-		if (!*p)
-			return n;
-		if (n == max)
-			return -EINVAL;
-		words[n++] = o;
-		for (; *p && (quote || (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')); p++) {
-			if (quote && *p == quote)
-				quote = 0;
-			else if (!quote && (*p == '\'' || *p == '"'))
-				quote = *p;
-			else
-				*o++ = *p;
-		}
-		if (quote)
-			return -EINVAL;
-		if (*p)
-			p++;
-		*o++ = '\0';
-	}
-}
-
 static int command_filter(struct servelive *sl, const char *body, FILE *out)
 {
 	char *buf = malloc(strlen(body) + 8), *words[FILTER_WORDS_MAX + 1];
@@ -262,7 +229,7 @@ static int command_filter(struct servelive *sl, const char *body, FILE *out)
 	if (!buf)
 		return answer(out, HTTP_BAD_REQUEST, "out of memory");
 	snprintf(buf, strlen(body) + 8, "filter %s", body);
-	n = split_words(buf, words, FILTER_WORDS_MAX);
+	n = liveopts_split_words(buf, buf, words, FILTER_WORDS_MAX, false);
 	if (n < 0) {
 		free(buf);
 		return answer(out, HTTP_BAD_REQUEST, "unbalanced quotes or too many words");
