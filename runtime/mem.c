@@ -572,11 +572,7 @@ static LP_NOINSTR __attribute__((noinline, cold)) void walk_open(struct lp_threa
 	errno = saved_errno;
 }
 
-/* Writes the reaped children a signal handler left while the thread was
- * inside a heap operation, oldest first.  Called inside the thread's own
- * gate (busy): a handler running meanwhile adds at reaped_in, which the
- * loop reads anew each time. */
-static LP_NOINSTR __attribute__((noinline, cold)) void reaped_flush(struct lp_thread *t)
+LP_NOINSTR __attribute__((noinline, cold)) void lp_mem_reaped_flush(struct lp_thread *t)
 {
 	while (t->mem.reaped_out != t->mem.reaped_in) {
 		struct lp_ext_reaped r = t->mem.reaped[t->mem.reaped_out % LP_MEM_REAPED_PENDING];
@@ -627,7 +623,7 @@ LP_EXPORT LP_NOINSTR void lp_mem_record(uint32_t op_flags, uintptr_t ptr, uintpt
 	stack = stack_intern(t, ips, n);
 	mem_put(t, op_flags, ptr, size, old, stack);
 	if (unlikely(t->mem.reaped_in != t->mem.reaped_out))
-		reaped_flush(t);
+		lp_mem_reaped_flush(t);
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
 }
@@ -657,7 +653,7 @@ LP_EXPORT LP_NOINSTR void lp_mem_reaped(uint32_t pid, uint32_t status)
 	t->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	if (t->mem.reaped_in != t->mem.reaped_out)
-		reaped_flush(t); /* the earlier ones first */
+		lp_mem_reaped_flush(t); /* the earlier ones first */
 	lp_ring_put_ext(t, LP_EXT_REAPED, &r, sizeof(r));
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;

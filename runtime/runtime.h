@@ -234,6 +234,12 @@ void lp_ring_abandon(struct lp_thread *t);
 /* Writes one slot outside the gates (LOST, LONGJMP, ...). */
 void lp_ring_put(struct lp_thread *t, uint32_t type, uint64_t payload);
 /* Writes an extended record of `len` bytes (at most one chunk). */
+/* Writes the reaped children a signal handler left while the thread was
+ * inside a heap operation (lp_memthread.reaped), oldest first.  Called
+ * inside the thread's own gate (busy): a handler running meanwhile adds at
+ * reaped_in, which the loop reads anew each time.  mem.c; also when the
+ * thread's ring closes (thread.c), so that none is left unwritten. */
+void lp_mem_reaped_flush(struct lp_thread *t);
 void lp_ring_put_ext(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len);
 /* The same with the record's time given. */
 void lp_ring_put_ext_at(struct lp_thread *t, uint32_t ext_type, const void *data, size_t len, uint64_t time);

@@ -516,6 +516,19 @@ static LP_NOINSTR __attribute__((destructor)) void thread_exit_count(void)
 
 	if (t->state != LP_THREAD_READY || !t->ring)
 		return;
+	if (t->mem.reaped_in != t->mem.reaped_out) {
+		if (t->busy) {
+			/* exit inside a gate: what cannot be written is counted */
+			t->nested += t->mem.reaped_in - t->mem.reaped_out;
+			t->mem.reaped_out = t->mem.reaped_in;
+		} else {
+			t->busy = 1;
+			atomic_signal_fence(memory_order_seq_cst);
+			lp_mem_reaped_flush(t);
+			atomic_signal_fence(memory_order_seq_cst);
+			t->busy = 0;
+		}
+	}
 	pending = t->nested + (t->head_ptr != &t->ring->head ? t->head - t->scratch_extra : 0);
 	if (pending && t->scratch_nospace)
 		atomic_store_explicit((_Atomic uint64_t *)&t->ring->nospace, t->nospace + t->head - t->scratch_extra,
@@ -533,6 +546,8 @@ LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 	if (t->state != LP_THREAD_READY)
 		return;
 	t->busy = 1;
+	if (t->mem.reaped_in != t->mem.reaped_out)
+		lp_mem_reaped_flush(t); /* before the ring closes */
 	if (t->head_ptr != &t->ring->head)
 		scratch_leave(t);
 	t->dropped += t->nested;
