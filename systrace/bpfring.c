@@ -46,11 +46,11 @@ int bpfring_init(struct bpfring *r, size_t size, char *err, size_t errlen)
 
 long bpfring_drain(struct bpfring *r, long (*take)(void *ctx, const unsigned char *data, uint32_t len), void *ctx)
 {
-	uint64_t cons = __atomic_load_n(r->consumer_pos, __ATOMIC_RELAXED);
-	uint64_t prod = __atomic_load_n(r->producer_pos, __ATOMIC_ACQUIRE);
+	unsigned long cons = __atomic_load_n(r->consumer_pos, __ATOMIC_RELAXED);
+	unsigned long prod = __atomic_load_n(r->producer_pos, __ATOMIC_ACQUIRE);
 	long n = 0;
 
-	while (cons < prod) {
+	while ((long)(prod - cons) > 0) { /* positions wrap on 32-bit kernels */
 		const unsigned char *rec = r->data + (cons & (r->size - 1));
 		uint32_t hdr = __atomic_load_n((const uint32_t *)rec, __ATOMIC_ACQUIRE);
 		uint32_t len = hdr & ~(uint32_t)(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
@@ -59,7 +59,7 @@ long bpfring_drain(struct bpfring *r, long (*take)(void *ctx, const unsigned cha
 			break; /* still being written: next time */
 		if (!(hdr & BPF_RINGBUF_DISCARD_BIT))
 			n += take(ctx, rec + BPF_RINGBUF_HDR_SZ, len);
-		cons += ((uint64_t)len + BPF_RINGBUF_HDR_SZ + 7) & ~(uint64_t)7;
+		cons += ((unsigned long)len + BPF_RINGBUF_HDR_SZ + 7) & ~7ul;
 		__atomic_store_n(r->consumer_pos, cons, __ATOMIC_RELEASE);
 	}
 	return n;

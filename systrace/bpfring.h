@@ -11,8 +11,12 @@ struct bpfring {
 	int fd; /* the map; -1 when none */
 	size_t size, page_size;
 	void *cons_map, *prod_map;
-	uint64_t *consumer_pos;       /* ours: written */
-	const uint64_t *producer_pos; /* the kernel's */
+	/* the kernel's positions are unsigned long: 32 bits on a 32-bit kernel
+	 * (reading 64 there takes the next word as the high half). A 32-bit
+	 * program on a 64-bit kernel reads and writes the low halves, which
+	 * holds for the first 4 GiB of records, as with libbpf. */
+	unsigned long *consumer_pos;       /* ours: written */
+	const unsigned long *producer_pos; /* the kernel's */
 	const unsigned char *data;    /* size bytes, mapped twice in a row */
 };
 

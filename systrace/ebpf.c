@@ -504,7 +504,9 @@ static long eb_take_call(void *ctx, const unsigned char *data, uint32_t size)
 	rec.tid = c.tid;
 	rec.nr = c.nr;
 	rec.ns = c.t_exit;
-	rec.ret = c.ret;
+	/* a 32-bit kernel hands the tracepoint's long ret zero-extended: the
+	 * low half is the value (and all of it for a 32-bit program) */
+	rec.ret = sizeof(long) == 4 ? (int32_t)(uint32_t)c.ret : c.ret;
 	st->ops.sys(st->ops.ctx, &rec);
 	st->stats.records += 2;
 	return 2;

@@ -728,6 +728,31 @@ static inline int stc_attach_target(void)
  * backend once it waits in its read, lets it go and collects every record
  * into log until it has ended and the tracer is freed.  Returns its pid
  * (checked to exit 0), or 0 when it could not run or be attached to. */
+/* Waits (up to STC_RUN_TIMEOUT_NS) until pid sits in read(0, ...), as
+ * /proc/PID/syscall shows it; false if it never does. */
+static inline bool stc_wait_in_read0(pid_t pid)
+{
+	uint64_t deadline = stc_now_ns() + STC_RUN_TIMEOUT_NS;
+	char path[64], line[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	while (stc_now_ns() < deadline) {
+		FILE *f = fopen(path, "r");
+		long nr = -1;
+		unsigned long arg0 = 1;
+
+		if (f) {
+			if (fgets(line, sizeof(line), f) && sscanf(line, "%ld %lx", &nr, &arg0) != 2)
+				nr = -1;
+			fclose(f);
+		}
+		if (nr == SYS_read && arg0 == 0)
+			return true;
+		stc_sleep_ns(1000000L);
+	}
+	return false;
+}
+
 static inline pid_t stc_attach_run(enum systrace_backend backend, struct stc_log *log)
 {
 	char self[4096], why[256], err[256];
@@ -751,8 +776,10 @@ static inline pid_t stc_attach_run(enum systrace_backend backend, struct stc_log
 	close(go[0]);
 	stc_config(&cfg, backend, NULL);
 	/* let the child reach its read: attaching to the exec itself works too,
-	 * but then the calls counted would include ld.so's */
-	stc_sleep_ns(100000000L);
+	 * but then the calls counted would include ld.so's (and a slow machine,
+	 * or an emulated one, takes long to get there) */
+	if (!stc_wait_in_read0(pid))
+		printf("  the attach target never waited in its read (its records start earlier)\n");
 	st = systrace_attach(pid, &cfg, &ops, why, sizeof(why), err, sizeof(err));
 	if (!CHECK(st != NULL))
 		printf("  attach: %s\n", err);

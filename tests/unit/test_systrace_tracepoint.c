@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -135,6 +136,14 @@ static void test_fork(void)
 	stc_run_free(&r);
 }
 
+/* Whether the kernel is a 32-bit ARM one (uname's machine armv*). */
+static bool kernel_is_arm32(void)
+{
+	struct utsname u;
+
+	return uname(&u) == 0 && !strncmp(u.machine, "armv", 4);
+}
+
 /* Attaching to a running process: its calls from then on, and those of the
  * thread it starts afterwards. */
 static void test_attach(void)
@@ -144,11 +153,17 @@ static void test_attach(void)
 
 	if (pid) {
 		stc_expect_attach(&log, pid);
-		/* attached in the middle of the read: its exit comes without the entry */
-		if (CHECK(log.n > 0)) {
+		/* attached in the middle of the read: its exit comes without the
+		 * entry; a 32-bit ARM kernel writes no exit record for a call
+		 * entered before tracing began, so there the write that follows
+		 * comes first */
+		if (CHECK(log.n > 0) && !kernel_is_arm32()) {
 			CHECK_EQ_U64(log.v[0].kind, SYSREC_EXIT);
 			CHECK_EQ_U64(log.v[0].nr, SYS_read);
 			CHECK_EQ_U64(log.v[0].ret, 1);
+		} else if (log.n > 0) {
+			CHECK_EQ_U64(log.v[0].kind, SYSREC_ENTER);
+			CHECK_EQ_U64(log.v[0].nr, SYS_write);
 		}
 	}
 	stc_log_free(&log);

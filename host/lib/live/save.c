@@ -78,7 +78,8 @@ int livesave_open(struct livesave *sv, const char *dir)
 	int r, dfd;
 
 	if (strlen(dir) >= sizeof(sv->dir)) {
-		snprintf(sv->error, sizeof(sv->error), "path '%s' too long", dir);
+		snprintf(sv->error, sizeof(sv->error), "path too long (%zu bytes, at most %zu)", strlen(dir),
+		         sizeof(sv->dir) - 1);
 		return -ENAMETOOLONG;
 	}
 	dfd = tracedir_create(dir, sv->error, sizeof(sv->error));
