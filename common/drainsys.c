@@ -21,6 +21,12 @@
  * are queued, for its ring to appear (an instrumented thread makes a few
  * syscalls, in the loader or thread start, before its first function). */
 #define DRAIN_SYSCALL_HOLD_NS 100000000ull
+/* After an exec the wait is longer: the new image's loader runs first, and
+ * the runtime it preloads opens the main thread's ring only when its
+ * constructor runs, which under a slow syscall tracer (ptrace on a slow or
+ * emulated CPU: a stop per call) comes well past DRAIN_SYSCALL_HOLD_NS. A
+ * program without the runtime has its syscalls written this much later. */
+#define DRAIN_SYSCALL_EXEC_HOLD_NS 2000000000ull
 #define SYSQ_HOLD_MAX 4096u
 /* Beyond this a thread's queue is written out even if ring events might
  * still come before it (memory stays bounded). */
@@ -54,6 +60,7 @@ struct systhread {
 	uint64_t first_ns;    /* when the thread was first seen */
 	bool dead;            /* removed: its process ended and all is written */
 	bool in_wait;         /* in the runtime's futex wait for room: its exit is left out */
+	bool exec_queued;     /* without a ring, a successful exec is in its queue */
 };
 
 struct drainsys {
@@ -493,8 +500,9 @@ static bool is_exec(const struct drainsys *ds, const struct sysevent *ev)
 }
 
 /* Writes queued records of a thread without a ring into its own stream,
- * watching for exec. */
-static void own_write(struct drain *d, struct systhread *t)
+ * watching for exec; with stop_at_exec, what follows an exec stays queued
+ * to wait for the new image's ring. */
+static void own_write(struct drain *d, struct systhread *t, bool stop_at_exec)
 {
 	struct encoder *e;
 
@@ -514,8 +522,12 @@ static void own_write(struct drain *d, struct systhread *t)
 		t->n--;
 		if (encoder_full(e))
 			drain_flush_encoder(d, e);
-		if (exec)
+		if (exec) {
 			after_exec(d, t->pid);
+			t->exec_queued = t->n > 0;
+			if (stop_at_exec)
+				return;
+		}
 	}
 }
 
@@ -587,6 +599,8 @@ int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, cons
 		d->stats.lost++;
 		return r;
 	}
+	if (!t->bound && is_exec(ds, ev))
+		t->exec_queued = true;
 	if (t->bound && ns < t->bound->sys_next)
 		t->bound->sys_next = q_at(t, 0)->ns;
 	return 0;
@@ -612,8 +626,10 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 	for (i = 0; i < ds->nthreads; i++) {
 		struct systhread *t = ds->threads[i];
 		struct sysproc *p;
+		uint64_t hold;
 
 		if (t->bound) {
+			t->exec_queued = false;
 			/* not past the events a folding stage still holds: they
 			 * come first */
 			uint64_t upto = t0;
@@ -629,9 +645,11 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 			continue;
 		}
 		p = proc_get(ds, t->pid, false);
-		if (t->n && (t->own || q_at(t, 0)->ns + DRAIN_SYSCALL_HOLD_NS <= t0 || t->n >= SYSQ_HOLD_MAX ||
-		             (p && p->exited)))
-			own_write(d, t);
+		hold = t->exec_queued ? DRAIN_SYSCALL_EXEC_HOLD_NS : DRAIN_SYSCALL_HOLD_NS;
+		if (t->n && (t->own || q_at(t, 0)->ns + hold <= t0 || t->n >= SYSQ_HOLD_MAX || (p && p->exited)))
+			own_write(d, t, !(p && p->exited));
+		if (!t->n)
+			t->exec_queued = false;
 		if (t->lost && !t->n && t->own) {
 			encoder_lost(t->own, t->own->last_ns, t->lost);
 			t->lost = 0;
@@ -701,7 +719,7 @@ void drainsys_finish(struct drain *d)
 	for (i = 0; i < ds->nthreads; i++) {
 		struct systhread *t = ds->threads[i];
 
-		own_write(d, t);
+		own_write(d, t, false);
 		own_close(d, t);
 	}
 	if (ds->lost_unknown) {
