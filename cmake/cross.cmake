@@ -20,5 +20,8 @@ endif()
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
-# the target side only: the host tools run on the developer's machine
-set(LP_HOST OFF CACHE BOOL "" FORCE)
+# the target side only by default: the host tools run on the developer's
+# machine. -DLP_HOST=ON builds the layerprof command too, for a sysroot that
+# has elfutils and json-c (scripts/arm-vm builds it so against the test
+# guest's root file system, with PKG_CONFIG_SYSROOT_DIR and PKG_CONFIG_LIBDIR)
+set(LP_HOST OFF CACHE BOOL "build the host side (layerprof command, needs elfutils)")

@@ -105,6 +105,15 @@ def valgrind_errors(prog, *args, leaks=False):
     return out
 
 
+# Whether the peers (valgrind, heaptrack, on this machine) can run the
+# programs: not when they are another architecture's (tests/guest/test_guest.py
+# runs these checks in an ARM guest).
+PEERS = True
+# Whether the runtime walks frame pointers on the architecture under test
+# (not on 32-bit arm, whose frames have no fixed layout: the call site only)
+FRAME_WALK = True
+
+
 def valgrind_totals(prog, *args):
     """valgrind's 'total heap usage': (allocs, frees, bytes allocated)."""
     r = run(["valgrind", prog] + list(args), timeout=300)
@@ -116,7 +125,7 @@ def heaptrack_run(tmp, name, prog, *args):
     """heaptrack_print's leaks and allocation calls per function:
     ({function: (bytes text, calls)}, {function: calls}).  None when
     heaptrack is missing."""
-    if not shutil.which("heaptrack") or not shutil.which("heaptrack_print"):
+    if not PEERS or not shutil.which("heaptrack") or not shutil.which("heaptrack_print"):
         return None
     out = os.path.join(tmp, "ht-" + name)
     run(["heaptrack", "-o", out, prog] + list(args), timeout=300)
@@ -184,14 +193,18 @@ def test_leaky(lp, tmp, progs):
               "%s: the site has its source line" % name, (s["file"], s["line"]))
         p = rep["processes"]
         check(len(p) == 1 and p[0]["exited"] and p[0]["exit_status"] == 0, "%s: one process, exited 0" % name, p)
-        if name == "mem_leaky_fp":
+        if name == "mem_leaky_fp" and FRAME_WALK:
             check(len(s["stack"]) >= 2 and s["stack"][1]["function"] == "main",
                   "%s: with frame pointers the stack goes on to main" % name,
                   [f["name"] for f in s["stack"]])
+        elif name == "mem_leaky_fp":
+            check(len(s["stack"]) == 1 and s["stack"][0]["function"] == "leaky",
+                  "%s: no frame walk here (32-bit arm): the call site only" % name,
+                  [f["name"] for f in s["stack"]])
         if name == "mem_leaky":
-            tot = valgrind_totals(prog) if shutil.which("valgrind") else None
+            tot = valgrind_totals(prog) if PEERS and shutil.which("valgrind") else None
             if tot is None:
-                skip("mem_leaky: valgrind totals", "valgrind not installed")
+                skip("mem_leaky: valgrind totals", "valgrind is not installed or cannot run the program")
             else:
                 t = rep["totals"]
                 check((t["allocs"], t["frees"], t["bytes_allocated"]) == tot,

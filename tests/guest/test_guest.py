@@ -1,0 +1,543 @@
+#!/usr/bin/env python3
+"""The target side on a real ARM kernel: a Debian 12 guest under
+qemu-system (tests/guest/guestvm.py), the project cross-built against the
+guest's root file system and copied in, and the tests run inside it on its
+own kernel, or from this machine against its agent over qemu's user-mode
+network.
+
+groups (in this order):
+  probe     what the guest kernel allows (ptrace, perf events, tracepoints,
+            uprobes, eBPF), tried by a small program; printed for docs/
+  unit      the target side's unit tests and fuzz corpora (scripts/cross-test's
+            build), which under qemu-user cannot reach a kernel
+  samples   every sample program of tests/programs under `layerprof record` in
+            the guest, with the exact counts of tests/programs/expect
+  memory    `record --memory` in the guest: leaks, threads, fork
+  syscalls  `record --syscalls` with each backend: ptrace and tracepoints on
+            both guests, eBPF where the kernel has it (required on aarch64)
+  live      the guest's agent driven by this machine's `layerprof live`:
+            exact counts, --syscalls, --memory, start/stop, filters
+
+--quick runs the subset CI runs: probe, a few samples, the syscall backends
+on sys_writer, and one live session with its syscalls.
+
+usage: test_guest.py --arch aarch64|armhf --host-build DIR [--cross-build DIR]
+                     [--quick] [--keep] [GROUP...]
+Ends with 'N passed, N failed'."""
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+INTEGRATION = os.path.join(ROOT, "tests", "integration")
+PROGS = os.path.join(ROOT, "tests", "programs")
+sys.path.insert(0, HERE)
+sys.path.insert(0, INTEGRATION)
+import guestvm  # noqa: E402
+import harness  # noqa: E402
+import run as it  # noqa: E402  (the sample programs' builders and expectations)
+import test_live as tl  # noqa: E402
+import test_memory as tm  # noqa: E402
+import test_syscalls as ts  # noqa: E402
+from harness import check, skip  # noqa: E402
+
+OPT = guestvm.OPT
+LP = OPT + "/bin/layerprof"
+AGENT_TOKEN = "/root/agent-token"
+# the sample programs of the quick run
+QUICK_SAMPLES = ["recursion", "threads", "forker", "signals", "longjmp", "dlopen", "execer"]
+# the peers (valgrind, heaptrack, strace) run on this machine: not on the
+# guest's programs
+tm.PEERS = False
+ts.PEERS = False
+
+
+class Ctx:
+    """What every group gets: the guest, this machine's layerprof, the
+    architecture, the directory of programs (the same path in the guest) and
+    the options."""
+
+    def __init__(self, guest, arch, host_build, cross_build, progs, tmp, quick):
+        self.guest = guest
+        self.arch = arch
+        self.a = guestvm.ARCHES[arch]
+        self.host_lp = it.Layerprof(host_build)
+        self.cross_build = cross_build
+        self.progs = progs
+        self.tmp = tmp
+        self.quick = quick
+        self.probe = {}
+
+
+class GuestLayerprof:
+    """The layerprof command in the guest, with the interface the suites'
+    own Layerprof classes have: lp(*args) runs it there (the directories
+    the tests name exist in the guest at the same paths); json() gives
+    (document or None, completed process)."""
+
+    def __init__(self, guest):
+        self.g = guest
+        self.exe = LP
+
+    def __call__(self, *args, timeout=300, env=None, **kw):
+        return self.g.run("exec %s %s" % (LP, " ".join(shlex.quote(a) for a in args)), timeout=timeout,
+                          check=False)
+
+    def json(self, *args):
+        r = self(*args)
+        if r.returncode:
+            return None, r
+        return json.loads(r.stdout), r
+
+    # test_memory's
+    def record(self, out, prog, *args, opts=()):
+        return self("record", "-q", "--memory", *opts, "-o", out, "--", prog, *args)
+
+    def memory(self, trace, *opts):
+        return self.json("report", "--memory", "--format", "json", *opts, trace)
+
+
+def batch(guest, steps, workdir, timeout=1800):
+    """Runs [(name, command line)] one after the other in the guest with a
+    single ssh connection, and returns {name: (exit status, stdout,
+    stderr)}; workdir (a path of this machine's, made in the guest too)
+    holds their outputs."""
+    script = ["set +e", "mkdir -p %s" % shlex.quote(workdir), "cd %s" % shlex.quote(workdir)]
+    for name, cmd in steps:
+        script.append("(%s) >%s.out 2>%s.err </dev/null; echo $? >%s.rc" % (cmd, name, name, name))
+    guest.run("\n".join(script), timeout=timeout)
+    local = workdir + ".got"
+    guest.get(workdir, local)
+    out = {}
+    for name, _ in steps:
+        def read(ext):
+            try:
+                with open(os.path.join(local, name + ext), errors="replace") as f:
+                    return f.read()
+            except OSError:
+                return ""
+        rc = read(".rc").strip()
+        out[name] = (int(rc) if rc.lstrip("-").isdigit() else None, read(".out"), read(".err"))
+    return out
+
+
+def cc(ctx, src, out, *flags, cxx=False):
+    comp = ctx.a["prefix"] + ("g++" if cxx else "gcc")
+    r = it.run([comp, "-O2", "-g", "-pthread", "-I", PROGS] + list(flags) + [src, "-o", out])
+    if r.returncode:
+        raise RuntimeError("cannot build %s: %s" % (out, r.stderr))
+    return out
+
+
+# ---------------------------------------------------------------- groups
+
+def group_probe(ctx):
+    probe = cc(ctx, os.path.join(HERE, "probe.c"), os.path.join(ctx.progs, "probe"), "-std=c11", "-D_GNU_SOURCE")
+    ctx.guest.put(ctx.progs, ctx.progs)
+    r = ctx.guest.run(probe, check=False)
+    try:
+        ctx.probe = json.loads(r.stdout)
+    except ValueError:
+        ctx.probe = {}
+    if not check(r.returncode == 0 and ctx.probe, "%s: the probe runs in the guest" % ctx.arch, r.stderr):
+        return
+    want = "aarch64" if ctx.arch == "aarch64" else "armv7l"
+    check(ctx.probe["machine"] == want, "%s: the guest is %s" % (ctx.arch, want), ctx.probe["machine"])
+    print("probe %s: kernel %s: %s" % (ctx.arch, ctx.probe["kernel"], json.dumps(ctx.probe["facilities"],
+                                                                                  sort_keys=True)))
+    f = ctx.probe["facilities"]
+    # what layerprof needs of any kernel it supports
+    for what in ("ptrace", "perf_sw", "perf_clockid", "tracepoint"):
+        check(f.get(what) is True, "%s: the kernel allows %s" % (ctx.arch, what), f.get(what))
+
+
+def facility(ctx, name):
+    return ctx.probe.get("facilities", {}).get(name) is True
+
+
+def group_unit(ctx):
+    """The unit tests of the cross-test build, on the guest's kernel."""
+    build = ctx.cross_build
+    if not build or not os.path.exists(os.path.join(build, "CTestTestfile.cmake")):
+        skip("%s unit tests" % ctx.arch, "no cross-test build (scripts/cross-test %s makes build-%s)"
+             % (ctx.arch, ctx.arch))
+        return
+    r = it.run(["ctest", "--show-only=json-v1"], cwd=build)
+    tests = json.loads(r.stdout)["tests"]
+    ctx.guest.put(build, build)
+    for d in ("fuzz/corpus", "fuzz/corpus_wire"):
+        if os.path.isdir(os.path.join(ROOT, d)):
+            ctx.guest.put(os.path.join(ROOT, d), os.path.join(ROOT, d))
+    steps = []
+    for t in tests:
+        cmd = t["command"]
+        # drop the emulator (qemu-user and its -L) that ctest runs them with
+        while cmd and not cmd[0].startswith(build):
+            cmd = cmd[1:]
+        props = {p["name"]: p["value"] for p in t.get("properties", [])}
+        cwd = props.get("WORKING_DIRECTORY", build)
+        steps.append((t["name"], "cd %s && timeout 600 %s" % (shlex.quote(cwd), " ".join(shlex.quote(c)
+                                                                                        for c in cmd))))
+    t0 = time.monotonic()
+    got = batch(ctx.guest, steps, os.path.join(ctx.tmp, "unit"), timeout=3600)
+    for name, _ in steps:
+        rc, out, err = got[name]
+        check(rc == 0, "%s guest: %s" % (ctx.arch, name), "exit %s: %s" % (rc, (out + err)[-1500:]))
+    print("time %s: unit tests in the guest: %.0f s" % (ctx.arch, time.monotonic() - t0))
+
+
+def group_samples(ctx):
+    """Every sample program (C, and C++ when the cross g++ is there) under
+    `layerprof record` in the guest; report and tree there too."""
+    b = it.Builder(ctx.a["prefix"] + "gcc", ctx.a["prefix"] + "g++", "-O2", ctx.progs)
+    have_cxx = shutil.which(ctx.a["prefix"] + "g++") is not None
+    steps, cases = [], []
+    out_dir = os.path.join(ctx.tmp, "samples")
+    for exp in it.load_expectations():
+        name = exp["_name"]
+        if name in ("killme", "busy", "busy_threads"):
+            continue
+        if ctx.quick and name not in QUICK_SAMPLES:
+            continue
+        if exp.get("build") == "c++" and not have_cxx:
+            skip("%s %s" % (ctx.arch, name), "%sg++ is not installed" % ctx.a["prefix"])
+            continue
+        binary = it.prepare(exp, b)
+        trace = os.path.join(out_dir, "t-" + name)
+        argv = " ".join(shlex.quote(a) for a in [binary] + it.prog_args(exp, b))
+        steps += [("rec-" + name, "%s record -q -o %s -- %s" % (LP, trace, argv)),
+                  ("rep-" + name, "%s report --format json %s" % (LP, trace)),
+                  ("tree-" + name, "%s tree --format json %s" % (LP, trace))]
+        cases.append(exp)
+    ctx.guest.put(ctx.progs, ctx.progs)
+    got = batch(ctx.guest, steps, out_dir)
+    for exp in cases:
+        name = exp["_name"]
+        tag = "%s %s" % (ctx.arch, name)
+        rc, _, err = got["rec-" + name]
+        if not check(rc == it.expected_exit(exp), "%s: record in the guest, exit status passed through" % tag,
+                     "got %s, stderr %s" % (rc, err.strip()[-500:])):
+            continue
+        try:
+            rep = json.loads(got["rep-" + name][1])
+            tree = json.loads(got["tree-" + name][1])
+        except ValueError:
+            check(False, "%s: report and tree in the guest" % tag, got["rep-" + name][2] + got["tree-" + name][2])
+            continue
+        it.check_expectations(tag, exp, rep, tree)
+
+
+def mem_programs(ctx):
+    d = os.path.join(ctx.progs, "mem")
+    os.makedirs(d, exist_ok=True)
+    for name in ("mem_leaky", "mem_threads", "mem_fork"):
+        cc(ctx, os.path.join(PROGS, name + ".c"), os.path.join(d, name), "-std=c11")
+    cc(ctx, os.path.join(PROGS, "mem_leaky.c"), os.path.join(d, "mem_leaky_fp"), "-std=c11",
+       "-fno-omit-frame-pointer")
+    cc(ctx, os.path.join(PROGS, "mem_leaky.c"), os.path.join(d, "mem_leaky_instr"), "-std=c11",
+       "-finstrument-functions")
+    return d
+
+
+def group_memory(ctx):
+    """test_memory's checks, with the layerprof of the guest."""
+    d = mem_programs(ctx)
+    ctx.guest.put(ctx.progs, ctx.progs)
+    tmp = os.path.join(ctx.tmp, "memory")
+    ctx.guest.run("mkdir -p %s" % tmp)
+    lp = GuestLayerprof(ctx.guest)
+    tm.FRAME_WALK = ctx.arch != "armhf"
+    tm.test_leaky(lp, tmp, d)
+    tm.test_threads(lp, tmp, d)
+    tm.test_fork(lp, tmp, d)
+
+
+def sys_programs(ctx):
+    d = os.path.join(ctx.progs, "sys")
+    os.makedirs(d, exist_ok=True)
+    out = {}
+    for name in ("sys_writer", "sys_threads", "sys_fork", "sys_slowstart"):
+        out[name] = cc(ctx, os.path.join(PROGS, name + ".c"), os.path.join(d, name), "-std=c11",
+                       "-finstrument-functions")
+    out["sys_writer_plain"] = cc(ctx, os.path.join(PROGS, "sys_writer.c"), os.path.join(d, "sys_writer_plain"),
+                                 "-std=c11")
+    return out
+
+
+def group_syscalls(ctx):
+    """test_syscalls' checks with each backend, with the layerprof of the
+    guest: ptrace and tracepoints must work on both guests, eBPF on the
+    aarch64 one and wherever the probe found it."""
+    progs = sys_programs(ctx)
+    ctx.guest.put(ctx.progs, ctx.progs)
+    tmp = os.path.join(ctx.tmp, "syscalls")
+    ctx.guest.run("mkdir -p %s" % tmp)
+    lp = GuestLayerprof(ctx.guest)
+    for backend in ("ptrace", "tracepoint", "bpf"):
+        required = backend != "bpf" or ctx.arch == "aarch64" or facility(ctx, "bpf")
+        ok, why = ts.backend_usable(lp, tmp, backend)
+        if not ok and not required:
+            skip("%s --syscalls=%s" % (ctx.arch, backend), "the guest kernel refuses it: %s" % why)
+            continue
+        if not check(ok, "%s: --syscalls=%s works on the guest kernel" % (ctx.arch, backend), why):
+            continue
+        ts.test_writer(lp, tmp, backend, progs["sys_writer"])
+        if ctx.quick:
+            continue
+        ts.test_threads(lp, tmp, backend, progs["sys_threads"])
+        ts.test_fork(lp, tmp, backend, progs["sys_fork"])
+        ts.test_plain(lp, tmp, backend, progs["sys_writer_plain"])
+        ts.test_slow_start(lp, tmp, backend, progs["sys_slowstart"])
+
+
+class GuestAgent:
+    """layerprofd in the guest on its TCP port, which qemu forwards to
+    guest.agent_port on this machine's loopback; the token is in
+    tmp/agent-token here and AGENT_TOKEN there."""
+
+    def __init__(self, ctx, args=()):
+        self.g = ctx.guest
+        self.token = os.path.join(ctx.tmp, "agent-token")
+        if not os.path.exists(self.token):
+            with open(os.open(self.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                f.write(os.urandom(24).hex() + "\n")
+        with open(self.token) as f:
+            self.g.run("umask 077 && cat >%s" % AGENT_TOKEN, input=f.read())
+        self.token_args = ["--token-file", self.token]
+        self.addr = "127.0.0.1:%d" % self.g.agent_port
+        self.g.run("pkill -x layerprofd; rm -f /tmp/agent.log; setsid %s/bin/layerprofd --listen 0.0.0.0:%d "
+                   "--token-file %s --lib %s/lib/liblayerprof.so %s >/tmp/agent.log 2>&1 </dev/null &" % (
+                       OPT, guestvm.GUEST_USER_PORT, AGENT_TOKEN, OPT, " ".join(shlex.quote(a) for a in args)))
+        self.ok = False
+        for _ in range(60):
+            if "listening on" in self.log():
+                self.ok = True
+                break
+            time.sleep(1)
+
+    def log(self):
+        return self.g.run("cat /tmp/agent.log 2>/dev/null", check=False).stdout
+
+    def stop(self):
+        self.g.run("pkill -x layerprofd; pkill -x killme", check=False)
+
+
+def live(ctx, agent, args, stdin=subprocess.DEVNULL):
+    return tl.Live(ctx.host_lp, agent.addr, agent.token_args + list(args), stdin=stdin)
+
+
+def group_live(ctx):
+    """This machine's `layerprof live` against the guest's agent."""
+    b = it.Builder(ctx.a["prefix"] + "gcc", ctx.a["prefix"] + "g++", "-O2", ctx.progs)
+    exps = {e["_name"]: e for e in it.load_expectations()}
+    names = ["threads"] if ctx.quick else ["recursion", "threads", "forker", "signals"]
+    bins = {n: it.prepare(exps[n], b) for n in names + ([] if ctx.quick else ["killme"])}
+    writer = sys_programs(ctx)["sys_writer"]
+    if not ctx.quick:
+        mem_programs(ctx)
+    ctx.guest.put(ctx.progs, ctx.progs)
+    agent = GuestAgent(ctx)
+    if not check(agent.ok, "%s: the guest's agent starts" % ctx.arch, agent.log()):
+        return
+    try:
+        live_counts(ctx, agent, exps, bins, names)
+        live_syscalls(ctx, agent, writer)
+        if ctx.quick:
+            return
+        live_filters(ctx, agent, bins["killme"])
+        live_control(ctx, agent, bins["killme"])
+        live_memory(ctx, agent)
+    finally:
+        agent.stop()
+
+
+def live_counts(ctx, agent, exps, bins, names):
+    for name in names:
+        exp = exps[name]
+        tag = "%s live %s" % (ctx.arch, name)
+        save = os.path.join(ctx.tmp, "live-" + name)
+        s = live(ctx, agent, ["--format", "json", "--interval", "200ms", "--save", save, "--", bins[name]])
+        rc = s.wait(timeout=180)
+        last = s.final()
+        if not check(rc == 0 and last and last["final"], "%s: the session ends with exit 0 and a final view" % tag,
+                     "rc %s, stderr %s" % (rc, s.err.text()[-800:])):
+            continue
+        got = tl.counts(last)
+        bad = {k: (got.get(k, 0), v) for k, v in exp["calls"].items() if got.get(k, 0) != v}
+        check(not bad and last.get("lost_events", 0) == 0, "%s: the exact counts, nothing lost" % tag,
+              "(got, want) %s, lost %s" % (bad, last.get("lost_events")))
+        check(tl.exited_as(last, last["pid"], exp), "%s: the program ended as expected" % tag, last.get("exited"))
+        rep, r = tl.report_counts(ctx.host_lp, save)
+        check(rep is not None and {f["name"]: f["calls"] for f in rep["functions"]} == got,
+              "%s: this machine's report of the saved trace agrees" % tag, r.stderr)
+
+
+def live_syscalls(ctx, agent, writer):
+    backends = ["auto"] if ctx.quick else ["ptrace", "tracepoint"] + (
+        ["bpf"] if ctx.arch == "aarch64" or facility(ctx, "bpf") else [])
+    for backend in backends:
+        tag = "%s live --syscalls=%s" % (ctx.arch, backend)
+        save = os.path.join(ctx.tmp, "live-sys-" + backend)
+        s = live(ctx, agent, ["--format", "json", "--interval", "200ms", "--syscalls=" + backend, "--save", save,
+                              "--", writer])
+        rc = s.wait(timeout=180)
+        last = s.final()
+        if not check(rc == 0 and last and last["final"], "%s: the session ends with exit 0" % tag,
+                     "rc %s, stderr %s" % (rc, s.err.text()[-800:])):
+            continue
+        w = tl.sys_row(last, "write")
+        check(w and w["calls"] == 100 and w["errors"] == 0, "%s: 100 writes, no errors" % tag, w)
+        f = tl.sys_by_function(last, "writer", "write")
+        check(len(f) == 1 and f[0]["calls"] == 100, "%s: the writes are attributed to writer" % tag, f)
+        f = tl.sys_by_function(last, "opener", "openat")
+        check(len(f) == 1 and f[0]["calls"] == 1 and f[0]["errors"] == 1, "%s: opener's failing openat" % tag, f)
+
+
+def live_filters(ctx, agent, killme):
+    """-F tick on killme: the host resolves the filter from the program's
+    symbols once it runs and the runtime in the guest applies it."""
+    tag = "%s live -F tick" % ctx.arch
+    s = live(ctx, agent, ["--format", "json", "--interval", "200ms", "-F", "tick", "--", killme],
+             stdin=subprocess.PIPE)
+    try:
+        v = s.wait_view(lambda v: tl.counts(v).get("tick", 0) > 0, 60)
+        check(v is not None and v["filtered"] and set(k for k, n in tl.counts(v).items() if n) == {"tick"},
+              "%s: only tick is recorded" % tag, "%s %s" % (v and tl.counts(v), s.err.text()[-500:]))
+    finally:
+        s.say("quit")
+        s.wait(timeout=60)
+        ctx.guest.run("pkill -x killme", check=False)
+
+
+def live_control(ctx, agent, killme):
+    """--stopped, then start and stop as commands: ticks arrive only while
+    tracing is on; the program is killed at the end."""
+    tag = "%s live start/stop" % ctx.arch
+    s = live(ctx, agent, ["--format", "json", "--interval", "200ms", "--stopped", "--", killme],
+             stdin=subprocess.PIPE)
+    try:
+        v = s.wait_view(lambda v: v.get("pid"), 60)
+        if not check(v is not None and not v["tracing"] and tl.counts(v).get("tick", 0) == 0,
+                     "%s: started with tracing off, no ticks" % tag, s.err.text()[-500:]):
+            return
+        s.say("start")
+        v = s.wait_view(lambda v: v["tracing"] and tl.counts(v).get("tick", 0) > 0, 60)
+        check(v is not None, "%s: start: ticks arrive" % tag, s.err.text()[-500:])
+        s.say("stop")
+        v = s.wait_view(lambda v: not v["tracing"] and tl.counts(v).get("tick", 0) > 0, 60)
+        if check(v is not None, "%s: stop: tracing is off" % tag):
+            n = tl.counts(v).get("tick", 0)
+            time.sleep(1.5)
+            later = s.views()[-1]
+            check(tl.counts(later).get("tick", 0) == n, "%s: stopped: no more ticks" % tag,
+                  (n, tl.counts(later).get("tick")))
+    finally:
+        s.say("quit")
+        s.wait(timeout=60)
+        ctx.guest.run("pkill -x killme", check=False)
+
+
+def live_memory(ctx, agent):
+    tag = "%s live --memory" % ctx.arch
+    prog = os.path.join(ctx.progs, "mem", "mem_leaky")
+    save = os.path.join(ctx.tmp, "live-mem")
+    s = live(ctx, agent, ["--memory", "--format", "json", "--interval", "200ms", "--save", save, "--", prog])
+    rc = s.wait(timeout=180)
+    if not check(rc == 0, "%s: the session ends with exit 0" % tag, s.err.text()[-800:]):
+        return
+    r = ctx.host_lp("report", "--memory", "--format", "json", save)
+    rep = json.loads(r.stdout) if r.returncode == 0 else None
+    if not check(rep is not None, "%s: this machine reports the saved heap" % tag, r.stderr):
+        return
+    leaky = tm.fn(rep, "leaky")
+    check(tm.counts(leaky, "live_objects", "live_bytes", "allocs", "frees") == (100, 4800, 100, 0),
+          "%s: leaky holds 100 x 48 bytes" % tag, leaky)
+    check(tm.counts(tm.fn(rep, "tidy"), "allocs", "frees", "live_objects") == (50, 50, 0),
+          "%s: tidy: 50 allocations, 50 releases" % tag, tm.fn(rep, "tidy"))
+
+
+GROUPS = [("probe", group_probe), ("unit", group_unit), ("samples", group_samples), ("memory", group_memory),
+          ("syscalls", group_syscalls), ("live", group_live)]
+QUICK = ["probe", "samples", "syscalls", "live"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", required=True, choices=sorted(guestvm.ARCHES))
+    ap.add_argument("--host-build", required=True, help="this machine's build (its layerprof reads and drives)")
+    ap.add_argument("--cross-build", help="scripts/cross-test's build for the unit tests (default build-ARCH)")
+    ap.add_argument("--guest-build", help="where to cross-build the project for the guest (default build-guest-ARCH)")
+    ap.add_argument("--quick", action="store_true", help="the subset CI runs")
+    ap.add_argument("--boot-timeout", type=int, default=600)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("groups", nargs="*", metavar="GROUP", help=", ".join(n for n, _ in GROUPS))
+    args = ap.parse_args()
+    names = [n for n, _ in GROUPS]
+    for g in args.groups:
+        if g not in names:
+            ap.error("unknown group '%s': %s" % (g, ", ".join(names)))
+    wanted = args.groups or (QUICK if args.quick else names)
+    t_start = time.monotonic()
+    times = {}
+    image = guestvm.Image(args.arch)
+    guest = None
+    tmp = tempfile.mkdtemp(prefix="lp-guest-%s-" % args.arch)
+    try:
+        try:
+            t0 = time.monotonic()
+            image.build()
+            times["image"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            guest_build = os.path.abspath(args.guest_build or os.path.join(ROOT, "build-guest-" + args.arch))
+            print("== cross build for the %s guest (%s)" % (args.arch, guest_build), flush=True)
+            guestvm.cross_build(image, guest_build)
+            times["cross build"] = time.monotonic() - t0
+            guest = guestvm.Guest(image, tmp)
+            print("== booting the %s guest" % args.arch, flush=True)
+            times["boot"] = guest.boot(timeout=args.boot_timeout)
+            print("booted in %.0f s" % times["boot"], flush=True)
+        except guestvm.GuestError as e:
+            check(False, "%s: the guest is built and boots" % args.arch, str(e))
+            return harness.summary()
+        check(True, "%s: the guest is built and boots" % args.arch)
+        progs = os.path.join(tmp, "progs")
+        os.makedirs(progs)
+        ctx = Ctx(guest, args.arch, os.path.abspath(args.host_build),
+                  os.path.abspath(args.cross_build or os.path.join(ROOT, "build-" + args.arch)), progs, tmp,
+                  args.quick)
+        guestvm.install(guest, guest_build, os.path.join(tmp, "opt"))
+        for name, fn in GROUPS:
+            if name not in wanted:
+                continue
+            t0 = time.monotonic()
+            print("== %s guest: %s" % (args.arch, name), flush=True)
+            try:
+                fn(ctx)
+            except Exception as e:  # a broken step fails the group, loudly
+                check(False, "%s: group %s ran to the end" % (args.arch, name), "%s: %s" % (type(e).__name__, e))
+            times[name] = time.monotonic() - t0
+    finally:
+        if guest:
+            if harness.failed():
+                print(guest.console_tail(30))
+            guest.stop()
+        harness.kill_started()
+        if args.keep:
+            print("kept %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    times["all"] = time.monotonic() - t_start
+    print("time %s: %s" % (args.arch, ", ".join("%s %.0f s" % kv for kv in times.items())))
+    return harness.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
