@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from harness import free_port  # noqa: E402
 
 # what each guest is made of
 ARCHES = {
@@ -324,14 +325,6 @@ class Image:
             os.unlink(tmp)
         run(["mke2fs", "-q", "-t", "ext4", "-L", "layerprof-root", "-d", self.rootfs, tmp, IMAGE_SIZE], logf)
         os.rename(tmp, self.image)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Guest:

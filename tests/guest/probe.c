@@ -10,6 +10,8 @@
  *                which of the two generic events it counts
  *   tracepoint   perf_event_open of raw_syscalls:sys_enter (tracefs id)
  *   uprobe_pmu   perf_event_open of a uprobe on a function of this program
+ *   uprobe_pmu_arm_state  (32-bit ARM built for Thumb only) the same on a
+ *                function built for the ARM instruction set
  *   uprobe_tracefs  tracefs uprobe_events is there and writable
  *   bpf          bpf(BPF_PROG_LOAD) of a tracepoint program
  */
@@ -76,30 +78,20 @@ static int try_ptrace(void)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : EPERM;
 }
 
-static int software(int clockid)
+/* a counting event of this thread; clockid >= 0: its times on that clock */
+static int counter(uint32_t type, uint64_t config, int clockid)
 {
 	struct perf_event_attr attr;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_TASK_CLOCK;
+	attr.type = type;
+	attr.config = config;
+	attr.exclude_kernel = type == PERF_TYPE_HARDWARE;
 	if (clockid >= 0) {
 		attr.use_clockid = 1;
 		attr.clockid = clockid;
 	}
-	return perf_open(&attr);
-}
-
-static int hardware(uint64_t config)
-{
-	struct perf_event_attr attr;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_HARDWARE;
-	attr.config = config;
-	attr.exclude_kernel = 1;
 	return perf_open(&attr);
 }
 
@@ -135,10 +127,10 @@ static int tracepoint(void)
 	return perf_open(&attr);
 }
 
-/* the file offset of try_ptrace in this program, from /proc/self/maps */
-static int main_offset(char *path, size_t size, uint64_t *off)
+/* the file offset of the code at fn in this program, from /proc/self/maps */
+static int code_offset(uintptr_t fn, char *path, size_t size, uint64_t *off)
 {
-	uintptr_t want = (uintptr_t)&try_ptrace;
+	uintptr_t want = fn & ~(uintptr_t)1; /* bit 0: the Thumb bit on 32-bit ARM */
 	char line[4096];
 	FILE *f = fopen("/proc/self/maps", "r");
 
@@ -160,7 +152,7 @@ static int main_offset(char *path, size_t size, uint64_t *off)
 	return ENOENT;
 }
 
-static int uprobe_pmu(void)
+static int uprobe_pmu(uintptr_t fn)
 {
 	struct perf_event_attr attr;
 	char path[4096];
@@ -170,7 +162,7 @@ static int uprobe_pmu(void)
 
 	if (err)
 		return err;
-	err = main_offset(path, sizeof(path), &off);
+	err = code_offset(fn, path, sizeof(path), &off);
 	if (err)
 		return err;
 	memset(&attr, 0, sizeof(attr));
@@ -180,6 +172,13 @@ static int uprobe_pmu(void)
 	attr.config2 = off;
 	return perf_open(&attr);
 }
+
+#if defined(__arm__) && defined(__thumb__)
+__attribute__((target("arm"), noinline)) static int arm_state(int x)
+{
+	return x + 1;
+}
+#endif
 
 static int uprobe_tracefs(void)
 {
@@ -218,12 +217,15 @@ int main(void)
 	printf("{\"machine\": \"%s\", \"kernel\": \"%s\", ", u.machine, u.release);
 	printf("\"facilities\": {");
 	member("ptrace", try_ptrace());
-	member("perf_sw", software(-1));
-	member("perf_clockid", software(CLOCK_MONOTONIC));
-	member("perf_hw_cycles", hardware(PERF_COUNT_HW_CPU_CYCLES));
-	member("perf_hw_instructions", hardware(PERF_COUNT_HW_INSTRUCTIONS));
+	member("perf_sw", counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, -1));
+	member("perf_clockid", counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, CLOCK_MONOTONIC));
+	member("perf_hw_cycles", counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, -1));
+	member("perf_hw_instructions", counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, -1));
 	member("tracepoint", tracepoint());
-	member("uprobe_pmu", uprobe_pmu());
+	member("uprobe_pmu", uprobe_pmu((uintptr_t)&try_ptrace));
+#if defined(__arm__) && defined(__thumb__)
+	member("uprobe_pmu_arm_state", uprobe_pmu((uintptr_t)&arm_state));
+#endif
 	member("uprobe_tracefs", uprobe_tracefs());
 	member("bpf", bpf_tracepoint());
 	printf("}}\n");

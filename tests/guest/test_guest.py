@@ -77,11 +77,11 @@ class Ctx:
         self.probe = {}
 
 
-class GuestLayerprof:
-    """The layerprof command in the guest, with the interface the suites'
-    own Layerprof classes have: lp(*args) runs it there (the directories
-    the tests name exist in the guest at the same paths); json() gives
-    (document or None, completed process)."""
+class GuestLayerprof(tm.Layerprof):
+    """The layerprof command in the guest, with the interface of the suites'
+    own Layerprof classes (test_memory's: json() gives (document or None,
+    completed process), as test_syscalls' does): lp(*args) runs it there,
+    where the directories the tests name exist at the same paths."""
 
     def __init__(self, guest):
         self.g = guest
@@ -90,19 +90,6 @@ class GuestLayerprof:
     def __call__(self, *args, timeout=300, env=None, **kw):
         return self.g.run("exec %s %s" % (LP, " ".join(shlex.quote(a) for a in args)), timeout=timeout,
                           check=False)
-
-    def json(self, *args):
-        r = self(*args)
-        if r.returncode:
-            return None, r
-        return json.loads(r.stdout), r
-
-    # test_memory's
-    def record(self, out, prog, *args, opts=()):
-        return self("record", "-q", "--memory", *opts, "-o", out, "--", prog, *args)
-
-    def memory(self, trace, *opts):
-        return self.json("report", "--memory", "--format", "json", *opts, trace)
 
 
 def batch(guest, steps, workdir, timeout=1800):

@@ -8,6 +8,7 @@ suites made of named groups (run_groups)."""
 import argparse
 import os
 import shutil
+import socket
 import sys
 import tempfile
 
@@ -57,6 +58,16 @@ def summary():
     print("%d passed, %d failed" % (_counts["passed"], _counts["failed"]))
     sys.stdout.flush()
     return 1 if _counts["failed"] else 0
+
+
+def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    """A TCP port free on host now (another process may take it before the
+    caller binds it)."""
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.bind((host, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def kill_started():

@@ -34,14 +34,6 @@ DEADLINE_S = 5  # AGENT_AUTH_DEADLINE_NS
 PER_PEER = 4  # AGENT_PENDING_PER_PEER
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def wait_until(pred, timeout):
     end = time.time() + timeout
     while time.time() < end:
@@ -268,7 +260,7 @@ def group_tokenless(build, lp, tmp):
     start that way; nobody's attack finds no agent and runs nothing."""
     d = private_tmp(tmp, "tokenless")
     marker = os.path.join(d, "pwned")
-    port = free_port()
+    port = harness.free_port()
     agent = Agent(build, d, ["--listen", "127.0.0.1:%d" % port])
     try:
         out = as_nobody(d, "start", "127.0.0.1:%d" % port, marker)
@@ -468,7 +460,7 @@ def group_preauth(build, lp, tmp):
     silent connections: one address keeps only its few places."""
     d = private_tmp(tmp, "preauth")
     tok = write_token(d)
-    port = free_port()
+    port = harness.free_port()
     agent = Agent(build, d, ["--listen", "127.0.0.1:%d" % port, "--token-file", tok])
     if not check(agent.ok, "agent with a token listens", agent.text()):
         agent.stop()

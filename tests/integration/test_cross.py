@@ -33,14 +33,6 @@ ARCHES = {
 
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def run_program(port, token, qemu, sysroot, prog, args, save):
     c = lpwire.Client("127.0.0.1", port, timeout=30)
     ftype, _ = c.handshake(token)
@@ -83,7 +75,7 @@ def main():
             subprocess.run([prefix + "gcc", "-O2", "-g", "-finstrument-functions", "-pthread", "-I", PROGS,
                             os.path.join(PROGS, name + ".c"), "-o", out], check=True)
             progs[name] = out
-        port = free_port()
+        port = harness.free_port()
         # TCP needs a token, on loopback too
         token = os.urandom(24).hex()
         with open(os.open(os.path.join(tmp, "token"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:

@@ -36,12 +36,7 @@ def kill_pid(pid):
         pass
 
 
-def free_port(family=socket.AF_INET, host="127.0.0.1"):
-    s = socket.socket(family, socket.SOCK_STREAM)
-    s.bind((host, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = harness.free_port
 
 
 class Lines:
