@@ -364,8 +364,15 @@ class Guest:
         deadline = t0 + timeout
         while True:
             if self.proc.poll() is not None:
-                raise GuestError("the %s guest's qemu ended (exit %d) before the guest answered:\n%s" % (
-                    self.arch, self.proc.returncode, self.console_tail()))
+                code = self.proc.returncode
+                self.stop()
+                try:
+                    with open(os.path.join(self.work, "qemu-%s.err" % self.arch), errors="replace") as f:
+                        said = f.read()[-2000:].strip()
+                except OSError:
+                    said = ""
+                raise GuestError("the %s guest's qemu ended (exit %d) before the guest answered%s:\n%s" % (
+                    self.arch, code, (", saying: " + said) if said else "", self.console_tail()))
             if time.monotonic() > deadline:
                 self.stop()
                 raise GuestError("the %s guest did not answer within %d s:\n%s" % (

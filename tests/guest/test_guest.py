@@ -17,15 +17,17 @@ groups (in this order):
             both guests, eBPF where the kernel has it (required on aarch64)
   live      the guest's agent driven by this machine's `layerprof live`:
             exact counts, --syscalls, --memory, start/stop, filters
+  noboot    a guest that cannot boot fails in time, with its console
 
 --quick runs the subset CI runs: probe, a few samples, the syscall backends
-on sys_writer, and one live session with its syscalls.
+on sys_writer, one live session with its syscalls, and noboot.
 
 usage: test_guest.py --arch aarch64|armhf --host-build DIR [--cross-build DIR]
                      [--quick] [--keep] [GROUP...]
 Ends with 'N passed, N failed'."""
 
 import argparse
+import copy
 import json
 import os
 import shlex
@@ -451,9 +453,35 @@ def live_memory(ctx, agent):
           "%s: tidy: 50 allocations, 50 releases" % tag, tm.fn(rep, "tidy"))
 
 
+def group_noboot(ctx):
+    """A guest that does not come up fails within its time limit, saying so
+    with its console, and leaves no qemu behind: here a kernel image that is
+    only zeros."""
+    bad = copy.copy(ctx.guest.img)
+    bad.kernel = os.path.join(ctx.tmp, "zeros.img")
+    with open(bad.kernel, "wb") as f:
+        f.write(bytes(1 << 20))
+    work = os.path.join(ctx.tmp, "noboot")
+    os.makedirs(work)
+    g = guestvm.Guest(bad, work)
+    t0 = time.monotonic()
+    try:
+        g.boot(timeout=20)
+        check(False, "%s: a guest that cannot boot fails" % ctx.arch, "it answered")
+        g.stop()
+        return
+    except guestvm.GuestError as e:
+        took = time.monotonic() - t0
+        msg = str(e)
+    check(("did not answer within 20 s" in msg or "qemu ended" in msg) and "the guest's console" in msg
+          and took < 60, "%s: a guest that cannot boot fails within its limit, with its console" % ctx.arch,
+          "after %.0f s: %s" % (took, msg[:300]))
+    check(g.proc is None, "%s: its qemu is stopped" % ctx.arch)
+
+
 GROUPS = [("probe", group_probe), ("unit", group_unit), ("samples", group_samples), ("memory", group_memory),
-          ("syscalls", group_syscalls), ("live", group_live)]
-QUICK = ["probe", "samples", "syscalls", "live"]
+          ("syscalls", group_syscalls), ("live", group_live), ("noboot", group_noboot)]
+QUICK = ["probe", "samples", "syscalls", "live", "noboot"]
 
 
 def main():
