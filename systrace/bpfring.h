@@ -17,7 +17,7 @@ struct bpfring {
 	 * holds for the first 4 GiB of records, as with libbpf. */
 	unsigned long *consumer_pos;       /* ours: written */
 	const unsigned long *producer_pos; /* the kernel's */
-	const unsigned char *data;    /* size bytes, mapped twice in a row */
+	const unsigned char *data;         /* size bytes, mapped twice in a row */
 };
 
 /* Creates the map (size: bytes, a power of two and a multiple of the page

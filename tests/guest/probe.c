@@ -140,8 +140,8 @@ static int code_offset(uintptr_t fn, char *path, size_t size, uint64_t *off)
 		unsigned long start, end, pgoff;
 		char file[4096];
 
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &start, &end, &pgoff, file) == 4 &&
-		    want >= start && want < end) {
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &start, &end, &pgoff, file) == 4 && want >= start &&
+		    want < end) {
 			fclose(f);
 			snprintf(path, size, "%s", file);
 			*off = want - start + pgoff;
