@@ -449,31 +449,31 @@ class Guest:
         self.proc = None
 
 
-def cross_build(image, build_dir, jobs=None, logf=None):
+def cross_build(image, build_dir, jobs=None):
     """Cross-builds the whole project (target side and the layerprof
     command) for the guest, against the guest's root file system as the
-    sysroot. Returns build_dir."""
+    sysroot, its output into build_dir/arm-vm-build.log. Returns build_dir."""
     a = image.a
     need_tools([a["prefix"] + "gcc", "cmake"])
     env = dict(os.environ,
                PKG_CONFIG_SYSROOT_DIR=image.rootfs,
                PKG_CONFIG_LIBDIR=":".join(os.path.join(image.rootfs, p) for p in (
                    "usr/lib/%s/pkgconfig" % a["triplet"], "usr/share/pkgconfig")))
-    out = logf or sys.stdout
     cfg = ["cmake", "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
            "-DCMAKE_TOOLCHAIN_FILE=%s/cmake/cross.cmake" % ROOT, "-DLP_CROSS_PREFIX=" + a["prefix"],
            "-DLP_CROSS_ARCH=" + a["cmake_arch"], "-DLP_CROSS_SYSROOT=" + image.rootfs, "-DLP_HOST=ON",
            "-DLP_TESTS=OFF", "-DLP_WERROR=" + os.environ.get("LP_WERROR", "OFF")]
-    for cmd in (cfg, ["cmake", "--build", build_dir, "-j", str(jobs or os.cpu_count() or 2)]):
-        r = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        if r.returncode:
-            raise GuestError("the cross build for the %s guest failed: %s" % (image.arch, " ".join(cmd)))
+    os.makedirs(build_dir, exist_ok=True)
+    with open(os.path.join(build_dir, "arm-vm-build.log"), "w") as logf:
+        for cmd in (cfg, ["cmake", "--build", build_dir, "-j", str(jobs or os.cpu_count() or 2)]):
+            run(cmd, logf, env=env)
     return build_dir
 
 
 def install(guest, guest_build, stage):
     """Copies the cross-built project into OPT in the guest: bin/ and lib/,
-    where an installed layerprof finds its runtime (../lib)."""
+    where an installed layerprof finds its runtime (../lib), with links in
+    /usr/local/bin."""
     for d in ("bin", "lib"):
         os.makedirs(os.path.join(stage, d), exist_ok=True)
     shutil.copy2(os.path.join(guest_build, "host", "layerprof"), os.path.join(stage, "bin"))
@@ -481,3 +481,5 @@ def install(guest, guest_build, stage):
     for lib in ("liblayerprof.so", "liblayerprof-mem.so"):
         shutil.copy2(os.path.join(guest_build, "runtime", lib), os.path.join(stage, "lib"))
     guest.put(stage, OPT)
+    # on the PATH too (each finds its runtime from where it really is)
+    guest.run("ln -sf %s/bin/layerprof %s/bin/layerprofd /usr/local/bin/" % (OPT, OPT))
