@@ -32,6 +32,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -500,6 +501,8 @@ def main():
         if g not in names:
             ap.error("unknown group '%s': %s" % (g, ", ".join(names)))
     wanted = args.groups or (QUICK if args.quick else names)
+    # a SIGTERM (scripts/test's time limit) still stops the guest's qemu
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t_start = time.monotonic()
     times = {}
     image = guestvm.Image(args.arch)
