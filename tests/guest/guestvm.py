@@ -129,10 +129,9 @@ def mirror():
                     return fields["uris"].split()[0]
         else:
             for line in text.splitlines():
-                w = line.split()
-                if len(w) >= 3 and w[0] == "deb" and SUITE in w:
-                    uri = [x for x in w[1:] if not x.startswith("[")][0]
-                    return uri
+                w = re.sub(r"\[[^\]]*\]", " ", line.split("#")[0]).split()  # without [options]
+                if len(w) >= 3 and w[0] == "deb" and w[2] == SUITE:
+                    return w[1]
     raise GuestError("no Debian mirror for %s in /etc/apt (set LP_VM_MIRROR)" % SUITE)
 
 
