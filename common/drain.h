@@ -166,6 +166,18 @@ void drain_clear_filters(struct drain *d);
  * 0 or -ENOMEM (the record is then counted lost). */
 struct sysevent;
 int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev);
+/* A kernel event (ktrace/) for the stream of thread `tid` of process
+ * `pid`: the tracepoint record as the kernel wrote it (raw, len bytes,
+ * copied), its tracepoint id and CPU; packed: its common header has the
+ * standard 8-byte layout (common/kernevent.h).  It takes its place in
+ * time order with the thread's function events and syscalls, as
+ * drain_syscall's records do.  Returns 0 or -ENOMEM (counted lost). */
+struct kernrec {
+	uint32_t id, cpu, len;
+	bool packed;
+	const uint8_t *raw;
+};
+int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k);
 /* count syscall records were lost (tid 0: thread unknown); shown as lost
  * events in the thread's stream. */
 void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count);

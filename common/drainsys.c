@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/drain_impl.h"
+#include "common/kernevent.h"
 #include "common/memfold.h"
 #include "common/sysevent.h"
 #include "common/systab.h"
@@ -34,10 +35,21 @@
 #define SYSTHREADS_MAX 65536u
 #define SYSPROCS_MAX 65536u
 
+/* A queued record: a syscall entry or exit, or a kernel event (ktrace/),
+ * whose record lies in str when it fits and in a block of its own else. */
+#define SYSQ_STR_MAX SYSEVENT_STR_MAX
 struct sysq_rec {
 	uint64_t ns;
-	struct sysevent ev;
-	char str[SYSEVENT_STR_MAX];
+	bool kernel;
+	union {
+		struct sysevent ev; /* its str, when str_len, is the str below */
+		struct {
+			uint32_t id, cpu, len;
+			bool packed;
+			uint8_t *big; /* len > SYSQ_STR_MAX: the record, malloc'd */
+		} k;
+	};
+	char str[SYSQ_STR_MAX];
 };
 
 struct sysproc {
@@ -189,8 +201,13 @@ static struct systhread *thread_new(struct drainsys *ds, uint32_t pid, uint32_t 
 	return t;
 }
 
+static inline struct sysq_rec *q_at(struct systhread *t, uint32_t i);
+
 static void thread_free(struct systhread *t)
 {
+	for (uint32_t i = 0; i < t->n; i++)
+		if (q_at(t, i)->kernel)
+			free(q_at(t, i)->k.big);
 	free(t->q);
 	free(t->own);
 	free(t);
@@ -201,53 +218,117 @@ static inline struct sysq_rec *q_at(struct systhread *t, uint32_t i)
 	return &t->q[(t->head + i) & (t->cap - 1)];
 }
 
-static int q_push(struct systhread *t, uint64_t ns, const struct sysevent *ev)
+/* Room for one more record at the queue's end (grown as needed); NULL
+ * when the queue is at SYSQ_MAX or memory is short. */
+static struct sysq_rec *q_room(struct systhread *t, int *err)
 {
-	struct sysq_rec *r;
-
 	if (t->n == t->cap) {
 		uint32_t cap = t->cap ? 2 * t->cap : 16, i;
 		struct sysq_rec *n;
 
+		*err = -ENOSPC;
 		if (t->cap >= SYSQ_MAX)
-			return -ENOSPC;
+			return NULL;
+		*err = -ENOMEM;
 		n = malloc(cap * sizeof(*n));
 		if (!n)
-			return -ENOMEM;
-		for (i = 0; i < t->n; i++) {
+			return NULL;
+		for (i = 0; i < t->n; i++)
 			n[i] = *q_at(t, i);
-			if (n[i].ev.str)
-				n[i].ev.str = n[i].str;
-		}
 		free(t->q);
 		t->q = n;
 		t->cap = cap;
 		t->head = 0;
 	}
-	r = q_at(t, t->n);
+	return q_at(t, t->n);
+}
+
+/* Makes the record just filled at the queue's end take its place in time
+ * order: the syscall tracer and the kernel tracer each hand a thread's
+ * records in order, but not in order with each other. */
+static void q_settle(struct systhread *t)
+{
+	uint32_t i = t->n - 1;
+	struct sysq_rec r;
+
+	if (!i || q_at(t, i - 1)->ns <= q_at(t, i)->ns)
+		return;
+	r = *q_at(t, i);
+	while (i && q_at(t, i - 1)->ns > r.ns) {
+		*q_at(t, i) = *q_at(t, i - 1);
+		i--;
+	}
+	*q_at(t, i) = r;
+}
+
+static int q_push(struct systhread *t, uint64_t ns, const struct sysevent *ev)
+{
+	int err = 0;
+	struct sysq_rec *r = q_room(t, &err);
+
+	if (!r)
+		return err;
 	r->ns = ns;
+	r->kernel = false;
 	r->ev = *ev;
 	if (ev->str && ev->str_len) {
-		r->ev.str_len = ev->str_len < SYSEVENT_STR_MAX ? ev->str_len : SYSEVENT_STR_MAX;
+		r->ev.str_len = ev->str_len < SYSQ_STR_MAX ? ev->str_len : SYSQ_STR_MAX;
 		memcpy(r->str, ev->str, r->ev.str_len);
-		r->ev.str = r->str;
 	} else {
-		r->ev.str = NULL;
 		r->ev.str_len = 0;
 	}
+	r->ev.str = NULL;
 	t->n++;
+	q_settle(t);
 	return 0;
 }
 
-static void put_record(struct encoder *e, const struct sysq_rec *r)
+static int q_push_kernel(struct systhread *t, uint64_t ns, const struct kernrec *k)
 {
-	const struct sysevent *ev = &r->ev;
+	int err = 0;
+	struct sysq_rec *r = q_room(t, &err);
+	uint32_t len = k->len < KERNEVENT_RAW_MAX ? k->len : KERNEVENT_RAW_MAX;
 
-	if (ev->enter)
-		encoder_syscall_enter(e, r->ns, ev->arch, ev->nr, ev->flags, ev->args, ev->nargs, ev->ips, ev->nips,
-		                      ev->str, ev->str_len);
+	if (!r)
+		return err;
+	r->ns = ns;
+	r->kernel = true;
+	r->k.id = k->id;
+	r->k.cpu = k->cpu;
+	r->k.len = len;
+	r->k.packed = k->packed;
+	r->k.big = NULL;
+	if (len > SYSQ_STR_MAX) {
+		r->k.big = malloc(len);
+		if (!r->k.big)
+			return -ENOMEM;
+		memcpy(r->k.big, k->raw, len);
+	} else {
+		memcpy(r->str, k->raw, len);
+	}
+	t->n++;
+	q_settle(t);
+	return 0;
+}
+
+static void put_record(struct encoder *e, struct sysq_rec *r)
+{
+	struct sysevent ev;
+
+	if (r->kernel) {
+		encoder_kernel(e, r->ns, r->k.id, r->k.cpu, r->k.big ? r->k.big : (const uint8_t *)r->str, r->k.len,
+		               r->k.packed);
+		free(r->k.big);
+		r->k.big = NULL;
+		return;
+	}
+	ev = r->ev;
+	ev.str = ev.str_len ? r->str : NULL;
+	if (ev.enter)
+		encoder_syscall_enter(e, r->ns, ev.arch, ev.nr, ev.flags, ev.args, ev.nargs, ev.ips, ev.nips, ev.str,
+		                      ev.str_len);
 	else
-		encoder_syscall_exit(e, r->ns, ev->arch, ev->nr, ev->ret);
+		encoder_syscall_exit(e, r->ns, ev.arch, ev.nr, ev.ret);
 }
 
 /* Writes the queued records up to `upto` into e; returns the time of the
@@ -493,10 +574,15 @@ static void after_exec(struct drain *d, uint32_t pid)
 	p->maps_written = false;
 }
 
-static bool is_exec(const struct drainsys *ds, const struct sysevent *ev)
+static bool is_exec_ev(const struct drainsys *ds, const struct sysevent *ev)
 {
 	return ev->arch < 4 && !ev->enter && ev->ret == 0 &&
 	       ((int)ev->nr == ds->execve_nr[ev->arch] || (int)ev->nr == ds->execveat_nr[ev->arch]);
+}
+
+static bool is_exec(const struct drainsys *ds, const struct sysq_rec *r)
+{
+	return !r->kernel && is_exec_ev(ds, &r->ev);
 }
 
 /* Writes queued records of a thread without a ring into its own stream,
@@ -508,7 +594,7 @@ static void own_write(struct drain *d, struct systhread *t, bool stop_at_exec)
 
 	while (t->n) {
 		struct sysq_rec *r = q_at(t, 0);
-		bool exec = is_exec(d->sys, &r->ev);
+		bool exec = is_exec(d->sys, r);
 
 		e = own_stream(d, t, r->ns);
 		if (!e)
@@ -557,17 +643,15 @@ static bool runtime_wait(const struct drainsys *ds, struct systhread *t, const s
 	return t->in_wait;
 }
 
-int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev)
+/* The thread a record of (pid, tid) goes to, made on first sight; NULL
+ * when memory is short (the record is counted lost). */
+static struct systhread *thread_for(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns)
 {
 	struct drainsys *ds = sys_get(d);
 	struct systhread *t;
-	int r;
 
-	d->sys_polled++;
-	if (!ds) {
-		d->stats.lost++;
-		return -ENOMEM;
-	}
+	if (!ds)
+		return NULL;
 	t = thread_find(ds, tid);
 	if (t && t->pid != pid && !t->bound && !t->n) {
 		/* the tid was reused by another process */
@@ -579,28 +663,67 @@ int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, cons
 	}
 	if (!t)
 		t = thread_new(ds, pid, tid, ns);
+	return t;
+}
+
+/* A thread far behind writes out the oldest half of its queue, in case no
+ * ring event ever comes to order them. */
+static void q_relieve(struct drain *d, struct systhread *t)
+{
+	struct encoder *e;
+
+	if (t->n < SYSQ_MAX)
+		return;
+	e = t->bound ? t->bound->enc : own_stream(d, t, q_at(t, 0)->ns);
+	if (e)
+		q_write(d, t, e, q_at(t, t->n / 2)->ns);
+}
+
+int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev)
+{
+	struct systhread *t;
+	int r;
+
+	d->sys_polled++;
+	t = thread_for(d, pid, tid, ns);
 	if (!t) {
 		d->stats.lost++;
 		return -ENOMEM;
 	}
-	if (runtime_wait(ds, t, ev))
+	if (runtime_wait(d->sys, t, ev))
 		return 0;
-	if (t->n >= SYSQ_MAX) {
-		/* far behind: write out the oldest half in case no ring event
-		 * ever comes to order them */
-		struct encoder *e = t->bound ? t->bound->enc : own_stream(d, t, q_at(t, 0)->ns);
-
-		if (e)
-			q_write(d, t, e, q_at(t, t->n / 2)->ns);
-	}
+	q_relieve(d, t);
 	r = q_push(t, ns, ev);
 	if (r) {
 		t->lost++;
 		d->stats.lost++;
 		return r;
 	}
-	if (!t->bound && is_exec(ds, ev))
+	if (!t->bound && is_exec_ev(d->sys, ev))
 		t->exec_queued = true;
+	if (t->bound && ns < t->bound->sys_next)
+		t->bound->sys_next = q_at(t, 0)->ns;
+	return 0;
+}
+
+int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k)
+{
+	struct systhread *t;
+	int r;
+
+	d->sys_polled++;
+	t = thread_for(d, pid, tid, ns);
+	if (!t) {
+		d->stats.lost++;
+		return -ENOMEM;
+	}
+	q_relieve(d, t);
+	r = q_push_kernel(t, ns, k);
+	if (r) {
+		t->lost++;
+		d->stats.lost++;
+		return r;
+	}
 	if (t->bound && ns < t->bound->sys_next)
 		t->bound->sys_next = q_at(t, 0)->ns;
 	return 0;

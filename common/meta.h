@@ -33,6 +33,7 @@ struct meta {
 	long long start_realtime;
 	bool filtered;
 	bool syscalls; /* syscall_arch= this machine's */
+	unsigned kernel_events; /* kernel=1, kernel_events=N: tracepoints recorded (KFORMAT) */
 	bool attached; /* attached=1 */
 	enum meta_mem mem;
 	unsigned mem_depth;

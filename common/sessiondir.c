@@ -323,7 +323,7 @@ static int maps_scan(struct candidate *c, size_t n)
 	while ((e = readdir(proc))) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9' || strlen(e->d_name) > 12)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/maps", e->d_name);
+		snprintf(path, sizeof(path), "/proc/%.12s/maps", e->d_name);
 		f = fopen(path, "re");
 		if (!f)
 			continue; /* gone, or another user's: it cannot map our private files */

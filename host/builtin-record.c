@@ -33,6 +33,7 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/options.h"
 #include "lp_arch.h"
+#include "ktrace/ktrace.h"
 #include "systrace/sysdrain.h"
 #include "systrace/systrace.h"
 
@@ -50,6 +51,7 @@
  * recorder's pauses: 16M holds about 65k calls with their stacks, some
  * 50 ms of a program that does nothing but system calls. */
 #define RECORD_SYSCALL_BUFFER (16u << 20)
+#define RECORD_KERNEL_BUFFER (2u << 20) /* per CPU */
 #define RECORD_SYSCALL_BUFFER_MIN (64u << 10)
 #define RECORD_SYSCALL_BUFFER_MAX (256u << 20)
 #define RECORD_CHUNK_SLOTS 4096u
@@ -89,6 +91,16 @@ static const char record_usage[] =
     "      --keep-running    ptrace: if recording is interrupted, leave the program\n"
     "                        running (every syscall then stops it, not only the\n"
     "                        selected ones); by default it is killed\n"
+    "  -k, --kernel[=LIST]   also record kernel events (tracepoints through\n"
+    "                        perf_event_open) of the program's threads: its\n"
+    "                        switches, wake-ups, page faults, irqs, block requests\n"
+    "                        and timers by default; LIST: group:event with globs,\n"
+    "                        e.g. 'sched:*,block:*,exceptions:page_fault_user'\n"
+    "      --kernel-filter F  in-kernel filter (ftrace syntax) for every selected\n"
+    "                        event, or 'group:event=EXPR' for one; repeatable\n"
+    "      --kernel-buffer SZ  kernel buffer per CPU for --kernel (default 2M;\n"
+    "                        64K to 256M); the kernel drops records (counted) when\n"
+    "                        the recorder falls this far behind\n"
     "  -m, --memory          also record heap operations (malloc, free, new, delete,\n"
     "                        ... with their call stacks) by preloading\n"
     "                        " RECORD_MEM_LIB "; no rebuild needed\n"
@@ -171,6 +183,10 @@ struct recorder {
 	struct drain *d;
 	struct systrace *st;
 	struct sysdrain feed; /* the tracer's records into d */
+	bool kernel;
+	struct ktrace_config kcfg;
+	uint64_t kbuffer;
+	struct ktrace *kt;
 	/* the program */
 	pid_t child;
 	int status; /* its wait status, once child_done */
@@ -247,6 +263,26 @@ static void on_collect(void *ctx)
 
 	if (rec->st)
 		systrace_poll(rec->st);
+	if (rec->kt)
+		ktrace_poll(rec->kt);
+}
+
+/* The kernel tracer's records go into the threads' streams, as syscalls
+ * do; its losses are counted per CPU and shown as lost events. */
+static void on_kernel_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k)
+{
+	struct recorder *rec = ctx;
+
+	if (rec->feed.on)
+		drain_kernel(rec->d, pid, tid, ns, k);
+}
+
+static void on_kernel_lost(void *ctx, uint32_t cpu, uint64_t count)
+{
+	struct recorder *rec = ctx;
+
+	(void)cpu;
+	drain_syscalls_lost(rec->d, 0, 0, count);
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed
@@ -278,6 +314,12 @@ static int write_meta(struct recorder *rec, uint64_t buffer)
 	m.start_realtime = (long long)time(NULL);
 	m.filtered = options_filter_any(&rec->fopts);
 	m.syscalls = rec->syscalls;
+	if (rec->kt) {
+		struct ktrace_stats kst;
+
+		ktrace_get_stats(rec->kt, &kst);
+		m.kernel_events = kst.events;
+	}
 	if (rec->mem.on) {
 		m.mem = META_MEM_OPTIONS;
 		m.mem_depth = memopts_depth(&rec->mem);
@@ -363,6 +405,23 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 	case 'K':
 		rec->stcfg.keep_running = true;
 		break;
+	case 'k':
+		rec->kernel = true;
+		rec->kcfg.events = arg;
+		break;
+	case 'G':
+		if (rec->kcfg.nfilters == KTRACE_FILTERS_MAX) {
+			fprintf(stderr, "layerprof record: more than %u --kernel-filter options\n", KTRACE_FILTERS_MAX);
+			return LP_EXIT_USAGE;
+		}
+		rec->kcfg.filters[rec->kcfg.nfilters++] = arg;
+		break;
+	case 'J':
+		if (options_parse_size(arg, &rec->kbuffer) || rec->kbuffer < (64u << 10) || rec->kbuffer > (256u << 20)) {
+			fprintf(stderr, "layerprof record: invalid --kernel-buffer '%s': expected 64K to 256M\n", arg);
+			return LP_EXIT_USAGE;
+		}
+		break;
 	case 'm':
 		rec->mem.on = true;
 		break;
@@ -421,6 +480,9 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "syscalls", optional_argument, NULL, 's' },
 		{ "syscall-filter", required_argument, NULL, 'S' },
 		{ "keep-running", no_argument, NULL, 'K' },
+		{ "kernel", optional_argument, NULL, 'k' },
+		{ "kernel-filter", required_argument, NULL, 'G' },
+		{ "kernel-buffer", required_argument, NULL, 'J' },
 		{ "memory", no_argument, NULL, 'm' },
 		{ "mem-depth", required_argument, NULL, 'D' },
 		{ "keep-alive", no_argument, NULL, 'A' },
@@ -435,7 +497,7 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:b:qhsmF:N:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:b:qhskmF:N:", longopts, NULL)) != -1) {
 		r = record_option(rec, c, optarg);
 		if (r != RECORD_GO_ON)
 			return r;
@@ -452,6 +514,17 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		        "layerprof record: --syscall-filter, --syscall-buffer and --keep-running need --syscalls\n");
 		return LP_EXIT_USAGE;
 	}
+	if ((rec->kcfg.nfilters || rec->kbuffer) && !rec->kernel) {
+		fprintf(stderr, "layerprof record: --kernel-filter and --kernel-buffer need --kernel\n");
+		return LP_EXIT_USAGE;
+	}
+	if (rec->kernel && rec->kcfg.events && !*rec->kcfg.events) {
+		fprintf(stderr, "layerprof record: --kernel= needs a list of tracepoints\n");
+		return LP_EXIT_USAGE;
+	}
+	rec->kcfg.buffer_pages = 1;
+	while ((uint64_t)rec->kcfg.buffer_pages * 4096 < (rec->kbuffer ? rec->kbuffer : RECORD_KERNEL_BUFFER))
+		rec->kcfg.buffer_pages *= 2;
 	/* a ptrace tracee waits for the recorder as the rings' producers do */
 	rec->stcfg.full_wait_ms = rec->cfg.ring_full == LP_RING_FULL_WAIT ? LP_STALL_MS_DEFAULT : 0;
 	/* in pages, a power of two at least as large as asked */
@@ -565,10 +638,24 @@ static int record_open(struct recorder *rec)
 	char err[600];
 	int r;
 
-	if (rec->syscalls)
+	if (rec->syscalls || rec->kernel)
 		ops.collect = on_collect;
 	if (rec->sym)
 		ops.filter = &rec->spec;
+	if (rec->kernel) {
+		/* before anything changes on disk: a kernel that refuses leaves
+		 * the previous trace alone */
+		struct ktrace_ops kops = { .ctx = rec, .event = on_kernel_event, .lost = on_kernel_lost };
+		char warn[600];
+
+		rec->kt = ktrace_open(&rec->kcfg, &kops, warn, sizeof(warn), err, sizeof(err));
+		if (!rec->kt) {
+			fprintf(stderr, "layerprof record: cannot record kernel events: %s\n", err);
+			return LP_EXIT_FAILURE;
+		}
+		if (warn[0] && !rec->quiet)
+			fprintf(stderr, "layerprof record: warning: kernel events %s\n", warn);
+	}
 	signal(SIGXFSZ, on_xfsz);
 	rec->dirfd = tracedir_create(rec->out, err, sizeof(err));
 	if (rec->dirfd < 0) {
@@ -578,6 +665,12 @@ static int record_open(struct recorder *rec)
 	r = tracefile_create(&rec->tf, rec->dirfd);
 	if (!r)
 		r = write_meta(rec, rec->buffer);
+	for (size_t i = 0; !r && rec->kt && i < ktrace_format_chunks(rec->kt); i++) {
+		size_t flen;
+		const uint8_t *formats = ktrace_format_chunk(rec->kt, i, &flen);
+
+		r = tracefile_write(&rec->tf, LP_CHUNK_KFORMAT, formats, flen, 0);
+	}
 	if (r) {
 		fprintf(stderr, "layerprof record: cannot write trace '%s': %s\n", rec->out, strerror(-r));
 		return LP_EXIT_FAILURE;
@@ -664,6 +757,8 @@ static int record_spawn(struct recorder *rec)
 		}
 		if (!rec->quiet)
 			fprintf(stderr, "layerprof record: syscalls: %s\n", why);
+		if (rec->kt)
+			ktrace_follow(rec->kt, rec->child, true);
 		return RECORD_GO_ON;
 	}
 	sigemptyset(&cmd.reset);
@@ -684,6 +779,8 @@ static int record_spawn(struct recorder *rec)
 		return LP_EXIT_FAILURE;
 	}
 	rec->child = pid;
+	if (rec->kt)
+		ktrace_follow(rec->kt, pid, true);
 	return RECORD_GO_ON;
 }
 
@@ -811,8 +908,37 @@ static int record_summary(struct recorder *rec)
 	bool tty = !rec->quiet && isatty(STDERR_FILENO);
 	int r;
 
+	/* the kernel's last records go in before the streams end */
+	ktrace_finish(rec->kt);
 	r = drain_finish(rec->d);
 	drain_get_stats(rec->d, &st);
+	if (rec->kt) {
+		struct ktrace_stats kst;
+
+		ktrace_get_stats(rec->kt, &kst);
+		if (kst.lost) {
+			char per[400];
+			size_t n = 0;
+
+			per[0] = '\0';
+			for (uint32_t c = 0; c < kst.ncpus; c++)
+				if (kst.lost_cpu[c] && n < sizeof(per)) {
+					int w = snprintf(per + n, sizeof(per) - n, "%sCPU %d: %llu", n ? ", " : "",
+					                 kst.cpus[c], (unsigned long long)kst.lost_cpu[c]);
+
+					n += w > 0 ? (size_t)w : 0;
+				}
+			fprintf(stderr,
+			        "layerprof record: warning: %llu kernel records lost (%s; kernel buffers full: the "
+			        "recorder fell behind; try a larger --kernel-buffer)\n",
+			        (unsigned long long)kst.lost, per);
+		}
+		sys_lost += kst.lost;
+		if (tty)
+			fprintf(stderr, "layerprof record: kernel: %llu records of %u tracepoints read, %llu kept for the "
+			                "program's threads\n",
+			        (unsigned long long)kst.records, kst.events, (unsigned long long)kst.kept);
+	}
 	if (rec->st) {
 		struct systrace_stats sst;
 
@@ -822,7 +948,7 @@ static int record_summary(struct recorder *rec)
 			        "layerprof record: warning: %llu syscall records lost (kernel buffers full: the "
 			        "recorder fell behind; try a larger --syscall-buffer)\n",
 			        (unsigned long long)sst.lost);
-		sys_lost = sst.lost;
+		sys_lost += sst.lost;
 		systrace_free(rec->st);
 		rec->st = NULL;
 	}
@@ -869,6 +995,7 @@ static int record_release(struct recorder *rec, int exit_code)
 	int r;
 
 	systrace_free(rec->st);
+	ktrace_free(rec->kt);
 	drain_free(rec->d);
 	classifier_free(rec->cls);
 	symbolizer_free(rec->sym);

@@ -12,6 +12,9 @@
 #include "host/lib/analysis/sysstats.h"
 #include "host/lib/heap/feed.h"
 #include "host/lib/heap/heap.h"
+#include "host/lib/kernel/kevent.h"
+#include "host/lib/kernel/kformat.h"
+#include "host/lib/kernel/klayer.h"
 #include "host/lib/trace/cxxname.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/json.h"
@@ -25,7 +28,8 @@ static const char replay_usage[] =
     "by thread, indented by depth, with the duration of each call.  System calls\n"
     "(record --syscalls) appear inside the function that made them, as\n"
     "\"[sys] name(args) = result\"; heap operations (record --memory) as\n"
-    "\"[mem] malloc(48) = 0x...  caller\".\n"
+    "\"[mem] malloc(48) = 0x...  caller\"; kernel events (record --kernel) as\n"
+    "\"[kernel] sched_switch: ...\", those during a system call under its line.\n"
     "\n"
     "      --format FMT      text (default) or json (one object per thread with\n"
     "                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
@@ -43,10 +47,18 @@ struct rstream {
 	FILE *f;
 	struct pending p;
 	uint64_t events;
+	/* kernel events during the syscall under way: printed after it, whose
+	 * line comes at its exit */
+	char *kbuf;
+	size_t klen, kcap;
+	bool kbuf_over;
 };
+
+#define REPLAY_KBUF_MAX (16u << 20)
 
 struct replay {
 	struct walk w;
+	const struct kformats *kf;
 	bool json;
 	uint64_t t0;
 	int error;
@@ -195,6 +207,110 @@ static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t coun
 	fprintf(rs->f, "%14s %12s | *** %llu events lost ***\n", t, "", (unsigned long long)count);
 }
 
+/* Writes out the kernel events held for the syscall just printed. */
+static void kbuf_flush(struct rstream *rs)
+{
+	if (rs->klen)
+		fwrite(rs->kbuf, 1, rs->klen, rs->f);
+	rs->klen = 0;
+}
+
+static void kbuf_put(struct rstream *rs, const char *line, size_t n)
+{
+	if (rs->klen + n > rs->kcap) {
+		size_t cap = rs->kcap ? 2 * rs->kcap : 4096;
+		char *g;
+
+		while (cap < rs->klen + n)
+			cap *= 2;
+		g = cap <= REPLAY_KBUF_MAX ? realloc(rs->kbuf, cap) : NULL;
+		if (!g) {
+			/* a syscall with endless kernel events: print them now */
+			kbuf_flush(rs);
+			fwrite(line, 1, n, rs->f);
+			rs->kbuf_over = true;
+			return;
+		}
+		rs->kbuf = g;
+		rs->kcap = cap;
+	}
+	memcpy(rs->kbuf + rs->klen, line, n);
+	rs->klen += n;
+}
+
+/* What a kernel event means for the thread whose stream holds it. */
+static const char *kernel_role(const struct kevent *ev, uint32_t tid)
+{
+	if (ev->kind == KEV_SWITCH && (uint32_t)ev->u.sw.prev_pid == tid)
+		return "off CPU: ";
+	if (ev->kind == KEV_SWITCH && (uint32_t)ev->u.sw.next_pid == tid)
+		return "on CPU: ";
+	if (ev->kind == KEV_WAKEUP && (uint32_t)ev->u.wake.pid == tid && (uint32_t)ev->common_pid != tid)
+		return "woken: ";
+	if ((uint32_t)ev->common_pid != tid)
+		return "for it: ";
+	return "";
+}
+
+/* A kernel event, as a leaf; during a syscall, under the syscall's line. */
+static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel *k)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	const struct kformat_event *fe;
+	char t[32], text[1024], line[1400], name[160];
+	struct kevent ev;
+	uint32_t depth = k->depth + (k->in_syscall ? 1 : 0);
+	int n;
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	if (!rp->kf)
+		rp->kf = klayer_formats(&rp->w, NULL, 0);
+	fe = rp->kf ? kformats_find(rp->kf, k->id) : NULL;
+	if (fe)
+		snprintf(name, sizeof(name), "%s:%s", fe->system, fe->name);
+	else
+		snprintf(name, sizeof(name), "tracepoint %u", k->id);
+	if (rp->kf)
+		kevent_format(rp->kf, k->id, k->raw, k->raw_len, text, sizeof(text));
+	else
+		snprintf(text, sizeof(text), "%s: <no format in the trace>", name);
+	if (rp->json) {
+		char esc[1400];
+		FILE *m = fmemopen(esc, sizeof(esc), "w");
+
+		if (!m)
+			return;
+		json_write_string(m, text);
+		fputc('\0', m);
+		fclose(m);
+		esc[sizeof(esc) - 1] = '\0';
+		n = snprintf(line, sizeof(line),
+		             "%s{\"type\":\"kernel\",\"time_ns\":%llu,\"depth\":%u,\"event\":\"%s\",\"cpu\":%u,\"in_syscall\":%s,\"text\":%s}",
+		             rs->events ? "," : "", (unsigned long long)k->ns, depth, name, k->cpu,
+		             k->in_syscall ? "true" : "false", esc);
+		rs->events++;
+	} else {
+		const char *role = "";
+
+		if (rp->kf && !kevent_decode(rp->kf, k->id, k->raw, k->raw_len, &ev))
+			role = kernel_role(&ev, s->tid);
+		time_col(rp, k->ns, t, sizeof(t));
+		n = snprintf(line, sizeof(line), "%14s %12s | %*s[kernel] %s%s\n", t, "", (int)(2 * depth), "", role,
+		             text);
+	}
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	if (k->in_syscall && !rp->json)
+		kbuf_put(rs, line, (size_t)n);
+	else
+		fwrite(line, 1, (size_t)n, rs->f);
+}
+
 /* A system call, as a leaf at the depth of the calls its function makes. */
 static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
 {
@@ -235,6 +351,7 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 		d[0] = '\0';
 	fprintf(rs->f, "%14s %12s | %*s[sys] %s(%s) = %s\n", t, d, (int)(2 * sc->depth), "", name,
 	        sc->has_enter ? args : "...", ret);
+	kbuf_flush(rs);
 }
 
 static const char *ptr_text(uint64_t p, char *buf, size_t size)
@@ -313,8 +430,12 @@ static void on_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m)
 
 static void on_end(void *ctx, struct walk_stream *s)
 {
-	if (s->user)
+	struct rstream *rs = s->user;
+
+	if (rs) {
 		flush_pending(ctx, s);
+		kbuf_flush(rs);
+	}
 }
 
 static int copy_out(FILE *f)
@@ -343,6 +464,7 @@ int cmd_replay(int argc, char **argv)
 		                .lost = on_lost,
 		                .syscall = on_syscall,
 		                .mem = on_mem,
+		                .kernel = on_kernel,
 		                .end = on_end };
 	struct replay rp = { 0 };
 	struct filter_opts fopts = { 0 };
@@ -412,6 +534,7 @@ int cmd_replay(int argc, char **argv)
 		if (rp.json)
 			printf("]}");
 		fclose(rs->f);
+		free(rs->kbuf);
 		free(rs);
 	}
 	if (rp.json)

@@ -32,6 +32,15 @@ static const char report_usage[] =
     "                        function the live objects and bytes, peak, allocations,\n"
     "                        growth; illegal releases, overlaps, unfreed at exit\n"
     "                        (text or json)\n"
+    "      --layers          time per layer instead: per function (inclusive and\n"
+    "                        self) and per thread, the time running its own code,\n"
+    "                        in system calls, off the CPU by state (preempted,\n"
+    "                        sleeping, blocked), in irqs and softirqs, with page\n"
+    "                        faults and context switches (record --kernel,\n"
+    "                        --syscalls; text or json)\n"
+    "      --kernel          the kernel events instead (record --kernel): per type,\n"
+    "                        thread, function and syscall; off-CPU time per reason\n"
+    "                        with who woke the thread; block requests per syscall\n"
     "      --at-peak         with --memory: the state when the heap was largest\n"
     "      --at TIME         with --memory: the state TIME after the recording began\n"
     "                        (e.g. 1.5s, 200ms)\n"
@@ -88,6 +97,8 @@ int cmd_report(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "syscalls", no_argument, NULL, 'Y' },
 		{ "memory", no_argument, NULL, 'M' },
+		{ "layers", no_argument, NULL, 'L' },
+		{ "kernel", no_argument, NULL, 'K' },
 		{ "at-peak", no_argument, NULL, 'P' },
 		{ "at", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
@@ -97,7 +108,7 @@ int cmd_report(int argc, char **argv)
 	struct export_report_opts o = { .fmt = EXPORT_REPORT_TEXT, .order = { .keys = { PROFILE_TOTAL }, .nkeys = 1 } };
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data", *out = NULL;
-	bool syscalls = false, memory = false;
+	bool syscalls = false, memory = false, layers = false, kernel = false;
 	struct walk w;
 	int c, code;
 
@@ -121,6 +132,12 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'M':
 			memory = true;
+			break;
+		case 'L':
+			layers = true;
+			break;
+		case 'K':
+			kernel = true;
 			break;
 		case 'P':
 			o.at_peak = true;
@@ -163,11 +180,19 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "layerprof report: --at-peak or --at, not both\n");
 		return LP_EXIT_USAGE;
 	}
-	if (memory && syscalls) {
-		fprintf(stderr, "layerprof report: --memory or --syscalls, not both\n");
+	if (memory + syscalls + layers + kernel > 1) {
+		fprintf(stderr, "layerprof report: one of --memory, --syscalls, --layers and --kernel\n");
 		return LP_EXIT_USAGE;
 	}
-	o.what = memory ? EXPORT_REPORT_MEMORY : syscalls ? EXPORT_REPORT_SYSCALLS : EXPORT_REPORT_PROFILE;
+	if ((layers || kernel) && (o.fmt == EXPORT_REPORT_XML || o.fmt == EXPORT_REPORT_HTML)) {
+		fprintf(stderr, "layerprof report: --layers and --kernel are text or json\n");
+		return LP_EXIT_USAGE;
+	}
+	o.what = memory     ? EXPORT_REPORT_MEMORY
+	         : syscalls ? EXPORT_REPORT_SYSCALLS
+	         : layers   ? EXPORT_REPORT_LAYERS
+	         : kernel   ? EXPORT_REPORT_KERNEL
+	                    : EXPORT_REPORT_PROFILE;
 	code = builtin_trace_open("report", &w, dir, &fopts);
 	if (code)
 		return code;

@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, "flat profile: calls, total, self, avg, min, max per function" },
 	{ "tree", cmd_tree, "call tree with inclusive/self time and calls per node" },
 	{ "replay", cmd_replay, "chronological entries and exits per thread, with durations" },
+	{ "flow", cmd_flow, "one call across the layers: its calls, syscalls and kernel events" },
 	{ "dump", cmd_dump, "write a trace as Chrome trace JSON or folded stacks" },
 	{ "live", cmd_live, "profile a program on a target through its agent, live" },
 	{ "config", cmd_config, "print what a build needs: --wrap-flags for the memory tracer" },

@@ -406,7 +406,7 @@ struct lp_ext_task {
 #define LP_TRACE_DATA "data"
 #define LP_TRACE_MAGIC "LPTRACE"
 #define LP_TRACE_MAJOR 1u
-#define LP_TRACE_MINOR 1u /* 1: LP_XEV_UNMAP */
+#define LP_TRACE_MINOR 2u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL */
 #define LP_FILE_HEADER_SIZE 16u
 
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" as little-endian bytes */
@@ -421,6 +421,9 @@ enum lp_chunk_type {
 	LP_CHUNK_EVENTS = 2, /* one stream's events, see below */
 	LP_CHUNK_CLOCK = 3,  /* varint count, then (raw, ns) varint pairs */
 	LP_CHUNK_END = 4,    /* "key=value\n" text: written when a session closes */
+	LP_CHUNK_KFORMAT = 5, /* kernel tracepoint formats: varint count, then per
+	                       * tracepoint varint id and three strings (varint
+	                       * length, bytes): group, name, tracefs format text */
 };
 
 /* EVENTS payload: varint image, varint pid, varint tid, varint base_ns,
@@ -439,7 +442,7 @@ enum lp_event_type {
 	LP_EV_TASK = 5,          /* arg = enum lp_task_kind; varint arg, name */
 	LP_EV_SYSCALL_ENTER = 6, /* reserved: syscall profiler */
 	LP_EV_SYSCALL_EXIT = 7,  /* reserved: syscall profiler */
-	LP_EV_KERNEL = 8,        /* reserved: kernel tracepoint event */
+	LP_EV_KERNEL = 8,        /* kernel tracepoint record (common/kernevent.h) */
 	LP_EV_ALLOC = 9,         /* arg = enum lp_mem_op; heap operation (memevent.h) */
 	LP_EV_STACK = 10,        /* stack id definition (memevent.h) */
 	LP_EV_SYNC = 11,         /* reserved: sync wait begin/end */

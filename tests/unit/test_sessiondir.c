@@ -67,7 +67,7 @@ static pid_t dead_pid(void)
 static void test_open(void)
 {
 	struct sessiondir sd, again;
-	char path[400], link[400], file[400], squat[400], fb[SESSIONDIR_PATH_MAX];
+	char path[400], link[400], file[400], squat[400], fb[SESSIONDIR_PATH_MAX + 16];
 	struct stat a, b;
 
 	snprintf(path, sizeof(path), "%s/private", top);

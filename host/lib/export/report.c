@@ -7,6 +7,7 @@
 
 #include "host/lib/analysis/reportdata.h"
 #include "host/lib/analysis/sysstats.h"
+#include "host/lib/export/kreport.h"
 #include "host/lib/export/html.h"
 #include "host/lib/export/report.h"
 #include "host/lib/export/xml.h"
@@ -357,6 +358,9 @@ int export_report_write(struct walk *w, const struct export_report_opts *o, FILE
 
 	if (o->what == EXPORT_REPORT_MEMORY)
 		r = write_memory(w, o, f);
+	else if ((o->what == EXPORT_REPORT_LAYERS || o->what == EXPORT_REPORT_KERNEL) &&
+	         (o->fmt == EXPORT_REPORT_TEXT || o->fmt == EXPORT_REPORT_JSON))
+		r = export_kernel_write(w, o->what == EXPORT_REPORT_LAYERS, o->fmt == EXPORT_REPORT_JSON, f);
 	else if (o->fmt == EXPORT_REPORT_XML || o->fmt == EXPORT_REPORT_HTML)
 		r = write_full(w, o, f);
 	else if (o->what == EXPORT_REPORT_SYSCALLS)

@@ -25,6 +25,8 @@ enum export_report_what {
 	EXPORT_REPORT_PROFILE,  /* the flat profile (xml, html: with call trees and syscalls) */
 	EXPORT_REPORT_SYSCALLS, /* text, json: the system calls; xml, html: as PROFILE */
 	EXPORT_REPORT_MEMORY,   /* the heap state */
+	EXPORT_REPORT_LAYERS,   /* text, json: time per layer, per function and thread */
+	EXPORT_REPORT_KERNEL,   /* text, json: the kernel events, off-CPU waits, block requests */
 };
 
 struct export_report_opts {

@@ -208,7 +208,8 @@ int tracedir_create(const char *dir, char *err, size_t errlen)
 			r = -ENAMETOOLONG;
 			goto out;
 		}
-		snprintf(old, sizeof(old), "%s.old", base);
+		memcpy(old, base, strlen(base));
+		memcpy(old + strlen(base), ".old", 5);
 		have_prev = r = inspect(pfd, old, oldwhat, &prev, err, errlen);
 		if (r < 0)
 			goto out;

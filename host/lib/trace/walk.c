@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/kernevent.h"
 #include "common/varint.h"
 #include "host/lib/trace/classify.h"
 #include "host/lib/trace/dir.h"
@@ -289,6 +290,62 @@ static uint64_t innermost_open(const struct walk_stream *s, uint32_t *depth)
 static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *sc)
 {
 	sc->func = innermost_open(s, &sc->depth);
+}
+
+static void on_kernel(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	uint8_t buf[KERNEVENT_RAW_MAX];
+	struct kernevent ke;
+	struct walk_kernel k;
+	const struct walk_ops *o;
+
+	if (kernevent_parse(ev, &ke, buf)) {
+		w->kernel_malformed++;
+		return;
+	}
+	w->kernel_events++;
+	s->kernel_events++;
+	if (!s->selected)
+		return;
+	k.ns = ev->time;
+	k.id = ke.id;
+	k.cpu = ke.cpu;
+	k.raw = ke.raw;
+	k.raw_len = ke.raw_len;
+	k.func = innermost_open(s, &k.depth);
+	k.in_syscall = s->sc_pending && s->sc.has_enter && !s->sc.has_exit;
+	k.sc_arch = k.in_syscall ? s->sc.arch : 0;
+	k.sc_nr = k.in_syscall ? s->sc.nr : 0;
+	k.sc_enter_ns = k.in_syscall ? s->sc.enter_ns : 0;
+	for (o = w->ops; o; o = o->next)
+		if (o->kernel)
+			o->kernel(o->ctx, s, &k);
+}
+
+/* Keeps a KFORMAT payload for the kernel layer's decoders. */
+static int keep_kformat(struct walk *w, const uint8_t *payload, size_t len)
+{
+	uint32_t n32 = (uint32_t)len;
+
+	if (len > LP_CHUNK_MAX_PAYLOAD)
+		return 0;
+	if (w->kformat_len + 4 + len > w->kformat_cap) {
+		size_t cap = w->kformat_cap ? 2 * w->kformat_cap : 65536;
+		uint8_t *n;
+
+		while (cap < w->kformat_len + 4 + len)
+			cap *= 2;
+		n = realloc(w->kformat, cap);
+		if (!n)
+			return -ENOMEM;
+		w->kformat = n;
+		w->kformat_cap = cap;
+	}
+	memcpy(w->kformat + w->kformat_len, &n32, 4);
+	memcpy(w->kformat + w->kformat_len + 4, payload, len);
+	w->kformat_len += 4 + len;
+	w->kformat_gen++;
+	return 0;
 }
 
 static void syscall_deliver(struct walk *w, struct walk_stream *s)
@@ -575,6 +632,9 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 		case LP_EV_ALLOC:
 			on_mem(w, s, &ev);
 			break;
+		case LP_EV_KERNEL:
+			on_kernel(w, s, &ev);
+			break;
 		case LP_EV_STACK:
 			on_stack(w, s, &ev);
 			break;
@@ -624,6 +684,8 @@ static void reset_streams(struct walk *w)
 	w->events = w->lost = w->syscalls = 0;
 	w->mem_ops = w->mem_malformed = w->mem_unknown_stacks = w->mem_stacks_dropped = 0;
 	w->mem_stacks_forgotten = 0;
+	w->kernel_events = w->kernel_malformed = 0;
+	w->kformat_len = 0;
 	w->first_ns = w->last_ns = 0;
 }
 
@@ -695,6 +757,8 @@ static int feed_payload(struct walk *w, uint8_t type, const uint8_t *payload, si
 		w->filtered_at_record = strstr(w->meta, "\nfiltered=1") != NULL;
 		return 0;
 	}
+	case LP_CHUNK_KFORMAT:
+		return keep_kformat(w, payload, len);
 	default:
 		return 0; /* chunk types this reader does not use */
 	}
@@ -756,7 +820,7 @@ static int index_chunk(struct walk *w, off_t offset, uint8_t type, const uint8_t
 	struct walk_chunk_ref *c;
 	uint64_t ns = 0;
 
-	if (type != LP_CHUNK_EVENTS && type != LP_CHUNK_META)
+	if (type != LP_CHUNK_EVENTS && type != LP_CHUNK_META && type != LP_CHUNK_KFORMAT)
 		return 0;
 	if (type == LP_CHUNK_EVENTS) {
 		struct walk_stream *s;
@@ -980,6 +1044,9 @@ void walk_release(struct walk *w)
 	hashindex_release(&w->index);
 	free(w->order);
 	free(w->dec);
+	if (w->kformat_cache && w->kformat_cache_free)
+		w->kformat_cache_free(w->kformat_cache);
+	free(w->kformat);
 	classifier_free(w->cls);
 	symbolizer_free(w->sym);
 	reader_release(&w->r);

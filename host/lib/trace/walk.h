@@ -77,6 +77,26 @@ struct walk_mem {
 	uint32_t depth;
 };
 
+/* One kernel event (a tracepoint record, ktrace/) in the stream of the
+ * thread it concerns, with what that thread was doing then.  raw is the
+ * whole record, common header first, as the kernel wrote it: decode it
+ * with the trace's formats (host/lib/kernel/). */
+struct walk_kernel {
+	uint64_t ns;
+	uint32_t id, cpu; /* tracepoint id, CPU */
+	const uint8_t *raw;
+	uint32_t raw_len;
+	/* the innermost function (after filters) open then, 0 when none, and
+	 * the number of such frames: as for syscalls */
+	uint64_t func;
+	uint32_t depth;
+	/* the thread was inside a system call (entered, not yet exited) */
+	bool in_syscall;
+	uint8_t sc_arch;
+	uint32_t sc_nr;
+	uint64_t sc_enter_ns;
+};
+
 struct walk_stack_def;
 
 struct walk_chunk_ref {
@@ -107,6 +127,7 @@ struct walk_stream {
 	struct walk_syscall sc;
 	char sc_str[SYSEVENT_STR_MAX];
 	uint64_t mem_ops; /* heap operations seen */
+	uint64_t kernel_events; /* kernel events seen */
 	/* stack id definitions: nstacks of stacks_cap, found by id through
 	 * stack_index */
 	struct walk_stack_def *stacks;
@@ -186,6 +207,8 @@ struct walk_ops {
 	/* a heap operation (memory tracer), in order with the thread's
 	 * function events; streams are not merged by time */
 	void (*mem)(void *ctx, struct walk_stream *s, const struct walk_mem *m);
+	/* a kernel event, in order with the thread's function events */
+	void (*kernel)(void *ctx, struct walk_stream *s, const struct walk_kernel *k);
 	/* a task event (enum lp_task_kind): value is the parent pid for
 	 * FORK, the wait status for EXIT */
 	void (*task)(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value);
@@ -215,6 +238,17 @@ struct walk {
 	struct hashindex index; /* streams by (image, tid) */
 	uint64_t events, lost;
 	uint64_t syscalls; /* syscall events seen: the trace has the syscall layer */
+	uint64_t kernel_events, kernel_malformed; /* the kernel layer's */
+	/* the trace's KFORMAT payloads, back to back, each "u32 length, bytes"
+	 * (host/lib/kernel/ decodes them); kformat_gen counts the payloads */
+	uint8_t *kformat;
+	size_t kformat_len, kformat_cap;
+	uint32_t kformat_gen;
+	/* what host/lib/kernel/ made of them, with the kformat_len it was made
+	 * from, freed by walk_release through kformat_cache_free */
+	void *kformat_cache;
+	size_t kformat_cache_len;
+	void (*kformat_cache_free)(void *cache);
 	/* memory tracer: heap operations seen (the trace has the heap layer),
 	 * events with a malformed body, operations naming a stack id not
 	 * defined before, stack definitions dropped over the bounds */

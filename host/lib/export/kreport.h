@@ -1,0 +1,18 @@
+/* The kernel layer's reports: `report --layers` (time per layer, per
+ * function and per thread) and `report --kernel` (kernel events per type,
+ * thread, function and syscall; off-CPU time per reason with the wakers;
+ * block requests per issuing syscall), as text or JSON. */
+#ifndef LP_EXPORT_KREPORT_H
+#define LP_EXPORT_KREPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "host/lib/trace/walk.h"
+
+/* Reads the trace of w (opened, not yet walked) and writes the layers
+ * report (layers) or the kernel report to f, as JSON or text.  Prints
+ * nothing else: returns 0, -ENOMEM, or -EIO when f reports a write error. */
+int export_kernel_write(struct walk *w, bool layers, bool json, FILE *f);
+
+#endif

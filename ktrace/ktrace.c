@@ -1,0 +1,946 @@
+/* The kernel event tracer (see ktrace.h).  Every selected tracepoint is
+ * opened for all tasks on each online CPU, its records written into that
+ * CPU's ring; the reader merges the rings by time and keeps the records
+ * that concern the traced threads.  Which threads those are follows from
+ * the records themselves: sched_process_fork (always opened) adds the
+ * children of traced threads, in time order with everything else. */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/kernevent.h"
+#include "common/varint.h"
+#include "ktrace/ktrace.h"
+#include "systrace/perfring.h"
+#include "systrace/tracefs.h"
+
+#define KT_NAME_MAX 64u
+#define KT_PIDFIELDS 3  /* next_pid, pid, child_pid */
+#define KT_ASSOC 4096u  /* block requests and timers of traced threads */
+#define KT_SAMPLE_NS 16 /* sample body: identifier, pid/tid, time, cpu, raw */
+#define KT_SAMPLE_HEAD 32u
+#define KT_FORMAT_CHUNK (512u << 10)
+
+/* One tracepoint: what the reader needs of its format. */
+struct kt_event {
+	char group[KT_NAME_MAX], name[KT_NAME_MAX];
+	uint32_t id;
+	char *fmt;         /* the format file's text */
+	bool forward;      /* selected: its records go to the streams */
+	bool fork, exec;   /* sched_process_fork / _exec: followed internally */
+	const char *filter;
+	/* payload fields naming a task the record concerns */
+	struct tracefs_field pidf[KT_PIDFIELDS];
+	int npidf;
+	struct tracefs_field parent, child; /* fork */
+	/* block: dev and sector tie a completion to its issuer */
+	bool block, complete;
+	struct tracefs_field dev, sector;
+	/* timers: the timer's address ties its expiry to the thread that armed it */
+	bool timer, timer_start, timer_cancel;
+	struct tracefs_field tptr;
+	bool packed; /* the standard 8-byte common header */
+};
+
+struct kt_task {
+	uint32_t tid; /* 0: empty */
+	uint32_t pid;
+	bool held; /* the spawned child before its first exec */
+};
+
+struct kt_assoc {
+	uint64_t a, b; /* (dev, sector) or (timer, 0); a == 0 && b == 0: empty */
+	uint8_t kind;  /* 1 block, 2 timer */
+	uint32_t pid, tid;
+};
+
+struct kt_idmap {
+	uint64_t perf_id;
+	uint32_t ev;
+};
+
+struct ktrace {
+	struct ktrace_ops ops;
+	struct kt_event *ev;
+	uint32_t nev;
+	char *selection;
+	struct perfrings pr;
+	int *fds;
+	size_t nfds;
+	struct kt_idmap *ids; /* sorted by perf_id */
+	size_t nids;
+	struct kt_task *tasks; /* open addressing by tid */
+	uint32_t tasks_cap, ntasks;
+	struct kt_assoc assoc[KT_ASSOC];
+	uint8_t *formats; /* the KFORMAT chunks back to back */
+	size_t *chunk_end; /* where each ends in formats */
+	size_t nchunks;
+	uint64_t *lost_cpu;
+	int *cpus;
+	uint64_t records, kept, lost;
+	bool lost_count; /* PERF_FORMAT_LOST: losses readable from the events */
+	bool finished;
+};
+
+/* ---- the traced threads -------------------------------------------------- */
+
+static uint32_t kt_hash(uint32_t tid, uint32_t cap)
+{
+	return (tid * 0x9e3779b1u) & (cap - 1);
+}
+
+static struct kt_task *task_find(struct ktrace *kt, uint32_t tid)
+{
+	if (!tid || !kt->tasks_cap)
+		return NULL;
+	for (uint32_t k = kt_hash(tid, kt->tasks_cap);; k = (k + 1) & (kt->tasks_cap - 1)) {
+		if (kt->tasks[k].tid == tid)
+			return &kt->tasks[k];
+		if (!kt->tasks[k].tid)
+			return NULL;
+	}
+}
+
+static int task_add(struct ktrace *kt, uint32_t pid, uint32_t tid, bool held)
+{
+	struct kt_task *t = task_find(kt, tid);
+
+	if (t) {
+		t->pid = pid;
+		t->held = held;
+		return 0;
+	}
+	if ((kt->ntasks + 1) * 2 > kt->tasks_cap) {
+		uint32_t cap = kt->tasks_cap ? 2 * kt->tasks_cap : 256;
+		struct kt_task *n = calloc(cap, sizeof(*n)), *old = kt->tasks;
+
+		if (!n)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < kt->tasks_cap; i++) {
+			uint32_t k;
+
+			if (!old[i].tid)
+				continue;
+			for (k = kt_hash(old[i].tid, cap); n[k].tid; k = (k + 1) & (cap - 1))
+				;
+			n[k] = old[i];
+		}
+		free(old);
+		kt->tasks = n;
+		kt->tasks_cap = cap;
+	}
+	for (uint32_t k = kt_hash(tid, kt->tasks_cap);; k = (k + 1) & (kt->tasks_cap - 1))
+		if (!kt->tasks[k].tid) {
+			kt->tasks[k] = (struct kt_task){ .tid = tid, .pid = pid, .held = held };
+			kt->ntasks++;
+			return 0;
+		}
+}
+
+/* Removes tid (reused by a process we do not trace): the entries after it
+ * in its probe run move up. */
+static void task_remove(struct ktrace *kt, uint32_t tid)
+{
+	struct kt_task *t = task_find(kt, tid);
+	uint32_t i, j;
+
+	if (!t)
+		return;
+	i = (uint32_t)(t - kt->tasks);
+	kt->tasks[i].tid = 0;
+	kt->ntasks--;
+	for (j = (i + 1) & (kt->tasks_cap - 1); kt->tasks[j].tid; j = (j + 1) & (kt->tasks_cap - 1)) {
+		struct kt_task m = kt->tasks[j];
+
+		kt->tasks[j].tid = 0;
+		kt->ntasks--;
+		task_add(kt, m.pid, m.tid, m.held);
+	}
+}
+
+/* The process of a new task: its Tgid, or the task itself when it is gone
+ * already (its own records will say). */
+static uint32_t task_tgid(uint32_t tid)
+{
+	char path[64], buf[512];
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	if (tracefs_read_file(path, buf, sizeof(buf)) || !(p = strstr(buf, "\nTgid:")))
+		return tid;
+	return (uint32_t)strtoul(p + 6, NULL, 10);
+}
+
+/* ---- block requests and timers of traced threads ------------------------ */
+
+static struct kt_assoc *assoc_slot(struct ktrace *kt, uint8_t kind, uint64_t a, uint64_t b)
+{
+	uint64_t h = (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full) ^ kind;
+
+	return &kt->assoc[(h >> 40) & (KT_ASSOC - 1)];
+}
+
+static void assoc_put(struct ktrace *kt, uint8_t kind, uint64_t a, uint64_t b, uint32_t pid, uint32_t tid)
+{
+	*assoc_slot(kt, kind, a, b) = (struct kt_assoc){ .a = a, .b = b, .kind = kind, .pid = pid, .tid = tid };
+}
+
+static struct kt_assoc *assoc_get(struct ktrace *kt, uint8_t kind, uint64_t a, uint64_t b)
+{
+	struct kt_assoc *s = assoc_slot(kt, kind, a, b);
+
+	return s->kind == kind && s->a == a && s->b == b && s->tid ? s : NULL;
+}
+
+/* ---- the selection -------------------------------------------------------- */
+
+static struct kt_event *event_find(struct ktrace *kt, const char *group, const char *name)
+{
+	for (uint32_t i = 0; i < kt->nev; i++)
+		if (!strcmp(kt->ev[i].group, group) && !strcmp(kt->ev[i].name, name))
+			return &kt->ev[i];
+	return NULL;
+}
+
+static int event_add(struct ktrace *kt, const char *root, const char *group, const char *name, bool forward,
+                     char *err, size_t errlen)
+{
+	static const char *const pidnames[KT_PIDFIELDS] = { "next_pid", "pid", "child_pid" };
+	struct kt_event *e = event_find(kt, group, name), *grown;
+	struct tracefs_field f;
+	int r;
+
+	if (e) {
+		e->forward = e->forward || forward;
+		return 0;
+	}
+	if (kt->nev == KTRACE_EVENTS_MAX) {
+		snprintf(err, errlen, "more than %u tracepoints selected", KTRACE_EVENTS_MAX);
+		return -E2BIG;
+	}
+	if (strlen(group) >= KT_NAME_MAX || strlen(name) >= KT_NAME_MAX) {
+		snprintf(err, errlen, "tracepoint name too long: %s:%s", group, name);
+		return -ENAMETOOLONG;
+	}
+	grown = realloc(kt->ev, (kt->nev + 1) * sizeof(*kt->ev));
+	if (!grown) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	kt->ev = grown;
+	e = &kt->ev[kt->nev];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->group, sizeof(e->group), "%s", group);
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	r = tracefs_format(root, group, name, &e->fmt, &e->id, err, errlen);
+	if (r)
+		return r;
+	kt->nev++;
+	e->forward = forward;
+	e->fork = !strcmp(group, "sched") && !strcmp(name, "sched_process_fork");
+	e->exec = !strcmp(group, "sched") && !strcmp(name, "sched_process_exec");
+	if (e->fork && (!tracefs_field(e->fmt, "parent_pid", &e->parent) ||
+	                !tracefs_field(e->fmt, "child_pid", &e->child) || e->parent.size != 4 || e->child.size != 4)) {
+		snprintf(err, errlen, "cannot parse the sched:sched_process_fork format");
+		return -EINVAL;
+	}
+	for (int i = 0; i < KT_PIDFIELDS; i++)
+		if (tracefs_field(e->fmt, pidnames[i], &f) && f.size == 4)
+			e->pidf[e->npidf++] = f;
+	e->block = tracefs_field(e->fmt, "dev", &e->dev) && tracefs_field(e->fmt, "sector", &e->sector) &&
+	           e->dev.size == 4 && e->sector.size == 8;
+	e->complete = e->block && strstr(name, "_complete") != NULL;
+	e->timer = !strcmp(group, "timer") &&
+	           ((tracefs_field(e->fmt, "hrtimer", &e->tptr) || tracefs_field(e->fmt, "timer", &e->tptr)) &&
+	            (e->tptr.size == 4 || e->tptr.size == 8));
+	e->timer_start = e->timer && strstr(name, "_start") != NULL;
+	e->timer_cancel = e->timer && strstr(name, "_cancel") != NULL;
+	e->packed = tracefs_field(e->fmt, "common_type", &f) && f.off == 0 && f.size == 2 &&
+	            tracefs_field(e->fmt, "common_flags", &f) && f.off == 2 && f.size == 1 &&
+	            tracefs_field(e->fmt, "common_preempt_count", &f) && f.off == 3 && f.size == 1 &&
+	            tracefs_field(e->fmt, "common_pid", &f) && f.off == 4 && f.size == 4;
+	return 0;
+}
+
+static bool is_dir_entry(const struct dirent *de)
+{
+	return de->d_name[0] != '.' && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN);
+}
+
+/* Adds the events matching one "group:event" spec (globs allowed).
+ * Returns how many matched, or -errno. */
+static long select_spec(struct ktrace *kt, const char *root, const char *spec, char *err, size_t errlen)
+{
+	char group[KT_NAME_MAX * 2], path[512];
+	const char *name = "*", *colon = strchr(spec, ':');
+	struct dirent *gd;
+	DIR *groups;
+	long n = 0;
+
+	if (colon) {
+		snprintf(group, sizeof(group), "%.*s", (int)(colon - spec), spec);
+		name = colon + 1;
+	} else {
+		snprintf(group, sizeof(group), "%s", spec);
+	}
+	if (!*group || !*name || strchr(name, ':') || strchr(group, '/') || strchr(name, '/')) {
+		snprintf(err, errlen, "invalid tracepoint '%s': expected group:event, e.g. sched:sched_switch", spec);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "%s/events", root);
+	groups = opendir(path);
+	if (!groups) {
+		int r = -errno;
+
+		snprintf(err, errlen, "cannot list '%s': %s", path, strerror(-r));
+		return r;
+	}
+	while ((gd = readdir(groups))) {
+		struct dirent *ed;
+		DIR *events;
+
+		if (!is_dir_entry(gd) || fnmatch(group, gd->d_name, 0))
+			continue;
+		snprintf(path, sizeof(path), "%s/events/%s", root, gd->d_name);
+		events = opendir(path);
+		if (!events)
+			continue;
+		while ((ed = readdir(events))) {
+			char fmt[sizeof(path) + 2 * KT_NAME_MAX];
+			int r;
+
+			if (!is_dir_entry(ed) || fnmatch(name, ed->d_name, 0) || strlen(ed->d_name) >= KT_NAME_MAX)
+				continue;
+			snprintf(fmt, sizeof(fmt), "%s/%.63s/format", path, ed->d_name);
+			if (access(fmt, R_OK))
+				continue;
+			r = event_add(kt, root, gd->d_name, ed->d_name, true, err, errlen);
+			if (r) {
+				closedir(events);
+				closedir(groups);
+				return r;
+			}
+			n++;
+		}
+		closedir(events);
+	}
+	closedir(groups);
+	return n;
+}
+
+static int select_events(struct ktrace *kt, const char *root, const char *events, char *warn, size_t warnlen,
+                         char *err, size_t errlen)
+{
+	bool dflt = !events;
+	char *list = strdup(events ? events : KTRACE_DEFAULT_EVENTS), *save = NULL;
+	size_t wn = 0;
+	int r = 0;
+
+	if (!list) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (char *spec = strtok_r(list, ",", &save); spec; spec = strtok_r(NULL, ",", &save)) {
+		long n;
+
+		while (*spec == ' ')
+			spec++;
+		n = select_spec(kt, root, spec, err, errlen);
+		if (n < 0) {
+			r = (int)n;
+			break;
+		}
+		if (n == 0 && dflt) {
+			int w = snprintf(warn + wn, warnlen - wn, "%s%s", wn ? ", " : "not on this kernel, left out: ",
+			                 spec);
+
+			if (w > 0 && (size_t)w < warnlen - wn)
+				wn += (size_t)w;
+		} else if (n == 0) {
+			snprintf(err, errlen, "no tracepoint matches '%s' (see %s/available_events)", spec, root);
+			r = -ENOENT;
+			break;
+		}
+	}
+	free(list);
+	if (!r && !kt->nev) {
+		snprintf(err, errlen, "no tracepoint selected");
+		r = -ENOENT;
+	}
+	/* followed in any case: the children of traced threads */
+	if (!r)
+		r = event_add(kt, root, "sched", "sched_process_fork", false, err, errlen);
+	if (!r)
+		r = event_add(kt, root, "sched", "sched_process_exec", false, err, errlen);
+	return r;
+}
+
+/* Gives each event its filter: "group:event=EXPR" names one, "EXPR" all
+ * forwarded ones.  Returns 0, or -EINVAL for an unknown event. */
+static int assign_filters(struct ktrace *kt, const struct ktrace_config *cfg, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < cfg->nfilters; i++) {
+		const char *f = cfg->filters[i], *eq = strchr(f, '='), *colon = NULL;
+		bool named = eq && eq[1] != '=';
+
+		/* "group:event=" before the expression: names and one colon only */
+		for (const char *c = f; named && c < eq; c++) {
+			if (*c == ':' && !colon)
+				colon = c;
+			else if (!(*c == '_' || *c == '*' || *c == '?' || (*c >= '0' && *c <= '9') ||
+			           (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+				named = false;
+		}
+		named = named && colon && colon > f && colon + 1 < eq;
+		if (!named) {
+			for (uint32_t e = 0; e < kt->nev; e++)
+				if (kt->ev[e].forward)
+					kt->ev[e].filter = f;
+			continue;
+		}
+		{
+			char group[KT_NAME_MAX], name[KT_NAME_MAX];
+			struct kt_event *e;
+
+			snprintf(group, sizeof(group), "%.*s", (int)(colon - f), f);
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - colon - 1), colon + 1);
+			e = event_find(kt, group, name);
+			if (!e || !e->forward) {
+				snprintf(err, errlen, "--kernel-filter '%s': %s:%s is not among the selected tracepoints", f,
+				         group, name);
+				return -EINVAL;
+			}
+			e->filter = eq + 1;
+		}
+	}
+	return 0;
+}
+
+/* A filtered event that the tracer follows internally gets an unfiltered
+ * twin that only the tracer reads. */
+static int split_filtered_internal(struct ktrace *kt, const char *root, char *err, size_t errlen)
+{
+	uint32_t n = kt->nev;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct kt_event *e = &kt->ev[i], *twin, *grown;
+
+		if (!(e->fork || e->exec) || !e->filter || !e->forward)
+			continue;
+		grown = realloc(kt->ev, (kt->nev + 1) * sizeof(*kt->ev));
+		if (!grown) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		kt->ev = grown;
+		e = &kt->ev[i];
+		twin = &kt->ev[kt->nev++];
+		*twin = *e;
+		twin->fmt = strdup(e->fmt);
+		twin->forward = false;
+		twin->filter = NULL;
+		e->fork = e->exec = false;
+		if (!twin->fmt) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	(void)root;
+	return 0;
+}
+
+/* ---- the formats for the trace -------------------------------------------- */
+
+/* The formats in chunks of at most KT_FORMAT_CHUNK bytes (a selection of
+ * every tracepoint outgrows one chunk), each "varint count, entries". */
+static int build_formats(struct ktrace *kt, char *err, size_t errlen)
+{
+	size_t sel = 1, start = 0, n = 0;
+	uint32_t count = 0;
+	uint8_t *buf;
+
+	for (uint32_t i = 0; i < kt->nev; i++)
+		if (kt->ev[i].forward) {
+			size_t need = 4 * VARINT_MAX + strlen(kt->ev[i].group) + strlen(kt->ev[i].name) + strlen(kt->ev[i].fmt);
+
+			n += need + VARINT_MAX;
+			sel += strlen(kt->ev[i].group) + strlen(kt->ev[i].name) + 2;
+		}
+	buf = malloc(n + VARINT_MAX);
+	kt->selection = malloc(sel);
+	kt->chunk_end = calloc((size_t)kt->nev + 1, sizeof(*kt->chunk_end));
+	if (!buf || !kt->selection || !kt->chunk_end) {
+		free(buf);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	kt->formats = buf;
+	kt->selection[0] = '\0';
+	n = 0;
+	for (uint32_t i = 0; i <= kt->nev; i++) {
+		const struct kt_event *e = i < kt->nev ? &kt->ev[i] : NULL;
+		uint8_t entry[4 * VARINT_MAX];
+		size_t elen = 0, size = 0;
+
+		if (e && !e->forward)
+			continue;
+		if (e) {
+			const char *parts[3] = { e->group, e->name, e->fmt };
+
+			elen = varint_put(entry, e->id);
+			for (int p = 0; p < 3; p++)
+				size += strlen(parts[p]) + VARINT_MAX;
+		}
+		/* close the chunk being built: at the end, or when full */
+		if (count && (!e || n - start + elen + size > KT_FORMAT_CHUNK)) {
+			uint8_t head[VARINT_MAX];
+			size_t hl = varint_put(head, count);
+
+			memmove(buf + start + hl, buf + start + VARINT_MAX, n - start - VARINT_MAX);
+			memcpy(buf + start, head, hl);
+			n -= VARINT_MAX - hl;
+			kt->chunk_end[kt->nchunks++] = n;
+			start = n;
+			count = 0;
+		}
+		if (!e)
+			break;
+		if (!count)
+			n += VARINT_MAX; /* room for the count */
+		memcpy(buf + n, entry, elen);
+		n += elen;
+		{
+			const char *parts[3] = { e->group, e->name, e->fmt };
+
+			for (int p = 0; p < 3; p++) {
+				size_t len = strlen(parts[p]);
+
+				n += varint_put(buf + n, len);
+				memcpy(buf + n, parts[p], len);
+				n += len;
+			}
+		}
+		count++;
+		if (kt->selection[0])
+			strcat(kt->selection, ",");
+		strcat(kt->selection, e->group);
+		strcat(kt->selection, ":");
+		strcat(kt->selection, e->name);
+	}
+	return 0;
+}
+
+/* ---- opening -------------------------------------------------------------- */
+
+static void kt_attr(struct perf_event_attr *a, uint32_t id, bool lost_count)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_TRACEPOINT;
+	a->config = id;
+	a->sample_period = 1;
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+	                 PERF_SAMPLE_RAW;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	if (lost_count)
+		a->read_format = PERF_FORMAT_LOST;
+}
+
+static int kt_cmp_id(const void *a, const void *b)
+{
+	uint64_t x = ((const struct kt_idmap *)a)->perf_id, y = ((const struct kt_idmap *)b)->perf_id;
+
+	return (x > y) - (x < y);
+}
+
+static int open_events(struct ktrace *kt, char *err, size_t errlen)
+{
+	size_t total = (size_t)kt->nev * (size_t)kt->pr.nrings;
+
+	kt->fds = malloc(total * sizeof(*kt->fds));
+	kt->ids = malloc(total * sizeof(*kt->ids));
+	if (!kt->fds || !kt->ids) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (int c = 0; c < kt->pr.nrings; c++) {
+		struct perfring *ring = &kt->pr.rings[c];
+
+		for (uint32_t i = 0; i < kt->nev; i++) {
+			struct kt_event *e = &kt->ev[i];
+			struct perf_event_attr attr;
+			char what[200];
+			uint64_t pid;
+			int fd, r;
+
+			kt_attr(&attr, e->id, kt->lost_count);
+			fd = perf_open(&attr, -1, ring->cpu);
+			if (fd == -EINVAL && kt->lost_count && !kt->nfds) {
+				/* PERF_FORMAT_LOST is Linux 6.0 */
+				kt->lost_count = false;
+				kt_attr(&attr, e->id, false);
+				fd = perf_open(&attr, -1, ring->cpu);
+			}
+			if (fd < 0) {
+				snprintf(what, sizeof(what), " (%s:%s, CPU %d)", e->group, e->name, ring->cpu);
+				perf_open_error(fd, what, err, errlen);
+				if (fd == -EACCES || fd == -EPERM) {
+					size_t l = strlen(err);
+
+					snprintf(err + l, errlen - l,
+					         ": kernel events need root, CAP_PERFMON, or perf_event_paranoid -1 "
+					         "(sysctl kernel.perf_event_paranoid=-1)");
+				}
+				return fd;
+			}
+			kt->fds[kt->nfds++] = fd;
+			if (ring->fd < 0)
+				r = perfring_map(&kt->pr, ring, fd, err, errlen);
+			else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring->fd) != 0) {
+				r = -errno;
+				snprintf(err, errlen, "cannot share the CPU %d ring: %s", ring->cpu, strerror(-r));
+			} else {
+				r = 0;
+			}
+			if (r)
+				return r;
+			if (e->filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, e->filter) != 0) {
+				r = -errno;
+				snprintf(err, errlen, "the kernel refuses --kernel-filter '%s' for %s:%s: %s%s", e->filter,
+				         e->group, e->name, strerror(-r),
+				         r == -EINVAL ? " (a field it names is not in this tracepoint's format: give "
+				                        "the filter as group:event=EXPR)"
+				                      : "");
+				return r;
+			}
+			if (ioctl(fd, PERF_EVENT_IOC_ID, &pid) != 0) {
+				r = -errno;
+				snprintf(err, errlen, "cannot read the id of %s:%s: %s", e->group, e->name, strerror(-r));
+				return r;
+			}
+			kt->ids[kt->nids].perf_id = pid;
+			kt->ids[kt->nids++].ev = i;
+		}
+	}
+	qsort(kt->ids, kt->nids, sizeof(*kt->ids), kt_cmp_id);
+	return 0;
+}
+
+struct ktrace *ktrace_open(const struct ktrace_config *cfg, const struct ktrace_ops *ops, char *warn, size_t warnlen,
+                           char *err, size_t errlen)
+{
+	struct ktrace *kt = calloc(1, sizeof(*kt));
+	const char *root;
+	int r;
+
+	warn[0] = '\0';
+	if (!kt) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	kt->ops = *ops;
+	kt->lost_count = true;
+	root = tracefs_root("sched", "sched_process_fork", err, errlen);
+	if (!root) {
+		size_t l = strlen(err);
+
+		snprintf(err + l, errlen - l,
+		         geteuid() ? ": kernel events need root (or tracefs mounted and readable)"
+		                   : ": mount it with 'mount -t tracefs nodev /sys/kernel/tracing'");
+		r = -ENOENT;
+		goto fail;
+	}
+	r = select_events(kt, root, cfg->events, warn, warnlen, err, errlen);
+	if (!r)
+		r = assign_filters(kt, cfg, err, errlen);
+	if (!r)
+		r = split_filtered_internal(kt, root, err, errlen);
+	if (!r)
+		r = build_formats(kt, err, errlen);
+	if (!r)
+		r = perfrings_init(&kt->pr, cfg->buffer_pages ? cfg->buffer_pages : KTRACE_DEFAULT_PAGES, KT_SAMPLE_NS,
+		                   false, err, errlen);
+	if (!r) {
+		kt->lost_cpu = calloc((size_t)kt->pr.nrings, sizeof(*kt->lost_cpu));
+		kt->cpus = calloc((size_t)kt->pr.nrings, sizeof(*kt->cpus));
+		if (!kt->lost_cpu || !kt->cpus) {
+			snprintf(err, errlen, "out of memory");
+			r = -ENOMEM;
+		}
+		for (int c = 0; !r && c < kt->pr.nrings; c++)
+			kt->cpus[c] = kt->pr.rings[c].cpu;
+	}
+	if (!r)
+		r = open_events(kt, err, errlen);
+	if (!r)
+		return kt;
+fail:
+	ktrace_free(kt);
+	errno = -r;
+	return NULL;
+}
+
+int ktrace_follow(struct ktrace *kt, pid_t pid, bool held)
+{
+	return task_add(kt, (uint32_t)pid, (uint32_t)pid, held);
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+static uint64_t get_u(const uint8_t *raw, uint32_t len, struct tracefs_field f)
+{
+	uint32_t v32 = 0;
+	uint64_t v64 = 0;
+
+	if (f.off + f.size > len)
+		return 0;
+	if (f.size == 4) {
+		memcpy(&v32, raw + f.off, 4);
+		return v32;
+	}
+	if (f.size == 8)
+		memcpy(&v64, raw + f.off, 8);
+	return v64;
+}
+
+static const struct kt_event *event_of(const struct ktrace *kt, uint64_t perf_id)
+{
+	size_t lo = 0, hi = kt->nids;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (kt->ids[mid].perf_id < perf_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < kt->nids && kt->ids[lo].perf_id == perf_id ? &kt->ev[kt->ids[lo].ev] : NULL;
+}
+
+struct kt_target {
+	uint32_t pid, tid;
+};
+
+static void target_add(struct kt_target *t, int *n, uint32_t pid, uint32_t tid)
+{
+	for (int i = 0; i < *n; i++)
+		if (t[i].tid == tid)
+			return;
+	t[*n].pid = pid;
+	t[(*n)++].tid = tid;
+}
+
+/* One sample: follows forks and execs, then hands the record to every
+ * traced thread it concerns. */
+static long kt_sample(struct ktrace *kt, const unsigned char *body, size_t len)
+{
+	struct kt_target to[KT_PIDFIELDS + 3];
+	const struct kt_event *e;
+	const struct kt_task *cur;
+	struct kernrec k;
+	uint64_t perf_id, ns;
+	uint32_t pid, tid, cpu, raw_size;
+	const uint8_t *raw;
+	int n = 0;
+
+	if (len < KT_SAMPLE_HEAD)
+		return 0;
+	memcpy(&perf_id, body, 8);
+	memcpy(&pid, body + 8, 4);
+	memcpy(&tid, body + 12, 4);
+	memcpy(&ns, body + 16, 8);
+	memcpy(&cpu, body + 24, 4);
+	memcpy(&raw_size, body + 32, 4);
+	if (len < KT_SAMPLE_HEAD + 4 || raw_size > len - KT_SAMPLE_HEAD - 4)
+		return 0;
+	raw = body + KT_SAMPLE_HEAD + 4;
+	e = event_of(kt, perf_id);
+	if (!e)
+		return 0;
+	kt->records++;
+	cur = task_find(kt, tid);
+	if (cur && cur->held) {
+		/* the spawned child before its exec runs the caller's code */
+		if (!e->exec)
+			return 0;
+		task_add(kt, pid, tid, false);
+		cur = task_find(kt, tid);
+	}
+	if (e->fork) {
+		uint32_t parent = (uint32_t)get_u(raw, raw_size, e->parent);
+		uint32_t child = (uint32_t)get_u(raw, raw_size, e->child);
+		const struct kt_task *pt = task_find(kt, parent), *ct = task_find(kt, child);
+
+		if (pt && !pt->held)
+			task_add(kt, task_tgid(child), child, false);
+		else if (ct && !ct->held) /* the spawned child is known before its fork is read */
+			task_remove(kt, child);
+	}
+	if (!e->forward)
+		return 0;
+	if (cur) {
+		target_add(to, &n, pid, tid);
+		if (cur->pid != pid) /* its process, learnt from its own records */
+			task_add(kt, pid, tid, false);
+	}
+	for (int i = 0; i < e->npidf; i++) {
+		uint32_t named = (uint32_t)get_u(raw, raw_size, e->pidf[i]);
+		const struct kt_task *t = named && named != tid ? task_find(kt, named) : NULL;
+
+		if (t && !t->held)
+			target_add(to, &n, t->pid, t->tid);
+	}
+	if (e->block) {
+		uint64_t dev = get_u(raw, raw_size, e->dev), sector = get_u(raw, raw_size, e->sector);
+		struct kt_assoc *a = assoc_get(kt, 1, dev + 1, sector);
+
+		if (e->complete && a) {
+			target_add(to, &n, a->pid, a->tid);
+			a->tid = 0;
+		} else if (!e->complete && cur) {
+			assoc_put(kt, 1, dev + 1, sector, pid, tid);
+		}
+	}
+	if (e->timer) {
+		uint64_t ptr = get_u(raw, raw_size, e->tptr);
+		struct kt_assoc *a = assoc_get(kt, 2, ptr, 0);
+
+		if (e->timer_start && cur)
+			assoc_put(kt, 2, ptr, 0, pid, tid);
+		else if (e->timer_start && a)
+			a->tid = 0; /* another task's now */
+		else if (a) {
+			target_add(to, &n, a->pid, a->tid);
+			if (e->timer_cancel)
+				a->tid = 0;
+		}
+	}
+	k.id = e->id;
+	k.cpu = cpu;
+	k.len = raw_size;
+	k.packed = e->packed;
+	k.raw = raw;
+	for (int i = 0; i < n; i++)
+		kt->ops.event(kt->ops.ctx, to[i].pid, to[i].tid, ns, &k);
+	kt->kept += (uint64_t)n;
+	return n;
+}
+
+static long kt_take(void *ctx, struct perfring *ring, const struct perf_event_header *h, const unsigned char *body)
+{
+	struct ktrace *kt = ctx;
+
+	if (h->type == PERF_RECORD_SAMPLE)
+		return kt_sample(kt, body, h->size - sizeof(*h));
+	if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16) {
+		uint64_t count;
+		int c = (int)(ring - kt->pr.rings);
+
+		memcpy(&count, body + 8, 8);
+		kt->lost += count;
+		kt->lost_cpu[c] += count;
+		if (kt->ops.lost)
+			kt->ops.lost(kt->ops.ctx, (uint32_t)ring->cpu, count);
+	}
+	return 0;
+}
+
+long ktrace_poll(struct ktrace *kt)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return perfrings_drain(&kt->pr, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, kt_take, kt);
+}
+
+size_t ktrace_format_chunks(const struct ktrace *kt)
+{
+	return kt->nchunks;
+}
+
+const uint8_t *ktrace_format_chunk(const struct ktrace *kt, size_t i, size_t *len)
+{
+	size_t start = i ? kt->chunk_end[i - 1] : 0;
+
+	*len = kt->chunk_end[i] - start;
+	return kt->formats + start;
+}
+
+const char *ktrace_selection(const struct ktrace *kt)
+{
+	return kt->selection;
+}
+
+void ktrace_get_stats(const struct ktrace *kt, struct ktrace_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->records = kt->records;
+	st->kept = kt->kept;
+	st->lost = kt->lost;
+	st->ncpus = (uint32_t)kt->pr.nrings;
+	st->lost_cpu = kt->lost_cpu;
+	st->cpus = kt->cpus;
+	for (uint32_t i = 0; i < kt->nev; i++)
+		st->events += kt->ev[i].forward;
+}
+
+void ktrace_finish(struct ktrace *kt)
+{
+	if (!kt || kt->finished)
+		return;
+	kt->finished = true;
+	for (size_t i = 0; i < kt->nfds; i++)
+		ioctl(kt->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	perfrings_drain(&kt->pr, UINT64_MAX, kt_take, kt);
+	if (!kt->lost_count)
+		return;
+	/* a full ring reports its loss with the next record that fits, which
+	 * may never come: the events count it too */
+	for (int c = 0; c < kt->pr.nrings; c++) {
+		uint64_t total = 0, v[2];
+
+		for (size_t i = (size_t)c * kt->nev; i < (size_t)(c + 1) * kt->nev && i < kt->nfds; i++)
+			if (read(kt->fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
+				total += v[1];
+		if (total > kt->lost_cpu[c]) {
+			uint64_t more = total - kt->lost_cpu[c];
+
+			kt->lost_cpu[c] = total;
+			kt->lost += more;
+			if (kt->ops.lost)
+				kt->ops.lost(kt->ops.ctx, (uint32_t)kt->pr.rings[c].cpu, more);
+		}
+	}
+}
+
+void ktrace_free(struct ktrace *kt)
+{
+	if (!kt)
+		return;
+	perfrings_release(&kt->pr);
+	for (size_t i = 0; i < kt->nfds; i++)
+		close(kt->fds[i]);
+	for (uint32_t i = 0; i < kt->nev; i++)
+		free(kt->ev[i].fmt);
+	free(kt->ev);
+	free(kt->fds);
+	free(kt->ids);
+	free(kt->tasks);
+	free(kt->formats);
+	free(kt->chunk_end);
+	free(kt->selection);
+	free(kt->lost_cpu);
+	free(kt->cpus);
+	free(kt);
+}
