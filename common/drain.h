@@ -50,6 +50,12 @@ struct drain_config {
 	                     * ring does (record: wait; live: discard) */
 	uint32_t stall_ms;  /* with LP_RING_FULL_WAIT: a producer stops waiting
 	                     * after this long without a poll; 0: the default */
+	/* a syscall tracer feeds the drain beside the kernel tracer: a
+	 * thread's kernel events wait in its queue until something later of
+	 * the thread has come (a syscall record or a ring event), since a
+	 * syscall under way may be handed over only at its exit (the eBPF
+	 * backend pairs them in the kernel) and its entry must come first */
+	bool kernel_waits_for_syscalls;
 };
 
 struct drain_stats {

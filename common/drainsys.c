@@ -73,6 +73,10 @@ struct systhread {
 	bool dead;            /* removed: its process ended and all is written */
 	bool in_wait;         /* in the runtime's futex wait for room: its exit is left out */
 	bool exec_queued;     /* without a ring, a successful exec is in its queue */
+	bool release;         /* nothing waits any more: the thread's end */
+	uint64_t seen_ns;     /* its latest syscall record or ring event: with
+	                       * kernel_waits_for_syscalls, kernel events after
+	                       * it wait (see drain_config) */
 };
 
 struct drainsys {
@@ -331,6 +335,14 @@ static void put_record(struct encoder *e, struct sysq_rec *r)
 		encoder_syscall_exit(e, r->ns, ev.arch, ev.nr, ev.ret);
 }
 
+/* A kernel event that must wait for the thread's syscall records (see
+ * drain_config.kernel_waits_for_syscalls); none waits once the thread's
+ * process has ended or the drain finishes. */
+static bool kernel_held(const struct drain *d, const struct systhread *t, const struct sysq_rec *r)
+{
+	return r->kernel && d->cfg.kernel_waits_for_syscalls && r->ns > t->seen_ns && !t->release;
+}
+
 /* Writes the queued records up to `upto` into e; returns the time of the
  * next one left (UINT64_MAX: none). */
 static uint64_t q_write(struct drain *d, struct systhread *t, struct encoder *e, uint64_t upto)
@@ -340,6 +352,8 @@ static uint64_t q_write(struct drain *d, struct systhread *t, struct encoder *e,
 		t->lost = 0;
 	}
 	while (t->n && q_at(t, 0)->ns <= upto) {
+		if (kernel_held(d, t, q_at(t, 0)))
+			break;
 		put_record(e, q_at(t, 0));
 		t->head = (t->head + 1) & (t->cap - 1);
 		t->n--;
@@ -372,14 +386,20 @@ void drainsys_bind(struct drain *d, struct stream *s)
 
 void drainsys_emit(struct stream *s, uint64_t ns)
 {
-	s->sys_next = q_write(s->d, s->sys, s->enc, ns);
+	struct systhread *t = s->sys;
+
+	if (ns > t->seen_ns)
+		t->seen_ns = ns;
+	s->sys_next = q_write(s->d, t, s->enc, ns);
 }
 
 void drainsys_unbind(struct stream *s)
 {
 	struct systhread *t = s->sys;
 
+	t->release = true;
 	q_write(s->d, t, s->enc, UINT64_MAX);
+	t->release = false;
 	if (t->lost) {
 		encoder_lost(s->enc, s->enc->last_ns, t->lost);
 		t->lost = 0;
@@ -596,6 +616,8 @@ static void own_write(struct drain *d, struct systhread *t, bool stop_at_exec)
 		struct sysq_rec *r = q_at(t, 0);
 		bool exec = is_exec(d->sys, r);
 
+		if (kernel_held(d, t, r))
+			return;
 		e = own_stream(d, t, r->ns);
 		if (!e)
 			return;
@@ -675,8 +697,10 @@ static void q_relieve(struct drain *d, struct systhread *t)
 	if (t->n < SYSQ_MAX)
 		return;
 	e = t->bound ? t->bound->enc : own_stream(d, t, q_at(t, 0)->ns);
+	t->release = true;
 	if (e)
 		q_write(d, t, e, q_at(t, t->n / 2)->ns);
+	t->release = false;
 }
 
 int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev)
@@ -693,6 +717,8 @@ int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, cons
 	if (runtime_wait(d->sys, t, ev))
 		return 0;
 	q_relieve(d, t);
+	if (ns > t->seen_ns)
+		t->seen_ns = ns;
 	r = q_push(t, ns, ev);
 	if (r) {
 		t->lost++;
@@ -770,7 +796,11 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 		p = proc_get(ds, t->pid, false);
 		hold = t->exec_queued ? DRAIN_SYSCALL_EXEC_HOLD_NS : DRAIN_SYSCALL_HOLD_NS;
 		if (t->n && (t->own || q_at(t, 0)->ns + hold <= t0 || t->n >= SYSQ_HOLD_MAX || (p && p->exited)))
+		{
+			t->release = p && p->exited;
 			own_write(d, t, !(p && p->exited));
+			t->release = false;
+		}
 		if (!t->n)
 			t->exec_queued = false;
 		if (t->lost && !t->n && t->own) {
@@ -842,6 +872,7 @@ void drainsys_finish(struct drain *d)
 	for (i = 0; i < ds->nthreads; i++) {
 		struct systhread *t = ds->threads[i];
 
+		t->release = true;
 		own_write(d, t, false);
 		own_close(d, t);
 	}

@@ -522,6 +522,7 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		fprintf(stderr, "layerprof record: --kernel= needs a list of tracepoints\n");
 		return LP_EXIT_USAGE;
 	}
+	rec->cfg.kernel_waits_for_syscalls = rec->kernel && rec->syscalls;
 	rec->kcfg.buffer_pages = 1;
 	while ((uint64_t)rec->kcfg.buffer_pages * 4096 < (rec->kbuffer ? rec->kbuffer : RECORD_KERNEL_BUFFER))
 		rec->kcfg.buffer_pages *= 2;

@@ -245,7 +245,8 @@ static const char *kernel_role(const struct kevent *ev, uint32_t tid)
 		return "off CPU: ";
 	if (ev->kind == KEV_SWITCH && (uint32_t)ev->u.sw.next_pid == tid)
 		return "on CPU: ";
-	if (ev->kind == KEV_WAKEUP && (uint32_t)ev->u.wake.pid == tid && (uint32_t)ev->common_pid != tid)
+	if ((ev->kind == KEV_WAKEUP || ev->kind == KEV_WAKING) && (uint32_t)ev->u.wake.pid == tid &&
+	    (uint32_t)ev->common_pid != tid)
 		return "woken: ";
 	if ((uint32_t)ev->common_pid != tid)
 		return "for it: ";

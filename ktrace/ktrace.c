@@ -786,6 +786,7 @@ static long kt_sample(struct ktrace *kt, const unsigned char *body, size_t len)
 			task_add(kt, task_tgid(child), child, false);
 		else if (ct && !ct->held) /* the spawned child is known before its fork is read */
 			task_remove(kt, child);
+		cur = task_find(kt, tid); /* the table may have moved */
 	}
 	if (!e->forward)
 		return 0;

@@ -19,9 +19,12 @@
 #include "common/drain.h"
 
 /* The default selection of --kernel: scheduling, irqs and softirqs, user
- * page faults, block requests and timers. */
+ * page faults, block requests and timers.  sched_waking is the one that
+ * fires in the waker's context (sched_wakeup runs on the wakee's CPU, from
+ * an IPI when that is another CPU). */
 #define KTRACE_DEFAULT_EVENTS                                                                                   \
-	"sched:sched_switch,sched:sched_wakeup,sched:sched_wakeup_new,sched:sched_process_fork,"                \
+	"sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_wakeup_new,"                      \
+	"sched:sched_process_fork,"                                                                             \
 	"sched:sched_process_exec,sched:sched_process_exit,irq:irq_handler_entry,irq:irq_handler_exit,"        \
 	"irq:softirq_entry,irq:softirq_exit,exceptions:page_fault_user,block:block_rq_insert,"                 \
 	"block:block_rq_issue,block:block_rq_complete,timer:hrtimer_start,timer:hrtimer_cancel,"               \

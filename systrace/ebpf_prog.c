@@ -43,10 +43,14 @@ static void eb_emit_lookup_self(struct bpfprog *p, const struct eb_state *eb, bo
 	eb_emit_lookup(p, eb->maps[EB_TASKS], -4);
 }
 
+/* Every program returns 1: a tracepoint program's 0 would stop the kernel
+ * from writing that tracepoint's records for every other perf event on it
+ * (the kernel layer's sched_process_fork, or another tool's); a raw
+ * tracepoint program's value is ignored. */
 static void eb_emit_out(struct bpfprog *p)
 {
 	bpfprog_label(p, L_OUT);
-	bpfprog_emit(p, BI_MOVI(BPF_REG_0, 0));
+	bpfprog_emit(p, BI_MOVI(BPF_REG_0, 1));
 	bpfprog_emit(p, BI_EXIT());
 }
 

@@ -53,7 +53,7 @@ struct kflow {
 	size_t sys_first; /* first node of the syscall under way (in_syscall events), SIZE_MAX: none */
 	size_t off_node;  /* the OFFCPU node under way, SIZE_MAX: none */
 	char off_state;
-	bool woken, wake_hard, wake_soft, wake_timer;
+	bool woken, woken_waking, wake_hard, wake_soft, wake_timer;
 	uint32_t waker;
 	uint64_t wake_ns, timer_ns;
 	uint32_t timer_cpu;
@@ -352,7 +352,7 @@ static void cap_kernel(void *ctx, struct walk_stream *s, const struct walk_kerne
 	}
 	if (ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.prev_pid == s->tid) {
 		kf->off_state = kevent_switch_state(&ev);
-		kf->woken = false;
+		kf->woken = kf->woken_waking = false;
 		if (node_add(kf, KFLOW_OFFCPU, depth, k->ns, 0, "off CPU"))
 			kf->off_node = kf->nnodes - 1;
 		return;
@@ -370,7 +370,11 @@ static void cap_kernel(void *ctx, struct walk_stream *s, const struct walk_kerne
 		}
 		return;
 	}
-	if (ev.kind == KEV_WAKEUP && (uint32_t)ev.u.wake.pid == s->tid && (uint32_t)ev.common_pid != s->tid) {
+	if ((ev.kind == KEV_WAKEUP || ev.kind == KEV_WAKING) && (uint32_t)ev.u.wake.pid == s->tid &&
+	    (uint32_t)ev.common_pid != s->tid) {
+		if (kf->woken_waking && ev.kind == KEV_WAKEUP)
+			return;
+		kf->woken_waking = ev.kind == KEV_WAKING;
 		kf->woken = true;
 		kf->waker = (uint32_t)ev.common_pid;
 		kf->wake_ns = k->ns;

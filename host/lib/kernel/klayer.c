@@ -56,7 +56,7 @@ struct kl_thread {
 	bool off;
 	uint64_t off_ns;
 	uint32_t off_reason;
-	bool woken;
+	bool woken, woken_waking; /* woken_waking: by a sched_waking (the waker's own context) */
 	uint32_t waker_tid;
 	uint8_t waker_ctx; /* enum kl_waker_ctx */
 	uint64_t wake_ns;
@@ -137,6 +137,7 @@ struct klayer {
 	uint32_t nblocks, blocks_cap;
 	uint64_t events, undecodable, faults, switches, wakeups;
 	bool wakes_sorted;
+	bool has_waking; /* the trace has sched_waking: wake-ups are counted by it */
 	bool oom;
 };
 
@@ -317,6 +318,9 @@ static struct kl_thread *thread_of(struct klayer *kl, struct walk_stream *s)
 			return NULL;
 		}
 		t->s = s;
+		/* the thread's time counts from its stream's first event */
+		t->started = true;
+		t->last_ns = s->first_ns;
 		kl->threads[s->index] = t;
 	}
 	return t;
@@ -468,7 +472,7 @@ static void switch_out(struct klayer *kl, struct kl_thread *t, const struct walk
 	kl->switches++;
 	t->off = true;
 	t->off_ns = k->ns;
-	t->woken = false;
+	t->woken = t->woken_waking = false;
 	t->off_reason = reason_get(kl, t->sys_open ? t->sys_arch : 0, t->sys_open ? (int32_t)t->sys_nr : -1,
 	                           state == 'R' || state == 'S' || state == 'D' ? state : '?');
 }
@@ -501,6 +505,11 @@ static void switch_in(struct klayer *kl, struct kl_thread *t, const struct walk_
 
 static void woken(struct kl_thread *t, const struct walk_kernel *k, const struct kevent *ev)
 {
+	/* sched_waking tells the waker; the sched_wakeup that follows it may
+	 * run on another CPU, from an IPI */
+	if (t->woken_waking && ev->kind == KEV_WAKEUP)
+		return;
+	t->woken_waking = ev->kind == KEV_WAKING;
 	t->woken = true;
 	t->waker_tid = (uint32_t)ev->common_pid;
 	t->wake_ns = k->ns;
@@ -610,6 +619,7 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 	if (k->in_syscall)
 		count_add(kl, k->id, KK_SYSCALL, 0, (uint64_t)k->sc_arch << 32 | k->sc_nr);
 	own = (uint32_t)ev.common_pid == s->tid;
+	kl->has_waking = kl->has_waking || ev.kind == KEV_WAKING;
 	/* the thread was running unless this is about it from elsewhere */
 	if (own || ev.kind == KEV_SWITCH)
 		enter_syscall_of(t, k);
@@ -621,10 +631,12 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 			switch_in(kl, t, k);
 		break;
 	case KEV_WAKEUP:
+	case KEV_WAKING:
 		if ((uint32_t)ev.u.wake.pid == s->tid && !own)
 			woken(t, k, &ev);
 		else if (own && (uint32_t)ev.u.wake.pid != s->tid) {
-			kl->wakeups++;
+			if (ev.kind == KEV_WAKING || !kl->has_waking)
+				kl->wakeups++;
 			gave_wakeup(kl, s, k, (uint32_t)ev.u.wake.pid);
 		}
 		break;
@@ -1067,6 +1079,9 @@ static int collect_waits(struct klayer *kl, struct klayer_result *out)
 		waker_add(w, who, &spill);
 	}
 	qsort(out->waits, out->nwaits, sizeof(*out->waits), wait_cmp);
+	/* a thread switched out for good (its exit) never waited */
+	while (out->nwaits && !out->waits[out->nwaits - 1].count)
+		out->nwaits--;
 	return 0;
 }
 

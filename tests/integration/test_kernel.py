@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""The kernel layer with real programs: `record --kernel` on the kern_*
+sample programs (tests/programs), whose kernel behaviour is known, checked
+with exact expectations in `report --kernel`, `report --layers`, `flow` and
+`replay`, cross-checked with `perf stat` on the same tracepoints
+(kernel_truth.py); event selection and in-kernel filters; what happens when
+the kernel refuses (not root, a missing tracepoint, a bad filter); a trace
+whose formats are missing.
+
+Needs root, tracefs and perf_event_open with raw tracepoint data; skips with
+the reason otherwise.
+
+usage: test_kernel.py --build BUILD [GROUP...]
+Ends with 'N passed, N failed'."""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kernel_truth as kt  # noqa: E402
+from harness import check, run_groups, skip  # noqa: E402
+
+NOBODY = 65534
+
+
+def run(cmd, timeout=120, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=timeout, **kw)
+
+
+class Layerprof:
+    def __init__(self, build_dir):
+        self.exe = os.path.join(build_dir, "host", "layerprof")
+        self.env = dict(os.environ, LAYERPROF_LIB=os.path.join(build_dir, "runtime", "liblayerprof.so"))
+
+    def __call__(self, *args, timeout=120, **kw):
+        return run([self.exe] + list(args), timeout=timeout, env=self.env, **kw)
+
+    def json(self, *args):
+        r = self(*args)
+        check(r.returncode == 0, "layerprof %s: exit 0" % " ".join(args[:2]), r.stderr.strip()[-300:])
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def record(self, trace, prog, *args, opts=("--kernel",)):
+        r = self("record", "-q", *opts, "-o", trace, "--", prog, *[str(a) for a in args])
+        check(r.returncode == 0, "record %s %s of %s: exit 0" % (" ".join(opts), " ".join(map(str, args)),
+                                                                 os.path.basename(prog)), r.stderr.strip()[-400:])
+        return r
+
+
+def fn(rep, name):
+    for f in rep["functions"]:
+        if f["name"] == name:
+            return f
+    return None
+
+
+def parts_add_up(rep, what):
+    """Every function's and thread's parts equal its inclusive time within 1 %."""
+    bad = []
+    for row in rep["functions"] + rep["threads"]:
+        parts = row["user_ns"] + row["syscall_ns"] + row["off_cpu_ns"] + row["irq_ns"] + row["softirq_ns"]
+        total = row["total_ns"]
+        if abs(parts - total) > max(total // 100, 1000):
+            bad.append("%s: %d of %d" % (row.get("name", row.get("tid")), parts, total))
+    check(not bad, "%s: user + syscall + off-CPU + irq + softirq = total within 1%% for every function and "
+          "thread" % what, "; ".join(bad[:5]))
+
+
+def by_function(rep, event, function):
+    return sum(r["count"] for r in rep["by_function"] if r["event"] == event and r["function"] == function)
+
+
+def off_cpu(rep, syscall, state):
+    for w in rep["off_cpu"]:
+        if w["syscall"] == syscall and w["state"] == state:
+            return w
+    return None
+
+
+# ---- the groups ----------------------------------------------------------
+
+
+def group_faults(lp, progs, tmp):
+    prog = progs["kern_faults"]
+    trace = os.path.join(tmp, "faults")
+    lp.record(trace, prog, 64)
+    rep = lp.json("report", "--kernel", "--format", "json", trace)
+    if rep is None:
+        return
+    ev = kt.fault_event()
+    check(by_function(rep, ev, "touch_pages") == 64,
+          "kern_faults: 64 %s inside touch_pages" % ev, "got %d" % by_function(rep, ev, "touch_pages"))
+    check(by_function(rep, ev, "touch_again") == 0, "kern_faults: no page fault inside touch_again")
+    lay = lp.json("report", "--layers", "--format", "json", trace)
+    if lay is None:
+        return
+    tp = fn(lay, "touch_pages")
+    check(tp is not None and tp["page_faults"] == 64 and tp["calls"] == 1,
+          "report --layers: touch_pages has 1 call and 64 page faults", str(tp and tp["page_faults"]))
+    main = fn(lay, "main")
+    check(main is not None and main["page_faults"] >= 64, "report --layers: main's faults include touch_pages'")
+    parts_add_up(lay, "kern_faults")
+    # the kernel's own count: the difference between 64 pages and none
+    try:
+        with_pages = kt.perf_counts(prog, ["64"], [ev])[ev]
+        without = kt.perf_counts(prog, ["00"], [ev])[ev]
+        check(with_pages - without == 64, "perf stat agrees: %s for 64 pages minus for none = 64" % ev,
+              "%d - %d" % (with_pages, without))
+    except (kt.PerfError, kt.Skip) as e:
+        skip("perf stat cross-check of kern_faults", str(e))
+
+
+def group_sleep(lp, progs, tmp):
+    prog = progs["kern_sleep"]
+    trace = os.path.join(tmp, "sleep")
+    lp.record(trace, prog, opts=("--kernel", "--syscalls"))
+    rep = lp.json("report", "--kernel", "--format", "json", trace)
+    if rep is None:
+        return
+    w = off_cpu(rep, "nanosleep", "S")
+    check(w is not None and w["count"] == 5, "kern_sleep: 5 off-CPU waits in nanosleep, state S",
+          json.dumps(rep["off_cpu"])[:300])
+    if w:
+        check(w["total_ns"] >= 10000000, "kern_sleep: off the CPU at least 10 ms in nanosleep",
+              "%d ns" % w["total_ns"])
+        timer = sum(k["count"] for k in w["wakers"] if k["who"] == "timer (hardirq)")
+        check(timer == 5, "kern_sleep: each of the 5 woken by a timer (hardirq)", json.dumps(w["wakers"]))
+    lay = lp.json("report", "--layers", "--format", "json", trace)
+    if lay is None:
+        return
+    s = fn(lay, "sleeper")
+    check(s is not None and s["voluntary_switches"] == 5 and s["off_cpu_by_state"]["S"] >= 10000000 and
+          s["syscalls"] == 5, "report --layers: sleeper has 5 voluntary switches, >= 10 ms sleeping, 5 syscalls",
+          json.dumps(s)[:300])
+    parts_add_up(lay, "kern_sleep")
+    flow = lp.json("flow", "--format", "json", trace, "sleeper#1")
+    if flow:
+        steps = flow["steps"]
+        offs = [i for i, st in enumerate(steps) if st["type"] == "off_cpu"]
+        under = all(any(steps[j]["type"] == "syscall" and steps[j]["text"].startswith("nanosleep(") and
+                        steps[j]["depth"] == steps[i]["depth"] - 1 for j in range(i - 1, -1, -1)) for i in offs)
+        check(len(offs) == 5 and under, "flow sleeper#1: 5 off-CPU steps, each under a nanosleep step",
+              "%d off-CPU steps" % len(offs))
+        check(all("woken by timer" in steps[i]["text"] and steps[i]["duration_ns"] >= 2000000 for i in offs),
+              "flow sleeper#1: each off-CPU step lasts >= 2 ms and names the timer")
+        check(flow["off_cpu_ns"] >= 10000000 and flow["syscalls"] == 5 and flow["n"] == 1,
+              "flow sleeper#1: the call's layers (>= 10 ms off CPU, 5 syscalls)")
+    r = lp("flow", trace, "sleeper#2")
+    check(r.returncode == 1 and "has 1 call, no call #2" in r.stderr, "flow sleeper#2: no such call, exit 1",
+          r.stderr.strip())
+    r = lp("replay", trace)
+    lines = r.stdout.splitlines()
+    ok = 0
+    for i, line in enumerate(lines):
+        if "[sys] nanosleep(" in line:
+            indent = len(line.split("|", 1)[1]) - len(line.split("|", 1)[1].lstrip())
+            for nxt in lines[i + 1:i + 8]:
+                body = nxt.split("|", 1)[1] if "|" in nxt else ""
+                if "[kernel] off CPU: sched_switch" in body and len(body) - len(body.lstrip()) == indent + 2:
+                    ok += 1
+                    break
+    check(r.returncode == 0 and ok == 5, "replay: each nanosleep line has its switch-out under it", "%d" % ok)
+    try:
+        c = kt.perf_counts(prog, [], [kt.SWITCH_S])
+        check(c[kt.SWITCH_S] == w["count"] if w else False,
+              "perf stat agrees: %d switch-outs in state S" % c[kt.SWITCH_S])
+    except (kt.PerfError, kt.Skip) as e:
+        skip("perf stat cross-check of kern_sleep", str(e))
+
+
+def group_pipe(lp, progs, tmp):
+    prog = progs["kern_pipe"]
+    trace = os.path.join(tmp, "pipe")
+    lp.record(trace, prog, opts=("--kernel", "--syscalls"))
+    rep = lp.json("report", "--kernel", "--format", "json", trace)
+    lay = lp.json("report", "--layers", "--format", "json", trace)
+    if rep is None or lay is None:
+        return
+    main = [t for t in lay["threads"] if t["tid"] == t["pid"]]
+    writer = main[0]["tid"] if main else 0
+    w = off_cpu(rep, "read", "S")
+    check(w is not None and w["count"] == 20, "kern_pipe: 20 off-CPU waits of the reader in read, state S",
+          json.dumps(rep["off_cpu"])[:400])
+    if w:
+        who = "thread %d (kern_pipe) in writer, syscall write" % writer
+        n = sum(k["count"] for k in w["wakers"] if k["who"] == who)
+        check(n == 20, "kern_pipe: all 20 woken by the writer thread inside write", json.dumps(w["wakers"]))
+    r = lp.json("report", "--layers", "--format", "json", trace)
+    rd = fn(r, "reader") if r else None
+    check(rd is not None and rd["off_cpu_by_state"]["S"] > 0 and rd["voluntary_switches"] == 20,
+          "report --layers: reader has 20 voluntary switches", json.dumps(rd)[:300])
+    parts_add_up(lay, "kern_pipe")
+    try:
+        c = kt.perf_counts(prog, [], [kt.SWITCH_S])
+        check(c[kt.SWITCH_S] == 20, "perf stat agrees: 20 switch-outs in state S", str(c[kt.SWITCH_S]))
+    except (kt.PerfError, kt.Skip) as e:
+        skip("perf stat cross-check of kern_pipe", str(e))
+
+
+def group_preempt(lp, progs, tmp):
+    prog = progs["kern_preempt"]
+    trace = os.path.join(tmp, "preempt")
+    lp.record(trace, prog, opts=("--kernel",))
+    rep = lp.json("report", "--kernel", "--format", "json", trace)
+    lay = lp.json("report", "--layers", "--format", "json", trace)
+    if rep is None or lay is None:
+        return
+    sp = fn(lay, "spin")
+    check(sp is not None and sp["calls"] == 2 and sp["involuntary_switches"] >= 2 and
+          sp["off_cpu_by_state"]["R"] > 0, "kern_preempt: spin preempted at least once per thread (state R)",
+          json.dumps(sp)[:300])
+    w = off_cpu(rep, "", "R")
+    check(w is not None and w["count"] >= 2, "report --kernel: waits while preempted in the program's code")
+    parts_add_up(lay, "kern_preempt")
+    spinners = [t for t in lay["threads"] if t["tid"] != t["pid"]]
+    check(len(spinners) == 2 and all(t["involuntary_switches"] >= 1 for t in spinners),
+          "report --layers: each spinner thread preempted at least once")
+
+
+def group_block(lp, progs, tmp):
+    prog = progs["kern_block"]
+    try:
+        with kt.loop_ext4() as mnt:
+            trace = os.path.join(tmp, "block")
+            lp.record(trace, prog, os.path.join(mnt, "data"), opts=("--kernel", "--syscalls"))
+            rep = lp.json("report", "--kernel", "--format", "json", trace)
+    except kt.Skip as e:
+        skip("kern_block on an ext4 loop device", str(e))
+        return
+    if rep is None:
+        return
+    rows = [b for b in rep["block"] if b["syscall"] == "write"]
+    b = rows[0] if rows else None
+    check(b is not None and b["issued"] >= 8 and b["completed"] == b["issued"],
+          "kern_block: >= 8 block requests issued inside write, each completion tied to it",
+          json.dumps(rep["block"]))
+    d = off_cpu(rep, "write", "D")
+    check(d is not None and d["count"] >= 8, "kern_block: >= 8 waits in state D inside write",
+          json.dumps(rep["off_cpu"])[:300])
+    issue = sum(r["count"] for r in rep["by_syscall"] if r["event"] == "block:block_rq_issue" and
+                r["syscall"] == "write")
+    check(issue >= 8, "report --kernel: block_rq_issue counted under write", str(issue))
+
+
+def group_select(lp, progs, tmp):
+    prog = progs["kern_faults"]
+    ev = kt.fault_event()
+    if ev != "exceptions:page_fault_user":
+        skip("event selection with page_fault_user", "no exceptions:page_fault_user on this kernel")
+        return
+    trace = os.path.join(tmp, "select")
+    lp.record(trace, prog, 64, opts=("--kernel=exceptions:page_fault_user",))
+    rep = lp.json("report", "--kernel", "--format", "json", trace)
+    if rep:
+        names = sorted(e["event"] for e in rep["events"])
+        check(names == [ev], "--kernel=exceptions:page_fault_user: only that event", str(names))
+        total = sum(e["count"] for e in rep["events"])
+    # write faults only: touch_pages' 64 stay, the loader's read faults go
+    trace2 = os.path.join(tmp, "select2")
+    lp.record(trace2, prog, 64, opts=("--kernel=exceptions:*", "--kernel-filter", "error_code & 2"))
+    rep2 = lp.json("report", "--kernel", "--format", "json", trace2)
+    if rep and rep2:
+        total2 = sum(e["count"] for e in rep2["events"] if e["event"] == ev)
+        check(by_function(rep2, ev, "touch_pages") == 64 and total2 < total,
+              "--kernel-filter 'error_code & 2': touch_pages' 64 write faults kept, read faults left out",
+              "%d of %d" % (total2, total))
+    trace3 = os.path.join(tmp, "select3")
+    lp.record(trace3, prog, 64, opts=("--kernel=sched:sched_switch,exceptions:page_fault_user",
+                                      "--kernel-filter", "exceptions:page_fault_user=error_code & 2"))
+    rep3 = lp.json("report", "--kernel", "--format", "json", trace3)
+    if rep3:
+        check(by_function(rep3, ev, "touch_pages") == 64,
+              "--kernel-filter group:event=EXPR applies to that event only")
+
+
+def group_refuse(lp, progs, tmp):
+    prog = progs["kern_faults"]
+    trace = os.path.join(tmp, "refuse")
+    r = lp("record", "-q", "--kernel=nosuch:event", "-o", trace, "--", prog)
+    check(r.returncode == 1 and "no tracepoint matches 'nosuch:event'" in r.stderr and
+          not os.path.exists(trace), "--kernel=nosuch:event: one message, exit 1, no trace", r.stderr.strip())
+    r = lp("record", "-q", "--kernel", "--kernel-filter", "no_such_field == 1", "-o", trace, "--", prog)
+    check(r.returncode == 1 and "the kernel refuses --kernel-filter" in r.stderr and len(r.stderr.splitlines()) == 1,
+          "--kernel-filter naming no field: one message, exit 1", r.stderr.strip())
+    r = lp("record", "-q", "--kernel-filter", "x == 1", "-o", trace, "--", prog)
+    check(r.returncode == 2 and "need --kernel" in r.stderr, "--kernel-filter without --kernel: usage, exit 2")
+    r = lp("record", "-q", "--kernel=", "-o", trace, "--", prog)
+    check(r.returncode == 2, "--kernel= with an empty list: usage, exit 2", r.stderr.strip())
+    # an unprivileged user: one message naming what to allow; the program is not run
+    home = os.path.join(tmp, "nobody")
+    os.mkdir(home)
+    os.chown(home, NOBODY, NOBODY)
+    marker = os.path.join(home, "ran")
+    cmd = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups", lp.exe, "record", "-q",
+           "--kernel", "-o", os.path.join(home, "t"), "--", "/bin/touch", marker]
+    r = run(cmd, env=lp.env)
+    check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and "cannot record kernel events" in r.stderr and
+          ("perf_event_paranoid" in r.stderr or "need root" in r.stderr) and not os.path.exists(marker),
+          "unprivileged record --kernel: one message naming what to allow, exit 1, program not run",
+          r.stderr.strip())
+
+
+def strip_kformat(src, dst):
+    """Copies trace src to dst without its KFORMAT chunks."""
+    os.makedirs(dst)
+    data = open(os.path.join(src, "data"), "rb").read()
+    out = bytearray(data[:16])
+    i = 16
+    while i + 16 <= len(data):
+        _, typ, _, _, ln, _ = struct.unpack("<IBBHII", data[i:i + 16])
+        if typ != 5:
+            out += data[i:i + 16 + ln]
+        i += 16 + ln
+    open(os.path.join(dst, "data"), "wb").write(bytes(out))
+
+
+def group_damaged(lp, progs, tmp):
+    prog = progs["kern_sleep"]
+    trace = os.path.join(tmp, "damaged")
+    lp.record(trace, prog)
+    bare = os.path.join(tmp, "damaged-noformats")
+    strip_kformat(trace, bare)
+    rep = lp.json("report", "--kernel", "--format", "json", bare)
+    if rep:
+        check(rep["kernel_events"] > 0 and rep["undecodable_kernel_events"] == rep["kernel_events"],
+              "a trace without its formats: kernel events counted as undecodable, report exit 0")
+    r = lp("report", bare)
+    check(r.returncode == 0 and "sleeper" in r.stdout, "a trace without its formats: the profile still reads")
+    r = lp("replay", bare)
+    check(r.returncode == 0 and "<no format in the trace>" in r.stdout,
+          "replay of a trace without formats: its kernel lines say so")
+
+
+def setup(build):
+    if os.geteuid() != 0:
+        skip("kernel layer", "needs root for tracepoints through perf_event_open")
+        return None
+    if not shutil.which("perf"):
+        print("note: perf missing: the cross-checks will be skipped")
+    lp = Layerprof(build)
+    tmp_bin = os.path.join(build, "tests", "kern_programs")
+    os.makedirs(tmp_bin, exist_ok=True)
+    progs = kt.build_programs(tmp_bin)
+    probe = os.path.join(tmp_bin, "probe-trace")
+    r = lp("record", "-q", "--kernel=sched:sched_switch", "-o", probe, "--", "/bin/true")
+    shutil.rmtree(probe, ignore_errors=True)
+    shutil.rmtree(probe + ".old", ignore_errors=True)
+    if r.returncode:
+        skip("kernel layer", "record --kernel does not work here: %s" % r.stderr.strip())
+        return None
+    return (lp, progs)
+
+
+GROUPS = {
+    "faults": group_faults,
+    "sleep": group_sleep,
+    "pipe": group_pipe,
+    "preempt": group_preempt,
+    "block": group_block,
+    "select": group_select,
+    "refuse": group_refuse,
+    "damaged": group_damaged,
+}
+
+if __name__ == "__main__":
+    sys.exit(run_groups(GROUPS, setup, prefix="layerprof-kernel-"))
