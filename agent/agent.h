@@ -16,6 +16,7 @@
 #include "common/sessiondir.h"
 #include "common/wire.h"
 #include "systrace/sysdrain.h"
+#include "ktrace/ktrace.h"
 #include "systrace/systrace.h"
 
 #define AGENT_MEM_LIB "liblayerprof-mem.so" /* the heap interposers, beside the runtime */
@@ -61,6 +62,10 @@ enum session_kind { SESSION_STARTED, SESSION_ATTACHED };
 struct session_syscalls {
 	bool on;
 	struct systrace_config cfg;
+	/* kernel events (START/ATTACH option `kernel`, ktrace/): the strings
+	 * of kcfg are borrowed from the request for the call */
+	bool kernel;
+	struct ktrace_config kcfg;
 };
 
 /* Where a session's heap operations come from, for the host (SESSION
@@ -91,6 +96,8 @@ struct session {
 	 * reaps the program: the agent must not wait for it, and learns of
 	 * its end from systrace_exited */
 	struct systrace *st;
+	struct ktrace *kt;     /* kernel events, or NULL */
+	char kernel_warn[300]; /* events left out of the default set, for the host */
 	struct sysdrain feed; /* the tracer's records into the drain (feed.on: tracing on) */
 	char sys_why[300];    /* the backend chosen and why, for the host */
 	enum session_mem_state mem;

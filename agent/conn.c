@@ -222,6 +222,14 @@ static void send_session(struct conn *c, const struct session *s)
 		              systrace_backend_name(systrace_backend(s->st)), s->sys_why);
 	if ((size_t)n < sizeof(msg))
 		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "memory=%s\n", session_mem_name(s->mem));
+	if (s->kt && (size_t)n < sizeof(msg)) {
+		struct ktrace_stats kst;
+
+		ktrace_get_stats(s->kt, &kst);
+		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "kernel=%u\n", kst.events);
+		if (s->kernel_warn[0] && (size_t)n < sizeof(msg))
+			n += snprintf(msg + n, sizeof(msg) - (size_t)n, "kernel_warn=%s\n", s->kernel_warn);
+	}
 	if ((size_t)n < sizeof(msg) && s->kind == SESSION_STARTED && s->mem_opts.fold_ns)
 		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "mem_fold_ns=%llu\n",
 		              (unsigned long long)s->mem_opts.fold_ns);
@@ -243,6 +251,23 @@ static int syscall_option(struct session_syscalls *sys, const char *key, const c
 	}
 	if (!strcmp(key, "syscall_filter")) {
 		*filter = val;
+		return 0;
+	}
+	if (!strcmp(key, "kernel")) {
+		sys->kernel = true;
+		sys->kcfg.events = strcmp(val, "default") ? val : NULL;
+		if (!*val) {
+			snprintf(err, errlen, "kernel needs 'default' or a list of tracepoints");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcmp(key, "kernel_filter")) {
+		if (sys->kcfg.nfilters == KTRACE_FILTERS_MAX) {
+			snprintf(err, errlen, "more than %u kernel_filter options", KTRACE_FILTERS_MAX);
+			return -EINVAL;
+		}
+		sys->kcfg.filters[sys->kcfg.nfilters++] = val;
 		return 0;
 	}
 	snprintf(err, errlen, "unknown option '%.64s'", key);
@@ -268,6 +293,10 @@ static int syscall_filter(struct session_syscalls *sys, const char *filter, char
 {
 	char why[256];
 
+	if (sys->kcfg.nfilters && !sys->kernel) {
+		snprintf(err, errlen, "kernel_filter needs kernel");
+		return -EINVAL;
+	}
 	if (filter && !sys->on) {
 		snprintf(err, errlen, "syscall_filter needs syscalls");
 		return -EINVAL;
@@ -352,7 +381,7 @@ bad:
 
 static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
-	char val[32], err[512], msg[600], opt[32], filter_buf[4096], *end;
+	char val[32], err[512], msg[600], opt[32], filter_buf[4096], kernel_buf[4096], kfilter_buf[1024], *end;
 	struct session_syscalls sys = { 0 };
 	const char *filter = NULL;
 	struct session *s;
@@ -383,6 +412,21 @@ static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f
 		snprintf(err, sizeof(err), "syscall_filter: value too long or not text");
 		goto bad;
 	}
+	/* kernel events: one filter by ATTACH's key=value lines */
+	r = wire_kv_get(f->payload, f->len, "kernel", kernel_buf, sizeof(kernel_buf));
+	if (!r)
+		r = syscall_option(&sys, "kernel", kernel_buf, &filter, err, sizeof(err));
+	else if (r != -ENOENT)
+		snprintf(err, sizeof(err), "kernel: value too long or not text");
+	if (r && r != -ENOENT)
+		goto bad;
+	r = wire_kv_get(f->payload, f->len, "kernel_filter", kfilter_buf, sizeof(kfilter_buf));
+	if (!r)
+		r = syscall_option(&sys, "kernel_filter", kfilter_buf, &filter, err, sizeof(err));
+	else if (r != -ENOENT)
+		snprintf(err, sizeof(err), "kernel_filter: value too long or not text");
+	if (r && r != -ENOENT)
+		goto bad;
 	if (syscall_filter(&sys, filter, err, sizeof(err)))
 		goto bad;
 	s = session_attach(a, (pid_t)pid, &sys, err, sizeof(err));

@@ -98,6 +98,58 @@ static void on_collect(void *ctx)
 
 	if (s->st)
 		systrace_poll(s->st);
+	if (s->kt)
+		ktrace_poll(s->kt);
+}
+
+/* The kernel tracer's records into the threads' streams (while tracing is
+ * on, as the syscall tracer's); its losses are counted as lost events. */
+static void on_kernel_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k)
+{
+	struct session *s = ctx;
+
+	if (s->feed.on)
+		drain_kernel(s->drain, pid, tid, ns, k);
+}
+
+static void on_kernel_lost(void *ctx, uint32_t cpu, uint64_t count)
+{
+	struct session *s = ctx;
+
+	(void)cpu;
+	drain_syscalls_lost(s->drain, 0, 0, count);
+}
+
+/* Opens the kernel tracer for s before its program starts.  Returns 0 or
+ * -1 with the reason in err. */
+static int kernel_open(struct session *s, const struct session_syscalls *sys, char *err, size_t errlen)
+{
+	struct ktrace_ops kops = { .ctx = s, .event = on_kernel_event, .lost = on_kernel_lost };
+	char kerr[600];
+
+	if (!sys || !sys->kernel)
+		return 0;
+	s->kt = ktrace_open(&sys->kcfg, &kops, s->kernel_warn, sizeof(s->kernel_warn), kerr, sizeof(kerr));
+	if (!s->kt) {
+		snprintf(err, errlen, "cannot record kernel events: %s", kerr);
+		return -1;
+	}
+	return 0;
+}
+
+/* The tracepoint formats, after META, for the host's decoding. */
+static void send_kformats(struct session *s)
+{
+	struct conn *c = s->agent->conn;
+
+	if (!s->kt || !c || !conn_ready(c))
+		return;
+	for (size_t i = 0; i < ktrace_format_chunks(s->kt); i++) {
+		size_t len;
+		const uint8_t *p = ktrace_format_chunk(s->kt, i, &len);
+
+		conn_queue_chunk(c, s->id, LP_CHUNK_KFORMAT, p, len, 0);
+	}
 }
 
 /* The drain's callbacks for s (started or attached), with the syscall
@@ -106,7 +158,7 @@ static struct drain_ops drain_ops_of(struct session *s, const struct session_sys
 {
 	struct drain_ops ops = { .ctx = s, .chunk = on_chunk, .map = on_map, .unmap = on_unmap };
 
-	if (sys && sys->on)
+	if (sys && (sys->on || sys->kernel))
 		ops.collect = on_collect;
 	return ops;
 }
@@ -209,6 +261,12 @@ static void send_meta(struct session *s, int argc, char *const *argv)
 	m.session = s->id;
 	m.pid = (int)s->pid;
 	m.syscalls = s->st != NULL;
+	if (s->kt) {
+		struct ktrace_stats kst;
+
+		ktrace_get_stats(s->kt, &kst);
+		m.kernel_events = kst.events;
+	}
 	m.attached = s->kind != SESSION_STARTED;
 	/* as record --memory writes it; an attached program's options are
 	 * its own, unknown here */
@@ -255,9 +313,15 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 	cfg = a->cfg;
 	if (mem && mem->on)
 		cfg.mem_fold_ns = mem->fold_ns;
+	cfg.kernel_waits_for_syscalls = sys && sys->on && sys->kernel;
+	if (kernel_open(s, sys, err, errlen)) {
+		free(s);
+		return NULL;
+	}
 	s->drain = drain_new(s->dir, &cfg, &ops);
 	if (!s->drain) {
 		snprintf(err, errlen, "cannot create session '%s': %s", s->dir, strerror(errno));
+		ktrace_free(s->kt);
 		free(s);
 		return NULL;
 	}
@@ -304,8 +368,13 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 	s->pid = pid;
 started:
 	free(env);
+	if (s->kt) {
+		s->feed.on = a->tracing;
+		ktrace_follow(s->kt, pid, true);
+	}
 	session_link(s);
 	send_meta(s, argc, argv);
+	send_kformats(s);
 	if (s->st)
 		agent_log("session %u: started '%s' as pid %d, syscalls by %s%s", s->id, argv[0], (int)pid, s->sys_why,
 		          s->mem ? ", heap operations too" : "");
@@ -316,6 +385,7 @@ started:
 fail:
 	free(env);
 	drain_free(s->drain);
+	ktrace_free(s->kt);
 	free(s);
 	return NULL;
 }
@@ -392,6 +462,11 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	s->dirfd = fd;
 	snprintf(s->dir, sizeof(s->dir), "%s/%s", attachdir_path(a), s->entry);
 	ops = drain_ops_of(s, sys);
+	if (kernel_open(s, sys, err, errlen)) {
+		close(s->dirfd);
+		free(s);
+		return NULL;
+	}
 	s->drain = drain_attach(fd, s->dir, owner, &ops);
 	s->feed.drain = s->drain;
 	if (s->drain)
@@ -408,11 +483,16 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 			         s->dir);
 		else
 			snprintf(err, errlen, "cannot attach to process %d: %s", (int)pid, strerror(errno));
+		ktrace_free(s->kt);
 		close(s->dirfd);
 		free(s);
 		return NULL;
 	}
 	s->pid = pid;
+	if (s->kt) {
+		s->feed.on = a->tracing;
+		ktrace_follow(s->kt, pid, false);
+	}
 	s->mem = has_memlib(pid) ? SESSION_MEM_PRELOADED : SESSION_MEM_NONE;
 	if (sys && sys->on) {
 		struct systrace_ops sops = sysdrain_ops(&s->feed);
@@ -426,6 +506,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 		if (!s->st) {
 			snprintf(err, errlen, "cannot trace the syscalls of process %d: %s", (int)pid, terr);
 			drain_free(s->drain);
+			ktrace_free(s->kt);
 			close(s->dirfd);
 			free(s);
 			return NULL;
@@ -434,6 +515,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	session_link(s);
 	snprintf(cmd, sizeof(cmd), "attach %d", (int)pid);
 	send_meta(s, 1, cmd_argv);
+	send_kformats(s);
 	session_apply_filters(s);
 	drain_set_enabled(s->drain, a->tracing);
 	if (s->st)
@@ -538,6 +620,8 @@ void session_send_maps(struct session *s)
 
 void session_finish(struct session *s)
 {
+	/* the kernel's last records go in before the streams end */
+	ktrace_finish(s->kt);
 	drain_finish(s->drain);
 	tell_lost(s);
 }
@@ -558,6 +642,16 @@ void session_close(struct session *s)
 		/* what is left has nowhere to go: the drain has finished */
 		systrace_free(s->st);
 		s->st = NULL;
+	}
+	if (s->kt) {
+		struct ktrace_stats kst;
+
+		ktrace_get_stats(s->kt, &kst);
+		if (kst.lost)
+			agent_log("session %u: %llu kernel records lost (kernel buffers full)", s->id,
+			          (unsigned long long)kst.lost);
+		ktrace_free(s->kt);
+		s->kt = NULL;
 	}
 	drain_free(s->drain);
 	/* an attached program that is gone: its session directory can go too */

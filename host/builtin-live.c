@@ -61,6 +61,10 @@ static const char live_usage[] =
     "      --syscalls[=HOW]  trace the system calls too: auto (default), bpf,\n"
     "                        tracepoint or ptrace; shown by 'view syscalls'\n"
     "      --syscall-filter LIST  only these syscalls (e.g. 'read,write,open*')\n"
+    "      --kernel[=LIST]   record kernel events too (the agent's tracepoints, as\n"
+    "                        record --kernel): kept in --save's trace, shown by\n"
+    "                        'view layers'\n"
+    "      --kernel-filter F  in-kernel filter for the kernel events\n"
     "  -m, --memory          trace heap operations too (the agent preloads\n"
     "                        liblayerprof-mem.so): live objects per call site,\n"
     "                        growth, illegal releases; shown by 'view memory'\n"
@@ -69,7 +73,7 @@ static const char live_usage[] =
     "                        so the program survives it\n"
     "      --mem-fold DUR    blocks released within DUR (e.g. 1ms) are only counted\n"
     "                        per call stack by the agent, as record --mem-fold does\n"
-    "      --view VIEW       flat (default), paths, syscalls or memory\n"
+    "      --view VIEW       flat (default), paths, syscalls, memory or layers\n"
     "      --path-nodes N    call paths kept by the paths view (default 65536);\n"
     "                        calls on paths beyond are counted as folded\n"
     "  -h, --help            this text\n"
@@ -82,7 +86,7 @@ static const char live_usage[] =
     "  filter OPTIONS        new filters (-F, -N, --depth, --min-time); 'filter clear'\n"
     "  save DIR              save the trace from here on (with what was kept so far);\n"
     "                        with --memory, DIR/" LIVE_SNAPSHOT_NAME " gets the heap at the end\n"
-    "  view flat|paths|syscalls|memory  the table shown (key v: the next one)\n"
+    "  view flat|paths|syscalls|memory|layers  the table shown (key v: the next one)\n"
     "  mem                   the memory view (key m)\n"
     "  snapshot FILE         write the heap state now to FILE (see memdiff)\n"
     "  quit                  end the session (the program goes on untraced)\n"
@@ -284,10 +288,11 @@ static void command_run(struct live *lv, const char *line)
 		else
 			command_snapshot(lv, words[1]);
 	} else if (!strcmp(words[0], "view") || !strcmp(words[0], "mem")) {
-		static const char *const what[] = { "flat profile", "hot call paths", "system calls", "memory" };
+		static const char *const what[] = { "flat profile", "hot call paths", "system calls", "memory",
+			                            "time per layer" };
 
 		if (!strcmp(words[0], "mem") ? n != 1 : (n != 2 || liveview_mode_parse(words[1], &lv->mode))) {
-			error_warn(&lv->said, "usage: view flat|paths|syscalls|memory, or mem");
+			error_warn(&lv->said, "usage: view flat|paths|syscalls|memory|layers, or mem");
 		} else {
 			if (!strcmp(words[0], "mem"))
 				lv->mode = LIVEVIEW_MEMORY;
@@ -298,12 +303,14 @@ static void command_run(struct live *lv, const char *line)
 			if (lv->mode == LIVEVIEW_MEMORY && !lv->ls.mem.on)
 				error_warn(&lv->said,
 				           "view: memory: no heap operations traced in this session (live --memory)");
+			if (lv->mode == LIVEVIEW_LAYERS && !lv->ls.kernel)
+				error_warn(&lv->said, "view: layers: no kernel events in this session (live --kernel)");
 		}
 	} else if (!strcmp(words[0], "quit") || !strcmp(words[0], "q") || !strcmp(words[0], "exit")) {
 		livesession_close(&lv->ls);
 	} else if (!strcmp(words[0], "help")) {
 		error_warn(&lv->said, "commands: start, stop, filter OPTIONS, filter clear, save DIR, view "
-		                      "flat|paths|syscalls|memory, mem, snapshot FILE, quit");
+		                      "flat|paths|syscalls|memory|layers, mem, snapshot FILE, quit");
 	} else {
 		error_warn(&lv->said,
 		           "unknown command '%s' (start, stop, filter OPTIONS, filter clear, save DIR, view, mem, "
@@ -356,10 +363,13 @@ static void on_key(struct live *lv, unsigned char k)
 		enum liveview_mode next = lv->mode == LIVEVIEW_FLAT       ? LIVEVIEW_PATHS
 		                          : lv->mode == LIVEVIEW_PATHS    ? LIVEVIEW_SYSCALLS
 		                          : lv->mode == LIVEVIEW_SYSCALLS ? LIVEVIEW_MEMORY
+		                          : lv->mode == LIVEVIEW_MEMORY   ? LIVEVIEW_LAYERS
 		                                                          : LIVEVIEW_FLAT;
 		if (next == LIVEVIEW_SYSCALLS && !lv->ls.sys_backend[0])
 			next = LIVEVIEW_MEMORY;
 		if (next == LIVEVIEW_MEMORY && !lv->ls.mem.on)
+			next = LIVEVIEW_LAYERS;
+		if (next == LIVEVIEW_LAYERS && !lv->ls.kernel)
 			next = LIVEVIEW_FLAT;
 		snprintf(cmd, sizeof(cmd), "view %s", liveview_mode_name(next));
 		command_run(lv, cmd);
@@ -612,7 +622,7 @@ static int parse_options(struct live *lv, int argc, char **argv)
 		case 'V':
 			if (liveview_mode_parse(optarg, &lv->mode)) {
 				fprintf(stderr,
-				        "layerprof live: invalid --view '%s': flat, paths, syscalls or memory\n",
+				        "layerprof live: invalid --view '%s': flat, paths, syscalls, memory or layers\n",
 				        optarg);
 				return -EINVAL;
 			}
@@ -645,6 +655,10 @@ static int parse_options(struct live *lv, int argc, char **argv)
 	}
 	if (lv->mode == LIVEVIEW_MEMORY && !o.mem.on) {
 		fprintf(stderr, "layerprof live: --view memory needs --memory\n");
+		return -EINVAL;
+	}
+	if (lv->mode == LIVEVIEW_LAYERS && !o.kernel) {
+		fprintf(stderr, "layerprof live: --view layers needs --kernel\n");
 		return -EINVAL;
 	}
 	if (liveopts_check(&o, argv + optind, argc - optind, true, err, sizeof(err))) {

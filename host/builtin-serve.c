@@ -51,6 +51,8 @@ static const char serve_usage[] =
     "      --udp             live: receive the events by UDP (losses counted)\n"
     "      --syscalls[=HOW]  live: trace system calls too (auto, bpf, tracepoint, ptrace)\n"
     "      --syscall-filter LIST  live: only these syscalls (comma-separated, globs)\n"
+    "      --kernel[=LIST]   live: record kernel events too (as record --kernel)\n"
+    "      --kernel-filter F  live: an in-kernel filter for them\n"
     "  -m, --memory          live: trace heap operations too (the Heap tab)\n"
     "      --mem-depth N     live, with --memory: frames per heap call stack (1-64)\n"
     "      --keep-alive      live, with --memory: an illegal free is recorded and not\n"

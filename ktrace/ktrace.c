@@ -692,7 +692,27 @@ fail:
 
 int ktrace_follow(struct ktrace *kt, pid_t pid, bool held)
 {
-	return task_add(kt, (uint32_t)pid, (uint32_t)pid, held);
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+	int r = task_add(kt, (uint32_t)pid, (uint32_t)pid, held);
+
+	if (r || held)
+		return r;
+	/* a running process: its threads too (those it makes from now on
+	 * come with their sched_process_fork) */
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while (!r && (de = readdir(dir))) {
+		long tid = strtol(de->d_name, NULL, 10);
+
+		if (tid > 0 && tid != pid)
+			r = task_add(kt, (uint32_t)pid, (uint32_t)tid, false);
+	}
+	closedir(dir);
+	return r;
 }
 
 /* ---- reading -------------------------------------------------------------- */

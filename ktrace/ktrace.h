@@ -76,10 +76,10 @@ struct ktrace;
  * perf_event_paranoid, a tracepoint). */
 struct ktrace *ktrace_open(const struct ktrace_config *cfg, const struct ktrace_ops *ops, char *warn, size_t warnlen,
                            char *err, size_t errlen);
-/* Traces process pid, its threads and the children they create from now
- * on.  held: pid is a child the caller forked that has not called exec
- * yet; its records up to its first exec are the caller's and dropped.
- * Returns 0 or -ENOMEM. */
+/* Traces process pid, its threads (those of /proc/<pid>/task now, unless
+ * held) and the children they create from now on.  held: pid is a child
+ * the caller forked that has not called exec yet; its records up to its
+ * first exec are the caller's and dropped.  Returns 0 or -ENOMEM. */
 int ktrace_follow(struct ktrace *kt, pid_t pid, bool held);
 /* Hands out every record up to now.  Returns the number handed out, or
  * -errno. */

@@ -54,6 +54,16 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t
 	case LIVEOPT_MEMORY:
 		o->mem.on = true;
 		break;
+	case LIVEOPT_KERNEL:
+		if (arg && (!arg[0] || strchr(arg, '\n')))
+			return error_set(err, errlen, -EINVAL, "invalid --kernel: expected a list of tracepoints");
+		o->kernel = arg ? arg : "default";
+		break;
+	case LIVEOPT_KERNEL_FILTER:
+		if (!arg[0] || strchr(arg, '\n'))
+			return error_set(err, errlen, -EINVAL, "invalid --kernel-filter: expected a filter expression");
+		o->kernel_filter = arg;
+		break;
 	case LIVEOPT_MEM_DEPTH:
 		r = memopts_set_depth(&o->mem, arg, MEMOPTS_OPTIONS, err, errlen);
 		if (r)
@@ -88,6 +98,8 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, 
 	o->argc = argc;
 	if (o->syscall_filter && !o->syscalls)
 		return error_set(err, errlen, -EINVAL, "--syscall-filter needs --syscalls");
+	if (o->kernel_filter && !o->kernel)
+		return error_set(err, errlen, -EINVAL, "--kernel-filter needs --kernel");
 	if (memopts_check(&o->mem, MEMOPTS_OPTIONS, err, errlen))
 		return -EINVAL;
 	if ((o->mem.depth || o->mem.keep_alive || o->mem.fold_ns) && o->attach_pid)
@@ -114,6 +126,8 @@ void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 	ls->udp_wanted = o->udp;
 	ls->syscalls = o->syscalls;
 	ls->syscall_filter = o->syscall_filter;
+	ls->kernel = o->kernel;
+	ls->kernel_filter = o->kernel_filter;
 	ls->memory = o->mem.on;
 	ls->mem_depth = o->mem.depth;
 	ls->keep_alive = o->mem.keep_alive;

@@ -28,6 +28,8 @@ enum liveopt_code {
 	LIVEOPT_MEM_DEPTH,
 	LIVEOPT_KEEP_ALIVE,
 	LIVEOPT_MEM_FOLD,
+	LIVEOPT_KERNEL,
+	LIVEOPT_KERNEL_FILTER,
 };
 
 #define LIVEOPTS_LONG_OPTIONS                                                                                         \
@@ -38,6 +40,8 @@ enum liveopt_code {
 	    { "memory", no_argument, NULL, LIVEOPT_MEMORY },                                                          \
 	    { "mem-depth", required_argument, NULL, LIVEOPT_MEM_DEPTH },                                              \
 	    { "mem-fold", required_argument, NULL, LIVEOPT_MEM_FOLD },                                                \
+	    { "kernel", optional_argument, NULL, LIVEOPT_KERNEL },                                                    \
+	    { "kernel-filter", required_argument, NULL, LIVEOPT_KERNEL_FILTER },                                      \
 	{                                                                                                             \
 		"keep-alive", no_argument, NULL, LIVEOPT_KEEP_ALIVE                                                   \
 	}
@@ -52,6 +56,8 @@ struct liveopts {
 	const char *syscalls; /* backend, or NULL: no syscall tracing */
 	const char *syscall_filter;
 	struct memopts mem; /* --memory, --mem-depth, --keep-alive, --mem-fold */
+	const char *kernel; /* --kernel: "default" or the tracepoints; NULL: none */
+	const char *kernel_filter;
 	bool any;           /* an option other than --connect was given */
 };
 

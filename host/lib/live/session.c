@@ -11,6 +11,7 @@
 #include "common/auth.h"
 #include "common/chunk.h"
 #include "common/varint.h"
+#include "host/lib/kernel/klayer.h"
 #include "host/lib/live/session.h"
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/error.h"
@@ -145,6 +146,8 @@ void livesession_release(struct livesession *ls)
 	netclient_release(&ls->nc);
 	profile_release(&ls->prof);
 	sysstats_release(&ls->sys);
+	klayer_free(ls->kl);
+	ls->kl = NULL;
 	livemem_release(&ls->mem);
 	livepaths_release(&ls->paths);
 	walk_release(&ls->w);
@@ -228,6 +231,7 @@ void livesession_view_info(struct livesession *ls, struct liveview_info *in, cha
 	in->paths = &ls->paths;
 	in->sys = &ls->sys;
 	in->sys_backend = ls->sys_backend;
+	in->kl = ls->kl;
 	in->udp = ls->udp.fd >= 0 ? &ls->udp : NULL;
 }
 
@@ -323,6 +327,29 @@ static int send_start_frame(struct livesession *ls)
 		if (olen >= sizeof(opts)) {
 			fail(ls, "the syscall filter is too long (at most %u bytes)",
 			     LIVESESSION_SYSCALL_OPTS_MAX - 64);
+			return -E2BIG;
+		}
+	}
+	if (ls->kernel && !ls->kl) {
+		/* its consumer sees the events from the next chunk on */
+		ls->kl = klayer_new(&ls->w);
+		if (ls->kl) {
+			klayer_walk_ops(ls->kl, &ls->kl_ops);
+			walk_chain(&ls->ops, &ls->kl_ops);
+		}
+	}
+	if (ls->kernel) {
+		if (!netclient_has_cap(&ls->nc, "kernel")) {
+			fail(ls, "the agent at %s does not record kernel events (caps %s)", ls->nc.peer, ls->nc.caps);
+			return -EOPNOTSUPP;
+		}
+		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "kernel=%s%c", ls->kernel,
+		                         ls->attach_pid ? '\n' : '\0');
+		if (ls->kernel_filter && olen < sizeof(opts))
+			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "kernel_filter=%s%c",
+			                         ls->kernel_filter, ls->attach_pid ? '\n' : '\0');
+		if (olen >= sizeof(opts)) {
+			fail(ls, "the kernel options are too long (at most %u bytes)", LIVESESSION_SYSCALL_OPTS_MAX - 64);
 			return -E2BIG;
 		}
 	}
@@ -703,7 +730,7 @@ static void on_status(struct livesession *ls, const struct wire_frame *f)
 
 static void on_session(struct livesession *ls, const struct wire_frame *f)
 {
-	char val[32];
+	char val[32], kv[320];
 
 	if (ls->state != LIVESESSION_CONNECTING) {
 		fail(ls, "the agent at %s sent an unexpected SESSION frame", ls->nc.peer);
@@ -731,6 +758,12 @@ static void on_session(struct livesession *ls, const struct wire_frame *f)
 		say(ls, "attached to process %" PRIu32 " (session %" PRIu32 ")", ls->pid, ls->session);
 	else
 		say(ls, "started '%s' as process %" PRIu32 " (session %" PRIu32 ")", ls->argv[0], ls->pid, ls->session);
+	if (ls->kernel && !wire_kv_get(f->payload, f->len, "kernel", kv, sizeof(kv)))
+		say(ls, "kernel: %s tracepoints", kv);
+	else if (ls->kernel)
+		say(ls, "the agent records no kernel events in this session");
+	if (ls->kernel && !wire_kv_get(f->payload, f->len, "kernel_warn", kv, sizeof(kv)))
+		say(ls, "kernel events %s", kv);
 	if (ls->sys_backend[0])
 		say(ls, "syscalls: %s", ls->sys_why);
 	else if (ls->syscalls)

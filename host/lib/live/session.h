@@ -50,6 +50,9 @@ struct livesession {
 	 * "bpf", "tracepoint" or "ptrace"), or NULL; and the syscalls to trace (a
 	 * list for the agent's architecture), or NULL for all.  Borrowed. */
 	const char *syscalls, *syscall_filter;
+	/* kernel events: "default" or a list of tracepoints, or NULL; and an
+	 * in-kernel filter, or NULL.  Borrowed. */
+	const char *kernel, *kernel_filter;
 	uint32_t flush_ms; /* the agent's flush period of partial chunks; 0: its own */
 	/* trace heap operations (START memory=1, with mem_depth when nonzero
 	 * and keep_alive); an attached program sends them when it was started
@@ -90,6 +93,10 @@ struct livesession {
 	/* the walk's consumers, in this order: the session's own (the list's
 	 * head), prof, paths, sys; a serve model adds its after them */
 	struct walk_ops ops, prof_ops, paths_ops, sys_ops;
+	/* the kernel layer (with kernel events): chained when the session
+	 * starts; NULL without */
+	struct klayer *kl;
+	struct walk_ops kl_ops;
 	bool walk_ended;
 	uint64_t chunks, bytes, other_chunks, bad_chunks;
 	uint64_t status_lost, lost_at_ns;

@@ -11,13 +11,16 @@
 
 #include "common/systab.h"
 #include "host/lib/analysis/profile.h"
+#include "host/lib/kernel/klayer.h"
 #include "host/lib/live/view.h"
 #include "host/lib/util/options.h"
 
 #define TABLE_FIXED_COLS 66 /* width of the numbers before the name */
 #define PATHS_FIXED_COLS 38 /* width of the numbers before a path */
 
-static const char *const mode_names[] = { "flat", "paths", "syscalls", "memory" };
+static const char *const mode_names[] = { "flat", "paths", "syscalls", "memory", "layers" };
+
+static void json_layers(struct json *j, const struct liveview_info *in);
 
 void liveview_init(struct liveview *v, bool json, bool tty)
 {
@@ -142,6 +145,7 @@ static void json_syscalls(struct json *j, const struct liveview_info *in, const 
 	json_u64(j, "syscall_calls", in->sys ? in->sys->calls : 0);
 	json_u64(j, "syscall_errors", in->sys ? in->sys->errors : 0);
 	sysstats_json(j, sys, false);
+	json_layers(j, in);
 }
 
 static void draw_json(struct liveview *v, const struct liveview_info *in, const struct profile_rows *rows,
@@ -245,7 +249,7 @@ static void draw_header(const struct liveview_info *in, uint64_t first_ns, const
 	if (in->sys_backend && in->sys_backend[0] && in->sys)
 		printf("syscalls by %s: %" PRIu64 " calls, %" PRIu64 " errors%s", in->sys_backend, in->sys->calls,
 		       in->sys->errors, eol);
-	if (in->filtered && in->mode != LIVEVIEW_SYSCALLS && in->mode != LIVEVIEW_MEMORY)
+	if (in->filtered && in->mode != LIVEVIEW_SYSCALLS && in->mode != LIVEVIEW_MEMORY && in->mode != LIVEVIEW_LAYERS)
 		printf("call %s hidden: %s%s", in->mode == LIVEVIEW_PATHS ? "paths" : "tree", LIVEVIEW_FILTERED_WHY,
 		       eol);
 	if (in->mode == LIVEVIEW_PATHS && !in->filtered && in->paths && in->paths->folded)
@@ -335,11 +339,72 @@ static void draw_syscalls(const struct liveview_info *in, const struct sysstats_
 
 /* The table of the view chosen: paths (unless filtered), syscalls or
  * functions. */
+/* Time per layer per function (LIVEVIEW_LAYERS). */
+static void draw_layers(const struct liveview_info *in, size_t max, const char *eol)
+{
+	struct klayer_result r;
+	char t[32], u[32], s[32], o[32], i[32];
+
+	if (!in->kl) {
+		printf("no kernel events in this session (live --kernel)%s", eol);
+		return;
+	}
+	if (klayer_collect(in->kl, &r)) {
+		printf("out of memory%s", eol);
+		return;
+	}
+	printf("%llu kernel events, %llu switches, %llu page faults%s%12s %12s %12s %12s %12s %7s %8s  %s%s",
+	       (unsigned long long)r.kernel_events, (unsigned long long)r.switches, (unsigned long long)r.faults, eol,
+	       "Total", "User", "Syscall", "Off-CPU", "Irq+Soft", "Faults", "Switches", "Function", eol);
+	for (size_t k = 0; k < r.nfuncs && k < max; k++) {
+		const struct klayer_func *f = &r.funcs[k];
+
+		options_format_duration(f->total_ns, t, sizeof(t));
+		options_format_duration(f->incl.ns[KL_USER], u, sizeof(u));
+		options_format_duration(f->incl.ns[KL_SYSCALL], s, sizeof(s));
+		options_format_duration(klayer_off_ns(&f->incl), o, sizeof(o));
+		options_format_duration(f->incl.ns[KL_IRQ] + f->incl.ns[KL_SOFTIRQ], i, sizeof(i));
+		printf("%12s %12s %12s %12s %12s %7llu %8llu  %s%s", t, u, s, o, i, (unsigned long long)f->incl.faults,
+		       (unsigned long long)(f->incl.switches_vol + f->incl.switches_invol), f->name, eol);
+	}
+	klayer_result_release(&r);
+}
+
+static void json_layers(struct json *j, const struct liveview_info *in)
+{
+	struct klayer_result r;
+
+	if (!in->kl || klayer_collect(in->kl, &r)) {
+		json_null(j, "layers");
+		return;
+	}
+	json_array_begin(j, "layers");
+	for (size_t k = 0; k < r.nfuncs; k++) {
+		const struct klayer_func *f = &r.funcs[k];
+
+		json_object_begin(j, NULL);
+		json_str(j, "name", f->name);
+		json_u64(j, "calls", f->calls);
+		json_u64(j, "total_ns", f->total_ns);
+		json_u64(j, "user_ns", f->incl.ns[KL_USER]);
+		json_u64(j, "syscall_ns", f->incl.ns[KL_SYSCALL]);
+		json_u64(j, "off_cpu_ns", klayer_off_ns(&f->incl));
+		json_u64(j, "irq_ns", f->incl.ns[KL_IRQ] + f->incl.ns[KL_SOFTIRQ]);
+		json_u64(j, "page_faults", f->incl.faults);
+		json_u64(j, "context_switches", f->incl.switches_vol + f->incl.switches_invol);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	klayer_result_release(&r);
+}
+
 static void draw_body(const struct liveview_info *in, uint64_t first_ns, const struct profile_rows *rows,
                       const struct livepaths_rows *paths, const struct sysstats_result *sys, size_t max, int width,
                       const char *eol)
 {
-	if (in->mode == LIVEVIEW_MEMORY && !in->mem)
+	if (in->mode == LIVEVIEW_LAYERS)
+		draw_layers(in, max, eol);
+	else if (in->mode == LIVEVIEW_MEMORY && !in->mem)
 		printf("no heap operations traced in this session (live --memory)%s", eol);
 	else if (in->mode == LIVEVIEW_MEMORY)
 		livemem_text(in->mem, max, width, eol, first_ns);
@@ -355,7 +420,7 @@ static void draw_text(struct liveview *v, const struct liveview_info *in, uint64
                       const struct profile_rows *rows, const struct livepaths_rows *paths,
                       const struct sysstats_result *sys)
 {
-	static const char *const titles[] = { "profile", "call paths", "syscalls", "memory" };
+	static const char *const titles[] = { "profile", "call paths", "syscalls", "memory", "layers" };
 	struct winsize ws = { 0 };
 	int height = 0, width = 0;
 	size_t max = LIVEVIEW_ROWS_PLAIN;

@@ -24,6 +24,7 @@ enum liveview_mode {
 	LIVEVIEW_PATHS,    /* the hot call paths */
 	LIVEVIEW_SYSCALLS, /* per syscall, then the functions making them */
 	LIVEVIEW_MEMORY,   /* the heap: live objects per call site, growth, illegal releases */
+	LIVEVIEW_LAYERS,   /* time per layer per function (kernel events) */
 };
 
 /* A process that ended: its wait status, -1 when unknown. */
@@ -66,6 +67,9 @@ struct liveview_info {
 	/* the heap state (settled), or NULL without memory tracing: shown by
 	 * LIVEVIEW_MEMORY, and in every plain snapshot and JSON object */
 	struct livemem *mem;
+	/* the kernel layer, or NULL without kernel events: LIVEVIEW_LAYERS,
+	 * and "layers" in every JSON object */
+	struct klayer *kl;
 };
 
 /* Why a filtered session shows neither tree nor paths. */
