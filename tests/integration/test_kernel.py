@@ -19,6 +19,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -337,6 +338,39 @@ def group_damaged(lp, progs, tmp):
           "replay of a trace without formats: its kernel lines say so")
 
 
+def group_live(lp, progs, tmp):
+    """live --kernel through an agent on a UNIX socket: the saved trace and
+    the last JSON view have the kernel layer."""
+    sock = os.path.join(tmp, "agent.sock")
+    agent = subprocess.Popen([os.path.join(os.path.dirname(os.path.dirname(lp.exe)), "agent", "layerprofd"),
+                              "-u", sock, "--lib", lp.env["LAYERPROF_LIB"]],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        saved = os.path.join(tmp, "live-saved")
+        r = lp("live", "-c", "unix:" + sock, "--kernel", "--syscalls", "--format", "json", "--save", saved, "--",
+               progs["kern_sleep"], timeout=60)
+        check(r.returncode == 0, "live --kernel --syscalls: exit 0", r.stderr.strip()[-300:])
+        last = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
+        rows = [f for f in last.get("layers") or [] if f["name"] == "sleeper"]
+        check(len(rows) == 1 and rows[0]["context_switches"] == 5 and rows[0]["off_cpu_ns"] >= 10000000,
+              "live --kernel: the last view's layers give sleeper 5 switches, >= 10 ms off CPU", str(rows))
+        rep = lp.json("report", "--kernel", "--format", "json", saved)
+        w = off_cpu(rep, "nanosleep", "S") if rep else None
+        check(w is not None and w["count"] == 5 and
+              sum(k["count"] for k in w["wakers"] if k["who"] == "timer (hardirq)") == 5,
+              "live --save: the saved trace has the 5 timer-woken waits in nanosleep")
+        r = lp("live", "-c", "unix:" + sock, "--kernel=nosuch:event", "--", progs["kern_sleep"], timeout=60)
+        check(r.returncode != 0 and "no tracepoint matches 'nosuch:event'" in r.stderr,
+              "live --kernel=nosuch:event: the agent's reason reaches the user", r.stderr.strip()[-300:])
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+
+
 def setup(build):
     if os.geteuid() != 0:
         skip("kernel layer", "needs root for tracepoints through perf_event_open")
@@ -366,6 +400,7 @@ GROUPS = {
     "select": group_select,
     "refuse": group_refuse,
     "damaged": group_damaged,
+    "live": group_live,
 }
 
 if __name__ == "__main__":
