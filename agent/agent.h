@@ -98,8 +98,8 @@ struct session {
 	struct systrace *st;
 	struct ktrace *kt;     /* kernel events, or NULL */
 	char kernel_warn[300]; /* events left out of the default set, for the host */
-	struct sysdrain feed; /* the tracer's records into the drain (feed.on: tracing on) */
-	char sys_why[300];    /* the backend chosen and why, for the host */
+	struct sysdrain feed;  /* the tracer's records into the drain (feed.on: tracing on) */
+	char sys_why[300];     /* the backend chosen and why, for the host */
 	enum session_mem_state mem;
 	struct memopts mem_opts; /* started ones: what START asked */
 };

@@ -795,8 +795,7 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 		}
 		p = proc_get(ds, t->pid, false);
 		hold = t->exec_queued ? DRAIN_SYSCALL_EXEC_HOLD_NS : DRAIN_SYSCALL_HOLD_NS;
-		if (t->n && (t->own || q_at(t, 0)->ns + hold <= t0 || t->n >= SYSQ_HOLD_MAX || (p && p->exited)))
-		{
+		if (t->n && (t->own || q_at(t, 0)->ns + hold <= t0 || t->n >= SYSQ_HOLD_MAX || (p && p->exited))) {
 			t->release = p && p->exited;
 			own_write(d, t, !(p && p->exited));
 			t->release = false;

@@ -32,9 +32,9 @@ struct meta {
 	bool has_realtime; /* start_realtime= */
 	long long start_realtime;
 	bool filtered;
-	bool syscalls; /* syscall_arch= this machine's */
+	bool syscalls;          /* syscall_arch= this machine's */
 	unsigned kernel_events; /* kernel=1, kernel_events=N: tracepoints recorded (KFORMAT) */
-	bool attached; /* attached=1 */
+	bool attached;          /* attached=1 */
 	enum meta_mem mem;
 	unsigned mem_depth;
 	bool mem_keep_alive;

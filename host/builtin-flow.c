@@ -14,23 +14,22 @@
 #include "host/lib/util/json.h"
 #include "host/lib/util/options.h"
 
-static const char flow_usage[] =
-    "usage: layerprof flow [options] [<trace dir>] <function>[#N]\n"
-    "\n"
-    "The whole flow of the Nth call (default 1) of a function, calls numbered by\n"
-    "their start over all threads: the functions it called, their system calls\n"
-    "(record --syscalls), the kernel events they caused (record --kernel: page\n"
-    "faults, time off the CPU with who woke the thread, block requests, irqs),\n"
-    "heap operations (record --memory), with times, and the call's time per layer.\n"
-    "\n"
-    "      --thread TID      number the calls of this thread only\n"
-    "      --all             every call of the function, one line each, with its\n"
-    "                        time per layer\n"
-    "      --format FMT      text (default) or json\n"
-    "  -h, --help            this text\n"
-    "\n"
-    "Exit status: 0 ok, 1 no such call, 2 usage, 3 trace missing, empty, damaged or\n"
-    "of another version.\n";
+static const char flow_usage[] = "usage: layerprof flow [options] [<trace dir>] <function>[#N]\n"
+                                 "\n"
+                                 "The whole flow of the Nth call (default 1) of a function, calls numbered by\n"
+                                 "their start over all threads: the functions it called, their system calls\n"
+                                 "(record --syscalls), the kernel events they caused (record --kernel: page\n"
+                                 "faults, time off the CPU with who woke the thread, block requests, irqs),\n"
+                                 "heap operations (record --memory), with times, and the call's time per layer.\n"
+                                 "\n"
+                                 "      --thread TID      number the calls of this thread only\n"
+                                 "      --all             every call of the function, one line each, with its\n"
+                                 "                        time per layer\n"
+                                 "      --format FMT      text (default) or json\n"
+                                 "  -h, --help            this text\n"
+                                 "\n"
+                                 "Exit status: 0 ok, 1 no such call, 2 usage, 3 trace missing, empty, damaged or\n"
+                                 "of another version.\n";
 
 static const char *const type_names[] = { "call", "syscall", "kernel", "off_cpu", "mem", "lost" };
 

@@ -621,9 +621,10 @@ static int parse_options(struct live *lv, int argc, char **argv)
 			break;
 		case 'V':
 			if (liveview_mode_parse(optarg, &lv->mode)) {
-				fprintf(stderr,
-				        "layerprof live: invalid --view '%s': flat, paths, syscalls, memory or layers\n",
-				        optarg);
+				fprintf(
+				    stderr,
+				    "layerprof live: invalid --view '%s': flat, paths, syscalls, memory or layers\n",
+				    optarg);
 				return -EINVAL;
 			}
 			break;

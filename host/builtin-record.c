@@ -417,7 +417,8 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 		rec->kcfg.filters[rec->kcfg.nfilters++] = arg;
 		break;
 	case 'J':
-		if (options_parse_size(arg, &rec->kbuffer) || rec->kbuffer < (64u << 10) || rec->kbuffer > (256u << 20)) {
+		if (options_parse_size(arg, &rec->kbuffer) || rec->kbuffer < (64u << 10) ||
+		    rec->kbuffer > (256u << 20)) {
 			fprintf(stderr, "layerprof record: invalid --kernel-buffer '%s': expected 64K to 256M\n", arg);
 			return LP_EXIT_USAGE;
 		}
@@ -936,8 +937,9 @@ static int record_summary(struct recorder *rec)
 		}
 		sys_lost += kst.lost;
 		if (tty)
-			fprintf(stderr, "layerprof record: kernel: %llu records of %u tracepoints read, %llu kept for the "
-			                "program's threads\n",
+			fprintf(stderr,
+			        "layerprof record: kernel: %llu records of %u tracepoints read, %llu kept for the "
+			        "program's threads\n",
 			        (unsigned long long)kst.records, kst.events, (unsigned long long)kst.kept);
 	}
 	if (rec->st) {

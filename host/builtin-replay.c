@@ -289,7 +289,8 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 		fclose(m);
 		esc[sizeof(esc) - 1] = '\0';
 		n = snprintf(line, sizeof(line),
-		             "%s{\"type\":\"kernel\",\"time_ns\":%llu,\"depth\":%u,\"event\":\"%s\",\"cpu\":%u,\"in_syscall\":%s,\"text\":%s}",
+		             "%s{\"type\":\"kernel\",\"time_ns\":%llu,\"depth\":%u,\"event\":\"%s\",\"cpu\":%u,\"in_"
+		             "syscall\":%s,\"text\":%s}",
 		             rs->events ? "," : "", (unsigned long long)k->ns, depth, name, k->cpu,
 		             k->in_syscall ? "true" : "false", esc);
 		rs->events++;

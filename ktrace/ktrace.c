@@ -32,9 +32,9 @@
 struct kt_event {
 	char group[KT_NAME_MAX], name[KT_NAME_MAX];
 	uint32_t id;
-	char *fmt;         /* the format file's text */
-	bool forward;      /* selected: its records go to the streams */
-	bool fork, exec;   /* sched_process_fork / _exec: followed internally */
+	char *fmt;       /* the format file's text */
+	bool forward;    /* selected: its records go to the streams */
+	bool fork, exec; /* sched_process_fork / _exec: followed internally */
 	const char *filter;
 	/* payload fields naming a task the record concerns */
 	struct tracefs_field pidf[KT_PIDFIELDS];
@@ -79,7 +79,7 @@ struct ktrace {
 	struct kt_task *tasks; /* open addressing by tid */
 	uint32_t tasks_cap, ntasks;
 	struct kt_assoc assoc[KT_ASSOC];
-	uint8_t *formats; /* the KFORMAT chunks back to back */
+	uint8_t *formats;  /* the KFORMAT chunks back to back */
 	size_t *chunk_end; /* where each ends in formats */
 	size_t nchunks;
 	uint64_t *lost_cpu;
@@ -209,8 +209,8 @@ static struct kt_event *event_find(struct ktrace *kt, const char *group, const c
 	return NULL;
 }
 
-static int event_add(struct ktrace *kt, const char *root, const char *group, const char *name, bool forward,
-                     char *err, size_t errlen)
+static int event_add(struct ktrace *kt, const char *root, const char *group, const char *name, bool forward, char *err,
+                     size_t errlen)
 {
 	static const char *const pidnames[KT_PIDFIELDS] = { "next_pid", "pid", "child_pid" };
 	struct kt_event *e = event_find(kt, group, name), *grown;
@@ -335,8 +335,8 @@ static long select_spec(struct ktrace *kt, const char *root, const char *spec, c
 	return n;
 }
 
-static int select_events(struct ktrace *kt, const char *root, const char *events, char *warn, size_t warnlen,
-                         char *err, size_t errlen)
+static int select_events(struct ktrace *kt, const char *root, const char *events, char *warn, size_t warnlen, char *err,
+                         size_t errlen)
 {
 	bool dflt = !events;
 	char *list = strdup(events ? events : KTRACE_DEFAULT_EVENTS), *save = NULL;
@@ -358,8 +358,8 @@ static int select_events(struct ktrace *kt, const char *root, const char *events
 			break;
 		}
 		if (n == 0 && dflt) {
-			int w = snprintf(warn + wn, warnlen - wn, "%s%s", wn ? ", " : "not on this kernel, left out: ",
-			                 spec);
+			int w = snprintf(warn + wn, warnlen - wn, "%s%s",
+			                 wn ? ", " : "not on this kernel, left out: ", spec);
 
 			if (w > 0 && (size_t)w < warnlen - wn)
 				wn += (size_t)w;
@@ -413,8 +413,9 @@ static int assign_filters(struct ktrace *kt, const struct ktrace_config *cfg, ch
 			snprintf(name, sizeof(name), "%.*s", (int)(eq - colon - 1), colon + 1);
 			e = event_find(kt, group, name);
 			if (!e || !e->forward) {
-				snprintf(err, errlen, "--kernel-filter '%s': %s:%s is not among the selected tracepoints", f,
-				         group, name);
+				snprintf(err, errlen,
+				         "--kernel-filter '%s': %s:%s is not among the selected tracepoints", f, group,
+				         name);
 				return -EINVAL;
 			}
 			e->filter = eq + 1;
@@ -468,7 +469,8 @@ static int build_formats(struct ktrace *kt, char *err, size_t errlen)
 
 	for (uint32_t i = 0; i < kt->nev; i++)
 		if (kt->ev[i].forward) {
-			size_t need = 4 * VARINT_MAX + strlen(kt->ev[i].group) + strlen(kt->ev[i].name) + strlen(kt->ev[i].fmt);
+			size_t need =
+			    4 * VARINT_MAX + strlen(kt->ev[i].group) + strlen(kt->ev[i].name) + strlen(kt->ev[i].fmt);
 
 			n += need + VARINT_MAX;
 			sel += strlen(kt->ev[i].group) + strlen(kt->ev[i].name) + 2;
@@ -546,8 +548,8 @@ static void kt_attr(struct perf_event_attr *a, uint32_t id, bool lost_count)
 	a->type = PERF_TYPE_TRACEPOINT;
 	a->config = id;
 	a->sample_period = 1;
-	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-	                 PERF_SAMPLE_RAW;
+	a->sample_type =
+	    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
@@ -615,8 +617,8 @@ static int open_events(struct ktrace *kt, char *err, size_t errlen)
 				return r;
 			if (e->filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, e->filter) != 0) {
 				r = -errno;
-				snprintf(err, errlen, "the kernel refuses --kernel-filter '%s' for %s:%s: %s%s", e->filter,
-				         e->group, e->name, strerror(-r),
+				snprintf(err, errlen, "the kernel refuses --kernel-filter '%s' for %s:%s: %s%s",
+				         e->filter, e->group, e->name, strerror(-r),
 				         r == -EINVAL ? " (a field it names is not in this tracepoint's format: give "
 				                        "the filter as group:event=EXPR)"
 				                      : "");
@@ -624,7 +626,8 @@ static int open_events(struct ktrace *kt, char *err, size_t errlen)
 			}
 			if (ioctl(fd, PERF_EVENT_IOC_ID, &pid) != 0) {
 				r = -errno;
-				snprintf(err, errlen, "cannot read the id of %s:%s: %s", e->group, e->name, strerror(-r));
+				snprintf(err, errlen, "cannot read the id of %s:%s: %s", e->group, e->name,
+				         strerror(-r));
 				return r;
 			}
 			kt->ids[kt->nids].perf_id = pid;

@@ -22,13 +22,13 @@
  * page faults, block requests and timers.  sched_waking is the one that
  * fires in the waker's context (sched_wakeup runs on the wakee's CPU, from
  * an IPI when that is another CPU). */
-#define KTRACE_DEFAULT_EVENTS                                                                                   \
-	"sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_wakeup_new,"                      \
-	"sched:sched_process_fork,"                                                                             \
-	"sched:sched_process_exec,sched:sched_process_exit,irq:irq_handler_entry,irq:irq_handler_exit,"        \
-	"irq:softirq_entry,irq:softirq_exit,exceptions:page_fault_user,block:block_rq_insert,"                 \
-	"block:block_rq_issue,block:block_rq_complete,timer:hrtimer_start,timer:hrtimer_cancel,"               \
-	"timer:hrtimer_expire_entry,timer:hrtimer_expire_exit,timer:timer_start,timer:timer_cancel,"           \
+#define KTRACE_DEFAULT_EVENTS                                                                           \
+	"sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_wakeup_new,"              \
+	"sched:sched_process_fork,"                                                                     \
+	"sched:sched_process_exec,sched:sched_process_exit,irq:irq_handler_entry,irq:irq_handler_exit," \
+	"irq:softirq_entry,irq:softirq_exit,exceptions:page_fault_user,block:block_rq_insert,"          \
+	"block:block_rq_issue,block:block_rq_complete,timer:hrtimer_start,timer:hrtimer_cancel,"        \
+	"timer:hrtimer_expire_entry,timer:hrtimer_expire_exit,timer:timer_start,timer:timer_cancel,"    \
 	"timer:timer_expire_entry,timer:timer_expire_exit"
 #define KTRACE_EVENTS_MAX 1024u /* tracepoints opened at most */
 #define KTRACE_FILTERS_MAX 16u

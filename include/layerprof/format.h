@@ -417,10 +417,10 @@ struct lp_ext_task {
 /* On disk: u32 magic, u8 type, u8 flags, u16 reserved, u32 payload length,
  * u32 crc32c of the payload. */
 enum lp_chunk_type {
-	LP_CHUNK_META = 1,   /* "key=value\n" text */
-	LP_CHUNK_EVENTS = 2, /* one stream's events, see below */
-	LP_CHUNK_CLOCK = 3,  /* varint count, then (raw, ns) varint pairs */
-	LP_CHUNK_END = 4,    /* "key=value\n" text: written when a session closes */
+	LP_CHUNK_META = 1,    /* "key=value\n" text */
+	LP_CHUNK_EVENTS = 2,  /* one stream's events, see below */
+	LP_CHUNK_CLOCK = 3,   /* varint count, then (raw, ns) varint pairs */
+	LP_CHUNK_END = 4,     /* "key=value\n" text: written when a session closes */
 	LP_CHUNK_KFORMAT = 5, /* kernel tracepoint formats: varint count, then per
 	                       * tracepoint varint id and three strings (varint
 	                       * length, bytes): group, name, tracefs format text */

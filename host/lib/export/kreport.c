@@ -42,8 +42,8 @@ static void text_parts_header(FILE *f, const char *what)
 {
 	fprintf(f, "%12s %12s %12s %12s %12s %8s %8s %8s  %s\n", "Total", "User", "Syscall", "Off-CPU", "Irq+Soft",
 	        "Faults", "Switches", "Calls", what);
-	fprintf(f, "%12s %12s %12s %12s %12s %8s %8s %8s  %s\n", "==========", "==========", "==========",
-	        "==========", "==========", "======", "========", "======", "========");
+	fprintf(f, "%12s %12s %12s %12s %12s %8s %8s %8s  %s\n", "==========", "==========", "==========", "==========",
+	        "==========", "======", "========", "======", "========");
 }
 
 static void text_parts(FILE *f, uint64_t total, const struct klayer_parts *p, uint64_t calls, const char *what)
@@ -193,10 +193,12 @@ static void kernel_text(FILE *f, const struct walk *w, const struct klayer_resul
 		dur(wt->count ? wt->total_ns / wt->count : 0, b, sizeof(b));
 		dur(wt->max_ns, c, sizeof(c));
 		fprintf(f, "%12s %8llu %12s %12s  %-5c %s\n", a, (unsigned long long)wt->count, b, c, wt->state,
-		        wt->syscall[0] ? wt->syscall : wt->state == 'R' ? "(preempted)" : "(in its own code)");
+		        wt->syscall[0]     ? wt->syscall
+		        : wt->state == 'R' ? "(preempted)"
+		                           : "(in its own code)");
 		for (uint32_t k = 0; k < wt->nwakers; k++)
-			fprintf(f, "%12s %8llu %12s %12s  %-5s   woken by %s\n", "", (unsigned long long)wt->wakers[k].count,
-			        "", "", "", wt->wakers[k].who);
+			fprintf(f, "%12s %8llu %12s %12s  %-5s   woken by %s\n", "",
+			        (unsigned long long)wt->wakers[k].count, "", "", "", wt->wakers[k].who);
 		if (wt->unknown_wakers)
 			fprintf(f, "%12s %8llu %12s %12s  %-5s   woken by (no wake-up event seen)\n", "",
 			        (unsigned long long)wt->unknown_wakers, "", "", "");
@@ -215,8 +217,7 @@ static void kernel_text(FILE *f, const struct walk *w, const struct klayer_resul
 	}
 }
 
-static void keyrows_json(struct json *j, const char *key, const char *what, const struct klayer_keyrow *rows,
-                         size_t n)
+static void keyrows_json(struct json *j, const char *key, const char *what, const struct klayer_keyrow *rows, size_t n)
 {
 	json_array_begin(j, key);
 	for (size_t i = 0; i < n; i++) {

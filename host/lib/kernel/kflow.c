@@ -147,8 +147,8 @@ static void count_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t 
 	c->has_parts = klayer_thread_parts(kf->kl, s, &o->at_entry);
 }
 
-static void count_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
-                       uint64_t entry_ns, unsigned flags)
+static void count_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                       unsigned flags)
 {
 	struct kflow *kf = ctx;
 

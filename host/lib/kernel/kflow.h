@@ -35,7 +35,7 @@ struct kflow_call {
 	uint64_t n; /* 1 for the first call */
 	uint32_t pid, tid;
 	uint64_t start_ns, end_ns;
-	bool unfinished; /* the trace ends inside it */
+	bool unfinished;           /* the trace ends inside it */
 	struct klayer_parts parts; /* of the call (inclusive) */
 	bool has_parts;
 };

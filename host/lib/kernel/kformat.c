@@ -76,117 +76,124 @@ struct slot_spec {
 struct kind_spec {
 	const char *system, *name;
 	enum kev_kind kind;
-	struct slot_spec slot[KFORMAT_SLOTS];
+	const struct slot_spec *slot; /* KFORMAT_SLOTS of them */
 };
 
-#define NEED(n, shape) { n, shape, true }
-#define MAYBE(n, shape) { n, shape, false }
-
-#define WAKE_SLOTS                                                                                                     \
-	{                                                                                                              \
-		[KS_WAKE_COMM] = NEED("comm", SLOT_STR), [KS_WAKE_PID] = NEED("pid", SLOT_NUM),                        \
-		[KS_WAKE_TARGET_CPU] = MAYBE("target_cpu", SLOT_NUM),                                                  \
-	}
-#define FAULT_SLOTS                                                                                                    \
-	{                                                                                                              \
-		[KS_FAULT_ADDRESS] = NEED("address", SLOT_NUM), [KS_FAULT_IP] = NEED("ip", SLOT_NUM),                  \
-		[KS_FAULT_ERROR_CODE] = NEED("error_code", SLOT_NUM),                                                  \
-	}
-#define SOFTIRQ_SLOTS { [KS_SOFTIRQ_VEC] = NEED("vec", SLOT_NUM) }
-#define RQ_SLOTS                                                                                                       \
-	{                                                                                                              \
-		[KS_BLOCK_DEV] = NEED("dev", SLOT_NUM), [KS_BLOCK_SECTOR] = NEED("sector", SLOT_NUM),                  \
-		[KS_BLOCK_NR_SECTOR] = NEED("nr_sector", SLOT_NUM), [KS_BLOCK_BYTES] = MAYBE("bytes", SLOT_NUM),       \
-		[KS_BLOCK_RWBS] = NEED("rwbs", SLOT_STR),                                                              \
-	}
-#define HRTIMER_SLOTS(function, expires)                                                                               \
-	{                                                                                                              \
-		[KS_TIMER_TIMER] = NEED("hrtimer", SLOT_NUM), [KS_TIMER_FUNCTION] = { "function", SLOT_NUM, function }, \
-		[KS_TIMER_EXPIRES] = { "expires", SLOT_NUM, expires },                                                 \
-	}
-#define TIMER_SLOTS(function, expires)                                                                                 \
-	{                                                                                                              \
-		[KS_TIMER_TIMER] = NEED("timer", SLOT_NUM), [KS_TIMER_FUNCTION] = { "function", SLOT_NUM, function },   \
-		[KS_TIMER_EXPIRES] = { "expires", SLOT_NUM, expires },                                                 \
-	}
+static const struct slot_spec switch_slots[KFORMAT_SLOTS] = {
+	[KS_SW_PREV_COMM] = { "prev_comm", SLOT_STR, true },   [KS_SW_PREV_PID] = { "prev_pid", SLOT_NUM, true },
+	[KS_SW_PREV_STATE] = { "prev_state", SLOT_NUM, true }, [KS_SW_NEXT_COMM] = { "next_comm", SLOT_STR, true },
+	[KS_SW_NEXT_PID] = { "next_pid", SLOT_NUM, true },
+};
+static const struct slot_spec wake_slots[KFORMAT_SLOTS] = {
+	[KS_WAKE_COMM] = { "comm", SLOT_STR, true },
+	[KS_WAKE_PID] = { "pid", SLOT_NUM, true },
+	[KS_WAKE_TARGET_CPU] = { "target_cpu", SLOT_NUM, false },
+};
+static const struct slot_spec fork_slots[KFORMAT_SLOTS] = {
+	[KS_FORK_PARENT_COMM] = { "parent_comm", SLOT_STR, true },
+	[KS_FORK_PARENT_PID] = { "parent_pid", SLOT_NUM, true },
+	[KS_FORK_CHILD_COMM] = { "child_comm", SLOT_STR, true },
+	[KS_FORK_CHILD_PID] = { "child_pid", SLOT_NUM, true },
+};
+static const struct slot_spec exec_slots[KFORMAT_SLOTS] = {
+	[KS_EXEC_FILENAME] = { "filename", SLOT_STR, true },
+	[KS_EXEC_PID] = { "pid", SLOT_NUM, true },
+	[KS_EXEC_OLD_PID] = { "old_pid", SLOT_NUM, true },
+};
+static const struct slot_spec exit_slots[KFORMAT_SLOTS] = {
+	[KS_EXIT_COMM] = { "comm", SLOT_STR, true },
+	[KS_EXIT_PID] = { "pid", SLOT_NUM, true },
+};
+static const struct slot_spec fault_slots[KFORMAT_SLOTS] = {
+	[KS_FAULT_ADDRESS] = { "address", SLOT_NUM, true },
+	[KS_FAULT_IP] = { "ip", SLOT_NUM, true },
+	[KS_FAULT_ERROR_CODE] = { "error_code", SLOT_NUM, true },
+};
+static const struct slot_spec irq_entry_slots[KFORMAT_SLOTS] = {
+	[KS_IRQ_IRQ] = { "irq", SLOT_NUM, true },
+	[KS_IRQ_NAME] = { "name", SLOT_STR, true },
+};
+static const struct slot_spec irq_exit_slots[KFORMAT_SLOTS] = {
+	[KS_IRQ_IRQ] = { "irq", SLOT_NUM, true },
+	[KS_IRQ_RET] = { "ret", SLOT_NUM, true },
+};
+static const struct slot_spec softirq_slots[KFORMAT_SLOTS] = {
+	[KS_SOFTIRQ_VEC] = { "vec", SLOT_NUM, true },
+};
+/* block_rq_issue, block_rq_insert (bytes: 0 where a kernel has none) */
+static const struct slot_spec rq_slots[KFORMAT_SLOTS] = {
+	[KS_BLOCK_DEV] = { "dev", SLOT_NUM, true },
+	[KS_BLOCK_SECTOR] = { "sector", SLOT_NUM, true },
+	[KS_BLOCK_NR_SECTOR] = { "nr_sector", SLOT_NUM, true },
+	[KS_BLOCK_BYTES] = { "bytes", SLOT_NUM, false },
+	[KS_BLOCK_RWBS] = { "rwbs", SLOT_STR, true },
+};
+/* block_rq_complete: older kernels call error "errors" */
+static const struct slot_spec rq_complete_slots[KFORMAT_SLOTS] = {
+	[KS_BLOCK_DEV] = { "dev", SLOT_NUM, true },
+	[KS_BLOCK_SECTOR] = { "sector", SLOT_NUM, true },
+	[KS_BLOCK_NR_SECTOR] = { "nr_sector", SLOT_NUM, true },
+	[KS_BLOCK_ERROR] = { "error|errors", SLOT_NUM, false },
+	[KS_BLOCK_RWBS] = { "rwbs", SLOT_STR, true },
+};
+static const struct slot_spec bio_slots[KFORMAT_SLOTS] = {
+	[KS_BLOCK_DEV] = { "dev", SLOT_NUM, true },
+	[KS_BLOCK_SECTOR] = { "sector", SLOT_NUM, true },
+	[KS_BLOCK_NR_SECTOR] = { "nr_sector", SLOT_NUM, true },
+	[KS_BLOCK_RWBS] = { "rwbs", SLOT_STR, true },
+};
+static const struct slot_spec hrtimer_start_slots[KFORMAT_SLOTS] = {
+	[KS_TIMER_TIMER] = { "hrtimer", SLOT_NUM, true },
+	[KS_TIMER_FUNCTION] = { "function", SLOT_NUM, true },
+	[KS_TIMER_EXPIRES] = { "expires", SLOT_NUM, true },
+};
+static const struct slot_spec hrtimer_entry_slots[KFORMAT_SLOTS] = {
+	[KS_TIMER_TIMER] = { "hrtimer", SLOT_NUM, true },
+	[KS_TIMER_FUNCTION] = { "function", SLOT_NUM, true },
+};
+static const struct slot_spec hrtimer_slots[KFORMAT_SLOTS] = {
+	[KS_TIMER_TIMER] = { "hrtimer", SLOT_NUM, true },
+};
+static const struct slot_spec timer_start_slots[KFORMAT_SLOTS] = {
+	[KS_TIMER_TIMER] = { "timer", SLOT_NUM, true },
+	[KS_TIMER_FUNCTION] = { "function", SLOT_NUM, true },
+	[KS_TIMER_EXPIRES] = { "expires", SLOT_NUM, true },
+};
+static const struct slot_spec timer_entry_slots[KFORMAT_SLOTS] = {
+	[KS_TIMER_TIMER] = { "timer", SLOT_NUM, true },
+	[KS_TIMER_FUNCTION] = { "function", SLOT_NUM, true },
+};
+static const struct slot_spec timer_slots[KFORMAT_SLOTS] = {
+	[KS_TIMER_TIMER] = { "timer", SLOT_NUM, true },
+};
 
 static const struct kind_spec kind_specs[] = {
-	{ "sched",
-	  "sched_switch",
-	  KEV_SWITCH,
-	  {
-	          [KS_SW_PREV_COMM] = NEED("prev_comm", SLOT_STR),
-	          [KS_SW_PREV_PID] = NEED("prev_pid", SLOT_NUM),
-	          [KS_SW_PREV_STATE] = NEED("prev_state", SLOT_NUM),
-	          [KS_SW_NEXT_COMM] = NEED("next_comm", SLOT_STR),
-	          [KS_SW_NEXT_PID] = NEED("next_pid", SLOT_NUM),
-	  } },
-	{ "sched", "sched_wakeup", KEV_WAKEUP, WAKE_SLOTS },
-	{ "sched", "sched_wakeup_new", KEV_WAKEUP, WAKE_SLOTS },
-	{ "sched", "sched_waking", KEV_WAKING, WAKE_SLOTS },
-	{ "sched",
-	  "sched_process_fork",
-	  KEV_FORK,
-	  {
-	          [KS_FORK_PARENT_COMM] = NEED("parent_comm", SLOT_STR),
-	          [KS_FORK_PARENT_PID] = NEED("parent_pid", SLOT_NUM),
-	          [KS_FORK_CHILD_COMM] = NEED("child_comm", SLOT_STR),
-	          [KS_FORK_CHILD_PID] = NEED("child_pid", SLOT_NUM),
-	  } },
-	{ "sched",
-	  "sched_process_exec",
-	  KEV_EXEC,
-	  {
-	          [KS_EXEC_FILENAME] = NEED("filename", SLOT_STR),
-	          [KS_EXEC_PID] = NEED("pid", SLOT_NUM),
-	          [KS_EXEC_OLD_PID] = NEED("old_pid", SLOT_NUM),
-	  } },
-	{ "sched",
-	  "sched_process_exit",
-	  KEV_EXIT,
-	  { [KS_EXIT_COMM] = NEED("comm", SLOT_STR), [KS_EXIT_PID] = NEED("pid", SLOT_NUM) } },
-	{ "exceptions", "page_fault_user", KEV_FAULT_USER, FAULT_SLOTS },
-	{ "exceptions", "page_fault_kernel", KEV_FAULT_KERNEL, FAULT_SLOTS },
-	{ "irq",
-	  "irq_handler_entry",
-	  KEV_IRQ_ENTRY,
-	  { [KS_IRQ_IRQ] = NEED("irq", SLOT_NUM), [KS_IRQ_NAME] = NEED("name", SLOT_STR) } },
-	{ "irq",
-	  "irq_handler_exit",
-	  KEV_IRQ_EXIT,
-	  { [KS_IRQ_IRQ] = NEED("irq", SLOT_NUM), [KS_IRQ_RET] = NEED("ret", SLOT_NUM) } },
-	{ "irq", "softirq_entry", KEV_SOFTIRQ_ENTRY, SOFTIRQ_SLOTS },
-	{ "irq", "softirq_exit", KEV_SOFTIRQ_EXIT, SOFTIRQ_SLOTS },
-	{ "irq", "softirq_raise", KEV_SOFTIRQ_RAISE, SOFTIRQ_SLOTS },
-	{ "block", "block_rq_issue", KEV_BLOCK_ISSUE, RQ_SLOTS },
-	{ "block", "block_rq_insert", KEV_BLOCK_INSERT, RQ_SLOTS },
-	{ "block",
-	  "block_rq_complete",
-	  KEV_BLOCK_COMPLETE,
-	  {
-	          [KS_BLOCK_DEV] = NEED("dev", SLOT_NUM),
-	          [KS_BLOCK_SECTOR] = NEED("sector", SLOT_NUM),
-	          [KS_BLOCK_NR_SECTOR] = NEED("nr_sector", SLOT_NUM),
-	          [KS_BLOCK_ERROR] = MAYBE("error|errors", SLOT_NUM),
-	          [KS_BLOCK_RWBS] = NEED("rwbs", SLOT_STR),
-	  } },
-	{ "block",
-	  "block_bio_queue",
-	  KEV_BIO_QUEUE,
-	  {
-	          [KS_BLOCK_DEV] = NEED("dev", SLOT_NUM),
-	          [KS_BLOCK_SECTOR] = NEED("sector", SLOT_NUM),
-	          [KS_BLOCK_NR_SECTOR] = NEED("nr_sector", SLOT_NUM),
-	          [KS_BLOCK_RWBS] = NEED("rwbs", SLOT_STR),
-	  } },
-	{ "timer", "hrtimer_start", KEV_HRTIMER_START, HRTIMER_SLOTS(true, true) },
-	{ "timer", "hrtimer_expire_entry", KEV_HRTIMER_EXPIRE_ENTRY, HRTIMER_SLOTS(true, false) },
-	{ "timer", "hrtimer_expire_exit", KEV_HRTIMER_EXPIRE_EXIT, HRTIMER_SLOTS(false, false) },
-	{ "timer", "hrtimer_cancel", KEV_HRTIMER_CANCEL, HRTIMER_SLOTS(false, false) },
-	{ "timer", "timer_start", KEV_TIMER_START, TIMER_SLOTS(true, true) },
-	{ "timer", "timer_expire_entry", KEV_TIMER_EXPIRE_ENTRY, TIMER_SLOTS(true, false) },
-	{ "timer", "timer_expire_exit", KEV_TIMER_EXPIRE_EXIT, TIMER_SLOTS(false, false) },
-	{ "timer", "timer_cancel", KEV_TIMER_CANCEL, TIMER_SLOTS(false, false) },
+	{ "sched", "sched_switch", KEV_SWITCH, switch_slots },
+	{ "sched", "sched_wakeup", KEV_WAKEUP, wake_slots },
+	{ "sched", "sched_wakeup_new", KEV_WAKEUP, wake_slots },
+	{ "sched", "sched_waking", KEV_WAKING, wake_slots },
+	{ "sched", "sched_process_fork", KEV_FORK, fork_slots },
+	{ "sched", "sched_process_exec", KEV_EXEC, exec_slots },
+	{ "sched", "sched_process_exit", KEV_EXIT, exit_slots },
+	{ "exceptions", "page_fault_user", KEV_FAULT_USER, fault_slots },
+	{ "exceptions", "page_fault_kernel", KEV_FAULT_KERNEL, fault_slots },
+	{ "irq", "irq_handler_entry", KEV_IRQ_ENTRY, irq_entry_slots },
+	{ "irq", "irq_handler_exit", KEV_IRQ_EXIT, irq_exit_slots },
+	{ "irq", "softirq_entry", KEV_SOFTIRQ_ENTRY, softirq_slots },
+	{ "irq", "softirq_exit", KEV_SOFTIRQ_EXIT, softirq_slots },
+	{ "irq", "softirq_raise", KEV_SOFTIRQ_RAISE, softirq_slots },
+	{ "block", "block_rq_issue", KEV_BLOCK_ISSUE, rq_slots },
+	{ "block", "block_rq_insert", KEV_BLOCK_INSERT, rq_slots },
+	{ "block", "block_rq_complete", KEV_BLOCK_COMPLETE, rq_complete_slots },
+	{ "block", "block_bio_queue", KEV_BIO_QUEUE, bio_slots },
+	{ "timer", "hrtimer_start", KEV_HRTIMER_START, hrtimer_start_slots },
+	{ "timer", "hrtimer_expire_entry", KEV_HRTIMER_EXPIRE_ENTRY, hrtimer_entry_slots },
+	{ "timer", "hrtimer_expire_exit", KEV_HRTIMER_EXPIRE_EXIT, hrtimer_slots },
+	{ "timer", "hrtimer_cancel", KEV_HRTIMER_CANCEL, hrtimer_slots },
+	{ "timer", "timer_start", KEV_TIMER_START, timer_start_slots },
+	{ "timer", "timer_expire_entry", KEV_TIMER_EXPIRE_ENTRY, timer_entry_slots },
+	{ "timer", "timer_expire_exit", KEV_TIMER_EXPIRE_EXIT, timer_slots },
+	{ "timer", "timer_cancel", KEV_TIMER_CANCEL, timer_slots },
 };
 
 /* sched_switch's prev_state bits as 6.x kernels (since 4.14) print them,
@@ -195,7 +202,14 @@ static const struct kind_spec kind_specs[] = {
  * X 0x10, Z 0x20, P 0x40, I 0x80 (TASK_REPORT_IDLE), and TASK_REPORT_MAX
  * 0x100 for a preempted task ("R+"). */
 static const struct kformat_states states_6x = {
-	.S = 0x01, .D = 0x02, .T = 0x04 | 0x08, .X = 0x10, .Z = 0x20, .other = 0x40, .I = 0x80, .preempt = 0x100,
+	.S = 0x01,
+	.D = 0x02,
+	.T = 0x04 | 0x08,
+	.X = 0x10,
+	.Z = 0x20,
+	.other = 0x40,
+	.I = 0x80,
+	.preempt = 0x100,
 };
 
 /* ---- libtraceevent's view of one format ---- */
@@ -382,7 +396,10 @@ static bool atom_value(const struct tep_print_arg *a, long long *v)
 		return false;
 	errno = 0;
 	*v = strtoll(a->atom.atom, &end, 0);
-	return !errno && end != a->atom.atom && !*end;
+	if (errno || end == a->atom.atom)
+		return false;
+	end += strspn(end, "uUlL"); /* 1000L */
+	return !*end;
 }
 
 static bool is_dynamic(const struct tep_format_field *f)
@@ -451,6 +468,7 @@ struct state_search {
 
 static bool arg_is_prev_state(const struct tep_print_arg *a, void *ctx)
 {
+	(void)ctx;
 	return a->type == TEP_PRINT_FIELD && a->field.name && !strcmp(a->field.name, "prev_state");
 }
 
@@ -544,26 +562,18 @@ static int long_size_of(struct tep_event *tev)
  * __print_symbolic or __print_flags of a field the event does not have,
  * of SIGFPE folding a constant division by zero ("1 / 0"), and recurses
  * once per parenthesis.  A trace is input like any other, so a text goes
- * to libtraceevent only in the shape the kernel writes, and its print fmt
- * only when it names no field the text does not declare, nests at most
- * TEXT_DEPTH_MAX deep and divides only by nonzero numbers; otherwise the
- * fields alone are parsed (print fmt "") and records are printed field by
- * field. */
+ * to libtraceevent only in the shape the kernel writes, first with its
+ * print fmt left out ("") for the fields alone; the print fmt follows, in a
+ * second parse, only when every field it names is one libtraceevent found,
+ * it nests at most TEXT_DEPTH_MAX deep, divides only by nonzero numbers
+ * and takes no width from the record ('*').  Otherwise records are printed
+ * field by field. */
 
 #define TEXT_DEPTH_MAX 32u
-#define TEXT_FIELDS_MAX 4096u
+#define TEXT_IDENT_MAX 128u
 
-enum text_verdict {
-	TEXT_BAD,         /* not a format: undecodable */
-	TEXT_FIELDS_ONLY, /* the fields are fine, the print fmt is not used */
-	TEXT_OK,
-};
-
-struct text_names {
-	const char *name[TEXT_FIELDS_MAX];
-	size_t len[TEXT_FIELDS_MAX];
-	unsigned n;
-};
+/* The print fmt given libtraceevent for the fields alone. */
+#define NO_PRINT_FMT "print fmt: \"\"\n"
 
 static bool is_ident(char c)
 {
@@ -590,35 +600,46 @@ static bool read_number(const char **p, const char *end)
 	return true;
 }
 
-/* One "\tfield:DECL;\toffset:N;\tsize:N;\tsigned:N;\n" line at *p; the
- * field's name (the last identifier of DECL, after any [N]) goes to
- * names. */
-static bool read_field_line(const char **p, const char *end, struct text_names *names)
+/* A field's declaration as the kernel writes one: type words and '*',
+ * "[]" right after a word (__data_loc char[] name), the name last, then
+ * maybe [N] (N a number, or an expression as sizeof(struct x)) or []
+ * (ftrace's own events end in a flexible array: char buf[]). */
+static bool decl_well_formed(const char *q, const char *e)
 {
-	const char *q = *p + strlen("\tfield:"), *decl = q, *e;
+	bool named = false;
+
+	while (q < e) {
+		if (*q == ' ' || *q == '*') {
+			q++;
+		} else if (is_ident(*q)) {
+			while (q < e && is_ident(*q))
+				q++;
+			named = true;
+			if (e - q >= 2 && q[0] == '[' && q[1] == ']') {
+				q += 2;
+				named = q == e; /* char buf[] last: a flexible array */
+			}
+		} else if (*q == '[' && named && is_ident(q[-1])) {
+			for (q++; q < e && *q != ']'; q++)
+				if (!is_ident(*q) && *q != ' ' && *q != '(' && *q != ')' && *q != '*')
+					return false;
+			return q + 1 == e;
+		} else {
+			return false;
+		}
+	}
+	return named;
+}
+
+/* One "\tfield:DECL;\toffset:N;\tsize:N;\tsigned:N;\n" line at *p. */
+static bool read_field_line(const char **p, const char *end)
+{
+	const char *q = *p + strlen("\tfield:"), *decl = q;
 
 	while (q < end && *q != ';' && *q != '\n')
 		q++;
-	if (q >= end || *q != ';' || q == decl)
+	if (q >= end || *q != ';' || !decl_well_formed(decl, q))
 		return false;
-	e = q;
-	while (e > decl && e[-1] == ' ')
-		e--;
-	if (e > decl && e[-1] == ']') {
-		while (e > decl && e[-1] != '[')
-			e--;
-		if (e == decl)
-			return false;
-		e--;
-	}
-	if (e == decl || !is_ident(e[-1]) || names->n == TEXT_FIELDS_MAX)
-		return false;
-	names->len[names->n] = 0;
-	while (e > decl && is_ident(e[-1])) {
-		e--;
-		names->len[names->n]++;
-	}
-	names->name[names->n++] = e;
 	q++;
 	if (!starts(q, end, "\toffset:"))
 		return false;
@@ -635,17 +656,53 @@ static bool read_field_line(const char **p, const char *end, struct text_names *
 	return true;
 }
 
-static bool declared(const struct text_names *names, const char *p, const char *end)
+/* Whether the text is in the shape the kernel writes for this entry:
+ * "name: NAME\nID: ID\nformat:\n", field lines with blank lines between
+ * their groups, "print fmt: ...", in printable ASCII.  libtraceevent takes
+ * the event's name and id from the first lines; one that disagrees with
+ * its entry would be decoded with the fields of another event.
+ * *print_at: where the print fmt line starts. */
+static bool text_well_formed(const char *text, size_t len, const char *name, uint32_t id, size_t *print_at)
 {
-	size_t n = 0;
-	unsigned i;
+	const char *p = text, *end = text + len;
+	char head[KFORMAT_NAME_MAX + 48];
+	unsigned fields = 0;
+	int n;
+	size_t i;
 
-	while (p + n < end && is_ident(p[n]))
+	for (i = 0; i < len; i++)
+		if ((text[i] < ' ' && text[i] != '\t' && text[i] != '\n') || (unsigned char)text[i] > '~')
+			return false;
+	n = snprintf(head, sizeof(head), "name: %s\nID: %" PRIu32 "\nformat:\n", name, id);
+	if (n <= 0 || (size_t)n >= sizeof(head) || len < (size_t)n || memcmp(text, head, (size_t)n))
+		return false;
+	for (p += n; p < end && (*p == '\n' || starts(p, end, "\tfield:"));) {
+		if (*p == '\n')
+			p++;
+		else if (read_field_line(&p, end))
+			fields++;
+		else
+			return false;
+	}
+	if (!fields || !starts(p, end, "print fmt: "))
+		return false;
+	*print_at = (size_t)(p - text);
+	return true;
+}
+
+/* Whether the identifier at p names a field libtraceevent found. */
+static bool declared(struct tep_event *tev, const char *p, const char *end)
+{
+	char name[TEXT_IDENT_MAX];
+	size_t n = 0;
+
+	while (p + n < end && n < sizeof(name) - 1 && is_ident(p[n]))
 		n++;
-	for (i = 0; n && i < names->n; i++)
-		if (names->len[i] == n && !memcmp(names->name[i], p, n))
-			return true;
-	return false;
+	if (!n || n == sizeof(name) - 1)
+		return false;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	return tep_find_any_field(tev, name) != NULL;
 }
 
 /* Whether a divisor (what follows '/' or '%') is a nonzero number. */
@@ -665,12 +722,16 @@ static bool nonzero_divisor(const char *p, const char *end)
 	return strtoull(num, NULL, 0) != 0;
 }
 
-/* The print fmt after "print fmt: ", to the end of the text. */
-static bool print_fmt_usable(const char *p, const char *end, const struct text_names *names)
+/* The print fmt (after "print fmt: ", to the end of the text) against the
+ * fields libtraceevent found in the text. */
+static bool print_fmt_usable(const char *p, const char *end, struct tep_event *tev)
 {
+	const char *start = p;
 	char open[TEXT_DEPTH_MAX];
 	unsigned depth = 0, literals = 0;
 
+	while (end > p && end[-1] == '\n')
+		end--;
 	if (p >= end || *p != '"')
 		return false;
 	while (p < end) {
@@ -691,6 +752,11 @@ static bool print_fmt_usable(const char *p, const char *end, const struct text_n
 			p++;
 			continue;
 		}
+		if (c == '[' &&
+		    (p == start || !(is_ident(p[-1]) || p[-1] == ')' || p[-1] == ']') || p + 1 >= end || p[1] == ']'))
+			return false; /* an index follows a name: REC->args[0] */
+		if (c == '-' && p + 1 < end && p[1] == '>')
+			return false; /* "->" only in REC->, below */
 		if (c == '(' || c == '[' || c == '{') {
 			if (depth == TEXT_DEPTH_MAX)
 				return false;
@@ -702,136 +768,106 @@ static bool print_fmt_usable(const char *p, const char *end, const struct text_n
 			return false;
 		} else if (starts(p, end, "REC->")) {
 			p += strlen("REC->");
-			if (!declared(names, p, end))
+			if (!declared(tev, p, end))
 				return false;
 			continue;
 		} else if (starts(p, end, "__get_")) {
+			/* __get_str(field), __get_dynamic_array(field), ... */
 			while (p < end && is_ident(*p))
 				p++;
 			while (p < end && *p == ' ')
 				p++;
-			if (p >= end || *p != '(')
-				return false;
-			p++;
-			while (p < end && *p == ' ')
-				p++;
-			if (!declared(names, p, end))
-				return false;
-			if (depth == TEXT_DEPTH_MAX)
+			if (p >= end || *p != '(' || depth == TEXT_DEPTH_MAX)
 				return false;
 			open[depth++] = ')';
+			for (p++; p < end && *p == ' '; p++)
+				;
+			if (!declared(tev, p, end))
+				return false;
 			continue;
 		} else if (is_ident(c)) {
 			while (p < end && is_ident(*p))
 				p++;
 			continue;
+		} else if (!strchr(" \t,?:+-*/%&|^~!<>=", c)) {
+			return false; /* '.', ';', '\'', ... the kernel writes none */
 		}
 		p++;
 	}
 	return depth == 0;
 }
 
-/* Checks the text is in the shape the kernel writes for this entry:
- * "name: NAME\nID: ID\nformat:\n", field lines with blank lines between
- * their groups, "print fmt: ...".  libtraceevent takes the event's name and
- * id from those first lines; one that disagrees with its entry would be
- * decoded with the fields of another event.  *print_at: where the print
- * fmt line starts. */
-static enum text_verdict check_text(const char *text, size_t len, const char *name, uint32_t id,
-                                    size_t *print_at)
+/* Parses one text in a libtraceevent handle of its own: a handle finds an
+ * event's id (tep_print_event) and the common_type of every record from
+ * the first event it holds, so events sharing one could let one entry's
+ * text decide how another's records are read.  Returns the event (free
+ * with tep_free(tev->tep)), or NULL when the text did not parse or names
+ * another event (*err 0) or memory ran out (*err -ENOMEM). */
+static struct tep_event *parse_one(const struct kformat_event *e, const char *text, size_t len, int *err)
 {
-	const char *p = text, *end = text + len;
-	struct text_names *names;
-	enum text_verdict v = TEXT_BAD;
-	char head[KFORMAT_NAME_MAX + 48];
-	int n;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if ((text[i] < ' ' && text[i] != '\t' && text[i] != '\n') || (unsigned char)text[i] > '~')
-			return TEXT_BAD;
-	n = snprintf(head, sizeof(head), "name: %s\nID: %" PRIu32 "\nformat:\n", name, id);
-	if (n <= 0 || (size_t)n >= sizeof(head) || len < (size_t)n || memcmp(text, head, (size_t)n))
-		return TEXT_BAD;
-	names = malloc(sizeof(*names));
-	if (!names)
-		return TEXT_BAD;
-	names->n = 0;
-	p += n;
-	while (p < end) {
-		if (*p == '\n') {
-			p++;
-		} else if (starts(p, end, "\tfield:")) {
-			if (!read_field_line(&p, end, names))
-				goto out;
-		} else {
-			break;
-		}
-	}
-	if (!names->n || !starts(p, end, "print fmt: "))
-		goto out;
-	*print_at = (size_t)(p - text);
-	p += strlen("print fmt: ");
-	while (end > p && end[-1] == '\n')
-		end--;
-	v = print_fmt_usable(p, end, names) ? TEXT_OK : TEXT_FIELDS_ONLY;
-out:
-	free(names);
-	return v;
-}
-
-/* The print fmt given libtraceevent in place of one it cannot be trusted
- * with. */
-#define NO_PRINT_FMT "print fmt: \"\"\n"
-
-/* Parses the text into e, in a libtraceevent handle of its own: a handle
- * finds an event's id (tep_print_event) and the common_type of every
- * record from the first event it holds, so events that share one could
- * let one entry's text decide how another's records are read.  Leaves
- * e->decodable false when the text does not parse.  Returns 0 or -ENOMEM. */
-static int parse_text(struct kformats *kf, struct kformat_event *e, const char *text, size_t len)
-{
-	const struct kind_spec *spec = NULL;
-	struct tep_handle *tep;
+	struct tep_handle *tep = tep_alloc();
 	struct tep_event *tev = NULL;
-	enum text_verdict verdict;
-	char *fields_only = NULL;
-	size_t print_at = 0, i;
-	int ret, ls;
 
-	verdict = check_text(text, len, e->name, e->id, &print_at);
-	if (verdict == TEXT_BAD)
-		return 0;
-	if (verdict == TEXT_FIELDS_ONLY) {
-		fields_only = malloc(print_at + sizeof(NO_PRINT_FMT));
-		if (!fields_only)
-			return -ENOMEM;
-		memcpy(fields_only, text, print_at);
-		memcpy(fields_only + print_at, NO_PRINT_FMT, sizeof(NO_PRINT_FMT));
-		text = fields_only;
-		len = print_at + sizeof(NO_PRINT_FMT) - 1;
-	}
-	tep = tep_alloc();
+	*err = 0;
 	if (!tep) {
-		free(fields_only);
-		return -ENOMEM;
+		*err = -ENOMEM;
+		return NULL;
 	}
 	tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN); /* every trace is (docs/format.md) */
 	/* returns 0 also when the text did not parse: that shows in the
-	 * event's flags (fields: no print fmt read either) */
+	 * event's flags (a failed field list: no print fmt read either) */
 	tep_parse_format(tep, &tev, text, len, e->system);
-	free(fields_only);
 	if (!tev || (unsigned)tev->id != e->id || !tev->name || strcmp(tev->name, e->name) ||
 	    ((tev->flags & TEP_EVENT_FL_FAILED) && !tev->print_fmt.format)) {
 		tep_free(tep);
+		return NULL;
+	}
+	return tev;
+}
+
+/* Parses the text into e: the fields alone, then the whole text when its
+ * print fmt is usable.  Leaves e->decodable false when the text does not
+ * parse.  Returns 0 or -ENOMEM. */
+static int parse_text(struct kformats *kf, struct kformat_event *e, const char *text, size_t len)
+{
+	const struct kind_spec *spec = NULL;
+	struct tep_event *tev, *whole;
+	char *fields_only;
+	size_t print_at = 0, i;
+	int ret, ls;
+
+	if (!text_well_formed(text, len, e->name, e->id, &print_at))
 		return 0;
+	fields_only = malloc(print_at + sizeof(NO_PRINT_FMT));
+	if (!fields_only)
+		return -ENOMEM;
+	memcpy(fields_only, text, print_at);
+	memcpy(fields_only + print_at, NO_PRINT_FMT, sizeof(NO_PRINT_FMT));
+	tev = parse_one(e, fields_only, print_at + sizeof(NO_PRINT_FMT) - 1, &ret);
+	free(fields_only);
+	if (!tev)
+		return ret;
+	if (print_fmt_usable(text + print_at + strlen("print fmt: "), text + len, tev)) {
+		whole = parse_one(e, text, len, &ret);
+		if (ret < 0) {
+			tep_free(tev->tep);
+			return ret;
+		}
+		if (whole && !(whole->flags & TEP_EVENT_FL_FAILED)) {
+			tep_free(tev->tep);
+			tev = whole;
+			e->print_safe = true;
+		} else if (whole) {
+			tep_free(whole->tep);
+		}
 	}
 	ret = cache_layout(e, tev);
 	if (ret < 0) {
 		free(e->dynamic);
 		e->dynamic = NULL;
 		e->ndynamic = 0;
-		tep_free(tep);
+		e->print_safe = false;
+		tep_free(tev->tep);
 		return ret == -ENOMEM ? ret : 0;
 	}
 	e->tep = tev;
@@ -840,9 +876,9 @@ static int parse_text(struct kformats *kf, struct kformat_event *e, const char *
 	if (ls && !kf->long_size)
 		kf->long_size = ls;
 	if (ls || kf->long_size)
-		tep_set_long_size(tep, ls ? ls : kf->long_size);
-	e->print_safe = verdict == TEXT_OK && !(tev->flags & TEP_EVENT_FL_FAILED) && e->common[KC_TYPE].size >= 2 &&
-	                !arg_walk(tev->print_fmt.args, 0, arg_unsafe, tev);
+		tep_set_long_size(tev->tep, ls ? ls : kf->long_size);
+	e->print_safe =
+	    e->print_safe && e->common[KC_TYPE].size >= 2 && !arg_walk(tev->print_fmt.args, 0, arg_unsafe, tev);
 	for (i = 0; i < sizeof(kind_specs) / sizeof(kind_specs[0]); i++)
 		if (!strcmp(kind_specs[i].system, e->system) && !strcmp(kind_specs[i].name, e->name)) {
 			spec = &kind_specs[i];
@@ -1001,11 +1037,15 @@ static const char *read_entry(const uint8_t **p, const uint8_t *end, struct entr
 /* Checks the whole payload's framing before anything is added. */
 static int check_payload(const uint8_t *payload, size_t len, uint32_t *count, char *err, size_t errlen)
 {
-	const uint8_t *p = payload, *end = payload + len;
+	const uint8_t *p, *end;
 	char why[128];
 	uint64_t n;
 	uint32_t i;
 
+	if (!len) /* payload may be NULL */
+		return error_set(err, errlen, -EBADMSG, "malformed kernel formats: count cut short");
+	p = payload;
+	end = payload + len;
 	if (varint_get(&p, end, &n) < 0)
 		return error_set(err, errlen, -EBADMSG, "malformed kernel formats: count cut short");
 	if (n > KFORMAT_COUNT_MAX)
@@ -1016,8 +1056,9 @@ static int check_payload(const uint8_t *payload, size_t len, uint32_t *count, ch
 		const char *bad = read_entry(&p, end, &en, why, sizeof(why));
 
 		if (bad)
-			return error_set(err, errlen, -EBADMSG, "malformed kernel formats: entry %" PRIu32 " of %" PRIu64 ": %s",
-			                 i + 1, n, bad);
+			return error_set(err, errlen, -EBADMSG,
+			                 "malformed kernel formats: entry %" PRIu32 " of %" PRIu64 ": %s", i + 1, n,
+			                 bad);
 	}
 	if (p != end)
 		return error_set(err, errlen, -EBADMSG, "malformed kernel formats: %zu bytes after the last entry",
@@ -1075,8 +1116,8 @@ static int add_entry(struct kformats *kf, const struct entry *en)
 
 int kformats_add(struct kformats *kf, const uint8_t *payload, size_t len, char *err, size_t errlen)
 {
-	const uint8_t *p = payload, *end = payload + len;
-	uint32_t count, i;
+	const uint8_t *p, *end;
+	uint32_t count = 0, i;
 	uint64_t n;
 	char why[128];
 	int ret;
@@ -1084,6 +1125,8 @@ int kformats_add(struct kformats *kf, const uint8_t *payload, size_t len, char *
 	ret = check_payload(payload, len, &count, err, errlen);
 	if (ret < 0)
 		return ret;
+	p = payload;
+	end = payload + len;
 	varint_get(&p, end, &n);
 	for (i = 0; i < count; i++) {
 		struct entry en;
@@ -1091,7 +1134,8 @@ int kformats_add(struct kformats *kf, const uint8_t *payload, size_t len, char *
 		read_entry(&p, end, &en, why, sizeof(why));
 		ret = add_entry(kf, &en);
 		if (ret < 0)
-			return error_set(err, errlen, ret, "cannot keep kernel format %" PRIu32 ": out of memory", en.id);
+			return error_set(err, errlen, ret, "cannot keep kernel format %" PRIu32 ": out of memory",
+			                 en.id);
 	}
 	return 0;
 }

@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 /* Bounds of a KFORMAT payload: beyond them a payload is malformed. */
-#define KFORMAT_COUNT_MAX 4096u        /* entries in one payload */
-#define KFORMAT_NAME_MAX 64u           /* bytes of a system or event name */
-#define KFORMAT_TEXT_MAX (64u << 10)   /* bytes of one format text */
-#define KFORMAT_ID_MAX 0xffffu         /* records name their tracepoint in a u16 */
+#define KFORMAT_COUNT_MAX 4096u      /* entries in one payload */
+#define KFORMAT_NAME_MAX 64u         /* bytes of a system or event name */
+#define KFORMAT_TEXT_MAX (64u << 10) /* bytes of one format text */
+#define KFORMAT_ID_MAX 0xffffu       /* records name their tracepoint in a u16 */
 /* A format whose fields reach past this is undecodable: a __data_loc gives
  * its offset and length in 16 bits each, so no record is longer. */
 #define KFORMAT_RECORD_MAX 0xffffu
@@ -120,7 +120,7 @@ struct tep_event;
 
 /* One tracepoint's format.  Owned by its set: valid until kformats_free. */
 struct kformat_event {
-	uint32_t id;              /* the tracepoint id: common_type of its records */
+	uint32_t id;               /* the tracepoint id: common_type of its records */
 	const char *system, *name; /* as the entry names it: "sched", "sched_switch" */
 	/* KEV_OTHER also for a known event whose format lacks a field its
 	 * kind's struct kevent member needs (an unexpected kernel), and for
@@ -131,14 +131,14 @@ struct kformat_event {
 	bool decodable;
 
 	/* Private to kformat.c and kevent.c. */
-	struct tep_event *tep;         /* NULL when the text never reached libtraceevent */
-	bool print_safe;               /* the print fmt reads only checked bytes (kevent_format) */
-	uint32_t fixed_end;            /* every record has at least this many bytes */
+	struct tep_event *tep; /* NULL when undecodable */
+	bool print_safe;       /* the print fmt reads only checked bytes (kevent_format) */
+	uint32_t fixed_end;    /* every record has at least this many bytes */
 	struct kformat_field common[KC_COUNT];
 	struct kformat_field slot[KFORMAT_SLOTS];
 	struct kformat_field *dynamic; /* every __data_loc/__rel_loc field, checked per record */
 	uint32_t ndynamic;
-	struct kformat_states states;  /* KEV_SWITCH only */
+	struct kformat_states states; /* KEV_SWITCH only */
 };
 
 struct kformats;

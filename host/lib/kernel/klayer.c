@@ -141,8 +141,8 @@ struct klayer {
 	bool oom;
 };
 
-static const char *const mode_names[KL_MODES] = { "user",       "syscall",       "off_cpu_R", "off_cpu_S",
-	                                          "off_cpu_D",  "off_cpu_other", "irq",       "softirq" };
+static const char *const mode_names[KL_MODES] = { "user",      "syscall",       "off_cpu_R", "off_cpu_S",
+	                                          "off_cpu_D", "off_cpu_other", "irq",       "softirq" };
 
 const char *klayer_mode_name(enum klayer_mode m)
 {
@@ -201,15 +201,15 @@ static void *grow(struct klayer *kl, void *arr, size_t *cap, size_t n, size_t si
 	return g;
 }
 
-#define KL_GROW(kl, arr, n, cap, max)                                                            \
-	({                                                                                       \
-		size_t c_ = (cap);                                                               \
-		void *g_ = grow((kl), (arr), &c_, (n), sizeof(*(arr)), (max));                   \
-		if (g_) {                                                                        \
-			(arr) = g_;                                                              \
-			(cap) = c_;                                                              \
-		}                                                                                \
-		g_ != NULL;                                                                      \
+#define KL_GROW(kl, arr, n, cap, max)                                          \
+	({                                                                     \
+		size_t c_ = (cap);                                             \
+		void *g_ = grow((kl), (arr), &c_, (n), sizeof(*(arr)), (max)); \
+		if (g_) {                                                      \
+			(arr) = g_;                                            \
+			(cap) = c_;                                            \
+		}                                                              \
+		g_ != NULL;                                                    \
 	})
 
 /* ---- keyed tables -------------------------------------------------------- */
@@ -376,8 +376,8 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 	memset(&f->children, 0, sizeof(f->children));
 }
 
-static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth,
-                       uint64_t entry_ns, unsigned flags)
+static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                       unsigned flags)
 {
 	struct klayer *kl = ctx;
 	struct kl_thread *t = thread_of(kl, s);

@@ -58,7 +58,7 @@ struct liveopts {
 	struct memopts mem; /* --memory, --mem-depth, --keep-alive, --mem-fold */
 	const char *kernel; /* --kernel: "default" or the tracepoints; NULL: none */
 	const char *kernel_filter;
-	bool any;           /* an option other than --connect was given */
+	bool any; /* an option other than --connect was given */
 };
 
 void liveopts_init(struct liveopts *o);

@@ -349,7 +349,8 @@ static int send_start_frame(struct livesession *ls)
 			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "kernel_filter=%s%c",
 			                         ls->kernel_filter, ls->attach_pid ? '\n' : '\0');
 		if (olen >= sizeof(opts)) {
-			fail(ls, "the kernel options are too long (at most %u bytes)", LIVESESSION_SYSCALL_OPTS_MAX - 64);
+			fail(ls, "the kernel options are too long (at most %u bytes)",
+			     LIVESESSION_SYSCALL_OPTS_MAX - 64);
 			return -E2BIG;
 		}
 	}

@@ -126,7 +126,7 @@ struct walk_stream {
 	bool sc_pending;
 	struct walk_syscall sc;
 	char sc_str[SYSEVENT_STR_MAX];
-	uint64_t mem_ops; /* heap operations seen */
+	uint64_t mem_ops;       /* heap operations seen */
 	uint64_t kernel_events; /* kernel events seen */
 	/* stack id definitions: nstacks of stacks_cap, found by id through
 	 * stack_index */
@@ -237,7 +237,7 @@ struct walk {
 	uint32_t nstreams, cap;
 	struct hashindex index; /* streams by (image, tid) */
 	uint64_t events, lost;
-	uint64_t syscalls; /* syscall events seen: the trace has the syscall layer */
+	uint64_t syscalls;                        /* syscall events seen: the trace has the syscall layer */
 	uint64_t kernel_events, kernel_malformed; /* the kernel layer's */
 	/* the trace's KFORMAT payloads, back to back, each "u32 length, bytes"
 	 * (host/lib/kernel/ decodes them); kformat_gen counts the payloads */
