@@ -47,6 +47,10 @@ struct kt_event {
 	bool timer, timer_start, timer_cancel;
 	struct tracefs_field tptr;
 	bool packed; /* the standard 8-byte common header */
+	/* not a tracepoint: perf's page-faults software event, its samples
+	 * turned into records of the format of x86's
+	 * exceptions:page_fault_user (address, ip 0, error_code 0) */
+	bool sw_fault;
 };
 
 struct kt_task {
@@ -269,6 +273,78 @@ static int event_add(struct ktrace *kt, const char *root, const char *group, con
 	return 0;
 }
 
+/* The record layout of the software page fault event: x86's
+ * exceptions:page_fault_user, whose name the readers know. */
+#define KT_SW_FAULT_SIZE 32u
+static const char kt_sw_fault_format[] =
+    "name: page_fault_user\n"
+    "ID: %u\n"
+    "format:\n"
+    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+    "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+    "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+    "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+    "\n"
+    "\tfield:unsigned long address;\toffset:8;\tsize:8;\tsigned:0;\n"
+    "\tfield:unsigned long ip;\toffset:16;\tsize:8;\tsigned:0;\n"
+    "\tfield:unsigned long error_code;\toffset:24;\tsize:8;\tsigned:0;\n"
+    "\n"
+    "print fmt: \"address=0x%%lx ip=0x%%lx error_code=0x%%lx\", REC->address, REC->ip, REC->error_code\n";
+
+/* Where exceptions:page_fault_user is missing (every architecture but
+ * x86), the faults come from perf's page-faults software event, under an
+ * id no tracepoint of the selection has.  LAYERPROF_KTRACE_SW_FAULTS=1
+ * takes this way on x86 too (for tests). */
+static int add_sw_faults(struct ktrace *kt, char *err, size_t errlen)
+{
+	uint32_t id = 0xffff;
+	struct kt_event *e, *grown;
+	bool taken;
+
+	do {
+		taken = false;
+		for (uint32_t i = 0; i < kt->nev; i++)
+			taken = taken || kt->ev[i].id == id;
+	} while (taken && --id);
+	grown = realloc(kt->ev, (kt->nev + 1) * sizeof(*kt->ev));
+	if (!grown) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	kt->ev = grown;
+	e = &kt->ev[kt->nev];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->group, sizeof(e->group), "exceptions");
+	snprintf(e->name, sizeof(e->name), "page_fault_user");
+	e->id = id;
+	e->forward = true;
+	e->sw_fault = true;
+	e->packed = true;
+	e->fmt = malloc(sizeof(kt_sw_fault_format) + 16);
+	if (!e->fmt) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(e->fmt, sizeof(kt_sw_fault_format) + 16, kt_sw_fault_format, id);
+	kt->nev++;
+	return 0;
+}
+
+static bool want_sw_faults(void)
+{
+	const char *v = getenv("LAYERPROF_KTRACE_SW_FAULTS");
+
+	return v && !strcmp(v, "1");
+}
+
+static bool tracefs_root_has(const char *root, const char *group, const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/events/%s/%s/format", root, group, name);
+	return access(path, R_OK) == 0;
+}
+
 static bool is_dir_entry(const struct dirent *de)
 {
 	return de->d_name[0] != '.' && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN);
@@ -338,7 +414,7 @@ static long select_spec(struct ktrace *kt, const char *root, const char *spec, c
 static int select_events(struct ktrace *kt, const char *root, const char *events, char *warn, size_t warnlen, char *err,
                          size_t errlen)
 {
-	bool dflt = !events;
+	bool dflt = !events, sw_faults = false;
 	char *list = strdup(events ? events : KTRACE_DEFAULT_EVENTS), *save = NULL;
 	size_t wn = 0;
 	int r = 0;
@@ -352,6 +428,11 @@ static int select_events(struct ktrace *kt, const char *root, const char *events
 
 		while (*spec == ' ')
 			spec++;
+		if (!strcmp(spec, "exceptions:page_fault_user") &&
+		    (want_sw_faults() || !tracefs_root_has(root, "exceptions", "page_fault_user"))) {
+			sw_faults = true;
+			continue;
+		}
 		n = select_spec(kt, root, spec, err, errlen);
 		if (n < 0) {
 			r = (int)n;
@@ -370,6 +451,8 @@ static int select_events(struct ktrace *kt, const char *root, const char *events
 		}
 	}
 	free(list);
+	if (!r && sw_faults)
+		r = add_sw_faults(kt, err, errlen);
 	if (!r && !kt->nev) {
 		snprintf(err, errlen, "no tracepoint selected");
 		r = -ENOENT;
@@ -541,15 +624,22 @@ static int build_formats(struct ktrace *kt, char *err, size_t errlen)
 
 /* ---- opening -------------------------------------------------------------- */
 
-static void kt_attr(struct perf_event_attr *a, uint32_t id, bool lost_count)
+static void kt_attr(struct perf_event_attr *a, const struct kt_event *e, bool lost_count)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
-	a->type = PERF_TYPE_TRACEPOINT;
-	a->config = id;
+	a->type = e->sw_fault ? PERF_TYPE_SOFTWARE : PERF_TYPE_TRACEPOINT;
+	a->config = e->sw_fault ? PERF_COUNT_SW_PAGE_FAULTS : e->id;
 	a->sample_period = 1;
-	a->sample_type =
-	    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+	/* one layout up to the time for every event (the reader finds the
+	 * event by its identifier, the merge the time at KT_SAMPLE_NS); the
+	 * software fault event has its address after the time */
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+	                 (e->sw_fault ? PERF_SAMPLE_ADDR : PERF_SAMPLE_RAW);
+	if (e->sw_fault) {
+		a->exclude_kernel = 1; /* faults of user code, as page_fault_user */
+		a->exclude_hv = 1;
+	}
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
@@ -584,12 +674,12 @@ static int open_events(struct ktrace *kt, char *err, size_t errlen)
 			uint64_t pid;
 			int fd, r;
 
-			kt_attr(&attr, e->id, kt->lost_count);
+			kt_attr(&attr, e, kt->lost_count);
 			fd = perf_open(&attr, -1, ring->cpu);
 			if (fd == -EINVAL && kt->lost_count && !kt->nfds) {
 				/* PERF_FORMAT_LOST is Linux 6.0 */
 				kt->lost_count = false;
-				kt_attr(&attr, e->id, false);
+				kt_attr(&attr, e, false);
 				fd = perf_open(&attr, -1, ring->cpu);
 			}
 			if (fd < 0) {
@@ -615,6 +705,14 @@ static int open_events(struct ktrace *kt, char *err, size_t errlen)
 			}
 			if (r)
 				return r;
+			if (e->filter && e->sw_fault) {
+				snprintf(
+				    err, errlen,
+				    "--kernel-filter '%s': exceptions:page_fault_user comes from perf's page-faults "
+				    "event on this kernel, which takes no filter",
+				    e->filter);
+				return -EINVAL;
+			}
 			if (e->filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, e->filter) != 0) {
 				r = -errno;
 				snprintf(err, errlen, "the kernel refuses --kernel-filter '%s' for %s:%s: %s%s",
@@ -774,6 +872,7 @@ static long kt_sample(struct ktrace *kt, const unsigned char *body, size_t len)
 	struct kernrec k;
 	uint64_t perf_id, ns;
 	uint32_t pid, tid, cpu, raw_size;
+	uint8_t sw_raw[KT_SW_FAULT_SIZE];
 	const uint8_t *raw;
 	int n = 0;
 
@@ -783,14 +882,32 @@ static long kt_sample(struct ktrace *kt, const unsigned char *body, size_t len)
 	memcpy(&pid, body + 8, 4);
 	memcpy(&tid, body + 12, 4);
 	memcpy(&ns, body + 16, 8);
-	memcpy(&cpu, body + 24, 4);
-	memcpy(&raw_size, body + 32, 4);
-	if (len < KT_SAMPLE_HEAD + 4 || raw_size > len - KT_SAMPLE_HEAD - 4)
-		return 0;
-	raw = body + KT_SAMPLE_HEAD + 4;
 	e = event_of(kt, perf_id);
 	if (!e)
 		return 0;
+	if (e->sw_fault) {
+		/* identifier, pid/tid, time, addr, cpu: made a record */
+		uint64_t addr;
+		int32_t spid = (int32_t)tid;
+		uint16_t type = (uint16_t)e->id;
+
+		if (len < 40)
+			return 0;
+		memcpy(&addr, body + 24, 8);
+		memcpy(&cpu, body + 32, 4);
+		memset(sw_raw, 0, sizeof(sw_raw));
+		memcpy(sw_raw, &type, 2);
+		memcpy(sw_raw + 4, &spid, 4);
+		memcpy(sw_raw + 8, &addr, 8);
+		raw = sw_raw;
+		raw_size = KT_SW_FAULT_SIZE;
+	} else {
+		memcpy(&cpu, body + 24, 4);
+		memcpy(&raw_size, body + 32, 4);
+		if (len < KT_SAMPLE_HEAD + 4 || raw_size > len - KT_SAMPLE_HEAD - 4)
+			return 0;
+		raw = body + KT_SAMPLE_HEAD + 4;
+	}
 	kt->records++;
 	cur = task_find(kt, tid);
 	if (cur && cur->held) {
