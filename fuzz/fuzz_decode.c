@@ -10,6 +10,7 @@
 #include "common/decoder.h"
 #include "common/encoder.h"
 #include "common/filter.h"
+#include "common/kernevent.h"
 #include "common/memevent.h"
 #include "common/sysevent.h"
 #include "common/varint.h"
@@ -314,12 +315,26 @@ static void events_chunk(const uint8_t *payload, size_t len)
 			}
 			break;
 		}
+		case LP_EV_KERNEL: {
+			static uint8_t kbuf[KERNEVENT_RAW_MAX];
+			struct kernevent ke;
+
+			ENSURE(inside(ev.str, ev.str_len, payload, len));
+			/* a record that parses lies in the event, or whole in the
+			 * rebuild buffer, and is never longer than the bound */
+			if (!kernevent_parse(&ev, &ke, kbuf)) {
+				ENSURE(ke.raw_len <= KERNEVENT_RAW_MAX);
+				ENSURE(ke.raw == kbuf ? ke.raw_len >= KERNEVENT_COMMON_SIZE
+				                      : inside(ke.raw, ke.raw_len, payload, len));
+			}
+			break;
+		}
 		case LP_EV_ALLOC: {
 			struct memevent me;
 
 			ENSURE(inside(ev.str, ev.str_len, payload, len));
 			if (!memevent_parse(&ev, &me))
-				ENSURE(me.op >= LP_MEM_MALLOC && me.op <= LP_MEM_FOLD);
+				ENSURE(me.op >= LP_MEM_MALLOC && me.op <= LP_MEM_BASELINE);
 			break;
 		}
 		case LP_EV_STACK: {
