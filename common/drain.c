@@ -941,6 +941,8 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 		uint32_t type = (uint32_t)(word >> LP_SLOT_TYPE_SHIFT), step = 1;
 		uint64_t ns = clocksync_ns(cs, sl->time);
 
+		if (__builtin_expect(!s->first_ns, 0) && type != LP_RAW_PAD)
+			s->first_ns = ns;
 		/* the thread's syscalls before this event come first (with a
 		 * folding stage, as its events come out of it) */
 		if (__builtin_expect(ns >= s->sys_next, 0) && type != LP_RAW_PAD && !s->fold)

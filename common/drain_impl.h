@@ -46,6 +46,7 @@ struct stream {
 	 * the oldest one (UINT64_MAX: none): checked before every event */
 	struct systhread *sys;
 	uint64_t sys_next;
+	uint64_t first_ns; /* its first ring event (0: none yet) */
 	/* the folding stage of heap operations (cfg.mem_fold_ns), or NULL:
 	 * function and heap events go through it, the others flush it */
 	struct memfold *fold;

@@ -74,9 +74,14 @@ struct systhread {
 	bool in_wait;         /* in the runtime's futex wait for room: its exit is left out */
 	bool exec_queued;     /* without a ring, a successful exec is in its queue */
 	bool release;         /* nothing waits any more: the thread's end */
-	uint64_t seen_ns;     /* its latest syscall record or ring event: with
-	                       * kernel_waits_for_syscalls, kernel events after
-	                       * it wait (see drain_config) */
+	/* an execve entry later than the first event of its ring (bound, or
+	 * the last one it had: ring_first_ns) was written: a successful exit
+	 * after it is that image's own exec, not the one that made it */
+	bool exec_entered;
+	uint64_t ring_first_ns;
+	uint64_t seen_ns; /* its latest syscall record or ring event: with
+	                   * kernel_waits_for_syscalls, kernel events after
+	                   * it wait (see drain_config) */
 };
 
 struct drainsys {
@@ -335,6 +340,9 @@ static void put_record(struct encoder *e, struct sysq_rec *r)
 		encoder_syscall_exit(e, r->ns, ev.arch, ev.nr, ev.ret);
 }
 
+static bool is_exec(const struct drainsys *ds, const struct sysq_rec *r);
+static void exec_note(const struct drainsys *ds, struct systhread *t, const struct sysq_rec *r);
+
 /* A kernel event that must wait for the thread's syscall records (see
  * drain_config.kernel_waits_for_syscalls); none waits once the thread's
  * process has ended or the drain finishes. */
@@ -354,6 +362,14 @@ static uint64_t q_write(struct drain *d, struct systhread *t, struct encoder *e,
 	while (t->n && q_at(t, 0)->ns <= upto) {
 		if (kernel_held(d, t, q_at(t, 0)))
 			break;
+		/* the image's own exec: what follows is the next image's, which
+		 * waits for its ring (the exit of the exec that made this image
+		 * is written here) */
+		if (t->bound && t->exec_entered && is_exec(d->sys, q_at(t, 0))) {
+			t->exec_queued = true;
+			break;
+		}
+		exec_note(d->sys, t, q_at(t, 0));
 		put_record(e, q_at(t, 0));
 		t->head = (t->head + 1) & (t->cap - 1);
 		t->n--;
@@ -380,6 +396,8 @@ void drainsys_bind(struct drain *d, struct stream *s)
 	if (t->own)
 		drain_flush_encoder(d, t->own);
 	t->bound = s;
+	t->exec_entered = false;
+	t->ring_first_ns = 0;
 	s->sys = t;
 	s->sys_next = t->n ? q_at(t, 0)->ns : UINT64_MAX;
 }
@@ -405,6 +423,7 @@ void drainsys_unbind(struct stream *s)
 		t->lost = 0;
 	}
 	t->image = s->ring->image;
+	t->ring_first_ns = s->first_ns;
 	t->bound = NULL;
 	s->sys = NULL;
 	s->sys_next = UINT64_MAX;
@@ -605,6 +624,25 @@ static bool is_exec(const struct drainsys *ds, const struct sysq_rec *r)
 	return !r->kernel && is_exec_ev(ds, &r->ev);
 }
 
+/* Follows a ring thread's execve calls as they are written (see
+ * exec_entered): an entry sets it, a failed exit clears it. */
+static void exec_note(const struct drainsys *ds, struct systhread *t, const struct sysq_rec *r)
+{
+	const struct sysevent *ev = &r->ev;
+
+	if (r->kernel || ev->arch >= 4 ||
+	    ((int)ev->nr != ds->execve_nr[ev->arch] && (int)ev->nr != ds->execveat_nr[ev->arch]))
+		return;
+	/* after the ring's first event: the image's own exec (the exec that
+	 * made the image comes before its runtime wrote anything) */
+	if (ev->enter) {
+		uint64_t first = t->bound ? t->bound->first_ns : t->ring_first_ns;
+
+		t->exec_entered = first && r->ns > first;
+	} else if (ev->ret != 0)
+		t->exec_entered = false;
+}
+
 /* Writes queued records of a thread without a ring into its own stream,
  * watching for exec; with stop_at_exec, what follows an exec stays queued
  * to wait for the new image's ring. */
@@ -618,6 +656,18 @@ static void own_write(struct drain *d, struct systhread *t, bool stop_at_exec)
 
 		if (kernel_held(d, t, r))
 			return;
+		if (exec && t->exec_entered) {
+			/* the exec that ended the image of the thread's last ring
+			 * (read after that ring closed): it and what follows are
+			 * the next image's, which waits for its own ring */
+			t->exec_entered = false;
+			t->ring_first_ns = 0;
+			after_exec(d, t->pid);
+			t->exec_queued = true;
+			if (stop_at_exec)
+				return;
+		}
+		exec_note(d->sys, t, r);
 		e = own_stream(d, t, r->ns);
 		if (!e)
 			return;

@@ -46,7 +46,7 @@ SUITE = "bookworm"
 # libraries the layerprof command uses, and their -dev packages, which make
 # the root file system the sysroot the project is cross-built against
 PACKAGES = ["initramfs-tools", "kmod", "openssh-server", "iproute2", "tini", "procps",
-            "libelf-dev", "libdw-dev", "libjson-c-dev", "libc6-dev"]
+            "libelf-dev", "libdw-dev", "libjson-c-dev", "libtraceevent-dev", "libc6-dev"]
 # loaded by the initramfs itself: the guest has no udev to load them
 INITRAMFS_MODULES = ["virtio_pci", "virtio_mmio", "virtio_blk", "virtio_net", "ext4"]
 IMAGE_SIZE = "3G"

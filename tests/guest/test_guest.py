@@ -15,12 +15,16 @@ groups (in this order):
   memory    `record --memory` in the guest: leaks, threads, fork
   syscalls  `record --syscalls` with each backend: ptrace and tracepoints on
             both guests, eBPF where the kernel has it (required on aarch64)
+  kernel    `record --kernel`: test_kernel's page faults (the software event,
+            ARM having no exceptions:page_fault_user), sleeps and their timer
+            wake-ups, pipe wake-ups by the writer, preemption
   live      the guest's agent driven by this machine's `layerprof live`:
             exact counts, --syscalls, --memory, start/stop, filters
   noboot    a guest that cannot boot fails in time, with its console
 
 --quick runs the subset CI runs: probe, a few samples, the syscall backends
-on sys_writer, one live session with its syscalls, and noboot.
+on sys_writer, the kernel layer on kern_sleep, one live session with its
+syscalls, and noboot.
 
 usage: test_guest.py --arch aarch64|armhf --host-build DIR [--cross-build DIR]
                      [--quick] [--keep] [GROUP...]
@@ -49,6 +53,7 @@ import harness  # noqa: E402
 import run as it  # noqa: E402  (the sample programs' builders and expectations)
 import test_live as tl  # noqa: E402
 import test_memory as tm  # noqa: E402
+import test_kernel as tk  # noqa: E402
 import test_syscalls as ts  # noqa: E402
 from harness import check, skip  # noqa: E402
 
@@ -61,6 +66,7 @@ QUICK_SAMPLES = ["recursion", "threads", "forker", "signals", "longjmp", "dlopen
 # guest's programs
 tm.PEERS = False
 ts.PEERS = False
+tk.PEERS = False
 
 
 class Ctx:
@@ -288,6 +294,50 @@ def group_syscalls(ctx):
         ts.test_slow_start(lp, tmp, backend, progs["sys_slowstart"])
 
 
+class GuestKernelLayerprof(tk.Layerprof):
+    """The layerprof command in the guest with test_kernel's interface:
+    lp(*args, env=) runs it there, json() checks and parses, record()
+    records; the paths the tests name exist at the same paths there."""
+
+    def __init__(self, guest):
+        self.g = guest
+        self.exe = LP
+        self.env = {}
+
+    def __call__(self, *args, timeout=300, env=None, **kw):
+        prefix = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in (env or {}).items())
+        return self.g.run("%s exec %s %s" % ("env " + prefix if prefix else "", LP,
+                                              " ".join(shlex.quote(str(a)) for a in args)),
+                          timeout=timeout, check=False)
+
+
+def group_kernel(ctx):
+    """test_kernel's checks on the guest's kernel: kernel events through
+    perf_event_open, page faults from the software event (no
+    exceptions:page_fault_user on ARM), switches, wake-ups and their wakers,
+    preemption, the refusals."""
+    d = os.path.join(ctx.progs, "kern")
+    os.makedirs(d, exist_ok=True)
+    progs = {}
+    for name in ("kern_faults", "kern_sleep", "kern_pipe", "kern_preempt"):
+        progs[name] = cc(ctx, os.path.join(PROGS, name + ".c"), os.path.join(d, name), "-std=c11",
+                         "-finstrument-functions")
+    ctx.guest.put(ctx.progs, ctx.progs)
+    tmp = os.path.join(ctx.tmp, "kernel")
+    ctx.guest.run("mkdir -p %s" % tmp)
+    lp = GuestKernelLayerprof(ctx.guest)
+    probe = lp("record", "-q", "--kernel", "-o", os.path.join(tmp, "probe"), "--", "/bin/true")
+    if not check(probe.returncode == 0, "%s: record --kernel works on the guest kernel" % ctx.arch,
+                 probe.stderr.strip()):
+        return
+    tk.group_sleep(lp, progs, tmp)
+    if ctx.quick:
+        return
+    tk.group_faults(lp, progs, tmp)
+    tk.group_pipe(lp, progs, tmp)
+    tk.group_preempt(lp, progs, tmp)
+
+
 class GuestAgent:
     """layerprofd in the guest on its TCP port, which qemu forwards to
     guest.agent_port on this machine's loopback; the token is in
@@ -481,8 +531,8 @@ def group_noboot(ctx):
 
 
 GROUPS = [("probe", group_probe), ("unit", group_unit), ("samples", group_samples), ("memory", group_memory),
-          ("syscalls", group_syscalls), ("live", group_live), ("noboot", group_noboot)]
-QUICK = ["probe", "samples", "syscalls", "live", "noboot"]
+          ("syscalls", group_syscalls), ("kernel", group_kernel), ("live", group_live), ("noboot", group_noboot)]
+QUICK = ["probe", "samples", "syscalls", "kernel", "live", "noboot"]
 
 
 def main():

@@ -27,6 +27,9 @@ import kernel_truth as kt  # noqa: E402
 from harness import check, run_groups, skip  # noqa: E402
 
 NOBODY = 65534
+# Whether perf (the peer) can run the programs: not when they are another
+# architecture's (tests/guest/test_guest.py runs these checks in an ARM guest).
+PEERS = True
 
 
 def run(cmd, timeout=120, **kw):
@@ -121,6 +124,8 @@ def group_faults(lp, progs, tmp):
     check(r.returncode == 1 and "takes no filter" in r.stderr, "the software fault event refuses a filter, saying so",
           r.stderr.strip())
     # the kernel's own count: the difference between 64 pages and none
+    if not PEERS:
+        return
     try:
         with_pages = kt.perf_counts(prog, ["64"], [ev])[ev]
         without = kt.perf_counts(prog, ["00"], [ev])[ev]
@@ -180,6 +185,8 @@ def group_sleep(lp, progs, tmp):
                     ok += 1
                     break
     check(r.returncode == 0 and ok == 5, "replay: each nanosleep line has its switch-out under it", "%d" % ok)
+    if not PEERS:
+        return
     try:
         c = kt.perf_counts(prog, [], [kt.SWITCH_S])
         check(c[kt.SWITCH_S] == w["count"] if w else False,
@@ -210,6 +217,8 @@ def group_pipe(lp, progs, tmp):
     check(rd is not None and rd["off_cpu_by_state"]["S"] > 0 and rd["voluntary_switches"] == 20,
           "report --layers: reader has 20 voluntary switches", json.dumps(rd)[:300])
     parts_add_up(lay, "kern_pipe")
+    if not PEERS:
+        return
     try:
         c = kt.perf_counts(prog, [], [kt.SWITCH_S])
         check(c[kt.SWITCH_S] == 20, "perf stat agrees: 20 switch-outs in state S", str(c[kt.SWITCH_S]))

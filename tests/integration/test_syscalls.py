@@ -214,6 +214,31 @@ def test_slow_start(lp, tmp, backend, prog):
     check(sleeps == 3, "%s: the 3 sleeps before the runtime started are there" % backend, sleeps)
 
 
+def test_exec_wrapper(lp, tmp, backend, wrapper, slow):
+    """An instrumented program that execs sys_slowstart: every call the new
+    image makes (its loader's, its three sleeps before the runtime started)
+    is in the new image's stream; the old one ends with the execve."""
+    out = os.path.join(tmp, "execwrap-" + backend)
+    r = lp("record", "-q", "--syscalls=" + backend, "-o", out, "--", wrapper, slow)
+    if not check(r.returncode == 0, "%s: sys_execwrap sys_slowstart records and exits 0" % backend, r.stderr):
+        return
+    rep, r = lp.json("replay", "--format", "json", out)
+    threads = rep["threads"] if rep else []
+    old = [t for t in threads if t["comm"] == "sys_execwrap"]
+    new = [t for t in threads if t["comm"] != "sys_execwrap"]
+
+    def sys_names(t):
+        return [e["name"] for e in t["events"] if e["type"] == "syscall"]
+    old_calls = sys_names(old[0]) if old else []
+    new_calls = sys_names(new[0]) if new else []
+    check(len(old) == 1 and len(new) == 1 and old_calls and old_calls[-1] == "execve" and
+          old_calls.count("execve") == 2,
+          "%s: the wrapper's stream ends with its execve of sys_slowstart" % backend, old_calls[-4:])
+    check(new_calls[:1] == ["execve"] and new_calls.count("clock_nanosleep") == 3,
+          "%s: the new image's stream has the exec's return and its 3 sleeps" % backend,
+          (new_calls[:3], new_calls.count("clock_nanosleep")))
+
+
 def test_plain(lp, tmp, backend, prog):
     """A program built without instrumentation: counts, and a caller from
     the user stack."""
@@ -382,6 +407,7 @@ def main():
         fork = build(tmp, "sys_fork", True)
         plain = build(tmp, "sys_writer", False)
         slow = build(tmp, "sys_slowstart", True)
+        wrapper = build(tmp, "sys_execwrap", True)
         test_usage(lp, tmp)
         usable = []
         for backend in ("bpf", "tracepoint", "ptrace"):
@@ -395,6 +421,7 @@ def main():
             test_fork(lp, tmp, backend, fork)
             test_plain(lp, tmp, backend, plain)
             test_slow_start(lp, tmp, backend, slow)
+            test_exec_wrapper(lp, tmp, backend, wrapper, slow)
             test_function_filters(lp, tmp, backend, writer)
             test_path_search(lp, tmp, backend, writer)
         # auto picks one and says which
