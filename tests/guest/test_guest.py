@@ -305,9 +305,8 @@ class GuestKernelLayerprof(tk.Layerprof):
         self.env = {}
 
     def __call__(self, *args, timeout=300, env=None, **kw):
-        prefix = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in (env or {}).items())
-        return self.g.run("%s exec %s %s" % ("env " + prefix if prefix else "", LP,
-                                              " ".join(shlex.quote(str(a)) for a in args)),
+        assign = "".join("%s=%s " % (k, shlex.quote(v)) for k, v in (env or {}).items())
+        return self.g.run("%sexec %s %s" % (assign, LP, " ".join(shlex.quote(str(a)) for a in args)),
                           timeout=timeout, check=False)
 
 
