@@ -262,6 +262,10 @@ static int syscall_option(struct session_syscalls *sys, const char *key, const c
 		}
 		return 0;
 	}
+	if (!strcmp(key, "kernel_functions")) {
+		sys->kcfg.functions = val;
+		return 0;
+	}
 	if (!strcmp(key, "kernel_filter")) {
 		if (sys->kcfg.nfilters == KTRACE_FILTERS_MAX) {
 			snprintf(err, errlen, "more than %u kernel_filter options", KTRACE_FILTERS_MAX);
@@ -293,8 +297,8 @@ static int syscall_filter(struct session_syscalls *sys, const char *filter, char
 {
 	char why[256];
 
-	if (sys->kcfg.nfilters && !sys->kernel) {
-		snprintf(err, errlen, "kernel_filter needs kernel");
+	if ((sys->kcfg.nfilters || sys->kcfg.functions) && !sys->kernel) {
+		snprintf(err, errlen, "kernel_filter and kernel_functions need kernel");
 		return -EINVAL;
 	}
 	if (filter && !sys->on) {

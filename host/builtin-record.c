@@ -98,6 +98,9 @@ static const char record_usage[] =
     "                        e.g. 'sched:*,block:*,exceptions:page_fault_user'\n"
     "      --kernel-filter F  in-kernel filter (ftrace syntax) for every selected\n"
     "                        event, or 'group:event=EXPR' for one; repeatable\n"
+    "      --kernel-functions LIST  with --kernel: trace these kernel functions\n"
+    "                        too (entry, and return with its value), through\n"
+    "                        kprobes where the kernel allows them\n"
     "      --kernel-buffer SZ  kernel buffer per CPU for --kernel (default 2M;\n"
     "                        64K to 256M); the kernel drops records (counted) when\n"
     "                        the recorder falls this far behind\n"
@@ -416,6 +419,9 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 		}
 		rec->kcfg.filters[rec->kcfg.nfilters++] = arg;
 		break;
+	case 'U':
+		rec->kcfg.functions = arg;
+		break;
 	case 'J':
 		if (options_parse_size(arg, &rec->kbuffer) || rec->kbuffer < (64u << 10) ||
 		    rec->kbuffer > (256u << 20)) {
@@ -484,6 +490,7 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "kernel", optional_argument, NULL, 'k' },
 		{ "kernel-filter", required_argument, NULL, 'G' },
 		{ "kernel-buffer", required_argument, NULL, 'J' },
+		{ "kernel-functions", required_argument, NULL, 'U' },
 		{ "memory", no_argument, NULL, 'm' },
 		{ "mem-depth", required_argument, NULL, 'D' },
 		{ "keep-alive", no_argument, NULL, 'A' },
@@ -515,8 +522,9 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		        "layerprof record: --syscall-filter, --syscall-buffer and --keep-running need --syscalls\n");
 		return LP_EXIT_USAGE;
 	}
-	if ((rec->kcfg.nfilters || rec->kbuffer) && !rec->kernel) {
-		fprintf(stderr, "layerprof record: --kernel-filter and --kernel-buffer need --kernel\n");
+	if ((rec->kcfg.nfilters || rec->kbuffer || rec->kcfg.functions) && !rec->kernel) {
+		fprintf(stderr,
+		        "layerprof record: --kernel-filter, --kernel-functions and --kernel-buffer need --kernel\n");
 		return LP_EXIT_USAGE;
 	}
 	if (rec->kernel && rec->kcfg.events && !*rec->kcfg.events) {

@@ -17,6 +17,7 @@
 
 #include "common/kernevent.h"
 #include "common/varint.h"
+#include "ktrace/kprobes.h"
 #include "ktrace/ktrace.h"
 #include "systrace/perfring.h"
 #include "systrace/tracefs.h"
@@ -89,7 +90,9 @@ struct ktrace {
 	uint64_t *lost_cpu;
 	int *cpus;
 	uint64_t records, kept, lost;
-	bool lost_count; /* PERF_FORMAT_LOST: losses readable from the events */
+	bool lost_count;               /* PERF_FORMAT_LOST: losses readable from the events */
+	const char *root;              /* tracefs */
+	char kgroup[KPROBES_NAME_MAX]; /* our kprobes' group, "" when none */
 	bool finished;
 };
 
@@ -761,7 +764,20 @@ struct ktrace *ktrace_open(const struct ktrace_config *cfg, const struct ktrace_
 		r = -ENOENT;
 		goto fail;
 	}
+	kt->root = root;
+	if (cfg->functions) {
+		kprobes_sweep(root);
+		kprobes_group(kt->kgroup, sizeof(kt->kgroup));
+		r = kprobes_add(root, kt->kgroup, cfg->functions, err, errlen);
+		if (r)
+			goto fail;
+	}
 	r = select_events(kt, root, cfg->events, warn, warnlen, err, errlen);
+	if (!r && kt->kgroup[0]) {
+		long n = select_spec(kt, root, kt->kgroup, err, errlen);
+
+		r = n < 0 ? (int)n : 0;
+	}
 	if (!r)
 		r = assign_filters(kt, cfg, err, errlen);
 	if (!r)
@@ -1072,6 +1088,9 @@ void ktrace_free(struct ktrace *kt)
 	perfrings_release(&kt->pr);
 	for (size_t i = 0; i < kt->nfds; i++)
 		close(kt->fds[i]);
+	/* once no event uses them */
+	if (kt->kgroup[0])
+		kprobes_remove(kt->root, kt->kgroup);
 	for (uint32_t i = 0; i < kt->nev; i++)
 		free(kt->ev[i].fmt);
 	free(kt->ev);

@@ -46,6 +46,10 @@ struct ktrace_config {
 	const char *filters[KTRACE_FILTERS_MAX];
 	uint32_t nfilters;
 	uint32_t buffer_pages; /* per CPU ring, a power of two; 0: the default */
+	/* kernel functions to trace (comma-separated symbols), entry and
+	 * return, through kprobes (ktrace/kprobes.h) where the kernel allows
+	 * them; NULL: none */
+	const char *functions;
 };
 
 struct ktrace_ops {

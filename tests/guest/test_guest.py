@@ -304,6 +304,9 @@ class GuestKernelLayerprof(tk.Layerprof):
         self.exe = LP
         self.env = {}
 
+    def read_text(self, path):
+        return self.g.run("cat %s" % shlex.quote(path), check=False).stdout
+
     def __call__(self, *args, timeout=300, env=None, **kw):
         assign = "".join("%s=%s " % (k, shlex.quote(v)) for k, v in (env or {}).items())
         return self.g.run("%sexec %s %s" % (assign, LP, " ".join(shlex.quote(str(a)) for a in args)),
@@ -318,7 +321,7 @@ def group_kernel(ctx):
     d = os.path.join(ctx.progs, "kern")
     os.makedirs(d, exist_ok=True)
     progs = {}
-    for name in ("kern_faults", "kern_sleep", "kern_pipe", "kern_preempt"):
+    for name in ("kern_faults", "kern_sleep", "kern_pipe", "kern_preempt", "sys_writer"):
         progs[name] = cc(ctx, os.path.join(PROGS, name + ".c"), os.path.join(d, name), "-std=c11",
                          "-finstrument-functions")
     ctx.guest.put(ctx.progs, ctx.progs)
@@ -335,6 +338,7 @@ def group_kernel(ctx):
     tk.group_faults(lp, progs, tmp)
     tk.group_pipe(lp, progs, tmp)
     tk.group_preempt(lp, progs, tmp)
+    tk.group_kfunctions(lp, progs, tmp)
 
 
 class GuestAgent:

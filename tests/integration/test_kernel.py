@@ -45,6 +45,13 @@ class Layerprof:
     def __call__(self, *args, timeout=120, env=None, **kw):
         return run([self.exe] + list(args), timeout=timeout, env=dict(self.env, **(env or {})), **kw)
 
+    def read_text(self, path):
+        try:
+            with open(path, errors="replace") as f:
+                return f.read()
+        except OSError as e:
+            return str(e)
+
     def json(self, *args):
         r = self(*args)
         check(r.returncode == 0, "layerprof %s: exit 0" % " ".join(args[:2]), r.stderr.strip()[-300:])
@@ -360,6 +367,42 @@ def group_damaged(lp, progs, tmp):
           "replay of a trace without formats: its kernel lines say so")
 
 
+def group_kfunctions(lp, progs, tmp):
+    """Kernel function tracing through kprobes, where the kernel allows
+    them: do_sys_openat2's entry and return inside sys_writer's opener,
+    under its openat; the probes are gone afterwards."""
+    trace = os.path.join(tmp, "kfunctions")
+    r = lp("record", "-q", "--kernel=sched:sched_switch", "--kernel-functions=do_sys_openat2", "--syscalls", "-o",
+           trace, "--", progs["sys_writer"])
+    if r.returncode and "needs kprobes" in r.stderr:
+        check(len(r.stderr.splitlines()) == 1 and not os.path.exists(os.path.join(trace, "data")),
+              "--kernel-functions where kprobes are refused: one message, no trace", r.stderr.strip())
+        skip("kernel function tracing", r.stderr.strip().split(": ", 2)[-1])
+        return
+    if not check(r.returncode == 0, "record --kernel-functions=do_sys_openat2: exit 0", r.stderr.strip()):
+        return
+    rep = lp.json("report", "--kernel", "--format", "json", trace)
+    if not rep:
+        return
+    entry = [x for x in rep["by_function"] if x["event"].endswith(":do_sys_openat2") and x["function"] == "opener"]
+    ret = [x for x in rep["by_function"] if x["event"].endswith(":do_sys_openat2__return") and
+           x["function"] == "opener"]
+    check(len(entry) == 1 and entry[0]["count"] == 1 and len(ret) == 1 and ret[0]["count"] == 1,
+          "do_sys_openat2 entered and returned once inside opener", json.dumps(rep["by_function"])[:300])
+    under = sum(x["count"] for x in rep["by_syscall"] if x["event"].endswith(":do_sys_openat2") and
+                x["syscall"] == "openat")
+    check(under >= 2, "every do_sys_openat2 is under an openat syscall (main's and opener's)", str(under))
+    flow = lp.json("flow", "--format", "json", trace, "opener#1")
+    if flow:
+        steps = flow["steps"]
+        ok = any(st["type"] == "syscall" and st["text"].startswith("openat(") and i + 1 < len(steps) and
+                 steps[i + 1].get("event", "").endswith(":do_sys_openat2") and
+                 steps[i + 1]["depth"] == st["depth"] + 1 for i, st in enumerate(steps))
+        check(ok, "flow opener#1: the kernel function under the openat step")
+    probes = lp.read_text("/sys/kernel/tracing/kprobe_events")
+    check("layerprof_" not in probes, "the probes are removed after the recording", probes[:200])
+
+
 def group_live(lp, progs, tmp):
     """live --kernel through an agent on a UNIX socket: the saved trace and
     the last JSON view have the kernel layer."""
@@ -403,6 +446,11 @@ def setup(build):
     tmp_bin = os.path.join(build, "tests", "kern_programs")
     os.makedirs(tmp_bin, exist_ok=True)
     progs = kt.build_programs(tmp_bin)
+    progs["sys_writer"] = os.path.join(tmp_bin, "sys_writer")
+    r = run(["gcc"] + kt.CFLAGS + ["-I", kt.PROGS, os.path.join(kt.PROGS, "sys_writer.c"), "-o",
+                                   progs["sys_writer"]])
+    if r.returncode:
+        raise SystemExit("cannot build sys_writer: %s" % r.stderr)
     probe = os.path.join(tmp_bin, "probe-trace")
     r = lp("record", "-q", "--kernel=sched:sched_switch", "-o", probe, "--", "/bin/true")
     shutil.rmtree(probe, ignore_errors=True)
@@ -423,6 +471,7 @@ GROUPS = {
     "refuse": group_refuse,
     "damaged": group_damaged,
     "live": group_live,
+    "kfunctions": group_kfunctions,
 }
 
 if __name__ == "__main__":
