@@ -385,7 +385,8 @@ bad:
 
 static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
-	char val[32], err[512], msg[600], opt[32], filter_buf[4096], kernel_buf[4096], kfilter_buf[1024], *end;
+	char val[32], err[512], msg[600], opt[32], filter_buf[4096], kernel_buf[4096], kfilter_buf[1024],
+	    kfunc_buf[1024], *end;
 	struct session_syscalls sys = { 0 };
 	const char *filter = NULL;
 	struct session *s;
@@ -422,6 +423,13 @@ static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f
 		r = syscall_option(&sys, "kernel", kernel_buf, &filter, err, sizeof(err));
 	else if (r != -ENOENT)
 		snprintf(err, sizeof(err), "kernel: value too long or not text");
+	if (r && r != -ENOENT)
+		goto bad;
+	r = wire_kv_get(f->payload, f->len, "kernel_functions", kfunc_buf, sizeof(kfunc_buf));
+	if (!r)
+		r = syscall_option(&sys, "kernel_functions", kfunc_buf, &filter, err, sizeof(err));
+	else if (r != -ENOENT)
+		snprintf(err, sizeof(err), "kernel_functions: value too long or not text");
 	if (r && r != -ENOENT)
 		goto bad;
 	r = wire_kv_get(f->payload, f->len, "kernel_filter", kfilter_buf, sizeof(kfilter_buf));

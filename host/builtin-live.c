@@ -65,6 +65,7 @@ static const char live_usage[] =
     "                        record --kernel): kept in --save's trace, shown by\n"
     "                        'view layers'\n"
     "      --kernel-filter F  in-kernel filter for the kernel events\n"
+    "      --kernel-functions LIST  kernel functions traced through kprobes too\n"
     "  -m, --memory          trace heap operations too (the agent preloads\n"
     "                        liblayerprof-mem.so): live objects per call site,\n"
     "                        growth, illegal releases; shown by 'view memory'\n"

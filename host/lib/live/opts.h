@@ -30,6 +30,7 @@ enum liveopt_code {
 	LIVEOPT_MEM_FOLD,
 	LIVEOPT_KERNEL,
 	LIVEOPT_KERNEL_FILTER,
+	LIVEOPT_KERNEL_FUNCTIONS,
 };
 
 #define LIVEOPTS_LONG_OPTIONS                                                                                         \
@@ -42,6 +43,7 @@ enum liveopt_code {
 	    { "mem-fold", required_argument, NULL, LIVEOPT_MEM_FOLD },                                                \
 	    { "kernel", optional_argument, NULL, LIVEOPT_KERNEL },                                                    \
 	    { "kernel-filter", required_argument, NULL, LIVEOPT_KERNEL_FILTER },                                      \
+	    { "kernel-functions", required_argument, NULL, LIVEOPT_KERNEL_FUNCTIONS },                                \
 	{                                                                                                             \
 		"keep-alive", no_argument, NULL, LIVEOPT_KEEP_ALIVE                                                   \
 	}
@@ -58,6 +60,7 @@ struct liveopts {
 	struct memopts mem; /* --memory, --mem-depth, --keep-alive, --mem-fold */
 	const char *kernel; /* --kernel: "default" or the tracepoints; NULL: none */
 	const char *kernel_filter;
+	const char *kernel_functions;
 	bool any; /* an option other than --connect was given */
 };
 

@@ -348,6 +348,9 @@ static int send_start_frame(struct livesession *ls)
 		if (ls->kernel_filter && olen < sizeof(opts))
 			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "kernel_filter=%s%c",
 			                         ls->kernel_filter, ls->attach_pid ? '\n' : '\0');
+		if (ls->kernel_functions && olen < sizeof(opts))
+			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "kernel_functions=%s%c",
+			                         ls->kernel_functions, ls->attach_pid ? '\n' : '\0');
 		if (olen >= sizeof(opts)) {
 			fail(ls, "the kernel options are too long (at most %u bytes)",
 			     LIVESESSION_SYSCALL_OPTS_MAX - 64);
