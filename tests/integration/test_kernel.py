@@ -180,6 +180,14 @@ def group_sleep(lp, progs, tmp):
     r = lp("flow", trace, "sleeper#2")
     check(r.returncode == 1 and "has 1 call, no call #2" in r.stderr, "flow sleeper#2: no such call, exit 1",
           r.stderr.strip())
+    r = lp("flow", trace, "sleeper#x")
+    check(r.returncode == 2 and "invalid call 'sleeper#x'" in r.stderr, "flow sleeper#x: usage, exit 2")
+    r = lp("flow", os.path.join(tmp, "no-such-trace"), "sleeper")
+    check(r.returncode == 3, "flow of a missing trace: exit 3", r.stderr.strip())
+    r = lp("flow", "--all", "--format", "json", trace, "sleeper")
+    calls = json.loads(r.stdout)["calls"] if r.returncode == 0 else []
+    check(len(calls) == 1 and calls[0]["n"] == 1 and calls[0]["context_switches"] == 5,
+          "flow --all: one call of sleeper with its 5 switches", r.stdout[:200])
     r = lp("replay", trace)
     lines = r.stdout.splitlines()
     ok = 0
