@@ -48,6 +48,8 @@ struct kt_event {
 	bool timer, timer_start, timer_cancel;
 	struct tracefs_field tptr;
 	bool packed; /* the standard 8-byte common header */
+	bool glob;   /* chosen by a pattern: left out (with a warning) if it cannot be opened */
+	bool skip;   /* left out */
 	/* not a tracepoint: perf's page-faults software event, its samples
 	 * turned into records of the format of x86's
 	 * exceptions:page_fault_user (address, ip 0, error_code 0) */
@@ -78,6 +80,7 @@ struct ktrace {
 	char *selection;
 	struct perfrings pr;
 	int *fds;
+	int *fd_ring; /* the ring index of each */
 	size_t nfds;
 	struct kt_idmap *ids; /* sorted by perf_id */
 	size_t nids;
@@ -401,6 +404,12 @@ static long select_spec(struct ktrace *kt, const char *root, const char *spec, c
 			if (access(fmt, R_OK))
 				continue;
 			r = event_add(kt, root, gd->d_name, ed->d_name, true, err, errlen);
+			if (!r && (strpbrk(spec, "*?[") || !colon)) {
+				struct kt_event *added = event_find(kt, gd->d_name, ed->d_name);
+
+				if (added)
+					added->glob = true;
+			}
 			if (r) {
 				closedir(events);
 				closedir(groups);
@@ -657,13 +666,32 @@ static int kt_cmp_id(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int open_events(struct ktrace *kt, char *err, size_t errlen)
+/* Notes an event chosen by a pattern that the kernel cannot record
+ * through perf (some ftrace internals): it is left out, with a warning. */
+static void skip_event(struct kt_event *e, char *warn, size_t warnlen)
+{
+	static const char head[] = "left out, as perf cannot open them: ";
+	size_t n = strlen(warn);
+	int w;
+
+	e->skip = true;
+	if (n + sizeof(head) + 2 * KT_NAME_MAX + 4 >= warnlen)
+		return; /* the warning is long enough */
+	if (!strstr(warn, head))
+		w = snprintf(warn + n, warnlen - n, "%s%s%s:%s", n ? "; " : "", head, e->group, e->name);
+	else
+		w = snprintf(warn + n, warnlen - n, ", %s:%s", e->group, e->name);
+	(void)w;
+}
+
+static int open_events(struct ktrace *kt, char *warn, size_t warnlen, char *err, size_t errlen)
 {
 	size_t total = (size_t)kt->nev * (size_t)kt->pr.nrings;
 
 	kt->fds = malloc(total * sizeof(*kt->fds));
+	kt->fd_ring = malloc(total * sizeof(*kt->fd_ring));
 	kt->ids = malloc(total * sizeof(*kt->ids));
-	if (!kt->fds || !kt->ids) {
+	if (!kt->fds || !kt->fd_ring || !kt->ids) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -677,6 +705,8 @@ static int open_events(struct ktrace *kt, char *err, size_t errlen)
 			uint64_t pid;
 			int fd, r;
 
+			if (e->skip)
+				continue;
 			kt_attr(&attr, e, kt->lost_count);
 			fd = perf_open(&attr, -1, ring->cpu);
 			if (fd == -EINVAL && kt->lost_count && !kt->nfds) {
@@ -684,6 +714,10 @@ static int open_events(struct ktrace *kt, char *err, size_t errlen)
 				kt->lost_count = false;
 				kt_attr(&attr, e, false);
 				fd = perf_open(&attr, -1, ring->cpu);
+			}
+			if (fd < 0 && c == 0 && e->glob && fd != -EACCES && fd != -EPERM) {
+				skip_event(e, warn, warnlen);
+				continue;
 			}
 			if (fd < 0) {
 				snprintf(what, sizeof(what), " (%s:%s, CPU %d)", e->group, e->name, ring->cpu);
@@ -697,6 +731,7 @@ static int open_events(struct ktrace *kt, char *err, size_t errlen)
 				}
 				return fd;
 			}
+			kt->fd_ring[kt->nfds] = c;
 			kt->fds[kt->nfds++] = fd;
 			if (ring->fd < 0)
 				r = perfring_map(&kt->pr, ring, fd, err, errlen);
@@ -798,7 +833,17 @@ struct ktrace *ktrace_open(const struct ktrace_config *cfg, const struct ktrace_
 			kt->cpus[c] = kt->pr.rings[c].cpu;
 	}
 	if (!r)
-		r = open_events(kt, err, errlen);
+		r = open_events(kt, warn, warnlen, err, errlen);
+	if (!r) {
+		bool any = false;
+
+		for (uint32_t i = 0; i < kt->nev; i++)
+			any = any || (kt->ev[i].forward && !kt->ev[i].skip);
+		if (!any) {
+			snprintf(err, errlen, "no selected tracepoint can be recorded (%s)", warn);
+			r = -ENOENT;
+		}
+	}
 	if (!r)
 		return kt;
 fail:
@@ -1049,7 +1094,7 @@ void ktrace_get_stats(const struct ktrace *kt, struct ktrace_stats *st)
 	st->lost_cpu = kt->lost_cpu;
 	st->cpus = kt->cpus;
 	for (uint32_t i = 0; i < kt->nev; i++)
-		st->events += kt->ev[i].forward;
+		st->events += kt->ev[i].forward && !kt->ev[i].skip;
 }
 
 void ktrace_finish(struct ktrace *kt)
@@ -1067,8 +1112,8 @@ void ktrace_finish(struct ktrace *kt)
 	for (int c = 0; c < kt->pr.nrings; c++) {
 		uint64_t total = 0, v[2];
 
-		for (size_t i = (size_t)c * kt->nev; i < (size_t)(c + 1) * kt->nev && i < kt->nfds; i++)
-			if (read(kt->fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
+		for (size_t i = 0; i < kt->nfds; i++)
+			if (kt->fd_ring[i] == c && read(kt->fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
 				total += v[1];
 		if (total > kt->lost_cpu[c]) {
 			uint64_t more = total - kt->lost_cpu[c];
@@ -1095,6 +1140,7 @@ void ktrace_free(struct ktrace *kt)
 		free(kt->ev[i].fmt);
 	free(kt->ev);
 	free(kt->fds);
+	free(kt->fd_ring);
 	free(kt->ids);
 	free(kt->tasks);
 	free(kt->formats);
