@@ -52,6 +52,12 @@ struct sysq_rec {
 	char str[SYSQ_STR_MAX];
 };
 
+/* A ring buffer of cap records, n from head. */
+struct sysq {
+	struct sysq_rec *q;
+	uint32_t head, n, cap;
+};
+
 struct sysproc {
 	uint32_t pid;
 	uint32_t ring_image; /* latest runtime image seen for the pid; 0: none */
@@ -63,8 +69,11 @@ struct sysproc {
 
 struct systhread {
 	uint32_t pid, tid;
-	struct sysq_rec *q; /* ring buffer of cap records, n from head */
-	uint32_t head, n, cap;
+	/* the queued records: syscalls and kernel events, each queue in time
+	 * order (each tracer hands a thread's records in order), merged as
+	 * they are written; n counts both */
+	struct sysq sq, kq;
+	uint32_t n;
 	struct stream *bound; /* the thread's ring stream, while open */
 	uint32_t image;       /* image of its own stream: the last ring's, if any */
 	struct encoder *own;  /* stream of syscalls only, once needed */
@@ -210,70 +219,108 @@ static struct systhread *thread_new(struct drainsys *ds, uint32_t pid, uint32_t 
 	return t;
 }
 
-static inline struct sysq_rec *q_at(struct systhread *t, uint32_t i);
+static inline struct sysq_rec *sq_at(const struct sysq *q, uint32_t i)
+{
+	return &q->q[(q->head + i) & (q->cap - 1)];
+}
+
+static void sq_free(struct sysq *q)
+{
+	for (uint32_t i = 0; i < q->n; i++)
+		if (sq_at(q, i)->kernel)
+			free(sq_at(q, i)->k.big);
+	free(q->q);
+}
 
 static void thread_free(struct systhread *t)
 {
-	for (uint32_t i = 0; i < t->n; i++)
-		if (q_at(t, i)->kernel)
-			free(q_at(t, i)->k.big);
-	free(t->q);
+	sq_free(&t->sq);
+	sq_free(&t->kq);
 	free(t->own);
 	free(t);
 }
 
-static inline struct sysq_rec *q_at(struct systhread *t, uint32_t i)
+/* The thread's earliest queued record (its syscall on a tie: the entry
+ * comes before what the kernel did in the call); t->n must not be 0. */
+static inline struct sysq *q_first(struct systhread *t)
 {
-	return &t->q[(t->head + i) & (t->cap - 1)];
+	if (!t->kq.n)
+		return &t->sq;
+	if (!t->sq.n)
+		return &t->kq;
+	return sq_at(&t->kq, 0)->ns < sq_at(&t->sq, 0)->ns ? &t->kq : &t->sq;
+}
+
+static inline struct sysq_rec *q_front(struct systhread *t)
+{
+	return sq_at(q_first(t), 0);
+}
+
+/* Takes the front record off (after put_record or a drop). */
+static inline void q_pop(struct systhread *t)
+{
+	struct sysq *q = q_first(t);
+
+	q->head = (q->head + 1) & (q->cap - 1);
+	q->n--;
+	t->n--;
+}
+
+/* The time of the queued record at about the middle (for q_relieve). */
+static uint64_t q_middle_ns(struct systhread *t)
+{
+	uint64_t a = t->sq.n ? sq_at(&t->sq, t->sq.n / 2)->ns : 0, b = t->kq.n ? sq_at(&t->kq, t->kq.n / 2)->ns : 0;
+
+	return a > b ? a : b;
 }
 
 /* Room for one more record at the queue's end (grown as needed); NULL
- * when the queue is at SYSQ_MAX or memory is short. */
-static struct sysq_rec *q_room(struct systhread *t, int *err)
+ * when the thread has SYSQ_MAX records queued or memory is short. */
+static struct sysq_rec *q_room(struct systhread *t, struct sysq *q, int *err)
 {
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? 2 * t->cap : 16, i;
+	*err = -ENOSPC;
+	if (t->n >= SYSQ_MAX)
+		return NULL;
+	if (q->n == q->cap) {
+		uint32_t cap = q->cap ? 2 * q->cap : 16, i;
 		struct sysq_rec *n;
 
-		*err = -ENOSPC;
-		if (t->cap >= SYSQ_MAX)
-			return NULL;
 		*err = -ENOMEM;
 		n = malloc(cap * sizeof(*n));
 		if (!n)
 			return NULL;
-		for (i = 0; i < t->n; i++)
-			n[i] = *q_at(t, i);
-		free(t->q);
-		t->q = n;
-		t->cap = cap;
-		t->head = 0;
+		for (i = 0; i < q->n; i++)
+			n[i] = *sq_at(q, i);
+		free(q->q);
+		q->q = n;
+		q->cap = cap;
+		q->head = 0;
 	}
-	return q_at(t, t->n);
+	return sq_at(q, q->n);
 }
 
 /* Makes the record just filled at the queue's end take its place in time
- * order: the syscall tracer and the kernel tracer each hand a thread's
- * records in order, but not in order with each other. */
-static void q_settle(struct systhread *t)
+ * order: a tracer hands a thread's records in order, but for the odd one
+ * the kernel wrote late. */
+static void q_settle(struct sysq *q)
 {
-	uint32_t i = t->n - 1;
+	uint32_t i = q->n - 1;
 	struct sysq_rec r;
 
-	if (!i || q_at(t, i - 1)->ns <= q_at(t, i)->ns)
+	if (!i || sq_at(q, i - 1)->ns <= sq_at(q, i)->ns)
 		return;
-	r = *q_at(t, i);
-	while (i && q_at(t, i - 1)->ns > r.ns) {
-		*q_at(t, i) = *q_at(t, i - 1);
+	r = *sq_at(q, i);
+	while (i && sq_at(q, i - 1)->ns > r.ns) {
+		*sq_at(q, i) = *sq_at(q, i - 1);
 		i--;
 	}
-	*q_at(t, i) = r;
+	*sq_at(q, i) = r;
 }
 
 static int q_push(struct systhread *t, uint64_t ns, const struct sysevent *ev)
 {
 	int err = 0;
-	struct sysq_rec *r = q_room(t, &err);
+	struct sysq_rec *r = q_room(t, &t->sq, &err);
 
 	if (!r)
 		return err;
@@ -287,15 +334,16 @@ static int q_push(struct systhread *t, uint64_t ns, const struct sysevent *ev)
 		r->ev.str_len = 0;
 	}
 	r->ev.str = NULL;
+	t->sq.n++;
 	t->n++;
-	q_settle(t);
+	q_settle(&t->sq);
 	return 0;
 }
 
 static int q_push_kernel(struct systhread *t, uint64_t ns, const struct kernrec *k)
 {
 	int err = 0;
-	struct sysq_rec *r = q_room(t, &err);
+	struct sysq_rec *r = q_room(t, &t->kq, &err);
 	uint32_t len = k->len < KERNEVENT_RAW_MAX ? k->len : KERNEVENT_RAW_MAX;
 
 	if (!r)
@@ -315,8 +363,9 @@ static int q_push_kernel(struct systhread *t, uint64_t ns, const struct kernrec 
 	} else {
 		memcpy(r->str, k->raw, len);
 	}
+	t->kq.n++;
 	t->n++;
-	q_settle(t);
+	q_settle(&t->kq);
 	return 0;
 }
 
@@ -356,27 +405,28 @@ static bool kernel_held(const struct drain *d, const struct systhread *t, const 
 static uint64_t q_write(struct drain *d, struct systhread *t, struct encoder *e, uint64_t upto)
 {
 	if (t->lost && t->n) {
-		encoder_lost(e, q_at(t, 0)->ns, t->lost);
+		encoder_lost(e, q_front(t)->ns, t->lost);
 		t->lost = 0;
 	}
-	while (t->n && q_at(t, 0)->ns <= upto) {
-		if (kernel_held(d, t, q_at(t, 0)))
+	while (t->n && q_front(t)->ns <= upto) {
+		struct sysq_rec *r = q_front(t);
+
+		if (kernel_held(d, t, r))
 			break;
 		/* the image's own exec: what follows is the next image's, which
 		 * waits for its ring (the exit of the exec that made this image
 		 * is written here) */
-		if (t->bound && t->exec_entered && is_exec(d->sys, q_at(t, 0))) {
+		if (t->bound && t->exec_entered && is_exec(d->sys, r)) {
 			t->exec_queued = true;
 			break;
 		}
-		exec_note(d->sys, t, q_at(t, 0));
-		put_record(e, q_at(t, 0));
-		t->head = (t->head + 1) & (t->cap - 1);
-		t->n--;
+		exec_note(d->sys, t, r);
+		put_record(e, r);
+		q_pop(t);
 		if (encoder_full(e))
 			drain_flush_encoder(d, e);
 	}
-	return t->n ? q_at(t, 0)->ns : UINT64_MAX;
+	return t->n ? q_front(t)->ns : UINT64_MAX;
 }
 
 void drainsys_bind(struct drain *d, struct stream *s)
@@ -399,7 +449,7 @@ void drainsys_bind(struct drain *d, struct stream *s)
 	t->exec_entered = false;
 	t->ring_first_ns = 0;
 	s->sys = t;
-	s->sys_next = t->n ? q_at(t, 0)->ns : UINT64_MAX;
+	s->sys_next = t->n ? q_front(t)->ns : UINT64_MAX;
 }
 
 void drainsys_emit(struct stream *s, uint64_t ns)
@@ -651,7 +701,7 @@ static void own_write(struct drain *d, struct systhread *t, bool stop_at_exec)
 	struct encoder *e;
 
 	while (t->n) {
-		struct sysq_rec *r = q_at(t, 0);
+		struct sysq_rec *r = q_front(t);
 		bool exec = is_exec(d->sys, r);
 
 		if (kernel_held(d, t, r))
@@ -676,8 +726,7 @@ static void own_write(struct drain *d, struct systhread *t, bool stop_at_exec)
 			t->lost = 0;
 		}
 		put_record(e, r);
-		t->head = (t->head + 1) & (t->cap - 1);
-		t->n--;
+		q_pop(t);
 		if (encoder_full(e))
 			drain_flush_encoder(d, e);
 		if (exec) {
@@ -746,10 +795,10 @@ static void q_relieve(struct drain *d, struct systhread *t)
 
 	if (t->n < SYSQ_MAX)
 		return;
-	e = t->bound ? t->bound->enc : own_stream(d, t, q_at(t, 0)->ns);
+	e = t->bound ? t->bound->enc : own_stream(d, t, q_front(t)->ns);
 	t->release = true;
 	if (e)
-		q_write(d, t, e, q_at(t, t->n / 2)->ns);
+		q_write(d, t, e, q_middle_ns(t));
 	t->release = false;
 }
 
@@ -778,7 +827,7 @@ int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, cons
 	if (!t->bound && is_exec_ev(d->sys, ev))
 		t->exec_queued = true;
 	if (t->bound && ns < t->bound->sys_next)
-		t->bound->sys_next = q_at(t, 0)->ns;
+		t->bound->sys_next = q_front(t)->ns;
 	return 0;
 }
 
@@ -801,7 +850,7 @@ int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const
 		return r;
 	}
 	if (t->bound && ns < t->bound->sys_next)
-		t->bound->sys_next = q_at(t, 0)->ns;
+		t->bound->sys_next = q_front(t)->ns;
 	return 0;
 }
 
@@ -839,13 +888,13 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 				if (held < upto)
 					upto = held;
 			}
-			if (t->n && q_at(t, 0)->ns <= upto)
+			if (t->n && q_front(t)->ns <= upto)
 				t->bound->sys_next = q_write(d, t, t->bound->enc, upto);
 			continue;
 		}
 		p = proc_get(ds, t->pid, false);
 		hold = t->exec_queued ? DRAIN_SYSCALL_EXEC_HOLD_NS : DRAIN_SYSCALL_HOLD_NS;
-		if (t->n && (t->own || q_at(t, 0)->ns + hold <= t0 || t->n >= SYSQ_HOLD_MAX || (p && p->exited))) {
+		if (t->n && (t->own || q_front(t)->ns + hold <= t0 || t->n >= SYSQ_HOLD_MAX || (p && p->exited))) {
 			t->release = p && p->exited;
 			own_write(d, t, !(p && p->exited));
 			t->release = false;
