@@ -946,8 +946,8 @@ static int record_summary(struct recorder *rec)
 		sys_lost += kst.lost;
 		if (tty)
 			fprintf(stderr,
-			        "layerprof record: kernel: %llu records of %u tracepoints read, %llu kept for the "
-			        "program's threads\n",
+			        "layerprof record: kernel: %llu records of %u tracepoints read, %llu copies into the "
+			        "program's threads' streams (one per thread a record concerns)\n",
 			        (unsigned long long)kst.records, kst.events, (unsigned long long)kst.kept);
 	}
 	if (rec->st) {
