@@ -80,6 +80,11 @@ static void layers_text(FILE *f, const struct walk *w, const struct klayer_resul
 	if (!w->syscalls)
 		fprintf(f, "# no system calls in this trace (record with --syscalls): syscall time counts as "
 		           "user time\n");
+	if (r->unpaired_switches)
+		fprintf(f,
+		        "# warning: %llu switch-outs have no switch-in before the next one (kernel records not "
+		        "delivered): the off-CPU time of those waits runs to the next switch-out\n",
+		        (unsigned long long)r->unpaired_switches);
 	fprintf(f, "#\n# per thread (time from its first to its last event)\n");
 	text_parts_header(f, "Thread");
 	for (size_t i = 0; i < r->nthreads; i++) {
@@ -113,6 +118,7 @@ static void layers_json(FILE *f, const struct walk *w, const struct klayer_resul
 	json_str(&j, "trace", w->dir ? w->dir : "");
 	json_u64(&j, "kernel_events", r->kernel_events);
 	json_u64(&j, "undecodable_kernel_events", r->undecodable);
+	json_u64(&j, "unpaired_switches", r->unpaired_switches);
 	json_u64(&j, "lost_events", w->lost);
 	json_bool(&j, "has_kernel", w->kernel_events > 0);
 	json_bool(&j, "has_syscalls", w->syscalls > 0);
@@ -169,6 +175,11 @@ static void kernel_text(FILE *f, const struct walk *w, const struct klayer_resul
 		fprintf(f, "# no kernel events in this trace (record with --kernel)\n");
 		return;
 	}
+	if (r->unpaired_switches)
+		fprintf(f,
+		        "# warning: %llu switch-outs have no switch-in before the next one: the kernel did not "
+		        "deliver those records (their waits run to the next switch-out)\n",
+		        (unsigned long long)r->unpaired_switches);
 	fprintf(f, "#\n# events per type (in the streams of the threads they concern)\n%10s  %s\n", "Count", "Event");
 	for (i = 0; i < r->nevents; i++)
 		fprintf(f, "%10llu  %s\n", (unsigned long long)r->events[i].count, r->events[i].name);
@@ -244,6 +255,7 @@ static void kernel_json(FILE *f, const struct walk *w, const struct klayer_resul
 	json_u64(&j, "context_switches", r->switches);
 	json_u64(&j, "page_faults", r->faults);
 	json_u64(&j, "wakeups_given", r->wakeups);
+	json_u64(&j, "unpaired_switches", r->unpaired_switches);
 	json_array_begin(&j, "events");
 	for (size_t i = 0; i < r->nevents; i++) {
 		json_object_begin(&j, NULL);

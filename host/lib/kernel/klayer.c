@@ -137,7 +137,8 @@ struct klayer {
 	uint32_t nblocks, blocks_cap;
 	uint64_t events, undecodable, faults, switches, wakeups;
 	bool wakes_sorted;
-	bool has_waking; /* the trace has sched_waking: wake-ups are counted by it */
+	bool has_waking;   /* the trace has sched_waking: wake-ups are counted by it */
+	uint64_t unpaired; /* switch-outs with no switch-in before the next one */
 	bool oom;
 };
 
@@ -462,6 +463,11 @@ static void switch_out(struct klayer *kl, struct kl_thread *t, const struct walk
 {
 	char state = kevent_switch_state(ev);
 
+	/* switched out again without a switch-in between: the kernel's
+	 * record of that switch-in (and likely of the wake-up before it) is
+	 * not in the trace; the wait is counted from here */
+	if (t->off)
+		kl->unpaired++;
 	advance(t, k->ns);
 	t->nnest = 0;
 	t->mode = off_mode(state);
@@ -1063,7 +1069,7 @@ static int collect_waits(struct klayer *kl, struct klayer_result *out)
 		w->max_ns = kl->reasons[i].max_ns;
 	}
 	out->nwaits = kl->nreasons;
-	if (!kl->wakes_sorted)
+	if (!kl->wakes_sorted && kl->nwakes)
 		qsort(kl->wakes, kl->nwakes, sizeof(*kl->wakes), wake_cmp);
 	kl->wakes_sorted = true;
 	for (size_t i = 0; i < kl->nwaits; i++) {
@@ -1118,7 +1124,7 @@ void klayer_waker_text(struct klayer *kl, uint32_t wakee, uint64_t wake_ns, uint
 	struct kl_wait wt = { .wakee = wakee, .waker_tid = waker_tid, .wake_ns = wake_ns, .woken = true };
 
 	wt.waker_ctx = timer ? KLW_TIMER : hardirq ? KLW_HARDIRQ : softirq ? KLW_SOFTIRQ : KLW_THREAD;
-	if (!kl->wakes_sorted)
+	if (!kl->wakes_sorted && kl->nwakes)
 		qsort(kl->wakes, kl->nwakes, sizeof(*kl->wakes), wake_cmp);
 	kl->wakes_sorted = true;
 	waker_text(kl, &wt, buf, size);
@@ -1143,6 +1149,7 @@ int klayer_collect(struct klayer *kl, struct klayer_result *out)
 	out->faults = kl->faults;
 	out->switches = kl->switches;
 	out->wakeups = kl->wakeups;
+	out->unpaired_switches = kl->unpaired;
 	out->oom = kl->oom;
 	if (r)
 		klayer_result_release(out);

@@ -111,6 +111,9 @@ struct klayer_result {
 	size_t nblocks;
 	uint64_t kernel_events, undecodable; /* records seen, those without a usable format */
 	uint64_t faults, switches, wakeups;
+	/* switch-outs of a thread with no switch-in before its next one: a
+	 * record the kernel did not deliver (not counted by it as lost) */
+	uint64_t unpaired_switches;
 	bool oom;
 };
 
