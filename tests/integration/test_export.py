@@ -11,13 +11,22 @@ then check that
   (when Chromium is installed) that its script draws the trees;
 - dump --chrome is strict JSON in which every B has its E on the same thread,
   in time order, with as many calls per function as report counts, the same
-  minimum and maximum durations, syscalls and lost events;
+  minimum and maximum durations, syscalls and lost events, and every flow
+  start ("s") its one finish ("f", bp "e") with the same id;
 - dump --folded has one line per call path with the values of the tree (self
   time or calls), per thread or merged, and adds up to report's self time;
 - report --memory --format xml validates against docs/report.xsd and holds
   exactly the numbers and stacks of report --memory --format json; --format
   html is one self-contained page with the same sites, the illegal releases
   and a growth chart in SVG;
+- with record --kernel --syscalls (root; kern_sleep, kern_pipe): the
+  Chrome trace has each off-CPU interval as a slice on its thread (5 of at
+  least 2 ms in sleeper, in nanosleep), a "CPUs" process whose per-CPU
+  tracks hold the thread's scheduling slices (each off-CPU slice ends where
+  a scheduling slice of the thread begins), and a flow from the writer's
+  write to each of the reader's 20 switch-ins; the XML (valid) and HTML
+  carry the layers and kernel sections with the numbers of report --layers
+  and report --kernel --format json;
 - bad input and bad command lines give one message and the documented exit
   code.
 
@@ -46,6 +55,7 @@ import harness  # noqa: E402
 from harness import check, skip  # noqa: E402
 
 TIMEOUT = 300
+CPU_PID = 0x40000000  # the Chrome trace's "CPUs" process (export/chromekernel.h)
 
 
 def run(cmd, timeout=TIMEOUT, **kw):
@@ -365,7 +375,7 @@ def check_chrome(lp, tag, trace, tmp, rep, sysrep, want_unfinished=False, want_i
     check(lost == rep["lost_events"] and int(doc["otherData"]["lost_events"]) == rep["lost_events"],
           "%s: lost-event instants add up to %d" % (tag, rep["lost_events"]), lost)
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
-             if e["ph"] == "M" and e["name"] == "thread_name"}
+             if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] != CPU_PID}
     want = {(t["pid"], t["tid"]): t["comm"] for t in rep["threads"]}
     check(names == want, "%s: a thread_name for every thread" % tag, "%s != %s" % (names, want))
     if want_unfinished:
@@ -389,17 +399,22 @@ def check_chrome(lp, tag, trace, tmp, rep, sysrep, want_unfinished=False, want_i
 
 
 def check_chrome_events(events):
-    """Problems with B/E pairing and time order, per thread in file order."""
+    """Problems with B/E pairing and time order, per thread in file order,
+    and with flows: one "s" and one "f" (bp "e", not earlier) per id, the
+    same category and name."""
     problems = []
     stack = collections.defaultdict(list)
     last = {}
+    flows = collections.defaultdict(list)
     for i, e in enumerate(events):
         ph = e.get("ph")
-        if ph not in ("B", "E", "X", "i", "M"):
+        if ph not in ("B", "E", "X", "i", "M", "s", "f"):
             problems.append("event %d: phase %r" % (i, ph))
             continue
         if ph == "M":
             continue
+        if ph in ("s", "f"):
+            flows[e.get("id")].append(e)
         key = (e.get("pid"), e.get("tid"))
         if not isinstance(key[0], int) or not isinstance(key[1], int) or not isinstance(e.get("ts"),
                                                                                          (int, decimal.Decimal)):
@@ -424,6 +439,15 @@ def check_chrome_events(events):
     for key, s in stack.items():
         if s:
             problems.append("thread %s: %d B events never end" % (key, len(s)))
+    for fid, fl in flows.items():
+        phs = sorted(e["ph"] for e in fl)
+        if not isinstance(fid, int) or phs != ["f", "s"]:
+            problems.append("flow %r: phases %s" % (fid, phs))
+            continue
+        st, fi = sorted(fl, key=lambda e: e["ph"] == "f")
+        if fi.get("bp") != "e" or fi["ts"] < st["ts"] or (st.get("cat"), st.get("name")) != (fi.get("cat"),
+                                                                                              fi.get("name")):
+            problems.append("flow %r: %s -> %s" % (fid, st, fi))
     return problems
 
 
@@ -798,6 +822,239 @@ def test_memory(lp, tmp):
         check_memory_html(lp, tag, out, tmp, rep, double_free)
 
 
+# ---------------------------------------------------------------- the kernel layer (record --kernel)
+
+def layer_attrs(row):
+    """The attributes of a <layers> row for a report --layers --format json
+    object (function, its self, or thread)."""
+    out = {}
+    for k, v in row.items():
+        if k == "off_cpu_by_state":
+            out.update({"off-cpu-%s-ns" % st: str(n) for st, n in v.items()})
+        elif not isinstance(v, (dict, list)):
+            out[xml_name(k)] = str(v)
+    return out
+
+
+def check_kernel_xml(tag, trace, tmp, lay, kern):
+    root = ET.parse(os.path.join(tmp, tag + ".xml")).getroot()
+    layers, kernel = root.find("layers"), root.find("kernel")
+    if not check(layers is not None and kernel is not None, "%s: the XML has <layers> and <kernel>" % tag):
+        return
+    bad = []
+    funcs = layers.findall("function")
+    for x, f in zip(funcs, lay["functions"]):
+        want = layer_attrs(f)
+        want.pop("self", None)
+        got = {k: x.get(k) for k in want}
+        if got != want or layer_attrs(f["self"]) != {k: x.find("self").get(k) for k in layer_attrs(f["self"])}:
+            bad.append(f["name"])
+    check(len(funcs) == len(lay["functions"]) and not bad,
+          "%s: XML layers per function (inclusive and self) equal report --layers --format json" % tag, bad[:3])
+    threads = layers.findall("thread")
+    bad = [t["tid"] for x, t in zip(threads, lay["threads"]) if {k: x.get(k) for k in layer_attrs(t)} != layer_attrs(t)]
+    check(len(threads) == len(lay["threads"]) and not bad, "%s: XML layers per thread equal the JSON's" % tag, bad)
+    got = [(e.get("name"), int(e.get("count"))) for e in kernel.find("events")]
+    check(got == [(e["event"], e["count"]) for e in kern["events"]] and
+          kernel.get("context-switches") == str(kern["context_switches"]) and
+          kernel.get("page-faults") == str(kern["page_faults"]),
+          "%s: XML kernel events per type equal report --kernel --format json" % tag)
+    for elem, key, what in (("by-thread", "by_thread", "tid"), ("by-function", "by_function", "function"),
+                            ("by-syscall", "by_syscall", "syscall")):
+        got = [(c.get("event"), c.get(what), int(c.get("count"))) for c in kernel.find(elem)]
+        want = [(r["event"], r[what], r["count"]) for r in kern[key]]
+        check(got == want, "%s: XML kernel %s equals the JSON's" % (tag, elem), "%s != %s" % (got[:3], want[:3]))
+    got = [(w.get("syscall"), w.get("state"), int(w.get("count")), int(w.get("total-ns")), int(w.get("max-ns")),
+            int(w.get("unknown-wakers")), [(k.get("who"), int(k.get("count"))) for k in w])
+           for w in kernel.find("off-cpu")]
+    want = [(w["syscall"], w["state"], w["count"], w["total_ns"], w["max_ns"], w["unknown_wakers"],
+             [(k["who"], k["count"]) for k in w["wakers"]]) for w in kern["off_cpu"]]
+    check(got == want, "%s: XML off-CPU waits with their wakers equal the JSON's" % tag, "%s != %s" % (got, want))
+
+
+def html_table(text, table_id):
+    """The rows of a table of the HTML report: (data-v values, text cells)."""
+    m = re.search(r'<table class="sortable" id="%s">(.*?)</table>' % table_id, text, re.S)
+    if not m:
+        return None
+    rows = []
+    for tr in re.findall(r"<tr>(.*?)</tr>", m.group(1).split("<tbody>", 1)[-1], re.S):
+        rows.append(([int(v) for v in re.findall(r'<td data-v="(\d+)"', tr)],
+                     re.findall(r'<td class="name">([^<]*)</td>', tr)))
+    return rows
+
+
+def parts_values(total, p):
+    return [total, p["user_ns"], p["syscall_ns"], p["off_cpu_ns"], p["off_cpu_by_state"]["R"],
+            p["off_cpu_by_state"]["S"], p["off_cpu_by_state"]["D"], p["off_cpu_by_state"]["other"], p["irq_ns"],
+            p["softirq_ns"], p["page_faults"], p["context_switches"], p["voluntary_switches"],
+            p["involuntary_switches"], p["syscalls"]]
+
+
+def check_kernel_html(tag, tmp, lay, kern):
+    with open(os.path.join(tmp, tag + ".html"), encoding="utf-8") as f:
+        text = f.read()
+    rows = html_table(text, "layers-table")
+    want = [(parts_values(f["total_ns"], f) + [f["calls"]], [html_escape(f["name"])]) for f in lay["functions"]]
+    check(rows == want, "%s: the HTML layers table has the numbers of report --layers, per function" % tag,
+          "%s != %s" % ((rows or [])[:2], want[:2]))
+    rows = html_table(text, "layers-thread-table")
+    want = [(parts_values(t["total_ns"], t) + [t["tid"]], [html_escape(t["comm"])]) for t in lay["threads"]]
+    check(rows == want, "%s: the HTML layers table per thread" % tag, "%s != %s" % ((rows or [])[:2], want[:2]))
+    rows = html_table(text, "offcpu-table")
+    check(rows is not None and [r[0][:2] for r in rows] == [[w["total_ns"], w["count"]] for w in kern["off_cpu"]],
+          "%s: the HTML off-CPU table as report --kernel's" % tag)
+    check('href="#layers"' in text and 'href="#kernel"' in text, "%s: the HTML links its layers and kernel "
+          "sections" % tag)
+
+
+def chrome_slices(doc, pid, tid, cat):
+    return [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") == cat and e["pid"] == pid and
+            e["tid"] == tid]
+
+
+def check_cpu_tracks(tag, doc, tids):
+    """Scheduling slices on the CPU tracks: named CPU threads of one CPUs
+    process, no overlap on a CPU, each of a traced thread."""
+    ev = doc["traceEvents"]
+    procs = [e for e in ev if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] == CPU_PID]
+    cpus = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name" and
+            e["pid"] == CPU_PID}
+    sched = [e for e in ev if e["ph"] == "X" and e.get("cat") == "sched"]
+    check(len(procs) == 1 and procs[0]["args"]["name"] == "CPUs" and
+          all(e["pid"] == CPU_PID and cpus.get(e["tid"]) == "CPU %d" % (e["tid"] - CPU_PID) for e in sched) and
+          all(e["args"]["tid"] in tids for e in sched),
+          "%s: scheduling slices on named per-CPU tracks of a CPUs process" % tag, "%s %s" % (procs, cpus))
+    overlap = []
+    for cpu in cpus:
+        sl = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in sched if e["tid"] == cpu)
+        overlap += [(cpu, a, b) for a, b in zip(sl, sl[1:]) if b[0] < a[1]]
+    check(not overlap, "%s: scheduling slices of one CPU do not overlap" % tag, overlap[:3])
+    return sched
+
+
+def call_span(doc, tid, name):
+    """(start, end) in ns of the first call of name on thread tid."""
+    start = None
+    for e in doc["traceEvents"]:
+        if e.get("tid") != tid or e["ph"] not in ("B", "E"):
+            continue
+        if e["ph"] == "B" and e["name"] == name and start is None:
+            start, depth = ns(e["ts"]), 0
+        elif start is not None and e["ph"] == "B":
+            depth += 1
+        elif start is not None and e["ph"] == "E":
+            if depth == 0:
+                return start, ns(e["ts"])
+            depth -= 1
+    return None
+
+
+def off_cpu_wait(kern, syscall, state):
+    return ([w for w in kern["off_cpu"] if (w["syscall"], w["state"]) == (syscall, state)] or [None])[0]
+
+
+def kernel_record(lp, tmp, name, complete):
+    """Records name with --kernel --syscalls and checks its exports against
+    the reports; returns (layers json, kernel json, Chrome trace), or None.
+    complete(kernel json) says whether the recording holds what the program
+    is known to cause (tests/programs/README.md): when the kernel layer
+    missed some of it, or a system call's exit came apart from its entry
+    (test_kernel.py's concern, not the exports'), it records again, up to
+    three times, so that the exact checks of the exports can run."""
+    prog = build(tmp, name, ["-std=c11"])
+    out = os.path.join(tmp, "t-" + name)
+    for attempt in range(1, 4):
+        r = lp("record", "-q", "--kernel", "--syscalls", "-o", out, "--", prog)
+        if r.returncode != 0:
+            skip("%s with --kernel --syscalls" % name, "record --kernel failed here: %s" % r.stderr.strip()[-300:])
+            return None
+        kern = lp.json("report", "--kernel", "--format", "json", out)
+        # a system call whose exit the trace has apart from its entry
+        split = [s["name"] for s in lp.json("report", "--syscalls", "--format", "json", out)["syscalls"]
+                 if s["unfinished"] and s["name"] not in ("exit", "exit_group")]
+        if complete(kern) and not split:
+            break
+        print("note %s: recording %d lacks kernel events the program causes (off-CPU waits %s) or has system "
+              "calls split from their exits (%s): recording again" %
+              (name, attempt, json.dumps(kern["off_cpu"])[:300], ", ".join(split)))
+    if not check(complete(kern) and not split,
+                 "%s: recorded with --kernel --syscalls, with the kernel events it causes" % name):
+        return None
+    scenario(lp, tmp, name, out)
+    lay = lp.json("report", "--layers", "--format", "json", out)
+    check_kernel_xml(name, out, tmp, lay, kern)
+    check_kernel_html(name, tmp, lay, kern)
+    doc = load_chrome(os.path.join(tmp, name + ".chrome.json"))
+    got = collections.Counter((e["args"].get("syscall", ""), e["args"]["state"]) for e in doc["traceEvents"]
+                              if e["ph"] == "X" and e.get("cat") == "off_cpu")
+    want = {(w["syscall"], w["state"]): w["count"] for w in kern["off_cpu"]}
+    check(dict(got) == want, "%s: off-CPU slices per syscall and state equal report --kernel's waits" % name,
+          "%s != %s" % (dict(got), want))
+    return lay, kern, doc
+
+
+def test_kernel(lp, tmp):
+    if os.geteuid() != 0:
+        skip("the kernel layer in the exports", "record --kernel needs root")
+        return
+    got = kernel_record(lp, tmp, "kern_sleep", lambda k: (off_cpu_wait(k, "nanosleep", "S") or {}).get("count") == 5
+                        and not off_cpu_wait(k, "nanosleep", "S")["unknown_wakers"])
+    if got is None:
+        return
+    lay, kern, doc = got
+    tid = lay["threads"][0]["tid"]
+    sl = [f for f in lay["functions"] if f["name"] == "sleeper"]
+    check(len(sl) == 1 and sl[0]["voluntary_switches"] == 5, "kern_sleep: report --layers has sleeper's 5 "
+          "voluntary switches")
+    root = ET.parse(os.path.join(tmp, "kern_sleep.xml")).getroot()
+    x = [f for f in root.find("layers").findall("function") if f.get("name") == "sleeper"]
+    check(len(x) == 1 and sl and x[0].get("voluntary-switches") == "5" and
+          x[0].get("off-cpu-ns") == str(sl[0]["off_cpu_ns"]) and
+          x[0].get("off-cpu-S-ns") == str(sl[0]["off_cpu_by_state"]["S"]),
+          "kern_sleep: XML layers of sleeper: 5 voluntary switches, off-CPU ns as the JSON's",
+          x[0].attrib if x else "no sleeper")
+    span = call_span(doc, tid, "sleeper")
+    offs = [e for e in chrome_slices(doc, tid, tid, "off_cpu")
+            if span and span[0] <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= span[1]]
+    check(len(offs) == 5 and all(e["name"] == "off-CPU (S)" and ns(e["dur"]) >= 2000000 and
+                                 e["args"]["state"] == "S" and e["args"]["syscall"] == "nanosleep" and
+                                 e["args"].get("waker") for e in offs),
+          "kern_sleep: 5 off-CPU (S) slices in sleeper on its thread, each >= 2 ms, in nanosleep, with the waker",
+          [(e["name"], e["dur"], e["args"]) for e in offs])
+    sched = check_cpu_tracks("kern_sleep", doc, {tid})
+    starts = {ns(e["ts"]) for e in sched if e["args"]["tid"] == tid}
+    check(offs and all(ns(e["ts"]) + ns(e["dur"]) in starts for e in offs),
+          "kern_sleep: each off-CPU slice ends where a scheduling slice of the thread begins on a CPU track",
+          "%d scheduling slices" % len(starts))
+    check(len([e for e in sched if span and span[0] <= ns(e["ts"]) < span[1]]) >= 5,
+          "kern_sleep: the thread's scheduling slices after each sleep on a CPU track")
+    got = kernel_record(lp, tmp, "kern_pipe", lambda k: (off_cpu_wait(k, "read", "S") or {}).get("count") == 20
+                        and not off_cpu_wait(k, "read", "S")["unknown_wakers"])
+    if got is None:
+        return
+    lay, kern, doc = got
+    writer = [t["tid"] for t in lay["threads"] if t["tid"] == t["pid"]][0]
+    reader = [t["tid"] for t in lay["threads"] if t["tid"] != t["pid"]][0]
+    ev = doc["traceEvents"]
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    fins = [e for e in ev if e["ph"] == "f"]
+    reads = [e for e in chrome_slices(doc, writer, reader, "off_cpu") if e["args"].get("syscall") == "read"]
+    ends = {ns(e["ts"]) + ns(e["dur"]): e for e in reads}
+    writes = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in chrome_slices(doc, writer, writer, "syscall")
+              if e["name"] == "write"]
+    ok = len(fins) == 20 and len(starts) == 20 and all(
+        f["tid"] == reader and ns(f["ts"]) in ends and starts[f["id"]]["tid"] == writer and
+        any(a <= ns(starts[f["id"]]["ts"]) <= b for a, b in writes) for f in fins)
+    check(ok, "kern_pipe: 20 flows, each from a write of the writer to the end of an off-CPU slice of the reader "
+          "in read", "%d s, %d f, %d off-CPU slices in read" % (len(starts), len(fins), len(reads)))
+    who = "thread %d (kern_pipe) in writer, syscall write" % writer
+    check(len(reads) == 20 and all(e["args"].get("waker") == who for e in reads),
+          "kern_pipe: the reader's 20 off-CPU slices in read name the writer as waker",
+          [e["args"] for e in reads[:2]])
+    check_cpu_tracks("kern_pipe", doc, {writer, reader})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -806,7 +1063,7 @@ def main():
     lp = Layerprof(os.path.abspath(args.build))
     tmp = tempfile.mkdtemp(prefix="layerprof-export-")
     try:
-        for step in (test_programs, test_syscalls, test_lost, test_memory, test_bad_input):
+        for step in (test_programs, test_syscalls, test_lost, test_memory, test_kernel, test_bad_input):
             try:
                 step(lp, tmp)
             except Exception as e:  # a broken step fails, loudly

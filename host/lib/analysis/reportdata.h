@@ -1,6 +1,7 @@
 /* What a full report shows, gathered in one pass over a trace: the flat
- * profile, each thread's call tree and the system call statistics.  The
- * XML and HTML reports are written from it. */
+ * profile, each thread's call tree, the system call statistics and the
+ * kernel layer (time per layer, kernel events).  The XML and HTML reports
+ * are written from it. */
 #ifndef LP_REPORTDATA_H
 #define LP_REPORTDATA_H
 
@@ -9,6 +10,7 @@
 #include "host/lib/analysis/calltree.h"
 #include "host/lib/analysis/profile.h"
 #include "host/lib/analysis/sysstats.h"
+#include "host/lib/kernel/klayer.h"
 #include "host/lib/trace/walk.h"
 
 struct reportdata {
@@ -20,6 +22,13 @@ struct reportdata {
 	struct sysstats st;
 	struct profile_rows rows;   /* the flat profile, sorted by order */
 	struct sysstats_result sys; /* empty when the trace has no system calls */
+	struct klayer *kl;          /* in the pass when the trace has the layers; else NULL */
+	/* the kernel layer's results (those of `report --layers` and `report
+	 * --kernel`): has_layers when the trace has kernel events or system
+	 * calls (its META or KFORMAT chunks say so before its events),
+	 * has_kernel when it has kernel events; empty otherwise */
+	struct klayer_result layers;
+	bool has_layers, has_kernel;
 };
 
 /* Runs the walk of w (opened, not yet walked) and collects everything into

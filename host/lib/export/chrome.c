@@ -9,6 +9,7 @@
 #include "common/varint.h"
 #include "host/lib/analysis/sysstats.h"
 #include "host/lib/export/chrome.h"
+#include "host/lib/export/chromekernel.h"
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/error.h"
 #include "host/lib/util/escape.h"
@@ -56,6 +57,7 @@ struct chrome {
 	uint32_t tcap, nthreads;
 	struct hashindex thread_index; /* threads by key */
 	uint32_t ntmp;                 /* streams with a temporary file */
+	bool has_kernel;               /* the trace has tracepoint formats (record --kernel) */
 	bool oom, tmp_failed;
 };
 
@@ -408,6 +410,8 @@ static void on_end(void *ctx, struct walk_stream *s)
  * - every code mapping, so that a thread's functions are named even when
  *   its events come before the maps of its process in the file (the walk
  *   adds them again, which the symbolizer ignores);
+ * - whether the trace has kernel events (their formats), for the kernel
+ *   tracks (chromekernel.h);
  * - the threads that more than one image uses (after exec).  Their streams
  *   all go through temporary files, appended in time order at the end: the
  *   drain may write a new image's events before the last ones of the image
@@ -427,6 +431,8 @@ static void prepass(struct chrome *c)
 	while (reader_next(&w->r, &ci, &payload) > 0) {
 		struct chrome_thread *t;
 
+		if (ci.type == LP_CHUNK_KFORMAT)
+			c->has_kernel = true;
 		if (ci.type != LP_CHUNK_EVENTS || decoder_begin(d, payload, ci.len))
 			continue;
 		if (d->time < first)
@@ -453,6 +459,14 @@ static void prepass(struct chrome *c)
 	c->zero_ns = first == UINT64_MAX ? 0 : first;
 }
 
+/* chromekernel_out.begin: an event of stream s (NULL: of none). */
+static FILE *kernel_event_begin(void *ctx, const struct walk_stream *s)
+{
+	if (s && !s->user)
+		return NULL;
+	return event_begin(ctx, s ? s->user : NULL);
+}
+
 int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn)
 {
 	struct walk_ops ops = { .begin = on_begin,
@@ -463,14 +477,29 @@ int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn)
 		                .syscall = on_syscall,
 		                .end = on_end };
 	struct chrome c = { .w = w, .f = f };
+	struct chromekernel *ck = NULL;
+	uint64_t unjoined;
 	bool tmp_error = false;
 	uint32_t i;
 	int r;
 
 	ops.ctx = &c;
 	prepass(&c);
+	if (c.has_kernel) {
+		struct chromekernel_out out = { .ctx = &c, .begin = kernel_event_begin, .zero_ns = c.zero_ns };
+
+		ck = chromekernel_new(w, &out);
+		if (!ck)
+			c.oom = true;
+		else
+			chromekernel_chain(ck, &ops);
+	}
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
 	r = walk_run(w, &ops);
+	if (!r && ck && chromekernel_finish(ck))
+		c.oom = true;
+	unjoined = ck ? chromekernel_unjoined(ck) : 0;
+	chromekernel_free(ck);
 	/* streams in order of their first event: an image after exec follows
 	 * the one it replaced */
 	for (i = 0; i < w->nstreams; i++) {
@@ -501,5 +530,10 @@ int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn)
 	if (c.tmp_failed)
 		error_warn(warn, "warning: cannot make a temporary file: a thread's events after exec may come out of "
 		                 "time order");
+	if (unjoined)
+		error_warn(warn,
+		           "warning: %" PRIu64 " wake-ups past the %u kept have no flow (their off-CPU slices name "
+		           "the waker by tid only)",
+		           unjoined, EXPORT_CHROME_KERNEL_KEPT_MAX);
 	return ferror(f) || tmp_error ? -EIO : 0;
 }

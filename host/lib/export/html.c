@@ -246,8 +246,10 @@ static void put_header(FILE *f, const struct reportdata *rd)
 		fputs("<div class=\"banner warn\">Recorded with filters: calls outside them are not in this "
 		      "trace</div>\n",
 		      f);
-	fprintf(f, "<p><a href=\"#flat\">Flat profile</a> &middot; %s<a href=\"#trees\">Call trees</a></p>\n",
-	        w->syscalls ? "<a href=\"#syscalls\">System calls</a> &middot; " : "");
+	fprintf(f, "<p><a href=\"#flat\">Flat profile</a> &middot; %s%s%s<a href=\"#trees\">Call trees</a></p>\n",
+	        w->syscalls ? "<a href=\"#syscalls\">System calls</a> &middot; " : "",
+	        rd->has_layers ? "<a href=\"#layers\">Layers</a> &middot; " : "",
+	        rd->has_kernel ? "<a href=\"#kernel\">Kernel events</a> &middot; " : "");
 }
 
 static void put_flat(FILE *f, const struct reportdata *rd)
@@ -336,6 +338,189 @@ static void put_syscalls(FILE *f, const struct reportdata *rd)
 			td_u64(f, fn->tid);
 		td_name(f, fn->syscall);
 		td_name(f, fn->name);
+		fputs("</tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n", f);
+}
+
+/* ------------------------------------------------------------ the kernel layer */
+
+/* The columns of a klayer_parts (report --layers), before the name. */
+static const char *const parts_cols[] = { "Total",  "User",     "Syscall",   "Off-CPU",     "Off R",
+	                                  "Off S",  "Off D",    "Off other", "Irq",         "Softirq",
+	                                  "Faults", "Switches", "Voluntary", "Involuntary", "Syscalls" };
+#define PARTS_COLS (sizeof(parts_cols) / sizeof(parts_cols[0]))
+
+static void td_parts(FILE *f, uint64_t total, const struct klayer_parts *p)
+{
+	static const enum klayer_mode modes[] = { KL_USER, KL_SYSCALL, KL_OFF_R, KL_OFF_S, KL_OFF_D, KL_OFF_OTHER };
+
+	td_ns(f, total);
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		if (modes[m] == KL_OFF_R)
+			td_ns(f, klayer_off_ns(p));
+		td_ns(f, p->ns[modes[m]]);
+	}
+	td_ns(f, p->ns[KL_IRQ]);
+	td_ns(f, p->ns[KL_SOFTIRQ]);
+	td_u64(f, p->faults);
+	td_u64(f, p->switches_vol + p->switches_invol);
+	td_u64(f, p->switches_vol);
+	td_u64(f, p->switches_invol);
+	td_u64(f, p->syscalls);
+}
+
+/* A table of klayer_parts rows: the parts columns, then `more` (text). */
+static void parts_table(FILE *f, const char *id, const char *const *more, size_t nmore)
+{
+	const char *cols[PARTS_COLS + 3];
+	size_t n = 0;
+
+	for (size_t i = 0; i < PARTS_COLS; i++)
+		cols[n++] = parts_cols[i];
+	for (size_t i = 0; i < nmore && n < sizeof(cols) / sizeof(cols[0]); i++)
+		cols[n++] = more[i];
+	fprintf(f, "<table class=\"sortable\" id=\"%s\">\n", id);
+	thead(f, cols, n);
+}
+
+static void put_layers(FILE *f, const struct reportdata *rd)
+{
+	static const char *const tcols[] = { "TID", "~Thread" }, *const fcols[] = { "Calls", "~Function" };
+	const struct klayer_result *r = &rd->layers;
+	size_t i;
+
+	fputs("<h2 id=\"layers\">Layers</h2>\n<p class=\"meta\">Where the time went (<code>report --layers</code>): "
+	      "on a CPU in the program's code (user) or in a system call, off the CPU by state (R preempted, S "
+	      "sleeping, D blocked), handling irqs and softirqs; with the page faults and context switches in "
+	      "that time.",
+	      f);
+	if (!rd->has_kernel)
+		fputs(" No kernel events in this trace (record with <code>--kernel</code>): the off-CPU, irq and fault "
+		      "columns are empty.",
+		      f);
+	if (!rd->w->syscalls)
+		fputs(" No system calls in this trace (record with <code>--syscalls</code>): syscall time counts as "
+		      "user time.",
+		      f);
+	fputs("</p>\n<h3>Per thread</h3>\n", f);
+	parts_table(f, "layers-thread-table", tcols, 2);
+	for (i = 0; i < r->nthreads; i++) {
+		const struct klayer_thread *t = &r->threads[i];
+
+		fputs("<tr>", f);
+		td_parts(f, t->last_ns > t->first_ns ? t->last_ns - t->first_ns : 0, &t->parts);
+		td_u64(f, t->tid);
+		td_name(f, t->comm);
+		fputs("</tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n<h3>Per function, inclusive</h3>\n", f);
+	parts_table(f, "layers-table", fcols, 2);
+	for (i = 0; i < r->nfuncs; i++) {
+		fputs("<tr>", f);
+		td_parts(f, r->funcs[i].total_ns, &r->funcs[i].incl);
+		td_u64(f, r->funcs[i].calls);
+		td_name(f, r->funcs[i].name);
+		fputs("</tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n<h3>Per function, self (not in the functions it called)</h3>\n", f);
+	parts_table(f, "layers-self-table", fcols, 2);
+	for (i = 0; i < r->nfuncs; i++) {
+		const struct klayer_parts *p = &r->funcs[i].self;
+		uint64_t self = 0;
+
+		for (int m = 0; m < KL_MODES; m++)
+			self += p->ns[m];
+		fputs("<tr>", f);
+		td_parts(f, self, p);
+		td_u64(f, r->funcs[i].calls);
+		td_name(f, r->funcs[i].name);
+		fputs("</tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n", f);
+}
+
+static void keyrows_table(FILE *f, const char *title, const char *id, const char *what,
+                          const struct klayer_keyrow *rows, size_t n)
+{
+	const char *cols[] = { "Count", "~Event", what };
+
+	fprintf(f, "<h3>%s</h3>\n<table class=\"sortable\" id=\"%s\">\n", title, id);
+	thead(f, cols, 3);
+	for (size_t i = 0; i < n; i++) {
+		fputs("<tr>", f);
+		td_u64(f, rows[i].count);
+		td_name(f, rows[i].event);
+		td_name(f, rows[i].what);
+		fputs("</tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n", f);
+}
+
+static void put_kernel(FILE *f, const struct reportdata *rd)
+{
+	static const char *const wcols[] = { "Total", "Count", "Avg", "Max", "~State", "~Syscall", "~Woken by" };
+	static const char *const bcols[] = { "Issued", "Completed", "Total", "Avg", "Max", "~Syscall" };
+	static const char *const ecols[] = { "Count", "~Event" };
+	const struct klayer_result *r = &rd->layers;
+	size_t i;
+
+	fprintf(f,
+	        "<h2 id=\"kernel\">Kernel events</h2>\n<p class=\"meta\">%" PRIu64 " kernel events (%" PRIu64
+	        " undecodable), %" PRIu64 " context switches, %" PRIu64 " page faults, %" PRIu64
+	        " wake-ups given (<code>report --kernel</code>), in the streams of the threads they concern.</p>\n"
+	        "<table class=\"sortable\" id=\"kernel-event-table\">\n",
+	        r->kernel_events, r->undecodable, r->switches, r->faults, r->wakeups);
+	thead(f, ecols, 2);
+	for (i = 0; i < r->nevents; i++) {
+		fputs("<tr>", f);
+		td_u64(f, r->events[i].count);
+		td_name(f, r->events[i].name);
+		fputs("</tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n<h3>Off-CPU time per reason, and who woke the thread</h3>\n"
+	      "<table class=\"sortable\" id=\"offcpu-table\">\n",
+	      f);
+	thead(f, wcols, sizeof(wcols) / sizeof(wcols[0]));
+	for (i = 0; i < r->nwaits; i++) {
+		const struct klayer_wait *wt = &r->waits[i];
+
+		fputs("<tr>", f);
+		td_ns(f, wt->total_ns);
+		td_u64(f, wt->count);
+		td_ns(f, wt->count ? wt->total_ns / wt->count : 0);
+		td_ns(f, wt->max_ns);
+		fprintf(f, "<td class=\"name\">%c</td>", wt->state);
+		td_name(f, wt->syscall[0] ? wt->syscall : wt->state == 'R' ? "(preempted)" : "(in its own code)");
+		fputs("<td class=\"name\">", f);
+		for (uint32_t k = 0; k < wt->nwakers; k++) {
+			fprintf(f, "%s%" PRIu64 " &times; ", k ? "<br>" : "", wt->wakers[k].count);
+			put_text(f, wt->wakers[k].who);
+		}
+		if (wt->unknown_wakers)
+			fprintf(f, "%s%" PRIu64 " &times; (no wake-up event seen)", wt->nwakers ? "<br>" : "",
+			        wt->unknown_wakers);
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n", f);
+	keyrows_table(f, "Per thread", "kernel-thread-table", "~TID", r->by_thread, r->nby_thread);
+	keyrows_table(f, "Per function running then", "kernel-function-table", "~Function", r->by_func, r->nby_func);
+	keyrows_table(f, "Per system call under way", "kernel-syscall-table", "~Syscall", r->by_syscall,
+	              r->nby_syscall);
+	if (!r->nblocks)
+		return;
+	fputs("<h3>Block requests per issuing system call</h3>\n<table class=\"sortable\" id=\"block-table\">\n", f);
+	thead(f, bcols, sizeof(bcols) / sizeof(bcols[0]));
+	for (i = 0; i < r->nblocks; i++) {
+		const struct klayer_block *b = &r->blocks[i];
+
+		fputs("<tr>", f);
+		td_u64(f, b->issued);
+		td_u64(f, b->completed);
+		td_ns(f, b->total_ns);
+		td_ns(f, b->completed ? b->total_ns / b->completed : 0);
+		td_ns(f, b->max_ns);
+		td_name(f, b->syscall[0] ? b->syscall : "(none)");
 		fputs("</tr>\n", f);
 	}
 	fputs("</tbody>\n</table>\n", f);
@@ -440,6 +625,10 @@ int export_html(struct reportdata *rd, FILE *f)
 	put_flat(f, rd);
 	if (rd->w->syscalls)
 		put_syscalls(f, rd);
+	if (rd->has_layers)
+		put_layers(f, rd);
+	if (rd->has_kernel)
+		put_kernel(f, rd);
 	r = put_trees(f, rd);
 	fputs(html_script, f);
 	fputs("</body>\n</html>\n", f);

@@ -74,6 +74,8 @@ static void put_trace(FILE *f, const struct walk *w)
 	attr_u64(f, "events", w->events);
 	attr_u64(f, "lost-events", w->lost);
 	attr_u64(f, "syscall-events", w->syscalls);
+	if (w->kernel_events)
+		attr_u64(f, "kernel-events", w->kernel_events);
 	attr_u64(f, "first-ns", w->first_ns);
 	attr_u64(f, "last-ns", w->last_ns);
 	attr_bool(f, "complete", w->r.state == READER_OK && w->r.seen_end);
@@ -256,6 +258,146 @@ static void put_syscalls(FILE *f, const struct reportdata *rd)
 	fputs("    </by-function>\n  </syscalls>\n", f);
 }
 
+/* ------------------------------------------------------------ the kernel layer */
+
+/* A klayer_parts as report --layers --format json has it, "-" for "_"
+ * and the off-CPU states as off-cpu-R-ns ... off-cpu-other-ns. */
+static void put_parts(FILE *f, uint64_t total, const struct klayer_parts *p)
+{
+	attr_u64(f, "total-ns", total);
+	attr_u64(f, "user-ns", p->ns[KL_USER]);
+	attr_u64(f, "syscall-ns", p->ns[KL_SYSCALL]);
+	attr_u64(f, "off-cpu-ns", klayer_off_ns(p));
+	attr_u64(f, "off-cpu-R-ns", p->ns[KL_OFF_R]);
+	attr_u64(f, "off-cpu-S-ns", p->ns[KL_OFF_S]);
+	attr_u64(f, "off-cpu-D-ns", p->ns[KL_OFF_D]);
+	attr_u64(f, "off-cpu-other-ns", p->ns[KL_OFF_OTHER]);
+	attr_u64(f, "irq-ns", p->ns[KL_IRQ]);
+	attr_u64(f, "softirq-ns", p->ns[KL_SOFTIRQ]);
+	attr_u64(f, "page-faults", p->faults);
+	attr_u64(f, "context-switches", p->switches_vol + p->switches_invol);
+	attr_u64(f, "voluntary-switches", p->switches_vol);
+	attr_u64(f, "involuntary-switches", p->switches_invol);
+	attr_u64(f, "irqs", p->irqs);
+	attr_u64(f, "softirqs", p->softirqs);
+	attr_u64(f, "syscalls", p->syscalls);
+}
+
+static uint64_t parts_total(const struct klayer_parts *p)
+{
+	uint64_t t = 0;
+
+	for (int m = 0; m < KL_MODES; m++)
+		t += p->ns[m];
+	return t;
+}
+
+static void put_layers(FILE *f, const struct reportdata *rd)
+{
+	const struct klayer_result *r = &rd->layers;
+	size_t i;
+
+	fputs("  <layers", f);
+	attr_bool(f, "has-kernel", rd->has_kernel);
+	attr_bool(f, "has-syscalls", rd->w->syscalls > 0);
+	attr_u64(f, "kernel-events", r->kernel_events);
+	attr_u64(f, "undecodable-kernel-events", r->undecodable);
+	fputs(">\n", f);
+	for (i = 0; i < r->nfuncs; i++) {
+		const struct klayer_func *fn = &r->funcs[i];
+
+		fputs("    <function", f);
+		attr_str(f, "name", fn->name);
+		attr_u64(f, "calls", fn->calls);
+		put_parts(f, fn->total_ns, &fn->incl);
+		fputs(">\n      <self", f);
+		put_parts(f, parts_total(&fn->self), &fn->self);
+		fputs("/>\n    </function>\n", f);
+	}
+	for (i = 0; i < r->nthreads; i++) {
+		const struct klayer_thread *t = &r->threads[i];
+
+		fputs("    <thread", f);
+		attr_u64(f, "pid", t->pid);
+		attr_u64(f, "tid", t->tid);
+		attr_str(f, "comm", t->comm);
+		put_parts(f, t->last_ns > t->first_ns ? t->last_ns - t->first_ns : 0, &t->parts);
+		fputs("/>\n", f);
+	}
+	fputs("  </layers>\n", f);
+}
+
+static void put_keyrows(FILE *f, const char *elem, const char *what, const struct klayer_keyrow *rows, size_t n)
+{
+	fprintf(f, "    <%s>\n", elem);
+	for (size_t i = 0; i < n; i++) {
+		fputs("      <count", f);
+		attr_str(f, "event", rows[i].event);
+		attr_str(f, what, rows[i].what);
+		attr_u64(f, "count", rows[i].count);
+		fputs("/>\n", f);
+	}
+	fprintf(f, "    </%s>\n", elem);
+}
+
+static void put_kernel(FILE *f, const struct reportdata *rd)
+{
+	const struct klayer_result *r = &rd->layers;
+	char st[2] = "?";
+	size_t i;
+
+	fputs("  <kernel", f);
+	attr_u64(f, "kernel-events", r->kernel_events);
+	attr_u64(f, "undecodable-kernel-events", r->undecodable);
+	attr_u64(f, "context-switches", r->switches);
+	attr_u64(f, "page-faults", r->faults);
+	attr_u64(f, "wakeups-given", r->wakeups);
+	fputs(">\n    <events>\n", f);
+	for (i = 0; i < r->nevents; i++) {
+		fputs("      <event", f);
+		attr_str(f, "name", r->events[i].name);
+		attr_u64(f, "count", r->events[i].count);
+		fputs("/>\n", f);
+	}
+	fputs("    </events>\n", f);
+	put_keyrows(f, "by-thread", "tid", r->by_thread, r->nby_thread);
+	put_keyrows(f, "by-function", "function", r->by_func, r->nby_func);
+	put_keyrows(f, "by-syscall", "syscall", r->by_syscall, r->nby_syscall);
+	fputs("    <off-cpu>\n", f);
+	for (i = 0; i < r->nwaits; i++) {
+		const struct klayer_wait *wt = &r->waits[i];
+
+		st[0] = wt->state;
+		fputs("      <wait", f);
+		attr_str(f, "syscall", wt->syscall);
+		attr_str(f, "state", st);
+		attr_u64(f, "count", wt->count);
+		attr_u64(f, "total-ns", wt->total_ns);
+		attr_u64(f, "max-ns", wt->max_ns);
+		attr_u64(f, "unknown-wakers", wt->unknown_wakers);
+		fputs(wt->nwakers ? ">\n" : "/>\n", f);
+		for (uint32_t k = 0; k < wt->nwakers; k++) {
+			fputs("        <waker", f);
+			attr_str(f, "who", wt->wakers[k].who);
+			attr_u64(f, "count", wt->wakers[k].count);
+			fputs("/>\n", f);
+		}
+		if (wt->nwakers)
+			fputs("      </wait>\n", f);
+	}
+	fputs("    </off-cpu>\n    <block>\n", f);
+	for (i = 0; i < r->nblocks; i++) {
+		fputs("      <requests", f);
+		attr_str(f, "syscall", r->blocks[i].syscall);
+		attr_u64(f, "issued", r->blocks[i].issued);
+		attr_u64(f, "completed", r->blocks[i].completed);
+		attr_u64(f, "total-ns", r->blocks[i].total_ns);
+		attr_u64(f, "max-ns", r->blocks[i].max_ns);
+		fputs("/>\n", f);
+	}
+	fputs("    </block>\n  </kernel>\n", f);
+}
+
 static void put_lost(FILE *f, const struct walk *w)
 {
 	uint32_t i;
@@ -299,6 +441,10 @@ int export_xml(struct reportdata *rd, FILE *f)
 	fputs("  </call-trees>\n", f);
 	if (w->syscalls)
 		put_syscalls(f, rd);
+	if (rd->has_layers)
+		put_layers(f, rd);
+	if (rd->has_kernel)
+		put_kernel(f, rd);
 	put_lost(f, w);
 	fputs("</layerprof-report>\n", f);
 	if (r)
