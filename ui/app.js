@@ -13,11 +13,16 @@ const state = {
   sort: { key: 'total', dir: 'desc' },
   generation: -1,
   tree: { thread: null, expanded: new Set() },
-  flame: { root: 0, data: null, boxes: [] },
   /* whole: the window is the whole thread (not zoomed or moved since);
    * seen: the thread's newest time when the window was last asked for */
   tl: { thread: null, t0: 0, t1: 0, end: 1, data: null, pending: null, seq: 0, whole: true, seen: 0 },
   heap: { data: null, sort: { key: 'live_bytes', dir: 'desc' } },
+  kernel: false,
+  kt: { data: null, boxes: [] },
+  layers: { data: null, kernel: null, gen: -1, sort: { key: 'total_ns', dir: 'desc' },
+    tsort: { key: 'total_ns', dir: 'desc' } },
+  flow: { func: '', tid: 0, n: 1, calls: null, data: null, names: false },
+  pick: null,
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -131,7 +136,25 @@ async function loadSummary() {
   }
   fillThreads($('tree-thread'), s.threads, state.tree);
   fillThreads($('tl-thread'), s.threads, state.tl);
+  setKernel(s);
   return s;
+}
+
+/* The kernel views: greyed, saying why, without kernel events. */
+function setKernel(s) {
+  state.kernel = !!s.kernel;
+  const why = s.live ? 'no kernel events in this session (serve --connect --kernel)' :
+    'no kernel events in this trace (record with --kernel)';
+  for (const b of $('tabs').querySelectorAll('button[data-kernel]')) {
+    b.classList.toggle('dim', !state.kernel);
+    if (state.kernel) b.removeAttribute('title');
+    else b.title = why;
+  }
+  $('kt-empty').textContent = 'No kernel tracks: ' + why + '.';
+  $('kt-empty').hidden = state.kernel;
+  $('ktrack-canvas').hidden = !state.kernel;
+  $('kt-legend').hidden = !state.kernel;
+  if (!state.kernel) state.kt.data = null;
 }
 
 function setLost(lost, threads) {
@@ -186,8 +209,12 @@ async function loadProfile() {
     tr.append(name, td(fmtCount(f.calls)), td(fmtNs(f.total_ns)), td(fmtNs(f.self_ns)), td(fmtNs(f.avg_ns)),
       td(fmtNs(f.min_ns)), td(fmtNs(f.max_ns)));
     tr.dataset.calls = String(f.calls);
+    tr.dataset.name = f.name;
+    tr.addEventListener('click', () => pickRow('profile', tr, { name: f.name }));
+    tr.addEventListener('dblclick', () => openFlow(f.name, 0));
     body.append(tr);
   }
+  $('profile-flow').disabled = true;
   $('profile-count').textContent = fmtCount(p.total_rows) + ' functions' +
     (p.total_rows > p.functions.length ? ', the first ' + fmtCount(p.functions.length) + ' shown: filter for others' : '');
   for (const th of $('profile-table').tHead.rows[0].cells) {
@@ -227,6 +254,10 @@ function treeRow(thread, node, depth) {
   if (node.syscall && node.errors) name.append(el('span', 'err', ' (' + fmtCount(node.errors) + ' failed)'));
   tr.append(name, td(fmtCount(node.calls)), td(fmtNs(node.total_ns)), td(fmtNs(node.self_ns)),
     td(node.syscalls ? fmtCount(node.syscalls) : ''), td(fmtNs(node.min_ns)), td(fmtNs(node.max_ns)));
+  tr.addEventListener('click', () => {
+    const t = (state.summary ? state.summary.threads : []).find((x) => x.id === thread);
+    pickRow('tree', tr, { name: node.name, tid: t ? t.tid : 0, syscall: !!node.syscall });
+  });
   if (node.children) {
     tog.addEventListener('click', () => toggleNode(thread, tr).catch(showError));
     name.addEventListener('dblclick', () => toggleNode(thread, tr).catch(showError));
@@ -373,112 +404,158 @@ function setupTree() {
   });
 }
 
-/* ------------------------------------------------------------ flame graph */
+/* ------------------------------------------------------------ flame graphs */
 
 const FLAME_ROW = 18;
+const FLAME_LIST_MAX = 400; /* frames named in the list beside the canvas */
 
-async function loadFlame(root) {
-  if (root !== undefined) state.flame.root = root;
-  const f = await api('flame?node=' + state.flame.root + '&min=500');
-  state.flame.data = f;
-  const crumbs = $('flame-path');
-  crumbs.textContent = '';
-  const chain = f.ancestors.slice().reverse();
-  for (const a of chain) {
-    const s = el('span', null, (a.id === 0 ? 'all' : a.name) + ' \u203A');
-    s.addEventListener('click', () => loadFlame(a.id).catch(showError));
-    crumbs.append(s);
-  }
-  $('flame-info').textContent = fmtNs(f.total_ns) + (f.hidden ? ', ' + fmtCount(f.hidden) + ' narrow paths hidden' : '');
-  drawFlame();
-}
+/* A flame graph view: every thread's calls (/api/flame), or the time off
+ * the CPU per call path (/api/offcpu_flame); the same drawing, zoom and
+ * tip.  ids: the canvas, tip, crumbs, info and reset elements; unit: what
+ * a frame's count counts. */
+function flameView(ids) {
+  const v = { root: 0, data: null, boxes: [] };
 
-function drawFlame() {
-  const f = state.flame.data;
-  const cv = $('flame-canvas');
-  if (!f || cv.offsetParent === null) return;
-  /* lay the nodes out: children sorted by name, side by side under the parent */
-  const byId = new Map();
-  for (const n of f.nodes) byId.set(n[0], { id: n[0], parent: n[1], name: n[2], total: n[3], self: n[4], calls: n[5],
-    sys: n[6], kids: [] });
-  const root = byId.get(f.root);
-  for (const n of byId.values()) if (n !== root && byId.has(n.parent)) byId.get(n.parent).kids.push(n);
-  let depth = 0;
-  const boxes = [];
-  const width = cv.clientWidth || 800;
-  const scale = root.total ? width / root.total : 0;
-  const place = (n, x, d) => {
-    depth = Math.max(depth, d);
-    boxes.push({ n, x, w: n.total * scale, d });
-    let cx = x;
-    n.kids.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const k of n.kids) {
-      place(k, cx, d + 1);
-      cx += k.total * scale;
+  v.load = async (root) => {
+    if (root !== undefined) v.root = root;
+    const f = await api(ids.api + '?node=' + v.root + '&min=500');
+    v.data = f;
+    const crumbs = $(ids.path);
+    crumbs.textContent = '';
+    const chain = f.ancestors.slice().reverse();
+    for (const a of chain) {
+      const s = el('span', null, (a.id === 0 ? 'all' : a.name) + ' \u203A');
+      s.addEventListener('click', () => v.load(a.id).catch(showError));
+      crumbs.append(s);
+    }
+    $(ids.info).textContent = ids.info_text(f);
+    v.draw();
+  };
+
+  v.draw = () => {
+    const f = v.data;
+    const cv = $(ids.canvas);
+    if (!f || cv.offsetParent === null) return;
+    /* lay the nodes out: children sorted by name, side by side under the parent */
+    const byId = new Map();
+    for (const n of f.nodes) byId.set(n[0], { id: n[0], parent: n[1], name: n[2], total: n[3], self: n[4],
+      calls: n[5], sys: n[6], kids: [] });
+    const root = byId.get(f.root);
+    for (const n of byId.values()) if (n !== root && byId.has(n.parent)) byId.get(n.parent).kids.push(n);
+    let depth = 0;
+    const boxes = [];
+    const width = cv.clientWidth || 800;
+    const scale = root.total ? width / root.total : 0;
+    const place = (n, x, d) => {
+      depth = Math.max(depth, d);
+      boxes.push({ n, x, w: n.total * scale, d });
+      let cx = x;
+      n.kids.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const k of n.kids) {
+        place(k, cx, d + 1);
+        cx += k.total * scale;
+      }
+    };
+    place(root, 0, 0);
+    const dpr = window.devicePixelRatio || 1;
+    const h = (depth + 1) * FLAME_ROW + 2;
+    cv.style.height = h + 'px';
+    cv.width = Math.round(width * dpr);
+    cv.height = Math.round(h * dpr);
+    const g = cv.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, width, h);
+    g.font = '12px system-ui, sans-serif';
+    g.textBaseline = 'middle';
+    for (const b of boxes) {
+      const y = b.d * FLAME_ROW;
+      if (b.w < 0.5) continue;
+      g.fillStyle = b.n.id === 0 ? '#c9ced6' : ids.colour(b.n);
+      g.fillRect(b.x, y, Math.max(b.w - 0.5, 0.5), FLAME_ROW - 1);
+      if (b.w > 30) {
+        g.fillStyle = '#1d2330';
+        g.save();
+        g.beginPath();
+        g.rect(b.x, y, b.w - 2, FLAME_ROW);
+        g.clip();
+        g.fillText((b.n.sys ? '[sys] ' : '') + b.n.name, b.x + 3, y + FLAME_ROW / 2);
+        g.restore();
+      }
+    }
+    v.boxes = boxes;
+    /* the frames in words too (for screen readers), the widest first */
+    if (ids.list) {
+      const list = $(ids.list);
+      list.textContent = '';
+      for (const b of boxes.slice().sort((x, y) => y.w - x.w).slice(0, FLAME_LIST_MAX)) {
+        const li = el('li', null, (b.n.sys ? '[sys] ' : '') + (b.n.id === 0 ? 'all' : b.n.name) + ': ' +
+          fmtNs(b.n.total) + ', ' + fmtCount(b.n.calls) + ' ' + ids.unit);
+        li.dataset.name = b.n.id === 0 ? '' : b.n.name;
+        li.dataset.depth = String(b.d);
+        li.dataset.total = String(b.n.total);
+        li.dataset.count = String(b.n.calls);
+        list.append(li);
+      }
     }
   };
-  place(root, 0, 0);
-  const dpr = window.devicePixelRatio || 1;
-  const h = (depth + 1) * FLAME_ROW + 2;
-  cv.style.height = h + 'px';
-  cv.width = Math.round(width * dpr);
-  cv.height = Math.round(h * dpr);
-  const g = cv.getContext('2d');
-  g.setTransform(dpr, 0, 0, dpr, 0, 0);
-  g.clearRect(0, 0, width, h);
-  g.font = '12px system-ui, sans-serif';
-  g.textBaseline = 'middle';
-  for (const b of boxes) {
-    const y = b.d * FLAME_ROW;
-    if (b.w < 0.5) continue;
-    g.fillStyle = b.n.id === 0 ? '#c9ced6' : colourOf(b.n.name, b.n.sys);
-    g.fillRect(b.x, y, Math.max(b.w - 0.5, 0.5), FLAME_ROW - 1);
-    if (b.w > 30) {
-      g.fillStyle = '#1d2330';
-      g.save();
-      g.beginPath();
-      g.rect(b.x, y, b.w - 2, FLAME_ROW);
-      g.clip();
-      g.fillText((b.n.sys ? '[sys] ' : '') + b.n.name, b.x + 3, y + FLAME_ROW / 2);
-      g.restore();
-    }
-  }
-  state.flame.boxes = boxes;
+
+  v.hit = (e) => {
+    const cv = $(ids.canvas);
+    const r = cv.getBoundingClientRect();
+    const x = e.clientX - r.left;
+    const d = Math.floor((e.clientY - r.top) / FLAME_ROW);
+    return v.boxes.find((b) => b.d === d && x >= b.x && x < b.x + b.w);
+  };
+
+  v.setup = () => {
+    const cv = $(ids.canvas);
+    cv.addEventListener('click', (e) => {
+      const b = v.hit(e);
+      if (b && b.n.id !== v.data.root) v.load(b.n.id).catch(showError);
+      else if (b && b.n.parent !== undefined && b.n.id !== 0) v.load(b.n.parent).catch(showError);
+    });
+    cv.addEventListener('mousemove', (e) => {
+      const b = v.hit(e);
+      const tip = $(ids.tip);
+      if (!b) {
+        tip.hidden = true;
+        return;
+      }
+      const f = v.data;
+      tip.textContent = (b.n.sys ? '[sys] ' : '') + b.n.name + '\n' + fmtNs(b.n.total) + ' (' +
+        (100 * b.n.total / (f.total_ns || 1)).toFixed(1) + '%), self ' + fmtNs(b.n.self) + ', ' + fmtCount(b.n.calls) +
+        ' ' + ids.unit;
+      tip.style.left = (e.clientX + 12) + 'px';
+      tip.style.top = (e.clientY + 12) + 'px';
+      tip.hidden = false;
+    });
+    cv.addEventListener('mouseleave', () => { $(ids.tip).hidden = true; });
+    $(ids.reset).addEventListener('click', () => v.load(0).catch(showError));
+  };
+  return v;
 }
 
-function flameHit(e) {
-  const cv = $('flame-canvas');
-  const r = cv.getBoundingClientRect();
-  const x = e.clientX - r.left;
-  const d = Math.floor((e.clientY - r.top) / FLAME_ROW);
-  return state.flame.boxes.find((b) => b.d === d && x >= b.x && x < b.x + b.w);
-}
+const flame = flameView({
+  api: 'flame', canvas: 'flame-canvas', tip: 'flame-tip', path: 'flame-path', info: 'flame-info',
+  reset: 'flame-reset', unit: 'calls', colour: (n) => colourOf(n.name, n.sys),
+  info_text: (f) => fmtNs(f.total_ns) + (f.hidden ? ', ' + fmtCount(f.hidden) + ' narrow paths hidden' : ''),
+});
 
-function setupFlame() {
-  const cv = $('flame-canvas');
-  cv.addEventListener('click', (e) => {
-    const b = flameHit(e);
-    if (b && b.n.id !== state.flame.data.root) loadFlame(b.n.id).catch(showError);
-    else if (b && b.n.parent !== undefined && b.n.id !== 0) loadFlame(b.n.parent).catch(showError);
-  });
-  cv.addEventListener('mousemove', (e) => {
-    const b = flameHit(e);
-    const tip = $('flame-tip');
-    if (!b) {
-      tip.hidden = true;
-      return;
-    }
-    const f = state.flame.data;
-    tip.textContent = (b.n.sys ? '[sys] ' : '') + b.n.name + '\n' + fmtNs(b.n.total) + ' (' +
-      (100 * b.n.total / (f.total_ns || 1)).toFixed(1) + '%), self ' + fmtNs(b.n.self) + ', ' + fmtCount(b.n.calls) +
-      ' calls';
-    tip.style.left = (e.clientX + 12) + 'px';
-    tip.style.top = (e.clientY + 12) + 'px';
-    tip.hidden = false;
-  });
-  cv.addEventListener('mouseleave', () => { $('flame-tip').hidden = true; });
-  $('flame-reset').addEventListener('click', () => loadFlame(0).catch(showError));
-}
+/* Off the CPU: cool colours, system call leaves violet as elsewhere. */
+const offcpuFlame = flameView({
+  api: 'offcpu_flame', canvas: 'offcpu-canvas', tip: 'offcpu-tip', path: 'offcpu-path', info: 'offcpu-info',
+  reset: 'offcpu-reset', list: 'offcpu-list', unit: 'waits',
+  colour: (n) => {
+    if (n.sys) return colourOf(n.name, true);
+    let h = 0;
+    for (let i = 0; i < n.name.length; i++) h = (h * 31 + n.name.charCodeAt(i)) | 0;
+    h = Math.abs(h);
+    return 'hsl(' + (190 + h % 40) + ',' + (45 + h % 20) + '%,' + (62 + (h >> 3) % 14) + '%)';
+  },
+  info_text: (f) => fmtNs(f.total_ns) + ' off the CPU in ' + fmtCount(f.waits) + ' waits' +
+    (f.hidden ? ', ' + fmtCount(f.hidden) + ' narrow paths hidden' : '') +
+    (f.dropped ? ', ' + fmtCount(f.dropped) + ' paths not kept (too many)' : ''),
+});
 
 /* ------------------------------------------------------------ timeline */
 
@@ -530,9 +607,15 @@ async function loadTimeline() {
   const seq = ++state.tl.seq;
   const thread = tlThread();
   if (thread) state.tl.seen = thread.last_ns;
-  const d = await api('timeline?thread=' + state.tl.thread + '&t0=' + t0 + '&t1=' + t1 + '&px=' + px);
+  const [d, k] = await Promise.all([
+    api('timeline?thread=' + state.tl.thread + '&t0=' + t0 + '&t1=' + t1 + '&px=' + px),
+    /* the calls are drawn whatever becomes of the kernel tracks */
+    state.kernel ? api('kernel_tracks?thread=' + state.tl.thread + '&from=' + t0 + '&to=' + t1 + '&px=' + px)
+      .catch((e) => { showError(e); return null; }) : null,
+  ]);
   if (seq !== state.tl.seq) return; /* a newer window was asked for */
   state.tl.data = d;
+  state.kt.data = k && k.kernel ? k : null;
   $('tl-status').textContent = fmtNs(t0) + ' \u2013 ' + fmtNs(t1) + ' (' + fmtNs(t1 - t0) + ' shown), ' +
     (d.mode === 'exact' ? 'every call' : 'merged, zoom in for every call') + ', ' + fmtCount(d.spans.length) +
     ' spans' + (d.lost.length ? ', losses marked in red' : '') + (d.running ? ', the thread runs on' : '');
@@ -540,6 +623,7 @@ async function loadTimeline() {
   $('tl-status').dataset.spans = String(d.spans.length);
   $('tl-status').dataset.t0 = String(t0);
   $('tl-status').dataset.t1 = String(t1);
+  ktStatus();
   drawTimeline();
 }
 
@@ -578,6 +662,7 @@ function drawTimeline() {
     g.fillRect(x, TL_AXIS - 6, 1, 6);
     g.fillText(fmtNs(t), x + 3, 8);
   }
+  drawKTracks();
   if (!d) return;
   const names = d.names;
   state.tl.boxes = [];
@@ -613,6 +698,221 @@ function drawTimeline() {
   }
 }
 
+/* ------------------------------------------------------------ kernel tracks */
+
+const KT_LANE = 18;
+const KT_GAP = 5;
+const KT_STATE = {
+  S: ['#7b8bb0', '#dfe4ef'], D: ['#d0893a', '#f6e2cb'], R: ['#c0392b', '#f5d5d1'], '?': ['#8a8f99', '#e4e6ea'],
+};
+const KT_ARROW = { thread: '#1e8449', timer: '#8e44ad', hardirq: '#d35400', softirq: '#b9770e', none: '#69707d' };
+
+/* A thread's colour in the CPU lanes: none of them the green of "on a CPU". */
+const THREAD_HUES = [25, 215, 305, 45, 185, 265, 0, 345, 200, 280];
+function threadColour(id) {
+  return 'hsl(' + THREAD_HUES[id % THREAD_HUES.length] + ',' + (60 - (Math.floor(id / THREAD_HUES.length) % 3) * 12) +
+    '%,' + (58 + (Math.floor(id / THREAD_HUES.length) % 2) * 10) + '%)';
+}
+
+function threadById(id) {
+  return (state.summary ? state.summary.threads : []).find((t) => t.id === id);
+}
+
+/* What the kernel tracks show of the window, as numbers for people and
+ * as data attributes (the UI tests read them). */
+function ktStatus() {
+  const st = $('kt-status');
+  const k = state.kt.data;
+  if (!k) {
+    st.textContent = '';
+    for (const key of ['off', 'offS', 'cpus', 'threads', 'arrows']) delete st.dataset[key];
+    return;
+  }
+  const mine = k.threads.find((t) => t.id === state.tl.thread);
+  let off = 0, offS = 0;
+  for (const o of mine ? mine.off : []) {
+    off += o[6];
+    if (o[2] === 'S') offS += o[6];
+  }
+  st.textContent = '\u2014 this thread: ' + fmtCount(off) + ' off-CPU waits in the window; ' +
+    fmtCount(k.threads.length) + ' thread' + (k.threads.length === 1 ? '' : 's') + ', ' + fmtCount(k.cpus.length) +
+    ' CPU' + (k.cpus.length === 1 ? '' : 's') + ', ' + fmtCount(k.arrows.length) + ' wake-ups' +
+    (k.threads_more ? ', ' + fmtCount(k.threads_more) + ' more threads not shown' : '') +
+    (k.hidden ? ', ' + fmtCount(k.hidden) + ' intervals not shown' : '');
+  st.dataset.off = String(off);
+  st.dataset.offS = String(offS);
+  st.dataset.cpus = String(k.cpus.length);
+  st.dataset.threads = String(k.threads.length);
+  st.dataset.arrows = String(k.arrows.length);
+}
+
+function hatch(g, x, y, w, h, fg, bg) {
+  g.fillStyle = bg;
+  g.fillRect(x, y, w, h);
+  g.save();
+  g.beginPath();
+  g.rect(x, y, w, h);
+  g.clip();
+  g.strokeStyle = fg;
+  g.lineWidth = 1;
+  g.beginPath();
+  for (let i = Math.floor(x / 6) * 6 - h; i < x + w; i += 6) {
+    g.moveTo(i, y + h);
+    g.lineTo(i + h, y);
+  }
+  g.stroke();
+  g.restore();
+}
+
+function drawKTracks() {
+  const k = state.kt.data;
+  const cv = $('ktrack-canvas');
+  state.kt.boxes = [];
+  if (cv.offsetParent === null || !k) return;
+  const width = cv.clientWidth || 1000;
+  const lanes = k.threads.length + k.cpus.length;
+  const h = Math.max(1, lanes) * (KT_LANE + KT_GAP) + 4;
+  const dpr = window.devicePixelRatio || 1;
+  cv.style.height = h + 'px';
+  cv.width = Math.round(width * dpr);
+  cv.height = Math.round(h * dpr);
+  const g = cv.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, width, h);
+  const t0 = state.tl.t0;
+  const scale = width / (state.tl.t1 - state.tl.t0);
+  const X = (t) => (t - t0) * scale;
+  const W = (a, b) => Math.max((b - a) * scale, 1);
+  const laneY = new Map();
+  let y = 2;
+  const labels = [];
+  for (const t of k.threads) {
+    laneY.set('t' + t.id, y);
+    /* on a CPU from its first event to its last, but where it was off */
+    const a = Math.max(X(t.first), 0), b = Math.min(X(t.last), width);
+    if (b > a) {
+      g.fillStyle = '#cfe8d2';
+      g.fillRect(a, y, b - a, KT_LANE);
+    }
+    if (t.id === state.tl.thread) {
+      g.fillStyle = '#2f6fd6';
+      g.fillRect(0, y, 3, KT_LANE);
+    }
+    for (const o of t.off) {
+      const [s0, s1, st, who, sys, wake, count, fill] = o;
+      const x = X(s0), w = W(s0, s1);
+      if (x > width || x + w < 0) continue;
+      const [fg, bg] = KT_STATE[st] || KT_STATE['?'];
+      g.globalAlpha = count > 1 ? Math.max(0.3, fill / 1000) : 1;
+      hatch(g, x, y, w, KT_LANE, fg, bg);
+      /* where each wait begins: waits a few microseconds apart stay apart */
+      g.fillStyle = fg;
+      g.fillRect(x, y, 1.5, KT_LANE);
+      if (wake !== null && wake >= s0 && wake <= s1) {
+        /* woken, waiting for a CPU */
+        g.fillStyle = '#f1c40f';
+        g.fillRect(X(wake), y + KT_LANE - 5, Math.max((s1 - wake) * scale, 1), 5);
+      }
+      g.globalAlpha = 1;
+      state.kt.boxes.push({ x, w, y, h: KT_LANE, kind: 'off', o, names: k.names, thread: t });
+    }
+    for (const q of t.irqs) {
+      const [s0, s1, what, count] = q;
+      const x = X(s0), w = W(s0, s1);
+      if (x > width || x + w < 0) continue;
+      g.fillStyle = '#8e24aa';
+      g.fillRect(x, y, Math.max(w, 2), 5);
+      state.kt.boxes.push({ x: x - 1, w: Math.max(w, 3), y, h: 6, kind: 'irq', q, names: k.names, count });
+    }
+    labels.push([y, t.tid + ' ' + t.comm]);
+    y += KT_LANE + KT_GAP;
+  }
+  for (const c of k.cpus) {
+    laneY.set('c' + c.cpu, y);
+    g.fillStyle = '#f3f4f6';
+    g.fillRect(0, y, width, KT_LANE);
+    for (const sl of c.slices) {
+      const [s0, s1, thread, count, fill] = sl;
+      const x = X(s0), w = W(s0, s1);
+      if (x > width || x + w < 0) continue;
+      g.globalAlpha = count > 1 ? Math.max(0.3, fill / 1000) : 1;
+      g.fillStyle = threadColour(thread);
+      g.fillRect(x, y + 2, w, KT_LANE - 4);
+      g.globalAlpha = 1;
+      state.kt.boxes.push({ x, w, y, h: KT_LANE, kind: 'slice', sl, cpu: c.cpu });
+    }
+    labels.push([y, 'CPU ' + c.cpu]);
+    y += KT_LANE + KT_GAP;
+  }
+  /* arrows: from the waker's lane (its thread's, else its CPU's) down or up to the thread woken */
+  for (const a of k.arrows) {
+    const [wake, fromThread, fromCpu, toThread, , kind] = a;
+    const yt = laneY.get('t' + toThread);
+    if (yt === undefined) continue;
+    let ys = fromThread !== null ? laneY.get('t' + fromThread) : undefined;
+    if (ys === undefined) ys = laneY.get('c' + fromCpu);
+    const x = X(wake);
+    if (x < 0 || x > width) continue;
+    const from = ys === undefined ? yt - KT_GAP - 4 : ys + KT_LANE / 2;
+    const to = yt + (from < yt ? 1 : KT_LANE - 1);
+    g.strokeStyle = g.fillStyle = KT_ARROW[kind] || KT_ARROW.none;
+    g.lineWidth = 1.5;
+    g.beginPath();
+    g.moveTo(x, from);
+    g.lineTo(x, to);
+    g.stroke();
+    const dir = to > from ? 1 : -1;
+    g.beginPath();
+    g.moveTo(x, to);
+    g.lineTo(x - 4, to - 6 * dir);
+    g.lineTo(x + 4, to - 6 * dir);
+    g.closePath();
+    g.fill();
+    state.kt.boxes.push({ x: x - 3, w: 6, y: Math.min(from, to), h: Math.abs(to - from), kind: 'arrow', a });
+  }
+  g.font = '11px system-ui, sans-serif';
+  g.textBaseline = 'middle';
+  for (const [ly, text] of labels) {
+    const tw = g.measureText(text).width + 8;
+    g.fillStyle = 'rgba(255,255,255,0.85)';
+    g.fillRect(4, ly + 2, tw, KT_LANE - 4);
+    g.fillStyle = '#1d2330';
+    g.fillText(text, 8, ly + KT_LANE / 2);
+  }
+}
+
+function ktTip(b) {
+  const nm = (id) => (id === null || id === undefined ? null : b.names ? b.names[id] : null);
+  if (b.kind === 'off') {
+    const [s0, s1, st, who, sys, wake, count] = b.o;
+    const what = { S: 'sleeping (S)', D: 'blocked (D)', R: 'preempted (R)' }[st] || 'off (' + st + ')';
+    let text = 'off the CPU, ' + what + (count > 1 ? ', ' + fmtCount(count) + ' waits merged' : '') + '\n' +
+      fmtNs(s0) + ' \u2013 ' + fmtNs(s1) + ' (' + fmtNs(s1 - s0) + ')';
+    if (nm(sys)) text += '\nin ' + nm(sys);
+    if (nm(who)) text += '\nwoken by ' + nm(who);
+    else if (st !== 'R' && count === 1) text += '\nno wake-up seen';
+    if (wake !== null) text += '\nran ' + fmtNs(s1 - wake) + ' after the wake-up';
+    return text;
+  }
+  if (b.kind === 'irq') {
+    const [s0, s1, what, count] = b.q;
+    return (nm(what) || 'interrupt') + (count > 1 ? ' (' + fmtCount(count) + ' merged)' : '') + '\n' + fmtNs(s0) +
+      ', ' + fmtNs(s1 - s0);
+  }
+  if (b.kind === 'slice') {
+    const [s0, s1, thread, count] = b.sl;
+    const t = threadById(thread);
+    return 'CPU ' + b.cpu + ': ' + (t ? t.comm + ' ' + t.tid : 'thread ' + thread) +
+      (count > 1 ? ' and others (' + fmtCount(count) + ' slices merged)' : '') + '\n' + fmtNs(s0) + ' \u2013 ' +
+      fmtNs(s1) + ' (' + fmtNs(s1 - s0) + ')';
+  }
+  const [wake, fromThread, fromCpu, toThread, run, kind] = b.a;
+  const f = fromThread !== null ? threadById(fromThread) : null;
+  const t = threadById(toThread);
+  return 'wake-up at ' + fmtNs(wake) + ' by ' + (f ? f.comm + ' ' + f.tid : kind + ' on CPU ' + fromCpu) + '\nof ' +
+    (t ? t.comm + ' ' + t.tid : 'thread ' + toThread) + ', which ran ' + fmtNs(run - wake) + ' later';
+}
+
 function tlZoom(factor, at) {
   const span = state.tl.t1 - state.tl.t0;
   const centre = at === undefined ? state.tl.t0 + span / 2 : at;
@@ -622,6 +922,56 @@ function tlZoom(factor, at) {
   state.tl.t1 = state.tl.t0 + ns;
   state.tl.whole = false;
   tlSchedule();
+}
+
+/* Shows [a, b) (ns from the start), with a little room either side
+ * unless exact. */
+function tlShow(a, b, exact) {
+  const pad = exact ? 0 : Math.max(1, (b - a) * 0.02);
+  state.tl.t0 = Math.max(0, a - pad);
+  state.tl.t1 = b + pad;
+  state.tl.whole = false;
+  tlSchedule();
+}
+
+/* Wheel zooms and dragging pans, on the calls' canvas and the kernel's
+ * alike; tip(x, y) names what is under the pointer. */
+let tlDrag = null;
+function tlPanZoom(cv, tipId, tip) {
+  cv.addEventListener('wheel', (e) => {
+    e.preventDefault();
+    const r = cv.getBoundingClientRect();
+    const at = state.tl.t0 + (e.clientX - r.left) / r.width * (state.tl.t1 - state.tl.t0);
+    tlZoom(e.deltaY < 0 ? 0.7 : 1 / 0.7, at);
+  }, { passive: false });
+  cv.addEventListener('mousedown', (e) => { tlDrag = { x: e.clientX, t0: state.tl.t0, t1: state.tl.t1, cv }; });
+  cv.addEventListener('mousemove', (e) => {
+    const r = cv.getBoundingClientRect();
+    if (tlDrag && tlDrag.cv === cv) {
+      const dt = (e.clientX - tlDrag.x) / r.width * (tlDrag.t1 - tlDrag.t0);
+      const t0 = Math.max(0, tlDrag.t0 - dt);
+      state.tl.t0 = t0;
+      state.tl.t1 = t0 + (tlDrag.t1 - tlDrag.t0);
+      state.tl.whole = false;
+      tlSchedule();
+      return;
+    }
+    const text = tip(e.clientX - r.left, e.clientY - r.top);
+    const box = $(tipId);
+    if (!text) {
+      box.hidden = true;
+      return;
+    }
+    box.textContent = text;
+    box.style.left = (e.clientX + 12) + 'px';
+    box.style.top = (e.clientY + 12) + 'px';
+    box.hidden = false;
+  });
+  cv.addEventListener('mouseleave', () => { $(tipId).hidden = true; });
+}
+
+function tlBoxAt(x, y) {
+  return (state.tl.boxes || []).find((q) => x >= q.x && x < q.x + q.w && y >= q.y && y < q.y + (q.h || TL_ROW));
 }
 
 function setupTimeline() {
@@ -637,48 +987,28 @@ function setupTimeline() {
     tlResetWindow();
     loadTimeline().catch(showError);
   });
-  cv.addEventListener('wheel', (e) => {
-    e.preventDefault();
-    const r = cv.getBoundingClientRect();
-    const at = state.tl.t0 + (e.clientX - r.left) / r.width * (state.tl.t1 - state.tl.t0);
-    tlZoom(e.deltaY < 0 ? 0.7 : 1 / 0.7, at);
-  }, { passive: false });
-  let drag = null;
-  cv.addEventListener('mousedown', (e) => { drag = { x: e.clientX, t0: state.tl.t0, t1: state.tl.t1 }; });
-  window.addEventListener('mouseup', () => { drag = null; });
-  cv.addEventListener('mousemove', (e) => {
-    const r = cv.getBoundingClientRect();
-    if (drag) {
-      const dt = (e.clientX - drag.x) / r.width * (drag.t1 - drag.t0);
-      const t0 = Math.max(0, drag.t0 - dt);
-      state.tl.t0 = t0;
-      state.tl.t1 = t0 + (drag.t1 - drag.t0);
-      state.tl.whole = false;
-      tlSchedule();
-      return;
-    }
-    const x = e.clientX - r.left;
-    const y = e.clientY - r.top;
-    const tip = $('tl-tip');
-    const b = (state.tl.boxes || []).find((q) => x >= q.x && x < q.x + q.w && y >= q.y &&
-      y < q.y + (q.h || TL_ROW));
-    if (!b) {
-      tip.hidden = true;
-      return;
-    }
-    if (b.lost) {
-      tip.textContent = fmtCount(b.lost) + ' events lost here (' + fmtNs(b.t) + ')';
-    } else {
-      const [, a, e2, , calls, flags, fill] = b.s;
-      tip.textContent = (flags & 1 ? '[sys] ' : '') + b.name + '\n' + fmtNs(a) + ' \u2013 ' + fmtNs(e2) + ' (' +
-        fmtNs(e2 - a) + ')' + (calls > 1 ? '\n' + fmtCount(calls) + ' calls merged, ' + (fill / 10).toFixed(1) +
-          '% busy' : '') + (flags & 4 ? '\ngoes on after the window' : '') + (flags & 8 ? '\nunfinished' : '');
-    }
-    tip.style.left = (e.clientX + 12) + 'px';
-    tip.style.top = (e.clientY + 12) + 'px';
-    tip.hidden = false;
+  window.addEventListener('mouseup', () => { tlDrag = null; });
+  tlPanZoom(cv, 'tl-tip', (x, y) => {
+    const b = tlBoxAt(x, y);
+    if (!b) return null;
+    if (b.lost) return fmtCount(b.lost) + ' events lost here (' + fmtNs(b.t) + ')';
+    const [, a, e2, , calls, flags, fill] = b.s;
+    return (flags & 1 ? '[sys] ' : '') + b.name + '\n' + fmtNs(a) + ' \u2013 ' + fmtNs(e2) + ' (' +
+      fmtNs(e2 - a) + ')' + (calls > 1 ? '\n' + fmtCount(calls) + ' calls merged, ' + (fill / 10).toFixed(1) +
+        '% busy' : '') + (flags & 4 ? '\ngoes on after the window' : '') + (flags & 8 ? '\nunfinished' : '') +
+      (calls > 1 ? '' : '\ndouble click: zoom to it');
   });
-  cv.addEventListener('mouseleave', () => { $('tl-tip').hidden = true; });
+  cv.addEventListener('dblclick', (e) => {
+    const r = cv.getBoundingClientRect();
+    const b = tlBoxAt(e.clientX - r.left, e.clientY - r.top);
+    if (b && b.s) tlShow(b.s[1], b.s[2]);
+  });
+  tlPanZoom($('ktrack-canvas'), 'tl-tip', (x, y) => {
+    const hits = (state.kt.boxes || []).filter((q) => x >= q.x && x < q.x + q.w && y >= q.y && y < q.y + q.h);
+    /* the arrows and interrupts drawn over the waits first */
+    const b = hits.find((q) => q.kind === 'arrow') || hits.find((q) => q.kind === 'irq') || hits[0];
+    return b ? ktTip(b) : null;
+  });
 }
 
 /* ------------------------------------------------------------ system calls */
@@ -928,6 +1258,291 @@ function setupHeap() {
   $('heap-series').addEventListener('change', () => loadGrowth().catch(showError));
 }
 
+/* ------------------------------------------------------------ layers */
+
+const LAYERS_ROWS = 2000; /* function rows shown; the filter finds the others */
+
+/* A kernel view's message when the trace has no kernel events (the
+ * server's reason). */
+function kernelEmpty(view, reason) {
+  $(view + '-empty').textContent = reason || 'No kernel events in this trace: record with --kernel.';
+  $(view + '-empty').hidden = false;
+  $(view + '-body').hidden = true;
+}
+
+function layerValue(row, key, self) {
+  const src = self && row.self ? row.self : row;
+  if (key === 'name' || key === 'calls') return row[key];
+  if (key === 'tid') return row.tid;
+  if (key === 'irq_ns') return src.irq_ns + src.softirq_ns;
+  return src[key];
+}
+
+function sortRows(rows, sort, self) {
+  const { key, dir } = sort;
+  return rows.slice().sort((a, b) => {
+    const x = layerValue(a, key, self), y = layerValue(b, key, self);
+    const c = typeof x === 'string' ? x.localeCompare(y) : x - y;
+    return (dir === 'asc' ? c : -c) || String(a.name || a.tid).localeCompare(String(b.name || b.tid));
+  });
+}
+
+function partsCells(tr, p) {
+  tr.append(td(fmtNs(p.total_ns)), td(fmtNs(p.user_ns)), td(fmtNs(p.syscall_ns)), td(fmtNs(p.off_cpu_ns)),
+    td(fmtNs(p.irq_ns + p.softirq_ns)), td(fmtCount(p.page_faults)), td(fmtCount(p.context_switches)),
+    td(fmtCount(p.syscalls)));
+}
+
+function markSorted(table, sort) {
+  for (const th of $(table).tHead.rows[0].cells) {
+    th.classList.remove('sorted', 'asc', 'desc');
+    if (th.dataset.key === sort.key) th.classList.add('sorted', sort.dir);
+  }
+}
+
+function layersTables() {
+  const l = state.layers.data;
+  const self = $('layers-mode').value === 'self';
+  const needle = $('layers-filter').value.trim().toLowerCase();
+  const rows = sortRows(l.functions.filter((f) => f.name.toLowerCase().includes(needle)), state.layers.sort, self);
+  const body = $('layers-table').tBodies[0];
+  body.textContent = '';
+  for (const f of rows.slice(0, LAYERS_ROWS)) {
+    const tr = el('tr');
+    tr.dataset.name = f.name;
+    tr.append(td(f.name, 'text'), td(fmtCount(f.calls)));
+    partsCells(tr, self ? f.self : f);
+    tr.addEventListener('dblclick', () => openFlow(f.name, 0));
+    body.append(tr);
+  }
+  $('layers-info').textContent = fmtCount(rows.length) + ' functions' + (rows.length > LAYERS_ROWS ? ', the first ' +
+    fmtCount(LAYERS_ROWS) + ' shown: filter for others' : '') + '; ' + fmtCount(l.kernel_events) + ' kernel events' +
+    (l.has_syscalls ? '' : '; no system calls recorded (record with --syscalls): their time counts as user time') +
+    '. Double click a function for its flow.';
+  markSorted('layers-table', state.layers.sort);
+  const tb = $('layers-thread-table').tBodies[0];
+  tb.textContent = '';
+  for (const t of sortRows(l.threads, state.layers.tsort, false)) {
+    const tr = el('tr');
+    tr.dataset.tid = String(t.tid);
+    tr.append(td(t.tid + ' (' + t.comm + ')' + (t.pid !== t.tid ? ', process ' + t.pid : ''), 'text'));
+    partsCells(tr, t);
+    tb.append(tr);
+  }
+  markSorted('layers-thread-table', state.layers.tsort);
+  const k = state.layers.kernel;
+  const wb = $('kernel-waits-table').tBodies[0];
+  wb.textContent = '';
+  for (const w of k.off_cpu) {
+    const tr = el('tr');
+    const who = w.wakers.map((x) => x.who + ' \u00D7' + fmtCount(x.count));
+    if (w.unknown_wakers) who.push('no wake-up seen \u00D7' + fmtCount(w.unknown_wakers));
+    tr.append(td(w.syscall || (w.state === 'R' ? '(preempted)' : '(in its own code)'), 'text'), td(w.state, 'text'),
+      td(fmtCount(w.count)), td(fmtNs(w.total_ns)), td(fmtNs(w.count ? Math.round(w.total_ns / w.count) : 0)),
+      td(fmtNs(w.max_ns)), td(who.join('; '), 'text'));
+    wb.append(tr);
+  }
+  const eb = $('kernel-events-table').tBodies[0];
+  eb.textContent = '';
+  for (const e of k.events) {
+    const tr = el('tr');
+    tr.append(td(e.event, 'text'), td(fmtCount(e.count)));
+    eb.append(tr);
+  }
+}
+
+async function loadLayers() {
+  if (!state.layers.data || (state.live && state.layers.gen !== state.generation)) {
+    const [l, k] = await Promise.all([api('layers'), api('kernel')]);
+    if (!l.kernel) {
+      kernelEmpty('layers', l.reason);
+      return;
+    }
+    state.layers.data = l;
+    state.layers.kernel = k;
+    state.layers.gen = state.generation;
+  }
+  $('layers-empty').hidden = true;
+  $('layers-body').hidden = false;
+  layersTables();
+}
+
+function setupLayers() {
+  const sortable = (table, holder) => {
+    for (const th of $(table).tHead.rows[0].cells) {
+      th.addEventListener('click', () => {
+        const key = th.dataset.key;
+        const text = key === 'name' || key === 'tid';
+        const sort = state.layers[holder];
+        if (sort.key === key) sort.dir = sort.dir === 'desc' ? 'asc' : 'desc';
+        else state.layers[holder] = { key, dir: text ? 'asc' : 'desc' };
+        if (state.layers.data) layersTables();
+      });
+    }
+  };
+  sortable('layers-table', 'sort');
+  sortable('layers-thread-table', 'tsort');
+  $('layers-mode').addEventListener('change', () => { if (state.layers.data) layersTables(); });
+  let timer = null;
+  $('layers-filter').addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { if (state.layers.data) layersTables(); }, 150);
+  });
+}
+
+/* ------------------------------------------------------------ off-CPU flame graph */
+
+async function loadOffcpu() {
+  if (!state.kernel) {
+    const r = await api('offcpu_flame');
+    kernelEmpty('offcpu', r.reason);
+    return;
+  }
+  $('offcpu-empty').hidden = true;
+  $('offcpu-body').hidden = false;
+  await offcpuFlame.load();
+}
+
+/* ------------------------------------------------------------ flow */
+
+/* Opens the flow of a function's call (tid: numbered within that thread;
+ * 0: over all threads). */
+function openFlow(func, tid) {
+  $('flow-func').value = func;
+  state.flow.tid = tid || 0;
+  state.flow.want = true;
+  showView('flow');
+}
+
+function flowStepText(st) {
+  switch (st.type) {
+  case 'call': return st.name + '()';
+  case 'syscall': return '[sys] ' + st.text;
+  case 'off_cpu': return '[off-CPU] ' + st.text;
+  case 'kernel': return '[kernel] ' + st.text;
+  case 'mem': return '[mem] ' + st.text;
+  default: return '*** ' + st.text + ' ***';
+  }
+}
+
+function flowLayers(c) {
+  return 'total ' + fmtNs(c.duration_ns) + ': user ' + fmtNs(c.user_ns) + ', syscall ' + fmtNs(c.syscall_ns) +
+    ', off-CPU ' + fmtNs(c.off_cpu_ns) + ', irq ' + fmtNs(c.irq_ns + c.softirq_ns) + '; ' + fmtCount(c.syscalls) +
+    ' syscalls, ' + fmtCount(c.page_faults) + ' page faults, ' + fmtCount(c.context_switches) + ' switches' +
+    (c.unfinished ? ' (unfinished)' : '');
+}
+
+function flowRender(f) {
+  const body = $('flow-table').tBodies[0];
+  body.textContent = '';
+  for (const st of f.steps) {
+    const tr = el('tr', 't-' + st.type);
+    tr.dataset.type = st.type;
+    tr.dataset.depth = String(st.depth);
+    const text = td(flowStepText(st), 'text');
+    text.style.paddingLeft = (0.4 + st.depth * 1.4) + 'em';
+    tr.append(td('+' + fmtNs(Math.max(0, st.time_ns - f.start_ns))),
+      td(st.duration_ns !== undefined ? fmtNs(st.duration_ns) : ''), text);
+    body.append(tr);
+  }
+  const t = (state.summary ? state.summary.threads : []).find((x) => x.tid === f.tid);
+  $('flow-layers').textContent = f.function + '#' + f.n + ', thread ' + f.tid + (t ? ' (' + t.comm + ')' : '') +
+    ', process ' + f.pid + ' \u2014 ' + flowLayers(f);
+  const more = f.steps_more + f.steps_dropped;
+  $('flow-info').textContent = fmtCount(f.steps.length) + ' steps' + (more ? ', ' + fmtCount(more) +
+    ' more not shown' : '');
+  $('flow-info').dataset.steps = String(f.steps.length);
+  const note = $('flow-note');
+  note.hidden = state.kernel;
+  note.textContent = state.kernel ? '' : 'No kernel events in this trace (record with --kernel): the flow shows ' +
+    'calls and system calls, not the time off the CPU.';
+  $('flow-timeline').disabled = false;
+}
+
+/* The calls of the function (the select), then the chosen one's flow. */
+async function flowShow() {
+  const func = $('flow-func').value.trim();
+  if (!func) {
+    $('flow-info').textContent = 'type a function\'s name, or pick one in the flat profile or the call tree';
+    return;
+  }
+  const tid = state.flow.tid;
+  if (func !== state.flow.func || !state.flow.calls || state.flow.calls.tid !== tid) {
+    const c = await api('flow?all=1&func=' + encodeURIComponent(func) + (tid ? '&tid=' + tid : ''));
+    c.tid = tid;
+    state.flow.func = func;
+    state.flow.calls = c;
+    const sel = $('flow-call');
+    sel.textContent = '';
+    for (const x of c.calls) {
+      const o = el('option', null, '#' + x.n + ' \u2014 thread ' + x.tid + ', ' + fmtNs(x.duration_ns) +
+        (x.off_cpu_ns ? ', off-CPU ' + fmtNs(x.off_cpu_ns) : ''));
+      o.value = String(x.n);
+      sel.append(o);
+    }
+    if (c.more) sel.append(el('option', null, fmtCount(c.more) + ' more calls not listed'));
+    if (!c.calls.length) {
+      $('flow-table').tBodies[0].textContent = '';
+      $('flow-layers').textContent = '';
+      $('flow-info').textContent = func + ' has no call' + (tid ? ' in thread ' + tid : '') + ' in this trace';
+      $('flow-timeline').disabled = true;
+      state.flow.data = null;
+      return;
+    }
+  }
+  const n = Number($('flow-call').value) || 1;
+  const f = await api('flow?func=' + encodeURIComponent(func) + '&n=' + n + (tid ? '&tid=' + tid : ''));
+  state.flow.data = f;
+  flowRender(f);
+}
+
+async function loadFlow() {
+  if (!state.flow.names) {
+    state.flow.names = true;
+    const p = await api('profile?sort=total&limit=5000');
+    const dl = $('flow-names');
+    for (const f of p.functions) {
+      const o = el('option');
+      o.value = f.name;
+      dl.append(o);
+    }
+  }
+  if (state.flow.want) {
+    state.flow.want = false;
+    await flowShow();
+  }
+}
+
+function setupFlow() {
+  $('flow-show').addEventListener('click', () => flowShow().catch(showError));
+  $('flow-func').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') flowShow().catch(showError);
+  });
+  $('flow-func').addEventListener('change', () => { state.flow.tid = 0; });
+  $('flow-call').addEventListener('change', () => flowShow().catch(showError));
+  $('flow-timeline').addEventListener('click', () => {
+    const f = state.flow.data;
+    const s = state.summary;
+    if (!f || !s) return;
+    const t = s.threads.find((x) => x.tid === f.tid && x.pid === f.pid && f.start_ns - s.first_ns >= x.first_ns &&
+      f.start_ns - s.first_ns <= x.last_ns) || s.threads.find((x) => x.tid === f.tid);
+    if (!t) return;
+    state.tl.thread = t.id;
+    $('tl-thread').value = String(t.id);
+    showView('timeline');
+    tlShow(f.start_ns - s.first_ns, f.start_ns - s.first_ns + f.duration_ns, true); /* the call's time exactly */
+  });
+}
+
+/* A row picked in the profile or the tree: the Flow buttons take it. */
+function pickRow(table, tr, pick) {
+  for (const r of document.querySelectorAll('tr.picked')) r.classList.remove('picked');
+  tr.classList.add('picked');
+  state.pick = pick;
+  $('profile-flow').disabled = table !== 'profile';
+  $('tree-flow').disabled = table !== 'tree' || pick.syscall;
+}
+
 /* ------------------------------------------------------------ exports */
 
 /* on: exports are possible (a trace file, or a live session's kept trace
@@ -978,9 +1593,12 @@ async function takeSnapshot() {
 const loaders = {
   profile: loadProfile,
   tree: loadTree,
-  flame: () => loadFlame(),
+  flame: () => flame.load(),
   timeline: loadTimeline,
   syscalls: loadSyscalls,
+  layers: loadLayers,
+  offcpu: loadOffcpu,
+  flow: loadFlow,
   heap: loadHeap,
 };
 
@@ -1103,13 +1721,19 @@ function startEvents() {
 async function main() {
   setupProfile();
   setupTree();
-  setupFlame();
+  flame.setup();
+  offcpuFlame.setup();
   setupTimeline();
   setupLive();
   setupHeap();
+  setupLayers();
+  setupFlow();
+  $('profile-flow').addEventListener('click', () => { if (state.pick) openFlow(state.pick.name, 0); });
+  $('tree-flow').addEventListener('click', () => { if (state.pick) openFlow(state.pick.name, state.pick.tid); });
   for (const b of $('tabs').querySelectorAll('button')) b.addEventListener('click', () => showView(b.dataset.view));
   window.addEventListener('resize', () => {
-    if (state.view === 'flame') drawFlame();
+    if (state.view === 'flame') flame.draw();
+    if (state.view === 'offcpu') offcpuFlame.draw();
     if (state.view === 'timeline') tlSchedule();
   });
   try {

@@ -5,7 +5,8 @@
  *
  * usage: node ui_test.js CONFIG.json
  * CONFIG: { "modules": dir holding node_modules, "chromium": path,
- *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap" | "livetl",
+ *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap" | "livetl" |
+ *                                 "kernel",
  *           "screenshots": dir, "expect": {...} }
  * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
 'use strict';
@@ -557,6 +558,130 @@ async function scenarioLiveHeap(page) {
   check(dl.suggestedFilename() === 'live.report.json', 'liveheap: the JSON export downloaded', dl.suggestedFilename());
 }
 
+/* ------------------------------------------------------------ the kernel layer */
+
+async function inked(page, sel) {
+  return page.$eval(sel, (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+    return n;
+  });
+}
+
+/* The flow's rows: [{type, depth, text}]. */
+async function flowRows(page) {
+  return page.$$eval('#flow-table tbody tr', (rows) => rows.map((r) => ({
+    type: r.dataset.type, depth: Number(r.dataset.depth), text: r.cells[2].textContent,
+  })));
+}
+
+async function ktState(page) {
+  return page.$eval('#kt-status', (s) => ({
+    off: s.dataset.off === undefined ? -1 : Number(s.dataset.off), offS: Number(s.dataset.offS || -1),
+    cpus: Number(s.dataset.cpus || 0), arrows: Number(s.dataset.arrows || 0), text: s.textContent,
+  }));
+}
+
+async function scenarioKernel(page) {
+  const exp = config.expect;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(!(await page.$eval('#tab-layers', (b) => b.classList.contains('dim'))), 'kernel: the Layers tab is offered');
+
+  /* the layers table: sleeper's switches, sorting */
+  await page.click('#tab-layers');
+  const row = '#layers-table tbody tr[data-name="' + exp.function + '"]';
+  await page.waitForSelector(row, { timeout: 15000 });
+  const cells = await page.$eval(row, (r) => [...r.cells].map((c) => c.textContent));
+  check(num(cells[8]) === exp.switches, 'layers: ' + exp.function + ' has ' + exp.switches + ' switches',
+    cells.join(' | '));
+  check(num(cells[1]) === 1 && /ms$/.test(cells[5]), 'layers: one call, its off-CPU time in ms', cells.join(' | '));
+  await page.click('#layers-table th[data-key="off_cpu_ns"]');
+  await page.waitForSelector('#layers-table th[data-key="off_cpu_ns"].sorted.desc');
+  await page.click('#layers-table th[data-key="name"]');
+  await page.waitForSelector('#layers-table th[data-key="name"].sorted.asc');
+  const names = await page.$$eval('#layers-table tbody tr', (rs) => rs.map((r) => r.dataset.name));
+  check(names.length >= 2 && names.every((n, i) => i === 0 || names[i - 1].localeCompare(n) <= 0),
+    'layers: sort by name', names.join(' '));
+  await page.selectOption('#layers-mode', 'self');
+  const threadRows = await page.$$eval('#layers-thread-table tbody tr', (rs) => rs.length);
+  const waits = await page.$$eval('#kernel-waits-table tbody tr', (rs) => rs.map((r) => r.textContent));
+  check(threadRows >= 1 && waits.some((w) => /nanosleep/.test(w) && /timer/.test(w)),
+    'layers: the threads, and the waits in nanosleep woken by the timer', waits.join(' / '));
+  await page.selectOption('#layers-mode', 'incl');
+  await shot(page, 'layers');
+
+  /* the timeline's kernel tracks: the thread's waits and a CPU track */
+  await page.click('#tab-timeline');
+  await page.selectOption('#tl-thread', String(exp.thread));
+  await waitFor(async () => (await ktState(page)).off >= 0, 15000);
+  let kt = await ktState(page);
+  check(kt.offS === exp.waits && kt.off >= exp.waits, 'kernel tracks: ' + exp.waits +
+    ' off-CPU waits (S) on the thread', kt.text);
+  check(kt.cpus >= 1, 'kernel tracks: a CPU track', kt.text);
+  check(kt.arrows >= exp.waits, 'kernel tracks: the wake-ups drawn as arrows', kt.text);
+  check(await inked(page, '#ktrack-canvas') > 1000, 'kernel tracks: drawn');
+  await shot(page, 'tracks');
+
+  /* the flow of sleeper#1, from the flat profile */
+  await page.click('#tab-profile');
+  await page.click('#profile-table tbody tr[data-name="' + exp.function + '"]');
+  check(!(await page.isDisabled('#profile-flow')), 'flow: picking a function offers its flow');
+  await page.click('#profile-flow');
+  await page.waitForSelector('#flow-table tbody tr[data-type="off_cpu"]', { timeout: 20000 });
+  const rows = await flowRows(page);
+  const offs = rows.map((r, i) => [r, i]).filter(([r]) => r.type === 'off_cpu');
+  const under = offs.every(([r, i]) => {
+    for (let j = i - 1; j >= 0; j--) {
+      if (rows[j].depth < r.depth) return rows[j].depth === r.depth - 1 && rows[j].type === 'syscall' &&
+        /^\[sys\] nanosleep\(/.test(rows[j].text);
+    }
+    return false;
+  });
+  check(offs.length === exp.waits && under, 'flow of ' + exp.function + '#1: ' + exp.waits +
+    ' off-CPU steps, each under a nanosleep', offs.length + ' off-CPU steps: ' + offs.map(([r]) => r.text).join(' / '));
+  check(rows[0].type === 'call' && rows[0].text.includes(exp.function + '()') &&
+    /off-CPU [\d.]+ ms/.test(await page.textContent('#flow-layers')), 'flow: the call, its time per layer',
+  await page.textContent('#flow-layers'));
+  await shot(page, 'flow');
+
+  /* the call in the timeline: exactly its waits */
+  const before = await page.$eval('#tl-status', (s) => s.dataset.t0);
+  await page.click('#flow-timeline');
+  await waitFor(async () => (await page.$eval('#tl-status', (s) => s.dataset.t0)) !== before, 10000);
+  await waitFor(async () => (await ktState(page)).off === exp.waits, 10000);
+  kt = await ktState(page);
+  check(kt.off === exp.waits && kt.offS === exp.waits, 'kernel tracks over ' + exp.function + '#1: exactly ' +
+    exp.waits + ' off-CPU waits, all S', kt.text);
+  await shot(page, 'tracks-call');
+
+  /* the off-CPU flame graph: sleeper's frame */
+  await page.click('#tab-offcpu');
+  await page.waitForSelector('#offcpu-list li[data-name="' + exp.function + '"]', { state: 'attached', timeout: 15000 });
+  const frame = await page.$eval('#offcpu-list li[data-name="' + exp.function + '"]',
+    (li) => ({ total: Number(li.dataset.total), count: Number(li.dataset.count) }));
+  check(frame.total >= exp.min_offcpu_ns && frame.count === exp.waits, 'off-CPU flame graph: ' + exp.function +
+    ' holds >= ' + exp.min_offcpu_ns / 1e6 + ' ms in ' + exp.waits + ' waits', JSON.stringify(frame));
+  check(await inked(page, '#offcpu-canvas') > 100, 'off-CPU flame graph: drawn');
+  await shot(page, 'offcpu');
+
+  /* a trace without kernel events: the views say so */
+  await page.goto(exp.empty_url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(await page.$eval('#tab-layers', (b) => b.classList.contains('dim')) &&
+    await page.$eval('#tab-offcpu', (b) => b.classList.contains('dim')), 'no kernel events: the kernel tabs greyed');
+  await page.click('#tab-layers');
+  await page.waitForSelector('#layers-empty:not([hidden])');
+  const why = await page.textContent('#layers-empty');
+  await page.click('#tab-offcpu');
+  await page.waitForSelector('#offcpu-empty:not([hidden])');
+  await page.click('#tab-timeline');
+  await page.waitForSelector('#kt-empty:not([hidden])');
+  check(/--kernel/.test(why) && await page.isHidden('#ktrack-canvas'), 'no kernel events: the views say why', why);
+  await shot(page, 'empty');
+}
+
 (async () => {
   const args = ['--disable-gpu', '--disable-dev-shm-usage'];
   if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
@@ -576,6 +701,7 @@ async function scenarioLiveHeap(page) {
     else if (config.scenario === 'heap') await scenarioHeap(page);
     else if (config.scenario === 'liveheap') await scenarioLiveHeap(page);
     else if (config.scenario === 'livetl') await scenarioLiveTimeline(page);
+    else if (config.scenario === 'kernel') await scenarioKernel(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);

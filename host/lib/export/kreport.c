@@ -109,6 +109,48 @@ static void layers_text(FILE *f, const struct walk *w, const struct klayer_resul
 	}
 }
 
+void kreport_layers_members(struct json *j, const struct walk *w, const struct klayer_result *r)
+{
+	json_u64(j, "kernel_events", r->kernel_events);
+	json_u64(j, "undecodable_kernel_events", r->undecodable);
+	json_u64(j, "unpaired_switches", r->unpaired_switches);
+	json_u64(j, "lost_events", w->lost);
+	json_bool(j, "has_kernel", w->kernel_events > 0);
+	json_bool(j, "has_syscalls", w->syscalls > 0);
+	json_array_begin(j, "functions");
+	for (size_t i = 0; i < r->nfuncs; i++) {
+		const struct klayer_func *fn = &r->funcs[i];
+		uint64_t self = 0;
+
+		for (int m = 0; m < KL_MODES; m++)
+			self += fn->self.ns[m];
+		json_object_begin(j, NULL);
+		json_str(j, "name", fn->name);
+		json_u64(j, "calls", fn->calls);
+		json_u64(j, "total_ns", fn->total_ns);
+		json_parts(j, &fn->incl);
+		json_object_begin(j, "self");
+		json_u64(j, "total_ns", self);
+		json_parts(j, &fn->self);
+		json_object_end(j);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_array_begin(j, "threads");
+	for (size_t i = 0; i < r->nthreads; i++) {
+		const struct klayer_thread *t = &r->threads[i];
+
+		json_object_begin(j, NULL);
+		json_u64(j, "pid", t->pid);
+		json_u64(j, "tid", t->tid);
+		json_str(j, "comm", t->comm);
+		json_u64(j, "total_ns", thread_total(t));
+		json_parts(j, &t->parts);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 static void layers_json(FILE *f, const struct walk *w, const struct klayer_result *r)
 {
 	struct json j;
@@ -116,47 +158,7 @@ static void layers_json(FILE *f, const struct walk *w, const struct klayer_resul
 	json_init(&j, f);
 	json_object_begin(&j, NULL);
 	json_str(&j, "trace", w->dir ? w->dir : "");
-	json_u64(&j, "kernel_events", r->kernel_events);
-	json_u64(&j, "undecodable_kernel_events", r->undecodable);
-	json_u64(&j, "unpaired_switches", r->unpaired_switches);
-	json_u64(&j, "lost_events", w->lost);
-	json_bool(&j, "has_kernel", w->kernel_events > 0);
-	json_bool(&j, "has_syscalls", w->syscalls > 0);
-	json_array_begin(&j, "functions");
-	for (size_t i = 0; i < r->nfuncs; i++) {
-		const struct klayer_func *fn = &r->funcs[i];
-
-		json_object_begin(&j, NULL);
-		json_str(&j, "name", fn->name);
-		json_u64(&j, "calls", fn->calls);
-		json_u64(&j, "total_ns", fn->total_ns);
-		json_parts(&j, &fn->incl);
-		json_object_begin(&j, "self");
-		{
-			uint64_t self = 0;
-
-			for (int m = 0; m < KL_MODES; m++)
-				self += fn->self.ns[m];
-			json_u64(&j, "total_ns", self);
-		}
-		json_parts(&j, &fn->self);
-		json_object_end(&j);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
-	json_array_begin(&j, "threads");
-	for (size_t i = 0; i < r->nthreads; i++) {
-		const struct klayer_thread *t = &r->threads[i];
-
-		json_object_begin(&j, NULL);
-		json_u64(&j, "pid", t->pid);
-		json_u64(&j, "tid", t->tid);
-		json_str(&j, "comm", t->comm);
-		json_u64(&j, "total_ns", thread_total(t));
-		json_parts(&j, &t->parts);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
+	kreport_layers_members(&j, w, r);
 	json_object_end(&j);
 	json_finish(&j);
 }
@@ -241,66 +243,72 @@ static void keyrows_json(struct json *j, const char *key, const char *what, cons
 	json_array_end(j);
 }
 
+void kreport_kernel_members(struct json *j, const struct walk *w, const struct klayer_result *r)
+{
+	char st[2] = "?";
+
+	json_u64(j, "kernel_events", r->kernel_events);
+	json_u64(j, "undecodable_kernel_events", r->undecodable);
+	json_u64(j, "lost_events", w->lost);
+	json_u64(j, "context_switches", r->switches);
+	json_u64(j, "page_faults", r->faults);
+	json_u64(j, "wakeups_given", r->wakeups);
+	json_u64(j, "unpaired_switches", r->unpaired_switches);
+	json_array_begin(j, "events");
+	for (size_t i = 0; i < r->nevents; i++) {
+		json_object_begin(j, NULL);
+		json_str(j, "event", r->events[i].name);
+		json_u64(j, "count", r->events[i].count);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	keyrows_json(j, "by_thread", "tid", r->by_thread, r->nby_thread);
+	keyrows_json(j, "by_function", "function", r->by_func, r->nby_func);
+	keyrows_json(j, "by_syscall", "syscall", r->by_syscall, r->nby_syscall);
+	json_array_begin(j, "off_cpu");
+	for (size_t i = 0; i < r->nwaits; i++) {
+		const struct klayer_wait *wt = &r->waits[i];
+
+		json_object_begin(j, NULL);
+		json_str(j, "syscall", wt->syscall);
+		st[0] = wt->state;
+		json_str(j, "state", st);
+		json_u64(j, "count", wt->count);
+		json_u64(j, "total_ns", wt->total_ns);
+		json_u64(j, "max_ns", wt->max_ns);
+		json_u64(j, "unknown_wakers", wt->unknown_wakers);
+		json_array_begin(j, "wakers");
+		for (uint32_t k = 0; k < wt->nwakers; k++) {
+			json_object_begin(j, NULL);
+			json_str(j, "who", wt->wakers[k].who);
+			json_u64(j, "count", wt->wakers[k].count);
+			json_object_end(j);
+		}
+		json_array_end(j);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_array_begin(j, "block");
+	for (size_t i = 0; i < r->nblocks; i++) {
+		json_object_begin(j, NULL);
+		json_str(j, "syscall", r->blocks[i].syscall);
+		json_u64(j, "issued", r->blocks[i].issued);
+		json_u64(j, "completed", r->blocks[i].completed);
+		json_u64(j, "total_ns", r->blocks[i].total_ns);
+		json_u64(j, "max_ns", r->blocks[i].max_ns);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 static void kernel_json(FILE *f, const struct walk *w, const struct klayer_result *r)
 {
 	struct json j;
-	char st[2] = "?";
 
 	json_init(&j, f);
 	json_object_begin(&j, NULL);
 	json_str(&j, "trace", w->dir ? w->dir : "");
-	json_u64(&j, "kernel_events", r->kernel_events);
-	json_u64(&j, "undecodable_kernel_events", r->undecodable);
-	json_u64(&j, "lost_events", w->lost);
-	json_u64(&j, "context_switches", r->switches);
-	json_u64(&j, "page_faults", r->faults);
-	json_u64(&j, "wakeups_given", r->wakeups);
-	json_u64(&j, "unpaired_switches", r->unpaired_switches);
-	json_array_begin(&j, "events");
-	for (size_t i = 0; i < r->nevents; i++) {
-		json_object_begin(&j, NULL);
-		json_str(&j, "event", r->events[i].name);
-		json_u64(&j, "count", r->events[i].count);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
-	keyrows_json(&j, "by_thread", "tid", r->by_thread, r->nby_thread);
-	keyrows_json(&j, "by_function", "function", r->by_func, r->nby_func);
-	keyrows_json(&j, "by_syscall", "syscall", r->by_syscall, r->nby_syscall);
-	json_array_begin(&j, "off_cpu");
-	for (size_t i = 0; i < r->nwaits; i++) {
-		const struct klayer_wait *wt = &r->waits[i];
-
-		json_object_begin(&j, NULL);
-		json_str(&j, "syscall", wt->syscall);
-		st[0] = wt->state;
-		json_str(&j, "state", st);
-		json_u64(&j, "count", wt->count);
-		json_u64(&j, "total_ns", wt->total_ns);
-		json_u64(&j, "max_ns", wt->max_ns);
-		json_u64(&j, "unknown_wakers", wt->unknown_wakers);
-		json_array_begin(&j, "wakers");
-		for (uint32_t k = 0; k < wt->nwakers; k++) {
-			json_object_begin(&j, NULL);
-			json_str(&j, "who", wt->wakers[k].who);
-			json_u64(&j, "count", wt->wakers[k].count);
-			json_object_end(&j);
-		}
-		json_array_end(&j);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
-	json_array_begin(&j, "block");
-	for (size_t i = 0; i < r->nblocks; i++) {
-		json_object_begin(&j, NULL);
-		json_str(&j, "syscall", r->blocks[i].syscall);
-		json_u64(&j, "issued", r->blocks[i].issued);
-		json_u64(&j, "completed", r->blocks[i].completed);
-		json_u64(&j, "total_ns", r->blocks[i].total_ns);
-		json_u64(&j, "max_ns", r->blocks[i].max_ns);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
+	kreport_kernel_members(&j, w, r);
 	json_object_end(&j);
 	json_finish(&j);
 }

@@ -533,6 +533,7 @@ static void gave_wakeup(struct klayer *kl, struct walk_stream *s, const struct w
 {
 	if (!KL_GROW(kl, kl->wakes, kl->nwakes, kl->wakes_cap, KL_WAKES_MAX))
 		return;
+	kl->wakes_sorted = false; /* a live session collects again later */
 	kl->wakes[kl->nwakes++] = (struct kl_wake){ .ns = k->ns,
 		                                    .wakee = wakee,
 		                                    .waker = s->tid,
@@ -613,8 +614,8 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 	if (!t)
 		return;
 	kl->events++;
-	if (!kl->kf)
-		kl->kf = klayer_formats(kl->w, NULL, 0);
+	/* again when a live session brings more formats (cheap otherwise) */
+	kl->kf = klayer_formats(kl->w, NULL, 0);
 	if (!kl->kf || kevent_decode(kl->kf, k->id, k->raw, k->raw_len, &ev)) {
 		kl->undecodable++;
 		return;

@@ -127,6 +127,7 @@ static int get_summary(struct servemodel *m, struct json *j)
 	json_u64(j, "lost_events", in->lost);
 	json_u64(j, "syscall_events", in->syscall_events);
 	json_u64(j, "duration_ns", in->last_ns > in->first_ns ? in->last_ns - in->first_ns : 0);
+	json_u64(j, "first_ns", in->first_ns);
 	json_u64(j, "functions", m->rows.n);
 	json_bool(j, "complete", in->complete);
 	if (in->damaged)
@@ -138,6 +139,8 @@ static int get_summary(struct servemodel *m, struct json *j)
 	json_u64(j, "load_ms", m->load_ns / 1000000);
 	json_bool(j, "from_index", m->from_index);
 	json_bool(j, "heap", m->heap.has_heap);
+	json_bool(j, "kernel", m->kern.has_kernel);
+	json_u64(j, "kernel_events", m->kern.kernel_events);
 	json_bool(j, "exports", !m->live && m->dir);
 	put_threads(m, j);
 	put_processes(m, j);
@@ -423,9 +426,12 @@ static int get_search(struct servemodel *m, const struct serve_query *q, struct 
 
 /* ------------------------------------------------------------ the flame graph */
 
-static int get_flame(struct servemodel *m, const struct serve_query *q, struct json *j, FILE *out)
+/* A flame graph: every thread's calls (/api/flame), or the time off the
+ * CPU charged to the call paths the threads left it on (offcpu: calls are
+ * then the waits). */
+static int get_flame(struct servemodel *m, const struct flame *f, bool offcpu, const struct serve_query *q,
+                     struct json *j, FILE *out)
 {
-	const struct flame *f = &m->flame;
 	uint64_t node, min_ppm, max_depth, min_ns, hidden = 0;
 	uint32_t *queue, *depth, head = 0, tail = 0, c;
 
@@ -442,6 +448,11 @@ static int get_flame(struct servemodel *m, const struct serve_query *q, struct j
 		return servequery_error(out, HTTP_SERVER_ERROR, "out of memory");
 	}
 	json_object_begin(j, NULL);
+	if (offcpu) {
+		json_bool(j, "kernel", true);
+		json_u64(j, "waits", f->nodes[node].calls);
+		json_u64(j, "dropped", m->kern.tracks.dropped_points);
+	}
 	json_u64(j, "root", node);
 	json_u64(j, "total_ns", f->nodes[node].total_ns);
 	/* ancestors, for the way back */
@@ -539,7 +550,9 @@ int serveapi_get(struct servemodel *m, const char *what, const struct serve_quer
 	else if (!strcmp(what, "search"))
 		status = get_search(m, q, j, out);
 	else if (!strcmp(what, "flame"))
-		status = get_flame(m, q, j, out);
+		status = get_flame(m, &m->flame, false, q, j, out);
+	else if (!strcmp(what, "offcpu_flame"))
+		status = m->kern.has_kernel ? get_flame(m, &m->kern.offcpu, true, q, j, out) : servekernel_none(m, j);
 	else if (!strcmp(what, "timeline"))
 		status = get_timeline(m, q, j, out);
 	else if (!strcmp(what, "heap") || !strcmp(what, "heap/growth"))
@@ -548,7 +561,7 @@ int serveapi_get(struct servemodel *m, const char *what, const struct serve_quer
 		                          "no heap events in this trace: the heap view needs a trace recorded "
 		                          "with --memory",
 		                          q, out);
-	else
+	else if ((status = servekernel_answer(m, what, q, j, out)) == -HTTP_NOT_FOUND)
 		status = servequery_error(out, HTTP_NOT_FOUND, "no such API");
 	free(j);
 	if (status < 0) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/systab.h"
 #include "host/lib/serve/flame.h"
 
 void flame_init(struct flame *f)
@@ -88,11 +89,9 @@ static int cover_children(struct flame *f)
 	return 0;
 }
 
-int flame_build(struct flame *f, const struct calltree *ct)
+/* An empty graph: the root alone. */
+static int flame_reset(struct flame *f)
 {
-	uint32_t *twin = NULL, twin_cap = 0, k;
-	int r = 0;
-
 	f->oom = false;
 	if (f->paths.nodes ? pathmerge_reset(&f->paths)
 	                   : pathmerge_init(&f->paths, FLAME_NODES_MAX, PATHMERGE_NEWEST_FIRST)) {
@@ -109,6 +108,17 @@ int flame_build(struct flame *f, const struct calltree *ct)
 	}
 	memset(&f->nodes[0], 0, sizeof(f->nodes[0]));
 	f->nodes[0].name = NAMES_NONE;
+	return 0;
+}
+
+int flame_build(struct flame *f, const struct calltree *ct)
+{
+	uint32_t *twin = NULL, twin_cap = 0, k;
+	int r;
+
+	if (flame_reset(f))
+		return -ENOMEM;
+	r = 0;
 	for (k = 0; k < ct->nstreams && !r; k++) {
 		const struct calltree_stream *t = ct->streams[k];
 
@@ -132,5 +142,77 @@ int flame_build(struct flame *f, const struct calltree *ct)
 		f->oom = true;
 	else
 		r = cover_children(f);
+	return r;
+}
+
+/* Charges one point: its path's frames from the outermost (path holds the
+ * tree's nodes from the innermost, depth of them), then the leaf. */
+static int charge_point(struct flame *f, const struct calltree_stream *t, const uint32_t *path, uint32_t depth,
+                        uint32_t leaf_name, const struct flame_point *p)
+{
+	uint32_t at = 0, i;
+
+	f->nodes[0].total_ns += p->ns;
+	f->nodes[0].calls += p->count;
+	for (i = depth; i > 0; i--) {
+		const struct calltree_node *nd = &t->nodes[path[i - 1]];
+
+		at = child_of(f, at, nd->name, CALLTREE_IS_SYSCALL(nd->addr));
+		if (!at)
+			return -ENOMEM;
+		f->nodes[at].total_ns += p->ns;
+		f->nodes[at].calls += p->count;
+	}
+	if (leaf_name != NAMES_NONE) {
+		at = child_of(f, at, leaf_name, p->leaf != 0);
+		if (!at)
+			return -ENOMEM;
+		f->nodes[at].total_ns += p->ns;
+		f->nodes[at].calls += p->count;
+	}
+	f->nodes[at].self_ns += p->ns;
+	return 0;
+}
+
+int flame_build_points(struct flame *f, const struct calltree *ct, const struct flame_point *p, size_t n,
+                       struct names *nt, const char *none)
+{
+	uint32_t *path = malloc(FLAME_POINT_DEPTH_MAX * sizeof(*path));
+	uint32_t none_name = NAMES_NONE;
+	size_t k;
+	int r;
+
+	r = path ? flame_reset(f) : -ENOMEM;
+	for (k = 0; k < n && !r; k++) {
+		const struct calltree_stream *t = calltree_stream(ct, p[k].stream);
+		uint32_t depth = 0, i, leaf = NAMES_NONE;
+		char buf[64];
+
+		if (!t || p[k].node >= t->named)
+			continue;
+		/* the innermost frames first; past the bound, the outermost kept */
+		for (i = p[k].node; i; i = t->nodes[i].parent)
+			depth++;
+		for (i = p[k].node; depth > FLAME_POINT_DEPTH_MAX; i = t->nodes[i].parent)
+			depth--;
+		for (depth = 0; i; i = t->nodes[i].parent)
+			path[depth++] = i;
+		if (p[k].leaf) {
+			sys_name((enum sys_arch)CALLTREE_SYSCALL_ARCH(p[k].leaf), CALLTREE_SYSCALL_NR(p[k].leaf), buf,
+			         sizeof(buf));
+			leaf = names_intern(nt, buf);
+		} else if (!depth) {
+			if (none_name == NAMES_NONE)
+				none_name = names_intern(nt, none);
+			leaf = none_name;
+		}
+		if ((p[k].leaf || !depth) && leaf == NAMES_NONE)
+			r = -ENOMEM;
+		else
+			r = charge_point(f, t, path, depth, leaf, &p[k]);
+	}
+	free(path);
+	if (r)
+		f->oom = true;
 	return r;
 }

@@ -15,6 +15,7 @@
 #include "host/lib/serve/api.h"
 #include "host/lib/serve/assets.h"
 #include "host/lib/serve/export.h"
+#include "host/lib/serve/flow.h"
 #include "host/lib/serve/http.h"
 #include "host/lib/util/error.h"
 
@@ -425,6 +426,55 @@ static enum MHD_Result answer_export(struct servehttp *h, struct MHD_Connection 
 	return send_attachment(h, c, f, fmt->type, serveexport_filename(dir, fmt, file, sizeof(file)));
 }
 
+/* GET /api/flow: kflow reads the trace itself (twice), so this runs
+ * outside the model's lock, as an export does, and one at a time with the
+ * exports (a live session's trace directory is held still meanwhile). */
+static enum MHD_Result answer_flow(struct servehttp *h, struct MHD_Connection *c)
+{
+	struct query_ctx qc = { c };
+	struct serve_query q = { query_get, &qc };
+	char live_dir[4096], *buf = NULL;
+	const char *dir;
+	size_t len = 0;
+	bool live;
+	FILE *f;
+	int status, r;
+
+	pthread_mutex_lock(&h->lock);
+	dir = h->m->dir;
+	live = h->m->live;
+	pthread_mutex_unlock(&h->lock);
+	if (live && !(h->control && h->control->export_hold))
+		return send_error(h, c, MHD_HTTP_NOT_FOUND, "this live session keeps no trace to read");
+	if (pthread_mutex_trylock(&h->export_lock))
+		return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+		                  "the trace is being read for an export or a flow: "
+		                  "try again");
+	if (live) {
+		pthread_mutex_lock(&h->lock);
+		r = h->control->export_hold(h->control->ctx, live_dir, sizeof(live_dir));
+		pthread_mutex_unlock(&h->lock);
+		if (r) {
+			pthread_mutex_unlock(&h->export_lock);
+			return send_error(h, c, MHD_HTTP_NOT_FOUND, live_dir);
+		}
+		dir = live_dir;
+	}
+	f = open_memstream(&buf, &len);
+	status = f ? serveflow_answer(&h->flow, dir, !live, &q, f) : MHD_HTTP_INTERNAL_SERVER_ERROR;
+	if (live) {
+		pthread_mutex_lock(&h->lock);
+		h->control->export_resume(h->control->ctx);
+		pthread_mutex_unlock(&h->lock);
+	}
+	pthread_mutex_unlock(&h->export_lock);
+	if (!f || fclose(f)) {
+		free(buf);
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	}
+	return send_owned(c, (unsigned)status, "application/json", buf, len);
+}
+
 /* /auth?token=T: sets the cookie and goes to the page. */
 static enum MHD_Result answer_auth(struct servehttp *h, struct MHD_Connection *c)
 {
@@ -600,6 +650,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return answer_events(h, c);
 	if (!strcmp(url, "/api/export"))
 		return answer_export(h, c);
+	if (!strcmp(url, "/api/flow"))
+		return answer_flow(h, c);
 	if (!strncmp(url, "/api/", 5))
 		return answer_api(h, c, url + 5);
 	return answer_asset(h, c, url);
@@ -681,6 +733,7 @@ int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serv
 	pthread_mutex_init(&h->ev_lock, NULL);
 	pthread_mutex_init(&h->export_lock, NULL);
 	pthread_cond_init(&h->ev_cond, NULL);
+	serveflow_init(&h->flow);
 	h->loopback = servehttp_is_loopback(bind_addr);
 	if (!h->loopback && !token)
 		return error_set(err, errlen, -EPERM,
@@ -734,4 +787,5 @@ void servehttp_stop(struct servehttp *h)
 	pthread_mutex_destroy(&h->ev_lock);
 	pthread_mutex_destroy(&h->export_lock);
 	pthread_mutex_destroy(&h->lock);
+	serveflow_release(&h->flow);
 }

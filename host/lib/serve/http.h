@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "host/lib/serve/flow.h"
 #include "host/lib/serve/guard.h"
 #include "host/lib/serve/model.h"
 
@@ -77,7 +78,8 @@ struct servehttp {
 	bool stopping;
 	uint64_t requests, refused;  /* counts, for the log */
 	struct serveguard guard;     /* the connections not yet authorised */
-	pthread_mutex_t export_lock; /* one export (GET /api/export) at a time */
+	pthread_mutex_t export_lock; /* one export (GET /api/export) or flow (GET /api/flow) at a time */
+	struct serveflow flow;       /* the flows answered (under export_lock) */
 };
 
 /* Listens on bind_addr:port (port 0: any free one) and starts serving m.

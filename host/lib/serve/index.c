@@ -9,6 +9,7 @@
 
 #include "common/crc32c.h"
 #include "host/lib/serve/index.h"
+#include "host/lib/serve/index_impl.h"
 #include "host/lib/serve/store.h"
 #include "host/lib/util/outfile.h"
 
@@ -16,7 +17,6 @@
 #define INDEX_MAGIC_SIZE 8u
 #define INDEX_BOM 0x01020304u
 #define INDEX_HEADER_SIZE 56u
-#define INDEX_STR_MAX (1u << 20)
 #define BUCKET_BYTES (3 * 8 + 2 * 4)
 
 /* The data file's identity: the index is of this file only. */
@@ -41,45 +41,7 @@ static int data_key_of(const char *dir, struct data_key *k)
 
 /* ------------------------------------------------------------ writing */
 
-struct out {
-	FILE *f;
-	uint32_t crc;
-	uint64_t len;
-};
-
-static void put(struct out *o, const void *p, size_t n)
-{
-	fwrite(p, 1, n, o->f);
-	o->crc = crc32c(o->crc, p, n);
-	o->len += n;
-}
-
-static void put_u8(struct out *o, uint8_t v)
-{
-	put(o, &v, 1);
-}
-
-static void put_u32(struct out *o, uint32_t v)
-{
-	put(o, &v, sizeof(v));
-}
-
-static void put_u64(struct out *o, uint64_t v)
-{
-	put(o, &v, sizeof(v));
-}
-
-static void put_str(struct out *o, const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n > INDEX_STR_MAX)
-		n = INDEX_STR_MAX;
-	put_u32(o, (uint32_t)n);
-	put(o, s ? s : "", n);
-}
-
-static void write_info(struct out *o, const struct serve_info *in)
+static void write_info(struct indexout *o, const struct serve_info *in)
 {
 	uint32_t i;
 
@@ -112,7 +74,7 @@ static void write_info(struct out *o, const struct serve_info *in)
 	}
 }
 
-static void write_rows(struct out *o, const struct servemodel *m)
+static void write_rows(struct indexout *o, const struct servemodel *m)
 {
 	const struct sysstats_result *sr = &m->sysres;
 	size_t i;
@@ -165,7 +127,7 @@ static void write_rows(struct out *o, const struct servemodel *m)
 	}
 }
 
-static void write_trees(struct out *o, const struct servemodel *m)
+static void write_trees(struct indexout *o, const struct servemodel *m)
 {
 	const struct calltree *ct = &m->tree;
 	uint32_t k, i;
@@ -195,7 +157,7 @@ static void write_trees(struct out *o, const struct servemodel *m)
 	}
 }
 
-static void write_timeline(struct out *o, const struct timeline *tl)
+static void write_timeline(struct indexout *o, const struct timeline *tl)
 {
 	uint32_t k, i, d;
 
@@ -266,7 +228,7 @@ int serveindex_write(struct servemodel *m, const char *dir, char *err, size_t er
 	char tmp[SERVESTORE_NAME_MAX + 32];
 	struct servestore st;
 	struct data_key key = { 0 };
-	struct out o = { 0 };
+	struct indexout o = { 0 };
 	uint32_t v32;
 	int r, fd;
 
@@ -295,6 +257,7 @@ int serveindex_write(struct servemodel *m, const char *dir, char *err, size_t er
 	write_rows(&o, m);
 	write_trees(&o, m);
 	write_timeline(&o, &m->tl);
+	serveindex_write_kernel(&o, &m->kern);
 	v32 = SERVEINDEX_VERSION;
 	memcpy(header + 8, &v32, 4);
 	v32 = INDEX_BOM;
@@ -322,83 +285,7 @@ int serveindex_write(struct servemodel *m, const char *dir, char *err, size_t er
 
 /* ------------------------------------------------------------ reading */
 
-/* A cursor over the payload: every read is bounded, and a short or wrong
- * field marks the whole index bad. */
-struct in {
-	const uint8_t *p, *end;
-	bool bad;
-	char *str; /* the last string read, NUL-terminated (owned) */
-	size_t str_cap;
-};
-
-static bool have(struct in *c, uint64_t n)
-{
-	if (c->bad || (uint64_t)(c->end - c->p) < n)
-		c->bad = true;
-	return !c->bad;
-}
-
-/* Whether n records of at least `each` bytes can still follow. */
-static bool room_for(struct in *c, uint64_t n, uint64_t each)
-{
-	if (c->bad || n > (uint64_t)(c->end - c->p) / each)
-		c->bad = true;
-	return !c->bad;
-}
-
-static uint8_t get_u8(struct in *c)
-{
-	return have(c, 1) ? *c->p++ : 0;
-}
-
-static uint32_t get_u32(struct in *c)
-{
-	uint32_t v = 0;
-
-	if (have(c, 4)) {
-		memcpy(&v, c->p, 4);
-		c->p += 4;
-	}
-	return v;
-}
-
-static uint64_t get_u64(struct in *c)
-{
-	uint64_t v = 0;
-
-	if (have(c, 8)) {
-		memcpy(&v, c->p, 8);
-		c->p += 8;
-	}
-	return v;
-}
-
-/* A string: valid until the next get_str; "" after an error. */
-static const char *get_str(struct in *c, size_t max)
-{
-	uint32_t n = get_u32(c);
-
-	if (n > max || !have(c, n) || memchr(c->p, '\0', n)) {
-		c->bad = true;
-		return "";
-	}
-	if (n + 1 > c->str_cap) {
-		char *s = realloc(c->str, n + 1);
-
-		if (!s) {
-			c->bad = true;
-			return "";
-		}
-		c->str = s;
-		c->str_cap = n + 1;
-	}
-	memcpy(c->str, c->p, n);
-	c->str[n] = '\0';
-	c->p += n;
-	return c->str;
-}
-
-static int read_info(struct in *c, struct serve_info *in)
+static int read_info(struct indexin *c, struct serve_info *in)
 {
 	uint32_t i, n;
 	uint8_t fl;
@@ -447,7 +334,7 @@ static int read_info(struct in *c, struct serve_info *in)
 	return c->bad ? -EBADMSG : 0;
 }
 
-static int read_rows(struct in *c, struct servemodel *m)
+static int read_rows(struct indexin *c, struct servemodel *m)
 {
 	struct sysstats_result *sr = &m->sysres;
 	uint32_t *file_ids = NULL;
@@ -551,7 +438,7 @@ out:
 	return r;
 }
 
-static int read_trees(struct in *c, struct servemodel *m)
+static int read_trees(struct indexin *c, struct servemodel *m)
 {
 	struct calltree *ct = &m->tree;
 	uint32_t n, k, i;
@@ -616,7 +503,7 @@ static int read_trees(struct in *c, struct servemodel *m)
 	return c->bad ? -EBADMSG : 0;
 }
 
-static int read_timeline(struct in *c, struct timeline *tl, uint64_t data_size)
+static int read_timeline(struct indexin *c, struct timeline *tl, uint64_t data_size)
 {
 	uint32_t n, k, i, d;
 
@@ -738,6 +625,8 @@ static void reset(struct servemodel *m)
 	timeline_release(&m->tl);
 	names_release(&m->names);
 	names_release(&m->files);
+	servekernel_release(&m->kern);
+	servekernel_init(&m->kern);
 	m->rows_valid = m->sys_valid = false;
 }
 
@@ -787,7 +676,7 @@ out:
 
 int serveindex_read(struct servemodel *m, const char *dir, char *err, size_t errlen)
 {
-	struct in c = { 0 };
+	struct indexin c = { 0 };
 	struct data_key key, had;
 	uint32_t version, bom, crc;
 	uint64_t plen;
@@ -846,6 +735,8 @@ int serveindex_read(struct servemodel *m, const char *dir, char *err, size_t err
 		r = read_trees(&c, m);
 	if (!r)
 		r = read_timeline(&c, &m->tl, key.size);
+	if (!r)
+		r = serveindex_read_kernel(&c, &m->kern);
 	if (!r && c.p != c.end)
 		r = -EBADMSG;
 	free(c.str);

@@ -1,6 +1,6 @@
 /* The index file of `layerprof serve`: everything the server answers from
  * (summary, flat profile, syscall statistics, call trees, timeline index
- * and grids), written next to the trace after the first pass, so that
+ * and grids, the kernel layer's documents and tracks), written next to the trace after the first pass, so that
  * serving the trace again takes milliseconds instead of a pass over every
  * event.  It is a cache: keyed to the data file's size, modification time
  * and inode, checked whole (CRC-32C) and bounded field by field when read;
@@ -15,7 +15,7 @@
 #include "host/lib/trace/dir.h"
 
 #define SERVEINDEX_FILE TRACEDIR_SERVE_INDEX
-#define SERVEINDEX_VERSION 1u
+#define SERVEINDEX_VERSION 2u       /* 2: the kernel layer */
 #define SERVEINDEX_MAX (2ull << 30) /* bytes of an index read */
 
 /* Writes the index of m (built by a pass over dir) as dir/serve-index,

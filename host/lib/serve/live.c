@@ -567,6 +567,7 @@ static void round_locked(struct servelive *sl, const struct pollfd *pfd, int pol
 		sl->events_seen = ls->w.events;
 		servemodel_touch(&sl->m);
 	}
+	sl->m.kern.kl = ls->kl; /* the session's kernel layer (--kernel), made when it began */
 }
 
 static void live_loop(struct servelive *sl, volatile sig_atomic_t *quit, const sigset_t *wait_mask)

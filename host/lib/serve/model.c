@@ -32,17 +32,22 @@ static int chunk_begin(void *ctx, const struct walk_chunk *c)
 	return 0;
 }
 
+/* ... and a trace file's kernel layer, once its tracepoint formats are in
+ * (a live session lends its own). */
 static int chunk_end(void *ctx, const struct walk_chunk *c)
 {
 	struct servemodel *m = ctx;
 
 	if (c->type == LP_CHUNK_EVENTS)
 		timeline_chunk_end(&m->tl, m->w);
+	if (!m->live && servekernel_chunk_end(&m->kern, m->w, &m->tree_ops, c))
+		return -ENOMEM;
 	return 0;
 }
 
 /* The model's own consumers, after those before them in the list: the
- * call trees, then the timeline and its chunk index. */
+ * call trees, then the timeline and its chunk index, then the kernel
+ * tracks (which read the trees' open calls). */
 static void model_init(struct servemodel *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -51,11 +56,13 @@ static void model_init(struct servemodel *m)
 	calltree_init(&m->tree);
 	timeline_init(&m->tl);
 	flame_init(&m->flame);
+	servekernel_init(&m->kern);
 	calltree_walk_ops(&m->tree, &m->tree_ops);
 	timeline_walk_ops(&m->tl, &m->tl_ops);
 	m->chunk_ops = (struct walk_ops){ .ctx = m, .chunk_begin = chunk_begin, .chunk_end = chunk_end };
 	m->tree_ops.next = &m->tl_ops;
 	m->tl_ops.next = &m->chunk_ops;
+	m->chunk_ops.next = &m->kern.track_ops;
 	m->saved_at = -1;
 }
 
@@ -73,6 +80,7 @@ static int load_trace(struct servemodel *m, const char *dir, char *err, size_t e
 	r = walk_open(m->w, dir, NULL, err, errlen);
 	if (r)
 		return r;
+	ktrack_walk_ops(&m->kern.tracks, m->w, &m->tree, &m->kern.track_ops);
 	sysstats_init(m->sys, m->w, 0);
 	/* The flat profile is not fed function events: it is derived from
 	 * the call trees after the pass (calltree_profile), which costs one
@@ -86,7 +94,7 @@ static int load_trace(struct servemodel *m, const char *dir, char *err, size_t e
 	r = walk_run(m->w, &prof_ops);
 	for (i = 0; !r && i < m->w->nstreams; i++)
 		calltree_profile(&m->tree, m->prof, m->w->streams[i]);
-	if (r || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom) {
+	if (r || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom || m->kern.tracks.oom) {
 		snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
 		return -ENOMEM;
 	}
@@ -123,7 +131,7 @@ int servemodel_load(struct servemodel *m, const char *dir, unsigned flags, char 
 			snprintf(m->index_note, sizeof(m->index_note), "%s", why);
 	} else {
 		m->from_index = true;
-		if (flame_build(&m->flame, &m->tree)) {
+		if (flame_build(&m->flame, &m->tree) || servekernel_refresh(m)) {
 			snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
 			return -ENOMEM;
 		}
@@ -151,6 +159,7 @@ int servemodel_attach(struct servemodel *m, struct walk *w, struct profile *prof
 	m->w = w;
 	m->prof = prof;
 	m->sys = sys;
+	ktrack_walk_ops(&m->kern.tracks, m->w, &m->tree, &m->kern.track_ops);
 	walk_chain(ops, &m->tree_ops);
 	return 0;
 }
@@ -181,7 +190,7 @@ void servemodel_follow_save(struct servemodel *m, struct livesave *sv)
 void servemodel_timeline_off(struct servemodel *m)
 {
 	m->timeline_off = true;
-	m->tree_ops.next = NULL; /* neither the timeline nor its chunk index */
+	m->tree_ops.next = &m->kern.track_ops; /* neither the timeline nor its chunk index */
 }
 
 void servemodel_live_settle(struct servemodel *m)
@@ -281,7 +290,7 @@ int servemodel_refresh(struct servemodel *m)
 			return -ENOMEM;
 		m->flame_valid = true;
 	}
-	return 0;
+	return servekernel_refresh(m);
 }
 
 uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr)
@@ -306,6 +315,7 @@ void servemodel_release(struct servemodel *m)
 {
 	free(m->info.threads);
 	serveheap_release(&m->heap);
+	servekernel_release(&m->kern);
 	sysstats_result_release(&m->sysres);
 	names_release(&m->files);
 	profile_rows_release(&m->rows);

@@ -1,6 +1,7 @@
 /* What the web UI's server knows of a trace: the flat profile, the system
- * call statistics, the call trees, the flame graph and the timeline index,
- * all built in one pass over the trace (or fed by a live session as its
+ * call statistics, the call trees, the flame graph, the timeline index and,
+ * with kernel events, the kernel layer and tracks (serve/kernel.h), all
+ * built in one pass over the trace (or fed by a live session as its
  * chunks arrive), then answered from.  Not thread-safe: the server holds
  * its lock around every use. */
 #ifndef LP_SERVE_MODEL_H
@@ -16,6 +17,7 @@
 #include "host/lib/live/save.h"
 #include "host/lib/serve/flame.h"
 #include "host/lib/serve/heap.h"
+#include "host/lib/serve/kernel.h"
 #include "host/lib/serve/timeline.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/names.h"
@@ -63,9 +65,14 @@ struct servemodel {
 	struct flame flame;
 	struct names names;
 	struct serveheap heap; /* the heap view (serve/heap.h); empty for a live session */
+	/* the kernel layer and tracks; a live session's kernel layer is lent
+	 * by serve/live.c (kern.kl, set under the lock as the session makes it) */
+	struct servekernel kern;
 	/* the model's consumers of the walk, in this order (after a trace
 	 * file's profile and syscall statistics, or a live session's): the
-	 * call trees, the timeline, the timeline's chunk index */
+	 * call trees, the timeline, the timeline's chunk index (whose
+	 * chunk_end also chains a trace file's kernel layer at its formats),
+	 * the kernel tracks (kern.track_ops) */
 	struct walk_ops tree_ops, tl_ops, chunk_ops;
 	bool live;
 	bool timeline_off;   /* live: the timeline is not fed (servemodel_timeline_off) */
@@ -125,7 +132,8 @@ void servemodel_live_settle(struct servemodel *m);
 void servemodel_touch(struct servemodel *m);
 
 /* Makes the summary, the flat profile rows, the syscall statistics, the
- * node names and the flame graph current.  Returns 0 or -ENOMEM. */
+ * node names, the flame graph and the kernel layer's documents and
+ * off-CPU flame graph current.  Returns 0 or -ENOMEM. */
 int servemodel_refresh(struct servemodel *m);
 
 void servemodel_release(struct servemodel *m);
