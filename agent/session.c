@@ -16,6 +16,7 @@
 #include "common/meta.h"
 #include "common/progpath.h"
 #include "lp_arch.h"
+#include "ktrace/kdrain.h"
 #include "systrace/sysdrain.h"
 
 extern char **environ;
@@ -102,29 +103,11 @@ static void on_collect(void *ctx)
 		ktrace_poll(s->kt);
 }
 
-/* The kernel tracer's records into the threads' streams (while tracing is
- * on, as the syscall tracer's); its losses are counted as lost events. */
-static void on_kernel_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k)
-{
-	struct session *s = ctx;
-
-	if (s->feed.on)
-		drain_kernel(s->drain, pid, tid, ns, k);
-}
-
-static void on_kernel_lost(void *ctx, uint32_t cpu, uint64_t count)
-{
-	struct session *s = ctx;
-
-	(void)cpu;
-	drain_syscalls_lost(s->drain, 0, 0, count);
-}
-
 /* Opens the kernel tracer for s before its program starts.  Returns 0 or
  * -1 with the reason in err. */
 static int kernel_open(struct session *s, const struct session_syscalls *sys, char *err, size_t errlen)
 {
-	struct ktrace_ops kops = { .ctx = s, .event = on_kernel_event, .lost = on_kernel_lost };
+	struct ktrace_ops kops = kdrain_ops(&s->feed);
 	char kerr[600];
 
 	if (!sys || !sys->kernel)

@@ -802,56 +802,58 @@ static void q_relieve(struct drain *d, struct systhread *t)
 	t->release = false;
 }
 
-int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev)
+/* The thread a record goes to, with room made in its queue; NULL (the
+ * record counted lost) when memory is short. */
+static struct systhread *thread_taking(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns)
 {
 	struct systhread *t;
-	int r;
 
 	d->sys_polled++;
 	t = thread_for(d, pid, tid, ns);
 	if (!t) {
 		d->stats.lost++;
-		return -ENOMEM;
+		return NULL;
 	}
-	if (runtime_wait(d->sys, t, ev))
-		return 0;
 	q_relieve(d, t);
-	if (ns > t->seen_ns)
-		t->seen_ns = ns;
-	r = q_push(t, ns, ev);
+	return t;
+}
+
+/* After a push: r is its result (a failure counts the record lost); a
+ * bound stream learns of a record earlier than its next one. */
+static int pushed(struct drain *d, struct systhread *t, uint64_t ns, int r)
+{
 	if (r) {
 		t->lost++;
 		d->stats.lost++;
 		return r;
 	}
-	if (!t->bound && is_exec_ev(d->sys, ev))
-		t->exec_queued = true;
 	if (t->bound && ns < t->bound->sys_next)
 		t->bound->sys_next = q_front(t)->ns;
 	return 0;
 }
 
-int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k)
+int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct sysevent *ev)
 {
-	struct systhread *t;
+	struct systhread *t = thread_taking(d, pid, tid, ns);
 	int r;
 
-	d->sys_polled++;
-	t = thread_for(d, pid, tid, ns);
-	if (!t) {
-		d->stats.lost++;
+	if (!t)
 		return -ENOMEM;
-	}
-	q_relieve(d, t);
-	r = q_push_kernel(t, ns, k);
-	if (r) {
-		t->lost++;
-		d->stats.lost++;
-		return r;
-	}
-	if (t->bound && ns < t->bound->sys_next)
-		t->bound->sys_next = q_front(t)->ns;
-	return 0;
+	if (runtime_wait(d->sys, t, ev))
+		return 0;
+	if (ns > t->seen_ns)
+		t->seen_ns = ns;
+	r = q_push(t, ns, ev);
+	if (!r && !t->bound && is_exec_ev(d->sys, ev))
+		t->exec_queued = true;
+	return pushed(d, t, ns, r);
+}
+
+int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k)
+{
+	struct systhread *t = thread_taking(d, pid, tid, ns);
+
+	return t ? pushed(d, t, ns, q_push_kernel(t, ns, k)) : -ENOMEM;
 }
 
 void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count)

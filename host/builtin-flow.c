@@ -31,8 +31,6 @@ static const char flow_usage[] = "usage: layerprof flow [options] [<trace dir>] 
                                  "Exit status: 0 ok, 1 no such call, 2 usage, 3 trace missing, empty, damaged or\n"
                                  "of another version.\n";
 
-static const char *const type_names[] = { "call", "syscall", "kernel", "off_cpu", "mem", "lost" };
-
 static void layers_line(const struct kflow_call *c, char *buf, size_t size)
 {
 	char t[32], u[32], s[32], o[32], i[32];
@@ -50,22 +48,6 @@ static void layers_line(const struct kflow_call *c, char *buf, size_t size)
 	         (unsigned long long)(p->switches_vol + p->switches_invol));
 }
 
-static void json_layers(struct json *j, const struct kflow_call *c)
-{
-	const struct klayer_parts *p = &c->parts;
-
-	json_u64(j, "duration_ns", c->end_ns - c->start_ns);
-	json_u64(j, "user_ns", p->ns[KL_USER]);
-	json_u64(j, "syscall_ns", p->ns[KL_SYSCALL]);
-	json_u64(j, "off_cpu_ns", klayer_off_ns(p));
-	json_u64(j, "irq_ns", p->ns[KL_IRQ]);
-	json_u64(j, "softirq_ns", p->ns[KL_SOFTIRQ]);
-	json_u64(j, "syscalls", p->syscalls);
-	json_u64(j, "page_faults", p->faults);
-	json_u64(j, "context_switches", p->switches_vol + p->switches_invol);
-	json_bool(j, "unfinished", c->unfinished);
-}
-
 static void print_all_text(const char *func, const struct kflow_call *calls, size_t n)
 {
 	char line[400];
@@ -78,25 +60,15 @@ static void print_all_text(const char *func, const struct kflow_call *calls, siz
 	}
 }
 
-static void print_all_json(const char *func, const struct kflow_call *calls, size_t n)
+static void print_json(const char *func, const struct kflow *kf, bool all)
 {
 	struct json j;
 
 	json_init(&j, stdout);
-	json_object_begin(&j, NULL);
-	json_str(&j, "function", func);
-	json_array_begin(&j, "calls");
-	for (size_t i = 0; i < n; i++) {
-		json_object_begin(&j, NULL);
-		json_u64(&j, "n", calls[i].n);
-		json_u64(&j, "pid", calls[i].pid);
-		json_u64(&j, "tid", calls[i].tid);
-		json_u64(&j, "start_ns", calls[i].start_ns);
-		json_layers(&j, &calls[i]);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
-	json_object_end(&j);
+	if (all)
+		kflow_json_calls(&j, func, kf, UINT64_MAX, false);
+	else
+		kflow_json_call(&j, func, kf, UINT64_MAX, false);
 	json_finish(&j);
 }
 
@@ -142,38 +114,6 @@ static void print_flow_text(const char *func, const struct kflow_call *c, const 
 	}
 	if (dropped)
 		printf("# %llu more steps not shown (over %u)\n", (unsigned long long)dropped, KFLOW_NODES_MAX);
-}
-
-static void print_flow_json(const char *func, const struct kflow_call *c, const struct kflow_node *nodes, size_t n,
-                            uint64_t dropped)
-{
-	struct json j;
-
-	json_init(&j, stdout);
-	json_object_begin(&j, NULL);
-	json_str(&j, "function", func);
-	json_u64(&j, "n", c->n);
-	json_u64(&j, "pid", c->pid);
-	json_u64(&j, "tid", c->tid);
-	json_u64(&j, "start_ns", c->start_ns);
-	json_layers(&j, c);
-	json_u64(&j, "steps_dropped", dropped);
-	json_array_begin(&j, "steps");
-	for (size_t i = 0; i < n; i++) {
-		json_object_begin(&j, NULL);
-		json_str(&j, "type", type_names[nodes[i].type]);
-		json_u64(&j, "time_ns", nodes[i].ns);
-		json_u64(&j, "depth", nodes[i].depth);
-		if (nodes[i].dur_ns || nodes[i].type == KFLOW_CALL || nodes[i].type == KFLOW_SYSCALL)
-			json_u64(&j, "duration_ns", nodes[i].dur_ns);
-		if (nodes[i].event)
-			json_str(&j, "event", nodes[i].event);
-		json_str(&j, nodes[i].type == KFLOW_CALL ? "name" : "text", nodes[i].text);
-		json_object_end(&j);
-	}
-	json_array_end(&j);
-	json_object_end(&j);
-	json_finish(&j);
 }
 
 /* "name#N": the name and N (1 without "#N").  False for a bad N. */
@@ -275,7 +215,7 @@ int cmd_flow(int argc, char **argv)
 		const struct kflow_node *nodes = kflow_nodes(kf, &nnodes, &dropped);
 
 		if (all && json)
-			print_all_json(func, calls, ncalls);
+			print_json(func, kf, true);
 		else if (all)
 			print_all_text(func, calls, ncalls);
 		else if (!ch) {
@@ -288,7 +228,7 @@ int cmd_flow(int argc, char **argv)
 			if (!code)
 				code = LP_EXIT_FAILURE;
 		} else if (json)
-			print_flow_json(func, ch, nodes, nnodes, dropped);
+			print_json(func, kf, false);
 		else
 			print_flow_text(func, ch, nodes, nnodes, dropped);
 	}

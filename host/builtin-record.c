@@ -33,6 +33,7 @@
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/options.h"
 #include "lp_arch.h"
+#include "ktrace/kdrain.h"
 #include "ktrace/ktrace.h"
 #include "systrace/sysdrain.h"
 #include "systrace/systrace.h"
@@ -268,24 +269,6 @@ static void on_collect(void *ctx)
 		systrace_poll(rec->st);
 	if (rec->kt)
 		ktrace_poll(rec->kt);
-}
-
-/* The kernel tracer's records go into the threads' streams, as syscalls
- * do; its losses are counted per CPU and shown as lost events. */
-static void on_kernel_event(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k)
-{
-	struct recorder *rec = ctx;
-
-	if (rec->feed.on)
-		drain_kernel(rec->d, pid, tid, ns, k);
-}
-
-static void on_kernel_lost(void *ctx, uint32_t cpu, uint64_t count)
-{
-	struct recorder *rec = ctx;
-
-	(void)cpu;
-	drain_syscalls_lost(rec->d, 0, 0, count);
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed
@@ -655,7 +638,7 @@ static int record_open(struct recorder *rec)
 	if (rec->kernel) {
 		/* before anything changes on disk: a kernel that refuses leaves
 		 * the previous trace alone */
-		struct ktrace_ops kops = { .ctx = rec, .event = on_kernel_event, .lost = on_kernel_lost };
+		struct ktrace_ops kops = kdrain_ops(&rec->feed);
 		char warn[600];
 
 		rec->kt = ktrace_open(&rec->kcfg, &kops, warn, sizeof(warn), err, sizeof(err));

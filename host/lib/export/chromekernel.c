@@ -10,6 +10,7 @@
 #include "host/lib/kernel/kevent.h"
 #include "host/lib/kernel/klayer.h"
 #include "host/lib/util/escape.h"
+#include "host/lib/util/slots.h"
 
 #define CK_IRQ_NEST 8u
 /* A wake-up this soon after a timer's expiry on its CPU is the timer's (as
@@ -156,16 +157,13 @@ static struct ck_thread *thread_of(struct chromekernel *ck, const struct walk_st
 	struct ck_thread *t;
 
 	if (s->index >= ck->nthreads) {
-		uint32_t n = s->index + 64;
-		struct ck_thread **g = realloc(ck->threads, n * sizeof(*g));
+		struct ck_thread **g = slots_grow(ck->threads, sizeof(*g), &ck->nthreads, s->index);
 
 		if (!g) {
 			ck->oom = true;
 			return NULL;
 		}
-		memset(g + ck->nthreads, 0, (n - ck->nthreads) * sizeof(*g));
 		ck->threads = g;
-		ck->nthreads = n;
 	}
 	t = ck->threads[s->index];
 	if (!t) {

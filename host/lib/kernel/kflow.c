@@ -519,3 +519,84 @@ void kflow_free(struct kflow *kf)
 	free(kf->func);
 	free(kf);
 }
+
+/* ---- JSON --------------------------------------------------------------------- */
+
+static const char *const kflow_type_names[] = { "call", "syscall", "kernel", "off_cpu", "mem", "lost" };
+
+static void json_call_layers(struct json *j, const struct kflow_call *c)
+{
+	const struct klayer_parts *p = &c->parts;
+
+	json_u64(j, "duration_ns", c->end_ns - c->start_ns);
+	json_u64(j, "user_ns", p->ns[KL_USER]);
+	json_u64(j, "syscall_ns", p->ns[KL_SYSCALL]);
+	json_u64(j, "off_cpu_ns", klayer_off_ns(p));
+	json_u64(j, "irq_ns", p->ns[KL_IRQ]);
+	json_u64(j, "softirq_ns", p->ns[KL_SOFTIRQ]);
+	json_u64(j, "syscalls", p->syscalls);
+	json_u64(j, "page_faults", p->faults);
+	json_u64(j, "context_switches", p->switches_vol + p->switches_invol);
+	json_bool(j, "unfinished", c->unfinished);
+}
+
+void kflow_json_calls(struct json *j, const char *func, const struct kflow *kf, uint64_t limit, bool counts)
+{
+	json_object_begin(j, NULL);
+	json_str(j, "function", func);
+	json_array_begin(j, "calls");
+	for (size_t i = 0; i < kf->ncalls && i < limit; i++) {
+		const struct kflow_call *c = &kf->calls[i];
+
+		json_object_begin(j, NULL);
+		json_u64(j, "n", c->n);
+		json_u64(j, "pid", c->pid);
+		json_u64(j, "tid", c->tid);
+		json_u64(j, "start_ns", c->start_ns);
+		json_call_layers(j, c);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	if (counts) {
+		json_u64(j, "ncalls", kf->ncalls);
+		json_u64(j, "more", kf->ncalls > limit ? kf->ncalls - limit : 0);
+	}
+	json_object_end(j);
+}
+
+void kflow_json_call(struct json *j, const char *func, const struct kflow *kf, uint64_t limit, bool counts)
+{
+	const struct kflow_call *c = kflow_chosen(kf);
+
+	json_object_begin(j, NULL);
+	json_str(j, "function", func);
+	json_u64(j, "n", c->n);
+	json_u64(j, "pid", c->pid);
+	json_u64(j, "tid", c->tid);
+	json_u64(j, "start_ns", c->start_ns);
+	json_call_layers(j, c);
+	json_u64(j, "steps_dropped", kf->dropped);
+	json_array_begin(j, "steps");
+	for (size_t i = 0; i < kf->nnodes && i < limit; i++) {
+		const struct kflow_node *nd = &kf->nodes[i];
+
+		json_object_begin(j, NULL);
+		json_str(j, "type",
+		         nd->type < sizeof(kflow_type_names) / sizeof(kflow_type_names[0]) ? kflow_type_names[nd->type]
+		                                                                           : "?");
+		json_u64(j, "time_ns", nd->ns);
+		json_u64(j, "depth", nd->depth);
+		if (nd->dur_ns || nd->type == KFLOW_CALL || nd->type == KFLOW_SYSCALL)
+			json_u64(j, "duration_ns", nd->dur_ns);
+		if (nd->event)
+			json_str(j, "event", nd->event);
+		json_str(j, nd->type == KFLOW_CALL ? "name" : "text", nd->text);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	if (counts) {
+		json_u64(j, "ncalls", kf->ncalls);
+		json_u64(j, "steps_more", kf->nnodes > limit ? kf->nnodes - limit : 0);
+	}
+	json_object_end(j);
+}

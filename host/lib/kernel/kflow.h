@@ -12,6 +12,7 @@
 
 #include "host/lib/kernel/klayer.h"
 #include "host/lib/trace/walk.h"
+#include "host/lib/util/json.h"
 
 enum kflow_type {
 	KFLOW_CALL,    /* a function call (text: its name); dur: its time */
@@ -60,5 +61,12 @@ const struct kflow_call *kflow_calls(const struct kflow *kf, size_t *n);
 /* The chosen call (NULL when there are fewer calls) and its steps. */
 const struct kflow_call *kflow_chosen(const struct kflow *kf);
 const struct kflow_node *kflow_nodes(const struct kflow *kf, size_t *n, uint64_t *dropped);
+
+/* `layerprof flow --format json`, as a new object in j: the chosen call
+ * with its layers and at most limit steps, or (kflow_json_calls) every
+ * call, at most limit; with `counts`, the server's own members too
+ * (ncalls and steps_more, or ncalls and more).  The chosen call must exist. */
+void kflow_json_call(struct json *j, const char *func, const struct kflow *kf, uint64_t limit, bool counts);
+void kflow_json_calls(struct json *j, const char *func, const struct kflow *kf, uint64_t limit, bool counts);
 
 #endif

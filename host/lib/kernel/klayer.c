@@ -13,6 +13,7 @@
 #include "common/systab.h"
 #include "host/lib/kernel/kformat.h"
 #include "host/lib/kernel/klayer.h"
+#include "host/lib/util/slots.h"
 
 #define KL_IRQ_NEST 8u
 #define KL_WAITS_MAX (8u << 20)    /* off-CPU intervals kept for the wakers' join */
@@ -300,16 +301,13 @@ static struct kl_thread *thread_of(struct klayer *kl, struct walk_stream *s)
 	struct kl_thread *t;
 
 	if (s->index >= kl->nthreads) {
-		uint32_t n = s->index + 64;
-		struct kl_thread **g = realloc(kl->threads, n * sizeof(*g));
+		struct kl_thread **g = slots_grow(kl->threads, sizeof(*g), &kl->nthreads, s->index);
 
 		if (!g) {
 			kl->oom = true;
 			return NULL;
 		}
-		memset(g + kl->nthreads, 0, (n - kl->nthreads) * sizeof(*g));
 		kl->threads = g;
-		kl->nthreads = n;
 	}
 	t = kl->threads[s->index];
 	if (!t) {

@@ -30,78 +30,6 @@ void serveflow_release(struct serveflow *sf)
 
 /* ------------------------------------------------------------ the documents */
 
-/* The members `layerprof flow --format json` writes, as host/builtin-flow.c
- * writes them (the command keeps its writers to itself; the UI tests
- * compare the answer with the command's output). */
-static const char *const type_names[] = { "call", "syscall", "kernel", "off_cpu", "mem", "lost" };
-
-static void json_layers(struct json *j, const struct kflow_call *c)
-{
-	const struct klayer_parts *p = &c->parts;
-
-	json_u64(j, "duration_ns", c->end_ns - c->start_ns);
-	json_u64(j, "user_ns", p->ns[KL_USER]);
-	json_u64(j, "syscall_ns", p->ns[KL_SYSCALL]);
-	json_u64(j, "off_cpu_ns", klayer_off_ns(p));
-	json_u64(j, "irq_ns", p->ns[KL_IRQ]);
-	json_u64(j, "softirq_ns", p->ns[KL_SOFTIRQ]);
-	json_u64(j, "syscalls", p->syscalls);
-	json_u64(j, "page_faults", p->faults);
-	json_u64(j, "context_switches", p->switches_vol + p->switches_invol);
-	json_bool(j, "unfinished", c->unfinished);
-}
-
-static void put_calls(struct json *j, const char *func, const struct kflow_call *calls, size_t n, uint64_t limit)
-{
-	json_object_begin(j, NULL);
-	json_str(j, "function", func);
-	json_array_begin(j, "calls");
-	for (size_t i = 0; i < n && i < limit; i++) {
-		json_object_begin(j, NULL);
-		json_u64(j, "n", calls[i].n);
-		json_u64(j, "pid", calls[i].pid);
-		json_u64(j, "tid", calls[i].tid);
-		json_u64(j, "start_ns", calls[i].start_ns);
-		json_layers(j, &calls[i]);
-		json_object_end(j);
-	}
-	json_array_end(j);
-	json_u64(j, "ncalls", n);
-	json_u64(j, "more", n > limit ? n - limit : 0);
-	json_object_end(j);
-}
-
-static void put_flow(struct json *j, const char *func, const struct kflow_call *c, size_t ncalls,
-                     const struct kflow_node *nodes, size_t n, uint64_t dropped, uint64_t limit)
-{
-	json_object_begin(j, NULL);
-	json_str(j, "function", func);
-	json_u64(j, "n", c->n);
-	json_u64(j, "pid", c->pid);
-	json_u64(j, "tid", c->tid);
-	json_u64(j, "start_ns", c->start_ns);
-	json_layers(j, c);
-	json_u64(j, "steps_dropped", dropped);
-	json_array_begin(j, "steps");
-	for (size_t i = 0; i < n && i < limit; i++) {
-		json_object_begin(j, NULL);
-		json_str(j, "type", nodes[i].type < 6 ? type_names[nodes[i].type] : "?");
-		json_u64(j, "time_ns", nodes[i].ns);
-		json_u64(j, "depth", nodes[i].depth);
-		if (nodes[i].dur_ns || nodes[i].type == KFLOW_CALL || nodes[i].type == KFLOW_SYSCALL)
-			json_u64(j, "duration_ns", nodes[i].dur_ns);
-		if (nodes[i].event)
-			json_str(j, "event", nodes[i].event);
-		json_str(j, nodes[i].type == KFLOW_CALL ? "name" : "text", nodes[i].text);
-		json_object_end(j);
-	}
-	json_array_end(j);
-	/* the server's own: how many calls there are, the steps left out here */
-	json_u64(j, "ncalls", ncalls);
-	json_u64(j, "steps_more", n > limit ? n - limit : 0);
-	json_object_end(j);
-}
-
 /* Reads the trace and writes the answer.  Returns the HTTP status. */
 static int flow_read(const char *dir, const char *func, uint64_t nth, uint64_t tid, bool all, uint64_t limit, FILE *out)
 {
@@ -110,10 +38,8 @@ static int flow_read(const char *dir, const char *func, uint64_t nth, uint64_t t
 	struct kflow *kf = NULL;
 	struct walk w;
 	struct json j;
-	const struct kflow_call *calls, *ch;
-	const struct kflow_node *nodes;
-	size_t ncalls, nnodes;
-	uint64_t dropped;
+	const struct kflow_call *ch;
+	size_t ncalls;
 	int r, status = HTTP_OK;
 
 	r = walk_open(&w, dir, &fopts, err, sizeof(err));
@@ -127,12 +53,11 @@ static int flow_read(const char *dir, const char *func, uint64_t nth, uint64_t t
 		status = servequery_error(out, HTTP_SERVER_ERROR, msg);
 		goto out;
 	}
-	calls = kflow_calls(kf, &ncalls);
+	kflow_calls(kf, &ncalls);
 	ch = kflow_chosen(kf);
-	nodes = kflow_nodes(kf, &nnodes, &dropped);
 	json_init(&j, out);
 	if (all) {
-		put_calls(&j, func, calls, ncalls, limit);
+		kflow_json_calls(&j, func, kf, limit, true);
 	} else if (!ch) {
 		char in[48] = "";
 
@@ -143,7 +68,7 @@ static int flow_read(const char *dir, const char *func, uint64_t nth, uint64_t t
 		status = servequery_error(out, HTTP_NOT_FOUND, msg);
 		goto out;
 	} else {
-		put_flow(&j, func, ch, ncalls, nodes, nnodes, dropped, limit);
+		kflow_json_call(&j, func, kf, limit, true);
 	}
 	json_finish(&j);
 out:
