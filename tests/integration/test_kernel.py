@@ -57,21 +57,23 @@ class Layerprof:
         check(r.returncode == 0, "layerprof %s: exit 0" % " ".join(args[:2]), r.stderr.strip()[-300:])
         return json.loads(r.stdout) if r.returncode == 0 else None
 
-    def record(self, trace, prog, *args, opts=("--kernel",), env=None):
+    def record(self, trace, prog, *args, opts=("--kernel",), env=None, complete=None):
         """Records, again (at most twice more, with a note) when the kernel
         did not deliver a switch-in of the program (report --kernel's
         unpaired_switches, which the report shows as a warning): seen on a
         loaded machine, see docs/performance.md's kernel section."""
-        for attempt in range(3):
+        for attempt in range(4):
             r = self("record", "-q", *opts, "-o", trace, "--", prog, *[str(a) for a in args], env=env)
             if r.returncode or "--kernel" not in " ".join(opts):
                 break
             rep = self("report", "--kernel", "--format", "json", trace)
-            unpaired = json.loads(rep.stdout).get("unpaired_switches", 0) if rep.returncode == 0 else 0
-            if not unpaired:
+            doc = json.loads(rep.stdout) if rep.returncode == 0 else {}
+            unpaired = doc.get("unpaired_switches", 0)
+            if not unpaired and (not complete or not doc or complete(doc)):
                 break
-            print("note: %s: %d switch-ins the kernel did not deliver; recording again" %
-                  (os.path.basename(prog), unpaired))
+            print("note: %s: the kernel did not deliver all of its records (%d switch-ins missing%s); "
+                  "recording again" % (os.path.basename(prog), unpaired,
+                                       "" if not complete or complete(doc) else ", known events missing"))
         check(r.returncode == 0, "record %s %s of %s: exit 0" % (" ".join(opts), " ".join(map(str, args)),
                                                                  os.path.basename(prog)), r.stderr.strip()[-400:])
         return r
@@ -158,7 +160,8 @@ def group_faults(lp, progs, tmp):
 def group_sleep(lp, progs, tmp):
     prog = progs["kern_sleep"]
     trace = os.path.join(tmp, "sleep")
-    lp.record(trace, prog, opts=("--kernel", "--syscalls"))
+    lp.record(trace, prog, opts=("--kernel", "--syscalls"),
+              complete=lambda d: (off_cpu(d, "nanosleep", "S") or {}).get("count") == 5)
     rep = lp.json("report", "--kernel", "--format", "json", trace)
     if rep is None:
         return
@@ -226,7 +229,8 @@ def group_sleep(lp, progs, tmp):
 def group_pipe(lp, progs, tmp):
     prog = progs["kern_pipe"]
     trace = os.path.join(tmp, "pipe")
-    lp.record(trace, prog, opts=("--kernel", "--syscalls"))
+    lp.record(trace, prog, opts=("--kernel", "--syscalls"),
+              complete=lambda d: (off_cpu(d, "read", "S") or {}).get("count") == 20)
     rep = lp.json("report", "--kernel", "--format", "json", trace)
     lay = lp.json("report", "--layers", "--format", "json", trace)
     if rep is None or lay is None:
