@@ -53,6 +53,7 @@ static const char serve_usage[] =
     "      --syscall-filter LIST  live: only these syscalls (comma-separated, globs)\n"
     "      --kernel[=LIST]   live: record kernel events too (as record --kernel)\n"
     "      --kernel-filter F  live: an in-kernel filter for them\n"
+    "      --kernel-functions LIST  live: kernel functions traced through kprobes too\n"
     "  -m, --memory          live: trace heap operations too (the Heap tab)\n"
     "      --mem-depth N     live, with --memory: frames per heap call stack (1-64)\n"
     "      --keep-alive      live, with --memory: an illegal free is recorded and not\n"
