@@ -279,21 +279,15 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 	else
 		snprintf(text, sizeof(text), "%s: <no format in the trace>", name);
 	if (rp->json) {
-		char esc[1400];
-		FILE *m = fmemopen(esc, sizeof(esc), "w");
-
-		if (!m)
-			return;
-		json_write_string(m, text);
-		fputc('\0', m);
-		fclose(m);
-		esc[sizeof(esc) - 1] = '\0';
-		n = snprintf(line, sizeof(line),
-		             "%s{\"type\":\"kernel\",\"time_ns\":%llu,\"depth\":%u,\"event\":\"%s\",\"cpu\":%u,\"in_"
-		             "syscall\":%s,\"text\":%s}",
-		             rs->events ? "," : "", (unsigned long long)k->ns, depth, name, k->cpu,
-		             k->in_syscall ? "true" : "false", esc);
+		/* in time order, not held: a reader sorts by time_ns */
+		fprintf(rs->f, "%s{\"type\":\"kernel\",\"time_ns\":%llu,\"depth\":%u,\"event\":", rs->events ? "," : "",
+		        (unsigned long long)k->ns, depth);
+		json_write_string(rs->f, name);
+		fprintf(rs->f, ",\"cpu\":%u,\"in_syscall\":%s,\"text\":", k->cpu, k->in_syscall ? "true" : "false");
+		json_write_string(rs->f, text);
+		fputc('}', rs->f);
 		rs->events++;
+		return;
 	} else {
 		const char *role = "";
 
@@ -307,7 +301,7 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 		return;
 	if ((size_t)n >= sizeof(line))
 		n = (int)sizeof(line) - 1;
-	if (k->in_syscall && !rp->json)
+	if (k->in_syscall)
 		kbuf_put(rs, line, (size_t)n);
 	else
 		fwrite(line, 1, (size_t)n, rs->f);

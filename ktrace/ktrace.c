@@ -521,7 +521,7 @@ static int assign_filters(struct ktrace *kt, const struct ktrace_config *cfg, ch
 
 /* A filtered event that the tracer follows internally gets an unfiltered
  * twin that only the tracer reads. */
-static int split_filtered_internal(struct ktrace *kt, const char *root, char *err, size_t errlen)
+static int split_filtered_internal(struct ktrace *kt, char *err, size_t errlen)
 {
 	uint32_t n = kt->nev;
 
@@ -548,7 +548,6 @@ static int split_filtered_internal(struct ktrace *kt, const char *root, char *er
 			return -ENOMEM;
 		}
 	}
-	(void)root;
 	return 0;
 }
 
@@ -672,16 +671,14 @@ static void skip_event(struct kt_event *e, char *warn, size_t warnlen)
 {
 	static const char head[] = "left out, as perf cannot open them: ";
 	size_t n = strlen(warn);
-	int w;
 
 	e->skip = true;
 	if (n + sizeof(head) + 2 * KT_NAME_MAX + 4 >= warnlen)
 		return; /* the warning is long enough */
 	if (!strstr(warn, head))
-		w = snprintf(warn + n, warnlen - n, "%s%s%s:%s", n ? "; " : "", head, e->group, e->name);
+		snprintf(warn + n, warnlen - n, "%s%s%s:%s", n ? "; " : "", head, e->group, e->name);
 	else
-		w = snprintf(warn + n, warnlen - n, ", %s:%s", e->group, e->name);
-	(void)w;
+		snprintf(warn + n, warnlen - n, ", %s:%s", e->group, e->name);
 }
 
 static int open_events(struct ktrace *kt, char *warn, size_t warnlen, char *err, size_t errlen)
@@ -816,7 +813,7 @@ struct ktrace *ktrace_open(const struct ktrace_config *cfg, const struct ktrace_
 	if (!r)
 		r = assign_filters(kt, cfg, err, errlen);
 	if (!r)
-		r = split_filtered_internal(kt, root, err, errlen);
+		r = split_filtered_internal(kt, err, errlen);
 	if (!r)
 		r = build_formats(kt, err, errlen);
 	if (!r)

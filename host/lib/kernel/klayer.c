@@ -123,19 +123,23 @@ struct klayer {
 	struct kl_thread **threads; /* by stream index */
 	uint32_t nthreads;
 	struct kl_fn *fns;
-	uint32_t nfns, fns_cap;
+	uint32_t nfns;
+	size_t fns_cap;
 	struct hashindex fnindex;
 	struct kl_count *counts;
-	uint32_t ncounts, counts_cap;
+	uint32_t ncounts;
+	size_t counts_cap;
 	struct hashindex countindex;
 	struct kl_reason *reasons;
-	uint32_t nreasons, reasons_cap;
+	uint32_t nreasons;
+	size_t reasons_cap;
 	struct kl_wait *waits;
 	size_t nwaits, waits_cap;
 	struct kl_wake *wakes;
 	size_t nwakes, wakes_cap;
 	struct kl_blockrow *blocks;
-	uint32_t nblocks, blocks_cap;
+	uint32_t nblocks;
+	size_t blocks_cap;
 	uint64_t events, undecodable, faults, switches, wakeups;
 	bool wakes_sorted;
 	bool has_waking;   /* the trace has sched_waking: wake-ups are counted by it */
@@ -182,6 +186,9 @@ static void parts_add(struct klayer_parts *d, const struct klayer_parts *a)
 
 /* ---- growable arrays ---------------------------------------------------- */
 
+/* arr (*cap items of size bytes, n used) with room for one more: arr
+ * itself, or a larger copy (*cap updated, the old one gone); NULL when n
+ * is at max or memory is short (kl->oom set, arr unchanged). */
 static void *grow(struct klayer *kl, void *arr, size_t *cap, size_t n, size_t size, size_t max)
 {
 	size_t c;
@@ -202,17 +209,6 @@ static void *grow(struct klayer *kl, void *arr, size_t *cap, size_t n, size_t si
 	*cap = c;
 	return g;
 }
-
-#define KL_GROW(kl, arr, n, cap, max)                                          \
-	({                                                                     \
-		size_t c_ = (cap);                                             \
-		void *g_ = grow((kl), (arr), &c_, (n), sizeof(*(arr)), (max)); \
-		if (g_) {                                                      \
-			(arr) = g_;                                            \
-			(cap) = c_;                                            \
-		}                                                              \
-		g_ != NULL;                                                    \
-	})
 
 /* ---- keyed tables -------------------------------------------------------- */
 
@@ -242,8 +238,13 @@ static struct kl_fn *fn_get(struct klayer *kl, uint32_t image, uint64_t addr)
 	slot = hashindex_slot(&kl->fnindex, h, fn_eq, kl, &k);
 	if (kl->fnindex.val[slot])
 		return &kl->fns[kl->fnindex.val[slot] - 1];
-	if (!KL_GROW(kl, kl->fns, kl->nfns, kl->fns_cap, UINT32_MAX / 2))
-		return NULL;
+	{
+		struct kl_fn *g = grow(kl, kl->fns, &kl->fns_cap, kl->nfns, sizeof(*g), UINT32_MAX / 2);
+
+		if (!g)
+			return NULL;
+		kl->fns = g;
+	}
 	memset(&kl->fns[kl->nfns], 0, sizeof(kl->fns[0]));
 	kl->fns[kl->nfns].image = image;
 	kl->fns[kl->nfns].addr = addr;
@@ -273,8 +274,13 @@ static void count_add(struct klayer *kl, uint32_t id, uint8_t kind, uint32_t ima
 		kl->counts[kl->countindex.val[slot] - 1].count++;
 		return;
 	}
-	if (!KL_GROW(kl, kl->counts, kl->ncounts, kl->counts_cap, UINT32_MAX / 2))
-		return;
+	{
+		struct kl_count *g = grow(kl, kl->counts, &kl->counts_cap, kl->ncounts, sizeof(*g), UINT32_MAX / 2);
+
+		if (!g)
+			return;
+		kl->counts = g;
+	}
 	k.count = 1;
 	kl->counts[kl->ncounts] = k;
 	hashindex_put(&kl->countindex, slot, h, kl->ncounts++);
@@ -285,8 +291,13 @@ static uint32_t reason_get(struct klayer *kl, uint8_t arch, int32_t sc_nr, char 
 	for (uint32_t i = 0; i < kl->nreasons; i++)
 		if (kl->reasons[i].sc_nr == sc_nr && kl->reasons[i].arch == arch && kl->reasons[i].state == state)
 			return i;
-	if (!KL_GROW(kl, kl->reasons, kl->nreasons, kl->reasons_cap, 1u << 20))
-		return UINT32_MAX;
+	{
+		struct kl_reason *g = grow(kl, kl->reasons, &kl->reasons_cap, kl->nreasons, sizeof(*g), 1u << 20);
+
+		if (!g)
+			return UINT32_MAX;
+		kl->reasons = g;
+	}
 	memset(&kl->reasons[kl->nreasons], 0, sizeof(kl->reasons[0]));
 	kl->reasons[kl->nreasons].arch = arch;
 	kl->reasons[kl->nreasons].sc_nr = sc_nr;
@@ -497,14 +508,20 @@ static void switch_in(struct klayer *kl, struct kl_thread *t, const struct walk_
 	r->total_ns += k->ns - t->off_ns;
 	if (k->ns - t->off_ns > r->max_ns)
 		r->max_ns = k->ns - t->off_ns;
-	if (KL_GROW(kl, kl->waits, kl->nwaits, kl->waits_cap, KL_WAITS_MAX))
-		kl->waits[kl->nwaits++] = (struct kl_wait){ .reason = t->off_reason,
-			                                    .wakee = t->s->tid,
-			                                    .waker_tid = t->waker_tid,
-			                                    .waker_ctx = t->waker_ctx,
-			                                    .woken = t->woken,
-			                                    .ns = k->ns - t->off_ns,
-			                                    .wake_ns = t->wake_ns };
+	{
+		struct kl_wait *g = grow(kl, kl->waits, &kl->waits_cap, kl->nwaits, sizeof(*g), KL_WAITS_MAX);
+
+		if (!g)
+			return;
+		kl->waits = g;
+	}
+	kl->waits[kl->nwaits++] = (struct kl_wait){ .reason = t->off_reason,
+		                                    .wakee = t->s->tid,
+		                                    .waker_tid = t->waker_tid,
+		                                    .waker_ctx = t->waker_ctx,
+		                                    .woken = t->woken,
+		                                    .ns = k->ns - t->off_ns,
+		                                    .wake_ns = t->wake_ns };
 }
 
 static void woken(struct kl_thread *t, const struct walk_kernel *k, const struct kevent *ev)
@@ -529,8 +546,13 @@ static void woken(struct kl_thread *t, const struct walk_kernel *k, const struct
 
 static void gave_wakeup(struct klayer *kl, struct walk_stream *s, const struct walk_kernel *k, uint32_t wakee)
 {
-	if (!KL_GROW(kl, kl->wakes, kl->nwakes, kl->wakes_cap, KL_WAKES_MAX))
-		return;
+	{
+		struct kl_wake *g = grow(kl, kl->wakes, &kl->wakes_cap, kl->nwakes, sizeof(*g), KL_WAKES_MAX);
+
+		if (!g)
+			return;
+		kl->wakes = g;
+	}
 	kl->wakes_sorted = false; /* a live session collects again later */
 	kl->wakes[kl->nwakes++] = (struct kl_wake){ .ns = k->ns,
 		                                    .wakee = wakee,
@@ -561,8 +583,13 @@ static struct kl_blockrow *blockrow(struct klayer *kl, uint8_t arch, int32_t sc_
 	for (uint32_t i = 0; i < kl->nblocks; i++)
 		if (kl->blocks[i].sc_nr == sc_nr && kl->blocks[i].arch == arch)
 			return &kl->blocks[i];
-	if (!KL_GROW(kl, kl->blocks, kl->nblocks, kl->blocks_cap, 1u << 16))
-		return NULL;
+	{
+		struct kl_blockrow *g = grow(kl, kl->blocks, &kl->blocks_cap, kl->nblocks, sizeof(*g), 1u << 16);
+
+		if (!g)
+			return NULL;
+		kl->blocks = g;
+	}
 	memset(&kl->blocks[kl->nblocks], 0, sizeof(kl->blocks[0]));
 	kl->blocks[kl->nblocks].arch = arch;
 	kl->blocks[kl->nblocks].sc_nr = sc_nr;
