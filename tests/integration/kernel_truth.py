@@ -19,6 +19,7 @@ Ends with 'N passed, N failed'."""
 import argparse
 import contextlib
 import ctypes
+import json
 import os
 import shutil
 import subprocess
@@ -202,6 +203,70 @@ def loop_ext4(size_mib=64):
         if dev:
             _run([tools["losetup"], "-d", dev])
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_delivering = {}
+
+
+def delivering_cpus(lp_exe, env, sleep_prog, tmpdir):
+    """The CPUs on which this kernel hands every record of a sleeping
+    program to perf.  Some do not: on the test machine (a 6.18 VM) the
+    records made in the idle task's context on one CPU (a timer's wake-up of
+    the sleeper, the switch from idle to it) reach no perf reader, `perf
+    record -a` included.  A recording of sleep_prog (kern_sleep) with 3 sleeps
+    kept to each CPU in turn, by layerprof at lp_exe, tells: a switch-in
+    missing shows as report --kernel's unpaired_switches.  A CPU gets a
+    second try (a loaded machine).  Remembered per process."""
+    if lp_exe in _delivering:
+        return _delivering[lp_exe][1]
+    tried, good = sorted(os.sched_getaffinity(0)), set()
+    for cpu in tried:
+        trace = os.path.join(tmpdir, "cpu-probe-%d" % cpu)
+        for _ in range(2):
+            r = subprocess.run([lp_exe, "record", "-q", "--kernel=sched:sched_switch", "-o", trace, "--",
+                                sleep_prog, "3"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                               timeout=TIMEOUT, preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c}))
+            if r.returncode:
+                break
+            rep = subprocess.run([lp_exe, "report", "--kernel", "--format", "json", trace],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True,
+                                 env=env, timeout=TIMEOUT)
+            if rep.returncode == 0 and json.loads(rep.stdout).get("unpaired_switches") == 0:
+                good.add(cpu)
+                break
+        shutil.rmtree(trace, ignore_errors=True)
+        shutil.rmtree(trace + ".old", ignore_errors=True)
+    _delivering[lp_exe] = (set(tried), good)
+    return good
+
+
+def undelivering_cpus(lp_exe):
+    """The CPUs delivering_cpus() tried that failed, once it ran."""
+    tried, good = _delivering.get(lp_exe, (set(), set()))
+    return tried - good if good else set()
+
+
+def keep_to_delivering_cpus(lp_exe, env, sleep_prog, tmpdir):
+    """Keeps this process, and so every program and recorder it starts from
+    now, to the CPUs delivering_cpus() finds, saying so, when some CPU does
+    not deliver.  Returns the affinity it had."""
+    was = os.sched_getaffinity(0)
+    good = delivering_cpus(lp_exe, env, sleep_prog, tmpdir)
+    if good and good != was:
+        print("note: this kernel does not hand perf the idle task's records on CPU %s: the kernel checks run "
+              "on CPU %s" % (", ".join(map(str, sorted(was - good))), ", ".join(map(str, sorted(good)))))
+        os.sched_setaffinity(0, good)
+    return was
+
+
+@contextlib.contextmanager
+def on_delivering_cpus(lp_exe, env, sleep_prog, tmpdir):
+    """keep_to_delivering_cpus() for the body of a with statement."""
+    was = keep_to_delivering_cpus(lp_exe, env, sleep_prog, tmpdir)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, was)
 
 
 def build_programs(bindir, cc="gcc"):

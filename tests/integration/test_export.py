@@ -52,6 +52,7 @@ PROGS = os.path.join(ROOT, "tests", "programs")
 XSD = os.path.join(ROOT, "docs", "report.xsd")
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
+import kernel_truth as kt  # noqa: E402
 from harness import check, skip  # noqa: E402
 
 TIMEOUT = 300
@@ -1001,6 +1002,11 @@ def test_kernel(lp, tmp):
     if os.geteuid() != 0:
         skip("the kernel layer in the exports", "record --kernel needs root")
         return
+    with kt.on_delivering_cpus(lp.exe, lp.env, build(tmp, "kern_sleep", ["-std=c11"]), tmp):
+        kernel_exports(lp, tmp)
+
+
+def kernel_exports(lp, tmp):
     got = kernel_record(lp, tmp, "kern_sleep", lambda k: (off_cpu_wait(k, "nanosleep", "S") or {}).get("count") == 5
                         and not off_cpu_wait(k, "nanosleep", "S")["unknown_wakers"])
     if got is None:

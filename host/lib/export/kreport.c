@@ -63,6 +63,41 @@ static void text_parts(FILE *f, uint64_t total, const struct klayer_parts *p, ui
 	        (unsigned long long)(p->switches_vol + p->switches_invol), c, what);
 }
 
+/* The unpaired switch-outs' CPUs as "CPU 1" or "CPUs 0, 3" (bit 63: "63
+ * or later"). */
+static void unpaired_cpus_text(uint64_t mask, char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, "CPU%s", mask & (mask - 1) ? "s" : "");
+
+	for (int c = 0; c < 64 && n < size; c++)
+		if (mask >> c & 1)
+			n += (size_t)snprintf(buf + n, size - n, "%s %d%s", n > 4 ? "," : "", c,
+			                      c == 63 ? " or later" : "");
+}
+
+static void text_unpaired(FILE *f, const struct klayer_result *r, const char *consequence)
+{
+	char cpus[400];
+
+	if (!r->unpaired_switches)
+		return;
+	unpaired_cpus_text(r->unpaired_cpus, cpus, sizeof(cpus));
+	fprintf(f,
+	        "# warning: %llu switch-outs (on %s) have no switch-in before the next one: the kernel did not "
+	        "deliver those records%s\n",
+	        (unsigned long long)r->unpaired_switches, cpus, consequence);
+}
+
+static void json_unpaired(struct json *j, const struct klayer_result *r)
+{
+	json_u64(j, "unpaired_switches", r->unpaired_switches);
+	json_array_begin(j, "unpaired_switch_cpus");
+	for (int c = 0; c < 64; c++)
+		if (r->unpaired_cpus >> c & 1)
+			json_u64(j, NULL, (uint64_t)c);
+	json_array_end(j);
+}
+
 static uint64_t thread_total(const struct klayer_thread *t)
 {
 	return t->last_ns > t->first_ns ? t->last_ns - t->first_ns : 0;
@@ -80,11 +115,7 @@ static void layers_text(FILE *f, const struct walk *w, const struct klayer_resul
 	if (!w->syscalls)
 		fprintf(f, "# no system calls in this trace (record with --syscalls): syscall time counts as "
 		           "user time\n");
-	if (r->unpaired_switches)
-		fprintf(f,
-		        "# warning: %llu switch-outs have no switch-in before the next one (kernel records not "
-		        "delivered): the off-CPU time of those waits runs to the next switch-out\n",
-		        (unsigned long long)r->unpaired_switches);
+	text_unpaired(f, r, " (the off-CPU time of those waits runs to the next switch-out)");
 	fprintf(f, "#\n# per thread (time from its first to its last event)\n");
 	text_parts_header(f, "Thread");
 	for (size_t i = 0; i < r->nthreads; i++) {
@@ -113,7 +144,7 @@ void kreport_layers_members(struct json *j, const struct walk *w, const struct k
 {
 	json_u64(j, "kernel_events", r->kernel_events);
 	json_u64(j, "undecodable_kernel_events", r->undecodable);
-	json_u64(j, "unpaired_switches", r->unpaired_switches);
+	json_unpaired(j, r);
 	json_u64(j, "lost_events", w->lost);
 	json_bool(j, "has_kernel", w->kernel_events > 0);
 	json_bool(j, "has_syscalls", w->syscalls > 0);
@@ -177,11 +208,7 @@ static void kernel_text(FILE *f, const struct walk *w, const struct klayer_resul
 		fprintf(f, "# no kernel events in this trace (record with --kernel)\n");
 		return;
 	}
-	if (r->unpaired_switches)
-		fprintf(f,
-		        "# warning: %llu switch-outs have no switch-in before the next one: the kernel did not "
-		        "deliver those records (their waits run to the next switch-out)\n",
-		        (unsigned long long)r->unpaired_switches);
+	text_unpaired(f, r, " (their waits run to the next switch-out)");
 	fprintf(f, "#\n# events per type (in the streams of the threads they concern)\n%10s  %s\n", "Count", "Event");
 	for (i = 0; i < r->nevents; i++)
 		fprintf(f, "%10llu  %s\n", (unsigned long long)r->events[i].count, r->events[i].name);
@@ -253,7 +280,7 @@ void kreport_kernel_members(struct json *j, const struct walk *w, const struct k
 	json_u64(j, "context_switches", r->switches);
 	json_u64(j, "page_faults", r->faults);
 	json_u64(j, "wakeups_given", r->wakeups);
-	json_u64(j, "unpaired_switches", r->unpaired_switches);
+	json_unpaired(j, r);
 	json_array_begin(j, "events");
 	for (size_t i = 0; i < r->nevents; i++) {
 		json_object_begin(j, NULL);

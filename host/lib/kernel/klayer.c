@@ -56,6 +56,7 @@ struct kl_thread {
 	/* the off-CPU interval under way */
 	bool off;
 	uint64_t off_ns;
+	uint32_t off_cpu; /* where it was switched out */
 	uint32_t off_reason;
 	bool woken, woken_waking; /* woken_waking: by a sched_waking (the waker's own context) */
 	uint32_t waker_tid;
@@ -144,6 +145,7 @@ struct klayer {
 	bool wakes_sorted;
 	bool has_waking;   /* the trace has sched_waking: wake-ups are counted by it */
 	uint64_t unpaired; /* switch-outs with no switch-in before the next one */
+	uint64_t unpaired_cpus; /* the CPUs of those switch-outs, bit n for CPU n (CPU 63 and up: bit 63) */
 	bool oom;
 };
 
@@ -475,8 +477,10 @@ static void switch_out(struct klayer *kl, struct kl_thread *t, const struct walk
 	/* switched out again without a switch-in between: the kernel's
 	 * record of that switch-in (and likely of the wake-up before it) is
 	 * not in the trace; the wait is counted from here */
-	if (t->off)
+	if (t->off) {
 		kl->unpaired++;
+		kl->unpaired_cpus |= 1ull << (t->off_cpu < 63 ? t->off_cpu : 63);
+	}
 	advance(t, k->ns);
 	t->nnest = 0;
 	t->mode = off_mode(state);
@@ -487,6 +491,7 @@ static void switch_out(struct klayer *kl, struct kl_thread *t, const struct walk
 	kl->switches++;
 	t->off = true;
 	t->off_ns = k->ns;
+	t->off_cpu = k->cpu;
 	t->woken = t->woken_waking = false;
 	t->off_reason = reason_get(kl, t->sys_open ? t->sys_arch : 0, t->sys_open ? (int32_t)t->sys_nr : -1,
 	                           state == 'R' || state == 'S' || state == 'D' ? state : '?');
@@ -1176,6 +1181,7 @@ int klayer_collect(struct klayer *kl, struct klayer_result *out)
 	out->switches = kl->switches;
 	out->wakeups = kl->wakeups;
 	out->unpaired_switches = kl->unpaired;
+	out->unpaired_cpus = kl->unpaired_cpus;
 	out->oom = kl->oom;
 	if (r)
 		klayer_result_release(out);

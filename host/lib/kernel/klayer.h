@@ -114,6 +114,10 @@ struct klayer_result {
 	/* switch-outs of a thread with no switch-in before its next one: a
 	 * record the kernel did not deliver (not counted by it as lost) */
 	uint64_t unpaired_switches;
+	/* the CPUs those switch-outs were on, bit n for CPU n (bit 63: CPU 63
+	 * or a later one): one CPU alone points at a kernel that never
+	 * delivers what runs in that CPU's idle task (docs/performance.md) */
+	uint64_t unpaired_cpus;
 	bool oom;
 };
 
