@@ -12,6 +12,7 @@
 #include "common/chunk.h"
 #include "common/clocksync.h"
 #include "common/encoder.h"
+#include "common/kernevent.h"
 #include "common/launch.h"
 #include "common/meta.h"
 #include "common/progpath.h"
@@ -633,6 +634,9 @@ void session_close(struct session *s)
 		if (kst.lost)
 			agent_log("session %u: %llu kernel records lost (kernel buffers full)", s->id,
 			          (unsigned long long)kst.lost);
+		if (kst.cut)
+			agent_log("session %u: %llu kernel records longer than %u bytes stored cut", s->id,
+			          (unsigned long long)kst.cut, KERNEVENT_RAW_MAX);
 		ktrace_free(s->kt);
 		s->kt = NULL;
 	}

@@ -6,6 +6,7 @@
 #include "common/varint.h"
 
 #define KERNEVENT_BODY_MAX (KERNEVENT_RAW_MAX + 3 * VARINT_MAX + 2)
+_Static_assert(KERNEVENT_BODY_MAX + 2 * VARINT_MAX + 1 <= ENCODER_EVENT_MAX, "a kernel event fits one event");
 
 void encoder_kernel(struct encoder *e, uint64_t ns, uint32_t id, uint32_t cpu, const uint8_t *raw, uint32_t len,
                     bool packed)

@@ -12,9 +12,12 @@
 #include "common/encoder.h"
 #include "common/event.h"
 
-/* Longest record kept (bytes, common header included); longer ones are
- * cut (the reader sees a record shorter than its format). */
-#define KERNEVENT_RAW_MAX 1024u
+/* Longest record kept (bytes, common header included): what fits one
+ * encoded event (ENCODER_EVENT_MAX, less the event's and the body's
+ * varints).  Longer ones (a tracepoint with a large dynamic array) are cut:
+ * the reader sees a record shorter than its format and counts it
+ * undecodable; the tracer counts them as it reads them (ktrace_stats). */
+#define KERNEVENT_RAW_MAX 8064u
 /* The common header every tracepoint record starts with: u16 type, u8
  * flags, u8 preempt count, s32 pid.  Stored packed when the format has
  * exactly this layout (arg KERNEVENT_PACKED). */

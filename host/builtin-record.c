@@ -18,6 +18,7 @@
 #include "common/chunk.h"
 #include "common/clocksync.h"
 #include "common/exepath.h"
+#include "common/kernevent.h"
 #include "common/drain.h"
 #include "common/launch.h"
 #include "common/memopts.h"
@@ -927,6 +928,11 @@ static int record_summary(struct recorder *rec)
 			        (unsigned long long)kst.lost, per);
 		}
 		sys_lost += kst.lost;
+		if (kst.cut)
+			fprintf(stderr,
+			        "layerprof record: warning: %llu kernel records longer than %u bytes were stored cut: "
+			        "they read as undecodable\n",
+			        (unsigned long long)kst.cut, KERNEVENT_RAW_MAX);
 		if (tty)
 			fprintf(stderr,
 			        "layerprof record: kernel: %llu records of %u tracepoints read, %llu copies into the "

@@ -92,7 +92,7 @@ struct ktrace {
 	size_t nchunks;
 	uint64_t *lost_cpu;
 	int *cpus;
-	uint64_t records, kept, lost;
+	uint64_t records, kept, lost, cut;
 	bool lost_count;               /* PERF_FORMAT_LOST: losses readable from the events */
 	const char *root;              /* tracefs */
 	char kgroup[KPROBES_NAME_MAX]; /* our kprobes' group, "" when none */
@@ -1033,6 +1033,8 @@ static long kt_sample(struct ktrace *kt, const unsigned char *body, size_t len)
 	for (int i = 0; i < n; i++)
 		kt->ops.event(kt->ops.ctx, to[i].pid, to[i].tid, ns, &k);
 	kt->kept += (uint64_t)n;
+	if (n && raw_size > KERNEVENT_RAW_MAX)
+		kt->cut++;
 	return n;
 }
 
@@ -1087,6 +1089,7 @@ void ktrace_get_stats(const struct ktrace *kt, struct ktrace_stats *st)
 	st->records = kt->records;
 	st->kept = kt->kept;
 	st->lost = kt->lost;
+	st->cut = kt->cut;
 	st->ncpus = (uint32_t)kt->pr.nrings;
 	st->lost_cpu = kt->lost_cpu;
 	st->cpus = kt->cpus;

@@ -65,6 +65,7 @@ struct ktrace_stats {
 	uint64_t records; /* read from the rings */
 	uint64_t kept;    /* handed out (one record may go to several threads) */
 	uint64_t lost;    /* dropped by the kernel, all CPUs */
+	uint64_t cut;     /* kept records longer than KERNEVENT_RAW_MAX, stored cut */
 	uint32_t events;  /* tracepoints opened */
 	uint32_t ncpus;
 	const uint64_t *lost_cpu; /* per ring, in ring order; cpus[] names them */

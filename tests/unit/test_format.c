@@ -9,6 +9,7 @@
 #include "common/crc32c.h"
 #include "common/decoder.h"
 #include "common/encoder.h"
+#include "common/kernevent.h"
 #include "common/varint.h"
 #include "layerprof/format.h"
 #include "tests/unit/check.h"
@@ -738,6 +739,53 @@ static void test_unmap(void)
 	free(e);
 }
 
+/* Kernel records up to KERNEVENT_RAW_MAX bytes read back whole, packed or
+ * not; a longer one is stored cut to that size. */
+static void test_kernel_record_sizes(void)
+{
+	static const uint32_t lens[] = { 8, 1025, KERNEVENT_RAW_MAX, KERNEVENT_RAW_MAX + 100 };
+	struct encoder *e = malloc(sizeof(*e));
+	struct decoder *d = malloc(sizeof(*d));
+	uint8_t *raw = malloc(KERNEVENT_RAW_MAX + 100), *buf = malloc(KERNEVENT_RAW_MAX);
+
+	if (!e || !d || !raw || !buf) {
+		perror("malloc");
+		exit(2);
+	}
+	for (uint32_t i = 0; i < KERNEVENT_RAW_MAX + 100; i++)
+		raw[i] = (uint8_t)(i * 7 + 3);
+	for (int packed = 0; packed < 2; packed++) {
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			uint32_t want = lens[i] < KERNEVENT_RAW_MAX ? lens[i] : KERNEVENT_RAW_MAX;
+			const uint8_t *payload;
+			struct kernevent k;
+			struct lp_event ev;
+			size_t len;
+
+			raw[0] = 17; /* common_type: the id, as the kernel writes it */
+			raw[1] = 0;
+			encoder_init(e, 1, 2, 3);
+			encoder_kernel(e, 1000 + i, 17, 1, raw, lens[i], packed);
+			len = encoder_take(e, &payload);
+			CHECK_EQ_U64(decoder_begin(d, payload, len), 0);
+			if (!CHECK_EQ_U64(decoder_next(d, &ev), 1))
+				continue;
+			CHECK_EQ_U64(ev.type, LP_EV_KERNEL);
+			if (!CHECK_EQ_U64(kernevent_parse(&ev, &k, buf), 0))
+				continue;
+			CHECK_EQ_U64(k.id, 17);
+			CHECK_EQ_U64(k.cpu, 1);
+			CHECK_EQ_U64(k.raw_len, want);
+			CHECK(memcmp(k.raw, raw, want) == 0);
+			CHECK_EQ_U64(decoder_next(d, &ev), 0);
+		}
+	}
+	free(buf);
+	free(raw);
+	free(d);
+	free(e);
+}
+
 /* --- the decoder on hand-made and damaged payloads ------------------------ */
 
 #define CRAFT_MAX (1u << 19)
@@ -1161,6 +1209,7 @@ int main(void)
 	test_round_trip();
 	test_time_clamp();
 	test_unmap();
+	test_kernel_record_sizes();
 	test_decoder_crafted();
 	test_decoder_truncation();
 	test_decoder_damage();
