@@ -472,14 +472,16 @@ def group_undelivered(lp, progs, tmp):
     """On a CPU whose idle task's records this kernel does not deliver
     (setup found it; the test machine has one), kern_sleep's switch-ins
     from idle are missing: the reports count those switch-outs and name the
-    CPU."""
+    CPU, and each wait still counts, ending at the thread's next record of
+    its own (here the hrtimer_start of its next sleep, or its exit)."""
     bad = sorted(kt.undelivering_cpus(lp.exe))
     if not bad or not shutil.which("taskset"):
         skip("a CPU that does not deliver", "every CPU delivers the idle task's records here" if not bad
              else "no taskset")
         return
     trace = os.path.join(tmp, "undelivered")
-    r = lp("record", "-q", "--kernel", "-o", trace, "--", "taskset", "-c", str(bad[0]), progs["kern_sleep"])
+    r = lp("record", "-q", "--kernel", "--syscalls", "-o", trace, "--", "taskset", "-c", str(bad[0]),
+           progs["kern_sleep"])
     check(r.returncode == 0, "record kern_sleep kept to CPU %d: exit 0" % bad[0], r.stderr.strip()[-300:])
     rep = lp.json("report", "--kernel", "--format", "json", trace)
     if rep is None:
@@ -487,6 +489,13 @@ def group_undelivered(lp, progs, tmp):
     check(1 <= rep["unpaired_switches"] <= 5 and rep["unpaired_switch_cpus"] == [bad[0]],
           "report --kernel: 1 to 5 unpaired switches, all on CPU %d" % bad[0],
           "%d on %s" % (rep["unpaired_switches"], rep["unpaired_switch_cpus"]))
+    w = off_cpu(rep, "nanosleep", "S")
+    check(w is not None and w["count"] == 5 and w["total_ns"] >= 10000000,
+          "report --kernel: still 5 waits in nanosleep, >= 10 ms in all", json.dumps(rep["off_cpu"])[:600])
+    flow = lp.json("flow", "--format", "json", trace, "sleeper#1")
+    offs = [n for n in (flow or {}).get("steps", []) if n.get("type") == "off_cpu"]
+    check(len(offs) == 5 and all(n["duration_ns"] >= 2000000 for n in offs),
+          "flow sleeper#1: 5 off-CPU steps of >= 2 ms each", str(offs)[:600])
     want = "switch-outs (on CPU %d) have no switch-in before the next one" % bad[0]
     for what in ("--kernel", "--layers"):
         r = lp("report", what, trace)

@@ -115,7 +115,7 @@ static void layers_text(FILE *f, const struct walk *w, const struct klayer_resul
 	if (!w->syscalls)
 		fprintf(f, "# no system calls in this trace (record with --syscalls): syscall time counts as "
 		           "user time\n");
-	text_unpaired(f, r, " (the off-CPU time of those waits runs to the next switch-out)");
+	text_unpaired(f, r, " (each of those waits ends at the thread's next kernel record of its own)");
 	fprintf(f, "#\n# per thread (time from its first to its last event)\n");
 	text_parts_header(f, "Thread");
 	for (size_t i = 0; i < r->nthreads; i++) {
@@ -208,7 +208,8 @@ static void kernel_text(FILE *f, const struct walk *w, const struct klayer_resul
 		fprintf(f, "# no kernel events in this trace (record with --kernel)\n");
 		return;
 	}
-	text_unpaired(f, r, " (their waits run to the next switch-out)");
+	text_unpaired(f, r,
+	              " (each of those waits ends at the thread's next kernel record of its own, its waker unknown)");
 	fprintf(f, "#\n# events per type (in the streams of the threads they concern)\n%10s  %s\n", "Count", "Event");
 	for (i = 0; i < r->nevents; i++)
 		fprintf(f, "%10llu  %s\n", (unsigned long long)r->events[i].count, r->events[i].name);

@@ -269,6 +269,52 @@ static void cap_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t ad
 	kf->stack[kf->nstack++] = kf->nnodes - 1;
 }
 
+/* How an off-CPU step ended. */
+enum off_end_how {
+	OFF_SWITCH_IN, /* its switch-in */
+	OFF_RAN,       /* a record the thread made itself: the switch-in was not delivered */
+	OFF_CALL_END,  /* the end of the call, with no switch-in before it */
+};
+
+static void off_text(struct kflow *kf, enum off_end_how how, char *buf, size_t size)
+{
+	char who[1200];
+
+	if (how == OFF_RAN && !kf->woken)
+		snprintf(buf, size, "off CPU (%c), no wake-up or switch-in seen (the kernel did not deliver them)",
+		         kf->off_state);
+	else if (how == OFF_CALL_END)
+		snprintf(buf, size, "off CPU (%c), to the end of the call: no switch-in seen before it", kf->off_state);
+	else if (kf->off_state == 'R')
+		snprintf(buf, size, "off CPU, preempted (R)");
+	else if (!kf->woken)
+		snprintf(buf, size, "off CPU (%c), no wake-up seen", kf->off_state);
+	else {
+		klayer_waker_text(kf->kl, kf->c_tid, kf->wake_ns, kf->waker, kf->wake_hard, kf->wake_soft,
+		                  kf->wake_timer, who, sizeof(who));
+		snprintf(buf, size, "off CPU (%c), woken by %s", kf->off_state, who);
+	}
+}
+
+/* Ends the off-CPU step under way at ns (klayer.c ends a wait whose
+ * switch-in is not in the trace at the thread's next record too). */
+static void off_end(struct kflow *kf, uint64_t ns, enum off_end_how how)
+{
+	char text[1400];
+	struct kflow_node *n;
+
+	if (kf->off_node == SIZE_MAX)
+		return;
+	n = &kf->nodes[kf->off_node];
+	n->dur_ns = ns - n->ns;
+	off_text(kf, how, text, sizeof(text));
+	free(n->text);
+	n->text = strdup(text);
+	if (!n->text)
+		n->text = strdup("off CPU");
+	kf->off_node = SIZE_MAX;
+}
+
 static void cap_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
                      unsigned flags)
 {
@@ -281,6 +327,7 @@ static void cap_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 	if (kf->nstack)
 		kf->nodes[kf->stack[--kf->nstack]].dur_ns = ns - entry_ns;
 	if (depth == kf->c_depth) {
+		off_end(kf, ns, OFF_CALL_END);
 		kf->capturing = false;
 		kf->capture_done = true;
 	}
@@ -316,21 +363,6 @@ static void cap_syscall(void *ctx, struct walk_stream *s, const struct walk_sysc
 	kf->sys_first = SIZE_MAX;
 }
 
-static void off_text(struct kflow *kf, char *buf, size_t size)
-{
-	char who[1200];
-
-	if (kf->off_state == 'R')
-		snprintf(buf, size, "off CPU, preempted (R)");
-	else if (!kf->woken)
-		snprintf(buf, size, "off CPU (%c), no wake-up seen", kf->off_state);
-	else {
-		klayer_waker_text(kf->kl, kf->c_tid, kf->wake_ns, kf->waker, kf->wake_hard, kf->wake_soft,
-		                  kf->wake_timer, who, sizeof(who));
-		snprintf(buf, size, "off CPU (%c), woken by %s", kf->off_state, who);
-	}
-}
-
 static void cap_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel *k)
 {
 	struct kflow *kf = ctx;
@@ -350,6 +382,8 @@ static void cap_kernel(void *ctx, struct walk_stream *s, const struct walk_kerne
 		node_add(kf, KFLOW_KERNEL, depth, k->ns, 0, text);
 		return;
 	}
+	if ((uint32_t)ev.common_pid == s->tid && !(ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.next_pid == s->tid))
+		off_end(kf, k->ns, OFF_RAN);
 	if (ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.prev_pid == s->tid) {
 		kf->off_state = kevent_switch_state(&ev);
 		kf->woken = kf->woken_waking = false;
@@ -358,16 +392,7 @@ static void cap_kernel(void *ctx, struct walk_stream *s, const struct walk_kerne
 		return;
 	}
 	if (ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.next_pid == s->tid) {
-		if (kf->off_node != SIZE_MAX) {
-			n = &kf->nodes[kf->off_node];
-			n->dur_ns = k->ns - n->ns;
-			off_text(kf, text, sizeof(text));
-			free(n->text);
-			n->text = strdup(text);
-			if (!n->text)
-				n->text = strdup("off CPU");
-			kf->off_node = SIZE_MAX;
-		}
+		off_end(kf, k->ns, OFF_SWITCH_IN);
 		return;
 	}
 	if ((ev.kind == KEV_WAKEUP || ev.kind == KEV_WAKING) && (uint32_t)ev.u.wake.pid == s->tid &&

@@ -470,17 +470,26 @@ static enum klayer_mode off_mode(char state)
 	}
 }
 
+static void switch_in(struct klayer *kl, struct kl_thread *t, uint64_t ns);
+
+/* The thread ran again, at ns at the latest, though its switch-in is not in
+ * the trace: the kernel did not deliver that record (and likely not the
+ * wake-up before it).  Its wait ends there, with no waker if none was
+ * seen. */
+static void ran_unseen(struct klayer *kl, struct kl_thread *t, uint64_t ns)
+{
+	if (!t->off)
+		return;
+	kl->unpaired++;
+	kl->unpaired_cpus |= 1ull << (t->off_cpu < 63 ? t->off_cpu : 63);
+	switch_in(kl, t, ns);
+}
+
 static void switch_out(struct klayer *kl, struct kl_thread *t, const struct walk_kernel *k, const struct kevent *ev)
 {
 	char state = kevent_switch_state(ev);
 
-	/* switched out again without a switch-in between: the kernel's
-	 * record of that switch-in (and likely of the wake-up before it) is
-	 * not in the trace; the wait is counted from here */
-	if (t->off) {
-		kl->unpaired++;
-		kl->unpaired_cpus |= 1ull << (t->off_cpu < 63 ? t->off_cpu : 63);
-	}
+	ran_unseen(kl, t, k->ns);
 	advance(t, k->ns);
 	t->nnest = 0;
 	t->mode = off_mode(state);
@@ -497,11 +506,11 @@ static void switch_out(struct klayer *kl, struct kl_thread *t, const struct walk
 	                           state == 'R' || state == 'S' || state == 'D' ? state : '?');
 }
 
-static void switch_in(struct klayer *kl, struct kl_thread *t, const struct walk_kernel *k)
+static void switch_in(struct klayer *kl, struct kl_thread *t, uint64_t ns)
 {
 	struct kl_reason *r;
 
-	advance(t, k->ns);
+	advance(t, ns);
 	t->mode = running_mode(t);
 	if (!t->off)
 		return; /* its switch-out is before the trace */
@@ -510,9 +519,9 @@ static void switch_in(struct klayer *kl, struct kl_thread *t, const struct walk_
 		return;
 	r = &kl->reasons[t->off_reason];
 	r->count++;
-	r->total_ns += k->ns - t->off_ns;
-	if (k->ns - t->off_ns > r->max_ns)
-		r->max_ns = k->ns - t->off_ns;
+	r->total_ns += ns - t->off_ns;
+	if (ns - t->off_ns > r->max_ns)
+		r->max_ns = ns - t->off_ns;
 	{
 		struct kl_wait *g = grow(kl, kl->waits, &kl->waits_cap, kl->nwaits, sizeof(*g), KL_WAITS_MAX);
 
@@ -525,7 +534,7 @@ static void switch_in(struct klayer *kl, struct kl_thread *t, const struct walk_
 		                                    .waker_tid = t->waker_tid,
 		                                    .waker_ctx = t->waker_ctx,
 		                                    .woken = t->woken,
-		                                    .ns = k->ns - t->off_ns,
+		                                    .ns = ns - t->off_ns,
 		                                    .wake_ns = t->wake_ns };
 }
 
@@ -657,6 +666,12 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 		count_add(kl, k->id, KK_SYSCALL, 0, (uint64_t)k->sc_arch << 32 | k->sc_nr);
 	own = (uint32_t)ev.common_pid == s->tid;
 	kl->has_waking = kl->has_waking || ev.kind == KEV_WAKING;
+	/* a record made by the thread itself: it runs (its switch-out is
+	 * handled below).  Only the kernel's records tell, which share its
+	 * clock: the program's own events may be converted from another
+	 * counter and land a little off. */
+	if (own && ev.kind != KEV_SWITCH)
+		ran_unseen(kl, t, k->ns);
 	/* the thread was running unless this is about it from elsewhere */
 	if (own || ev.kind == KEV_SWITCH)
 		enter_syscall_of(t, k);
@@ -665,7 +680,7 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 		if ((uint32_t)ev.u.sw.prev_pid == s->tid)
 			switch_out(kl, t, k, &ev);
 		else if ((uint32_t)ev.u.sw.next_pid == s->tid)
-			switch_in(kl, t, k);
+			switch_in(kl, t, k->ns);
 		break;
 	case KEV_WAKEUP:
 	case KEV_WAKING:
