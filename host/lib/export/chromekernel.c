@@ -404,6 +404,14 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 	if (!t || !kf || kevent_decode(kf, k->id, k->raw, k->raw_len, &ev))
 		return;
 	own = (uint32_t)ev.common_pid == s->tid;
+	/* a record the thread made itself while it seemed off the CPU: the
+	 * kernel did not deliver its switch-in, and the wait ends here, as
+	 * report --kernel (klayer.c) ends it */
+	if (own && t->off && !(ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.next_pid == s->tid)) {
+		switch_in(ck, s, t, k);
+		if (ev.kind == KEV_SWITCH)
+			t->on = false; /* when it ran in between is not known: no slice */
+	}
 	switch (ev.kind) {
 	case KEV_SWITCH:
 		if ((uint32_t)ev.u.sw.prev_pid == s->tid)
