@@ -961,11 +961,12 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 		}
 	}
 	if (ds->lost_unknown) {
-		/* the kernel could not say whose: the first stream takes them */
+		/* the kernel could not say whose: the program's first stream
+		 * takes them (not another process's: readers keep those apart) */
 		struct encoder *e = d->nstreams ? d->streams[0]->enc : NULL;
 
 		for (i = 0; !e && i < ds->nthreads; i++)
-			if (ds->threads[i]->own && !ds->threads[i]->dead)
+			if (ds->threads[i]->own && !ds->threads[i]->dead && !ds->threads[i]->other)
 				e = ds->threads[i]->own;
 		if (e) {
 			encoder_lost(e, e->last_ns, ds->lost_unknown);
@@ -1028,7 +1029,7 @@ void drainsys_finish(struct drain *d)
 		for (i = 0; i < ds->nthreads; i++) {
 			struct encoder *e = ds->threads[i]->own;
 
-			if (e) {
+			if (e && !ds->threads[i]->other) {
 				encoder_lost(e, e->last_ns, ds->lost_unknown);
 				drain_flush_encoder(d, e);
 				ds->lost_unknown = 0;
