@@ -143,8 +143,8 @@ struct klayer {
 	size_t blocks_cap;
 	uint64_t events, undecodable, faults, switches, wakeups;
 	bool wakes_sorted;
-	bool has_waking;   /* the trace has sched_waking: wake-ups are counted by it */
-	uint64_t unpaired; /* switch-outs with no switch-in before the next one */
+	bool has_waking;        /* the trace has sched_waking: wake-ups are counted by it */
+	uint64_t unpaired;      /* switch-outs with no switch-in before the next one */
 	uint64_t unpaired_cpus; /* the CPUs of those switch-outs, bit n for CPU n (CPU 63 and up: bit 63) */
 	struct kother *others;  /* other processes' events (--kernel-system), kept apart */
 	bool oom;
