@@ -508,6 +508,14 @@ def task_state(pid):
         return None
 
 
+def timer_woken(rep):
+    """The waits in nanosleep, state S, that a timer ended (all of them but
+    where the kernel did not deliver a wake-up)."""
+    w = off_cpu(rep, "nanosleep", "S") or {"count": 0, "wakers": []}
+    timer = sum(x["count"] for x in w["wakers"] if x["who"] == "timer (hardirq)")
+    return timer if timer == w["count"] else -1
+
+
 def record_beside_other(lp, progs, tmp, trace, sleeps, k):
     """Records kern_sleep SLEEPS with --kernel --syscalls --kernel-system
     while kern_other lives its whole recorded life inside the recording:
@@ -542,8 +550,7 @@ def record_beside_other(lp, progs, tmp, trace, sleeps, k):
             return None
         rep = lp("report", "--kernel", "--format", "json", trace)
         doc = json.loads(rep.stdout) if rep.returncode == 0 else {}
-        if inside and not doc.get("unpaired_switches") and \
-                (off_cpu(doc, "nanosleep", "S") or {}).get("count") == sleeps:
+        if inside and not doc.get("unpaired_switches") and timer_woken(doc) == sleeps:
             return other.pid, r
         print("note: kern_other ended %s; unpaired switches %s; again" %
               ("inside the recording" if inside else "after the recording", doc.get("unpaired_switches")))
@@ -556,14 +563,13 @@ def group_system(lp, progs, tmp):
     test and released during the recording, is kept apart, named, with its
     exact number of sleeps; the traced program's tables are as without
     the option."""
-    sleeps, k = 100, 5
+    sleeps, k = 50, 5
     prog = progs["kern_sleep"]
     r = lp("record", "-q", "--kernel-system", "-o", os.path.join(tmp, "sys-usage"), "--", prog)
     check(r.returncode == 2 and "--kernel-system" in r.stderr and "need --kernel" in r.stderr,
           "--kernel-system without --kernel: usage, exit 2", r.stderr.strip())
     base = os.path.join(tmp, "sys-base")
-    lp.record(base, prog, sleeps, opts=("--kernel", "--syscalls"),
-              complete=lambda d: (off_cpu(d, "nanosleep", "S") or {}).get("count") == sleeps)
+    lp.record(base, prog, sleeps, opts=("--kernel", "--syscalls"), complete=lambda d: timer_woken(d) == sleeps)
     trace = os.path.join(tmp, "sys")
     got = record_beside_other(lp, progs, tmp, trace, sleeps, k)
     if got is None:
