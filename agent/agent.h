@@ -97,6 +97,7 @@ struct session {
 	 * its end from systrace_exited */
 	struct systrace *st;
 	struct ktrace *kt;     /* kernel events, or NULL */
+	bool ksystem;          /* with kt: other processes' too (kernel_system) */
 	char kernel_warn[300]; /* events left out of the default set, for the host */
 	struct sysdrain feed;  /* the tracer's records into the drain (feed.on: tracing on) */
 	char sys_why[300];     /* the backend chosen and why, for the host */

@@ -266,6 +266,14 @@ static int syscall_option(struct session_syscalls *sys, const char *key, const c
 		sys->kcfg.functions = val;
 		return 0;
 	}
+	if (!strcmp(key, "kernel_system")) {
+		if (strcmp(val, "1") && strcmp(val, "0")) {
+			snprintf(err, errlen, "invalid kernel_system '%.64s': 1 or 0", val);
+			return -EINVAL;
+		}
+		sys->kcfg.system = !strcmp(val, "1");
+		return 0;
+	}
 	if (!strcmp(key, "kernel_filter")) {
 		if (sys->kcfg.nfilters == KTRACE_FILTERS_MAX) {
 			snprintf(err, errlen, "more than %u kernel_filter options", KTRACE_FILTERS_MAX);
@@ -297,8 +305,8 @@ static int syscall_filter(struct session_syscalls *sys, const char *filter, char
 {
 	char why[256];
 
-	if ((sys->kcfg.nfilters || sys->kcfg.functions) && !sys->kernel) {
-		snprintf(err, errlen, "kernel_filter and kernel_functions need kernel");
+	if ((sys->kcfg.nfilters || sys->kcfg.functions || sys->kcfg.system) && !sys->kernel) {
+		snprintf(err, errlen, "kernel_filter, kernel_functions and kernel_system need kernel");
 		return -EINVAL;
 	}
 	if (filter && !sys->on) {
@@ -386,7 +394,7 @@ bad:
 static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
 	char val[32], err[512], msg[600], opt[32], filter_buf[4096], kernel_buf[4096], kfilter_buf[1024],
-	    kfunc_buf[1024], *end;
+	    kfunc_buf[1024], ksystem_buf[8], *end;
 	struct session_syscalls sys = { 0 };
 	const char *filter = NULL;
 	struct session *s;
@@ -430,6 +438,13 @@ static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f
 		r = syscall_option(&sys, "kernel_functions", kfunc_buf, &filter, err, sizeof(err));
 	else if (r != -ENOENT)
 		snprintf(err, sizeof(err), "kernel_functions: value too long or not text");
+	if (r && r != -ENOENT)
+		goto bad;
+	r = wire_kv_get(f->payload, f->len, "kernel_system", ksystem_buf, sizeof(ksystem_buf));
+	if (!r)
+		r = syscall_option(&sys, "kernel_system", ksystem_buf, &filter, err, sizeof(err));
+	else if (r != -ENOENT)
+		snprintf(err, sizeof(err), "kernel_system: value too long or not text");
 	if (r && r != -ENOENT)
 		goto bad;
 	r = wire_kv_get(f->payload, f->len, "kernel_filter", kfilter_buf, sizeof(kfilter_buf));

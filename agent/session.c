@@ -118,6 +118,7 @@ static int kernel_open(struct session *s, const struct session_syscalls *sys, ch
 		snprintf(err, errlen, "cannot record kernel events: %s", kerr);
 		return -1;
 	}
+	s->ksystem = sys->kcfg.system;
 	return 0;
 }
 
@@ -250,6 +251,7 @@ static void send_meta(struct session *s, int argc, char *const *argv)
 
 		ktrace_get_stats(s->kt, &kst);
 		m.kernel_events = kst.events;
+		m.kernel_system = s->ksystem;
 	}
 	m.attached = s->kind != SESSION_STARTED;
 	/* as record --memory writes it; an attached program's options are

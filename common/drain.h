@@ -177,11 +177,19 @@ int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, cons
  * copied), its tracepoint id and CPU; packed: its common header has the
  * standard 8-byte layout (common/kernevent.h).  It takes its place in
  * time order with the thread's function events and syscalls, as
- * drain_syscall's records do.  Returns 0 or -ENOMEM (counted lost). */
+ * drain_syscall's records do.  A record of another process's thread
+ * (other: kept for --kernel-system) goes into a stream of that thread's
+ * own, begun with a TASK START flagged LP_TASK_START_OTHER and named comm
+ * (no code mappings: the process is not profiled); such a stream never
+ * waits for syscall records, and its encoder is let go of while the
+ * thread is quiet, so that a whole system's threads do not each hold one.
+ * Returns 0 or -ENOMEM (counted lost). */
 struct kernrec {
 	uint32_t id, cpu, len;
 	bool packed;
 	const uint8_t *raw;
+	bool other;       /* tid is not a traced thread (--kernel-system) */
+	const char *comm; /* with other: the task's name as last seen ("" unknown) */
 };
 int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k);
 /* count syscall records were lost (tid 0: thread unknown); shown as lost

@@ -34,6 +34,9 @@
 #define SYSQ_MAX 65536u
 #define SYSTHREADS_MAX 65536u
 #define SYSPROCS_MAX 65536u
+/* Another process's thread (--kernel-system) quiet this long gives its
+ * encoder (some 180 KiB) back; its stream goes on in a new one. */
+#define OTHER_IDLE_NS 1000000000ull
 
 /* A queued record: a syscall entry or exit, or a kernel event (ktrace/),
  * whose record lies in str when it fits and in a block of its own else. */
@@ -91,6 +94,12 @@ struct systhread {
 	uint64_t seen_ns; /* its latest syscall record or ring event: with
 	                   * kernel_waits_for_syscalls, kernel events after
 	                   * it wait (see drain_config) */
+	/* another process's thread, its kernel events kept for
+	 * --kernel-system (struct kernrec.other): its stream is flagged, has
+	 * no mappings, and waits for nothing */
+	bool other;
+	bool announced; /* its TASK START is written (own may be let go of since) */
+	char comm[16];  /* other: its name as the tracer last saw it */
 };
 
 struct drainsys {
@@ -397,7 +406,7 @@ static void exec_note(const struct drainsys *ds, struct systhread *t, const stru
  * process has ended or the drain finishes. */
 static bool kernel_held(const struct drain *d, const struct systhread *t, const struct sysq_rec *r)
 {
-	return r->kernel && d->cfg.kernel_waits_for_syscalls && r->ns > t->seen_ns && !t->release;
+	return r->kernel && d->cfg.kernel_waits_for_syscalls && r->ns > t->seen_ns && !t->release && !t->other;
 }
 
 /* Writes the queued records up to `upto` into e; returns the time of the
@@ -593,7 +602,7 @@ static struct encoder *own_stream(struct drain *d, struct systhread *t, uint64_t
 
 	if (t->own)
 		return t->own;
-	if (!t->image && p && p->ring_image)
+	if (!t->image && p && p->ring_image && !t->other)
 		t->image = p->ring_image;
 	if (!t->image && p) {
 		if (!p->own_image)
@@ -607,13 +616,21 @@ static struct encoder *own_stream(struct drain *d, struct systhread *t, uint64_t
 	encoder_init(t->own, t->image, t->pid, t->tid);
 	if (d->cfg.chunk_bytes)
 		encoder_set_target(t->own, d->cfg.chunk_bytes);
+	if (t->announced)
+		return t->own; /* an other thread's stream, going on after a quiet time */
+	t->announced = true;
+	d->stats.streams++;
+	if (t->other) {
+		/* named by the tracer: the task may be gone from /proc by now */
+		encoder_task(t->own, ns, LP_TASK_START, LP_TASK_START_OTHER, t->comm, strnlen(t->comm, 16), NULL, 0);
+		return t->own;
+	}
 	read_comm(t->pid, t->tid, comm, sizeof(comm));
 	encoder_task(t->own, ns, LP_TASK_START, 0, comm, strlen(comm), NULL, 0);
 	if (p && t->image == p->own_image && !p->maps_written) {
 		write_maps(t->own, ns, t->pid);
 		p->maps_written = true;
 	}
-	d->stats.streams++;
 	return t->own;
 }
 
@@ -781,6 +798,8 @@ static struct systhread *thread_for(struct drain *d, uint32_t pid, uint32_t tid,
 		t->own = NULL;
 		t->image = 0;
 		t->pid = pid;
+		t->other = t->announced = false;
+		t->comm[0] = '\0';
 	}
 	if (!t)
 		t = thread_new(ds, pid, tid, ns);
@@ -853,7 +872,14 @@ int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const
 {
 	struct systhread *t = thread_taking(d, pid, tid, ns);
 
-	return t ? pushed(d, t, ns, q_push_kernel(t, ns, k)) : -ENOMEM;
+	if (!t)
+		return -ENOMEM;
+	if (k->other && !t->bound) {
+		t->other = true;
+		if (!t->announced && k->comm)
+			snprintf(t->comm, sizeof(t->comm), "%s", k->comm);
+	}
+	return pushed(d, t, ns, q_push_kernel(t, ns, k));
 }
 
 void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count)
@@ -866,6 +892,24 @@ void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t c
 		t->lost += count;
 	else if (ds)
 		ds->lost_unknown += count;
+}
+
+/* Another process's thread: no ring will come, so its records are written
+ * at once (the tracer hands them in time order); its end is not known
+ * (the drain is told of the traced processes' only), so a quiet thread
+ * gives its encoder back instead. */
+static void other_after_poll(struct drain *d, struct systhread *t, uint64_t t0)
+{
+	own_write(d, t, false);
+	if (t->lost && !t->n && t->own) {
+		encoder_lost(t->own, t->own->last_ns, t->lost);
+		t->lost = 0;
+	}
+	if (t->own && !t->n && t->own->last_ns + OTHER_IDLE_NS <= t0) {
+		drain_flush_encoder(d, t->own);
+		free(t->own);
+		t->own = NULL;
+	}
 }
 
 void drainsys_after_poll(struct drain *d, uint64_t t0)
@@ -894,6 +938,10 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 				t->bound->sys_next = q_write(d, t, t->bound->enc, upto);
 			continue;
 		}
+		if (t->other) {
+			other_after_poll(d, t, t0);
+			continue;
+		}
 		p = proc_get(ds, t->pid, false);
 		hold = t->exec_queued ? DRAIN_SYSCALL_EXEC_HOLD_NS : DRAIN_SYSCALL_HOLD_NS;
 		if (t->n && (t->own || q_front(t)->ns + hold <= t0 || t->n >= SYSQ_HOLD_MAX || (p && p->exited))) {
@@ -913,11 +961,12 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 		}
 	}
 	if (ds->lost_unknown) {
-		/* the kernel could not say whose: the first stream takes them */
+		/* the kernel could not say whose: the program's first stream
+		 * takes them (not another process's: readers keep those apart) */
 		struct encoder *e = d->nstreams ? d->streams[0]->enc : NULL;
 
 		for (i = 0; !e && i < ds->nthreads; i++)
-			if (ds->threads[i]->own && !ds->threads[i]->dead)
+			if (ds->threads[i]->own && !ds->threads[i]->dead && !ds->threads[i]->other)
 				e = ds->threads[i]->own;
 		if (e) {
 			encoder_lost(e, e->last_ns, ds->lost_unknown);
@@ -980,7 +1029,7 @@ void drainsys_finish(struct drain *d)
 		for (i = 0; i < ds->nthreads; i++) {
 			struct encoder *e = ds->threads[i]->own;
 
-			if (e) {
+			if (e && !ds->threads[i]->other) {
 				encoder_lost(e, e->last_ns, ds->lost_unknown);
 				drain_flush_encoder(d, e);
 				ds->lost_unknown = 0;

@@ -54,6 +54,8 @@ size_t meta_format(const struct meta *m, char *buf, size_t size)
 		             snprintf(buf + n, size - n, "syscall_arch=%s\n", sys_arch_name(sys_arch_native())));
 	if (m->kernel_events)
 		meta_advance(&n, size, snprintf(buf + n, size - n, "kernel=1\nkernel_events=%u\n", m->kernel_events));
+	if (m->kernel_events && m->kernel_system)
+		meta_advance(&n, size, snprintf(buf + n, size - n, "kernel_system=1\n"));
 	if (m->attached)
 		meta_advance(&n, size, snprintf(buf + n, size - n, "attached=1\n"));
 	if (m->mem == META_MEM_OPTIONS)

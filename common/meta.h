@@ -34,6 +34,7 @@ struct meta {
 	bool filtered;
 	bool syscalls;          /* syscall_arch= this machine's */
 	unsigned kernel_events; /* kernel=1, kernel_events=N: tracepoints recorded (KFORMAT) */
+	bool kernel_system;     /* kernel_system=1: other processes' kernel events too */
 	bool attached;          /* attached=1 */
 	enum meta_mem mem;
 	unsigned mem_depth;

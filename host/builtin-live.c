@@ -66,6 +66,8 @@ static const char live_usage[] =
     "                        'view layers'\n"
     "      --kernel-filter F  in-kernel filter for the kernel events\n"
     "      --kernel-functions LIST  kernel functions traced through kprobes too\n"
+    "      --kernel-system   other processes' kernel events too, kept apart (as\n"
+    "                        record --kernel-system)\n"
     "  -m, --memory          trace heap operations too (the agent preloads\n"
     "                        liblayerprof-mem.so): live objects per call site,\n"
     "                        growth, illegal releases; shown by 'view memory'\n"

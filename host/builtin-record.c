@@ -103,6 +103,10 @@ static const char record_usage[] =
     "      --kernel-functions LIST  with --kernel: trace these kernel functions\n"
     "                        too (entry, and return with its value), through\n"
     "                        kprobes where the kernel allows them\n"
+    "      --kernel-system   with --kernel: other processes' kernel events too\n"
+    "                        (every task's but the idle task's), kept apart from\n"
+    "                        the program's in streams of their own threads; every\n"
+    "                        task's records are kept: mind --kernel-buffer\n"
     "      --kernel-buffer SZ  kernel buffer per CPU for --kernel (default 2M;\n"
     "                        64K to 256M); the kernel drops records (counted) when\n"
     "                        the recorder falls this far behind\n"
@@ -306,6 +310,7 @@ static int write_meta(struct recorder *rec, uint64_t buffer)
 
 		ktrace_get_stats(rec->kt, &kst);
 		m.kernel_events = kst.events;
+		m.kernel_system = rec->kcfg.system;
 	}
 	if (rec->mem.on) {
 		m.mem = META_MEM_OPTIONS;
@@ -406,6 +411,9 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 	case 'U':
 		rec->kcfg.functions = arg;
 		break;
+	case 'Y':
+		rec->kcfg.system = true;
+		break;
 	case 'J':
 		if (options_parse_size(arg, &rec->kbuffer) || rec->kbuffer < (64u << 10) ||
 		    rec->kbuffer > (256u << 20)) {
@@ -475,6 +483,7 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "kernel-filter", required_argument, NULL, 'G' },
 		{ "kernel-buffer", required_argument, NULL, 'J' },
 		{ "kernel-functions", required_argument, NULL, 'U' },
+		{ "kernel-system", no_argument, NULL, 'Y' },
 		{ "memory", no_argument, NULL, 'm' },
 		{ "mem-depth", required_argument, NULL, 'D' },
 		{ "keep-alive", no_argument, NULL, 'A' },
@@ -506,9 +515,9 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		        "layerprof record: --syscall-filter, --syscall-buffer and --keep-running need --syscalls\n");
 		return LP_EXIT_USAGE;
 	}
-	if ((rec->kcfg.nfilters || rec->kbuffer || rec->kcfg.functions) && !rec->kernel) {
-		fprintf(stderr,
-		        "layerprof record: --kernel-filter, --kernel-functions and --kernel-buffer need --kernel\n");
+	if ((rec->kcfg.nfilters || rec->kbuffer || rec->kcfg.functions || rec->kcfg.system) && !rec->kernel) {
+		fprintf(stderr, "layerprof record: --kernel-filter, --kernel-functions, --kernel-system and "
+		                "--kernel-buffer need --kernel\n");
 		return LP_EXIT_USAGE;
 	}
 	if (rec->kernel && rec->kcfg.events && !*rec->kcfg.events) {

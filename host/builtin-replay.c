@@ -465,7 +465,7 @@ int cmd_replay(int argc, char **argv)
 	struct replay rp = { 0 };
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data";
-	uint32_t i;
+	uint32_t i, shown = 0;
 	int c, code;
 
 	optind = 1;
@@ -512,13 +512,13 @@ int cmd_replay(int argc, char **argv)
 		struct rstream *rs = s->user;
 
 		if (!rs)
-			continue;
+			continue; /* not selected, or another process's (--kernel-system) */
 		if (rp.json) {
-			printf("%s{\"pid\":%u,\"tid\":%u,\"comm\":", i ? "," : "", s->pid, s->tid);
+			printf("%s{\"pid\":%u,\"tid\":%u,\"comm\":", shown++ ? "," : "", s->pid, s->tid);
 			json_write_string(stdout, s->comm);
 			printf(",\"events\":[");
 		} else {
-			printf("%s# thread %u (%s), process %u", i ? "\n" : "", s->tid, s->comm, s->pid);
+			printf("%s# thread %u (%s), process %u", shown++ ? "\n" : "", s->tid, s->comm, s->pid);
 			if (s->parent_pid)
 				printf(", forked from %u", s->parent_pid);
 			else if (s->after_exec)

@@ -54,6 +54,7 @@ static const char serve_usage[] =
     "      --kernel[=LIST]   live: record kernel events too (as record --kernel)\n"
     "      --kernel-filter F  live: an in-kernel filter for them\n"
     "      --kernel-functions LIST  live: kernel functions traced through kprobes too\n"
+    "      --kernel-system   live: other processes' kernel events too, kept apart\n"
     "  -m, --memory          live: trace heap operations too (the Heap tab)\n"
     "      --mem-depth N     live, with --memory: frames per heap call stack (1-64)\n"
     "      --keep-alive      live, with --memory: an illegal free is recorded and not\n"

@@ -18,6 +18,7 @@
 #include "common/kernevent.h"
 #include "common/varint.h"
 #include "ktrace/kprobes.h"
+#include "ktrace/ksystem.h"
 #include "ktrace/ktrace.h"
 #include "systrace/perfring.h"
 #include "systrace/tracefs.h"
@@ -37,9 +38,11 @@ struct kt_event {
 	bool forward;    /* selected: its records go to the streams */
 	bool fork, exec; /* sched_process_fork / _exec: followed internally */
 	const char *filter;
-	/* payload fields naming a task the record concerns */
-	struct tracefs_field pidf[KT_PIDFIELDS];
+	/* payload fields naming a task the record concerns, and that task's
+	 * name where the record has it (size 0: not) */
+	struct tracefs_field pidf[KT_PIDFIELDS], commf[KT_PIDFIELDS];
 	int npidf;
+	struct tracefs_field runcomm;       /* the running task's name (prev_comm, parent_comm) */
 	struct tracefs_field parent, child; /* fork */
 	/* block: dev and sector tie a completion to its issuer */
 	bool block, complete;
@@ -97,6 +100,7 @@ struct ktrace {
 	const char *root;              /* tracefs */
 	char kgroup[KPROBES_NAME_MAX]; /* our kprobes' group, "" when none */
 	bool finished;
+	struct ksystem *sys; /* --kernel-system: the other tasks; NULL: not kept */
 };
 
 /* ---- the traced threads -------------------------------------------------- */
@@ -179,13 +183,7 @@ static void task_remove(struct ktrace *kt, uint32_t tid)
  * already (its own records will say). */
 static uint32_t task_tgid(uint32_t tid)
 {
-	char path[64], buf[512];
-	const char *p;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", tid);
-	if (tracefs_read_file(path, buf, sizeof(buf)) || !(p = strstr(buf, "\nTgid:")))
-		return tid;
-	return (uint32_t)strtoul(p + 6, NULL, 10);
+	return ksystem_read_task(tid, NULL);
 }
 
 /* ---- block requests and timers of traced threads ------------------------ */
@@ -223,6 +221,7 @@ static int event_add(struct ktrace *kt, const char *root, const char *group, con
                      size_t errlen)
 {
 	static const char *const pidnames[KT_PIDFIELDS] = { "next_pid", "pid", "child_pid" };
+	static const char *const commnames[KT_PIDFIELDS] = { "next_comm", "comm", "child_comm" };
 	struct kt_event *e = event_find(kt, group, name), *grown;
 	struct tracefs_field f;
 	int r;
@@ -262,8 +261,15 @@ static int event_add(struct ktrace *kt, const char *root, const char *group, con
 		return -EINVAL;
 	}
 	for (int i = 0; i < KT_PIDFIELDS; i++)
-		if (tracefs_field(e->fmt, pidnames[i], &f) && f.size == 4)
+		if (tracefs_field(e->fmt, pidnames[i], &f) && f.size == 4) {
+			if (!tracefs_field(e->fmt, commnames[i], &e->commf[e->npidf]) ||
+			    e->commf[e->npidf].size != KSYSTEM_COMM)
+				e->commf[e->npidf].size = 0;
 			e->pidf[e->npidf++] = f;
+		}
+	if ((!tracefs_field(e->fmt, "prev_comm", &e->runcomm) && !tracefs_field(e->fmt, "parent_comm", &e->runcomm)) ||
+	    e->runcomm.size != KSYSTEM_COMM)
+		e->runcomm.size = 0;
 	e->block = tracefs_field(e->fmt, "dev", &e->dev) && tracefs_field(e->fmt, "sector", &e->sector) &&
 	           e->dev.size == 4 && e->sector.size == 8;
 	e->complete = e->block && strstr(name, "_complete") != NULL;
@@ -786,6 +792,11 @@ struct ktrace *ktrace_open(const struct ktrace_config *cfg, const struct ktrace_
 	}
 	kt->ops = *ops;
 	kt->lost_count = true;
+	if (cfg->system && !(kt->sys = ksystem_new())) {
+		snprintf(err, errlen, "out of memory");
+		r = -ENOMEM;
+		goto fail;
+	}
 	root = tracefs_root("sched", "sched_process_fork", err, errlen);
 	if (!root) {
 		size_t l = strlen(err);
@@ -909,7 +920,14 @@ static const struct kt_event *event_of(const struct ktrace *kt, uint64_t perf_id
 
 struct kt_target {
 	uint32_t pid, tid;
+	bool other; /* not traced: kept for --kernel-system */
+	char comm[KSYSTEM_COMM];
 };
+
+/* The targets of one record at most: the traced tasks (the one running,
+ * those named, a block request's or timer's owner) and, with
+ * --kernel-system, the other tasks (the one running and those named). */
+#define KT_TARGETS (2 * KT_PIDFIELDS + 4)
 
 static void target_add(struct kt_target *t, int *n, uint32_t pid, uint32_t tid)
 {
@@ -917,14 +935,55 @@ static void target_add(struct kt_target *t, int *n, uint32_t pid, uint32_t tid)
 		if (t[i].tid == tid)
 			return;
 	t[*n].pid = pid;
+	t[*n].other = false;
 	t[(*n)++].tid = tid;
+}
+
+static void other_add(struct kt_target *t, int *n, const struct ksystem_task *task)
+{
+	for (int i = 0; i < *n; i++)
+		if (t[i].tid == task->tid)
+			return;
+	t[*n].pid = task->pid;
+	t[*n].tid = task->tid;
+	t[*n].other = true;
+	memcpy(t[(*n)++].comm, task->comm, KSYSTEM_COMM);
+}
+
+static void comm_of(struct ktrace *kt, uint32_t tid, const uint8_t *raw, uint32_t len, struct tracefs_field f)
+{
+	if (f.size && f.off + f.size <= len)
+		ksystem_comm(kt->sys, tid, (const char *)raw + f.off, f.size);
+}
+
+/* --kernel-system: the tasks outside the traced processes that a record
+ * concerns, the one that ran it and those it names (the idle task, pid 0,
+ * is none of them).  traced: the running task is a traced one. */
+static void other_targets(struct ktrace *kt, const struct kt_event *e, const uint8_t *raw, uint32_t len, uint32_t pid,
+                          uint32_t tid, bool traced, struct kt_target *to, int *n)
+{
+	const struct ksystem_task *t;
+
+	/* ksystem_comm adds no task: t stays valid across it */
+	if (tid && !traced && (t = ksystem_ran(kt->sys, pid, tid))) {
+		comm_of(kt, tid, raw, len, e->runcomm);
+		other_add(to, n, t);
+	}
+	for (int i = 0; i < e->npidf; i++) {
+		uint32_t named = (uint32_t)get_u(raw, len, e->pidf[i]);
+
+		if (!named || named == tid || task_find(kt, named) || !(t = ksystem_named(kt->sys, named)))
+			continue;
+		comm_of(kt, named, raw, len, e->commf[i]);
+		other_add(to, n, t);
+	}
 }
 
 /* One sample: follows forks and execs, then hands the record to every
  * traced thread it concerns. */
 static long kt_sample(struct ktrace *kt, const unsigned char *body, size_t len)
 {
-	struct kt_target to[KT_PIDFIELDS + 3];
+	struct kt_target to[KT_TARGETS];
 	const struct kt_event *e;
 	const struct kt_task *cur;
 	struct kernrec k;
@@ -984,7 +1043,9 @@ static long kt_sample(struct ktrace *kt, const unsigned char *body, size_t len)
 			task_add(kt, task_tgid(child), child, false);
 		else if (ct && !ct->held) /* the spawned child is known before its fork is read */
 			task_remove(kt, child);
-		cur = task_find(kt, tid); /* the table may have moved */
+		if (kt->sys && !(pt && !pt->held))
+			ksystem_forget(kt->sys, child); /* a tid another process may have had */
+		cur = task_find(kt, tid);               /* the table may have moved */
 	}
 	if (!e->forward)
 		return 0;
@@ -1025,13 +1086,18 @@ static long kt_sample(struct ktrace *kt, const unsigned char *body, size_t len)
 				a->tid = 0;
 		}
 	}
+	if (kt->sys)
+		other_targets(kt, e, raw, raw_size, pid, tid, cur != NULL, to, &n);
 	k.id = e->id;
 	k.cpu = cpu;
 	k.len = raw_size;
 	k.packed = e->packed;
 	k.raw = raw;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		k.other = to[i].other;
+		k.comm = to[i].other ? to[i].comm : NULL;
 		kt->ops.event(kt->ops.ctx, to[i].pid, to[i].tid, ns, &k);
+	}
 	kt->kept += (uint64_t)n;
 	if (n && raw_size > KERNEVENT_RAW_MAX)
 		kt->cut++;
@@ -1148,5 +1214,6 @@ void ktrace_free(struct ktrace *kt)
 	free(kt->selection);
 	free(kt->lost_cpu);
 	free(kt->cpus);
+	ksystem_free(kt->sys);
 	free(kt);
 }

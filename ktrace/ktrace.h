@@ -4,7 +4,8 @@
  * and their children: each record goes to the stream of every traced
  * thread it concerns (the thread that was running, the thread a payload
  * names such as a switch's next task or a wake-up's wakee, the thread
- * whose block request completes or whose timer expires).  The tracepoint
+ * whose block request completes or whose timer expires); with
+ * --kernel-system, other tasks' records too, marked as such.  The tracepoint
  * formats are read from tracefs and handed on for the trace (KFORMAT
  * chunk), so that the host decodes any kernel's records.  C11 and libc
  * only: it runs on the target. */
@@ -50,6 +51,11 @@ struct ktrace_config {
 	 * return, through kprobes (ktrace/kprobes.h) where the kernel allows
 	 * them; NULL: none */
 	const char *functions;
+	/* --kernel-system: the records of every other task too (not the idle
+	 * task's), each handed to the stream of the task that ran it and of
+	 * those it names, marked kernrec.other with the task's name; the
+	 * traced threads get theirs as without it */
+	bool system;
 };
 
 struct ktrace_ops {

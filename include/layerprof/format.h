@@ -467,11 +467,17 @@ enum lp_ext_event {
 #define LP_STRING_MAX 4096u
 
 enum lp_task_kind {
-	LP_TASK_START = 0, /* stream begins: name = comm */
+	LP_TASK_START = 0, /* stream begins: name = comm; arg = enum lp_task_start_flags */
 	LP_TASK_FORK = 1,  /* arg = parent pid */
 	LP_TASK_EXEC = 2,  /* name = executable path */
 	LP_TASK_EXIT = 3,  /* arg = wait status (recorder-written, last image of the pid) */
 	LP_TASK_END = 4,   /* thread ended normally */
+};
+/* The arg of a TASK START (0 before these existed). */
+enum lp_task_start_flags {
+	/* the thread is not the traced program's: another process's, whose
+	 * kernel events `record --kernel-system` keeps apart */
+	LP_TASK_START_OTHER = 1u << 0,
 };
 /* The value of a TASK EXIT whose process is gone without its wait status
  * being known (reaped inside the C library or by the kernel): never a wait

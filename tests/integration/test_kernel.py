@@ -460,12 +460,180 @@ def group_live(lp, progs, tmp):
               sum(k["count"] for k in w["wakers"] if k["who"] == "timer (hardirq)") == 5,
               "live --save: the saved trace has the 5 timer-woken waits in nanosleep",
               json.dumps(rep.get("off_cpu") if rep else None)[:1500])
+        saved = os.path.join(tmp, "live-system")
+        r = lp("live", "-c", "unix:" + sock, "--kernel", "--kernel-system", "--format", "json", "--save", saved,
+               "--", progs["kern_sleep"], timeout=60)
+        check(r.returncode == 0, "live --kernel --kernel-system: exit 0", r.stderr.strip()[-300:])
+        rep = lp.json("report", "--kernel", "--format", "json", saved)
+        lay = lp.json("report", "--layers", "--format", "json", saved)
+        if rep and lay:
+            names = set(p["comm"] for p in rep["other_processes"])
+            check("layerprofd" in names and "kern_sleep" not in names,
+                  "live --kernel-system: the saved trace has other processes (the agent among them), "
+                  "kern_sleep not among them", str(sorted(names))[:300])
+            check([t["comm"] for t in lay["threads"]] == ["kern_sleep"],
+                  "live --kernel-system: threads[] is kern_sleep's alone", json.dumps(lay["threads"])[:300])
+        r = lp("live", "-c", "unix:" + sock, "--kernel-system", "--", progs["kern_sleep"], timeout=60)
+        check(r.returncode == 2 and "need --kernel" in r.stderr, "live --kernel-system without --kernel: usage",
+              r.stderr.strip()[-300:])
         r = lp("live", "-c", "unix:" + sock, "--kernel=nosuch:event", "--", progs["kern_sleep"], timeout=60)
         check(r.returncode != 0 and "no tracepoint matches 'nosuch:event'" in r.stderr,
               "live --kernel=nosuch:event: the agent's reason reaches the user", r.stderr.strip()[-300:])
     finally:
         agent.terminate()
         agent.wait(timeout=10)
+
+
+def child_of(ppid, comm):
+    """The pid of a child of ppid named comm (after its exec), or None."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if int(fields[1]) == ppid and stat.split("(", 1)[1].rsplit(")", 1)[0] == comm:
+            return int(name)
+    return None
+
+
+def task_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return None
+
+
+def timer_woken(rep):
+    """The waits in nanosleep, state S, that a timer ended (all of them but
+    where the kernel did not deliver a wake-up)."""
+    w = off_cpu(rep, "nanosleep", "S") or {"count": 0, "wakers": []}
+    timer = sum(x["count"] for x in w["wakers"] if x["who"] == "timer (hardirq)")
+    return timer if timer == w["count"] else -1
+
+
+def record_beside_other(lp, progs, tmp, trace, sleeps, k):
+    """Records kern_sleep SLEEPS with --kernel --syscalls --kernel-system
+    while kern_other lives its whole recorded life inside the recording:
+    started before it, blocked in read on a fifo, released once the traced
+    program runs, ended before the traced program.  Returns (kern_other's
+    pid, record's result) or None."""
+    fifo = os.path.join(tmp, "other.fifo")
+    for attempt in range(4):
+        if os.path.exists(fifo):
+            os.unlink(fifo)
+        os.mkfifo(fifo)
+        other = subprocess.Popen([progs["kern_other"], fifo, str(k)])
+        wfd = os.open(fifo, os.O_WRONLY)  # kern_other has opened it
+        deadline = time.time() + 5
+        while task_state(other.pid) != "S" and time.time() < deadline:
+            time.sleep(0.001)
+        rec = subprocess.Popen([lp.exe, "record", "-q", "--kernel", "--syscalls", "--kernel-system", "-o", trace,
+                                "--", progs["kern_sleep"], str(sleeps)], env=lp.env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True)
+        deadline = time.time() + 10
+        while child_of(rec.pid, "kern_sleep") is None and rec.poll() is None and time.time() < deadline:
+            time.sleep(0.001)
+        os.write(wfd, b"x")
+        os.close(wfd)
+        other_rc = other.wait(timeout=30)
+        inside = rec.poll() is None
+        out, err = rec.communicate(timeout=120)
+        r = subprocess.CompletedProcess(rec.args, rec.returncode, out, err)
+        if r.returncode or other_rc:
+            check(False, "record --kernel-system beside kern_other: both exit 0",
+                  "record %d, kern_other %d: %s" % (r.returncode, other_rc, err.strip()[-300:]))
+            return None
+        rep = lp("report", "--kernel", "--format", "json", trace)
+        doc = json.loads(rep.stdout) if rep.returncode == 0 else {}
+        if inside and not doc.get("unpaired_switches") and timer_woken(doc) == sleeps:
+            return other.pid, r
+        print("note: kern_other ended %s; unpaired switches %s; again" %
+              ("inside the recording" if inside else "after the recording", doc.get("unpaired_switches")))
+    check(False, "record --kernel-system: kern_other's life inside a recording with all records delivered")
+    return None
+
+
+def group_system(lp, progs, tmp):
+    """record --kernel-system: another process, kern_other, started by the
+    test and released during the recording, is kept apart, named, with its
+    exact number of sleeps; the traced program's tables are as without
+    the option."""
+    sleeps, k = 50, 5
+    prog = progs["kern_sleep"]
+    r = lp("record", "-q", "--kernel-system", "-o", os.path.join(tmp, "sys-usage"), "--", prog)
+    check(r.returncode == 2 and "--kernel-system" in r.stderr and "need --kernel" in r.stderr,
+          "--kernel-system without --kernel: usage, exit 2", r.stderr.strip())
+    base = os.path.join(tmp, "sys-base")
+    lp.record(base, prog, sleeps, opts=("--kernel", "--syscalls"), complete=lambda d: timer_woken(d) == sleeps)
+    trace = os.path.join(tmp, "sys")
+    got = record_beside_other(lp, progs, tmp, trace, sleeps, k)
+    if got is None:
+        return
+    other_pid = got[0]
+    reps = [lp.json("report", "--kernel", "--format", "json", t) for t in (base, trace)]
+    lays = [lp.json("report", "--layers", "--format", "json", t) for t in (base, trace)]
+    if None in reps or None in lays:
+        return
+    check(reps[0]["other_processes"] == [] and lays[0]["other_processes"] == [],
+          "without --kernel-system: no other process", json.dumps(reps[0]["other_processes"])[:200])
+    rows = [p for p in reps[1]["other_processes"] if p["pid"] == other_pid]
+    check(len(rows) == 1 and rows[0]["comm"] == "kern_other" and rows[0]["threads"] == 1,
+          "report --kernel: other_processes has kern_other (pid %d), one thread" % other_pid,
+          json.dumps(rows)[:300])
+    if rows:
+        o = rows[0]
+        check(o["voluntary_switches"] == k and o["switches"] >= k and
+              o["switches"] == o["voluntary_switches"] + o["involuntary_switches"] + 1,
+              "kern_other: exactly %d switch-outs to wait (its %d sleeps), one more at its exit, the rest "
+              "preemptions" % (k, k), json.dumps(o))
+        check(o["on_cpu_ns"] > 0 and o["events"] >= 2 * k and
+              any(e["event"] == "sched:sched_switch" for e in o["events_by_type"]),
+              "kern_other: time on a CPU, its events, sched_switch among its top types", json.dumps(o))
+    tids = [sorted(set(int(r["tid"]) for r in rep["by_thread"])) for rep in reps]
+    comms = [[(t["comm"], t["pid"] == t["tid"]) for t in lay["threads"]] for lay in lays]
+    check(len(tids[1]) == 1 and len(tids[0]) == 1 and comms[0] == comms[1] == [("kern_sleep", True)],
+          "the program's tables: by_thread and threads[] hold kern_sleep's thread alone, with and without",
+          "%s %s" % (tids, comms))
+    for name, rep in (("without", reps[0]), ("with", reps[1])):
+        w = off_cpu(rep, "nanosleep", "S")
+        timer = sum(x["count"] for x in w["wakers"] if x["who"] == "timer (hardirq)") if w else 0
+        check(w is not None and w["count"] == sleeps and timer == sleeps,
+              "%s --kernel-system: %d waits in nanosleep, state S, each woken by a timer" % (name, sleeps),
+              json.dumps(rep["off_cpu"])[:400])
+    s = fn(lays[1], "sleeper")
+    check(s is not None and s["voluntary_switches"] == sleeps and s["syscalls"] == sleeps,
+          "report --layers: sleeper's %d sleeps, as without the option" % sleeps, json.dumps(s)[:300])
+    flat = lp.json("report", "--format", "json", trace)
+    if flat:
+        check([t["comm"] for t in flat["threads"]] == ["kern_sleep"], "report: threads[] is kern_sleep's alone",
+              json.dumps(flat["threads"])[:300])
+    r = lp("replay", "--format", "json", trace)
+    ok = r.returncode == 0
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc, ok = {}, False
+    check(ok and [t["comm"] for t in doc.get("threads", [])] == ["kern_sleep"],
+          "replay --format json: valid, kern_sleep's thread alone", r.stderr.strip()[-200:])
+    r = lp("tree", trace)
+    check(r.returncode == 0 and "kern_other" not in r.stdout, "tree: no other process", r.stdout[:200])
+    chrome = os.path.join(tmp, "sys.json")
+    r = lp("dump", "--chrome", "-o", chrome, trace)
+    try:
+        with open(chrome) as f:
+            events = json.load(f)
+        events = events["traceEvents"] if isinstance(events, dict) else events
+    except (OSError, ValueError):
+        events = []
+    slices = [e for e in events if e.get("cat") == "sched" and e.get("name") == "kern_other %d" % other_pid]
+    check(r.returncode == 0 and slices and all(e["args"].get("other_process") for e in slices),
+          "dump --chrome: kern_other's slices on the CPU tracks, named 'kern_other %d'" % other_pid,
+          "%d slices" % len(slices))
 
 
 def group_undelivered(lp, progs, tmp):
@@ -518,6 +686,11 @@ def setup(build):
                                    progs["sys_writer"]])
     if r.returncode:
         raise SystemExit("cannot build sys_writer: %s" % r.stderr)
+    progs["kern_other"] = os.path.join(tmp_bin, "kern_other")
+    r = run(["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", kt.PROGS,
+             os.path.join(kt.PROGS, "kern_other.c"), "-o", progs["kern_other"]])
+    if r.returncode:
+        raise SystemExit("cannot build kern_other: %s" % r.stderr)
     probe = os.path.join(tmp_bin, "probe-trace")
     r = lp("record", "-q", "--kernel=sched:sched_switch", "-o", probe, "--", "/bin/true")
     shutil.rmtree(probe, ignore_errors=True)
@@ -541,6 +714,7 @@ GROUPS = {
     "live": group_live,
     "kfunctions": group_kfunctions,
     "undelivered": group_undelivered,
+    "system": group_system,
 }
 
 if __name__ == "__main__":

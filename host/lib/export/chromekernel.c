@@ -225,23 +225,30 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 	mark(ctx, s, sc->has_exit ? sc->exit_ns : s->last_ns);
 }
 
+/* The thread's scheduling slice on the CPU it leaves: "comm tid" for the
+ * program's threads, "comm pid" for another process's (--kernel-system),
+ * whose threads are not told apart on the CPU tracks. */
+static void cpu_slice(struct chromekernel *ck, const struct walk_stream *s, const struct ck_thread *t,
+                      const struct walk_kernel *k, const struct kevent *ev)
+{
+	char name[48];
+	FILE *f;
+
+	if (!t->on || t->on_cpu != k->cpu || k->cpu >= EXPORT_CHROME_CPUS_MAX ||
+	    !(f = slice_begin(ck, EXPORT_CHROME_CPU_PID, EXPORT_CHROME_CPU_PID + k->cpu, t->on_ns, k->ns, "sched")))
+		return;
+	snprintf(name, sizeof(name), "%s %" PRIu32, s->comm, s->other ? s->pid : s->tid);
+	escape_json(f, name);
+	fprintf(f, ",\"args\":{\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"comm\":", s->pid, s->tid);
+	escape_json(f, s->comm);
+	fprintf(f, ",\"end_state\":\"%c\"%s}}", kevent_switch_state(ev), s->other ? ",\"other_process\":true" : "");
+	ck->cpus[k->cpu / 8] |= (uint8_t)(1u << k->cpu % 8);
+}
+
 static void switch_out(struct chromekernel *ck, struct walk_stream *s, struct ck_thread *t, const struct walk_kernel *k,
                        const struct kevent *ev)
 {
-	FILE *f;
-
-	/* its scheduling slice on the CPU it leaves */
-	if (t->on && t->on_cpu == k->cpu && k->cpu < EXPORT_CHROME_CPUS_MAX &&
-	    (f = slice_begin(ck, EXPORT_CHROME_CPU_PID, EXPORT_CHROME_CPU_PID + k->cpu, t->on_ns, k->ns, "sched"))) {
-		char name[48];
-
-		snprintf(name, sizeof(name), "%s %" PRIu32, s->comm, s->tid);
-		escape_json(f, name);
-		fprintf(f, ",\"args\":{\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"comm\":", s->pid, s->tid);
-		escape_json(f, s->comm);
-		fprintf(f, ",\"end_state\":\"%c\"}}", kevent_switch_state(ev));
-		ck->cpus[k->cpu / 8] |= (uint8_t)(1u << k->cpu % 8);
-	}
+	cpu_slice(ck, s, t, k, ev);
 	t->on = false;
 	t->nirq = 0;
 	t->off = true;
@@ -403,6 +410,18 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 
 	if (!t || !kf || kevent_decode(kf, k->id, k->raw, k->raw_len, &ev))
 		return;
+	if (s->other) {
+		/* another process (--kernel-system): on the CPU tracks only */
+		if (ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.prev_pid == s->tid) {
+			cpu_slice(ck, s, t, k, &ev);
+			t->on = false;
+		} else if (ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.next_pid == s->tid) {
+			t->on = true;
+			t->on_ns = k->ns;
+			t->on_cpu = k->cpu;
+		}
+		return;
+	}
 	own = (uint32_t)ev.common_pid == s->tid;
 	/* a record the thread made itself while it seemed off the CPU: the
 	 * kernel did not deliver its switch-in, and the wait ends here, as
@@ -570,6 +589,7 @@ void chromekernel_chain(struct chromekernel *ck, struct walk_ops *list)
 {
 	memset(ck->ops, 0, sizeof(ck->ops));
 	ck->ops[0].ctx = ck;
+	ck->ops[0].others = true; /* their slices on the CPU tracks */
 	ck->ops[0].entry = on_entry;
 	ck->ops[0].exit = on_exit_ev;
 	ck->ops[0].call = on_call;

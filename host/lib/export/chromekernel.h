@@ -7,7 +7,8 @@
  * - a process "CPUs" (pid EXPORT_CHROME_CPU_PID) with one thread per CPU
  *   (tid EXPORT_CHROME_CPU_PID + cpu, named "CPU n"), holding the traced
  *   threads' scheduling slices: switch-in to switch-out on that CPU, named
- *   by thread;
+ *   by thread ("comm tid"), and with record --kernel-system other
+ *   processes' too, named by process ("comm pid", args.other_process);
  * - flow events ("s" on the waker's track at its wake-up, "f" with bp "e"
  *   on the wakee's track at its switch-in, one id each pair) for every
  *   wake-up of a traced thread by a traced thread.

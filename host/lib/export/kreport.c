@@ -98,6 +98,60 @@ static void json_unpaired(struct json *j, const struct klayer_result *r)
 	json_array_end(j);
 }
 
+/* Other processes (record --kernel-system), apart from the program's
+ * tables; nothing when the trace has none. */
+static void others_text(FILE *f, const struct klayer_result *r)
+{
+	char on[32];
+
+	if (!r->nothers)
+		return;
+	fprintf(f, "#\n# other processes (--kernel-system): %zu, not the program's\n", r->nothers);
+	fprintf(f, "%8s %-16s %8s %10s %12s %8s %8s %8s  %s\n", "Pid", "Comm", "Threads", "Events", "On-CPU",
+	        "Switches", "Waits", "Preempt", "Top events");
+	for (size_t i = 0; i < r->nothers && i < KREPORT_TEXT_ROWS; i++) {
+		const struct kother_proc *p = &r->others[i];
+
+		dur(p->on_cpu_ns, on, sizeof(on));
+		fprintf(f, "%8u %-16s %8u %10llu %12s %8llu %8llu %8llu ", p->pid, p->comm, p->threads,
+		        (unsigned long long)p->events, on, (unsigned long long)p->switches,
+		        (unsigned long long)p->switches_vol, (unsigned long long)p->switches_invol);
+		for (uint32_t k = 0; k < p->ntop; k++)
+			fprintf(f, "%s%s %llu", k ? ", " : " ", p->top[k].name, (unsigned long long)p->top[k].count);
+		fputc('\n', f);
+	}
+	if (r->nothers > KREPORT_TEXT_ROWS)
+		fprintf(f, "# ... %zu more (--format json gives all)\n", r->nothers - KREPORT_TEXT_ROWS);
+}
+
+static void others_json(struct json *j, const struct klayer_result *r)
+{
+	json_array_begin(j, "other_processes");
+	for (size_t i = 0; i < r->nothers; i++) {
+		const struct kother_proc *p = &r->others[i];
+
+		json_object_begin(j, NULL);
+		json_u64(j, "pid", p->pid);
+		json_str(j, "comm", p->comm);
+		json_u64(j, "threads", p->threads);
+		json_u64(j, "events", p->events);
+		json_u64(j, "on_cpu_ns", p->on_cpu_ns);
+		json_u64(j, "switches", p->switches);
+		json_u64(j, "voluntary_switches", p->switches_vol);
+		json_u64(j, "involuntary_switches", p->switches_invol);
+		json_array_begin(j, "events_by_type");
+		for (uint32_t k = 0; k < p->ntop; k++) {
+			json_object_begin(j, NULL);
+			json_str(j, "event", p->top[k].name);
+			json_u64(j, "count", p->top[k].count);
+			json_object_end(j);
+		}
+		json_array_end(j);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 static uint64_t thread_total(const struct klayer_thread *t)
 {
 	return t->last_ns > t->first_ns ? t->last_ns - t->first_ns : 0;
@@ -138,6 +192,7 @@ static void layers_text(FILE *f, const struct walk *w, const struct klayer_resul
 			self += p->ns[m];
 		text_parts(f, self, p, r->funcs[i].calls, r->funcs[i].name);
 	}
+	others_text(f, r);
 }
 
 void kreport_layers_members(struct json *j, const struct walk *w, const struct klayer_result *r)
@@ -180,6 +235,7 @@ void kreport_layers_members(struct json *j, const struct walk *w, const struct k
 		json_object_end(j);
 	}
 	json_array_end(j);
+	others_json(j, r);
 }
 
 static void layers_json(FILE *f, const struct walk *w, const struct klayer_result *r)
@@ -256,6 +312,7 @@ static void kernel_text(FILE *f, const struct walk *w, const struct klayer_resul
 			        (unsigned long long)bk->completed, a, b, bk->syscall[0] ? bk->syscall : "(none)");
 		}
 	}
+	others_text(f, r);
 }
 
 static void keyrows_json(struct json *j, const char *key, const char *what, const struct klayer_keyrow *rows, size_t n)
@@ -327,6 +384,7 @@ void kreport_kernel_members(struct json *j, const struct walk *w, const struct k
 		json_object_end(j);
 	}
 	json_array_end(j);
+	others_json(j, r);
 }
 
 static void kernel_json(FILE *f, const struct walk *w, const struct klayer_result *r)

@@ -65,7 +65,7 @@ static void profile_text(FILE *f, struct walk *w, const struct export_report_opt
 	for (i = 0; i < w->nstreams; i++)
 		calls += w->streams[i]->calls;
 	fprintf(f, "# layerprof report: %llu calls, %zu functions, %u threads, %llu events lost\n",
-	        (unsigned long long)calls, rows->n, w->nstreams, (unsigned long long)w->lost);
+	        (unsigned long long)calls, rows->n, w->nstreams - w->nother, (unsigned long long)w->lost);
 	if (w->filtered_at_record)
 		fprintf(f, "# recorded with filters: calls outside them are not in this trace\n");
 	profile_text_mode(f, w);
@@ -121,6 +121,8 @@ static void profile_json(FILE *f, struct walk *w, const struct export_report_opt
 	for (i = 0; i < w->nstreams; i++) {
 		const struct walk_stream *s = w->streams[i];
 
+		if (s->other)
+			continue; /* another process's (--kernel-system), not the program's */
 		json_object_begin(&j, NULL);
 		json_u64(&j, "pid", s->pid);
 		json_u64(&j, "tid", s->tid);
@@ -198,7 +200,7 @@ static void syscalls_text(FILE *f, struct walk *w, const struct export_report_op
 
 	fprintf(f,
 	        "# layerprof report --syscalls: %llu calls, %llu errors, %zu syscalls, %u threads, %llu events lost\n",
-	        (unsigned long long)st->calls, (unsigned long long)st->errors, res->nrows, w->nstreams,
+	        (unsigned long long)st->calls, (unsigned long long)st->errors, res->nrows, w->nstreams - w->nother,
 	        (unsigned long long)w->lost);
 	if (!w->syscalls)
 		fprintf(f, "# no system calls in this trace (record with --syscalls)\n");

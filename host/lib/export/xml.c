@@ -95,6 +95,8 @@ static void put_threads(FILE *f, const struct walk *w)
 	for (i = 0; i < w->nstreams; i++) {
 		const struct walk_stream *s = w->streams[i];
 
+		if (s->other)
+			continue; /* another process's (--kernel-system), not the program's */
 		fputs("    <thread", f);
 		attr_u64(f, "pid", s->pid);
 		attr_u64(f, "tid", s->tid);

@@ -146,6 +146,7 @@ struct klayer {
 	bool has_waking;        /* the trace has sched_waking: wake-ups are counted by it */
 	uint64_t unpaired;      /* switch-outs with no switch-in before the next one */
 	uint64_t unpaired_cpus; /* the CPUs of those switch-outs, bit n for CPU n (CPU 63 and up: bit 63) */
+	struct kother *others;  /* other processes' events (--kernel-system), kept apart */
 	bool oom;
 };
 
@@ -646,15 +647,22 @@ static void on_block(struct klayer *kl, struct kl_thread *t, const struct walk_k
 static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel *k)
 {
 	struct klayer *kl = ctx;
-	struct kl_thread *t = thread_of(kl, s);
+	struct kl_thread *t;
 	struct kevent ev;
 	bool own;
 
+	/* again when a live session brings more formats (cheap otherwise) */
+	kl->kf = klayer_formats(kl->w, NULL, 0);
+	if (s->other) {
+		bool ok = kl->kf && !kevent_decode(kl->kf, k->id, k->raw, k->raw_len, &ev);
+
+		kother_kernel(kl->others, s, k, ok ? &ev : NULL);
+		return;
+	}
+	t = thread_of(kl, s);
 	if (!t)
 		return;
 	kl->events++;
-	/* again when a live session brings more formats (cheap otherwise) */
-	kl->kf = klayer_formats(kl->w, NULL, 0);
 	if (!kl->kf || kevent_decode(kl->kf, k->id, k->raw, k->raw_len, &ev)) {
 		kl->undecodable++;
 		return;
@@ -739,7 +747,7 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 static void on_end(void *ctx, struct walk_stream *s)
 {
 	struct klayer *kl = ctx;
-	struct kl_thread *t = thread_of(kl, s);
+	struct kl_thread *t = s->other ? NULL : thread_of(kl, s);
 
 	if (t)
 		advance(t, s->last_ns);
@@ -748,6 +756,7 @@ static void on_end(void *ctx, struct walk_stream *s)
 void klayer_walk_ops(struct klayer *kl, struct walk_ops *ops)
 {
 	ops->ctx = kl;
+	ops->others = true;
 	ops->entry = on_entry;
 	ops->exit = on_exit_ev;
 	ops->syscall = on_syscall;
@@ -759,8 +768,14 @@ struct klayer *klayer_new(struct walk *w)
 {
 	struct klayer *kl = calloc(1, sizeof(*kl));
 
-	if (kl)
-		kl->w = w;
+	if (!kl)
+		return NULL;
+	kl->w = w;
+	kl->others = kother_new();
+	if (!kl->others) {
+		free(kl);
+		return NULL;
+	}
 	return kl;
 }
 
@@ -768,6 +783,7 @@ void klayer_free(struct klayer *kl)
 {
 	if (!kl)
 		return;
+	kother_free(kl->others);
 	for (uint32_t i = 0; i < kl->nthreads; i++)
 		if (kl->threads[i]) {
 			free(kl->threads[i]->frames);
@@ -1037,18 +1053,28 @@ static int collect_counts(struct klayer *kl, struct klayer_result *out)
 	return 0;
 }
 
-static const char *thread_comm(const struct klayer *kl, uint32_t tid)
+/* The stream of thread tid: a traced one's, else another process's
+ * (--kernel-system); NULL when there is none. */
+static const struct walk_stream *thread_stream(const struct klayer *kl, uint32_t tid)
 {
-	for (uint32_t i = 0; i < kl->w->nstreams; i++)
-		if (kl->w->streams[i]->tid == tid)
-			return kl->w->streams[i]->comm;
-	return NULL;
+	const struct walk_stream *other = NULL;
+
+	for (uint32_t i = 0; i < kl->w->nstreams; i++) {
+		const struct walk_stream *s = kl->w->streams[i];
+
+		if (s->tid == tid && !s->other)
+			return s;
+		if (s->tid == tid && !other)
+			other = s;
+	}
+	return other;
 }
 
 /* Who woke one wait, in words. */
 static void waker_text(struct klayer *kl, const struct kl_wait *wt, char *buf, size_t size)
 {
 	struct kl_wake key = { .ns = wt->wake_ns, .wakee = wt->wakee }, *g;
+	const struct walk_stream *ws;
 	const char *comm;
 
 	switch (wt->waker_ctx) {
@@ -1065,8 +1091,15 @@ static void waker_text(struct klayer *kl, const struct kl_wait *wt, char *buf, s
 		break;
 	}
 	g = bsearch(&key, kl->wakes, kl->nwakes, sizeof(*kl->wakes), wake_cmp);
-	comm = thread_comm(kl, wt->waker_tid);
-	if (g) {
+	ws = thread_stream(kl, wt->waker_tid);
+	comm = ws ? ws->comm : NULL;
+	if (!g && ws && ws->other) {
+		/* another process's thread: the process is what the reader knows */
+		if (ws->tid == ws->pid)
+			snprintf(buf, size, "process %u (%s)", ws->pid, comm);
+		else
+			snprintf(buf, size, "process %u (%s) thread %u", ws->pid, comm, ws->tid);
+	} else if (g) {
 		char fn[1024] = "", sc[40];
 
 		if (g->func)
@@ -1190,6 +1223,8 @@ int klayer_collect(struct klayer *kl, struct klayer_result *out)
 		r = collect_waits(kl, out);
 	if (!r)
 		r = collect_blocks(kl, out);
+	if (!r)
+		r = kother_collect(kl->others, kl->kf, &out->others, &out->nothers);
 	out->kernel_events = kl->events;
 	out->undecodable = kl->undecodable;
 	out->faults = kl->faults;
@@ -1197,7 +1232,7 @@ int klayer_collect(struct klayer *kl, struct klayer_result *out)
 	out->wakeups = kl->wakeups;
 	out->unpaired_switches = kl->unpaired;
 	out->unpaired_cpus = kl->unpaired_cpus;
-	out->oom = kl->oom;
+	out->oom = kl->oom || kother_oom(kl->others);
 	if (r)
 		klayer_result_release(out);
 	return r;
@@ -1227,5 +1262,6 @@ void klayer_result_release(struct klayer_result *r)
 			free(r->waits[i].wakers[j].who);
 	free(r->waits);
 	free(r->blocks);
+	free(r->others);
 	memset(r, 0, sizeof(*r));
 }

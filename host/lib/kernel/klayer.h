@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "host/lib/kernel/kevent.h"
+#include "host/lib/kernel/kother.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/hashindex.h"
 
@@ -118,6 +119,10 @@ struct klayer_result {
 	 * or a later one): one CPU alone points at a kernel that never
 	 * delivers what runs in that CPU's idle task (docs/performance.md) */
 	uint64_t unpaired_cpus;
+	/* other processes (record --kernel-system), apart from all the
+	 * above, which are the program's only */
+	struct kother_proc *others;
+	size_t nothers;
 	bool oom;
 };
 
@@ -136,7 +141,8 @@ void klayer_result_release(struct klayer_result *r);
 bool klayer_thread_parts(struct klayer *kl, const struct walk_stream *s, struct klayer_parts *out);
 
 /* Who woke thread wakee at wake_ns, in words ("thread 12 (writer) in
- * writer, syscall write", "timer (hardirq)", "hardirq", "task 99"):
+ * writer, syscall write", "timer (hardirq)", "hardirq", "task 99 (not
+ * traced)", with --kernel-system "process 99 (sshd)"):
  * waker_tid and the flags are those of the wake-up event.  Call it once
  * the pass is over (it sorts what it needs on first use). */
 void klayer_waker_text(struct klayer *kl, uint32_t wakee, uint64_t wake_ns, uint32_t waker_tid, bool hardirq,

@@ -64,6 +64,9 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t
 			return error_set(err, errlen, -EINVAL, "invalid --kernel-functions: expected kernel functions");
 		o->kernel_functions = arg;
 		break;
+	case LIVEOPT_KERNEL_SYSTEM:
+		o->kernel_system = true;
+		break;
 	case LIVEOPT_KERNEL_FILTER:
 		if (!arg[0] || strchr(arg, '\n'))
 			return error_set(err, errlen, -EINVAL, "invalid --kernel-filter: expected a filter expression");
@@ -103,8 +106,9 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, 
 	o->argc = argc;
 	if (o->syscall_filter && !o->syscalls)
 		return error_set(err, errlen, -EINVAL, "--syscall-filter needs --syscalls");
-	if ((o->kernel_filter || o->kernel_functions) && !o->kernel)
-		return error_set(err, errlen, -EINVAL, "--kernel-filter and --kernel-functions need --kernel");
+	if ((o->kernel_filter || o->kernel_functions || o->kernel_system) && !o->kernel)
+		return error_set(err, errlen, -EINVAL,
+		                 "--kernel-filter, --kernel-functions and --kernel-system need --kernel");
 	if (memopts_check(&o->mem, MEMOPTS_OPTIONS, err, errlen))
 		return -EINVAL;
 	if ((o->mem.depth || o->mem.keep_alive || o->mem.fold_ns) && o->attach_pid)
@@ -134,6 +138,7 @@ void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 	ls->kernel = o->kernel;
 	ls->kernel_filter = o->kernel_filter;
 	ls->kernel_functions = o->kernel_functions;
+	ls->kernel_system = o->kernel_system;
 	ls->memory = o->mem.on;
 	ls->mem_depth = o->mem.depth;
 	ls->keep_alive = o->mem.keep_alive;

@@ -31,6 +31,7 @@ enum liveopt_code {
 	LIVEOPT_KERNEL,
 	LIVEOPT_KERNEL_FILTER,
 	LIVEOPT_KERNEL_FUNCTIONS,
+	LIVEOPT_KERNEL_SYSTEM,
 };
 
 #define LIVEOPTS_LONG_OPTIONS                                                                                         \
@@ -44,6 +45,7 @@ enum liveopt_code {
 	    { "kernel", optional_argument, NULL, LIVEOPT_KERNEL },                                                    \
 	    { "kernel-filter", required_argument, NULL, LIVEOPT_KERNEL_FILTER },                                      \
 	    { "kernel-functions", required_argument, NULL, LIVEOPT_KERNEL_FUNCTIONS },                                \
+	    { "kernel-system", no_argument, NULL, LIVEOPT_KERNEL_SYSTEM },                                            \
 	{                                                                                                             \
 		"keep-alive", no_argument, NULL, LIVEOPT_KEEP_ALIVE                                                   \
 	}
@@ -61,7 +63,8 @@ struct liveopts {
 	const char *kernel; /* --kernel: "default" or the tracepoints; NULL: none */
 	const char *kernel_filter;
 	const char *kernel_functions;
-	bool any; /* an option other than --connect was given */
+	bool kernel_system; /* --kernel-system: other processes' kernel events too */
+	bool any;           /* an option other than --connect was given */
 };
 
 void liveopts_init(struct liveopts *o);

@@ -351,6 +351,14 @@ static int send_start_frame(struct livesession *ls)
 		if (ls->kernel_functions && olen < sizeof(opts))
 			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "kernel_functions=%s%c",
 			                         ls->kernel_functions, ls->attach_pid ? '\n' : '\0');
+		if (ls->kernel_system && !netclient_has_cap(&ls->nc, "kernel_system")) {
+			fail(ls, "the agent at %s does not record other processes' kernel events (caps %s)",
+			     ls->nc.peer, ls->nc.caps);
+			return -EOPNOTSUPP;
+		}
+		if (ls->kernel_system && olen < sizeof(opts))
+			olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "kernel_system=1%c",
+			                         ls->attach_pid ? '\n' : '\0');
 		if (olen >= sizeof(opts)) {
 			fail(ls, "the kernel options are too long (at most %u bytes)",
 			     LIVESESSION_SYSCALL_OPTS_MAX - 64);

@@ -226,7 +226,11 @@ static int collect_info(struct servemodel *m)
 	in->nthreads = 0;
 	for (i = 0; i < w->nstreams; i++) {
 		const struct walk_stream *s = w->streams[i];
-		struct serve_thread *t = &in->threads[in->nthreads++];
+		struct serve_thread *t;
+
+		if (s->other)
+			continue; /* another process's (--kernel-system): not a thread of the program */
+		t = &in->threads[in->nthreads++];
 
 		memset(t, 0, sizeof(*t));
 		t->id = s->index;

@@ -190,7 +190,29 @@ static void sink_lost(void *ctx, uint64_t ns, uint64_t events)
 			o->lost(o->ctx, s, ns, events);
 }
 
-static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t pid, uint32_t tid, uint64_t ns)
+/* Whether consumer o gets the events of stream s: a selected stream's,
+ * and another process's (record --kernel-system) when o takes those. */
+static inline bool takes(const struct walk_ops *o, const struct walk_stream *s)
+{
+	return s->selected || (s->other && o->others);
+}
+
+/* True when the chunk d begins with a TASK START flagged
+ * LP_TASK_START_OTHER: read before its stream is made, so that consumers
+ * know from their begin on that the thread is not the program's. */
+static bool opens_other(const struct decoder *d)
+{
+	const uint8_t *p = d->p;
+	uint64_t delta, value;
+
+	if (p >= d->end || (*p & 15) != LP_EV_TASK || (*p >> 4) != LP_TASK_START)
+		return false;
+	p++;
+	return !varint_get(&p, d->end, &delta) && !varint_get(&p, d->end, &value) && (value & LP_TASK_START_OTHER);
+}
+
+static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t pid, uint32_t tid, uint64_t ns,
+                                      bool other)
 {
 	const struct walk_ops *o;
 	struct filter_sink sink = { .entry = sink_entry, .exit = sink_exit, .lost = sink_lost };
@@ -218,7 +240,10 @@ static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t p
 	s->first_ns = s->last_ns = ns;
 	s->index = w->nstreams;
 	s->w = w;
-	s->selected = tid_selected(w, tid) && (!w->restrict_stream || (image == w->only_image && tid == w->only_tid));
+	s->other = other;
+	w->nother += other;
+	s->selected =
+	    !other && tid_selected(w, tid) && (!w->restrict_stream || (image == w->only_image && tid == w->only_tid));
 	sink.ctx = s;
 	if (filter_stream_init(&s->fs, &w->spec, &sink, image)) {
 		free(s);
@@ -227,7 +252,7 @@ static struct walk_stream *stream_get(struct walk *w, uint32_t image, uint32_t p
 	w->streams[w->nstreams] = s;
 	stream_put(w, w->nstreams++);
 	for (o = w->ops; o; o = o->next)
-		if (s->selected && o->begin)
+		if (takes(o, s) && o->begin)
 			o->begin(o->ctx, s);
 	return s;
 }
@@ -270,7 +295,7 @@ static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event
 		break;
 	}
 	for (o = w->ops; o; o = o->next)
-		if (s->selected && o->task)
+		if (takes(o, s) && o->task)
 			o->task(o->ctx, s, ev->time, ev->arg, ev->value);
 }
 
@@ -305,7 +330,7 @@ static void on_kernel(struct walk *w, struct walk_stream *s, const struct lp_eve
 	}
 	w->kernel_events++;
 	s->kernel_events++;
-	if (!s->selected)
+	if (!s->selected && !s->other)
 		return;
 	k.ns = ev->time;
 	k.id = ke.id;
@@ -318,7 +343,7 @@ static void on_kernel(struct walk *w, struct walk_stream *s, const struct lp_eve
 	k.sc_nr = k.in_syscall ? s->sc.nr : 0;
 	k.sc_enter_ns = k.in_syscall ? s->sc.enter_ns : 0;
 	for (o = w->ops; o; o = o->next)
-		if (o->kernel)
+		if (o->kernel && takes(o, s))
 			o->kernel(o->ctx, s, &k);
 }
 
@@ -588,7 +613,7 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 
 	if (decoder_begin(d, payload, len))
 		return -EBADMSG;
-	s = stream_get(w, d->image, d->pid, d->tid, d->time);
+	s = stream_get(w, d->image, d->pid, d->tid, d->time, opens_other(d));
 	if (!s)
 		return -ENOMEM;
 	while ((r = decoder_next(d, &ev)) > 0) {
@@ -615,7 +640,7 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 			s->lost += ev.value;
 			w->lost += ev.value;
 			for (o = w->ops; o; o = o->next)
-				if (s->selected && o->lost)
+				if (takes(o, s) && o->lost)
 					o->lost(o->ctx, s, ev.time, ev.value);
 			break;
 		case LP_EV_MAP:
@@ -679,7 +704,7 @@ static void reset_streams(struct walk *w)
 		stacks_release(w, w->streams[i]);
 		free(w->streams[i]);
 	}
-	w->nstreams = 0;
+	w->nstreams = w->nother = 0;
 	hashindex_clear(&w->index);
 	w->events = w->lost = w->syscalls = 0;
 	w->mem_ops = w->mem_malformed = w->mem_unknown_stacks = w->mem_stacks_dropped = 0;
@@ -806,10 +831,10 @@ void walk_end(struct walk *w)
 		if (s->selected) {
 			syscall_deliver(w, s);
 			filter_finish(&s->fs, s->last_ns);
-			for (o = w->ops; o; o = o->next)
-				if (o->end)
-					o->end(o->ctx, s);
 		}
+		for (o = w->ops; o; o = o->next)
+			if (o->end && takes(o, s))
+				o->end(o->ctx, s);
 	}
 }
 

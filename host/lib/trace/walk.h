@@ -117,9 +117,13 @@ struct walk_stream {
 	bool after_exec;     /* main thread of an image that replaced another */
 	bool exited;         /* the process exited (TASK EXIT); see status */
 	uint32_t status;     /* wait status with `exited` */
-	bool selected;       /* passes --tid */
-	uint32_t index;      /* order of first appearance */
-	void *user;          /* the consumer's */
+	bool selected;       /* passes --tid, and is the program's (not other) */
+	/* another process's thread, its kernel events recorded by record
+	 * --kernel-system (TASK START flagged LP_TASK_START_OTHER): never
+	 * selected; only consumers with walk_ops.others get its events */
+	bool other;
+	uint32_t index; /* order of first appearance */
+	void *user;     /* the consumer's */
 	struct filter_stream fs;
 	uint64_t syscalls; /* syscalls seen (entries, or exits without one) */
 	/* the call entered and not yet exited */
@@ -193,6 +197,9 @@ struct walk_chunk {
 struct walk_ops {
 	void *ctx;
 	struct walk_ops *next; /* the next consumer; NULL: the last */
+	/* the consumer takes other processes' streams too (walk_stream.other:
+	 * begin, task, kernel, lost and end); the others never see them */
+	bool others;
 	void (*begin)(void *ctx, struct walk_stream *s);
 	void (*entry)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags);
 	void (*exit)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
@@ -235,6 +242,7 @@ struct walk {
 	struct filter_spec spec;
 	struct walk_stream **streams; /* in order of first appearance */
 	uint32_t nstreams, cap;
+	uint32_t nother;        /* of them, other processes' (walk_stream.other) */
 	struct hashindex index; /* streams by (image, tid) */
 	uint64_t events, lost;
 	uint64_t syscalls;                        /* syscall events seen: the trace has the syscall layer */
