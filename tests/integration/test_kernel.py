@@ -648,22 +648,32 @@ def group_undelivered(lp, progs, tmp):
              else "no taskset")
         return
     trace = os.path.join(tmp, "undelivered")
-    r = lp("record", "-q", "--kernel", "--syscalls", "-o", trace, "--", "taskset", "-c", str(bad[0]),
-           progs["kern_sleep"])
+    for attempt in range(3):
+        r = lp("record", "-q", "--kernel", "--syscalls", "-o", trace, "--", "taskset", "-c", str(bad[0]),
+               progs["kern_sleep"])
+        rep = lp.json("report", "--kernel", "--format", "json", trace) if r.returncode == 0 else None
+        if rep is None or rep["unpaired_switches"]:
+            break
+        # a busy CPU switches to the sleeper from other tasks, whose
+        # records arrive: nothing was missing this time
+        print("note: CPU %d delivered every record this time; recording again" % bad[0])
     check(r.returncode == 0, "record kern_sleep kept to CPU %d: exit 0" % bad[0], r.stderr.strip()[-300:])
-    rep = lp.json("report", "--kernel", "--format", "json", trace)
     if rep is None:
         return
-    check(1 <= rep["unpaired_switches"] <= 5 and rep["unpaired_switch_cpus"] == [bad[0]],
-          "report --kernel: 1 to 5 unpaired switches, all on CPU %d" % bad[0],
-          "%d on %s" % (rep["unpaired_switches"], rep["unpaired_switch_cpus"]))
+    # whether or not switch-ins were missing, every wait counts
     w = off_cpu(rep, "nanosleep", "S")
     check(w is not None and w["count"] == 5 and w["total_ns"] >= 10000000,
-          "report --kernel: still 5 waits in nanosleep, >= 10 ms in all", json.dumps(rep["off_cpu"])[:600])
+          "report --kernel: 5 waits in nanosleep, >= 10 ms in all", json.dumps(rep["off_cpu"])[:600])
     flow = lp.json("flow", "--format", "json", trace, "sleeper#1")
     offs = [n for n in (flow or {}).get("steps", []) if n.get("type") == "off_cpu"]
-    check(len(offs) == 5 and all(n["duration_ns"] >= 2000000 for n in offs),
+    check(len(offs) == 5 and all(n.get("duration_ns", 0) >= 2000000 for n in offs),
           "flow sleeper#1: 5 off-CPU steps of >= 2 ms each", str(offs)[:600])
+    if not rep["unpaired_switches"]:
+        skip("the unpaired switches' warning", "CPU %d delivered every record in 3 recordings" % bad[0])
+        return
+    check(rep["unpaired_switches"] <= 5 and rep["unpaired_switch_cpus"] == [bad[0]],
+          "report --kernel: 1 to 5 unpaired switches, all on CPU %d" % bad[0],
+          "%d on %s" % (rep["unpaired_switches"], rep["unpaired_switch_cpus"]))
     want = "switch-outs (on CPU %d) have no switch-in before the next one" % bad[0]
     for what in ("--kernel", "--layers"):
         r = lp("report", what, trace)
