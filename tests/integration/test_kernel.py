@@ -277,6 +277,19 @@ def group_preempt(lp, progs, tmp):
     spinners = [t for t in lay["threads"] if t["tid"] != t["pid"]]
     check(len(spinners) == 2 and all(t["involuntary_switches"] >= 1 for t in spinners),
           "report --layers: each spinner thread preempted at least once")
+    check(all(t["comm"] == "kern_preempt" for t in lay["threads"]), "report --layers: every thread named",
+          [t["comm"] for t in lay["threads"]])
+    # who took the CPU: named from the switch record, for every preemption
+    # (the two spinners share one CPU, so one takes it from the other)
+    ids = {t["tid"] for t in spinners}
+    takers = [k for k in (w or {}).get("wakers", [])]
+    by_spinner = [k for k in takers if any(k["who"] == "thread %d (kern_preempt)" % i for i in ids)]
+    check(w is not None and w["unknown_wakers"] == 0 and sum(k["count"] for k in takers) <= w["count"] and
+          by_spinner, "report --kernel: preempted waits name the task that took the CPU, a spinner among them",
+          json.dumps(w)[:500])
+    r = lp("report", "--kernel", trace)
+    check(r.returncode == 0 and "preempted by thread" in r.stdout, "report --kernel text: 'preempted by'",
+          r.stdout[-600:])
 
 
 def group_block(lp, progs, tmp):

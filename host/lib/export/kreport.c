@@ -294,8 +294,8 @@ static void kernel_text(FILE *f, const struct walk *w, const struct klayer_resul
 		        : wt->state == 'R' ? "(preempted)"
 		                           : "(in its own code)");
 		for (uint32_t k = 0; k < wt->nwakers; k++)
-			fprintf(f, "%12s %8llu %12s %12s  %-5s   woken by %s\n", "",
-			        (unsigned long long)wt->wakers[k].count, "", "", "", wt->wakers[k].who);
+			fprintf(f, "%12s %8llu %12s %12s  %-5s   %s %s\n", "", (unsigned long long)wt->wakers[k].count,
+			        "", "", "", wt->state == 'R' ? "preempted by" : "woken by", wt->wakers[k].who);
 		if (wt->unknown_wakers)
 			fprintf(f, "%12s %8llu %12s %12s  %-5s   woken by (no wake-up event seen)\n", "",
 			        (unsigned long long)wt->unknown_wakers, "", "", "");

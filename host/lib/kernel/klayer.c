@@ -13,6 +13,7 @@
 #include "common/systab.h"
 #include "host/lib/kernel/kformat.h"
 #include "host/lib/kernel/klayer.h"
+#include "host/lib/util/names.h"
 #include "host/lib/util/slots.h"
 
 #define KL_IRQ_NEST 8u
@@ -60,6 +61,7 @@ struct kl_thread {
 	uint32_t off_reason;
 	bool woken, woken_waking; /* woken_waking: by a sched_waking (the waker's own context) */
 	uint32_t waker_tid;
+	uint32_t by_comm;  /* switched out runnable (R): the taker's name (kl->comms) */
 	uint8_t waker_ctx; /* enum kl_waker_ctx */
 	uint64_t wake_ns;
 	/* the last expiry of this thread's timer */
@@ -74,6 +76,7 @@ enum kl_waker_ctx {
 	KLW_HARDIRQ,
 	KLW_SOFTIRQ,
 	KLW_TIMER,
+	KLW_PREEMPT, /* state R: not woken, the task that took its CPU */
 };
 
 /* One off-CPU interval, joined with its waker at the end. */
@@ -82,6 +85,7 @@ struct kl_wait {
 	uint32_t wakee, waker_tid;
 	uint8_t waker_ctx;
 	bool woken;
+	uint32_t by_comm; /* KLW_PREEMPT: the name of the task that took the CPU (kl->comms) */
 	uint64_t ns, wake_ns;
 };
 
@@ -147,6 +151,7 @@ struct klayer {
 	uint64_t unpaired;      /* switch-outs with no switch-in before the next one */
 	uint64_t unpaired_cpus; /* the CPUs of those switch-outs, bit n for CPU n (CPU 63 and up: bit 63) */
 	struct kother *others;  /* other processes' events (--kernel-system), kept apart */
+	struct names comms;     /* the names of the tasks that took a preempted thread's CPU */
 	bool oom;
 };
 
@@ -503,6 +508,14 @@ static void switch_out(struct klayer *kl, struct kl_thread *t, const struct walk
 	t->off_ns = k->ns;
 	t->off_cpu = k->cpu;
 	t->woken = t->woken_waking = false;
+	if (state == 'R') {
+		/* not woken: it waits for the task the switch hands its CPU to */
+		t->woken = true;
+		t->waker_tid = (uint32_t)ev->u.sw.next_pid;
+		t->waker_ctx = KLW_PREEMPT;
+		t->wake_ns = k->ns;
+		t->by_comm = names_intern(&kl->comms, ev->u.sw.next_comm);
+	}
 	t->off_reason = reason_get(kl, t->sys_open ? t->sys_arch : 0, t->sys_open ? (int32_t)t->sys_nr : -1,
 	                           state == 'R' || state == 'S' || state == 'D' ? state : '?');
 }
@@ -535,6 +548,7 @@ static void switch_in(struct klayer *kl, struct kl_thread *t, uint64_t ns)
 		                                    .waker_tid = t->waker_tid,
 		                                    .waker_ctx = t->waker_ctx,
 		                                    .woken = t->woken,
+		                                    .by_comm = t->by_comm,
 		                                    .ns = ns - t->off_ns,
 		                                    .wake_ns = t->wake_ns };
 }
@@ -771,6 +785,7 @@ struct klayer *klayer_new(struct walk *w)
 	if (!kl)
 		return NULL;
 	kl->w = w;
+	names_init(&kl->comms);
 	kl->others = kother_new();
 	if (!kl->others) {
 		free(kl);
@@ -784,6 +799,7 @@ void klayer_free(struct klayer *kl)
 	if (!kl)
 		return;
 	kother_free(kl->others);
+	names_release(&kl->comms);
 	for (uint32_t i = 0; i < kl->nthreads; i++)
 		if (kl->threads[i]) {
 			free(kl->threads[i]->frames);
@@ -1078,6 +1094,20 @@ static void waker_text(struct klayer *kl, const struct kl_wait *wt, char *buf, s
 	const char *comm;
 
 	switch (wt->waker_ctx) {
+	case KLW_PREEMPT:
+		ws = thread_stream(kl, wt->waker_tid);
+		if (wt->waker_tid == 0)
+			snprintf(buf, size, "idle task");
+		else if (ws && !ws->other)
+			snprintf(buf, size, "thread %u (%s)", ws->tid, ws->comm);
+		else if (ws && ws->tid == ws->pid)
+			snprintf(buf, size, "process %u (%s)", ws->pid, ws->comm);
+		else if (ws)
+			snprintf(buf, size, "process %u (%s) thread %u", ws->pid, ws->comm, ws->tid);
+		else
+			snprintf(buf, size, "task %u (%s, not traced)", wt->waker_tid,
+			         wt->by_comm != NAMES_NONE ? names_get(&kl->comms, wt->by_comm) : "?");
+		return;
 	case KLW_TIMER:
 		snprintf(buf, size, "timer (hardirq)");
 		return;
@@ -1155,9 +1185,8 @@ static int collect_waits(struct klayer *kl, struct klayer_result *out)
 		struct klayer_wait *w = &out->waits[kl->waits[i].reason];
 		char who[1200];
 
-		if (!kl->waits[i].woken || kl->reasons[kl->waits[i].reason].state == 'R') {
-			if (kl->reasons[kl->waits[i].reason].state != 'R')
-				w->unknown_wakers++;
+		if (!kl->waits[i].woken) {
+			w->unknown_wakers++;
 			continue;
 		}
 		waker_text(kl, &kl->waits[i], who, sizeof(who));

@@ -280,6 +280,11 @@ static void on_task(struct walk *w, struct walk_stream *s, const struct lp_event
 	case LP_TASK_START: {
 		size_t n = ev->str_len < 16 ? ev->str_len : 16;
 
+		/* a thread's kernel records may come in a stream the recorder
+		 * opened after the thread was gone from /proc, unnamed: the
+		 * name its other stream gave stays */
+		if (!n && s->comm[0])
+			break;
 		memcpy(s->comm, ev->str, n);
 		s->comm[n] = '\0';
 		break;
