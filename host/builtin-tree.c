@@ -1,5 +1,6 @@
-/* layerprof tree: the call tree of each thread, every node a call path,
- * with calls and inclusive/self time. */
+/* layerprof tree: the call tree of each thread, every node a call path
+ * (a function, a system call or kernel event leaf), with calls and
+ * inclusive/self time. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -17,7 +18,12 @@ static const char tree_usage[] =
     "Call tree of each thread of a trace (default layerprof.data): every node is a\n"
     "call path with its calls, total (inclusive) and self time.  System calls\n"
     "(record --syscalls) are leaves \"[sys] name\" under the function that made\n"
-    "them, with their errors; their time is not in the function's self time.\n"
+    "them, with their errors.  Kernel events (record --kernel) are leaves\n"
+    "\"[kernel] group:event\" under the system call or function under way when\n"
+    "they happened, with their count; a switch-out (sched:sched_switch) holds the\n"
+    "time off the CPU until the thread's switch-in, an irq or softirq entry the\n"
+    "handler's time, other events none.  A leaf's time is not in the self time of\n"
+    "what it is under.  In JSON, such nodes have \"syscall\" or \"kernel\": true.\n"
     "\n"
     "      --focus FUNC      the trees of calls inside FUNC, FUNC at the root (glob)\n"
     "      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"

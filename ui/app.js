@@ -89,13 +89,21 @@ function threadLabel(t) {
   return s + ' — ' + fmtCount(t.calls) + ' calls';
 }
 
-/* A stable colour per name: warm for functions, violet for syscalls. */
-function colourOf(name, sys) {
+/* A stable colour per name: warm for functions, violet for syscalls, green
+ * for kernel events. */
+function colourOf(name, sys, kernel) {
   let h = 0;
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
   h = Math.abs(h);
   if (sys) return 'hsl(' + (270 + h % 30) + ',55%,' + (62 + h % 12) + '%)';
+  if (kernel) return 'hsl(' + (120 + h % 30) + ',40%,' + (62 + h % 12) + '%)';
   return 'hsl(' + (h % 55) + ',' + (70 + h % 20) + '%,' + (58 + (h >> 3) % 14) + '%)';
+}
+
+/* What a call tree leaf's name is shown after: a system call's, a kernel
+ * event's, or nothing (a function). */
+function leafPrefix(sys, kernel) {
+  return sys ? '[sys] ' : kernel ? '[kernel] ' : '';
 }
 
 /* ------------------------------------------------------------ summary and banners */
@@ -247,16 +255,17 @@ function treeRow(thread, node, depth) {
   tr.dataset.depth = String(depth);
   tr.dataset.calls = String(node.calls);
   if (node.syscall) tr.classList.add('sys');
+  if (node.kernel) tr.classList.add('kern');
   const name = td('', 'text');
   name.style.paddingLeft = (0.4 + depth * 1.1) + 'em';
   const tog = el('span', 'toggle' + (node.children ? '' : ' leaf'), node.children ? '\u25B8' : '\u00B7');
-  name.append(tog, (node.syscall ? '[sys] ' : '') + node.name);
+  name.append(tog, leafPrefix(node.syscall, node.kernel) + node.name);
   if (node.syscall && node.errors) name.append(el('span', 'err', ' (' + fmtCount(node.errors) + ' failed)'));
   tr.append(name, td(fmtCount(node.calls)), td(fmtNs(node.total_ns)), td(fmtNs(node.self_ns)),
     td(node.syscalls ? fmtCount(node.syscalls) : ''), td(fmtNs(node.min_ns)), td(fmtNs(node.max_ns)));
   tr.addEventListener('click', () => {
     const t = (state.summary ? state.summary.threads : []).find((x) => x.id === thread);
-    pickRow('tree', tr, { name: node.name, tid: t ? t.tid : 0, syscall: !!node.syscall });
+    pickRow('tree', tr, { name: node.name, tid: t ? t.tid : 0, leaf: !!(node.syscall || node.kernel) });
   });
   if (node.children) {
     tog.addEventListener('click', () => toggleNode(thread, tr).catch(showError));
@@ -439,7 +448,7 @@ function flameView(ids) {
     /* lay the nodes out: children sorted by name, side by side under the parent */
     const byId = new Map();
     for (const n of f.nodes) byId.set(n[0], { id: n[0], parent: n[1], name: n[2], total: n[3], self: n[4],
-      calls: n[5], sys: n[6], kids: [] });
+      calls: n[5], sys: n[6], kernel: n[7], kids: [] });
     const root = byId.get(f.root);
     for (const n of byId.values()) if (n !== root && byId.has(n.parent)) byId.get(n.parent).kids.push(n);
     let depth = 0;
@@ -478,7 +487,7 @@ function flameView(ids) {
         g.beginPath();
         g.rect(b.x, y, b.w - 2, FLAME_ROW);
         g.clip();
-        g.fillText((b.n.sys ? '[sys] ' : '') + b.n.name, b.x + 3, y + FLAME_ROW / 2);
+        g.fillText(leafPrefix(b.n.sys, b.n.kernel) + b.n.name, b.x + 3, y + FLAME_ROW / 2);
         g.restore();
       }
     }
@@ -488,7 +497,7 @@ function flameView(ids) {
       const list = $(ids.list);
       list.textContent = '';
       for (const b of boxes.slice().sort((x, y) => y.w - x.w).slice(0, FLAME_LIST_MAX)) {
-        const li = el('li', null, (b.n.sys ? '[sys] ' : '') + (b.n.id === 0 ? 'all' : b.n.name) + ': ' +
+        const li = el('li', null, leafPrefix(b.n.sys, b.n.kernel) + (b.n.id === 0 ? 'all' : b.n.name) + ': ' +
           fmtNs(b.n.total) + ', ' + fmtCount(b.n.calls) + ' ' + ids.unit);
         li.dataset.name = b.n.id === 0 ? '' : b.n.name;
         li.dataset.depth = String(b.d);
@@ -522,7 +531,7 @@ function flameView(ids) {
         return;
       }
       const f = v.data;
-      tip.textContent = (b.n.sys ? '[sys] ' : '') + b.n.name + '\n' + fmtNs(b.n.total) + ' (' +
+      tip.textContent = leafPrefix(b.n.sys, b.n.kernel) + b.n.name + '\n' + fmtNs(b.n.total) + ' (' +
         (100 * b.n.total / (f.total_ns || 1)).toFixed(1) + '%), self ' + fmtNs(b.n.self) + ', ' + fmtCount(b.n.calls) +
         ' ' + ids.unit;
       tip.style.left = (e.clientX + 12) + 'px';
@@ -537,7 +546,7 @@ function flameView(ids) {
 
 const flame = flameView({
   api: 'flame', canvas: 'flame-canvas', tip: 'flame-tip', path: 'flame-path', info: 'flame-info',
-  reset: 'flame-reset', unit: 'calls', colour: (n) => colourOf(n.name, n.sys),
+  reset: 'flame-reset', unit: 'calls', colour: (n) => colourOf(n.name, n.sys, n.kernel),
   info_text: (f) => fmtNs(f.total_ns) + (f.hidden ? ', ' + fmtCount(f.hidden) + ' narrow paths hidden' : ''),
 });
 
@@ -1540,7 +1549,7 @@ function pickRow(table, tr, pick) {
   tr.classList.add('picked');
   state.pick = pick;
   $('profile-flow').disabled = table !== 'profile';
-  $('tree-flow').disabled = table !== 'tree' || pick.syscall;
+  $('tree-flow').disabled = table !== 'tree' || pick.leaf;
 }
 
 /* ------------------------------------------------------------ exports */

@@ -100,7 +100,8 @@ def tree_paths(tree, value):
 
     def walk(nodes, prefix):
         for n in nodes:
-            name = ("[sys] " if n.get("syscall") else "") + n["name"].replace(";", ":")
+            name = ("[sys] " if n.get("syscall") else "[kernel] " if n.get("kernel") else "") + \
+                n["name"].replace(";", ":")
             path = prefix + [name]
             out[";".join(path)] += n[value]
             walk(n["children"], path)
@@ -112,13 +113,13 @@ def tree_paths(tree, value):
 
 def tree_rows(thread):
     """One thread of tree json in depth-first order: (depth, name, syscall,
-    calls, total, self, min, max, errors)."""
+    calls, total, self, min, max, errors, kernel)."""
     rows = []
 
     def walk(nodes, depth):
         for n in nodes:
             rows.append((depth, n["name"], bool(n.get("syscall")), n["calls"], n["total_ns"], n["self_ns"],
-                         n["min_ns"], n["max_ns"], n.get("errors", 0)))
+                         n["min_ns"], n["max_ns"], n.get("errors", 0), bool(n.get("kernel"))))
             walk(n["children"], depth + 1)
 
     walk(thread["calls"], 0)
@@ -172,7 +173,7 @@ def check_xml(lp, tag, trace, tmp, rep, tree, sysrep):
                 ok, detail = False, "node %s: parent %s is not one level up" % (n.get("id"), n.get("parent"))
             rows.append((depth, n.get("name"), n.get("syscall") == "true", int(n.get("calls")),
                          int(n.get("total-ns")), int(n.get("self-ns")), int(n.get("min-ns")), int(n.get("max-ns")),
-                         int(n.get("errors", "0"))))
+                         int(n.get("errors", "0")), n.get("kernel") == "true"))
         if (int(ct.get("tid")), int(ct.get("pid"))) != (t["tid"], t["pid"]) or rows != tree_rows(t):
             ok, detail = False, "thread %s: %s != %s" % (t["tid"], rows[:5], tree_rows(t)[:5])
     check(ok, "%s: XML call trees equal tree --format json" % tag, detail)
@@ -283,8 +284,8 @@ def check_html(lp, tag, trace, tmp, rep, tree, sysrep):
     ok = len(data["threads"]) == len(tree["threads"])
     for n, t in zip(data["threads"], tree["threads"]):
         got = [(n[i], data["names"][n[i + 1]], n[i + 5] >= 0, n[i + 2], n[i + 3], n[i + 4],
-                max(n[i + 5], 0)) for i in range(0, len(n), 6)]
-        want = [(r[0], r[1], r[2], r[3], r[4], r[5], r[8]) for r in tree_rows(t)]
+                max(n[i + 5], 0), n[i + 5] == -2) for i in range(0, len(n), 6)]
+        want = [(r[0], r[1], r[2], r[3], r[4], r[5], r[8], r[9]) for r in tree_rows(t)]
         ok = ok and got == want
     check(ok, "%s: the HTML call trees hold the nodes of tree --format json" % tag)
     return out
@@ -308,7 +309,7 @@ def check_html_in_browser(tag, page, tree):
         shutil.rmtree(prof, ignore_errors=True)
     dom = r.stdout
     headers = dom.count('class="row hdr"')
-    rows = len(re.findall(r'class="row(?: sys)?"', dom))
+    rows = len(re.findall(r'class="row(?: sys| kern)?"', dom))
     top = sum(len(t["calls"]) for t in tree["threads"])
     check(r.returncode == 0 and headers == len(tree["threads"]) and rows >= top,
           "%s: Chromium runs the page's script: a tree per thread, every top-level node drawn" % tag,
@@ -1023,6 +1024,21 @@ def kernel_exports(lp, tmp):
           x[0].get("off-cpu-S-ns") == str(sl[0]["off_cpu_by_state"]["S"]),
           "kern_sleep: XML layers of sleeper: 5 voluntary switches, off-CPU ns as the JSON's",
           x[0].attrib if x else "no sleeper")
+    # the call tree's kernel leaves: the 5 switch-outs under sleeper's
+    # nanosleep, with their time off the CPU (the XML validated above)
+    nodes = {n.get("id"): n for n in root.find("call-trees").find("call-tree").findall("node")}
+
+    def xml_path(n):
+        return xml_path(nodes[n.get("parent")]) + [n.get("name")] if n is not None and n.get("parent") else \
+            ([n.get("name")] if n is not None else [])
+
+    sw = [n for n in nodes.values() if n.get("kernel") == "true" and n.get("name") == "sched:sched_switch" and
+          xml_path(n) == ["main", "sleeper", "nanosleep", "sched:sched_switch"]]
+    wait = off_cpu_wait(kern, "nanosleep", "S")
+    check(len(sw) == 1 and sw[0].get("calls") == "5" and int(sw[0].get("total-ns")) == wait["total_ns"] and
+          nodes[sw[0].get("parent")].get("syscall") == "true",
+          "kern_sleep: the XML call tree has a kernel leaf sched:sched_switch of 5 calls under main/sleeper/"
+          "nanosleep, with the off-CPU time of report --kernel", [n.attrib for n in sw])
     span = call_span(doc, tid, "sleeper")
     offs = [e for e in chrome_slices(doc, tid, tid, "off_cpu")
             if span and span[0] <= ns(e["ts"]) and ns(e["ts"]) + ns(e["dur"]) <= span[1]]

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The kernel layer with real programs: `record --kernel` on the kern_*
 sample programs (tests/programs), whose kernel behaviour is known, checked
-with exact expectations in `report --kernel`, `report --layers`, `flow` and
-`replay`, cross-checked with `perf stat` on the same tracepoints
+with exact expectations in `report --kernel`, `report --layers`, `flow`,
+`replay` and `tree` (kernel events as leaves of the call tree), cross-checked with `perf stat` on the same tracepoints
 (kernel_truth.py); event selection and in-kernel filters; what happens when
 the kernel refuses (not root, a missing tracepoint, a bad filter); a trace
 whose formats are missing.
@@ -13,8 +13,10 @@ the reason otherwise.
 usage: test_kernel.py --build BUILD [GROUP...]
 Ends with 'N passed, N failed'."""
 
+import itertools
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -108,6 +110,63 @@ def off_cpu(rep, syscall, state):
         if w["syscall"] == syscall and w["state"] == state:
             return w
     return None
+
+
+FAULT = "exceptions:page_fault_user"  # perf's software event is recorded under this name too
+SWITCH = "sched:sched_switch"
+
+
+def tree_node(nodes, *steps):
+    """The node of tree --format json at the path of steps from nodes (a
+    thread's calls): a step is a function's name, or (name, "syscall") or
+    (name, "kernel") for a leaf; None when the path is not there."""
+    node = None
+    for step in steps:
+        name, kind = step if isinstance(step, tuple) else (step, None)
+        node = next((n for n in nodes if n["name"] == name and bool(n.get("syscall")) == (kind == "syscall") and
+                     bool(n.get("kernel")) == (kind == "kernel")), None)
+        if node is None:
+            return None
+        nodes = node["children"]
+    return node
+
+
+def tree_adds_up(node):
+    """(path, total, self + children) of the nodes under node, itself
+    included, whose time is not their self time plus their children's
+    (a kernel leaf's self time: handlers in handlers count once)."""
+    bad = []
+
+    def walk(n, path):
+        if n["children"]:
+            got = n["self_ns"] + sum(c["self_ns"] if c.get("kernel") else c["total_ns"] for c in n["children"])
+            if got != n["total_ns"]:
+                bad.append((path, n["total_ns"], got))
+        for c in n["children"]:
+            walk(c, path + "/" + c["name"])
+
+    walk(node, node["name"])
+    return bad
+
+
+def tree_profile(tree):
+    """{function: (calls, total, self)} as the flat profile counts them,
+    from the tree's function nodes (no recursion here): self time with the
+    system calls and kernel events left in, callees out."""
+    out = {}
+
+    def walk(nodes):
+        for n in nodes:
+            if n.get("syscall") or n.get("kernel"):
+                continue
+            calls, total, self_ns = out.get(n["name"], (0, 0, 0))
+            callees = sum(c["total_ns"] for c in n["children"] if not (c.get("syscall") or c.get("kernel")))
+            out[n["name"]] = (calls + n["calls"], total + n["total_ns"], self_ns + n["total_ns"] - callees)
+            walk(n["children"])
+
+    for t in tree["threads"]:
+        walk(t["calls"])
+    return out
 
 
 # ---- the groups ----------------------------------------------------------
@@ -694,6 +753,107 @@ def group_undelivered(lp, progs, tmp):
               r.stdout[:400])
 
 
+def group_tree(lp, progs, tmp):
+    """Kernel events as leaves of `tree`: under the system call under way,
+    else the function running; a switch-out's leaf holds the time off the
+    CPU, taken out of the self time of what it is under; the flat profile
+    does not change."""
+    prog = progs["kern_sleep"]
+    trace = os.path.join(tmp, "tree-sleep")
+    in_nanosleep = lambda d: sum(w["count"] for w in d["off_cpu"] if w["syscall"] == "nanosleep") == 5
+    lp.record(trace, prog, opts=("--kernel", "--syscalls"), complete=in_nanosleep)
+    tree = lp.json("tree", "--format", "json", trace)
+    kern = lp.json("report", "--kernel", "--format", "json", trace)
+    if tree is None or kern is None:
+        return
+    calls = tree["threads"][0]["calls"]
+    sys_node = tree_node(calls, "main", "sleeper", ("nanosleep", "syscall"))
+    sw = tree_node(calls, "main", "sleeper", ("nanosleep", "syscall"), (SWITCH, "kernel"))
+    check(sw is not None and sw["calls"] == 5 and sw["total_ns"] >= 10000000 and sys_node is not None and
+          sw["total_ns"] <= sys_node["total_ns"] and "syscall" not in sw,
+          "tree: main/sleeper/[sys] nanosleep has a kernel leaf %s of 5 calls, >= 10 ms, within the syscall's "
+          "time" % SWITCH, json.dumps(sys_node)[:600])
+    w = off_cpu(kern, "nanosleep", "S")
+    check(sw is not None and w is not None and sw["total_ns"] == w["total_ns"] and sw["max_ns"] == w["max_ns"],
+          "tree: the leaf's time is report --kernel's off-CPU time in nanosleep",
+          "%s vs %s" % (sw and sw["total_ns"], w and w["total_ns"]))
+    main = tree_node(calls, "main")
+    bad = tree_adds_up(main) if main else ["no main"]
+    check(not bad, "tree: every node's time under main is its self time plus its children's (kernel leaves out of "
+          "the self time of the syscall and functions above)", bad[:3])
+    check(sys_node is not None and sw is not None and
+          sys_node["self_ns"] == sys_node["total_ns"] - sum(c["self_ns"] for c in sys_node["children"]),
+          "tree: [sys] nanosleep's self time leaves out its kernel leaves' time")
+    rep = lp.json("report", "--format", "json", trace)
+    if rep:
+        want = {f["name"]: (f["calls"], f["total_ns"], f["self_ns"]) for f in rep["functions"]}
+        check(tree_profile(tree) == want and want.get("sleeper", (0, 0, 0))[2] >= 10000000,
+              "report (flat profile): calls, total and self time (syscalls and kernel events in it) as the tree's "
+              "functions add up to, kernel leaves not among the functions", "%s != %s" % (tree_profile(tree), want))
+    r = lp("tree", trace)
+    lines = r.stdout.splitlines()
+    at = [i for i, line in enumerate(lines) if line.endswith("[sys] nanosleep")]
+    indent = (lambda line: len(line[38:]) - len(line[38:].lstrip()))
+    under = list(itertools.takewhile(lambda line: indent(line) > indent(lines[at[0]]), lines[at[0] + 1:])) if at else []
+    check(r.returncode == 0 and any(re.match(r"\s+[\d.]+ ms\s+[\d.]+ ms\s+5  \s*\[kernel\] %s$" % SWITCH, line)
+                                    for line in under),
+          "tree (text): a line '[kernel] %s' of 5 calls and ms under [sys] nanosleep" % SWITCH, "\n".join(lines[:14]))
+    # the filters treat kernel leaves as system call leaves: with their
+    # function left out or cut, they count for its caller
+    t = lp.json("tree", "--format", "json", "-N", "sleeper", trace)
+    sw = t and tree_node(t["threads"][0]["calls"], "main", ("nanosleep", "syscall"), (SWITCH, "kernel"))
+    check(sw is not None and sw["calls"] == 5 and not tree_node(t["threads"][0]["calls"], "main", "sleeper"),
+          "tree -N sleeper: no sleeper; its nanosleep calls and their %s leaf (5) under main" % SWITCH)
+    t = lp.json("tree", "--format", "json", "--depth", "1", trace)
+    sw = t and tree_node(t["threads"][0]["calls"], "main", ("nanosleep", "syscall"), (SWITCH, "kernel"))
+    check(sw is not None and sw["calls"] == 5, "tree --depth 1: the %s leaf (5) under main's nanosleep" % SWITCH)
+    t = lp.json("tree", "--format", "json", "--focus", "sleeper", trace)
+    sw = t and tree_node(t["threads"][0]["calls"], "sleeper", ("nanosleep", "syscall"), (SWITCH, "kernel"))
+    check(sw is not None and sw["calls"] == 5, "tree --focus sleeper: sleeper at the top with its leaves")
+
+    # without --syscalls: right under the function, out of its self time
+    trace = os.path.join(tmp, "tree-sleep-nosys")
+    lp.record(trace, prog)
+    t = lp.json("tree", "--format", "json", trace)
+    sleeper = t and tree_node(t["threads"][0]["calls"], "main", "sleeper")
+    sw = sleeper and tree_node(sleeper["children"], (SWITCH, "kernel"))
+    check(sw is not None and sw["calls"] == 5 and sw["total_ns"] >= 10000000 and
+          sleeper["self_ns"] == sleeper["total_ns"] - sum(c["self_ns"] for c in sleeper["children"]) and
+          sleeper["self_ns"] < sleeper["total_ns"] - 10000000,
+          "tree without --syscalls: sleeper's %s leaf (5 calls, >= 10 ms) right under it, out of its self time"
+          % SWITCH, json.dumps(sleeper)[:400])
+
+    # page faults: one leaf under the function that took them
+    prog = progs["kern_faults"]
+    for opts, env, what in ((("--kernel", "--syscalls"), None, "with --syscalls"),
+                            (("--kernel",), None, "without --syscalls"),
+                            (("--kernel",), {"LAYERPROF_KTRACE_SW_FAULTS": "1"}, "with faults from the software event")):
+        trace = os.path.join(tmp, "tree-faults")
+        lp.record(trace, prog, 64, opts=opts, env=env)
+        t = lp.json("tree", "--format", "json", trace)
+        if t is None:
+            continue
+        calls = t["threads"][0]["calls"]
+        fault = tree_node(calls, "main", "touch_pages", (FAULT, "kernel"))
+        check(fault is not None and fault["calls"] == 64 and fault["total_ns"] == 0 and
+              tree_node(calls, "main", "touch_again", (FAULT, "kernel")) is None,
+              "tree %s: main/touch_pages has a leaf [kernel] %s of 64 calls and no time; touch_again none" %
+              (what, FAULT), json.dumps(tree_node(calls, "main", "touch_pages"))[:300])
+        if opts != ("--kernel",) or env:
+            continue
+        own = tree_node(calls, "main", (FAULT, "kernel"))
+        x = lp.json("tree", "--format", "json", "-N", "touch_pages", trace)
+        xcalls = x["threads"][0]["calls"] if x else []
+        moved = tree_node(xcalls, "main", (FAULT, "kernel"))
+        check(x is not None and tree_node(xcalls, "main", "touch_pages") is None and moved is not None and
+              moved["calls"] == 64 + (own["calls"] if own else 0),
+              "tree -N touch_pages: its node and leaf gone, its 64 faults counted for main, as syscalls are",
+              json.dumps(tree_node(xcalls, "main"))[:300])
+        r = lp("tree", trace)
+        check(r.returncode == 0 and re.search(r"\s64\s+\[kernel\] %s\n" % FAULT, r.stdout),
+              "tree (text): '64  [kernel] %s'" % FAULT, r.stdout[:600])
+
+
 def setup(build):
     if os.geteuid() != 0:
         skip("kernel layer", "needs root for tracepoints through perf_event_open")
@@ -738,6 +898,7 @@ GROUPS = {
     "kfunctions": group_kfunctions,
     "undelivered": group_undelivered,
     "system": group_system,
+    "tree": group_tree,
 }
 
 if __name__ == "__main__":

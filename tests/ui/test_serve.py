@@ -1372,8 +1372,48 @@ def group_kernel(lp, b, tmp, br):
                   "/api/%s of a trace without kernel events: kernel false and why" % what, body)
         check(json.loads(get(empty.port, "/api/summary")[2])["kernel"] is False, "/api/summary: kernel false")
 
+        # the call tree's kernel leaves: tree --format json's, marked kernel,
+        # a frame of their own kind in the flame graph, no function of the profile
+        tree = lp.json("tree", "--format", "json", trace)
+        want = [t for t in tree["threads"] if t["tid"] == thread["tid"]][0]["calls"]
+        path, node = [], 0
+        for name, kind in (("main", None), ("sleeper", None), ("nanosleep", "syscall"),
+                           ("sched:sched_switch", "kernel")):
+            st, _, body = get(srv.port, "/api/tree?thread=%d&node=%d" % (thread["id"], node))
+            kids = json.loads(body)["children"] if st == 200 else []
+            got = [c for c in kids if c["name"] == name and bool(c.get("syscall")) == (kind == "syscall") and
+                   bool(c.get("kernel")) == (kind == "kernel")]
+            ref = [c for c in want if c["name"] == name and bool(c.get("syscall")) == (kind == "syscall") and
+                   bool(c.get("kernel")) == (kind == "kernel")]
+            if not got or not ref:
+                break
+            path.append((got[0], ref[0]))
+            node, want = got[0]["id"], ref[0]["children"]
+        leaf = path[-1][0] if len(path) == 4 else {}
+        same = all({k: v for k, v in a_.items() if k not in ("id", "children", "syscalls")} ==
+                   {k: v for k, v in r_.items() if k != "children"} for a_, r_ in path)
+        check(len(path) == 4 and same and leaf.get("kernel") is True and leaf["calls"] == SLEEPS and
+              leaf["total_ns"] >= SLEEPS * SLEEP_NS,
+              "/api/tree: main/sleeper/nanosleep/sched:sched_switch, a kernel leaf of %d calls, as tree --format json"
+              % SLEEPS, path[-1:] if path else "no main")
+        st, _, body = get(srv.port, "/api/flame?min=0")
+        fl = json.loads(body) if st == 200 else {"nodes": []}
+        fpath = {}
+        for n in fl["nodes"]:
+            fpath[n[0]] = (fpath.get(n[1], ()) if n[0] else ()) + ((n[2],) if n[0] else ())
+        fk = [n for n in fl["nodes"] if fpath[n[0]] == ("main", "sleeper", "nanosleep", "sched:sched_switch")]
+        check(len(fk) == 1 and fk[0][6] == 0 and fk[0][7] == 1 and fk[0][5] == SLEEPS and
+              fk[0][3] == leaf.get("total_ns"),
+              "/api/flame: the kernel leaf as a frame of kind kernel (not syscall), its calls and time", fk)
+        st, _, body = get(srv.port, "/api/profile")
+        names = [f["name"] for f in json.loads(body)["functions"]] if st == 200 else []
+        rep = lp.json("report", "--format", "json", trace)
+        check(sorted(names) == sorted(f["name"] for f in rep["functions"]) and "sched:sched_switch" not in names,
+              "/api/profile: the functions of report --format json, no kernel leaf among them", names)
+
         # the index keeps the kernel layer: a second serve answers the same
         paths = ["/api/layers", "/api/kernel", "/api/offcpu_flame?min=0", "/api/kernel_tracks?px=1500",
+                 "/api/flame?min=0", "/api/tree?thread=%d&node=%d" % (thread["id"], path[-2][0]["id"] if path else 0),
                  "/api/kernel_tracks?thread=%d&from=%d&to=%d" % (thread["id"], a, a + flow["duration_ns"])]
         first = [get(srv.port, p_)[2] for p_ in paths]
         srv.stop()

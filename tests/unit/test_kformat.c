@@ -1,6 +1,7 @@
 /* Unit test of the kernel layer's host side: KFORMAT payloads read and
  * their formats parsed by libtraceevent (kformat.c), records decoded and
- * printed (kevent.c).  The fixtures are the formats of a 6.18 x86_64
+ * printed (kevent.c), kernel events as leaves of the call tree
+ * (calltree.c).  The fixtures are the formats of a 6.18 x86_64
  * kernel as its tracefs gives them; this machine's own formats are loaded
  * too when its tracefs is readable. */
 #include <dirent.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/varint.h"
+#include "host/lib/analysis/calltree.h"
 #include "host/lib/kernel/kevent.h"
 #include "host/lib/kernel/kformat.h"
 #include "tests/unit/check.h"
@@ -1369,6 +1371,145 @@ static void test_tracefs(void)
 	kformats_free(kf);
 }
 
+/* ---- kernel events as leaves of the call tree ---- */
+
+/* One kernel event of thread s: record r (len bytes) of tracepoint id at
+ * ns, with depth functions open, in the system call entered at sc_enter_ns
+ * (0: none). */
+static void tree_event(struct calltree *ct, struct walk_stream *s, uint32_t id, const uint8_t *r, size_t len,
+                       uint64_t ns, uint32_t depth, uint64_t sc_enter_ns)
+{
+	struct walk_kernel k = { .ns = ns, .id = id, .raw = r, .raw_len = (uint32_t)len, .depth = depth };
+
+	k.in_syscall = sc_enter_ns != 0;
+	k.sc_nr = k.in_syscall ? 35 : 0;
+	k.sc_enter_ns = sc_enter_ns;
+	calltree_kernel(ct, s, &k);
+}
+
+/* The child of node i with key addr, 0 when none. */
+static uint32_t tree_child(const struct calltree_stream *t, uint32_t i, uint64_t addr)
+{
+	for (i = t->nodes[i].first_child; i; i = t->nodes[i].next_sibling)
+		if (t->nodes[i].addr == addr)
+			return i;
+	return 0;
+}
+
+static void test_calltree_leaves(void)
+{
+	enum { TID = 100, MAIN = 0x1000, SLEEPER = 0x2000 };
+	const uint64_t sys_key = CALLTREE_SYSCALL_KEY(0, 35), sw_key = CALLTREE_KERNEL_KEY(ID_SWITCH);
+	struct walk_syscall sc = { .nr = 35,
+		                   .has_enter = true,
+		                   .has_exit = true,
+		                   .enter_ns = 100,
+		                   .exit_ns = 2300,
+		                   .depth = 2,
+		                   .func = SLEEPER };
+	struct walk_stream s = { .tid = TID };
+	const struct calltree_stream *t;
+	const struct calltree_node *nd;
+	struct payload p = { 0 };
+	uint32_t len, m, sl, sys, sw, i;
+	struct calltree ct;
+	struct walk w;
+	uint8_t r[64];
+	char name[64];
+
+	CHECK(CALLTREE_IS_SYSCALL(sys_key) && !CALLTREE_IS_KERNEL(sys_key) && CALLTREE_IS_LEAF(sys_key));
+	CHECK(CALLTREE_IS_KERNEL(sw_key) && !CALLTREE_IS_SYSCALL(sw_key) && CALLTREE_IS_LEAF(sw_key));
+	CHECK(!CALLTREE_IS_LEAF(0x7fffffffffffffffull) && CALLTREE_KERNEL_ID(sw_key) == ID_SWITCH);
+	/* a walk that holds the fixtures as a trace's KFORMAT payload */
+	memset(&w, 0, sizeof(w));
+	pl_bytes(&p, "\0\0\0\0", 4);
+	pl_fixtures(&p);
+	len = (uint32_t)p.len - 4;
+	memcpy(p.buf, &len, 4);
+	w.kformat = p.buf;
+	w.kformat_len = p.len;
+	s.w = &w;
+	calltree_init(&ct);
+	calltree_begin(&ct, &s);
+	calltree_entry(&ct, &s, 0, MAIN, 0, 0);
+	calltree_entry(&ct, &s, 10, SLEEPER, 1, 0);
+	/* in nanosleep (entered at 100): off the CPU from 200 to 2200; the
+	 * switch-in is no event of its own */
+	switch_record(r, "app", TID, 1, "swapper/0", 0);
+	tree_event(&ct, &s, ID_SWITCH, r, 64, 200, 2, 100);
+	switch_record(r, "swapper/0", 0, 0, "app", TID);
+	tree_event(&ct, &s, ID_SWITCH, r, 64, 2200, 2, 100);
+	calltree_syscall(&ct, &s, &sc);
+	/* in sleeper: a fault, then a softirq interrupted by an irq, their
+	 * exits not delivered: they end at sleeper's exit */
+	memset(r, 0, sizeof(r));
+	put_common(r, ID_FAULT_USER, 0, 0, TID);
+	tree_event(&ct, &s, ID_FAULT_USER, r, 32, 2400, 2, 0);
+	memset(r, 0, sizeof(r));
+	put_common(r, ID_SOFTIRQ_ENTRY, 0x10, 0, TID);
+	tree_event(&ct, &s, ID_SOFTIRQ_ENTRY, r, 12, 2500, 2, 0);
+	memset(r, 0, sizeof(r));
+	put_common(r, ID_IRQ_ENTRY, 0x09, 0, TID);
+	put_loc(r, 12, 16, 5);
+	memcpy(r + 16, "eth0", 5);
+	tree_event(&ct, &s, ID_IRQ_ENTRY, r, 21, 2550, 2, 0);
+	calltree_exit(&ct, &s, 2600, SLEEPER, 1, 10, 0);
+	/* in main: preempted at 2700, switched out again at 2800 (the
+	 * switch-in between not delivered), back at 3000 */
+	switch_record(r, "app", TID, 0, "other", 7);
+	tree_event(&ct, &s, ID_SWITCH, r, 64, 2700, 1, 0);
+	tree_event(&ct, &s, ID_SWITCH, r, 64, 2800, 1, 0);
+	switch_record(r, "other", 7, 1, "app", TID);
+	tree_event(&ct, &s, ID_SWITCH, r, 64, 3000, 1, 0);
+	calltree_exit(&ct, &s, 3100, MAIN, 0, 0, 0);
+
+	t = calltree_stream(&ct, 0);
+	if (!CHECK(t && !ct.oom))
+		goto out;
+	m = tree_child(t, 0, MAIN);
+	sl = tree_child(t, m, SLEEPER);
+	sys = tree_child(t, sl, sys_key);
+	sw = tree_child(t, sys, sw_key);
+	if (!CHECK(m && sl && sys && sw))
+		goto out;
+	CHECK_EQ_U64(t->nodes[sys].nchildren, 1);
+	nd = &t->nodes[sw];
+	CHECK_EQ_U64(nd->calls, 1);
+	CHECK_EQ_U64(nd->total_ns, 2000);
+	CHECK_EQ_U64(nd->self_ns, 2000);
+	CHECK_EQ_U64(t->nodes[sys].calls, 1);
+	CHECK_EQ_U64(t->nodes[sys].total_ns, 2200);
+	CHECK_EQ_U64(t->nodes[sys].self_ns, 200);
+	i = tree_child(t, sl, CALLTREE_KERNEL_KEY(ID_FAULT_USER));
+	CHECK(i && t->nodes[i].calls == 1 && t->nodes[i].total_ns == 0 && t->nodes[i].min_ns == UINT64_MAX);
+	i = tree_child(t, sl, CALLTREE_KERNEL_KEY(ID_SOFTIRQ_ENTRY));
+	CHECK(i && t->nodes[i].calls == 1 && t->nodes[i].total_ns == 100 && t->nodes[i].self_ns == 50);
+	i = tree_child(t, sl, CALLTREE_KERNEL_KEY(ID_IRQ_ENTRY));
+	CHECK(i && t->nodes[i].calls == 1 && t->nodes[i].total_ns == 50 && t->nodes[i].self_ns == 50);
+	/* sleeper's self time: its 2590 ns less the syscall and the handlers */
+	CHECK_EQ_U64(t->nodes[sl].total_ns, 2590);
+	CHECK_EQ_U64(t->nodes[sl].self_ns, 2590 - 2200 - 100);
+	CHECK_EQ_U64(t->nodes[sl].prof_self_ns, 2590);
+	i = tree_child(t, m, sw_key);
+	CHECK(i && t->nodes[i].calls == 2 && t->nodes[i].total_ns == 300 && t->nodes[i].min_ns == 100 &&
+	      t->nodes[i].max_ns == 200);
+	CHECK_EQ_U64(t->nodes[m].self_ns, 3100 - 2590 - 300);
+	CHECK_EQ_U64(t->nodes[m].prof_self_ns, 3100 - 2590);
+	CHECK_EQ_U64(t->nodes[m].nchildren, 2);
+
+	CHECK_STR(calltree_key_name(&w, 0, sw_key, true, name, sizeof(name)), "[kernel] sched:sched_switch");
+	CHECK_STR(calltree_key_name(&w, 0, sw_key, false, name, sizeof(name)), "sched:sched_switch");
+	CHECK_STR(calltree_key_name(&w, 0, CALLTREE_KERNEL_KEY(4242), true, name, sizeof(name)),
+	          "[kernel] tracepoint 4242");
+	CHECK_STR(calltree_key_name(NULL, 0, sw_key, false, name, sizeof(name)), "tracepoint 372");
+	CHECK_STR(calltree_key_name(NULL, 0, 0x1234, false, name, sizeof(name)), "0x1234");
+out:
+	calltree_release(&ct);
+	if (w.kformat_cache)
+		w.kformat_cache_free(w.kformat_cache);
+	pl_free(&p);
+}
+
 int main(void)
 {
 	test_kinds();
@@ -1380,6 +1521,7 @@ int main(void)
 	test_malformed();
 	test_switch_4x_32();
 	test_several_payloads();
+	test_calltree_leaves();
 	test_fuzz();
 	test_tracefs();
 	test_throughput();

@@ -6,6 +6,8 @@
 
 #include "common/systab.h"
 #include "host/lib/analysis/calltree.h"
+#include "host/lib/kernel/kevent.h"
+#include "host/lib/kernel/klayer.h"
 
 #define CALLTREE_FIRST_NODES 64u
 #define CALLTREE_FIRST_DEPTH 64u
@@ -106,7 +108,7 @@ static __attribute__((noinline)) uint32_t child_add(struct calltree *ct, struct 
 	nd->parent = parent;
 	nd->name = NAMES_NONE;
 	nd->min_ns = UINT64_MAX;
-	if (!CALLTREE_IS_SYSCALL(addr) && on_path(t, parent, addr))
+	if (!CALLTREE_IS_LEAF(addr) && on_path(t, parent, addr))
 		nd->flags |= CALLTREE_RECURSIVE;
 	if (t->nodes[parent].last_child)
 		t->nodes[t->nodes[parent].last_child].next_sibling = i;
@@ -201,6 +203,69 @@ static int ensure_depth(struct calltree *ct, struct calltree_stream *t, uint32_t
 	return 0;
 }
 
+/* A kernel leaf's time under way (calltree_kernel, below) ends at the
+ * record that ends it, or at the next sign of the thread running its own
+ * code.  Adds the span's time, ending at ns, to its leaf; returns it. */
+static uint64_t span_close(struct calltree_stream *t, const struct calltree_span *sp, uint64_t ns)
+{
+	struct calltree_node *nd = &t->nodes[sp->node];
+	uint64_t dur = ns > sp->start_ns ? ns - sp->start_ns : 0;
+
+	nd->total_ns += dur;
+	nd->self_ns += dur > sp->inner_ns ? dur - sp->inner_ns : 0;
+	if (dur < nd->min_ns)
+		nd->min_ns = dur;
+	if (dur > nd->max_ns)
+		nd->max_ns = dur;
+	return dur;
+}
+
+/* Takes a kernel leaf's time out of the self time of what it is under:
+ * the system call (when it is delivered) or the open function.  Spans end
+ * before the thread's next function event, so that function is open. */
+static void span_charge(struct calltree_stream *t, const struct calltree_span *sp, uint64_t dur)
+{
+	if (sp->in_syscall) {
+		if (t->ksys_enter_ns != sp->sc_enter_ns) {
+			t->ksys_enter_ns = sp->sc_enter_ns;
+			t->ksys_ns = 0;
+		}
+		t->ksys_ns += dur;
+	} else if (sp->depth) {
+		t->path[sp->depth - 1].kernel_ns += dur;
+	}
+}
+
+static void wait_end(struct calltree_stream *t, uint64_t ns)
+{
+	span_charge(t, &t->wait, span_close(t, &t->wait, ns));
+	t->waiting = false;
+}
+
+/* Ends the innermost handler at ns: its time is inside the handler it
+ * interrupted, if any, else taken from what the leaves are under. */
+static void handler_end(struct calltree_stream *t, uint64_t ns)
+{
+	const struct calltree_span *sp = &t->handlers[--t->nhandlers];
+	uint64_t dur = span_close(t, sp, ns);
+
+	if (t->nhandlers)
+		t->handlers[t->nhandlers - 1].inner_ns += dur;
+	else
+		span_charge(t, sp, dur);
+}
+
+/* The thread is back in its own code at ns (a function event, a system
+ * call's exit): its waits and handlers are over, also those whose end
+ * (a switch-in, a handler's exit) the kernel did not deliver. */
+static void spans_end(struct calltree_stream *t, uint64_t ns)
+{
+	while (t->nhandlers)
+		handler_end(t, ns);
+	if (t->waiting)
+		wait_end(t, ns);
+}
+
 void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
 	struct calltree *ct = ctx;
@@ -208,8 +273,11 @@ void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr
 	struct calltree_frame *f;
 	uint32_t i;
 
-	(void)ns;
-	if (!t || (__builtin_expect(depth >= t->path_cap, 0) && ensure_depth(ct, t, depth)))
+	if (!t)
+		return;
+	if (__builtin_expect(t->waiting || t->nhandlers, 0))
+		spans_end(t, ns);
+	if (__builtin_expect(depth >= t->path_cap, 0) && ensure_depth(ct, t, depth))
 		return;
 	i = child_of(ct, t, depth ? t->path[depth - 1].node : 0, addr);
 	f = &t->path[depth];
@@ -217,6 +285,7 @@ void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr
 	f->inherited = flags & FILTER_INHERITED;
 	f->child_ns = 0;
 	f->sys_ns = 0;
+	f->kernel_ns = 0;
 	if (!i)
 		return;
 	if (__builtin_expect(f->inherited, 0))
@@ -251,11 +320,15 @@ void calltree_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr,
 	struct calltree_node *nd;
 
 	(void)addr;
-	if (!t || depth >= t->path_cap || !t->path[depth].node)
+	if (!t)
+		return;
+	if (__builtin_expect(t->waiting || t->nhandlers, 0))
+		spans_end(t, ns);
+	if (depth >= t->path_cap || !t->path[depth].node)
 		return;
 	f = &t->path[depth];
 	nd = &t->nodes[f->node];
-	busy = f->child_ns + f->sys_ns;
+	busy = f->child_ns + f->sys_ns + f->kernel_ns;
 	nd->total_ns += dur;
 	nd->self_ns += dur > busy ? dur - busy : 0;
 	if (__builtin_expect(!f->inherited, 1)) {
@@ -279,11 +352,23 @@ void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
 {
 	struct calltree *ct = ctx;
 	struct calltree_stream *t = calltree_stream(ct, s->index);
-	uint64_t dur = sc->has_exit ? sc->exit_ns - sc->enter_ns : 0;
+	uint64_t dur = sc->has_exit ? sc->exit_ns - sc->enter_ns : 0, kern;
 	struct calltree_node *nd;
 	uint32_t parent, i;
 
-	if (!t || !sc->has_enter || (sc->depth && (sc->depth > t->path_cap || !t->path[sc->depth - 1].node)))
+	if (!t)
+		return;
+	/* back from the kernel: its waits and handlers are over; those of
+	 * a call that did not finish end unknown, with no time */
+	if (sc->has_exit) {
+		spans_end(t, sc->exit_ns);
+	} else {
+		t->waiting = false;
+		t->nhandlers = 0;
+	}
+	kern = sc->has_enter && t->ksys_enter_ns == sc->enter_ns ? t->ksys_ns : 0;
+	t->ksys_enter_ns = t->ksys_ns = 0;
+	if (!sc->has_enter || (sc->depth && (sc->depth > t->path_cap || !t->path[sc->depth - 1].node)))
 		return;
 	parent = sc->depth ? t->path[sc->depth - 1].node : 0;
 	i = child_of(ct, t, parent, CALLTREE_SYSCALL_KEY(sc->arch, sc->nr));
@@ -297,13 +382,101 @@ void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
 	if (!sc->has_exit)
 		return;
 	nd->total_ns += dur;
-	nd->self_ns += dur;
+	nd->self_ns += dur > kern ? dur - kern : 0;
 	if (dur < nd->min_ns)
 		nd->min_ns = dur;
 	if (dur > nd->max_ns)
 		nd->max_ns = dur;
 	if (sc->depth)
 		t->path[sc->depth - 1].sys_ns += dur;
+}
+
+/* ------------------------------------------------------------ kernel leaves */
+
+/* The leaf's time begins: a span of the kernel event k on node i. */
+static struct calltree_span span_at(uint32_t i, const struct walk_kernel *k, enum kev_kind kind)
+{
+	return (struct calltree_span){ .node = i,
+		                       .depth = k->depth,
+		                       .in_syscall = k->in_syscall,
+		                       .kind = (uint8_t)kind,
+		                       .sc_enter_ns = k->sc_enter_ns,
+		                       .start_ns = k->ns };
+}
+
+/* A handler's exit record: ends the innermost handler of its kind, and
+ * those above it, whose exits are missing. */
+static void handler_exit(struct calltree_stream *t, enum kev_kind entry, uint64_t ns)
+{
+	uint32_t h = t->nhandlers;
+
+	while (h && t->handlers[h - 1].kind != entry)
+		h--;
+	while (h && t->nhandlers >= h)
+		handler_end(t, ns);
+}
+
+void calltree_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel *k)
+{
+	struct calltree *ct = ctx;
+	struct calltree_stream *t = calltree_stream(ct, s->index);
+	const struct kformats *kf;
+	struct kevent ev;
+	bool own;
+	uint32_t parent, i;
+
+	if (!t)
+		return;
+	/* again when a live session brings more formats (cheap otherwise) */
+	kf = klayer_formats(s->w, NULL, 0);
+	if (!kf || kevent_decode(kf, k->id, k->raw, k->raw_len, &ev)) {
+		ev.kind = KEV_OTHER; /* counted, with no time */
+		ev.common_pid = -1;
+	}
+	own = (uint32_t)ev.common_pid == s->tid;
+	/* a record made on the thread while it waits: it runs again, the
+	 * record of its switch-in missing */
+	if (own && t->waiting)
+		wait_end(t, k->ns);
+	if (ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.next_pid == s->tid && !own) {
+		if (t->waiting)
+			wait_end(t, k->ns);
+		return; /* a switch-in ends a wait: not an event of its own */
+	}
+	if (k->depth && (k->depth > t->path_cap || !t->path[k->depth - 1].node))
+		return;
+	parent = k->depth ? t->path[k->depth - 1].node : 0;
+	if (k->in_syscall && !(parent = child_of(ct, t, parent, CALLTREE_SYSCALL_KEY(k->sc_arch, k->sc_nr))))
+		return;
+	i = child_of(ct, t, parent, CALLTREE_KERNEL_KEY(k->id));
+	if (!i)
+		return;
+	t->nodes[i].calls++;
+	if (!own)
+		return;
+	switch (ev.kind) {
+	case KEV_SWITCH:
+		if ((uint32_t)ev.u.sw.prev_pid != s->tid)
+			break;
+		while (t->nhandlers)
+			handler_end(t, k->ns); /* no handler runs on across a switch */
+		t->wait = span_at(i, k, ev.kind);
+		t->waiting = true;
+		break;
+	case KEV_IRQ_ENTRY:
+	case KEV_SOFTIRQ_ENTRY:
+		if (t->nhandlers < CALLTREE_HANDLERS_MAX)
+			t->handlers[t->nhandlers++] = span_at(i, k, ev.kind);
+		break;
+	case KEV_IRQ_EXIT:
+		handler_exit(t, KEV_IRQ_ENTRY, k->ns);
+		break;
+	case KEV_SOFTIRQ_EXIT:
+		handler_exit(t, KEV_SOFTIRQ_ENTRY, k->ns);
+		break;
+	default:
+		break;
+	}
 }
 
 void calltree_walk_ops(struct calltree *ct, struct walk_ops *ops)
@@ -313,18 +486,38 @@ void calltree_walk_ops(struct calltree *ct, struct walk_ops *ops)
 	ops->entry = calltree_entry;
 	ops->exit = calltree_exit;
 	ops->syscall = calltree_syscall;
+	ops->kernel = calltree_kernel;
 }
 
-const char *calltree_node_name(struct walk *w, const struct walk_stream *s, const struct calltree_node *nd,
-                               bool sys_prefix, char *buf, size_t size)
+const char *calltree_key_name(struct walk *w, uint32_t image, uint64_t key, bool prefix, char *buf, size_t size)
 {
-	char sys[48];
+	const struct kformat_event *e = NULL;
+	const struct kformats *kf;
+	char leaf[160];
 
-	if (!CALLTREE_IS_SYSCALL(nd->addr))
-		return walk_name(w, s->image, nd->addr, buf, size);
-	sys_name((enum sys_arch)CALLTREE_SYSCALL_ARCH(nd->addr), CALLTREE_SYSCALL_NR(nd->addr), sys, sizeof(sys));
-	snprintf(buf, size, "%s%s", sys_prefix ? "[sys] " : "", sys);
+	if (CALLTREE_IS_SYSCALL(key)) {
+		sys_name((enum sys_arch)CALLTREE_SYSCALL_ARCH(key), CALLTREE_SYSCALL_NR(key), leaf, sizeof(leaf));
+		snprintf(buf, size, "%s%s", prefix ? "[sys] " : "", leaf);
+	} else if (CALLTREE_IS_KERNEL(key)) {
+		if (w && (kf = klayer_formats(w, NULL, 0)))
+			e = kformats_find(kf, CALLTREE_KERNEL_ID(key));
+		if (e)
+			snprintf(leaf, sizeof(leaf), "%s:%s", e->system, e->name);
+		else
+			snprintf(leaf, sizeof(leaf), "tracepoint %u", CALLTREE_KERNEL_ID(key));
+		snprintf(buf, size, "%s%s", prefix ? "[kernel] " : "", leaf);
+	} else if (w) {
+		return walk_name(w, image, key, buf, size);
+	} else {
+		snprintf(buf, size, "0x%llx", (unsigned long long)key);
+	}
 	return buf;
+}
+
+const char *calltree_node_name(struct walk *w, const struct walk_stream *s, const struct calltree_node *nd, bool prefix,
+                               char *buf, size_t size)
+{
+	return calltree_key_name(w, s->image, nd->addr, prefix, buf, size);
 }
 
 void calltree_profile(const struct calltree *ct, struct profile *p, struct walk_stream *s)
@@ -336,7 +529,7 @@ void calltree_profile(const struct calltree *ct, struct profile *p, struct walk_
 		const struct calltree_node *nd = &t->nodes[i];
 		struct profile_sums sums;
 
-		if (CALLTREE_IS_SYSCALL(nd->addr) || !nd->calls)
+		if (CALLTREE_IS_LEAF(nd->addr) || !nd->calls)
 			continue;
 		sums.calls = nd->calls;
 		sums.sum_ns = nd->total_ns - nd->inherited_ns;
@@ -516,6 +709,8 @@ void calltree_node_json(struct json *j, const struct calltree_node *nd)
 		json_bool(j, "syscall", true);
 		json_u64(j, "errors", nd->errors);
 	}
+	if (CALLTREE_IS_KERNEL(nd->addr))
+		json_bool(j, "kernel", true);
 	json_u64(j, "calls", nd->calls);
 	json_u64(j, "total_ns", nd->total_ns);
 	json_u64(j, "self_ns", nd->self_ns);

@@ -1,6 +1,7 @@
-/* Per-thread call trees: every node is a call path (a function, or a
- * system call leaf under the function that made it) with its calls and
- * inclusive and self time.  A consumer of the event walk, shared by tree,
+/* Per-thread call trees: every node is a call path (a function, a system
+ * call leaf under the function that made it, or a kernel event leaf under
+ * the system call or function under way when it happened) with its calls
+ * and inclusive and self time.  A consumer of the event walk, shared by tree,
  * the report exports (XML, HTML), folded stacks and the web UI's server,
  * which names the nodes, asks for one level at a time and derives its flat
  * profile from the trees (calltree_profile).  Memory grows with the number
@@ -24,19 +25,27 @@
 
 /* Bound on the nodes of one thread's tree. */
 #define CALLTREE_NODES_MAX (1u << 24)
-/* A syscall leaf's key in place of a function address (user addresses
- * never have the top bit set). */
-#define CALLTREE_SYSCALL_KEY(arch, nr) (UINT64_C(1) << 63 | (uint64_t)(arch) << 32 | (nr))
-#define CALLTREE_IS_SYSCALL(addr) ((addr) >> 63)
+/* A leaf's key in place of a function address, told apart by its top two
+ * bits (function addresses, code addresses too, never have the top bit
+ * set: symbolizer.h): 10 a system call (its arch and number), 11 a kernel
+ * event (its tracepoint id, named by the trace's formats). */
+#define CALLTREE_SYSCALL_KEY(arch, nr) (UINT64_C(2) << 62 | (uint64_t)(arch) << 32 | (nr))
+#define CALLTREE_KERNEL_KEY(id) (UINT64_C(3) << 62 | (uint64_t)(id))
+#define CALLTREE_IS_LEAF(addr) ((addr) >> 63)
+#define CALLTREE_IS_SYSCALL(addr) ((addr) >> 62 == 2)
+#define CALLTREE_IS_KERNEL(addr) ((addr) >> 62 == 3)
 #define CALLTREE_SYSCALL_ARCH(addr) ((uint8_t)((addr) >> 32 & 0xff))
 #define CALLTREE_SYSCALL_NR(addr) ((uint32_t)(addr))
+#define CALLTREE_KERNEL_ID(addr) ((uint32_t)(addr))
+/* Interrupt handlers open at once on a thread whose time is followed. */
+#define CALLTREE_HANDLERS_MAX 8u
 
 enum calltree_node_flags {
 	CALLTREE_RECURSIVE = 1u << 0, /* the same function is on the path above */
 };
 
 struct calltree_node {
-	uint64_t addr;                                  /* function address, or CALLTREE_SYSCALL_KEY */
+	uint64_t addr;                                  /* function address, CALLTREE_SYSCALL_KEY or _KERNEL_KEY */
 	uint32_t parent;                                /* index; 0 is the root */
 	uint32_t first_child, next_sibling, last_child; /* 0: none */
 	uint32_t nchildren;
@@ -45,8 +54,14 @@ struct calltree_node {
 	uint32_t flags;     /* enum calltree_node_flags */
 	/* calls: entries on this path (frames inherited from the parent
 	 * process at fork not counted); total_ns and self_ns: time of the
-	 * calls that ended (inherited frames included); self excludes callees
-	 * and system calls; min_ns is UINT64_MAX before a call ended */
+	 * calls that ended (inherited frames included); self excludes callees,
+	 * system calls and the time of kernel leaves; min_ns is UINT64_MAX
+	 * before a call ended.  A kernel leaf's calls are its records on the
+	 * path (a switch to the thread is not one: it ends the wait its
+	 * switch-out began); its time is that of its waits off the CPU
+	 * (sched_switch) and interrupt handlers (irq_handler_entry,
+	 * softirq_entry), 0 for other events; its self time leaves out the
+	 * handlers that interrupted a handler. */
 	uint64_t calls, total_ns, self_ns, min_ns, max_ns;
 	uint64_t errors;    /* syscall leaves: calls that failed */
 	uint64_t sys_calls; /* calls of the syscall leaves right under it */
@@ -64,6 +79,19 @@ struct calltree_frame {
 	uint32_t inherited; /* entered before a fork, in the parent */
 	uint64_t child_ns;  /* time of its callees that ended */
 	uint64_t sys_ns;    /* time of its system calls that ended */
+	uint64_t kernel_ns; /* time of the kernel leaves right under it that ended */
+};
+
+/* The time of a kernel leaf under way: a wait off the CPU (from the
+ * thread's switch-out) or an interrupt handler, charged when it ends. */
+struct calltree_span {
+	uint32_t node;   /* the leaf */
+	uint32_t depth;  /* functions open then: the leaf is under the innermost (or the root) */
+	bool in_syscall; /* ... or under the system call entered at sc_enter_ns */
+	uint8_t kind;    /* the kev_kind (kformat.h) that began it */
+	uint64_t sc_enter_ns;
+	uint64_t start_ns;
+	uint64_t inner_ns; /* handlers: the time of handlers that interrupted it */
 };
 
 /* One thread's tree: nodes[0] is the root (no function), nodes[1..n) the
@@ -80,6 +108,16 @@ struct calltree_stream {
 	 * with a name and that address */
 	struct hashindex amap;
 	uint32_t amap_upto;
+	/* kernel leaves' time under way: the wait since the thread's last
+	 * switch-out, and the interrupt handlers running on it, innermost
+	 * last */
+	bool waiting;
+	struct calltree_span wait;
+	struct calltree_span handlers[CALLTREE_HANDLERS_MAX];
+	uint32_t nhandlers;
+	/* the time of the kernel leaves under the system call entered at
+	 * ksys_enter_ns, taken out of its self time when it is delivered */
+	uint64_t ksys_enter_ns, ksys_ns;
 };
 
 struct calltree {
@@ -101,7 +139,13 @@ void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr
 void calltree_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
                    unsigned flags);
 void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
-/* Sets ops->ctx, begin, entry, exit and syscall to build ct. */
+/* A kernel event: a leaf under the system call under way (found or added
+ * under the current path, as its delivery at its exit finds it), else
+ * under the innermost function, else the root.  Decodes the record with
+ * the trace's formats (klayer_formats): a hash probe and a few loads; no
+ * allocation but when a path is new. */
+void calltree_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel *k);
+/* Sets ops->ctx, begin, entry, exit, syscall and kernel to build ct. */
 void calltree_walk_ops(struct calltree *ct, struct walk_ops *ops);
 
 /* The tree of the stream at walk_stream.index `index`, or NULL when it
@@ -116,17 +160,22 @@ struct calltree_stream *calltree_stream(const struct calltree *ct, uint32_t inde
  * tree anyway. */
 void calltree_profile(const struct calltree *ct, struct profile *p, struct walk_stream *s);
 
-/* A node's display name into buf: the function's name (walk_name), or for
- * a syscall leaf its name, after "[sys] " when sys_prefix.  Returns buf. */
-const char *calltree_node_name(struct walk *w, const struct walk_stream *s, const struct calltree_node *nd,
-                               bool sys_prefix, char *buf, size_t size);
+/* The display name of key (a function address in image, or a leaf's key)
+ * into buf: the function's name (walk_name; an address form when w is
+ * NULL), a syscall leaf's name after "[sys] ", a kernel leaf's
+ * "group:event" (from w's formats; "tracepoint ID" without them) after
+ * "[kernel] ", those prefixes only with prefix.  Returns buf. */
+const char *calltree_key_name(struct walk *w, uint32_t image, uint64_t key, bool prefix, char *buf, size_t size);
+/* The same for a node of s's tree. */
+const char *calltree_node_name(struct walk *w, const struct walk_stream *s, const struct calltree_node *nd, bool prefix,
+                               char *buf, size_t size);
 
 /* Names every node added since the last call into nt (functions through
- * w's symbolizer, syscalls by their table, without a prefix).  Returns 0
- * or -ENOMEM. */
+ * w's symbolizer, syscalls by their table, kernel events by the trace's
+ * formats, without a prefix).  Returns 0 or -ENOMEM. */
 int calltree_name(struct calltree *ct, struct walk *w, struct names *nt);
 
-/* The name id of function or syscall key addr from the thread's named
+/* The name id of function or leaf key addr from the thread's named
  * nodes, or NAMES_NONE when no node has it (or memory ran out).  The map
  * is brought up to date on each call: cheap when nothing was added. */
 uint32_t calltree_addr_name(struct calltree_stream *t, uint64_t addr);
@@ -154,8 +203,9 @@ uint32_t calltree_iter_next(struct calltree_iter *it, uint32_t *depth);
 void calltree_iter_release(struct calltree_iter *it);
 
 /* Writes a node's figures as JSON members, as `tree --format json` and serve
- * show them: syscall and errors (a system call's node only), calls,
- * total_ns, self_ns, min_ns (0 without a finished call), max_ns. */
+ * show them: syscall and errors (a system call's node only), kernel (true,
+ * a kernel event's node only), calls, total_ns, self_ns, min_ns (0 without
+ * a finished call), max_ns. */
 void calltree_node_json(struct json *j, const struct calltree_node *nd);
 
 #endif

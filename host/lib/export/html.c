@@ -33,7 +33,7 @@ static const char html_style[] =
     ".tree{font-size:.9em}.row{display:flex;gap:.8em;padding:.05em 0;cursor:default}\n"
     ".row:hover{background:#eef4ff}.row .num{width:7.5em;text-align:right;flex:none}\n"
     ".tog{display:inline-block;width:1.2em;color:#555}.row:has(.tog:not(:empty)){cursor:pointer}\n"
-    ".hdr{font-weight:bold;background:#eee}.sys .name{color:#06c}.err{color:#c00}\n"
+    ".hdr{font-weight:bold;background:#eee}.sys .name{color:#06c}.kern .name{color:#2e7d32}.err{color:#c00}\n"
     "button{margin-right:.5em}\n"
     ".chart{max-width:60em;width:100%;height:auto;border:1px solid #ccc}.chart text{font-size:11px;fill:#555}\n"
     ".chart polyline{fill:none;stroke:#c33;stroke-width:1.5}.stack{margin:.2em 0 .6em 1.5em;font-size:.85em}\n"
@@ -41,7 +41,8 @@ static const char html_style[] =
 
 /* Sortable tables, and call trees drawn from the JSON in #tree-data:
  * per thread a flat array of 6 numbers a node (depth, name index, calls,
- * total ns, self ns, errors or -1 for a function) in depth-first order. */
+ * total ns, self ns, and a system call's errors, -1 for a function or -2
+ * for a kernel event) in depth-first order. */
 static const char html_script[] =
     "<script>\n"
     "(function () {\n"
@@ -92,14 +93,15 @@ static const char html_script[] =
     "    stack[d + 1] = i + 1;\n"
     "  }\n"
     "  function row(i) {\n"
-    "    var r = el(\"div\", \"row\" + (n[6 * i + 5] >= 0 ? \" sys\" : \"\"));\n"
+    "    var r = el(\"div\", \"row\" + (n[6 * i + 5] >= 0 ? \" sys\" : n[6 * i + 5] === -2 ? \" kern\" : \"\"));\n"
     "    r.appendChild(el(\"span\", \"num\", fmt(n[6 * i + 3])));\n"
     "    r.appendChild(el(\"span\", \"num\", fmt(n[6 * i + 4])));\n"
     "    r.appendChild(el(\"span\", \"num\", String(n[6 * i + 2])));\n"
     "    var name = el(\"span\", \"name\");\n"
     "    name.style.paddingLeft = (1.2 * n[6 * i]) + \"em\";\n"
     "    name.appendChild(el(\"span\", \"tog\", children[i + 1].length ? \"\\u25B8\" : \"\"));\n"
-    "    name.appendChild(document.createTextNode((n[6 * i + 5] >= 0 ? \"[sys] \" : \"\") + names[n[6 * i + 1]]));\n"
+    "    var leaf = n[6 * i + 5] >= 0 ? \"[sys] \" : n[6 * i + 5] === -2 ? \"[kernel] \" : \"\";\n"
+    "    name.appendChild(document.createTextNode(leaf + names[n[6 * i + 1]]));\n"
     "    if (n[6 * i + 5] > 0) name.appendChild(el(\"span\", \"err\", \" (\" + n[6 * i + 5] + \" failed)\"));\n"
     "    r.appendChild(name);\n"
     "    return r;\n"
@@ -526,6 +528,15 @@ static void put_kernel(FILE *f, const struct reportdata *rd)
 	fputs("</tbody>\n</table>\n", f);
 }
 
+/* The last number of a node in the script's array: a system call's
+ * errors, -1 for a function, -2 for a kernel event. */
+static int64_t node_code(const struct calltree_node *nd)
+{
+	if (CALLTREE_IS_SYSCALL(nd->addr))
+		return (int64_t)nd->errors;
+	return CALLTREE_IS_KERNEL(nd->addr) ? -2 : -1;
+}
+
 /* One thread's nodes as the flat array the script reads. */
 static int put_tree_nodes(FILE *f, struct reportdata *rd, struct names *nm, const struct walk_stream *s,
                           const struct calltree_stream *t)
@@ -548,8 +559,7 @@ static int put_tree_nodes(FILE *f, struct reportdata *rd, struct names *nm, cons
 			break;
 		}
 		fprintf(f, "%s%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64, first ? "" : ",",
-		        depth, id, nd->calls, nd->total_ns, nd->self_ns,
-		        CALLTREE_IS_SYSCALL(nd->addr) ? (int64_t)nd->errors : -1);
+		        depth, id, nd->calls, nd->total_ns, nd->self_ns, node_code(nd));
 		first = false;
 	}
 	if (it.oom)
@@ -570,7 +580,9 @@ static int put_trees(FILE *f, struct reportdata *rd)
 	names_init_max(&nm, CALLTREE_NODES_MAX);
 	fputs("<h2 id=\"trees\">Call trees</h2>\n<p class=\"meta\">Per thread: inclusive (total) and self time and "
 	      "calls of each call path; system calls are <span class=\"name\">[sys]</span> leaves under the "
-	      "function that made them, and their time is not in its self time. Click a row to open or fold it.</p>\n"
+	      "function that made them, kernel events <span class=\"name\">[kernel]</span> leaves under the system "
+	      "call or function under way (with the time off the CPU of a switch-out, and of interrupt handlers), "
+	      "and their time is not in its self time. Click a row to open or fold it.</p>\n"
 	      "<p><button id=\"expand-all\" type=\"button\">Expand all</button><button id=\"collapse-all\" "
 	      "type=\"button\">Collapse all</button></p>\n"
 	      "<noscript><p>The call trees need JavaScript; the same numbers are in <code>layerprof tree</code> and "

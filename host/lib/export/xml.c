@@ -202,6 +202,8 @@ static int put_tree(FILE *f, struct reportdata *rd, const struct walk_stream *s,
 			attr_bool(f, "syscall", true);
 			attr_u64(f, "errors", nd->errors);
 		}
+		if (CALLTREE_IS_KERNEL(nd->addr))
+			attr_bool(f, "kernel", true);
 		attr_u64(f, "calls", nd->calls);
 		attr_u64(f, "total-ns", nd->total_ns);
 		attr_u64(f, "self-ns", nd->self_ns);

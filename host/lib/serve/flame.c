@@ -19,10 +19,10 @@ void flame_release(struct flame *f)
 }
 
 /* The child of parent named name, added when new; 0 when memory ran out. */
-static uint32_t child_of(struct flame *f, uint32_t parent, uint32_t name, bool sys)
+static uint32_t child_of(struct flame *f, uint32_t parent, uint32_t name, enum flame_kind kind)
 {
 	bool added;
-	uint32_t i = pathmerge_child(&f->paths, parent, (uint64_t)name << 1 | sys, &added);
+	uint32_t i = pathmerge_child(&f->paths, parent, (uint64_t)name << 2 | kind, &added);
 	struct flame_node *nd;
 
 	if (!added)
@@ -37,7 +37,7 @@ static uint32_t child_of(struct flame *f, uint32_t parent, uint32_t name, bool s
 	nd = &f->nodes[i];
 	memset(nd, 0, sizeof(*nd));
 	nd->name = name;
-	nd->syscall = sys;
+	nd->kind = (uint8_t)kind;
 	return i;
 }
 
@@ -50,7 +50,7 @@ static int merge_stream(struct flame *f, const struct calltree_stream *t, uint32
 	twin[0] = 0;
 	for (i = 1; i < t->named; i++) {
 		const struct calltree_node *nd = &t->nodes[i];
-		uint32_t m = child_of(f, twin[nd->parent], nd->name, CALLTREE_IS_SYSCALL(nd->addr));
+		uint32_t m = child_of(f, twin[nd->parent], nd->name, FLAME_KIND_OF(nd->addr));
 
 		if (!m)
 			return -ENOMEM;
@@ -157,14 +157,14 @@ static int charge_point(struct flame *f, const struct calltree_stream *t, const 
 	for (i = depth; i > 0; i--) {
 		const struct calltree_node *nd = &t->nodes[path[i - 1]];
 
-		at = child_of(f, at, nd->name, CALLTREE_IS_SYSCALL(nd->addr));
+		at = child_of(f, at, nd->name, FLAME_KIND_OF(nd->addr));
 		if (!at)
 			return -ENOMEM;
 		f->nodes[at].total_ns += p->ns;
 		f->nodes[at].calls += p->count;
 	}
 	if (leaf_name != NAMES_NONE) {
-		at = child_of(f, at, leaf_name, p->leaf != 0);
+		at = child_of(f, at, leaf_name, p->leaf ? FLAME_SYSCALL : FLAME_FUNCTION);
 		if (!at)
 			return -ENOMEM;
 		f->nodes[at].total_ns += p->ns;

@@ -17,16 +17,27 @@
 #define FLAME_NODES_MAX (1u << 25)
 #define FLAME_POINT_DEPTH_MAX 4096u /* frames of a point's path kept (the outermost) */
 
+/* What a frame is: a function, or a leaf of the call trees. */
+enum flame_kind {
+	FLAME_FUNCTION = 0,
+	FLAME_SYSCALL, /* a system call leaf */
+	FLAME_KERNEL,  /* a kernel event leaf */
+};
+
 /* What a merged path adds up to; its place in the graph (parent,
  * children, newest first) is paths.nodes[] at the same index. */
 struct flame_node {
 	uint32_t name; /* names id; the root's is NAMES_NONE */
-	bool syscall;
+	uint8_t kind;  /* enum flame_kind */
 	uint64_t calls, total_ns, self_ns;
 };
 
+/* The kind of a call tree node's frame. */
+#define FLAME_KIND_OF(addr) \
+	(CALLTREE_IS_SYSCALL(addr) ? FLAME_SYSCALL : CALLTREE_IS_KERNEL(addr) ? FLAME_KERNEL : FLAME_FUNCTION)
+
 struct flame {
-	struct pathmerge paths;   /* keys: name << 1 | syscall; node 0: every thread */
+	struct pathmerge paths;   /* keys: name << 2 | kind; node 0: every thread */
 	struct flame_node *nodes; /* per node of paths */
 	uint32_t cap;
 	bool oom; /* memory ran out: the graph lacks some paths */

@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include "common/chunk.h"
-#include "common/systab.h"
 #include "host/lib/serve/index.h"
 #include "host/lib/serve/model.h"
 
@@ -306,12 +305,7 @@ uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr)
 
 	if (id != NAMES_NONE)
 		return id;
-	if (CALLTREE_IS_SYSCALL(addr))
-		sys_name((enum sys_arch)(addr >> 32 & 0xff), (uint32_t)addr, buf, sizeof(buf));
-	else if (m->w && t && t->ws)
-		walk_name(m->w, t->ws->image, addr, buf, sizeof(buf));
-	else
-		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+	calltree_key_name(t && t->ws ? m->w : NULL, t && t->ws ? t->ws->image : 0, addr, false, buf, sizeof(buf));
 	return names_intern(&m->names, buf);
 }
 

@@ -63,7 +63,8 @@ int symbolizer_add_map(struct symbolizer *s, uint32_t image, uint64_t base, uint
  * those addresses apart (0 for the first, and always 0 in an image where
  * nothing was unmapped), so that consumers keep them apart by address as
  * before; the lookups below take code addresses and plain ones alike.
- * Bit 63 stays clear (host/lib/analysis/calltree.h keys system calls with it). */
+ * Bit 63 stays clear (host/lib/analysis/calltree.h keys its leaves, system
+ * calls and kernel events, with it). */
 #define SYMBOLIZER_TAG_SHIFT 56
 #define SYMBOLIZER_TAG_MAX 127u
 #define SYMBOLIZER_ADDR(code) ((code) >> 63 ? (code) : (code) & ((UINT64_C(1) << SYMBOLIZER_TAG_SHIFT) - 1))
