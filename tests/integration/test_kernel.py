@@ -743,13 +743,16 @@ def group_undelivered(lp, progs, tmp):
     if not rep["unpaired_switches"]:
         skip("the unpaired switches' warning", "CPU %d delivered every record in 3 recordings" % bad[0])
         return
-    check(rep["unpaired_switches"] <= 5 and rep["unpaired_switch_cpus"] == [bad[0]],
-          "report --kernel: 1 to 5 unpaired switches, all on CPU %d" % bad[0],
+    # five sleeps, and taskset's move to that CPU (switched out on another,
+    # switched in there from idle)
+    check(rep["unpaired_switches"] <= 6 and bad[0] in rep["unpaired_switch_cpus"],
+          "report --kernel: 1 to 6 unpaired switches, CPU %d among their CPUs" % bad[0],
           "%d on %s" % (rep["unpaired_switches"], rep["unpaired_switch_cpus"]))
-    want = "switch-outs (on CPU %d) have no switch-in before the next one" % bad[0]
+    want = re.compile(r"switch-outs \(on CPUs? ([0-9]+, )*%d(, [0-9]+)*\) have no switch-in before the next one" %
+                      bad[0])
     for what in ("--kernel", "--layers"):
         r = lp("report", what, trace)
-        check(r.returncode == 0 and want in r.stdout, "report %s warns, naming CPU %d" % (what, bad[0]),
+        check(r.returncode == 0 and want.search(r.stdout), "report %s warns, naming CPU %d" % (what, bad[0]),
               r.stdout[:400])
 
 
