@@ -715,6 +715,7 @@ const KT_STATE = {
   S: ['#7b8bb0', '#dfe4ef'], D: ['#d0893a', '#f6e2cb'], R: ['#c0392b', '#f5d5d1'], '?': ['#8a8f99', '#e4e6ea'],
 };
 const KT_ARROW = { thread: '#1e8449', timer: '#8e44ad', hardirq: '#d35400', softirq: '#b9770e', none: '#69707d' };
+const KT_OTHER = '#b0b6bf'; /* another process's slice on a CPU (--kernel-system) */
 
 /* A thread's colour in the CPU lanes: none of them the green of "on a CPU". */
 const THREAD_HUES = [25, 215, 305, 45, 185, 265, 0, 345, 200, 280];
@@ -734,7 +735,7 @@ function ktStatus() {
   const k = state.kt.data;
   if (!k) {
     st.textContent = '';
-    for (const key of ['off', 'offS', 'cpus', 'threads', 'arrows']) delete st.dataset[key];
+    for (const key of ['off', 'offS', 'cpus', 'threads', 'arrows', 'others']) delete st.dataset[key];
     return;
   }
   const mine = k.threads.find((t) => t.id === state.tl.thread);
@@ -743,12 +744,16 @@ function ktStatus() {
     off += o[6];
     if (o[2] === 'S') offS += o[6];
   }
+  let others = 0; /* slices of other processes' threads (record --kernel-system) */
+  for (const c of k.cpus) others += c.slices.filter((sl) => sl.length > 5 && sl[5] !== null).length;
   st.textContent = '\u2014 this thread: ' + fmtCount(off) + ' off-CPU waits in the window; ' +
     fmtCount(k.threads.length) + ' thread' + (k.threads.length === 1 ? '' : 's') + ', ' + fmtCount(k.cpus.length) +
     ' CPU' + (k.cpus.length === 1 ? '' : 's') + ', ' + fmtCount(k.arrows.length) + ' wake-ups' +
     (k.threads_more ? ', ' + fmtCount(k.threads_more) + ' more threads not shown' : '') +
-    (k.hidden ? ', ' + fmtCount(k.hidden) + ' intervals not shown' : '');
+    (k.hidden ? ', ' + fmtCount(k.hidden) + ' intervals not shown' : '') +
+    (others ? ', ' + fmtCount(others) + ' slices of other processes (grey)' : '');
   st.dataset.off = String(off);
+  st.dataset.others = String(others);
   st.dataset.offS = String(offS);
   st.dataset.cpus = String(k.cpus.length);
   st.dataset.threads = String(k.threads.length);
@@ -841,14 +846,15 @@ function drawKTracks() {
     g.fillStyle = '#f3f4f6';
     g.fillRect(0, y, width, KT_LANE);
     for (const sl of c.slices) {
-      const [s0, s1, thread, count, fill] = sl;
+      const [s0, s1, thread, count, fill, other] = sl;
       const x = X(s0), w = W(s0, s1);
       if (x > width || x + w < 0) continue;
       g.globalAlpha = count > 1 ? Math.max(0.3, fill / 1000) : 1;
-      g.fillStyle = threadColour(thread);
+      /* another process's (record --kernel-system): grey, named in the tooltip */
+      g.fillStyle = other !== undefined && other !== null ? KT_OTHER : threadColour(thread);
       g.fillRect(x, y + 2, w, KT_LANE - 4);
       g.globalAlpha = 1;
-      state.kt.boxes.push({ x, w, y, h: KT_LANE, kind: 'slice', sl, cpu: c.cpu });
+      state.kt.boxes.push({ x, w, y, h: KT_LANE, kind: 'slice', sl, cpu: c.cpu, names: k.names });
     }
     labels.push([y, 'CPU ' + c.cpu]);
     y += KT_LANE + KT_GAP;
@@ -909,9 +915,11 @@ function ktTip(b) {
       ', ' + fmtNs(s1 - s0);
   }
   if (b.kind === 'slice') {
-    const [s0, s1, thread, count] = b.sl;
-    const t = threadById(thread);
-    return 'CPU ' + b.cpu + ': ' + (t ? t.comm + ' ' + t.tid : 'thread ' + thread) +
+    const [s0, s1, thread, count, , other] = b.sl;
+    const t = other !== undefined && other !== null ? null : threadById(thread);
+    const who = other !== undefined && other !== null ? b.names[other] + ' (another process)' :
+      t ? t.comm + ' ' + t.tid : 'thread ' + thread;
+    return 'CPU ' + b.cpu + ': ' + who +
       (count > 1 ? ' and others (' + fmtCount(count) + ' slices merged)' : '') + '\n' + fmtNs(s0) + ' \u2013 ' +
       fmtNs(s1) + ' (' + fmtNs(s1 - s0) + ')';
   }

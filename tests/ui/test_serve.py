@@ -15,6 +15,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -1224,7 +1225,9 @@ def sleeper_waits(rep):
 
 
 def record_kern_sleep(lp, b, tmp):
-    """kern_sleep recorded with --kernel --syscalls: (trace, None), or
+    """kern_sleep recorded with --kernel --syscalls --kernel-system (the
+    other processes, the recorder at least, run on the CPU tracks): (trace,
+    None), or
     (None, why not) when record --kernel fails.  The kernel group runs on
     the CPUs that deliver the idle task's records (kernel_truth.
     delivering_cpus); a recording whose kernel events still miss a wake-up
@@ -1235,7 +1238,7 @@ def record_kern_sleep(lp, b, tmp):
     why = None
     for n in range(5):
         trace = os.path.join(tmp, "t-kern-sleep-%d" % n)
-        r = lp("record", "-q", "--kernel", "--syscalls", "-o", trace, "--", prog)
+        r = lp("record", "-q", "--kernel", "--syscalls", "--kernel-system", "-o", trace, "--", prog)
         if r.returncode != 0:
             return None, "record --kernel fails: %s" % (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
         rep = lp.json("report", "--kernel", "--format", "json", trace)
@@ -1324,11 +1327,21 @@ def group_kernel(lp, b, tmp, br):
                                            for a in arrows),
               "/api/kernel_tracks: %d wake-up arrows from the timer, each within its wait, to its switch-in" % SLEEPS,
               k.get("arrows"))
-        slices = [sl for c in k.get("cpus", []) for sl in c["slices"]]
+        every = [sl for c in k.get("cpus", []) for sl in c["slices"]]
+        slices = [sl for sl in every if len(sl) == 5]
         check(k.get("cpus") and slices and all(sl[2] == thread["id"] for sl in slices) and
               all(not (o[0] < sl[1] and sl[0] < o[1]) for o in offs for sl in slices),
               "/api/kernel_tracks: CPU tracks with the thread's run slices, none while it was off the CPU",
               k.get("cpus"))
+        # --kernel-system: the other processes' slices, each named, the
+        # recorder among them; none of them the program's thread
+        others = [sl for sl in every if len(sl) == 6]
+        onames = {k["names"].get(str(sl[5]), "") for sl in others}
+        check(others and all(sl[2] != thread["id"] for sl in others) and
+              all(re.fullmatch(r"\S.* [0-9]+(/[0-9]+)?", n_) for n_ in onames) and
+              any(n_.startswith("layerprof ") for n_ in onames),
+              "/api/kernel_tracks: other processes' slices on the CPU tracks, named 'comm pid', the recorder's "
+              "among them", sorted(onames)[:8])
         a = flow["start_ns"] - summ["first_ns"]
         st, w = tracks(srv.port, "?from=%d&to=%d&px=800" % (a, a + flow["duration_ns"]))
         wo = [o for t in w.get("threads", []) if t["id"] == thread["id"] for o in t["off"]]
@@ -1434,6 +1447,7 @@ def group_kernel(lp, b, tmp, br):
             "thread": thread["id"],
             "min_offcpu_ns": SLEEPS * SLEEP_NS,
             "empty_url": empty.url,
+            "others": True,
         }
         br.run("kernel", srv.url, expect, prefix="kernel-")
     finally:

@@ -579,7 +579,8 @@ async function flowRows(page) {
 async function ktState(page) {
   return page.$eval('#kt-status', (s) => ({
     off: s.dataset.off === undefined ? -1 : Number(s.dataset.off), offS: Number(s.dataset.offS || -1),
-    cpus: Number(s.dataset.cpus || 0), arrows: Number(s.dataset.arrows || 0), text: s.textContent,
+    cpus: Number(s.dataset.cpus || 0), arrows: Number(s.dataset.arrows || 0), others: Number(s.dataset.others || 0),
+    text: s.textContent,
   }));
 }
 
@@ -621,6 +622,10 @@ async function scenarioKernel(page) {
     ' off-CPU waits (S) on the thread', kt.text);
   check(kt.cpus >= 1, 'kernel tracks: a CPU track', kt.text);
   check(kt.arrows >= exp.waits, 'kernel tracks: the wake-ups drawn as arrows', kt.text);
+  if (exp.others) {
+    check(kt.others >= 1 && /slices of other processes \(grey\)/.test(kt.text),
+      'kernel tracks: other processes\' slices on the CPU tracks (record --kernel-system)', kt.text);
+  }
   check(await inked(page, '#ktrack-canvas') > 1000, 'kernel tracks: drawn');
   await shot(page, 'tracks');
 

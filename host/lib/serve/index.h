@@ -15,7 +15,9 @@
 #include "host/lib/trace/dir.h"
 
 #define SERVEINDEX_FILE TRACEDIR_SERVE_INDEX
-#define SERVEINDEX_VERSION 3u       /* 2: the kernel layer; 3: kernel leaves in the call trees */
+/* 2: the kernel layer; 3: kernel leaves in the call trees; 4: other
+ * processes' slices on the CPU tracks */
+#define SERVEINDEX_VERSION 4u
 #define SERVEINDEX_MAX (2ull << 30) /* bytes of an index read */
 
 /* Writes the index of m (built by a pass over dir) as dir/serve-index,

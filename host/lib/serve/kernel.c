@@ -107,8 +107,9 @@ int servekernel_refresh(struct servemodel *m)
 	bool stale = !k->docs_valid || (m->live && k->docs_gen != m->generation);
 
 	if (m->w) {
-		k->kernel_events = m->w->kernel_events;
-		k->has_kernel = k->kernel_events > 0;
+		/* the program's: other processes' (--kernel-system) are apart */
+		k->kernel_events = m->w->kernel_events - m->w->other_kernel_events;
+		k->has_kernel = m->w->kernel_events > 0;
 	}
 	if (!k->has_kernel)
 		return 0;
@@ -341,6 +342,8 @@ static void put_slice_box(struct window *wd, struct json *j, const struct box *b
 	json_u64(j, NULL, sl->thread);
 	json_u64(j, NULL, bx->count);
 	json_u64(j, NULL, fill_of(bx));
+	if (sl->other != NAMES_NONE) /* another process's thread (--kernel-system): named */
+		put_text(wd, j, names_get(&wd->m->kern.tracks.texts, sl->other));
 	json_array_end(j);
 }
 

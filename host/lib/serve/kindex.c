@@ -66,6 +66,7 @@ void serveindex_write_kernel(struct indexout *o, const struct servekernel *k)
 		put_u64(o, kt->slices[s].end);
 		put_u32(o, kt->slices[s].thread);
 		put_u32(o, kt->slices[s].cpu);
+		put_u32(o, kt->slices[s].other);
 	}
 	put_u32(o, kt->npoints);
 	for (i = 0; i < kt->npoints; i++) {
@@ -184,7 +185,7 @@ int serveindex_read_kernel(struct indexin *c, struct servekernel *k)
 		}
 	}
 	n64 = get_u64(c);
-	if (n64 > KTRACK_ITEMS_MAX || !room_for(c, n64, 2 * 8 + 2 * 4))
+	if (n64 > KTRACK_ITEMS_MAX || !room_for(c, n64, 2 * 8 + 3 * 4))
 		return -EBADMSG;
 	while (n64-- && !c->bad) {
 		struct ktrack_slice *sl = ktrack_add_slice(kt);
@@ -197,6 +198,7 @@ int serveindex_read_kernel(struct indexin *c, struct servekernel *k)
 		sl->thread = get_u32(c);
 		cpu = get_u32(c);
 		sl->cpu = (uint16_t)cpu;
+		sl->other = get_text(c, kt->texts.n);
 		if (sl->end < sl->start || sl->thread >= WALK_STREAMS_MAX || cpu >= KTRACK_CPUS_MAX)
 			c->bad = true;
 	}

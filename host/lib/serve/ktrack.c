@@ -76,6 +76,7 @@ struct ktrack_thread *ktrack_thread_make(struct ktrack *kt, uint32_t index)
 			kt->oom = true;
 			return NULL;
 		}
+		t->other = NAMES_NONE;
 		kt->threads[index] = t;
 	}
 	return t;
@@ -226,6 +227,7 @@ static void close_slice(struct ktrack *kt, struct ktrack_thread *t, struct walk_
 	sl->end = ns;
 	sl->thread = s->index;
 	sl->cpu = t->run_cpu;
+	sl->other = t->other;
 }
 
 /* The call tree node the thread is in at a kernel event: its innermost
@@ -374,6 +376,26 @@ static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel
 	if (!t)
 		return;
 	t->ws = s;
+	if (s->other && t->other == NAMES_NONE) {
+		char name[48];
+
+		if (s->tid == s->pid)
+			snprintf(name, sizeof(name), "%s %u", s->comm, s->pid);
+		else
+			snprintf(name, sizeof(name), "%s %u/%u", s->comm, s->pid, s->tid);
+		t->other = names_intern(&kt->texts, name);
+	}
+	if (s->other) {
+		/* another process's thread (--kernel-system): only its time on
+		 * the CPUs, from its switches */
+		if (ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.prev_pid == s->tid) {
+			close_slice(kt, t, s, k->ns);
+		} else if (ev.kind == KEV_SWITCH && (uint32_t)ev.u.sw.next_pid == s->tid) {
+			close_slice(kt, t, s, k->ns);
+			open_slice(t, k->ns, k->cpu);
+		}
+		return;
+	}
 	own = (uint32_t)ev.common_pid == s->tid;
 	switch (ev.kind) {
 	case KEV_SWITCH:
@@ -436,6 +458,7 @@ void ktrack_walk_ops(struct ktrack *kt, struct walk *w, const struct calltree *c
 	kt->w = w;
 	kt->ct = ct;
 	ops->ctx = kt;
+	ops->others = true; /* their slices on the CPUs */
 	ops->kernel = on_kernel;
 	ops->end = on_end;
 }

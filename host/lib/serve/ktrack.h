@@ -70,6 +70,9 @@ struct ktrack_slice {
 	uint64_t start, end;
 	uint32_t thread; /* walk_stream.index */
 	uint16_t cpu;
+	/* texts id: "comm pid" of another process's thread (record
+	 * --kernel-system); NAMES_NONE for the program's */
+	uint32_t other;
 };
 
 /* One thread's tracks: intervals in time order (irqs by their end). */
@@ -86,6 +89,7 @@ struct ktrack_thread {
 	uint16_t run_cpu;
 	bool is_off; /* off the CPU since the pending off's start */
 	struct ktrack_off pending;
+	uint32_t other;        /* another process's thread: its slices' name (texts id); NAMES_NONE */
 	uint32_t pending_node; /* the call path it left on */
 	uint64_t pending_leaf; /* and the system call (CALLTREE_SYSCALL_KEY, 0) */
 	bool woken_waking;     /* the wake-up seen was a sched_waking */

@@ -247,6 +247,7 @@ struct walk {
 	uint64_t events, lost;
 	uint64_t syscalls;                        /* syscall events seen: the trace has the syscall layer */
 	uint64_t kernel_events, kernel_malformed; /* the kernel layer's */
+	uint64_t other_kernel_events;             /* of them, in other processes' streams */
 	/* the trace's KFORMAT payloads, back to back, each "u32 length, bytes"
 	 * (host/lib/kernel/ decodes them); kformat_gen counts the payloads */
 	uint8_t *kformat;
