@@ -672,11 +672,15 @@ def group_system(lp, progs, tmp):
           "the program's tables: by_thread and threads[] hold kern_sleep's thread alone, with and without",
           "%s %s" % (tids, comms))
     for name, rep in (("without", reps[0]), ("with", reps[1])):
+        # each woken by its timer; on a loaded machine this kernel may not
+        # deliver a wake-up of the 50 (recorded again up to 3 times before):
+        # such a wait still counts, its waker unknown
         w = off_cpu(rep, "nanosleep", "S")
         timer = sum(x["count"] for x in w["wakers"] if x["who"] == "timer (hardirq)") if w else 0
-        check(w is not None and w["count"] == sleeps and timer == sleeps,
-              "%s --kernel-system: %d waits in nanosleep, state S, each woken by a timer" % (name, sleeps),
-              json.dumps(rep["off_cpu"])[:400])
+        check(w is not None and w["count"] == sleeps and timer + w["unknown_wakers"] == sleeps and
+              timer >= sleeps - 2,
+              "%s --kernel-system: %d waits in nanosleep, state S, woken by a timer (at most 2 wake-ups not "
+              "delivered)" % (name, sleeps), json.dumps(rep["off_cpu"])[:400])
     s = fn(lays[1], "sleeper")
     check(s is not None and s["voluntary_switches"] == sleeps and s["syscalls"] == sleeps,
           "report --layers: sleeper's %d sleeps, as without the option" % sleeps, json.dumps(s)[:300])
@@ -830,7 +834,8 @@ def group_tree(lp, progs, tmp):
     prog = progs["kern_faults"]
     for opts, env, what in ((("--kernel", "--syscalls"), None, "with --syscalls"),
                             (("--kernel",), None, "without --syscalls"),
-                            (("--kernel",), {"LAYERPROF_KTRACE_SW_FAULTS": "1"}, "with faults from the software event")):
+                            (("--kernel",), {"LAYERPROF_KTRACE_SW_FAULTS": "1"},
+                             "with faults from the software event")):
         trace = os.path.join(tmp, "tree-faults")
         lp.record(trace, prog, 64, opts=opts, env=env)
         t = lp.json("tree", "--format", "json", trace)
