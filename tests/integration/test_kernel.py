@@ -244,10 +244,11 @@ def group_sleep(lp, progs, tmp):
     flow = lp.json("flow", "--format", "json", trace, "sleeper#1")
     if flow:
         steps = flow["steps"]
-        offs = [i for i, st in enumerate(steps) if st["type"] == "off_cpu"]
+        # the sleeps; a slow machine (an emulated guest) may preempt it too
+        offs = [i for i, st in enumerate(steps) if st["type"] == "off_cpu" and "preempted" not in st["text"]]
         under = all(any(steps[j]["type"] == "syscall" and steps[j]["text"].startswith("nanosleep(") and
                         steps[j]["depth"] == steps[i]["depth"] - 1 for j in range(i - 1, -1, -1)) for i in offs)
-        check(len(offs) == 5 and under, "flow sleeper#1: 5 off-CPU steps, each under a nanosleep step",
+        check(len(offs) == 5 and under, "flow sleeper#1: 5 off-CPU steps to sleep, each under a nanosleep step",
               "%d off-CPU steps" % len(offs))
         check(all("woken by timer" in steps[i]["text"] and steps[i]["duration_ns"] >= 2000000 for i in offs),
               "flow sleeper#1: each off-CPU step lasts >= 2 ms and names the timer")
@@ -262,8 +263,9 @@ def group_sleep(lp, progs, tmp):
     check(r.returncode == 3, "flow of a missing trace: exit 3", r.stderr.strip())
     r = lp("flow", "--all", "--format", "json", trace, "sleeper")
     calls = json.loads(r.stdout)["calls"] if r.returncode == 0 else []
-    check(len(calls) == 1 and calls[0]["n"] == 1 and calls[0]["context_switches"] == 5,
-          "flow --all: one call of sleeper with its 5 switches", r.stdout[:200])
+    check(len(calls) == 1 and calls[0]["n"] == 1 and calls[0]["voluntary_switches"] == 5 and
+          calls[0]["context_switches"] == 5 + calls[0]["involuntary_switches"],
+          "flow --all: one call of sleeper with its 5 voluntary switches", r.stdout[:200])
     r = lp("replay", trace)
     lines = r.stdout.splitlines()
     ok = 0
@@ -524,7 +526,7 @@ def group_live(lp, progs, tmp):
         check(r.returncode == 0, "live --kernel --syscalls: exit 0", r.stderr.strip()[-300:])
         last = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
         rows = [f for f in last.get("layers") or [] if f["name"] == "sleeper"]
-        check(len(rows) == 1 and rows[0]["context_switches"] == 5 and rows[0]["off_cpu_ns"] >= 10000000,
+        check(len(rows) == 1 and rows[0]["voluntary_switches"] == 5 and rows[0]["off_cpu_ns"] >= 10000000,
               "live --kernel: the last view's layers give sleeper 5 switches, >= 10 ms off CPU", str(rows))
         rep = lp.json("report", "--kernel", "--format", "json", saved)
         w = off_cpu(rep, "nanosleep", "S") if rep else None

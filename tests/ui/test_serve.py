@@ -1275,7 +1275,8 @@ def group_kernel(lp, b, tmp, br):
     flow = lp.json("flow", "--format", "json", trace, "sleeper#1")
     calls = lp.json("flow", "--all", "--format", "json", trace, "sleeper")
     sleeper = [f for f in layers["functions"] if f["name"] == "sleeper"][0]
-    check(sleeper["context_switches"] == SLEEPS, "report --layers: sleeper has %d switches" % SLEEPS, sleeper)
+    check(sleeper["voluntary_switches"] == SLEEPS, "report --layers: sleeper has %d voluntary switches" % SLEEPS,
+          sleeper)
     srv = Server(lp, [trace])
     empty = Server(lp, [plain])
     try:
@@ -1490,7 +1491,7 @@ def group_kernel_live(lp, b, tmp, build):
         check(st == 200, "live /api/kernel_tracks: %d waits in nanosleep, each woken by its timer" % SLEEPS)
         lay = json.loads(get(srv.port, "/api/layers")[2])
         sl = [f for f in lay.get("functions", []) if f["name"] == "sleeper"]
-        check(lay.get("kernel") is True and sl and sl[0]["context_switches"] == SLEEPS,
+        check(lay.get("kernel") is True and sl and sl[0]["voluntary_switches"] == SLEEPS,
               "live /api/layers: the session's kernel layer, sleeper's %d switches" % SLEEPS, sl)
         st, _, body = get(srv.port, "/api/offcpu_flame?min=0")
         fl = json.loads(body) if st == 200 else {"nodes": []}

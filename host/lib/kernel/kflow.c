@@ -562,6 +562,8 @@ static void json_call_layers(struct json *j, const struct kflow_call *c)
 	json_u64(j, "syscalls", p->syscalls);
 	json_u64(j, "page_faults", p->faults);
 	json_u64(j, "context_switches", p->switches_vol + p->switches_invol);
+	json_u64(j, "voluntary_switches", p->switches_vol);
+	json_u64(j, "involuntary_switches", p->switches_invol);
 	json_bool(j, "unfinished", c->unfinished);
 }
 

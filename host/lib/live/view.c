@@ -392,6 +392,7 @@ static void json_layers(struct json *j, const struct liveview_info *in)
 		json_u64(j, "irq_ns", f->incl.ns[KL_IRQ] + f->incl.ns[KL_SOFTIRQ]);
 		json_u64(j, "page_faults", f->incl.faults);
 		json_u64(j, "context_switches", f->incl.switches_vol + f->incl.switches_invol);
+		json_u64(j, "voluntary_switches", f->incl.switches_vol);
 		json_object_end(j);
 	}
 	json_array_end(j);
