@@ -58,15 +58,26 @@ static void point_add(struct clocksync *cs, struct clocksync_point p)
 
 void clocksync_sample(struct clocksync *cs, int force)
 {
-	struct clocksync_point p;
-	uint64_t a, b;
+	struct clocksync_point p = { 0, 0 };
+	uint64_t a, b, width = 0;
 
 	if (cs->kind == LP_CLOCK_MONOTONIC)
 		return;
-	a = clocksync_raw_now(cs->kind);
-	p.ns = clocksync_monotonic_ns();
-	b = clocksync_raw_now(cs->kind);
-	p.raw = a + (b - a) / 2;
+	/* the pair is as exact as the window around the clock read is narrow:
+	 * a preemption inside it would shift every event converted near it, so
+	 * the narrowest of a few windows is kept */
+	for (int i = 0; i < CLOCKSYNC_TRIES; i++) {
+		uint64_t ns;
+
+		a = clocksync_raw_now(cs->kind);
+		ns = clocksync_monotonic_ns();
+		b = clocksync_raw_now(cs->kind);
+		if (!i || b - a < width) {
+			width = b - a;
+			p.raw = a + width / 2;
+			p.ns = ns;
+		}
+	}
 	if (cs->count && !force && p.ns - point(cs, cs->count - 1)->ns < CLOCKSYNC_MIN_GAP_NS)
 		return;
 	point_add(cs, p);

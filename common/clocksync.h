@@ -11,6 +11,7 @@
 
 #define CLOCKSYNC_POINTS 4096u
 #define CLOCKSYNC_MIN_GAP_NS 1000000u
+#define CLOCKSYNC_TRIES 5
 
 struct clocksync_point {
 	uint64_t raw, ns;

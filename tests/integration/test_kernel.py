@@ -318,6 +318,39 @@ def group_pipe(lp, progs, tmp):
         check(c[kt.SWITCH_S] == 20, "perf stat agrees: 20 switch-outs in state S", str(c[kt.SWITCH_S]))
     except (kt.PerfError, kt.Skip) as e:
         skip("perf stat cross-check of kern_pipe", str(e))
+    pipe_beside_busy(lp, progs, tmp)
+
+
+def pipe_beside_busy(lp, progs, tmp):
+    """kern_pipe recorded while another recording of it runs again and
+    again on the same CPUs: the interrupts and wake-ups it brings (each one
+    an exit to the hypervisor in a virtual machine) land in the recorder's
+    pairings of the runtime's counter with CLOCK_MONOTONIC.  The program's
+    events (counter) and the kernel's and syscalls' (CLOCK_MONOTONIC) must
+    still interleave exactly, so each wake-up stays inside its write."""
+    prog = progs["kern_pipe"]
+    trace = os.path.join(tmp, "pipe-busy")
+    other = os.path.join(tmp, "pipe-other")
+    loop = ("while :; do rm -rf '%s'; '%s' record -q --kernel --syscalls -o '%s' -- '%s' >/dev/null 2>&1; done"
+            % (other, lp.exe, other, prog))
+    busy = subprocess.Popen(["sh", "-c", loop], env=lp.env, start_new_session=True)
+    try:
+        lp.record(trace, prog, opts=("--kernel", "--syscalls"),
+                  complete=lambda d: (off_cpu(d, "read", "S") or {}).get("count") == 20)
+    finally:
+        os.killpg(busy.pid, 9)
+        busy.wait()
+    rep = lp.json("report", "--kernel", "--format", "json", trace)
+    lay = lp.json("report", "--layers", "--format", "json", trace)
+    if rep is None or lay is None:
+        return
+    main = [t for t in lay["threads"] if t["tid"] == t["pid"]]
+    who = "thread %d (kern_pipe) in writer, syscall write" % (main[0]["tid"] if main else 0)
+    w = off_cpu(rep, "read", "S")
+    n = sum(k["count"] for k in (w or {}).get("wakers", []) if k["who"] == who)
+    check(w is not None and w["count"] == 20 and n == 20,
+          "kern_pipe beside another recording: all 20 reads woken inside the writer's write",
+          json.dumps(w)[:600])
 
 
 def group_preempt(lp, progs, tmp):
