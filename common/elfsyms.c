@@ -11,10 +11,6 @@
 
 #include "common/elfsyms_impl.h"
 
-/* The most one section or the section header table may take in memory: the
- * symbol tables of the largest libraries are tens of MiB. */
-#define ELFSYMS_SECTION_MAX (256u << 20)
-
 /* Patch jumps: x86-64 jmp rel32; one aarch64 B or arm B/B.W instruction */
 #define ELFSYMS_JUMP_X86_64 5u
 #define ELFSYMS_JUMP_ARM 4u
@@ -40,8 +36,7 @@ int elfread_fail(struct elfread *r, int code, const char *fmt, ...)
 	return code;
 }
 
-/* Reads len bytes at off, which must lie within the file. */
-static int elfread_at(struct elfread *r, uint64_t off, void *buf, uint64_t len, const char *what)
+int elfread_at(struct elfread *r, uint64_t off, void *buf, uint64_t len, const char *what)
 {
 	uint8_t *p = buf;
 
@@ -65,17 +60,7 @@ static int elfread_at(struct elfread *r, uint64_t off, void *buf, uint64_t len, 
 
 void elfread_shdr(const struct elfread *r, uint64_t idx, struct elfshdr *sh)
 {
-	const uint8_t *p = r->shdrs + idx * r->shentsize;
-
-	sh->name = (uint32_t)ELF_GET(r, p, Shdr, sh_name);
-	sh->type = (uint32_t)ELF_GET(r, p, Shdr, sh_type);
-	sh->flags = ELF_GET(r, p, Shdr, sh_flags);
-	sh->addr = ELF_GET(r, p, Shdr, sh_addr);
-	sh->offset = ELF_GET(r, p, Shdr, sh_offset);
-	sh->size = ELF_GET(r, p, Shdr, sh_size);
-	sh->link = (uint32_t)ELF_GET(r, p, Shdr, sh_link);
-	sh->info = (uint32_t)ELF_GET(r, p, Shdr, sh_info);
-	sh->entsize = ELF_GET(r, p, Shdr, sh_entsize);
+	*sh = r->shdrs[idx];
 }
 
 int elfread_section(struct elfread *r, uint64_t idx, const uint8_t **data, uint64_t *size)
@@ -261,13 +246,67 @@ static int elfsyms_read_functions(struct elfread *r)
 	return 0;
 }
 
-/* Checks the ELF header and reads the section header table and the
- * section names. */
+/* Section 0's sh_size when the file counts more sections than e_shnum
+ * holds (e_shnum 0), or 0: none can be read there. */
+static uint64_t elfsyms_extended_count(struct elfread *r, uint64_t shoff, uint64_t shentsize, uint64_t *link)
+{
+	uint8_t sh0[sizeof(Elf64_Shdr)];
+
+	if (shentsize != ELF_SIZE(r, Shdr) || shoff > r->fsize || shentsize > r->fsize - shoff ||
+	    elfread_at(r, shoff, sh0, shentsize, "section header 0"))
+		return 0;
+	*link = ELF_GET(r, sh0, Shdr, sh_link);
+	return ELF_GET(r, sh0, Shdr, sh_size);
+}
+
+/* Reads the section header table and the section names. */
+static int elfsyms_read_sections(struct elfread *r, uint64_t shoff, uint64_t shentsize, uint64_t shstrndx)
+{
+	const uint8_t *names;
+	uint8_t *raw;
+	uint64_t i, size;
+	int ret;
+
+	if (shentsize != ELF_SIZE(r, Shdr))
+		return elfread_fail(r, -ENOEXEC, "section header size %llu is wrong", (unsigned long long)shentsize);
+	if (!r->shnum || r->shnum > ELFSYMS_SECTION_MAX / shentsize)
+		return elfread_fail(r, -ENOEXEC, "bad section count %llu", (unsigned long long)r->shnum);
+	r->shstrndx = shstrndx < r->shnum ? shstrndx : 0;
+	raw = malloc(r->shnum * shentsize);
+	r->shdrs = calloc(r->shnum, sizeof(*r->shdrs));
+	r->sects = calloc(r->shnum, sizeof(*r->sects));
+	if (!raw || !r->shdrs || !r->sects) {
+		free(raw);
+		return elfread_fail(r, -ENOMEM, "out of memory for %llu sections", (unsigned long long)r->shnum);
+	}
+	ret = elfread_at(r, shoff, raw, r->shnum * shentsize, "section headers");
+	for (i = 0; !ret && i < r->shnum; i++) {
+		const uint8_t *p = raw + i * shentsize;
+		struct elfshdr *sh = &r->shdrs[i];
+
+		sh->name = (uint32_t)ELF_GET(r, p, Shdr, sh_name);
+		sh->type = (uint32_t)ELF_GET(r, p, Shdr, sh_type);
+		sh->flags = ELF_GET(r, p, Shdr, sh_flags);
+		sh->addr = ELF_GET(r, p, Shdr, sh_addr);
+		sh->offset = ELF_GET(r, p, Shdr, sh_offset);
+		sh->size = ELF_GET(r, p, Shdr, sh_size);
+		sh->link = (uint32_t)ELF_GET(r, p, Shdr, sh_link);
+		sh->info = (uint32_t)ELF_GET(r, p, Shdr, sh_info);
+		sh->entsize = ELF_GET(r, p, Shdr, sh_entsize);
+	}
+	free(raw);
+	if (!ret && r->shstrndx)
+		ret = elfread_section(r, r->shstrndx, &names, &size);
+	return ret;
+}
+
+/* Checks the ELF header, then reads the section header table and the
+ * section names, or when there are none (e_shoff 0, or e_shnum 0 without
+ * a count in section 0) what the program headers describe (elfdyn.c). */
 static int elfsyms_read_header(struct elfread *r)
 {
-	uint8_t eh[sizeof(Elf64_Ehdr)], sh0[sizeof(Elf64_Shdr)];
-	uint64_t shoff, ehsize, size;
-	const uint8_t *names;
+	uint8_t eh[sizeof(Elf64_Ehdr)];
+	uint64_t shoff, ehsize, shentsize, shstrndx, link = 0;
 	int ret;
 
 	if (r->fsize < EI_NIDENT)
@@ -297,35 +336,23 @@ static int elfsyms_read_header(struct elfread *r)
 		return elfread_fail(r, -ENOTSUP, "unsupported machine %u for ELFCLASS%d", r->machine,
 		                    r->is64 ? 64 : 32);
 	shoff = ELF_GET(r, eh, Ehdr, e_shoff);
-	r->shentsize = ELF_GET(r, eh, Ehdr, e_shentsize);
+	shentsize = ELF_GET(r, eh, Ehdr, e_shentsize);
 	r->shnum = ELF_GET(r, eh, Ehdr, e_shnum);
-	r->shstrndx = ELF_GET(r, eh, Ehdr, e_shstrndx);
-	if (!shoff)
-		return elfread_fail(r, -ENOTSUP, "no section headers");
-	if (r->shentsize != ELF_SIZE(r, Shdr))
-		return elfread_fail(r, -ENOEXEC, "section header size %llu is wrong", (unsigned long long)r->shentsize);
-	if (!r->shnum || r->shstrndx == SHN_XINDEX) {
-		/* more than SHN_LORESERVE sections: the numbers are in section 0 */
-		ret = elfread_at(r, shoff, sh0, r->shentsize, "section header 0");
-		if (ret)
-			return ret;
+	shstrndx = ELF_GET(r, eh, Ehdr, e_shstrndx);
+	/* more than SHN_LORESERVE sections: the numbers are in section 0 */
+	if (shoff && (!r->shnum || shstrndx == SHN_XINDEX)) {
+		uint64_t count = elfsyms_extended_count(r, shoff, shentsize, &link);
+
 		if (!r->shnum)
-			r->shnum = ELF_GET(r, sh0, Shdr, sh_size);
-		if (r->shstrndx == SHN_XINDEX)
-			r->shstrndx = ELF_GET(r, sh0, Shdr, sh_link);
+			r->shnum = count;
+		if (shstrndx == SHN_XINDEX)
+			shstrndx = link;
 	}
-	if (!r->shnum || r->shnum > ELFSYMS_SECTION_MAX / r->shentsize)
-		return elfread_fail(r, -ENOEXEC, "bad section count %llu", (unsigned long long)r->shnum);
-	if (r->shstrndx >= r->shnum)
-		r->shstrndx = 0;
-	r->shdrs = malloc(r->shnum * r->shentsize);
-	r->sects = calloc(r->shnum, sizeof(*r->sects));
-	if (!r->shdrs || !r->sects)
-		return elfread_fail(r, -ENOMEM, "out of memory for %llu sections", (unsigned long long)r->shnum);
-	ret = elfread_at(r, shoff, r->shdrs, r->shnum * r->shentsize, "section headers");
-	if (!ret && r->shstrndx)
-		ret = elfread_section(r, r->shstrndx, &names, &size);
-	return ret;
+	if (!shoff || !r->shnum) {
+		r->no_shdrs = r->es->from_phdrs = true;
+		return elfdyn_read(r, eh);
+	}
+	return elfsyms_read_sections(r, shoff, shentsize, shstrndx);
 }
 
 /* Hands the string tables names point into to es and frees the rest. */
@@ -386,6 +413,7 @@ out:
 		free(r.sects[i].data);
 	free(r.sects);
 	free(r.shdrs);
+	free(r.loads);
 	if (ret)
 		elfsyms_free(r.es);
 	else

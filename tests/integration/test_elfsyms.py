@@ -18,9 +18,20 @@ architecture's files) against
 - objdump -d: the <name@plt> labels of .plt and .plt.sec are the stubs'
   addresses (on the programs built here, where the layout is the
   linker's usual one, every stub must be known);
-- copies of each architecture's PIE damaged at pseudo-random places (the
-  same every run) are read or refused, never a crash (run it with the ASan
-  build's driver for out-of-bounds reads).
+- objdump -d -j .plt.got (x86-64): its <name@plt> labels, in order, with
+  the GOT slot each jumps through, are the slots listed as .plt.got
+  entries (programs and a library that both call and take the address of
+  libc functions, with and without IBT and -z now);
+- a copy of each file without section headers (e_shoff, e_shnum and
+  e_shstrndx zeroed and the section header table cut off, as sstrip
+  does): its functions are readelf --dyn-syms -W's of the original (FUNC
+  and IFUNC, with a size, by the same rules), its slots the original's
+  JUMP_SLOTs with the same stubs (found in the executable segments), no
+  .plt.got entries;
+- copies of each architecture's PIE, with and without section headers,
+  damaged at pseudo-random places (the same every run) are read or
+  refused, never a crash (run it with the ASan build's driver for
+  out-of-bounds reads).
 
 usage: test_elfsyms.py --build BUILD
 Ends with 'N passed, N failed'."""
@@ -61,10 +72,17 @@ SHAPES = [
     ("lib", ["shared.c"], ["-O2", "-fpic", "-shared"]),
     ("lib_stripped", ["plugin.c"], ["-O2", "-fpic", "-shared", "-s"]),
 ]
-# x86-64 only: calls through .plt.sec (IBT)
+# x86-64 only: calls through .plt.sec (IBT), and through .plt.got
 X86_SHAPES = [
     ("ibt", ["threads.c"], ["-O2", "-fcf-protection", "-Wl,-z,ibtplt", "-pthread"]),
+    ("pltgot", ["pltgot.c"], ["-O2", "-fpie", "-pie"]),
+    ("pltgot_O0", ["pltgot.c"], ["-O0", "-fpie", "-pie"]),
+    ("pltgot_ibt", ["pltgot.c"], ["-O2", "-fpie", "-pie", "-fcf-protection", "-Wl,-z,ibtplt"]),
+    ("pltgot_now", ["pltgot.c"], ["-O2", "-fpie", "-pie", "-Wl,-z,now"]),
+    ("pltgot_lib", ["pltgot.c"], ["-O2", "-fpic", "-shared"]),
 ]
+# the functions pltgot.c calls through .plt.got
+PLTGOT_CALLS = {"malloc", "free", "strlen"}
 
 # Aliases of one function of every binding, for the choice of the name
 # (written into the temporary directory as aliases.c)
@@ -88,6 +106,32 @@ int main(int argc, char **argv)
 }
 """
 
+# Functions both called and taken by address: in a PIE or library, ld
+# makes their calls go through .plt.got, by the GLOB_DAT slot that holds
+# the address (written into the temporary directory as pltgot.c)
+PLTGOT_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+void *(*volatile take_malloc)(size_t);
+void (*volatile take_free)(void *);
+size_t (*volatile take_strlen)(const char *);
+int main(int argc, char **argv)
+{
+	char *x;
+
+	take_malloc = malloc;
+	take_free = free;
+	take_strlen = strlen;
+	x = malloc((size_t)argc + 16);
+	snprintf(x, 16, "%d", argc);
+	printf("%zu\n", strlen(argv[0]) + take_strlen(x));
+	free(take_malloc(8));
+	take_free(x);
+	return 0;
+}
+"""
+
 RANK = {"GLOBAL": 0, "UNIQUE": 0, "WEAK": 1, "LOCAL": 2}
 BIND = {"GLOBAL": "g", "UNIQUE": "g", "WEAK": "w", "LOCAL": "l"}
 
@@ -102,7 +146,7 @@ def build(prefix, tmp, arch, shape):
     cxx = any(s.endswith(".cc") for s in sources)
     cc = prefix + ("g++" if cxx else "gcc")
     out = os.path.join(tmp, "%s-%s" % (arch, name))
-    paths = [os.path.join(tmp if s == "aliases.c" else PROGS, s) for s in sources]
+    paths = [os.path.join(tmp if s in ("aliases.c", "pltgot.c") else PROGS, s) for s in sources]
     cmd = [cc] + flags + ["-I", PROGS, "-o", out] + paths
     rc, _, err = run(cmd)
     if not check(rc == 0, "%s %s: build" % (arch, name), err.strip()):
@@ -110,10 +154,10 @@ def build(prefix, tmp, arch, shape):
     return out
 
 
-def readelf_functions(prefix, path):
+def readelf_functions(prefix, path, dynsym=False):
     """The expected function list: [(addr, size, bind, ifunc, aliases, name)]
-    and which table it came from."""
-    rc, out, err = run([prefix + "readelf", "-sW", path])
+    and which table it came from (dynsym: only .dynsym's)."""
+    rc, out, err = run([prefix + "readelf", "--dyn-syms" if dynsym else "-sW", "-W", path])
     tables = {}
     current = None
     for line in out.splitlines():
@@ -171,6 +215,39 @@ def objdump_stubs(prefix, path):
     return stubs
 
 
+def objdump_pltgot(prefix, path):
+    """[(got, stub, name)] of the <name@plt> labels of .plt.got, in order,
+    with the GOT slot objdump says the entry's jmp loads."""
+    rc, out, err = run([prefix + "readelf", "-SW", path])
+    if not re.search(r"\] \.plt\.got\s", out):
+        return []
+    rc, out, err = run([prefix + "objdump", "-d", "-j", ".plt.got", path])
+    entries = []
+    for m in re.finditer(r"^([0-9a-f]+) <(.+)@plt>:\n(?:.*\n)*?.*\tjmp .*# ([0-9a-f]+) <", out, re.M):
+        entries.append((int(m.group(3), 16), int(m.group(1), 16), m.group(2).split("@")[0]))
+    return entries
+
+
+def strip_sections(path, out):
+    """Writes a copy of path without section headers: e_shoff, e_shnum and
+    e_shstrndx zeroed, and the section header table cut off when it ends
+    the file (as it does in what ld writes)."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    is64 = data[4] == 2
+    # e_shoff; e_shentsize, e_shnum, e_shstrndx (little-endian)
+    shoff_at, shoff_len, shent_at = (0x28, 8, 0x3A) if is64 else (0x20, 4, 0x2E)
+    shoff = int.from_bytes(data[shoff_at:shoff_at + shoff_len], "little")
+    shentsize = int.from_bytes(data[shent_at:shent_at + 2], "little")
+    shnum = int.from_bytes(data[shent_at + 2:shent_at + 4], "little")
+    data[shoff_at:shoff_at + shoff_len] = bytes(shoff_len)
+    data[shent_at + 2:shent_at + 6] = bytes(4)
+    if shoff and shoff + shnum * shentsize == len(data):
+        del data[shoff:]
+    with open(out, "wb") as f:
+        f.write(data)
+
+
 def dump(driver, path):
     rc, out, err = run([driver, path])
     if rc != 0:
@@ -209,9 +286,17 @@ def check_file(driver, prefix, arch, what, path, known_plt):
     jump = 5 if arch == "x86_64" else 4
     wrong = [f for f in fns if ("s" in f[6]) != (f[1] < jump)]
     check(not wrong, "%s %s: functions shorter than a jump marked" % (arch, what), wrong[:3])
+    pltgot = [(g, s, n) for g, s, n, t in plt if t == "g"]
+    plt = [p for p in plt if p[3] != "g"]
     slots = readelf_plt(prefix, path)
     got = [(g, n) for g, s, n, t in plt]
     check(got == slots, "%s %s: %d PLT slots as readelf -rW" % (arch, what, len(slots)), first_diff(got, slots))
+    want = objdump_pltgot(prefix, path)
+    check(pltgot == want, "%s %s: %d .plt.got entries as objdump -d" % (arch, what, len(want)), first_diff(pltgot, want))
+    if what.startswith("pltgot"):
+        names = set(n for g, s, n in pltgot)
+        check(PLTGOT_CALLS <= names, "%s %s: %s called through .plt.got" % (arch, what, ", ".join(sorted(PLTGOT_CALLS))),
+              sorted(names))
     stubs = objdump_stubs(prefix, path)
     wrong = [(n, hex(s), hex(stubs.get(n, 0))) for g, s, n, t in plt if s and stubs.get(n) != s]
     check(not wrong, "%s %s: PLT stubs at objdump's <name@plt>" % (arch, what), wrong[:3])
@@ -226,20 +311,53 @@ def check_file(driver, prefix, arch, what, path, known_plt):
         check(not unknown, "%s %s: every PLT stub known" % (arch, what), unknown[:3])
     elif unknown:
         skip("%s %s: %d PLT stubs" % (arch, what, len(unknown)), "the PLT's layout is not the usual one")
+    return view
 
 
-def check_damaged(driver, arch, path, tmp, count=300):
-    """Copies of path with a few bytes changed in its ELF header, section
-    headers or symbol, string and relocation tables (or anywhere), and cut
-    short: the driver lists or refuses each, never dies of a signal (the
-    unit test does the same for the build's own class; this covers the
-    others)."""
+def check_no_sections(driver, prefix, arch, what, path, tmp, full):
+    """path's copy without section headers against path: its .dynsym
+    functions, its JUMP_SLOTs with the stubs full (path's dump) has."""
+    copy = os.path.join(tmp, "%s-%s-noshdr" % (arch, what))
+    strip_sections(path, copy)
+    what += " without section headers"
+    rc, out, err = run([prefix + "readelf", "-hW", copy])
+    check(re.search(r"Number of section headers:\s+0\n", out) and "Start of section headers:          0 " in out,
+          "%s %s: readelf sees none" % (arch, what), out[-300:])
+    view, err = dump(driver, copy)
+    if not check(view is not None, "%s %s: elfsyms reads it" % (arch, what), err):
+        return
+    head, fns, plt = view
+    check(head[3:] == ["dynsym", "phdrs"], "%s %s: functions from PT_DYNAMIC's symbols" % (arch, what), head)
+    table, expect = readelf_functions(prefix, path, dynsym=True)
+    got = [f[:6] for f in fns]
+    check(got == expect, "%s %s: %d functions as readelf --dyn-syms -W of the original" % (arch, what, len(expect)),
+          first_diff(got, expect))
+    slots = readelf_plt(prefix, path)
+    got = [(g, n) for g, s, n, t in plt]
+    check(got == slots, "%s %s: %d PLT slots as readelf -rW of the original" % (arch, what, len(slots)),
+          first_diff(got, slots))
+    want = [p for p in full[2] if p[3] != "g"]
+    check(plt == want, "%s %s: the same stubs as with section headers" % (arch, what), first_diff(plt, want))
+
+
+def check_damaged(driver, arch, path, tmp, count=300, layout=None):
+    """Copies of path with a few bytes changed in its ELF header, program
+    and section headers, symbol, string, relocation and hash tables,
+    dynamic section and PLT (or anywhere), and cut short: the driver lists
+    or refuses each, never dies of a signal (the unit test does the same
+    for the build's own class; this covers the others).  layout: the file
+    whose sections say where those are (path's own by default)."""
     with open(path, "rb") as f:
         data = f.read()
-    rc, out, err = run(["readelf", "-SW", path])
+    rc, out, err = run(["readelf", "-lSW", layout or path])
     regions = [(0, 64)]
-    for m in re.finditer(r"\]\s+\S+\s+(SYMTAB|DYNSYM|STRTAB|RELA?)\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)", out):
-        regions.append((int(m.group(2), 16), int(m.group(3), 16)))
+    for m in re.finditer(r"\]\s+(\S+)\s+(\S+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)", out):
+        if m.group(2) in ("SYMTAB", "DYNSYM", "STRTAB", "RELA", "REL", "DYNAMIC", "HASH", "GNU_HASH") or \
+                m.group(1).startswith(".plt"):
+            regions.append((int(m.group(3), 16), int(m.group(4), 16)))
+    m = re.search(r"There are \d+ program headers, starting at offset (\d+)", out)
+    if m:
+        regions.append((int(m.group(1)), 0x400))
     m = re.search(r"There are (\d+) section headers, starting at offset (0x[0-9a-f]+)", out)
     if m:
         regions.append((int(m.group(2), 16), int(m.group(1)) * (64 if data[4] == 2 else 40)))
@@ -258,11 +376,13 @@ def check_damaged(driver, arch, path, tmp, count=300):
         with open(damaged, "wb") as f:
             f.write(copy)
         rc, out, err = run([driver, damaged])
-        if rc in results and (rc == 0 or err.strip()):
+        # a sanitizer's report also exits 1 with a message: not a refusal
+        if rc in results and (rc == 0 or err.strip()) and "Sanitizer" not in err:
             results[rc] += 1
         else:
             bad.append((i, rc, err.strip()[-200:]))
-    check(not bad, "%s: %d damaged copies read (%d) or refused (%d)" % (arch, count, results[0], results[1]), bad[:2])
+    check(not bad, "%s%s: %d damaged copies read (%d) or refused (%d)" % (
+        arch, " without section headers" if layout else "", count, results[0], results[1]), bad[:2])
 
 
 def main():
@@ -277,6 +397,8 @@ def main():
     try:
         with open(os.path.join(tmp, "aliases.c"), "w") as f:
             f.write(ALIASES_C)
+        with open(os.path.join(tmp, "pltgot.c"), "w") as f:
+            f.write(PLTGOT_C)
         for arch, (prefix, libc) in ARCHES.items():
             missing = [t for t in ("gcc", "g++", "readelf", "objdump") if not shutil.which(prefix + t)]
             if missing:
@@ -284,13 +406,17 @@ def main():
                 continue
             for shape in SHAPES + (X86_SHAPES if arch == "x86_64" else []):
                 path = build(prefix, tmp, arch, shape)
-                if path:
-                    check_file(driver, prefix, arch, shape[0], path, True)
+                view = path and check_file(driver, prefix, arch, shape[0], path, True)
+                if view:
+                    check_no_sections(driver, prefix, arch, shape[0], path, tmp, view)
                 if path and shape[0] == "pie":
                     check_damaged(driver, arch, path, tmp)
-            if os.path.exists(libc):
-                check_file(driver, prefix, arch, "libc", libc, False)
-            else:
+                    copy = os.path.join(tmp, "%s-pie-noshdr" % arch)
+                    check_damaged(driver, arch, copy, tmp, layout=path)
+            view = os.path.exists(libc) and check_file(driver, prefix, arch, "libc", libc, False)
+            if view:
+                check_no_sections(driver, prefix, arch, "libc", libc, tmp, view)
+            elif not os.path.exists(libc):
                 skip("%s libc" % arch, libc + " is not installed")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

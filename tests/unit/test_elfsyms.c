@@ -1,9 +1,12 @@
 /* Unit test of common/elfsyms: the test's own file (functions at the
- * addresses they run at, less the load bias; its PLT), the errors for
- * files that are not what it reads, and copies of the file truncated and
- * corrupted at many places (a pseudo-random sequence, the same every run),
- * each of which must give a consistent list or an error, never a crash or
- * a read out of bounds (the ASan build checks the latter).
+ * addresses they run at, less the load bias; its PLT), a copy of it
+ * without section headers (as sstrip leaves it: the same PLT slots and
+ * stubs, found through PT_DYNAMIC), the errors for files that are not what
+ * it reads, and copies of the file, with and without section headers,
+ * truncated and corrupted at many places (a pseudo-random sequence, the
+ * same every run), each of which must give a consistent list or an error,
+ * never a crash or a read out of bounds (the ASan build checks the
+ * latter).
  *
  * usage: test_elfsyms PATH-OF-THIS-PROGRAM */
 #include <errno.h>
@@ -66,6 +69,27 @@ static int consistent(const struct elfsyms *es)
 	return len != (size_t)-1;
 }
 
+/* A copy of the file f without section headers, as sstrip leaves it:
+ * e_shoff, e_shnum and e_shstrndx 0, and the section header table cut off
+ * when it ends the file.  *len: f's length, then the copy's. */
+static uint8_t *without_sections(const uint8_t *f, size_t *len)
+{
+	ElfW(Ehdr) eh;
+	uint8_t *copy = malloc(*len);
+
+	if (!copy)
+		return NULL;
+	memcpy(copy, f, *len);
+	memcpy(&eh, f, sizeof(eh));
+	if (eh.e_shoff && eh.e_shoff + (size_t)eh.e_shnum * eh.e_shentsize == *len)
+		*len = eh.e_shoff;
+	eh.e_shoff = 0;
+	eh.e_shnum = 0;
+	eh.e_shstrndx = 0;
+	memcpy(copy, &eh, sizeof(eh));
+	return copy;
+}
+
 static void test_self(const char *path)
 {
 	struct elfsyms *es = NULL;
@@ -123,6 +147,57 @@ static void write_tmp(const void *data, size_t len)
 		close(fd);
 }
 
+/* The copy without section headers (in tmp_path) against the file at
+ * path: the same PLT slots, less the .plt.got entries, with the same
+ * stubs; functions that are the file's. */
+static void test_no_sections(const char *path)
+{
+	struct elfsyms *es = NULL, *full = NULL;
+	char err[256];
+	size_t i, j;
+
+	if (!CHECK_EQ_U64(elfsyms_open(path, &full, err, sizeof(err)), 0) ||
+	    !CHECK_EQ_U64(elfsyms_open(tmp_path, &es, err, sizeof(err)), 0)) {
+		printf("  %s\n", err);
+		goto out;
+	}
+	CHECK(es->from_phdrs && es->from_dynsym && !full->from_phdrs);
+	CHECK(consistent(es));
+	CHECK_EQ_U64(es->machine, full->machine);
+	for (i = 0; i < es->nfn; i++) {
+		for (j = 0; j < full->nfn && full->fn[j].addr != es->fn[i].addr; j++)
+			;
+		if (!CHECK(j < full->nfn))
+			printf("  %s at %#llx is no function\n", es->fn[i].name, (unsigned long long)es->fn[i].addr);
+	}
+	for (i = j = 0; i < full->nplt; i++) {
+		const struct elfsyms_plt *a = &full->plt[i], *b = &es->plt[j];
+
+		if (a->flags & ELFSYMS_PLT_GOT)
+			continue;
+		if (!CHECK(j < es->nplt))
+			break;
+		if (!CHECK(!strcmp(a->name, b->name) && a->got == b->got && a->stub == b->stub && a->flags == b->flags))
+			printf("  slot %zu: %s %#llx %#llx, want %s %#llx %#llx\n", j, b->name,
+			       (unsigned long long)b->got, (unsigned long long)b->stub, a->name,
+			       (unsigned long long)a->got, (unsigned long long)a->stub);
+		j++;
+	}
+	CHECK_EQ_U64(j, es->nplt);
+	for (i = 0; i < es->nplt && strcmp(es->plt[i].name, "malloc"); i++)
+		;
+	if (CHECK(i < es->nplt))
+		CHECK(es->plt[i].got != 0);
+#if defined(__x86_64__) || defined(__aarch64__)
+	/* the linker's usual PLT: every stub found in the executable segment */
+	if (CHECK(i < es->nplt))
+		CHECK(es->plt[i].stub != 0);
+#endif
+out:
+	elfsyms_free(es);
+	elfsyms_free(full);
+}
+
 /* elfsyms_open(path) gives code, and a message when it fails. */
 static void check_open(const char *path, int code, const char *what)
 {
@@ -169,6 +244,42 @@ static void test_errors(const uint8_t *self, size_t len)
 	check_open(tmp_path, -ENOEXEC, "header only");
 }
 
+/* Files without section headers that cannot be read. */
+static void test_no_sections_errors(const uint8_t *copy, size_t len)
+{
+	ElfW(Ehdr) eh;
+	ElfW(Phdr) ph;
+	uint8_t *bad = malloc(len);
+	size_t i;
+
+	if (!CHECK(bad))
+		return;
+	memcpy(&eh, copy, sizeof(eh));
+	memcpy(bad, copy, len);
+	((ElfW(Ehdr) *)bad)->e_phoff = 0;
+	write_tmp(bad, len);
+	check_open(tmp_path, -ENOEXEC, "no headers at all");
+	/* PT_DYNAMIC beyond the end of the file, then pointing at tables
+	 * outside every PT_LOAD (its d_ptr values moved far away) */
+	for (i = 0; i < eh.e_phnum; i++) {
+		memcpy(&ph, copy + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type != PT_DYNAMIC)
+			continue;
+		memcpy(bad, copy, len);
+		((ElfW(Phdr) *)(bad + eh.e_phoff))[i].p_offset = len;
+		write_tmp(bad, len);
+		check_open(tmp_path, -ENOEXEC, "PT_DYNAMIC beyond the end");
+		memcpy(bad, copy, len);
+		for (ElfW(Dyn) *d = (ElfW(Dyn) *)(bad + ph.p_offset);
+		     (uint8_t *)(d + 1) <= bad + ph.p_offset + ph.p_filesz && d->d_tag != DT_NULL; d++)
+			if (d->d_tag == DT_SYMTAB || d->d_tag == DT_JMPREL)
+				d->d_un.d_ptr += (ElfW(Addr))1 << (sizeof(void *) * 8 - 2);
+		write_tmp(bad, len);
+		check_open(tmp_path, -ENOEXEC, "tables outside the segments");
+	}
+	free(bad);
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t next(void)
@@ -185,20 +296,29 @@ struct region {
 	size_t off, len;
 };
 
-static size_t regions_of(const uint8_t *f, size_t len, struct region *out, size_t max)
+/* The regions of f (len bytes), whose section headers are those of the
+ * file self; without section headers (no_shdrs), the program headers and
+ * the tables PT_DYNAMIC points at (and the PLT) instead. */
+static size_t regions_of(const uint8_t *self, size_t len, bool no_shdrs, struct region *out, size_t max)
 {
-	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)self;
 	const ElfW(Shdr) * sh;
 	size_t n = 0, i;
 
 	out[n++] = (struct region){ 0, sizeof(*eh) };
-	if (eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > len)
+	if (no_shdrs)
+		out[n++] = (struct region){ eh->e_phoff, (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) };
+	if (eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > (size_t)-1 / 2)
 		return n;
-	out[n++] = (struct region){ eh->e_shoff, (size_t)eh->e_shnum * sizeof(*sh) };
-	sh = (const ElfW(Shdr) *)(f + eh->e_shoff);
+	if (!no_shdrs && eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) <= len)
+		out[n++] = (struct region){ eh->e_shoff, (size_t)eh->e_shnum * sizeof(*sh) };
+	sh = (const ElfW(Shdr) *)(self + eh->e_shoff);
 	for (i = 0; i < eh->e_shnum && n < max; i++) {
+		bool dyn = sh[i].sh_type == SHT_DYNAMIC || sh[i].sh_type == SHT_HASH || sh[i].sh_type == SHT_GNU_HASH ||
+		           ((sh[i].sh_flags & SHF_EXECINSTR) && sh[i].sh_entsize); /* the PLT */
+
 		if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM && sh[i].sh_type != SHT_STRTAB &&
-		    sh[i].sh_type != SHT_RELA && sh[i].sh_type != SHT_REL)
+		    sh[i].sh_type != SHT_RELA && sh[i].sh_type != SHT_REL && !(no_shdrs && dyn))
 			continue;
 		if (sh[i].sh_size && sh[i].sh_offset + sh[i].sh_size <= len)
 			out[n++] = (struct region){ sh[i].sh_offset, sh[i].sh_size };
@@ -223,16 +343,18 @@ static void check_damaged(unsigned *ok, unsigned *failed)
 	elfsyms_free(es);
 }
 
-static void test_damaged(const uint8_t *self, size_t len)
+/* Copies of file (len bytes; self: the file with section headers it is,
+ * or was before they went) corrupted and truncated. */
+static void test_damaged(const uint8_t *self, const uint8_t *file, size_t len, bool no_shdrs)
 {
 	static const uint8_t values[] = { 0x00, 0xff, 0x7f, 0x80, 0x01, 0x10 };
 	struct region reg[64];
-	size_t nreg = regions_of(self, len, reg, 64), k;
+	size_t nreg = regions_of(self, len, no_shdrs, reg, 64), k;
 	unsigned i, ok = 0, failed = 0;
 	int fd;
 
 	CHECK(nreg >= 4);
-	write_tmp(self, len);
+	write_tmp(file, len);
 	fd = open(tmp_path, O_WRONLY | O_CLOEXEC);
 	if (!CHECK(fd >= 0))
 		return;
@@ -250,20 +372,22 @@ static void test_damaged(const uint8_t *self, size_t len)
 		}
 		check_damaged(&ok, &failed);
 		for (k = 0; k < n; k++)
-			CHECK(pwrite(fd, self + off[k], 1, (off_t)off[k]) == 1);
+			CHECK(pwrite(fd, file + off[k], 1, (off_t)off[k]) == 1);
 	}
 	close(fd);
-	printf("corrupted %u times: %u read, %u refused\n", CORRUPTIONS, ok, failed);
+	printf("%s: corrupted %u times: %u read, %u refused\n", no_shdrs ? "without section headers" : "whole file",
+	       CORRUPTIONS, ok, failed);
 	ok = failed = 0;
 	for (i = 0; i < TRUNCATIONS; i++) {
 		/* every length within the ELF header, then cuts into the tables */
 		const struct region *r = &reg[next() % nreg];
 		size_t cut = i < 80 ? i : next() % 2 ? r->off + next() % r->len : next() % len;
 
-		write_tmp(self, cut);
+		write_tmp(file, cut);
 		check_damaged(&ok, &failed);
 	}
-	printf("truncated %u times: %u read, %u refused\n", TRUNCATIONS, ok, failed);
+	printf("%s: truncated %u times: %u read, %u refused\n", no_shdrs ? "without section headers" : "whole file",
+	       TRUNCATIONS, ok, failed);
 }
 
 /* Reads the whole of path (at most FILE_MAX bytes); NULL on failure. */
@@ -289,8 +413,8 @@ out:
 
 int main(int argc, char **argv)
 {
-	uint8_t *self;
-	size_t len = 0;
+	uint8_t *self, *copy = NULL;
+	size_t len = 0, copy_len;
 	int fd;
 
 	if (argc != 2) {
@@ -304,10 +428,19 @@ int main(int argc, char **argv)
 	if (CHECK(self && len > 64) && CHECK(fd >= 0)) {
 		close(fd);
 		test_errors(self, len);
-		test_damaged(self, len);
+		test_damaged(self, self, len, false);
+		copy_len = len;
+		copy = without_sections(self, &copy_len);
+	}
+	if (copy && CHECK(copy_len < len)) {
+		write_tmp(copy, copy_len);
+		test_no_sections(argv[1]);
+		test_no_sections_errors(copy, copy_len);
+		test_damaged(self, copy, copy_len, true);
 	}
 	if (fd >= 0)
 		unlink(tmp_path);
+	free(copy);
 	free(self);
 	return check_summary();
 }
