@@ -160,6 +160,9 @@ int drain_set_filters(struct drain *d, const uint64_t *only, size_t n_only, cons
 /* Holds (or releases) processes of the session that are starting: their
  * runtime waits before main (at most 5 s) while the flag is set. */
 void drain_set_hold(struct drain *d, bool on);
+/* Forked children open their rings at once (LP_CTL_EAGER): their
+ * functions are traced from outside the runtime (dyntrace/). */
+void drain_set_eager(struct drain *d);
 /* Removes the source filters: every call is recorded again. */
 void drain_clear_filters(struct drain *d);
 /* A syscall entry or exit of thread `tid` of process `pid` (ns: CLOCK_MONOTONIC;
@@ -192,6 +195,20 @@ struct kernrec {
 	const char *comm; /* with other: the task's name as last seen ("" unknown) */
 };
 int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k);
+/* A function entry (exit false) or exit of thread `tid` of process `pid`
+ * from the dynamic tracer (dyntrace/): addr is the function's address in
+ * the process.  It takes its place in time order with the thread's other
+ * events, as drain_syscall's records do.  Returns 0 or -ENOMEM (counted
+ * lost). */
+int drain_func(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, uint64_t addr, bool exit);
+/* The dynamic tracer saw thread `tid` exec at ns: its function events
+ * after ns belong to the next image, and wait for that image's ring (as
+ * records after an exec syscall do).  Returns 0 or -ENOMEM. */
+int drain_func_exec(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns);
+/* The dynamic tracer saw thread `tid` return to `depth` frames of its
+ * function events without their exits (a longjmp): an LP_EV_LONGJMP in
+ * its stream.  Returns 0 or -ENOMEM. */
+int drain_func_longjmp(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, uint32_t depth);
 /* count syscall records were lost (tid 0: thread unknown); shown as lost
  * events in the thread's stream. */
 void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clocksync.h"
 #include "common/drain_impl.h"
 #include "common/kernevent.h"
 #include "common/memfold.h"
@@ -38,13 +39,20 @@
  * encoder (some 180 KiB) back; its stream goes on in a new one. */
 #define OTHER_IDLE_NS 1000000000ull
 
-/* A queued record: a syscall entry or exit, or a kernel event (ktrace/),
- * whose record lies in str when it fits and in a block of its own else. */
+/* A queued record: a syscall entry or exit, a kernel event (ktrace/),
+ * whose record lies in str when it fits and in a block of its own else, or
+ * a function entry or exit from the dynamic tracer (dyntrace/). */
 #define SYSQ_STR_MAX SYSEVENT_STR_MAX
+#define SYSQ_EXEC 0xffu
 struct sysq_rec {
 	uint64_t ns;
 	bool kernel;
+	/* LP_EV_ENTRY or LP_EV_EXIT: a function event at addr; LP_EV_LONGJMP:
+	 * a return to addr frames; SYSQ_EXEC: the
+	 * thread's exec as the dynamic tracer saw it; 0: not a function's */
+	uint8_t func;
 	union {
+		uint64_t addr;
 		struct sysevent ev; /* its str, when str_len, is the str below */
 		struct {
 			uint32_t id, cpu, len;
@@ -72,10 +80,10 @@ struct sysproc {
 
 struct systhread {
 	uint32_t pid, tid;
-	/* the queued records: syscalls and kernel events, each queue in time
-	 * order (each tracer hands a thread's records in order), merged as
-	 * they are written; n counts both */
-	struct sysq sq, kq;
+	/* the queued records: syscalls, kernel events and function events of
+	 * the dynamic tracer, each queue in time order (each tracer hands a
+	 * thread's records in order), merged as they are written; n counts all */
+	struct sysq sq, kq, fq;
 	uint32_t n;
 	struct stream *bound; /* the thread's ring stream, while open */
 	uint32_t image;       /* image of its own stream: the last ring's, if any */
@@ -245,19 +253,27 @@ static void thread_free(struct systhread *t)
 {
 	sq_free(&t->sq);
 	sq_free(&t->kq);
+	sq_free(&t->fq);
 	free(t->own);
 	free(t);
 }
 
-/* The thread's earliest queued record (its syscall on a tie: the entry
- * comes before what the kernel did in the call); t->n must not be 0. */
+/* The thread's earliest queued record (on a tie a function event, then
+ * the syscall: a function's entry comes before the calls it makes, a
+ * syscall's entry before what the kernel did in it); t->n must not be 0. */
 static inline struct sysq *q_first(struct systhread *t)
 {
+	struct sysq *q;
+
 	if (!t->kq.n)
-		return &t->sq;
-	if (!t->sq.n)
-		return &t->kq;
-	return sq_at(&t->kq, 0)->ns < sq_at(&t->sq, 0)->ns ? &t->kq : &t->sq;
+		q = &t->sq;
+	else if (!t->sq.n)
+		q = &t->kq;
+	else
+		q = sq_at(&t->kq, 0)->ns < sq_at(&t->sq, 0)->ns ? &t->kq : &t->sq;
+	if (t->fq.n && (!q->n || sq_at(&t->fq, 0)->ns <= sq_at(q, 0)->ns))
+		q = &t->fq;
+	return q;
 }
 
 static inline struct sysq_rec *q_front(struct systhread *t)
@@ -279,8 +295,10 @@ static inline void q_pop(struct systhread *t)
 static uint64_t q_middle_ns(struct systhread *t)
 {
 	uint64_t a = t->sq.n ? sq_at(&t->sq, t->sq.n / 2)->ns : 0, b = t->kq.n ? sq_at(&t->kq, t->kq.n / 2)->ns : 0;
+	uint64_t c = t->fq.n ? sq_at(&t->fq, t->fq.n / 2)->ns : 0;
 
-	return a > b ? a : b;
+	a = a > b ? a : b;
+	return a > c ? a : c;
 }
 
 /* Room for one more record at the queue's end (grown as needed); NULL
@@ -335,6 +353,7 @@ static int q_push(struct systhread *t, uint64_t ns, const struct sysevent *ev)
 		return err;
 	r->ns = ns;
 	r->kernel = false;
+	r->func = 0;
 	r->ev = *ev;
 	if (ev->str && ev->str_len) {
 		r->ev.str_len = ev->str_len < SYSQ_STR_MAX ? ev->str_len : SYSQ_STR_MAX;
@@ -359,6 +378,7 @@ static int q_push_kernel(struct systhread *t, uint64_t ns, const struct kernrec 
 		return err;
 	r->ns = ns;
 	r->kernel = true;
+	r->func = 0;
 	r->k.id = k->id;
 	r->k.cpu = k->cpu;
 	r->k.len = len;
@@ -378,10 +398,37 @@ static int q_push_kernel(struct systhread *t, uint64_t ns, const struct kernrec 
 	return 0;
 }
 
+static int q_push_func(struct systhread *t, uint64_t ns, uint64_t addr, uint8_t func)
+{
+	int err = 0;
+	struct sysq_rec *r = q_room(t, &t->fq, &err);
+
+	if (!r)
+		return err;
+	r->ns = ns;
+	r->kernel = false;
+	r->func = func;
+	r->addr = addr;
+	t->fq.n++;
+	t->n++;
+	q_settle(&t->fq);
+	return 0;
+}
+
 static void put_record(struct encoder *e, struct sysq_rec *r)
 {
 	struct sysevent ev;
 
+	if (r->func == SYSQ_EXEC)
+		return; /* a mark in the queue, not an event */
+	if (r->func == LP_EV_LONGJMP) {
+		encoder_longjmp(e, r->ns, r->addr);
+		return;
+	}
+	if (r->func) {
+		encoder_put_func(e, r->ns, r->func, r->addr);
+		return;
+	}
 	if (r->kernel) {
 		encoder_kernel(e, r->ns, r->k.id, r->k.cpu, r->k.big ? r->k.big : (const uint8_t *)r->str, r->k.len,
 		               r->k.packed);
@@ -422,6 +469,17 @@ static uint64_t q_write(struct drain *d, struct systhread *t, struct encoder *e,
 
 		if (kernel_held(d, t, r))
 			break;
+		/* an exec the dynamic tracer saw: while the thread's ring is
+		 * the old image's (its first event before the exec), what
+		 * follows waits for the new image's */
+		if (r->func == SYSQ_EXEC) {
+			if (t->bound && t->bound->first_ns && t->bound->first_ns < r->ns) {
+				t->exec_queued = true;
+				break;
+			}
+			q_pop(t);
+			continue;
+		}
 		/* the image's own exec: what follows is the next image's, which
 		 * waits for its ring (the exit of the exec that made this image
 		 * is written here) */
@@ -450,8 +508,11 @@ void drainsys_bind(struct drain *d, struct stream *s)
 		t = thread_new(ds, s->ring->pid, s->ring->tid, 0);
 	if (!t)
 		return;
-	if (t->bound)
+	if (t->bound) {
+		/* the old image's stream takes no more of the thread's records */
 		t->bound->sys = NULL;
+		t->bound->sys_next = UINT64_MAX;
+	}
 	if (t->own)
 		drain_flush_encoder(d, t->own);
 	t->bound = s;
@@ -688,7 +749,7 @@ static bool is_exec_ev(const struct drainsys *ds, const struct sysevent *ev)
 
 static bool is_exec(const struct drainsys *ds, const struct sysq_rec *r)
 {
-	return !r->kernel && is_exec_ev(ds, &r->ev);
+	return !r->kernel && !r->func && is_exec_ev(ds, &r->ev);
 }
 
 /* Follows a ring thread's execve calls as they are written (see
@@ -697,7 +758,7 @@ static void exec_note(const struct drainsys *ds, struct systhread *t, const stru
 {
 	const struct sysevent *ev = &r->ev;
 
-	if (r->kernel || ev->arch >= 4 ||
+	if (r->kernel || r->func || ev->arch >= 4 ||
 	    ((int)ev->nr != ds->execve_nr[ev->arch] && (int)ev->nr != ds->execveat_nr[ev->arch]))
 		return;
 	/* after the ring's first event: the image's own exec (the exec that
@@ -723,6 +784,18 @@ static void own_write(struct drain *d, struct systhread *t, bool stop_at_exec)
 
 		if (kernel_held(d, t, r))
 			return;
+		if (r->func == SYSQ_EXEC) {
+			/* the dynamic tracer's exec after the thread's last ring
+			 * (the old image's): what follows waits for the new
+			 * image's ring, for a while */
+			if (stop_at_exec && t->ring_first_ns && t->ring_first_ns < r->ns &&
+			    r->ns + DRAIN_SYSCALL_EXEC_HOLD_NS > clocksync_monotonic_ns()) {
+				t->exec_queued = true;
+				return;
+			}
+			q_pop(t);
+			continue;
+		}
 		if (exec && t->exec_entered) {
 			/* the exec that ended the image of the thread's last ring
 			 * (read after that ring closed): it and what follows are
@@ -880,6 +953,33 @@ int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const
 			snprintf(t->comm, sizeof(t->comm), "%s", k->comm);
 	}
 	return pushed(d, t, ns, q_push_kernel(t, ns, k));
+}
+
+int drain_func(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, uint64_t addr, bool exit)
+{
+	struct systhread *t = thread_taking(d, pid, tid, ns);
+
+	if (!t)
+		return -ENOMEM;
+	return pushed(d, t, ns, q_push_func(t, ns, addr, exit ? LP_EV_EXIT : LP_EV_ENTRY));
+}
+
+int drain_func_exec(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	struct systhread *t = thread_taking(d, pid, tid, ns);
+
+	if (!t)
+		return -ENOMEM;
+	return pushed(d, t, ns, q_push_func(t, ns, 0, SYSQ_EXEC));
+}
+
+int drain_func_longjmp(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, uint32_t depth)
+{
+	struct systhread *t = thread_taking(d, pid, tid, ns);
+
+	if (!t)
+		return -ENOMEM;
+	return pushed(d, t, ns, q_push_func(t, ns, depth, LP_EV_LONGJMP));
 }
 
 void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count)

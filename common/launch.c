@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,10 +80,23 @@ char **launch_env_new(char *const *base, const struct launch_env *le)
 	return env;
 }
 
-/* In the forked child: only async-signal-safe calls.  Never returns. */
-static void child_run(const struct launch_cmd *cmd, int errfd)
+/* In the forked child: only async-signal-safe calls.  Never returns.
+ * gofd >= 0: waits for one byte on it first (cmd->held). */
+static void child_run(const struct launch_cmd *cmd, int errfd, int gofd)
 {
 	int e, sig;
+
+	if (gofd >= 0) {
+		char go;
+		ssize_t n;
+
+		do
+			n = read(gofd, &go, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
+			_exit(127);
+		close(gofd);
+	}
 
 	if (cmd->stdin_null) {
 		int fd = open("/dev/null", O_RDONLY);
@@ -103,12 +118,21 @@ static void child_run(const struct launch_cmd *cmd, int errfd)
 
 pid_t launch_spawn(const struct launch_cmd *cmd, enum launch_step *failed)
 {
-	int errpipe[2], child_errno = 0;
+	int errpipe[2], gopipe[2] = { -1, -1 }, child_errno = 0;
 	pid_t pid;
 
 	if (pipe2(errpipe, O_CLOEXEC)) {
 		*failed = LAUNCH_PIPE;
 		return -errno;
+	}
+	/* a socket, not a pipe: MSG_NOSIGNAL spares us SIGPIPE if the child died */
+	if (cmd->held && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gopipe)) {
+		int e = errno;
+
+		close(errpipe[0]);
+		close(errpipe[1]);
+		*failed = LAUNCH_PIPE;
+		return -e;
 	}
 	pid = fork();
 	if (pid < 0) {
@@ -116,14 +140,37 @@ pid_t launch_spawn(const struct launch_cmd *cmd, enum launch_step *failed)
 
 		close(errpipe[0]);
 		close(errpipe[1]);
+		if (cmd->held) {
+			close(gopipe[0]);
+			close(gopipe[1]);
+		}
 		*failed = LAUNCH_FORK;
 		return -e;
 	}
 	if (pid == 0) {
 		close(errpipe[0]);
-		child_run(cmd, errpipe[1]);
+		if (cmd->held)
+			close(gopipe[1]);
+		child_run(cmd, errpipe[1], gopipe[0]);
 	}
 	close(errpipe[1]);
+	if (cmd->held) {
+		int r;
+
+		close(gopipe[0]);
+		r = cmd->held(cmd->held_ctx, pid);
+		if (r || send(gopipe[1], "x", 1, MSG_NOSIGNAL) != 1) {
+			r = r ? r : -EPIPE;
+			close(gopipe[1]);
+			close(errpipe[0]);
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			*failed = LAUNCH_HELD;
+			return r;
+		}
+		close(gopipe[1]);
+	}
 	/* the pipe closes at the exec (O_CLOEXEC), or carries its errno */
 	if (read(errpipe[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
 		close(errpipe[0]);

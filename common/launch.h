@@ -32,6 +32,7 @@ enum launch_step {
 	LAUNCH_PIPE, /* the pipe that reports the exec's failure */
 	LAUNCH_FORK,
 	LAUNCH_EXEC, /* the program could not be run (it was reaped) */
+	LAUNCH_HELD, /* cmd->held refused (the child was killed and reaped) */
 };
 
 /* How to start the program. */
@@ -41,6 +42,11 @@ struct launch_cmd {
 	char *const *envp; /* its environment (launch_env_new); borrowed */
 	bool stdin_null;   /* stdin from /dev/null instead of the caller's */
 	sigset_t reset;    /* signals set back to their default in the child */
+	/* when set: called with the child's pid while it waits before its
+	 * exec; nonzero stops the launch (the child is killed and reaped,
+	 * launch_spawn fails with LAUNCH_HELD and that value) */
+	int (*held)(void *ctx, pid_t pid);
+	void *held_ctx;
 };
 
 /* Forks and runs cmd->path in the child.  Returns the child's pid once the

@@ -27,6 +27,7 @@
 #include "common/sessiondir.h"
 #include "common/systab.h"
 #include "host/builtin.h"
+#include "host/recdyn.h"
 #include "host/lib/trace/classify.h"
 #include "host/lib/trace/dir.h"
 #include "host/lib/trace/file.h"
@@ -68,7 +69,8 @@ static const char record_usage[] =
     "usage: layerprof record [options] [--] <program> [<args>]\n"
     "\n"
     "Runs <program> with the layerprof runtime and records the calls of its\n"
-    "functions built with -finstrument-functions (or linked with -llayerprof).\n"
+    "functions built with -finstrument-functions (or linked with -llayerprof),\n"
+    "or with --dynamic those of a program built without.\n"
     "The exit status of the program is passed through, whatever happens to\n"
     "the recording (a full disk stops tracing; the program runs on).\n"
     "\n"
@@ -81,6 +83,12 @@ static const char record_usage[] =
     "                        it waits, so that the trace is complete\n"
     "      --clock KIND      event clock: auto, counter (TSC/CNTVCT), monotonic\n"
     "  -q, --quiet           no summary line\n"
+    "      --dynamic[=LIST]  trace the functions of a program built without\n"
+    "                        -finstrument-functions: every function of its symbol\n"
+    "                        table (.symtab, else .dynsym), or those LIST's globs\n"
+    "                        name (comma-separated); as root (uprobes)\n"
+    "      --backend NAME    for --dynamic: auto or uprobe (an entry and a return\n"
+    "                        probe per function, through perf_event_open)\n"
     "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: the\n"
     "                        first that works of bpf, tracepoint, ptrace), bpf,\n"
     "                        tracepoint, ptrace\n"
@@ -193,9 +201,11 @@ struct recorder {
 	struct systrace *st;
 	struct sysdrain feed; /* the tracer's records into d */
 	bool kernel;
+	bool dyn_backend_set;
 	struct ktrace_config kcfg;
 	uint64_t kbuffer;
 	struct ktrace *kt;
+	struct recdyn dyn;
 	/* the program */
 	pid_t child;
 	int status; /* its wait status, once child_done */
@@ -274,6 +284,8 @@ static void on_collect(void *ctx)
 		systrace_poll(rec->st);
 	if (rec->kt)
 		ktrace_poll(rec->kt);
+	if (rec->dyn.on)
+		recdyn_poll(&rec->dyn);
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed
@@ -453,6 +465,14 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 		}
 		rec->sys_buffer_set = true;
 		break;
+	case 'y':
+	case 'W':
+		if (recdyn_option(&rec->dyn, c == 'W', arg, err, sizeof(err))) {
+			fprintf(stderr, "layerprof record: %s\n", err);
+			return LP_EXIT_USAGE;
+		}
+		rec->dyn_backend_set |= c == 'W';
+		break;
 	case 'h':
 		fputs(record_usage, stdout);
 		return LP_EXIT_OK;
@@ -490,6 +510,8 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "mem-fold", required_argument, NULL, 'M' },
 		{ "discard", no_argument, NULL, 'X' },
 		{ "syscall-buffer", required_argument, NULL, 'B' },
+		{ "dynamic", optional_argument, NULL, 'y' },
+		{ "backend", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -518,6 +540,15 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 	if ((rec->kcfg.nfilters || rec->kbuffer || rec->kcfg.functions || rec->kcfg.system) && !rec->kernel) {
 		fprintf(stderr, "layerprof record: --kernel-filter, --kernel-functions, --kernel-system and "
 		                "--kernel-buffer need --kernel\n");
+		return LP_EXIT_USAGE;
+	}
+	if (rec->dyn_backend_set && !rec->dyn.on) {
+		fprintf(stderr, "layerprof record: --backend needs --dynamic\n");
+		return LP_EXIT_USAGE;
+	}
+	if (rec->dyn.on && (rec->fopts.n_only || rec->fopts.n_exclude || rec->fopts.depth || rec->fopts.min_ns)) {
+		fprintf(stderr, "layerprof record: -F, -N, --depth and --min-time do not apply to --dynamic's "
+		                "functions at record time: choose them with --dynamic=LIST, or filter in report\n");
 		return LP_EXIT_USAGE;
 	}
 	if (rec->kernel && rec->kcfg.events && !*rec->kcfg.events) {
@@ -641,7 +672,7 @@ static int record_open(struct recorder *rec)
 	char err[600];
 	int r;
 
-	if (rec->syscalls || rec->kernel)
+	if (rec->syscalls || rec->kernel || rec->dyn.on)
 		ops.collect = on_collect;
 	if (rec->sym)
 		ops.filter = &rec->spec;
@@ -658,6 +689,10 @@ static int record_open(struct recorder *rec)
 		}
 		if (warn[0] && !rec->quiet)
 			fprintf(stderr, "layerprof record: warning: kernel events %s\n", warn);
+	}
+	if (rec->dyn.on && recdyn_open(&rec->dyn, rec->prog, &rec->feed, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: --dynamic: %s\n", err);
+		return LP_EXIT_FAILURE;
 	}
 	signal(SIGXFSZ, on_xfsz);
 	rec->dirfd = tracedir_create(rec->out, err, sizeof(err));
@@ -703,6 +738,8 @@ static int record_open(struct recorder *rec)
 	}
 	rec->feed.drain = rec->d;
 	rec->feed.on = true;
+	if (rec->dyn.on)
+		drain_set_eager(rec->d);
 	/* the note that lets `recover` finish the trace if we are killed,
 	 * with the room kept for the trace's end on a full disk */
 	r = recording_self(&rec->note, rec->session);
@@ -751,6 +788,10 @@ static int record_spawn(struct recorder *rec)
 	if (rec->syscalls) {
 		struct systrace_ops sops = sysdrain_ops(&rec->feed);
 
+		if (rec->dyn.on) {
+			rec->stcfg.held = recdyn_held_sys;
+			rec->stcfg.held_ctx = &rec->dyn;
+		}
 		rec->st = systrace_spawn(rec->prog_argv, env, &rec->stcfg, &sops, &rec->child, why, sizeof(why), err,
 		                         sizeof(err));
 		free(env);
@@ -770,8 +811,16 @@ static int record_spawn(struct recorder *rec)
 	sigaddset(&cmd.reset, SIGHUP);
 	sigaddset(&cmd.reset, SIGXFSZ);
 	cmd.envp = env;
+	if (rec->dyn.on) {
+		cmd.held = recdyn_held;
+		cmd.held_ctx = &rec->dyn;
+	}
 	pid = launch_spawn(&cmd, &step);
 	free(env);
+	if (pid < 0 && step == LAUNCH_HELD) {
+		fprintf(stderr, "layerprof record: --dynamic: %s\n", rec->dyn.err);
+		return LP_EXIT_FAILURE;
+	}
 	if (pid < 0 && step == LAUNCH_EXEC) {
 		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", rec->prog_argv[0], strerror(-pid));
 		return pid == -ENOENT ? 127 : 126;
@@ -913,6 +962,8 @@ static int record_summary(struct recorder *rec)
 
 	/* the kernel's last records go in before the streams end */
 	ktrace_finish(rec->kt);
+	if (rec->dyn.on)
+		recdyn_finish(&rec->dyn);
 	r = drain_finish(rec->d);
 	drain_get_stats(rec->d, &st);
 	if (rec->kt) {
@@ -948,6 +999,7 @@ static int record_summary(struct recorder *rec)
 			        "program's threads' streams (one per thread a record concerns)\n",
 			        (unsigned long long)kst.records, kst.events, (unsigned long long)kst.kept);
 	}
+	sys_lost += recdyn_summary(&rec->dyn, rec->quiet, tty);
 	if (rec->st) {
 		struct systrace_stats sst;
 
@@ -1005,6 +1057,7 @@ static int record_release(struct recorder *rec, int exit_code)
 
 	systrace_free(rec->st);
 	ktrace_free(rec->kt);
+	recdyn_free(&rec->dyn);
 	drain_free(rec->d);
 	classifier_free(rec->cls);
 	symbolizer_free(rec->sym);

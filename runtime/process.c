@@ -69,6 +69,10 @@ static LP_NOINSTR void atfork_child(void)
 	t->busy = 0;
 	t->waiting = 0;
 	t->wait_skip = 0;
+	/* functions traced from outside make no gate call: the ring (and the
+	 * image's code mappings) must not wait for one */
+	if (atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->flags, memory_order_acquire) & LP_CTL_EAGER)
+		lp_thread_start(t);
 }
 
 /* The clock of an attachable process's own session: the same choice the

@@ -355,8 +355,11 @@ int eb_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t 
 		return r;
 	}
 	r = eb_add_task(eb, child.pid);
-	if (r) {
+	if (r)
 		snprintf(err, errlen, "cannot trace the child: %s", strerror(-r));
+	else if (st->cfg.held)
+		r = st->cfg.held(st->cfg.held_ctx, child.pid, err, errlen);
+	if (r) {
 		held_child_kill(&child);
 	} else {
 		r = held_child_run(&child, argv[0], err, errlen);

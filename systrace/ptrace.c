@@ -132,6 +132,12 @@ int pt_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t 
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	if (st->cfg.held) {
+		snprintf(err, errlen, "the ptrace backend cannot hold the program before its exec for the dynamic "
+		                      "tracer: choose --syscalls=bpf or tracepoint");
+		pt_free(pt);
+		return -ENOTSUP;
+	}
 	pt->path = st->path;
 	pt->argv = argv;
 	pt->envp = envp ? envp : environ;

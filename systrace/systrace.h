@@ -82,6 +82,12 @@ struct systrace_config {
 	/* bpf: write into per-CPU perf rings even where the kernel has BPF
 	 * ring buffers (what kernels before 5.8 get; for tests) */
 	bool bpf_per_cpu;
+	/* spawn: called with the child's pid while it is held before its
+	 * exec, once the tracer follows it (the dynamic tracer opens its probes
+	 * there); nonzero stops the spawn (the child is killed) with the
+	 * reason in err.  Not with the ptrace backend (-ENOTSUP). */
+	int (*held)(void *ctx, pid_t pid, char *err, size_t errlen);
+	void *held_ctx;
 };
 
 struct systrace;

@@ -355,6 +355,8 @@ int tp_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t 
 	r = tp_open_task(tp, child.pid, err, errlen);
 	if (r == -ESRCH)
 		snprintf(err, errlen, "the child died before exec");
+	if (!r && st->cfg.held)
+		r = st->cfg.held(st->cfg.held_ctx, child.pid, err, errlen);
 	if (r)
 		held_child_kill(&child);
 	else

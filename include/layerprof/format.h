@@ -56,6 +56,10 @@ enum lp_control_flags {
 	LP_CTL_ENABLED = 1u << 0,  /* gates record; cleared: one flag check per gate */
 	LP_CTL_FILTERED = 1u << 1, /* source filters apply: see struct lp_filter_file */
 	LP_CTL_HOLD = 1u << 2,     /* a starting process waits (at most 5 s) until cleared */
+	/* a forked child opens its ring at once, not at its first gate: its
+	 * functions are traced from outside (record --dynamic), and the ring
+	 * names its code mappings */
+	LP_CTL_EAGER = 1u << 3,
 };
 
 /* Written by the recorder or agent; read by every traced process.  The

@@ -1,0 +1,131 @@
+/* record's dynamic tracer (see recdyn.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dyntrace/udrain.h"
+#include "host/recdyn.h"
+
+#define RECDYN_SKIPPED_SHOWN 10
+
+int recdyn_option(struct recdyn *rd, bool backend, const char *arg, char *err, size_t errlen)
+{
+	char *p, *save = NULL;
+
+	if (backend) {
+		/* in-process patching and ptrace breakpoints are not built yet */
+		if (strcmp(arg, "auto") && strcmp(arg, "uprobe")) {
+			snprintf(err, errlen, "invalid --backend '%s': auto or uprobe (the only backend so far)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	rd->on = true;
+	if (!arg)
+		return 0;
+	if (!*arg) {
+		snprintf(err, errlen, "--dynamic= needs a list of function patterns");
+		return -EINVAL;
+	}
+	free(rd->patterns);
+	rd->cfg.npatterns = 0;
+	rd->patterns = strdup(arg);
+	if (!rd->patterns) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (p = strtok_r(rd->patterns, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (strchr(p, ':')) {
+			snprintf(err, errlen,
+			         "--dynamic '%s': functions of shared libraries (FILE:PATTERN) are not traced yet; "
+			         "only the program's own",
+			         p);
+			return -EINVAL;
+		}
+		if (rd->cfg.npatterns == UPROBES_PATTERNS_MAX) {
+			snprintf(err, errlen, "--dynamic: more than %u patterns", UPROBES_PATTERNS_MAX);
+			return -EINVAL;
+		}
+		rd->cfg.patterns[rd->cfg.npatterns++] = p;
+	}
+	if (!rd->cfg.npatterns) {
+		snprintf(err, errlen, "--dynamic= needs a list of function patterns");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int recdyn_open(struct recdyn *rd, const char *prog, struct sysdrain *feed, char *err, size_t errlen)
+{
+	struct uprobes_ops ops = udrain_ops(feed);
+
+	rd->cfg.path = prog;
+	rd->up = uprobes_open(&rd->cfg, &ops, err, errlen);
+	return rd->up ? 0 : -errno;
+}
+
+int recdyn_held(void *ctx, pid_t pid)
+{
+	struct recdyn *rd = ctx;
+
+	return uprobes_attach(rd->up, pid, true, rd->err, sizeof(rd->err));
+}
+
+int recdyn_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
+{
+	struct recdyn *rd = ctx;
+	int r = uprobes_attach(rd->up, pid, true, rd->err, sizeof(rd->err));
+
+	if (r)
+		snprintf(err, errlen, "%s", rd->err);
+	return r;
+}
+
+void recdyn_poll(struct recdyn *rd)
+{
+	if (rd->up)
+		uprobes_poll(rd->up);
+}
+
+void recdyn_finish(struct recdyn *rd)
+{
+	uprobes_finish(rd->up);
+}
+
+unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verbose)
+{
+	struct uprobes_stats st;
+
+	if (!rd->up)
+		return 0;
+	uprobes_get_stats(rd->up, &st);
+	if (st.nskipped && !quiet) {
+		fprintf(stderr, "layerprof record: warning: %zu of %u functions not traced:", st.nskipped,
+		        st.candidates);
+		for (size_t i = 0; i < st.nskipped && i < RECDYN_SKIPPED_SHOWN; i++)
+			fprintf(stderr, "%s %s (%s)", i ? "," : "", st.skipped[i].name, st.skipped[i].why);
+		fprintf(stderr, "%s\n", st.nskipped > RECDYN_SKIPPED_SHOWN ? ", ..." : "");
+	}
+	if (st.lost)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu function records lost (uprobe buffers full: the recorder "
+		        "fell behind)\n",
+		        (unsigned long long)st.lost);
+	if (st.unattributed)
+		fprintf(stderr, "layerprof record: warning: %llu function exits of processes not seen entering one\n",
+		        (unsigned long long)st.unattributed);
+	if (verbose)
+		fprintf(stderr,
+		        "layerprof record: dynamic (uprobe): %u functions, %llu entries and %llu exits read\n",
+		        st.functions, (unsigned long long)st.entries, (unsigned long long)st.exits);
+	return (unsigned long long)st.lost; /* among the drain's lost events */
+}
+
+void recdyn_free(struct recdyn *rd)
+{
+	uprobes_free(rd->up);
+	rd->up = NULL;
+	free(rd->patterns);
+	rd->patterns = NULL;
+}
