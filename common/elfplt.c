@@ -137,7 +137,7 @@ static int plt_key_cmp(const void *pa, const void *pb)
 static void plt_note_stub(const struct elfread *r, struct plt_key *keys, size_t nkeys, const uint8_t *e, uint64_t avail,
                           uint64_t before, uint64_t addr)
 {
-	struct plt_key key, *hit;
+	struct plt_key key = { 0 }, *hit;
 
 	if (!plt_stub_got(r->machine, e, avail, addr, &key.got))
 		return;

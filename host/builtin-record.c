@@ -1090,8 +1090,10 @@ int cmd_record(int argc, char **argv)
 	int r;
 
 	r = record_parse(&rec, argc, argv);
-	if (r != RECORD_GO_ON)
+	if (r != RECORD_GO_ON) {
+		recdyn_free(&rec.dyn);
 		return r;
+	}
 	r = record_setup(&rec);
 	if (r == RECORD_GO_ON)
 		r = record_open(&rec);

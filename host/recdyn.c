@@ -116,8 +116,7 @@ unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verb
 		fprintf(stderr, "layerprof record: warning: %llu function exits of processes not seen entering one\n",
 		        (unsigned long long)st.unattributed);
 	if (verbose)
-		fprintf(stderr,
-		        "layerprof record: dynamic (uprobe): %u functions, %llu entries and %llu exits read\n",
+		fprintf(stderr, "layerprof record: dynamic (uprobe): %u functions, %llu entries and %llu exits read\n",
 		        st.functions, (unsigned long long)st.entries, (unsigned long long)st.exits);
 	return (unsigned long long)st.lost; /* among the drain's lost events */
 }

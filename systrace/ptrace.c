@@ -133,8 +133,9 @@ int pt_spawn(struct systrace *st, char *const argv[], char *const envp[], pid_t 
 		return -ENOMEM;
 	}
 	if (st->cfg.held) {
-		snprintf(err, errlen, "the ptrace backend cannot hold the program before its exec for the dynamic "
-		                      "tracer: choose --syscalls=bpf or tracepoint");
+		snprintf(err, errlen,
+		         "the ptrace backend cannot hold the program before its exec for the dynamic "
+		         "tracer: choose --syscalls=bpf or tracepoint");
 		pt_free(pt);
 		return -ENOTSUP;
 	}
