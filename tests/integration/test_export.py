@@ -1074,9 +1074,11 @@ def kernel_exports(lp, tmp):
     check(ok, "kern_pipe: 20 flows, each from a write of the writer to the end of an off-CPU slice of the reader "
           "in read", "%d s, %d f, %d off-CPU slices in read" % (len(starts), len(fins), len(reads)))
     who = "thread %d (kern_pipe) in writer, syscall write" % writer
-    check(len(reads) == 20 and all(e["args"].get("waker") == who for e in reads),
+    # (a loaded machine may also preempt the reader in read: R slices)
+    sleeps = [e for e in reads if e["args"].get("state") == "S"]
+    check(len(sleeps) == 20 and all(e["args"].get("waker") == who for e in sleeps),
           "kern_pipe: the reader's 20 off-CPU slices in read name the writer as waker",
-          [e["args"] for e in reads[:2]])
+          [e["args"] for e in reads if e not in sleeps][:2] or len(sleeps))
     check_cpu_tracks("kern_pipe", doc, {writer, reader})
 
 
