@@ -22,9 +22,6 @@
 /* sample body: identifier, ip, pid/tid, time */
 #define UP_SAMPLE_NS 24u
 #define UP_SAMPLE_SIZE 32u
-/* then, where the stack pointer is known: the registers' ABI and the
- * stack pointer (PERF_SAMPLE_REGS_USER) */
-#define UP_SAMPLE_SP_SIZE 48u
 #if defined(__x86_64__)
 #define UP_REG_SP 7 /* PERF_REG_X86_SP */
 #elif defined(__aarch64__)
@@ -33,6 +30,7 @@
 #define UP_REG_SP 13 /* PERF_REG_ARM_SP */
 #endif
 #define UP_THREADS 4096u /* threads followed for longjmp (open addressing) */
+#define UP_TID_GONE UINT32_MAX
 #define UP_STACK_MAX 4096u
 #define UP_PIDS 256u /* processes whose load address is known (open addressing) */
 #define UP_FD_SPARE 64u
@@ -51,11 +49,19 @@ struct up_fn {
 	const char *name;
 };
 
+/* What a perf event is: a function's probe, or a scheduler tracepoint
+ * that follows the traced tasks. */
+enum up_kind { UP_FUNC, UP_FORK, UP_EXEC, UP_EXIT };
+
 struct up_id {
 	uint64_t perf_id;
 	uint32_t fn;
 	bool exit;
+	uint8_t kind; /* enum up_kind */
 };
+
+/* The scheduler tracepoints that follow the traced tasks. */
+static const char *const follow_names[] = { NULL, "sched_process_fork", "sched_process_exec", "sched_process_exit" };
 
 /* A thread's calls under way, each with the stack pointer at its entry: a
  * later entry at or above one of them means that the frame is gone
@@ -69,6 +75,11 @@ struct up_thread {
 	uint32_t tid; /* 0: empty */
 	uint32_t depth;
 	struct up_frame *stack; /* UP_STACK_MAX frames once needed */
+	/* made by a fork: the forking thread's frames, which a child
+	 * process (not a thread: its pid tells at its first record)
+	 * inherits; forker: that thread's pid, 0 when none pending */
+	uint32_t forker;
+	uint64_t fork_ns;
 };
 
 struct up_pid {
@@ -96,6 +107,14 @@ struct uprobes {
 	size_t nids;
 	struct up_pid pids[UP_PIDS];
 	struct up_thread *threads; /* UP_THREADS, or NULL without stack pointers */
+	/* the traced tasks: the program's threads and its descendants' (open
+	 * addressing; UP_TID_GONE marks a removed one) */
+	uint32_t *tids;
+	uint32_t tids_cap, ntids, nused;
+	uint32_t follow_id[4];             /* by enum up_kind: tracepoint ids */
+	struct tracefs_field child_pid;    /* sched_process_fork's */
+	bool opened;
+	uint64_t others;                   /* hits of processes not traced */
 	uint64_t entries, exits, lost, unattributed, unwound;
 	bool finished;
 };
@@ -311,6 +330,86 @@ static int select_functions(struct uprobes *u, const struct uprobes_config *cfg,
 	return r;
 }
 
+static uint32_t *tid_find(struct uprobes *u, uint32_t tid, bool make)
+{
+	uint32_t k, *gone = NULL;
+
+	if (!u->tids_cap)
+		return NULL;
+	k = (tid * 2654435761u) & (u->tids_cap - 1);
+	for (uint32_t n = 0; n < u->tids_cap; n++, k = (k + 1) & (u->tids_cap - 1)) {
+		if (u->tids[k] == tid)
+			return &u->tids[k];
+		if (u->tids[k] == UP_TID_GONE && !gone)
+			gone = &u->tids[k];
+		if (!u->tids[k]) {
+			if (!make)
+				return NULL;
+			if (!gone) {
+				gone = &u->tids[k];
+				u->nused++;
+			}
+			*gone = tid;
+			u->ntids++;
+			return gone;
+		}
+	}
+	return NULL;
+}
+
+/* Adds a traced task (the table grows at half full).  0 or -ENOMEM. */
+static int tid_add(struct uprobes *u, uint32_t tid)
+{
+	if ((u->nused + 1) * 2 > u->tids_cap) {
+		uint32_t *old = u->tids, cap = u->tids_cap;
+		uint32_t ncap = u->ntids * 4 > 64 ? u->ntids * 4 : 64;
+
+		while (ncap & (ncap - 1))
+			ncap &= ncap - 1;
+		ncap *= 2;
+		u->tids = calloc(ncap, sizeof(*u->tids));
+		if (!u->tids) {
+			u->tids = old;
+			return -ENOMEM;
+		}
+		u->tids_cap = ncap;
+		u->ntids = u->nused = 0;
+		for (uint32_t i = 0; i < cap; i++)
+			if (old[i] && old[i] != UP_TID_GONE)
+				tid_find(u, old[i], true);
+		free(old);
+	}
+	return tid_find(u, tid, true) ? 0 : -ENOMEM;
+}
+
+static void tid_remove(struct uprobes *u, uint32_t tid)
+{
+	uint32_t *t = tid_find(u, tid, false);
+
+	if (t) {
+		*t = UP_TID_GONE;
+		u->ntids--;
+	}
+}
+
+/* The scheduler tracepoints' ids, and where fork names its child. */
+static int follow_formats(struct uprobes *u, char *err, size_t errlen)
+{
+	for (int k = UP_FORK; k <= UP_EXIT; k++) {
+		char *fmt = NULL;
+		int r = tracefs_format(u->root, "sched", follow_names[k], &fmt, &u->follow_id[k], err, errlen);
+
+		if (!r && k == UP_FORK && (!tracefs_field(fmt, "child_pid", &u->child_pid) || u->child_pid.size != 4)) {
+			snprintf(err, errlen, "cannot parse the sched:sched_process_fork format");
+			r = -EINVAL;
+		}
+		free(fmt);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 /* Each function's entry and return probes in our group of
  * uprobe_events, and their tracepoint ids.  What is defined before a
  * failure is removed by uprobes_free. */
@@ -369,6 +468,8 @@ struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct upro
 	if (!r)
 		r = select_functions(u, cfg, err, errlen);
 	if (!r)
+		r = follow_formats(u, err, errlen);
+	if (!r)
 		r = define_probes(u, err, errlen);
 	if (!r)
 		r = perfrings_init(&u->pr, u->pages, UP_SAMPLE_NS, false, err, errlen);
@@ -387,28 +488,24 @@ struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct upro
 	return NULL;
 }
 
-/* comm: the one event of a ring that also reports execs (every event
- * with it would report each). */
-static void up_attr(struct perf_event_attr *a, uint32_t tp_id, bool at_exec, bool comm)
+/* Every event on every CPU for every task: a probe hits only where the
+ * program's file is mapped, and the reader keeps the traced tasks' hits
+ * (no inheritance, which the kernel does not keep exact when a process's
+ * first thread ends before its others). */
+static void up_attr(struct perf_event_attr *a, uint32_t tp_id)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_TRACEPOINT;
 	a->config = tp_id;
 	a->sample_period = 1;
-	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
 #ifdef UP_REG_SP
 	a->sample_type |= PERF_SAMPLE_REGS_USER;
 	a->sample_regs_user = UINT64_C(1) << UP_REG_SP;
 #endif
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
-	a->inherit = 1;
-	a->comm = comm;
-	a->comm_exec = comm;
-	a->sample_id_all = 1; /* the exec's time: pid/tid, time, identifier after its name */
-	a->disabled = at_exec;
-	a->enable_on_exec = at_exec;
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -441,9 +538,55 @@ static int fd_room(size_t need, char *err, size_t errlen)
 	return 0;
 }
 
-int uprobes_attach(struct uprobes *u, pid_t pid, bool at_exec, char *err, size_t errlen)
+/* One event on ring's CPU for every task: tracepoint tp_id, which is
+ * function fn's probe (kind UP_FUNC) or a follow tracepoint. */
+static int open_event(struct uprobes *u, struct perfring *ring, uint32_t tp_id, uint8_t kind, uint32_t fn, bool exit,
+                      char *err, size_t errlen)
 {
-	size_t total = (size_t)u->nfn * 2 * (size_t)u->pr.nrings;
+	struct perf_event_attr attr;
+	char what[300];
+	uint64_t id;
+	int fd, r = 0;
+
+	up_attr(&attr, tp_id);
+	fd = perf_open(&attr, -1, ring->cpu);
+	if (fd < 0) {
+		if (kind == UP_FUNC)
+			snprintf(what, sizeof(what), " (%s probe on %s in %s, CPU %d)", exit ? "return" : "entry",
+			         u->fn[fn].name, u->path, ring->cpu);
+		else
+			snprintf(what, sizeof(what), " (sched:%s, CPU %d)", follow_names[kind], ring->cpu);
+		perf_open_error(fd, what, err, errlen);
+		if (fd == -EACCES || fd == -EPERM) {
+			size_t l = strlen(err);
+
+			snprintf(err + l, errlen - l, ": uprobes need root or CAP_PERFMON");
+		}
+		return fd;
+	}
+	u->fds[u->nfds++] = fd;
+	if (ring->fd < 0)
+		r = perfring_map(&u->pr, ring, fd, err, errlen);
+	else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring->fd) != 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot share the CPU %d ring: %s", ring->cpu, strerror(-r));
+	}
+	if (!r && ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot read a probe's id: %s", strerror(-r));
+	}
+	if (r)
+		return r;
+	u->ids[u->nids].perf_id = id;
+	u->ids[u->nids].fn = fn;
+	u->ids[u->nids].exit = exit;
+	u->ids[u->nids++].kind = kind;
+	return 0;
+}
+
+static int open_events(struct uprobes *u, char *err, size_t errlen)
+{
+	size_t total = ((size_t)u->nfn * 2 + 3) * (size_t)u->pr.nrings;
 	int r = fd_room(total, err, errlen);
 
 	if (r)
@@ -454,50 +597,35 @@ int uprobes_attach(struct uprobes *u, pid_t pid, bool at_exec, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (int c = 0; c < u->pr.nrings; c++) {
+	for (int c = 0; !r && c < u->pr.nrings; c++) {
 		struct perfring *ring = &u->pr.rings[c];
 
-		for (uint32_t i = 0; i < u->nfn; i++) {
-			for (int exit = 0; exit < 2; exit++) {
-				struct perf_event_attr attr;
-				char what[300];
-				uint64_t id;
-				int fd;
-
-				up_attr(&attr, u->tp_id[2 * i + (uint32_t)exit], at_exec, ring->fd < 0);
-				fd = perf_open(&attr, pid, ring->cpu);
-				if (fd < 0) {
-					snprintf(what, sizeof(what), " (%s probe on %s in %s, CPU %d)",
-					         exit ? "return" : "entry", u->fn[i].name, u->path, ring->cpu);
-					perf_open_error(fd, what, err, errlen);
-					if (fd == -EACCES || fd == -EPERM) {
-						size_t l = strlen(err);
-
-						snprintf(err + l, errlen - l, ": uprobes need root or CAP_PERFMON");
-					}
-					return fd;
-				}
-				u->fds[u->nfds++] = fd;
-				if (ring->fd < 0)
-					r = perfring_map(&u->pr, ring, fd, err, errlen);
-				else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring->fd) != 0) {
-					r = -errno;
-					snprintf(err, errlen, "cannot share the CPU %d ring: %s", ring->cpu, strerror(-r));
-				}
-				if (!r && ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
-					r = -errno;
-					snprintf(err, errlen, "cannot read a probe's id: %s", strerror(-r));
-				}
-				if (r)
-					return r;
-				u->ids[u->nids].perf_id = id;
-				u->ids[u->nids].fn = i;
-				u->ids[u->nids++].exit = exit;
-			}
-		}
+		/* the followers first: a fork is read before its child's hits */
+		for (uint8_t k = UP_FORK; !r && k <= UP_EXIT; k++)
+			r = open_event(u, ring, u->follow_id[k], k, 0, false, err, errlen);
+		for (uint32_t i = 0; !r && i < u->nfn; i++)
+			for (int exit = 0; !r && exit < 2; exit++)
+				r = open_event(u, ring, u->tp_id[2 * i + (uint32_t)exit], UP_FUNC, i, exit, err, errlen);
 	}
-	qsort(u->ids, u->nids, sizeof(*u->ids), cmp_id);
-	return 0;
+	if (!r)
+		qsort(u->ids, u->nids, sizeof(*u->ids), cmp_id);
+	return r;
+}
+
+int uprobes_attach(struct uprobes *u, pid_t pid, bool at_exec, char *err, size_t errlen)
+{
+	int r;
+
+	(void)at_exec; /* either way its hits are kept from now on */
+	if (tid_add(u, (uint32_t)pid)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (u->opened)
+		return 0;
+	r = open_events(u, err, errlen);
+	u->opened = !r;
+	return r;
 }
 
 static const struct up_id *id_find(const struct uprobes *u, uint64_t perf_id)
@@ -602,10 +730,86 @@ static void exit_unwind(struct uprobes *u, uint32_t tid, uint32_t fn)
 		}
 }
 
+/* A fork by thread tid of process pid: the child keeps a copy of the
+ * thread's frames until its first record says whether it is a process
+ * (which inherits them) or a thread (which starts with none). */
+static void fork_frames(struct uprobes *u, uint32_t pid, uint32_t tid, uint32_t child, uint64_t ns)
+{
+	struct up_thread *t = thread_slot(u, tid), *c;
+
+	if (!t || !t->depth)
+		return;
+	c = thread_slot(u, child);
+	if (!c || (!c->stack && !(c->stack = malloc(UP_STACK_MAX * sizeof(*c->stack)))))
+		return;
+	memcpy(c->stack, t->stack, t->depth * sizeof(*t->stack));
+	c->depth = t->depth;
+	c->forker = pid;
+	c->fork_ns = ns;
+}
+
+/* The first record of a forked task: a child process's stream begins
+ * with the frames it inherited, entered at the fork (addresses as in the
+ * parent: fork keeps the layout). */
+static void inherit_frames(struct uprobes *u, struct up_thread *c, uint32_t pid, uint32_t tid)
+{
+	struct up_pid *parent = pid_slot(u, c->forker, false), *p;
+	uint64_t bias = parent ? parent->bias : 0;
+
+	if (pid == c->forker || !parent) {
+		c->depth = 0; /* a thread, or a parent never seen entering */
+	} else {
+		uint64_t frames[UPROBES_INHERIT_MAX];
+		uint32_t n = c->depth < UPROBES_INHERIT_MAX ? c->depth : UPROBES_INHERIT_MAX;
+
+		p = pid_slot(u, pid, true);
+		p->bias = bias;
+		for (uint32_t d = 0; d < n; d++)
+			frames[d] = bias + (u->fn[c->stack[d].fn].addr & ~(uint64_t)1);
+		if (u->ops.fork)
+			u->ops.fork(u->ops.ctx, pid, tid, c->fork_ns, c->forker, frames, n);
+	}
+	c->forker = 0;
+}
+
+/* A follow tracepoint's record of traced task tid (current, at ns). */
+static void follow(struct uprobes *u, uint8_t kind, uint32_t pid, uint32_t tid, uint64_t ns, const unsigned char *raw,
+                   uint32_t rawlen)
+{
+	struct up_thread *t;
+	uint32_t child;
+
+	switch (kind) {
+	case UP_FORK:
+		if (u->child_pid.off + 4 <= rawlen) {
+			memcpy(&child, raw + u->child_pid.off, 4);
+			if (child && tid_add(u, child))
+				u->lost++; /* its hits cannot be told from others' */
+			else if (child)
+				fork_frames(u, pid, tid, child, ns);
+		}
+		break;
+	case UP_EXEC:
+		t = thread_slot(u, tid);
+		if (t)
+			t->depth = 0; /* the old image's frames are gone */
+		if (u->ops.exec)
+			u->ops.exec(u->ops.ctx, pid, tid, ns);
+		break;
+	case UP_EXIT:
+		tid_remove(u, tid);
+		t = thread_slot(u, tid);
+		if (t)
+			t->depth = 0;
+		break;
+	}
+}
+
 static long up_sample(struct uprobes *u, const unsigned char *body, size_t len)
 {
 	uint64_t perf_id, ip, ns, addr, abi = 0, sp = 0;
-	uint32_t pt[2];
+	uint32_t pt[2], rawlen = 0;
+	size_t off = UP_SAMPLE_SIZE;
 	const struct up_id *id;
 	const struct up_fn *f;
 	struct up_pid *p;
@@ -616,13 +820,37 @@ static long up_sample(struct uprobes *u, const unsigned char *body, size_t len)
 	memcpy(&ip, body + 8, 8);
 	memcpy(pt, body + 16, 8);
 	memcpy(&ns, body + UP_SAMPLE_NS, 8);
-	if (len >= UP_SAMPLE_SP_SIZE) {
-		memcpy(&abi, body + UP_SAMPLE_SIZE, 8);
-		memcpy(&sp, body + UP_SAMPLE_SIZE + 8, 8);
-	}
-	id = id_find(u, perf_id);
-	if (!id)
+	/* the raw record (its size, then itself), then the user registers:
+	 * their ABI and, unless none, the stack pointer */
+	if (off + 4 <= len)
+		memcpy(&rawlen, body + off, 4);
+	if (rawlen > len - off - 4)
 		return 0;
+	off += 4 + rawlen;
+#ifdef UP_REG_SP
+	if (off + 8 <= len) {
+		memcpy(&abi, body + off, 8);
+		if (abi != PERF_SAMPLE_REGS_ABI_NONE && off + 16 <= len)
+			memcpy(&sp, body + off + 8, 8);
+		else
+			abi = PERF_SAMPLE_REGS_ABI_NONE;
+	}
+#endif
+	id = id_find(u, perf_id);
+	if (!id || !tid_find(u, pt[1], false)) {
+		u->others += id && id->kind == UP_FUNC;
+		return 0;
+	}
+	if (u->threads) {
+		struct up_thread *t = thread_slot(u, pt[1]);
+
+		if (t && t->forker)
+			inherit_frames(u, t, pt[0], pt[1]);
+	}
+	if (id->kind != UP_FUNC) {
+		follow(u, id->kind, pt[0], pt[1], ns, body + UP_SAMPLE_SIZE + 4, rawlen);
+		return 0;
+	}
 	f = &u->fn[id->fn];
 	if (!id->exit) {
 		/* the probe's address in this process: its load bias */
@@ -652,18 +880,6 @@ static long up_take(void *ctx, struct perfring *ring, const struct perf_event_he
 
 	if (h->type == PERF_RECORD_SAMPLE)
 		return up_sample(u, body, h->size - sizeof(*h));
-	if (h->type == PERF_RECORD_COMM && (h->misc & PERF_RECORD_MISC_COMM_EXEC) && h->size >= sizeof(*h) + 32) {
-		uint32_t pt[2];
-		uint64_t ns;
-
-		memcpy(pt, body, 8);
-		memcpy(&ns, body + h->size - sizeof(*h) - 16, 8);
-		if (thread_slot(u, pt[1]))
-			thread_slot(u, pt[1])->depth = 0; /* the old image's frames are gone */
-		if (u->ops.exec)
-			u->ops.exec(u->ops.ctx, pt[0], pt[1], ns);
-		return 0;
-	}
 	if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16) {
 		uint64_t count;
 
@@ -693,6 +909,7 @@ void uprobes_get_stats(const struct uprobes *u, struct uprobes_stats *st)
 	st->lost = u->lost;
 	st->unattributed = u->unattributed;
 	st->unwound = u->unwound;
+	st->others = u->others;
 	st->events = (uint32_t)u->nfds;
 	st->skipped = u->skipped;
 	st->nskipped = u->nskipped;
@@ -723,6 +940,7 @@ void uprobes_free(struct uprobes *u)
 	for (uint32_t i = 0; u->threads && i < UP_THREADS; i++)
 		free(u->threads[i].stack);
 	free(u->threads);
+	free(u->tids);
 	free(u->fds);
 	free(u->ids);
 	free(u->fn);

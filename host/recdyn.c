@@ -115,6 +115,11 @@ unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verb
 	if (st.unattributed)
 		fprintf(stderr, "layerprof record: warning: %llu function exits of processes not seen entering one\n",
 		        (unsigned long long)st.unattributed);
+	if (st.others && !quiet)
+		fprintf(stderr,
+		        "layerprof record: note: %llu probe hits of other processes running '%s' were left out (they "
+		        "paid for the traps)\n",
+		        (unsigned long long)st.others, rd->cfg.path);
 	if (verbose)
 		fprintf(stderr,
 		        "layerprof record: dynamic (uprobe): %u functions, %llu entries and %llu exits read\n",
