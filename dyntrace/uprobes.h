@@ -62,15 +62,15 @@ struct uprobes_skipped {
 };
 
 struct uprobes_stats {
-	uint32_t functions;   /* traced */
-	uint32_t candidates;  /* functions of the file the patterns chose */
-	uint64_t entries;     /* entry records read */
-	uint64_t exits;       /* return records read */
-	uint64_t lost;        /* dropped by the kernel, all CPUs */
+	uint32_t functions;    /* traced */
+	uint32_t candidates;   /* functions of the file the patterns chose */
+	uint64_t entries;      /* entry records read */
+	uint64_t exits;        /* return records read */
+	uint64_t lost;         /* dropped by the kernel, all CPUs */
 	uint64_t unattributed; /* exits of a process whose address was unknown */
 	uint64_t unwound;      /* frames left without a return (longjmp) */
 	uint64_t others;       /* probe hits of processes not traced, left out */
-	uint32_t events;      /* perf events opened */
+	uint32_t events;       /* perf events opened */
 	const struct uprobes_skipped *skipped;
 	size_t nskipped;
 };
@@ -81,13 +81,13 @@ struct uprobes;
  * patterns name and checks that the kernel has the uprobe PMU.  Nothing is
  * opened until uprobes_attach.  On error returns NULL with the reason in
  * err: an unreadable or foreign file, no function chosen, no uprobe PMU. */
-struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct uprobes_ops *ops, char *err,
-                             size_t errlen);
+struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct uprobes_ops *ops, char *err, size_t errlen);
 /* Traces process pid (a child held before its exec, or a thread of a
- * running process), its future threads and children; the probes are
- * opened at the first call.  Returns 0 or -errno with err set (-EMFILE:
- * more probes than descriptors; -EACCES/-EPERM: not allowed). */
-int uprobes_attach(struct uprobes *u, pid_t pid, bool at_exec, char *err, size_t errlen);
+ * running process), its future threads and children, its hits kept from
+ * now on; the probes are opened at the first call.  Returns 0 or -errno
+ * with err set (-EMFILE: more probes than descriptors; -EACCES/-EPERM: not
+ * allowed). */
+int uprobes_attach(struct uprobes *u, pid_t pid, char *err, size_t errlen);
 /* Hands out every record up to now.  Returns the number handed out, or
  * -errno. */
 long uprobes_poll(struct uprobes *u);

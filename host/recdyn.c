@@ -69,13 +69,13 @@ int recdyn_held(void *ctx, pid_t pid)
 {
 	struct recdyn *rd = ctx;
 
-	return uprobes_attach(rd->up, pid, true, rd->err, sizeof(rd->err));
+	return uprobes_attach(rd->up, pid, rd->err, sizeof(rd->err));
 }
 
 int recdyn_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
 {
 	struct recdyn *rd = ctx;
-	int r = uprobes_attach(rd->up, pid, true, rd->err, sizeof(rd->err));
+	int r = uprobes_attach(rd->up, pid, rd->err, sizeof(rd->err));
 
 	if (r)
 		snprintf(err, errlen, "%s", rd->err);
@@ -121,8 +121,7 @@ unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verb
 		        "paid for the traps)\n",
 		        (unsigned long long)st.others, rd->cfg.path);
 	if (verbose)
-		fprintf(stderr,
-		        "layerprof record: dynamic (uprobe): %u functions, %llu entries and %llu exits read\n",
+		fprintf(stderr, "layerprof record: dynamic (uprobe): %u functions, %llu entries and %llu exits read\n",
 		        st.functions, (unsigned long long)st.entries, (unsigned long long)st.exits);
 	return (unsigned long long)st.lost; /* among the drain's lost events */
 }
