@@ -1140,6 +1140,8 @@ static void stream_close(struct stream *s)
 	}
 	if (s->sys)
 		drainsys_unbind(s);
+	else if (s->sys_waiting)
+		drainsys_forget(s);
 	/* the thread's end is its last event (the drain's now when it had
 	 * none); the process's exit comes after the last event of all its
 	 * threads, in whichever stream */
@@ -1231,8 +1233,14 @@ long drain_poll(struct drain *d)
 	 * held events age too), before a stream that ended closes */
 	for (i = 0; i < d->nfoldprocs; i++)
 		memfold_proc_expire(d->foldprocs[i].p, t0);
+	/* a thread's older image first: its end hands the thread's later
+	 * records to the newer image's stream (drainsys_unbind), which must
+	 * still be open */
 	for (i = 0; i < d->nstreams; i++)
-		if (d->streams[i]->closing)
+		if (d->streams[i]->closing && !d->streams[i]->closed && !d->streams[i]->sys_waiting)
+			stream_close(d->streams[i]);
+	for (i = 0; i < d->nstreams; i++)
+		if (d->streams[i]->closing && !d->streams[i]->closed)
 			stream_close(d->streams[i]);
 	for (i = 0; i < d->nreaped; i++)
 		drain_process_exited(d, d->reaped[i].pid, d->reaped[i].status);
@@ -1485,7 +1493,11 @@ int drain_finish(struct drain *d)
 	/* all closed before any is freed: an EXIT takes the time of the
 	 * latest event of every stream of its process (image_last_ns) */
 	for (i = 0; i < d->nstreams; i++)
-		stream_close(d->streams[i]);
+		if (!d->streams[i]->closed && !d->streams[i]->sys_waiting)
+			stream_close(d->streams[i]);
+	for (i = 0; i < d->nstreams; i++)
+		if (!d->streams[i]->closed)
+			stream_close(d->streams[i]);
 	for (i = 0; i < d->nstreams; i++) {
 		free(d->streams[i]->enc);
 		free(d->streams[i]);

@@ -205,6 +205,13 @@ int drain_func(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, uint64_
  * after ns belong to the next image, and wait for that image's ring (as
  * records after an exec syscall do).  Returns 0 or -ENOMEM. */
 int drain_func_exec(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns);
+/* The dynamic tracer's forked child process: the n open calls (outermost
+ * first, at most DRAIN_FORK_FRAMES_MAX) it inherited from a thread of
+ * process parent, as a TASK FORK record in its stream (they count no
+ * call).  Returns 0 or -ENOMEM. */
+#define DRAIN_FORK_FRAMES_MAX 31u
+int drain_func_fork(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, uint32_t parent, const uint64_t *frames,
+                    uint32_t n);
 /* The dynamic tracer saw thread `tid` return to `depth` frames of its
  * function events without their exits (a longjmp): an LP_EV_LONGJMP in
  * its stream.  Returns 0 or -ENOMEM. */

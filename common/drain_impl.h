@@ -46,6 +46,9 @@ struct stream {
 	 * the oldest one (UINT64_MAX: none): checked before every event */
 	struct systhread *sys;
 	uint64_t sys_next;
+	/* the ring of a thread's next image, found while the older one was
+	 * still open: it takes the thread's records once that one ends */
+	struct systhread *sys_waiting;
 	uint64_t first_ns; /* its first ring event (0: none yet) */
 	/* the folding stage of heap operations (cfg.mem_fold_ns), or NULL:
 	 * function and heap events go through it, the others flush it */
@@ -127,6 +130,8 @@ void drainsys_bind(struct drain *d, struct stream *s);
 void drainsys_emit(struct stream *s, uint64_t ns);
 /* A ring stream closes: everything queued goes into it first. */
 void drainsys_unbind(struct stream *s);
+/* A stream that waited for a thread's older ring ends unbound. */
+void drainsys_forget(struct stream *s);
 /* After each poll: records up to t0 (a time before the ring heads were
  * loaded) of threads with a ring go into it; records of threads without
  * one go into a stream of their own once they are old enough. */

@@ -44,6 +44,7 @@
  * a function entry or exit from the dynamic tracer (dyntrace/). */
 #define SYSQ_STR_MAX SYSEVENT_STR_MAX
 #define SYSQ_EXEC 0xffu
+#define SYSQ_FORK 0xfeu /* addr: the parent pid; str: u32 count, then the frames at 8 */
 struct sysq_rec {
 	uint64_t ns;
 	bool kernel;
@@ -86,6 +87,7 @@ struct systhread {
 	struct sysq sq, kq, fq;
 	uint32_t n;
 	struct stream *bound; /* the thread's ring stream, while open */
+	struct stream *next;  /* its next image's, waiting for bound's end */
 	uint32_t image;       /* image of its own stream: the last ring's, if any */
 	struct encoder *own;  /* stream of syscalls only, once needed */
 	uint64_t lost;        /* records lost, not yet written */
@@ -421,6 +423,15 @@ static void put_record(struct encoder *e, struct sysq_rec *r)
 
 	if (r->func == SYSQ_EXEC)
 		return; /* a mark in the queue, not an event */
+	if (r->func == SYSQ_FORK) {
+		uint64_t frames[DRAIN_FORK_FRAMES_MAX];
+		uint32_t n;
+
+		memcpy(&n, r->str, 4);
+		memcpy(frames, r->str + 8, (size_t)n * 8);
+		encoder_task(e, r->ns, LP_TASK_FORK, r->addr, NULL, 0, frames, n);
+		return;
+	}
 	if (r->func == LP_EV_LONGJMP) {
 		encoder_longjmp(e, r->ns, r->addr);
 		return;
@@ -502,12 +513,30 @@ void drainsys_bind(struct drain *d, struct stream *s)
 	struct sysproc *p = proc_get(ds, s->ring->pid, true);
 	struct systhread *t = thread_find(ds, s->ring->tid);
 
-	if (p)
+	if (p && s->ring->image > p->ring_image)
 		p->ring_image = s->ring->image;
 	if (!t || t->pid != s->ring->pid)
 		t = thread_new(ds, s->ring->pid, s->ring->tid, 0);
 	if (!t)
 		return;
+	/* two images' rings of the thread open at once (both new to one
+	 * scan, or the old one still draining): the older takes the
+	 * thread's records up to its exec, the newer waits for its end
+	 * (drainsys_unbind) */
+	if (t->bound && t->bound != s && t->bound->ring->pid == s->ring->pid && !t->bound->closed) {
+		struct stream *older = t->bound->ring->image < s->ring->image ? t->bound : s;
+		struct stream *newer = older == s ? t->bound : s;
+
+		if (t->next && t->next != newer)
+			t->next->sys_waiting = NULL;
+		newer->sys = NULL;
+		newer->sys_next = UINT64_MAX;
+		newer->sys_waiting = t;
+		t->next = newer;
+		if (older == t->bound)
+			return;
+		t->bound = NULL;
+	}
 	if (t->bound) {
 		/* the old image's stream takes no more of the thread's records */
 		t->bound->sys = NULL;
@@ -531,10 +560,16 @@ void drainsys_emit(struct stream *s, uint64_t ns)
 	s->sys_next = q_write(s->d, t, s->enc, ns);
 }
 
+void drainsys_forget(struct stream *s)
+{
+	if (s->sys_waiting && s->sys_waiting->next == s)
+		s->sys_waiting->next = NULL;
+	s->sys_waiting = NULL;
+}
+
 void drainsys_unbind(struct stream *s)
 {
 	struct systhread *t = s->sys;
-
 	t->release = true;
 	q_write(s->d, t, s->enc, UINT64_MAX);
 	t->release = false;
@@ -547,6 +582,14 @@ void drainsys_unbind(struct stream *s)
 	t->bound = NULL;
 	s->sys = NULL;
 	s->sys_next = UINT64_MAX;
+	if (t->next) {
+		struct stream *n = t->next;
+
+		t->next = NULL;
+		n->sys_waiting = NULL;
+		if (!n->closed)
+			drainsys_bind(s->d, n);
+	}
 }
 
 /* ---- streams of syscalls only ------------------------------------------ */
@@ -980,6 +1023,33 @@ int drain_func_longjmp(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns,
 	if (!t)
 		return -ENOMEM;
 	return pushed(d, t, ns, q_push_func(t, ns, depth, LP_EV_LONGJMP));
+}
+
+int drain_func_fork(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, uint32_t parent, const uint64_t *frames,
+                    uint32_t n)
+{
+	struct systhread *t = thread_taking(d, pid, tid, ns);
+	struct sysq_rec *r;
+	int err;
+
+	_Static_assert(8 + DRAIN_FORK_FRAMES_MAX * 8 <= SYSQ_STR_MAX, "the frames fit in a queued record");
+	if (!t)
+		return -ENOMEM;
+	if (n > DRAIN_FORK_FRAMES_MAX)
+		n = DRAIN_FORK_FRAMES_MAX;
+	err = q_push_func(t, ns, parent, SYSQ_FORK);
+	if (!err) {
+		/* q_settle may have moved it: find it by kind and time */
+		for (uint32_t i = t->fq.n; i > 0; i--) {
+			r = sq_at(&t->fq, i - 1);
+			if (r->func == SYSQ_FORK && r->ns == ns) {
+				memcpy(r->str, &n, 4);
+				memcpy(r->str + 8, frames, (size_t)n * 8);
+				break;
+			}
+		}
+	}
+	return pushed(d, t, ns, err);
 }
 
 void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count)

@@ -25,6 +25,15 @@ static void on_longjmp(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, uint3
 		drain_func_longjmp(sd->drain, pid, tid, ns, depth);
 }
 
+static void on_fork(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, uint32_t parent, const uint64_t *frames,
+                    uint32_t n)
+{
+	struct sysdrain *sd = ctx;
+
+	if (sd->on)
+		drain_func_fork(sd->drain, pid, tid, ns, parent, frames, n);
+}
+
 static void on_lost(void *ctx, uint32_t cpu, uint64_t count)
 {
 	struct sysdrain *sd = ctx;
@@ -35,7 +44,9 @@ static void on_lost(void *ctx, uint32_t cpu, uint64_t count)
 
 struct uprobes_ops udrain_ops(struct sysdrain *sd)
 {
-	struct uprobes_ops ops = { .ctx = sd, .func = on_func, .exec = on_exec, .longjmp = on_longjmp, .lost = on_lost };
+	struct uprobes_ops ops = {
+		.ctx = sd, .func = on_func, .exec = on_exec, .fork = on_fork, .longjmp = on_longjmp, .lost = on_lost
+	};
 
 	return ops;
 }

@@ -1,8 +1,8 @@
-/* The uprobe backend of the dynamic tracer (see uprobes.h). */
-#include <elf.h>
+/* The uprobe backend of the dynamic tracer (see uprobes.h): its probes
+ * opened as perf events on every CPU, and their records read and handed
+ * out.  What to probe is chosen in uselect.c, the traced tasks followed in
+ * utasks.c. */
 #include <errno.h>
-#include <fcntl.h>
-#include <fnmatch.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,344 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/elfsyms.h"
-#include "dyntrace/uprobes.h"
-#include "systrace/perfring.h"
+#include "dyntrace/uprobes_impl.h"
 #include "systrace/tprobes.h"
-#include "systrace/tracefs.h"
 
-#define UPROBES_GROUP_PREFIX "layerprofu_"
-/* sample body: identifier, ip, pid/tid, time */
-#define UP_SAMPLE_NS 24u
-#define UP_SAMPLE_SIZE 32u
-/* then, where the stack pointer is known: the registers' ABI and the
- * stack pointer (PERF_SAMPLE_REGS_USER) */
-#define UP_SAMPLE_SP_SIZE 48u
-#if defined(__x86_64__)
-#define UP_REG_SP 7 /* PERF_REG_X86_SP */
-#elif defined(__aarch64__)
-#define UP_REG_SP 31 /* PERF_REG_ARM64_SP */
-#elif defined(__arm__)
-#define UP_REG_SP 13 /* PERF_REG_ARM_SP */
-#endif
-#define UP_THREADS 4096u /* threads followed for longjmp (open addressing) */
-#define UP_STACK_MAX 4096u
-#define UP_PIDS 256u /* processes whose load address is known (open addressing) */
-#define UP_FD_SPARE 64u
-
-/* The C runtime's start-up and tear-down code, which an instrumented build
- * does not instrument either (crt1.o, crti.o, crtbegin.o): tracing it
- * would put main under _start, and _start never returns. */
-static const char *const crt_names[] = {
-	"_start",       "_init",         "_fini", "deregister_tm_clones", "register_tm_clones", "__do_global_dtors_aux",
-	"frame_dummy", "__libc_csu_init", "__libc_csu_fini", "_dl_relocate_static_pie", "__x86.get_pc_thunk.bx",
-};
-
-struct up_fn {
-	uint64_t addr;   /* in the file (st_value) */
-	uint64_t offset; /* in the file: where the probe goes */
-	const char *name;
-};
-
-struct up_id {
-	uint64_t perf_id;
-	uint32_t fn;
-	bool exit;
-};
-
-/* A thread's calls under way, each with the stack pointer at its entry: a
- * later entry at or above one of them means that the frame is gone
- * without its return (longjmp, or a thread that unwound past it). */
-struct up_frame {
-	uint64_t sp;
-	uint32_t fn;
-};
-
-struct up_thread {
-	uint32_t tid; /* 0: empty */
-	uint32_t depth;
-	struct up_frame *stack; /* UP_STACK_MAX frames once needed */
-};
-
-struct up_pid {
-	uint32_t pid; /* 0: empty */
-	uint64_t bias; /* load address - file address */
-};
-
-struct uprobes {
-	struct uprobes_ops ops;
-	char *path; /* absolute, as the probes name it */
-	struct elfsyms *es;
-	struct up_fn *fn;
-	uint32_t nfn, candidates;
-	struct uprobes_skipped *skipped;
-	size_t nskipped;
-	const char *root;              /* tracefs */
-	char group[64];                /* our probes' group; "" until defined */
-	uint32_t *tp_id;               /* per function: entry, return tracepoint ids */
-	uint32_t pages;
-	struct perfrings pr;
-	bool rings_ready;
-	int *fds;
-	size_t nfds;
-	struct up_id *ids; /* sorted by perf_id */
-	size_t nids;
-	struct up_pid pids[UP_PIDS];
-	struct up_thread *threads; /* UP_THREADS, or NULL without stack pointers */
-	uint64_t entries, exits, lost, unattributed, unwound;
-	bool finished;
-};
-
-/* Where tracefs is, and whether this kernel defines uprobes there. */
-static int tracefs_probe(struct uprobes *u, char *err, size_t errlen)
-{
-	char path[256];
-
-	u->root = tracefs_root("sched", "sched_switch", err, errlen);
-	if (!u->root) {
-		size_t l = strlen(err);
-
-		snprintf(err + l, errlen - l, ": uprobes are defined through tracefs, which needs root");
-		return -ENOENT;
-	}
-	snprintf(path, sizeof(path), "%s/uprobe_events", u->root);
-	if (access(path, W_OK)) {
-		int r = -errno;
-
-		snprintf(err, errlen, "cannot define uprobes (%s: %s): the kernel needs CONFIG_UPROBE_EVENTS, and "
-		         "layerprof root", path, strerror(-r));
-		return r;
-	}
-	return 0;
-}
-
-/* A path the probe definitions can carry: absolute, without blanks or
- * control characters (the definition is a line of words). */
-static int probe_path(struct uprobes *u, const char *path, char *err, size_t errlen)
-{
-	char *abs = realpath(path, NULL);
-
-	if (!abs) {
-		int r = -errno;
-
-		snprintf(err, errlen, "'%s': %s", path, strerror(-r));
-		return r;
-	}
-	for (const unsigned char *c = (const unsigned char *)abs; *c; c++)
-		if (*c <= ' ' || *c == 0x7f) {
-			snprintf(err, errlen, "'%s': a path with blanks or control characters cannot be probed", abs);
-			free(abs);
-			return -EINVAL;
-		}
-	if (strlen(abs) + 64 > TPROBES_LINE_MAX) {
-		snprintf(err, errlen, "'%s': path too long to probe", abs);
-		free(abs);
-		return -ENAMETOOLONG;
-	}
-	u->path = abs;
-	return 0;
-}
-
-/* File offsets of the functions: through the executable PT_LOAD segment
- * that holds each.  Returns 0, or -ENOEXEC when the program headers cannot
- * be read. */
-static int file_offsets(struct uprobes *u, char *err, size_t errlen)
-{
-	int fd = open(u->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	struct {
-		uint64_t vaddr, offset, size;
-	} seg[16];
-	unsigned nseg = 0;
-	int r = 0;
-
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot open '%s': %s", u->path, strerror(-r));
-		return r;
-	}
-	if (u->es->elf_class == ELFCLASS64) {
-		Elf64_Ehdr eh;
-
-		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || eh.e_phentsize != sizeof(Elf64_Phdr))
-			r = -ENOEXEC;
-		for (unsigned i = 0; !r && i < eh.e_phnum && nseg < 16; i++) {
-			Elf64_Phdr ph;
-
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) != (ssize_t)sizeof(ph))
-				r = -ENOEXEC;
-			else if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-				seg[nseg].vaddr = ph.p_vaddr;
-				seg[nseg].offset = ph.p_offset;
-				seg[nseg++].size = ph.p_filesz;
-			}
-		}
-	} else {
-		Elf32_Ehdr eh;
-
-		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || eh.e_phentsize != sizeof(Elf32_Phdr))
-			r = -ENOEXEC;
-		for (unsigned i = 0; !r && i < eh.e_phnum && nseg < 16; i++) {
-			Elf32_Phdr ph;
-
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) != (ssize_t)sizeof(ph))
-				r = -ENOEXEC;
-			else if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-				seg[nseg].vaddr = ph.p_vaddr;
-				seg[nseg].offset = ph.p_offset;
-				seg[nseg++].size = ph.p_filesz;
-			}
-		}
-	}
-	close(fd);
-	if (r) {
-		snprintf(err, errlen, "'%s': cannot read its program headers", u->path);
-		return r;
-	}
-	for (uint32_t i = 0; i < u->nfn; i++) {
-		uint64_t a = u->fn[i].addr & ~(uint64_t)1; /* arm Thumb bit */
-
-		u->fn[i].offset = UINT64_MAX;
-		for (unsigned s = 0; s < nseg; s++)
-			if (a >= seg[s].vaddr && a - seg[s].vaddr < seg[s].size)
-				u->fn[i].offset = a - seg[s].vaddr + seg[s].offset;
-	}
-	return 0;
-}
-
-static bool is_crt(const char *name)
-{
-	for (size_t i = 0; i < sizeof(crt_names) / sizeof(crt_names[0]); i++)
-		if (!strcmp(name, crt_names[i]))
-			return true;
-	return false;
-}
-
-static bool chosen(const struct uprobes_config *cfg, const char *name)
-{
-	if (!cfg->npatterns)
-		return true;
-	for (uint32_t i = 0; i < cfg->npatterns; i++)
-		if (!fnmatch(cfg->patterns[i], name, 0))
-			return true;
-	return false;
-}
-
-static void skip_fn(struct uprobes *u, const char *name, const char *why)
-{
-	u->skipped[u->nskipped].name = name;
-	u->skipped[u->nskipped++].why = why;
-}
-
-/* Symbols that mean C++ exceptions may unwind through the program's
- * frames.  A return probe replaces a frame's return address with the
- * kernel's trampoline, which the unwinder cannot step through: the
- * exception would end the program (std::terminate, or a crash). */
-static const char *const unwind_names[] = {
-	"__cxa_throw", "_Unwind_RaiseException", "_Unwind_Resume", "__gxx_personality_v0", "__cxa_rethrow",
-};
-
-static const char *unwinds(const struct elfsyms *es)
-{
-	for (size_t k = 0; k < sizeof(unwind_names) / sizeof(unwind_names[0]); k++) {
-		for (size_t i = 0; i < es->nplt; i++)
-			if (!strcmp(es->plt[i].name, unwind_names[k]))
-				return unwind_names[k];
-		for (size_t i = 0; i < es->nfn; i++)
-			if (!strcmp(es->fn[i].name, unwind_names[k]))
-				return unwind_names[k];
-	}
-	return NULL;
-}
-
-static int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *err, size_t errlen)
-{
-	const char *cxx = unwinds(u->es);
-	uint32_t kept = 0;
-	int r;
-
-	if (cxx) {
-		snprintf(err, errlen,
-		         "'%s' uses C++ exceptions (it links %s): the uprobe backend's return probes would make "
-		         "an exception that passes a traced function end the program, so it does not trace it",
-		         u->path, cxx);
-		return -ENOTSUP;
-	}
-	u->fn = calloc(u->es->nfn ? u->es->nfn : 1, sizeof(*u->fn));
-	u->skipped = calloc(u->es->nfn ? u->es->nfn : 1, sizeof(*u->skipped));
-	if (!u->fn || !u->skipped) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < u->es->nfn; i++) {
-		const struct elfsyms_fn *f = &u->es->fn[i];
-
-		if (!chosen(cfg, f->name) || is_crt(f->name))
-			continue;
-		u->candidates++;
-		if (f->flags & ELFSYMS_FN_IFUNC) {
-			skip_fn(u, f->name, "an IFUNC resolver (it runs in the loader)");
-			continue;
-		}
-		u->fn[u->nfn].addr = f->addr;
-		u->fn[u->nfn++].name = f->name;
-	}
-	if (!u->nfn) {
-		snprintf(err, errlen, "'%s': %s", u->path,
-		         cfg->npatterns ? "no function of the program matches --dynamic's patterns"
-		                        : "no function symbols (neither .symtab nor .dynsym has any)");
-		return -ENOENT;
-	}
-	r = file_offsets(u, err, errlen);
-	for (uint32_t i = 0; !r && i < u->nfn; i++) {
-		if (u->fn[i].offset != UINT64_MAX)
-			u->fn[kept++] = u->fn[i];
-		else
-			skip_fn(u, u->fn[i].name, "not in an executable segment");
-	}
-	if (!r)
-		u->nfn = kept;
-	return r;
-}
-
-/* Each function's entry and return probes in our group of
- * uprobe_events, and their tracepoint ids.  What is defined before a
- * failure is removed by uprobes_free. */
-static int define_probes(struct uprobes *u, char *err, size_t errlen)
-{
-	u->tp_id = calloc((size_t)u->nfn * 2, sizeof(*u->tp_id));
-	if (!u->tp_id) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	tprobes_sweep(u->root, "uprobe_events", UPROBES_GROUP_PREFIX);
-	tprobes_group(UPROBES_GROUP_PREFIX, u->group, sizeof(u->group));
-	for (uint32_t i = 0; i < u->nfn; i++) {
-		for (int exit = 0; exit < 2; exit++) {
-			char cmd[TPROBES_LINE_MAX], name[32], *fmt = NULL;
-			uint32_t id = 0;
-			int r;
-
-			snprintf(name, sizeof(name), "%c%u", exit ? 'r' : 'f', i);
-			snprintf(cmd, sizeof(cmd), "%c:%s/%s %s:0x%llx\n", exit ? 'r' : 'p', u->group, name, u->path,
-			         (unsigned long long)u->fn[i].offset);
-			r = tprobes_write(u->root, "uprobe_events", cmd);
-			if (r) {
-				snprintf(err, errlen, "cannot define the %s probe of %s in %s: %s",
-				         exit ? "return" : "entry", u->fn[i].name, u->path, strerror(-r));
-				return r;
-			}
-			r = tracefs_format(u->root, u->group, name, &fmt, &id, err, errlen);
-			free(fmt);
-			if (r)
-				return r;
-			u->tp_id[2 * i + (uint32_t)exit] = id;
-		}
-	}
-	return 0;
-}
-
-struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct uprobes_ops *ops, char *err,
-                             size_t errlen)
+struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct uprobes_ops *ops, char *err, size_t errlen)
 {
 	struct uprobes *u = calloc(1, sizeof(*u));
 	int r;
@@ -369,6 +35,8 @@ struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct upro
 	if (!r)
 		r = select_functions(u, cfg, err, errlen);
 	if (!r)
+		r = follow_formats(u, err, errlen);
+	if (!r)
 		r = define_probes(u, err, errlen);
 	if (!r)
 		r = perfrings_init(&u->pr, u->pages, UP_SAMPLE_NS, false, err, errlen);
@@ -387,28 +55,24 @@ struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct upro
 	return NULL;
 }
 
-/* comm: the one event of a ring that also reports execs (every event
- * with it would report each). */
-static void up_attr(struct perf_event_attr *a, uint32_t tp_id, bool at_exec, bool comm)
+/* Every event on every CPU for every task: a probe hits only where the
+ * program's file is mapped, and the reader keeps the traced tasks' hits
+ * (no inheritance, which the kernel does not keep exact when a process's
+ * first thread ends before its others). */
+static void up_attr(struct perf_event_attr *a, uint32_t tp_id)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_TRACEPOINT;
 	a->config = tp_id;
 	a->sample_period = 1;
-	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
 #ifdef UP_REG_SP
 	a->sample_type |= PERF_SAMPLE_REGS_USER;
 	a->sample_regs_user = UINT64_C(1) << UP_REG_SP;
 #endif
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
-	a->inherit = 1;
-	a->comm = comm;
-	a->comm_exec = comm;
-	a->sample_id_all = 1; /* the exec's time: pid/tid, time, identifier after its name */
-	a->disabled = at_exec;
-	a->enable_on_exec = at_exec;
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -428,7 +92,7 @@ static int fd_room(size_t need, char *err, size_t errlen)
 		return 0;
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need + UP_FD_SPARE) {
 		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need + UP_FD_SPARE ? need + UP_FD_SPARE
-		                                                                                 : rl.rlim_max;
+		                                                                                : rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need + UP_FD_SPARE) {
@@ -441,9 +105,55 @@ static int fd_room(size_t need, char *err, size_t errlen)
 	return 0;
 }
 
-int uprobes_attach(struct uprobes *u, pid_t pid, bool at_exec, char *err, size_t errlen)
+/* One event on ring's CPU for every task: tracepoint tp_id, which is
+ * function fn's probe (kind UP_FUNC) or a follow tracepoint. */
+static int open_event(struct uprobes *u, struct perfring *ring, uint32_t tp_id, uint8_t kind, uint32_t fn, bool exit,
+                      char *err, size_t errlen)
 {
-	size_t total = (size_t)u->nfn * 2 * (size_t)u->pr.nrings;
+	struct perf_event_attr attr;
+	char what[300];
+	uint64_t id;
+	int fd, r = 0;
+
+	up_attr(&attr, tp_id);
+	fd = perf_open(&attr, -1, ring->cpu);
+	if (fd < 0) {
+		if (kind == UP_FUNC)
+			snprintf(what, sizeof(what), " (%s probe on %s in %s, CPU %d)", exit ? "return" : "entry",
+			         u->fn[fn].name, u->path, ring->cpu);
+		else
+			snprintf(what, sizeof(what), " (sched:%s, CPU %d)", follow_names[kind], ring->cpu);
+		perf_open_error(fd, what, err, errlen);
+		if (fd == -EACCES || fd == -EPERM) {
+			size_t l = strlen(err);
+
+			snprintf(err + l, errlen - l, ": uprobes need root or CAP_PERFMON");
+		}
+		return fd;
+	}
+	u->fds[u->nfds++] = fd;
+	if (ring->fd < 0)
+		r = perfring_map(&u->pr, ring, fd, err, errlen);
+	else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring->fd) != 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot share the CPU %d ring: %s", ring->cpu, strerror(-r));
+	}
+	if (!r && ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot read a probe's id: %s", strerror(-r));
+	}
+	if (r)
+		return r;
+	u->ids[u->nids].perf_id = id;
+	u->ids[u->nids].fn = fn;
+	u->ids[u->nids].exit = exit;
+	u->ids[u->nids++].kind = kind;
+	return 0;
+}
+
+static int open_events(struct uprobes *u, char *err, size_t errlen)
+{
+	size_t total = ((size_t)u->nfn * 2 + 3) * (size_t)u->pr.nrings;
 	int r = fd_room(total, err, errlen);
 
 	if (r)
@@ -454,50 +164,35 @@ int uprobes_attach(struct uprobes *u, pid_t pid, bool at_exec, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (int c = 0; c < u->pr.nrings; c++) {
+	for (int c = 0; !r && c < u->pr.nrings; c++) {
 		struct perfring *ring = &u->pr.rings[c];
 
-		for (uint32_t i = 0; i < u->nfn; i++) {
-			for (int exit = 0; exit < 2; exit++) {
-				struct perf_event_attr attr;
-				char what[300];
-				uint64_t id;
-				int fd;
-
-				up_attr(&attr, u->tp_id[2 * i + (uint32_t)exit], at_exec, ring->fd < 0);
-				fd = perf_open(&attr, pid, ring->cpu);
-				if (fd < 0) {
-					snprintf(what, sizeof(what), " (%s probe on %s in %s, CPU %d)",
-					         exit ? "return" : "entry", u->fn[i].name, u->path, ring->cpu);
-					perf_open_error(fd, what, err, errlen);
-					if (fd == -EACCES || fd == -EPERM) {
-						size_t l = strlen(err);
-
-						snprintf(err + l, errlen - l, ": uprobes need root or CAP_PERFMON");
-					}
-					return fd;
-				}
-				u->fds[u->nfds++] = fd;
-				if (ring->fd < 0)
-					r = perfring_map(&u->pr, ring, fd, err, errlen);
-				else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring->fd) != 0) {
-					r = -errno;
-					snprintf(err, errlen, "cannot share the CPU %d ring: %s", ring->cpu, strerror(-r));
-				}
-				if (!r && ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
-					r = -errno;
-					snprintf(err, errlen, "cannot read a probe's id: %s", strerror(-r));
-				}
-				if (r)
-					return r;
-				u->ids[u->nids].perf_id = id;
-				u->ids[u->nids].fn = i;
-				u->ids[u->nids++].exit = exit;
-			}
-		}
+		/* the followers first: a fork is read before its child's hits */
+		for (uint8_t k = UP_FORK; !r && k <= UP_EXIT; k++)
+			r = open_event(u, ring, u->follow_id[k], k, 0, false, err, errlen);
+		for (uint32_t i = 0; !r && i < u->nfn; i++)
+			for (int exit = 0; !r && exit < 2; exit++)
+				r = open_event(u, ring, u->tp_id[2 * i + (uint32_t)exit], UP_FUNC, i, exit, err,
+				               errlen);
 	}
-	qsort(u->ids, u->nids, sizeof(*u->ids), cmp_id);
-	return 0;
+	if (!r)
+		qsort(u->ids, u->nids, sizeof(*u->ids), cmp_id);
+	return r;
+}
+
+int uprobes_attach(struct uprobes *u, pid_t pid, char *err, size_t errlen)
+{
+	int r;
+
+	if (tid_add(u, (uint32_t)pid)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (u->opened)
+		return 0;
+	r = open_events(u, err, errlen);
+	u->opened = !r;
+	return r;
 }
 
 static const struct up_id *id_find(const struct uprobes *u, uint64_t perf_id)
@@ -515,97 +210,44 @@ static const struct up_id *id_find(const struct uprobes *u, uint64_t perf_id)
 	return lo < u->nids && u->ids[lo].perf_id == perf_id ? &u->ids[lo] : NULL;
 }
 
-/* The process's slot (made when make; NULL when the table is full). */
-static struct up_pid *pid_slot(struct uprobes *u, uint32_t pid, bool make)
+/* A follow tracepoint's record of traced task tid (current, at ns). */
+static void follow(struct uprobes *u, uint8_t kind, uint32_t pid, uint32_t tid, uint64_t ns, const unsigned char *raw,
+                   uint32_t rawlen)
 {
-	uint32_t k = (pid * 2654435761u) % UP_PIDS;
+	struct up_thread *t;
+	uint32_t child;
 
-	for (uint32_t n = 0; n < UP_PIDS; n++, k = (k + 1) % UP_PIDS) {
-		if (u->pids[k].pid == pid)
-			return &u->pids[k];
-		if (!u->pids[k].pid) {
-			if (!make)
-				return NULL;
-			u->pids[k].pid = pid;
-			return &u->pids[k];
+	switch (kind) {
+	case UP_FORK:
+		if (u->child_pid.off + 4 <= rawlen) {
+			memcpy(&child, raw + u->child_pid.off, 4);
+			if (child && tid_add(u, child))
+				u->lost++; /* its hits cannot be told from others' */
+			else if (child)
+				fork_frames(u, pid, tid, child, ns);
 		}
+		break;
+	case UP_EXEC:
+		t = thread_slot(u, tid);
+		if (t)
+			t->depth = 0; /* the old image's frames are gone */
+		if (u->ops.exec)
+			u->ops.exec(u->ops.ctx, pid, tid, ns);
+		break;
+	case UP_EXIT:
+		tid_remove(u, tid);
+		t = thread_slot(u, tid);
+		if (t)
+			t->depth = 0;
+		break;
 	}
-	/* full: the oldest processes are long gone; start over */
-	if (!make)
-		return NULL;
-	memset(u->pids, 0, sizeof(u->pids));
-	u->pids[pid % UP_PIDS].pid = pid;
-	return &u->pids[pid % UP_PIDS];
-}
-
-static struct up_thread *thread_slot(struct uprobes *u, uint32_t tid)
-{
-	uint32_t k = (tid * 2654435761u) % UP_THREADS;
-
-	if (!u->threads)
-		return NULL;
-	for (uint32_t n = 0; n < UP_THREADS; n++, k = (k + 1) % UP_THREADS) {
-		if (u->threads[k].tid == tid)
-			return &u->threads[k];
-		if (!u->threads[k].tid) {
-			u->threads[k].tid = tid;
-			return &u->threads[k];
-		}
-	}
-	return NULL; /* full: longjmps of more threads are not seen */
-}
-
-/* An entry at stack pointer sp: frames entered at or below it are gone
- * (a callee's entry is always below its caller's), and the thread's
- * stream is told to how many frames it returned. */
-static void entry_unwind(struct uprobes *u, uint32_t pid, uint32_t tid, uint64_t ns, uint64_t sp, uint32_t fn)
-{
-	struct up_thread *t = thread_slot(u, tid);
-	uint32_t depth;
-
-	if (!t)
-		return;
-	/* frames entered below sp are gone; one entered at sp is gone too
-	 * once the stack went up (a longjmp, then a call at that level), but
-	 * not when it is the top (a tail call: the callee reuses its frame) */
-	depth = t->depth;
-	while (depth && t->stack[depth - 1].sp < sp)
-		depth--;
-	if (depth < t->depth)
-		while (depth && t->stack[depth - 1].sp == sp)
-			depth--;
-	if (depth < t->depth) {
-		u->unwound += t->depth - depth;
-		t->depth = depth;
-		if (u->ops.longjmp)
-			u->ops.longjmp(u->ops.ctx, pid, tid, ns, depth);
-	}
-	if (!t->stack && !(t->stack = malloc(UP_STACK_MAX * sizeof(*t->stack))))
-		return;
-	if (t->depth < UP_STACK_MAX) {
-		t->stack[t->depth].sp = sp;
-		t->stack[t->depth++].fn = fn;
-	}
-}
-
-/* A return of fn: it and the frames above it are done. */
-static void exit_unwind(struct uprobes *u, uint32_t tid, uint32_t fn)
-{
-	struct up_thread *t = thread_slot(u, tid);
-
-	if (!t)
-		return;
-	for (uint32_t d = t->depth; d > 0; d--)
-		if (t->stack[d - 1].fn == fn) {
-			t->depth = d - 1;
-			return;
-		}
 }
 
 static long up_sample(struct uprobes *u, const unsigned char *body, size_t len)
 {
 	uint64_t perf_id, ip, ns, addr, abi = 0, sp = 0;
-	uint32_t pt[2];
+	uint32_t pt[2], rawlen = 0;
+	size_t off = UP_SAMPLE_SIZE;
 	const struct up_id *id;
 	const struct up_fn *f;
 	struct up_pid *p;
@@ -616,13 +258,37 @@ static long up_sample(struct uprobes *u, const unsigned char *body, size_t len)
 	memcpy(&ip, body + 8, 8);
 	memcpy(pt, body + 16, 8);
 	memcpy(&ns, body + UP_SAMPLE_NS, 8);
-	if (len >= UP_SAMPLE_SP_SIZE) {
-		memcpy(&abi, body + UP_SAMPLE_SIZE, 8);
-		memcpy(&sp, body + UP_SAMPLE_SIZE + 8, 8);
-	}
-	id = id_find(u, perf_id);
-	if (!id)
+	/* the raw record (its size, then itself), then the user registers:
+	 * their ABI and, unless none, the stack pointer */
+	if (off + 4 <= len)
+		memcpy(&rawlen, body + off, 4);
+	if (rawlen > len - off - 4)
 		return 0;
+	off += 4 + rawlen;
+#ifdef UP_REG_SP
+	if (off + 8 <= len) {
+		memcpy(&abi, body + off, 8);
+		if (abi != PERF_SAMPLE_REGS_ABI_NONE && off + 16 <= len)
+			memcpy(&sp, body + off + 8, 8);
+		else
+			abi = PERF_SAMPLE_REGS_ABI_NONE;
+	}
+#endif
+	id = id_find(u, perf_id);
+	if (!id || !tid_find(u, pt[1], false)) {
+		u->others += id && id->kind == UP_FUNC;
+		return 0;
+	}
+	if (u->threads) {
+		struct up_thread *t = thread_slot(u, pt[1]);
+
+		if (t && t->forker)
+			inherit_frames(u, t, pt[0], pt[1]);
+	}
+	if (id->kind != UP_FUNC) {
+		follow(u, id->kind, pt[0], pt[1], ns, body + UP_SAMPLE_SIZE + 4, rawlen);
+		return 0;
+	}
 	f = &u->fn[id->fn];
 	if (!id->exit) {
 		/* the probe's address in this process: its load bias */
@@ -652,18 +318,6 @@ static long up_take(void *ctx, struct perfring *ring, const struct perf_event_he
 
 	if (h->type == PERF_RECORD_SAMPLE)
 		return up_sample(u, body, h->size - sizeof(*h));
-	if (h->type == PERF_RECORD_COMM && (h->misc & PERF_RECORD_MISC_COMM_EXEC) && h->size >= sizeof(*h) + 32) {
-		uint32_t pt[2];
-		uint64_t ns;
-
-		memcpy(pt, body, 8);
-		memcpy(&ns, body + h->size - sizeof(*h) - 16, 8);
-		if (thread_slot(u, pt[1]))
-			thread_slot(u, pt[1])->depth = 0; /* the old image's frames are gone */
-		if (u->ops.exec)
-			u->ops.exec(u->ops.ctx, pt[0], pt[1], ns);
-		return 0;
-	}
 	if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16) {
 		uint64_t count;
 
@@ -693,6 +347,7 @@ void uprobes_get_stats(const struct uprobes *u, struct uprobes_stats *st)
 	st->lost = u->lost;
 	st->unattributed = u->unattributed;
 	st->unwound = u->unwound;
+	st->others = u->others;
 	st->events = (uint32_t)u->nfds;
 	st->skipped = u->skipped;
 	st->nskipped = u->nskipped;
@@ -723,6 +378,7 @@ void uprobes_free(struct uprobes *u)
 	for (uint32_t i = 0; u->threads && i < UP_THREADS; i++)
 		free(u->threads[i].stack);
 	free(u->threads);
+	free(u->tids);
 	free(u->fds);
 	free(u->ids);
 	free(u->fn);

@@ -1,12 +1,15 @@
 /* The dynamic tracer's uprobe backend: the functions of an unmodified
- * executable traced through perf_event_open's uprobe PMU, an entry probe
- * and a return probe (uretprobe) per function, opened per CPU on the
- * program (held before its exec) with inheritance, so that its threads and
- * children are traced and no other process is.  The kernel stamps each hit
- * with CLOCK_MONOTONIC; the records are read from one ring per CPU, merged
- * into time order and handed out as function entries and exits of the
- * thread that made them.  The program's code is never written.  C11 and
- * libc only: it runs on the target. */
+ * executable traced through uprobes, an entry probe and a return probe
+ * (uretprobe) per function, defined in tracefs's uprobe_events and opened
+ * through perf_event_open on every CPU.  A probe traps only in processes
+ * that map the file; the reader keeps the hits of the traced tasks, which
+ * it follows from the scheduler's fork, exec and exit tracepoints read in
+ * the same rings (the program, its threads and its descendants), and drops
+ * the others (another process running the same file, counted).  The kernel
+ * stamps each hit with CLOCK_MONOTONIC; the records are merged into time
+ * order and handed out as function entries and exits of the thread that
+ * made them.  The program's code is never written.  C11 and libc only: it
+ * runs on the target. */
 #ifndef LP_DYNTRACE_UPROBES_H
 #define LP_DYNTRACE_UPROBES_H
 
@@ -20,6 +23,9 @@
 /* Nested return probes the kernel keeps per thread (its
  * MAX_URETPROBE_DEPTH): a call deeper than this has no exit record. */
 #define UPROBES_RETURN_DEPTH 64u
+/* Open calls a forked child process is told it inherited, at most (the
+ * outermost ones) */
+#define UPROBES_INHERIT_MAX 31u
 
 struct uprobes_config {
 	const char *path; /* the executable, as it will be run */
@@ -38,6 +44,10 @@ struct uprobes_ops {
 	/* thread tid left frames without their returns (longjmp): depth
 	 * frames of those the tracer saw it enter remain */
 	void (*longjmp)(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, uint32_t depth);
+	/* thread tid of process pid, forked at ns by a thread of process
+	 * parent, inherited these n open calls (outermost first) */
+	void (*fork)(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, uint32_t parent, const uint64_t *frames,
+	             uint32_t n);
 	/* thread tid of process pid called exec at ns: its later records are
 	 * the new image's */
 	void (*exec)(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns);
@@ -52,14 +62,15 @@ struct uprobes_skipped {
 };
 
 struct uprobes_stats {
-	uint32_t functions;   /* traced */
-	uint32_t candidates;  /* functions of the file the patterns chose */
-	uint64_t entries;     /* entry records read */
-	uint64_t exits;       /* return records read */
-	uint64_t lost;        /* dropped by the kernel, all CPUs */
+	uint32_t functions;    /* traced */
+	uint32_t candidates;   /* functions of the file the patterns chose */
+	uint64_t entries;      /* entry records read */
+	uint64_t exits;        /* return records read */
+	uint64_t lost;         /* dropped by the kernel, all CPUs */
 	uint64_t unattributed; /* exits of a process whose address was unknown */
 	uint64_t unwound;      /* frames left without a return (longjmp) */
-	uint32_t events;      /* perf events opened */
+	uint64_t others;       /* probe hits of processes not traced, left out */
+	uint32_t events;       /* perf events opened */
 	const struct uprobes_skipped *skipped;
 	size_t nskipped;
 };
@@ -70,13 +81,13 @@ struct uprobes;
  * patterns name and checks that the kernel has the uprobe PMU.  Nothing is
  * opened until uprobes_attach.  On error returns NULL with the reason in
  * err: an unreadable or foreign file, no function chosen, no uprobe PMU. */
-struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct uprobes_ops *ops, char *err,
-                             size_t errlen);
-/* Opens the probes on process pid, a child held before its exec (the
- * probes are enabled by its exec) or a running process, and its future
- * threads and children.  Returns 0 or -errno with err set (-EMFILE: more
- * probes than descriptors; -EACCES/-EPERM: not allowed). */
-int uprobes_attach(struct uprobes *u, pid_t pid, bool at_exec, char *err, size_t errlen);
+struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct uprobes_ops *ops, char *err, size_t errlen);
+/* Traces process pid (a child held before its exec, or a thread of a
+ * running process), its future threads and children, its hits kept from
+ * now on; the probes are opened at the first call.  Returns 0 or -errno
+ * with err set (-EMFILE: more probes than descriptors; -EACCES/-EPERM: not
+ * allowed). */
+int uprobes_attach(struct uprobes *u, pid_t pid, char *err, size_t errlen);
 /* Hands out every record up to now.  Returns the number handed out, or
  * -errno. */
 long uprobes_poll(struct uprobes *u);

@@ -69,13 +69,13 @@ int recdyn_held(void *ctx, pid_t pid)
 {
 	struct recdyn *rd = ctx;
 
-	return uprobes_attach(rd->up, pid, true, rd->err, sizeof(rd->err));
+	return uprobes_attach(rd->up, pid, rd->err, sizeof(rd->err));
 }
 
 int recdyn_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
 {
 	struct recdyn *rd = ctx;
-	int r = uprobes_attach(rd->up, pid, true, rd->err, sizeof(rd->err));
+	int r = uprobes_attach(rd->up, pid, rd->err, sizeof(rd->err));
 
 	if (r)
 		snprintf(err, errlen, "%s", rd->err);
@@ -115,6 +115,11 @@ unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verb
 	if (st.unattributed)
 		fprintf(stderr, "layerprof record: warning: %llu function exits of processes not seen entering one\n",
 		        (unsigned long long)st.unattributed);
+	if (st.others && !quiet)
+		fprintf(stderr,
+		        "layerprof record: note: %llu probe hits of other processes running '%s' were left out (they "
+		        "paid for the traps)\n",
+		        (unsigned long long)st.others, rd->cfg.path);
 	if (verbose)
 		fprintf(stderr, "layerprof record: dynamic (uprobe): %u functions, %llu entries and %llu exits read\n",
 		        st.functions, (unsigned long long)st.entries, (unsigned long long)st.exits);

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -36,22 +37,7 @@ LEFT_OUT = {
     "spawner_spawn": "a second program's functions: --dynamic probes the program it starts",
     "exceptions": "C++ exceptions: the uprobe backend refuses such programs (group refuse checks it)",
     "templates": "C++ with exception tables: the uprobe backend refuses such programs",
-    # open defects of the uprobe backend (issue 17's note): an exec'd
-    # image's calls are sometimes named from the old image (the drain may
-    # bind the old image's ring last when it finds both in one scan), and
-    # a thread that outlives main's pthread_exit loses its calls
-    "execer": "exec: the new image's calls may be named from the old image (open defect)",
-    "spawner_": "exec: the new image's calls may be named from the old image (open defect)",
-    "threads": "a thread that runs after main's pthread_exit loses its calls (open defect)",
 }
-
-# Checks that do not hold under the uprobe backend, and why: a forked child
-# knows nothing of its parent's open frames (the compiled-in gates hand
-# the child the parent's stack).
-DROPPED_EDGES = {
-    ("main", "child_work"): "a forked child's calls are roots: it does not inherit its parent's open frames",
-}
-
 
 class PlainBuilder(samples.Builder):
     """The sample programs as a developer builds them: no instrumentation."""
@@ -74,12 +60,6 @@ def group_programs(lp, tmp):
                 skip("%s %s %s --dynamic" % (name, cc, opt), why)
                 continue
             tag = "%s %s %s --dynamic" % (name, cc, opt)
-            exp = dict(exp)
-            if name.startswith(("forker", "latecomers")):
-                for edge, why in DROPPED_EDGES.items():
-                    if list(edge) in exp.get("edges", []):
-                        exp["edges"] = [e for e in exp["edges"] if e != list(edge)]
-                        skip("%s: %s calls %s" % (tag, edge[0], edge[1]), why)
             binary = samples.prepare(exp, b)
             out = os.path.join(tmp, "d-%s-%s%s" % (name, cc, opt))
             r = samples.record(lp, out, [binary] + samples.prog_args(exp, b), extra=("--dynamic",))
@@ -222,13 +202,59 @@ def group_refuse(lp, tmp):
     check(r.returncode == 1 and "root" in r.stderr and "fib(15)" not in r.stdout,
           "as an unprivileged user: exit 1, the reason names root, the program not run",
           "%d: %s %s" % (r.returncode, r.stdout, r.stderr))
+    # a recording's probes go with it (its group is named after its pid)
+    rec = subprocess.Popen([lp.exe, "record", "-q", "--dynamic", "-o", os.path.join(tmp, "ref2.t"), "--", plain],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    out_, err_ = rec.communicate(timeout=60)
+    check(rec.returncode == 0, "a recording for the probe check exits 0", err_)
     for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
         path = os.path.join(root, "uprobe_events")
         if os.path.exists(path):
             with open(path) as f:
-                left = [ln for ln in f if "layerprofu_" in ln]
-            check(not left, "no probe of layerprof left in %s" % path, left[:3])
+                left = [ln for ln in f if ":layerprofu_%d/" % rec.pid in ln]
+            check(not left, "the recording's probes are gone from %s" % path, left[:3])
+            killed_recorder(lp, tmp, path)
             break
+
+
+def probes_of(path, pid):
+    with open(path) as f:
+        return [ln for ln in f if ":layerprofu_%d/" % pid in ln]
+
+
+def killed_recorder(lp, tmp, path):
+    """A recorder killed with SIGKILL leaves its probe definitions (they
+    trap nothing once its events are closed): the program runs on to its
+    end, and the next recording removes them."""
+    loop = build_c(tmp, "slowloop", r"""
+#include "prog.h"
+#include <stdio.h>
+#include <time.h>
+COUNTED void tick(void) { struct timespec t = { 0, 2000000 }; nanosleep(&t, NULL); }
+int main(void)
+{
+	for (int i = 0; i < 500; i++)
+		tick();
+	puts("done");
+	return 0;
+}
+""")
+    rec = subprocess.Popen([lp.exe, "record", "-q", "--dynamic", "-o", os.path.join(tmp, "killed.t"), "--", loop],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    deadline = time.time() + 10
+    while time.time() < deadline and not probes_of(path, rec.pid):
+        time.sleep(0.01)
+    time.sleep(0.2)
+    check(bool(probes_of(path, rec.pid)), "a running recording's probes are defined")
+    rec.kill()
+    # the program holds the pipe until its end: its output says it ran on
+    out_, err_ = rec.communicate(timeout=30)
+    check(out_.strip() == "done", "the program ran to its end without its recorder", out_ + err_)
+    check(bool(probes_of(path, rec.pid)), "the killed recorder's probe definitions are left")
+    r = lp("record", "-q", "--dynamic", "-o", os.path.join(tmp, "after.t"), "--", loop)
+    check(r.returncode == 0 and r.stdout.strip() == "done" and calls(lp, os.path.join(tmp, "after.t")).get("tick") == 500,
+          "the next recording: tick 500 times", r.stderr)
+    check(not probes_of(path, rec.pid), "the next recording removed the killed recorder's probes")
 
 
 def setup(build):

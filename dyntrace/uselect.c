@@ -1,0 +1,305 @@
+/* What the uprobe backend probes (see uprobes_impl.h): tracefs and its
+ * uprobe_events, the executable's functions the patterns choose and their
+ * file offsets, and the probe definitions. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dyntrace/uprobes_impl.h"
+#include "systrace/tprobes.h"
+
+#define UPROBES_GROUP_PREFIX "layerprofu_"
+
+/* The scheduler tracepoints that follow the traced tasks. */
+const char *const follow_names[4] = { NULL, "sched_process_fork", "sched_process_exec", "sched_process_exit" };
+
+/* Where tracefs is, and whether this kernel defines uprobes there. */
+int tracefs_probe(struct uprobes *u, char *err, size_t errlen)
+{
+	char path[256];
+
+	u->root = tracefs_root("sched", "sched_switch", err, errlen);
+	if (!u->root) {
+		size_t l = strlen(err);
+
+		snprintf(err + l, errlen - l, ": uprobes are defined through tracefs, which needs root");
+		return -ENOENT;
+	}
+	snprintf(path, sizeof(path), "%s/uprobe_events", u->root);
+	if (access(path, W_OK)) {
+		int r = -errno;
+
+		snprintf(err, errlen,
+		         "cannot define uprobes (%s: %s): the kernel needs CONFIG_UPROBE_EVENTS, and "
+		         "layerprof root",
+		         path, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* A path the probe definitions can carry: absolute, without blanks or
+ * control characters (the definition is a line of words). */
+int probe_path(struct uprobes *u, const char *path, char *err, size_t errlen)
+{
+	char *abs = realpath(path, NULL);
+
+	if (!abs) {
+		int r = -errno;
+
+		snprintf(err, errlen, "'%s': %s", path, strerror(-r));
+		return r;
+	}
+	for (const unsigned char *c = (const unsigned char *)abs; *c; c++)
+		if (*c <= ' ' || *c == 0x7f) {
+			snprintf(err, errlen, "'%.512s': a path with blanks or control characters cannot be probed",
+			         abs);
+			free(abs);
+			return -EINVAL;
+		}
+	if (strlen(abs) + 64 > TPROBES_LINE_MAX) {
+		snprintf(err, errlen, "'%.256s...': path too long to probe", abs);
+		free(abs);
+		return -ENAMETOOLONG;
+	}
+	u->path = abs;
+	return 0;
+}
+
+/* File offsets of the functions: through the executable PT_LOAD segment
+ * that holds each.  Returns 0, or -ENOEXEC when the program headers cannot
+ * be read. */
+static int file_offsets(struct uprobes *u, char *err, size_t errlen)
+{
+	int fd = open(u->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct {
+		uint64_t vaddr, offset, size;
+	} seg[16];
+	unsigned nseg = 0;
+	int r = 0;
+
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open '%s': %s", u->path, strerror(-r));
+		return r;
+	}
+	if (u->es->elf_class == ELFCLASS64) {
+		Elf64_Ehdr eh;
+
+		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || eh.e_phentsize != sizeof(Elf64_Phdr))
+			r = -ENOEXEC;
+		for (unsigned i = 0; !r && i < eh.e_phnum && nseg < 16; i++) {
+			Elf64_Phdr ph;
+
+			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
+			    (ssize_t)sizeof(ph))
+				r = -ENOEXEC;
+			else if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+				seg[nseg].vaddr = ph.p_vaddr;
+				seg[nseg].offset = ph.p_offset;
+				seg[nseg++].size = ph.p_filesz;
+			}
+		}
+	} else {
+		Elf32_Ehdr eh;
+
+		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || eh.e_phentsize != sizeof(Elf32_Phdr))
+			r = -ENOEXEC;
+		for (unsigned i = 0; !r && i < eh.e_phnum && nseg < 16; i++) {
+			Elf32_Phdr ph;
+
+			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
+			    (ssize_t)sizeof(ph))
+				r = -ENOEXEC;
+			else if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+				seg[nseg].vaddr = ph.p_vaddr;
+				seg[nseg].offset = ph.p_offset;
+				seg[nseg++].size = ph.p_filesz;
+			}
+		}
+	}
+	close(fd);
+	if (r) {
+		snprintf(err, errlen, "'%s': cannot read its program headers", u->path);
+		return r;
+	}
+	for (uint32_t i = 0; i < u->nfn; i++) {
+		uint64_t a = u->fn[i].addr & ~(uint64_t)1; /* arm Thumb bit */
+
+		u->fn[i].offset = UINT64_MAX;
+		for (unsigned s = 0; s < nseg; s++)
+			if (a >= seg[s].vaddr && a - seg[s].vaddr < seg[s].size)
+				u->fn[i].offset = a - seg[s].vaddr + seg[s].offset;
+	}
+	return 0;
+}
+
+/* The C runtime's start-up and tear-down code, which an instrumented build
+ * does not instrument either (crt1.o, crti.o, crtbegin.o): tracing it
+ * would put main under _start, and _start never returns. */
+static const char *const crt_names[] = { "_start",
+	                                 "_init",
+	                                 "_fini",
+	                                 "deregister_tm_clones",
+	                                 "register_tm_clones",
+	                                 "__do_global_dtors_aux",
+	                                 "frame_dummy",
+	                                 "__libc_csu_init",
+	                                 "__libc_csu_fini",
+	                                 "_dl_relocate_static_pie",
+	                                 "__x86.get_pc_thunk.bx" };
+
+static bool is_crt(const char *name)
+{
+	for (size_t i = 0; i < sizeof(crt_names) / sizeof(crt_names[0]); i++)
+		if (!strcmp(name, crt_names[i]))
+			return true;
+	return false;
+}
+
+static bool chosen(const struct uprobes_config *cfg, const char *name)
+{
+	if (!cfg->npatterns)
+		return true;
+	for (uint32_t i = 0; i < cfg->npatterns; i++)
+		if (!fnmatch(cfg->patterns[i], name, 0))
+			return true;
+	return false;
+}
+
+static void skip_fn(struct uprobes *u, const char *name, const char *why)
+{
+	u->skipped[u->nskipped].name = name;
+	u->skipped[u->nskipped++].why = why;
+}
+
+/* Symbols that mean C++ exceptions may unwind through the program's
+ * frames.  A return probe replaces a frame's return address with the
+ * kernel's trampoline, which the unwinder cannot step through: the
+ * exception would end the program (std::terminate, or a crash). */
+static const char *const unwind_names[] = {
+	"__cxa_throw", "_Unwind_RaiseException", "_Unwind_Resume", "__gxx_personality_v0", "__cxa_rethrow",
+};
+
+static const char *unwinds(const struct elfsyms *es)
+{
+	for (size_t k = 0; k < sizeof(unwind_names) / sizeof(unwind_names[0]); k++) {
+		for (size_t i = 0; i < es->nplt; i++)
+			if (!strcmp(es->plt[i].name, unwind_names[k]))
+				return unwind_names[k];
+		for (size_t i = 0; i < es->nfn; i++)
+			if (!strcmp(es->fn[i].name, unwind_names[k]))
+				return unwind_names[k];
+	}
+	return NULL;
+}
+
+int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *err, size_t errlen)
+{
+	const char *cxx = unwinds(u->es);
+	uint32_t kept = 0;
+	int r;
+
+	if (cxx) {
+		snprintf(err, errlen,
+		         "'%s' uses C++ exceptions (it links %s): the uprobe backend's return probes would make "
+		         "an exception that passes a traced function end the program, so it does not trace it",
+		         u->path, cxx);
+		return -ENOTSUP;
+	}
+	u->fn = calloc(u->es->nfn ? u->es->nfn : 1, sizeof(*u->fn));
+	u->skipped = calloc(u->es->nfn ? u->es->nfn : 1, sizeof(*u->skipped));
+	if (!u->fn || !u->skipped) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < u->es->nfn; i++) {
+		const struct elfsyms_fn *f = &u->es->fn[i];
+
+		if (!chosen(cfg, f->name) || is_crt(f->name))
+			continue;
+		u->candidates++;
+		if (f->flags & ELFSYMS_FN_IFUNC) {
+			skip_fn(u, f->name, "an IFUNC resolver (it runs in the loader)");
+			continue;
+		}
+		u->fn[u->nfn].addr = f->addr;
+		u->fn[u->nfn++].name = f->name;
+	}
+	if (!u->nfn) {
+		snprintf(err, errlen, "'%s': %s", u->path,
+		         cfg->npatterns ? "no function of the program matches --dynamic's patterns"
+		                        : "no function symbols (neither .symtab nor .dynsym has any)");
+		return -ENOENT;
+	}
+	r = file_offsets(u, err, errlen);
+	for (uint32_t i = 0; !r && i < u->nfn; i++) {
+		if (u->fn[i].offset != UINT64_MAX)
+			u->fn[kept++] = u->fn[i];
+		else
+			skip_fn(u, u->fn[i].name, "not in an executable segment");
+	}
+	if (!r)
+		u->nfn = kept;
+	return r;
+}
+
+/* The scheduler tracepoints' ids, and where fork names its child. */
+int follow_formats(struct uprobes *u, char *err, size_t errlen)
+{
+	for (int k = UP_FORK; k <= UP_EXIT; k++) {
+		char *fmt = NULL;
+		int r = tracefs_format(u->root, "sched", follow_names[k], &fmt, &u->follow_id[k], err, errlen);
+
+		if (!r && k == UP_FORK && (!tracefs_field(fmt, "child_pid", &u->child_pid) || u->child_pid.size != 4)) {
+			snprintf(err, errlen, "cannot parse the sched:sched_process_fork format");
+			r = -EINVAL;
+		}
+		free(fmt);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* Each function's entry and return probes in our group of
+ * uprobe_events, and their tracepoint ids.  What is defined before a
+ * failure is removed by uprobes_free. */
+int define_probes(struct uprobes *u, char *err, size_t errlen)
+{
+	u->tp_id = calloc((size_t)u->nfn * 2, sizeof(*u->tp_id));
+	if (!u->tp_id) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	tprobes_sweep(u->root, "uprobe_events", UPROBES_GROUP_PREFIX);
+	tprobes_group(UPROBES_GROUP_PREFIX, u->group, sizeof(u->group));
+	for (uint32_t i = 0; i < u->nfn; i++) {
+		for (int exit = 0; exit < 2; exit++) {
+			char cmd[TPROBES_LINE_MAX], name[32], *fmt = NULL;
+			uint32_t id = 0;
+			int r;
+
+			snprintf(name, sizeof(name), "%c%u", exit ? 'r' : 'f', i);
+			snprintf(cmd, sizeof(cmd), "%c:%s/%s %s:0x%llx\n", exit ? 'r' : 'p', u->group, name, u->path,
+			         (unsigned long long)u->fn[i].offset);
+			r = tprobes_write(u->root, "uprobe_events", cmd);
+			if (r) {
+				snprintf(err, errlen, "cannot define the %s probe of %s in %s: %s",
+				         exit ? "return" : "entry", u->fn[i].name, u->path, strerror(-r));
+				return r;
+			}
+			r = tracefs_format(u->root, u->group, name, &fmt, &id, err, errlen);
+			free(fmt);
+			if (r)
+				return r;
+			u->tp_id[2 * i + (uint32_t)exit] = id;
+		}
+	}
+	return 0;
+}
