@@ -16,6 +16,7 @@
 #include "common/sessiondir.h"
 #include "common/wire.h"
 #include "systrace/sysdrain.h"
+#include "dyntrace/uprobes.h"
 #include "ktrace/ktrace.h"
 #include "systrace/systrace.h"
 
@@ -66,6 +67,10 @@ struct session_syscalls {
 	 * of kcfg are borrowed from the request for the call */
 	bool kernel;
 	struct ktrace_config kcfg;
+	/* functions of a program built without instrumentation (START option
+	 * `dynamic`, dyntrace/): the patterns point into the request */
+	bool dynamic;
+	struct uprobes_config ucfg;
 };
 
 /* Where a session's heap operations come from, for the host (SESSION
@@ -97,6 +102,8 @@ struct session {
 	 * its end from systrace_exited */
 	struct systrace *st;
 	struct ktrace *kt;     /* kernel events, or NULL */
+	struct uprobes *up;    /* the dynamic tracer (START's `dynamic`), or NULL */
+	char up_err[600];      /* why its probes could not be opened on the program */
 	bool ksystem;          /* with kt: other processes' too (kernel_system) */
 	char kernel_warn[300]; /* events left out of the default set, for the host */
 	struct sysdrain feed;  /* the tracer's records into the drain (feed.on: tracing on) */

@@ -286,6 +286,22 @@ static int syscall_option(struct session_syscalls *sys, const char *key, const c
 	return -EINVAL;
 }
 
+/* START's `dynamic`: "all", or function globs split in place (the
+ * patterns point into the request). */
+static int dynamic_option(struct session_syscalls *sys, char *val, char *err, size_t errlen)
+{
+	char why[300];
+
+	sys->dynamic = true;
+	if (!strcmp(val, "all"))
+		return 0;
+	if (uprobes_patterns(&sys->ucfg, val, why, sizeof(why))) {
+		snprintf(err, errlen, "dynamic: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* The memory options, once every option is known. */
 static int memory_check(const struct agent *a, const struct memopts *mem, char *err, size_t errlen)
 {
@@ -362,6 +378,12 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 				goto bad;
 			}
 			*eq = '\0';
+			if (!strcmp(argv[first], "dynamic")) {
+				r = dynamic_option(&sys, eq + 1, err, sizeof(err));
+				if (r)
+					goto bad;
+				continue;
+			}
 			r = memopts_set_key(&mem, argv[first], eq + 1, err, sizeof(err));
 			if (r == 1)
 				r = syscall_option(&sys, argv[first], eq + 1, &filter, err, sizeof(err));

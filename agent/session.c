@@ -17,6 +17,7 @@
 #include "common/meta.h"
 #include "common/progpath.h"
 #include "lp_arch.h"
+#include "dyntrace/udrain.h"
 #include "ktrace/kdrain.h"
 #include "systrace/sysdrain.h"
 
@@ -102,6 +103,8 @@ static void on_collect(void *ctx)
 		systrace_poll(s->st);
 	if (s->kt)
 		ktrace_poll(s->kt);
+	if (s->up)
+		uprobes_poll(s->up);
 }
 
 /* Opens the kernel tracer for s before its program starts.  Returns 0 or
@@ -119,6 +122,52 @@ static int kernel_open(struct session *s, const struct session_syscalls *sys, ch
 		return -1;
 	}
 	s->ksystem = sys->kcfg.system;
+	return 0;
+}
+
+/* The dynamic tracer's probes on the held child (launch_cmd.held and
+ * systrace_config.held). */
+static int dynamic_held(void *ctx, pid_t pid)
+{
+	struct session *s = ctx;
+
+	return uprobes_attach(s->up, pid, s->up_err, sizeof(s->up_err));
+}
+
+static int dynamic_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
+{
+	struct session *s = ctx;
+	int r = dynamic_held(ctx, pid);
+
+	if (r)
+		snprintf(err, errlen, "%s", s->up_err);
+	return r;
+}
+
+/* Opens the dynamic tracer for s on the program's file (found as execvp
+ * would).  Returns 0 or -1 with the reason in err. */
+static int dynamic_open(struct session *s, const struct session_syscalls *sys, const char *prog, char *err,
+                        size_t errlen)
+{
+	struct uprobes_config cfg;
+	struct uprobes_ops ops = udrain_ops(&s->feed);
+	char path[PATH_MAX], uerr[600];
+	int r;
+
+	if (!sys || !sys->dynamic)
+		return 0;
+	r = progpath_find(prog, path, sizeof(path));
+	if (r) {
+		snprintf(err, errlen, "cannot run '%s': %s", prog, strerror(-r));
+		return -1;
+	}
+	cfg = sys->ucfg;
+	cfg.path = path;
+	s->up = uprobes_open(&cfg, &ops, uerr, sizeof(uerr));
+	if (!s->up) {
+		snprintf(err, errlen, "dynamic: %s", uerr);
+		return -1;
+	}
 	return 0;
 }
 
@@ -143,7 +192,7 @@ static struct drain_ops drain_ops_of(struct session *s, const struct session_sys
 {
 	struct drain_ops ops = { .ctx = s, .chunk = on_chunk, .map = on_map, .unmap = on_unmap };
 
-	if (sys && (sys->on || sys->kernel))
+	if (sys && (sys->on || sys->kernel || sys->dynamic))
 		ops.collect = on_collect;
 	return ops;
 }
@@ -178,6 +227,7 @@ static int spawn_traced(struct session *s, char **argv, const struct session_sys
                         size_t errlen)
 {
 	struct systrace_ops ops = sysdrain_ops(&s->feed);
+	struct systrace_config cfg = sys->cfg;
 	char why[sizeof(s->sys_why)], terr[600];
 	int r, in_fd = -1, null_fd;
 	pid_t pid = 0;
@@ -194,7 +244,11 @@ static int spawn_traced(struct session *s, char **argv, const struct session_sys
 		close(null_fd);
 	}
 	signal(SIGPIPE, SIG_DFL);
-	s->st = systrace_spawn(argv, env, &sys->cfg, &ops, &pid, why, sizeof(why), terr, sizeof(terr));
+	if (s->up) {
+		cfg.held = dynamic_held_sys;
+		cfg.held_ctx = s;
+	}
+	s->st = systrace_spawn(argv, env, &cfg, &ops, &pid, why, sizeof(why), terr, sizeof(terr));
 	signal(SIGPIPE, SIG_IGN);
 	if (in_fd >= 0) {
 		dup2(in_fd, STDIN_FILENO);
@@ -304,14 +358,22 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		free(s);
 		return NULL;
 	}
-	s->drain = drain_new(s->dir, &cfg, &ops);
-	if (!s->drain) {
-		snprintf(err, errlen, "cannot create session '%s': %s", s->dir, strerror(errno));
+	if (dynamic_open(s, sys, argv[0], err, errlen)) {
 		ktrace_free(s->kt);
 		free(s);
 		return NULL;
 	}
+	s->drain = drain_new(s->dir, &cfg, &ops);
+	if (!s->drain) {
+		snprintf(err, errlen, "cannot create session '%s': %s", s->dir, strerror(errno));
+		ktrace_free(s->kt);
+		uprobes_free(s->up);
+		free(s);
+		return NULL;
+	}
 	s->feed.drain = s->drain;
+	if (s->up)
+		drain_set_eager(s->drain);
 	drain_set_enabled(s->drain, a->tracing);
 	drain_set_hold(s->drain, a->hold);
 	a->hold = false; /* one program per request */
@@ -339,12 +401,18 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 	}
 	cmd.path = path;
 	cmd.envp = env;
+	if (s->up) {
+		cmd.held = dynamic_held;
+		cmd.held_ctx = s;
+	}
 	/* the agent ignores SIGPIPE; an ignored signal stays so across exec */
 	sigemptyset(&cmd.reset);
 	sigaddset(&cmd.reset, SIGPIPE);
 	pid = launch_spawn(&cmd, &step);
 	if (pid < 0) {
-		if (step == LAUNCH_EXEC)
+		if (step == LAUNCH_HELD)
+			snprintf(err, errlen, "dynamic: %s", s->up_err);
+		else if (step == LAUNCH_EXEC)
 			snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-pid));
 		else
 			snprintf(err, errlen, "cannot %s: %s", step == LAUNCH_PIPE ? "create pipe" : "fork",
@@ -354,10 +422,10 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 	s->pid = pid;
 started:
 	free(env);
-	if (s->kt) {
+	if (s->kt || s->up)
 		s->feed.on = a->tracing;
+	if (s->kt)
 		ktrace_follow(s->kt, pid, true);
-	}
 	session_link(s);
 	send_meta(s, argc, argv);
 	send_kformats(s);
@@ -372,6 +440,7 @@ fail:
 	free(env);
 	drain_free(s->drain);
 	ktrace_free(s->kt);
+	uprobes_free(s->up);
 	free(s);
 	return NULL;
 }
@@ -608,6 +677,7 @@ void session_finish(struct session *s)
 {
 	/* the kernel's last records go in before the streams end */
 	ktrace_finish(s->kt);
+	uprobes_finish(s->up);
 	drain_finish(s->drain);
 	tell_lost(s);
 }
@@ -641,6 +711,16 @@ void session_close(struct session *s)
 			          (unsigned long long)kst.cut, KERNEVENT_RAW_MAX);
 		ktrace_free(s->kt);
 		s->kt = NULL;
+	}
+	if (s->up) {
+		struct uprobes_stats ust;
+
+		uprobes_get_stats(s->up, &ust);
+		if (ust.lost)
+			agent_log("session %u: %llu function records lost (uprobe buffers full)", s->id,
+			          (unsigned long long)ust.lost);
+		uprobes_free(s->up);
+		s->up = NULL;
 	}
 	drain_free(s->drain);
 	/* an attached program that is gone: its session directory can go too */

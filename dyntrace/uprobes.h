@@ -77,6 +77,12 @@ struct uprobes_stats {
 
 struct uprobes;
 
+/* Splits list ("glob,glob,...", modified in place, which cfg's patterns
+ * then point into) into cfg's patterns.  Returns 0, or -EINVAL with one
+ * line in err: an empty list, too many patterns, a library's functions
+ * (FILE:PATTERN, not traced yet). */
+int uprobes_patterns(struct uprobes_config *cfg, char *list, char *err, size_t errlen);
+
 /* Reads the executable's functions (common/elfsyms.h), chooses those the
  * patterns name and checks that the kernel has the uprobe PMU.  Nothing is
  * opened until uprobes_attach.  On error returns NULL with the reason in

@@ -303,3 +303,29 @@ int define_probes(struct uprobes *u, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+int uprobes_patterns(struct uprobes_config *cfg, char *list, char *err, size_t errlen)
+{
+	char *p, *save = NULL;
+
+	cfg->npatterns = 0;
+	for (p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (strchr(p, ':')) {
+			snprintf(err, errlen,
+			         "'%.200s': functions of shared libraries (FILE:PATTERN) are not traced yet; only the "
+			         "program's own",
+			         p);
+			return -EINVAL;
+		}
+		if (cfg->npatterns == UPROBES_PATTERNS_MAX) {
+			snprintf(err, errlen, "more than %u function patterns", UPROBES_PATTERNS_MAX);
+			return -EINVAL;
+		}
+		cfg->patterns[cfg->npatterns++] = p;
+	}
+	if (!cfg->npatterns) {
+		snprintf(err, errlen, "an empty list of function patterns");
+		return -EINVAL;
+	}
+	return 0;
+}

@@ -55,6 +55,8 @@ static const char serve_usage[] =
     "      --kernel-filter F  live: an in-kernel filter for them\n"
     "      --kernel-functions LIST  live: kernel functions traced through kprobes too\n"
     "      --kernel-system   live: other processes' kernel events too, kept apart\n"
+    "      --dynamic[=LIST]  live: a program built without instrumentation, its\n"
+    "                        functions traced through uprobes (as record --dynamic)\n"
     "  -m, --memory          live: trace heap operations too (the Heap tab)\n"
     "      --mem-depth N     live, with --memory: frames per heap call stack (1-64)\n"
     "      --keep-alive      live, with --memory: an illegal free is recorded and not\n"

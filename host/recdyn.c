@@ -11,7 +11,7 @@
 
 int recdyn_option(struct recdyn *rd, bool backend, const char *arg, char *err, size_t errlen)
 {
-	char *p, *save = NULL;
+	char why[300];
 
 	if (backend) {
 		/* in-process patching and ptrace breakpoints are not built yet */
@@ -29,28 +29,13 @@ int recdyn_option(struct recdyn *rd, bool backend, const char *arg, char *err, s
 		return -EINVAL;
 	}
 	free(rd->patterns);
-	rd->cfg.npatterns = 0;
 	rd->patterns = strdup(arg);
 	if (!rd->patterns) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (p = strtok_r(rd->patterns, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-		if (strchr(p, ':')) {
-			snprintf(err, errlen,
-			         "--dynamic '%s': functions of shared libraries (FILE:PATTERN) are not traced yet; "
-			         "only the program's own",
-			         p);
-			return -EINVAL;
-		}
-		if (rd->cfg.npatterns == UPROBES_PATTERNS_MAX) {
-			snprintf(err, errlen, "--dynamic: more than %u patterns", UPROBES_PATTERNS_MAX);
-			return -EINVAL;
-		}
-		rd->cfg.patterns[rd->cfg.npatterns++] = p;
-	}
-	if (!rd->cfg.npatterns) {
-		snprintf(err, errlen, "--dynamic= needs a list of function patterns");
+	if (uprobes_patterns(&rd->cfg, rd->patterns, why, sizeof(why))) {
+		snprintf(err, errlen, "--dynamic: %s", why);
 		return -EINVAL;
 	}
 	return 0;

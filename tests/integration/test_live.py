@@ -1376,8 +1376,64 @@ def group_preload(lp, build, tmp):
         agent.stop()
 
 
+def group_dynamic(lp, build, tmp):
+    """live --dynamic: the agent traces a program built without
+    instrumentation through uprobes (as record --dynamic): exact counts in
+    the view and in the saved trace, a choice of functions, user -> syscall
+    with --syscalls, and the refusals (C++, --attach)."""
+    if os.geteuid() != 0 or not os.path.exists("/sys/bus/event_source/devices/uprobe"):
+        skip("live --dynamic", "uprobes need root and a kernel with them")
+        return
+    progs = {}
+    for name, src, cc in (("recursion", "recursion.c", "gcc"), ("sys_writer", "sys_writer.c", "gcc"),
+                          ("exceptions", "exceptions.cc", "g++")):
+        progs[name] = os.path.join(tmp, "plain-" + name)
+        r = it.run([cc, "-O2", "-g", "-pthread", "-I", it.PROGS, os.path.join(it.PROGS, src), "-o", progs[name]])
+        if not check(r.returncode == 0, "%s builds without instrumentation" % name, r.stderr):
+            return
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    try:
+        save = os.path.join(tmp, "live-dyn")
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--dynamic", "--save", save]
+                    + agent.token_args + ["--", progs["recursion"]], stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        last = live.final()
+        check(rc == 0 and last and last["final"] and counts(last).get("fib") == 1973 and
+              counts(last).get("main") == 1, "live --dynamic of a plain recursion: fib 1973, main 1 in the view",
+              "rc %s, %s, %s" % (rc, counts(last), live.err.text()[-300:]))
+        rep, _ = report_counts(lp, save)
+        got = counts(rep)
+        check(got.get("fib") == 1973 and got.get("main") == 1, "the saved trace: fib 1973, main 1", got)
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--dynamic=fi*"]
+                    + agent.token_args + ["--", progs["recursion"]], stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        check(rc == 0 and counts(live.final()) == {"fib": 1973}, "live --dynamic='fi*': fib alone",
+              counts(live.final()))
+        live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--dynamic", "--syscalls",
+                                     "--syscall-filter", "write"] + agent.token_args + ["--", progs["sys_writer"]],
+                    stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        f = sys_by_function(live.final(), "writer", "write") if live.final() else []
+        check(rc == 0 and len(f) == 1 and f[0]["calls"] == 100,
+              "live --dynamic --syscalls: the 100 writes of a plain sys_writer attributed to writer",
+              "rc %s, %s %s" % (rc, f, live.err.text()[-300:]))
+        live = Live(lp, agent.addr, ["--format", "json", "--dynamic"] + agent.token_args + ["--", progs["exceptions"]],
+                    stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        check(rc == 1 and "C++ exceptions" in live.err.text(), "live --dynamic of a C++ program: exit 1, the reason",
+              "rc %s, %s" % (rc, live.err.text()[-300:]))
+        r = lp("live", "--connect", agent.addr, "--attach", "1", "--dynamic")
+        check(r.returncode == 2 and "not when attaching" in r.stderr, "live --attach --dynamic: usage error",
+              "%d %s" % (r.returncode, r.stderr))
+    finally:
+        agent.stop()
+
+
 GROUPS = {
     "basic": group_basic,
+    "dynamic": group_dynamic,
     "control": group_control,
     "auth": group_auth,
     "faults": group_faults,

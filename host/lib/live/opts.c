@@ -67,6 +67,13 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t
 	case LIVEOPT_KERNEL_SYSTEM:
 		o->kernel_system = true;
 		break;
+	case LIVEOPT_DYNAMIC:
+		if (arg && (!arg[0] || strchr(arg, '\n') || strchr(arg, ':')))
+			return error_set(err, errlen, -EINVAL,
+			                 "invalid --dynamic: expected function globs (a library's, FILE:GLOB, are not "
+			                 "traced yet)");
+		o->dynamic = arg ? arg : "all";
+		break;
 	case LIVEOPT_KERNEL_FILTER:
 		if (!arg[0] || strchr(arg, '\n'))
 			return error_set(err, errlen, -EINVAL, "invalid --kernel-filter: expected a filter expression");
@@ -115,6 +122,9 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, 
 		return error_set(err, errlen, -EINVAL,
 		                 "--mem-depth, --keep-alive and --mem-fold are set when a program starts, not "
 		                 "when attaching");
+	if (o->dynamic && o->attach_pid)
+		return error_set(err, errlen, -EINVAL,
+		                 "--dynamic opens its probes before a program starts, not when attaching");
 	if (o->attach_pid && o->argc)
 		return error_set(err, errlen, -EINVAL, "--attach and a program to start exclude each other");
 	if (need_target && !o->attach_pid && !o->argc)
@@ -139,6 +149,7 @@ void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 	ls->kernel_filter = o->kernel_filter;
 	ls->kernel_functions = o->kernel_functions;
 	ls->kernel_system = o->kernel_system;
+	ls->dynamic = o->dynamic;
 	ls->memory = o->mem.on;
 	ls->mem_depth = o->mem.depth;
 	ls->keep_alive = o->mem.keep_alive;

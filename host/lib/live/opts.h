@@ -32,6 +32,7 @@ enum liveopt_code {
 	LIVEOPT_KERNEL_FILTER,
 	LIVEOPT_KERNEL_FUNCTIONS,
 	LIVEOPT_KERNEL_SYSTEM,
+	LIVEOPT_DYNAMIC,
 };
 
 #define LIVEOPTS_LONG_OPTIONS                                                                                         \
@@ -46,6 +47,7 @@ enum liveopt_code {
 	    { "kernel-filter", required_argument, NULL, LIVEOPT_KERNEL_FILTER },                                      \
 	    { "kernel-functions", required_argument, NULL, LIVEOPT_KERNEL_FUNCTIONS },                                \
 	    { "kernel-system", no_argument, NULL, LIVEOPT_KERNEL_SYSTEM },                                            \
+	    { "dynamic", optional_argument, NULL, LIVEOPT_DYNAMIC },                                                  \
 	{                                                                                                             \
 		"keep-alive", no_argument, NULL, LIVEOPT_KEEP_ALIVE                                                   \
 	}
@@ -63,8 +65,9 @@ struct liveopts {
 	const char *kernel; /* --kernel: "default" or the tracepoints; NULL: none */
 	const char *kernel_filter;
 	const char *kernel_functions;
-	bool kernel_system; /* --kernel-system: other processes' kernel events too */
-	bool any;           /* an option other than --connect was given */
+	bool kernel_system;  /* --kernel-system: other processes' kernel events too */
+	const char *dynamic; /* --dynamic: "all" or function globs; NULL: none */
+	bool any;            /* an option other than --connect was given */
 };
 
 void liveopts_init(struct liveopts *o);

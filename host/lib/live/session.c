@@ -365,6 +365,19 @@ static int send_start_frame(struct livesession *ls)
 			return -E2BIG;
 		}
 	}
+	if (ls->dynamic && !ls->attach_pid) {
+		if (!netclient_has_cap(&ls->nc, "dynamic")) {
+			fail(ls, "the agent at %s does not trace programs built without instrumentation (caps %s)",
+			     ls->nc.peer, ls->nc.caps);
+			return -EOPNOTSUPP;
+		}
+		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "dynamic=%s%c", ls->dynamic, '\0');
+		if (olen >= sizeof(opts)) {
+			fail(ls, "the --dynamic patterns are too long (at most %u bytes)",
+			     LIVESESSION_SYSCALL_OPTS_MAX - 64);
+			return -E2BIG;
+		}
+	}
 	if (ls->memory && !ls->attach_pid) {
 		if (!netclient_has_cap(&ls->nc, "memory")) {
 			fail(ls, "the agent at %s does not trace heap operations (caps %s)", ls->nc.peer, ls->nc.caps);

@@ -53,8 +53,9 @@ struct livesession {
 	/* kernel events: "default" or a list of tracepoints, or NULL; and an
 	 * in-kernel filter, or NULL.  Borrowed. */
 	const char *kernel, *kernel_filter, *kernel_functions;
-	bool kernel_system; /* with kernel: other processes' kernel events too */
-	uint32_t flush_ms;  /* the agent's flush period of partial chunks; 0: its own */
+	bool kernel_system;  /* with kernel: other processes' kernel events too */
+	const char *dynamic; /* START's `dynamic`: "all" or function globs; NULL: none */
+	uint32_t flush_ms;   /* the agent's flush period of partial chunks; 0: its own */
 	/* trace heap operations (START memory=1, with mem_depth when nonzero
 	 * and keep_alive); an attached program sends them when it was started
 	 * with the interposers */
