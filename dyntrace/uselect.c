@@ -228,8 +228,20 @@ int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *
 			skip_fn(u, f->name, "an IFUNC resolver (it runs in the loader)");
 			continue;
 		}
+		/* the 32-bit ARM kernel decodes a probed instruction as ARM code:
+		 * a probe in Thumb code would break the program */
+		if (f->flags & ELFSYMS_FN_THUMB) {
+			skip_fn(u, f->name, "Thumb code, which uprobes cannot probe");
+			continue;
+		}
 		u->fn[u->nfn].addr = f->addr;
 		u->fn[u->nfn++].name = f->name;
+	}
+	if (!u->nfn && u->nskipped) {
+		snprintf(err, errlen, "'%.512s': none of its %u functions can be probed (%s: %s)%s", u->path,
+		         u->candidates, u->skipped[0].name, u->skipped[0].why,
+		         u->es->machine == EM_ARM ? "; build it with -marm" : "");
+		return -ENOTSUP;
 	}
 	if (!u->nfn) {
 		snprintf(err, errlen, "'%s': %s", u->path,

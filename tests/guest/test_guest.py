@@ -231,6 +231,62 @@ def group_samples(ctx):
         it.check_expectations(tag, exp, rep, tree)
 
 
+DYNAMIC_SAMPLES = ["recursion", "mutual", "threads", "forker", "signals", "longjmp", "execer"]
+
+
+def group_dynamic(ctx):
+    """record --dynamic on the guest's kernel: sample programs built without
+    instrumentation (ARM code on armhf: uprobes cannot probe Thumb code),
+    traced through uprobes and held to the instrumented builds'
+    expectations; on armhf a Thumb build is refused with the reason."""
+    extra = ["-marm"] if ctx.arch == "armhf" else []
+
+    class Plain(it.Builder):
+        def flags(self):
+            return [self.opt, "-g", "-pthread", "-I", PROGS] + extra
+
+    b = Plain(ctx.a["prefix"] + "gcc", ctx.a["prefix"] + "g++", "-O2", os.path.join(ctx.progs, "plain"))
+    steps, cases = [], []
+    out_dir = os.path.join(ctx.tmp, "dynamic")
+    for exp in it.load_expectations():
+        name = exp["_name"]
+        if name not in DYNAMIC_SAMPLES or (ctx.quick and name not in QUICK_SAMPLES):
+            continue
+        binary = it.prepare(exp, b)
+        trace = os.path.join(out_dir, "d-" + name)
+        argv = " ".join(shlex.quote(a) for a in [binary] + it.prog_args(exp, b))
+        steps += [("rec-" + name, "%s record -q --dynamic -o %s -- %s" % (LP, trace, argv)),
+                  ("rep-" + name, "%s report --format json %s" % (LP, trace)),
+                  ("tree-" + name, "%s tree --format json %s" % (LP, trace))]
+        cases.append(exp)
+    thumb = None
+    if ctx.arch == "armhf":
+        thumb = cc(ctx, os.path.join(PROGS, "recursion.c"), os.path.join(ctx.progs, "plain", "recursion-thumb"),
+                   "-mthumb")
+        steps.append(("rec-thumb", "%s record -q --dynamic -o %s -- %s" % (LP, os.path.join(out_dir, "thumb"),
+                                                                            thumb)))
+    ctx.guest.put(ctx.progs, ctx.progs)
+    got = batch(ctx.guest, steps, out_dir)
+    for exp in cases:
+        name = exp["_name"]
+        tag = "%s %s --dynamic" % (ctx.arch, name)
+        rc, _, err = got["rec-" + name]
+        if not check(rc == it.expected_exit(exp), "%s: record in the guest, exit status passed through" % tag,
+                     "got %s, stderr %s" % (rc, err.strip()[-500:])):
+            continue
+        try:
+            rep = json.loads(got["rep-" + name][1])
+            tree = json.loads(got["tree-" + name][1])
+        except ValueError:
+            check(False, "%s: report and tree in the guest" % tag, got["rep-" + name][2] + got["tree-" + name][2])
+            continue
+        it.check_expectations(tag, exp, rep, tree)
+    if thumb:
+        rc, out, err = got["rec-thumb"]
+        check(rc == 1 and "Thumb" in err and "fib(15)" not in out,
+              "armhf: a Thumb build is refused with the reason, the program not run", "%s %s" % (rc, err))
+
+
 def mem_programs(ctx):
     d = os.path.join(ctx.progs, "mem")
     os.makedirs(d, exist_ok=True)
@@ -534,8 +590,9 @@ def group_noboot(ctx):
 
 
 GROUPS = [("probe", group_probe), ("unit", group_unit), ("samples", group_samples), ("memory", group_memory),
-          ("syscalls", group_syscalls), ("kernel", group_kernel), ("live", group_live), ("noboot", group_noboot)]
-QUICK = ["probe", "samples", "syscalls", "kernel", "live", "noboot"]
+          ("syscalls", group_syscalls), ("kernel", group_kernel), ("dynamic", group_dynamic), ("live", group_live),
+          ("noboot", group_noboot)]
+QUICK = ["probe", "samples", "syscalls", "kernel", "dynamic", "live", "noboot"]
 
 
 def main():
