@@ -1119,6 +1119,11 @@ static uint32_t stream_drain(struct stream *s, uint32_t head)
 	return n;
 }
 
+bool drain_eager(const struct drain *d)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&d->control->flags, memory_order_relaxed) & LP_CTL_EAGER;
+}
+
 static void stream_close(struct stream *s)
 {
 	uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_acquire);

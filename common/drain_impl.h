@@ -130,6 +130,9 @@ void drainsys_bind(struct drain *d, struct stream *s);
 void drainsys_emit(struct stream *s, uint64_t ns);
 /* A ring stream closes: everything queued goes into it first. */
 void drainsys_unbind(struct stream *s);
+/* Whether functions are traced from outside the runtime (drain_set_eager):
+ * the dynamic tracer's exec marks then say where a thread's image ends. */
+bool drain_eager(const struct drain *d);
 /* A stream that waited for a thread's older ring ends unbound. */
 void drainsys_forget(struct stream *s);
 /* After each poll: records up to t0 (a time before the ring heads were

@@ -467,8 +467,26 @@ static bool kernel_held(const struct drain *d, const struct systhread *t, const 
 	return r->kernel && d->cfg.kernel_waits_for_syscalls && r->ns > t->seen_ns && !t->release && !t->other;
 }
 
-/* Writes the queued records up to `upto` into e; returns the time of the
- * next one left (UINT64_MAX: none). */
+/* The thread's newer image's ring (t->next) takes its records from now
+ * on, instead of the bound, older one. */
+static void handover(struct drain *d, struct systhread *t)
+{
+	struct stream *old = t->bound, *n = t->next;
+
+	t->next = NULL;
+	n->sys_waiting = NULL;
+	old->sys = NULL;
+	old->sys_next = UINT64_MAX;
+	t->image = old->ring->image;
+	t->ring_first_ns = old->first_ns;
+	t->bound = NULL;
+	t->exec_queued = false;
+	drainsys_bind(d, n);
+}
+
+/* Writes the queued records up to `upto` into e, the bound stream's;
+ * returns the time of the next one left (UINT64_MAX: none, or the
+ * thread's records now go to its newer image's stream). */
 static uint64_t q_write(struct drain *d, struct systhread *t, struct encoder *e, uint64_t upto)
 {
 	if (t->lost && t->n) {
@@ -480,6 +498,14 @@ static uint64_t q_write(struct drain *d, struct systhread *t, struct encoder *e,
 
 		if (kernel_held(d, t, r))
 			break;
+		/* a newer image's ring waits: it takes over at the exec the
+		 * dynamic tracer saw that ended the bound ring's image (not the
+		 * one that began it, before the ring's first event) */
+		if (t->next && t->bound && r->func == SYSQ_EXEC && t->bound->first_ns && t->bound->first_ns < r->ns) {
+			q_pop(t);
+			handover(d, t);
+			return UINT64_MAX;
+		}
 		/* an exec the dynamic tracer saw: while the thread's ring is
 		 * the old image's (its first event before the exec), what
 		 * follows waits for the new image's */
@@ -519,11 +545,12 @@ void drainsys_bind(struct drain *d, struct stream *s)
 		t = thread_new(ds, s->ring->pid, s->ring->tid, 0);
 	if (!t)
 		return;
-	/* two images' rings of the thread open at once (both new to one
-	 * scan, or the old one still draining): the older takes the
-	 * thread's records up to its exec, the newer waits for its end
+	/* with the dynamic tracer, whose exec marks say where an image ends:
+	 * two images' rings of the thread open at once (both new to one
+	 * scan, or the old one still draining) take turns, the older first,
+	 * the newer from the exec on (q_write) or once the older ends
 	 * (drainsys_unbind) */
-	if (t->bound && t->bound != s && t->bound->ring->pid == s->ring->pid && !t->bound->closed) {
+	if (t->bound && t->bound != s && t->bound->ring->pid == s->ring->pid && !t->bound->closed && drain_eager(d)) {
 		struct stream *older = t->bound->ring->image < s->ring->image ? t->bound : s;
 		struct stream *newer = older == s ? t->bound : s;
 
@@ -570,9 +597,12 @@ void drainsys_forget(struct stream *s)
 void drainsys_unbind(struct stream *s)
 {
 	struct systhread *t = s->sys;
+
 	t->release = true;
 	q_write(s->d, t, s->enc, UINT64_MAX);
 	t->release = false;
+	if (t->bound != s)
+		return; /* handed over to the thread's newer image's stream */
 	if (t->lost) {
 		encoder_lost(s->enc, s->enc->last_ns, t->lost);
 		t->lost = 0;
@@ -1104,8 +1134,13 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 				if (held < upto)
 					upto = held;
 			}
-			if (t->n && q_front(t)->ns <= upto)
-				t->bound->sys_next = q_write(d, t, t->bound->enc, upto);
+			if (t->n && q_front(t)->ns <= upto) {
+				struct stream *b = t->bound;
+				uint64_t next = q_write(d, t, b->enc, upto);
+
+				if (t->bound == b)
+					b->sys_next = next;
+			}
 			continue;
 		}
 		if (t->other) {
