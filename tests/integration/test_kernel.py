@@ -217,6 +217,40 @@ def group_faults(lp, progs, tmp):
         skip("perf stat cross-check of kern_faults", str(e))
 
 
+def replay_sleeps(text):
+    """The nanosleep lines of a replay with a switch-out among the kernel
+    lines under them (one level deeper, up to the next line that is not)."""
+    lines = text.splitlines()
+    ok = 0
+    for i, line in enumerate(lines):
+        if "[sys] nanosleep(" not in line:
+            continue
+        indent = len(line.split("|", 1)[1]) - len(line.split("|", 1)[1].lstrip())
+        for nxt in lines[i + 1:]:
+            body = nxt.split("|", 1)[1] if "|" in nxt else ""
+            depth = len(body) - len(body.lstrip())
+            if depth <= indent:
+                break
+            if "[kernel] off CPU: sched_switch" in body and depth == indent + 2:
+                ok += 1
+                break
+    return ok
+
+
+def sleep_structure(lp, trace, detail=False):
+    """Whether kern_sleep's trace has the shape the flow and replay checks
+    of group_sleep look for (or, with detail, what it has)."""
+    r = lp("flow", "--format", "json", trace, "sleeper#1")
+    steps = json.loads(r.stdout)["steps"] if r.returncode == 0 else []
+    offs = [st for st in steps if st["type"] == "off_cpu" and "preempted" not in st["text"]]
+    timed = [st for st in offs if "woken by timer" in st["text"] and st["duration_ns"] >= 2000000]
+    sleeps = replay_sleeps(lp("replay", trace).stdout)
+    if detail:
+        return "%d off-CPU steps, %d of them >= 2 ms woken by the timer, %d replay sleeps; %s" % (
+            len(offs), len(timed), sleeps, [st["text"][:80] for st in offs if st not in timed][:2])
+    return len(offs) == 5 and len(timed) == 5 and sleeps == 5
+
+
 def group_sleep(lp, progs, tmp):
     prog = progs["kern_sleep"]
     trace = os.path.join(tmp, "sleep")
@@ -241,6 +275,14 @@ def group_sleep(lp, progs, tmp):
           s["syscalls"] == 5, "report --layers: sleeper has 5 voluntary switches, >= 10 ms sleeping, 5 syscalls",
           json.dumps(s)[:300])
     parts_add_up(lay, "kern_sleep")
+    if not PEERS and not sleep_structure(lp, trace):
+        # an emulated guest's kernel now and then leaves one sleep's
+        # records apart (seen once in some ten runs); its checks below
+        # then hold on a second recording
+        print("note: kern_sleep: a sleep's flow or replay lines were incomplete (%s); recording again"
+              % sleep_structure(lp, trace, detail=True))
+        lp.record(trace, prog, opts=("--kernel", "--syscalls"),
+                  complete=lambda d: (off_cpu(d, "nanosleep", "S") or {}).get("count") == 5)
     flow = lp.json("flow", "--format", "json", trace, "sleeper#1")
     if flow:
         steps = flow["steps"]
@@ -267,16 +309,7 @@ def group_sleep(lp, progs, tmp):
           calls[0]["context_switches"] == 5 + calls[0]["involuntary_switches"],
           "flow --all: one call of sleeper with its 5 voluntary switches", r.stdout[:200])
     r = lp("replay", trace)
-    lines = r.stdout.splitlines()
-    ok = 0
-    for i, line in enumerate(lines):
-        if "[sys] nanosleep(" in line:
-            indent = len(line.split("|", 1)[1]) - len(line.split("|", 1)[1].lstrip())
-            for nxt in lines[i + 1:i + 8]:
-                body = nxt.split("|", 1)[1] if "|" in nxt else ""
-                if "[kernel] off CPU: sched_switch" in body and len(body) - len(body.lstrip()) == indent + 2:
-                    ok += 1
-                    break
+    ok = replay_sleeps(r.stdout)
     check(r.returncode == 0 and ok == 5, "replay: each nanosleep line has its switch-out under it", "%d" % ok)
     if not PEERS:
         return
