@@ -195,8 +195,7 @@ def group_samples(ctx):
     `layerprof record` in the guest; report and tree there too."""
     b = it.Builder(ctx.a["prefix"] + "gcc", ctx.a["prefix"] + "g++", "-O2", ctx.progs)
     have_cxx = shutil.which(ctx.a["prefix"] + "g++") is not None
-    steps, cases = [], []
-    out_dir = os.path.join(ctx.tmp, "samples")
+    cases = []
     for exp in it.load_expectations():
         name = exp["_name"]
         if name in ("killme", "busy", "busy_threads"):
@@ -206,18 +205,29 @@ def group_samples(ctx):
         if exp.get("build") == "c++" and not have_cxx:
             skip("%s %s" % (ctx.arch, name), "%sg++ is not installed" % ctx.a["prefix"])
             continue
+        cases.append(exp)
+    record_samples(ctx, b, cases, "samples", (), "")
+
+
+def record_samples(ctx, b, cases, what, opts, suffix):
+    """Records the sample programs of cases (built by b) in the guest with
+    `record -q OPTS`, in one batch, and holds report and tree there to each
+    one's expectations."""
+    steps = []
+    out_dir = os.path.join(ctx.tmp, what)
+    for exp in cases:
+        name = exp["_name"]
         binary = it.prepare(exp, b)
         trace = os.path.join(out_dir, "t-" + name)
         argv = " ".join(shlex.quote(a) for a in [binary] + it.prog_args(exp, b))
-        steps += [("rec-" + name, "%s record -q -o %s -- %s" % (LP, trace, argv)),
+        steps += [("rec-" + name, "%s record -q %s -o %s -- %s" % (LP, " ".join(opts), trace, argv)),
                   ("rep-" + name, "%s report --format json %s" % (LP, trace)),
                   ("tree-" + name, "%s tree --format json %s" % (LP, trace))]
-        cases.append(exp)
     ctx.guest.put(ctx.progs, ctx.progs)
     got = batch(ctx.guest, steps, out_dir)
     for exp in cases:
         name = exp["_name"]
-        tag = "%s %s" % (ctx.arch, name)
+        tag = "%s %s%s" % (ctx.arch, name, suffix)
         rc, _, err = got["rec-" + name]
         if not check(rc == it.expected_exit(exp), "%s: record in the guest, exit status passed through" % tag,
                      "got %s, stderr %s" % (rc, err.strip()[-500:])):
@@ -229,7 +239,6 @@ def group_samples(ctx):
             check(False, "%s: report and tree in the guest" % tag, got["rep-" + name][2] + got["tree-" + name][2])
             continue
         it.check_expectations(tag, exp, rep, tree)
-
 
 DYNAMIC_SAMPLES = ["recursion", "mutual", "threads", "forker", "signals", "longjmp", "execer"]
 
@@ -256,43 +265,14 @@ def group_dynamic(ctx):
                   "armhf: record --dynamic of a %s build is refused with the reason, the program not run" % mode,
                   "%s %s" % (rc, err))
         return
-    extra = []
-
     class Plain(it.Builder):
         def flags(self):
-            return [self.opt, "-g", "-pthread", "-I", PROGS] + extra
+            return [self.opt, "-g", "-pthread", "-I", PROGS]
 
     b = Plain(ctx.a["prefix"] + "gcc", ctx.a["prefix"] + "g++", "-O2", os.path.join(ctx.progs, "plain"))
-    steps, cases = [], []
-    out_dir = os.path.join(ctx.tmp, "dynamic")
-    for exp in it.load_expectations():
-        name = exp["_name"]
-        if name not in DYNAMIC_SAMPLES or (ctx.quick and name not in QUICK_SAMPLES):
-            continue
-        binary = it.prepare(exp, b)
-        trace = os.path.join(out_dir, "d-" + name)
-        argv = " ".join(shlex.quote(a) for a in [binary] + it.prog_args(exp, b))
-        steps += [("rec-" + name, "%s record -q --dynamic -o %s -- %s" % (LP, trace, argv)),
-                  ("rep-" + name, "%s report --format json %s" % (LP, trace)),
-                  ("tree-" + name, "%s tree --format json %s" % (LP, trace))]
-        cases.append(exp)
-    ctx.guest.put(ctx.progs, ctx.progs)
-    got = batch(ctx.guest, steps, out_dir)
-    for exp in cases:
-        name = exp["_name"]
-        tag = "%s %s --dynamic" % (ctx.arch, name)
-        rc, _, err = got["rec-" + name]
-        if not check(rc == it.expected_exit(exp), "%s: record in the guest, exit status passed through" % tag,
-                     "got %s, stderr %s" % (rc, err.strip()[-500:])):
-            continue
-        try:
-            rep = json.loads(got["rep-" + name][1])
-            tree = json.loads(got["tree-" + name][1])
-        except ValueError:
-            check(False, "%s: report and tree in the guest" % tag, got["rep-" + name][2] + got["tree-" + name][2])
-            continue
-        it.check_expectations(tag, exp, rep, tree)
-
+    cases = [exp for exp in it.load_expectations() if exp["_name"] in DYNAMIC_SAMPLES and
+             (not ctx.quick or exp["_name"] in QUICK_SAMPLES)]
+    record_samples(ctx, b, cases, "dynamic", ("--dynamic",), " --dynamic")
 
 def mem_programs(ctx):
     d = os.path.join(ctx.progs, "mem")
