@@ -294,7 +294,7 @@ static long up_sample(struct uprobes *u, const unsigned char *body, size_t len)
 		/* the probe's address in this process: its load bias */
 		u->entries++;
 		p = pid_slot(u, pt[0], true);
-		p->bias = ip - (f->addr & ~(uint64_t)1);
+		p->bias = ip - f->addr;
 		addr = ip;
 		if (abi != PERF_SAMPLE_REGS_ABI_NONE)
 			entry_unwind(u, pt[0], pt[1], ns, sp, id->fn);
@@ -305,7 +305,7 @@ static long up_sample(struct uprobes *u, const unsigned char *body, size_t len)
 			u->unattributed++;
 			return 0;
 		}
-		addr = p->bias + (f->addr & ~(uint64_t)1);
+		addr = p->bias + f->addr;
 		exit_unwind(u, pt[1], id->fn);
 	}
 	u->ops.func(u->ops.ctx, pt[0], pt[1], ns, addr, id->exit);
