@@ -16,6 +16,7 @@
 #include "common/sessiondir.h"
 #include "common/wire.h"
 #include "systrace/sysdrain.h"
+#include "dyntrace/dpatch.h"
 #include "dyntrace/uprobes.h"
 #include "ktrace/ktrace.h"
 #include "systrace/systrace.h"
@@ -103,6 +104,7 @@ struct session {
 	struct systrace *st;
 	struct ktrace *kt;     /* kernel events, or NULL */
 	struct uprobes *up;    /* the dynamic tracer (START's `dynamic`), or NULL */
+	struct dpatch *dp;     /* or its patch plan, in-process patching */
 	char up_err[600];      /* why its probes could not be opened on the program */
 	bool ksystem;          /* with kt: other processes' too (kernel_system) */
 	char kernel_warn[300]; /* events left out of the default set, for the host */

@@ -163,12 +163,49 @@ static int dynamic_open(struct session *s, const struct session_syscalls *sys, c
 	}
 	cfg = sys->ucfg;
 	cfg.path = path;
-	s->up = uprobes_open(&cfg, &ops, uerr, sizeof(uerr));
+	/* in-process patching where it is built; uprobes for a program the
+	 * runtime cannot patch (static), and elsewhere */
+	if (dpatch_supported()) {
+		s->dp = dpatch_open(&cfg, uerr, sizeof(uerr));
+		if (s->dp)
+			return 0;
+		if (errno != ENOTSUP) {
+			snprintf(err, errlen, "dynamic: %s", uerr);
+			return -1;
+		}
+	}
+	s->up = uprobes_open(&cfg, &ops, s->up_err, sizeof(s->up_err));
 	if (!s->up) {
-		snprintf(err, errlen, "dynamic: %s", uerr);
+		snprintf(err, errlen, "dynamic: %s", dpatch_supported() ? uerr : s->up_err);
 		return -1;
 	}
 	return 0;
+}
+
+/* The patch plan into the new session, before the program starts. */
+static int dynamic_plan(struct session *s, char *err, size_t errlen)
+{
+	char perr[600];
+
+	if (!s->dp || !dpatch_write(s->dp, s->dir, perr, sizeof(perr)))
+		return 0;
+	snprintf(err, errlen, "dynamic: %s", perr);
+	return -1;
+}
+
+/* What the patch plan left out, in the agent's log. */
+static void dynamic_plan_log(struct session *s)
+{
+	struct uprobes_stats st;
+	bool applied;
+
+	dpatch_get_stats(s->dp, &st, &applied);
+	if (!applied)
+		agent_log("session %u: no process applied the patch plan: no function traced", s->id);
+	else
+		agent_log("session %u: %u of %u functions patched", s->id, st.functions, st.candidates);
+	for (size_t i = 0; applied && i < st.nskipped && i < 10; i++)
+		agent_log("session %u: %s not traced (%s)", s->id, st.skipped[i].name, st.skipped[i].why);
 }
 
 /* The tracepoint formats, after META, for the host's decoding. */
@@ -368,12 +405,15 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		snprintf(err, errlen, "cannot create session '%s': %s", s->dir, strerror(errno));
 		ktrace_free(s->kt);
 		uprobes_free(s->up);
+		dpatch_free(s->dp);
 		free(s);
 		return NULL;
 	}
 	s->feed.drain = s->drain;
 	if (s->up)
 		drain_set_eager(s->drain);
+	if (dynamic_plan(s, err, errlen))
+		goto fail;
 	drain_set_enabled(s->drain, a->tracing);
 	drain_set_hold(s->drain, a->hold);
 	a->hold = false; /* one program per request */
@@ -441,6 +481,7 @@ fail:
 	drain_free(s->drain);
 	ktrace_free(s->kt);
 	uprobes_free(s->up);
+	dpatch_free(s->dp);
 	free(s);
 	return NULL;
 }
@@ -721,6 +762,11 @@ void session_close(struct session *s)
 			          (unsigned long long)ust.lost);
 		uprobes_free(s->up);
 		s->up = NULL;
+	}
+	if (s->dp) {
+		dynamic_plan_log(s);
+		dpatch_free(s->dp);
+		s->dp = NULL;
 	}
 	drain_free(s->drain);
 	/* an attached program that is gone: its session directory can go too */

@@ -27,6 +27,16 @@ struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct upro
 	}
 	u->ops = *ops;
 	u->pages = cfg->buffer_pages ? cfg->buffer_pages : UPROBES_DEFAULT_PAGES;
+	if (cfg->nlibs) {
+		snprintf(
+		    err, errlen,
+		    "'%.200s:%.200s': a shared library's functions are traced by the patch backend, not the uprobe "
+		    "backend",
+		    cfg->libs[0].file, cfg->libs[0].glob);
+		free(u);
+		errno = ENOTSUP;
+		return NULL;
+	}
 	r = probe_path(u, cfg->path, err, errlen);
 	if (!r)
 		r = tracefs_probe(u, err, errlen);

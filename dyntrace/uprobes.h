@@ -33,7 +33,17 @@ struct uprobes_config {
 	 * every function of the executable */
 	const char *patterns[UPROBES_PATTERNS_MAX];
 	uint32_t npatterns;
+	/* FILE:GLOB, a shared library's functions (patch backend): the file
+	 * (a path, or a name looked for as dpatch.h says) and the glob */
+	struct {
+		const char *file, *glob;
+	} libs[UPROBES_PATTERNS_MAX];
+	uint32_t nlibs;
 	uint32_t buffer_pages; /* per CPU ring, a power of two; 0: the default */
+	/* the patch backend (dpatch.h): also every call through the PLT
+	 * (libcalls), or only those (no_functions) */
+	bool libcalls;
+	bool no_functions;
 };
 
 struct uprobes_ops {
@@ -77,16 +87,16 @@ struct uprobes_stats {
 
 struct uprobes;
 
-/* Splits list ("glob,glob,...", modified in place, which cfg's patterns
- * then point into) into cfg's patterns.  Returns 0, or -EINVAL with one
- * line in err: an empty list, too many patterns, a library's functions
- * (FILE:PATTERN, not traced yet). */
+/* Splits list ("glob,FILE:glob,...", modified in place, which cfg's
+ * patterns then point into) into cfg's patterns and libs.  Returns 0, or
+ * -EINVAL with one line in err: an empty list or glob, too many patterns. */
 int uprobes_patterns(struct uprobes_config *cfg, char *list, char *err, size_t errlen);
 
 /* Reads the executable's functions (common/elfsyms.h), chooses those the
  * patterns name and checks that the kernel has the uprobe PMU.  Nothing is
  * opened until uprobes_attach.  On error returns NULL with the reason in
- * err: an unreadable or foreign file, no function chosen, no uprobe PMU. */
+ * err: an unreadable or foreign file, no function chosen, no uprobe PMU, a
+ * library's functions asked for (-ENOTSUP: the patch backend traces them). */
 struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct uprobes_ops *ops, char *err, size_t errlen);
 /* Traces process pid (a child held before its exec, or a thread of a
  * running process), its future threads and children, its hits kept from

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dyntrace/dselect.h"
 #include "dyntrace/uprobes_impl.h"
 #include "systrace/tprobes.h"
 
@@ -76,100 +77,23 @@ int probe_path(struct uprobes *u, const char *path, char *err, size_t errlen)
  * be read. */
 static int file_offsets(struct uprobes *u, char *err, size_t errlen)
 {
-	int fd = open(u->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	struct {
-		uint64_t vaddr, offset, size;
-	} seg[16];
+	struct dseg seg[DSEG_MAX];
 	unsigned nseg = 0;
-	int r = 0;
+	int r = dsel_segments(u->path, u->es->elf_class, seg, &nseg, NULL);
 
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot open '%s': %s", u->path, strerror(-r));
-		return r;
-	}
-	if (u->es->elf_class == ELFCLASS64) {
-		Elf64_Ehdr eh;
-
-		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || eh.e_phentsize != sizeof(Elf64_Phdr))
-			r = -ENOEXEC;
-		for (unsigned i = 0; !r && i < eh.e_phnum && nseg < 16; i++) {
-			Elf64_Phdr ph;
-
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
-			    (ssize_t)sizeof(ph))
-				r = -ENOEXEC;
-			else if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-				seg[nseg].vaddr = ph.p_vaddr;
-				seg[nseg].offset = ph.p_offset;
-				seg[nseg++].size = ph.p_filesz;
-			}
-		}
-	} else {
-		Elf32_Ehdr eh;
-
-		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || eh.e_phentsize != sizeof(Elf32_Phdr))
-			r = -ENOEXEC;
-		for (unsigned i = 0; !r && i < eh.e_phnum && nseg < 16; i++) {
-			Elf32_Phdr ph;
-
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
-			    (ssize_t)sizeof(ph))
-				r = -ENOEXEC;
-			else if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-				seg[nseg].vaddr = ph.p_vaddr;
-				seg[nseg].offset = ph.p_offset;
-				seg[nseg++].size = ph.p_filesz;
-			}
-		}
-	}
-	close(fd);
 	if (r) {
 		snprintf(err, errlen, "'%s': cannot read its program headers", u->path);
 		return r;
 	}
 	for (uint32_t i = 0; i < u->nfn; i++) {
-		uint64_t a = u->fn[i].addr & ~(uint64_t)1; /* arm Thumb bit */
+		uint64_t a = u->fn[i].addr; /* never Thumb (odd): those are not probed */
 
 		u->fn[i].offset = UINT64_MAX;
 		for (unsigned s = 0; s < nseg; s++)
-			if (a >= seg[s].vaddr && a - seg[s].vaddr < seg[s].size)
+			if (a >= seg[s].vaddr && a - seg[s].vaddr < seg[s].filesz)
 				u->fn[i].offset = a - seg[s].vaddr + seg[s].offset;
 	}
 	return 0;
-}
-
-/* The C runtime's start-up and tear-down code, which an instrumented build
- * does not instrument either (crt1.o, crti.o, crtbegin.o): tracing it
- * would put main under _start, and _start never returns. */
-static const char *const crt_names[] = { "_start",
-	                                 "_init",
-	                                 "_fini",
-	                                 "deregister_tm_clones",
-	                                 "register_tm_clones",
-	                                 "__do_global_dtors_aux",
-	                                 "frame_dummy",
-	                                 "__libc_csu_init",
-	                                 "__libc_csu_fini",
-	                                 "_dl_relocate_static_pie",
-	                                 "__x86.get_pc_thunk.bx" };
-
-static bool is_crt(const char *name)
-{
-	for (size_t i = 0; i < sizeof(crt_names) / sizeof(crt_names[0]); i++)
-		if (!strcmp(name, crt_names[i]))
-			return true;
-	return false;
-}
-
-static bool chosen(const struct uprobes_config *cfg, const char *name)
-{
-	if (!cfg->npatterns)
-		return true;
-	for (uint32_t i = 0; i < cfg->npatterns; i++)
-		if (!fnmatch(cfg->patterns[i], name, 0))
-			return true;
-	return false;
 }
 
 static void skip_fn(struct uprobes *u, const char *name, const char *why)
@@ -178,30 +102,9 @@ static void skip_fn(struct uprobes *u, const char *name, const char *why)
 	u->skipped[u->nskipped++].why = why;
 }
 
-/* Symbols that mean C++ exceptions may unwind through the program's
- * frames.  A return probe replaces a frame's return address with the
- * kernel's trampoline, which the unwinder cannot step through: the
- * exception would end the program (std::terminate, or a crash). */
-static const char *const unwind_names[] = {
-	"__cxa_throw", "_Unwind_RaiseException", "_Unwind_Resume", "__gxx_personality_v0", "__cxa_rethrow",
-};
-
-static const char *unwinds(const struct elfsyms *es)
-{
-	for (size_t k = 0; k < sizeof(unwind_names) / sizeof(unwind_names[0]); k++) {
-		for (size_t i = 0; i < es->nplt; i++)
-			if (!strcmp(es->plt[i].name, unwind_names[k]))
-				return unwind_names[k];
-		for (size_t i = 0; i < es->nfn; i++)
-			if (!strcmp(es->fn[i].name, unwind_names[k]))
-				return unwind_names[k];
-	}
-	return NULL;
-}
-
 int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *err, size_t errlen)
 {
-	const char *cxx = unwinds(u->es);
+	const char *cxx = dsel_unwinds(u->es);
 	uint32_t kept = 0;
 	int r;
 
@@ -230,7 +133,7 @@ int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *
 	for (size_t i = 0; i < u->es->nfn; i++) {
 		const struct elfsyms_fn *f = &u->es->fn[i];
 
-		if (!chosen(cfg, f->name) || is_crt(f->name))
+		if (!dsel_chosen(cfg, f->name) || dsel_is_crt(f->name))
 			continue;
 		u->candidates++;
 		if (f->flags & ELFSYMS_FN_IFUNC) {
@@ -330,21 +233,27 @@ int uprobes_patterns(struct uprobes_config *cfg, char *list, char *err, size_t e
 	char *p, *save = NULL;
 
 	cfg->npatterns = 0;
+	cfg->nlibs = 0;
 	for (p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-		if (strchr(p, ':')) {
-			snprintf(err, errlen,
-			         "'%.200s': functions of shared libraries (FILE:PATTERN) are not traced yet; only the "
-			         "program's own",
-			         p);
-			return -EINVAL;
-		}
-		if (cfg->npatterns == UPROBES_PATTERNS_MAX) {
+		char *colon = strrchr(p, ':');
+
+		if (cfg->npatterns + cfg->nlibs == UPROBES_PATTERNS_MAX) {
 			snprintf(err, errlen, "more than %u function patterns", UPROBES_PATTERNS_MAX);
 			return -EINVAL;
 		}
-		cfg->patterns[cfg->npatterns++] = p;
+		if (!colon) {
+			cfg->patterns[cfg->npatterns++] = p;
+			continue;
+		}
+		*colon = '\0';
+		if (!*p || !colon[1]) {
+			snprintf(err, errlen, "'%.200s:%.200s': FILE:PATTERN needs both", p, colon + 1);
+			return -EINVAL;
+		}
+		cfg->libs[cfg->nlibs].file = p;
+		cfg->libs[cfg->nlibs++].glob = colon + 1;
 	}
-	if (!cfg->npatterns) {
+	if (!cfg->npatterns && !cfg->nlibs) {
 		snprintf(err, errlen, "an empty list of function patterns");
 		return -EINVAL;
 	}

@@ -64,6 +64,7 @@
  * long: a killed recorder loses at most twice this of a quiet program. */
 #define RECORD_FLUSH_NS 100000000ull
 #define RECORD_MEM_LIB "liblayerprof-mem.so"
+#define RECORD_OPT_LIBCALLS 0x2000
 
 static const char record_usage[] =
     "usage: layerprof record [options] [--] <program> [<args>]\n"
@@ -86,9 +87,15 @@ static const char record_usage[] =
     "      --dynamic[=LIST]  trace the functions of a program built without\n"
     "                        -finstrument-functions: every function of its symbol\n"
     "                        table (.symtab, else .dynsym), or those LIST's globs\n"
-    "                        name (comma-separated); as root (uprobes)\n"
-    "      --backend NAME    for --dynamic: auto or uprobe (an entry and a return\n"
-    "                        probe per function, through perf_event_open)\n"
+    "                        name (comma-separated)\n"
+    "      --backend NAME    for --dynamic: patch (the runtime rewrites the\n"
+    "                        functions' entries in the program; x86-64 and\n"
+    "                        aarch64), uprobe (an entry and a return probe per\n"
+    "                        function, through perf_event_open; as root), or\n"
+    "                        auto (default: patch where it is built, else uprobe)\n"
+    "      --libcalls        also every call the program makes into a shared\n"
+    "                        library through its PLT, as NAME@plt under its\n"
+    "                        caller (patch backend: x86-64, aarch64; alone, only those)\n"
     "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: the\n"
     "                        first that works of bpf, tracepoint, ptrace), bpf,\n"
     "                        tracepoint, ptrace\n"
@@ -473,6 +480,9 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 		}
 		rec->dyn_backend_set |= c == 'W';
 		break;
+	case RECORD_OPT_LIBCALLS:
+		recdyn_libcalls(&rec->dyn);
+		break;
 	case 'h':
 		fputs(record_usage, stdout);
 		return LP_EXIT_OK;
@@ -512,6 +522,7 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "syscall-buffer", required_argument, NULL, 'B' },
 		{ "dynamic", optional_argument, NULL, 'y' },
 		{ "backend", required_argument, NULL, 'W' },
+		{ "libcalls", no_argument, NULL, RECORD_OPT_LIBCALLS },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -546,8 +557,13 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		fprintf(stderr, "layerprof record: --backend needs --dynamic\n");
 		return LP_EXIT_USAGE;
 	}
-	if (rec->dyn.on && (rec->fopts.n_only || rec->fopts.n_exclude || rec->fopts.depth || rec->fopts.min_ns)) {
-		fprintf(stderr, "layerprof record: -F, -N, --depth and --min-time do not apply to --dynamic's "
+	if (recdyn_options_done(&rec->dyn, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: %s\n", err);
+		return LP_EXIT_USAGE;
+	}
+	if (rec->dyn.on && rec->dyn.backend == RECDYN_UPROBE &&
+	    (rec->fopts.n_only || rec->fopts.n_exclude || rec->fopts.depth || rec->fopts.min_ns)) {
+		fprintf(stderr, "layerprof record: -F, -N, --depth and --min-time do not apply to the uprobe backend's "
 		                "functions at record time: choose them with --dynamic=LIST, or filter in report\n");
 		return LP_EXIT_USAGE;
 	}
@@ -694,6 +710,12 @@ static int record_open(struct recorder *rec)
 		fprintf(stderr, "layerprof record: --dynamic: %s\n", err);
 		return LP_EXIT_FAILURE;
 	}
+	if (rec->dyn.on && !recdyn_patching(&rec->dyn) &&
+	    (rec->fopts.n_only || rec->fopts.n_exclude || rec->fopts.depth || rec->fopts.min_ns)) {
+		fprintf(stderr, "layerprof record: -F, -N, --depth and --min-time do not apply to the uprobe backend's "
+		                "functions at record time (this program is traced through uprobes)\n");
+		return LP_EXIT_USAGE;
+	}
 	signal(SIGXFSZ, on_xfsz);
 	rec->dirfd = tracedir_create(rec->out, err, sizeof(err));
 	if (rec->dirfd < 0) {
@@ -738,8 +760,12 @@ static int record_open(struct recorder *rec)
 	}
 	rec->feed.drain = rec->d;
 	rec->feed.on = true;
-	if (rec->dyn.on)
+	if (rec->dyn.on && !recdyn_patching(&rec->dyn))
 		drain_set_eager(rec->d);
+	if (rec->dyn.on && recdyn_session(&rec->dyn, rec->session, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: --dynamic: %s\n", err);
+		return LP_EXIT_FAILURE;
+	}
 	/* the note that lets `recover` finish the trace if we are killed,
 	 * with the room kept for the trace's end on a full disk */
 	r = recording_self(&rec->note, rec->session);
@@ -788,7 +814,7 @@ static int record_spawn(struct recorder *rec)
 	if (rec->syscalls) {
 		struct systrace_ops sops = sysdrain_ops(&rec->feed);
 
-		if (rec->dyn.on) {
+		if (rec->dyn.on && !recdyn_patching(&rec->dyn)) {
 			rec->stcfg.held = recdyn_held_sys;
 			rec->stcfg.held_ctx = &rec->dyn;
 		}
@@ -811,7 +837,7 @@ static int record_spawn(struct recorder *rec)
 	sigaddset(&cmd.reset, SIGHUP);
 	sigaddset(&cmd.reset, SIGXFSZ);
 	cmd.envp = env;
-	if (rec->dyn.on) {
+	if (rec->dyn.on && !recdyn_patching(&rec->dyn)) {
 		cmd.held = recdyn_held;
 		cmd.held_ctx = &rec->dyn;
 	}

@@ -14,14 +14,21 @@ int recdyn_option(struct recdyn *rd, bool backend, const char *arg, char *err, s
 	char why[300];
 
 	if (backend) {
-		/* in-process patching and ptrace breakpoints are not built yet */
-		if (strcmp(arg, "auto") && strcmp(arg, "uprobe")) {
-			snprintf(err, errlen, "invalid --backend '%s': auto or uprobe (the only backend so far)", arg);
+		/* ptrace breakpoints are not built yet */
+		if (!strcmp(arg, "auto"))
+			rd->backend = RECDYN_AUTO;
+		else if (!strcmp(arg, "patch"))
+			rd->backend = RECDYN_PATCH;
+		else if (!strcmp(arg, "uprobe"))
+			rd->backend = RECDYN_UPROBE;
+		else {
+			snprintf(err, errlen, "invalid --backend '%s': auto, patch or uprobe", arg);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	rd->on = true;
+	rd->functions = true;
 	if (!arg)
 		return 0;
 	if (!*arg) {
@@ -41,20 +48,62 @@ int recdyn_option(struct recdyn *rd, bool backend, const char *arg, char *err, s
 	return 0;
 }
 
+void recdyn_libcalls(struct recdyn *rd)
+{
+	rd->on = true;
+	rd->cfg.libcalls = true;
+}
+
+int recdyn_options_done(struct recdyn *rd, char *err, size_t errlen)
+{
+	rd->cfg.no_functions = rd->cfg.libcalls && !rd->functions;
+	if (rd->cfg.libcalls && (rd->backend == RECDYN_UPROBE || !dpatch_supported())) {
+		snprintf(err, errlen, "--libcalls needs the patch backend (x86-64, aarch64)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int recdyn_open(struct recdyn *rd, const char *prog, struct sysdrain *feed, char *err, size_t errlen)
 {
 	struct uprobes_ops ops = udrain_ops(feed);
+	char perr[600];
 
 	rd->cfg.path = prog;
+	if (rd->backend == RECDYN_PATCH || (rd->backend == RECDYN_AUTO && dpatch_supported())) {
+		rd->dp = dpatch_open(&rd->cfg, perr, sizeof(perr));
+		if (rd->dp)
+			return 0;
+		/* auto: a program the runtime cannot patch (static, or of
+		 * another architecture) may still be probed */
+		if (rd->backend == RECDYN_PATCH || rd->cfg.libcalls || errno != ENOTSUP) {
+			snprintf(err, errlen, "%s", perr);
+			return -errno;
+		}
+		rd->up = uprobes_open(&rd->cfg, &ops, err, errlen);
+		if (!rd->up)
+			snprintf(err, errlen, "%s", perr);
+		return rd->up ? 0 : -ENOTSUP;
+	}
 	rd->up = uprobes_open(&rd->cfg, &ops, err, errlen);
 	return rd->up ? 0 : -errno;
+}
+
+bool recdyn_patching(const struct recdyn *rd)
+{
+	return rd->dp != NULL;
+}
+
+int recdyn_session(struct recdyn *rd, const char *session, char *err, size_t errlen)
+{
+	return rd->dp ? dpatch_write(rd->dp, session, err, errlen) : 0;
 }
 
 int recdyn_held(void *ctx, pid_t pid)
 {
 	struct recdyn *rd = ctx;
 
-	return uprobes_attach(rd->up, pid, rd->err, sizeof(rd->err));
+	return rd->up ? uprobes_attach(rd->up, pid, rd->err, sizeof(rd->err)) : 0;
 }
 
 int recdyn_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
@@ -78,20 +127,40 @@ void recdyn_finish(struct recdyn *rd)
 	uprobes_finish(rd->up);
 }
 
+static void skipped_warning(const struct uprobes_stats *st)
+{
+	fprintf(stderr, "layerprof record: warning: %zu of %u functions not traced:", st->nskipped, st->candidates);
+	for (size_t i = 0; i < st->nskipped && i < RECDYN_SKIPPED_SHOWN; i++)
+		fprintf(stderr, "%s %s (%s)", i ? "," : "", st->skipped[i].name, st->skipped[i].why);
+	fprintf(stderr, "%s\n", st->nskipped > RECDYN_SKIPPED_SHOWN ? ", ..." : "");
+}
+
 unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verbose)
 {
 	struct uprobes_stats st;
 
+	if (rd->dp) {
+		bool applied;
+
+		dpatch_get_stats(rd->dp, &st, &applied);
+		if (!applied)
+			fprintf(stderr,
+			        "layerprof record: warning: no process of '%s' applied the patch plan, so none of its "
+			        "functions was traced (the runtime was not loaded into it: a set-user-ID program, or "
+			        "one that cleared LD_PRELOAD)\n",
+			        rd->cfg.path);
+		else if (st.nskipped && !quiet)
+			skipped_warning(&st);
+		if (verbose)
+			fprintf(stderr, "layerprof record: dynamic (patch): %u of %u functions patched\n", st.functions,
+			        st.candidates);
+		return 0;
+	}
 	if (!rd->up)
 		return 0;
 	uprobes_get_stats(rd->up, &st);
-	if (st.nskipped && !quiet) {
-		fprintf(stderr, "layerprof record: warning: %zu of %u functions not traced:", st.nskipped,
-		        st.candidates);
-		for (size_t i = 0; i < st.nskipped && i < RECDYN_SKIPPED_SHOWN; i++)
-			fprintf(stderr, "%s %s (%s)", i ? "," : "", st.skipped[i].name, st.skipped[i].why);
-		fprintf(stderr, "%s\n", st.nskipped > RECDYN_SKIPPED_SHOWN ? ", ..." : "");
-	}
+	if (st.nskipped && !quiet)
+		skipped_warning(&st);
 	if (st.lost)
 		fprintf(stderr,
 		        "layerprof record: warning: %llu function records lost (uprobe buffers full: the recorder "
@@ -115,6 +184,8 @@ void recdyn_free(struct recdyn *rd)
 {
 	uprobes_free(rd->up);
 	rd->up = NULL;
+	dpatch_free(rd->dp);
+	rd->dp = NULL;
 	free(rd->patterns);
 	rd->patterns = NULL;
 }

@@ -8,23 +8,43 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "dyntrace/dpatch.h"
 #include "dyntrace/uprobes.h"
 #include "systrace/sysdrain.h"
 
+enum recdyn_backend {
+	RECDYN_AUTO = 0, /* patch where this build can, else uprobe */
+	RECDYN_PATCH,
+	RECDYN_UPROBE,
+};
+
 struct recdyn {
-	bool on;
+	bool on;        /* --dynamic or --libcalls */
+	bool functions; /* --dynamic: the program's functions */
+	enum recdyn_backend backend;
 	char *patterns; /* --dynamic=LIST, split in place into cfg.patterns */
 	struct uprobes_config cfg;
 	struct uprobes *up;
-	char err[600]; /* why the probes could not be opened on the program */
+	struct dpatch *dp; /* the patch backend's plan: the other backend is NULL */
+	char err[600];     /* why the probes could not be opened on the program */
 };
 
 /* --dynamic[=LIST] and --backend=NAME; returns 0, or -EINVAL with one
  * line in err (a usage error). */
 int recdyn_option(struct recdyn *rd, bool backend, const char *arg, char *err, size_t errlen);
+/* --libcalls: every call through the program's PLT (patch backend). */
+void recdyn_libcalls(struct recdyn *rd);
+/* Once every option is read: 0, or -EINVAL with one line in err. */
+int recdyn_options_done(struct recdyn *rd, char *err, size_t errlen);
 /* The program's functions, once its file is known; nothing runs yet.
  * Returns 0 or -errno with err set. */
 int recdyn_open(struct recdyn *rd, const char *prog, struct sysdrain *feed, char *err, size_t errlen);
+/* True once recdyn_open chose in-process patching: the calls come
+ * through the runtime's rings, and the recorder's filters apply. */
+bool recdyn_patching(const struct recdyn *rd);
+/* The patch plan into the session directory, before the program starts
+ * (nothing to do for the uprobe backend).  0 or -errno with err set. */
+int recdyn_session(struct recdyn *rd, const char *session, char *err, size_t errlen);
 /* The probes on the held child (launch_cmd.held): 0, or -errno with the
  * reason in rd->err. */
 int recdyn_held(void *ctx, pid_t pid);

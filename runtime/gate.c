@@ -90,3 +90,17 @@ LP_EXPORT LP_NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
 	GATE_CHECK(fn, false);
 	gate_exit(LP_ARCH_FUNC(fn));
 }
+
+/* The same gates for functions patched in (dynpatch.c), without the
+ * exported symbols' indirection. */
+LP_NOINSTR void lp_gate_entry(uintptr_t fn)
+{
+	GATE_CHECK(fn, true);
+	gate_enter(LP_ARCH_FUNC(fn));
+}
+
+LP_NOINSTR void lp_gate_exit(uintptr_t fn)
+{
+	GATE_CHECK(fn, false);
+	gate_exit(LP_ARCH_FUNC(fn));
+}

@@ -215,6 +215,9 @@ LP_EXPORT LP_NOINSTR void *dlopen(const char *file, int mode)
 	handle = real_dlopen(file, mode);
 	if (handle && t->state == LP_THREAD_READY && !t->busy)
 		lp_maps_write(t);
+	/* its functions the plans name, before any of them runs */
+	if (handle)
+		lp_dynpatch_scan();
 	return handle;
 }
 
@@ -233,6 +236,8 @@ LP_EXPORT LP_NOINSTR int dlclose(void *handle)
 	if (!real_dlclose)
 		return -1;
 	r = real_dlclose(handle);
+	if (r == 0)
+		lp_dynpatch_scan();
 	if (r == 0 && t->state == LP_THREAD_READY && !t->busy) {
 		t->busy = 1;
 		maps_lock();

@@ -228,9 +228,9 @@ out:
 static inline LP_NOINSTR uint32_t stack_walk(const struct lp_thread *t, const void *ret, const void *frame,
                                              uintptr_t *ips, uint32_t depth)
 {
-	uint32_t n = 1;
+	uint32_t n = 1, dyn = t->dyn_n;
 
-	ips[0] = (uintptr_t)ret;
+	ips[0] = lp_dynpatch_ret(t, (uintptr_t)ret, &dyn);
 #ifdef LP_ARCH_FRAME_WALK
 	{
 		const uintptr_t lo = t->mem.stack_lo, hi = t->mem.stack_hi;
@@ -246,7 +246,7 @@ static inline LP_NOINSTR uint32_t stack_walk(const struct lp_thread *t, const vo
 			ra = ((const uintptr_t *)next)[1];
 			if (ra < LP_WALK_MIN_ADDR || (ra >= lo && ra < hi))
 				break;
-			ips[n++] = ra;
+			ips[n++] = lp_dynpatch_ret(t, ra, &dyn);
 			fp = next;
 		}
 	}

@@ -380,6 +380,7 @@ __attribute__((constructor)) static LP_NOINSTR void runtime_constructor(void)
 		return;
 	if (lp_self.state == LP_THREAD_NEW)
 		lp_thread_start(&lp_self);
+	lp_dynpatch_apply();
 	for (waited = 0; waited < LP_HOLD_MAX_MS; waited++) {
 		if (!(atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->flags, memory_order_acquire) &
 		      LP_CTL_HOLD))

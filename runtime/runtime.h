@@ -118,6 +118,12 @@ struct lp_thread {
 	uint8_t wait_untaken;     /* gave up on a ring the drain never took: no more
 	                           * waits until it takes it */
 	uint64_t wait_beat;       /* the drain's beat when it gave up */
+	/* functions patched in by the dynamic tracer (dynpatch.c): the return
+	 * addresses their entries replaced, innermost last; mmap'd at the
+	 * thread's first such call */
+	struct lp_dynframe *dyn;
+	uint32_t dyn_n;
+	uint8_t dyn_done; /* the thread ends: no more frames are kept */
 };
 
 extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -284,6 +290,44 @@ static inline LP_NOINSTR void lp_gate_write_inline(struct lp_thread *t, uint32_t
 	atomic_store_explicit((_Atomic uint32_t *)t->head_ptr, ++t->head, memory_order_release);
 }
 void lp_gate_write(struct lp_thread *t, uint32_t type, uintptr_t fn);
+/* The entry and exit gates, for callers inside the runtime (dynpatch.c). */
+void lp_gate_entry(uintptr_t fn);
+void lp_gate_exit(uintptr_t fn);
+
+/* dynpatch.c: applies the session's patch plan (LP_PLAN_NAME) when it is
+ * for this process's executable; from the constructor, before the
+ * program's own code runs.  Later calls do nothing. */
+void lp_dynpatch_apply(void);
+/* Applies the plans to the objects loaded since (after dlopen), and
+ * forgets the objects unloaded (after dlclose). */
+void lp_dynpatch_scan(void);
+/* The thread ends (its last destructor round): its frame stack goes. */
+void lp_dynpatch_thread_end(struct lp_thread *t);
+
+struct lp_dynframe {
+	uintptr_t sp;  /* the stack pointer at the function's entry */
+	uintptr_t ret; /* the return address it replaced */
+	uintptr_t fn;
+};
+
+#ifdef LP_HAVE_DYNTRAMP
+void lp_dyn_return(void);
+#endif
+
+/* A return address met walking the stack from the inside out: the return
+ * path of patched functions stands for the real address, kept in the
+ * thread's frames (*next: frames not yet met, innermost first). */
+static inline LP_NOINSTR uintptr_t lp_dynpatch_ret(const struct lp_thread *t, uintptr_t ra, uint32_t *next)
+{
+#ifdef LP_HAVE_DYNTRAMP
+	if (unlikely(ra == (uintptr_t)lp_dyn_return) && *next)
+		return t->dyn[--*next].ret;
+#else
+	(void)t;
+	(void)next;
+#endif
+	return ra;
+}
 
 /* srcfilter.c: the gates' path while source filters are set (live
  * profiling); entry is true for an entry gate.  Keeps t->depth exact. */

@@ -48,6 +48,7 @@ static LP_NOINSTR void thread_destructor(void *arg)
 		return;
 	}
 	lp_thread_close(t);
+	lp_dynpatch_thread_end(t);
 }
 
 static LP_NOINSTR void thread_key_create(void)

@@ -192,6 +192,77 @@ struct lp_filter_file {
 	struct lp_filter_set set[2];
 };
 
+/* The patch plan (record --dynamic, in-process patching): the recorder
+ * decodes the selected functions' first instructions and writes, in the
+ * file "plan" of the session directory, for each function the bytes it
+ * decoded, how many of them the runtime replaces with a jump to a
+ * trampoline, and those instructions relocated (their code, with fields to
+ * fill in once the load address is known); one file per executable file
+ * (the program, the libraries --dynamic names).  The runtime applies each
+ * to the loaded objects that are its file (device and inode): in its
+ * constructor, before the program's own code runs, and after each dlopen
+ * (a library loaded again after a dlclose is patched again).  A function whose
+ * bytes in memory differ from the plan's, or whose trampoline would be out
+ * of a jump's reach, is left as it is.  It writes each function's outcome
+ * in `status`, which the recorder reports. */
+#define LP_PLAN_NAME "plan" /* plan.0 (the program), plan.1, ... (libraries) */
+#define LP_PLAN_FILES_MAX 16u
+#define LP_PLAN_APPLIED_MAX 64u   /* objects patched at once in a process */
+#define LP_PLAN_MAGIC 0x4c50504eu /* "LPPN" */
+#define LP_PLAN_VERSION 1u
+#define LP_PLAN_ORIG_MAX 24u /* bytes replaced at an entry, at most */
+
+enum lp_plan_arch {
+	LP_PLAN_X86_64 = 1,  /* jmp rel32 at the entry: the trampoline within 2 GiB */
+	LP_PLAN_AARCH64 = 2, /* b at the entry: the trampoline within 128 MiB */
+};
+
+enum lp_plan_reloc_kind {
+	LP_PLAN_REL32 = 0, /* int32 at `at` = target + bias - (code + end) */
+	LP_PLAN_ABS64 = 1, /* uint64 at `at` = target + bias */
+	LP_PLAN_B26 = 2,   /* aarch64 b/bl at `at`: imm26 = (target + bias - (code + at)) / 4 */
+};
+
+enum lp_plan_status {
+	LP_PLAN_PENDING = 0,   /* no process applied it (yet) */
+	LP_PLAN_PATCHED = 1,   /* the entry jumps to its trampoline */
+	LP_PLAN_CHANGED = 2,   /* the bytes in memory are not the plan's */
+	LP_PLAN_FAR = 3,       /* no trampoline within reach */
+	LP_PLAN_UNWRITABLE = 4 /* the code could not be made writable */
+};
+
+struct lp_plan_header {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t arch;   /* enum lp_plan_arch */
+	uint32_t nfuncs; /* struct lp_plan_func after the header */
+	uint64_t dev;    /* the executable's st_dev and st_ino */
+	uint64_t ino;
+	uint32_t nrelocs;    /* struct lp_plan_reloc after the functions */
+	uint32_t code_bytes; /* relocated code, after the relocations */
+	uint8_t pad[24];
+};
+
+struct lp_plan_func {
+	uint64_t addr;      /* the entry, as linked (the load bias is added) */
+	uint32_t patch_len; /* bytes replaced there (x86-64: whole instructions,
+	                     * or the function and padding after it; aarch64: 4) */
+	uint32_t code_off;  /* its relocated instructions in the code area, */
+	uint32_t code_len;  /* ending with the jump back to addr + patch_len */
+	uint32_t reloc_first;
+	uint32_t nrelocs;
+	uint32_t status; /* enum lp_plan_status, written by the runtime */
+	uint8_t orig[LP_PLAN_ORIG_MAX];
+};
+
+/* A field of the relocated code to fill in (enum lp_plan_reloc_kind). */
+struct lp_plan_reloc {
+	uint32_t at;   /* the field's offset in the function's code */
+	uint16_t end;  /* REL32: offset the value is relative to (the instruction's end) */
+	uint16_t kind; /* enum lp_plan_reloc_kind */
+	uint64_t target;
+};
+
 /* One producer (the thread), one consumer (the drain).  head and tail are
  * slot counts modulo 2^32; the ring holds ring_chunks * chunk_slots slots.
  * The producer checks for room only when it crosses a chunk boundary: when

@@ -245,10 +245,11 @@ DYNAMIC_SAMPLES = ["recursion", "mutual", "threads", "forker", "signals", "longj
 
 def group_dynamic(ctx):
     """record --dynamic on the guest's kernel: sample programs built without
-    instrumentation, traced through uprobes and held to the instrumented
-    builds' expectations (aarch64).  On armhf the uprobe backend is refused
-    (probed ARM-code programs died there): an ARM and a Thumb build are
-    refused with the reason and not run."""
+    instrumentation, traced by in-process patching and through uprobes and
+    held to the instrumented builds' expectations (aarch64).  On armhf both
+    are refused (patching is not built there; probed ARM-code programs died
+    under uprobes): an ARM and a Thumb build are refused with the reason
+    and not run, and --backend=patch too."""
     if ctx.arch == "armhf":
         d = os.path.join(ctx.progs, "plain")
         os.makedirs(d, exist_ok=True)
@@ -257,13 +258,19 @@ def group_dynamic(ctx):
             prog = cc(ctx, os.path.join(PROGS, "recursion.c"), os.path.join(d, "recursion" + mode), mode)
             steps.append((mode[2:], "%s record -q --dynamic -o %s -- %s" % (
                 LP, os.path.join(ctx.tmp, "dynamic", "t" + mode), prog)))
+        steps.append(("patch", "%s record -q --dynamic --backend=patch -o %s -- %s" % (
+            LP, os.path.join(ctx.tmp, "dynamic", "t-patch"), prog)))
         ctx.guest.put(ctx.progs, ctx.progs)
         got = batch(ctx.guest, steps, os.path.join(ctx.tmp, "dynamic"))
-        for mode, _ in steps:
+        for mode, _ in steps[:2]:
             rc, out, err = got[mode]
             check(rc == 1 and "32-bit ARM" in err and "fib(15)" not in out,
                   "armhf: record --dynamic of a %s build is refused with the reason, the program not run" % mode,
                   "%s %s" % (rc, err))
+        rc, out, err = got["patch"]
+        check(rc == 1 and "in-process patching is built for x86-64 and aarch64" in err and "fib(15)" not in out,
+              "armhf: record --dynamic --backend=patch is refused with the reason, the program not run",
+              "%s %s" % (rc, err))
         return
     class Plain(it.Builder):
         def flags(self):
@@ -272,7 +279,8 @@ def group_dynamic(ctx):
     b = Plain(ctx.a["prefix"] + "gcc", ctx.a["prefix"] + "g++", "-O2", os.path.join(ctx.progs, "plain"))
     cases = [exp for exp in it.load_expectations() if exp["_name"] in DYNAMIC_SAMPLES and
              (not ctx.quick or exp["_name"] in QUICK_SAMPLES)]
-    record_samples(ctx, b, cases, "dynamic", ("--dynamic",), " --dynamic")
+    record_samples(ctx, b, cases, "dynamic", ("--dynamic", "--backend=patch"), " --dynamic --backend=patch")
+    record_samples(ctx, b, cases, "dynamic-uprobe", ("--dynamic", "--backend=uprobe"), " --dynamic --backend=uprobe")
 
 def mem_programs(ctx):
     d = os.path.join(ctx.progs, "mem")

@@ -5,7 +5,9 @@ traces held against the same expectations (tests/programs/expect) as the
 instrumented builds', and against the instrumented build's own trace;
 function selection; refusals.
 
-Needs root and the kernel's uprobe PMU; skips with the reason otherwise.
+Two backends: in-process patching (the patch_* groups; any user) and
+uprobes (the other groups; they need root and the kernel's uprobe PMU, and
+skip with the reason otherwise).
 
 usage: test_dynamic.py --build BUILD [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -25,19 +27,37 @@ NOBODY = 65534
 UPROBE_PMU = "/sys/bus/event_source/devices/uprobe/type"
 VARIANTS = [("gcc", "g++", "-O2"), ("clang", "clang++", "-O2")]
 
-# The scenarios whose whole expectation holds under the uprobe backend,
+# The scenarios whose whole expectation holds under each backend,
 # and why each other one is left out (said in the output, not hidden).
 LEFT_OUT = {
     "killme": "timing-dependent (the programs group leaves it out too)",
     "busy": "timing-dependent (the programs group leaves it out too)",
     "busy_threads": "timing-dependent (the programs group leaves it out too)",
-    "dlopen": "a shared library's functions: --dynamic traces the program's own so far",
-    "dlopen_keep": "a shared library's functions: --dynamic traces the program's own so far",
     "execer_target": "a second program's functions: --dynamic probes the program it starts",
     "spawner_spawn": "a second program's functions: --dynamic probes the program it starts",
-    "exceptions": "C++ exceptions: the uprobe backend refuses such programs (group refuse checks it)",
-    "templates": "C++ with exception tables: the uprobe backend refuses such programs",
+    "exceptions": "C++ exceptions: the BACKEND backend refuses such programs (its refuse group checks it)",
+    "templates": "C++ with exception tables: the BACKEND backend refuses such programs",
 }
+
+# Patterns for the scenarios whose functions live in shared libraries (the
+# patch backend traces them): the program's, and each library's.
+LIB_PATTERNS = {
+    "dlopen": "*,libshared.so:*,libplugin.so:*",
+    "dlopen_keep": "*,libshared.so:*,libplugin.so:*",
+}
+
+# and those left out under one backend only
+BACKEND_LEFT_OUT = {
+    "patch": {
+        "early": "its .preinit_array code runs before any library's constructor, so before the runtime patches "
+                 "the program (the uprobe backend traces it)",
+    },
+    "uprobe": {
+        "dlopen": "a shared library's functions: the patch backend traces them",
+        "dlopen_keep": "a shared library's functions: the patch backend traces them",
+    },
+}
+
 
 class PlainBuilder(samples.Builder):
     """The sample programs as a developer builds them: no instrumentation."""
@@ -46,28 +66,98 @@ class PlainBuilder(samples.Builder):
         return [self.opt, "-g", "-pthread", "-I", samples.PROGS]
 
 
-def group_programs(lp, tmp):
+UPROBE = ("--dynamic", "--backend=uprobe")
+PATCH = ("--dynamic", "--backend=patch")
+
+
+def uprobes_missing():
+    """Why the uprobe backend cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "uprobes need root"
+    if not os.path.exists(UPROBE_PMU):
+        return "this kernel has no uprobe PMU (%s)" % UPROBE_PMU
+    return None
+
+
+def patch_missing():
+    """Why the patch backend cannot run here, or None."""
+    if os.uname().machine != "x86_64":
+        return "in-process patching is built for x86-64 so far"
+    return None
+
+
+def needs(what, tag):
+    """Decorator: the group runs only where what() finds nothing missing."""
+    def wrap(fn):
+        def group(lp, tmp):
+            why = what()
+            if why:
+                skip(tag, why)
+                return
+            fn(lp, tmp)
+        return group
+    return wrap
+
+
+def programs(lp, tmp, backend, subdir):
     for cc, cxx, opt in VARIANTS:
         if not samples.have(cc):
             skip("plain programs with %s" % cc, "%s is not installed" % cc)
             continue
-        b = PlainBuilder(cc, cxx, opt, os.path.join(tmp, "plain"))
+        b = PlainBuilder(cc, cxx, opt, os.path.join(tmp, subdir))
         for exp in samples.load_expectations():
             name = exp["_name"]
-            why = LEFT_OUT.get(name) or next((v for k, v in LEFT_OUT.items()
-                                               if k.endswith("_") and name.startswith(k)), None)
+            why = LEFT_OUT.get(name) or BACKEND_LEFT_OUT[backend[-1][10:]].get(name) or \
+                next((v for k, v in LEFT_OUT.items() if k.endswith("_") and name.startswith(k)), None)
             if why:
-                skip("%s %s %s --dynamic" % (name, cc, opt), why)
+                skip("%s %s %s %s" % (name, cc, opt, " ".join(backend)), why.replace("BACKEND", backend[-1][10:]))
                 continue
-            tag = "%s %s %s --dynamic" % (name, cc, opt)
+            tag = "%s %s %s %s" % (name, cc, opt, " ".join(backend))
             binary = samples.prepare(exp, b)
-            out = os.path.join(tmp, "d-%s-%s%s" % (name, cc, opt))
-            r = samples.record(lp, out, [binary] + samples.prog_args(exp, b), extra=("--dynamic",))
+            out = os.path.join(tmp, "d-%s-%s%s-%s" % (name, cc, opt, backend[-1][10:]))
+            extra = backend
+            if name in LIB_PATTERNS:
+                extra = tuple("--dynamic=" + LIB_PATTERNS[name] if a == "--dynamic" else a for a in backend)
+            r = samples.record(lp, out, [binary] + samples.prog_args(exp, b), extra=extra)
             if not check(r.returncode == samples.expected_exit(exp), "%s: exit status passed through" % tag,
                          "got %d, stderr %s" % (r.returncode, r.stderr.strip()[-500:])):
                 continue
-            samples.check_expectations(tag, exp, lp.json("report", "--format", "json", out),
-                                       lp.json("tree", "--format", "json", out))
+            tree = lp.json("tree", "--format", "json", out)
+            if "--libcalls" in backend:
+                # a handler or callback a library call runs sits under
+                # NAME@plt: the expected edges skip those frames
+                for t in tree["threads"]:
+                    t["calls"] = splice_plt(t["calls"])
+            samples.check_expectations(tag, exp, lp.json("report", "--format", "json", out), tree)
+
+
+def splice_plt(nodes):
+    """Tree json nodes with every NAME@plt node replaced by its children."""
+    out = []
+    for n in nodes:
+        kids = splice_plt(n["children"])
+        if n["name"].endswith("@plt"):
+            out.extend(kids)
+        else:
+            out.append(dict(n, children=kids))
+    return out
+
+
+@needs(uprobes_missing, "uprobe programs")
+def group_programs(lp, tmp):
+    programs(lp, tmp, UPROBE, "plain")
+
+
+@needs(patch_missing, "patch programs")
+def group_patch_programs(lp, tmp):
+    programs(lp, tmp, PATCH, "plainp")
+
+
+@needs(patch_missing, "patch programs with --libcalls")
+def group_patch_programs_libcalls(lp, tmp):
+    """The samples again with their library calls traced too: the same
+    counts of the program's functions."""
+    programs(lp, tmp, ("--libcalls",) + PATCH, "plainl")
 
 
 def build_c(tmp, name, source, flags=()):
@@ -102,50 +192,278 @@ COUNTED int looped(int n)
 	} while (--n > 0);
 	return s;
 }
+/* a loop whose head is 2 bytes into the function: inside the 5 bytes a
+ * jump at its entry would replace */
+__asm__(".text\n.globl jumpy\n.type jumpy, @function\njumpy:\n\txor %eax, %eax\n1:\n\tadd $1, %eax\n"
+        "\tcmp %edi, %eax\n\tjl 1b\n\tret\n.size jumpy, .-jumpy\n");
+int jumpy(int n);
+/* a function another one jumps into, 2 bytes in */
+__asm__(".text\n.globl joined\n.type joined, @function\njoined:\n\txor %eax, %eax\n.Ljoin:\n\tinc %eax\n"
+        "\tret\n.size joined, .-joined\n.globl joiner\n.type joiner, @function\njoiner:\n"
+        "\tmov $5, %eax\n\tjmp .Ljoin\n.size joiner, .-joiner\n");
+int joined(void);
+int joiner(void);
 int main(void)
 {
-	int s = 0;
+	int s = 0, j = 0;
 	for (int i = 0; i < 100; i++)
 		tiny();
 	for (int i = 0; i < 7; i++)
 		s += looped(3);
-	printf("%d\n", s);
+	for (int i = 0; i < 9; i++)
+		j += jumpy(5);
+	for (int i = 0; i < 4; i++)
+		j += joined() + joiner();
+	printf("%d %d\n", s, j);
 	return 0;
 }
 """
 
 
-def group_shapes(lp, tmp):
+def shapes(lp, tmp, backend):
     """Functions of 1 byte and functions whose entry is a branch target are
-    traced like any other: a probe is one trap instruction."""
+    traced like any other (a probe is one trap instruction; a patch covers
+    the 1-byte function and the padding after it, and a branch back to
+    the entry is no new call).  A function with a branch target inside its
+    first 5 bytes: probed, or under the patch backend moved whole when only
+    its own branches land there, else listed as not patched with the
+    reason."""
+    kind = backend[-1][10:]
     prog = build_c(tmp, "tiny", TINY, ("-fcf-protection=none",))
     r = subprocess.run(["nm", "-S", prog], stdout=subprocess.PIPE, universal_newlines=True)
     size = [ln.split()[1] for ln in r.stdout.splitlines() if ln.endswith(" tiny") and len(ln.split()) == 4]
     check(size == ["0000000000000001"], "tiny is 1 byte long (nm -S)", size)
-    out = os.path.join(tmp, "tiny.t")
-    r = lp("record", "-q", "--dynamic", "-o", out, "--", prog)
-    check(r.returncode == 0 and r.stdout.strip() == "42", "tiny: record exits 0, the program's output unchanged",
-          r.stdout + r.stderr)
+    out = os.path.join(tmp, "tiny-%s.t" % kind)
+    r = lp("record", "-o", out, *backend, "--", prog)
+    check(r.returncode == 0 and r.stdout.strip() == "42 73",
+          "tiny %s: record exits 0, the program's output unchanged" % kind, r.stdout + r.stderr)
     c = calls(lp, out)
     check(c.get("tiny") == 100 and c.get("looped") == 7 and c.get("main") == 1,
-          "tiny: 100 calls of a 1-byte function, 7 of a function whose entry is a loop's target", c)
+          "tiny %s: 100 calls of a 1-byte function, 7 of a function whose entry is a loop's target" % kind, c)
+    check(c.get("jumpy") == 9 and c.get("joiner") == 4,
+          "tiny %s: 9 calls of jumpy (its loop's head 2 bytes in), 4 of joiner" % kind, c)
+    if kind == "uprobe":
+        # joiner starts at an odd address: its probe once went 1 byte early
+        check(c.get("joined") == 4 and len(c) == 6, "tiny uprobe: 4 calls of joined, nothing else", c)
+    else:
+        check("joined" not in c and "functions not traced: joined (a branch lands at +2, inside the bytes a jump "
+              "would replace)" in r.stderr, "tiny patch: joined (another function jumps into it) not traced, and "
+              "record says why", r.stderr)
 
 
+@needs(uprobes_missing, "uprobe shapes")
+def group_shapes(lp, tmp):
+    shapes(lp, tmp, UPROBE)
+
+
+@needs(patch_missing, "patch shapes")
+def group_patch_shapes(lp, tmp):
+    shapes(lp, tmp, PATCH)
+
+
+@needs(patch_missing, "patch select")
+def group_patch_select(lp, tmp):
+    """The recorder's filters apply to patched functions as to compiled-in
+    gates; --dynamic's own list, with a library's functions (FILE:GLOB);
+    a stripped program's dynamic symbols."""
+    b = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "psel"))
+    prog = b.prog("recursion")
+    for args, want in ((["--dynamic=fi*"], {"fib": 1973}),
+                       (["--dynamic", "-F", "fib"], {"fib": 1973}),
+                       (["--dynamic", "-N", "fib"], {"main": 1})):
+        out = os.path.join(tmp, "psel.t")
+        r = lp("record", "-q", "--backend=patch", "-o", out, *args, "--", prog)
+        check(r.returncode == 0 and calls(lp, out) == want, "record --backend=patch %s: %s" % (" ".join(args), want),
+              "%d %s %s" % (r.returncode, r.stderr, calls(lp, out) if r.returncode == 0 else ""))
+    # a library's functions: found by name, or refused with the reason
+    lib = next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6")
+               if os.path.exists(p))
+    wprog = build_c(tmp, "libwriter", LIBCALLS)
+    out = os.path.join(tmp, "plib.t")
+    def under_writer(r):
+        tree = lp.json("tree", "--format", "json", out) if r.returncode == 0 else {"threads": []}
+        return [(k["name"], k["calls"]) for t in tree["threads"] for n in t["calls"] if n["name"] == "writer"
+                for k in n["children"]]
+
+    r = lp("record", "-q", "--dynamic=writer,libc.so.6:write", "-o", out, "--", wprog)
+    under = under_writer(r)
+    check(r.returncode == 0 and under == [("write", 100)],
+          "--dynamic=writer,libc.so.6:write: libc's write 100 times under writer", "%s %s" % (r.stderr, under))
+    for args, code, words in ((["--dynamic=writer,nosuch.so:*"], 1, "cannot find the library 'nosuch.so'"),
+                              (["--dynamic=writer,libc.so.6:zz_none*"], 1,
+                               "no function of the library matches"),
+                              (["--dynamic=writer,libc.so.6:write", "--backend=uprobe"], 1,
+                               "traced by the patch backend, not the uprobe backend"),
+                              (["--dynamic=writer,:write"], 2, "FILE:PATTERN needs both")):
+        r = lp("record", "-q", "-o", os.path.join(tmp, "plib-bad.t"), *args, "--", wprog)
+        check(r.returncode == code and words in r.stderr and "xxx" not in r.stdout,
+              "record %s: exit %d, '%s', the program not run" % (" ".join(args), code, words),
+              "%d: %s" % (r.returncode, r.stderr))
+    r = lp("record", "-q", "-o", out, "--dynamic=writer,%s:write" % lib, "--", wprog)
+    under = under_writer(r)
+    check(r.returncode == 0 and under == [("write", 100)], "a library named by its path: the same",
+          "%s %s" % (r.stderr, under))
+    plugin_dir = os.path.join(tmp, "plibdir")
+    os.makedirs(plugin_dir, exist_ok=True)
+    unused = os.path.join(plugin_dir, "libunused.so")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", unused, "-x", "c", "-"], input="int unused_fn(int x) "
+                   "{ return x + 1; }\n", universal_newlines=True, check=True)
+    r = lp("record", "-o", out, "--dynamic=writer,%s:*" % unused, "--", wprog)
+    check(r.returncode == 0 and "%s (the library was not loaded: none of its functions traced)" % unused in r.stderr,
+          "a library the program never loads: record says so", r.stderr)
+    sb = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "pstrip"))
+    sprog = sb.prog("recursion", ["-rdynamic"])
+    subprocess.run(["strip", "--strip-all", sprog], check=True)
+    out = os.path.join(tmp, "pstrip.t")
+    r = lp("record", "-q", "--dynamic", "--backend=patch", "-o", out, "--", sprog)
+    check(r.returncode == 0 and calls(lp, out).get("fib") == 1973,
+          "patch: a stripped -rdynamic program's exported functions traced, fib 1973",
+          r.stderr + str(calls(lp, out) if r.returncode == 0 else ""))
+
+
+HEAP = r"""
+#include "prog.h"
+#include <stdio.h>
+#include <stdlib.h>
+COUNTED void *alloc_one(int n) { return malloc(n); }
+COUNTED void leak_some(void) { for (int i = 0; i < 10; i++) alloc_one(100 + i); }
+int main(void) { leak_some(); free(alloc_one(5)); puts("ok"); return 0; }
+"""
+
+
+@needs(patch_missing, "patch memory")
+def group_patch_memory(lp, tmp):
+    """--memory with patched functions: the heap stacks walk through the
+    return addresses the runtime replaced (frame pointers kept), and name
+    the real callers."""
+    prog = build_c(tmp, "heapy", HEAP, ("-fno-omit-frame-pointer",))
+    out = os.path.join(tmp, "heapy.t")
+    r = lp("record", "-q", "--memory", *PATCH, "-o", out, "--", prog)
+    if not check(r.returncode == 0 and r.stdout == "ok\n", "patch --memory: exit 0, the output", r.stderr):
+        return
+    heap = lp.json("report", "--memory", "--format", "json", out)
+    stacks = sorted([f["function"] for f in x["stack"]][:3] for x in heap["sites"] if x["allocs"] >= 10)
+    check(stacks == [["alloc_one", "leak_some", "main"]] or stacks == [["leak_some", "main",
+                                                                         "__libc_start_call_main"]],
+          "patch --memory: the 10 blocks' stack names their callers, no trampoline", stacks)
+
+
+LIBCALLS = r"""
+#include "prog.h"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+COUNTED void writer(int n)
+{
+	for (int i = 0; i < n; i++)
+		if (write(1, "x", 1) != 1)
+			return;
+}
+int main(int argc, char **argv)
+{
+	writer(100);
+	puts("");
+	printf("%zu\n", strlen(argv[0]) > 0 ? (size_t)argc : 0);
+	return 0;
+}
+"""
+
+
+@needs(patch_missing, "patch libcalls")
+def group_patch_libcalls(lp, tmp):
+    """--libcalls: each call through the program's PLT is NAME@plt under
+    its caller, exactly the calls ltrace -c counts (and .plt.got's
+    __cxa_finalize of the C runtime's exit code, which ltrace leaves out);
+    user -> library -> syscall with --syscalls."""
+    prog = build_c(tmp, "libcalls", LIBCALLS)
+    want_out = "x" * 100 + "\n1\n"
+    out = os.path.join(tmp, "lc.t")
+    r = lp("record", "-q", "--dynamic", "--libcalls", "-o", out, "--", prog)
+    if not check(r.returncode == 0 and r.stdout == want_out, "--dynamic --libcalls: exit 0, the output", r.stderr):
+        return
+    tree = lp.json("tree", "--format", "json", out)
+    main = [n for t in tree["threads"] for n in t["calls"] if n["name"] == "main"]
+    kids = {c["name"]: c for c in main[0]["children"]} if main else {}
+    check(set(kids) == {"writer", "puts@plt", "printf@plt"} and kids["puts@plt"]["calls"] == 1 and
+          kids["printf@plt"]["calls"] == 1 and
+          [(c["name"], c["calls"]) for c in kids["writer"]["children"]] == [("write@plt", 100)],
+          "--dynamic --libcalls: main -> writer -> write@plt x100, main -> puts@plt, printf@plt",
+          json.dumps(main)[:800])
+    out2 = os.path.join(tmp, "lc2.t")
+    r = lp("record", "-q", "--libcalls", "-o", out2, "--", prog)
+    c = calls(lp, out2) if r.returncode == 0 else {}
+    check(r.returncode == 0 and c.get("write@plt") == 100 and "writer" not in c and "main" not in c,
+          "--libcalls alone: the library calls, none of the program's functions", "%s %s" % (r.stderr, c))
+    if samples.have("ltrace"):
+        lt = os.path.join(tmp, "ltrace.txt")
+        subprocess.run(["ltrace", "-c", "-o", lt, prog], stdout=subprocess.PIPE, check=True)
+        with open(lt) as f:
+            rows = [ln.split() for ln in f if ln.strip() and ln.split()[0][0].isdigit() and len(ln.split()) == 5]
+        want = {row[4] + "@plt": int(row[3]) for row in rows}
+        extra = {k: v for k, v in c.items() if k not in want}
+        check(want and all(c.get(k) == v for k, v in want.items()) and set(extra) <= {"__cxa_finalize@plt"},
+              "--libcalls: the counts ltrace -c gives, for each of its functions", "ltrace %s, layerprof %s" %
+              (want, c))
+    else:
+        skip("--libcalls against ltrace -c", "ltrace is not installed")
+    out3 = os.path.join(tmp, "lc3.t")
+    r = lp("record", "-q", "--dynamic", "--libcalls", "--syscalls", "--syscall-filter", "write", "-o", out3,
+           "--", prog)
+    if check(r.returncode == 0, "--dynamic --libcalls --syscalls: exit 0", r.stderr):
+        rep = lp.json("report", "--syscalls", "--format", "json", out3)
+        rows = {(f["function"], f["syscall"]): f["calls"] for f in rep["by_function"]}
+        check(rows.get(("write@plt", "write")) == 100, "user -> library -> syscall: 100 writes under write@plt",
+              rows)
+    r = lp("record", "-q", "--dynamic", "--libcalls", "--backend=uprobe", "-o", out3 + "x", "--", prog)
+    check(r.returncode == 2 and "--libcalls needs the patch backend" in r.stderr,
+          "--libcalls with the uprobe backend: usage error", r.stderr)
+
+
+@needs(patch_missing, "patch refuse")
+def group_patch_refuse(lp, tmp):
+    """What the patch backend refuses, with the reason and without running
+    the program; an unprivileged user needs nothing more."""
+    b = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "pref"))
+    prog = b.prog("exceptions")
+    out = os.path.join(tmp, "pref.t")
+    r = lp("record", "-q", "--dynamic", "--backend=patch", "-o", out, "--", prog)
+    check(r.returncode == 1 and "C++ exceptions" in r.stderr and not os.path.exists(out),
+          "patch: a C++ program with exceptions: exit 1, the reason, no trace", r.stderr)
+    static = b.prog("recursion", ["-static"])
+    r = lp("record", "-q", "--dynamic", "--backend=patch", "-o", out, "--", static)
+    check(r.returncode == 1 and "statically linked" in r.stderr and "fib(15)" not in r.stdout,
+          "patch: a static program: exit 1, the reason, the program not run", r.stdout + r.stderr)
+    plain = b.prog("recursion")
+    os.chmod(tmp, 0o755)
+    for d in (os.path.dirname(plain), os.path.dirname(os.path.dirname(plain))):
+        os.chmod(d, 0o755)
+    udir = os.path.join(tmp, "pnobody")
+    os.makedirs(udir, exist_ok=True)
+    os.chown(udir, NOBODY, NOBODY)
+    if os.geteuid() == 0:
+        r = subprocess.run([lp.exe, "record", "-q", "--dynamic", "--backend=patch", "-o", os.path.join(udir, "t"),
+                            "--", plain], preexec_fn=lambda: (os.setgid(NOBODY), os.setuid(NOBODY)),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        check(r.returncode == 0 and calls(lp, os.path.join(udir, "t")).get("fib") == 1973,
+              "patch as an unprivileged user: exit 0, fib 1973 calls", "%d: %s" % (r.returncode, r.stderr))
+
+
+@needs(uprobes_missing, "uprobe select")
 def group_select(lp, tmp):
     b = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "sel"))
     prog = b.prog("recursion")
     out = os.path.join(tmp, "sel.t")
-    r = lp("record", "-q", "--dynamic=fi*,nothing", "-o", out, "--", prog)
+    r = lp("record", "-q", "--dynamic=fi*,nothing", "--backend=uprobe", "-o", out, "--", prog)
     check(r.returncode == 0, "record --dynamic='fi*,nothing' exits 0", r.stderr)
     check(calls(lp, out) == {"fib": 1973}, "--dynamic='fi*': only fib, 1973 calls", calls(lp, out))
     for args, code, words in (
             (["--dynamic=zz*"], 1, "no function of the program matches"),
             (["--dynamic="], 2, "needs a list"),
-            (["--dynamic=libc.so.6:malloc"], 2, "not traced yet"),
-            (["--dynamic", "--backend=patch"], 2, "auto or uprobe"),
+            (["--dynamic=libc.so.6:malloc", "--backend=uprobe"], 1, "not the uprobe backend"),
+            (["--dynamic", "--backend=ptrace"], 2, "auto, patch or uprobe"),
             (["--backend=uprobe"], 2, "--backend needs --dynamic"),
-            (["--dynamic", "-F", "fib"], 2, "do not apply to --dynamic"),
-            (["--dynamic", "--depth", "2"], 2, "do not apply to --dynamic")):
+            (["--dynamic", "--backend=uprobe", "-F", "fib"], 2, "do not apply to the uprobe backend"),
+            (["--dynamic", "--backend=uprobe", "--depth", "2"], 2, "do not apply to the uprobe backend")):
         r = lp("record", "-q", "-o", os.path.join(tmp, "sel-bad.t"), *args, "--", prog)
         check(r.returncode == code and words in r.stderr and r.stderr.count("\n") <= 2 + (code == 2) * 40,
               "record %s: exit %d, '%s'" % (" ".join(args), code, words), "%d: %s" % (r.returncode, r.stderr))
@@ -156,7 +474,7 @@ def group_select(lp, tmp):
         sprog = sb.prog("recursion", ["-rdynamic"] if rdynamic else [])
         subprocess.run(["strip", "--strip-all", sprog], check=True)
         out = os.path.join(tmp, "strip%d.t" % rdynamic)
-        r = lp("record", "-q", "--dynamic", "-o", out, "--", sprog)
+        r = lp("record", "-q", *UPROBE, "-o", out, "--", sprog)
         if rdynamic:
             check(r.returncode == 0 and calls(lp, out).get("fib") == 1973,
                   "stripped -rdynamic program: its exported functions traced, fib 1973",
@@ -166,13 +484,14 @@ def group_select(lp, tmp):
                   "stripped program without exports: exit 1, 'no function symbols'", r.stderr)
 
 
+@needs(uprobes_missing, "uprobe syscalls")
 def group_syscalls(lp, tmp):
     """user -> syscall with neither rebuilt: sys_writer's 100 writes in
     writer, from --dynamic's functions and --syscalls together."""
     b = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "sys"))
     prog = b.prog("sys_writer")
     out = os.path.join(tmp, "sys.t")
-    r = lp("record", "-q", "--dynamic", "--syscalls", "--syscall-filter", "write", "-o", out, "--", prog)
+    r = lp("record", "-q", *UPROBE, "--syscalls", "--syscall-filter", "write", "-o", out, "--", prog)
     if not check(r.returncode == 0, "record --dynamic --syscalls of sys_writer exits 0", r.stderr):
         return
     rep = lp.json("report", "--syscalls", "--format", "json", out)
@@ -181,13 +500,14 @@ def group_syscalls(lp, tmp):
     check(calls(lp, out).get("writer") == 1, "writer called once", calls(lp, out))
 
 
+@needs(uprobes_missing, "uprobe refuse")
 def group_refuse(lp, tmp):
     """C++ programs, a user who may not define uprobes; nothing is left in
     tracefs after a recording."""
     b = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "ref"))
     prog = b.prog("exceptions")
     out = os.path.join(tmp, "ref.t")
-    r = lp("record", "-q", "--dynamic", "-o", out, "--", prog)
+    r = lp("record", "-q", *UPROBE, "-o", out, "--", prog)
     check(r.returncode == 1 and "C++ exceptions" in r.stderr and not os.path.exists(out),
           "a C++ program with exceptions: exit 1, the reason, no trace, the program not run", r.stderr)
     plain = b.prog("recursion")
@@ -196,14 +516,14 @@ def group_refuse(lp, tmp):
     udir = os.path.join(tmp, "nobody")
     os.makedirs(udir, exist_ok=True)
     os.chown(udir, NOBODY, NOBODY)
-    r = subprocess.run([lp.exe, "record", "-q", "--dynamic", "-o", os.path.join(udir, "t"), "--", plain],
+    r = subprocess.run([lp.exe, "record", "-q", *UPROBE, "-o", os.path.join(udir, "t"), "--", plain],
                        preexec_fn=lambda: (os.setgid(NOBODY), os.setuid(NOBODY)), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
     check(r.returncode == 1 and "root" in r.stderr and "fib(15)" not in r.stdout,
           "as an unprivileged user: exit 1, the reason names root, the program not run",
           "%d: %s %s" % (r.returncode, r.stdout, r.stderr))
     # a recording's probes go with it (its group is named after its pid)
-    rec = subprocess.Popen([lp.exe, "record", "-q", "--dynamic", "-o", os.path.join(tmp, "ref2.t"), "--", plain],
+    rec = subprocess.Popen([lp.exe, "record", "-q", *UPROBE, "-o", os.path.join(tmp, "ref2.t"), "--", plain],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     out_, err_ = rec.communicate(timeout=60)
     check(rec.returncode == 0, "a recording for the probe check exits 0", err_)
@@ -239,7 +559,7 @@ int main(void)
 	return 0;
 }
 """)
-    rec = subprocess.Popen([lp.exe, "record", "-q", "--dynamic", "-o", os.path.join(tmp, "killed.t"), "--", loop],
+    rec = subprocess.Popen([lp.exe, "record", "-q", *UPROBE, "-o", os.path.join(tmp, "killed.t"), "--", loop],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     deadline = time.time() + 10
     while time.time() < deadline and not probes_of(path, rec.pid):
@@ -251,23 +571,24 @@ int main(void)
     out_, err_ = rec.communicate(timeout=30)
     check(out_.strip() == "done", "the program ran to its end without its recorder", out_ + err_)
     check(bool(probes_of(path, rec.pid)), "the killed recorder's probe definitions are left")
-    r = lp("record", "-q", "--dynamic", "-o", os.path.join(tmp, "after.t"), "--", loop)
+    r = lp("record", "-q", *UPROBE, "-o", os.path.join(tmp, "after.t"), "--", loop)
     check(r.returncode == 0 and r.stdout.strip() == "done" and calls(lp, os.path.join(tmp, "after.t")).get("tick") == 500,
           "the next recording: tick 500 times", r.stderr)
     check(not probes_of(path, rec.pid), "the next recording removed the killed recorder's probes")
 
 
 def setup(build):
-    if os.geteuid() != 0:
-        skip("test_dynamic", "uprobes need root")
-        return None
-    if not os.path.exists(UPROBE_PMU):
-        skip("test_dynamic", "this kernel has no uprobe PMU (%s)" % UPROBE_PMU)
-        return None
     return (samples.Layerprof(build),)
 
 
 GROUPS = {
+    "patch_programs": group_patch_programs,
+    "patch_programs_libcalls": group_patch_programs_libcalls,
+    "patch_shapes": group_patch_shapes,
+    "patch_select": group_patch_select,
+    "patch_refuse": group_patch_refuse,
+    "patch_memory": group_patch_memory,
+    "patch_libcalls": group_patch_libcalls,
     "programs": group_programs,
     "shapes": group_shapes,
     "select": group_select,

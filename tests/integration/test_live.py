@@ -1378,10 +1378,12 @@ def group_preload(lp, build, tmp):
 
 def group_dynamic(lp, build, tmp):
     """live --dynamic: the agent traces a program built without
-    instrumentation through uprobes (as record --dynamic): exact counts in
-    the view and in the saved trace, a choice of functions, user -> syscall
-    with --syscalls, and the refusals (C++, --attach)."""
-    if os.geteuid() != 0 or not os.path.exists("/sys/bus/event_source/devices/uprobe"):
+    instrumentation as record --dynamic does (in-process patching on
+    x86-64, else uprobes): exact counts in the view and in the saved trace,
+    a choice of functions, user -> syscall with --syscalls, and the
+    refusals (C++, --attach)."""
+    if os.uname().machine != "x86_64" and (os.geteuid() != 0 or
+                                           not os.path.exists("/sys/bus/event_source/devices/uprobe")):
         skip("live --dynamic", "uprobes need root and a kernel with them")
         return
     progs = {}

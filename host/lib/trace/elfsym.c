@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/elfsyms.h"
+
 /* libstdc++'s demangler; C-callable, returns a malloc'd string. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -25,6 +27,7 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define ELFSYM_MAX_CU_RANGES (1u << 22) /* address ranges of compile units */
 #define ELFSYM_LOOKBACK 8               /* sized symbols checked for nesting */
 #define ELFSYM_PATH_MAX 4096u
+#define ELFSYM_PLT_NAME_MAX 1024u
 
 /* Tie-breaks between aliases at one address: a sized symbol beats an
  * unsized one, then global beats weak beats local, then a name that does
@@ -274,6 +277,34 @@ static int symbols_load(struct elfsym *e, Elf *elf, bool *has_symtab)
 	return 0;
 }
 
+/* The PLT's stubs, as NAME@plt (common/elfsyms.c finds them): a call into
+ * a shared library traced at its stub (record --dynamic --libcalls), and
+ * any address in a stub, gets a name.  Below every symbol at the same
+ * address in rank. */
+static int plt_load(struct elfsym *e, const char *path)
+{
+	struct elfsyms *es;
+	char err[300];
+	int rc = 0;
+
+	if (elfsyms_open(path, &es, err, sizeof(err)))
+		return 0; /* a file it cannot read has no stubs to name */
+	for (size_t i = 0; !rc && i < es->nplt; i++) {
+		const struct elfsyms_plt *p = &es->plt[i];
+		uint64_t size = (p->flags & ELFSYMS_PLT_GOT) ? 8 : es->machine == EM_ARM ? 12 : 16;
+		char name[ELFSYM_PLT_NAME_MAX];
+
+		if (!p->stub)
+			continue;
+		if (p->flags & ELFSYMS_PLT_THUMB_ENTRY)
+			size += 4;
+		if ((size_t)snprintf(name, sizeof(name), "%s@plt", p->name) < sizeof(name))
+			rc = funcs_add(e, p->stub, size, name, 0);
+	}
+	elfsyms_free(es);
+	return rc == -ENOMEM ? rc : 0;
+}
+
 static int func_cmp(const void *pa, const void *pb)
 {
 	const struct elfsym_func *a = pa, *b = pb;
@@ -393,7 +424,7 @@ struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t bui
 	    !file_has_build_id(main_file.elf, build_id, build_id_len))
 		file_close(&main_file);
 	if (main_file.elf) {
-		if (symbols_load(e, main_file.elf, &has_symtab))
+		if (symbols_load(e, main_file.elf, &has_symtab) || plt_load(e, path))
 			goto out;
 		if (lines)
 			dwarf_adopt(e, &main_file);

@@ -1,0 +1,84 @@
+/* The common paths of patched functions (runtime/dynpatch.c), aarch64.
+ *
+ * lp_dyn_entry: reached from a function's trampoline with x16 = its record,
+ * x30 = the caller's return address and sp as at the function's entry.
+ * Keeps every register a function may receive an argument in (x0-x7, x8
+ * for an indirect result, q0-q7), calls lp_dyn_enter(record, &saved x30,
+ * sp) and branches where it says (the function's relocated first
+ * instruction) with x30 as lp_dyn_enter left it.
+ *
+ * lp_dyn_return: where a patched function returns to.  Keeps the return
+ * value registers (x0-x7, q0-q3), calls lp_dyn_exit(sp) and branches to
+ * the address it gives. */
+	.text
+	.globl lp_dyn_entry
+	.hidden lp_dyn_entry
+	.type lp_dyn_entry, %function
+lp_dyn_entry:
+	.cfi_startproc
+	stp x29, x30, [sp, #-224]!
+	.cfi_def_cfa_offset 224
+	.cfi_offset 29, -224
+	.cfi_offset 30, -216
+	stp x0, x1, [sp, #16]
+	stp x2, x3, [sp, #32]
+	stp x4, x5, [sp, #48]
+	stp x6, x7, [sp, #64]
+	str x8, [sp, #80]
+	stp q0, q1, [sp, #96]
+	stp q2, q3, [sp, #128]
+	stp q4, q5, [sp, #160]
+	stp q6, q7, [sp, #192]
+	mov x0, x16
+	add x1, sp, #8
+	add x2, sp, #224
+	bl lp_dyn_enter
+	mov x16, x0
+	ldp q6, q7, [sp, #192]
+	ldp q4, q5, [sp, #160]
+	ldp q2, q3, [sp, #128]
+	ldp q0, q1, [sp, #96]
+	ldr x8, [sp, #80]
+	ldp x6, x7, [sp, #64]
+	ldp x4, x5, [sp, #48]
+	ldp x2, x3, [sp, #32]
+	ldp x0, x1, [sp, #16]
+	ldp x29, x30, [sp], #224
+	.cfi_def_cfa_offset 0
+	br x16
+	.cfi_endproc
+	.size lp_dyn_entry, .-lp_dyn_entry
+
+	.globl lp_dyn_return
+	.hidden lp_dyn_return
+	.type lp_dyn_return, %function
+	/* the caller's frame is found through the real return address, which
+	 * only the runtime knows: unwinders stop here.  An unwinder looks up
+	 * a return address less one: the instruction before is this code's */
+	.cfi_startproc
+	.cfi_undefined x30
+	nop
+lp_dyn_return:
+	stp x29, x30, [sp, #-160]!
+	stp x0, x1, [sp, #16]
+	stp x2, x3, [sp, #32]
+	stp x4, x5, [sp, #48]
+	stp x6, x7, [sp, #64]
+	stp q0, q1, [sp, #80]
+	stp q2, q3, [sp, #112]
+	add x0, sp, #160
+	bl lp_dyn_exit
+	mov x16, x0
+	ldp q2, q3, [sp, #112]
+	ldp q0, q1, [sp, #80]
+	ldp x6, x7, [sp, #64]
+	ldp x4, x5, [sp, #48]
+	ldp x2, x3, [sp, #32]
+	ldp x0, x1, [sp, #16]
+	ldp x29, x30, [sp], #160
+	mov x30, x16
+	ret
+	.cfi_endproc
+	.size lp_dyn_return, .-lp_dyn_return
+
+	.section .note.GNU-stack,"",@progbits

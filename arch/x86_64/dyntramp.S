@@ -1,0 +1,112 @@
+/* The common paths of patched functions (runtime/dynpatch.c), x86-64.
+ *
+ * lp_dyn_entry: reached from a function's trampoline with %r11 = its record
+ * and the stack as at the function's entry (the return address at (%rsp)).
+ * Keeps every register a function may receive an argument in (%rdi, %rsi,
+ * %rdx, %rcx, %r8, %r9, %rax for varargs, %r10 for a static chain,
+ * %xmm0-7), calls lp_dyn_enter(record, &return address, stack pointer)
+ * and jumps where it says: the function's relocated first instructions.
+ *
+ * lp_dyn_return: where a patched function returns to.  Keeps the return
+ * value registers (%rax, %rdx, %xmm0, %xmm1; the x87 stack is not touched
+ * by the runtime), calls lp_dyn_exit(the function's stack pointer at its
+ * entry) and returns to the address it gives. */
+	.text
+	.globl lp_dyn_entry
+	.hidden lp_dyn_entry
+	.type lp_dyn_entry, @function
+lp_dyn_entry:
+	.cfi_startproc
+	push %rax
+	.cfi_adjust_cfa_offset 8
+	push %rdi
+	.cfi_adjust_cfa_offset 8
+	push %rsi
+	.cfi_adjust_cfa_offset 8
+	push %rdx
+	.cfi_adjust_cfa_offset 8
+	push %rcx
+	.cfi_adjust_cfa_offset 8
+	push %r8
+	.cfi_adjust_cfa_offset 8
+	push %r9
+	.cfi_adjust_cfa_offset 8
+	push %r10
+	.cfi_adjust_cfa_offset 8
+	/* 8 words pushed on a stack that was 8 off 16 bytes: 8 off still */
+	sub $136, %rsp
+	.cfi_adjust_cfa_offset 136
+	movups %xmm0, 0(%rsp)
+	movups %xmm1, 16(%rsp)
+	movups %xmm2, 32(%rsp)
+	movups %xmm3, 48(%rsp)
+	movups %xmm4, 64(%rsp)
+	movups %xmm5, 80(%rsp)
+	movups %xmm6, 96(%rsp)
+	movups %xmm7, 112(%rsp)
+	mov %r11, %rdi
+	lea 200(%rsp), %rsi
+	mov %rsi, %rdx
+	call lp_dyn_enter
+	mov %rax, %r11
+	movups 0(%rsp), %xmm0
+	movups 16(%rsp), %xmm1
+	movups 32(%rsp), %xmm2
+	movups 48(%rsp), %xmm3
+	movups 64(%rsp), %xmm4
+	movups 80(%rsp), %xmm5
+	movups 96(%rsp), %xmm6
+	movups 112(%rsp), %xmm7
+	add $136, %rsp
+	.cfi_adjust_cfa_offset -136
+	pop %r10
+	.cfi_adjust_cfa_offset -8
+	pop %r9
+	.cfi_adjust_cfa_offset -8
+	pop %r8
+	.cfi_adjust_cfa_offset -8
+	pop %rcx
+	.cfi_adjust_cfa_offset -8
+	pop %rdx
+	.cfi_adjust_cfa_offset -8
+	pop %rsi
+	.cfi_adjust_cfa_offset -8
+	pop %rdi
+	.cfi_adjust_cfa_offset -8
+	pop %rax
+	.cfi_adjust_cfa_offset -8
+	jmp *%r11
+	.cfi_endproc
+	.size lp_dyn_entry, .-lp_dyn_entry
+
+	.globl lp_dyn_return
+	.hidden lp_dyn_return
+	.type lp_dyn_return, @function
+	/* the caller's frame is found through the real return address, which
+	 * only the runtime knows: unwinders stop here.  An unwinder looks up
+	 * a return address less one: the byte before is this code's too */
+	.cfi_startproc
+	.cfi_undefined rip
+	nop
+lp_dyn_return:
+	/* the function has returned: the stack is as its caller left it
+	 * before the call, 16-byte aligned */
+	sub $8, %rsp /* the real return address goes here */
+	push %rax
+	push %rdx
+	sub $40, %rsp
+	movups %xmm0, 0(%rsp)
+	movups %xmm1, 16(%rsp)
+	lea 56(%rsp), %rdi /* where the return address was: the entry's stack pointer */
+	call lp_dyn_exit
+	mov %rax, 56(%rsp)
+	movups 0(%rsp), %xmm0
+	movups 16(%rsp), %xmm1
+	add $40, %rsp
+	pop %rdx
+	pop %rax
+	ret
+	.cfi_endproc
+	.size lp_dyn_return, .-lp_dyn_return
+
+	.section .note.GNU-stack,"",@progbits

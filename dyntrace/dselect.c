@@ -1,0 +1,133 @@
+/* The dynamic tracer's shared choices (see dselect.h). */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dyntrace/dselect.h"
+
+/* crt1.o, crti.o, crtbegin.o: tracing them would put main under _start,
+ * and _start never returns. */
+static const char *const crt_names[] = { "_start",
+	                                 "_init",
+	                                 "_fini",
+	                                 "deregister_tm_clones",
+	                                 "register_tm_clones",
+	                                 "__do_global_dtors_aux",
+	                                 "frame_dummy",
+	                                 "__libc_csu_init",
+	                                 "__libc_csu_fini",
+	                                 "_dl_relocate_static_pie",
+	                                 "__x86.get_pc_thunk.bx" };
+
+bool dsel_is_crt(const char *name)
+{
+	for (size_t i = 0; i < sizeof(crt_names) / sizeof(crt_names[0]); i++)
+		if (!strcmp(name, crt_names[i]))
+			return true;
+	return false;
+}
+
+bool dsel_chosen(const struct uprobes_config *cfg, const char *name)
+{
+	if (!cfg->npatterns)
+		return true;
+	for (uint32_t i = 0; i < cfg->npatterns; i++)
+		if (!fnmatch(cfg->patterns[i], name, 0))
+			return true;
+	return false;
+}
+
+/* A return address replaced with a trampoline (the kernel's for a return
+ * probe, the runtime's for a patched function) is one the unwinder cannot
+ * step through: an exception that passes the frame would end the program
+ * (std::terminate, or a crash). */
+static const char *const unwind_names[] = {
+	"__cxa_throw", "_Unwind_RaiseException", "_Unwind_Resume", "__gxx_personality_v0", "__cxa_rethrow",
+};
+
+const char *dsel_unwinds(const struct elfsyms *es)
+{
+	for (size_t k = 0; k < sizeof(unwind_names) / sizeof(unwind_names[0]); k++) {
+		for (size_t i = 0; i < es->nplt; i++)
+			if (!strcmp(es->plt[i].name, unwind_names[k]))
+				return unwind_names[k];
+		for (size_t i = 0; i < es->nfn; i++)
+			if (!strcmp(es->fn[i].name, unwind_names[k]))
+				return unwind_names[k];
+	}
+	return NULL;
+}
+
+/* One program header, either class, as the fields used here. */
+static int phdr_read(int fd, uint8_t elf_class, uint64_t phoff, unsigned i, uint32_t *type, uint32_t *flags,
+                     struct dseg *s)
+{
+	if (elf_class == ELFCLASS64) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(phoff + (uint64_t)i * sizeof(ph))) != (ssize_t)sizeof(ph))
+			return -ENOEXEC;
+		*type = ph.p_type;
+		*flags = ph.p_flags;
+		s->vaddr = ph.p_vaddr;
+		s->offset = ph.p_offset;
+		s->filesz = ph.p_filesz;
+	} else {
+		Elf32_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(phoff + (uint64_t)i * sizeof(ph))) != (ssize_t)sizeof(ph))
+			return -ENOEXEC;
+		*type = ph.p_type;
+		*flags = ph.p_flags;
+		s->vaddr = ph.p_vaddr;
+		s->offset = ph.p_offset;
+		s->filesz = ph.p_filesz;
+	}
+	return 0;
+}
+
+int dsel_segments(const char *path, uint8_t elf_class, struct dseg *seg, unsigned *nseg, bool *interp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	uint64_t phoff = 0;
+	unsigned phnum = 0;
+	int r = 0;
+
+	*nseg = 0;
+	if (interp)
+		*interp = false;
+	if (fd < 0)
+		return -errno;
+	if (elf_class == ELFCLASS64) {
+		Elf64_Ehdr eh;
+
+		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || eh.e_phentsize != sizeof(Elf64_Phdr))
+			r = -ENOEXEC;
+		phoff = eh.e_phoff;
+		phnum = eh.e_phnum;
+	} else {
+		Elf32_Ehdr eh;
+
+		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || eh.e_phentsize != sizeof(Elf32_Phdr))
+			r = -ENOEXEC;
+		phoff = eh.e_phoff;
+		phnum = eh.e_phnum;
+	}
+	for (unsigned i = 0; !r && i < phnum; i++) {
+		uint32_t type, flags;
+		struct dseg s;
+
+		r = phdr_read(fd, elf_class, phoff, i, &type, &flags, &s);
+		if (r)
+			break;
+		if (type == PT_INTERP && interp)
+			*interp = true;
+		if (type == PT_LOAD && (flags & PF_X) && *nseg < DSEG_MAX)
+			seg[(*nseg)++] = s;
+	}
+	close(fd);
+	return r;
+}

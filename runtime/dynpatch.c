@@ -1,0 +1,539 @@
+/* In-process patching (record --dynamic --backend patch): the runtime
+ * rewrites the entries of the functions the recorder's plan names
+ * (LP_PLAN_NAME, include/layerprof/format.h) so that each jumps to a
+ * trampoline of its own, which enters the common entry path
+ * (arch/<arch>/dyntramp.S) with the function's record.  That path calls the
+ * same entry gate as -finstrument-functions code, replaces the caller's
+ * return address with the common return path, and goes on to the
+ * function's first instructions, relocated into the trampoline, and from
+ * there back into the function.  On return, the exit gate runs and the
+ * real return address is taken back from the thread's frame stack.
+ *
+ * The plan is applied in the constructor, before any of the program's code
+ * runs and while no other thread exists, so that no thread can be in the
+ * middle of bytes being replaced.  A function whose bytes in memory are not
+ * the plan's is left alone. */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+#if defined(LP_HAVE_DYNTRAMP) && (defined(__x86_64__) || defined(__aarch64__))
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+/* A thread's frame stack: room for this many nested patched calls, reserved
+ * at once and made as it is used.  Deeper calls run untraced (counted). */
+#define DYN_FRAMES (1u << 16)
+
+#if defined(__x86_64__)
+#define DYN_PLAN_ARCH LP_PLAN_X86_64
+#define DYN_JUMP 5u       /* jmp rel32 at the entry */
+#define DYN_STUB_SIZE 24u /* bytes of a trampoline before the relocated code (stub_write) */
+#define DYN_REACH 0x7fff0000ll
+#elif defined(__aarch64__)
+#define DYN_PLAN_ARCH LP_PLAN_AARCH64
+#define DYN_JUMP 4u
+#define DYN_STUB_SIZE 32u
+#define DYN_REACH 0x7ff0000ll /* b: +-128 MiB */
+#endif
+
+/* What a trampoline hands the common entry path. */
+struct lp_dynrec {
+	uintptr_t fn;   /* the function's entry, as the gates name it */
+	uintptr_t cont; /* its relocated first instructions */
+};
+
+/* arch/<arch>/dyntramp.S (lp_dyn_return: runtime.h) */
+void lp_dyn_entry(void);
+
+/* A call the thread cannot keep a frame for (deeper than DYN_FRAMES, or
+ * no memory for the stack) runs untraced: its entry and exit count as
+ * lost in the thread's stream. */
+static LP_NOINSTR void untraced(struct lp_thread *t)
+{
+	if (t->state == LP_THREAD_READY && !t->busy) {
+		t->busy = 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		lp_ring_put(t, LP_RAW_LOST, 2);
+		atomic_signal_fence(memory_order_seq_cst);
+		t->busy = 0;
+	}
+}
+
+static LP_NOINSTR bool frames_get(struct lp_thread *t)
+{
+	void *p;
+
+	if (t->dyn_done)
+		return false;
+	p = mmap(NULL, DYN_FRAMES * sizeof(struct lp_dynframe), PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		t->dyn_done = 1;
+		return false;
+	}
+	t->dyn = p;
+	return true;
+}
+
+/* The common entry path's C half: ret is where the caller's return
+ * address is (x86-64: on the stack; aarch64: the saved link register), sp
+ * the stack pointer at the function's entry, which names its frame.
+ * Returns where the function goes on. */
+__attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_enter(const struct lp_dynrec *r, uintptr_t *ret,
+                                                                        uintptr_t sp)
+{
+	struct lp_thread *t = &lp_self;
+	struct lp_dynframe *f;
+
+	if (unlikely(!t->dyn) && !frames_get(t)) {
+		untraced(t);
+		return r->cont;
+	}
+	/* a branch of the function's own code back to its entry (a loop
+	 * whose head is the entry, or a call made a jump): still the same
+	 * call, as with compiled-in gates */
+	if (t->dyn_n && t->dyn[t->dyn_n - 1].sp == sp && t->dyn[t->dyn_n - 1].fn == r->fn &&
+	    *ret == (uintptr_t)lp_dyn_return)
+		return r->cont;
+	if (unlikely(t->dyn_n == DYN_FRAMES)) {
+		untraced(t);
+		return r->cont;
+	}
+	f = &t->dyn[t->dyn_n];
+	f->sp = sp;
+	f->ret = *ret;
+	f->fn = r->fn;
+	/* a signal handler that runs now finds the frame complete */
+	atomic_signal_fence(memory_order_seq_cst);
+	t->dyn_n++;
+	atomic_signal_fence(memory_order_seq_cst);
+	*ret = (uintptr_t)lp_dyn_return;
+	lp_gate_entry(r->fn);
+	return r->cont;
+}
+
+/* The common return path's C half: sp is the stack pointer the function
+ * had at its entry (it is so again once it returned).  Frames of deeper
+ * stack pointers were left by a longjmp (the runtime's longjmp wrapper
+ * recorded it) and go.  Returns the real return address. */
+__attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_exit(uintptr_t sp)
+{
+	struct lp_thread *t = &lp_self;
+
+	while (t->dyn_n) {
+		struct lp_dynframe f = t->dyn[t->dyn_n - 1];
+
+		atomic_signal_fence(memory_order_seq_cst);
+		t->dyn_n--;
+		atomic_signal_fence(memory_order_seq_cst);
+		if (f.sp < sp)
+			continue;
+		lp_gate_exit(f.fn);
+		return f.ret;
+	}
+	/* cannot happen: every return address pointing here has its frame */
+	static const char msg[] = "layerprof: a patched function returned without its frame\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	abort();
+}
+
+LP_NOINSTR void lp_dynpatch_thread_end(struct lp_thread *t)
+{
+	if (t->dyn && !t->dyn_n) {
+		munmap(t->dyn, DYN_FRAMES * sizeof(struct lp_dynframe));
+		t->dyn = NULL;
+		t->dyn_done = 1;
+	}
+}
+
+/* ---------------------------------------------------------------- apply */
+
+static LP_NOINSTR bool within(intptr_t d)
+{
+	return d >= -DYN_REACH && d <= DYN_REACH;
+}
+
+/* Room for the trampolines within a rel32 jump of every entry in
+ * [lo, hi): tried at 1 MiB steps beyond hi, then below lo. */
+static LP_NOINSTR void *near_map(uintptr_t lo, uintptr_t hi, size_t size)
+{
+	const uintptr_t step = 1u << 20;
+
+	for (int dir = 0; dir < 2; dir++) {
+		for (uintptr_t k = 1; k < 1024; k++) {
+			uintptr_t at = dir == 0 ? ((hi + step - 1) & ~(step - 1)) + k * step
+			                        : ((lo & ~(step - 1)) - k * step - ((size + step - 1) & ~(step - 1)));
+			void *p;
+
+			if (dir == 1 && at > lo)
+				break;
+			if (!within((intptr_t)(at + size) - (intptr_t)lo) || !within((intptr_t)hi - (intptr_t)at))
+				break;
+			p = mmap((void *)at, size, PROT_READ | PROT_WRITE,
+			         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (p == MAP_FAILED)
+				continue;
+			/* a kernel without MAP_FIXED_NOREPLACE takes it as a hint */
+			if ((uintptr_t)p != at) {
+				munmap(p, size);
+				continue;
+			}
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static LP_NOINSTR void put32(uint8_t *p, int32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+#if defined(__x86_64__)
+/* movabs $rec, %r11; jmp *0(%rip); .quad lp_dyn_entry */
+static LP_NOINSTR void stub_write(uint8_t *p, const struct lp_dynrec *rec)
+{
+	uint64_t r = (uint64_t)(uintptr_t)rec, e = (uint64_t)(uintptr_t)lp_dyn_entry;
+
+	p[0] = 0x49;
+	p[1] = 0xbb;
+	memcpy(p + 2, &r, 8);
+	p[10] = 0xff;
+	p[11] = 0x25;
+	put32(p + 12, 0);
+	memcpy(p + 16, &e, 8);
+}
+
+/* jmp rel32 to the trampoline t; the rest of the replaced bytes is never
+ * reached (no branch lands there: the plan checked) */
+static LP_NOINSTR void entry_write(uintptr_t a, const uint8_t *t, uint32_t len)
+{
+	uint8_t jump[LP_PLAN_ORIG_MAX];
+
+	memset(jump, 0xcc, sizeof(jump));
+	jump[0] = 0xe9;
+	put32(jump + 1, (int32_t)((intptr_t)t - (intptr_t)(a + 5)));
+	memcpy((void *)a, jump, len);
+}
+#elif defined(__aarch64__)
+/* ldr x16, 16; ldr x17, 24; br x17; nop; .quad rec; .quad lp_dyn_entry
+ * (x16 and x17 are free at a function's entry: veneers may use them) */
+static LP_NOINSTR void stub_write(uint8_t *p, const struct lp_dynrec *rec)
+{
+	static const uint32_t insn[4] = { 0x58000090u, 0x580000b1u, 0xd61f0220u, 0xd503201fu };
+	uint64_t r = (uint64_t)(uintptr_t)rec, e = (uint64_t)(uintptr_t)lp_dyn_entry;
+
+	memcpy(p, insn, sizeof(insn));
+	memcpy(p + 16, &r, 8);
+	memcpy(p + 24, &e, 8);
+}
+
+/* b to the trampoline t: one aligned word */
+static LP_NOINSTR void entry_write(uintptr_t a, const uint8_t *t, uint32_t len)
+{
+	uint32_t b = 0x14000000u | ((uint32_t)(((intptr_t)t - (intptr_t)a) >> 2) & 0x3ffffffu);
+
+	(void)len;
+	__atomic_store_n((uint32_t *)a, b, __ATOMIC_RELAXED);
+}
+#endif
+
+/* Fills in relocation r of the code c; false when out of reach. */
+static LP_NOINSTR bool reloc_apply(uint8_t *c, uint32_t len, const struct lp_plan_reloc *r, uintptr_t bias)
+{
+	uint64_t v = r->target + bias;
+	intptr_t d;
+	uint32_t insn;
+
+	switch (r->kind) {
+	case LP_PLAN_REL32:
+		d = (intptr_t)v - (intptr_t)(c + r->end);
+		if (r->at + 4 > len || r->end > len || d < INT32_MIN || d > INT32_MAX)
+			return false;
+		put32(c + r->at, (int32_t)d);
+		return true;
+	case LP_PLAN_ABS64:
+		if (r->at + 8 > len)
+			return false;
+		memcpy(c + r->at, &v, 8);
+		return true;
+	case LP_PLAN_B26:
+		d = (intptr_t)v - (intptr_t)(c + r->at);
+		if (r->at + 4 > len || (d & 3) || d < -(1ll << 27) || d >= (1ll << 27))
+			return false;
+		memcpy(&insn, c + r->at, 4);
+		insn = (insn & 0xfc000000u) | ((uint32_t)(d >> 2) & 0x3ffffffu);
+		memcpy(c + r->at, &insn, 4);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The pages of [a, a + n) writable (true) or back to read and execute. */
+static LP_NOINSTR bool text_writable(uintptr_t a, size_t n, bool on)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = a & ~(page - 1), hi = (a + n + page - 1) & ~(page - 1);
+
+	return !mprotect((void *)lo, hi - lo, on ? PROT_READ | PROT_WRITE : PROT_READ | PROT_EXEC);
+}
+
+/* Applies the plan mapped at map to the object loaded with that bias. */
+static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
+{
+	struct lp_plan_header *h = (struct lp_plan_header *)map;
+	struct lp_plan_func *fn = (struct lp_plan_func *)(map + sizeof(*h));
+	const struct lp_plan_reloc *rel = (const struct lp_plan_reloc *)(fn + h->nfuncs);
+	const uint8_t *code = (const uint8_t *)(rel + h->nrelocs);
+	struct lp_dynrec *recs;
+	uint8_t *tramp;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	size_t tsize, off;
+
+	tsize = 0;
+	for (uint32_t i = 0; i < h->nfuncs; i++) {
+		uintptr_t a = (uintptr_t)fn[i].addr + bias;
+
+		if (fn[i].patch_len < DYN_JUMP || fn[i].patch_len > LP_PLAN_ORIG_MAX ||
+		    (uint64_t)fn[i].code_off + fn[i].code_len > h->code_bytes ||
+		    (uint64_t)fn[i].reloc_first + fn[i].nrelocs > h->nrelocs)
+			return; /* not a plan the recorder wrote */
+		lo = a < lo ? a : lo;
+		hi = a + fn[i].patch_len > hi ? a + fn[i].patch_len : hi;
+		tsize += DYN_STUB_SIZE + ((fn[i].code_len + 7u) & ~7u);
+	}
+	tramp = near_map(lo, hi, tsize);
+	recs =
+	    mmap(NULL, (size_t)h->nfuncs * sizeof(*recs), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!tramp || recs == MAP_FAILED) {
+		for (uint32_t i = 0; i < h->nfuncs; i++)
+			fn[i].status = LP_PLAN_FAR;
+		if (tramp)
+			munmap(tramp, tsize);
+		return;
+	}
+	/* the trampolines first, all of them; then the entries */
+	off = 0;
+	for (uint32_t i = 0; i < h->nfuncs; i++) {
+		uintptr_t a = (uintptr_t)fn[i].addr + bias;
+		uint8_t *t = tramp + off, *c = t + DYN_STUB_SIZE;
+		bool ok = true;
+
+		off += DYN_STUB_SIZE + ((fn[i].code_len + 7u) & ~7u);
+		if (memcmp((const void *)a, fn[i].orig, fn[i].patch_len)) {
+			fn[i].status = LP_PLAN_CHANGED;
+			continue;
+		}
+		memcpy(c, code + fn[i].code_off, fn[i].code_len);
+		for (uint32_t k = 0; ok && k < fn[i].nrelocs; k++)
+			ok = reloc_apply(c, fn[i].code_len, &rel[fn[i].reloc_first + k], bias);
+		if (!ok || !within((intptr_t)t - (intptr_t)a)) {
+			fn[i].status = LP_PLAN_FAR;
+			continue;
+		}
+		recs[i].fn = LP_ARCH_FUNC(a);
+		recs[i].cont = (uintptr_t)c;
+		stub_write(t, &recs[i]);
+		fn[i].status = LP_PLAN_PATCHED; /* for now: the entry's turn below */
+	}
+	if (mprotect(tramp, tsize, PROT_READ | PROT_EXEC)) {
+		for (uint32_t i = 0; i < h->nfuncs; i++)
+			if (fn[i].status == LP_PLAN_PATCHED)
+				fn[i].status = LP_PLAN_UNWRITABLE;
+		return;
+	}
+	mprotect(recs, (size_t)h->nfuncs * sizeof(*recs), PROT_READ);
+	/* the program's code is written while nothing runs it (no other
+	 * thread exists yet, and this runs in the runtime's own code): it need
+	 * not stay executable meanwhile */
+	if (!text_writable(lo, hi - lo, true)) {
+		for (uint32_t i = 0; i < h->nfuncs; i++)
+			if (fn[i].status == LP_PLAN_PATCHED)
+				fn[i].status = LP_PLAN_UNWRITABLE;
+		return;
+	}
+	__builtin___clear_cache((char *)tramp, (char *)tramp + tsize);
+	off = 0;
+	for (uint32_t i = 0; i < h->nfuncs; i++) {
+		uintptr_t a = (uintptr_t)fn[i].addr + bias;
+		uint8_t *t = tramp + off;
+
+		off += DYN_STUB_SIZE + ((fn[i].code_len + 7u) & ~7u);
+		if (fn[i].status == LP_PLAN_PATCHED)
+			entry_write(a, t, fn[i].patch_len);
+	}
+	text_writable(lo, hi - lo, false);
+	__builtin___clear_cache((char *)lo, (char *)hi);
+}
+
+/* The session's plans (plan.0, plan.1, ...: the program's, then each
+ * library's), mapped at the first call, and the objects they were applied
+ * to. */
+static struct dynplan {
+	uint8_t *map;
+	size_t size;
+} plans[LP_PLAN_FILES_MAX];
+static unsigned nplans;
+
+static struct dynapplied {
+	unsigned plan;
+	uintptr_t bias;
+	bool seen;
+} applied[LP_PLAN_APPLIED_MAX];
+static unsigned napplied;
+
+static LP_NOINSTR bool plan_valid(const uint8_t *map, size_t size)
+{
+	const struct lp_plan_header *h = (const struct lp_plan_header *)map;
+	size_t need;
+
+	if (size < sizeof(*h) || h->magic != LP_PLAN_MAGIC || h->version != LP_PLAN_VERSION ||
+	    h->arch != DYN_PLAN_ARCH || !h->nfuncs)
+		return false;
+	need = sizeof(*h) + (size_t)h->nfuncs * sizeof(struct lp_plan_func) +
+	       (size_t)h->nrelocs * sizeof(struct lp_plan_reloc) + h->code_bytes;
+	return need <= size;
+}
+
+static LP_NOINSTR void plans_load(void)
+{
+	for (unsigned k = 0; k < LP_PLAN_FILES_MAX; k++) {
+		char path[4096];
+		struct stat st;
+		void *map;
+		int fd;
+
+		if ((size_t)snprintf(path, sizeof(path), "%s/" LP_PLAN_NAME ".%u", lp_proc.session_dir, k) >=
+		    sizeof(path))
+			return;
+		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+			close(fd);
+			return;
+		}
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (map == MAP_FAILED)
+			return;
+		if (!plan_valid(map, (size_t)st.st_size)) {
+			munmap(map, (size_t)st.st_size);
+			return;
+		}
+		plans[nplans].map = map;
+		plans[nplans++].size = (size_t)st.st_size;
+	}
+}
+
+/* A loaded object a plan is for, not yet patched. */
+struct dynmatch {
+	unsigned objects; /* seen so far: the first is the program */
+	unsigned n;
+	struct {
+		unsigned plan;
+		uintptr_t bias;
+	} m[LP_PLAN_APPLIED_MAX];
+};
+
+static LP_NOINSTR int object_match(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct dynmatch *dm = data;
+	const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : NULL;
+	struct stat st;
+
+	(void)size;
+	/* the program itself, first, has no name here */
+	if (!name && dm->objects++ == 0)
+		name = "/proc/self/exe";
+	else if (name)
+		dm->objects++;
+	if (!name || stat(name, &st))
+		return 0;
+	for (unsigned k = 0; k < nplans; k++) {
+		const struct lp_plan_header *h = (const struct lp_plan_header *)plans[k].map;
+		bool done = false;
+
+		if ((uint64_t)st.st_dev != h->dev || (uint64_t)st.st_ino != h->ino)
+			continue;
+		for (unsigned i = 0; i < napplied; i++)
+			if (applied[i].plan == k && applied[i].bias == info->dlpi_addr) {
+				applied[i].seen = true;
+				done = true;
+			}
+		if (!done && dm->n < LP_PLAN_APPLIED_MAX) {
+			dm->m[dm->n].plan = k;
+			dm->m[dm->n++].bias = info->dlpi_addr;
+		}
+	}
+	return 0;
+}
+
+LP_NOINSTR void lp_dynpatch_scan(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct dynmatch dm = { .n = 0 };
+	unsigned kept = 0;
+
+	if (!nplans)
+		return;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < napplied; i++)
+		applied[i].seen = false;
+	dl_iterate_phdr(object_match, &dm);
+	/* objects unloaded since (dlclose): loaded again, they are new */
+	for (unsigned i = 0; i < napplied; i++)
+		if (applied[i].seen)
+			applied[kept++] = applied[i];
+	napplied = kept;
+	for (unsigned i = 0; i < dm.n && napplied < LP_PLAN_APPLIED_MAX; i++) {
+		apply(plans[dm.m[i].plan].map, dm.m[i].bias);
+		applied[napplied].plan = dm.m[i].plan;
+		applied[napplied].bias = dm.m[i].bias;
+		applied[napplied++].seen = true;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+LP_NOINSTR void lp_dynpatch_apply(void)
+{
+	static bool done;
+
+	if (done || !lp_proc.session_dir)
+		return;
+	done = true;
+	plans_load();
+	lp_dynpatch_scan();
+}
+
+#else
+
+LP_NOINSTR void lp_dynpatch_apply(void)
+{
+}
+
+LP_NOINSTR void lp_dynpatch_scan(void)
+{
+}
+
+LP_NOINSTR void lp_dynpatch_thread_end(struct lp_thread *t)
+{
+	(void)t;
+}
+
+#endif
