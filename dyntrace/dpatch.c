@@ -306,9 +306,11 @@ static const char *append(struct dpatch *p, const struct elfsyms_fn *f, uint32_t
 	pf->reloc_first = p->nrel;
 	pf->nrelocs = rb->nrel;
 	memcpy(pf->orig, b, patch_len);
-	memcpy(p->code + p->ncode, rb->code, rb->len);
+	if (rb->len)
+		memcpy(p->code + p->ncode, rb->code, rb->len);
 	p->ncode += rb->len;
-	memcpy(p->rel + p->nrel, rb->rel, rb->nrel * sizeof(*rb->rel));
+	if (rb->nrel)
+		memcpy(p->rel + p->nrel, rb->rel, rb->nrel * sizeof(*rb->rel));
 	p->nrel += rb->nrel;
 	p->name[p->nfn++] = f->name;
 	return NULL;
@@ -541,11 +543,25 @@ static void skip(struct dpatch *p, const char *name, const char *why)
 }
 
 /* Library functions whose callers' return address must stay theirs: they
- * save it to come back to later (the setjmp and context families), or
- * return twice into memory they share with the caller (vfork). */
+ * save it to come back to later (the setjmp and context families), return
+ * twice into memory they share with the caller (vfork), or read it to find
+ * the frames an exception unwinds. */
 static const char *const libcall_never[] = {
-	"setjmp",  "_setjmp",    "__sigsetjmp", "sigsetjmp", "vfork",
-	"__vfork", "getcontext", "swapcontext", "savectx",   "__libc_start_main",
+	"setjmp",
+	"_setjmp",
+	"__sigsetjmp",
+	"sigsetjmp",
+	"vfork",
+	"__vfork",
+	"getcontext",
+	"swapcontext",
+	"savectx",
+	"__libc_start_main",
+	"__cxa_begin_catch",
+	"_Unwind_Resume",
+	"_Unwind_RaiseException",
+	"_Unwind_Resume_or_Rethrow",
+	"_Unwind_ForcedUnwind",
 };
 
 /* The first function of the file at or after a. */
@@ -589,7 +605,7 @@ static int plan_libcalls(struct dpatch *p)
 		p->candidates++;
 		for (size_t k = 0; k < sizeof(libcall_never) / sizeof(libcall_never[0]); k++)
 			if (!strcmp(s->name, libcall_never[k]))
-				why = "the caller's return address must stay its own (it returns twice, or later)";
+				why = "it needs its caller's own return address (setjmp, vfork, the unwinder)";
 		if (!why)
 			why = plan_function(p, &f, next_function(p, f.addr + 1));
 		if (why)
@@ -672,11 +688,14 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 	r = read_segments(p, err, errlen);
 	if (r)
 		goto fail;
-	cxx = dsel_unwinds(p->es);
+	/* x86-64: the runtime gives the return addresses back while an
+	 * exception unwinds (a frame's is at its stack pointer); aarch64 keeps
+	 * it where the function chose to save it */
+	cxx = p->es->machine == EM_X86_64 ? NULL : dsel_unwinds(p->es);
 	if (cxx) {
 		snprintf(err, errlen,
-		         "'%s' uses C++ exceptions (it links %s): a patched function's replaced return address would "
-		         "make an exception that passes it end the program, so it is not traced",
+		         "'%s' uses C++ exceptions (it links %s): on aarch64 a patched function's replaced return "
+		         "address would make an exception that passes it end the program, so it is not traced",
 		         p->path, cxx);
 		r = -ENOTSUP;
 		goto fail;
@@ -697,7 +716,8 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 		const struct elfsyms_fn *f = &p->es->fn[i];
 		const char *why;
 
-		if (cfg->no_functions || !dsel_chosen(cfg, f->name) || (!lib && dsel_is_crt(f->name)))
+		if (cfg->no_functions || !dsel_chosen(cfg, f->name) || (!lib && dsel_is_crt(f->name)) ||
+		    dsel_is_part(f->name))
 			continue;
 		p->candidates++;
 		if (f->flags & ELFSYMS_FN_IFUNC) {
@@ -849,15 +869,15 @@ static int file_write(struct dpatch *p, const char *session, unsigned index, cha
 
 int dpatch_write(struct dpatch *p, const char *session, char *err, size_t errlen)
 {
-	unsigned k = 0;
+	int k = 0;
 
 	for (; p; p = p->next) {
-		int r = file_write(p, session, k++, err, errlen);
+		int r = file_write(p, session, (unsigned)k++, err, errlen);
 
 		if (r)
 			return r;
 	}
-	return 0;
+	return k;
 }
 
 static int file_write(struct dpatch *p, const char *session, unsigned index, char *err, size_t errlen)
@@ -889,8 +909,10 @@ static int file_write(struct dpatch *p, const char *session, unsigned index, cha
 	}
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), p->fn, (size_t)p->nfn * sizeof(*p->fn));
-	memcpy(buf + sizeof(h) + (size_t)p->nfn * sizeof(*p->fn), p->rel, (size_t)p->nrel * sizeof(*p->rel));
-	memcpy(buf + size - p->ncode, p->code, p->ncode);
+	if (p->nrel)
+		memcpy(buf + sizeof(h) + (size_t)p->nfn * sizeof(*p->fn), p->rel, (size_t)p->nrel * sizeof(*p->rel));
+	if (p->ncode)
+		memcpy(buf + size - p->ncode, p->code, p->ncode);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		r = -errno;

@@ -30,6 +30,22 @@ bool dsel_is_crt(const char *name)
 	return false;
 }
 
+bool dsel_is_part(const char *name)
+{
+	const char *c = strstr(name, ".cold");
+
+	/* NAME.cold or NAME.cold.N: the unlikely paths GCC moved out of
+	 * NAME, reached by a jump, never called */
+	if (!c)
+		return false;
+	c += 5;
+	if (*c == '.')
+		c++;
+	while (*c >= '0' && *c <= '9')
+		c++;
+	return !*c;
+}
+
 bool dsel_chosen(const struct uprobes_config *cfg, const char *name)
 {
 	if (!cfg->npatterns)

@@ -23,6 +23,8 @@ bool dsel_chosen(const struct uprobes_config *cfg, const char *name);
 /* The C runtime's start-up and tear-down code, which an instrumented
  * build does not instrument either. */
 bool dsel_is_crt(const char *name);
+/* Not a function of its own but a part of one (GCC's NAME.cold). */
+bool dsel_is_part(const char *name);
 /* A symbol of es that means C++ exceptions may unwind through the
  * program's frames (a replaced return address would stop them), or NULL. */
 const char *dsel_unwinds(const struct elfsyms *es);

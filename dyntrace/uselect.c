@@ -133,7 +133,7 @@ int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *
 	for (size_t i = 0; i < u->es->nfn; i++) {
 		const struct elfsyms_fn *f = &u->es->fn[i];
 
-		if (!dsel_chosen(cfg, f->name) || dsel_is_crt(f->name))
+		if (!dsel_chosen(cfg, f->name) || dsel_is_crt(f->name) || dsel_is_part(f->name))
 			continue;
 		u->candidates++;
 		if (f->flags & ELFSYMS_FN_IFUNC) {

@@ -14,6 +14,7 @@
  * middle of bytes being replaced.  A function whose bytes in memory are not
  * the plan's is left alone. */
 #include <errno.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -150,6 +151,89 @@ __attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_exit(uintptr_t
 	}
 	abort();
 }
+
+#if defined(__x86_64__)
+/* C++ exceptions.  The unwinder finds a frame's caller through its return
+ * address, which for a patched function is lp_dyn_return: an exception
+ * would stop there.  So when one is raised the thread's frames get their
+ * real return addresses back (on x86-64 each is at its frame's stack
+ * pointer), and when it is caught the frames it unwound end (their exits
+ * written, innermost first, as the gates of -finstrument-functions code
+ * write them while it unwinds) and the others are hooked again. */
+static LP_NOINSTR void frames_unhook(struct lp_thread *t)
+{
+	for (uint32_t i = t->dyn_n; i-- > 0;) {
+		uintptr_t *slot = (uintptr_t *)t->dyn[i].sp;
+
+		if (*slot == (uintptr_t)lp_dyn_return)
+			*slot = t->dyn[i].ret;
+	}
+}
+
+static LP_NOINSTR void frames_rehook(struct lp_thread *t)
+{
+	for (uint32_t i = 0; i < t->dyn_n; i++) {
+		uintptr_t *slot = (uintptr_t *)t->dyn[i].sp;
+
+		if (*slot == t->dyn[i].ret)
+			*slot = (uintptr_t)lp_dyn_return;
+	}
+}
+
+/* The next definition of a function the runtime wraps (libgcc_s's,
+ * libstdc++'s). */
+static LP_NOINSTR void *next_fn(void *volatile *cache, const char *name)
+{
+	void *f = *cache;
+
+	if (!f) {
+		f = dlsym(RTLD_NEXT, name);
+		*cache = f;
+	}
+	return f;
+}
+
+#define UNWIND_WRAPPER(ret, name, params, args)                        \
+	LP_EXPORT LP_NOINSTR ret name params                           \
+	{                                                              \
+		static void *volatile real;                            \
+		ret(*f) params = (ret(*) params)next_fn(&real, #name); \
+		struct lp_thread *t = &lp_self;                        \
+		if (t->dyn_n)                                          \
+			frames_unhook(t);                              \
+		return f args;                                         \
+	}
+
+struct _Unwind_Exception;
+typedef int (*lp_unwind_stop_fn)(int, int, uint64_t, struct _Unwind_Exception *, void *, void *);
+
+UNWIND_WRAPPER(int, _Unwind_RaiseException, (struct _Unwind_Exception * e), (e))
+UNWIND_WRAPPER(int, _Unwind_Resume_or_Rethrow, (struct _Unwind_Exception * e), (e))
+UNWIND_WRAPPER(int, _Unwind_ForcedUnwind, (struct _Unwind_Exception * e, lp_unwind_stop_fn stop, void *arg),
+               (e, stop, arg))
+
+/* From __cxa_begin_catch (dyntramp.S): sp is the catching frame's stack
+ * pointer.  Frames below it were unwound. */
+__attribute__((visibility("hidden"))) LP_NOINSTR void *lp_dyn_begin_catch(void *exc, uintptr_t sp)
+{
+	static void *volatile real;
+	void *(*f)(void *) = (void *(*)(void *))next_fn(&real, "__cxa_begin_catch");
+	struct lp_thread *t = &lp_self;
+
+	if (t->dyn_n) {
+		while (t->dyn_n && t->dyn[t->dyn_n - 1].sp < sp) {
+			uintptr_t fn = t->dyn[t->dyn_n - 1].fn;
+
+			atomic_signal_fence(memory_order_seq_cst);
+			t->dyn_n--;
+			atomic_signal_fence(memory_order_seq_cst);
+			lp_gate_exit(fn);
+		}
+		frames_rehook(t);
+	}
+	return f(exc);
+}
+#endif
 
 LP_NOINSTR void lp_dynpatch_thread_end(struct lp_thread *t)
 {
@@ -412,7 +496,9 @@ static LP_NOINSTR bool plan_valid(const uint8_t *map, size_t size)
 
 static LP_NOINSTR void plans_load(void)
 {
-	for (unsigned k = 0; k < LP_PLAN_FILES_MAX; k++) {
+	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->plans, memory_order_acquire);
+
+	for (unsigned k = 0; k < n && k < LP_PLAN_FILES_MAX; k++) {
 		char path[4096];
 		struct stat st;
 		void *map;
@@ -514,7 +600,7 @@ LP_NOINSTR void lp_dynpatch_apply(void)
 {
 	static bool done;
 
-	if (done || !lp_proc.session_dir)
+	if (done || !lp_proc.session_dir || !lp_proc.control || !lp_proc.control->plans)
 		return;
 	done = true;
 	plans_load();
@@ -530,6 +616,89 @@ LP_NOINSTR void lp_dynpatch_apply(void)
 LP_NOINSTR void lp_dynpatch_scan(void)
 {
 }
+
+#if defined(__x86_64__)
+/* C++ exceptions.  The unwinder finds a frame's caller through its return
+ * address, which for a patched function is lp_dyn_return: an exception
+ * would stop there.  So when one is raised the thread's frames get their
+ * real return addresses back (on x86-64 each is at its frame's stack
+ * pointer), and when it is caught the frames it unwound end (their exits
+ * written, innermost first, as the gates of -finstrument-functions code
+ * write them while it unwinds) and the others are hooked again. */
+static LP_NOINSTR void frames_unhook(struct lp_thread *t)
+{
+	for (uint32_t i = t->dyn_n; i-- > 0;) {
+		uintptr_t *slot = (uintptr_t *)t->dyn[i].sp;
+
+		if (*slot == (uintptr_t)lp_dyn_return)
+			*slot = t->dyn[i].ret;
+	}
+}
+
+static LP_NOINSTR void frames_rehook(struct lp_thread *t)
+{
+	for (uint32_t i = 0; i < t->dyn_n; i++) {
+		uintptr_t *slot = (uintptr_t *)t->dyn[i].sp;
+
+		if (*slot == t->dyn[i].ret)
+			*slot = (uintptr_t)lp_dyn_return;
+	}
+}
+
+/* The next definition of a function the runtime wraps (libgcc_s's,
+ * libstdc++'s). */
+static LP_NOINSTR void *next_fn(void *volatile *cache, const char *name)
+{
+	void *f = *cache;
+
+	if (!f) {
+		f = dlsym(RTLD_NEXT, name);
+		*cache = f;
+	}
+	return f;
+}
+
+#define UNWIND_WRAPPER(ret, name, params, args)                        \
+	LP_EXPORT LP_NOINSTR ret name params                           \
+	{                                                              \
+		static void *volatile real;                            \
+		ret(*f) params = (ret(*) params)next_fn(&real, #name); \
+		struct lp_thread *t = &lp_self;                        \
+		if (t->dyn_n)                                          \
+			frames_unhook(t);                              \
+		return f args;                                         \
+	}
+
+struct _Unwind_Exception;
+typedef int (*lp_unwind_stop_fn)(int, int, uint64_t, struct _Unwind_Exception *, void *, void *);
+
+UNWIND_WRAPPER(int, _Unwind_RaiseException, (struct _Unwind_Exception * e), (e))
+UNWIND_WRAPPER(int, _Unwind_Resume_or_Rethrow, (struct _Unwind_Exception * e), (e))
+UNWIND_WRAPPER(int, _Unwind_ForcedUnwind, (struct _Unwind_Exception * e, lp_unwind_stop_fn stop, void *arg),
+               (e, stop, arg))
+
+/* From __cxa_begin_catch (dyntramp.S): sp is the catching frame's stack
+ * pointer.  Frames below it were unwound. */
+__attribute__((visibility("hidden"))) LP_NOINSTR void *lp_dyn_begin_catch(void *exc, uintptr_t sp)
+{
+	static void *volatile real;
+	void *(*f)(void *) = (void *(*)(void *))next_fn(&real, "__cxa_begin_catch");
+	struct lp_thread *t = &lp_self;
+
+	if (t->dyn_n) {
+		while (t->dyn_n && t->dyn[t->dyn_n - 1].sp < sp) {
+			uintptr_t fn = t->dyn[t->dyn_n - 1].fn;
+
+			atomic_signal_fence(memory_order_seq_cst);
+			t->dyn_n--;
+			atomic_signal_fence(memory_order_seq_cst);
+			lp_gate_exit(fn);
+		}
+		frames_rehook(t);
+	}
+	return f(exc);
+}
+#endif
 
 LP_NOINSTR void lp_dynpatch_thread_end(struct lp_thread *t)
 {
