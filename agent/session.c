@@ -186,9 +186,15 @@ static int dynamic_open(struct session *s, const struct session_syscalls *sys, c
 static int dynamic_plan(struct session *s, char *err, size_t errlen)
 {
 	char perr[600];
+	int n;
 
-	if (!s->dp || !dpatch_write(s->dp, s->dir, perr, sizeof(perr)))
+	if (!s->dp)
 		return 0;
+	n = dpatch_write(s->dp, s->dir, perr, sizeof(perr));
+	if (n >= 0) {
+		drain_set_plans(s->drain, (uint32_t)n);
+		return 0;
+	}
 	snprintf(err, errlen, "dynamic: %s", perr);
 	return -1;
 }

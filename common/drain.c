@@ -1385,6 +1385,11 @@ void drain_set_hold(struct drain *d, bool on)
 		atomic_fetch_and_explicit(flags, ~(uint32_t)LP_CTL_HOLD, memory_order_release);
 }
 
+void drain_set_plans(struct drain *d, uint32_t n)
+{
+	atomic_store_explicit((_Atomic uint32_t *)&d->control->plans, n, memory_order_release);
+}
+
 void drain_set_eager(struct drain *d)
 {
 	atomic_fetch_or_explicit((_Atomic uint32_t *)&d->control->flags, LP_CTL_EAGER, memory_order_release);

@@ -163,6 +163,9 @@ void drain_set_hold(struct drain *d, bool on);
 /* Forked children open their rings at once (LP_CTL_EAGER): their
  * functions are traced from outside the runtime (dyntrace/). */
 void drain_set_eager(struct drain *d);
+/* n patch plans are in the session (record --dynamic): the runtime reads
+ * plan.0 to plan.<n-1>.  Before the program starts. */
+void drain_set_plans(struct drain *d, uint32_t n);
 /* Removes the source filters: every call is recorded again. */
 void drain_clear_filters(struct drain *d);
 /* A syscall entry or exit of thread `tid` of process `pid` (ns: CLOCK_MONOTONIC;

@@ -762,7 +762,7 @@ static int record_open(struct recorder *rec)
 	rec->feed.on = true;
 	if (rec->dyn.on && !recdyn_patching(&rec->dyn))
 		drain_set_eager(rec->d);
-	if (rec->dyn.on && recdyn_session(&rec->dyn, rec->session, err, sizeof(err))) {
+	if (rec->dyn.on && recdyn_session(&rec->dyn, rec->d, rec->session, err, sizeof(err))) {
 		fprintf(stderr, "layerprof record: --dynamic: %s\n", err);
 		return LP_EXIT_FAILURE;
 	}

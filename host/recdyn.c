@@ -94,9 +94,13 @@ bool recdyn_patching(const struct recdyn *rd)
 	return rd->dp != NULL;
 }
 
-int recdyn_session(struct recdyn *rd, const char *session, char *err, size_t errlen)
+int recdyn_session(struct recdyn *rd, struct drain *d, const char *session, char *err, size_t errlen)
 {
-	return rd->dp ? dpatch_write(rd->dp, session, err, errlen) : 0;
+	int n = rd->dp ? dpatch_write(rd->dp, session, err, errlen) : 0;
+
+	if (n > 0)
+		drain_set_plans(d, (uint32_t)n);
+	return n < 0 ? n : 0;
 }
 
 int recdyn_held(void *ctx, pid_t pid)

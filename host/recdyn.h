@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "common/drain.h"
 #include "dyntrace/dpatch.h"
 #include "dyntrace/uprobes.h"
 #include "systrace/sysdrain.h"
@@ -44,7 +45,7 @@ int recdyn_open(struct recdyn *rd, const char *prog, struct sysdrain *feed, char
 bool recdyn_patching(const struct recdyn *rd);
 /* The patch plan into the session directory, before the program starts
  * (nothing to do for the uprobe backend).  0 or -errno with err set. */
-int recdyn_session(struct recdyn *rd, const char *session, char *err, size_t errlen);
+int recdyn_session(struct recdyn *rd, struct drain *d, const char *session, char *err, size_t errlen);
 /* The probes on the held child (launch_cmd.held): 0, or -errno with the
  * reason in rd->err. */
 int recdyn_held(void *ctx, pid_t pid);

@@ -18,6 +18,7 @@
  *                    until its thread's stream is closed, so that what a
  *                    killed recorder left in it can be recovered (the agent
  *                    removes a ring's name as soon as it has mapped it)
+ *   plan.<n>         the patch plans of record --dynamic (LP_PLAN_NAME)
  * ------------------------------------------------------------------------- */
 #define LP_ENV_SESSION "LAYERPROF_SESSION"
 #define LP_CONTROL_NAME "control"
@@ -79,7 +80,9 @@ struct lp_control {
 	uint32_t max_depth;  /* record calls up to this depth; 0: any */
 	uint32_t filter_gen; /* bumped when the filter file changes */
 	uint64_t min_raw;    /* record calls at least this long, in clock units; 0: all */
-	uint8_t pad[16];
+	uint32_t plans;      /* patch plans in the session (LP_PLAN_NAME), set before
+	                      * the program starts */
+	uint8_t pad[12];
 	/* What a producer does when its ring has no room (enum lp_ring_full),
 	 * and what it needs to know to wait without waiting forever.  On a
 	 * cache line of its own: drain_beat changes on every poll. */

@@ -80,6 +80,9 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	for (unsigned s = 0; s < nseg; s++)
+		free(bytes[s]);
+	close(fd);
 	elfsyms_free(es);
 	return 0;
 }
