@@ -544,10 +544,13 @@ static LP_NOINSTR int object_match(struct dl_phdr_info *info, size_t size, void 
 	struct stat st;
 
 	(void)size;
-	/* the program itself, first, has no name here */
-	if (!name && dm->objects++ == 0)
+	/* the program itself, first, has no name here: /proc names it, or
+	 * (without /proc) the path it was started by */
+	if (!name && dm->objects++ == 0) {
 		name = "/proc/self/exe";
-	else if (name)
+		if (stat(name, &st))
+			name = (const char *)getauxval(AT_EXECFN);
+	} else if (name)
 		dm->objects++;
 	if (!name || stat(name, &st))
 		return 0;

@@ -281,6 +281,30 @@ def group_dynamic(ctx):
              (not ctx.quick or exp["_name"] in QUICK_SAMPLES)]
     record_samples(ctx, b, cases, "dynamic", ("--dynamic", "--backend=patch"), " --dynamic --backend=patch")
     record_samples(ctx, b, cases, "dynamic-uprobe", ("--dynamic", "--backend=uprobe"), " --dynamic --backend=uprobe")
+    # --libcalls: each PLT stub patched (its first instruction, an adrp,
+    # rewritten): the 100 writes of sys_writer as write@plt under writer,
+    # and the write syscalls under those
+    d = os.path.join(ctx.progs, "plain")
+    prog = cc(ctx, os.path.join(PROGS, "sys_writer.c"), os.path.join(d, "sys_writer"))
+    out = os.path.join(ctx.tmp, "dynamic", "t-libcalls")
+    ctx.guest.put(ctx.progs, ctx.progs)
+    got = batch(ctx.guest, [("rec", "%s record -q --dynamic --libcalls --syscalls --syscall-filter write -o %s -- %s"
+                             % (LP, out, prog)),
+                            ("tree", "%s tree --format json %s" % (LP, out)),
+                            ("sys", "%s report --syscalls --format json %s" % (LP, out))],
+                os.path.join(ctx.tmp, "dynamic"))
+    rc, _, err = got["rec"]
+    if check(rc == 0, "%s: record --dynamic --libcalls --syscalls in the guest exits 0" % ctx.arch, err[-500:]):
+        try:
+            tree = json.loads(got["tree"][1])
+            rows = {(f["function"], f["syscall"]): f["calls"] for f in json.loads(got["sys"][1])["by_function"]}
+        except ValueError:
+            tree, rows = {"threads": []}, {}
+        under = [(k["name"], k["calls"]) for t in tree["threads"] for m in t["calls"] if m["name"] == "main"
+                 for n in m["children"] if n["name"] == "writer" for k in n["children"]]
+        check(("write@plt", 100) in under and rows.get(("write@plt", "write")) == 100,
+              "%s: write@plt 100 times under writer, the 100 write syscalls under it" % ctx.arch,
+              "%s %s" % (under, rows))
 
 def mem_programs(ctx):
     d = os.path.join(ctx.progs, "mem")

@@ -173,6 +173,22 @@ def build_c(tmp, name, source, flags=()):
     return out
 
 
+# 500 calls of a function that sleeps 2 ms: a program that runs 1 s
+SLOWLOOP = r"""
+#include "prog.h"
+#include <stdio.h>
+#include <time.h>
+COUNTED void tick(void) { struct timespec t = { 0, 2000000 }; nanosleep(&t, NULL); }
+int main(void)
+{
+	for (int i = 0; i < 500; i++)
+		tick();
+	puts("done");
+	return 0;
+}
+"""
+
+
 def calls(lp, trace):
     return {f["name"]: f["calls"] for f in lp.json("report", "--format", "json", trace)["functions"]}
 
@@ -431,6 +447,16 @@ def group_patch_refuse(lp, tmp):
     r = lp("record", "-q", "--dynamic", "--backend=patch", "-o", out, "--", static)
     check(r.returncode == 1 and "statically linked" in r.stderr and "fib(15)" not in r.stdout,
           "patch: a static program: exit 1, the reason, the program not run", r.stdout + r.stderr)
+    # the recorder killed: the patched program runs on to its end, its
+    # output whole (its runtime stops waiting for a drain that is gone)
+    loop = build_c(tmp, "pslowloop", SLOWLOOP)
+    rec = subprocess.Popen([lp.exe, "record", "-q", "--dynamic", "--backend=patch", "-o",
+                            os.path.join(tmp, "pkilled.t"), "--", loop], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+    time.sleep(0.3)
+    rec.kill()
+    out_, err_ = rec.communicate(timeout=60)
+    check(out_.strip() == "done", "patch: the program runs to its end without its recorder", out_ + err_)
     plain = b.prog("recursion")
     os.chmod(tmp, 0o755)
     for d in (os.path.dirname(plain), os.path.dirname(os.path.dirname(plain))):
@@ -544,19 +570,7 @@ def killed_recorder(lp, tmp, path):
     """A recorder killed with SIGKILL leaves its probe definitions (they
     trap nothing once its events are closed): the program runs on to its
     end, and the next recording removes them."""
-    loop = build_c(tmp, "slowloop", r"""
-#include "prog.h"
-#include <stdio.h>
-#include <time.h>
-COUNTED void tick(void) { struct timespec t = { 0, 2000000 }; nanosleep(&t, NULL); }
-int main(void)
-{
-	for (int i = 0; i < 500; i++)
-		tick();
-	puts("done");
-	return 0;
-}
-""")
+    loop = build_c(tmp, "slowloop", SLOWLOOP)
     rec = subprocess.Popen([lp.exe, "record", "-q", *UPROBE, "-o", os.path.join(tmp, "killed.t"), "--", loop],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     deadline = time.time() + 10
