@@ -71,6 +71,7 @@ struct session_syscalls {
 	/* functions of a program built without instrumentation (START option
 	 * `dynamic`, dyntrace/): the patterns point into the request */
 	bool dynamic;
+	bool functions; /* `dynamic` given (`libcalls` alone traces only those) */
 	struct uprobes_config ucfg;
 };
 

@@ -382,6 +382,12 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 				r = dynamic_option(&sys, eq + 1, err, sizeof(err));
 				if (r)
 					goto bad;
+				sys.functions = true;
+				continue;
+			}
+			if (!strcmp(argv[first], "libcalls") && dpatch_supported()) {
+				sys.dynamic = true;
+				sys.ucfg.libcalls = !strcmp(eq + 1, "1");
 				continue;
 			}
 			r = memopts_set_key(&mem, argv[first], eq + 1, err, sizeof(err));
@@ -391,6 +397,7 @@ static int on_start(struct agent *a, struct conn *c, const struct wire_frame *f)
 				goto bad;
 		}
 		first++;
+		sys.ucfg.no_functions = sys.ucfg.libcalls && !sys.functions;
 		if (syscall_filter(&sys, filter, err, sizeof(err)) || memory_check(a, &mem, err, sizeof(err)))
 			goto bad;
 	}

@@ -169,7 +169,7 @@ static int dynamic_open(struct session *s, const struct session_syscalls *sys, c
 		s->dp = dpatch_open(&cfg, uerr, sizeof(uerr));
 		if (s->dp)
 			return 0;
-		if (errno != ENOTSUP) {
+		if (errno != ENOTSUP || cfg.libcalls) {
 			snprintf(err, errlen, "dynamic: %s", uerr);
 			return -1;
 		}

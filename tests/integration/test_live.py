@@ -1421,6 +1421,19 @@ def group_dynamic(lp, build, tmp):
         check(rc == 0 and len(f) == 1 and f[0]["calls"] == 100,
               "live --dynamic --syscalls: the 100 writes of a plain sys_writer attributed to writer",
               "rc %s, %s %s" % (rc, f, live.err.text()[-300:]))
+        if os.uname().machine == "x86_64":
+            # user -> library -> syscall, nothing rebuilt; and a library's
+            # own function by FILE:GLOB
+            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--dynamic=writer,libc.so.6:write",
+                                         "--libcalls", "--syscalls", "--syscall-filter", "write"] +
+                        agent.token_args + ["--", progs["sys_writer"]], stdin=subprocess.DEVNULL)
+            rc = live.wait()
+            last = live.final()
+            f = sys_by_function(last, "write", "write") if last else []
+            check(rc == 0 and last and counts(last).get("write@plt") == 100 and counts(last).get("writer") == 1 and
+                  len(f) == 1 and f[0]["calls"] == 100,
+                  "live --dynamic=writer,libc.so.6:write --libcalls --syscalls: write@plt 100, libc's write with "
+                  "the 100 write syscalls", "rc %s, %s %s" % (rc, counts(last) if last else None, f))
         live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--dynamic"] + agent.token_args +
                     ["--", progs["exceptions"]], stdin=subprocess.DEVNULL)
         rc = live.wait()

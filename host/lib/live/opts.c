@@ -68,11 +68,13 @@ int liveopts_parse(struct liveopts *o, int c, const char *arg, char *err, size_t
 		o->kernel_system = true;
 		break;
 	case LIVEOPT_DYNAMIC:
-		if (arg && (!arg[0] || strchr(arg, '\n') || strchr(arg, ':')))
+		if (arg && (!arg[0] || strchr(arg, '\n')))
 			return error_set(err, errlen, -EINVAL,
-			                 "invalid --dynamic: expected function globs (a library's, FILE:GLOB, are not "
-			                 "traced yet)");
+			                 "invalid --dynamic: expected function globs (a library's as FILE:GLOB)");
 		o->dynamic = arg ? arg : "all";
+		break;
+	case LIVEOPT_LIBCALLS:
+		o->libcalls = true;
 		break;
 	case LIVEOPT_KERNEL_FILTER:
 		if (!arg[0] || strchr(arg, '\n'))
@@ -150,6 +152,7 @@ void liveopts_apply(const struct liveopts *o, struct livesession *ls)
 	ls->kernel_functions = o->kernel_functions;
 	ls->kernel_system = o->kernel_system;
 	ls->dynamic = o->dynamic;
+	ls->libcalls = o->libcalls;
 	ls->memory = o->mem.on;
 	ls->mem_depth = o->mem.depth;
 	ls->keep_alive = o->mem.keep_alive;

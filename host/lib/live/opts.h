@@ -33,6 +33,7 @@ enum liveopt_code {
 	LIVEOPT_KERNEL_FUNCTIONS,
 	LIVEOPT_KERNEL_SYSTEM,
 	LIVEOPT_DYNAMIC,
+	LIVEOPT_LIBCALLS,
 };
 
 #define LIVEOPTS_LONG_OPTIONS                                                                                         \
@@ -48,6 +49,7 @@ enum liveopt_code {
 	    { "kernel-functions", required_argument, NULL, LIVEOPT_KERNEL_FUNCTIONS },                                \
 	    { "kernel-system", no_argument, NULL, LIVEOPT_KERNEL_SYSTEM },                                            \
 	    { "dynamic", optional_argument, NULL, LIVEOPT_DYNAMIC },                                                  \
+	    { "libcalls", no_argument, NULL, LIVEOPT_LIBCALLS },                                                      \
 	{                                                                                                             \
 		"keep-alive", no_argument, NULL, LIVEOPT_KEEP_ALIVE                                                   \
 	}
@@ -67,6 +69,7 @@ struct liveopts {
 	const char *kernel_functions;
 	bool kernel_system;  /* --kernel-system: other processes' kernel events too */
 	const char *dynamic; /* --dynamic: "all" or function globs; NULL: none */
+	bool libcalls;       /* --libcalls: calls through the program's PLT too */
 	bool any;            /* an option other than --connect was given */
 };
 

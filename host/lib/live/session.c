@@ -378,6 +378,15 @@ static int send_start_frame(struct livesession *ls)
 			return -E2BIG;
 		}
 	}
+	if (ls->libcalls && !ls->attach_pid) {
+		if (!netclient_has_cap(&ls->nc, "libcalls")) {
+			fail(ls, "the agent at %s does not trace library calls (caps %s)", ls->nc.peer, ls->nc.caps);
+			return -EOPNOTSUPP;
+		}
+		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "libcalls=1%c", '\0');
+		if (olen >= sizeof(opts))
+			return -E2BIG;
+	}
 	if (ls->memory && !ls->attach_pid) {
 		if (!netclient_has_cap(&ls->nc, "memory")) {
 			fail(ls, "the agent at %s does not trace heap operations (caps %s)", ls->nc.peer, ls->nc.caps);

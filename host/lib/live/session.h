@@ -55,6 +55,7 @@ struct livesession {
 	const char *kernel, *kernel_filter, *kernel_functions;
 	bool kernel_system;  /* with kernel: other processes' kernel events too */
 	const char *dynamic; /* START's `dynamic`: "all" or function globs; NULL: none */
+	bool libcalls;       /* START's `libcalls=1` */
 	uint32_t flush_ms;   /* the agent's flush period of partial chunks; 0: its own */
 	/* trace heap operations (START memory=1, with mem_depth when nonzero
 	 * and keep_alive); an attached program sends them when it was started
