@@ -9,58 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dyntrace/dpatch.h"
-#include "dyntrace/dselect.h"
-#include "dyntrace/x86insn.h"
-#include "layerprof/format.h"
-
-#define JMP_SIZE 5u
-/* A function moved whole (a branch lands inside its first bytes) is at
- * most this long. */
-#define WHOLE_MAX 1024u
-/* Relocated code of one function, at most: a whole function and its last
- * int3, or 5 instructions of up to 15 bytes grown by a few bytes each (a
- * loop becomes 12) and the jump back. */
-#define CODE_MAX (WHOLE_MAX + 16u)
-#define RELOCS_MAX 64u
-
-/* A direct branch of the file: where it lands, and where it is. */
-struct branch {
-	uint64_t target, source;
-};
-
-struct dpatch {
-	char *path;
-	struct elfsyms *es;
-	struct dseg seg[DSEG_MAX];
-	uint8_t *bytes[DSEG_MAX];
-	unsigned nseg;
-	uint64_t dev, ino;
-	struct branch *targets; /* direct branches of every function, by target */
-	size_t ntargets;
-	/* the plan */
-	struct lp_plan_func *fn;
-	const char **name;
-	uint32_t nfn;
-	struct lp_plan_reloc *rel;
-	uint32_t nrel, caprel;
-	uint8_t *code;
-	uint32_t ncode, capcode;
-	uint32_t candidates;
-	struct uprobes_skipped *skipped;
-	size_t nskipped, planner_skipped;
-	char **owned; /* reasons made for one function, names of PLT stubs */
-	size_t nowned;
-	size_t cap; /* of fn, name, skipped and owned */
-	/* the written plan, shared with the runtimes that apply it */
-	const uint8_t *map;
-	size_t map_size;
-	bool lib;            /* a library's plan, chained after the program's */
-	struct dpatch *next; /* the next file's plan */
-	/* the first plan's: every file's skipped functions, for the stats */
-	struct uprobes_skipped *all;
-	size_t nall;
-};
+#include "dyntrace/dpatch_impl.h"
 
 /* The ELF machine of the programs this build patches: its own. */
 static uint16_t dpatch_machine(void)
@@ -80,7 +29,7 @@ bool dpatch_supported(void)
 }
 
 /* The file's bytes at vaddr a, and how many follow in its segment. */
-static const uint8_t *bytes_at(const struct dpatch *p, uint64_t a, size_t *avail)
+const uint8_t *dpatch_bytes_at(const struct dpatch *p, uint64_t a, size_t *avail)
 {
 	for (unsigned s = 0; s < p->nseg; s++)
 		if (a >= p->seg[s].vaddr && a - p->seg[s].vaddr < p->seg[s].filesz) {
@@ -91,177 +40,8 @@ static const uint8_t *bytes_at(const struct dpatch *p, uint64_t a, size_t *avail
 	return NULL;
 }
 
-static int cmp_target(const void *a, const void *b)
-{
-	uint64_t x = ((const struct branch *)a)->target, y = ((const struct branch *)b)->target;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Every direct branch target of every function of the file (their own
- * cold parts included, which jump back into them). */
-static int collect_targets(struct dpatch *p)
-{
-	size_t cap = 4096;
-
-	p->targets = malloc(cap * sizeof(*p->targets));
-	if (!p->targets)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->es->nfn; i++) {
-		const struct elfsyms_fn *f = &p->es->fn[i];
-		size_t avail;
-		const uint8_t *b = bytes_at(p, f->addr, &avail);
-		uint64_t off = 0, size = f->size < avail ? f->size : avail;
-
-		while (b && off < size) {
-			struct x86_insn in;
-			unsigned len = x86_insn_decode(b + off, (size_t)(size - off), &in);
-
-			if (!len)
-				break;
-			if (in.kind == X86_JMP_REL || in.kind == X86_JCC_REL || in.kind == X86_CALL_REL ||
-			    in.kind == X86_LOOP_REL || in.kind == X86_XBEGIN) {
-				if (p->ntargets == cap) {
-					struct branch *t = realloc(p->targets, 2 * cap * sizeof(*t));
-
-					if (!t)
-						return -ENOMEM;
-					p->targets = t;
-					cap *= 2;
-				}
-				p->targets[p->ntargets].source = f->addr + off;
-				p->targets[p->ntargets++].target = f->addr + off + len + (uint64_t)in.rel;
-			}
-			off += len;
-		}
-	}
-	qsort(p->targets, p->ntargets, sizeof(*p->targets), cmp_target);
-	return 0;
-}
-
-/* The first branch that lands in (a, end), or NULL. */
-static const struct branch *target_inside(const struct dpatch *p, uint64_t a, uint64_t end)
-{
-	size_t lo = 0, hi = p->ntargets;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->targets[mid].target <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->ntargets && p->targets[lo].target < end ? &p->targets[lo] : NULL;
-}
-
-/* True when every branch that lands in (a, a + n) is one of the
- * function's own [a, end). */
-static bool only_own_branches(const struct dpatch *p, const struct branch *b, uint64_t a, uint64_t n, uint64_t end)
-{
-	for (; b < p->targets + p->ntargets && b->target < a + n; b++)
-		if (b->source < a || b->source >= end)
-			return false;
-	return true;
-}
-
-/* One function's relocated code, being built. */
-struct reloc_buf {
-	uint8_t code[CODE_MAX];
-	uint32_t len;
-	struct lp_plan_reloc rel[RELOCS_MAX];
-	uint32_t nrel;
-};
-
-static bool put_rel32(struct reloc_buf *rb, const uint8_t *op, unsigned oplen, uint64_t target)
-{
-	if (rb->len + oplen + 4 > CODE_MAX || rb->nrel == RELOCS_MAX)
-		return false;
-	memcpy(rb->code + rb->len, op, oplen);
-	rb->rel[rb->nrel].at = rb->len + oplen;
-	rb->rel[rb->nrel].end = rb->len + oplen + 4;
-	rb->rel[rb->nrel++].target = target;
-	memset(rb->code + rb->len + oplen, 0, 4);
-	rb->len += oplen + 4;
-	return true;
-}
-
-/* The instruction at address a, moved into rb; NULL or why not.  last:
- * the function goes on at its original place after it. */
-static const char *relocate(struct reloc_buf *rb, const uint8_t *b, uint64_t a, const struct x86_insn *in, bool last)
-{
-	uint64_t target = a + in->len + (uint64_t)in->rel;
-	uint8_t op[3];
-
-	switch (in->kind) {
-	case X86_JMP_REL:
-		op[0] = 0xe9;
-		return put_rel32(rb, op, 1, target) ? NULL : "its first instructions grow too long when moved";
-	case X86_CALL_REL:
-		/* the call returns straight to the function's own code when that
-		 * is where it goes on (lea ret(%rip), %r11; push %r11; jmp), so
-		 * that no return address points into a trampoline (stack walks,
-		 * debuggers); %r11 is free at a call */
-		if (last) {
-			op[0] = 0x4c;
-			op[1] = 0x8d;
-			op[2] = 0x1d;
-			if (!put_rel32(rb, op, 3, a + in->len) || rb->len + 2 > CODE_MAX)
-				return "its first instructions grow too long when moved";
-			rb->code[rb->len++] = 0x41;
-			rb->code[rb->len++] = 0x53;
-			op[0] = 0xe9;
-		} else
-			op[0] = 0xe8;
-		return put_rel32(rb, op, 1, target) ? NULL : "its first instructions grow too long when moved";
-	case X86_JCC_REL:
-		op[0] = 0x0f;
-		op[1] = (uint8_t)(0x80 | in->cond);
-		return put_rel32(rb, op, 2, target) ? NULL : "its first instructions grow too long when moved";
-	case X86_LOOP_REL:
-		/* loop/jrcxz have no rel32 form: they jump over a short jmp to a
-		 * jmp rel32 to the target */
-		if (in->rel_size != 1 || rb->len + in->len + 2 + 5 > CODE_MAX)
-			return "its first instructions grow too long when moved";
-		memcpy(rb->code + rb->len, b, in->len);
-		rb->code[rb->len + in->rel_off] = 2;
-		rb->len += in->len;
-		rb->code[rb->len++] = 0xeb;
-		rb->code[rb->len++] = 5;
-		op[0] = 0xe9;
-		return put_rel32(rb, op, 1, target) ? NULL : "its first instructions grow too long when moved";
-	case X86_XBEGIN:
-		/* the same instruction, its abort path's rel32 relocated */
-		if (rb->len + in->len > CODE_MAX || rb->nrel == RELOCS_MAX)
-			return "its first instructions grow too long when moved";
-		memcpy(rb->code + rb->len, b, in->len);
-		rb->rel[rb->nrel].at = rb->len + in->rel_off;
-		rb->rel[rb->nrel].end = (uint16_t)(rb->len + in->len);
-		rb->rel[rb->nrel++].target = target;
-		rb->len += in->len;
-		return NULL;
-	case X86_PLAIN:
-	case X86_RET:
-	case X86_JMP_IND:
-	case X86_CALL_IND:
-	case X86_TRAP:
-		if (rb->len + in->len > CODE_MAX || (in->rip_off && rb->nrel == RELOCS_MAX))
-			return "its first instructions grow too long when moved";
-		memcpy(rb->code + rb->len, b, in->len);
-		if (in->rip_off) {
-			rb->rel[rb->nrel].at = rb->len + in->rip_off;
-			rb->rel[rb->nrel].end = rb->len + in->len;
-			rb->rel[rb->nrel++].target = a + in->len + (uint64_t)(int64_t)in->disp;
-		}
-		rb->len += in->len;
-		return NULL;
-	default:
-		return "its first instructions cannot be moved (a relative branch of a kind not relocated)";
-	}
-}
-
 /* A reason with an offset in it, kept until the plan is freed. */
-static const char *why_at(struct dpatch *p, const char *fmt, uint64_t off)
+const char *dpatch_why_at(struct dpatch *p, const char *fmt, uint64_t off)
 {
 	char buf[160], *w;
 
@@ -274,7 +54,7 @@ static const char *why_at(struct dpatch *p, const char *fmt, uint64_t off)
 }
 
 /* Function f into the plan, with its relocated code. */
-static const char *append(struct dpatch *p, const struct elfsyms_fn *f, uint32_t patch_len, const uint8_t *b,
+const char *dpatch_append(struct dpatch *p, const struct elfsyms_fn *f, uint32_t patch_len, const uint8_t *b,
                           const struct reloc_buf *rb)
 {
 	struct lp_plan_func *pf;
@@ -316,224 +96,10 @@ static const char *append(struct dpatch *p, const struct elfsyms_fn *f, uint32_t
 	return NULL;
 }
 
-/* Function f moved whole, its layout kept: its own branches land where
- * they did, relative to the copy; calls (also of itself: they must go
- * through its entry), branches out of it and RIP-relative operands are
- * relocated in place.  A short branch out of it cannot be. */
-static const char *plan_whole(struct dpatch *p, const struct elfsyms_fn *f, const uint8_t *b)
-{
-	struct reloc_buf rb = { .len = 0 };
-	uint64_t a = f->addr, end = f->addr + f->size;
-
-	while (rb.len < f->size) {
-		struct x86_insn in;
-		unsigned len = x86_insn_decode(b + rb.len, (size_t)(f->size - rb.len), &in);
-		uint64_t at = a + rb.len, target = at + len + (uint64_t)in.rel;
-		bool rel = in.kind == X86_JMP_REL || in.kind == X86_JCC_REL || in.kind == X86_CALL_REL ||
-		           in.kind == X86_LOOP_REL || in.kind == X86_XBEGIN;
-
-		if (!len)
-			return why_at(p, "an instruction the planner does not know at +%llu", rb.len);
-		memcpy(rb.code + rb.len, b + rb.len, len);
-		if (rel && (in.kind == X86_CALL_REL || target < a || target >= end)) {
-			if (in.rel_size != 4 || rb.nrel == RELOCS_MAX)
-				return "a branch lands inside its first bytes, and a short branch leaves it";
-			rb.rel[rb.nrel].at = rb.len + in.rel_off;
-			rb.rel[rb.nrel].end = rb.len + len;
-			rb.rel[rb.nrel++].target = target;
-		} else if (in.rip_off) {
-			if (rb.nrel == RELOCS_MAX)
-				return "a branch lands inside its first bytes, and it has too many references to move";
-			rb.rel[rb.nrel].at = rb.len + in.rip_off;
-			rb.rel[rb.nrel].end = rb.len + len;
-			rb.rel[rb.nrel++].target = at + len + (uint64_t)(int64_t)in.disp;
-		}
-		rb.len += len;
-	}
-	/* what would fall through its end goes on where it did */
-	{
-		static const uint8_t jmp = 0xe9;
-
-		if (!put_rel32(&rb, &jmp, 1, end))
-			return "a branch lands inside its first bytes, and it has too many references to move";
-	}
-	return append(p, f, JMP_SIZE, b, &rb);
-}
-
-/* ---------------------------------------------------------------- aarch64 */
-
-#define A64_NOP 0xd503201fu
-#define A64_B 0x14000000u
-
-static void a64_put(struct reloc_buf *rb, uint32_t insn)
-{
-	memcpy(rb->code + rb->len, &insn, 4);
-	rb->len += 4;
-}
-
-/* b target, filled in by the runtime */
-static void a64_b(struct reloc_buf *rb, uint64_t target)
-{
-	rb->rel[rb->nrel].at = rb->len;
-	rb->rel[rb->nrel].kind = LP_PLAN_B26;
-	rb->rel[rb->nrel++].target = target;
-	a64_put(rb, A64_B);
-}
-
-/* an 8-byte literal, target + bias, at an 8-aligned offset */
-static void a64_lit(struct reloc_buf *rb, uint64_t target)
-{
-	uint64_t zero = 0;
-
-	rb->rel[rb->nrel].at = rb->len;
-	rb->rel[rb->nrel].kind = LP_PLAN_ABS64;
-	rb->rel[rb->nrel++].target = target;
-	memcpy(rb->code + rb->len, &zero, 8);
-	rb->len += 8;
-}
-
-static int64_t sext(uint64_t v, unsigned bits)
-{
-	return (int64_t)(v << (64 - bits)) >> (64 - bits);
-}
-
-/* The load of a literal, from [x16] instead: the instruction for
- * opc/V of a LDR (literal), or 0 (prfm: nothing to load). */
-static uint32_t a64_load_x16(uint32_t insn)
-{
-	uint32_t rt = insn & 31, opc = insn >> 30, v = (insn >> 26) & 1;
-	static const uint32_t gpr[4] = { 0xb9400200u, 0xf9400200u, 0xb9800200u, 0 };
-	static const uint32_t fp[4] = { 0xbd400200u, 0xfd400200u, 0x3dc00200u, 0 };
-
-	return (v ? fp[opc] : gpr[opc]) ? (v ? fp[opc] : gpr[opc]) | rt : 0;
-}
-
-/* An aarch64 function: its first instruction replaced by a b to its
- * trampoline, and moved there; a PC-relative one is rewritten (x16, free
- * at a function's entry, holds an address a load needs). */
-static const char *plan_a64(struct dpatch *p, const struct elfsyms_fn *f)
-{
-	struct reloc_buf rb = { .len = 0 };
-	uint64_t a = f->addr, back = f->addr + 4;
-	size_t avail;
-	const uint8_t *b = bytes_at(p, a, &avail);
-	uint32_t insn;
-
-	if (!b || avail < 4 || f->size < 4)
-		return "not in an executable segment of the file";
-	if (a & 3)
-		return "not at an instruction boundary";
-	memcpy(&insn, b, 4);
-	if ((insn & 0x3f000000u) == 0x08000000u)
-		return "it starts with a load-exclusive, whose retry loop the trampoline would break";
-	if ((insn & 0x1f000000u) == 0x10000000u) { /* adr, adrp */
-		uint64_t imm = ((insn >> 3) & 0x1ffffcu) | ((insn >> 29) & 3);
-		uint64_t target = (insn >> 31) ? (a & ~(uint64_t)0xfff) + (uint64_t)(sext(imm, 21) * 4096)
-		                               : a + (uint64_t)sext(imm, 21);
-
-		a64_put(&rb, 0x58000040u | (insn & 31)); /* ldr xd, 8 */
-		a64_b(&rb, back);
-		a64_lit(&rb, target);
-	} else if ((insn & 0x7c000000u) == 0x14000000u) { /* b, bl */
-		uint64_t target = a + (uint64_t)(sext(insn & 0x3ffffffu, 26) * 4);
-
-		if (insn >> 31) {                  /* bl: returns into the function itself */
-			a64_put(&rb, 0x5800005eu); /* ldr x30, 8 */
-			a64_b(&rb, target);
-			a64_lit(&rb, back);
-		} else
-			a64_b(&rb, target);
-	} else if ((insn & 0xff000000u) == 0x54000000u || (insn & 0x7e000000u) == 0x34000000u ||
-	           (insn & 0x7e000000u) == 0x36000000u) {
-		/* b.cond, cbz/cbnz (imm19), tbz/tbnz (imm14): over the way back
-		 * to the branch to the target */
-		bool tb = (insn & 0x7e000000u) == 0x36000000u;
-		int64_t off = tb ? sext((insn >> 5) & 0x3fffu, 14) : sext((insn >> 5) & 0x7ffffu, 19);
-
-		a64_put(&rb, (insn & (tb ? 0xfff8001fu : 0xff00001fu)) | (2u << 5));
-		a64_b(&rb, back);
-		a64_b(&rb, a + (uint64_t)(off * 4));
-	} else if ((insn & 0x3b000000u) == 0x18000000u) { /* ldr (literal), ldrsw, prfm */
-		uint64_t target = a + (uint64_t)(sext((insn >> 5) & 0x7ffffu, 19) * 4);
-		uint32_t load = a64_load_x16(insn);
-
-		a64_put(&rb, 0x58000090u); /* ldr x16, 16 */
-		a64_put(&rb, load ? load : A64_NOP);
-		a64_b(&rb, back);
-		a64_put(&rb, A64_NOP);
-		a64_lit(&rb, target);
-	} else {
-		a64_put(&rb, insn);
-		a64_b(&rb, back);
-	}
-	return append(p, f, 4, b, &rb);
-}
-
-static const char *plan_one(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next);
-
 /* Plans function f for the file's machine. */
 static const char *plan_function(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next)
 {
-	return p->es->machine == EM_AARCH64 ? plan_a64(p, f) : plan_one(p, f, next);
-}
-
-/* Plans function f, whose next neighbour in the file starts at next: NULL
- * with it appended to the plan, or the reason it is not. */
-static const char *plan_one(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next)
-{
-	uint64_t a = f->addr, end = f->addr + f->size;
-	struct reloc_buf rb = { .len = 0 };
-	uint32_t covered = 0, patch_len;
-	size_t avail;
-	const uint8_t *b = bytes_at(p, a, &avail);
-	const struct branch *bt;
-
-	if (!b)
-		return "not in an executable segment of the file";
-	while (covered < JMP_SIZE && a + covered < end) {
-		struct x86_insn in;
-		size_t room = (size_t)(end - (a + covered));
-		unsigned len;
-		const char *why;
-
-		if (covered >= avail)
-			return "it runs past the end of its segment";
-		len = x86_insn_decode(b + covered, room < avail - covered ? room : avail - covered, &in);
-		if (!len)
-			return why_at(p, "an instruction the planner does not know at +%llu", covered);
-		why = relocate(&rb, b + covered, a + covered, &in, covered + len >= JMP_SIZE);
-		if (why)
-			return why;
-		covered += len;
-	}
-	patch_len = covered < JMP_SIZE ? JMP_SIZE : covered;
-	if (patch_len > avail || patch_len > LP_PLAN_ORIG_MAX)
-		return "too short for a jump, at the end of its segment";
-	bt = target_inside(p, a, a + patch_len);
-	if (bt) {
-		/* a loop of its own whose head is inside those bytes: the whole
-		 * function moves, where its own branches land as before */
-		if (only_own_branches(p, bt, a, JMP_SIZE, end) && next >= a + JMP_SIZE && f->size <= WHOLE_MAX &&
-		    f->size <= avail)
-			return plan_whole(p, f, b);
-		return why_at(p, "a branch lands at +%llu, inside the bytes a jump would replace", bt->target - a);
-	}
-	if (next < a + patch_len)
-		return covered < JMP_SIZE ? "too short for a jump, and another function follows at once"
-		                          : "another symbol starts inside its first instructions";
-	if (covered < JMP_SIZE) {
-		/* the function ended (its last instruction does not fall
-		 * through): what follows is padding, never run */
-		if (rb.len + 1 > CODE_MAX)
-			return "its first instructions grow too long when moved";
-		rb.code[rb.len++] = 0xcc;
-	} else {
-		static const uint8_t jmp = 0xe9;
-
-		if (!put_rel32(&rb, &jmp, 1, a + covered))
-			return "its first instructions grow too long when moved";
-	}
-	return append(p, f, patch_len, b, &rb);
+	return p->es->machine == EM_AARCH64 ? dplan_a64(p, f) : dplan_x86(p, f, next);
 }
 
 static void skip(struct dpatch *p, const char *name, const char *why)
@@ -700,7 +266,7 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 		r = -ENOTSUP;
 		goto fail;
 	}
-	r = p->es->machine == EM_X86_64 ? collect_targets(p) : 0;
+	r = p->es->machine == EM_X86_64 ? dplan_x86_targets(p) : 0;
 	n = p->es->nfn + p->es->nplt + 1;
 	p->cap = n;
 	p->fn = calloc(n, sizeof(*p->fn));

@@ -73,14 +73,18 @@ static LP_NOINSTR void untraced(struct lp_thread *t)
 	}
 }
 
+/* The thread's frame stack, at its first patched call (a system call: the
+ * program's errno is kept). */
 static LP_NOINSTR bool frames_get(struct lp_thread *t)
 {
+	int saved = errno;
 	void *p;
 
 	if (t->dyn_done)
 		return false;
 	p = mmap(NULL, DYN_FRAMES * sizeof(struct lp_dynframe), PROT_READ | PROT_WRITE,
 	         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	errno = saved;
 	if (p == MAP_FAILED) {
 		t->dyn_done = 1;
 		return false;
@@ -578,6 +582,7 @@ LP_NOINSTR void lp_dynpatch_scan(void)
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct dynmatch dm = { .n = 0 };
 	unsigned kept = 0;
+	int saved = errno; /* after dlopen and dlclose: theirs, not ours */
 
 	if (!nplans)
 		return;
@@ -597,6 +602,7 @@ LP_NOINSTR void lp_dynpatch_scan(void)
 		applied[napplied++].seen = true;
 	}
 	pthread_mutex_unlock(&lock);
+	errno = saved;
 }
 
 LP_NOINSTR void lp_dynpatch_apply(void)

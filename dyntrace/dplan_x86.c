@@ -1,0 +1,275 @@
+/* The patch planner for x86-64 (see dpatch.h): a function's entry is
+ * replaced by a 5-byte jmp rel32, its first instructions (decoded by
+ * x86insn.c) moved to its trampoline; the direct branches of the whole file
+ * tell which bytes no branch lands in. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dyntrace/dpatch_impl.h"
+#include "dyntrace/x86insn.h"
+
+static int cmp_target(const void *a, const void *b)
+{
+	uint64_t x = ((const struct branch *)a)->target, y = ((const struct branch *)b)->target;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Every direct branch target of every function of the file (their own
+ * cold parts included, which jump back into them). */
+int dplan_x86_targets(struct dpatch *p)
+{
+	size_t cap = 4096;
+
+	p->targets = malloc(cap * sizeof(*p->targets));
+	if (!p->targets)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->es->nfn; i++) {
+		const struct elfsyms_fn *f = &p->es->fn[i];
+		size_t avail;
+		const uint8_t *b = dpatch_bytes_at(p, f->addr, &avail);
+		uint64_t off = 0, size = f->size < avail ? f->size : avail;
+
+		while (b && off < size) {
+			struct x86_insn in;
+			unsigned len = x86_insn_decode(b + off, (size_t)(size - off), &in);
+
+			if (!len)
+				break;
+			if (in.kind == X86_JMP_REL || in.kind == X86_JCC_REL || in.kind == X86_CALL_REL ||
+			    in.kind == X86_LOOP_REL || in.kind == X86_XBEGIN) {
+				if (p->ntargets == cap) {
+					struct branch *t = realloc(p->targets, 2 * cap * sizeof(*t));
+
+					if (!t)
+						return -ENOMEM;
+					p->targets = t;
+					cap *= 2;
+				}
+				p->targets[p->ntargets].source = f->addr + off;
+				p->targets[p->ntargets++].target = f->addr + off + len + (uint64_t)in.rel;
+			}
+			off += len;
+		}
+	}
+	qsort(p->targets, p->ntargets, sizeof(*p->targets), cmp_target);
+	return 0;
+}
+
+/* The first branch that lands in (a, end), or NULL. */
+static const struct branch *target_inside(const struct dpatch *p, uint64_t a, uint64_t end)
+{
+	size_t lo = 0, hi = p->ntargets;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->targets[mid].target <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->ntargets && p->targets[lo].target < end ? &p->targets[lo] : NULL;
+}
+
+/* True when every branch that lands in (a, a + n) is one of the
+ * function's own [a, end). */
+static bool only_own_branches(const struct dpatch *p, const struct branch *b, uint64_t a, uint64_t n, uint64_t end)
+{
+	for (; b < p->targets + p->ntargets && b->target < a + n; b++)
+		if (b->source < a || b->source >= end)
+			return false;
+	return true;
+}
+
+static bool put_rel32(struct reloc_buf *rb, const uint8_t *op, unsigned oplen, uint64_t target)
+{
+	if (rb->len + oplen + 4 > CODE_MAX || rb->nrel == RELOCS_MAX)
+		return false;
+	memcpy(rb->code + rb->len, op, oplen);
+	rb->rel[rb->nrel].at = rb->len + oplen;
+	rb->rel[rb->nrel].end = rb->len + oplen + 4;
+	rb->rel[rb->nrel++].target = target;
+	memset(rb->code + rb->len + oplen, 0, 4);
+	rb->len += oplen + 4;
+	return true;
+}
+
+/* The instruction at address a, moved into rb; NULL or why not.  last:
+ * the function goes on at its original place after it. */
+static const char *relocate(struct reloc_buf *rb, const uint8_t *b, uint64_t a, const struct x86_insn *in, bool last)
+{
+	uint64_t target = a + in->len + (uint64_t)in->rel;
+	uint8_t op[3];
+
+	switch (in->kind) {
+	case X86_JMP_REL:
+		op[0] = 0xe9;
+		return put_rel32(rb, op, 1, target) ? NULL : "its first instructions grow too long when moved";
+	case X86_CALL_REL:
+		/* the call returns straight to the function's own code when that
+		 * is where it goes on (lea ret(%rip), %r11; push %r11; jmp), so
+		 * that no return address points into a trampoline (stack walks,
+		 * debuggers); %r11 is free at a call */
+		if (last) {
+			op[0] = 0x4c;
+			op[1] = 0x8d;
+			op[2] = 0x1d;
+			if (!put_rel32(rb, op, 3, a + in->len) || rb->len + 2 > CODE_MAX)
+				return "its first instructions grow too long when moved";
+			rb->code[rb->len++] = 0x41;
+			rb->code[rb->len++] = 0x53;
+			op[0] = 0xe9;
+		} else
+			op[0] = 0xe8;
+		return put_rel32(rb, op, 1, target) ? NULL : "its first instructions grow too long when moved";
+	case X86_JCC_REL:
+		op[0] = 0x0f;
+		op[1] = (uint8_t)(0x80 | in->cond);
+		return put_rel32(rb, op, 2, target) ? NULL : "its first instructions grow too long when moved";
+	case X86_LOOP_REL:
+		/* loop/jrcxz have no rel32 form: they jump over a short jmp to a
+		 * jmp rel32 to the target */
+		if (in->rel_size != 1 || rb->len + in->len + 2 + 5 > CODE_MAX)
+			return "its first instructions grow too long when moved";
+		memcpy(rb->code + rb->len, b, in->len);
+		rb->code[rb->len + in->rel_off] = 2;
+		rb->len += in->len;
+		rb->code[rb->len++] = 0xeb;
+		rb->code[rb->len++] = 5;
+		op[0] = 0xe9;
+		return put_rel32(rb, op, 1, target) ? NULL : "its first instructions grow too long when moved";
+	case X86_XBEGIN:
+		/* the same instruction, its abort path's rel32 relocated */
+		if (rb->len + in->len > CODE_MAX || rb->nrel == RELOCS_MAX)
+			return "its first instructions grow too long when moved";
+		memcpy(rb->code + rb->len, b, in->len);
+		rb->rel[rb->nrel].at = rb->len + in->rel_off;
+		rb->rel[rb->nrel].end = (uint16_t)(rb->len + in->len);
+		rb->rel[rb->nrel++].target = target;
+		rb->len += in->len;
+		return NULL;
+	case X86_PLAIN:
+	case X86_RET:
+	case X86_JMP_IND:
+	case X86_CALL_IND:
+	case X86_TRAP:
+		if (rb->len + in->len > CODE_MAX || (in->rip_off && rb->nrel == RELOCS_MAX))
+			return "its first instructions grow too long when moved";
+		memcpy(rb->code + rb->len, b, in->len);
+		if (in->rip_off) {
+			rb->rel[rb->nrel].at = rb->len + in->rip_off;
+			rb->rel[rb->nrel].end = rb->len + in->len;
+			rb->rel[rb->nrel++].target = a + in->len + (uint64_t)(int64_t)in->disp;
+		}
+		rb->len += in->len;
+		return NULL;
+	default:
+		return "its first instructions cannot be moved (a relative branch of a kind not relocated)";
+	}
+}
+
+/* Function f moved whole, its layout kept: its own branches land where
+ * they did, relative to the copy; calls (also of itself: they must go
+ * through its entry), branches out of it and RIP-relative operands are
+ * relocated in place.  A short branch out of it cannot be. */
+static const char *plan_whole(struct dpatch *p, const struct elfsyms_fn *f, const uint8_t *b)
+{
+	struct reloc_buf rb = { .len = 0 };
+	uint64_t a = f->addr, end = f->addr + f->size;
+
+	while (rb.len < f->size) {
+		struct x86_insn in;
+		unsigned len = x86_insn_decode(b + rb.len, (size_t)(f->size - rb.len), &in);
+		uint64_t at = a + rb.len, target = at + len + (uint64_t)in.rel;
+		bool rel = in.kind == X86_JMP_REL || in.kind == X86_JCC_REL || in.kind == X86_CALL_REL ||
+		           in.kind == X86_LOOP_REL || in.kind == X86_XBEGIN;
+
+		if (!len)
+			return dpatch_why_at(p, "an instruction the planner does not know at +%llu", rb.len);
+		memcpy(rb.code + rb.len, b + rb.len, len);
+		if (rel && (in.kind == X86_CALL_REL || target < a || target >= end)) {
+			if (in.rel_size != 4 || rb.nrel == RELOCS_MAX)
+				return "a branch lands inside its first bytes, and a short branch leaves it";
+			rb.rel[rb.nrel].at = rb.len + in.rel_off;
+			rb.rel[rb.nrel].end = rb.len + len;
+			rb.rel[rb.nrel++].target = target;
+		} else if (in.rip_off) {
+			if (rb.nrel == RELOCS_MAX)
+				return "a branch lands inside its first bytes, and it has too many references to move";
+			rb.rel[rb.nrel].at = rb.len + in.rip_off;
+			rb.rel[rb.nrel].end = rb.len + len;
+			rb.rel[rb.nrel++].target = at + len + (uint64_t)(int64_t)in.disp;
+		}
+		rb.len += len;
+	}
+	/* what would fall through its end goes on where it did */
+	{
+		static const uint8_t jmp = 0xe9;
+
+		if (!put_rel32(&rb, &jmp, 1, end))
+			return "a branch lands inside its first bytes, and it has too many references to move";
+	}
+	return dpatch_append(p, f, JMP_SIZE, b, &rb);
+}
+
+/* Plans function f, whose next neighbour in the file starts at next: NULL
+ * with it appended to the plan, or the reason it is not. */
+const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next)
+{
+	uint64_t a = f->addr, end = f->addr + f->size;
+	struct reloc_buf rb = { .len = 0 };
+	uint32_t covered = 0, patch_len;
+	size_t avail;
+	const uint8_t *b = dpatch_bytes_at(p, a, &avail);
+	const struct branch *bt;
+
+	if (!b)
+		return "not in an executable segment of the file";
+	while (covered < JMP_SIZE && a + covered < end) {
+		struct x86_insn in;
+		size_t room = (size_t)(end - (a + covered));
+		unsigned len;
+		const char *why;
+
+		if (covered >= avail)
+			return "it runs past the end of its segment";
+		len = x86_insn_decode(b + covered, room < avail - covered ? room : avail - covered, &in);
+		if (!len)
+			return dpatch_why_at(p, "an instruction the planner does not know at +%llu", covered);
+		why = relocate(&rb, b + covered, a + covered, &in, covered + len >= JMP_SIZE);
+		if (why)
+			return why;
+		covered += len;
+	}
+	patch_len = covered < JMP_SIZE ? JMP_SIZE : covered;
+	if (patch_len > avail || patch_len > LP_PLAN_ORIG_MAX)
+		return "too short for a jump, at the end of its segment";
+	bt = target_inside(p, a, a + patch_len);
+	if (bt) {
+		/* a loop of its own whose head is inside those bytes: the whole
+		 * function moves, where its own branches land as before */
+		if (only_own_branches(p, bt, a, JMP_SIZE, end) && next >= a + JMP_SIZE && f->size <= WHOLE_MAX &&
+		    f->size <= avail)
+			return plan_whole(p, f, b);
+		return dpatch_why_at(p, "a branch lands at +%llu, inside the bytes a jump would replace",
+		                     bt->target - a);
+	}
+	if (next < a + patch_len)
+		return covered < JMP_SIZE ? "too short for a jump, and another function follows at once"
+		                          : "another symbol starts inside its first instructions";
+	if (covered < JMP_SIZE) {
+		/* the function ended (its last instruction does not fall
+		 * through): what follows is padding, never run */
+		if (rb.len + 1 > CODE_MAX)
+			return "its first instructions grow too long when moved";
+		rb.code[rb.len++] = 0xcc;
+	} else {
+		static const uint8_t jmp = 0xe9;
+
+		if (!put_rel32(&rb, &jmp, 1, a + covered))
+			return "its first instructions grow too long when moved";
+	}
+	return dpatch_append(p, f, patch_len, b, &rb);
+}
