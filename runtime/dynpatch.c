@@ -9,10 +9,11 @@
  * there back into the function.  On return, the exit gate runs and the
  * real return address is taken back from the thread's frame stack.
  *
- * The plan is applied in the constructor, before any of the program's code
- * runs and while no other thread exists, so that no thread can be in the
- * middle of bytes being replaced.  A function whose bytes in memory are not
- * the plan's is left alone. */
+ * A plan is applied in the constructor, before any of the program's code
+ * runs and while no other thread exists, and to a library in the dlopen
+ * that loaded it, before the call returns: no thread has been in the bytes
+ * being replaced.  A function whose bytes in memory are not the plan's is
+ * left alone. */
 #include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
