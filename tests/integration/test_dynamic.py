@@ -267,6 +267,72 @@ def shapes(lp, tmp, backend):
               "record says why", r.stderr)
 
 
+EDGES = r"""
+#include "prog.h"
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+/* a vfork child that calls traced functions in its parent's memory, then
+ * execs; a signal handler on an alternate stack that leaves by siglongjmp */
+static sigjmp_buf jb;
+static char altstack[65536];
+COUNTED int helper(int x) { BARRIER(); return x * 2; }
+COUNTED void child_path(void) { helper(3); execl("/bin/true", "true", (char *)NULL); _exit(127); }
+COUNTED int spawn(void)
+{
+	int st;
+	pid_t p = vfork();
+	if (p == 0)
+		child_path();
+	waitpid(p, &st, 0);
+	return WEXITSTATUS(st);
+}
+COUNTED void handler_work(void) { siglongjmp(jb, 1); }
+COUNTED void handler(int s) { (void)s; handler_work(); }
+COUNTED int round_trip(void)
+{
+	if (sigsetjmp(jb, 1))
+		return 1;
+	raise(SIGUSR1);
+	return 0;
+}
+int main(void)
+{
+	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
+	struct sigaction sa;
+	int r = 0, n = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_ONSTACK;
+	sigaltstack(&ss, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int i = 0; i < 5; i++)
+		r += spawn();
+	for (int i = 0; i < 20; i++)
+		n += round_trip();
+	printf("%d %d %d\n", r, n, helper(4));
+	return 0;
+}
+"""
+
+
+@needs(patch_missing, "patch edges")
+def group_patch_edges(lp, tmp):
+    """A vfork child calling patched functions before its exec, and a signal
+    handler on an alternate stack leaving by siglongjmp: the program's
+    output and exit status as without tracing, every call counted."""
+    prog = build_c(tmp, "edges", EDGES)
+    out = os.path.join(tmp, "edges.t")
+    r = lp("record", "-q", *PATCH, "-o", out, "--", prog)
+    check(r.returncode == 0 and r.stdout == "0 20 8\n", "edges: exit 0, the program's output", r.stdout + r.stderr)
+    c = calls(lp, out) if r.returncode == 0 else {}
+    check(c == {"main": 1, "spawn": 5, "child_path": 5, "helper": 6, "round_trip": 20, "handler": 20,
+                "handler_work": 20}, "edges: every call counted", c)
+
+
 @needs(uprobes_missing, "uprobe shapes")
 def group_shapes(lp, tmp):
     shapes(lp, tmp, UPROBE)
@@ -601,6 +667,7 @@ GROUPS = {
     "patch_refuse": group_patch_refuse,
     "patch_memory": group_patch_memory,
     "patch_libcalls": group_patch_libcalls,
+    "patch_edges": group_patch_edges,
     "programs": group_programs,
     "shapes": group_shapes,
     "select": group_select,
