@@ -103,14 +103,15 @@ struct session {
 	 * reaps the program: the agent must not wait for it, and learns of
 	 * its end from systrace_exited */
 	struct systrace *st;
-	struct ktrace *kt;     /* kernel events, or NULL */
-	struct uprobes *up;    /* the dynamic tracer (START's `dynamic`), or NULL */
-	struct dpatch *dp;     /* or its patch plan, in-process patching */
-	char up_err[600];      /* why its probes could not be opened on the program */
-	bool ksystem;          /* with kt: other processes' too (kernel_system) */
-	char kernel_warn[300]; /* events left out of the default set, for the host */
-	struct sysdrain feed;  /* the tracer's records into the drain (feed.on: tracing on) */
-	char sys_why[300];     /* the backend chosen and why, for the host */
+	struct ktrace *kt;       /* kernel events, or NULL */
+	struct uprobes *up;      /* the dynamic tracer (START's `dynamic`), or NULL */
+	struct dpatch *dp;       /* or its patch plan, in-process patching */
+	uint32_t plans_answered; /* requests for plans answered (drain_plan_wants) */
+	char up_err[600];        /* why its probes could not be opened on the program */
+	bool ksystem;            /* with kt: other processes' too (kernel_system) */
+	char kernel_warn[300];   /* events left out of the default set, for the host */
+	struct sysdrain feed;    /* the tracer's records into the drain (feed.on: tracing on) */
+	char sys_why[300];       /* the backend chosen and why, for the host */
 	enum session_mem_state mem;
 	struct memopts mem_opts; /* started ones: what START asked */
 };

@@ -105,6 +105,13 @@ static void on_collect(void *ctx)
 		ktrace_poll(s->kt);
 	if (s->up)
 		uprobes_poll(s->up);
+	/* a process whose executable has no plan (exec'd) asks for one: the
+	 * agent plans only the program it started, and says so at once */
+	if (s->dp && drain_plan_wants(s->drain) != s->plans_answered) {
+		s->plans_answered = drain_plan_wants(s->drain);
+		dpatch_serve(s->dp, NULL, s->dir, 0);
+		drain_plan_answered(s->drain, s->plans_answered);
+	}
 }
 
 /* Opens the kernel tracer for s before its program starts.  Returns 0 or

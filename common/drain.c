@@ -1390,6 +1390,16 @@ void drain_set_plans(struct drain *d, uint32_t n)
 	atomic_store_explicit((_Atomic uint32_t *)&d->control->plans, n, memory_order_release);
 }
 
+uint32_t drain_plan_wants(struct drain *d)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&d->control->plan_wants, memory_order_acquire);
+}
+
+void drain_plan_answered(struct drain *d, uint32_t tickets)
+{
+	atomic_store_explicit((_Atomic uint32_t *)&d->control->plan_answers, tickets, memory_order_release);
+}
+
 void drain_set_eager(struct drain *d)
 {
 	atomic_fetch_or_explicit((_Atomic uint32_t *)&d->control->flags, LP_CTL_EAGER, memory_order_release);

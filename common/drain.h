@@ -166,6 +166,11 @@ void drain_set_eager(struct drain *d);
 /* n patch plans are in the session (record --dynamic): the runtime reads
  * plan.0 to plan.<n-1>.  Before the program starts. */
 void drain_set_plans(struct drain *d, uint32_t n);
+/* The tickets of processes that asked for a plan of their executable so
+ * far (their requests are in the session before they take one), and the
+ * drain's answer: every ticket up to `tickets` answered. */
+uint32_t drain_plan_wants(struct drain *d);
+void drain_plan_answered(struct drain *d, uint32_t tickets);
 /* Removes the source filters: every call is recorded again. */
 void drain_clear_filters(struct drain *d);
 /* A syscall entry or exit of thread `tid` of process `pid` (ns: CLOCK_MONOTONIC;

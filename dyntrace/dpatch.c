@@ -1,4 +1,5 @@
 /* The patch plan (see dpatch.h). */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -545,9 +546,94 @@ static void file_stats(struct dpatch *head, struct dpatch *p, struct uprobes_sta
 	}
 }
 
+/* One request: "DEV INO PATH".  Returns a plan for it, or NULL with the
+ * reason in err ("" when there is nothing to do: a plan is there); the
+ * path it names in what (for the reason). */
+static struct dpatch *serve_one(struct dpatch *p, const struct uprobes_config *cfg, int dirfd, const char *name,
+                                char *what, size_t whatlen, char *err, size_t errlen)
+{
+	char buf[4200], *path;
+	unsigned long long dev, ino;
+	struct uprobes_config xc = *cfg;
+	struct dpatch *x;
+	ssize_t n;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	err[0] = '\0';
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	unlinkat(dirfd, name, 0);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (sscanf(buf, "%llu %llu", &dev, &ino) != 2 || !(path = strchr(buf, '/')))
+		return NULL;
+	snprintf(what, whatlen, "%s", path);
+	if (!cfg) {
+		snprintf(err, errlen, "a program it execs is planned by record only");
+		return NULL;
+	}
+	for (struct dpatch *q = p; q; q = q->next)
+		if (q->dev == dev && q->ino == ino)
+			return NULL;
+	xc.path = path;
+	xc.nlibs = 0;
+	x = file_open(&xc, false, err, errlen);
+	if (x && (x->dev != dev || x->ino != ino)) {
+		snprintf(err, errlen, "the file was replaced");
+		dpatch_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+unsigned dpatch_serve(struct dpatch *p, const struct uprobes_config *cfg, const char *session, unsigned nplans)
+{
+	int dirfd = open(session, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dirfd < 0 ? NULL : fdopendir(dirfd);
+	struct dirent *de;
+	struct dpatch *tail = p;
+
+	if (!d) {
+		if (dirfd >= 0)
+			close(dirfd);
+		return nplans;
+	}
+	while (tail->next)
+		tail = tail->next;
+	while ((de = readdir(d))) {
+		char err[600], what[4200] = "";
+		struct dpatch *x;
+
+		if (strncmp(de->d_name, LP_PLAN_WANT_NAME ".", sizeof(LP_PLAN_WANT_NAME)))
+			continue;
+		x = serve_one(p, cfg, dirfd, de->d_name, what, sizeof(what), err, sizeof(err));
+		if (x && nplans < LP_PLAN_FILES_MAX && file_write(x, session, nplans, err, sizeof(err)) == 0) {
+			tail->next = x;
+			tail = x;
+			nplans++;
+			continue;
+		}
+		if (x && !err[0])
+			snprintf(err, sizeof(err), "more than %u files to patch", LP_PLAN_FILES_MAX);
+		if (err[0] && p->nxs < DPATCH_EXEC_FAILS_MAX) {
+			p->xs[p->nxs].name = strdup(what);
+			p->xs[p->nxs].why = strdup(err);
+			if (p->xs[p->nxs].name && p->xs[p->nxs].why)
+				p->nxs++;
+		}
+		dpatch_free(x);
+	}
+	closedir(d);
+	return nplans;
+}
+
 void dpatch_get_stats(struct dpatch *p, struct uprobes_stats *st, bool *applied)
 {
-	size_t n = 0;
+	size_t n = p->nxs;
 
 	memset(st, 0, sizeof(*st));
 	*applied = false;
@@ -565,6 +651,8 @@ void dpatch_get_stats(struct dpatch *p, struct uprobes_stats *st, bool *applied)
 		if (!q->lib || q == p)
 			*applied |= a;
 	}
+	for (size_t i = 0; i < p->nxs; i++)
+		p->all[p->nall++] = p->xs[i];
 	st->skipped = p->all;
 	st->nskipped = p->nall;
 }
@@ -575,6 +663,10 @@ void dpatch_free(struct dpatch *p)
 		return;
 	dpatch_free(p->next);
 	free(p->all);
+	for (size_t i = 0; i < p->nxs; i++) {
+		free((char *)p->xs[i].name);
+		free((char *)p->xs[i].why);
+	}
 	if (p->map)
 		munmap((void *)p->map, p->map_size);
 	for (size_t i = 0; i < p->nowned; i++)

@@ -30,9 +30,17 @@ bool dpatch_supported(void);
  * file, a static or C++ (exceptions) program, no function chosen, none
  * that can be patched. */
 struct dpatch *dpatch_open(const struct uprobes_config *cfg, char *err, size_t errlen);
-/* Writes the plan into the session directory (created exclusively), where
- * the program's runtime finds it.  Returns 0 or -errno with err set. */
+/* Writes the plans (plan.0, plan.1, ...) into the session directory
+ * (created exclusively), where the program's runtime finds them.  Returns
+ * their number, or -errno with err set. */
 int dpatch_write(struct dpatch *p, const char *session, char *err, size_t errlen);
+/* Answers the processes that asked for a plan of their executable (one the
+ * program exec'd, that has none): each request (LP_PLAN_WANT_NAME.* in the
+ * session, read and removed) is planned with the program's patterns (cfg;
+ * NULL: none is planned) and written as plan.<nplans>, plan.<nplans + 1>,
+ * ...  Returns the number of plans in the session now.  One that cannot be
+ * planned is told by dpatch_get_stats. */
+unsigned dpatch_serve(struct dpatch *p, const struct uprobes_config *cfg, const char *session, unsigned nplans);
 /* What was planned and, from the statuses the runtime wrote, what was
  * patched: functions (patched), candidates, the skipped functions with
  * their reasons.  `applied` false: no process applied the plan. */

@@ -21,6 +21,9 @@
  * loop becomes 12) and the jump back. */
 #define CODE_MAX (WHOLE_MAX + 16u)
 #define RELOCS_MAX 64u
+/* executables asked for later (exec) that could not be planned, kept to be
+ * told */
+#define DPATCH_EXEC_FAILS_MAX 16u
 
 /* A direct branch of the file: where it lands, and where it is. */
 struct branch {
@@ -58,6 +61,10 @@ struct dpatch {
 	/* the first plan's: every file's skipped functions, for the stats */
 	struct uprobes_skipped *all;
 	size_t nall;
+	/* the first plan's: executables a process asked a plan for that
+	 * could not be planned (path and reason, allocated) */
+	struct uprobes_skipped xs[DPATCH_EXEC_FAILS_MAX];
+	size_t nxs;
 };
 
 /* One function's relocated code, being built. */

@@ -292,7 +292,7 @@ static void on_collect(void *ctx)
 	if (rec->kt)
 		ktrace_poll(rec->kt);
 	if (rec->dyn.on)
-		recdyn_poll(&rec->dyn);
+		recdyn_poll(&rec->dyn, rec->d, rec->session);
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed

@@ -98,8 +98,10 @@ int recdyn_session(struct recdyn *rd, struct drain *d, const char *session, char
 {
 	int n = rd->dp ? dpatch_write(rd->dp, session, err, errlen) : 0;
 
-	if (n > 0)
+	if (n > 0) {
 		drain_set_plans(d, (uint32_t)n);
+		rd->nplans = (unsigned)n;
+	}
 	return n < 0 ? n : 0;
 }
 
@@ -120,10 +122,22 @@ int recdyn_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
 	return r;
 }
 
-void recdyn_poll(struct recdyn *rd)
+void recdyn_poll(struct recdyn *rd, struct drain *d, const char *session)
 {
+	uint32_t wants;
+
 	if (rd->up)
 		uprobes_poll(rd->up);
+	if (!rd->dp || !d)
+		return;
+	/* a process whose executable has no plan (exec'd) waits for one */
+	wants = drain_plan_wants(d);
+	if (wants == rd->answered)
+		return;
+	rd->nplans = dpatch_serve(rd->dp, &rd->cfg, session, rd->nplans);
+	drain_set_plans(d, rd->nplans);
+	drain_plan_answered(d, wants);
+	rd->answered = wants;
 }
 
 void recdyn_finish(struct recdyn *rd)

@@ -27,6 +27,8 @@ struct recdyn {
 	struct uprobes_config cfg;
 	struct uprobes *up;
 	struct dpatch *dp; /* the patch backend's plan: the other backend is NULL */
+	unsigned nplans;   /* plans in the session */
+	uint32_t answered; /* requests for plans answered (drain_plan_wants) */
 	char err[600];     /* why the probes could not be opened on the program */
 };
 
@@ -51,7 +53,9 @@ int recdyn_session(struct recdyn *rd, struct drain *d, const char *session, char
 int recdyn_held(void *ctx, pid_t pid);
 /* The same for the syscall tracer's spawn (systrace_config.held). */
 int recdyn_held_sys(void *ctx, pid_t pid, char *err, size_t errlen);
-void recdyn_poll(struct recdyn *rd);
+/* The probes' records; and the plans processes ask for (patch backend: an
+ * executable the program exec'd), into the session of drain d. */
+void recdyn_poll(struct recdyn *rd, struct drain *d, const char *session);
 /* The last records, before the drain ends its streams. */
 void recdyn_finish(struct recdyn *rd);
 /* Warnings (functions not traced, records lost) and, with verbose, a

@@ -19,12 +19,14 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -503,7 +505,7 @@ static LP_NOINSTR void plans_load(void)
 {
 	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&lp_proc.control->plans, memory_order_acquire);
 
-	for (unsigned k = 0; k < n && k < LP_PLAN_FILES_MAX; k++) {
+	for (unsigned k = nplans; k < n && k < LP_PLAN_FILES_MAX; k++) {
 		char path[4096];
 		struct stat st;
 		void *map;
@@ -534,7 +536,8 @@ static LP_NOINSTR void plans_load(void)
 
 /* A loaded object a plan is for, not yet patched. */
 struct dynmatch {
-	unsigned objects; /* seen so far: the first is the program */
+	unsigned objects;  /* seen so far: the first is the program */
+	bool main_planned; /* a plan is the program's */
 	unsigned n;
 	struct {
 		unsigned plan;
@@ -565,6 +568,8 @@ static LP_NOINSTR int object_match(struct dl_phdr_info *info, size_t size, void 
 
 		if ((uint64_t)st.st_dev != h->dev || (uint64_t)st.st_ino != h->ino)
 			continue;
+		if (dm->objects == 1)
+			dm->main_planned = true;
 		for (unsigned i = 0; i < napplied; i++)
 			if (applied[i].plan == k && applied[i].bias == info->dlpi_addr) {
 				applied[i].seen = true;
@@ -578,7 +583,8 @@ static LP_NOINSTR int object_match(struct dl_phdr_info *info, size_t size, void 
 	return 0;
 }
 
-LP_NOINSTR void lp_dynpatch_scan(void)
+/* Applies the plans to what is loaded; true when one is the program's. */
+static LP_NOINSTR bool scan(void)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct dynmatch dm = { .n = 0 };
@@ -586,7 +592,7 @@ LP_NOINSTR void lp_dynpatch_scan(void)
 	int saved = errno; /* after dlopen and dlclose: theirs, not ours */
 
 	if (!nplans)
-		return;
+		return false;
 	pthread_mutex_lock(&lock);
 	for (unsigned i = 0; i < napplied; i++)
 		applied[i].seen = false;
@@ -604,17 +610,70 @@ LP_NOINSTR void lp_dynpatch_scan(void)
 	}
 	pthread_mutex_unlock(&lock);
 	errno = saved;
+	return dm.main_planned;
+}
+
+LP_NOINSTR void lp_dynpatch_scan(void)
+{
+	scan();
+}
+
+/* This process's executable has no plan (the program exec'd it): the
+ * drain is asked for one (LP_PLAN_WANT_NAME in struct lp_control), and
+ * waited for, at most LP_PLAN_WAIT_MS, less when the drain is gone. */
+static LP_NOINSTR bool plan_request(void)
+{
+	_Atomic uint32_t *answers = (_Atomic uint32_t *)&lp_proc.control->plan_answers;
+	char exe[4096], path[4096], line[4200];
+	struct timespec pause = { 0, 1000000 };
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct stat st;
+	uint32_t ticket;
+	int fd, len;
+
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	if (exe[0] != '/' || stat(exe, &st) ||
+	    (size_t)snprintf(path, sizeof(path), "%s/" LP_PLAN_WANT_NAME ".%d", lp_proc.session_dir, (int)getpid()) >=
+	        sizeof(path))
+		return false;
+	len = snprintf(line, sizeof(line), "%llu %llu %s\n", (unsigned long long)st.st_dev,
+	               (unsigned long long)st.st_ino, exe);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	n = write(fd, line, (size_t)len);
+	close(fd);
+	if (n != len)
+		return false;
+	ticket =
+	    atomic_fetch_add_explicit((_Atomic uint32_t *)&lp_proc.control->plan_wants, 1, memory_order_acq_rel) + 1;
+	for (unsigned waited = 0; waited < LP_PLAN_WAIT_MS; waited++) {
+		if ((int32_t)(atomic_load_explicit(answers, memory_order_acquire) - ticket) >= 0)
+			return true;
+		if (waited % 50 == 49 && lp_proc.control->drain_pid && kill((pid_t)lp_proc.control->drain_pid, 0) &&
+		    errno == ESRCH)
+			return false;
+		nanosleep(&pause, NULL);
+	}
+	return false;
 }
 
 LP_NOINSTR void lp_dynpatch_apply(void)
 {
 	static bool done;
+	int saved = errno;
 
 	if (done || !lp_proc.session_dir || !lp_proc.control || !lp_proc.control->plans)
 		return;
 	done = true;
 	plans_load();
-	lp_dynpatch_scan();
+	if (!scan() && plan_request()) {
+		plans_load();
+		scan();
+	}
+	errno = saved;
 }
 
 #else

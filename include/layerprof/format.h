@@ -80,9 +80,16 @@ struct lp_control {
 	uint32_t max_depth;  /* record calls up to this depth; 0: any */
 	uint32_t filter_gen; /* bumped when the filter file changes */
 	uint64_t min_raw;    /* record calls at least this long, in clock units; 0: all */
-	uint32_t plans;      /* patch plans in the session (LP_PLAN_NAME), set before
-	                      * the program starts */
-	uint8_t pad[12];
+	uint32_t plans;      /* patch plans in the session (LP_PLAN_NAME): set before
+	                      * the program starts, grown by the answers below */
+	/* a process whose executable has no plan (one the program exec'd)
+	 * writes LP_PLAN_WANT_NAME.<its ticket> with its executable's path
+	 * and takes a ticket (atomic add to plan_wants); the drain plans the
+	 * file, then sets plan_answers to the tickets it has answered (a plan
+	 * made or not): the process waits for that, at most LP_PLAN_WAIT_MS */
+	uint32_t plan_wants;
+	uint32_t plan_answers;
+	uint8_t pad[4];
 	/* What a producer does when its ring has no room (enum lp_ring_full),
 	 * and what it needs to know to wait without waiting forever.  On a
 	 * cache line of its own: drain_beat changes on every poll. */
@@ -210,6 +217,8 @@ struct lp_filter_file {
  * in `status`, which the recorder reports. */
 #define LP_PLAN_NAME "plan" /* plan.0 (the program), plan.1, ... (libraries) */
 #define LP_PLAN_FILES_MAX 16u
+#define LP_PLAN_WANT_NAME "want"
+#define LP_PLAN_WAIT_MS 2000u
 #define LP_PLAN_APPLIED_MAX 64u   /* objects patched at once in a process */
 #define LP_PLAN_MAGIC 0x4c50504eu /* "LPPN" */
 #define LP_PLAN_VERSION 1u

@@ -33,8 +33,6 @@ LEFT_OUT = {
     "killme": "timing-dependent (the programs group leaves it out too)",
     "busy": "timing-dependent (the programs group leaves it out too)",
     "busy_threads": "timing-dependent (the programs group leaves it out too)",
-    "execer_target": "a second program's functions: --dynamic probes the program it starts",
-    "spawner_spawn": "a second program's functions: --dynamic probes the program it starts",
 }
 
 # Patterns for the scenarios whose functions live in shared libraries (the
@@ -53,6 +51,8 @@ BACKEND_LEFT_OUT = {
     "uprobe": {
         "dlopen": "a shared library's functions: the patch backend traces them",
         "dlopen_keep": "a shared library's functions: the patch backend traces them",
+        "execer_target": "a second program's functions: the uprobe backend probes the program it starts",
+        "spawner_spawn": "a second program's functions: the uprobe backend probes the program it starts",
         "exceptions": "C++ exceptions: the uprobe backend refuses such programs (its refuse group checks it)",
         "templates": "C++ with exception tables: the uprobe backend refuses such programs",
     },
