@@ -554,7 +554,7 @@ static struct dpatch *serve_one(struct dpatch *p, const struct uprobes_config *c
 {
 	char buf[4200], *path;
 	unsigned long long dev, ino;
-	struct uprobes_config xc = *cfg;
+	struct uprobes_config xc;
 	struct dpatch *x;
 	ssize_t n;
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -579,6 +579,7 @@ static struct dpatch *serve_one(struct dpatch *p, const struct uprobes_config *c
 	for (struct dpatch *q = p; q; q = q->next)
 		if (q->dev == dev && q->ino == ino)
 			return NULL;
+	xc = *cfg;
 	xc.path = path;
 	xc.nlibs = 0;
 	x = file_open(&xc, false, err, errlen);
