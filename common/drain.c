@@ -20,6 +20,7 @@
 #include "common/drain.h"
 #include "common/drain_impl.h"
 #include "common/encoder.h"
+#include "common/libcsig.h"
 #include "common/memevent.h"
 #include "common/memfold.h"
 #include "common/sessiondir.h"
@@ -720,6 +721,33 @@ static int scan_dir(struct drain *d)
 
 static void process_exited(struct drain *d, pid_t pid, int status);
 
+/* A patched function's arguments (LP_EXT_ARGS): the pieces of memory
+ * that do not fit are left out. */
+static void decode_args(struct stream *s, uint64_t ns, const uint8_t *p, uint32_t len)
+{
+	struct lp_ext_args h;
+	struct libcsig_args a;
+	size_t at = sizeof(h);
+
+	memcpy(&h, p, sizeof(h));
+	memset(&a, 0, sizeof(a));
+	a.n = h.n < LP_ARGS_MAX ? h.n : LP_ARGS_MAX;
+	memcpy(a.words, h.words, sizeof(a.words));
+	for (uint32_t i = 0; i < h.nmem && a.nmem < LP_ARGS_MAX && at + 2 <= len; i++) {
+		struct libcsig_mem *m = &a.mem[a.nmem];
+
+		m->index = p[at] & ~LP_ARGS_MEM_CUT;
+		m->cut = (p[at] & LP_ARGS_MEM_CUT) != 0;
+		m->len = p[at + 1];
+		m->bytes = p + at + 2;
+		if (at + 2 + m->len > len || m->len > LP_ARGS_MEM_MAX || m->index >= a.n)
+			break;
+		at += 2 + m->len;
+		a.nmem++;
+	}
+	encoder_args(s->enc, ns, h.fn, &a);
+}
+
 static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_t *p, uint32_t len)
 {
 	if (ext != LP_EXT_MEM && ext != LP_EXT_REAPED)
@@ -755,6 +783,13 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 		if (s->d->ops.unmap)
 			s->d->ops.unmap(s->d->ops.ctx, s->ring->image, ns, u.start, u.end);
 		encoder_unmap(s->enc, ns, u.start, u.end);
+	} else if (ext == LP_EXT_ARGS && len >= sizeof(struct lp_ext_args)) {
+		decode_args(s, ns, p, len);
+	} else if (ext == LP_EXT_RETVAL && len >= sizeof(struct lp_ext_retval)) {
+		struct lp_ext_retval r;
+
+		memcpy(&r, p, sizeof(r));
+		encoder_retval(s->enc, ns, r.fn, r.value);
 	} else if (ext == LP_EXT_CALL && len >= sizeof(struct lp_ext_call)) {
 		struct lp_ext_call c;
 		uint64_t entry_ns;

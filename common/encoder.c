@@ -4,6 +4,7 @@
 
 #include "layerprof/format.h"
 #include "common/encoder.h"
+#include "common/libcsig.h"
 #include "common/varint.h"
 
 void encoder_init(struct encoder *e, uint32_t image, uint32_t pid, uint32_t tid)
@@ -50,6 +51,37 @@ static void encoder_xev2(struct encoder *e, uint64_t ns, uint64_t xev, uint64_t 
 void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns)
 {
 	encoder_xev2(e, exit_ns, LP_XEV_CALL, addr, duration_ns);
+}
+
+void encoder_args(struct encoder *e, uint64_t ns, uint64_t fn, const struct libcsig_args *a)
+{
+	uint8_t body[(2 + 2 * LP_ARGS_MAX) * VARINT_MAX + LP_ARGS_MAX * (2 * VARINT_MAX + LP_ARGS_MEM_MAX)];
+	size_t n = varint_put(body, fn);
+	uint32_t nw = a->n < LP_ARGS_MAX ? a->n : LP_ARGS_MAX, nm = a->nmem < LP_ARGS_MAX ? a->nmem : LP_ARGS_MAX;
+
+	n += varint_put(body + n, nw);
+	for (uint32_t i = 0; i < nw; i++)
+		n += varint_put(body + n, a->words[i]);
+	n += varint_put(body + n, nm);
+	for (uint32_t i = 0; i < nm; i++) {
+		const struct libcsig_mem *m = &a->mem[i];
+		uint32_t len = m->len < LP_ARGS_MEM_MAX ? m->len : LP_ARGS_MEM_MAX;
+
+		n += varint_put(body + n, m->index | (m->cut || len < m->len ? LP_ARGS_MEM_CUT : 0u));
+		n += varint_put(body + n, len);
+		memcpy(body + n, m->bytes, len);
+		n += len;
+	}
+	encoder_begin_event(e, ns, LP_EV_EXTENDED, 0);
+	e->len += varint_put(e->buf + e->len, LP_XEV_ARGS);
+	e->len += varint_put(e->buf + e->len, n);
+	memcpy(e->buf + e->len, body, n);
+	e->len += n;
+}
+
+void encoder_retval(struct encoder *e, uint64_t ns, uint64_t fn, uint64_t value)
+{
+	encoder_xev2(e, ns, LP_XEV_RETVAL, fn, value);
 }
 
 void encoder_unmap(struct encoder *e, uint64_t ns, uint64_t start, uint64_t end)

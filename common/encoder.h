@@ -40,6 +40,12 @@ void encoder_lost(struct encoder *e, uint64_t ns, uint64_t count);
 void encoder_longjmp(struct encoder *e, uint64_t ns, uint64_t depth);
 /* A whole call, recorded at its exit (source filters by duration). */
 void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns);
+/* A patched function's arguments (after its entry) and return value
+ * (before its exit): LP_XEV_ARGS and LP_XEV_RETVAL.  a's memory pieces
+ * over LP_ARGS_MEM_MAX bytes are cut. */
+struct libcsig_args;
+void encoder_args(struct encoder *e, uint64_t ns, uint64_t fn, const struct libcsig_args *a);
+void encoder_retval(struct encoder *e, uint64_t ns, uint64_t fn, uint64_t value);
 /* An executable segment given by an earlier encoder_map is unmapped. */
 void encoder_unmap(struct encoder *e, uint64_t ns, uint64_t start, uint64_t end);
 /* Strings over LP_STRING_MAX and frames over 256 are cut. */

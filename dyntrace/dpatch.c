@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dyntrace/dpatch_impl.h"
+#include "common/libcsig.h"
 
 /* The ELF machine of the programs this build patches: its own. */
 static uint16_t dpatch_machine(void)
@@ -154,6 +155,7 @@ static int plan_libcalls(struct dpatch *p)
 {
 	for (size_t i = 0; i < p->es->nplt; i++) {
 		const struct elfsyms_plt *s = &p->es->plt[i];
+		const struct libcsig *sig;
 		struct elfsyms_fn f = { .addr = s->stub, .size = (s->flags & ELFSYMS_PLT_GOT) ? 8 : 16 };
 		char *name;
 		const char *why = NULL;
@@ -177,6 +179,8 @@ static int plan_libcalls(struct dpatch *p)
 			why = plan_function(p, &f, next_function(p, f.addr + 1));
 		if (why)
 			skip(p, name, why);
+		else if ((sig = libcsig_find(s->name)))
+			p->fn[p->nfn - 1].args = libcsig_plan(sig);
 	}
 	return 0;
 }

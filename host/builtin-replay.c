@@ -30,22 +30,32 @@ static const char replay_usage[] =
     "\"[sys] name(args) = result\"; heap operations (record --memory) as\n"
     "\"[mem] malloc(48) = 0x...  caller\"; kernel events (record --kernel) as\n"
     "\"[kernel] sched_switch: ...\", those during a system call under its line.\n"
+    "The C library calls of record --libcalls show their arguments and result,\n"
+    "as \"write@plt(1, \"hi\\n\", 3) = 3\".\n"
     "\n"
     "      --format FMT      text (default) or json (one object per thread with\n"
     "                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
     "\n"
     "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
 
+#define REPLAY_ARGS_MAX 512u
+
 struct pending {
 	bool set;
 	uint64_t ns, addr;
 	uint32_t depth;
 	unsigned flags;
+	bool has_args; /* --libcalls: the call's arguments, formatted */
+	char args[REPLAY_ARGS_MAX];
 };
 
 struct rstream {
 	FILE *f;
 	struct pending p;
+	/* the return value of the call of ret_addr whose exit comes next */
+	bool has_ret;
+	uint64_t ret_addr;
+	char ret[64];
 	uint64_t events;
 	/* kernel events during the syscall under way: printed after it, whose
 	 * line comes at its exit */
@@ -93,7 +103,7 @@ static void time_col(const struct replay *rp, uint64_t ns, char *buf, size_t siz
 }
 
 static void put_json_event(struct replay *rp, struct walk_stream *s, const char *type, uint64_t ns, uint64_t addr,
-                           uint32_t depth, int64_t dur, unsigned flags)
+                           uint32_t depth, int64_t dur, unsigned flags, const char *args, const char *ret)
 {
 	struct rstream *rs = s->user;
 	char name[1024];
@@ -108,6 +118,14 @@ static void put_json_event(struct replay *rp, struct walk_stream *s, const char 
 		fputs(",\"unfinished\":true", rs->f);
 	if (flags & FILTER_INHERITED)
 		fputs(",\"inherited\":true", rs->f);
+	if (args) {
+		fputs(",\"args\":", rs->f);
+		json_write_string(rs->f, args);
+	}
+	if (ret) {
+		fputs(",\"ret\":", rs->f);
+		json_write_string(rs->f, ret);
+	}
 	fputc('}', rs->f);
 	rs->events++;
 }
@@ -133,14 +151,18 @@ static void flush_pending(struct replay *rp, struct walk_stream *s)
 		return;
 	rs->p.set = false;
 	if (rp->json) {
-		put_json_event(rp, s, "entry", rs->p.ns, rs->p.addr, rs->p.depth, -1, rs->p.flags);
+		put_json_event(rp, s, "entry", rs->p.ns, rs->p.addr, rs->p.depth, -1, rs->p.flags,
+		               rs->p.has_args ? rs->p.args : NULL, NULL);
 		return;
 	}
 	time_col(rp, rs->p.ns, t, sizeof(t));
 	walk_name(&rp->w, s->image, rs->p.addr, name, sizeof(name));
 	indent = options_indent(rs->p.depth, mark, sizeof(mark));
-	fprintf(rs->f, "%14s %12s | %*s%s%s%s {%s\n", t, "", indent, "", mark, name, call_parens(name),
-	        rs->p.flags & FILTER_INHERITED ? "   /* entered before fork */" : "");
+	if (rs->p.has_args)
+		fprintf(rs->f, "%14s %12s | %*s%s%s(%s) {\n", t, "", indent, "", mark, name, rs->p.args);
+	else
+		fprintf(rs->f, "%14s %12s | %*s%s%s%s {%s\n", t, "", indent, "", mark, name, call_parens(name),
+		        rs->p.flags & FILTER_INHERITED ? "   /* entered before fork */" : "");
 }
 
 static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
@@ -156,6 +178,45 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 	rs->p.addr = addr;
 	rs->p.depth = depth;
 	rs->p.flags = flags;
+	rs->p.has_args = false;
+}
+
+/* The arguments of the call just entered: kept with its pending line. */
+static void on_args(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, const struct libcsig_args *a)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	const struct libcsig *sig;
+	char name[1024];
+
+	(void)ns;
+	if (!rs || !rs->p.set || rs->p.addr != addr)
+		return;
+	walk_name(&rp->w, s->image, addr, name, sizeof(name));
+	sig = libcsig_find(name);
+	if (!sig)
+		return;
+	libcsig_format_args(sig, a, 64, rs->p.args, sizeof(rs->p.args));
+	rs->p.has_args = true;
+}
+
+/* The return value of the call whose exit comes next. */
+static void on_retval(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint64_t value)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	const struct libcsig *sig;
+	char name[1024];
+
+	(void)ns;
+	if (!rs)
+		return;
+	walk_name(&rp->w, s->image, addr, name, sizeof(name));
+	sig = libcsig_find(name);
+	rs->has_ret = sig && sig->ret != 'v';
+	rs->ret_addr = addr;
+	if (rs->has_ret)
+		libcsig_format_ret(sig, value, 64, rs->ret, sizeof(rs->ret));
 }
 
 static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
@@ -165,27 +226,39 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	struct rstream *rs = s->user;
 	char t[32], d[32], name[1024], mark[32];
 	const char *note = flags & FILTER_UNFINISHED ? " (no exit)" : "";
+	char ret[80] = "";
+	bool has_ret;
 	int indent;
 
 	if (!rs)
 		return;
+	has_ret = rs->has_ret && rs->ret_addr == addr;
+	rs->has_ret = false;
 	if (rp->json) {
 		flush_pending(rp, s);
-		put_json_event(rp, s, "exit", ns, addr, depth, (int64_t)(ns - entry_ns), flags);
+		put_json_event(rp, s, "exit", ns, addr, depth, (int64_t)(ns - entry_ns), flags, NULL,
+		               has_ret ? rs->ret : NULL);
 		return;
 	}
+	if (has_ret)
+		snprintf(ret, sizeof(ret), " = %s", rs->ret);
 	options_format_duration(ns - entry_ns, d, sizeof(d));
 	walk_name(&rp->w, s->image, addr, name, sizeof(name));
 	indent = options_indent(depth, mark, sizeof(mark));
 	if (rs->p.set && rs->p.depth == depth && rs->p.addr == addr) {
 		rs->p.set = false;
 		time_col(rp, entry_ns, t, sizeof(t));
-		fprintf(rs->f, "%14s %12s | %*s%s%s%s;%s\n", t, d, indent, "", mark, name, call_parens(name), note);
+		if (rs->p.has_args)
+			fprintf(rs->f, "%14s %12s | %*s%s%s(%s)%s;%s\n", t, d, indent, "", mark, name, rs->p.args, ret,
+			        note);
+		else
+			fprintf(rs->f, "%14s %12s | %*s%s%s%s%s;%s\n", t, d, indent, "", mark, name, call_parens(name),
+			        ret, note);
 		return;
 	}
 	flush_pending(rp, s);
 	time_col(rp, ns, t, sizeof(t));
-	fprintf(rs->f, "%14s %12s | %*s%s} /* %s */%s\n", t, d, indent, "", mark, name, note);
+	fprintf(rs->f, "%14s %12s | %*s%s}%s /* %s */%s\n", t, d, indent, "", mark, ret, name, note);
 }
 
 static void on_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t count)
@@ -458,6 +531,8 @@ int cmd_replay(int argc, char **argv)
 		                .entry = on_entry,
 		                .exit = on_exit_ev,
 		                .lost = on_lost,
+		                .args = on_args,
+		                .retval = on_retval,
 		                .syscall = on_syscall,
 		                .mem = on_mem,
 		                .kernel = on_kernel,

@@ -26,6 +26,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +58,7 @@
 struct lp_dynrec {
 	uintptr_t fn;   /* the function's entry, as the gates name it */
 	uintptr_t cont; /* its relocated first instructions */
+	uintptr_t args; /* lp_plan_func.args */
 };
 
 /* arch/<arch>/dyntramp.S (lp_dyn_return: runtime.h) */
@@ -96,6 +98,108 @@ static LP_NOINSTR bool frames_get(struct lp_thread *t)
 	return true;
 }
 
+/* Where the common paths keep the registers (arch/<arch>/dyntramp.S), by
+ * the stack pointer at the function's entry: integer argument k, and the
+ * return value register. */
+#if defined(__x86_64__)
+static const int8_t arg_slot[LP_ARGS_MAX] = { -2, -3, -4, -5, -6, -7 }; /* rdi rsi rdx rcx r8 r9 */
+#define DYN_RET_SLOT (-1)                                            /* rax, below the return slot */
+#else
+static const int8_t arg_slot[LP_ARGS_MAX] = { -26, -25, -24, -23, -22, -21 }; /* x0-x5 */
+#define DYN_RET_SLOT (-18)                                                 /* x0 */
+#endif
+
+/* Up to max bytes at a in the process, without faulting: the reader is
+ * the kernel (an address the program passes to a system call need not be
+ * mapped).  The piece on a page beyond an unmapped one is not read.
+ * Returns the bytes read. */
+static LP_NOINSTR size_t mem_read(struct lp_thread *t, uintptr_t a, uint8_t *buf, size_t max)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), split = (a | (page - 1)) + 1;
+	struct iovec local = { buf, max }, remote[2] = { { (void *)a, max }, { NULL, 0 } };
+	ssize_t n;
+
+	if (!a || split - a < max) {
+		if (!a)
+			return 0;
+		remote[0].iov_len = split - a;
+		remote[1].iov_base = (void *)split;
+		remote[1].iov_len = max - (split - a);
+	}
+	n = process_vm_readv((pid_t)t->ring->pid, &local, 1, remote, remote[1].iov_len ? 2 : 1, 0);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* The arguments of the call just entered (LP_EXT_ARGS), and the memory
+ * its string and buffer arguments point to.  Returns whether they were
+ * written (the return value then goes before the exit). */
+static LP_NOINSTR uintptr_t args_put(struct lp_thread *t, const struct lp_dynrec *r, uintptr_t sp)
+{
+	uint8_t rec[sizeof(struct lp_ext_args) + LP_ARGS_MAX * (2 + LP_ARGS_MEM_MAX)];
+	struct lp_ext_args h;
+	uint32_t n = LP_PLAN_ARGS_N(r->args) < LP_ARGS_MAX ? LP_PLAN_ARGS_N(r->args) : LP_ARGS_MAX;
+	size_t at = sizeof(h);
+	int saved = errno;
+
+	memset(&h, 0, sizeof(h));
+	h.fn = r->fn;
+	h.n = (uint8_t)n;
+	for (uint32_t k = 0; k < n; k++)
+		h.words[k] = ((const uintptr_t *)sp)[arg_slot[k]];
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t kind = LP_PLAN_ARG_KIND(r->args, k);
+		uint8_t buf[LP_ARGS_MEM_MAX + 1];
+		size_t want = LP_ARGS_MEM_MAX + 1, got, len;
+		bool cut;
+
+		if (kind == LP_ARG_BUF && k + 1 < n)
+			want = h.words[k + 1] < want ? (size_t)h.words[k + 1] : want;
+		else if (kind != LP_ARG_STR)
+			continue;
+		got = mem_read(t, (uintptr_t)h.words[k], buf, want);
+		if (kind == LP_ARG_STR) {
+			uint8_t *nul = memchr(buf, 0, got);
+
+			if (!got)
+				continue;
+			len = nul ? (size_t)(nul - buf) : got < LP_ARGS_MEM_MAX ? got : LP_ARGS_MEM_MAX;
+			cut = !nul;
+		} else {
+			if (!got && want)
+				continue;
+			len = got < LP_ARGS_MEM_MAX ? got : LP_ARGS_MEM_MAX;
+			cut = len < h.words[k + 1];
+		}
+		rec[at] = (uint8_t)(k | (cut ? LP_ARGS_MEM_CUT : 0u));
+		rec[at + 1] = (uint8_t)len;
+		memcpy(rec + at + 2, buf, len);
+		at += 2 + len;
+		h.nmem++;
+	}
+	memcpy(rec, &h, sizeof(h));
+	errno = saved;
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	lp_ring_put_ext(t, LP_EXT_ARGS, rec, at);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+	return (r->args & LP_PLAN_ARGS_RET) != 0;
+}
+
+/* The return value of fn, whose frame had stack pointer sp (LP_EXT_RETVAL). */
+static LP_NOINSTR void retval_put(struct lp_thread *t, uintptr_t fn, uintptr_t sp)
+{
+	struct lp_ext_retval v = { .fn = fn, .value = ((const uintptr_t *)sp)[DYN_RET_SLOT] };
+
+	if (t->state != LP_THREAD_READY || t->busy)
+		return;
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	lp_ring_put_ext(t, LP_EXT_RETVAL, &v, sizeof(v));
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
+
 /* The common entry path's C half: ret is where the caller's return
  * address is (x86-64: on the stack; aarch64: the saved link register), sp
  * the stack pointer at the function's entry, which names its frame.
@@ -129,6 +233,16 @@ __attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_enter(const st
 	t->dyn_n++;
 	atomic_signal_fence(memory_order_seq_cst);
 	*ret = (uintptr_t)lp_dyn_return;
+	f->want_ret = 0;
+	if (unlikely(r->args)) {
+		struct lp_slot *before = t->state == LP_THREAD_READY ? t->cur : NULL;
+
+		lp_gate_entry(r->fn);
+		/* the entry was written (not filtered out at the source) */
+		if (t->state == LP_THREAD_READY && t->cur != before && !t->busy)
+			f->want_ret = args_put(t, r, sp);
+		return r->cont;
+	}
 	lp_gate_entry(r->fn);
 	return r->cont;
 }
@@ -149,6 +263,8 @@ __attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_exit(uintptr_t
 		atomic_signal_fence(memory_order_seq_cst);
 		if (f.sp < sp)
 			continue;
+		if (unlikely(f.want_ret))
+			retval_put(t, f.fn, sp);
 		lp_gate_exit(f.fn);
 		return f.ret;
 	}
@@ -439,6 +555,7 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 		}
 		recs[i].fn = LP_ARCH_FUNC(a);
 		recs[i].cont = (uintptr_t)c;
+		recs[i].args = fn[i].args;
 		stub_write(t, &recs[i]);
 		fn[i].status = LP_PLAN_PATCHED; /* for now: the entry's turn below */
 	}

@@ -308,6 +308,8 @@ struct lp_dynframe {
 	uintptr_t sp;  /* the stack pointer at the function's entry */
 	uintptr_t ret; /* the return address it replaced */
 	uintptr_t fn;
+	uintptr_t want_ret; /* its arguments were written: its return value
+	                     * goes before its exit */
 };
 
 #ifdef LP_HAVE_DYNTRAMP

@@ -221,7 +221,7 @@ struct lp_filter_file {
 #define LP_PLAN_WAIT_MS 2000u
 #define LP_PLAN_APPLIED_MAX 64u   /* objects patched at once in a process */
 #define LP_PLAN_MAGIC 0x4c50504eu /* "LPPN" */
-#define LP_PLAN_VERSION 1u
+#define LP_PLAN_VERSION 2u /* 2: lp_plan_func.args */
 #define LP_PLAN_ORIG_MAX 24u /* bytes replaced at an entry, at most */
 
 enum lp_plan_arch {
@@ -264,8 +264,27 @@ struct lp_plan_func {
 	uint32_t reloc_first;
 	uint32_t nrelocs;
 	uint32_t status; /* enum lp_plan_status, written by the runtime */
+	uint32_t args;   /* LP_PLAN_ARGS_*: what the runtime keeps of the
+	                  * function's arguments and return value (a libc
+	                  * function of --libcalls); 0: nothing */
 	uint8_t orig[LP_PLAN_ORIG_MAX];
 };
+
+/* lp_plan_func.args: the first n (at most LP_ARGS_MAX) integer argument
+ * registers, each kept as a word and, by its kind, the memory it points to;
+ * and the return value register with LP_PLAN_ARGS_RET. */
+#define LP_ARGS_MAX 6u
+#define LP_ARGS_MEM_MAX 48u /* bytes of memory kept per argument, at most */
+enum lp_plan_arg_kind {
+	LP_ARG_WORD = 0, /* the value only */
+	LP_ARG_STR = 1,  /* and the C string it points to */
+	LP_ARG_BUF = 2,  /* and the bytes it points to, as many as the next argument says */
+};
+#define LP_PLAN_ARGS_N(a) ((a)&7u)
+#define LP_PLAN_ARGS_RET (1u << 3)
+#define LP_PLAN_ARG_KIND(a, k) (((a) >> (4 + 2 * (k))) & 3u)
+#define LP_PLAN_ARGS(n, ret) ((uint32_t)(n) | ((ret) ? LP_PLAN_ARGS_RET : 0u))
+#define LP_PLAN_ARG(k, kind) ((uint32_t)(kind) << (4 + 2 * (k)))
 
 /* A field of the relocated code to fill in (enum lp_plan_reloc_kind). */
 struct lp_plan_reloc {
@@ -384,6 +403,29 @@ enum lp_ext_type {
 	                    * with it, nothing of it goes into the trace */
 	LP_EXT_UNMAP = 7,  /* struct lp_ext_unmap: an executable segment told by an
 	                    * LP_EXT_MAP is no longer mapped (dlclose) */
+	LP_EXT_ARGS = 8,   /* struct lp_ext_args + memory: a patched function's
+	                    * arguments, just after its entry */
+	LP_EXT_RETVAL = 9, /* struct lp_ext_retval: its return value, just before
+	                    * its exit */
+};
+
+/* The arguments of the call whose entry the thread wrote last (the plan's
+ * LP_PLAN_ARGS_*), then nmem pieces of memory, each a byte index (the
+ * argument; LP_ARGS_MEM_CUT set when the string or buffer went on past
+ * what was kept), a byte length and that many bytes.  An argument whose
+ * memory could not be read has none. */
+#define LP_ARGS_MEM_CUT 0x80u
+struct lp_ext_args {
+	uint64_t fn;
+	uint64_t words[LP_ARGS_MAX];
+	uint8_t n;
+	uint8_t nmem;
+	uint8_t reserved[6];
+};
+
+struct lp_ext_retval {
+	uint64_t fn;
+	uint64_t value;
 };
 
 /* Heap operations (memory tracer).  The families matter for mismatch
@@ -493,7 +535,7 @@ struct lp_ext_task {
 #define LP_TRACE_DATA "data"
 #define LP_TRACE_MAGIC "LPTRACE"
 #define LP_TRACE_MAJOR 1u
-#define LP_TRACE_MINOR 2u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL */
+#define LP_TRACE_MINOR 3u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL */
 #define LP_FILE_HEADER_SIZE 16u
 
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" as little-endian bytes */
@@ -544,6 +586,12 @@ enum lp_ext_event {
 	LP_XEV_CALL = 1,  /* body: varint function address, varint duration ns; time = exit */
 	LP_XEV_UNMAP = 2, /* body: varint start, varint end of an executable segment of
 	                   * an earlier MAP of the image: unmapped from this time on */
+	LP_XEV_ARGS = 3,   /* body: varint function address, varint n, n varint words,
+	                    * varint nmem, nmem times (varint index [| LP_ARGS_MEM_CUT],
+	                    * varint length, bytes): the arguments of the call whose
+	                    * ENTRY came just before (struct lp_ext_args) */
+	LP_XEV_RETVAL = 4, /* body: varint function address, varint value: the return
+	                    * value of the call whose EXIT comes next */
 };
 #define LP_REF_INLINE_MAX 13u
 #define LP_REF_INDEX 14u

@@ -14,6 +14,7 @@ Ends with 'N passed, N failed'."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -501,6 +502,90 @@ def group_patch_libcalls(lp, tmp):
           "--libcalls with the uprobe backend: usage error", r.stderr)
 
 
+# C library calls whose arguments and results --libcalls decodes: strings
+# (one cut at 48 bytes), a buffer as long as its count, an unreadable
+# buffer (its pointer), NULL, open's mode only with O_CREAT, void free
+LIBARGS = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	char *p = malloc(100);
+	int fd = open("/nonexistent/x", O_RDONLY);
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s.out", argv[0]);
+	if (write(1, "hello\n", 6) != 6)
+		return 1;
+	strcpy(p, "a string that is quite a bit longer than forty-eight bytes, to be cut");
+	printf("%zu %d\n", strlen(p), fd);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+	if (write(fd, "tab\tquote\"", 10) != 10 || write(fd, NULL, 0) != 0)
+		return 1;
+	close(fd);
+	if (write(-1, (void *)16, 5) != -1)
+		return 1;
+	free(p);
+	free(NULL);
+	return argc - 1;
+}
+"""
+
+
+def replay_calls(lp, trace, *extra):
+    """The replay's call lines of the first thread, without time columns."""
+    r = lp("replay", *extra, trace)
+    return [ln.split("| ", 1)[1] for ln in r.stdout.splitlines() if "| " in ln and not ln.startswith("#")]
+
+
+@needs(patch_missing, "patch libargs")
+def group_patch_libargs(lp, tmp):
+    """--libcalls decodes the arguments and results of the C library
+    functions of docs/libcalls.md; the program's own output and exit status
+    stay its own."""
+    prog = build_c(tmp, "libargs", LIBARGS, ["-fno-builtin"])
+    out = os.path.join(tmp, "la.t")
+    r = lp("record", "-q", "--libcalls", "-o", out, "--", prog, "x")
+    if not check(r.returncode == 1 and r.stdout == "hello\n69 -1\n", "--libcalls with arguments: exit status "
+                 "and output the program's", r.stdout + r.stderr):
+        return
+    lines = [ln for ln in replay_calls(lp, out) if not ln.startswith("__cxa_finalize")]
+    ptr = lines[0].rsplit("= ", 1)[1].rstrip(";") if lines else "?"
+    want = [
+        "malloc@plt(100) = %s;" % ptr,
+        'open@plt("/nonexistent/x", 0x0) = -1;',
+        'snprintf@plt(%s, 4096, "%%s.out") = %d;' % ("0x", len(prog) + 4),
+        'write@plt(1, "hello\\n", 6) = 6;',
+        'strcpy@plt(%s, "a string that is quite a bit longer than forty-e"...) = %s;' % (ptr, ptr),
+        'strlen@plt("a string that is quite a bit longer than forty-e"...) = 69;',
+        'printf@plt("%zu %d\\n") = 6;',
+        'open@plt("%s.out", 0x241, 0640) = 3;' % prog,
+        'write@plt(3, "tab\\tquote\\"", 10) = 10;',
+        "write@plt(3, NULL, 0) = 0;",
+        "close@plt(3) = 0;",
+        "write@plt(-1, 0x10, 5) = -1;",
+        "free@plt(%s);" % ptr,
+        "free@plt(NULL);",
+    ]
+    # snprintf's first argument is a stack address: compare its shape
+    got = [re.sub(r"^snprintf@plt\(0x[0-9a-f]+,", "snprintf@plt(0x,", ln) for ln in lines]
+    check(ptr.startswith("0x") and got == want, "--libcalls: each C library call with its arguments and result",
+          "\n".join("%s | %s" % (a, b) for a, b in zip(got + [""] * len(want), want)))
+    js = lp.json("replay", "--format", "json", out)
+    ev = [e for e in js["threads"][0]["events"] if e["name"] == "close@plt"]
+    check([(e["type"], e.get("args"), e.get("ret")) for e in ev] == [("entry", "3", None), ("exit", None, "0")],
+          "replay --format json: args on the entry, ret on the exit", ev)
+    # source filters: the calls kept keep their arguments
+    out2 = os.path.join(tmp, "la2.t")
+    r = lp("record", "-q", "--libcalls", "-F", "write@plt", "-o", out2, "--", prog, "x")
+    got = replay_calls(lp, out2) if r.returncode == 1 else r.stderr
+    check(got == [ln for ln in want if ln.startswith("write@plt")], "--libcalls -F write@plt: those calls, "
+          "with their arguments", got)
+
+
 @needs(patch_missing, "patch refuse")
 def group_patch_refuse(lp, tmp):
     """What the patch backend refuses, with the reason and without running
@@ -667,6 +752,7 @@ GROUPS = {
     "patch_refuse": group_patch_refuse,
     "patch_memory": group_patch_memory,
     "patch_libcalls": group_patch_libcalls,
+    "patch_libargs": group_patch_libargs,
     "patch_edges": group_patch_edges,
     "programs": group_programs,
     "shapes": group_shapes,

@@ -322,6 +322,42 @@ static void syscall_attribute(const struct walk_stream *s, struct walk_syscall *
 	sc->func = innermost_open(s, &sc->depth);
 }
 
+/* LP_XEV_ARGS to the consumers.  Returns 0, or -EBADMSG for a body that
+ * does not hold what it says. */
+static int on_args(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	const uint8_t *p = (const uint8_t *)ev->str, *end = p + ev->str_len;
+	struct libcsig_args a;
+	uint64_t fn, n, v, len;
+	const struct walk_ops *o;
+
+	memset(&a, 0, sizeof(a));
+	if (varint_get(&p, end, &fn) || varint_get(&p, end, &n) || n > LP_ARGS_MAX)
+		return -EBADMSG;
+	a.n = (uint32_t)n;
+	for (uint32_t i = 0; i < a.n; i++)
+		if (varint_get(&p, end, &a.words[i]))
+			return -EBADMSG;
+	if (varint_get(&p, end, &n) || n > LP_ARGS_MAX)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < n; i++) {
+		struct libcsig_mem *m = &a.mem[a.nmem++];
+
+		if (varint_get(&p, end, &v) || varint_get(&p, end, &len) || len > LP_ARGS_MEM_MAX ||
+		    len > (uint64_t)(end - p) || (v & ~(uint64_t)LP_ARGS_MEM_CUT) >= a.n)
+			return -EBADMSG;
+		m->index = (uint8_t)(v & ~(uint64_t)LP_ARGS_MEM_CUT);
+		m->cut = (v & LP_ARGS_MEM_CUT) != 0;
+		m->len = (uint32_t)len;
+		m->bytes = p;
+		p += len;
+	}
+	for (o = w->ops; o; o = o->next)
+		if (s->selected && o->args)
+			o->args(o->ctx, s, ev->time, code_addr(w, s, fn, ev->time), &a);
+	return 0;
+}
+
 static void on_kernel(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
 {
 	uint8_t buf[KERNEVENT_RAW_MAX];
@@ -681,6 +717,15 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 				for (o = w->ops; o; o = o->next)
 					if (s->selected && o->call)
 						o->call(o->ctx, s, ev.time, code_addr(w, s, a, ev.time), b);
+			} else if (ev.value == LP_XEV_ARGS) {
+				if (on_args(w, s, &ev))
+					return -EBADMSG;
+			} else if (ev.value == LP_XEV_RETVAL) {
+				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
+					return -EBADMSG;
+				for (o = w->ops; o; o = o->next)
+					if (s->selected && o->retval)
+						o->retval(o->ctx, s, ev.time, code_addr(w, s, a, ev.time), b);
 			} else if (ev.value == LP_XEV_UNMAP) {
 				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
 					return -EBADMSG;

@@ -11,6 +11,7 @@
 
 #include "common/decoder.h"
 #include "common/filter.h"
+#include "common/libcsig.h"
 #include "common/memevent.h"
 #include "common/sysevent.h"
 #include "host/lib/trace/reader.h"
@@ -208,6 +209,13 @@ struct walk_ops {
 	/* a whole call recorded by a duration source filter (live): no
 	 * nesting is known for it */
 	void (*call)(void *ctx, struct walk_stream *s, uint64_t exit_ns, uint64_t addr, uint64_t duration_ns);
+	/* the arguments of the call of addr whose entry came last in the
+	 * stream (--libcalls' C library functions, common/libcsig.h: a's
+	 * memory is valid during the call), and the return value of the call
+	 * of addr whose exit comes next; before the host's own filters, so a
+	 * consumer matches them with the entry or exit it is given */
+	void (*args)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, const struct libcsig_args *a);
+	void (*retval)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint64_t value);
 	/* a system call, at its exit (or, unfinished, at the next entry or the
 	 * end of its stream), in order with the thread's function events */
 	void (*syscall)(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
