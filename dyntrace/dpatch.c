@@ -422,6 +422,8 @@ struct dpatch *dpatch_open(const struct uprobes_config *cfg, char *err, size_t e
 			return NULL;
 		}
 		lc.path = path;
+		/* --libcalls: the calls the library makes into others too */
+		lc.libcalls = cfg->libcalls;
 		*tail = file_open(&lc, true, err, errlen);
 		if (!*tail) {
 			int e = errno;

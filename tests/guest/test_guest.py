@@ -291,7 +291,8 @@ def group_dynamic(ctx):
     got = batch(ctx.guest, [("rec", "%s record -q --dynamic --libcalls --syscalls --syscall-filter write -o %s -- %s"
                              % (LP, out, prog)),
                             ("tree", "%s tree --format json %s" % (LP, out)),
-                            ("sys", "%s report --syscalls --format json %s" % (LP, out))],
+                            ("sys", "%s report --syscalls --format json %s" % (LP, out)),
+                            ("replay", "%s replay %s" % (LP, out))],
                 os.path.join(ctx.tmp, "dynamic"))
     rc, _, err = got["rec"]
     if check(rc == 0, "%s: record --dynamic --libcalls --syscalls in the guest exits 0" % ctx.arch, err[-500:]):
@@ -305,6 +306,15 @@ def group_dynamic(ctx):
         check(("write@plt", 100) in under and rows.get(("write@plt", "write")) == 100,
               "%s: write@plt 100 times under writer, the 100 write syscalls under it" % ctx.arch,
               "%s %s" % (under, rows))
+        # the C library calls' arguments and results, from aarch64's
+        # registers (docs/libcalls.md)
+        calls = [ln.split("| ", 1)[1].strip() for ln in got["replay"][1].splitlines() if "| " in ln]
+        calls = [c for c in calls if c.split("@plt(")[0] in ("open", "write", "close")]
+        wline = 'write@plt(3, "%s"..., 1024) = 1024;' % ("\\000" * 48)
+        want = (['open@plt("/dev/null", 0x1) = 3;'] + [wline] * 100 +
+                ['open@plt("/nonexistent/layerprof-test", 0x0) = -1;', "close@plt(3) = 0;"])
+        check(calls == want, "%s: --libcalls: open, write and close with their arguments and results" % ctx.arch,
+              "\n".join(calls[:3] + calls[-3:]))
 
 def mem_programs(ctx):
     d = os.path.join(ctx.progs, "mem")

@@ -584,6 +584,26 @@ def group_patch_libargs(lp, tmp):
     got = replay_calls(lp, out2) if r.returncode == 1 else r.stderr
     check(got == [ln for ln in want if ln.startswith("write@plt")], "--libcalls -F write@plt: those calls, "
           "with their arguments", got)
+    # a library --dynamic names (FILE:GLOB): its own calls into the C
+    # library nest under its function, under the program's call into it
+    lib = os.path.join(tmp, "libsay.so")
+    with open(lib + ".c", "w") as f:
+        f.write("#include <string.h>\n#include <unistd.h>\n"
+                "int lib_say(const char *s) { return (int)write(1, s, strlen(s)); }\n")
+    subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-fno-builtin", "-o", lib, lib + ".c"], check=True)
+    user = build_c(tmp, "usesay", 'int lib_say(const char *s);\n'
+                   'int main(void) { lib_say("one\\n"); lib_say("two\\n"); return 0; }\n',
+                   ["-L", tmp, "-lsay", "-Wl,-rpath," + tmp])
+    out3 = os.path.join(tmp, "la3.t")
+    r = lp("record", "-q", "--dynamic=*,libsay.so:*", "--libcalls", "-o", out3, "--", user)
+    got = [ln.strip() for ln in replay_calls(lp, out3)] if r.returncode == 0 else [r.stderr]
+    want = ["main() {"]
+    for word in ("one", "two"):
+        want += ["lib_say@plt() {", "lib_say() {", 'strlen@plt("%s\\n") = 4;' % word,
+                 'write@plt(1, "%s\\n", 4) = 4;' % word, "} /* lib_say */", "} /* lib_say@plt */"]
+    want += ["} /* main */", "__cxa_finalize@plt();", "__cxa_finalize@plt();"]
+    check(r.stdout == "one\ntwo\n" and got == want, "--libcalls with a library's functions: its calls into the "
+          "C library nested under it, with their arguments", "\n".join(got))
 
 
 @needs(patch_missing, "patch refuse")
