@@ -107,6 +107,11 @@ struct session {
 	struct uprobes *up;      /* the dynamic tracer (START's `dynamic`), or NULL */
 	struct dpatch *dp;       /* or its patch plan, in-process patching */
 	uint32_t plans_answered; /* requests for plans answered (drain_plan_wants) */
+	/* with dp: its patterns (strings in dyn_strings, the session's), for
+	 * the programs the traced one execs, and the plans in the session */
+	struct uprobes_config dyn_cfg;
+	char *dyn_strings;
+	unsigned nplans;
 	char up_err[600];        /* why its probes could not be opened on the program */
 	bool ksystem;            /* with kt: other processes' too (kernel_system) */
 	char kernel_warn[300];   /* events left out of the default set, for the host */

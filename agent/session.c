@@ -105,11 +105,12 @@ static void on_collect(void *ctx)
 		ktrace_poll(s->kt);
 	if (s->up)
 		uprobes_poll(s->up);
-	/* a process whose executable has no plan (exec'd) asks for one: the
-	 * agent plans only the program it started, and says so at once */
+	/* a process whose executable has no plan (exec'd) asks for one: it
+	 * is planned with the session's patterns */
 	if (s->dp && drain_plan_wants(s->drain) != s->plans_answered) {
 		s->plans_answered = drain_plan_wants(s->drain);
-		dpatch_serve(s->dp, NULL, s->dir, 0);
+		s->nplans = dpatch_serve(s->dp, s->dyn_strings ? &s->dyn_cfg : NULL, s->dir, s->nplans);
+		drain_set_plans(s->drain, s->nplans);
 		drain_plan_answered(s->drain, s->plans_answered);
 	}
 }
@@ -151,6 +152,43 @@ static int dynamic_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
 	return r;
 }
 
+/* A copy of cfg's patterns that lasts as long as s (cfg's point into the
+ * request), for the programs the traced one execs.  Without memory the
+ * copy is not made: those programs then run without a plan. */
+static void dynamic_keep(struct session *s, const struct uprobes_config *cfg)
+{
+	size_t len = 0, at = 0;
+
+	for (uint32_t i = 0; i < cfg->npatterns; i++)
+		len += strlen(cfg->patterns[i]) + 1;
+	for (uint32_t i = 0; i < cfg->nlibs; i++)
+		len += strlen(cfg->libs[i].file) + strlen(cfg->libs[i].glob) + 2;
+	s->dyn_strings = malloc(len + 1);
+	if (!s->dyn_strings)
+		return;
+	s->dyn_cfg = *cfg;
+	s->dyn_cfg.path = NULL;
+	for (uint32_t i = 0; i < cfg->npatterns; i++) {
+		s->dyn_cfg.patterns[i] = strcpy(s->dyn_strings + at, cfg->patterns[i]);
+		at += strlen(cfg->patterns[i]) + 1;
+	}
+	for (uint32_t i = 0; i < cfg->nlibs; i++) {
+		s->dyn_cfg.libs[i].file = strcpy(s->dyn_strings + at, cfg->libs[i].file);
+		at += strlen(cfg->libs[i].file) + 1;
+		s->dyn_cfg.libs[i].glob = strcpy(s->dyn_strings + at, cfg->libs[i].glob);
+		at += strlen(cfg->libs[i].glob) + 1;
+	}
+}
+
+/* The patch backend's state of s, gone. */
+static void dynamic_free(struct session *s)
+{
+	dpatch_free(s->dp);
+	s->dp = NULL;
+	free(s->dyn_strings);
+	s->dyn_strings = NULL;
+}
+
 /* Opens the dynamic tracer for s on the program's file (found as execvp
  * would).  Returns 0 or -1 with the reason in err. */
 static int dynamic_open(struct session *s, const struct session_syscalls *sys, const char *prog, char *err,
@@ -174,8 +212,10 @@ static int dynamic_open(struct session *s, const struct session_syscalls *sys, c
 	 * runtime cannot patch (static), and elsewhere */
 	if (dpatch_supported()) {
 		s->dp = dpatch_open(&cfg, uerr, sizeof(uerr));
-		if (s->dp)
+		if (s->dp) {
+			dynamic_keep(s, &cfg);
 			return 0;
+		}
 		if (errno != ENOTSUP || cfg.libcalls) {
 			snprintf(err, errlen, "dynamic: %s", uerr);
 			return -1;
@@ -199,6 +239,7 @@ static int dynamic_plan(struct session *s, char *err, size_t errlen)
 		return 0;
 	n = dpatch_write(s->dp, s->dir, perr, sizeof(perr));
 	if (n >= 0) {
+		s->nplans = (unsigned)n;
 		drain_set_plans(s->drain, (uint32_t)n);
 		return 0;
 	}
@@ -418,7 +459,7 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		snprintf(err, errlen, "cannot create session '%s': %s", s->dir, strerror(errno));
 		ktrace_free(s->kt);
 		uprobes_free(s->up);
-		dpatch_free(s->dp);
+		dynamic_free(s);
 		free(s);
 		return NULL;
 	}
@@ -494,7 +535,7 @@ fail:
 	drain_free(s->drain);
 	ktrace_free(s->kt);
 	uprobes_free(s->up);
-	dpatch_free(s->dp);
+	dynamic_free(s);
 	free(s);
 	return NULL;
 }
@@ -778,8 +819,7 @@ void session_close(struct session *s)
 	}
 	if (s->dp) {
 		dynamic_plan_log(s);
-		dpatch_free(s->dp);
-		s->dp = NULL;
+		dynamic_free(s);
 	}
 	drain_free(s->drain);
 	/* an attached program that is gone: its session directory can go too */

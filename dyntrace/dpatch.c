@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,6 +380,21 @@ static int lib_find(const char *name, const char *prog, char *out, size_t outlen
 	return -ENOENT;
 }
 
+/* Whether the file is a part of the C library (or its loader): the
+ * runtime's own code calls into it, through its PLT too. */
+static bool c_library(const char *path)
+{
+	static const char *const parts[] = { "libc.so", "ld-linux", "ld-musl", "libc.musl",
+		                             "libpthread.so", "libdl.so", "librt.so" };
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (!strncmp(base, parts[i], strlen(parts[i])))
+			return true;
+	return false;
+}
+
 struct dpatch *dpatch_open(const struct uprobes_config *cfg, char *err, size_t errlen)
 {
 	bool functions = !cfg->no_functions && (cfg->npatterns || !cfg->nlibs);
@@ -422,8 +438,9 @@ struct dpatch *dpatch_open(const struct uprobes_config *cfg, char *err, size_t e
 			return NULL;
 		}
 		lc.path = path;
-		/* --libcalls: the calls the library makes into others too */
-		lc.libcalls = cfg->libcalls;
+		/* --libcalls: the calls the library makes into others too,
+		 * but not the C library's own (the runtime runs on them) */
+		lc.libcalls = cfg->libcalls && !c_library(path);
 		*tail = file_open(&lc, true, err, errlen);
 		if (!*tail) {
 			int e = errno;

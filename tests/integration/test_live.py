@@ -1435,22 +1435,29 @@ def group_dynamic(lp, build, tmp):
                   "live --dynamic=writer,libc.so.6:write --libcalls --syscalls: write@plt 100, libc's write with "
                   "the 100 write syscalls", "rc %s, %s %s" % (rc, counts(last) if last else None, f))
         # a program that execs another: its runtime asks for a plan, which
-        # the agent answers without (it plans only the program it started)
+        # the agent makes with the session's patterns
         src = os.path.join(tmp, "execs.c")
+        second = os.path.join(tmp, "second")
         with open(src, "w") as f:
             f.write('#include <stdio.h>\n#include <unistd.h>\n__attribute__((noinline)) int before(int x) '
                     '{ __asm__ volatile("" : "+r"(x)); return x + 1; }\nint main(void) { if (before(1) != 2) '
-                    'return 1; fflush(stdout); execl("/bin/true", "true", (char *)NULL); return 1; }\n')
+                    'return 1; fflush(stdout); execl("%s", "second", (char *)NULL); return 1; }\n' % second)
+        with open(second + ".c", "w") as f:
+            f.write('__attribute__((noinline)) int after(int x) { __asm__ volatile("" : "+r"(x)); return x + 1; }\n'
+                    'int main(void) { int s = 0; for (int i = 0; i < 3; i++) s = after(s); return s - 3; }\n')
         execs = os.path.join(tmp, "execs")
         r = it.run(["gcc", "-O2", "-g", src, "-o", execs])
-        if check(r.returncode == 0, "execs builds without instrumentation", r.stderr):
+        r2 = it.run(["gcc", "-O2", "-g", second + ".c", "-o", second])
+        if check(r.returncode == 0 and r2.returncode == 0, "execs builds without instrumentation",
+                 r.stderr + r2.stderr):
             t0 = time.monotonic()
-            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--dynamic"] + agent.token_args +
-                        ["--", execs], stdin=subprocess.DEVNULL)
+            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--dynamic=before,after"] +
+                        agent.token_args + ["--", execs], stdin=subprocess.DEVNULL)
             rc = live.wait()
             last = live.final()
-            check(rc == 0 and last and counts(last).get("before") == 1,
-                  "live --dynamic of a program that execs another: before traced, the exec'd program ends with 0",
+            check(rc == 0 and last and counts(last).get("before") == 1 and counts(last).get("after") == 3,
+                  "live --dynamic of a program that execs another: before traced, then the exec'd program's "
+                  "after 3 times (planned by the agent with the session's patterns), exit 0",
                   "rc %s, %s %s" % (rc, counts(last) if last else None, live.err.text()[-300:]))
             check(time.monotonic() - t0 < 30, "live --dynamic of a program that execs another: no long wait")
         live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--dynamic"] + agent.token_args +
