@@ -16,8 +16,8 @@ static const struct libcsig sigs[] = {
 	{ "abort", "", 'v' },
 	{ "accept", "ipp", 'i' },
 	{ "access", "si", 'i' },
-	{ "atoi", "s", 'i' },
-	{ "atol", "s", 'l' },
+	{ "atoi", "S", 'i' },
+	{ "atol", "S", 'l' },
 	{ "bind", "ipu", 'i' },
 	{ "calloc", "uu", 'p' },
 	{ "chdir", "s", 'i' },
@@ -32,19 +32,19 @@ static const struct libcsig sigs[] = {
 	{ "execvp", "sp", 'i' },
 	{ "exit", "i", 'v' },
 	{ "fclose", "p", 'i' },
-	{ "fdopen", "is", 'p' },
+	{ "fdopen", "iS", 'p' },
 	{ "fflush", "p", 'i' },
 	{ "fgets", "pip", 'p' },
-	{ "fopen", "ss", 'p' },
+	{ "fopen", "sS", 'p' },
 	{ "fork", "", 'i' },
-	{ "fprintf", "ps", 'i' },
+	{ "fprintf", "pS", 'i' },
 	{ "fputc", "cp", 'i' },
-	{ "fputs", "sp", 'i' },
+	{ "fputs", "Sp", 'i' },
 	{ "fread", "puup", 'u' },
 	{ "free", "p", 'v' },
 	{ "fsync", "i", 'i' },
 	{ "fwrite", "puup", 'u' },
-	{ "getenv", "s", 'p' },
+	{ "getenv", "S", 'p' },
 	{ "getpid", "", 'i' },
 	{ "getppid", "", 'i' },
 	{ "gettimeofday", "pp", 'i' },
@@ -65,7 +65,7 @@ static const struct libcsig sigs[] = {
 	{ "pipe", "p", 'i' },
 	{ "poll", "pui", 'i' },
 	{ "pread", "ipul", 'l' },
-	{ "printf", "s", 'i' },
+	{ "printf", "S", 'i' },
 	{ "pthread_cond_broadcast", "p", 'i' },
 	{ "pthread_cond_signal", "p", 'i' },
 	{ "pthread_cond_wait", "pp", 'i' },
@@ -74,7 +74,7 @@ static const struct libcsig sigs[] = {
 	{ "pthread_mutex_lock", "p", 'i' },
 	{ "pthread_mutex_unlock", "p", 'i' },
 	{ "putchar", "c", 'i' },
-	{ "puts", "s", 'i' },
+	{ "puts", "S", 'i' },
 	{ "pwrite", "ibul", 'l' },
 	{ "raise", "i", 'i' },
 	{ "read", "ipu", 'l' },
@@ -84,19 +84,19 @@ static const struct libcsig sigs[] = {
 	{ "rmdir", "s", 'i' },
 	{ "send", "ibui", 'l' },
 	{ "sleep", "u", 'u' },
-	{ "snprintf", "pus", 'i' },
+	{ "snprintf", "puS", 'i' },
 	{ "socket", "iii", 'i' },
-	{ "sprintf", "ps", 'i' },
-	{ "strchr", "sc", 'p' },
-	{ "strcmp", "ss", 'i' },
-	{ "strcpy", "ps", 'p' },
-	{ "strdup", "s", 'p' },
-	{ "strlen", "s", 'u' },
+	{ "sprintf", "pS", 'i' },
+	{ "strchr", "Sc", 'p' },
+	{ "strcmp", "SS", 'i' },
+	{ "strcpy", "pS", 'p' },
+	{ "strdup", "S", 'p' },
+	{ "strlen", "S", 'u' },
 	{ "strncmp", "ssu", 'i' },
 	{ "strncpy", "psu", 'p' },
-	{ "strrchr", "sc", 'p' },
-	{ "strstr", "ss", 'p' },
-	{ "strtol", "spi", 'l' },
+	{ "strrchr", "Sc", 'p' },
+	{ "strstr", "SS", 'p' },
+	{ "strtol", "Spi", 'l' },
 	{ "system", "s", 'i' },
 	{ "time", "p", 'l' },
 	{ "unlink", "s", 'i' },
@@ -144,6 +144,8 @@ uint32_t libcsig_plan(const struct libcsig *sig)
 	for (uint32_t k = 0; k < n; k++) {
 		if (sig->args[k] == 's')
 			a |= LP_PLAN_ARG(k, LP_ARG_STR);
+		else if (sig->args[k] == 'S')
+			a |= LP_PLAN_ARG(k, LP_ARG_CSTR);
 		else if (sig->args[k] == 'b' && k + 1 < n)
 			a |= LP_PLAN_ARG(k, LP_ARG_BUF);
 	}
@@ -230,7 +232,7 @@ static void put_value(struct out *o, char t, uint64_t v, unsigned ptr_bits)
 		else
 			put(o, "%d", (int)(int32_t)(uint32_t)v);
 		break;
-	default: /* p, and s or b without their memory */
+	default: /* p, and s, S or b without their memory */
 		if (word(v, ptr_bits))
 			put(o, "0x%" PRIx64, word(v, ptr_bits));
 		else
@@ -258,7 +260,7 @@ char *libcsig_format_args(const struct libcsig *sig, const struct libcsig_args *
 		for (uint32_t i = 0; i < a->nmem; i++)
 			if (a->mem[i].index == k)
 				m = &a->mem[i];
-		if (m && (sig->args[k] == 's' || sig->args[k] == 'b') && word(a->words[k], ptr_bits))
+		if (m && strchr("sSb", sig->args[k]) && word(a->words[k], ptr_bits))
 			put_quoted(&o, m);
 		else
 			put_value(&o, sig->args[k], a->words[k], ptr_bits);

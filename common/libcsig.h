@@ -14,6 +14,7 @@
  *   i  int                 u  size_t, unsigned long   l  long, ssize_t, off_t
  *   x  flags (hex)         o  mode (octal)            c  a character (int)
  *   p  pointer             s  C string                b  buffer, as long as the next argument
+ *   S  C string the function reads itself (s: one it hands to the kernel)
  *   O  open's mode: shown only when the flags before it create a file
  *   v  (result) nothing */
 struct libcsig {

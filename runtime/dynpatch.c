@@ -130,6 +130,23 @@ static LP_NOINSTR size_t mem_read(struct lp_thread *t, uintptr_t a, uint8_t *buf
 	return n > 0 ? (size_t)n : 0;
 }
 
+/* A C string the called function reads itself, so reading it first
+ * touches no byte it would not (never past its NUL): up to max bytes, the
+ * NUL included when it comes.  Returns the bytes read. */
+static LP_NOINSTR size_t cstr_read(const char *s, uint8_t *buf, size_t max)
+{
+	size_t n = 0;
+
+	if (!s)
+		return 0;
+	while (n < max) {
+		buf[n] = (uint8_t)s[n];
+		if (!buf[n++])
+			break;
+	}
+	return n;
+}
+
 /* The arguments of the call just entered (LP_EXT_ARGS), and the memory
  * its string and buffer arguments point to.  Returns whether they were
  * written (the return value then goes before the exit). */
@@ -154,10 +171,11 @@ static LP_NOINSTR uintptr_t args_put(struct lp_thread *t, const struct lp_dynrec
 
 		if (kind == LP_ARG_BUF && k + 1 < n)
 			want = h.words[k + 1] < want ? (size_t)h.words[k + 1] : want;
-		else if (kind != LP_ARG_STR)
+		else if (kind != LP_ARG_STR && kind != LP_ARG_CSTR)
 			continue;
-		got = mem_read(t, (uintptr_t)h.words[k], buf, want);
-		if (kind == LP_ARG_STR) {
+		got = kind == LP_ARG_CSTR ? cstr_read((const char *)(uintptr_t)h.words[k], buf, want)
+		                          : mem_read(t, (uintptr_t)h.words[k], buf, want);
+		if (kind != LP_ARG_BUF) {
 			uint8_t *nul = memchr(buf, 0, got);
 
 			if (!got)

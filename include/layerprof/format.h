@@ -279,6 +279,8 @@ enum lp_plan_arg_kind {
 	LP_ARG_WORD = 0, /* the value only */
 	LP_ARG_STR = 1,  /* and the C string it points to */
 	LP_ARG_BUF = 2,  /* and the bytes it points to, as many as the next argument says */
+	LP_ARG_CSTR = 3, /* and the C string it points to, which the function itself
+	                  * reads (so the runtime may read it directly) */
 };
 #define LP_PLAN_ARGS_N(a) ((a)&7u)
 #define LP_PLAN_ARGS_RET (1u << 3)
