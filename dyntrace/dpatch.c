@@ -228,7 +228,6 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 {
 	struct dpatch *p = calloc(1, sizeof(*p));
 	struct stat st;
-	const char *cxx;
 	size_t n;
 	int r;
 
@@ -260,18 +259,6 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 	r = read_segments(p, err, errlen);
 	if (r)
 		goto fail;
-	/* x86-64: the runtime gives the return addresses back while an
-	 * exception unwinds (a frame's is at its stack pointer); aarch64 keeps
-	 * it where the function chose to save it */
-	cxx = p->es->machine == EM_X86_64 ? NULL : dsel_unwinds(p->es);
-	if (cxx) {
-		snprintf(err, errlen,
-		         "'%s' uses C++ exceptions (it links %s): on aarch64 a patched function's replaced return "
-		         "address would make an exception that passes it end the program, so it is not traced",
-		         p->path, cxx);
-		r = -ENOTSUP;
-		goto fail;
-	}
 	r = p->es->machine == EM_X86_64 ? dplan_x86_targets(p) : 0;
 	n = p->es->nfn + p->es->nplt + 1;
 	p->cap = n;

@@ -293,16 +293,19 @@ __attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_exit(uintptr_t
 	abort();
 }
 
-#if defined(__x86_64__)
 /* C++ exceptions.  The unwinder finds a frame's caller through its return
  * address, which for a patched function is lp_dyn_return: an exception
  * would stop there.  So when one is raised the thread's frames get their
- * real return addresses back (on x86-64 each is at its frame's stack
- * pointer), and when it is caught the frames it unwound end (their exits
- * written, innermost first, as the gates of -finstrument-functions code
- * write them while it unwinds) and the others are hooked again. */
-static LP_NOINSTR void frames_unhook(struct lp_thread *t)
+ * real return addresses back, and when it is caught the frames it unwound
+ * end (their exits written, innermost first, as the gates of
+ * -finstrument-functions code write them while it unwinds) and the others
+ * are hooked again. */
+#if defined(__x86_64__)
+/* On x86-64 a frame's return address is at its stack pointer.  (lower:
+ * the stack pointer of the caller, unused here.) */
+static LP_NOINSTR void frames_unhook(struct lp_thread *t, uintptr_t lower)
 {
+	(void)lower;
 	for (uint32_t i = t->dyn_n; i-- > 0;) {
 		uintptr_t *slot = (uintptr_t *)t->dyn[i].sp;
 
@@ -320,6 +323,44 @@ static LP_NOINSTR void frames_rehook(struct lp_thread *t)
 			*slot = (uintptr_t)lp_dyn_return;
 	}
 }
+#elif defined(__aarch64__)
+/* On aarch64 the return address comes in the link register, and the
+ * function saves it where it chooses, within its own frame: between its
+ * entry's stack pointer and the next patched call's (the innermost frame:
+ * down to lower, the stack pointer of the runtime's wrapper).  That is the
+ * word holding lp_dyn_return there (a function that ended by a tail call
+ * leaves it to its callee, which saves it in its own frame, in the same
+ * range).  Each such word gets the real address back; the first found is
+ * kept for hooking the frame again. */
+static LP_NOINSTR void frames_unhook(struct lp_thread *t, uintptr_t lower)
+{
+	for (uint32_t i = t->dyn_n; i-- > 0;) {
+		uintptr_t hi = t->dyn[i].sp, lo = i + 1 < t->dyn_n ? t->dyn[i + 1].sp : lower;
+
+		t->dyn[i].slot = 0;
+		for (uintptr_t a = (hi - 8) & ~(uintptr_t)7; a >= lo && a < hi; a -= 8) {
+			uintptr_t *w = (uintptr_t *)a;
+
+			if (*w != (uintptr_t)lp_dyn_return)
+				continue;
+			*w = t->dyn[i].ret;
+			if (!t->dyn[i].slot)
+				t->dyn[i].slot = a;
+		}
+	}
+}
+
+static LP_NOINSTR void frames_rehook(struct lp_thread *t)
+{
+	for (uint32_t i = 0; i < t->dyn_n; i++) {
+		uintptr_t *slot = (uintptr_t *)t->dyn[i].slot;
+
+		if (slot && *slot == t->dyn[i].ret)
+			*slot = (uintptr_t)lp_dyn_return;
+		t->dyn[i].slot = 0;
+	}
+}
+#endif
 
 /* The next definition of a function the runtime wraps (libgcc_s's,
  * libstdc++'s). */
@@ -341,7 +382,7 @@ static LP_NOINSTR void *next_fn(void *volatile *cache, const char *name)
 		ret(*f) params = (ret(*) params)next_fn(&real, #name); \
 		struct lp_thread *t = &lp_self;                        \
 		if (t->dyn_n)                                          \
-			frames_unhook(t);                              \
+			frames_unhook(t, (uintptr_t)__builtin_frame_address(0)); \
 		return f args;                                         \
 	}
 
@@ -374,7 +415,6 @@ __attribute__((visibility("hidden"))) LP_NOINSTR void *lp_dyn_begin_catch(void *
 	}
 	return f(exc);
 }
-#endif
 
 LP_NOINSTR void lp_dynpatch_thread_end(struct lp_thread *t)
 {

@@ -310,6 +310,8 @@ struct lp_dynframe {
 	uintptr_t fn;
 	uintptr_t want_ret; /* its arguments were written: its return value
 	                     * goes before its exit */
+	uintptr_t slot;     /* aarch64, while an exception unwinds: where the
+	                     * function saved its return address (0: not found) */
 };
 
 #ifdef LP_HAVE_DYNTRAMP

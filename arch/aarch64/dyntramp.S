@@ -81,4 +81,15 @@ lp_dyn_return:
 	.cfi_endproc
 	.size lp_dyn_return, .-lp_dyn_return
 
+	/* __cxa_begin_catch, as the runtime wraps it: the catching frame's
+	 * stack pointer goes with the exception */
+	.globl __cxa_begin_catch
+	.type __cxa_begin_catch, %function
+__cxa_begin_catch:
+	.cfi_startproc
+	mov x1, sp
+	b lp_dyn_begin_catch
+	.cfi_endproc
+	.size __cxa_begin_catch, .-__cxa_begin_catch
+
 	.section .note.GNU-stack,"",@progbits
