@@ -541,9 +541,10 @@ static void file_stats(struct dpatch *head, struct dpatch *p, struct uprobes_sta
 
 		if (s != LP_PLAN_PENDING)
 			*applied = true;
-		if (s == LP_PLAN_PATCHED)
+		if (s == LP_PLAN_PATCHED) {
 			st->functions++;
-		else if (s != LP_PLAN_PENDING)
+			st->traps += fn[i].trap;
+		} else if (s != LP_PLAN_PENDING)
 			skip(p, p->name[i], status_why(s));
 	}
 	for (size_t i = 0; i < p->nskipped; i++)

@@ -48,6 +48,7 @@ struct dpatch {
 	uint8_t *code;
 	uint32_t ncode, capcode;
 	uint32_t candidates;
+	uint32_t traps; /* functions planned with an int3 at the entry */
 	struct uprobes_skipped *skipped;
 	size_t nskipped, planner_skipped;
 	char **owned; /* reasons made for one function, names of PLT stubs */

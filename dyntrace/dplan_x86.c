@@ -214,6 +214,38 @@ static const char *plan_whole(struct dpatch *p, const struct elfsyms_fn *f, cons
 	return dpatch_append(p, f, JMP_SIZE, b, &rb);
 }
 
+/* Function f, which cannot hold a jump at its entry (why), planned with
+ * an int3 there instead (runtime/dyntrap.c): its first instruction moved
+ * to its trampoline, followed by the way back.  Only the entry's byte
+ * changes, so a branch into the function after that instruction lands as
+ * before.  NULL, or why not. */
+static const char *plan_trap(struct dpatch *p, const struct elfsyms_fn *f, const uint8_t *b, size_t avail,
+                             uint64_t next, const char *why)
+{
+	struct reloc_buf rb = { .len = 0 };
+	struct x86_insn in;
+	uint64_t a = f->addr, size = f->size ? f->size : 1;
+	unsigned len = x86_insn_decode(b, size < avail ? (size_t)size : avail, &in);
+	static const uint8_t jmp = 0xe9;
+	struct lp_plan_func *pf;
+	const char *err;
+
+	if (!len || len > LP_PLAN_ORIG_MAX || a + len > next || target_inside(p, a, a + len))
+		return why;
+	err = relocate(&rb, b, a, &in, true);
+	if (err || !put_rel32(&rb, &jmp, 1, a + len))
+		return why;
+	err = dpatch_append(p, f, 1, b, &rb);
+	if (err)
+		return err;
+	pf = &p->fn[p->nfn - 1];
+	pf->trap = 1;
+	pf->orig_len = (uint16_t)len;
+	memcpy(pf->orig, b, len);
+	p->traps++;
+	return NULL;
+}
+
 /* Plans function f, whose next neighbour in the file starts at next: NULL
  * with it appended to the plan, or the reason it is not. */
 const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next)
@@ -245,7 +277,7 @@ const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t nex
 	}
 	patch_len = covered < JMP_SIZE ? JMP_SIZE : covered;
 	if (patch_len > avail || patch_len > LP_PLAN_ORIG_MAX)
-		return "too short for a jump, at the end of its segment";
+		return plan_trap(p, f, b, avail, next, "too short for a jump, at the end of its segment");
 	bt = target_inside(p, a, a + patch_len);
 	if (bt) {
 		/* a loop of its own whose head is inside those bytes: the whole
@@ -253,12 +285,14 @@ const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t nex
 		if (only_own_branches(p, bt, a, JMP_SIZE, end) && next >= a + JMP_SIZE && f->size <= WHOLE_MAX &&
 		    f->size <= avail)
 			return plan_whole(p, f, b);
-		return dpatch_why_at(p, "a branch lands at +%llu, inside the bytes a jump would replace",
-		                     bt->target - a);
+		return plan_trap(p, f, b, avail, next,
+		                 dpatch_why_at(p, "a branch lands at +%llu, inside the bytes a jump would replace",
+		                               bt->target - a));
 	}
 	if (next < a + patch_len)
-		return covered < JMP_SIZE ? "too short for a jump, and another function follows at once"
-		                          : "another symbol starts inside its first instructions";
+		return plan_trap(p, f, b, avail, next,
+		                 covered < JMP_SIZE ? "too short for a jump, and another function follows at once"
+		                                    : "another symbol starts inside its first instructions");
 	if (covered < JMP_SIZE) {
 		/* the function ended (its last instruction does not fall
 		 * through): what follows is padding, never run */

@@ -81,6 +81,7 @@ struct uprobes_stats {
 	uint64_t unwound;      /* frames left without a return (longjmp) */
 	uint64_t others;       /* probe hits of processes not traced, left out */
 	uint32_t events;       /* perf events opened */
+	uint32_t traps;        /* patch backend: functions entered through an int3 */
 	const struct uprobes_skipped *skipped;
 	size_t nskipped;
 };

@@ -169,9 +169,16 @@ unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verb
 			        rd->cfg.path);
 		else if (st.nskipped && !quiet)
 			skipped_warning(&st);
+		if (st.traps && !quiet && !verbose)
+			fprintf(stderr,
+			        "layerprof record: note: %u functions with no room for a jump at their entry were entered "
+			        "through a trap (about a microsecond more per call)\n",
+			        st.traps);
 		if (verbose)
-			fprintf(stderr, "layerprof record: dynamic (patch): %u of %u functions patched\n", st.functions,
-			        st.candidates);
+			fprintf(stderr,
+			        "layerprof record: dynamic (patch): %u of %u functions patched, %u with a trap at the "
+			        "entry\n",
+			        st.functions, st.candidates, st.traps);
 		return 0;
 	}
 	if (!rd->up)

@@ -54,12 +54,6 @@
 #define DYN_REACH 0x7ff0000ll /* b: +-128 MiB */
 #endif
 
-/* What a trampoline hands the common entry path. */
-struct lp_dynrec {
-	uintptr_t fn;   /* the function's entry, as the gates name it */
-	uintptr_t cont; /* its relocated first instructions */
-	uintptr_t args; /* lp_plan_func.args */
-};
 
 /* arch/<arch>/dyntramp.S (lp_dyn_return: runtime.h) */
 void lp_dyn_entry(void);
@@ -558,6 +552,43 @@ static LP_NOINSTR bool text_writable(uintptr_t a, size_t n, bool on)
 	return !mprotect((void *)lo, hi - lo, on ? PROT_READ | PROT_WRITE : PROT_READ | PROT_EXEC);
 }
 
+/* The trapped entries of a plan's functions made ready (recs filled in):
+ * known to the trap handler before their int3s are written.  False
+ * without memory for them. */
+static LP_NOINSTR bool traps_add(const struct lp_plan_func *fn, uint32_t n, const struct lp_dynrec *recs,
+                                 uintptr_t bias)
+{
+#if defined(__x86_64__)
+	uintptr_t *addr;
+	const struct lp_dynrec **rec;
+	size_t k = 0;
+	int r;
+
+	for (uint32_t i = 0; i < n; i++)
+		k += fn[i].status == LP_PLAN_PATCHED && fn[i].trap;
+	if (!k)
+		return true;
+	addr = malloc(k * sizeof(*addr));
+	rec = malloc(k * sizeof(*rec));
+	k = 0;
+	for (uint32_t i = 0; addr && rec && i < n; i++)
+		if (fn[i].status == LP_PLAN_PATCHED && fn[i].trap) {
+			addr[k] = (uintptr_t)fn[i].addr + bias;
+			rec[k++] = &recs[i];
+		}
+	r = addr && rec ? lp_dyntrap_add(addr, rec, k) : -ENOMEM;
+	free(addr);
+	free(rec);
+	return r == 0;
+#else
+	(void)fn;
+	(void)n;
+	(void)recs;
+	(void)bias;
+	return true;
+#endif
+}
+
 /* Applies the plan mapped at map to the object loaded with that bias. */
 static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 {
@@ -574,7 +605,9 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 	for (uint32_t i = 0; i < h->nfuncs; i++) {
 		uintptr_t a = (uintptr_t)fn[i].addr + bias;
 
-		if (fn[i].patch_len < DYN_JUMP || fn[i].patch_len > LP_PLAN_ORIG_MAX ||
+		if ((fn[i].trap ? fn[i].patch_len != 1 || !fn[i].orig_len || fn[i].orig_len > LP_PLAN_ORIG_MAX ||
+		                      DYN_PLAN_ARCH != LP_PLAN_X86_64
+		                : fn[i].patch_len < DYN_JUMP || fn[i].patch_len > LP_PLAN_ORIG_MAX) ||
 		    (uint64_t)fn[i].code_off + fn[i].code_len > h->code_bytes ||
 		    (uint64_t)fn[i].reloc_first + fn[i].nrelocs > h->nrelocs)
 			return; /* not a plan the recorder wrote */
@@ -600,7 +633,7 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 		bool ok = true;
 
 		off += DYN_STUB_SIZE + ((fn[i].code_len + 7u) & ~7u);
-		if (memcmp((const void *)a, fn[i].orig, fn[i].patch_len)) {
+		if (memcmp((const void *)a, fn[i].orig, fn[i].trap ? fn[i].orig_len : fn[i].patch_len)) {
 			fn[i].status = LP_PLAN_CHANGED;
 			continue;
 		}
@@ -613,7 +646,7 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 		}
 		recs[i].fn = LP_ARCH_FUNC(a);
 		recs[i].cont = (uintptr_t)c;
-		recs[i].args = fn[i].args;
+		recs[i].args = fn[i].trap ? 0 : fn[i].args; /* a trap's registers are not on the stack */
 		stub_write(t, &recs[i]);
 		fn[i].status = LP_PLAN_PATCHED; /* for now: the entry's turn below */
 	}
@@ -627,6 +660,11 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 	/* the program's code is written while nothing runs it (no other
 	 * thread exists yet, and this runs in the runtime's own code): it need
 	 * not stay executable meanwhile */
+	if (!traps_add(fn, h->nfuncs, recs, bias)) {
+		for (uint32_t i = 0; i < h->nfuncs; i++)
+			if (fn[i].status == LP_PLAN_PATCHED && fn[i].trap)
+				fn[i].status = LP_PLAN_UNWRITABLE;
+	}
 	if (!text_writable(lo, hi - lo, true)) {
 		for (uint32_t i = 0; i < h->nfuncs; i++)
 			if (fn[i].status == LP_PLAN_PATCHED)
@@ -640,7 +678,9 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 		uint8_t *t = tramp + off;
 
 		off += DYN_STUB_SIZE + ((fn[i].code_len + 7u) & ~7u);
-		if (fn[i].status == LP_PLAN_PATCHED)
+		if (fn[i].status == LP_PLAN_PATCHED && fn[i].trap)
+			*(volatile uint8_t *)a = 0xcc;
+		else if (fn[i].status == LP_PLAN_PATCHED)
 			entry_write(a, t, fn[i].patch_len);
 	}
 	text_writable(lo, hi - lo, false);
@@ -844,7 +884,10 @@ LP_NOINSTR void lp_dynpatch_apply(void)
 		return;
 	done = true;
 	plans_load();
+	if (nplans)
+		lp_dyntrap_arm();
 	if (!scan() && plan_request()) {
+		lp_dyntrap_arm();
 		plans_load();
 		scan();
 	}

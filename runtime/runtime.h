@@ -316,7 +316,23 @@ struct lp_dynframe {
 
 #ifdef LP_HAVE_DYNTRAMP
 void lp_dyn_return(void);
+/* What a trampoline hands the common entry path (dynpatch.c). */
+struct lp_dynrec {
+	uintptr_t fn;   /* the function's entry, as the gates name it */
+	uintptr_t cont; /* its relocated first instructions */
+	uintptr_t args; /* lp_plan_func.args */
+};
+/* The common entry path's C half (dynpatch.c): ret is where the caller's
+ * return address is, sp the stack pointer at the function's entry.
+ * Returns where the function goes on. */
+uintptr_t lp_dyn_enter(const struct lp_dynrec *r, uintptr_t *ret, uintptr_t sp);
+/* Trapped entries (dyntrap.c, x86-64): the n functions at addr[i] enter
+ * through rec[i] when their int3 traps.  0 or -ENOMEM. */
+int lp_dyntrap_add(const uintptr_t *addr, const struct lp_dynrec *const *rec, size_t n);
 #endif
+/* The trap handler in place and SIGTRAP kept out of the program's signal
+ * masks, before any plan is applied (dyntrap.c; nothing elsewhere). */
+void lp_dyntrap_arm(void);
 
 /* A return address met walking the stack from the inside out: the return
  * path of patched functions stands for the real address, kept in the

@@ -267,6 +267,10 @@ struct lp_plan_func {
 	uint32_t args;   /* LP_PLAN_ARGS_*: what the runtime keeps of the
 	                  * function's arguments and return value (a libc
 	                  * function of --libcalls); 0: nothing */
+	uint16_t trap;     /* x86-64: 1 when the entry gets an int3 (patch_len
+	                    * 1) instead of a jump: the function cannot hold one */
+	uint16_t orig_len; /* with trap: the bytes of orig the runtime checks
+	                    * (its first instruction); else patch_len */
 	uint8_t orig[LP_PLAN_ORIG_MAX];
 };
 
