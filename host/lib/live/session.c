@@ -365,13 +365,24 @@ static int send_start_frame(struct livesession *ls)
 			return -E2BIG;
 		}
 	}
-	if (ls->dynamic && !ls->attach_pid) {
+	if (ls->dynamic && ls->attach_pid && !netclient_has_cap(&ls->nc, "attach_dynamic")) {
+		fail(ls, "the agent at %s does not attach to running programs by probes (caps %s)", ls->nc.peer,
+		     ls->nc.caps);
+		return -EOPNOTSUPP;
+	}
+	if (ls->libcalls && ls->attach_pid) {
+		fail(ls, "--libcalls needs the patch backend, which is set up in a program the agent starts: not when "
+		         "attaching");
+		return -EINVAL;
+	}
+	if (ls->dynamic) {
 		if (!netclient_has_cap(&ls->nc, "dynamic")) {
 			fail(ls, "the agent at %s does not trace programs built without instrumentation (caps %s)",
 			     ls->nc.peer, ls->nc.caps);
 			return -EOPNOTSUPP;
 		}
-		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "dynamic=%s%c", ls->dynamic, '\0');
+		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "dynamic=%s%c", ls->dynamic,
+		                         ls->attach_pid ? '\n' : '\0');
 		if (olen >= sizeof(opts)) {
 			fail(ls, "the --dynamic patterns are too long (at most %u bytes)",
 			     LIVESESSION_SYSCALL_OPTS_MAX - 64);
@@ -693,6 +704,7 @@ static void on_chunk(struct livesession *ls, const struct wire_frame *f, bool ud
 		/* nothing more comes for the session; the exit STATUS, if the
 		 * program exited, comes before our BYE is answered */
 		ls->end_seen = true;
+		ls->end_asked = ls->state == LIVESESSION_CLOSING;
 		livesession_close(ls);
 		return;
 	}
@@ -788,7 +800,17 @@ static void on_session(struct livesession *ls, const struct wire_frame *f)
 	ls->state = LIVESESSION_RUNNING;
 	if (livesave_active(&ls->save))
 		say(ls, "saving to '%s'", ls->save.dir);
-	if (ls->attach_pid)
+	if (!wire_kv_get(f->payload, f->len, "dynamic", kv, sizeof(kv)) && !strcmp(kv, "uprobes")) {
+		ls->probed = true;
+		if (!wire_kv_get(f->payload, f->len, "functions", val, sizeof(val)))
+			ls->probed_functions = (uint32_t)strtoul(val, NULL, 10);
+	}
+	if (ls->attach_pid && ls->probed)
+		say(ls,
+		    "attached to process %" PRIu32 " by uprobes on %" PRIu32 " functions (session %" PRIu32
+		    "): calls under way now are not seen; the probes go when the session ends",
+		    ls->pid, ls->probed_functions, ls->session);
+	else if (ls->attach_pid)
 		say(ls, "attached to process %" PRIu32 " (session %" PRIu32 ")", ls->pid, ls->session);
 	else
 		say(ls, "started '%s' as process %" PRIu32 " (session %" PRIu32 ")", ls->argv[0], ls->pid, ls->session);
