@@ -137,6 +137,11 @@ struct session *session_probe(struct agent *a, pid_t pid, const struct session_s
 	}
 	s->feed.drain = s->drain;
 	s->feed.on = a->tracing;
+	if (drain_adopt_process(s->drain, pid)) {
+		snprintf(err, errlen, "out of memory");
+		probe_free(s);
+		return NULL;
+	}
 	drain_set_enabled(s->drain, a->tracing);
 	session_apply_filters(s);
 	/* the probes go into the program now, and its threads are followed */
