@@ -98,7 +98,7 @@ struct session {
 	pid_t pid;
 	bool exited;   /* the program is gone; drained, then closed */
 	bool finished; /* session_finish done: the END chunk is out */
-	int status;  /* wait status with `exited`, -1 when unknown */
+	int status;    /* wait status with `exited`, -1 when unknown */
 	struct drain *drain;
 	char dir[PATH_MAX];
 	int dirfd;          /* attached: the program's session directory (-1: none) */
@@ -260,8 +260,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
  * NULL with the reason in err: no such process, another user's (an agent
  * not root), no root or no uprobe PMU, its file deleted or replaced
  * (probes are defined by path), what the tracers refused. */
-struct session *session_probe(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err,
-                              size_t errlen);
+struct session *session_probe(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen);
 /* The program's wait status when the syscall tracer reaped it (ptrace
  * backend); false otherwise. */
 bool session_reaped(struct session *s, int *status);
@@ -291,8 +290,7 @@ struct session *session_new(struct agent *a, enum session_kind kind);
 void session_link(struct session *s);
 struct drain_ops session_drain_ops(struct session *s, const struct session_syscalls *sys);
 int session_kernel_open(struct session *s, const struct session_syscalls *sys, char *err, size_t errlen);
-int session_syscalls_attach(struct session *s, pid_t pid, const struct session_syscalls *sys, char *err,
-                            size_t errlen);
+int session_syscalls_attach(struct session *s, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen);
 void session_send_meta(struct session *s, int argc, char *const *argv);
 void session_send_kformats(struct session *s);
 

@@ -93,8 +93,7 @@ static void probe_free(struct session *s)
 	free(s);
 }
 
-struct session *session_probe(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err,
-                              size_t errlen)
+struct session *session_probe(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen)
 {
 	struct uprobes_ops uops;
 	struct uprobes_config cfg;

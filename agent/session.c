@@ -625,8 +625,7 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	return s;
 }
 
-int session_syscalls_attach(struct session *s, pid_t pid, const struct session_syscalls *sys, char *err,
-                            size_t errlen)
+int session_syscalls_attach(struct session *s, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen)
 {
 	struct systrace_ops sops = sysdrain_ops(&s->feed);
 	struct systrace_config cfg;

@@ -20,7 +20,7 @@ static volatile long sink;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t go = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
-static unsigned long round_no; /* commands handed to the workers */
+static unsigned long round_no;    /* commands handed to the workers */
 static unsigned long rounds_done; /* worker rounds finished, all workers */
 static long round_calls;
 static int quitting;
