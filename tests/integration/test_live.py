@@ -1784,6 +1784,46 @@ def group_attach_dynamic(lp, build, tmp):
               "ends: output and exit status as without layerprof", (rc, prog.out.text()))
         check(os.path.realpath(exe) not in uprobe_events(), "ends: no probe on the program is left in uprobe_events")
 
+        # ---- with its system calls: the write of a command's "done" line
+        # comes from serve_one, entered after the attach for the second
+        # command only
+        prog = Plain([exe])
+        progs.append(prog)
+        check(prog.said("ready 0"), "cmdloop runs (with --syscalls)")
+        save = os.path.join(tmp, "attach-dyn-sys")
+        log_from = agent.err.count()
+        live, ready, _ = attach_probes(lp, agent, prog.pid, save, ["--syscalls", "--syscall-filter", "write"])
+        check(ready, "--syscalls: the session is ready", live.err.text()[-400:])
+        prog.send("3")
+        check(prog.said("done 3") and waits_for_input(prog.pid), "--syscalls: the first command runs")
+        prog.send("4")
+        check(prog.said("done 4") and waits_for_input(prog.pid), "--syscalls: the second command runs")
+        live.say("quit")
+        detach_checks(lp, agent, live, prog, exe, "--syscalls", log_from)
+        r = lp("report", "--syscalls", "--format", "json", save)
+        rep = json.loads(r.stdout) if r.returncode == 0 and r.stdout else {}
+        by = {(f["function"], f["syscall"]): f["calls"] for f in rep.get("by_function", [])}
+        check(by.get(("serve_one", "write")) == 1 and sum(v for (_, sc), v in by.items() if sc == "write") == 2,
+              "--syscalls: two writes, the one made in the serve_one call entered after the attach attributed to it",
+              by)
+        check(prog.end() == 0, "--syscalls: the program ends with 0 after the session")
+
+        # ---- the agent stops during the session: the probes go too
+        prog = Plain([exe])
+        progs.append(prog)
+        check(prog.said("ready 0"), "cmdloop runs (the agent to stop)")
+        agent2 = Agent(build, tmp)
+        live, ready, _ = attach_probes(lp, agent2, prog.pid, os.path.join(tmp, "attach-dyn-stop"))
+        check(ready, "agent stop: the session is ready", live.err.text()[-400:])
+        agent2.stop()
+        rc = live.wait()
+        check(agent2.p.returncode == 0 and os.path.realpath(exe) not in uprobe_events() and
+              code_changes(prog.pid, exe) == {},
+              "the agent stopped (SIGTERM) during the session: it took the probes out, the code is the file's",
+              "agent rc %s, live rc %s" % (agent2.p.returncode, rc))
+        prog.send("6")
+        check(prog.said("done 6") and prog.end() == 0, "agent stop: the program runs on and ends with 0")
+
         # ---- refusals
         r = lp("live", "--connect", agent.addr, "--attach", str(os.getpid()), "--dynamic", "--libcalls")
         check(r.returncode == 2 and "--libcalls needs the patch backend" in r.stderr,
