@@ -1,10 +1,7 @@
 /* Sessions attached by probes (ATTACH with `dynamic`): a running program
- * that was neither started by the agent nor linked with the runtime,
- * traced from outside through uprobes on its executable's functions.  The
- * session has a directory of the agent's own (no ring in the program: the
- * drain makes each thread's stream from the tracer's records) and ends
- * when the host leaves; closing the probes takes them out of the program,
- * whose code the kernel restores. */
+ * without the runtime, traced from outside through uprobes on its
+ * executable's functions, in a session directory of the agent's own; the
+ * session ends with its host, and closing the probes takes them out. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
