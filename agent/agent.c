@@ -145,15 +145,6 @@ static void tell_exit(struct agent *a, struct session *s)
 	conn_queue(a->conn, LP_FRAME_STATUS, msg, (size_t)n);
 }
 
-void agent_finish_probed(struct agent *a)
-{
-	struct session *s;
-
-	for (s = a->sessions; s; s = s->next)
-		if (s->kind == SESSION_PROBED)
-			session_finish(s);
-}
-
 void agent_end_probed(struct agent *a)
 {
 	struct session *s, *next;
@@ -172,6 +163,9 @@ void agent_end_probed(struct agent *a)
 			tell_udp(a);
 			tell_exit(a, s);
 		}
+		/* what the host can take now goes before the slow close */
+		if (a->conn)
+			conn_flush(a->conn);
 		session_close(s);
 		if (!exited)
 			agent_log("session %u: probes taken out of pid %d, which runs on (%.2f s to close them)", id,
@@ -246,6 +240,9 @@ static void reap(struct agent *a)
 			session_finish(s);
 			tell_udp(a);
 			tell_exit(a, s);
+			/* closing probes is slow: the host has the end first */
+			if (s->kind == SESSION_PROBED && a->conn)
+				conn_flush(a->conn);
 			session_close(s);
 		}
 	}

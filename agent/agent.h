@@ -204,14 +204,12 @@ struct agent {
 /* agent.c */
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t agent_now_ns(void);
-/* The host says BYE: the sessions attached by probes finish (their last
- * chunks and END are queued before the BYE answered). */
-void agent_finish_probed(struct agent *a);
-/* The host is gone (after its BYE, or its connection failed): the sessions
- * attached by probes end with it, their probes taken out of the programs,
- * which run on.  This waits for the kernel, which is slow to close uprobe
- * events (tens of ms each, two per function per CPU), so it comes after
- * the host has had everything. */
+/* The host leaves (its BYE, or its connection failed): the sessions
+ * attached by probes end with it, their last chunks and END sent (as the
+ * socket takes them), then their probes taken out of the programs, which
+ * run on.  That waits for the kernel, which is slow to close uprobe events
+ * (tens of ms each, two per function per CPU): the BYE answered after it
+ * tells the host that the programs are clean. */
 void agent_end_probed(struct agent *a);
 
 /* attachdir.c */

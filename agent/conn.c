@@ -706,9 +706,8 @@ static int on_frame(struct agent *a, struct conn *c, const struct wire_frame *f)
 		return 0;
 	case LP_FRAME_BYE:
 		agent_log("host %s said goodbye", c->peer);
-		/* their last chunks before our BYE; their probes close when
-		 * the host has it all */
-		agent_finish_probed(a);
+		/* their last chunks, then their probes out, before our BYE */
+		agent_end_probed(a);
 		conn_queue(c, LP_FRAME_BYE, NULL, 0);
 		c->state = CONN_CLOSING;
 		return 0;

@@ -1562,9 +1562,9 @@ class Plain:
     """A program started here, outside layerprof, its standard input a pipe
     for commands; its output lines collected."""
 
-    def __init__(self, argv, wrap=()):
+    def __init__(self, argv, wrap=(), env=None):
         self.p = subprocess.Popen(list(wrap) + list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, universal_newlines=True)
+                                  stderr=subprocess.PIPE, universal_newlines=True, env=env)
         started.append(self.p)
         self.pid = self.p.pid
         self.out = Lines(self.p.stdout)
@@ -1609,6 +1609,17 @@ def waits_for_input(pid, timeout=WAIT):
     return False
 
 
+def wait_until(pred, timeout):
+    """pred's first true value within timeout, or None."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    return None
+
+
 def thread_rows(lp, trace):
     """report -t on a trace: ({tid: thread}, {tid: {name: calls}}), or
     (None, None)."""
@@ -1648,18 +1659,18 @@ def attach_probes(lp, agent, pid, save, extra=()):
 
 
 def detach_checks(lp, agent, live, prog, exe, what, log_from):
-    """After `quit`: the session ended well, the probes are gone from
-    tracefs and from the program's code."""
+    """After `quit`: the session ended well and, by the time live has
+    exited, the probes are gone from tracefs and from the program's code."""
     rc = live.wait()
+    probes = [l for l in uprobe_events().splitlines() if os.path.realpath(exe) in l]
+    changed = code_changes(prog.pid, exe)
     check(rc == 0 and "the agent closed the session" not in live.err.text(),
           "%s: live quits with 0" % what, "rc %s %s" % (rc, live.err.text()[-400:]))
+    check(not probes, "%s: once live has quit, no probe on the program is left in uprobe_events" % what, probes)
+    check(changed == {}, "%s: once live has quit, every function's first bytes in the running program are the "
+          "file's again" % what, changed)
     line, _ = agent_said(agent, lambda l: "probes taken out of pid %d" % prog.pid in l, log_from, WAIT)
-    check(line is not None, "%s: the agent took the probes out" % what, agent.err.text()[-400:])
-    check(os.path.realpath(exe) not in uprobe_events(), "%s: no probe on the program is left in uprobe_events" % what,
-          [l for l in uprobe_events().splitlines() if os.path.realpath(exe) in l])
-    changed = code_changes(prog.pid, exe)
-    check(changed == {}, "%s: every function's first bytes in the running program are the file's again" % what,
-          changed)
+    check(line is not None, "%s: the agent says it took the probes out" % what, agent.err.text()[-400:])
 
 
 def group_attach_dynamic(lp, build, tmp):
@@ -1823,6 +1834,35 @@ def group_attach_dynamic(lp, build, tmp):
               "agent rc %s, live rc %s" % (agent2.p.returncode, rc))
         prog.send("6")
         check(prog.said("done 6") and prog.end() == 0, "agent stop: the program runs on and ends with 0")
+
+        # ---- a program with the runtime, attachable the old way too:
+        # --dynamic means probes all the same; its runtime is left alone
+        km = it.Builder("gcc", "g++", "-O2", tmp).prog("killme")
+        env = dict(os.environ, LD_PRELOAD=os.path.join(lp.libdir, "liblayerprof.so"),
+                   LAYERPROF_ATTACH_DIR=agent.attach_dir)
+        prog = Plain([km], env=env)
+        progs.append(prog)
+        entry = os.path.join(agent.attach_dir, str(prog.pid))
+        if check(prog.out.wait_for(lambda l: l == str(prog.pid), WAIT) is not None and
+                 wait_until(lambda: os.path.exists(entry), WAIT), "killme runs, attachable (its runtime registered)"):
+            log_from = agent.err.count()
+            live, ready, _ = attach_probes(lp, agent, prog.pid, os.path.join(tmp, "attach-dyn-rt"))
+            line, _ = agent_said(agent, lambda l: "attached to pid %d by uprobes" % prog.pid in l, log_from, WAIT)
+            v = live.wait_view(lambda v: counts(v).get("tick", 0) > 0, WAIT)
+            check(ready and line is not None and v is not None,
+                  "a program with the runtime, --attach --dynamic: traced by uprobes (ticks arrive)",
+                  live.err.text()[-300:])
+            live.say("quit")
+            rc = live.wait()
+            check(rc == 0 and os.path.isdir(entry) and code_changes(prog.pid, km) == {},
+                  "after the session: its attach directory entry is still there, its code the file's",
+                  "rc %s %s" % (rc, code_changes(prog.pid, km)))
+            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--attach", str(prog.pid),
+                                         "--duration", "300ms"])
+            v = live.wait_view(lambda v: counts(v).get("tick", 0) > 0, WAIT)
+            rc = live.wait()
+            check(v is not None and rc == 0, "then attached the old way, through its runtime: ticks arrive",
+                  "rc %s %s" % (rc, live.err.text()[-300:]))
 
         # ---- refusals
         r = lp("live", "--connect", agent.addr, "--attach", str(os.getpid()), "--dynamic", "--libcalls")

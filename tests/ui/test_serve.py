@@ -1546,9 +1546,8 @@ def group_attach_dynamic(lp, tmp, build):
         st, _, _ = get(srv.port, "/api/live/quit", method="POST", body=b"", headers={"X-Layerprof": "1"})
         done = wait_until(lambda: live_state(srv.port).get("state") == "done", 30)
         check(st == 200 and done, "the page's quit ends the session", live_state(srv.port))
-        gone = wait_until(lambda: os.path.realpath(exe) not in uprobe_events() and code_changes(prog.pid, exe) == {},
-                          30)
-        check(gone, "after quit: no probe left, the program's code is the file's", code_changes(prog.pid, exe))
+        check(os.path.realpath(exe) not in uprobe_events() and code_changes(prog.pid, exe) == {},
+              "once the session is done: no probe left, the program's code is the file's", code_changes(prog.pid, exe))
         srv.stop()
         srv = None
         rep = lp.json("report", "--format", "json", save)

@@ -22,6 +22,11 @@
 #define PEER_TIMEOUT_NS (5 * NS_PER_S)  /* an agent silent this long is gone */
 #define END_GRACE_NS (2 * NS_PER_S)     /* after the exit STATUS, wait this long for END */
 #define BYE_WAIT_NS NS_PER_S            /* after our BYE, take in what is still coming */
+/* A session attached by probes: the agent answers our BYE once the kernel
+ * has taken them out, which takes it tens of ms per probe event (two per
+ * function per CPU), silent meanwhile; waited for this long at most */
+#define PROBES_OUT_NS (10 * NS_PER_S)
+#define PROBES_OUT_PER_FUNCTION_NS (NS_PER_S / 2)
 #define SESSION_WAIT_NS (10 * NS_PER_S) /* START or ATTACH to SESSION */
 
 uint64_t livesession_now(void)
@@ -914,16 +919,31 @@ int livesession_receive_udp(struct livesession *ls)
 
 /* ------------------------------------------------------------ timers */
 
+/* Whether the agent, silent, is taking a session's probes out after our
+ * BYE: then it is given time, not taken for gone. */
+static bool probes_going(const struct livesession *ls)
+{
+	return ls->state == LIVESESSION_CLOSING && ls->probed;
+}
+
+/* How long to wait for the answer to our BYE. */
+static uint64_t bye_wait(const struct livesession *ls)
+{
+	return probes_going(ls) ? PROBES_OUT_NS + ls->probed_functions * PROBES_OUT_PER_FUNCTION_NS : BYE_WAIT_NS;
+}
+
 uint64_t livesession_next_tick(const struct livesession *ls)
 {
 	uint64_t next = ls->last_tx + HEARTBEAT_NS;
 
-	if (ls->last_rx + PEER_TIMEOUT_NS < next)
+	if (!probes_going(ls) && ls->last_rx + PEER_TIMEOUT_NS < next)
 		next = ls->last_rx + PEER_TIMEOUT_NS;
 	if (ls->program_ended && ls->ended_ns + END_GRACE_NS < next)
 		next = ls->ended_ns + END_GRACE_NS;
-	if (ls->state == LIVESESSION_CLOSING && ls->closing_ns + BYE_WAIT_NS < next)
+	if (probes_going(ls) && !ls->probes_told && ls->closing_ns + BYE_WAIT_NS < next)
 		next = ls->closing_ns + BYE_WAIT_NS;
+	if (ls->state == LIVESESSION_CLOSING && ls->closing_ns + bye_wait(ls) < next)
+		next = ls->closing_ns + bye_wait(ls);
 	if (ls->state == LIVESESSION_CONNECTING && ls->session_wait_ns < next)
 		next = ls->session_wait_ns;
 	return next;
@@ -931,15 +951,25 @@ uint64_t livesession_next_tick(const struct livesession *ls)
 
 void livesession_tick(struct livesession *ls, uint64_t now)
 {
-	if (now - ls->last_rx >= PEER_TIMEOUT_NS) {
+	if (now - ls->last_rx >= PEER_TIMEOUT_NS && !probes_going(ls)) {
 		fail(ls, "agent at %s stopped responding", ls->nc.peer);
+		return;
+	}
+	if (probes_going(ls) && !ls->probes_told && now - ls->closing_ns >= BYE_WAIT_NS) {
+		ls->probes_told = true;
+		say(ls, "the agent is taking the probes out of process %" PRIu32 " (%" PRIu32 " functions)", ls->pid,
+		    ls->probed_functions);
+	}
+	if (probes_going(ls) && now - ls->closing_ns >= bye_wait(ls)) {
+		fail(ls, "the agent at %s did not say in time that it took the probes out of process %" PRIu32,
+		     ls->nc.peer, ls->pid);
 		return;
 	}
 	if (ls->state == LIVESESSION_CONNECTING && now >= ls->session_wait_ns) {
 		fail(ls, "the agent at %s did not answer %s", ls->nc.peer, ls->attach_pid ? "ATTACH" : "START");
 		return;
 	}
-	if (ls->state == LIVESESSION_CLOSING && now - ls->closing_ns >= BYE_WAIT_NS) {
+	if (ls->state == LIVESESSION_CLOSING && now - ls->closing_ns >= bye_wait(ls)) {
 		ls->state = LIVESESSION_DONE; /* no BYE back: fine, we are done */
 		return;
 	}

@@ -82,6 +82,7 @@ struct livesession {
 	/* attached by probes (SESSION `dynamic=uprobes`): how many functions */
 	bool probed;
 	uint32_t probed_functions;
+	bool probes_told; /* said that the agent is taking them out (after our BYE) */
 	uint64_t t0, ended_ns, closing_ns, session_wait_ns;
 	uint64_t last_rx, last_tx;
 	struct liveview_exit exits[LIVESESSION_EXITS_MAX];
