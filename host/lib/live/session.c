@@ -18,10 +18,10 @@
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
-#define HEARTBEAT_NS NS_PER_S           /* send one after this long without sending */
-#define PEER_TIMEOUT_NS (5 * NS_PER_S)  /* an agent silent this long is gone */
-#define END_GRACE_NS (2 * NS_PER_S)     /* after the exit STATUS, wait this long for END */
-#define BYE_WAIT_NS NS_PER_S            /* after our BYE, take in what is still coming */
+#define HEARTBEAT_NS NS_PER_S          /* send one after this long without sending */
+#define PEER_TIMEOUT_NS (5 * NS_PER_S) /* an agent silent this long is gone */
+#define END_GRACE_NS (2 * NS_PER_S)    /* after the exit STATUS, wait this long for END */
+#define BYE_WAIT_NS NS_PER_S           /* after our BYE, take in what is still coming */
 /* A session attached by probes: the agent answers our BYE once the kernel
  * has taken them out, which takes it tens of ms per probe event (two per
  * function per CPU), silent meanwhile; waited for this long at most */
