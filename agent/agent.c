@@ -104,6 +104,7 @@ static void drop_host(struct agent *a, const char *why)
 		session_set_tracing(s, false);
 		session_apply_filters(s);
 	}
+	agent_end_probed(a);
 }
 
 static struct session *session_of(struct agent *a, pid_t pid)
@@ -142,6 +143,34 @@ static void tell_exit(struct agent *a, struct session *s)
 	n = snprintf(msg, sizeof(msg), "session=%u\nevent=exit\npid=%d\nstatus=%d\ntime_ns=%llu\n", s->id, (int)s->pid,
 	             s->status, (unsigned long long)agent_now_ns());
 	conn_queue(a->conn, LP_FRAME_STATUS, msg, (size_t)n);
+}
+
+void agent_end_probed(struct agent *a)
+{
+	struct session *s, *next;
+
+	for (s = a->sessions; s; s = next) {
+		uint64_t t0 = agent_now_ns();
+		uint32_t id = s->id;
+		pid_t pid = s->pid;
+		bool exited = s->exited;
+
+		next = s->next;
+		if (s->kind != SESSION_PROBED)
+			continue;
+		session_finish(s);
+		if (exited) {
+			tell_udp(a);
+			tell_exit(a, s);
+		}
+		/* what the host can take now goes before the slow close */
+		if (a->conn)
+			conn_flush(a->conn);
+		session_close(s);
+		if (!exited)
+			agent_log("session %u: probes taken out of pid %d, which runs on (%.2f s to close them)", id,
+			          (int)pid, (double)(agent_now_ns() - t0) / 1e9);
+	}
 }
 
 /* An attached program is not our child: it is gone when no such process
@@ -197,7 +226,7 @@ static void reap(struct agent *a)
 	if (now - last_check > 200000000ull) {
 		last_check = now;
 		for (s = a->sessions; s; s = s->next)
-			if (s->kind == SESSION_ATTACHED && !s->exited && process_gone(s->pid))
+			if (s->kind != SESSION_STARTED && !s->exited && process_gone(s->pid))
 				session_exited(s, -1);
 	}
 	/* and the sessions attachable programs left when they ended unattached */
@@ -211,6 +240,9 @@ static void reap(struct agent *a)
 			session_finish(s);
 			tell_udp(a);
 			tell_exit(a, s);
+			/* closing probes is slow: the host has the end first */
+			if (s->kind == SESSION_PROBED && a->conn)
+				conn_flush(a->conn);
 			session_close(s);
 		}
 	}
@@ -554,7 +586,8 @@ int main(int argc, char **argv)
 		struct session *s = a->sessions;
 
 		session_set_tracing(s, false);
-		session_exited(s, -1);
+		if (s->kind != SESSION_PROBED)
+			session_exited(s, -1);
 		session_finish(s);
 		session_close(s);
 	}

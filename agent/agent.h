@@ -57,7 +57,14 @@ struct agent_map {
 	char *path; /* owned */
 };
 
-enum session_kind { SESSION_STARTED, SESSION_ATTACHED };
+enum session_kind {
+	SESSION_STARTED,  /* a program the agent started */
+	SESSION_ATTACHED, /* a running program with the runtime, by its attach directory */
+	/* a running program traced from outside by uprobes (ATTACH's
+	 * `dynamic`): a session directory of the agent's own, no ring in the
+	 * program; it ends when the host leaves, its probes taken out */
+	SESSION_PROBED,
+};
 
 /* What a START or ATTACH asked of the syscall tracer (keys `syscalls` and
  * `syscall_filter`, docs/protocol.md). */
@@ -68,8 +75,9 @@ struct session_syscalls {
 	 * of kcfg are borrowed from the request for the call */
 	bool kernel;
 	struct ktrace_config kcfg;
-	/* functions of a program built without instrumentation (START option
-	 * `dynamic`, dyntrace/): the patterns point into the request */
+	/* functions of a program built without instrumentation (START and
+	 * ATTACH option `dynamic`, dyntrace/): the patterns point into the
+	 * request */
 	bool dynamic;
 	bool functions; /* `dynamic` given (`libcalls` alone traces only those) */
 	struct uprobes_config ucfg;
@@ -88,8 +96,9 @@ struct session {
 	uint32_t id;
 	enum session_kind kind;
 	pid_t pid;
-	bool exited; /* the program is gone; drained, then closed */
-	int status;  /* wait status with `exited`, -1 when unknown */
+	bool exited;   /* the program is gone; drained, then closed */
+	bool finished; /* session_finish done: the END chunk is out */
+	int status;    /* wait status with `exited`, -1 when unknown */
 	struct drain *drain;
 	char dir[PATH_MAX];
 	int dirfd;          /* attached: the program's session directory (-1: none) */
@@ -104,7 +113,7 @@ struct session {
 	 * its end from systrace_exited */
 	struct systrace *st;
 	struct ktrace *kt;       /* kernel events, or NULL */
-	struct uprobes *up;      /* the dynamic tracer (START's `dynamic`), or NULL */
+	struct uprobes *up;      /* the dynamic tracer (`dynamic`), or NULL */
 	struct dpatch *dp;       /* or its patch plan, in-process patching */
 	uint32_t plans_answered; /* requests for plans answered (drain_plan_wants) */
 	/* with dp: its patterns (strings in dyn_strings, the session's), for
@@ -200,6 +209,13 @@ struct agent {
 /* agent.c */
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t agent_now_ns(void);
+/* The host leaves (its BYE, or its connection failed): the sessions
+ * attached by probes end with it, their last chunks and END sent (as the
+ * socket takes them), then their probes taken out of the programs, which
+ * run on.  That waits for the kernel, which is slow to close uprobe events
+ * (tens of ms each, two per function per CPU): the BYE answered after it
+ * tells the host that the programs are clean. */
+void agent_end_probed(struct agent *a);
 
 /* attachdir.c */
 /* Opens (making it) the attach directory a->attach_dir into a->attach, or
@@ -239,6 +255,15 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
  * leaving the program running). */
 struct session *session_attach(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err,
                                size_t errlen);
+/* Traces running process pid from outside by uprobes on the functions of
+ * its executable (sys->dynamic, sys->ucfg's patterns), whether or not it
+ * has the runtime: a session directory of the agent's own, the probes on
+ * the file the process runs, its syscalls and kernel events too when sys
+ * asks.  Needs root and the kernel's uprobe PMU.  Returns the session, or
+ * NULL with the reason in err: no such process, another user's (an agent
+ * not root), no root or no uprobe PMU, its file deleted or replaced
+ * (probes are defined by path), what the tracers refused. */
+struct session *session_probe(struct agent *a, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen);
 /* The program's wait status when the syscall tracer reaped it (ptrace
  * backend); false otherwise. */
 bool session_reaped(struct session *s, int *status);
@@ -250,13 +275,27 @@ long session_poll(struct session *s);
 void session_exited(struct session *s, int status);
 /* Sends the session's known code mappings (for a reconnecting host). */
 void session_send_maps(struct session *s);
-/* Final drain: every event left, then the END chunk. */
+/* Final drain: every event left, then the END chunk.  Once: later calls
+ * do nothing. */
 void session_finish(struct session *s);
 /* Teardown after session_finish; unlinks it from the agent.  Frees s. */
 void session_close(struct session *s);
 void session_set_tracing(struct session *s, bool on);
 /* Applies the agent's current source filters (or none) to the session. */
 int session_apply_filters(struct session *s);
+/* For probes.c, the steps its sessions share with the others: a new
+ * session (not linked yet; NULL when out of memory), linking it to the
+ * agent, the drain's callbacks, the kernel tracer opened (0, or -1 with
+ * err set), the syscall tracer attached to running process pid (0, or -1
+ * with err set; the program is left running at the end), the META chunk
+ * (a one-word-per-argument command line) and the tracepoint formats. */
+struct session *session_new(struct agent *a, enum session_kind kind);
+void session_link(struct session *s);
+struct drain_ops session_drain_ops(struct session *s, const struct session_syscalls *sys);
+int session_kernel_open(struct session *s, const struct session_syscalls *sys, char *err, size_t errlen);
+int session_syscalls_attach(struct session *s, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen);
+void session_send_meta(struct session *s, int argc, char *const *argv);
+void session_send_kformats(struct session *s);
 
 /* listen.c */
 /* Listens on ADDR:PORT over TCP; the agent must have a token.  Returns 0,

@@ -230,6 +230,12 @@ static void send_session(struct conn *c, const struct session *s)
 		if (s->kernel_warn[0] && (size_t)n < sizeof(msg))
 			n += snprintf(msg + n, sizeof(msg) - (size_t)n, "kernel_warn=%s\n", s->kernel_warn);
 	}
+	if ((size_t)n < sizeof(msg) && s->kind == SESSION_PROBED && s->up) {
+		struct uprobes_stats ust;
+
+		uprobes_get_stats(s->up, &ust);
+		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "dynamic=uprobes\nfunctions=%u\n", ust.functions);
+	}
 	if ((size_t)n < sizeof(msg) && s->kind == SESSION_STARTED && s->mem_opts.fold_ns)
 		n += snprintf(msg + n, sizeof(msg) - (size_t)n, "mem_fold_ns=%llu\n",
 		              (unsigned long long)s->mem_opts.fold_ns);
@@ -286,8 +292,8 @@ static int syscall_option(struct session_syscalls *sys, const char *key, const c
 	return -EINVAL;
 }
 
-/* START's `dynamic`: "all", or function globs split in place (the
- * patterns point into the request). */
+/* START's and ATTACH's `dynamic`: "all", or function globs split in
+ * place (the patterns point into the request). */
 static int dynamic_option(struct session_syscalls *sys, char *val, char *err, size_t errlen)
 {
 	char why[300];
@@ -423,7 +429,7 @@ bad:
 static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
 	char val[32], err[512], msg[600], opt[32], filter_buf[4096], kernel_buf[4096], kfilter_buf[1024],
-	    kfunc_buf[1024], ksystem_buf[8], *end;
+	    kfunc_buf[1024], ksystem_buf[8], dynamic_buf[4096], *end;
 	struct session_syscalls sys = { 0 };
 	const char *filter = NULL;
 	struct session *s;
@@ -483,9 +489,27 @@ static int on_attach(struct agent *a, struct conn *c, const struct wire_frame *f
 		snprintf(err, sizeof(err), "kernel_filter: value too long or not text");
 	if (r && r != -ENOENT)
 		goto bad;
+	/* functions by probes from outside; calls through the PLT need the
+	 * patch backend, which a program sets up as it starts */
+	if (wire_kv_get(f->payload, f->len, "libcalls", opt, sizeof(opt)) != -ENOENT) {
+		snprintf(err, sizeof(err),
+		         "libcalls needs the patch backend, which is set up in a program the agent starts: not when "
+		         "attaching");
+		goto bad;
+	}
+	r = wire_kv_get(f->payload, f->len, "dynamic", dynamic_buf, sizeof(dynamic_buf));
+	if (!r)
+		r = dynamic_option(&sys, dynamic_buf, err, sizeof(err));
+	else if (r != -ENOENT)
+		snprintf(err, sizeof(err), "dynamic: value too long or not text");
+	if (r && r != -ENOENT)
+		goto bad;
 	if (syscall_filter(&sys, filter, err, sizeof(err)))
 		goto bad;
-	s = session_attach(a, (pid_t)pid, &sys, err, sizeof(err));
+	if (sys.dynamic)
+		s = session_probe(a, (pid_t)pid, &sys, err, sizeof(err));
+	else
+		s = session_attach(a, (pid_t)pid, &sys, err, sizeof(err));
 	if (s)
 		send_session(c, s);
 	else
@@ -682,6 +706,8 @@ static int on_frame(struct agent *a, struct conn *c, const struct wire_frame *f)
 		return 0;
 	case LP_FRAME_BYE:
 		agent_log("host %s said goodbye", c->peer);
+		/* their last chunks, then their probes out, before our BYE */
+		agent_end_probed(a);
 		conn_queue(c, LP_FRAME_BYE, NULL, 0);
 		c->state = CONN_CLOSING;
 		return 0;

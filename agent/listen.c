@@ -280,18 +280,19 @@ static struct pending *pending_place(struct agent *a, const char *key)
 /* HELLO with a fresh nonce; no datagram channel by the UNIX socket. */
 static int send_hello(const struct agent *a, struct pending *p)
 {
-	uint8_t frame[LP_WIRE_HEADER_SIZE + 256];
+	uint8_t frame[LP_WIRE_HEADER_SIZE + 512];
 	char nonce_hex[2 * AUTH_NONCE_SIZE + 1], *hello = (char *)frame + LP_WIRE_HEADER_SIZE;
 	int n;
 
 	if (auth_random(p->nonce, sizeof(p->nonce)))
 		return -EIO;
 	auth_hex(p->nonce, sizeof(p->nonce), nonce_hex);
-	n = snprintf(hello, sizeof(frame) - LP_WIRE_HEADER_SIZE,
-	             "protocol=%d\nagent=layerprofd " LP_VERSION "\narch=" LP_ARCH_NAME
-	             "\ncaps=startstop,attach,filters%s,syscalls,kernel,kernel_system,dynamic%s%s\nnonce=%s\n",
-	             LP_WIRE_PROTOCOL, p->unix_sock ? "" : ",udp", dpatch_supported() ? ",libcalls" : "",
-	             a->memlib[0] ? ",memory,mem_fold" : "", nonce_hex);
+	n = snprintf(
+	    hello, sizeof(frame) - LP_WIRE_HEADER_SIZE,
+	    "protocol=%d\nagent=layerprofd " LP_VERSION "\narch=" LP_ARCH_NAME
+	    "\ncaps=startstop,attach,filters%s,syscalls,kernel,kernel_system,dynamic,attach_dynamic%s%s\nnonce=%s\n",
+	    LP_WIRE_PROTOCOL, p->unix_sock ? "" : ",udp", dpatch_supported() ? ",libcalls" : "",
+	    a->memlib[0] ? ",memory,mem_fold" : "", nonce_hex);
 	if (n < 0 || (size_t)n >= sizeof(frame) - LP_WIRE_HEADER_SIZE)
 		return -EOVERFLOW;
 	wire_header_put(frame, LP_FRAME_HELLO, 0, hello, (uint32_t)n);

@@ -117,7 +117,7 @@ static void on_collect(void *ctx)
 
 /* Opens the kernel tracer for s before its program starts.  Returns 0 or
  * -1 with the reason in err. */
-static int kernel_open(struct session *s, const struct session_syscalls *sys, char *err, size_t errlen)
+int session_kernel_open(struct session *s, const struct session_syscalls *sys, char *err, size_t errlen)
 {
 	struct ktrace_ops kops = kdrain_ops(&s->feed);
 	char kerr[600];
@@ -263,7 +263,7 @@ static void dynamic_plan_log(struct session *s)
 }
 
 /* The tracepoint formats, after META, for the host's decoding. */
-static void send_kformats(struct session *s)
+void session_send_kformats(struct session *s)
 {
 	struct conn *c = s->agent->conn;
 
@@ -279,7 +279,7 @@ static void send_kformats(struct session *s)
 
 /* The drain's callbacks for s (started or attached), with the syscall
  * tracer polled from the drain when sys asks for it. */
-static struct drain_ops drain_ops_of(struct session *s, const struct session_syscalls *sys)
+struct drain_ops session_drain_ops(struct session *s, const struct session_syscalls *sys)
 {
 	struct drain_ops ops = { .ctx = s, .chunk = on_chunk, .map = on_map, .unmap = on_unmap };
 
@@ -354,7 +354,7 @@ static int spawn_traced(struct session *s, char **argv, const struct session_sys
 	return 0;
 }
 
-static struct session *session_new(struct agent *a, enum session_kind kind)
+struct session *session_new(struct agent *a, enum session_kind kind)
 {
 	struct session *s = calloc(1, sizeof(*s));
 
@@ -368,7 +368,7 @@ static struct session *session_new(struct agent *a, enum session_kind kind)
 	return s;
 }
 
-static void session_link(struct session *s)
+void session_link(struct session *s)
 {
 	s->next = s->agent->sessions;
 	s->agent->sessions = s;
@@ -376,7 +376,7 @@ static void session_link(struct session *s)
 
 /* The META chunk a trace file starts with (common/meta.h), for the host's
  * saved trace. */
-static void send_meta(struct session *s, int argc, char *const *argv)
+void session_send_meta(struct session *s, int argc, char *const *argv)
 {
 	struct conn *c = s->agent->conn;
 	struct meta m;
@@ -440,12 +440,12 @@ struct session *session_start(struct agent *a, char **argv, int argc, const stru
 		free(s);
 		return NULL;
 	}
-	ops = drain_ops_of(s, sys);
+	ops = session_drain_ops(s, sys);
 	cfg = a->cfg;
 	if (mem && mem->on)
 		cfg.mem_fold_ns = mem->fold_ns;
 	cfg.kernel_waits_for_syscalls = sys && sys->on && sys->kernel;
-	if (kernel_open(s, sys, err, errlen)) {
+	if (session_kernel_open(s, sys, err, errlen)) {
 		free(s);
 		return NULL;
 	}
@@ -521,8 +521,8 @@ started:
 	if (s->kt)
 		ktrace_follow(s->kt, pid, true);
 	session_link(s);
-	send_meta(s, argc, argv);
-	send_kformats(s);
+	session_send_meta(s, argc, argv);
+	session_send_kformats(s);
 	if (s->st)
 		agent_log("session %u: started '%s' as pid %d, syscalls by %s%s", s->id, argv[0], (int)pid, s->sys_why,
 		          s->mem ? ", heap operations too" : "");
@@ -611,8 +611,8 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 	}
 	s->dirfd = fd;
 	snprintf(s->dir, sizeof(s->dir), "%s/%s", attachdir_path(a), s->entry);
-	ops = drain_ops_of(s, sys);
-	if (kernel_open(s, sys, err, errlen)) {
+	ops = session_drain_ops(s, sys);
+	if (session_kernel_open(s, sys, err, errlen)) {
 		close(s->dirfd);
 		free(s);
 		return NULL;
@@ -644,28 +644,17 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 		ktrace_follow(s->kt, pid, false);
 	}
 	s->mem = has_memlib(pid) ? SESSION_MEM_PRELOADED : SESSION_MEM_NONE;
-	if (sys && sys->on) {
-		struct systrace_ops sops = sysdrain_ops(&s->feed);
-		struct systrace_config cfg = sys->cfg;
-		char terr[600];
-
-		/* ptrace: detach at the end, leaving the program running */
-		cfg.keep_running = true;
-		s->feed.on = a->tracing;
-		s->st = systrace_attach(pid, &cfg, &sops, s->sys_why, sizeof(s->sys_why), terr, sizeof(terr));
-		if (!s->st) {
-			snprintf(err, errlen, "cannot trace the syscalls of process %d: %s", (int)pid, terr);
-			drain_free(s->drain);
-			ktrace_free(s->kt);
-			close(s->dirfd);
-			free(s);
-			return NULL;
-		}
+	if (session_syscalls_attach(s, pid, sys, err, errlen)) {
+		drain_free(s->drain);
+		ktrace_free(s->kt);
+		close(s->dirfd);
+		free(s);
+		return NULL;
 	}
 	session_link(s);
 	snprintf(cmd, sizeof(cmd), "attach %d", (int)pid);
-	send_meta(s, 1, cmd_argv);
-	send_kformats(s);
+	session_send_meta(s, 1, cmd_argv);
+	session_send_kformats(s);
 	session_apply_filters(s);
 	drain_set_enabled(s->drain, a->tracing);
 	if (s->st)
@@ -675,6 +664,26 @@ struct session *session_attach(struct agent *a, pid_t pid, const struct session_
 		agent_log("session %u: attached to pid %d, heap interposers %s", s->id, (int)pid,
 		          session_mem_name(s->mem));
 	return s;
+}
+
+int session_syscalls_attach(struct session *s, pid_t pid, const struct session_syscalls *sys, char *err, size_t errlen)
+{
+	struct systrace_ops sops = sysdrain_ops(&s->feed);
+	struct systrace_config cfg;
+	char terr[600];
+
+	if (!sys || !sys->on)
+		return 0;
+	cfg = sys->cfg;
+	/* ptrace: detach at the end, leaving the program running */
+	cfg.keep_running = true;
+	s->feed.on = s->agent->tracing;
+	s->st = systrace_attach(pid, &cfg, &sops, s->sys_why, sizeof(s->sys_why), terr, sizeof(terr));
+	if (!s->st) {
+		snprintf(err, errlen, "cannot trace the syscalls of process %d: %s", (int)pid, terr);
+		return -1;
+	}
+	return 0;
 }
 
 int session_apply_filters(struct session *s)
@@ -770,6 +779,9 @@ void session_send_maps(struct session *s)
 
 void session_finish(struct session *s)
 {
+	if (s->finished)
+		return;
+	s->finished = true;
 	/* the kernel's last records go in before the streams end */
 	ktrace_finish(s->kt);
 	uprobes_finish(s->up);

@@ -203,6 +203,12 @@ struct kernrec {
 	const char *comm; /* with other: the task's name as last seen ("" unknown) */
 };
 int drain_kernel(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k);
+/* Process `pid` runs already and has no ring (it is traced from outside
+ * only: the agent's sessions attached by probes): its main thread's
+ * stream begins now, with the mappings of /proc/<pid>/maps read while the
+ * process surely lives (records of a thread without a ring wait a while
+ * for one, and by then the process may be gone).  Returns 0 or -ENOMEM. */
+int drain_adopt_process(struct drain *d, pid_t pid);
 /* A function entry (exit false) or exit of thread `tid` of process `pid`
  * from the dynamic tracer (dyntrace/): addr is the function's address in
  * the process.  It takes its place in time order with the thread's other

@@ -1190,6 +1190,16 @@ void drainsys_after_poll(struct drain *d, uint64_t t0)
 	}
 }
 
+int drain_adopt_process(struct drain *d, pid_t pid)
+{
+	struct systhread *t = thread_for(d, (uint32_t)pid, (uint32_t)pid, clocksync_monotonic_ns());
+
+	/* its main thread's stream begins now, with the mappings */
+	if (!t || !own_stream(d, t, t->first_ns))
+		return -ENOMEM;
+	return 0;
+}
+
 void drainsys_process_exited(struct drain *d, uint32_t pid, int status)
 {
 	struct sysproc *p = proc_get(d->sys, pid, true);

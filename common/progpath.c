@@ -1,5 +1,7 @@
-/* The program's file, found before the fork (see progpath.h). */
+/* The program's file, found before the fork, or the one a running process
+ * runs (see progpath.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,4 +103,32 @@ int progpath_exec(const char *path, char *const argv[], char *const envp[])
 	sh[n + 2] = NULL;
 	execve(sh[0], sh, envp);
 	return -ENOEXEC;
+}
+
+int progpath_running(pid_t pid, char *out, size_t size)
+{
+	static const char deleted[] = " (deleted)";
+	char link[64];
+	struct stat run, now;
+	ssize_t n;
+	size_t len;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	/* the file itself, deleted or not: the link leads to it */
+	if (stat(link, &run))
+		return errno == EACCES || errno == EPERM ? -EACCES : -ESRCH;
+	n = readlink(link, out, size);
+	if (n < 0)
+		return errno == EACCES || errno == EPERM ? -EACCES : -ESRCH;
+	if ((size_t)n >= size)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	if (!stat(out, &now) && now.st_dev == run.st_dev && now.st_ino == run.st_ino)
+		return 0;
+	len = (size_t)n;
+	if (len > sizeof(deleted) - 1 && !strcmp(out + len - (sizeof(deleted) - 1), deleted)) {
+		out[len - (sizeof(deleted) - 1)] = '\0';
+		return -ENOENT;
+	}
+	return -ESTALE;
 }

@@ -192,16 +192,26 @@ static int open_events(struct uprobes *u, char *err, size_t errlen)
 
 int uprobes_attach(struct uprobes *u, pid_t pid, char *err, size_t errlen)
 {
-	int r;
+	int r = 0;
 
-	if (tid_add(u, (uint32_t)pid)) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+	if (!u->opened) {
+		r = open_events(u, err, errlen);
+		u->opened = !r;
+		if (r)
+			return r;
 	}
-	if (u->opened)
-		return 0;
-	r = open_events(u, err, errlen);
-	u->opened = !r;
+	/* the threads there now, the events open: one made later comes by
+	 * its fork record, read before its hits (the rings are read only
+	 * after this) */
+	r = tid_add(u, (uint32_t)pid);
+	if (!r)
+		r = tid_add_threads(u, (uint32_t)pid);
+	if (r == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else if (r == -ESRCH)
+		snprintf(err, errlen, "no process %d", (int)pid);
+	else if (r)
+		snprintf(err, errlen, "cannot list the threads of process %d: %s", (int)pid, strerror(-r));
 	return r;
 }
 

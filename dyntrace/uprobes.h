@@ -99,11 +99,15 @@ int uprobes_patterns(struct uprobes_config *cfg, char *list, char *err, size_t e
  * err: an unreadable or foreign file, no function chosen, no uprobe PMU, a
  * library's functions asked for (-ENOTSUP: the patch backend traces them). */
 struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct uprobes_ops *ops, char *err, size_t errlen);
-/* Traces process pid (a child held before its exec, or a thread of a
- * running process), its future threads and children, its hits kept from
- * now on; the probes are opened at the first call.  Returns 0 or -errno
- * with err set (-EMFILE: more probes than descriptors; -EACCES/-EPERM: not
- * allowed). */
+/* Traces process pid (a child held before its exec, or a running
+ * process), every thread it has now and its future threads and children,
+ * their hits kept from now on; the probes are opened at the first call
+ * (the kernel writes them into every process that maps the file, and
+ * takes them out again when they close).  A call under way in a running
+ * process has no exit record: the kernel plants a return probe only at
+ * an entry it saw.  Returns 0 or -errno with err set (-EMFILE: more
+ * probes than descriptors; -EACCES/-EPERM: not allowed; -ESRCH: no such
+ * process). */
 int uprobes_attach(struct uprobes *u, pid_t pid, char *err, size_t errlen);
 /* Hands out every record up to now.  Returns the number handed out, or
  * -errno. */

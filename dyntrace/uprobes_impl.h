@@ -132,6 +132,9 @@ int define_probes(struct uprobes *u, char *err, size_t errlen);
 uint32_t *tid_find(struct uprobes *u, uint32_t tid, bool make);
 /* Adds a traced task.  0 or -ENOMEM. */
 int tid_add(struct uprobes *u, uint32_t tid);
+/* Adds every thread of running process pid.  0, -ESRCH (no such
+ * process), -ENOMEM or another -errno of reading /proc. */
+int tid_add_threads(struct uprobes *u, uint32_t pid);
 /* Takes tid out of the traced set, if there. */
 void tid_remove(struct uprobes *u, uint32_t tid);
 /* Process pid's load bias slot (made when make); NULL: not known. */

@@ -1,7 +1,9 @@
 /* The uprobe backend's traced tasks (see uprobes_impl.h): the set of
  * tids whose hits are kept, each process's load bias, and each thread's
  * frames, which tell a longjmp and what a forked child inherits. */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +59,31 @@ int tid_add(struct uprobes *u, uint32_t tid)
 		free(old);
 	}
 	return tid_find(u, tid, true) ? 0 : -ENOMEM;
+}
+
+/* Every thread of a running process: those /proc lists now.  Called
+ * after the events are open, so that a thread made since comes by its
+ * fork record instead (one made in between comes both ways). */
+int tid_add_threads(struct uprobes *u, uint32_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (!r && (e = readdir(d))) {
+		char *end;
+		unsigned long tid = strtoul(e->d_name, &end, 10);
+
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' && !*end && tid <= UINT32_MAX)
+			r = tid_add(u, (uint32_t)tid);
+	}
+	closedir(d);
+	return r;
 }
 
 void tid_remove(struct uprobes *u, uint32_t tid)

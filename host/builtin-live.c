@@ -33,11 +33,12 @@
 
 static const char live_usage[] =
     "usage: layerprof live [options] -- <program> [<args>]\n"
-    "   or: layerprof live [options] --attach PID\n"
+    "   or: layerprof live [options] --attach PID [--dynamic[=LIST]]\n"
     "\n"
     "Profiles a program on a target through its agent (layerprofd) and shows the\n"
     "flat profile as the trace arrives: the program is started by the agent, or an\n"
-    "attachable program that runs already is traced.\n"
+    "attachable program that runs already is traced (with --dynamic, any running\n"
+    "program, through uprobes the agent takes out again when the session ends).\n"
     "\n"
     "  -c, --connect ADDR    the agent: HOST:PORT, [IPV6]:PORT (a token needed) or\n"
     "                        unix:PATH (default: this user's agent, unix:" LP_WIRE_UNIX_DIR_FMT "/" LP_WIRE_UNIX_NAME
@@ -71,9 +72,10 @@ static const char live_usage[] =
     "      --dynamic[=LIST]  the program was built without -finstrument-functions:\n"
     "                        the agent traces every function of its symbol table\n"
     "                        (or those LIST's globs name; a library's as\n"
-    "                        FILE:GLOB), as record --dynamic\n"
+    "                        FILE:GLOB), as record --dynamic; with --attach,\n"
+    "                        by uprobes on the running program (agent as root)\n"
     "      --libcalls        and every call into a shared library through the\n"
-    "                        program's PLT, as record --libcalls\n"
+    "                        program's PLT, as record --libcalls (not with --attach)\n"
     "  -m, --memory          trace heap operations too (the agent preloads\n"
     "                        liblayerprof-mem.so): live objects per call site,\n"
     "                        growth, illegal releases; shown by 'view memory'\n"
@@ -98,7 +100,8 @@ static const char live_usage[] =
     "  view flat|paths|syscalls|memory|layers  the table shown (key v: the next one)\n"
     "  mem                   the memory view (key m)\n"
     "  snapshot FILE         write the heap state now to FILE (see memdiff)\n"
-    "  quit                  end the session (the program goes on untraced)\n"
+    "  quit                  end the session (the program goes on untraced; one\n"
+    "                        attached by --dynamic has its probes taken out)\n"
     "\n"
     "Exit status: 0 the session ended (program exited, quit, --duration), 1 connection\n"
     "or agent failure, 2 usage.\n";
@@ -792,7 +795,7 @@ int cmd_live(int argc, char **argv)
 	}
 	if (ls->state == LIVESESSION_DONE)
 		code = LP_EXIT_OK;
-	if (ls->end_seen && !ls->program_ended)
+	if (ls->end_seen && !ls->end_asked && !ls->program_ended)
 		error_warn(&lv->said, "the agent closed the session");
 	if (lv->tty_out && lv->note[0] && ls->state == LIVESESSION_DONE)
 		fprintf(stderr, "layerprof live: %s\n", lv->note);

@@ -3,20 +3,24 @@
 `layerprof live` against it, and the sample programs of tests/programs.
 Checks the live view's counts against the known ones and against `report`
 on the saved trace; start and stop over stdin; filters; tokens; losses; the
-agent killed or silent; the program killed; attaching to a running program.
+agent killed or silent; the program killed; attaching to a running program,
+one with the runtime and, by uprobes, one without.
 
 usage: test_live.py --build BUILD_DIR [GROUP...]
-groups: basic, control, auth, faults, cli, filters, attach, ipv6, lost, paths, udp, queue, syscalls,
-syscalls_udp
+groups: basic, control, auth, faults, cli, filters, attach, attach_dynamic, ipv6, lost, paths, udp, queue,
+syscalls, syscalls_udp, preload, dynamic
 (default: all)
 Prints one line per check and ends with 'N passed, N failed'."""
 
 import json
 import os
 import signal
+import shutil
 import socket
+import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -104,9 +108,11 @@ class Agent:
     """layerprofd for a group: on a UNIX socket in tmp, where its own user
     needs no token; or with tcp=True on a free loopback port with a token
     (--token-file in args, or one made by --gen-token), which token_args
-    then give to the host commands."""
+    then give to the host commands.  wrap: a command that runs it (as
+    another user, say)."""
 
-    def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET, env=None, tcp=False):
+    def __init__(self, build, tmp, args=(), listen_host="127.0.0.1", family=socket.AF_INET, env=None, tcp=False,
+                 wrap=()):
         self.exe = os.path.join(build, "agent", "layerprofd")
         args = list(args)
         self.token_args = []
@@ -132,7 +138,7 @@ class Agent:
                 self.addr = "unix:" + self.socket
                 where = ["--unix", self.socket]
             self.attach_dir = os.path.join(tmp, "attach-%d" % self.port)
-            self.p = subprocess.Popen([self.exe] + where + ["--attach-dir", self.attach_dir] + args,
+            self.p = subprocess.Popen(list(wrap) + [self.exe] + where + ["--attach-dir", self.attach_dir] + args,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                       universal_newlines=True, env=env)
             started.append(self.p)
@@ -1473,15 +1479,484 @@ def group_dynamic(lp, build, tmp):
         else:
             check(rc == 1 and "C++ exceptions" in live.err.text(),
                   "live --dynamic of a C++ program: exit 1, the reason", "rc %s, %s" % (rc, live.err.text()[-300:]))
-        r = lp("live", "--connect", agent.addr, "--attach", "1", "--dynamic")
-        check(r.returncode == 2 and "not when attaching" in r.stderr, "live --attach --dynamic: usage error",
-              "%d %s" % (r.returncode, r.stderr))
+        r = lp("live", "--connect", agent.addr, "--attach", "1", "--dynamic", "--libcalls")
+        check(r.returncode == 2 and "--libcalls needs the patch backend" in r.stderr and "not with --attach" in r.stderr,
+              "live --attach --dynamic --libcalls: usage error", "%d %s" % (r.returncode, r.stderr))
     finally:
         agent.stop()
 
 
+def uprobes_unusable():
+    """Why this machine cannot attach by uprobes, or None."""
+    if os.geteuid() != 0:
+        return "uprobes need root"
+    if not os.path.exists("/sys/bus/event_source/devices/uprobe/type"):
+        return "the kernel has no uprobe PMU"
+    return None
+
+
+def uprobe_events():
+    """The probe definitions in tracefs's uprobe_events ("" when unreadable)."""
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        try:
+            with open(os.path.join(root, "uprobe_events")) as f:
+                return f.read()
+        except OSError:
+            pass
+    return ""
+
+
+def elf_loads(path):
+    """[(vaddr, offset, filesz)] of the PT_LOAD segments of an ELF64 file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        return []
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    out = []
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1:
+            out.append((p_vaddr, p_offset, p_filesz))
+    return out
+
+
+def code_functions(path):
+    """{name: address in the file} of the functions nm lists in path."""
+    r = it.run(["nm", "--defined-only", path])
+    out = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "Tt":
+            out[parts[2]] = int(parts[0], 16)
+    return out
+
+
+def code_changes(pid, path, names=None, size=16):
+    """The functions of path (those of names, or all) whose first size
+    bytes in process pid differ from the file's: {name: (file, process)};
+    None when the process's mapping of path cannot be read."""
+    loads = elf_loads(path)
+    real = os.path.realpath(path)
+    start = None
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and fields[5] == real and int(fields[2], 16) == 0:
+                start = int(fields[0].split("-")[0], 16)
+                break
+    if start is None or not loads:
+        return None
+    bias = start - (loads[0][0] & ~0xfff)
+    changed = {}
+    with open(path, "rb") as exe, open("/proc/%d/mem" % pid, "rb") as mem:
+        for name, addr in code_functions(path).items():
+            if names is not None and name not in names:
+                continue
+            seg = [s for s in loads if s[0] <= addr < s[0] + s[2]]
+            if not seg:
+                continue
+            exe.seek(addr - seg[0][0] + seg[0][1])
+            mem.seek(bias + addr)
+            a, b = exe.read(size), mem.read(size)
+            if a != b:
+                changed[name] = (a.hex(), b.hex())
+    return changed
+
+
+class Plain:
+    """A program started here, outside layerprof, its standard input a pipe
+    for commands; its output lines collected."""
+
+    def __init__(self, argv, wrap=(), env=None):
+        self.p = subprocess.Popen(list(wrap) + list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, universal_newlines=True, env=env)
+        started.append(self.p)
+        self.pid = self.p.pid
+        self.out = Lines(self.p.stdout)
+        self.err = Lines(self.p.stderr)
+
+    def send(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+
+    def said(self, line, timeout=WAIT):
+        return self.out.wait_for(lambda l: l == line, timeout) is not None
+
+    def end(self):
+        """Closes its input: its exit status (None after WAIT: killed)."""
+        self.p.stdin.close()
+        try:
+            rc = self.p.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            rc = None
+        self.out.t.join(5)
+        self.err.t.join(5)
+        return rc
+
+
+def waits_for_input(pid, timeout=WAIT):
+    """Whether process pid's main thread comes to wait in a read of its
+    standard input (cmdloop: in serve_one) within timeout."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/syscall" % pid) as f:
+                fields = f.read().split()
+        except OSError:
+            return False
+        # the read syscall's number on x86-64 (0) and aarch64 (63), on fd 0
+        if len(fields) > 1 and fields[0] == {"x86_64": "0", "aarch64": "63"}.get(os.uname().machine) and \
+                int(fields[1], 16) == 0:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def wait_until(pred, timeout):
+    """pred's first true value within timeout, or None."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    return None
+
+
+def thread_rows(lp, trace):
+    """report -t on a trace: ({tid: thread}, {tid: {name: calls}}), or
+    (None, None)."""
+    rep, _ = report_counts(lp, trace, "--per-thread")
+    if rep is None:
+        return None, None
+    threads = {t["tid"]: t for t in rep["threads"]}
+    calls = {}
+    for f in rep["functions"]:
+        calls.setdefault(f["tid"], {})[f["name"]] = f["calls"]
+    return threads, calls
+
+
+def event_counts(lp, trace):
+    """{tid: {(type, name, unfinished): n}} from replay --format json."""
+    r = lp("replay", "--format", "json", trace)
+    if r.returncode != 0 or not r.stdout:
+        return None
+    out = {}
+    for t in json.loads(r.stdout)["threads"]:
+        c = out.setdefault(t["tid"], {})
+        for e in t["events"]:
+            k = (e["type"], e.get("name"), bool(e.get("unfinished")))
+            c[k] = c.get(k, 0) + 1
+    return out
+
+
+def attach_probes(lp, agent, pid, save, extra=()):
+    """live --attach PID --dynamic: the session, whether it said it was
+    attached (the probes are in the program then), and the seconds that
+    took."""
+    t0 = time.monotonic()
+    live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--save", save, "--attach", str(pid),
+                                 "--dynamic"] + agent.token_args + list(extra))
+    ready = live.err.wait_for(lambda l: "attached to process %d by uprobes" % pid in l, WAIT) is not None
+    return live, ready, time.monotonic() - t0
+
+
+def detach_checks(lp, agent, live, prog, exe, what, log_from):
+    """After `quit`: the session ended well and, by the time live has
+    exited, the probes are gone from tracefs and from the program's code."""
+    rc = live.wait()
+    probes = [l for l in uprobe_events().splitlines() if os.path.realpath(exe) in l]
+    changed = code_changes(prog.pid, exe)
+    check(rc == 0 and "the agent closed the session" not in live.err.text(),
+          "%s: live quits with 0" % what, "rc %s %s" % (rc, live.err.text()[-400:]))
+    check(not probes, "%s: once live has quit, no probe on the program is left in uprobe_events" % what, probes)
+    check(changed == {}, "%s: once live has quit, every function's first bytes in the running program are the "
+          "file's again" % what, changed)
+    line, _ = agent_said(agent, lambda l: "probes taken out of pid %d" % prog.pid in l, log_from, WAIT)
+    check(line is not None, "%s: the agent says it took the probes out" % what, agent.err.text()[-400:])
+
+
+def group_attach_dynamic(lp, build, tmp):
+    """live --attach PID --dynamic: a program built plain with gcc -O2 (PIE,
+    no runtime), started here, traced by uprobes from its command on:
+    exact calls per thread (threads that ran before the attach too), no
+    exit of a call under way at the attach; at `quit` the probes leave
+    uprobe_events and the program's code, which runs on to an output and
+    exit status as without layerprof.  A program that ends during the
+    session ends it.  The refusals: --libcalls, no such process, a deleted
+    or replaced file, a second attach, and an agent that is not root."""
+    why = uprobes_unusable()
+    if why:
+        skip("live --attach --dynamic", why)
+        return
+    exe = os.path.join(tmp, "cmdloop-plain")
+    r = it.run(["gcc", "-O2", "-pthread", "-I", it.PROGS, os.path.join(it.PROGS, "cmdloop.c"), "-o", exe])
+    if not check(r.returncode == 0, "cmdloop builds plain (gcc -O2, no instrumentation)", r.stderr):
+        return
+    r = it.run(["readelf", "-h", exe])
+    check("DYN" in r.stdout, "cmdloop is a PIE: its probes' addresses need the load bias", r.stdout)
+    # the outputs without layerprof
+    ref = {}
+    for args, feed in (((), "100\n5\n"), (("2",), "50\n7\n"), ((), "3\n")):
+        r = subprocess.run([exe] + list(args), input=feed, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=WAIT)
+        ref[(args, feed)] = (r.returncode, r.stdout, r.stderr)
+    check(ref[((), "100\n5\n")] == (0, "ready 0\ndone 100\ndone 5\nbye 105\n", ""),
+          "cmdloop without layerprof: its output", ref[((), "100\n5\n")])
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    progs = []
+    try:
+        # ---- one thread
+        prog = Plain([exe])
+        progs.append(prog)
+        check(prog.said("ready 0"), "cmdloop runs")
+        save = os.path.join(tmp, "attach-dyn-1")
+        log_from = agent.err.count()
+        live, ready, secs = attach_probes(lp, agent, prog.pid, save)
+        check(ready, "attach by uprobes: the session is ready (%.2f s)" % secs, live.err.text()[-400:])
+        changed = code_changes(prog.pid, exe, {"f", "g"})
+        check(changed is not None and set(changed) == {"f", "g"},
+              "attached: f and g begin with a breakpoint in the running program", changed)
+        prog.send("100")
+        check(prog.said("done 100") and waits_for_input(prog.pid),
+              "the attached program runs its command, and waits for the next in serve_one")
+        live.say("quit")
+        detach_checks(lp, agent, live, prog, exe, "one thread", log_from)
+        last = live.final()
+        check(last and counts(last).get("f") == 100 and counts(last).get("g") == 100,
+              "the view: f 100, g 100", counts(last))
+        threads, calls = thread_rows(lp, save)
+        check(threads is not None and list(threads) == [prog.pid] and
+              threads[prog.pid]["unmatched_exits"] == 0,
+              "the saved trace: one thread, no exit without its entry", threads)
+        got = (calls or {}).get(prog.pid, {})
+        check(got.get("f") == 100 and got.get("g") == 100 and got.get("serve_one") == 1 and "main" not in got,
+              "the saved trace: f 100, g 100 on the program's thread; serve_one once (entered after the command), "
+              "main never", got)
+        ev = (event_counts(lp, save) or {}).get(prog.pid, {})
+        check(ev.get(("exit", "f", False)) == 100 and ev.get(("exit", "g", False)) == 100 and
+              ev.get(("exit", "serve_one", False)) is None and ev.get(("exit", "serve_one", True)) == 1,
+              "replay: 100 exits of f and of g; serve_one's exit neither for the call under way at the attach nor "
+              "for the one under way at the end (unfinished)", ev)
+        prog.send("5")
+        check(prog.said("done 5"), "after the session: the program runs a command")
+        rc = prog.end()
+        check((rc, prog.out.text() + "\n", prog.err.text()) == ref[((), "100\n5\n")],
+              "after the session: output and exit status as without layerprof",
+              (rc, prog.out.text(), prog.err.text()))
+
+        # ---- two threads that run before the attach
+        prog = Plain([exe, "2"])
+        progs.append(prog)
+        check(prog.said("ready 2"), "cmdloop 2 runs")
+        tids = sorted(int(t) for t in os.listdir("/proc/%d/task" % prog.pid))
+        workers = [t for t in tids if t != prog.pid]
+        check(len(workers) == 2, "cmdloop 2 has its two worker threads", tids)
+        save = os.path.join(tmp, "attach-dyn-2")
+        log_from = agent.err.count()
+        live, ready, secs = attach_probes(lp, agent, prog.pid, save)
+        check(ready, "threads: the session is ready", live.err.text()[-400:])
+        prog.send("50")
+        check(prog.said("done 50"), "threads: the command runs")
+        live.say("quit")
+        detach_checks(lp, agent, live, prog, exe, "threads", log_from)
+        threads, calls = thread_rows(lp, save)
+        per = {t: (calls or {}).get(t, {}) for t in tids}
+        check(all(per[t].get("f") == 50 and per[t].get("g") == 50 for t in workers) and
+              "f" not in per[prog.pid], "threads: f 50, g 50 on each worker thread, none on main", per)
+        check(threads is not None and all(t["unmatched_exits"] == 0 for t in threads.values()),
+              "threads: no exit without its entry (the workers' loop was under way)", threads)
+        prog.send("7")
+        check(prog.said("done 7"), "threads, after the session: the program runs a command")
+        rc = prog.end()
+        check((rc, prog.out.text() + "\n", prog.err.text()) == ref[(("2",), "50\n7\n")],
+              "threads, after the session: output and exit status as without layerprof",
+              (rc, prog.out.text(), prog.err.text()))
+
+        # ---- the program ends during the session
+        prog = Plain([exe])
+        progs.append(prog)
+        check(prog.said("ready 0"), "cmdloop runs (to end during the session)")
+        save = os.path.join(tmp, "attach-dyn-3")
+        live, ready, _ = attach_probes(lp, agent, prog.pid, save)
+        check(ready, "ends: the session is ready", live.err.text()[-400:])
+        prog.send("3")
+        check(prog.said("done 3"), "ends: the command runs")
+        prog.p.stdin.close()  # it ends; a zombie until we wait for it
+        rc = live.wait()
+        last = live.final()
+        check(rc == 0 and last and last["final"] and any(e["pid"] == prog.pid for e in last.get("exited", [])) and
+              counts(last).get("f") == 3,
+              "ends: the program's end ends the session (exit 0, the pid among the exited, f 3)",
+              "rc %s %s %s" % (rc, last and last.get("exited"), live.err.text()[-300:]))
+        check("process %d ended (exit status unknown)" % prog.pid in live.err.text(),
+              "ends: live says the program ended, its status unknown (not the agent's child)", live.err.text()[-300:])
+        rc = prog.end()
+        check((rc, prog.out.text() + "\n", prog.err.text()) == ref[((), "3\n")],
+              "ends: output and exit status as without layerprof", (rc, prog.out.text()))
+        check(os.path.realpath(exe) not in uprobe_events(), "ends: no probe on the program is left in uprobe_events")
+
+        # ---- with its system calls: the write of a command's "done" line
+        # comes from serve_one, entered after the attach for the second
+        # command only
+        prog = Plain([exe])
+        progs.append(prog)
+        check(prog.said("ready 0"), "cmdloop runs (with --syscalls)")
+        save = os.path.join(tmp, "attach-dyn-sys")
+        log_from = agent.err.count()
+        live, ready, _ = attach_probes(lp, agent, prog.pid, save, ["--syscalls", "--syscall-filter", "write"])
+        check(ready, "--syscalls: the session is ready", live.err.text()[-400:])
+        prog.send("3")
+        check(prog.said("done 3") and waits_for_input(prog.pid), "--syscalls: the first command runs")
+        prog.send("4")
+        check(prog.said("done 4") and waits_for_input(prog.pid), "--syscalls: the second command runs")
+        live.say("quit")
+        detach_checks(lp, agent, live, prog, exe, "--syscalls", log_from)
+        r = lp("report", "--syscalls", "--format", "json", save)
+        rep = json.loads(r.stdout) if r.returncode == 0 and r.stdout else {}
+        by = {(f["function"], f["syscall"]): f["calls"] for f in rep.get("by_function", [])}
+        check(by.get(("serve_one", "write")) == 1 and sum(v for (_, sc), v in by.items() if sc == "write") == 2,
+              "--syscalls: two writes, the one made in the serve_one call entered after the attach attributed to it",
+              by)
+        check(prog.end() == 0, "--syscalls: the program ends with 0 after the session")
+
+        # ---- the agent stops during the session: the probes go too
+        prog = Plain([exe])
+        progs.append(prog)
+        check(prog.said("ready 0"), "cmdloop runs (the agent to stop)")
+        agent2 = Agent(build, tmp)
+        live, ready, _ = attach_probes(lp, agent2, prog.pid, os.path.join(tmp, "attach-dyn-stop"))
+        check(ready, "agent stop: the session is ready", live.err.text()[-400:])
+        agent2.stop()
+        rc = live.wait()
+        check(agent2.p.returncode == 0 and os.path.realpath(exe) not in uprobe_events() and
+              code_changes(prog.pid, exe) == {},
+              "the agent stopped (SIGTERM) during the session: it took the probes out, the code is the file's",
+              "agent rc %s, live rc %s" % (agent2.p.returncode, rc))
+        prog.send("6")
+        check(prog.said("done 6") and prog.end() == 0, "agent stop: the program runs on and ends with 0")
+
+        # ---- a program with the runtime, attachable the old way too:
+        # --dynamic means probes all the same; its runtime is left alone
+        km = it.Builder("gcc", "g++", "-O2", tmp).prog("killme")
+        env = dict(os.environ, LD_PRELOAD=os.path.join(lp.libdir, "liblayerprof.so"),
+                   LAYERPROF_ATTACH_DIR=agent.attach_dir)
+        prog = Plain([km], env=env)
+        progs.append(prog)
+        entry = os.path.join(agent.attach_dir, str(prog.pid))
+        if check(prog.out.wait_for(lambda l: l == str(prog.pid), WAIT) is not None and
+                 wait_until(lambda: os.path.exists(entry), WAIT), "killme runs, attachable (its runtime registered)"):
+            log_from = agent.err.count()
+            live, ready, _ = attach_probes(lp, agent, prog.pid, os.path.join(tmp, "attach-dyn-rt"))
+            line, _ = agent_said(agent, lambda l: "attached to pid %d by uprobes" % prog.pid in l, log_from, WAIT)
+            v = live.wait_view(lambda v: counts(v).get("tick", 0) > 0, WAIT)
+            check(ready and line is not None and v is not None,
+                  "a program with the runtime, --attach --dynamic: traced by uprobes (ticks arrive)",
+                  live.err.text()[-300:])
+            live.say("quit")
+            rc = live.wait()
+            check(rc == 0 and os.path.isdir(entry) and code_changes(prog.pid, km) == {},
+                  "after the session: its attach directory entry is still there, its code the file's",
+                  "rc %s %s" % (rc, code_changes(prog.pid, km)))
+            live = Live(lp, agent.addr, ["--format", "json", "--interval", "100ms", "--attach", str(prog.pid),
+                                         "--duration", "300ms"])
+            v = live.wait_view(lambda v: counts(v).get("tick", 0) > 0, WAIT)
+            rc = live.wait()
+            check(v is not None and rc == 0, "then attached the old way, through its runtime: ticks arrive",
+                  "rc %s %s" % (rc, live.err.text()[-300:]))
+
+        # ---- refusals
+        r = lp("live", "--connect", agent.addr, "--attach", str(os.getpid()), "--dynamic", "--libcalls")
+        check(r.returncode == 2 and "--libcalls needs the patch backend" in r.stderr,
+              "--attach --dynamic --libcalls: exit 2, the reason", "%d %s" % (r.returncode, r.stderr))
+        r = lp("live", "--connect", agent.addr, "--attach", str(os.getpid()), "--dynamic", "--memory")
+        check(r.returncode == 2 and "--memory with --attach --dynamic" in r.stderr,
+              "--attach --dynamic --memory: exit 2, the reason", "%d %s" % (r.returncode, r.stderr))
+        live = Live(lp, agent.addr, ["--attach", "999999999", "--dynamic"], stdin=subprocess.DEVNULL)
+        rc = live.wait()
+        check(rc == 1 and "cannot attach to process 999999999: no process 999999999" in live.err.text(),
+              "--attach --dynamic to no such process: exit 1, the reason", "rc %s %s" % (rc, live.err.text()))
+        for how in ("deleted", "replaced"):
+            copy = os.path.join(tmp, "cmdloop-" + how)
+            shutil.copy(exe, copy)
+            prog = Plain([copy])
+            progs.append(prog)
+            check(prog.said("ready 0"), "%s: the copy runs" % how)
+            if how == "deleted":
+                os.unlink(copy)
+            else:
+                shutil.copy(exe, copy + ".new")
+                os.rename(copy + ".new", copy)
+            live = Live(lp, agent.addr, ["--attach", str(prog.pid), "--dynamic"], stdin=subprocess.DEVNULL)
+            rc = live.wait()
+            check(rc == 1 and "cannot attach to process %d: dynamic: process %d runs '%s', deleted or replaced since "
+                  "it started" % (prog.pid, prog.pid, copy) in live.err.text(),
+                  "a program whose file was %s: exit 1, the reason" % how, "rc %s %s" % (rc, live.err.text()))
+            prog.send("2")
+            check(prog.said("done 2") and prog.end() == 0, "%s: the program runs on untouched" % how)
+        attach_not_root(lp, build, exe, progs)
+    finally:
+        for prog in progs:
+            kill_pid(prog.pid)
+            prog.p.wait()
+        agent.stop()
+
+
+def attach_not_root(lp, build, exe, progs):
+    """An agent run as nobody refuses: another user's program, and its own
+    user's (uprobes need root)."""
+    wrap = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if shutil.which("setpriv") is None or subprocess.run(wrap + ["true"]).returncode != 0:
+        skip("attach by an agent that is not root", "cannot run as nobody (setpriv)")
+        return
+    d = tempfile.mkdtemp(prefix="layerprof-nobody-")
+    try:
+        os.chmod(d, 0o755)
+        pw = subprocess.run(["id", "-u", "nobody"], stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+        gid = subprocess.run(["id", "-g", "nobody"], stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+        os.chown(d, int(pw), int(gid))
+        tok = os.path.join(d, "token")
+        subprocess.run([os.path.join(build, "agent", "layerprofd"), "--gen-token", tok], stdout=subprocess.DEVNULL,
+                       check=True)
+        os.chown(tok, int(pw), int(gid))
+        mine = os.path.join(d, "cmdloop")
+        shutil.copy(exe, mine)
+        os.chmod(mine, 0o755)
+        agent = Agent(build, d, args=["--token-file", tok], tcp=True, wrap=wrap)
+        if not check(agent.ok, "an agent as nobody starts", agent.err.text()):
+            agent.stop()
+            return
+        try:
+            root_prog = Plain([exe])
+            nobody_prog = Plain([mine], wrap=wrap)
+            progs += [root_prog, nobody_prog]
+            check(root_prog.said("ready 0") and nobody_prog.said("ready 0"), "root's and nobody's cmdloop run")
+            for prog, want, what in (
+                    (root_prog, "process %d is another user's (uid 0): an agent that is not root attaches only to "
+                     "its own user's programs" % root_prog.pid, "root's program"),
+                    (nobody_prog, "dynamic: attaching to a running program needs root and the kernel's uprobe PMU "
+                     "(the agent runs as uid %s)" % pw, "its own user's program")):
+                live = Live(lp, agent.addr, ["--attach", str(prog.pid), "--dynamic"] + agent.token_args,
+                            stdin=subprocess.DEVNULL)
+                rc = live.wait()
+                check(rc == 1 and ("cannot attach to process %d: %s" % (prog.pid, want)) in live.err.text(),
+                      "an agent that is not root, --attach --dynamic to %s: exit 1, the reason" % what,
+                      "rc %s %s" % (rc, live.err.text()))
+        finally:
+            agent.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 GROUPS = {
     "basic": group_basic,
+    "attach_dynamic": group_attach_dynamic,
     "dynamic": group_dynamic,
     "control": group_control,
     "auth": group_auth,

@@ -6,7 +6,7 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel (default: all)
+groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -32,7 +32,7 @@ import harness  # noqa: E402
 import kernel_truth as kt  # noqa: E402
 import run as it  # noqa: E402  (the builders of run.py)
 from harness import check, skip  # noqa: E402
-from test_live import Agent, Lines  # noqa: E402
+from test_live import Agent, Lines, Plain, code_changes, uprobe_events, uprobes_unusable  # noqa: E402
 import test_agent_access as taa  # noqa: E402  (the attacker's side, run as nobody)
 
 CHROMIUM = "/usr/bin/chromium"
@@ -1508,6 +1508,62 @@ def group_kernel_live(lp, b, tmp, build):
         agent.stop()
 
 
+def group_attach_dynamic(lp, tmp, build):
+    """serve --connect --attach PID --dynamic: the page's session attached
+    by uprobes to a plain program started here; the profile shows its
+    command's calls, the page's quit takes the probes out, the program runs
+    on; the kept trace has the calls."""
+    why = uprobes_unusable()
+    if why:
+        skip("serve --attach --dynamic", why)
+        return
+    exe = os.path.join(tmp, "cmdloop-plain")
+    r = it.run(["gcc", "-O2", "-pthread", "-I", it.PROGS, os.path.join(it.PROGS, "cmdloop.c"), "-o", exe])
+    if not check(r.returncode == 0, "cmdloop builds plain", r.stderr):
+        return
+    agent = Agent(build, tmp)
+    if not check(agent.ok, "agent starts", agent.err.text()):
+        return
+    prog = Plain([exe])
+    srv = None
+    save = os.path.join(tmp, "serve-attach-dyn")
+    try:
+        check(prog.said("ready 0"), "cmdloop runs")
+        srv = Server(lp, ["--connect", agent.addr, "--interval", "250ms", "--save", save, "--attach", str(prog.pid),
+                          "--dynamic"])
+        if not check(srv.url is not None, "serve --connect --attach --dynamic: serves", srv.err.text()):
+            return
+        running = wait_until(lambda: live_state(srv.port).get("state") == "running", 30)
+        check(running, "serve: the session attached by probes runs", srv.err.text())
+        prog.send("40")
+        check(prog.said("done 40"), "the program runs its command")
+
+        def calls():
+            st, _, body = get(srv.port, "/api/profile")
+            return {f["name"]: f["calls"] for f in json.loads(body)["functions"]} if st == 200 else {}
+        got = wait_until(lambda: calls() if calls().get("g") == 40 else None, 30)
+        check(got and got.get("f") == 40 and got.get("g") == 40, "/api/profile: f 40, g 40", calls())
+        st, _, _ = get(srv.port, "/api/live/quit", method="POST", body=b"", headers={"X-Layerprof": "1"})
+        done = wait_until(lambda: live_state(srv.port).get("state") == "done", 30)
+        check(st == 200 and done, "the page's quit ends the session", live_state(srv.port))
+        check(os.path.realpath(exe) not in uprobe_events() and code_changes(prog.pid, exe) == {},
+              "once the session is done: no probe left, the program's code is the file's", code_changes(prog.pid, exe))
+        srv.stop()
+        srv = None
+        rep = lp.json("report", "--format", "json", save)
+        fn = {f["name"]: f["calls"] for f in rep["functions"]}
+        check(fn.get("f") == 40 and fn.get("g") == 40, "the kept trace: f 40, g 40", fn)
+        prog.send("1")
+        check(prog.said("done 1") and prog.end() == 0, "the program runs on and ends with 0")
+    finally:
+        if srv:
+            srv.stop()
+        if prog.p.poll() is None:
+            prog.p.kill()
+            prog.p.wait()
+        agent.stop()
+
+
 def re_match(pattern, text):
     import re
     return re.fullmatch(pattern, text) is not None
@@ -1519,7 +1575,8 @@ def main():
     ap.add_argument("groups", nargs="*")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl", "kernel"]
+    groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl", "kernel",
+                          "attach_dynamic"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -1529,9 +1586,9 @@ def main():
     br = None
     try:
         b = it.Builder("gcc", "g++", "-O2", tmp)
-        if any(g not in ("security", "index") for g in groups):
+        if any(g not in ("security", "index", "attach_dynamic") for g in groups):
             br = Browser(build)
-            if br.why and all(g not in ("security", "index") for g in groups):
+            if br.why and all(g not in ("security", "index", "attach_dynamic") for g in groups):
                 print("skip: the browser tests need %s" % br.why)
                 return SKIPPED
         for g in groups:
@@ -1539,6 +1596,8 @@ def main():
                 group_security(lp, b, tmp)
             elif g == "index":
                 group_index(lp, b, tmp)
+            elif g == "attach_dynamic":
+                group_attach_dynamic(lp, tmp, build)
             elif g == "trace":
                 group_trace(lp, b, tmp, br)
             elif g == "lost":

@@ -1,6 +1,6 @@
 /* Unit test of live/opts: the word splitter shared by the commands typed to
  * `live` (with backslashes) and the filter words serve's page sends (in
- * place, without them). */
+ * place, without them); the rules on --attach with the dynamic tracer. */
 #include <errno.h>
 #include <string.h>
 
@@ -60,8 +60,43 @@ static void test_words(void)
 	CHECK_STR(out, "1|2|3|4|5|6|7|8");
 }
 
+/* The options given (LIVEOPT_* codes, arguments) checked together with
+ * --attach 42: 0, or -EINVAL with the reason's start in want. */
+static void attach_case(const int *codes, const char *const *args, size_t n, int want, const char *why)
+{
+	struct liveopts o;
+	char err[256] = "";
+	size_t i;
+
+	liveopts_init(&o);
+	o.connect = "unix:/nowhere/agent.sock";
+	CHECK_EQ_U64((uint64_t)liveopts_parse(&o, LIVEOPT_ATTACH, "42", err, sizeof(err)), 1);
+	for (i = 0; i < n; i++)
+		CHECK_EQ_U64((uint64_t)liveopts_parse(&o, codes[i], args[i], err, sizeof(err)), 1);
+	CHECK_EQ_U64((uint64_t)liveopts_check(&o, NULL, 0, true, err, sizeof(err)), (uint64_t)want);
+	if (why)
+		CHECK(!strncmp(err, why, strlen(why)));
+}
+
+static void test_attach(void)
+{
+	static const int dyn[] = { LIVEOPT_DYNAMIC }, dyn_glob[] = { LIVEOPT_DYNAMIC, LIVEOPT_SYSCALLS },
+	                 lib[] = { LIVEOPT_DYNAMIC, LIVEOPT_LIBCALLS }, mem[] = { LIVEOPT_DYNAMIC, LIVEOPT_MEMORY };
+	static const char *const none[] = { NULL, NULL }, *glob[] = { "f*,g", NULL };
+
+	/* a running program traced by uprobes: --dynamic[=LIST] with --attach */
+	attach_case(dyn, none, 1, 0, NULL);
+	attach_case(dyn_glob, glob, 2, 0, NULL);
+	/* the patch backend is set up as a program starts */
+	attach_case(lib, none, 2, -EINVAL, "--libcalls needs the patch backend");
+	attach_case(lib + 1, none, 1, -EINVAL, "--libcalls needs the patch backend");
+	/* heap operations come through the runtime's rings */
+	attach_case(mem, none, 2, -EINVAL, "--memory with --attach --dynamic");
+}
+
 int main(void)
 {
 	test_words();
+	test_attach();
 	return check_summary();
 }

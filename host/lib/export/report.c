@@ -130,6 +130,9 @@ static void profile_json(FILE *f, struct walk *w, const struct export_report_opt
 		json_str(&j, "comm", s->comm);
 		json_u64(&j, "calls", s->calls);
 		json_u64(&j, "lost_events", s->lost);
+		/* exits whose entry the stream lacks (a tracer that saw a
+		 * return without its call): left out of the profile */
+		json_u64(&j, "unmatched_exits", s->fs.unmatched);
 		if (s->parent_pid)
 			json_u64(&j, "parent_pid", s->parent_pid);
 		json_bool(&j, "after_exec", s->after_exec);

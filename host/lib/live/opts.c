@@ -124,9 +124,14 @@ int liveopts_check(struct liveopts *o, char **argv, int argc, bool need_target, 
 		return error_set(err, errlen, -EINVAL,
 		                 "--mem-depth, --keep-alive and --mem-fold are set when a program starts, not "
 		                 "when attaching");
-	if (o->dynamic && o->attach_pid)
+	if (o->libcalls && o->attach_pid)
 		return error_set(err, errlen, -EINVAL,
-		                 "--dynamic opens its probes before a program starts, not when attaching");
+		                 "--libcalls needs the patch backend, which is set up in a program the agent starts: "
+		                 "not with --attach (--dynamic traces a running program's own functions by uprobes)");
+	if (o->mem.on && o->dynamic && o->attach_pid)
+		return error_set(err, errlen, -EINVAL,
+		                 "--memory with --attach --dynamic: heap operations come through the program's "
+		                 "runtime, which a program attached by probes does not use");
 	if (o->attach_pid && o->argc)
 		return error_set(err, errlen, -EINVAL, "--attach and a program to start exclude each other");
 	if (need_target && !o->attach_pid && !o->argc)

@@ -18,10 +18,15 @@
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
-#define HEARTBEAT_NS NS_PER_S           /* send one after this long without sending */
-#define PEER_TIMEOUT_NS (5 * NS_PER_S)  /* an agent silent this long is gone */
-#define END_GRACE_NS (2 * NS_PER_S)     /* after the exit STATUS, wait this long for END */
-#define BYE_WAIT_NS NS_PER_S            /* after our BYE, take in what is still coming */
+#define HEARTBEAT_NS NS_PER_S          /* send one after this long without sending */
+#define PEER_TIMEOUT_NS (5 * NS_PER_S) /* an agent silent this long is gone */
+#define END_GRACE_NS (2 * NS_PER_S)    /* after the exit STATUS, wait this long for END */
+#define BYE_WAIT_NS NS_PER_S           /* after our BYE, take in what is still coming */
+/* A session attached by probes: the agent answers our BYE once the kernel
+ * has taken them out, which takes it tens of ms per probe event (two per
+ * function per CPU), silent meanwhile; waited for this long at most */
+#define PROBES_OUT_NS (10 * NS_PER_S)
+#define PROBES_OUT_PER_FUNCTION_NS (NS_PER_S / 2)
 #define SESSION_WAIT_NS (10 * NS_PER_S) /* START or ATTACH to SESSION */
 
 uint64_t livesession_now(void)
@@ -365,13 +370,24 @@ static int send_start_frame(struct livesession *ls)
 			return -E2BIG;
 		}
 	}
-	if (ls->dynamic && !ls->attach_pid) {
+	if (ls->dynamic && ls->attach_pid && !netclient_has_cap(&ls->nc, "attach_dynamic")) {
+		fail(ls, "the agent at %s does not attach to running programs by probes (caps %s)", ls->nc.peer,
+		     ls->nc.caps);
+		return -EOPNOTSUPP;
+	}
+	if (ls->libcalls && ls->attach_pid) {
+		fail(ls, "--libcalls needs the patch backend, which is set up in a program the agent starts: not when "
+		         "attaching");
+		return -EINVAL;
+	}
+	if (ls->dynamic) {
 		if (!netclient_has_cap(&ls->nc, "dynamic")) {
 			fail(ls, "the agent at %s does not trace programs built without instrumentation (caps %s)",
 			     ls->nc.peer, ls->nc.caps);
 			return -EOPNOTSUPP;
 		}
-		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "dynamic=%s%c", ls->dynamic, '\0');
+		olen += (size_t)snprintf(opts + olen, sizeof(opts) - olen, "dynamic=%s%c", ls->dynamic,
+		                         ls->attach_pid ? '\n' : '\0');
 		if (olen >= sizeof(opts)) {
 			fail(ls, "the --dynamic patterns are too long (at most %u bytes)",
 			     LIVESESSION_SYSCALL_OPTS_MAX - 64);
@@ -693,6 +709,7 @@ static void on_chunk(struct livesession *ls, const struct wire_frame *f, bool ud
 		/* nothing more comes for the session; the exit STATUS, if the
 		 * program exited, comes before our BYE is answered */
 		ls->end_seen = true;
+		ls->end_asked = ls->state == LIVESESSION_CLOSING;
 		livesession_close(ls);
 		return;
 	}
@@ -788,7 +805,17 @@ static void on_session(struct livesession *ls, const struct wire_frame *f)
 	ls->state = LIVESESSION_RUNNING;
 	if (livesave_active(&ls->save))
 		say(ls, "saving to '%s'", ls->save.dir);
-	if (ls->attach_pid)
+	if (!wire_kv_get(f->payload, f->len, "dynamic", kv, sizeof(kv)) && !strcmp(kv, "uprobes")) {
+		ls->probed = true;
+		if (!wire_kv_get(f->payload, f->len, "functions", val, sizeof(val)))
+			ls->probed_functions = (uint32_t)strtoul(val, NULL, 10);
+	}
+	if (ls->attach_pid && ls->probed)
+		say(ls,
+		    "attached to process %" PRIu32 " by uprobes on %" PRIu32 " functions (session %" PRIu32
+		    "): calls under way now are not seen; the probes go when the session ends",
+		    ls->pid, ls->probed_functions, ls->session);
+	else if (ls->attach_pid)
 		say(ls, "attached to process %" PRIu32 " (session %" PRIu32 ")", ls->pid, ls->session);
 	else
 		say(ls, "started '%s' as process %" PRIu32 " (session %" PRIu32 ")", ls->argv[0], ls->pid, ls->session);
@@ -892,16 +919,31 @@ int livesession_receive_udp(struct livesession *ls)
 
 /* ------------------------------------------------------------ timers */
 
+/* Whether the agent, silent, is taking a session's probes out after our
+ * BYE: then it is given time, not taken for gone. */
+static bool probes_going(const struct livesession *ls)
+{
+	return ls->state == LIVESESSION_CLOSING && ls->probed;
+}
+
+/* How long to wait for the answer to our BYE. */
+static uint64_t bye_wait(const struct livesession *ls)
+{
+	return probes_going(ls) ? PROBES_OUT_NS + ls->probed_functions * PROBES_OUT_PER_FUNCTION_NS : BYE_WAIT_NS;
+}
+
 uint64_t livesession_next_tick(const struct livesession *ls)
 {
 	uint64_t next = ls->last_tx + HEARTBEAT_NS;
 
-	if (ls->last_rx + PEER_TIMEOUT_NS < next)
+	if (!probes_going(ls) && ls->last_rx + PEER_TIMEOUT_NS < next)
 		next = ls->last_rx + PEER_TIMEOUT_NS;
 	if (ls->program_ended && ls->ended_ns + END_GRACE_NS < next)
 		next = ls->ended_ns + END_GRACE_NS;
-	if (ls->state == LIVESESSION_CLOSING && ls->closing_ns + BYE_WAIT_NS < next)
+	if (probes_going(ls) && !ls->probes_told && ls->closing_ns + BYE_WAIT_NS < next)
 		next = ls->closing_ns + BYE_WAIT_NS;
+	if (ls->state == LIVESESSION_CLOSING && ls->closing_ns + bye_wait(ls) < next)
+		next = ls->closing_ns + bye_wait(ls);
 	if (ls->state == LIVESESSION_CONNECTING && ls->session_wait_ns < next)
 		next = ls->session_wait_ns;
 	return next;
@@ -909,15 +951,25 @@ uint64_t livesession_next_tick(const struct livesession *ls)
 
 void livesession_tick(struct livesession *ls, uint64_t now)
 {
-	if (now - ls->last_rx >= PEER_TIMEOUT_NS) {
+	if (now - ls->last_rx >= PEER_TIMEOUT_NS && !probes_going(ls)) {
 		fail(ls, "agent at %s stopped responding", ls->nc.peer);
+		return;
+	}
+	if (probes_going(ls) && !ls->probes_told && now - ls->closing_ns >= BYE_WAIT_NS) {
+		ls->probes_told = true;
+		say(ls, "the agent is taking the probes out of process %" PRIu32 " (%" PRIu32 " functions)", ls->pid,
+		    ls->probed_functions);
+	}
+	if (probes_going(ls) && now - ls->closing_ns >= bye_wait(ls)) {
+		fail(ls, "the agent at %s did not say in time that it took the probes out of process %" PRIu32,
+		     ls->nc.peer, ls->pid);
 		return;
 	}
 	if (ls->state == LIVESESSION_CONNECTING && now >= ls->session_wait_ns) {
 		fail(ls, "the agent at %s did not answer %s", ls->nc.peer, ls->attach_pid ? "ATTACH" : "START");
 		return;
 	}
-	if (ls->state == LIVESESSION_CLOSING && now - ls->closing_ns >= BYE_WAIT_NS) {
+	if (ls->state == LIVESESSION_CLOSING && now - ls->closing_ns >= bye_wait(ls)) {
 		ls->state = LIVESESSION_DONE; /* no BYE back: fine, we are done */
 		return;
 	}

@@ -54,7 +54,7 @@ struct livesession {
 	 * in-kernel filter, or NULL.  Borrowed. */
 	const char *kernel, *kernel_filter, *kernel_functions;
 	bool kernel_system;  /* with kernel: other processes' kernel events too */
-	const char *dynamic; /* START's `dynamic`: "all" or function globs; NULL: none */
+	const char *dynamic; /* `dynamic` of START (or ATTACH: probes): "all" or function globs; NULL: none */
 	bool libcalls;       /* START's `libcalls=1` */
 	uint32_t flush_ms;   /* the agent's flush period of partial chunks; 0: its own */
 	/* trace heap operations (START memory=1, with mem_depth when nonzero
@@ -78,6 +78,11 @@ struct livesession {
 	bool tracing;
 	bool program_ended; /* the exit STATUS of the session's program came */
 	bool end_seen;      /* the END chunk came: nothing more for the session */
+	bool end_asked;     /* it came after our BYE (a session attached by probes ends with us) */
+	/* attached by probes (SESSION `dynamic=uprobes`): how many functions */
+	bool probed;
+	uint32_t probed_functions;
+	bool probes_told; /* said that the agent is taking them out (after our BYE) */
 	uint64_t t0, ended_ns, closing_ns, session_wait_ns;
 	uint64_t last_rx, last_tx;
 	struct liveview_exit exits[LIVESESSION_EXITS_MAX];
