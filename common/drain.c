@@ -790,6 +790,11 @@ static void decode_ext(struct stream *s, uint64_t ns, uint32_t ext, const uint8_
 
 		memcpy(&r, p, sizeof(r));
 		encoder_retval(s->enc, ns, r.fn, r.value);
+	} else if (ext == LP_EXT_PROBE && len >= sizeof(uint64_t)) {
+		uint64_t a;
+
+		memcpy(&a, p, sizeof(a));
+		encoder_probe(s->enc, ns, a);
 	} else if (ext == LP_EXT_CALL && len >= sizeof(struct lp_ext_call)) {
 		struct lp_ext_call c;
 		uint64_t entry_ns;

@@ -84,6 +84,18 @@ void encoder_retval(struct encoder *e, uint64_t ns, uint64_t fn, uint64_t value)
 	encoder_xev2(e, ns, LP_XEV_RETVAL, fn, value);
 }
 
+void encoder_probe(struct encoder *e, uint64_t ns, uint64_t addr)
+{
+	uint8_t body[VARINT_MAX];
+	size_t n = varint_put(body, addr);
+
+	encoder_begin_event(e, ns, LP_EV_EXTENDED, 0);
+	e->len += varint_put(e->buf + e->len, LP_XEV_PROBE);
+	e->len += varint_put(e->buf + e->len, n);
+	memcpy(e->buf + e->len, body, n);
+	e->len += n;
+}
+
 void encoder_unmap(struct encoder *e, uint64_t ns, uint64_t start, uint64_t end)
 {
 	encoder_xev2(e, ns, LP_XEV_UNMAP, start, end);

@@ -46,6 +46,8 @@ void encoder_call(struct encoder *e, uint64_t exit_ns, uint64_t addr, uint64_t d
 struct libcsig_args;
 void encoder_args(struct encoder *e, uint64_t ns, uint64_t fn, const struct libcsig_args *a);
 void encoder_retval(struct encoder *e, uint64_t ns, uint64_t fn, uint64_t value);
+/* A probed instruction ran (LP_XEV_PROBE). */
+void encoder_probe(struct encoder *e, uint64_t ns, uint64_t addr);
 /* An executable segment given by an earlier encoder_map is unmapped. */
 void encoder_unmap(struct encoder *e, uint64_t ns, uint64_t start, uint64_t end);
 /* Strings over LP_STRING_MAX and frames over 256 are cut. */

@@ -95,6 +95,7 @@ const char *dpatch_append(struct dpatch *p, const struct elfsyms_fn *f, uint32_t
 	if (rb->nrel)
 		memcpy(p->rel + p->nrel, rb->rel, rb->nrel * sizeof(*rb->rel));
 	p->nrel += rb->nrel;
+	p->span[p->nfn] = patch_len;
 	p->name[p->nfn++] = f->name;
 	return NULL;
 }
@@ -186,6 +187,75 @@ static int plan_libcalls(struct dpatch *p)
 	return 0;
 }
 
+/* The bytes of the file plan i's patch takes over: those it replaces, or
+ * (a function moved whole) the function's. */
+static void plan_span(const struct dpatch *p, uint32_t i, uint64_t *lo, uint64_t *hi)
+{
+	const struct lp_plan_func *f = &p->fn[i];
+
+	*lo = f->addr;
+	*hi = f->addr + (f->trap ? f->orig_len : p->span[i]);
+}
+
+/* --probe: each FUNCTION+OFFSET of the program planned as a probe (kind
+ * LP_PLAN_PROBE).  One that names no instruction, or whose patch would
+ * overlap another's, fails the plan: 0, or -EINVAL with err set. */
+static int plan_probes(struct dpatch *p, const struct uprobes_config *cfg, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < cfg->nprobes; i++) {
+		const char *loc = cfg->probes[i], *plus = strrchr(loc, '+'), *why;
+		const struct elfsyms_fn *f = NULL;
+		unsigned long long off;
+		char *end, *name;
+		size_t flen = plus ? (size_t)(plus - loc) : 0;
+
+		errno = 0;
+		off = plus ? strtoull(plus + 1, &end, 0) : 0;
+		if (!plus || !flen || end == plus + 1 || *end || errno || !off) {
+			snprintf(err, errlen, "--probe '%s': give FUNCTION+OFFSET (an offset above 0, e.g. main+0x1c)",
+			         loc);
+			return -EINVAL;
+		}
+		for (size_t k = 0; k < p->es->nfn && !f; k++)
+			if (!strncmp(p->es->fn[k].name, loc, flen) && !p->es->fn[k].name[flen])
+				f = &p->es->fn[k];
+		if (!f) {
+			snprintf(err, errlen, "--probe '%s': '%s' has no function '%.*s'", loc, p->path, (int)flen, loc);
+			return -EINVAL;
+		}
+		if (off >= f->size) {
+			snprintf(err, errlen, "--probe '%s': beyond the end of %s (%llu bytes)", loc, f->name,
+			         (unsigned long long)f->size);
+			return -EINVAL;
+		}
+		name = malloc(flen + 24);
+		if (!name)
+			return -ENOMEM;
+		snprintf(name, flen + 24, "%s+0x%llx", f->name, off);
+		p->owned[p->nowned++] = name;
+		why = p->es->machine == EM_AARCH64 ? dplan_a64_probe(p, f, f->addr + off, name)
+		                                   : dplan_x86_probe(p, f, f->addr + off, name);
+		if (why) {
+			snprintf(err, errlen, "--probe '%s': %s", loc, why);
+			return -EINVAL;
+		}
+		for (uint32_t k = 0; k + 1 < p->nfn; k++) {
+			uint64_t lo, hi, plo, phi;
+
+			plan_span(p, k, &lo, &hi);
+			plan_span(p, p->nfn - 1, &plo, &phi);
+			if (plo < hi && lo < phi) {
+				snprintf(err, errlen,
+				         "--probe '%s': its patch would overlap %s's (a function's first bytes or a "
+				         "probe's)",
+				         loc, p->name[k]);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
 static int read_segments(struct dpatch *p, char *err, size_t errlen)
 {
 	bool interp;
@@ -260,10 +330,11 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 	if (r)
 		goto fail;
 	r = p->es->machine == EM_X86_64 ? dplan_x86_targets(p) : 0;
-	n = p->es->nfn + p->es->nplt + 1;
+	n = p->es->nfn + p->es->nplt + cfg->nprobes + 1;
 	p->cap = n;
 	p->fn = calloc(n, sizeof(*p->fn));
 	p->name = calloc(n, sizeof(*p->name));
+	p->span = calloc(n, sizeof(*p->span));
 	p->skipped = calloc(n, sizeof(*p->skipped));
 	p->owned = calloc(2 * n, sizeof(*p->owned));
 	if (r || !p->fn || !p->name || !p->skipped || !p->owned) {
@@ -293,8 +364,13 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	if (!lib && cfg->nprobes) {
+		r = plan_probes(p, cfg, err, errlen);
+		if (r)
+			goto fail;
+	}
 	p->planner_skipped = p->nskipped;
-	if (!p->candidates) {
+	if (!p->candidates && (lib || !cfg->nprobes)) {
 		snprintf(err, errlen, "'%s': %s", p->path,
 		         cfg->no_functions ? "no PLT stubs: it calls no shared library through a PLT"
 		         : lib             ? "no function of the library matches --dynamic's patterns"
@@ -388,7 +464,7 @@ struct dpatch *dpatch_open(const struct uprobes_config *cfg, char *err, size_t e
 	struct dpatch *head = NULL, **tail = &head;
 	unsigned files = 0;
 
-	if (functions || cfg->libcalls) {
+	if (functions || cfg->libcalls || cfg->nprobes) {
 		struct uprobes_config main = *cfg;
 
 		main.no_functions = !functions;
@@ -541,7 +617,9 @@ static void file_stats(struct dpatch *head, struct dpatch *p, struct uprobes_sta
 
 		if (s != LP_PLAN_PENDING)
 			*applied = true;
-		if (s == LP_PLAN_PATCHED) {
+		if (s == LP_PLAN_PATCHED && fn[i].kind == LP_PLAN_PROBE) {
+			st->probes++;
+		} else if (s == LP_PLAN_PATCHED) {
 			st->functions++;
 			st->traps += fn[i].trap;
 		} else if (s != LP_PLAN_PENDING)
@@ -689,6 +767,7 @@ void dpatch_free(struct dpatch *p)
 	free(p->targets);
 	free(p->fn);
 	free(p->name);
+	free(p->span);
 	free(p->rel);
 	free(p->code);
 	free(p->skipped);

@@ -42,6 +42,8 @@ struct dpatch {
 	/* the plan */
 	struct lp_plan_func *fn;
 	const char **name;
+	uint32_t *span; /* per planned function: the file's bytes its patch takes
+	                 * over (those replaced; a function moved whole: all) */
 	uint32_t nfn;
 	struct lp_plan_reloc *rel;
 	uint32_t nrel, caprel;
@@ -93,5 +95,9 @@ int dplan_x86_targets(struct dpatch *p);
 const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next);
 /* dplan_a64.c: function f planned (NULL), or why not. */
 const char *dplan_a64(struct dpatch *p, const struct elfsyms_fn *f);
+/* A probe (LP_PLAN_PROBE) at at, an instruction of function f, planned
+ * under name (NULL), or why not: dplan_x86.c, dplan_a64.c. */
+const char *dplan_x86_probe(struct dpatch *p, const struct elfsyms_fn *f, uint64_t at, const char *name);
+const char *dplan_a64_probe(struct dpatch *p, const struct elfsyms_fn *f, uint64_t at, const char *name);
 
 #endif

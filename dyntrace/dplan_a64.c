@@ -1,6 +1,7 @@
 /* The patch planner for aarch64 (see dpatch.h): a function's first
  * instruction is replaced by a b to its trampoline and moved there, a
  * PC-relative one rewritten. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "dyntrace/dpatch_impl.h"
@@ -51,10 +52,13 @@ static uint32_t a64_load_x16(uint32_t insn)
 	return (v ? fp[opc] : gpr[opc]) ? (v ? fp[opc] : gpr[opc]) | rt : 0;
 }
 
-/* An aarch64 function: its first instruction replaced by a b to its
- * trampoline, and moved there; a PC-relative one is rewritten (x16, free
- * at a function's entry, holds an address a load needs). */
-const char *dplan_a64(struct dpatch *p, const struct elfsyms_fn *f)
+/* The instruction at f->addr (a function's entry, or a probe's
+ * instruction) replaced by a b to its trampoline, and moved there; a
+ * PC-relative one is rewritten (at an entry x16, free there, holds an
+ * address a load needs; at a probe, where every register may be live, the
+ * load's own register does).  Returns the plan's entry (NULL: not
+ * planned) with why set when not. */
+static const char *plan_insn(struct dpatch *p, const struct elfsyms_fn *f, bool probe)
 {
 	struct reloc_buf rb = { .len = 0 };
 	uint64_t a = f->addr, back = f->addr + 4;
@@ -69,6 +73,26 @@ const char *dplan_a64(struct dpatch *p, const struct elfsyms_fn *f)
 	memcpy(&insn, b, 4);
 	if ((insn & 0x3f000000u) == 0x08000000u)
 		return "it starts with a load-exclusive, whose retry loop the trampoline would break";
+	if (probe && (insn & 0x3b000000u) == 0x18000000u && ((insn >> 26) & 1))
+		return "a load of a floating-point literal (no register is free to move it)";
+	if (probe && (insn & 0x3b000000u) == 0x18000000u) {
+		/* ldr (literal) into a general register: the address into that
+		 * register, then the load from it; prfm: nothing */
+		uint64_t target = a + (uint64_t)(sext((insn >> 5) & 0x7ffffu, 19) * 4);
+		uint32_t load = a64_load_x16(insn), rt = insn & 31;
+
+		if (load) {
+			a64_put(&rb, 0x58000080u | rt);                  /* ldr xt, 16 */
+			a64_put(&rb, (load & ~(31u << 5)) | (rt << 5)); /* ldr ?t, [xt] */
+		} else {
+			a64_put(&rb, A64_NOP);
+			a64_put(&rb, A64_NOP);
+		}
+		a64_b(&rb, back);
+		a64_put(&rb, A64_NOP);
+		a64_lit(&rb, target);
+		return dpatch_append(p, f, 4, b, &rb);
+	}
 	if ((insn & 0x1f000000u) == 0x10000000u) { /* adr, adrp */
 		uint64_t imm = ((insn >> 3) & 0x1ffffcu) | ((insn >> 29) & 3);
 		uint64_t target = (insn >> 31) ? (a & ~(uint64_t)0xfff) + (uint64_t)(sext(imm, 21) * 4096)
@@ -110,4 +134,38 @@ const char *dplan_a64(struct dpatch *p, const struct elfsyms_fn *f)
 		a64_b(&rb, back);
 	}
 	return dpatch_append(p, f, 4, b, &rb);
+}
+
+const char *dplan_a64(struct dpatch *p, const struct elfsyms_fn *f)
+{
+	return plan_insn(p, f, false);
+}
+
+const char *dplan_a64_probe(struct dpatch *p, const struct elfsyms_fn *f, uint64_t at, const char *name)
+{
+	struct elfsyms_fn pf = { .addr = at, .size = f->addr + f->size - at, .name = name };
+	size_t avail;
+	const uint8_t *b = dpatch_bytes_at(p, f->addr, &avail);
+	const char *why;
+
+	if ((at - f->addr) & 3)
+		return "not an instruction boundary (aarch64 instructions are 4 bytes)";
+	/* between a load-exclusive and its store-exclusive a branch out
+	 * clears the monitor: the loop would retry for ever.  The instruction
+	 * and the 16 before it are looked at. */
+	for (uint64_t k = 0; b && k <= 16 && k * 4 <= at - f->addr; k++) {
+		uint64_t o = at - f->addr - k * 4;
+		uint32_t insn;
+
+		if (o + 4 > avail)
+			continue;
+		memcpy(&insn, b + o, 4);
+		if ((insn & 0x3f000000u) == 0x08000000u)
+			return "inside a load-exclusive/store-exclusive sequence (or just after one), whose retry "
+			       "loop the trampoline would break";
+	}
+	why = plan_insn(p, &pf, true);
+	if (!why)
+		p->fn[p->nfn - 1].kind = LP_PLAN_PROBE;
+	return why;
 }

@@ -177,6 +177,7 @@ static const char *relocate(struct reloc_buf *rb, const uint8_t *b, uint64_t a, 
 static const char *plan_whole(struct dpatch *p, const struct elfsyms_fn *f, const uint8_t *b)
 {
 	struct reloc_buf rb = { .len = 0 };
+	const char *why;
 	uint64_t a = f->addr, end = f->addr + f->size;
 
 	while (rb.len < f->size) {
@@ -211,7 +212,10 @@ static const char *plan_whole(struct dpatch *p, const struct elfsyms_fn *f, cons
 		if (!put_rel32(&rb, &jmp, 1, end))
 			return "a branch lands inside its first bytes, and it has too many references to move";
 	}
-	return dpatch_append(p, f, JMP_SIZE, b, &rb);
+	why = dpatch_append(p, f, JMP_SIZE, b, &rb);
+	if (!why)
+		p->span[p->nfn - 1] = (uint32_t)f->size;
+	return why;
 }
 
 /* Function f, which cannot hold a jump at its entry (why), planned with
@@ -306,4 +310,59 @@ const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t nex
 			return "its first instructions grow too long when moved";
 	}
 	return dpatch_append(p, f, patch_len, b, &rb);
+}
+
+/* A probe at at, an instruction of function f, named name: the
+ * instructions there (at least 5 bytes, within f, no call among them, no
+ * branch landing inside them) moved to its trampoline behind a jump; else
+ * an int3 at at with that one instruction moved.  NULL, or why not. */
+const char *dplan_x86_probe(struct dpatch *p, const struct elfsyms_fn *f, uint64_t at, const char *name)
+{
+	uint64_t end = f->addr + f->size, rel = at - f->addr, off = 0;
+	struct elfsyms_fn pf = { .addr = at, .size = end - at, .name = name };
+	struct reloc_buf rb = { .len = 0 };
+	static const uint8_t jmp = 0xe9;
+	size_t avail;
+	const uint8_t *b = dpatch_bytes_at(p, f->addr, &avail);
+	uint32_t covered = 0;
+	bool nojump = false;
+	const char *why;
+	struct x86_insn in;
+
+	if (!b || f->size > avail)
+		return "not in an executable segment of the file";
+	while (off < rel) {
+		unsigned len = x86_insn_decode(b + off, (size_t)(f->size - off), &in);
+
+		if (!len)
+			return dpatch_why_at(p, "an instruction the planner does not know at +%llu", off);
+		if (off + len > rel)
+			return dpatch_why_at(p, "not an instruction boundary (an instruction starts at +%llu)", off);
+		off += len;
+	}
+	while (covered < JMP_SIZE && rel + covered < f->size) {
+		unsigned len = x86_insn_decode(b + rel + covered, (size_t)(f->size - rel - covered), &in);
+
+		if (!len)
+			return dpatch_why_at(p, "an instruction the planner does not know at +%llu", rel + covered);
+		/* a call moved would return into the trampoline or need a
+		 * register (%r11 at an entry), and none is free here */
+		nojump |= in.kind == X86_CALL_REL;
+		if (!nojump && relocate(&rb, b + rel + covered, at + covered, &in, false))
+			nojump = true;
+		covered += len;
+	}
+	if (!nojump && covered >= JMP_SIZE && !target_inside(p, at, at + covered) && covered <= LP_PLAN_ORIG_MAX &&
+	    put_rel32(&rb, &jmp, 1, at + covered)) {
+		why = dpatch_append(p, &pf, covered, b + rel, &rb);
+		if (!why)
+			p->fn[p->nfn - 1].kind = LP_PLAN_PROBE;
+		return why;
+	}
+	if (x86_insn_decode(b + rel, (size_t)(f->size - rel), &in) && in.kind == X86_CALL_REL)
+		return "a call (probe the instruction before or after it)";
+	why = plan_trap(p, &pf, b + rel, avail - rel, end, "its instructions there cannot be moved");
+	if (!why)
+		p->fn[p->nfn - 1].kind = LP_PLAN_PROBE;
+	return why;
 }

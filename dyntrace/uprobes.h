@@ -44,6 +44,10 @@ struct uprobes_config {
 	 * (libcalls), or only those (no_functions) */
 	bool libcalls;
 	bool no_functions;
+	/* the patch backend: instructions of the program to probe
+	 * (record --probe), each FUNCTION+OFFSET */
+	const char *probes[UPROBES_PATTERNS_MAX];
+	uint32_t nprobes;
 };
 
 struct uprobes_ops {
@@ -82,6 +86,7 @@ struct uprobes_stats {
 	uint64_t others;       /* probe hits of processes not traced, left out */
 	uint32_t events;       /* perf events opened */
 	uint32_t traps;        /* patch backend: functions entered through an int3 */
+	uint32_t probes;       /* patch backend: instructions probed (--probe) */
 	const struct uprobes_skipped *skipped;
 	size_t nskipped;
 };

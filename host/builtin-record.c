@@ -65,6 +65,7 @@
 #define RECORD_FLUSH_NS 100000000ull
 #define RECORD_MEM_LIB "liblayerprof-mem.so"
 #define RECORD_OPT_LIBCALLS 0x2000
+#define RECORD_OPT_PROBE 0x2001
 
 static const char record_usage[] =
     "usage: layerprof record [options] [--] <program> [<args>]\n"
@@ -96,6 +97,9 @@ static const char record_usage[] =
     "      --libcalls        also every call the program makes into a shared\n"
     "                        library through its PLT, as NAME@plt under its\n"
     "                        caller (patch backend: x86-64, aarch64; alone, only those)\n"
+    "      --probe LIST      also each time the program runs an instruction of\n"
+    "                        LIST (FUNCTION+OFFSET, comma-separated): a probe\n"
+    "                        event, its registers untouched (patch backend)\n"
     "  -s, --syscalls[=HOW]  also record system calls; HOW: auto (default: the\n"
     "                        first that works of bpf, tracepoint, ptrace), bpf,\n"
     "                        tracepoint, ptrace\n"
@@ -483,6 +487,12 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 	case RECORD_OPT_LIBCALLS:
 		recdyn_libcalls(&rec->dyn);
 		break;
+	case RECORD_OPT_PROBE:
+		if (recdyn_probes(&rec->dyn, arg, err, sizeof(err))) {
+			fprintf(stderr, "layerprof record: %s\n", err);
+			return LP_EXIT_USAGE;
+		}
+		break;
 	case 'h':
 		fputs(record_usage, stdout);
 		return LP_EXIT_OK;
@@ -523,6 +533,7 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "dynamic", optional_argument, NULL, 'y' },
 		{ "backend", required_argument, NULL, 'W' },
 		{ "libcalls", no_argument, NULL, RECORD_OPT_LIBCALLS },
+		{ "probe", required_argument, NULL, RECORD_OPT_PROBE },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -707,7 +718,7 @@ static int record_open(struct recorder *rec)
 			fprintf(stderr, "layerprof record: warning: kernel events %s\n", warn);
 	}
 	if (rec->dyn.on && recdyn_open(&rec->dyn, rec->prog, &rec->feed, err, sizeof(err))) {
-		fprintf(stderr, "layerprof record: --dynamic: %s\n", err);
+		fprintf(stderr, "layerprof record: %s%s\n", strncmp(err, "--probe", 7) ? "--dynamic: " : "", err);
 		return LP_EXIT_FAILURE;
 	}
 	if (rec->dyn.on && !recdyn_patching(&rec->dyn) &&

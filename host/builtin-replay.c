@@ -200,6 +200,30 @@ static void on_args(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr
 	rs->p.has_args = true;
 }
 
+/* A probed instruction, as a leaf at the depth of the calls its function
+ * makes: "[probe] work+0x10". */
+static void on_probe(void *ctx, struct walk_stream *s, const struct walk_probe *pr)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32], name[1024];
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	walk_name(&rp->w, s->image, pr->addr, name, sizeof(name));
+	if (rp->json) {
+		fprintf(rs->f, "%s{\"type\":\"probe\",\"time_ns\":%llu,\"depth\":%u,\"name\":", rs->events ? "," : "",
+		        (unsigned long long)pr->ns, pr->depth);
+		json_write_string(rs->f, name);
+		fputc('}', rs->f);
+		rs->events++;
+		return;
+	}
+	time_col(rp, pr->ns, t, sizeof(t));
+	fprintf(rs->f, "%14s %12s | %*s[probe] %s\n", t, "", (int)(2 * pr->depth), "", name);
+}
+
 /* The return value of the call whose exit comes next. */
 static void on_retval(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint64_t value)
 {
@@ -533,6 +557,7 @@ int cmd_replay(int argc, char **argv)
 		                .lost = on_lost,
 		                .args = on_args,
 		                .retval = on_retval,
+		                .probe = on_probe,
 		                .syscall = on_syscall,
 		                .mem = on_mem,
 		                .kernel = on_kernel,

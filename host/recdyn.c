@@ -54,11 +54,52 @@ void recdyn_libcalls(struct recdyn *rd)
 	rd->cfg.libcalls = true;
 }
 
+int recdyn_probes(struct recdyn *rd, const char *list, char *err, size_t errlen)
+{
+	char *save = NULL, *tok;
+
+	free(rd->probes);
+	rd->probes = strdup(list);
+	if (!rd->probes) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rd->cfg.nprobes = 0;
+	for (tok = strtok_r(rd->probes, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (rd->cfg.nprobes == UPROBES_PATTERNS_MAX) {
+			snprintf(err, errlen, "--probe: more than %u instructions", UPROBES_PATTERNS_MAX);
+			return -EINVAL;
+		}
+		{
+			const char *plus = strrchr(tok, '+');
+			char *end = NULL;
+			unsigned long long off = plus ? strtoull(plus + 1, &end, 0) : 0;
+
+			if (!plus || plus == tok || end == plus + 1 || *end || !off) {
+				snprintf(err, errlen,
+				         "--probe '%s': give FUNCTION+OFFSET (an offset above 0, e.g. main+0x1c)", tok);
+				return -EINVAL;
+			}
+		}
+		rd->cfg.probes[rd->cfg.nprobes++] = tok;
+	}
+	if (!rd->cfg.nprobes) {
+		snprintf(err, errlen, "--probe needs FUNCTION+OFFSET");
+		return -EINVAL;
+	}
+	rd->on = true;
+	return 0;
+}
+
 int recdyn_options_done(struct recdyn *rd, char *err, size_t errlen)
 {
-	rd->cfg.no_functions = rd->cfg.libcalls && !rd->functions;
+	rd->cfg.no_functions = (rd->cfg.libcalls || rd->cfg.nprobes) && !rd->functions;
 	if (rd->cfg.libcalls && (rd->backend == RECDYN_UPROBE || !dpatch_supported())) {
 		snprintf(err, errlen, "--libcalls needs the patch backend (x86-64, aarch64)");
+		return -EINVAL;
+	}
+	if (rd->cfg.nprobes && (rd->backend == RECDYN_UPROBE || !dpatch_supported())) {
+		snprintf(err, errlen, "--probe needs the patch backend (x86-64, aarch64)");
 		return -EINVAL;
 	}
 	return 0;
@@ -76,7 +117,7 @@ int recdyn_open(struct recdyn *rd, const char *prog, struct sysdrain *feed, char
 			return 0;
 		/* auto: a program the runtime cannot patch (static, or of
 		 * another architecture) may still be probed */
-		if (rd->backend == RECDYN_PATCH || rd->cfg.libcalls || errno != ENOTSUP) {
+		if (rd->backend == RECDYN_PATCH || rd->cfg.libcalls || rd->cfg.nprobes || errno != ENOTSUP) {
 			snprintf(err, errlen, "%s", perr);
 			return -errno;
 		}
@@ -169,6 +210,8 @@ unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verb
 			        rd->cfg.path);
 		else if (st.nskipped && !quiet)
 			skipped_warning(&st);
+		if (st.probes && verbose)
+			fprintf(stderr, "layerprof record: dynamic (patch): %u instructions probed\n", st.probes);
 		if (st.traps && !quiet && !verbose)
 			fprintf(stderr,
 			        "layerprof record: note: %u functions with no room for a jump at their entry were entered "
@@ -213,4 +256,6 @@ void recdyn_free(struct recdyn *rd)
 	rd->dp = NULL;
 	free(rd->patterns);
 	rd->patterns = NULL;
+	free(rd->probes);
+	rd->probes = NULL;
 }

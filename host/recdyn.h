@@ -24,6 +24,7 @@ struct recdyn {
 	bool functions; /* --dynamic: the program's functions */
 	enum recdyn_backend backend;
 	char *patterns; /* --dynamic=LIST, split in place into cfg.patterns */
+	char *probes;   /* --probe LIST, split in place into cfg.probes */
 	struct uprobes_config cfg;
 	struct uprobes *up;
 	struct dpatch *dp; /* the patch backend's plan: the other backend is NULL */
@@ -37,6 +38,10 @@ struct recdyn {
 int recdyn_option(struct recdyn *rd, bool backend, const char *arg, char *err, size_t errlen);
 /* --libcalls: every call through the program's PLT (patch backend). */
 void recdyn_libcalls(struct recdyn *rd);
+/* --probe LIST: instructions of the program (FUNCTION+OFFSET,
+ * comma-separated) probed (patch backend).  0, or -EINVAL with one line
+ * in err. */
+int recdyn_probes(struct recdyn *rd, const char *list, char *err, size_t errlen);
 /* Once every option is read: 0, or -EINVAL with one line in err. */
 int recdyn_options_done(struct recdyn *rd, char *err, size_t errlen);
 /* The program's functions, once its file is known; nothing runs yet.

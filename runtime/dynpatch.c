@@ -46,17 +46,34 @@
 #define DYN_PLAN_ARCH LP_PLAN_X86_64
 #define DYN_JUMP 5u       /* jmp rel32 at the entry */
 #define DYN_STUB_SIZE 24u /* bytes of a trampoline before the relocated code (stub_write) */
+#define DYN_PROBE_STUB 41u /* probe_stub_write's, and where its code begins */
+#define DYN_PROBE_ENTRY 8u
 #define DYN_REACH 0x7fff0000ll
 #elif defined(__aarch64__)
 #define DYN_PLAN_ARCH LP_PLAN_AARCH64
 #define DYN_JUMP 4u
 #define DYN_STUB_SIZE 32u
+#define DYN_PROBE_STUB 56u /* its code 8-aligned: a literal's place */
+#define DYN_PROBE_ENTRY 16u
 #define DYN_REACH 0x7ff0000ll /* b: +-128 MiB */
 #endif
 
 
 /* arch/<arch>/dyntramp.S (lp_dyn_return: runtime.h) */
 void lp_dyn_entry(void);
+void lp_dyn_probe(void);
+
+/* A trampoline's stub, before its relocated code, and where the patched
+ * instruction's jump lands in it. */
+static LP_NOINSTR uint32_t stub_size(const struct lp_plan_func *f)
+{
+	return f->kind == LP_PLAN_PROBE ? DYN_PROBE_STUB : DYN_STUB_SIZE;
+}
+
+static LP_NOINSTR uint32_t stub_entry(const struct lp_plan_func *f)
+{
+	return f->kind == LP_PLAN_PROBE ? DYN_PROBE_ENTRY : 0;
+}
 
 /* A call the thread cannot keep a frame for (deeper than DYN_FRAMES, or
  * no memory for the stack) runs untraced: its entry and exit count as
@@ -477,6 +494,22 @@ static LP_NOINSTR void stub_write(uint8_t *p, const struct lp_dynrec *rec)
 	memcpy(p + 16, &e, 8);
 }
 
+/* A probe's trampoline (.quad lp_dyn_probe, then at DYN_PROBE_ENTRY): the
+ * red zone stepped over, %r11 kept, lp_dyn_probe called with the record
+ * in %r11, both given back; the relocated instructions follow. */
+static LP_NOINSTR void probe_stub_write(uint8_t *p, const struct lp_dynrec *rec)
+{
+	static const uint8_t head[] = { 0x48, 0x8d, 0x64, 0x24, 0x80, 0x41, 0x53, 0x49, 0xbb };
+	static const uint8_t tail[] = { 0xff, 0x15, 0xe1, 0xff, 0xff, 0xff, /* call *-31(%rip) */
+		                        0x41, 0x5b, 0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00 };
+	uint64_t r = (uint64_t)(uintptr_t)rec, e = (uint64_t)(uintptr_t)lp_dyn_probe;
+
+	memcpy(p, &e, 8);
+	memcpy(p + 8, head, sizeof(head));
+	memcpy(p + 8 + sizeof(head), &r, 8);
+	memcpy(p + 8 + sizeof(head) + 8, tail, sizeof(tail));
+}
+
 /* jmp rel32 to the trampoline t; the rest of the replaced bytes is never
  * reached (no branch lands there: the plan checked) */
 static LP_NOINSTR void entry_write(uintptr_t a, const uint8_t *t, uint32_t len)
@@ -499,6 +532,21 @@ static LP_NOINSTR void stub_write(uint8_t *p, const struct lp_dynrec *rec)
 	memcpy(p, insn, sizeof(insn));
 	memcpy(p + 16, &r, 8);
 	memcpy(p + 24, &e, 8);
+}
+
+/* A probe's trampoline (.quad rec, .quad lp_dyn_probe, then at
+ * DYN_PROBE_ENTRY): x16, x17 and x30 kept on the stack, lp_dyn_probe
+ * called with the record in x16, all three given back; the relocated
+ * instruction follows.  (No red zone on aarch64: sp is the bound.) */
+static LP_NOINSTR void probe_stub_write(uint8_t *p, const struct lp_dynrec *rec)
+{
+	static const uint32_t insn[10] = { 0xd10083ffu, 0xa90047f0u, 0xf9000bfeu, 0x58ffff30u, 0x58ffff51u,
+		                           0xd63f0220u, 0xf9400bfeu, 0xa94047f0u, 0x910083ffu, 0xd503201fu };
+	uint64_t r = (uint64_t)(uintptr_t)rec, e = (uint64_t)(uintptr_t)lp_dyn_probe;
+
+	memcpy(p, &r, 8);
+	memcpy(p + 8, &e, 8);
+	memcpy(p + 16, insn, sizeof(insn));
 }
 
 /* b to the trampoline t: one aligned word */
@@ -613,7 +661,7 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 			return; /* not a plan the recorder wrote */
 		lo = a < lo ? a : lo;
 		hi = a + fn[i].patch_len > hi ? a + fn[i].patch_len : hi;
-		tsize += DYN_STUB_SIZE + ((fn[i].code_len + 7u) & ~7u);
+		tsize += ((stub_size(&fn[i]) + 7u) & ~7u) + ((fn[i].code_len + 7u) & ~7u);
 	}
 	tramp = near_map(lo, hi, tsize);
 	recs =
@@ -629,10 +677,10 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 	off = 0;
 	for (uint32_t i = 0; i < h->nfuncs; i++) {
 		uintptr_t a = (uintptr_t)fn[i].addr + bias;
-		uint8_t *t = tramp + off, *c = t + DYN_STUB_SIZE;
+		uint8_t *t = tramp + off, *c = t + stub_size(&fn[i]);
 		bool ok = true;
 
-		off += DYN_STUB_SIZE + ((fn[i].code_len + 7u) & ~7u);
+		off += ((stub_size(&fn[i]) + 7u) & ~7u) + ((fn[i].code_len + 7u) & ~7u);
 		if (memcmp((const void *)a, fn[i].orig, fn[i].trap ? fn[i].orig_len : fn[i].patch_len)) {
 			fn[i].status = LP_PLAN_CHANGED;
 			continue;
@@ -644,10 +692,14 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 			fn[i].status = LP_PLAN_FAR;
 			continue;
 		}
-		recs[i].fn = LP_ARCH_FUNC(a);
+		recs[i].fn = fn[i].kind == LP_PLAN_PROBE ? a : LP_ARCH_FUNC(a);
 		recs[i].cont = (uintptr_t)c;
 		recs[i].args = fn[i].trap ? 0 : fn[i].args; /* a trap's registers are not on the stack */
-		stub_write(t, &recs[i]);
+		recs[i].kind = fn[i].kind;
+		if (fn[i].kind == LP_PLAN_PROBE)
+			probe_stub_write(t, &recs[i]);
+		else
+			stub_write(t, &recs[i]);
 		fn[i].status = LP_PLAN_PATCHED; /* for now: the entry's turn below */
 	}
 	if (mprotect(tramp, tsize, PROT_READ | PROT_EXEC)) {
@@ -677,11 +729,11 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 		uintptr_t a = (uintptr_t)fn[i].addr + bias;
 		uint8_t *t = tramp + off;
 
-		off += DYN_STUB_SIZE + ((fn[i].code_len + 7u) & ~7u);
+		off += ((stub_size(&fn[i]) + 7u) & ~7u) + ((fn[i].code_len + 7u) & ~7u);
 		if (fn[i].status == LP_PLAN_PATCHED && fn[i].trap)
 			*(volatile uint8_t *)a = 0xcc;
 		else if (fn[i].status == LP_PLAN_PATCHED)
-			entry_write(a, t, fn[i].patch_len);
+			entry_write(a, t + stub_entry(&fn[i]), fn[i].patch_len);
 	}
 	text_writable(lo, hi - lo, false);
 	__builtin___clear_cache((char *)lo, (char *)hi);

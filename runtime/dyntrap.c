@@ -120,6 +120,12 @@ static LP_NOINSTR void trap_handler(int sig, siginfo_t *si, void *ctx)
 	const struct lp_dynrec *r = trap_find((uintptr_t)g[REG_RIP] - 1);
 	int saved = errno;
 
+	if (r && si->si_code > 0 && r->kind == LP_PLAN_PROBE) {
+		lp_dyn_probe_hit(r);
+		g[REG_RIP] = (greg_t)r->cont;
+		errno = saved;
+		return;
+	}
 	if (r && si->si_code > 0) {
 		uintptr_t sp = (uintptr_t)g[REG_RSP];
 

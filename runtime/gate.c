@@ -2,6 +2,8 @@
  * path of the runtime.  Called on every function entry and exit, from any
  * thread and from signal handlers: no locks, no allocation, no system calls
  * (the first call of a thread sets it up, off the hot path). */
+#include <errno.h>
+
 #include "runtime.h"
 
 __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -104,3 +106,25 @@ LP_NOINSTR void lp_gate_exit(uintptr_t fn)
 	GATE_CHECK(fn, false);
 	gate_exit(LP_ARCH_FUNC(fn));
 }
+
+#ifdef LP_HAVE_DYNTRAMP
+/* A probed instruction ran: its record, while tracing is on (source
+ * filters do not apply: they choose functions).  The program's errno is
+ * kept. */
+LP_NOINSTR void lp_dyn_probe_hit(const struct lp_dynrec *r)
+{
+	uint32_t f = atomic_load_explicit((const _Atomic uint32_t *)lp_ctl_flags, memory_order_relaxed);
+	struct lp_thread *t = &lp_self;
+	uint64_t addr = r->fn;
+	int saved = errno;
+
+	if ((f & LP_CTL_ENABLED) && thread_open(t)) {
+		t->busy = 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		lp_ring_put_ext(t, LP_EXT_PROBE, &addr, sizeof(addr));
+		atomic_signal_fence(memory_order_seq_cst);
+		t->busy = 0;
+	}
+	errno = saved;
+}
+#endif

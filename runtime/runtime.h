@@ -321,7 +321,11 @@ struct lp_dynrec {
 	uintptr_t fn;   /* the function's entry, as the gates name it */
 	uintptr_t cont; /* its relocated first instructions */
 	uintptr_t args; /* lp_plan_func.args */
+	uintptr_t kind; /* enum lp_plan_kind; a probe's fn is its instruction */
 };
+/* A probed instruction ran (gate.c; from lp_dyn_probe, or the trap
+ * handler): its LP_EXT_PROBE record. */
+void lp_dyn_probe_hit(const struct lp_dynrec *r);
 /* The common entry path's C half (dynpatch.c): ret is where the caller's
  * return address is, sp the stack pointer at the function's entry.
  * Returns where the function goes on. */

@@ -81,6 +81,73 @@ lp_dyn_return:
 	.cfi_endproc
 	.size lp_dyn_return, .-lp_dyn_return
 
+	/* lp_dyn_probe: called (blr) from a probe's trampoline with x16 = the
+	 * record (x16, x17 and x30 kept there): every other register the C
+	 * code may change, the flags and the floating-point status kept,
+	 * lp_dyn_probe_hit(record) called */
+	.globl lp_dyn_probe
+	.hidden lp_dyn_probe
+	.type lp_dyn_probe, %function
+lp_dyn_probe:
+	.cfi_startproc
+	stp x29, x30, [sp, #-544]!
+	.cfi_def_cfa_offset 544
+	.cfi_offset 29, -544
+	.cfi_offset 30, -536
+	stp x0, x1, [sp, #16]
+	stp x2, x3, [sp, #32]
+	stp x4, x5, [sp, #48]
+	stp x6, x7, [sp, #64]
+	stp x8, x9, [sp, #80]
+	stp x10, x11, [sp, #96]
+	stp x12, x13, [sp, #112]
+	stp x14, x15, [sp, #128]
+	mrs x0, nzcv
+	mrs x1, fpsr
+	stp x0, x1, [sp, #144]
+	stp q0, q1, [sp, #160]
+	stp q2, q3, [sp, #192]
+	stp q4, q5, [sp, #224]
+	stp q6, q7, [sp, #256]
+	stp q16, q17, [sp, #288]
+	stp q18, q19, [sp, #320]
+	stp q20, q21, [sp, #352]
+	stp q22, q23, [sp, #384]
+	stp q24, q25, [sp, #416]
+	stp q26, q27, [sp, #448]
+	stp q28, q29, [sp, #480]
+	stp q30, q31, [sp, #512]
+	mov x0, x16
+	bl lp_dyn_probe_hit
+	ldp q30, q31, [sp, #512]
+	ldp q28, q29, [sp, #480]
+	ldp q26, q27, [sp, #448]
+	ldp q24, q25, [sp, #416]
+	ldp q22, q23, [sp, #384]
+	ldp q20, q21, [sp, #352]
+	ldp q18, q19, [sp, #320]
+	ldp q16, q17, [sp, #288]
+	ldp q6, q7, [sp, #256]
+	ldp q4, q5, [sp, #224]
+	ldp q2, q3, [sp, #192]
+	ldp q0, q1, [sp, #160]
+	ldp x0, x1, [sp, #144]
+	msr nzcv, x0
+	msr fpsr, x1
+	ldp x14, x15, [sp, #128]
+	ldp x12, x13, [sp, #112]
+	ldp x10, x11, [sp, #96]
+	ldp x8, x9, [sp, #80]
+	ldp x6, x7, [sp, #64]
+	ldp x4, x5, [sp, #48]
+	ldp x2, x3, [sp, #32]
+	ldp x0, x1, [sp, #16]
+	ldp x29, x30, [sp], #544
+	.cfi_def_cfa_offset 0
+	ret
+	.cfi_endproc
+	.size lp_dyn_probe, .-lp_dyn_probe
+
 	/* __cxa_begin_catch, as the runtime wraps it: the catching frame's
 	 * stack pointer goes with the exception */
 	.globl __cxa_begin_catch

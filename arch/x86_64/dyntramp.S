@@ -109,6 +109,101 @@ lp_dyn_return:
 	.cfi_endproc
 	.size lp_dyn_return, .-lp_dyn_return
 
+	/* lp_dyn_probe: called from a probe's trampoline (its return address
+	 * on the stack, %r11 = the record, the caller's %r11 below it and the
+	 * red zone stepped over): every register and the flags kept,
+	 * lp_dyn_probe_hit(record) called on a 16-byte aligned stack */
+	.globl lp_dyn_probe
+	.hidden lp_dyn_probe
+	.type lp_dyn_probe, @function
+lp_dyn_probe:
+	.cfi_startproc
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	cld
+	push %rax
+	.cfi_adjust_cfa_offset 8
+	push %rcx
+	.cfi_adjust_cfa_offset 8
+	push %rdx
+	.cfi_adjust_cfa_offset 8
+	push %rsi
+	.cfi_adjust_cfa_offset 8
+	push %rdi
+	.cfi_adjust_cfa_offset 8
+	push %r8
+	.cfi_adjust_cfa_offset 8
+	push %r9
+	.cfi_adjust_cfa_offset 8
+	push %r10
+	.cfi_adjust_cfa_offset 8
+	push %rbx
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rbx, -88
+	mov %rsp, %rbx
+	.cfi_def_cfa_register rbx
+	and $-16, %rsp
+	sub $256, %rsp
+	movups %xmm0, 0(%rsp)
+	movups %xmm1, 16(%rsp)
+	movups %xmm2, 32(%rsp)
+	movups %xmm3, 48(%rsp)
+	movups %xmm4, 64(%rsp)
+	movups %xmm5, 80(%rsp)
+	movups %xmm6, 96(%rsp)
+	movups %xmm7, 112(%rsp)
+	movups %xmm8, 128(%rsp)
+	movups %xmm9, 144(%rsp)
+	movups %xmm10, 160(%rsp)
+	movups %xmm11, 176(%rsp)
+	movups %xmm12, 192(%rsp)
+	movups %xmm13, 208(%rsp)
+	movups %xmm14, 224(%rsp)
+	movups %xmm15, 240(%rsp)
+	mov %r11, %rdi
+	call lp_dyn_probe_hit
+	movups 0(%rsp), %xmm0
+	movups 16(%rsp), %xmm1
+	movups 32(%rsp), %xmm2
+	movups 48(%rsp), %xmm3
+	movups 64(%rsp), %xmm4
+	movups 80(%rsp), %xmm5
+	movups 96(%rsp), %xmm6
+	movups 112(%rsp), %xmm7
+	movups 128(%rsp), %xmm8
+	movups 144(%rsp), %xmm9
+	movups 160(%rsp), %xmm10
+	movups 176(%rsp), %xmm11
+	movups 192(%rsp), %xmm12
+	movups 208(%rsp), %xmm13
+	movups 224(%rsp), %xmm14
+	movups 240(%rsp), %xmm15
+	mov %rbx, %rsp
+	.cfi_def_cfa_register rsp
+	pop %rbx
+	.cfi_adjust_cfa_offset -8
+	pop %r10
+	.cfi_adjust_cfa_offset -8
+	pop %r9
+	.cfi_adjust_cfa_offset -8
+	pop %r8
+	.cfi_adjust_cfa_offset -8
+	pop %rdi
+	.cfi_adjust_cfa_offset -8
+	pop %rsi
+	.cfi_adjust_cfa_offset -8
+	pop %rdx
+	.cfi_adjust_cfa_offset -8
+	pop %rcx
+	.cfi_adjust_cfa_offset -8
+	pop %rax
+	.cfi_adjust_cfa_offset -8
+	popfq
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size lp_dyn_probe, .-lp_dyn_probe
+
 	/* __cxa_begin_catch, as the runtime wraps it: the catching frame's
 	 * stack pointer (after this call returns) goes with the exception */
 	.globl __cxa_begin_catch

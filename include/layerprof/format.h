@@ -271,7 +271,16 @@ struct lp_plan_func {
 	                    * 1) instead of a jump: the function cannot hold one */
 	uint16_t orig_len; /* with trap: the bytes of orig the runtime checks
 	                    * (its first instruction); else patch_len */
+	uint32_t kind;     /* enum lp_plan_kind */
 	uint8_t orig[LP_PLAN_ORIG_MAX];
+};
+
+/* What a patch does. */
+enum lp_plan_kind {
+	LP_PLAN_ENTRY = 0, /* a function's entry: its calls are traced */
+	LP_PLAN_PROBE = 1, /* an instruction of a function (record --probe): each
+	                    * time it runs an LP_EXT_PROBE record is written, the
+	                    * thread's registers and flags kept as they were */
 };
 
 /* lp_plan_func.args: the first n (at most LP_ARGS_MAX) integer argument
@@ -413,6 +422,8 @@ enum lp_ext_type {
 	                    * arguments, just after its entry */
 	LP_EXT_RETVAL = 9, /* struct lp_ext_retval: its return value, just before
 	                    * its exit */
+	LP_EXT_PROBE = 10, /* uint64_t: the address of a probed instruction
+	                    * (LP_PLAN_PROBE) the thread ran */
 };
 
 /* The arguments of the call whose entry the thread wrote last (the plan's
@@ -541,7 +552,7 @@ struct lp_ext_task {
 #define LP_TRACE_DATA "data"
 #define LP_TRACE_MAGIC "LPTRACE"
 #define LP_TRACE_MAJOR 1u
-#define LP_TRACE_MINOR 3u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL */
+#define LP_TRACE_MINOR 3u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL, PROBE */
 #define LP_FILE_HEADER_SIZE 16u
 
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" as little-endian bytes */
@@ -598,6 +609,8 @@ enum lp_ext_event {
 	                    * ENTRY came just before (struct lp_ext_args) */
 	LP_XEV_RETVAL = 4, /* body: varint function address, varint value: the return
 	                    * value of the call whose EXIT comes next */
+	LP_XEV_PROBE = 5,  /* body: varint address: the thread ran a probed
+	                    * instruction (record --probe) */
 };
 #define LP_REF_INLINE_MAX 13u
 #define LP_REF_INDEX 14u

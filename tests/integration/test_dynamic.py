@@ -699,6 +699,78 @@ def group_patch_libargs(lp, tmp):
           "C library nested under it, with their arguments", "\n".join(got))
 
 
+# A loop whose instructions' places are known (x86-64): probes at +8 (a
+# jump over imul, add), +13 (add, cmp) and +18 (a trap: the loop's exit
+# lands inside the bytes a jump would take; between the cmp and the jne
+# that reads its flags), and at +22 (ret, reached once)
+PROBED = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__asm__(".text\n.globl work\n.type work, @function\nwork:\n"
+        "\txor %eax, %eax\n\txor %ecx, %ecx\n\ttest %edi, %edi\n\tjle 2f\n"
+        "1:\n\timul $7, %ecx, %edx\n\tadd %edx, %eax\n\tadd $1, %ecx\n\tcmp %ecx, %edi\n"
+        "\tmov %eax, %edx\n\tjne 1b\n2:\n\tret\n.size work, .-work\n");
+int work(int n);
+__attribute__((noinline)) int twice(int n) { return work(n) + work(n / 2); }
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 30;
+	printf("%d\n", twice(n));
+	return 0;
+}
+"""
+
+
+def report_probes(lp, trace):
+    return {p["name"]: p["hits"] for p in lp.json("report", "--format", "json", trace).get("probes", [])}
+
+
+@needs(patch_missing, "patch probes")
+def group_patch_probes(lp, tmp):
+    """--probe FUNCTION+OFFSET: an instruction of the program probed (one
+    engine with the function patches: a jump to a trampoline, or a trap
+    where no jump fits), each run of it an event, its registers and flags
+    untouched; report counts the hits, replay shows them inside their
+    function; bad locations are refused with the reason."""
+    if os.uname().machine != "x86_64":
+        skip("patch probes", "the probed program is x86-64 assembly (the aarch64 guest has its own)")
+        return
+    prog = build_c(tmp, "probed", PROBED)
+    native = subprocess.run([prog, "30"], stdout=subprocess.PIPE, universal_newlines=True).stdout
+    check(native == "%d\n" % (7 * 30 * 29 // 2 + 7 * 15 * 14 // 2), "probed: the program's own output", native)
+    out = os.path.join(tmp, "probes.t")
+    locs = "work+8,work+13,work+0x12,work+22"
+    r = lp("record", "-q", "--probe", locs, "-o", out, "--", prog, "30")
+    if check(r.returncode == 0 and r.stdout == native and not r.stderr,
+             "--probe: exit 0, the output the program's own (registers and flags kept)", r.stdout + r.stderr):
+        got = report_probes(lp, out)
+        check(got == {"work+0x8": 45, "work+0xd": 45, "work+0x12": 45, "work+0x16": 2},
+              "--probe: every run of each instruction (30 + 15 rounds, 2 returns)", got)
+        check(calls(lp, out) == {}, "--probe alone: no function traced", calls(lp, out))
+    out2 = os.path.join(tmp, "probes2.t")
+    r = lp("record", "-q", "--dynamic", "--probe", "work+0x12", "-o", out2, "--", prog, "3")
+    if check(r.returncode == 0 and r.stdout == "%d\n" % (7 * 3 + 0), "--dynamic --probe: exit 0, the output",
+             r.stdout + r.stderr):
+        lines = [ln.strip() for ln in replay_calls(lp, out2)]
+        want = (["main() {", "twice() {", "work() {"] + ["[probe] work+0x12"] * 3 + ["} /* work */", "work() {",
+                "[probe] work+0x12", "} /* work */", "} /* twice */", "} /* main */"])
+        check(lines == want, "--dynamic --probe: replay shows each hit inside its function", "\n".join(lines))
+    for loc, code, words in (("work", 2, "give FUNCTION+OFFSET"), ("work+0", 2, "give FUNCTION+OFFSET"),
+                             ("work+1", 1, "not an instruction boundary (an instruction starts at +0)"),
+                             ("nosuch+4", 1, "has no function 'nosuch'"),
+                             ("work+100", 1, "beyond the end of work (23 bytes)"),
+                             ("work+8,work+11", 1, "--probe 'work+11': its patch would overlap work+0x8's")):
+        r = lp("record", "-q", "--probe", loc, "-o", os.path.join(tmp, "bad.t"), "--", prog, "3")
+        check(r.returncode == code and words in r.stderr and r.stdout == "",
+              "--probe %s: exit %d, the reason, the program not run" % (loc, code), "%d %s" % (r.returncode, r.stderr))
+    r = lp("record", "-q", "--dynamic", "--probe", "work+2", "-o", os.path.join(tmp, "bad.t"), "--", prog, "3")
+    check(r.returncode == 1 and "its patch would overlap work's" in r.stderr,
+          "--dynamic --probe work+2: refused (inside the entry's patch)", r.stderr)
+    r = lp("record", "-q", "--backend=uprobe", "--probe", "work+8", "-o", os.path.join(tmp, "bad.t"), "--", prog)
+    check(r.returncode == 2 and "--probe needs the patch backend" in r.stderr, "--probe with uprobes: usage error",
+          r.stderr)
+
+
 @needs(patch_missing, "patch refuse")
 def group_patch_refuse(lp, tmp):
     """What the patch backend refuses, with the reason and without running
@@ -867,6 +939,7 @@ GROUPS = {
     "patch_libcalls": group_patch_libcalls,
     "patch_libargs": group_patch_libargs,
     "patch_traps": group_patch_traps,
+    "patch_probes": group_patch_probes,
     "patch_edges": group_patch_edges,
     "programs": group_programs,
     "shapes": group_shapes,

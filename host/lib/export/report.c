@@ -55,7 +55,68 @@ static void profile_text_mode(FILE *f, const struct walk *w)
 		fprintf(f, "# mode: discard (at a full ring events are dropped and counted as lost)\n");
 }
 
-static void profile_text(FILE *f, struct walk *w, const struct export_report_opts *o, const struct profile_rows *rows)
+/* The probes of record --probe: hits per instruction (and process image,
+ * whose addresses are its own), in order of first hit. */
+#define REPORT_PROBES_MAX 4096u
+struct probecount {
+	struct walk *w;
+	size_t n;
+	bool full; /* more distinct instructions than REPORT_PROBES_MAX: left out */
+	struct {
+		uint32_t image;
+		uint64_t addr, hits;
+	} p[REPORT_PROBES_MAX];
+};
+
+static void probe_hit(void *ctx, struct walk_stream *s, const struct walk_probe *pr)
+{
+	struct probecount *pc = ctx;
+
+	for (size_t i = 0; i < pc->n; i++) {
+		if (pc->p[i].addr == pr->addr && pc->p[i].image == s->image) {
+			pc->p[i].hits++;
+			return;
+		}
+	}
+	if (pc->n == REPORT_PROBES_MAX) {
+		pc->full = true;
+		return;
+	}
+	pc->p[pc->n].image = s->image;
+	pc->p[pc->n].addr = pr->addr;
+	pc->p[pc->n++].hits = 1;
+}
+
+static void probes_text(FILE *f, const struct probecount *pc)
+{
+	char name[1024];
+
+	if (!pc->n)
+		return;
+	fprintf(f, "\n%10s  %s\n%10s  %s\n", "Hits", "Probe", "========", "========");
+	for (size_t i = 0; i < pc->n; i++) {
+		walk_name(pc->w, pc->p[i].image, pc->p[i].addr, name, sizeof(name));
+		fprintf(f, "%10llu  %s\n", (unsigned long long)pc->p[i].hits, name);
+	}
+}
+
+static void probes_json(struct json *j, const struct probecount *pc)
+{
+	char name[1024];
+
+	json_array_begin(j, "probes");
+	for (size_t i = 0; i < pc->n; i++) {
+		walk_name(pc->w, pc->p[i].image, pc->p[i].addr, name, sizeof(name));
+		json_object_begin(j, NULL);
+		json_str(j, "name", name);
+		json_u64(j, "hits", pc->p[i].hits);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
+static void profile_text(FILE *f, struct walk *w, const struct export_report_opts *o, const struct profile_rows *rows,
+                         const struct probecount *pc)
 {
 	bool per_thread = o->flags & PROFILE_PER_THREAD;
 	char a[32], b[32], c[32], d[32], e[32];
@@ -86,6 +147,7 @@ static void profile_text(FILE *f, struct walk *w, const struct export_report_opt
 			fprintf(f, "%-6u  ", r->tid);
 		fprintf(f, "%s\n", r->name);
 	}
+	probes_text(f, pc);
 	if (w->lost)
 		fprintf(f, "\n# %llu events lost: the profile is incomplete\n", (unsigned long long)w->lost);
 	if (w->r.lost_cause[0])
@@ -94,7 +156,8 @@ static void profile_text(FILE *f, struct walk *w, const struct export_report_opt
 		fprintf(f, "\n# the trace has system calls: see report --syscalls\n");
 }
 
-static void profile_json(FILE *f, struct walk *w, const struct export_report_opts *o, const struct profile_rows *rows)
+static void profile_json(FILE *f, struct walk *w, const struct export_report_opts *o, const struct profile_rows *rows,
+                         const struct probecount *pc)
 {
 	struct json j;
 	uint32_t i;
@@ -166,28 +229,37 @@ static void profile_json(FILE *f, struct walk *w, const struct export_report_opt
 		json_object_end(&j);
 	}
 	json_array_end(&j);
+	probes_json(&j, pc);
 	json_object_end(&j);
 	json_finish(&j);
 }
 
 static int write_profile(struct walk *w, const struct export_report_opts *o, FILE *f)
 {
-	struct walk_ops ops = { 0 };
+	struct walk_ops ops = { 0 }, probe_ops = { 0 };
+	struct probecount *pc = calloc(1, sizeof(*pc));
 	struct profile prof;
 	struct profile_rows rows;
 	int r = -ENOMEM;
 
 	profile_init(&prof);
+	if (!pc)
+		goto out;
+	pc->w = w;
+	probe_ops.ctx = pc;
+	probe_ops.probe = probe_hit;
 	profile_walk_ops(&prof, &ops);
+	ops.next = &probe_ops;
 	if (walk_run(w, &ops) || prof.oom || profile_collect(w, o->flags, &o->order, &rows))
 		goto out;
 	if (o->fmt == EXPORT_REPORT_JSON)
-		profile_json(f, w, o, &rows);
+		profile_json(f, w, o, &rows, pc);
 	else
-		profile_text(f, w, o, &rows);
+		profile_text(f, w, o, &rows, pc);
 	profile_rows_release(&rows);
 	r = 0;
 out:
+	free(pc);
 	profile_release(&prof);
 	return r;
 }

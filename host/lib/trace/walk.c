@@ -726,6 +726,17 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 				for (o = w->ops; o; o = o->next)
 					if (s->selected && o->retval)
 						o->retval(o->ctx, s, ev.time, code_addr(w, s, a, ev.time), b);
+			} else if (ev.value == LP_XEV_PROBE) {
+				struct walk_probe pr;
+
+				if (varint_get(&p, end, &a))
+					return -EBADMSG;
+				pr.ns = ev.time;
+				pr.addr = code_addr(w, s, a, ev.time);
+				pr.func = innermost_open(s, &pr.depth);
+				for (o = w->ops; o; o = o->next)
+					if (s->selected && o->probe)
+						o->probe(o->ctx, s, &pr);
 			} else if (ev.value == LP_XEV_UNMAP) {
 				if (varint_get(&p, end, &a) || varint_get(&p, end, &b))
 					return -EBADMSG;

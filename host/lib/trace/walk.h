@@ -98,6 +98,16 @@ struct walk_kernel {
 	uint64_t sc_enter_ns;
 };
 
+/* A probed instruction the thread ran (record --probe), with the
+ * innermost function (after filters) open then and the depth, as for
+ * syscalls. */
+struct walk_probe {
+	uint64_t ns;
+	uint64_t addr;
+	uint64_t func;
+	uint32_t depth;
+};
+
 struct walk_stack_def;
 
 struct walk_chunk_ref {
@@ -216,6 +226,8 @@ struct walk_ops {
 	 * consumer matches them with the entry or exit it is given */
 	void (*args)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, const struct libcsig_args *a);
 	void (*retval)(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint64_t value);
+	/* a probed instruction ran (valid during the call) */
+	void (*probe)(void *ctx, struct walk_stream *s, const struct walk_probe *p);
 	/* a system call, at its exit (or, unfinished, at the next entry or the
 	 * end of its stream), in order with the thread's function events */
 	void (*syscall)(void *ctx, struct walk_stream *s, const struct walk_syscall *sc);
