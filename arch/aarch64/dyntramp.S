@@ -90,8 +90,9 @@ lp_dyn_return:
 	.type lp_dyn_probe, %function
 lp_dyn_probe:
 	.cfi_startproc
-	stp x29, x30, [sp, #-544]!
+	sub sp, sp, #544
 	.cfi_def_cfa_offset 544
+	stp x29, x30, [sp]
 	.cfi_offset 29, -544
 	.cfi_offset 30, -536
 	stp x0, x1, [sp, #16]
@@ -142,7 +143,8 @@ lp_dyn_probe:
 	ldp x4, x5, [sp, #48]
 	ldp x2, x3, [sp, #32]
 	ldp x0, x1, [sp, #16]
-	ldp x29, x30, [sp], #544
+	ldp x29, x30, [sp]
+	add sp, sp, #544
 	.cfi_def_cfa_offset 0
 	ret
 	.cfi_endproc

@@ -320,6 +320,51 @@ def group_dynamic(ctx):
                 ['open@plt("/nonexistent/layerprof-test", 0x0) = -1;', "close@plt(3) = 0;"])
         check(calls == want, "%s: --libcalls: open, write and close with their arguments and results" % ctx.arch,
               "\n".join(calls[:3] + calls[-3:]))
+    # --probe: instructions of an aarch64 loop (its places known): the
+    # loop's head, a csel between the cmp and the b.ne that reads its
+    # flags, the b.ne itself and a b.le (moved and rewritten), a literal
+    # load (moved through its own register), the ret
+    src = os.path.join(d, "probed.c")
+    with open(src, "w") as f:
+        f.write(PROBED_A64)
+    prog = cc(ctx, src, os.path.join(d, "probed"))
+    ctx.guest.put(ctx.progs, ctx.progs)
+    out = os.path.join(ctx.tmp, "dynamic", "t-probes")
+    got = batch(ctx.guest, [("plain", "%s 30" % prog),
+                            ("rec", "%s record -q --probe work+0xc,work+0x10,work+0x18,work+0x24,work+0x28,"
+                             "work+0x2c,work+0x34 -o %s -- %s 30" % (LP, out, prog)),
+                            ("rep", "%s report --format json %s" % (LP, out))],
+                os.path.join(ctx.tmp, "dynamic"))
+    rc, sout, err = got["rec"]
+    if check(rc == 0 and sout == got["plain"][1] == "5780\n",
+             "%s: record --probe: exit 0, the program's own output (registers and flags kept)" % ctx.arch,
+             "%s %r %r %s" % (rc, sout, got["plain"][1], err[-300:])):
+        try:
+            probes = {p["name"]: p["hits"] for p in json.loads(got["rep"][1]).get("probes", [])}
+        except ValueError:
+            probes = {}
+        check(probes == {"work+0xc": 2, "work+0x10": 45, "work+0x18": 45, "work+0x24": 45, "work+0x28": 45,
+                         "work+0x2c": 2, "work+0x34": 2},
+              "%s: record --probe: every run of each probed instruction" % ctx.arch, probes)
+
+
+# An aarch64 loop whose instructions' places are known (record --probe)
+PROBED_A64 = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__asm__(".text\n.globl work\n.type work, %function\nwork:\n"
+        "\tmov w2, 0\n\tmov w1, 0\n\tcmp w0, 0\n\tb.le 2f\n"
+        "1:\n\tadd w3, w1, w1, lsl 3\n\tsub w3, w3, w1, lsl 1\n\tadd w2, w2, w3\n\tadd w1, w1, 1\n"
+        "\tcmp w0, w1\n\tcsel w4, w2, w2, ne\n\tb.ne 1b\n"
+        "2:\n\tldr w5, 3f\n\tadd w0, w2, w5\n\tret\n\t.p2align 2\n3:\n\t.word 1000\n.size work, .-work\n");
+int work(int n);
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 30;
+	printf("%d\n", work(n) + work(n / 2));
+	return 0;
+}
+"""
 
 def mem_programs(ctx):
     d = os.path.join(ctx.progs, "mem")
