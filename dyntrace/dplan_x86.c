@@ -250,6 +250,36 @@ static const char *plan_trap(struct dpatch *p, const struct elfsyms_fn *f, const
 	return NULL;
 }
 
+/* Whether the n bytes at b are padding a compiler or linker put between
+ * functions: int3, nop, or multi-byte nops (0f 1f, with 66 and 2e
+ * prefixes) — not the start of code that another section or symbol table
+ * entry does not tell (a function's end may be another section's first
+ * byte). */
+static bool is_padding(const uint8_t *b, size_t n, size_t avail)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		struct x86_insn in;
+		size_t k = i;
+		unsigned len;
+
+		if (b[i] == 0xcc || b[i] == 0x90) {
+			i++;
+			continue;
+		}
+		while (k + 2 < avail && k < i + 8 && (b[k] == 0x66 || b[k] == 0x2e))
+			k++;
+		if (k + 2 > avail || b[k] != 0x0f || b[k + 1] != 0x1f)
+			return false;
+		len = x86_insn_decode(b + i, avail - i, &in);
+		if (!len)
+			return false;
+		i += len;
+	}
+	return true;
+}
+
 /* Plans function f, whose next neighbour in the file starts at next: NULL
  * with it appended to the plan, or the reason it is not. */
 const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next)
@@ -297,6 +327,8 @@ const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t nex
 		return plan_trap(p, f, b, avail, next,
 		                 covered < JMP_SIZE ? "too short for a jump, and another function follows at once"
 		                                    : "another symbol starts inside its first instructions");
+	if (covered < JMP_SIZE && !is_padding(b + covered, JMP_SIZE - covered, avail - covered))
+		return plan_trap(p, f, b, avail, next, "too short for a jump, and what follows it is not padding");
 	if (covered < JMP_SIZE) {
 		/* the function ended (its last instruction does not fall
 		 * through): what follows is padding, never run */

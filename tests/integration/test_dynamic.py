@@ -327,6 +327,22 @@ int main(void)
 """
 
 
+LASTFN = r"""
+#include <stdio.h>
+int roomy(int x);
+int main(void)
+{
+	int s = 0;
+	for (int i = 0; i < 10; i++)
+		s += roomy(i);
+	printf("%d\n", s);
+	return 0;
+}
+__asm__(".text\n.p2align 4\n.globl roomy\n.type roomy, @function\nroomy:\n\tlea 3(%rdi), %eax\n\tret\n"
+        ".size roomy, .-roomy\n");
+"""
+
+
 @needs(patch_missing, "patch traps")
 def group_patch_traps(lp, tmp):
     """Functions with no room for a jump at their entry are traced through
@@ -355,6 +371,20 @@ def group_patch_traps(lp, tmp):
         check((c.get("t_inc"), c.get("t_dbl"), c.get("t_nop"), c.get("on_usr1"), c.get("on_trap")) ==
               (31, 10, 6, 1, 1), "traps %s: every call of the trapped functions, in every thread and handler" % tag,
               c)
+    # a function of 4 bytes that ends .text: what follows it is the next
+    # section's code (_fini), never padding; it traps (it once got a jump
+    # over _fini's first byte, and the program died at its exit)
+    last = build_c(tmp, "lastfn", LASTFN)
+    r = subprocess.run(["nm", "-n", last], stdout=subprocess.PIPE, universal_newlines=True)
+    syms = [ln.split() for ln in r.stdout.splitlines() if len(ln.split()) == 3]
+    names = [x[2] for x in syms]
+    if "roomy" in names and names.index("roomy") + 1 < len(names) and names[names.index("roomy") + 1] == "_fini":
+        out = os.path.join(tmp, "lastfn.t")
+        r = lp("record", "-q", "--dynamic=roomy", "-o", out, "--", last)
+        check(r.returncode == 0 and r.stdout == "75\n" and calls(lp, out).get("roomy") == 10,
+              "traps: a 4-byte function right before _fini: exit 0, its 10 calls", r.stdout + r.stderr)
+    else:
+        skip("traps: a function right before _fini", "the linker put something else after it: %s" % names[-8:])
     out = os.path.join(tmp, "traps-n.t")
     r = lp("record", "--dynamic", "-o", out, "--", prog)
     check("note: 3 functions with no room for a jump at their entry were entered through a trap" in r.stderr,
