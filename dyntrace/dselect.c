@@ -210,8 +210,9 @@ int dsel_functions(struct dsel_funcs *s, const char *path, const struct uprobes_
 		s->fn[s->nfn++].name = f->name;
 	}
 	if (!s->nfn && s->nskipped) {
-		snprintf(err, errlen, "'%.512s': none of its %u functions can be probed (%s: %s)%s", path, s->candidates,
-		         s->skipped[0].name, s->skipped[0].why, es->machine == EM_ARM ? "; build it with -marm" : "");
+		snprintf(err, errlen, "'%.512s': none of its %u functions can be probed (%s: %s)%s", path,
+		         s->candidates, s->skipped[0].name, s->skipped[0].why,
+		         es->machine == EM_ARM ? "; build it with -marm" : "");
 		return -ENOTSUP;
 	}
 	if (!s->nfn) {

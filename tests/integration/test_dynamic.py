@@ -5,9 +5,10 @@ traces held against the same expectations (tests/programs/expect) as the
 instrumented builds', and against the instrumented build's own trace;
 function selection; refusals.
 
-Two backends: in-process patching (the patch_* groups; any user) and
-uprobes (the other groups; they need root and the kernel's uprobe PMU, and
-skip with the reason otherwise).
+Three backends: in-process patching (the patch_* groups; any user),
+uprobes (the groups without a prefix; they need root and the kernel's
+uprobe PMU, and skip with the reason otherwise) and ptrace breakpoints
+(the ptrace_* groups; x86-64 and aarch64, where ptrace is allowed).
 
 usage: test_dynamic.py --build BUILD [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -56,6 +57,14 @@ BACKEND_LEFT_OUT = {
         "exceptions": "C++ exceptions: the uprobe backend refuses such programs (its refuse group checks it)",
         "templates": "C++ with exception tables: the uprobe backend refuses such programs",
     },
+    "ptrace": {
+        "dlopen": "a shared library's functions: the patch backend traces them",
+        "dlopen_keep": "a shared library's functions: the patch backend traces them",
+        "execer_target": "a second program's functions: the ptrace backend traces the program it starts",
+        "spawner_spawn": "a second program's functions: the ptrace backend traces the program it starts",
+        "exceptions": "C++ exceptions: the ptrace backend refuses such programs (its refuse group checks it)",
+        "templates": "C++ with exception tables: the ptrace backend refuses such programs",
+    },
 }
 
 
@@ -68,6 +77,7 @@ class PlainBuilder(samples.Builder):
 
 UPROBE = ("--dynamic", "--backend=uprobe")
 PATCH = ("--dynamic", "--backend=patch")
+PTRACE = ("--dynamic", "--backend=ptrace")
 
 
 def uprobes_missing():
@@ -83,6 +93,19 @@ def patch_missing():
     """Why the patch backend cannot run here, or None."""
     if os.uname().machine != "x86_64":
         return "in-process patching is built for x86-64 so far"
+    return None
+
+
+def ptrace_missing():
+    """Why the ptrace backend cannot run here, or None."""
+    if os.uname().machine not in ("x86_64", "aarch64"):
+        return "the ptrace backend is built for x86-64 and aarch64"
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            if f.read().strip() == "3":
+                return "ptrace is disabled (kernel.yama.ptrace_scope = 3)"
+    except OSError:
+        pass
     return None
 
 
@@ -146,6 +169,11 @@ def splice_plt(nodes):
 @needs(uprobes_missing, "uprobe programs")
 def group_programs(lp, tmp):
     programs(lp, tmp, UPROBE, "plain")
+
+
+@needs(ptrace_missing, "ptrace programs")
+def group_ptrace_programs(lp, tmp):
+    programs(lp, tmp, PTRACE, "plaint")
 
 
 @needs(patch_missing, "patch programs")
@@ -668,6 +696,7 @@ GROUPS = {
     "patch_memory": group_patch_memory,
     "patch_libcalls": group_patch_libcalls,
     "patch_edges": group_patch_edges,
+    "ptrace_programs": group_ptrace_programs,
     "programs": group_programs,
     "shapes": group_shapes,
     "select": group_select,
