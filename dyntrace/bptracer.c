@@ -228,6 +228,11 @@ struct bp_task *task_exec(struct bptrace *b, struct bp_task *t, pid_t former)
 	struct bp_task *old = former != t->tid ? task_find(b, former) : NULL;
 	struct bp_space *s;
 
+	/* the old memory is gone, unless a vfork parent shares it */
+	if (old && old->space && !space_shared(b, old))
+		old->space->dead = true;
+	if (t->space && !space_shared(b, t))
+		t->space->dead = true;
 	if (old) {
 		/* another thread than the leader exec'd: it takes the leader's
 		 * tid, and the leader is gone */
@@ -245,8 +250,6 @@ struct bp_task *task_exec(struct bptrace *b, struct bp_task *t, pid_t former)
 	frames_drop(b, t);
 	if (!b->detaching)
 		bq_exec(b, t, b->now);
-	if (t->space && !space_shared(b, t))
-		t->space->dead = true;
 	t->tgid = t->tid;
 	s = space_new();
 	if (!s) {

@@ -146,6 +146,8 @@ def programs(lp, tmp, backend, subdir):
             if not check(r.returncode == samples.expected_exit(exp), "%s: exit status passed through" % tag,
                          "got %d, stderr %s" % (r.returncode, r.stderr.strip()[-500:])):
                 continue
+            if backend == PTRACE:
+                check("layerprof record: warning" not in r.stderr, "%s: no warning" % tag, r.stderr[-500:])
             tree = lp.json("tree", "--format", "json", out)
             if "--libcalls" in backend:
                 # a handler or callback a library call runs sits under
