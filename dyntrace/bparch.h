@@ -131,9 +131,11 @@ static inline uint64_t bp_lr(const bp_regs *r)
 /* The general registers of stopped task tid.  Returns 0 or -errno. */
 static inline int bp_regs_get(pid_t tid, bp_regs *r)
 {
-	struct iovec iov = { r, sizeof(*r) };
+	struct iovec iov;
 
 	memset(r, 0, sizeof(*r));
+	iov.iov_base = r;
+	iov.iov_len = sizeof(*r);
 	return ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &iov) < 0 ? -errno : 0;
 }
 

@@ -68,11 +68,11 @@ struct up_pid {
 
 struct uprobes {
 	struct uprobes_ops ops;
-	char *path; /* absolute, as the probes name it */
+	char *path;            /* absolute, as the probes name it */
 	struct dsel_funcs sel; /* the functions probed */
-	const char *root; /* tracefs */
-	char group[64];   /* our probes' group; "" until defined */
-	uint32_t *tp_id;  /* per function: entry, return tracepoint ids */
+	const char *root;      /* tracefs */
+	char group[64];        /* our probes' group; "" until defined */
+	uint32_t *tp_id;       /* per function: entry, return tracepoint ids */
 	uint32_t pages;
 	struct perfrings pr;
 	bool rings_ready;
