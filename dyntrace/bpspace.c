@@ -161,7 +161,7 @@ int site_write(struct bptrace *b, struct bp_space *s, struct bp_site *site, bool
 /* AT_ENTRY of task tid's auxiliary vector, or 0. */
 static uint64_t auxv_entry(pid_t tid)
 {
-	uint64_t pair[2], entry = 0;
+	unsigned long pair[2], entry = 0; /* the auxiliary vector's words */
 	char path[64];
 	int fd;
 
