@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -146,4 +148,97 @@ int dsel_segments(const char *path, uint8_t elf_class, struct dseg *seg, unsigne
 	}
 	close(fd);
 	return r;
+}
+
+/* File offsets of the functions: through the executable PT_LOAD segment
+ * that holds each (UINT64_MAX: none). */
+static int file_offsets(struct dsel_funcs *s, const char *path, char *err, size_t errlen)
+{
+	struct dseg seg[DSEG_MAX];
+	unsigned nseg = 0;
+	int r = dsel_segments(path, s->es->elf_class, seg, &nseg, NULL);
+
+	if (r) {
+		snprintf(err, errlen, "'%s': cannot read its program headers", path);
+		return r;
+	}
+	for (uint32_t i = 0; i < s->nfn; i++) {
+		uint64_t a = s->fn[i].addr; /* never Thumb (odd): those are skipped */
+
+		s->fn[i].offset = UINT64_MAX;
+		for (unsigned k = 0; k < nseg; k++)
+			if (a >= seg[k].vaddr && a - seg[k].vaddr < seg[k].filesz)
+				s->fn[i].offset = a - seg[k].vaddr + seg[k].offset;
+	}
+	return 0;
+}
+
+static void skip_fn(struct dsel_funcs *s, const char *name, const char *why)
+{
+	s->skipped[s->nskipped].name = name;
+	s->skipped[s->nskipped++].why = why;
+}
+
+int dsel_functions(struct dsel_funcs *s, const char *path, const struct uprobes_config *cfg, const char *thumb_why,
+                   char *err, size_t errlen)
+{
+	const struct elfsyms *es = s->es;
+	uint32_t kept = 0;
+	int r;
+
+	s->fn = calloc(es->nfn ? es->nfn : 1, sizeof(*s->fn));
+	s->skipped = calloc(es->nfn ? es->nfn : 1, sizeof(*s->skipped));
+	if (!s->fn || !s->skipped) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < es->nfn; i++) {
+		const struct elfsyms_fn *f = &es->fn[i];
+
+		if (!dsel_chosen(cfg, f->name) || dsel_is_crt(f->name) || dsel_is_part(f->name))
+			continue;
+		s->candidates++;
+		if (f->flags & ELFSYMS_FN_IFUNC) {
+			skip_fn(s, f->name, "an IFUNC resolver (it runs in the loader)");
+			continue;
+		}
+		if (f->flags & ELFSYMS_FN_THUMB) {
+			skip_fn(s, f->name, thumb_why);
+			continue;
+		}
+		s->fn[s->nfn].addr = f->addr;
+		s->fn[s->nfn++].name = f->name;
+	}
+	if (!s->nfn && s->nskipped) {
+		snprintf(err, errlen, "'%.512s': none of its %u functions can be probed (%s: %s)%s", path,
+		         s->candidates, s->skipped[0].name, s->skipped[0].why,
+		         es->machine == EM_ARM ? "; build it with -marm" : "");
+		return -ENOTSUP;
+	}
+	if (!s->nfn) {
+		snprintf(err, errlen, "'%s': %s", path,
+		         cfg->npatterns ? "no function of the program matches --dynamic's patterns"
+		                        : "no function symbols (neither .symtab nor .dynsym has any)");
+		return -ENOENT;
+	}
+	r = file_offsets(s, path, err, errlen);
+	for (uint32_t i = 0; !r && i < s->nfn; i++) {
+		if (s->fn[i].offset != UINT64_MAX)
+			s->fn[kept++] = s->fn[i];
+		else
+			skip_fn(s, s->fn[i].name, "not in an executable segment");
+	}
+	if (!r)
+		s->nfn = kept;
+	return r;
+}
+
+void dsel_release(struct dsel_funcs *s)
+{
+	if (!s)
+		return;
+	free(s->fn);
+	free(s->skipped);
+	elfsyms_free(s->es);
+	memset(s, 0, sizeof(*s));
 }

@@ -41,7 +41,7 @@ struct uprobes *uprobes_open(const struct uprobes_config *cfg, const struct upro
 	if (!r)
 		r = tracefs_probe(u, err, errlen);
 	if (!r)
-		r = elfsyms_open(u->path, &u->es, err, errlen);
+		r = elfsyms_open(u->path, &u->sel.es, err, errlen);
 	if (!r)
 		r = select_functions(u, cfg, err, errlen);
 	if (!r)
@@ -130,7 +130,7 @@ static int open_event(struct uprobes *u, struct perfring *ring, uint32_t tp_id, 
 	if (fd < 0) {
 		if (kind == UP_FUNC)
 			snprintf(what, sizeof(what), " (%s probe on %s in %s, CPU %d)", exit ? "return" : "entry",
-			         u->fn[fn].name, u->path, ring->cpu);
+			         u->sel.fn[fn].name, u->path, ring->cpu);
 		else
 			snprintf(what, sizeof(what), " (sched:%s, CPU %d)", follow_names[kind], ring->cpu);
 		perf_open_error(fd, what, err, errlen);
@@ -163,7 +163,7 @@ static int open_event(struct uprobes *u, struct perfring *ring, uint32_t tp_id, 
 
 static int open_events(struct uprobes *u, char *err, size_t errlen)
 {
-	size_t total = ((size_t)u->nfn * 2 + 3) * (size_t)u->pr.nrings;
+	size_t total = ((size_t)u->sel.nfn * 2 + 3) * (size_t)u->pr.nrings;
 	int r = fd_room(total, err, errlen);
 
 	if (r)
@@ -180,7 +180,7 @@ static int open_events(struct uprobes *u, char *err, size_t errlen)
 		/* the followers first: a fork is read before its child's hits */
 		for (uint8_t k = UP_FORK; !r && k <= UP_EXIT; k++)
 			r = open_event(u, ring, u->follow_id[k], k, 0, false, err, errlen);
-		for (uint32_t i = 0; !r && i < u->nfn; i++)
+		for (uint32_t i = 0; !r && i < u->sel.nfn; i++)
 			for (int exit = 0; !r && exit < 2; exit++)
 				r = open_event(u, ring, u->tp_id[2 * i + (uint32_t)exit], UP_FUNC, i, exit, err,
 				               errlen);
@@ -269,7 +269,7 @@ static long up_sample(struct uprobes *u, const unsigned char *body, size_t len)
 	uint32_t pt[2], rawlen = 0;
 	size_t off = UP_SAMPLE_SIZE;
 	const struct up_id *id;
-	const struct up_fn *f;
+	const struct dsel_fn *f;
 	struct up_pid *p;
 
 	if (len < UP_SAMPLE_SIZE)
@@ -309,7 +309,7 @@ static long up_sample(struct uprobes *u, const unsigned char *body, size_t len)
 		follow(u, id->kind, pt[0], pt[1], ns, body + UP_SAMPLE_SIZE + 4, rawlen);
 		return 0;
 	}
-	f = &u->fn[id->fn];
+	f = &u->sel.fn[id->fn];
 	if (!id->exit) {
 		/* the probe's address in this process: its load bias */
 		u->entries++;
@@ -360,8 +360,8 @@ long uprobes_poll(struct uprobes *u)
 void uprobes_get_stats(const struct uprobes *u, struct uprobes_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->functions = u->nfn;
-	st->candidates = u->candidates;
+	st->functions = u->sel.nfn;
+	st->candidates = u->sel.candidates;
 	st->entries = u->entries;
 	st->exits = u->exits;
 	st->lost = u->lost;
@@ -369,8 +369,8 @@ void uprobes_get_stats(const struct uprobes *u, struct uprobes_stats *st)
 	st->unwound = u->unwound;
 	st->others = u->others;
 	st->events = (uint32_t)u->nfds;
-	st->skipped = u->skipped;
-	st->nskipped = u->nskipped;
+	st->skipped = u->sel.skipped;
+	st->nskipped = u->sel.nskipped;
 }
 
 void uprobes_finish(struct uprobes *u)
@@ -401,9 +401,7 @@ void uprobes_free(struct uprobes *u)
 	free(u->tids);
 	free(u->fds);
 	free(u->ids);
-	free(u->fn);
-	free(u->skipped);
-	elfsyms_free(u->es);
+	dsel_release(&u->sel);
 	free(u->path);
 	free(u);
 }

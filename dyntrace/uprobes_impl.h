@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/elfsyms.h"
+#include "dyntrace/dselect.h"
 #include "dyntrace/uprobes.h"
 #include "systrace/perfring.h"
 #include "systrace/tracefs.h"
@@ -29,12 +30,6 @@
 #define UP_STACK_MAX 4096u
 #define UP_PIDS 256u /* processes whose load address is known (open addressing) */
 #define UP_FD_SPARE 64u
-
-struct up_fn {
-	uint64_t addr;   /* in the file (st_value) */
-	uint64_t offset; /* in the file: where the probe goes */
-	const char *name;
-};
 
 /* What a perf event is: a function's probe, or a scheduler tracepoint
  * that follows the traced tasks. */
@@ -73,15 +68,11 @@ struct up_pid {
 
 struct uprobes {
 	struct uprobes_ops ops;
-	char *path; /* absolute, as the probes name it */
-	struct elfsyms *es;
-	struct up_fn *fn;
-	uint32_t nfn, candidates;
-	struct uprobes_skipped *skipped;
-	size_t nskipped;
-	const char *root; /* tracefs */
-	char group[64];   /* our probes' group; "" until defined */
-	uint32_t *tp_id;  /* per function: entry, return tracepoint ids */
+	char *path;            /* absolute, as the probes name it */
+	struct dsel_funcs sel; /* the functions probed */
+	const char *root;      /* tracefs */
+	char group[64];        /* our probes' group; "" until defined */
+	uint32_t *tp_id;       /* per function: entry, return tracepoint ids */
 	uint32_t pages;
 	struct perfrings pr;
 	bool rings_ready;
@@ -114,8 +105,8 @@ int tracefs_probe(struct uprobes *u, char *err, size_t errlen);
 /* Sets u->path (owned by u) to path made absolute.  Returns 0, or a
  * negative errno with err set when a probe definition cannot carry it. */
 int probe_path(struct uprobes *u, const char *path, char *err, size_t errlen);
-/* Fills u->fn (with file offsets), u->candidates and u->skipped from u->es
- * by cfg's patterns.  Returns 0, or a negative errno with err set (none
+/* Fills u->sel from u->sel.es by cfg's patterns (dsel_functions), after
+ * refusing what the uprobe backend cannot trace.  Returns 0, or a negative errno with err set (none
  * chosen, C++ exceptions, unreadable program headers). */
 int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *err, size_t errlen);
 /* Sets u->follow_id and u->child_pid.  Returns 0 or a negative errno with

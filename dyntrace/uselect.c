@@ -3,8 +3,6 @@
  * file offsets, and the probe definitions. */
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,45 +70,13 @@ int probe_path(struct uprobes *u, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* File offsets of the functions: through the executable PT_LOAD segment
- * that holds each.  Returns 0, or -ENOEXEC when the program headers cannot
- * be read. */
-static int file_offsets(struct uprobes *u, char *err, size_t errlen)
-{
-	struct dseg seg[DSEG_MAX];
-	unsigned nseg = 0;
-	int r = dsel_segments(u->path, u->es->elf_class, seg, &nseg, NULL);
-
-	if (r) {
-		snprintf(err, errlen, "'%s': cannot read its program headers", u->path);
-		return r;
-	}
-	for (uint32_t i = 0; i < u->nfn; i++) {
-		uint64_t a = u->fn[i].addr; /* never Thumb (odd): those are not probed */
-
-		u->fn[i].offset = UINT64_MAX;
-		for (unsigned s = 0; s < nseg; s++)
-			if (a >= seg[s].vaddr && a - seg[s].vaddr < seg[s].filesz)
-				u->fn[i].offset = a - seg[s].vaddr + seg[s].offset;
-	}
-	return 0;
-}
-
-static void skip_fn(struct uprobes *u, const char *name, const char *why)
-{
-	u->skipped[u->nskipped].name = name;
-	u->skipped[u->nskipped++].why = why;
-}
-
 int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *err, size_t errlen)
 {
-	const char *cxx = dsel_unwinds(u->es);
-	uint32_t kept = 0;
-	int r;
+	const char *cxx = dsel_unwinds(u->sel.es);
 
 	/* measured on a Debian armhf kernel (6.1, in the test guest): every
 	 * probed program, built as ARM code, died (SIGILL, SIGSEGV) */
-	if (u->es->machine == EM_ARM) {
+	if (u->sel.es->machine == EM_ARM) {
 		snprintf(err, errlen,
 		         "'%.512s': 32-bit ARM: the uprobe backend is not offered there (probed programs died with "
 		         "SIGILL in tests on a Debian armhf kernel)",
@@ -124,53 +90,9 @@ int select_functions(struct uprobes *u, const struct uprobes_config *cfg, char *
 		         u->path, cxx);
 		return -ENOTSUP;
 	}
-	u->fn = calloc(u->es->nfn ? u->es->nfn : 1, sizeof(*u->fn));
-	u->skipped = calloc(u->es->nfn ? u->es->nfn : 1, sizeof(*u->skipped));
-	if (!u->fn || !u->skipped) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < u->es->nfn; i++) {
-		const struct elfsyms_fn *f = &u->es->fn[i];
-
-		if (!dsel_chosen(cfg, f->name) || dsel_is_crt(f->name) || dsel_is_part(f->name))
-			continue;
-		u->candidates++;
-		if (f->flags & ELFSYMS_FN_IFUNC) {
-			skip_fn(u, f->name, "an IFUNC resolver (it runs in the loader)");
-			continue;
-		}
-		/* the 32-bit ARM kernel decodes a probed instruction as ARM code:
-		 * a probe in Thumb code would break the program */
-		if (f->flags & ELFSYMS_FN_THUMB) {
-			skip_fn(u, f->name, "Thumb code, which uprobes cannot probe");
-			continue;
-		}
-		u->fn[u->nfn].addr = f->addr;
-		u->fn[u->nfn++].name = f->name;
-	}
-	if (!u->nfn && u->nskipped) {
-		snprintf(err, errlen, "'%.512s': none of its %u functions can be probed (%s: %s)%s", u->path,
-		         u->candidates, u->skipped[0].name, u->skipped[0].why,
-		         u->es->machine == EM_ARM ? "; build it with -marm" : "");
-		return -ENOTSUP;
-	}
-	if (!u->nfn) {
-		snprintf(err, errlen, "'%s': %s", u->path,
-		         cfg->npatterns ? "no function of the program matches --dynamic's patterns"
-		                        : "no function symbols (neither .symtab nor .dynsym has any)");
-		return -ENOENT;
-	}
-	r = file_offsets(u, err, errlen);
-	for (uint32_t i = 0; !r && i < u->nfn; i++) {
-		if (u->fn[i].offset != UINT64_MAX)
-			u->fn[kept++] = u->fn[i];
-		else
-			skip_fn(u, u->fn[i].name, "not in an executable segment");
-	}
-	if (!r)
-		u->nfn = kept;
-	return r;
+	/* the 32-bit ARM kernel decodes a probed instruction as ARM code:
+	 * a probe in Thumb code would break the program */
+	return dsel_functions(&u->sel, u->path, cfg, "Thumb code, which uprobes cannot probe", err, errlen);
 }
 
 /* The scheduler tracepoints' ids, and where fork names its child. */
@@ -196,14 +118,14 @@ int follow_formats(struct uprobes *u, char *err, size_t errlen)
  * failure is removed by uprobes_free. */
 int define_probes(struct uprobes *u, char *err, size_t errlen)
 {
-	u->tp_id = calloc((size_t)u->nfn * 2, sizeof(*u->tp_id));
+	u->tp_id = calloc((size_t)u->sel.nfn * 2, sizeof(*u->tp_id));
 	if (!u->tp_id) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	tprobes_sweep(u->root, "uprobe_events", UPROBES_GROUP_PREFIX);
 	tprobes_group(UPROBES_GROUP_PREFIX, u->group, sizeof(u->group));
-	for (uint32_t i = 0; i < u->nfn; i++) {
+	for (uint32_t i = 0; i < u->sel.nfn; i++) {
 		for (int exit = 0; exit < 2; exit++) {
 			char cmd[TPROBES_LINE_MAX], name[32], *fmt = NULL;
 			uint32_t id = 0;
@@ -211,11 +133,11 @@ int define_probes(struct uprobes *u, char *err, size_t errlen)
 
 			snprintf(name, sizeof(name), "%c%u", exit ? 'r' : 'f', i);
 			snprintf(cmd, sizeof(cmd), "%c:%s/%s %s:0x%llx\n", exit ? 'r' : 'p', u->group, name, u->path,
-			         (unsigned long long)u->fn[i].offset);
+			         (unsigned long long)u->sel.fn[i].offset);
 			r = tprobes_write(u->root, "uprobe_events", cmd);
 			if (r) {
 				snprintf(err, errlen, "cannot define the %s probe of %s in %s: %s",
-				         exit ? "return" : "entry", u->fn[i].name, u->path, strerror(-r));
+				         exit ? "return" : "entry", u->sel.fn[i].name, u->path, strerror(-r));
 				return r;
 			}
 			r = tracefs_format(u->root, u->group, name, &fmt, &id, err, errlen);

@@ -218,7 +218,7 @@ void inherit_frames(struct uprobes *u, struct up_thread *c, uint32_t pid, uint32
 		p = pid_slot(u, pid, true);
 		p->bias = bias;
 		for (uint32_t d = 0; d < n; d++)
-			frames[d] = bias + u->fn[c->stack[d].fn].addr;
+			frames[d] = bias + u->sel.fn[c->stack[d].fn].addr;
 		if (u->ops.fork)
 			u->ops.fork(u->ops.ctx, pid, tid, c->fork_ns, c->forker, frames, n);
 	}

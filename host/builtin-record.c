@@ -92,8 +92,11 @@ static const char record_usage[] =
     "      --backend NAME    for --dynamic: patch (the runtime rewrites the\n"
     "                        functions' entries in the program; x86-64 and\n"
     "                        aarch64), uprobe (an entry and a return probe per\n"
-    "                        function, through perf_event_open; as root), or\n"
-    "                        auto (default: patch where it is built, else uprobe)\n"
+    "                        function, through perf_event_open; as root), ptrace\n"
+    "                        (breakpoints at each entry and return, for kernels\n"
+    "                        without uprobes; each call stops the program 3 or 4\n"
+    "                        times: slow; not with --syscalls=ptrace), or auto\n"
+    "                        (default: patch where it is built, else uprobe)\n"
     "      --libcalls        also every call the program makes into a shared\n"
     "                        library through its PLT, as NAME@plt under its\n"
     "                        caller (patch backend: x86-64, aarch64; alone, only those)\n"
@@ -572,10 +575,22 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		fprintf(stderr, "layerprof record: %s\n", err);
 		return LP_EXIT_USAGE;
 	}
-	if (rec->dyn.on && rec->dyn.backend == RECDYN_UPROBE &&
+	if (rec->dyn.on && (rec->dyn.backend == RECDYN_UPROBE || rec->dyn.backend == RECDYN_PTRACE) &&
 	    (rec->fopts.n_only || rec->fopts.n_exclude || rec->fopts.depth || rec->fopts.min_ns)) {
-		fprintf(stderr, "layerprof record: -F, -N, --depth and --min-time do not apply to the uprobe backend's "
-		                "functions at record time: choose them with --dynamic=LIST, or filter in report\n");
+		fprintf(
+		    stderr,
+		    "layerprof record: -F, -N, --depth and --min-time do not apply to the %s backend's functions at "
+		    "record time: choose them with --dynamic=LIST, or filter in report\n",
+		    rec->dyn.backend == RECDYN_UPROBE ? "uprobe" : "ptrace");
+		return LP_EXIT_USAGE;
+	}
+	/* one tracer per process: the breakpoints' tracer thread and the
+	 * syscall tracer's cannot both trace the program */
+	if (rec->dyn.on && rec->dyn.backend == RECDYN_PTRACE && rec->syscalls &&
+	    rec->stcfg.backend == SYSTRACE_PTRACE) {
+		fprintf(stderr,
+		        "layerprof record: --backend=ptrace and --syscalls=ptrace cannot both trace the program "
+		        "(a process has one tracer): choose --syscalls=bpf or tracepoint\n");
 		return LP_EXIT_USAGE;
 	}
 	if (rec->kernel && rec->kcfg.events && !*rec->kcfg.events) {
@@ -721,6 +736,11 @@ static int record_open(struct recorder *rec)
 		fprintf(stderr, "layerprof record: %s%s\n", strncmp(err, "--probe", 7) ? "--dynamic: " : "", err);
 		return LP_EXIT_FAILURE;
 	}
+	if (rec->dyn.on && recdyn_reaps(&rec->dyn) && !rec->quiet)
+		fprintf(stderr,
+		        "layerprof record: note: the ptrace backend stops the program at each traced call's "
+		        "entry and return and steps over each trap (3 or 4 stops of tens of µs per call, and the "
+		        "other threads stopped for each step): expect it to run much slower\n");
 	if (rec->dyn.on && !recdyn_patching(&rec->dyn) &&
 	    (rec->fopts.n_only || rec->fopts.n_exclude || rec->fopts.depth || rec->fopts.min_ns)) {
 		fprintf(stderr, "layerprof record: -F, -N, --depth and --min-time do not apply to the uprobe backend's "
@@ -873,11 +893,27 @@ static int record_spawn(struct recorder *rec)
 	return RECORD_GO_ON;
 }
 
-/* Whether the ptrace backend traces the program: its tracer reaps the
- * tracees itself, and the program cannot go on without it. */
-static bool record_ptraced(const struct recorder *rec)
+/* Whether the syscall tracer's ptrace backend traces the program: the
+ * program cannot go on without it. */
+static bool record_sys_ptraced(const struct recorder *rec)
 {
 	return rec->st && systrace_backend(rec->st) == SYSTRACE_PTRACE;
+}
+
+/* Whether a ptrace tracer (the syscall tracer's, or the dynamic tracer's
+ * breakpoints) reaps the tracees itself: a wait of ours would take their
+ * stops. */
+static bool record_ptraced(const struct recorder *rec)
+{
+	return record_sys_ptraced(rec) || recdyn_reaps(&rec->dyn);
+}
+
+/* The program's exit status from the tracer that reaped it. */
+static bool record_tracer_exited(struct recorder *rec, int *status)
+{
+	if (record_sys_ptraced(rec))
+		return systrace_exited(rec->st, status);
+	return recdyn_exited(&rec->dyn, status);
 }
 
 /* Drains the rings until the program and its descendants have ended, or
@@ -904,7 +940,7 @@ static void record_loop(struct recorder *rec)
 		}
 		if (record_ptraced(rec)) {
 			/* the tracer reaps its tracees itself */
-			if (!rec->child_done && systrace_exited(rec->st, &s)) {
+			if (!rec->child_done && record_tracer_exited(rec, &s)) {
 				drain_process_exited(rec->d, rec->child, s);
 				rec->status = s;
 				rec->child_done = true;
@@ -922,7 +958,7 @@ static void record_loop(struct recorder *rec)
 		if (p < 0 && errno == ECHILD)
 			break;
 		if (stop_requests > 1) {
-			if (record_ptraced(rec) && !rec->stcfg.keep_running)
+			if (record_sys_ptraced(rec) && !rec->stcfg.keep_running)
 				fprintf(stderr,
 				        "layerprof record: interrupted: writing what was recorded; the program is "
 				        "killed (see --keep-running)\n");

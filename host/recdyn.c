@@ -14,15 +14,16 @@ int recdyn_option(struct recdyn *rd, bool backend, const char *arg, char *err, s
 	char why[300];
 
 	if (backend) {
-		/* ptrace breakpoints are not built yet */
 		if (!strcmp(arg, "auto"))
 			rd->backend = RECDYN_AUTO;
 		else if (!strcmp(arg, "patch"))
 			rd->backend = RECDYN_PATCH;
 		else if (!strcmp(arg, "uprobe"))
 			rd->backend = RECDYN_UPROBE;
+		else if (!strcmp(arg, "ptrace"))
+			rd->backend = RECDYN_PTRACE;
 		else {
-			snprintf(err, errlen, "invalid --backend '%s': auto, patch or uprobe", arg);
+			snprintf(err, errlen, "invalid --backend '%s': auto, patch, uprobe or ptrace", arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -94,11 +95,11 @@ int recdyn_probes(struct recdyn *rd, const char *list, char *err, size_t errlen)
 int recdyn_options_done(struct recdyn *rd, char *err, size_t errlen)
 {
 	rd->cfg.no_functions = (rd->cfg.libcalls || rd->cfg.nprobes) && !rd->functions;
-	if (rd->cfg.libcalls && (rd->backend == RECDYN_UPROBE || !dpatch_supported())) {
+	if (rd->cfg.libcalls && (rd->backend == RECDYN_UPROBE || rd->backend == RECDYN_PTRACE || !dpatch_supported())) {
 		snprintf(err, errlen, "--libcalls needs the patch backend (x86-64, aarch64)");
 		return -EINVAL;
 	}
-	if (rd->cfg.nprobes && (rd->backend == RECDYN_UPROBE || !dpatch_supported())) {
+	if (rd->cfg.nprobes && (rd->backend == RECDYN_UPROBE || rd->backend == RECDYN_PTRACE || !dpatch_supported())) {
 		snprintf(err, errlen, "--probe needs the patch backend (x86-64, aarch64)");
 		return -EINVAL;
 	}
@@ -111,6 +112,10 @@ int recdyn_open(struct recdyn *rd, const char *prog, struct sysdrain *feed, char
 	char perr[600];
 
 	rd->cfg.path = prog;
+	if (rd->backend == RECDYN_PTRACE) {
+		rd->bp = bptrace_open(&rd->cfg, &ops, err, errlen);
+		return rd->bp ? 0 : -errno;
+	}
 	if (rd->backend == RECDYN_PATCH || (rd->backend == RECDYN_AUTO && dpatch_supported())) {
 		rd->dp = dpatch_open(&rd->cfg, perr, sizeof(perr));
 		if (rd->dp)
@@ -150,17 +155,34 @@ int recdyn_held(void *ctx, pid_t pid)
 {
 	struct recdyn *rd = ctx;
 
+	if (rd->bp)
+		return bptrace_attach(rd->bp, pid, rd->err, sizeof(rd->err));
 	return rd->up ? uprobes_attach(rd->up, pid, rd->err, sizeof(rd->err)) : 0;
 }
 
 int recdyn_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
 {
 	struct recdyn *rd = ctx;
-	int r = uprobes_attach(rd->up, pid, rd->err, sizeof(rd->err));
+	int r = recdyn_held(rd, pid);
 
 	if (r)
 		snprintf(err, errlen, "%s", rd->err);
 	return r;
+}
+
+bool recdyn_reaps(const struct recdyn *rd)
+{
+	return rd->bp != NULL;
+}
+
+bool recdyn_exited(struct recdyn *rd, int *status)
+{
+	return bptrace_exited(rd->bp, status);
+}
+
+const char *recdyn_backend_name(const struct recdyn *rd)
+{
+	return rd->bp ? "ptrace" : rd->up ? "uprobe" : rd->dp ? "patch" : "";
 }
 
 void recdyn_poll(struct recdyn *rd, struct drain *d, const char *session)
@@ -169,6 +191,8 @@ void recdyn_poll(struct recdyn *rd, struct drain *d, const char *session)
 
 	if (rd->up)
 		uprobes_poll(rd->up);
+	if (rd->bp)
+		bptrace_poll(rd->bp);
 	if (!rd->dp || !d)
 		return;
 	/* a process whose executable has no plan (exec'd) waits for one */
@@ -184,6 +208,7 @@ void recdyn_poll(struct recdyn *rd, struct drain *d, const char *session)
 void recdyn_finish(struct recdyn *rd)
 {
 	uprobes_finish(rd->up);
+	bptrace_finish(rd->bp);
 }
 
 static void skipped_warning(const struct uprobes_stats *st)
@@ -192,6 +217,36 @@ static void skipped_warning(const struct uprobes_stats *st)
 	for (size_t i = 0; i < st->nskipped && i < RECDYN_SKIPPED_SHOWN; i++)
 		fprintf(stderr, "%s %s (%s)", i ? "," : "", st->skipped[i].name, st->skipped[i].why);
 	fprintf(stderr, "%s\n", st->nskipped > RECDYN_SKIPPED_SHOWN ? ", ..." : "");
+}
+
+static unsigned long long ptrace_summary(const struct recdyn *rd, bool quiet, bool verbose)
+{
+	struct uprobes_stats st;
+	struct bptrace_stats bst;
+
+	bptrace_get_stats(rd->bp, &st, &bst);
+	if (st.nskipped && !quiet)
+		skipped_warning(&st);
+	if (bst.error[0])
+		fprintf(stderr, "layerprof record: warning: ptrace backend: %s: calls through it were not traced\n",
+		        bst.error);
+	if (st.lost)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu function records lost (the recorder fell behind the ptrace "
+		        "tracer)\n",
+		        (unsigned long long)st.lost);
+	if (bst.too_deep)
+		fprintf(stderr,
+		        "layerprof record: warning: %llu calls deeper than %u frames: their returns were not "
+		        "watched\n",
+		        (unsigned long long)bst.too_deep, BP_STACK_DEPTH_MAX);
+	if (verbose)
+		fprintf(stderr,
+		        "layerprof record: dynamic (ptrace): %u functions, %llu entries and %llu exits; %llu stops, "
+		        "%llu single steps, %llu stops of other threads\n",
+		        st.functions, (unsigned long long)st.entries, (unsigned long long)st.exits,
+		        (unsigned long long)bst.stops, (unsigned long long)bst.steps, (unsigned long long)bst.held);
+	return (unsigned long long)st.lost;
 }
 
 unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verbose)
@@ -224,6 +279,8 @@ unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verb
 			        st.functions, st.candidates, st.traps);
 		return 0;
 	}
+	if (rd->bp)
+		return ptrace_summary(rd, quiet, verbose);
 	if (!rd->up)
 		return 0;
 	uprobes_get_stats(rd->up, &st);
@@ -252,6 +309,8 @@ void recdyn_free(struct recdyn *rd)
 {
 	uprobes_free(rd->up);
 	rd->up = NULL;
+	bptrace_free(rd->bp);
+	rd->bp = NULL;
 	dpatch_free(rd->dp);
 	rd->dp = NULL;
 	free(rd->patterns);

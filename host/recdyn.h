@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/drain.h"
+#include "dyntrace/bptrace.h"
 #include "dyntrace/dpatch.h"
 #include "dyntrace/uprobes.h"
 #include "systrace/sysdrain.h"
@@ -17,6 +18,7 @@ enum recdyn_backend {
 	RECDYN_AUTO = 0, /* patch where this build can, else uprobe */
 	RECDYN_PATCH,
 	RECDYN_UPROBE,
+	RECDYN_PTRACE, /* breakpoints; never chosen by auto */
 };
 
 struct recdyn {
@@ -27,10 +29,11 @@ struct recdyn {
 	char *probes;   /* --probe LIST, split in place into cfg.probes */
 	struct uprobes_config cfg;
 	struct uprobes *up;
-	struct dpatch *dp; /* the patch backend's plan: the other backend is NULL */
-	unsigned nplans;   /* plans in the session */
-	uint32_t answered; /* requests for plans answered (drain_plan_wants) */
-	char err[600];     /* why the probes could not be opened on the program */
+	struct bptrace *bp; /* the ptrace backend */
+	struct dpatch *dp;  /* the patch backend's plan: the others are NULL */
+	unsigned nplans;    /* plans in the session */
+	uint32_t answered;  /* requests for plans answered (drain_plan_wants) */
+	char err[600];      /* why the probes could not be opened on the program */
 };
 
 /* --dynamic[=LIST] and --backend=NAME; returns 0, or -EINVAL with one
@@ -58,10 +61,18 @@ int recdyn_session(struct recdyn *rd, struct drain *d, const char *session, char
 int recdyn_held(void *ctx, pid_t pid);
 /* The same for the syscall tracer's spawn (systrace_config.held). */
 int recdyn_held_sys(void *ctx, pid_t pid, char *err, size_t errlen);
+/* True with the ptrace backend: its tracer thread reaps the program, so
+ * the caller must not wait for any child; recdyn_exited gives the
+ * program's status. */
+bool recdyn_reaps(const struct recdyn *rd);
+bool recdyn_exited(struct recdyn *rd, int *status);
+/* The name of the backend recdyn_open chose ("" before). */
+const char *recdyn_backend_name(const struct recdyn *rd);
 /* The probes' records; and the plans processes ask for (patch backend: an
  * executable the program exec'd), into the session of drain d. */
 void recdyn_poll(struct recdyn *rd, struct drain *d, const char *session);
-/* The last records, before the drain ends its streams. */
+/* The last records, before the drain ends its streams (the ptrace
+ * backend detaches from what still runs, its code restored). */
 void recdyn_finish(struct recdyn *rd);
 /* Warnings (functions not traced, records lost) and, with verbose, a
  * line of figures; returns the records lost. */

@@ -5,9 +5,10 @@ traces held against the same expectations (tests/programs/expect) as the
 instrumented builds', and against the instrumented build's own trace;
 function selection; refusals.
 
-Two backends: in-process patching (the patch_* groups; any user) and
-uprobes (the other groups; they need root and the kernel's uprobe PMU, and
-skip with the reason otherwise).
+Three backends: in-process patching (the patch_* groups; any user),
+uprobes (the groups without a prefix; they need root and the kernel's
+uprobe PMU, and skip with the reason otherwise) and ptrace breakpoints
+(the ptrace_* groups; x86-64 and aarch64, where ptrace is allowed).
 
 usage: test_dynamic.py --build BUILD [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -15,6 +16,7 @@ Ends with 'N passed, N failed'."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -57,6 +59,14 @@ BACKEND_LEFT_OUT = {
         "exceptions": "C++ exceptions: the uprobe backend refuses such programs (its refuse group checks it)",
         "templates": "C++ with exception tables: the uprobe backend refuses such programs",
     },
+    "ptrace": {
+        "dlopen": "a shared library's functions: the patch backend traces them",
+        "dlopen_keep": "a shared library's functions: the patch backend traces them",
+        "execer_target": "a second program's functions: the ptrace backend traces the program it starts",
+        "spawner_spawn": "a second program's functions: the ptrace backend traces the program it starts",
+        "exceptions": "C++ exceptions: the ptrace backend refuses such programs (its refuse group checks it)",
+        "templates": "C++ with exception tables: the ptrace backend refuses such programs",
+    },
 }
 
 
@@ -69,6 +79,7 @@ class PlainBuilder(samples.Builder):
 
 UPROBE = ("--dynamic", "--backend=uprobe")
 PATCH = ("--dynamic", "--backend=patch")
+PTRACE = ("--dynamic", "--backend=ptrace")
 
 
 def uprobes_missing():
@@ -84,6 +95,19 @@ def patch_missing():
     """Why the patch backend cannot run here, or None."""
     if os.uname().machine != "x86_64":
         return "in-process patching is built for x86-64 so far"
+    return None
+
+
+def ptrace_missing():
+    """Why the ptrace backend cannot run here, or None."""
+    if os.uname().machine not in ("x86_64", "aarch64"):
+        return "the ptrace backend is built for x86-64 and aarch64"
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            if f.read().strip() == "3":
+                return "ptrace is disabled (kernel.yama.ptrace_scope = 3)"
+    except OSError:
+        pass
     return None
 
 
@@ -123,6 +147,8 @@ def programs(lp, tmp, backend, subdir):
             if not check(r.returncode == samples.expected_exit(exp), "%s: exit status passed through" % tag,
                          "got %d, stderr %s" % (r.returncode, r.stderr.strip()[-500:])):
                 continue
+            if backend == PTRACE:
+                check("layerprof record: warning" not in r.stderr, "%s: no warning" % tag, r.stderr[-500:])
             tree = lp.json("tree", "--format", "json", out)
             if "--libcalls" in backend:
                 # a handler or callback a library call runs sits under
@@ -147,6 +173,11 @@ def splice_plt(nodes):
 @needs(uprobes_missing, "uprobe programs")
 def group_programs(lp, tmp):
     programs(lp, tmp, UPROBE, "plain")
+
+
+@needs(ptrace_missing, "ptrace programs")
+def group_ptrace_programs(lp, tmp):
+    programs(lp, tmp, PTRACE, "plaint")
 
 
 @needs(patch_missing, "patch programs")
@@ -243,8 +274,7 @@ def shapes(lp, tmp, backend):
     the 1-byte function and the padding after it, and a branch back to
     the entry is no new call).  A function with a branch target inside its
     first 5 bytes: probed, or under the patch backend moved whole when only
-    its own branches land there, else listed as not patched with the
-    reason."""
+    its own branches land there, else entered through a trap."""
     kind = backend[-1][10:]
     prog = build_c(tmp, "tiny", TINY, ("-fcf-protection=none",))
     r = subprocess.run(["nm", "-S", prog], stdout=subprocess.PIPE, universal_newlines=True)
@@ -455,6 +485,218 @@ def group_patch_edges(lp, tmp):
     c = calls(lp, out) if r.returncode == 0 else {}
     check(c == {"main": 1, "spawn": 5, "child_path": 5, "helper": 6, "round_trip": 20, "handler": 20,
                 "handler_work": 20}, "edges: every call counted", c)
+
+
+@needs(ptrace_missing, "ptrace edges")
+def group_ptrace_edges(lp, tmp):
+    """The same vfork child and alternate-stack handler under breakpoints:
+    the vfork child's traps are its parent's (shared memory), and the
+    handler's siglongjmp leaves frames whose returns never come.  The
+    vfork child's calls are counted, but the drain writes them into the
+    image its exec starts (/bin/true's), where their addresses have no
+    names (the uprobe backend's records would fare the same): the check
+    counts them by number."""
+    prog = build_c(tmp, "tedges", EDGES)
+    out = os.path.join(tmp, "tedges.t")
+    r = lp("record", "-q", *PTRACE, "-o", out, "--", prog)
+    check(r.returncode == 0 and r.stdout == "0 20 8\n", "ptrace edges: exit 0, the program's output",
+          r.stdout + r.stderr)
+    c = calls(lp, out) if r.returncode == 0 else {}
+    named = {k: v for k, v in c.items() if not k.startswith("0x")}
+    check(named == {"main": 1, "spawn": 5, "helper": 1, "round_trip": 20, "handler": 20, "handler_work": 20},
+          "ptrace edges: the parent's calls counted, the handler's 20 left by siglongjmp", c)
+    check(sum(c.values()) == 77 and sum(v for k, v in c.items() if k.startswith("0x")) == 10,
+          "ptrace edges: the vfork children's 5 calls of child_path and 5 of helper counted (by address)", c)
+
+
+# Job control and a busy second thread: the program stops itself, a child
+# continues it 200 ms later; meanwhile a thread calls a traced function
+# in a loop, so that every step over a trap stops it too.
+STOPPER = r"""
+#include "prog.h"
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static volatile int stop_spinning;
+COUNTED int spin(int x) { BARRIER(); return x + 1; }
+COUNTED void *spinner(void *arg)
+{
+	long n = 0;
+	(void)arg;
+	while (!stop_spinning && n < 3000)
+		n = spin((int)n);
+	return (void *)n;
+}
+COUNTED void after_stop(void) { BARRIER(); }
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+int main(void)
+{
+	pthread_t th;
+	void *n;
+	double t0;
+	pid_t waker = fork();
+	if (waker == 0) {
+		struct timespec d = { 0, 200000000 };
+		nanosleep(&d, NULL);
+		kill(getppid(), SIGCONT);
+		_exit(0);
+	}
+	pthread_create(&th, NULL, spinner, NULL);
+	t0 = now();
+	raise(SIGSTOP);
+	after_stop();
+	printf("%s\n", now() - t0 >= 0.15 ? "stopped" : "never stopped");
+	stop_spinning = 1;
+	pthread_join(th, &n);
+	printf("%s\n", (long)n > 0 ? "spun" : "no spin");
+	return 0;
+}
+"""
+
+
+@needs(ptrace_missing, "ptrace job control")
+def group_ptrace_jobs(lp, tmp):
+    """A program that stops itself (SIGSTOP) stays stopped under the
+    tracer until SIGCONT comes, as without it; a second thread calling a
+    traced function all along is held at each step and loses no call."""
+    prog = build_c(tmp, "stopper", STOPPER, ("-pthread",))
+    out = os.path.join(tmp, "stopper.t")
+    r = lp("record", "-q", *PTRACE, "-o", out, "--", prog)
+    check(r.returncode == 0 and r.stdout == "stopped\nspun\n",
+          "ptrace: the program stopped until SIGCONT, its output as without tracing", r.stdout + r.stderr)
+    c = calls(lp, out) if r.returncode == 0 else {}
+    spun = c.get("spin", 0)
+    check(c.get("main") == 1 and c.get("after_stop") == 1 and c.get("spinner") == 1 and 0 < spun <= 3000,
+          "ptrace: main, after_stop, spinner once, spin %d times" % spun, c)
+    tree = lp.json("tree", "--format", "json", out) if r.returncode == 0 else {"threads": []}
+    under = [k["calls"] for t in tree["threads"] for n in t["calls"] if n["name"] == "spinner"
+             for k in n["children"] if k["name"] == "spin"]
+    check(under == [spun], "ptrace: every spin call under spinner", under)
+
+
+@needs(ptrace_missing, "ptrace shapes")
+def group_ptrace_shapes(lp, tmp):
+    shapes(lp, tmp, PTRACE)
+
+
+@needs(ptrace_missing, "ptrace select")
+def group_ptrace_select(lp, tmp):
+    """Patterns, the note, the refusals (each before the program runs, with
+    no trace made), and a stripped program's exported functions."""
+    b = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "tsel"))
+    prog = b.prog("recursion")
+    out = os.path.join(tmp, "tsel.t")
+    r = lp("record", "-q", "--dynamic=fi*,nothing", "--backend=ptrace", "-o", out, "--", prog)
+    check(r.returncode == 0 and r.stdout == "fib(15) = 610\n" and r.stderr == "",
+          "ptrace --dynamic='fi*,nothing' -q: exit 0, the output, nothing on stderr", r.stdout + r.stderr)
+    check(calls(lp, out) == {"fib": 1973}, "ptrace --dynamic='fi*': only fib, 1973 calls", calls(lp, out))
+    # without -q: the note, first; the program's output and status as without tracing
+    plain = subprocess.run([b.prog("exit_deep")], stdout=subprocess.PIPE, universal_newlines=True)
+    r = lp("record", *PTRACE, "-o", out, "--", b.prog("exit_deep"))
+    first = r.stderr.splitlines()[0] if r.stderr else ""
+    check(first.startswith("layerprof record: note: the ptrace backend stops the program") and
+          "much slower" in first, "ptrace: the note on stderr first", r.stderr[:300])
+    check(r.returncode == plain.returncode == 3 and r.stdout == plain.stdout,
+          "ptrace: exit_deep's exit status 3 and its output, as run alone",
+          "%d/%d %r %r" % (r.returncode, plain.returncode, r.stdout, plain.stdout))
+    bad = os.path.join(tmp, "tsel-bad.t")
+    for args, code, words in (
+            (["--dynamic=zz*"], 1, "no function of the program matches"),
+            (["--dynamic=libc.so.6:malloc"], 1, "traced by the patch backend, not the ptrace backend"),
+            (["--dynamic", "--libcalls"], 2, "--libcalls needs the patch backend"),
+            (["--dynamic", "-F", "fib"], 2, "do not apply to the ptrace backend"),
+            (["--dynamic", "--syscalls=ptrace"], 2,
+             "--backend=ptrace and --syscalls=ptrace cannot both trace the program")):
+        r = lp("record", "-q", "-o", bad, "--backend=ptrace", *args, "--", prog)
+        check(r.returncode == code and words in r.stderr and "fib(15)" not in r.stdout,
+              "record --backend=ptrace %s: exit %d, '%s', the program not run" % (" ".join(args), code, words),
+              "%d: %s" % (r.returncode, r.stderr))
+        check(not os.path.exists(bad), "record --backend=ptrace %s: no trace made" % " ".join(args))
+    sb = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "tstrip"))
+    sprog = sb.prog("recursion", ["-rdynamic"])
+    subprocess.run(["strip", "--strip-all", sprog], check=True)
+    r = lp("record", "-q", *PTRACE, "-o", out, "--", sprog)
+    check(r.returncode == 0 and calls(lp, out).get("fib") == 1973,
+          "ptrace: a stripped -rdynamic program's exported functions traced, fib 1973",
+          r.stderr + str(calls(lp, out) if r.returncode == 0 else ""))
+
+
+@needs(ptrace_missing, "ptrace syscalls")
+def group_ptrace_syscalls(lp, tmp):
+    """user -> syscall with neither rebuilt, the breakpoints beside the
+    syscall tracer's kernel backends (ptrace's own is refused: see
+    ptrace_select)."""
+    b = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "tsys"))
+    prog = b.prog("sys_writer")
+    for how in ("tracepoint", "bpf"):
+        out = os.path.join(tmp, "tsys-%s.t" % how)
+        r = lp("record", "-q", *PTRACE, "--syscalls=" + how, "--syscall-filter", "write", "-o", out, "--", prog)
+        if r.returncode == 1 and "cannot trace syscalls" in r.stderr:
+            skip("ptrace --syscalls=%s" % how, r.stderr.strip()[-200:])
+            continue
+        if not check(r.returncode == 0, "record --backend=ptrace --syscalls=%s of sys_writer exits 0" % how,
+                     r.stderr):
+            continue
+        rep = lp.json("report", "--syscalls", "--format", "json", out)
+        rows = {(f["function"], f["syscall"]): f["calls"] for f in rep["by_function"]}
+        check(rows.get(("writer", "write")) == 100, "ptrace + %s: 100 writes attributed to writer" % how, rows)
+        check(calls(lp, out).get("writer") == 1, "ptrace + %s: writer called once" % how, calls(lp, out))
+
+
+# Two threads each calling a traced function every 2 ms, for 1 s.
+SLOWTHREADS = r"""
+#include "prog.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+COUNTED void tick(void) { struct timespec t = { 0, 2000000 }; nanosleep(&t, NULL); }
+COUNTED void *ticker(void *arg) { for (int i = 0; i < 500; i++) tick(); return arg; }
+int main(void)
+{
+	pthread_t th;
+	pthread_create(&th, NULL, ticker, NULL);
+	ticker(NULL);
+	pthread_join(th, NULL);
+	puts("done");
+	return 0;
+}
+"""
+
+
+@needs(ptrace_missing, "ptrace interrupt")
+def group_ptrace_interrupt(lp, tmp):
+    """The recording interrupted (SIGINT twice) while the program runs:
+    the tracer stops it, puts its code back and detaches, and the program
+    runs on to its end, its two threads calling the functions that had
+    traps.  A C++ program with exceptions is refused."""
+    prog = build_c(tmp, "slowthreads", SLOWTHREADS, ("-pthread",))
+    out = os.path.join(tmp, "tint.t")
+    rec = subprocess.Popen([lp.exe, "record", "-q", *PTRACE, "-o", out, "--", prog], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+    time.sleep(0.5)
+    rec.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    rec.send_signal(signal.SIGINT)
+    out_, err_ = rec.communicate(timeout=60)
+    check(rec.returncode == 130 and "the program keeps running" in err_,
+          "ptrace: record interrupted: exit 130, the program keeps running", "%d %s" % (rec.returncode, err_))
+    check(out_ == "done\n", "ptrace: the program ran to its end after the detach (no trap left)", out_ + err_)
+    c = calls(lp, out) if os.path.exists(out) else {}
+    check(0 < c.get("tick", 0) < 1000 and c.get("ticker") == 2, "ptrace: the trace holds the ticks before "
+          "the interrupt, both tickers", c)
+    b = PlainBuilder("gcc", "g++", "-O2", os.path.join(tmp, "tref"))
+    r = lp("record", "-q", *PTRACE, "-o", os.path.join(tmp, "tref.t"), "--", b.prog("exceptions"))
+    check(r.returncode == 1 and "C++ exceptions" in r.stderr and "ptrace backend" in r.stderr and
+          not os.path.exists(os.path.join(tmp, "tref.t")),
+          "ptrace: a C++ program with exceptions: exit 1, the reason, no trace, the program not run", r.stderr)
 
 
 @needs(uprobes_missing, "uprobe shapes")
@@ -850,7 +1092,7 @@ def group_select(lp, tmp):
             (["--dynamic=zz*"], 1, "no function of the program matches"),
             (["--dynamic="], 2, "needs a list"),
             (["--dynamic=libc.so.6:malloc", "--backend=uprobe"], 1, "not the uprobe backend"),
-            (["--dynamic", "--backend=ptrace"], 2, "auto, patch or uprobe"),
+            (["--dynamic", "--backend=breakpoints"], 2, "auto, patch, uprobe or ptrace"),
             (["--backend=uprobe"], 2, "--backend needs --dynamic"),
             (["--dynamic", "--backend=uprobe", "-F", "fib"], 2, "do not apply to the uprobe backend"),
             (["--dynamic", "--backend=uprobe", "--depth", "2"], 2, "do not apply to the uprobe backend")):
@@ -971,6 +1213,13 @@ GROUPS = {
     "patch_traps": group_patch_traps,
     "patch_probes": group_patch_probes,
     "patch_edges": group_patch_edges,
+    "ptrace_programs": group_ptrace_programs,
+    "ptrace_edges": group_ptrace_edges,
+    "ptrace_jobs": group_ptrace_jobs,
+    "ptrace_shapes": group_ptrace_shapes,
+    "ptrace_select": group_ptrace_select,
+    "ptrace_syscalls": group_ptrace_syscalls,
+    "ptrace_interrupt": group_ptrace_interrupt,
     "programs": group_programs,
     "shapes": group_shapes,
     "select": group_select,
