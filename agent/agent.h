@@ -121,11 +121,11 @@ struct session {
 	struct uprobes_config dyn_cfg;
 	char *dyn_strings;
 	unsigned nplans;
-	char up_err[600];        /* why its probes could not be opened on the program */
-	bool ksystem;            /* with kt: other processes' too (kernel_system) */
-	char kernel_warn[300];   /* events left out of the default set, for the host */
-	struct sysdrain feed;    /* the tracer's records into the drain (feed.on: tracing on) */
-	char sys_why[300];       /* the backend chosen and why, for the host */
+	char up_err[600];      /* why its probes could not be opened on the program */
+	bool ksystem;          /* with kt: other processes' too (kernel_system) */
+	char kernel_warn[300]; /* events left out of the default set, for the host */
+	struct sysdrain feed;  /* the tracer's records into the drain (feed.on: tracing on) */
+	char sys_why[300];     /* the backend chosen and why, for the host */
 	enum session_mem_state mem;
 	struct memopts mem_opts; /* started ones: what START asked */
 };

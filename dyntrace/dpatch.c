@@ -220,7 +220,8 @@ static int plan_probes(struct dpatch *p, const struct uprobes_config *cfg, char 
 			if (!strncmp(p->es->fn[k].name, loc, flen) && !p->es->fn[k].name[flen])
 				f = &p->es->fn[k];
 		if (!f) {
-			snprintf(err, errlen, "--probe '%s': '%s' has no function '%.*s'", loc, p->path, (int)flen, loc);
+			snprintf(err, errlen, "--probe '%s': '%s' has no function '%.*s'", loc, p->path, (int)flen,
+			         loc);
 			return -EINVAL;
 		}
 		if (off >= f->size) {
@@ -447,7 +448,7 @@ static int lib_find(const char *name, const char *prog, char *out, size_t outlen
  * runtime's own code calls into it, through its PLT too. */
 static bool c_library(const char *path)
 {
-	static const char *const parts[] = { "libc.so", "ld-linux", "ld-musl", "libc.musl",
+	static const char *const parts[] = { "libc.so",       "ld-linux", "ld-musl", "libc.musl",
 		                             "libpthread.so", "libdl.so", "librt.so" };
 	const char *base = strrchr(path, '/');
 

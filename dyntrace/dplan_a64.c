@@ -82,7 +82,7 @@ static const char *plan_insn(struct dpatch *p, const struct elfsyms_fn *f, bool 
 		uint32_t load = a64_load_x16(insn), rt = insn & 31;
 
 		if (load) {
-			a64_put(&rb, 0x58000080u | rt);                  /* ldr xt, 16 */
+			a64_put(&rb, 0x58000080u | rt);                 /* ldr xt, 16 */
 			a64_put(&rb, (load & ~(31u << 5)) | (rt << 5)); /* ldr ?t, [xt] */
 		} else {
 			a64_put(&rb, A64_NOP);

@@ -319,9 +319,9 @@ const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t nex
 		if (only_own_branches(p, bt, a, JMP_SIZE, end) && next >= a + JMP_SIZE && f->size <= WHOLE_MAX &&
 		    f->size <= avail)
 			return plan_whole(p, f, b);
-		return plan_trap(p, f, b, avail, next,
-		                 dpatch_why_at(p, "a branch lands at +%llu, inside the bytes a jump would replace",
-		                               bt->target - a));
+		return plan_trap(
+		    p, f, b, avail, next,
+		    dpatch_why_at(p, "a branch lands at +%llu, inside the bytes a jump would replace", bt->target - a));
 	}
 	if (next < a + patch_len)
 		return plan_trap(p, f, b, avail, next,

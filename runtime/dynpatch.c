@@ -44,8 +44,8 @@
 
 #if defined(__x86_64__)
 #define DYN_PLAN_ARCH LP_PLAN_X86_64
-#define DYN_JUMP 5u       /* jmp rel32 at the entry */
-#define DYN_STUB_SIZE 24u /* bytes of a trampoline before the relocated code (stub_write) */
+#define DYN_JUMP 5u        /* jmp rel32 at the entry */
+#define DYN_STUB_SIZE 24u  /* bytes of a trampoline before the relocated code (stub_write) */
 #define DYN_PROBE_STUB 41u /* probe_stub_write's, and where its code begins */
 #define DYN_PROBE_ENTRY 8u
 #define DYN_REACH 0x7fff0000ll
@@ -57,7 +57,6 @@
 #define DYN_PROBE_ENTRY 16u
 #define DYN_REACH 0x7ff0000ll /* b: +-128 MiB */
 #endif
-
 
 /* arch/<arch>/dyntramp.S (lp_dyn_return: runtime.h) */
 void lp_dyn_entry(void);
@@ -114,10 +113,10 @@ static LP_NOINSTR bool frames_get(struct lp_thread *t)
  * return value register. */
 #if defined(__x86_64__)
 static const int8_t arg_slot[LP_ARGS_MAX] = { -2, -3, -4, -5, -6, -7 }; /* rdi rsi rdx rcx r8 r9 */
-#define DYN_RET_SLOT (-1)                                            /* rax, below the return slot */
+#define DYN_RET_SLOT (-1)                                               /* rax, below the return slot */
 #else
 static const int8_t arg_slot[LP_ARGS_MAX] = { -26, -25, -24, -23, -22, -21 }; /* x0-x5 */
-#define DYN_RET_SLOT (-18)                                                 /* x0 */
+#define DYN_RET_SLOT (-18) /* x0 */
 #endif
 
 /* Up to max bytes at a in the process, without faulting: the reader is
@@ -386,15 +385,15 @@ static LP_NOINSTR void *next_fn(void *volatile *cache, const char *name)
 	return f;
 }
 
-#define UNWIND_WRAPPER(ret, name, params, args)                        \
-	LP_EXPORT LP_NOINSTR ret name params                           \
-	{                                                              \
-		static void *volatile real;                            \
-		ret(*f) params = (ret(*) params)next_fn(&real, #name); \
-		struct lp_thread *t = &lp_self;                        \
-		if (t->dyn_n)                                          \
+#define UNWIND_WRAPPER(ret, name, params, args)                                  \
+	LP_EXPORT LP_NOINSTR ret name params                                     \
+	{                                                                        \
+		static void *volatile real;                                      \
+		ret(*f) params = (ret(*) params)next_fn(&real, #name);           \
+		struct lp_thread *t = &lp_self;                                  \
+		if (t->dyn_n)                                                    \
 			frames_unhook(t, (uintptr_t)__builtin_frame_address(0)); \
-		return f args;                                         \
+		return f args;                                                   \
 	}
 
 struct _Unwind_Exception;

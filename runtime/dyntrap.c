@@ -62,9 +62,12 @@ static LP_NOINSTR void *next_fn(void *volatile *cache, const char *name)
 	return f;
 }
 
-#define REAL(ret, name, params) \
-	static void *volatile real_##name; \
-	static LP_NOINSTR ret (*name##_real(void)) params { return (ret(*) params)next_fn(&real_##name, #name); }
+#define REAL(ret, name, params)                                     \
+	static void *volatile real_##name;                          \
+	static LP_NOINSTR ret(*name##_real(void)) params            \
+	{                                                           \
+		return (ret(*) params)next_fn(&real_##name, #name); \
+	}
 
 REAL(int, sigaction, (int, const struct sigaction *, struct sigaction *))
 REAL(int, sigprocmask, (int, const sigset_t *, sigset_t *))
@@ -278,8 +281,7 @@ LP_EXPORT LP_NOINSTR int ppoll(struct pollfd *fds, nfds_t n, const struct timesp
 	return ppoll_real()(fds, n, t, without_trap(set, &copy));
 }
 
-LP_EXPORT LP_NOINSTR int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
-                                 const sigset_t *set)
+LP_EXPORT LP_NOINSTR int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *set)
 {
 	sigset_t copy;
 

@@ -221,8 +221,8 @@ struct lp_filter_file {
 #define LP_PLAN_WAIT_MS 2000u
 #define LP_PLAN_APPLIED_MAX 64u   /* objects patched at once in a process */
 #define LP_PLAN_MAGIC 0x4c50504eu /* "LPPN" */
-#define LP_PLAN_VERSION 2u /* 2: lp_plan_func.args */
-#define LP_PLAN_ORIG_MAX 24u /* bytes replaced at an entry, at most */
+#define LP_PLAN_VERSION 2u        /* 2: lp_plan_func.args */
+#define LP_PLAN_ORIG_MAX 24u      /* bytes replaced at an entry, at most */
 
 enum lp_plan_arch {
 	LP_PLAN_X86_64 = 1,  /* jmp rel32 at the entry: the trampoline within 2 GiB */
@@ -263,10 +263,10 @@ struct lp_plan_func {
 	uint32_t code_len;  /* ending with the jump back to addr + patch_len */
 	uint32_t reloc_first;
 	uint32_t nrelocs;
-	uint32_t status; /* enum lp_plan_status, written by the runtime */
-	uint32_t args;   /* LP_PLAN_ARGS_*: what the runtime keeps of the
-	                  * function's arguments and return value (a libc
-	                  * function of --libcalls); 0: nothing */
+	uint32_t status;   /* enum lp_plan_status, written by the runtime */
+	uint32_t args;     /* LP_PLAN_ARGS_*: what the runtime keeps of the
+	                    * function's arguments and return value (a libc
+	                    * function of --libcalls); 0: nothing */
 	uint16_t trap;     /* x86-64: 1 when the entry gets an int3 (patch_len
 	                    * 1) instead of a jump: the function cannot hold one */
 	uint16_t orig_len; /* with trap: the bytes of orig the runtime checks
@@ -600,9 +600,9 @@ enum lp_event_type {
 
 /* Subtypes of LP_EV_EXTENDED. */
 enum lp_ext_event {
-	LP_XEV_CALL = 1,  /* body: varint function address, varint duration ns; time = exit */
-	LP_XEV_UNMAP = 2, /* body: varint start, varint end of an executable segment of
-	                   * an earlier MAP of the image: unmapped from this time on */
+	LP_XEV_CALL = 1,   /* body: varint function address, varint duration ns; time = exit */
+	LP_XEV_UNMAP = 2,  /* body: varint start, varint end of an executable segment of
+	                    * an earlier MAP of the image: unmapped from this time on */
 	LP_XEV_ARGS = 3,   /* body: varint function address, varint n, n varint words,
 	                    * varint nmem, nmem times (varint index [| LP_ARGS_MEM_CUT],
 	                    * varint length, bytes): the arguments of the call whose
