@@ -415,6 +415,10 @@ void bptrace_free(struct bptrace *b)
 	if (!b)
 		return;
 	bptrace_finish(b);
+	/* the tracer thread has ended: what it left of its tasks goes */
+	while (b->ntasks)
+		task_free(b, b->tasks[b->ntasks - 1]);
+	free(b->tasks);
 	free(b->queue.fill.buf);
 	free(b->queue.spare.buf);
 	dsel_release(&b->sel);
