@@ -172,8 +172,10 @@ static const char *finish(struct armbuf *ab)
 		rb->len += 4;
 		if (ab->thumb)
 			wr16(c + 2, (uint16_t)(rd16(c + 2) | (pos - ((at + 4) & ~3u))));
-		else
+		else if (pos >= at + 8)
 			wr32(c, rd32(c) | (pos - (at + 8)));
+		else /* the literal right after its load: before pc */
+			wr32(c, (rd32(c) & ~(1u << 23)) | (at + 8 - pos));
 	}
 	return ab->full ? "its first instructions grow too long when moved" : NULL;
 }
