@@ -557,13 +557,13 @@ static const char *plan_thumb(struct dpatch *p, const struct elfsyms_fn *f, uint
 	uint32_t off = 0;
 	unsigned it = 0;
 	bool ends = false;
+	const char *why = NULL;
 
 	if (!b)
 		return "not in an executable segment of the file";
 	while ((off < 4 || it) && !ends) {
 		uint16_t h1, h2 = 0;
 		unsigned len;
-		const char *why = NULL;
 
 		if (a + off >= end)
 			return "too short for a b.w (4 bytes), and it does not end in a return or a branch";
@@ -600,13 +600,8 @@ static const char *plan_thumb(struct dpatch *p, const struct elfsyms_fn *f, uint
 		                     bt->target - a);
 	if (!ends)
 		jump(&ab, (a + off) | 1);
-	{
-		const char *why = finish(&ab);
-
-		if (why)
-			return why;
-	}
-	return dpatch_append(p, f, 4, b, &rb);
+	why = finish(&ab);
+	return why ? why : dpatch_append(p, f, 4, b, &rb);
 }
 
 const char *dplan_arm(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next)
