@@ -124,13 +124,22 @@ static LP_NOINSTR bool reloc_apply(uint8_t *c, uint32_t len, const struct lp_pla
 	}
 }
 
-/* The pages of [a, a + n) writable (true) or back to read and execute. */
+/* The pages of [a, a + n) writable (true) or back to read and execute.
+ * They stay executable while written: the runtime's own calls run code on
+ * them meanwhile when the object is a library (the C library's mprotect,
+ * when its plan's functions lie on both sides of it).  Where the system
+ * refuses writable and executable pages, writable only: then a plan whose
+ * range holds what the runtime calls cannot be applied safely, which only
+ * such a library's may. */
 static LP_NOINSTR bool text_writable(uintptr_t a, size_t n, bool on)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = a & ~(page - 1), hi = (a + n + page - 1) & ~(page - 1);
 
-	return !mprotect((void *)lo, hi - lo, on ? PROT_READ | PROT_WRITE : PROT_READ | PROT_EXEC);
+	if (!on)
+		return !mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+	return !mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) ||
+	       !mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
 }
 
 /* The trapped entries of a plan's functions made ready (recs filled in):
@@ -238,9 +247,8 @@ static LP_NOINSTR void apply(uint8_t *map, uintptr_t bias)
 		return;
 	}
 	mprotect(recs, (size_t)h->nfuncs * sizeof(*recs), PROT_READ);
-	/* the program's code is written while nothing runs it (no other
-	 * thread exists yet, and this runs in the runtime's own code): it need
-	 * not stay executable meanwhile */
+	/* the program's code is written while no other thread runs it (none
+	 * exists yet, or the object is being loaded) */
 	if (!traps_add(fn, h->nfuncs, recs, bias)) {
 		for (uint32_t i = 0; i < h->nfuncs; i++)
 			if (fn[i].status == LP_PLAN_PATCHED && fn[i].trap)
