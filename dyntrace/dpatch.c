@@ -21,6 +21,8 @@ static uint16_t dpatch_machine(void)
 	return EM_X86_64;
 #elif defined(__aarch64__)
 	return EM_AARCH64;
+#elif defined(__arm__)
+	return EM_ARM;
 #else
 	return EM_NONE;
 #endif
@@ -54,6 +56,50 @@ const char *dpatch_why_at(struct dpatch *p, const char *fmt, uint64_t off)
 		return "out of memory";
 	p->owned[p->nowned++] = w;
 	return w;
+}
+
+int dpatch_target_add(struct dpatch *p, uint64_t source, uint64_t target)
+{
+	if (p->ntargets == p->captargets) {
+		size_t cap = p->captargets ? 2 * p->captargets : 4096;
+		struct branch *t = realloc(p->targets, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		p->targets = t;
+		p->captargets = cap;
+	}
+	p->targets[p->ntargets].source = source;
+	p->targets[p->ntargets++].target = target;
+	return 0;
+}
+
+static int cmp_target(const void *a, const void *b)
+{
+	uint64_t x = ((const struct branch *)a)->target, y = ((const struct branch *)b)->target;
+
+	return x < y ? -1 : x > y;
+}
+
+void dpatch_targets_sort(struct dpatch *p)
+{
+	if (p->ntargets)
+		qsort(p->targets, p->ntargets, sizeof(*p->targets), cmp_target);
+}
+
+const struct branch *dpatch_target_inside(const struct dpatch *p, uint64_t a, uint64_t end)
+{
+	size_t lo = 0, hi = p->ntargets;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->targets[mid].target <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->ntargets && p->targets[lo].target < end ? &p->targets[lo] : NULL;
 }
 
 /* Function f into the plan, with its relocated code. */
@@ -103,7 +149,14 @@ const char *dpatch_append(struct dpatch *p, const struct elfsyms_fn *f, uint32_t
 /* Plans function f for the file's machine. */
 static const char *plan_function(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next)
 {
-	return p->es->machine == EM_AARCH64 ? dplan_a64(p, f) : dplan_x86(p, f, next);
+	switch (p->es->machine) {
+	case EM_AARCH64:
+		return dplan_a64(p, f);
+	case EM_ARM:
+		return dplan_arm(p, f, next);
+	default:
+		return dplan_x86(p, f, next);
+	}
 }
 
 static void skip(struct dpatch *p, const char *name, const char *why)
@@ -159,6 +212,12 @@ static int plan_libcalls(struct dpatch *p)
 		const struct elfsyms_plt *s = &p->es->plt[i];
 		const struct libcsig *sig;
 		struct elfsyms_fn f = { .addr = s->stub, .size = (s->flags & ELFSYMS_PLT_GOT) ? 8 : 16 };
+
+		/* arm: the ARM entry, which Thumb callers' entry leads to */
+		if (p->es->machine == EM_ARM) {
+			f.addr += (s->flags & ELFSYMS_PLT_THUMB_ENTRY) ? 4 : 0;
+			f.size = 12;
+		}
 		char *name;
 		const char *why = NULL;
 		size_t n = strlen(s->name) + 5;
@@ -234,8 +293,9 @@ static int plan_probes(struct dpatch *p, const struct uprobes_config *cfg, char 
 			return -ENOMEM;
 		snprintf(name, flen + 24, "%s+0x%llx", f->name, off);
 		p->owned[p->nowned++] = name;
-		why = p->es->machine == EM_AARCH64 ? dplan_a64_probe(p, f, f->addr + off, name)
-		                                   : dplan_x86_probe(p, f, f->addr + off, name);
+		why = p->es->machine == EM_AARCH64  ? dplan_a64_probe(p, f, f->addr + off, name)
+		      : p->es->machine == EM_X86_64 ? dplan_x86_probe(p, f, f->addr + off, name)
+		                                    : "probes are built for x86-64 and aarch64";
 		if (why) {
 			snprintf(err, errlen, "--probe '%s': %s", loc, why);
 			return -EINVAL;
@@ -320,8 +380,8 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 		goto fail;
 	if (p->es->machine != dpatch_machine()) {
 		snprintf(err, errlen,
-		         "'%s': in-process patching is built for x86-64 and aarch64 programs, on their own machines "
-		         "(--backend uprobe)",
+		         "'%s': in-process patching is built for x86-64, aarch64 and 32-bit ARM programs, on their "
+		         "own machines (--backend uprobe)",
 		         p->path);
 		r = -ENOTSUP;
 		goto fail;
@@ -330,7 +390,7 @@ static struct dpatch *file_open(const struct uprobes_config *cfg, bool lib, char
 	r = read_segments(p, err, errlen);
 	if (r)
 		goto fail;
-	r = p->es->machine == EM_X86_64 ? dplan_x86_targets(p) : 0;
+	r = p->es->machine == EM_X86_64 ? dplan_x86_targets(p) : p->es->machine == EM_ARM ? dplan_arm_targets(p) : 0;
 	n = p->es->nfn + p->es->nplt + cfg->nprobes + 1;
 	p->cap = n;
 	p->fn = calloc(n, sizeof(*p->fn));
@@ -539,7 +599,9 @@ static int file_write(struct dpatch *p, const char *session, unsigned index, cha
 	struct lp_plan_header h = {
 		.magic = LP_PLAN_MAGIC,
 		.version = LP_PLAN_VERSION,
-		.arch = p->es->machine == EM_X86_64 ? LP_PLAN_X86_64 : LP_PLAN_AARCH64,
+		.arch = p->es->machine == EM_X86_64 ? LP_PLAN_X86_64
+		        : p->es->machine == EM_ARM  ? LP_PLAN_ARM
+		                                    : LP_PLAN_AARCH64,
 		.nfuncs = p->nfn,
 		.dev = p->dev,
 		.ino = p->ino,

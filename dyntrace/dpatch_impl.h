@@ -1,5 +1,6 @@
 /* The patch planner's shared parts (dpatch.c, and the architectures'
- * planners dplan_x86.c and dplan_a64.c): one file's plan being made. */
+ * planners dplan_x86.c, dplan_a64.c and dplan_arm.c): one file's plan being
+ * made. */
 #ifndef LP_DYNTRACE_DPATCH_IMPL_H
 #define LP_DYNTRACE_DPATCH_IMPL_H
 
@@ -38,7 +39,7 @@ struct dpatch {
 	unsigned nseg;
 	uint64_t dev, ino;
 	struct branch *targets; /* direct branches of every function, by target */
-	size_t ntargets;
+	size_t ntargets, captargets;
 	/* the plan */
 	struct lp_plan_func *fn;
 	const char **name;
@@ -88,6 +89,13 @@ const char *dpatch_why_at(struct dpatch *p, const char *fmt, uint64_t off);
 const char *dpatch_append(struct dpatch *p, const struct elfsyms_fn *f, uint32_t patch_len, const uint8_t *b,
                           const struct reloc_buf *rb);
 
+/* A direct branch into p->targets: 0 or -ENOMEM.  Sorted by target at
+ * the end (dpatch_targets_sort), they answer dpatch_target_inside: the
+ * first that lands in (a, end), or NULL. */
+int dpatch_target_add(struct dpatch *p, uint64_t source, uint64_t target);
+void dpatch_targets_sort(struct dpatch *p);
+const struct branch *dpatch_target_inside(const struct dpatch *p, uint64_t a, uint64_t end);
+
 /* dplan_x86.c: every direct branch of the file's functions, into
  * p->targets (0 or -ENOMEM); then function f, whose next neighbour starts
  * at next, planned (NULL) or why not. */
@@ -99,5 +107,11 @@ const char *dplan_a64(struct dpatch *p, const struct elfsyms_fn *f);
  * under name (NULL), or why not: dplan_x86.c, dplan_a64.c. */
 const char *dplan_x86_probe(struct dpatch *p, const struct elfsyms_fn *f, uint64_t at, const char *name);
 const char *dplan_a64_probe(struct dpatch *p, const struct elfsyms_fn *f, uint64_t at, const char *name);
+/* dplan_arm.c: every direct branch of the file's ARM and Thumb functions,
+ * into p->targets (0 or -ENOMEM); then function f (ARM code, or Thumb code
+ * when bit 0 of its address is set), whose next neighbour starts at next,
+ * planned (NULL) or why not. */
+int dplan_arm_targets(struct dpatch *p);
+const char *dplan_arm(struct dpatch *p, const struct elfsyms_fn *f, uint64_t next);
 
 #endif

@@ -9,22 +9,10 @@
 #include "dyntrace/dpatch_impl.h"
 #include "dyntrace/x86insn.h"
 
-static int cmp_target(const void *a, const void *b)
-{
-	uint64_t x = ((const struct branch *)a)->target, y = ((const struct branch *)b)->target;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Every direct branch target of every function of the file (their own
  * cold parts included, which jump back into them). */
 int dplan_x86_targets(struct dpatch *p)
 {
-	size_t cap = 4096;
-
-	p->targets = malloc(cap * sizeof(*p->targets));
-	if (!p->targets)
-		return -ENOMEM;
 	for (size_t i = 0; i < p->es->nfn; i++) {
 		const struct elfsyms_fn *f = &p->es->fn[i];
 		size_t avail;
@@ -37,40 +25,15 @@ int dplan_x86_targets(struct dpatch *p)
 
 			if (!len)
 				break;
-			if (in.kind == X86_JMP_REL || in.kind == X86_JCC_REL || in.kind == X86_CALL_REL ||
-			    in.kind == X86_LOOP_REL || in.kind == X86_XBEGIN) {
-				if (p->ntargets == cap) {
-					struct branch *t = realloc(p->targets, 2 * cap * sizeof(*t));
-
-					if (!t)
-						return -ENOMEM;
-					p->targets = t;
-					cap *= 2;
-				}
-				p->targets[p->ntargets].source = f->addr + off;
-				p->targets[p->ntargets++].target = f->addr + off + len + (uint64_t)in.rel;
-			}
+			if ((in.kind == X86_JMP_REL || in.kind == X86_JCC_REL || in.kind == X86_CALL_REL ||
+			     in.kind == X86_LOOP_REL || in.kind == X86_XBEGIN) &&
+			    dpatch_target_add(p, f->addr + off, f->addr + off + len + (uint64_t)in.rel))
+				return -ENOMEM;
 			off += len;
 		}
 	}
-	qsort(p->targets, p->ntargets, sizeof(*p->targets), cmp_target);
+	dpatch_targets_sort(p);
 	return 0;
-}
-
-/* The first branch that lands in (a, end), or NULL. */
-static const struct branch *target_inside(const struct dpatch *p, uint64_t a, uint64_t end)
-{
-	size_t lo = 0, hi = p->ntargets;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->targets[mid].target <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->ntargets && p->targets[lo].target < end ? &p->targets[lo] : NULL;
 }
 
 /* True when every branch that lands in (a, a + n) is one of the
@@ -234,7 +197,7 @@ static const char *plan_trap(struct dpatch *p, const struct elfsyms_fn *f, const
 	struct lp_plan_func *pf;
 	const char *err;
 
-	if (!len || len > LP_PLAN_ORIG_MAX || a + len > next || target_inside(p, a, a + len))
+	if (!len || len > LP_PLAN_ORIG_MAX || a + len > next || dpatch_target_inside(p, a, a + len))
 		return why;
 	err = relocate(&rb, b, a, &in, true);
 	if (err || !put_rel32(&rb, &jmp, 1, a + len))
@@ -312,7 +275,7 @@ const char *dplan_x86(struct dpatch *p, const struct elfsyms_fn *f, uint64_t nex
 	patch_len = covered < JMP_SIZE ? JMP_SIZE : covered;
 	if (patch_len > avail || patch_len > LP_PLAN_ORIG_MAX)
 		return plan_trap(p, f, b, avail, next, "too short for a jump, at the end of its segment");
-	bt = target_inside(p, a, a + patch_len);
+	bt = dpatch_target_inside(p, a, a + patch_len);
 	if (bt) {
 		/* a loop of its own whose head is inside those bytes: the whole
 		 * function moves, where its own branches land as before */
@@ -384,8 +347,8 @@ const char *dplan_x86_probe(struct dpatch *p, const struct elfsyms_fn *f, uint64
 			nojump = true;
 		covered += len;
 	}
-	if (!nojump && covered >= JMP_SIZE && !target_inside(p, at, at + covered) && covered <= LP_PLAN_ORIG_MAX &&
-	    put_rel32(&rb, &jmp, 1, at + covered)) {
+	if (!nojump && covered >= JMP_SIZE && !dpatch_target_inside(p, at, at + covered) &&
+	    covered <= LP_PLAN_ORIG_MAX && put_rel32(&rb, &jmp, 1, at + covered)) {
 		why = dpatch_append(p, &pf, covered, b + rel, &rb);
 		if (!why)
 			p->fn[p->nfn - 1].kind = LP_PLAN_PROBE;

@@ -96,7 +96,7 @@ int recdyn_options_done(struct recdyn *rd, char *err, size_t errlen)
 {
 	rd->cfg.no_functions = (rd->cfg.libcalls || rd->cfg.nprobes) && !rd->functions;
 	if (rd->cfg.libcalls && (rd->backend == RECDYN_UPROBE || rd->backend == RECDYN_PTRACE || !dpatch_supported())) {
-		snprintf(err, errlen, "--libcalls needs the patch backend (x86-64, aarch64)");
+		snprintf(err, errlen, "--libcalls needs the patch backend (x86-64, aarch64, 32-bit ARM)");
 		return -EINVAL;
 	}
 	if (rd->cfg.nprobes && (rd->backend == RECDYN_UPROBE || rd->backend == RECDYN_PTRACE || !dpatch_supported())) {

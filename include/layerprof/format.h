@@ -227,12 +227,15 @@ struct lp_filter_file {
 enum lp_plan_arch {
 	LP_PLAN_X86_64 = 1,  /* jmp rel32 at the entry: the trampoline within 2 GiB */
 	LP_PLAN_AARCH64 = 2, /* b at the entry: the trampoline within 128 MiB */
+	LP_PLAN_ARM = 3,     /* 32-bit ARM: b (ARM code) or b.w (Thumb code) at
+	                      * the entry: the trampoline within 16 MiB */
 };
 
 enum lp_plan_reloc_kind {
 	LP_PLAN_REL32 = 0, /* int32 at `at` = target + bias - (code + end) */
 	LP_PLAN_ABS64 = 1, /* uint64 at `at` = target + bias */
 	LP_PLAN_B26 = 2,   /* aarch64 b/bl at `at`: imm26 = (target + bias - (code + at)) / 4 */
+	LP_PLAN_ABS32 = 3, /* uint32 at `at` = target + bias (32-bit ARM's literals) */
 };
 
 enum lp_plan_status {
@@ -256,9 +259,12 @@ struct lp_plan_header {
 };
 
 struct lp_plan_func {
-	uint64_t addr;      /* the entry, as linked (the load bias is added) */
+	uint64_t addr;      /* the entry, as linked (the load bias is added);
+	                     * 32-bit ARM: bit 0 set for Thumb code, as in its
+	                     * symbol */
 	uint32_t patch_len; /* bytes replaced there (x86-64: whole instructions,
-	                     * or the function and padding after it; aarch64: 4) */
+	                     * or the function and padding after it; aarch64
+	                     * and 32-bit ARM: 4) */
 	uint32_t code_off;  /* its relocated instructions in the code area, */
 	uint32_t code_len;  /* ending with the jump back to addr + patch_len */
 	uint32_t reloc_first;

@@ -245,81 +245,153 @@ DYNAMIC_SAMPLES = ["recursion", "mutual", "threads", "forker", "signals", "longj
 
 def group_dynamic(ctx):
     """record --dynamic on the guest's kernel: sample programs built without
-    instrumentation, traced by in-process patching and through uprobes and
-    held to the instrumented builds' expectations (aarch64).  On armhf both
-    are refused (patching is not built there; probed ARM-code programs died
-    under uprobes): an ARM and a Thumb build are refused with the reason
-    and not run, and --backend=patch too."""
-    if ctx.arch == "armhf":
-        d = os.path.join(ctx.progs, "plain")
-        os.makedirs(d, exist_ok=True)
-        steps = []
-        for mode in ("-marm", "-mthumb"):
-            prog = cc(ctx, os.path.join(PROGS, "recursion.c"), os.path.join(d, "recursion" + mode), mode)
-            steps.append((mode[2:], "%s record -q --dynamic -o %s -- %s" % (
-                LP, os.path.join(ctx.tmp, "dynamic", "t" + mode), prog)))
-        steps.append(("patch", "%s record -q --dynamic --backend=patch -o %s -- %s" % (
-            LP, os.path.join(ctx.tmp, "dynamic", "t-patch"), prog)))
-        ctx.guest.put(ctx.progs, ctx.progs)
-        got = batch(ctx.guest, steps, os.path.join(ctx.tmp, "dynamic"))
-        for mode, _ in steps[:2]:
-            rc, out, err = got[mode]
-            check(rc == 1 and "32-bit ARM" in err and "fib(15)" not in out,
-                  "armhf: record --dynamic of a %s build is refused with the reason, the program not run" % mode,
-                  "%s %s" % (rc, err))
-        rc, out, err = got["patch"]
-        check(rc == 1 and "in-process patching is built for x86-64 and aarch64" in err and "fib(15)" not in out,
-              "armhf: record --dynamic --backend=patch is refused with the reason, the program not run",
-              "%s %s" % (rc, err))
-        return
+    instrumentation, traced by in-process patching and held to the
+    instrumented builds' expectations, with the C++ samples `exceptions`
+    and `templates` (exceptions unwinding through patched frames), and
+    --libcalls.  On aarch64 through uprobes too; on armhf each sample is
+    built twice, ARM code (-marm) and Thumb code (-mthumb), uprobes are
+    refused there (probed ARM-code programs died on the guest's kernel), and
+    armshapes.c's entries check what the ARM planner moves or refuses."""
     class Plain(it.Builder):
-        def flags(self):
-            return [self.opt, "-g", "-pthread", "-I", PROGS]
+        def __init__(self, mode, root):
+            self.mode = mode
+            super().__init__(ctx.a["prefix"] + "gcc", ctx.a["prefix"] + "g++", "-O2", root)
 
-    b = Plain(ctx.a["prefix"] + "gcc", ctx.a["prefix"] + "g++", "-O2", os.path.join(ctx.progs, "plain"))
+        def flags(self):
+            return [self.opt, "-g", "-pthread", "-I", PROGS] + ([self.mode] if self.mode else [])
+
     cases = [exp for exp in it.load_expectations() if exp["_name"] in DYNAMIC_SAMPLES and
              (not ctx.quick or exp["_name"] in QUICK_SAMPLES)]
     # C++ exceptions through patched frames (the runtime gives each frame's
     # saved return address back while one unwinds): in-process patching only
     cxx = [exp for exp in it.load_expectations() if exp["_name"] in ("exceptions", "templates")]
-    record_samples(ctx, b, cases + cxx, "dynamic", ("--dynamic", "--backend=patch"), " --dynamic --backend=patch")
-    record_samples(ctx, b, cases, "dynamic-uprobe", ("--dynamic", "--backend=uprobe"), " --dynamic --backend=uprobe")
-    # --libcalls: each PLT stub patched (its first instruction, an adrp,
-    # rewritten): the 100 writes of sys_writer as write@plt under writer,
-    # and the write syscalls under those
+    modes = ["-marm", "-mthumb"] if ctx.arch == "armhf" else [""]
+    for mode in modes:
+        b = Plain(mode, os.path.join(ctx.progs, "plain" + mode))
+        record_samples(ctx, b, cases + cxx, "dynamic" + mode, ("--dynamic", "--backend=patch"),
+                       "%s --dynamic --backend=patch" % (" " + mode if mode else ""))
+    if ctx.arch == "armhf":
+        armhf_refusals(ctx)
+        armhf_shapes(ctx)
+    else:
+        b = Plain("", os.path.join(ctx.progs, "plain"))
+        record_samples(ctx, b, cases, "dynamic-uprobe", ("--dynamic", "--backend=uprobe"),
+                       " --dynamic --backend=uprobe")
+    for mode in modes:
+        libcalls(ctx, mode)
+    if ctx.arch == "aarch64":
+        d = os.path.join(ctx.progs, "plain")
+        os.makedirs(d, exist_ok=True)
+        probe_instructions(ctx, d)
+
+
+def armhf_refusals(ctx):
+    """armhf: --backend=uprobe (and --libcalls with it) refused with the
+    reason, the program not run."""
     d = os.path.join(ctx.progs, "plain")
-    prog = cc(ctx, os.path.join(PROGS, "sys_writer.c"), os.path.join(d, "sys_writer"))
-    out = os.path.join(ctx.tmp, "dynamic", "t-libcalls")
+    os.makedirs(d, exist_ok=True)
+    prog = cc(ctx, os.path.join(PROGS, "recursion.c"), os.path.join(d, "recursion-marm"), "-marm")
+    out = os.path.join(ctx.tmp, "dynamic", "t-uprobe")
+    ctx.guest.put(ctx.progs, ctx.progs)
+    got = batch(ctx.guest, [("uprobe", "%s record -q --dynamic --backend=uprobe -o %s -- %s" % (LP, out, prog)),
+                            ("libcalls", "%s record -q --libcalls --backend=uprobe -o %s-l -- %s" % (LP, out, prog))],
+                os.path.join(ctx.tmp, "dynamic"))
+    rc, out, err = got["uprobe"]
+    check(rc == 1 and "32-bit ARM" in err and "fib(15)" not in out,
+          "armhf: record --dynamic --backend=uprobe is refused with the reason, the program not run",
+          "%s %s" % (rc, err))
+    rc, out, err = got["libcalls"]
+    check(rc != 0 and "--libcalls needs the patch backend" in err and "fib(15)" not in out,
+          "armhf: --libcalls --backend=uprobe is refused with the reason", "%s %s" % (rc, err))
+
+
+ARMSHAPES_PATCHED = {"t_literal": 3, "t_adr": 3, "t_cbz": 6, "t_bcond": 6, "t_it": 6, "t_addpc": 3, "t_push_bl": 3,
+                     "t_tail": 3, "t_vldr": 3, "a_literal": 3, "a_adr": 3, "a_addpc": 3, "a_tail": 3, "a_vldr": 3,
+                     "helper": 9, "main": 1}
+ARMSHAPES_REFUSED = {"t_loop2": "a branch lands at +2, inside the 4 bytes a b.w would replace",
+                     "t_ldrex": "it starts with a load-exclusive", "a_ldrex": "it starts with a load-exclusive"}
+
+
+def armhf_shapes(ctx):
+    """armhf: tests/guest/armshapes.c (its main as ARM and as Thumb code)
+    under record --dynamic: its output as without, each movable entry's
+    calls counted, the refused ones listed with their reasons."""
+    d = os.path.join(ctx.progs, "plain")
+    os.makedirs(d, exist_ok=True)
+    steps = []
+    for mode in ("-marm", "-mthumb"):
+        prog = cc(ctx, os.path.join(HERE, "armshapes.c"), os.path.join(d, "armshapes" + mode), mode)
+        out = os.path.join(ctx.tmp, "dynamic", "t-armshapes" + mode)
+        steps += [("plain" + mode, prog),
+                  ("rec" + mode, "%s record --dynamic -o %s -- %s" % (LP, out, prog)),
+                  ("rep" + mode, "%s report --format json %s" % (LP, out))]
+    ctx.guest.put(ctx.progs, ctx.progs)
+    got = batch(ctx.guest, steps, os.path.join(ctx.tmp, "dynamic"))
+    for mode in ("-marm", "-mthumb"):
+        tag = "armhf armshapes %s --dynamic" % mode
+        rc, out, err = got["rec" + mode]
+        want = got["plain" + mode][1]
+        if not check(rc == 0 and out == want and "t_literal 1234567" in want,
+                     "%s: record exits 0, the output as without it" % tag, "%s %s\n%s" % (rc, err[-800:], out)):
+            continue
+        try:
+            calls = {f["name"]: f["calls"] for f in json.loads(got["rep" + mode][1])["functions"]}
+        except (ValueError, KeyError):
+            calls = {}
+        got_calls = {k: calls.get(k) for k in ARMSHAPES_PATCHED}
+        check(got_calls == ARMSHAPES_PATCHED,
+              "%s: ARM and Thumb entries with PC-relative loads, adr, add pc, cbz, b<cond>, an IT block, "
+              "push + bl, tail branches, vldr: every call counted" % tag, "%s" % got_calls)
+        check(not any(k in calls for k in ARMSHAPES_REFUSED) and
+              all("%s (%s" % (k, why) in err for k, why in ARMSHAPES_REFUSED.items()),
+              "%s: a loop to a Thumb entry's second instruction and load-exclusive loops: listed with the "
+              "reason, not traced" % tag, err[-800:])
+
+
+def libcalls(ctx, mode):
+    """--libcalls: each PLT stub patched (its first instruction, an adrp on
+    aarch64, an add ip, pc on armhf, rewritten): the 100 writes of
+    sys_writer as write@plt under writer, the write syscalls under those,
+    and replay's lines of the C library calls with their arguments and
+    results, read from the registers the common entry path keeps."""
+    d = os.path.join(ctx.progs, "plain")
+    os.makedirs(d, exist_ok=True)
+    tag = ctx.arch + (" " + mode if mode else "")
+    prog = cc(ctx, os.path.join(PROGS, "sys_writer.c"), os.path.join(d, "sys_writer" + mode),
+              *([mode] if mode else []))
+    out = os.path.join(ctx.tmp, "dynamic", "t-libcalls" + mode)
     ctx.guest.put(ctx.progs, ctx.progs)
     got = batch(ctx.guest, [("rec", "%s record -q --dynamic --libcalls --syscalls --syscall-filter write -o %s -- %s"
                              % (LP, out, prog)),
                             ("tree", "%s tree --format json %s" % (LP, out)),
                             ("sys", "%s report --syscalls --format json %s" % (LP, out)),
                             ("replay", "%s replay %s" % (LP, out))],
-                os.path.join(ctx.tmp, "dynamic"))
+                os.path.join(ctx.tmp, "dynamic" + mode))
     rc, _, err = got["rec"]
-    if check(rc == 0, "%s: record --dynamic --libcalls --syscalls in the guest exits 0" % ctx.arch, err[-500:]):
-        try:
-            tree = json.loads(got["tree"][1])
-            rows = {(f["function"], f["syscall"]): f["calls"] for f in json.loads(got["sys"][1])["by_function"]}
-        except ValueError:
-            tree, rows = {"threads": []}, {}
-        under = [(k["name"], k["calls"]) for t in tree["threads"] for m in t["calls"] if m["name"] == "main"
-                 for n in m["children"] if n["name"] == "writer" for k in n["children"]]
-        check(("write@plt", 100) in under and rows.get(("write@plt", "write")) == 100,
-              "%s: write@plt 100 times under writer, the 100 write syscalls under it" % ctx.arch,
-              "%s %s" % (under, rows))
-        # the C library calls' arguments and results, from aarch64's
-        # registers (docs/libcalls.md)
-        calls = [ln.split("| ", 1)[1].strip() for ln in got["replay"][1].splitlines() if "| " in ln]
-        # (each write holds its write syscall: an entry line, a closing line)
-        calls = [c for c in calls if c.split("@plt(")[0] in ("open", "write", "close") or
-                 c == "} = 1024 /* write@plt */"]
-        wline = 'write@plt(3, "%s"..., 1024) {' % ("\\000" * 48)
-        want = (['open@plt("/dev/null", 0x1) = 3;'] + [wline, "} = 1024 /* write@plt */"] * 100 +
-                ['open@plt("/nonexistent/layerprof-test", 0x0) = -1;', "close@plt(3) = 0;"])
-        check(calls == want, "%s: --libcalls: open, write and close with their arguments and results" % ctx.arch,
-              "\n".join(calls[:3] + calls[-3:]))
+    if not check(rc == 0, "%s: record --dynamic --libcalls --syscalls in the guest exits 0" % tag, err[-500:]):
+        return
+    try:
+        tree = json.loads(got["tree"][1])
+        rows = {(f["function"], f["syscall"]): f["calls"] for f in json.loads(got["sys"][1])["by_function"]}
+    except ValueError:
+        tree, rows = {"threads": []}, {}
+    under = [(k["name"], k["calls"]) for t in tree["threads"] for m in t["calls"] if m["name"] == "main"
+             for n in m["children"] if n["name"] == "writer" for k in n["children"]]
+    check(("write@plt", 100) in under and rows.get(("write@plt", "write")) == 100,
+          "%s: write@plt 100 times under writer, the 100 write syscalls under it" % tag, "%s %s" % (under, rows))
+    calls = [ln.split("| ", 1)[1].strip() for ln in got["replay"][1].splitlines() if "| " in ln]
+    # (each write holds its write syscall: an entry line, a closing line)
+    calls = [c for c in calls if c.split("@plt(")[0] in ("open", "write", "close") or
+             c == "} = 1024 /* write@plt */"]
+    wline = 'write@plt(3, "%s"..., 1024) {' % ("\\000" * 48)
+    want = (['open@plt("/dev/null", 0x1) = 3;'] + [wline, "} = 1024 /* write@plt */"] * 100 +
+            ['open@plt("/nonexistent/layerprof-test", 0x0) = -1;', "close@plt(3) = 0;"])
+    check(calls == want, "%s: --libcalls: open, write and close with their arguments and results" % tag,
+          "\n".join(calls[:3] + calls[-3:]))
+
+
+def probe_instructions(ctx, d):
+    """record --probe on the guest's kernel (aarch64)."""
     # --probe: instructions of an aarch64 loop (its places known): the
     # loop's head, a csel between the cmp and the b.ne that reads its
     # flags, the b.ne itself and a b.le (moved and rewritten), a literal
@@ -365,6 +437,7 @@ int main(int argc, char **argv)
 	return 0;
 }
 """
+
 
 def mem_programs(ctx):
     d = os.path.join(ctx.progs, "mem")
