@@ -388,6 +388,20 @@ struct dynmatch {
 	} m[LP_PLAN_APPLIED_MAX];
 };
 
+/* Whether the object is a part of the C library (or its loader), whose
+ * functions the runtime itself calls. */
+static LP_NOINSTR bool c_library(const char *path)
+{
+	static const char *const parts[] = { "libc.so", "libc-", "ld-linux", "ld-musl", "libc.musl", "libpthread" };
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (!strncmp(base, parts[i], strlen(parts[i])))
+			return true;
+	return false;
+}
+
 static LP_NOINSTR int object_match(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct dynmatch *dm = data;
@@ -411,6 +425,8 @@ static LP_NOINSTR int object_match(struct dl_phdr_info *info, size_t size, void 
 
 		if ((uint64_t)st.st_dev != h->dev || (uint64_t)st.st_ino != h->ino)
 			continue;
+		if (c_library(name))
+			lp_dyn_libc_patched = 1;
 		if (dm->objects == 1)
 			dm->main_planned = true;
 		for (unsigned i = 0; i < napplied; i++)
@@ -458,7 +474,12 @@ static LP_NOINSTR bool scan(void)
 
 LP_NOINSTR void lp_dynpatch_scan(void)
 {
+	uint8_t was = lp_self.dyn_inside;
+
+	/* the runtime's own calls (a patched C library's): untraced */
+	lp_self.dyn_inside = 1;
 	scan();
+	lp_self.dyn_inside = was;
 }
 
 /* This process's executable has no plan (the program exec'd it): the
@@ -511,6 +532,7 @@ LP_NOINSTR void lp_dynpatch_apply(void)
 	if (done || !lp_proc.session_dir || !lp_proc.control || !lp_proc.control->plans)
 		return;
 	done = true;
+	lp_self.dyn_inside = 1;
 	plans_load();
 	if (nplans)
 		lp_dyntrap_arm();
@@ -519,6 +541,7 @@ LP_NOINSTR void lp_dynpatch_apply(void)
 		plans_load();
 		scan();
 	}
+	lp_self.dyn_inside = 0;
 	errno = saved;
 }
 

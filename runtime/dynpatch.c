@@ -50,10 +50,12 @@ static LP_NOINSTR bool frames_get(struct lp_thread *t)
 	int saved = errno;
 	void *p;
 
-	if (t->dyn_done)
+	if (t->dyn_done || t->dyn_getting)
 		return false;
+	t->dyn_getting = 1;
 	p = mmap(NULL, DYN_FRAMES * sizeof(struct lp_dynframe), PROT_READ | PROT_WRITE,
 	         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	t->dyn_getting = 0;
 	errno = saved;
 	if (p == MAP_FAILED) {
 		t->dyn_done = 1;
@@ -181,10 +183,8 @@ static LP_NOINSTR void retval_put(struct lp_thread *t, uintptr_t fn, uintptr_t s
  * address is (x86-64: on the stack; aarch64: the saved link register), sp
  * the stack pointer at the function's entry, which names its frame.
  * Returns where the function goes on. */
-__attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_enter(const struct lp_dynrec *r, uintptr_t *ret,
-                                                                        uintptr_t sp)
+static LP_NOINSTR uintptr_t dyn_enter(struct lp_thread *t, const struct lp_dynrec *r, uintptr_t *ret, uintptr_t sp)
 {
-	struct lp_thread *t = &lp_self;
 	struct lp_dynframe *f;
 
 	if (unlikely(!t->dyn) && !frames_get(t)) {
@@ -224,14 +224,51 @@ __attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_enter(const st
 	return r->cont;
 }
 
+/* Once a plan patches the C library (dynapply.c), the runtime's own calls
+ * into it (errno, the clock, mmap, ...) reach the entry path: a call made
+ * while the thread is inside the entry or the return path runs as it is,
+ * untraced (so does a patched call of a signal handler that interrupts
+ * them then). */
+int lp_dyn_libc_patched;
+
+__attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_enter(const struct lp_dynrec *r, uintptr_t *ret,
+                                                                        uintptr_t sp)
+{
+	struct lp_thread *t = &lp_self;
+	uintptr_t cont;
+
+	if (likely(!lp_dyn_libc_patched))
+		return dyn_enter(t, r, ret, sp);
+	if (t->dyn_inside)
+		return r->cont;
+	t->dyn_inside = 1;
+	cont = dyn_enter(t, r, ret, sp);
+	t->dyn_inside = 0;
+	return cont;
+}
+
 /* The common return path's C half: sp is the stack pointer the function
  * had at its entry (it is so again once it returned).  Frames of deeper
  * stack pointers were left by a longjmp (the runtime's longjmp wrapper
  * recorded it) and go.  Returns the real return address. */
+static LP_NOINSTR uintptr_t dyn_exit(struct lp_thread *t, uintptr_t sp);
+
 __attribute__((visibility("hidden"))) LP_NOINSTR uintptr_t lp_dyn_exit(uintptr_t sp)
 {
 	struct lp_thread *t = &lp_self;
+	uint8_t was = t->dyn_inside;
+	uintptr_t ret;
 
+	if (likely(!lp_dyn_libc_patched))
+		return dyn_exit(t, sp);
+	t->dyn_inside = 1;
+	ret = dyn_exit(t, sp);
+	t->dyn_inside = was;
+	return ret;
+}
+
+static LP_NOINSTR uintptr_t dyn_exit(struct lp_thread *t, uintptr_t sp)
+{
 	while (t->dyn_n) {
 		struct lp_dynframe f = t->dyn[t->dyn_n - 1];
 

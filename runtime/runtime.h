@@ -123,7 +123,10 @@ struct lp_thread {
 	 * thread's first such call */
 	struct lp_dynframe *dyn;
 	uint32_t dyn_n;
-	uint8_t dyn_done; /* the thread ends: no more frames are kept */
+	uint8_t dyn_done;    /* the thread ends: no more frames are kept */
+	uint8_t dyn_getting; /* its frame stack is being made (a patched C
+	                      * library's mmap calls back in: it runs untraced) */
+	uint8_t dyn_inside;  /* in the entry or return path (lp_dyn_libc_patched) */
 };
 
 extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -330,6 +333,8 @@ void lp_dyn_probe_hit(const struct lp_dynrec *r);
  * return address is, sp the stack pointer at the function's entry.
  * Returns where the function goes on. */
 uintptr_t lp_dyn_enter(const struct lp_dynrec *r, uintptr_t *ret, uintptr_t sp);
+/* Set once a plan patches the C library (see dynpatch.c). */
+extern int lp_dyn_libc_patched;
 /* Trapped entries (dyntrap.c, x86-64): the n functions at addr[i] enter
  * through rec[i] when their int3 traps.  0 or -ENOMEM. */
 int lp_dyntrap_add(const uintptr_t *addr, const struct lp_dynrec *const *rec, size_t n);
