@@ -2,7 +2,8 @@
  * places are known: work+8 (imul, add: room for a jump), work+0x12 (mov
  * before the loop's branch, whose exit lands 4 bytes on: a trap), and two
  * functions of 4 bytes packed together (their entries trap under
- * --dynamic) beside one with room for a jump. */
+ * --dynamic) beside one of 4 bytes with padding after it (a jump over
+ * both). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,7 +14,8 @@ __asm__(".text\n.globl work\n.type work, @function\nwork:\n"
         ".globl tiny_a\n.type tiny_a, @function\ntiny_a:\n\tlea 1(%rdi), %eax\n\tret\n.size tiny_a, .-tiny_a\n"
         ".globl tiny_b\n.type tiny_b, @function\ntiny_b:\n\tlea 2(%rdi), %eax\n\tret\n.size tiny_b, .-tiny_b\n"
         ".p2align 4\n.globl roomy\n.type roomy, @function\nroomy:\n\tlea 3(%rdi), %eax\n\tret\n"
-        ".size roomy, .-roomy\n");
+        ".size roomy, .-roomy\n.p2align 4\n.globl after_roomy\n.type after_roomy, @function\n"
+        "after_roomy:\n\tret\n.size after_roomy, .-after_roomy\n");
 int work(int n);
 int tiny_a(int x);
 int tiny_b(int x);
