@@ -268,11 +268,10 @@ unsigned long long recdyn_summary(const struct recdyn *rd, bool quiet, bool verb
 		if (st.probes && verbose)
 			fprintf(stderr, "layerprof record: dynamic (patch): %u instructions probed\n", st.probes);
 		if (st.traps && !quiet && !verbose)
-			fprintf(
-			    stderr,
-			    "layerprof record: note: %u functions with no room for a jump at their entry were entered "
-			    "through a trap (about a microsecond more per call)\n",
-			    st.traps);
+			fprintf(stderr,
+			        "layerprof record: note: %u functions have no room for a jump at their entry and trap "
+			        "instead (about a microsecond more per call)\n",
+			        st.traps);
 		if (verbose)
 			fprintf(stderr,
 			        "layerprof record: dynamic (patch): %u of %u functions patched, %u with a trap at the "

@@ -417,7 +417,7 @@ def group_patch_traps(lp, tmp):
         skip("traps: a function right before _fini", "the linker put something else after it: %s" % names[-8:])
     out = os.path.join(tmp, "traps-n.t")
     r = lp("record", "--dynamic", "-o", out, "--", prog)
-    check("note: 3 functions with no room for a jump at their entry were entered through a trap" in r.stderr,
+    check("note: 3 functions have no room for a jump at their entry and trap instead" in r.stderr,
           "record says how many entries trap", r.stderr[-600:])
 
 
