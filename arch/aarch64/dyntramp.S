@@ -1,49 +1,87 @@
 /* The common paths of patched functions (runtime/dynpatch.c), aarch64.
  *
+ * Both keep every register the C code they call may change (x0-x15, x18,
+ * q0-q31), not only those the calling convention asks for: a compiler
+ * that sees a callee's code (-fipa-ra, link-time optimisation) lets the
+ * caller keep values in the registers the callee does not touch, across
+ * the call.  x16 and x17 are free at any call (veneers use them).
+ *
  * lp_dyn_entry: reached from a function's trampoline with x16 = its record,
  * x30 = the caller's return address and sp as at the function's entry.
- * Keeps every register a function may receive an argument in (x0-x7, x8
- * for an indirect result, q0-q7), calls lp_dyn_enter(record, &saved x30,
- * sp) and branches where it says (the function's relocated first
- * instruction) with x30 as lp_dyn_enter left it.
+ * Calls lp_dyn_enter(record, &saved x30, sp) and branches where it says
+ * (the function's relocated first instruction) with x30 as lp_dyn_enter
+ * left it.
  *
- * lp_dyn_return: where a patched function returns to.  Keeps the return
- * value registers (x0-x7, q0-q3), calls lp_dyn_exit(sp) and branches to
- * the address it gives. */
+ * lp_dyn_return: where a patched function returns to.  Calls
+ * lp_dyn_exit(sp) and returns to the address it gives. */
 	.text
 	.globl lp_dyn_entry
 	.hidden lp_dyn_entry
 	.type lp_dyn_entry, %function
 lp_dyn_entry:
 	.cfi_startproc
-	stp x29, x30, [sp, #-224]!
-	.cfi_def_cfa_offset 224
-	.cfi_offset 29, -224
-	.cfi_offset 30, -216
+	sub sp, sp, #672
+	.cfi_def_cfa_offset 672
+	stp x29, x30, [sp]
+	.cfi_offset 29, -672
+	.cfi_offset 30, -664
 	stp x0, x1, [sp, #16]
 	stp x2, x3, [sp, #32]
 	stp x4, x5, [sp, #48]
 	stp x6, x7, [sp, #64]
-	str x8, [sp, #80]
-	stp q0, q1, [sp, #96]
-	stp q2, q3, [sp, #128]
-	stp q4, q5, [sp, #160]
-	stp q6, q7, [sp, #192]
+	stp x8, x9, [sp, #80]
+	stp x10, x11, [sp, #96]
+	stp x12, x13, [sp, #112]
+	stp x14, x15, [sp, #128]
+	str x18, [sp, #144]
+	stp q0, q1, [sp, #160]
+	stp q2, q3, [sp, #192]
+	stp q4, q5, [sp, #224]
+	stp q6, q7, [sp, #256]
+	stp q8, q9, [sp, #288]
+	stp q10, q11, [sp, #320]
+	stp q12, q13, [sp, #352]
+	stp q14, q15, [sp, #384]
+	stp q16, q17, [sp, #416]
+	stp q18, q19, [sp, #448]
+	stp q20, q21, [sp, #480]
+	stp q22, q23, [sp, #512]
+	stp q24, q25, [sp, #544]
+	stp q26, q27, [sp, #576]
+	stp q28, q29, [sp, #608]
+	stp q30, q31, [sp, #640]
 	mov x0, x16
 	add x1, sp, #8
-	add x2, sp, #224
+	add x2, sp, #672
 	bl lp_dyn_enter
 	mov x16, x0
-	ldp q6, q7, [sp, #192]
-	ldp q4, q5, [sp, #160]
-	ldp q2, q3, [sp, #128]
-	ldp q0, q1, [sp, #96]
-	ldr x8, [sp, #80]
-	ldp x6, x7, [sp, #64]
-	ldp x4, x5, [sp, #48]
-	ldp x2, x3, [sp, #32]
 	ldp x0, x1, [sp, #16]
-	ldp x29, x30, [sp], #224
+	ldp x2, x3, [sp, #32]
+	ldp x4, x5, [sp, #48]
+	ldp x6, x7, [sp, #64]
+	ldp x8, x9, [sp, #80]
+	ldp x10, x11, [sp, #96]
+	ldp x12, x13, [sp, #112]
+	ldp x14, x15, [sp, #128]
+	ldr x18, [sp, #144]
+	ldp q0, q1, [sp, #160]
+	ldp q2, q3, [sp, #192]
+	ldp q4, q5, [sp, #224]
+	ldp q6, q7, [sp, #256]
+	ldp q8, q9, [sp, #288]
+	ldp q10, q11, [sp, #320]
+	ldp q12, q13, [sp, #352]
+	ldp q14, q15, [sp, #384]
+	ldp q16, q17, [sp, #416]
+	ldp q18, q19, [sp, #448]
+	ldp q20, q21, [sp, #480]
+	ldp q22, q23, [sp, #512]
+	ldp q24, q25, [sp, #544]
+	ldp q26, q27, [sp, #576]
+	ldp q28, q29, [sp, #608]
+	ldp q30, q31, [sp, #640]
+	ldp x29, x30, [sp]
+	add sp, sp, #672
 	.cfi_def_cfa_offset 0
 	br x16
 	.cfi_endproc
@@ -59,23 +97,63 @@ lp_dyn_entry:
 	.cfi_undefined x30
 	nop
 lp_dyn_return:
-	stp x29, x30, [sp, #-160]!
+	sub sp, sp, #672
+	stp x29, x30, [sp]
 	stp x0, x1, [sp, #16]
 	stp x2, x3, [sp, #32]
 	stp x4, x5, [sp, #48]
 	stp x6, x7, [sp, #64]
-	stp q0, q1, [sp, #80]
-	stp q2, q3, [sp, #112]
-	add x0, sp, #160
+	stp x8, x9, [sp, #80]
+	stp x10, x11, [sp, #96]
+	stp x12, x13, [sp, #112]
+	stp x14, x15, [sp, #128]
+	str x18, [sp, #144]
+	stp q0, q1, [sp, #160]
+	stp q2, q3, [sp, #192]
+	stp q4, q5, [sp, #224]
+	stp q6, q7, [sp, #256]
+	stp q8, q9, [sp, #288]
+	stp q10, q11, [sp, #320]
+	stp q12, q13, [sp, #352]
+	stp q14, q15, [sp, #384]
+	stp q16, q17, [sp, #416]
+	stp q18, q19, [sp, #448]
+	stp q20, q21, [sp, #480]
+	stp q22, q23, [sp, #512]
+	stp q24, q25, [sp, #544]
+	stp q26, q27, [sp, #576]
+	stp q28, q29, [sp, #608]
+	stp q30, q31, [sp, #640]
+	add x0, sp, #672
 	bl lp_dyn_exit
 	mov x16, x0
-	ldp q2, q3, [sp, #112]
-	ldp q0, q1, [sp, #80]
-	ldp x6, x7, [sp, #64]
-	ldp x4, x5, [sp, #48]
-	ldp x2, x3, [sp, #32]
 	ldp x0, x1, [sp, #16]
-	ldp x29, x30, [sp], #160
+	ldp x2, x3, [sp, #32]
+	ldp x4, x5, [sp, #48]
+	ldp x6, x7, [sp, #64]
+	ldp x8, x9, [sp, #80]
+	ldp x10, x11, [sp, #96]
+	ldp x12, x13, [sp, #112]
+	ldp x14, x15, [sp, #128]
+	ldr x18, [sp, #144]
+	ldp q0, q1, [sp, #160]
+	ldp q2, q3, [sp, #192]
+	ldp q4, q5, [sp, #224]
+	ldp q6, q7, [sp, #256]
+	ldp q8, q9, [sp, #288]
+	ldp q10, q11, [sp, #320]
+	ldp q12, q13, [sp, #352]
+	ldp q14, q15, [sp, #384]
+	ldp q16, q17, [sp, #416]
+	ldp q18, q19, [sp, #448]
+	ldp q20, q21, [sp, #480]
+	ldp q22, q23, [sp, #512]
+	ldp q24, q25, [sp, #544]
+	ldp q26, q27, [sp, #576]
+	ldp q28, q29, [sp, #608]
+	ldp q30, q31, [sp, #640]
+	ldp x29, x30, [sp]
+	add sp, sp, #672
 	mov x30, x16
 	ret
 	.cfi_endproc

@@ -17,9 +17,9 @@
  * pointer at the function's entry: x0-x5, and the return value x0 */
 #define DYN_ARG_SLOTS                        \
 	{                                    \
-		-26, -25, -24, -23, -22, -21 \
+		-82, -81, -80, -79, -78, -77 \
 	}
-#define DYN_RET_SLOT (-18)
+#define DYN_RET_SLOT (-82)
 
 /* The entry of the plan's function at addr, in the object loaded with
  * bias. */

@@ -11,8 +11,8 @@
  * function's relocated first instructions, bit 0 set for Thumb code) with
  * lr as lp_dyn_enter left it.
  *
- * lp_dyn_return: where a patched function returns to.  Keeps the return
- * value registers (r0-r3; d0-d3 with the hard-float ABI), calls
+ * lp_dyn_return: where a patched function returns to.  Keeps r0-r3 (and
+ * d0-d7 with the hard-float ABI), calls
  * lp_dyn_exit(sp) and goes to the address it gives by bx. */
 	.syntax unified
 	.arm
@@ -72,8 +72,10 @@ lp_dyn_entry:
 lp_dyn_return:
 	push {r0, r1, r2, r3}
 #if defined(__ARM_PCS_VFP)
-	vpush {d0-d3}
-#define RETURN_FRAME 48
+	/* d4-d7 too: the C code may change them, and a caller that knows the
+	 * callee does not (-fipa-ra) keeps values there across the call */
+	vpush {d0-d7}
+#define RETURN_FRAME 80
 #else
 #define RETURN_FRAME 16
 #endif
@@ -81,7 +83,7 @@ lp_dyn_return:
 	bl lp_dyn_exit
 	mov ip, r0
 #if defined(__ARM_PCS_VFP)
-	vpop {d0-d3}
+	vpop {d0-d7}
 #endif
 	pop {r0, r1, r2, r3}
 	bx ip

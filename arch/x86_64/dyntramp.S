@@ -1,22 +1,32 @@
 /* The common paths of patched functions (runtime/dynpatch.c), x86-64.
  *
- * lp_dyn_entry: reached from a function's trampoline with %r11 = its record
- * and the stack as at the function's entry (the return address at (%rsp)).
- * Keeps every register a function may receive an argument in (%rdi, %rsi,
- * %rdx, %rcx, %r8, %r9, %rax for varargs, %r10 for a static chain,
- * %xmm0-7), calls lp_dyn_enter(record, &return address, stack pointer)
- * and jumps where it says: the function's relocated first instructions.
+ * Both keep every register the C code they call may change, not only
+ * those the calling convention asks for: a compiler that sees a callee's
+ * code (its own, -fipa-ra, or a link-time optimised program) lets the
+ * caller keep values in the registers the callee does not touch, across
+ * the call.
  *
- * lp_dyn_return: where a patched function returns to.  Keeps the return
- * value registers (%rax, %rdx, %xmm0, %xmm1; the x87 stack is not touched
- * by the runtime), calls lp_dyn_exit(the function's stack pointer at its
- * entry) and returns to the address it gives. */
+ * lp_dyn_entry: reached from a function's trampoline with %r11 = its
+ * record, the caller's %r11 just below the return address (the stub
+ * pushed it) and the stack otherwise as at the function's entry.  Calls
+ * lp_dyn_enter(record, &return address, stack pointer at the entry), then
+ * gives every register back (%r11 last) and goes where it says (the
+ * function's relocated first instructions) by a ret that also drops the
+ * saved %r11.
+ *
+ * lp_dyn_return: where a patched function returns to.  Calls
+ * lp_dyn_exit(the function's stack pointer at its entry), gives every
+ * register back and returns to the address it gives (the x87 stack is not
+ * touched by the runtime). */
 	.text
 	.globl lp_dyn_entry
 	.hidden lp_dyn_entry
 	.type lp_dyn_entry, @function
 lp_dyn_entry:
 	.cfi_startproc
+	.cfi_def_cfa_offset 16
+	sub $8, %rsp /* where the continuation goes */
+	.cfi_adjust_cfa_offset 8
 	push %rax
 	.cfi_adjust_cfa_offset 8
 	push %rdi
@@ -33,9 +43,9 @@ lp_dyn_entry:
 	.cfi_adjust_cfa_offset 8
 	push %r10
 	.cfi_adjust_cfa_offset 8
-	/* 8 words pushed on a stack that was 8 off 16 bytes: 8 off still */
-	sub $136, %rsp
-	.cfi_adjust_cfa_offset 136
+	/* 10 words below a stack that was 8 off 16 bytes: 264 more align it */
+	sub $264, %rsp
+	.cfi_adjust_cfa_offset 264
 	movups %xmm0, 0(%rsp)
 	movups %xmm1, 16(%rsp)
 	movups %xmm2, 32(%rsp)
@@ -44,11 +54,19 @@ lp_dyn_entry:
 	movups %xmm5, 80(%rsp)
 	movups %xmm6, 96(%rsp)
 	movups %xmm7, 112(%rsp)
+	movups %xmm8, 128(%rsp)
+	movups %xmm9, 144(%rsp)
+	movups %xmm10, 160(%rsp)
+	movups %xmm11, 176(%rsp)
+	movups %xmm12, 192(%rsp)
+	movups %xmm13, 208(%rsp)
+	movups %xmm14, 224(%rsp)
+	movups %xmm15, 240(%rsp)
 	mov %r11, %rdi
-	lea 200(%rsp), %rsi
+	lea 344(%rsp), %rsi
 	mov %rsi, %rdx
 	call lp_dyn_enter
-	mov %rax, %r11
+	mov %rax, 328(%rsp)
 	movups 0(%rsp), %xmm0
 	movups 16(%rsp), %xmm1
 	movups 32(%rsp), %xmm2
@@ -57,8 +75,16 @@ lp_dyn_entry:
 	movups 80(%rsp), %xmm5
 	movups 96(%rsp), %xmm6
 	movups 112(%rsp), %xmm7
-	add $136, %rsp
-	.cfi_adjust_cfa_offset -136
+	movups 128(%rsp), %xmm8
+	movups 144(%rsp), %xmm9
+	movups 160(%rsp), %xmm10
+	movups 176(%rsp), %xmm11
+	movups 192(%rsp), %xmm12
+	movups 208(%rsp), %xmm13
+	movups 224(%rsp), %xmm14
+	movups 240(%rsp), %xmm15
+	add $264, %rsp
+	.cfi_adjust_cfa_offset -264
 	pop %r10
 	.cfi_adjust_cfa_offset -8
 	pop %r9
@@ -75,7 +101,8 @@ lp_dyn_entry:
 	.cfi_adjust_cfa_offset -8
 	pop %rax
 	.cfi_adjust_cfa_offset -8
-	jmp *%r11
+	mov 8(%rsp), %r11
+	ret $8
 	.cfi_endproc
 	.size lp_dyn_entry, .-lp_dyn_entry
 
@@ -93,17 +120,59 @@ lp_dyn_return:
 	 * before the call, 16-byte aligned */
 	sub $8, %rsp /* the real return address goes here */
 	push %rax
+	push %rcx
 	push %rdx
-	sub $40, %rsp
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	push %r10
+	push %r11
+	sub $256, %rsp
 	movups %xmm0, 0(%rsp)
 	movups %xmm1, 16(%rsp)
-	lea 56(%rsp), %rdi /* where the return address was: the entry's stack pointer */
+	movups %xmm2, 32(%rsp)
+	movups %xmm3, 48(%rsp)
+	movups %xmm4, 64(%rsp)
+	movups %xmm5, 80(%rsp)
+	movups %xmm6, 96(%rsp)
+	movups %xmm7, 112(%rsp)
+	movups %xmm8, 128(%rsp)
+	movups %xmm9, 144(%rsp)
+	movups %xmm10, 160(%rsp)
+	movups %xmm11, 176(%rsp)
+	movups %xmm12, 192(%rsp)
+	movups %xmm13, 208(%rsp)
+	movups %xmm14, 224(%rsp)
+	movups %xmm15, 240(%rsp)
+	lea 328(%rsp), %rdi /* where the return address was: the entry's stack pointer */
 	call lp_dyn_exit
-	mov %rax, 56(%rsp)
+	mov %rax, 328(%rsp)
 	movups 0(%rsp), %xmm0
 	movups 16(%rsp), %xmm1
-	add $40, %rsp
+	movups 32(%rsp), %xmm2
+	movups 48(%rsp), %xmm3
+	movups 64(%rsp), %xmm4
+	movups 80(%rsp), %xmm5
+	movups 96(%rsp), %xmm6
+	movups 112(%rsp), %xmm7
+	movups 128(%rsp), %xmm8
+	movups 144(%rsp), %xmm9
+	movups 160(%rsp), %xmm10
+	movups 176(%rsp), %xmm11
+	movups 192(%rsp), %xmm12
+	movups 208(%rsp), %xmm13
+	movups 224(%rsp), %xmm14
+	movups 240(%rsp), %xmm15
+	add $256, %rsp
+	pop %r11
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
 	pop %rdx
+	pop %rcx
 	pop %rax
 	ret
 	.cfi_endproc

@@ -9,16 +9,17 @@
 
 #define DYN_PLAN_ARCH LP_PLAN_X86_64
 #define DYN_JUMP 5u       /* jmp rel32 at the entry */
-#define DYN_STUB_SIZE 24u /* bytes of a trampoline before the relocated code (dyn_stub_write) */
+#define DYN_STUB_SIZE 26u /* bytes of a trampoline before the relocated code (dyn_stub_write) */
 #define DYN_REACH 0x7fff0000ll
 #define DYN_PROBE_STUB 41u /* dyn_probe_stub_write's, and where its code begins */
 #define DYN_PROBE_ENTRY 8u
 /* where the common paths keep the registers, in words from the stack
  * pointer at the function's entry: the integer arguments (rdi rsi rdx rcx
- * r8 r9), and the return value (rax, below the return address) */
+ * r8 r9; below them the saved r11 and the continuation's slot, then rax),
+ * and the return value (rax, below the return address) */
 #define DYN_ARG_SLOTS                  \
 	{                              \
-		-2, -3, -4, -5, -6, -7 \
+		-4, -5, -6, -7, -8, -9 \
 	}
 #define DYN_RET_SLOT (-1)
 
@@ -37,20 +38,23 @@ static inline LP_NOINSTR uintptr_t dyn_code_addr(uint64_t addr, const uint8_t *c
 	return (uintptr_t)c;
 }
 
-/* movabs $rec, %r11; jmp *0(%rip); .quad entry */
+/* push %r11; movabs $rec, %r11; jmp *0(%rip); .quad entry (the caller's
+ * %r11 kept below the return address: lp_dyn_entry gives it back) */
 static inline LP_NOINSTR void dyn_stub_write(uint8_t *p, uintptr_t rec, uintptr_t entry, uint64_t addr)
 {
 	uint64_t r = rec, e = entry;
 	int32_t zero = 0;
 
 	(void)addr;
-	p[0] = 0x49;
-	p[1] = 0xbb;
-	memcpy(p + 2, &r, 8);
-	p[10] = 0xff;
-	p[11] = 0x25;
-	memcpy(p + 12, &zero, 4);
-	memcpy(p + 16, &e, 8);
+	p[0] = 0x41;
+	p[1] = 0x53;
+	p[2] = 0x49;
+	p[3] = 0xbb;
+	memcpy(p + 4, &r, 8);
+	p[12] = 0xff;
+	p[13] = 0x25;
+	memcpy(p + 14, &zero, 4);
+	memcpy(p + 18, &e, 8);
 }
 
 /* A probe's trampoline (.quad probe, then at DYN_PROBE_ENTRY): the red

@@ -1007,6 +1007,48 @@ def report_probes(lp, trace):
     return {p["name"]: p["hits"] for p in lp.json("report", "--format", "json", trace).get("probes", [])}
 
 
+# A caller that keeps values in registers the calling convention lets a
+# callee change, because it knows this callee does not (what -fipa-ra and
+# link-time optimisation do): the patched callee's entry and return paths
+# must give every register back (python3 died of this under --dynamic)
+KEEPREGS = r"""
+#include <stdio.h>
+__asm__(".text\n.p2align 4\n.globl leaf\n.type leaf, @function\nleaf:\n\tlea 1(%rdi), %eax\n\tret\n"
+        ".size leaf, .-leaf\n.p2align 4\n.globl keeper\n.type keeper, @function\nkeeper:\n"
+        "\tmov $0x1111, %r11\n\tmov $0x2222, %rsi\n\tmov $0x3333, %rcx\n\tmov $0x4444, %r8\n"
+        "\tmov $0x5555, %r9\n\tmov $0x6666, %r10\n\tmov $0x7777, %rdx\n\tmovq %rdx, %xmm9\n"
+        "\tmovq %rdx, %xmm15\n\tmov $5, %edi\n\tsub $8, %rsp\n\tcall leaf\n\tadd $8, %rsp\n"
+        "\txor $0x1111, %r11\n\txor $0x2222, %rsi\n\txor $0x3333, %rcx\n\txor $0x4444, %r8\n"
+        "\txor $0x5555, %r9\n\txor $0x6666, %r10\n\txor $5, %rdi\n\tmovq %xmm9, %rax\n\txor $0x7777, %rax\n"
+        "\tor %rax, %r11\n\tmovq %xmm15, %rax\n\txor $0x7777, %rax\n\tor %rax, %r11\n"
+        "\tor %rsi, %r11\n\tor %rcx, %r11\n\tor %r8, %r11\n\tor %r9, %r11\n\tor %r10, %r11\n"
+        "\tor %rdi, %r11\n\tmov %r11, %rax\n\tret\n.size keeper, .-keeper\n");
+long keeper(void);
+int main(void)
+{
+	long bad = 0;
+	for (int i = 0; i < 3; i++)
+		bad |= keeper();
+	printf("%ld\n", bad);
+	return 0;
+}
+"""
+
+
+@needs(patch_missing, "patch registers")
+def group_patch_registers(lp, tmp):
+    """Every register a caller keeps across a call to a patched function
+    (not only those the calling convention keeps) is as it was (x86-64)."""
+    if os.uname().machine != "x86_64":
+        skip("patch registers", "the program is x86-64 assembly")
+        return
+    prog = build_c(tmp, "keepregs", KEEPREGS)
+    out = os.path.join(tmp, "keepregs.t")
+    r = lp("record", "-q", "--dynamic=leaf", "-o", out, "--", prog)
+    check(r.returncode == 0 and r.stdout == "0\n" and calls(lp, out) == {"leaf": 3},
+          "--dynamic=leaf: r8-r11, rcx, rsi, rdi, xmm9, xmm15 kept across its 3 calls", r.stdout + r.stderr)
+
+
 @needs(patch_missing, "patch probes")
 def group_patch_probes(lp, tmp):
     """--probe FUNCTION+OFFSET: an instruction of the program probed (one
@@ -1222,6 +1264,7 @@ GROUPS = {
     "patch_libargs": group_patch_libargs,
     "patch_traps": group_patch_traps,
     "patch_probes": group_patch_probes,
+    "patch_registers": group_patch_registers,
     "patch_edges": group_patch_edges,
     "ptrace_programs": group_ptrace_programs,
     "ptrace_edges": group_ptrace_edges,
