@@ -11,8 +11,7 @@
  * pushed it) and the stack otherwise as at the function's entry.  Calls
  * lp_dyn_enter(record, &return address, stack pointer at the entry), then
  * gives every register back (%r11 last) and goes where it says (the
- * function's relocated first instructions) by a ret that also drops the
- * saved %r11.
+ * function's relocated first instructions).
  *
  * lp_dyn_return: where a patched function returns to.  Calls
  * lp_dyn_exit(the function's stack pointer at its entry), gives every
@@ -101,8 +100,13 @@ lp_dyn_entry:
 	.cfi_adjust_cfa_offset -8
 	pop %rax
 	.cfi_adjust_cfa_offset -8
+	/* the caller's %r11 back, the two words dropped, and a jump through
+	 * the continuation's slot, now in the red zone (a signal frame goes
+	 * below it): a ret would unbalance the return predictor */
 	mov 8(%rsp), %r11
-	ret $8
+	lea 16(%rsp), %rsp
+	.cfi_adjust_cfa_offset -16
+	jmp *-16(%rsp)
 	.cfi_endproc
 	.size lp_dyn_entry, .-lp_dyn_entry
 
