@@ -161,18 +161,18 @@ lp_dyn_return:
 
 	/* lp_dyn_probe: called (blr) from a probe's trampoline with x16 = the
 	 * record (x16, x17 and x30 kept there): every other register the C
-	 * code may change, the flags and the floating-point status kept,
-	 * lp_dyn_probe_hit(record) called */
+	 * code may change (x0-x15, x18, the whole of q0-q31), the flags and
+	 * the floating-point status kept, lp_dyn_probe_hit(record) called */
 	.globl lp_dyn_probe
 	.hidden lp_dyn_probe
 	.type lp_dyn_probe, %function
 lp_dyn_probe:
 	.cfi_startproc
-	sub sp, sp, #544
-	.cfi_def_cfa_offset 544
+	sub sp, sp, #688
+	.cfi_def_cfa_offset 688
 	stp x29, x30, [sp]
-	.cfi_offset 29, -544
-	.cfi_offset 30, -536
+	.cfi_offset 29, -688
+	.cfi_offset 30, -680
 	stp x0, x1, [sp, #16]
 	stp x2, x3, [sp, #32]
 	stp x4, x5, [sp, #48]
@@ -184,45 +184,55 @@ lp_dyn_probe:
 	mrs x0, nzcv
 	mrs x1, fpsr
 	stp x0, x1, [sp, #144]
-	stp q0, q1, [sp, #160]
-	stp q2, q3, [sp, #192]
-	stp q4, q5, [sp, #224]
-	stp q6, q7, [sp, #256]
-	stp q16, q17, [sp, #288]
-	stp q18, q19, [sp, #320]
-	stp q20, q21, [sp, #352]
-	stp q22, q23, [sp, #384]
-	stp q24, q25, [sp, #416]
-	stp q26, q27, [sp, #448]
-	stp q28, q29, [sp, #480]
-	stp q30, q31, [sp, #512]
+	str x18, [sp, #160]
+	stp q0, q1, [sp, #176]
+	stp q2, q3, [sp, #208]
+	stp q4, q5, [sp, #240]
+	stp q6, q7, [sp, #272]
+	stp q8, q9, [sp, #304]
+	stp q10, q11, [sp, #336]
+	stp q12, q13, [sp, #368]
+	stp q14, q15, [sp, #400]
+	stp q16, q17, [sp, #432]
+	stp q18, q19, [sp, #464]
+	stp q20, q21, [sp, #496]
+	stp q22, q23, [sp, #528]
+	stp q24, q25, [sp, #560]
+	stp q26, q27, [sp, #592]
+	stp q28, q29, [sp, #624]
+	stp q30, q31, [sp, #656]
 	mov x0, x16
 	bl lp_dyn_probe_hit
-	ldp q30, q31, [sp, #512]
-	ldp q28, q29, [sp, #480]
-	ldp q26, q27, [sp, #448]
-	ldp q24, q25, [sp, #416]
-	ldp q22, q23, [sp, #384]
-	ldp q20, q21, [sp, #352]
-	ldp q18, q19, [sp, #320]
-	ldp q16, q17, [sp, #288]
-	ldp q6, q7, [sp, #256]
-	ldp q4, q5, [sp, #224]
-	ldp q2, q3, [sp, #192]
-	ldp q0, q1, [sp, #160]
+	ldp q0, q1, [sp, #176]
+	ldp q2, q3, [sp, #208]
+	ldp q4, q5, [sp, #240]
+	ldp q6, q7, [sp, #272]
+	ldp q8, q9, [sp, #304]
+	ldp q10, q11, [sp, #336]
+	ldp q12, q13, [sp, #368]
+	ldp q14, q15, [sp, #400]
+	ldp q16, q17, [sp, #432]
+	ldp q18, q19, [sp, #464]
+	ldp q20, q21, [sp, #496]
+	ldp q22, q23, [sp, #528]
+	ldp q24, q25, [sp, #560]
+	ldp q26, q27, [sp, #592]
+	ldp q28, q29, [sp, #624]
+	ldp q30, q31, [sp, #656]
+	ldr x18, [sp, #160]
 	ldp x0, x1, [sp, #144]
 	msr nzcv, x0
 	msr fpsr, x1
-	ldp x14, x15, [sp, #128]
-	ldp x12, x13, [sp, #112]
-	ldp x10, x11, [sp, #96]
-	ldp x8, x9, [sp, #80]
-	ldp x6, x7, [sp, #64]
-	ldp x4, x5, [sp, #48]
-	ldp x2, x3, [sp, #32]
 	ldp x0, x1, [sp, #16]
+	ldp x2, x3, [sp, #32]
+	ldp x4, x5, [sp, #48]
+	ldp x6, x7, [sp, #64]
+	ldp x8, x9, [sp, #80]
+	ldp x10, x11, [sp, #96]
+	ldp x12, x13, [sp, #112]
+	ldp x14, x15, [sp, #128]
 	ldp x29, x30, [sp]
-	add sp, sp, #544
+	add sp, sp, #688
 	.cfi_def_cfa_offset 0
 	ret
 	.cfi_endproc
