@@ -30,6 +30,8 @@ static const struct command commands[] = {
 	{ "snapshot", cmd_snapshot, "the heap state of a trace at one moment, to a file" },
 	{ "memdiff", cmd_memdiff, "what grew on the heap between two snapshots, per call site" },
 	{ "serve", cmd_serve, "web UI: a trace (or a live session) in a browser" },
+	{ "callgraph", cmd_callgraph, "the static call graph of a binary, and its possible call paths" },
+	{ "coverage", cmd_coverage, "a trace against its binaries' static call graph: what never ran" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
