@@ -212,16 +212,15 @@ static uint32_t module_open(struct cov_build *b, const char *module)
 		strcat(path, module);
 	}
 	r = cg_set_add(&c->set, path ? path : module, &obj, err, sizeof(err));
-	free(path);
-	if (r == -ENOMEM) {
-		build_fail(b, r, NULL);
-		return CG_NONE;
-	}
-	if (r) {
-		error_warn(b->o->warn, "%s", err);
+	if (r && r != -ENOMEM) {
+		error_warn(b->o->warn, "cannot read '%s': %s", path ? path : module, err);
 		c->unread++;
-		return CG_NONE;
 	}
+	free(path);
+	if (r == -ENOMEM)
+		build_fail(b, r, NULL);
+	if (r)
+		return CG_NONE;
 	if (obj >= c->nobjs) {
 		/* a new object: its counts, and the path the trace gave it */
 		struct cov_obj *objs = realloc(c->objs, (size_t)(obj + 1) * sizeof(*objs));
@@ -533,6 +532,22 @@ bool coverage_counted(const struct coverage *c, const struct cg_func *f)
 	return !(f->flags & (CG_FUNC_CRT | CG_FUNC_PART));
 }
 
+bool coverage_edge_counted(const struct coverage *c, uint32_t obj, const struct cg_edge *e)
+{
+	const struct cg_object *o = c->set.objs[obj];
+	const struct cg_func *callee;
+
+	if (e->kind == CG_EDGE_INDIRECT || !coverage_counted(c, &o->funcs[e->caller]))
+		return false;
+	callee = &o->funcs[e->callee];
+	if (coverage_counted(c, callee))
+		return true;
+	/* a call through the PLT to a function of a listed object (a traced
+	 * library, or a library's call of its own exported function) */
+	return callee->kind == CG_FUNC_IMPORT && callee->link_obj != CG_NONE &&
+	       coverage_counted(c, &c->set.objs[callee->link_obj]->funcs[callee->link_func]);
+}
+
 /* A traced address no function holds, to count each once. */
 struct cov_miss {
 	const char *module;
@@ -820,8 +835,7 @@ static int summarise(struct coverage *c)
 		for (e = 0; e < o->nedges; e++) {
 			const struct cg_edge *ed = &o->edges[e];
 
-			if (ed->kind == CG_EDGE_INDIRECT || !coverage_counted(c, &o->funcs[ed->caller]) ||
-			    !coverage_counted(c, &o->funcs[ed->callee]))
+			if (!coverage_edge_counted(c, i, ed))
 				continue;
 			co->edges.total++;
 			co->edges.run += coverage_edge_calls(c, i, ed) > 0;
@@ -898,9 +912,12 @@ int coverage_build(const char *trace_dir, const struct coverage_opts *o, struct 
 	}
 	if (r == -ENOMEM)
 		goto oom;
-	r = walk_condition(&b.w, o->warn, err, errlen);
-	if (r)
-		goto out;
+	{
+		char damage[LP_ERROR_MAX];
+
+		if (walk_condition(&b.w, o->warn, damage, sizeof(damage)) && !(c->damage = strdup(damage)))
+			goto oom;
+	}
 	if (b.w.lost)
 		error_warn(o->warn, "warning: %llu events were lost: functions that ran may count as never run",
 		           (unsigned long long)b.w.lost);
@@ -951,6 +968,11 @@ uint32_t coverage_unread(const struct coverage *c)
 	return c->unread;
 }
 
+int coverage_condition(const struct coverage *c, char *err, size_t errlen)
+{
+	return c->damage ? error_set(err, errlen, -EBADMSG, "%s", c->damage) : 0;
+}
+
 void cov_obj_release(struct cov_obj *co)
 {
 	free(co->path);
@@ -981,5 +1003,6 @@ void coverage_free(struct coverage *c)
 		cg_paths_release(&c->paths);
 	cg_set_release(&c->set);
 	free(c->trace);
+	free(c->damage);
 	free(c);
 }

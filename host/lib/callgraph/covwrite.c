@@ -71,7 +71,7 @@ static void count_json(struct json *j, const char *key, const struct cov_count *
 	json_object_begin(j, key);
 	json_u64(j, "total", n->total);
 	json_u64(j, "run", n->run);
-	json_f64(j, "percent", percent(n));
+	json_fixed(j, "percent", percent(n), 1);
 	json_object_end(j);
 }
 
@@ -117,8 +117,7 @@ static void object_json(struct json *j, const struct coverage *c, uint32_t i)
 		const struct cg_edge *ed = &o->edges[e];
 		uint64_t n;
 
-		if (ed->kind == CG_EDGE_INDIRECT || !coverage_counted(c, &o->funcs[ed->caller]) ||
-		    !coverage_counted(c, &o->funcs[ed->callee]))
+		if (!coverage_edge_counted(c, i, ed))
 			continue;
 		n = coverage_edge_calls(c, i, ed);
 		json_object_begin(j, NULL);
