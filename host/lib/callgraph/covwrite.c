@@ -189,7 +189,7 @@ static void row_text(FILE *f, int width, const char *name, const struct cov_coun
 
 	snprintf(a, sizeof(a), "%" PRIu32 "/%" PRIu32, fn->run, fn->total);
 	snprintf(b, sizeof(b), "%" PRIu32 "/%" PRIu32, ed->run, ed->total);
-	fprintf(f, "%-*s  %15s  %5.1f%%  %15s  %5.1f%%\n", width, name, a, percent(fn), b, percent(ed));
+	fprintf(f, "%-*s  %19s  %5.1f%%  %15s  %5.1f%%\n", width, name, a, percent(fn), b, percent(ed));
 }
 
 int coverage_write_text(FILE *f, const struct coverage *c)
@@ -200,7 +200,7 @@ int coverage_write_text(FILE *f, const struct coverage *c)
 	for (i = 0; i < c->nobjs; i++)
 		if ((int)strlen(c->objs[i].path) > width)
 			width = (int)strlen(c->objs[i].path);
-	fprintf(f, "%-*s  %15s  %6s  %15s  %6s\n", width, "object", "functions run", "%", "calls run", "%");
+	fprintf(f, "%-*s  %19s  %6s  %15s  %6s\n", width, "object", "functions run/total", "%", "calls run/total", "%");
 	for (i = 0; i < c->nobjs; i++)
 		row_text(f, width, c->objs[i].path, &c->objs[i].funcs, &c->objs[i].edges);
 	row_text(f, width, "total", &c->total.funcs, &c->total.edges);
