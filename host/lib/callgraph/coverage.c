@@ -429,7 +429,7 @@ static void stack_retry(struct cov_build *b, struct cov_stack *st)
 			f->pending = !b->keys[f->key].module;
 			st->pending -= !f->pending;
 		}
-		if (f->trie == TRIE_OUT || f->trie == TRIE_BLOCKED)
+		if (f->key != CG_NONE && (f->trie == TRIE_OUT || f->trie == TRIE_BLOCKED))
 			f->trie = trie_step(b, d ? st->f[d - 1].trie : TRIE_OUT, f->key, f->counted);
 	}
 }
@@ -473,6 +473,8 @@ static void cov_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t ad
 	if (k == CG_NONE)
 		return;
 	stack_cut(st, depth);
+	for (; st->n < depth; st->n++)
+		st->f[st->n] = (struct cov_frame){ .key = CG_NONE, .trie = TRIE_OUT }; /* never entered here */
 	if (st->pending && b->o->paths && st->maps != symbolizer_map_count(b->w.sym))
 		stack_retry(b, st);
 	if (depth)
