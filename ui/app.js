@@ -1716,8 +1716,8 @@ function covRender(c) {
   warn.textContent = '';
   for (const w of c.warnings || []) warn.append(el('li', null, w));
   $('cov-damage').hidden = !c.damage;
-  $('cov-damage').textContent = c.damage ? 'The trace is damaged: ' + c.damage +
-    '. Functions that ran in the unreadable part show as never run.' : '';
+  $('cov-damage').textContent = c.damage ? c.damage + '. Functions that ran only in the unreadable part show as ' +
+    'never run.' : '';
 
   const body = $('cov-table').tBodies[0];
   body.textContent = '';
