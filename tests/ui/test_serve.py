@@ -1627,11 +1627,16 @@ def group_coverage(lp, b, tmp, br):
                  "coverage of cov_app: functions 4/6, calls 3/5, never run %s, sort_some -> cmp_ints outside the "
                  "static graph" % ", ".join(COV_NEVER), r.stdout[:600]):
         return
+    damaged = os.path.join(tmp, "t-cov-damaged")  # its last 40 bytes cut off
+    shutil.copytree(trace, damaged)
+    data = os.path.join(damaged, "data")
+    os.truncate(data, os.path.getsize(data) - 40)
     srv = Server(lp, [trace])
     srv_gone = Server(lp, [trace_gone])
+    srv_damaged = Server(lp, [damaged])
     try:
-        if not check(srv.url is not None and srv_gone.url is not None, "serve the coverage traces",
-                     srv.err.text() + srv_gone.err.text()):
+        if not check(srv.url is not None and srv_gone.url is not None and srv_damaged.url is not None,
+                     "serve the coverage traces", srv.err.text() + srv_gone.err.text() + srv_damaged.err.text()):
             return
         st, _, body = get(srv.port, "/api/coverage")
         doc = json.loads(body) if st == 200 else {}
@@ -1643,6 +1648,10 @@ def group_coverage(lp, b, tmp, br):
         err = json.loads(body).get("error", "") if body.startswith(b"{") else ""
         check(st == 404 and ("cannot read '%s'" % gone) in err, "/api/coverage of a trace whose binary is gone: 404, "
               "which binary and why", (st, body))
+        st, _, body = get(srv_damaged.port, "/api/coverage")
+        doc = json.loads(body) if st == 200 else {}
+        check(st == 200 and "is damaged" in doc.get("damage", "") and doc.get("paths"),
+              "/api/coverage of a damaged trace: its readable part, and the damage", (st, body[-300:]))
         st, _, _ = get(srv.port, "/api/coverage", headers={"Host": "rebound.example:%d" % srv.port})
         check(st == 403, "/api/coverage with a foreign Host header: refused as every request", st)
         st, _, _ = get(srv.port, "/api/coverage", method="POST", headers={"X-Layerprof": "1"})
@@ -1660,12 +1669,14 @@ def group_coverage(lp, b, tmp, br):
             "never": COV_NEVER,
             "dynamic": [[str(d["calls"]), d["caller"], d["callee"]] for d in obj["dynamic_calls"]],
             "gone_url": srv_gone.url,
+            "damaged_url": srv_damaged.url,
             "gone_binary": gone,
         }
         br.run("coverage", srv.url, expect, prefix="coverage-")
     finally:
         srv.stop()
         srv_gone.stop()
+        srv_damaged.stop()
 
 
 def re_match(pattern, text):

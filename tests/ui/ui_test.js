@@ -813,6 +813,17 @@ async function scenarioCoverage(page) {
   await page.waitForFunction(() => !document.querySelector('#tree-table tbody tr.cov-never'), null, { timeout: 10000 });
   check(true, 'call tree: unticking the box takes the greyed callee away');
 
+  check(await page.isHidden('#cov-damage'), 'coverage: no damage said of a whole trace');
+
+  /* a damaged trace: its readable part, and the damage said */
+  await page.goto(exp.damaged_url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('#tab-coverage');
+  await page.waitForSelector('#cov-damage:not([hidden])', { timeout: 30000 });
+  const dmg = await page.textContent('#cov-damage');
+  check(/is damaged/.test(dmg) && await page.isVisible('#cov-total') &&
+    !!(await page.$(covSelector(['main']))), 'coverage of a damaged trace: the figures, with the damage said', dmg);
+
   /* a trace whose binary is gone: the tab says which and why (the
    * answer is a 404) */
   failuresExpected.add('/api/coverage');
