@@ -5,7 +5,12 @@
 #include "host/lib/trace/cxxname.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* libstdc++'s demangler; C-callable, returns a malloc'd string. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* Brackets followed; a deeper name is read as one word. */
 #define CXXNAME_NEST_MAX 256
@@ -128,4 +133,21 @@ unreadable:
 	out->start = 0;
 	out->params = n;
 	out->has_params = false;
+}
+
+const char *cxxname_demangle(const char *raw, char *buf, size_t size)
+{
+	int status = -1;
+	char *out;
+
+	if (raw[0] != '_' || raw[1] != 'Z' || strlen(raw) > CXXNAME_DEMANGLE_MAX)
+		return raw;
+	out = __cxa_demangle(raw, NULL, NULL, &status);
+	if (!out || status != 0) {
+		free(out);
+		return raw;
+	}
+	snprintf(buf, size, "%s", out);
+	free(out);
+	return buf;
 }

@@ -22,4 +22,11 @@ struct cxxname {
  * neither. */
 void cxxname_split(const char *name, struct cxxname *out);
 
+/* The demangled form of raw (a C++ "_Z..." symbol name) copied into buf
+ * (size > 0; cut to fit, always NUL-terminated); returns buf, or raw itself
+ * when it is not a mangled name, is longer than CXXNAME_DEMANGLE_MAX, or
+ * the demangler refuses it.  Allocates and frees for the call. */
+#define CXXNAME_DEMANGLE_MAX 8192u
+const char *cxxname_demangle(const char *raw, char *buf, size_t size);
+
 #endif
