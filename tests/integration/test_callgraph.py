@@ -223,21 +223,37 @@ def objdump_edges(b):
         m = re.match(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
         if m and caller:
             lines.append((caller, int(m.group(1), 16), m.group(2), m.group(3)))
+    # x86-64: a register loaded from a GOT slot (mov X(%rip),%reg) then
+    # called or jumped through (the C runtime's weak __gmon_start__ and
+    # _ITM_* calls) is a call of that slot's NAME@got
+    loaded, last = {}, None
     for caller, site, mnem, ops in lines:
+        if caller != last:
+            loaded, last = {}, caller
         t = re.match(r"^([0-9a-f]+) <([^>+]+)>", ops)
+        got = re.match(r"^\*0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <([^@>+]+)(?:@[^>]*)?>$", ops)
+        via = re.match(r"^\*%(\w+)$", ops)
+        target = t.group(2) if t else got.group(1) + "@got" if got else None
+        if via and via.group(1) in loaded:
+            target = loaded[via.group(1)] + "@got"
         if CALL_RE[b.machine].match(mnem):
-            if t:
-                calls.add((caller, t.group(2), site))
-            else:
-                g = re.match(r"^\*0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <([^@>+]+)(?:@[^>]*)?>$", ops)
-                if g:
-                    calls.add((caller, g.group(1) + "@got", site))
+            if target:
+                calls.add((caller, target, site))
         elif JUMP_RE[b.machine].match(mnem):
             # the target is the last operand (cbz x0, 1234 <f>)
             t = re.search(r"(?:^|,\s*)([0-9a-f]+) <([^>+]+)>$", ops)
             if t and t.group(2) != caller and (t.group(2).endswith("@plt") or starts.get(t.group(2)) == int(
                     t.group(1), 16)):
                 jumps.add((caller, t.group(2), site))
+            elif target and target.endswith("@got"):
+                jumps.add((caller, target, site))
+        m = re.match(r"^0x[0-9a-f]+\(%rip\),%(\w+)\s+# [0-9a-f]+ <([^@>+]+)(?:@[^>]*)?>$", ops)
+        if mnem.startswith("mov") and m:
+            loaded[m.group(1)] = m.group(2)
+        elif not mnem.startswith(("test", "cmp")):
+            w = re.search(r",%(\w+)$", ops.split("#")[0].strip())
+            if w:
+                loaded.pop(w.group(1), None)
     return starts, calls, jumps
 
 
@@ -306,8 +322,8 @@ def check_known(b, g, obj):
     want = {"call"} if b.opt == "-O0" else {"tail"}
     check(kinds == want, "%s: tail_a -> tail_b is a %s" % (b.tag, "call" if b.opt == "-O0" else "tail call"), kinds)
     if b.opt == "-O0":
-        tails = sorted((a, c) for a, c, k, s in g.edges if k == "tail")
-        check(not tails, "%s: no tail calls at -O0" % b.tag, tails)
+        tails = sorted((a, c) for a, c, k, s in g.edges if k == "tail" and a in MINE)
+        check(not tails, "%s: no tail calls in the sample's functions at -O0" % b.tag, tails)
     for name in ("puts", "qsort", "strlen", "printf"):
         f = g.by_name.get(name + "@plt")
         check(f is not None and f["kind"] == "import" and f["import"] == name,
@@ -370,13 +386,16 @@ def group_pie(lp, tmp):
     g1, g2 = Graph(o1), Graph(o2)
 
     def named(g):
-        funcs = {(f["name"], f["kind"], f["reach"], f["size"]) for f in g.funcs if "crt" not in f["flags"]}
         edges = sorted((a, c, k) for a, c, k, s in g.edges if not g.crt(a))
+        called = {c for a, c, k in edges}
+        funcs = {(f["name"], f["kind"], f["reach"], f["size"]) for f in g.funcs
+                 if "crt" not in f["flags"] and (f["kind"] != "import" or f["name"] in called)}
         return funcs, edges
 
     f1, e1 = named(g1)
     f2, e2 = named(g2)
-    check({x[:3] for x in f1} == {x[:3] for x in f2}, "pie: the same functions, kinds and reach by name",
+    check({x[:3] for x in f1} == {x[:3] for x in f2},
+          "pie: the same functions, kinds and reach by name (out of the start-up code and its imports)",
           sorted({x[:3] for x in f1} ^ {x[:3] for x in f2}))
     check(e1 == e2, "pie: the same calls by name and kind", "pie %s, exec %s" % (e1, e2))
 
@@ -704,9 +723,11 @@ def group_coverage(lp, tmp):
     check(rec is not None and rec[0] and rec[2], "%s --paths: fact's recursion ran, marked recursive" % tag, rec)
     r = lp("coverage", "--paths", trace)
     lines = r.stdout.splitlines()
-    for line in ("* main (1 calls)", "*   run_step (4 calls)", "*     fact (1 calls)", "      ping",
-                 "        pong", "          ping [recursive]", "      measure", "*       tail_b (1 calls)"):
-        check(line in lines, "%s --paths: text line '%s'" % (tag, line), "\n".join(lines[-40:]))
+    # "(1 call)" or "(1 calls)": the spec's "(N calls)", either number
+    for line in (r"\* main \(1 calls?\)", r"\*   run_step \(4 calls\)", r"\*     fact \(1 calls?\)", "      ping",
+                 "        pong", r"          ping \[recursive\]", "      measure", r"\*       tail_b \(1 calls?\)"):
+        check(any(re.fullmatch(line, ln) for ln in lines), "%s --paths: text line '%s'" % (tag, line),
+              "\n".join(lines[-40:]))
 
 
 def group_coverage_dynamic(lp, tmp):
