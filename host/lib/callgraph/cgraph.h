@@ -85,8 +85,9 @@ enum cg_edge_kind {
 	CG_EDGE_CALL,     /* a call instruction to a known target */
 	CG_EDGE_TAIL,     /* a jump (or conditional jump) to another
 	                   * function's start: a tail call */
-	CG_EDGE_INDIRECT, /* a call through a register or memory whose
-	                   * target is not known statically */
+	CG_EDGE_INDIRECT, /* a call (or a jump that is no jump table: a tail
+	                   * call) through a register or memory whose target
+	                   * is not known statically */
 };
 
 struct cg_edge {
@@ -121,6 +122,7 @@ struct cg_object {
 	uint32_t undecodable; /* instructions capstone could not decode (each
 	                       * skipped by the machine's smallest step) */
 	uint64_t code_bytes;  /* bytes of the executable sections */
+	void *impl;           /* private: the file's image and what reads it */
 };
 
 /* Reads the ELF object at path and builds its graph.  Returns 0 and sets
@@ -133,8 +135,7 @@ int cg_object_open(const char *path, struct cg_object **out, char *err, size_t e
 
 /* The same for an image already in memory (len bytes, borrowed for the
  * call only); path names it in messages and in o->path. */
-int cg_object_read(const void *image, size_t len, const char *path, struct cg_object **out, char *err,
-                   size_t errlen);
+int cg_object_read(const void *image, size_t len, const char *path, struct cg_object **out, char *err, size_t errlen);
 
 /* Frees o and everything it owns.  Accepts NULL. */
 void cg_object_free(struct cg_object *o);
