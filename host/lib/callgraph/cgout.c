@@ -620,11 +620,14 @@ static void paths_dot(FILE *f, const struct cg_set *s, const struct cg_paths *p,
 		dot_string(f, label);
 		if (nd->flags & CG_PATH_INDIRECT)
 			fprintf(f, ", shape=circle");
+		/* recursive dashed; with marks, ran filled, never ran grey */
+		if ((opts & CGOUT_MARKS) && !(nd->flags & CG_PATH_RUN))
+			fprintf(f, ", color=grey, fontcolor=grey");
+		if ((opts & CGOUT_MARKS) && (nd->flags & CG_PATH_RUN))
+			fprintf(f, ", fillcolor=palegreen, style=\"filled%s\"",
+			        nd->flags & CG_PATH_RECURSIVE ? ",dashed" : "");
 		else if (nd->flags & CG_PATH_RECURSIVE)
 			fprintf(f, ", style=dashed");
-		if (opts & CGOUT_MARKS)
-			fprintf(f, nd->flags & CG_PATH_RUN ? ", style=filled, fillcolor=palegreen"
-			                                   : ", color=grey, fontcolor=grey");
 		fprintf(f, "];\n");
 		if (nd->parent != CG_NONE)
 			fprintf(f, "\tn%" PRIu32 " -> n%" PRIu32 "%s;\n", nd->parent, i,
