@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/lib/callgraph/cgout.h"
 #include "host/lib/callgraph/coverage_impl.h"
 #include "host/lib/trace/cxxname.h"
 #include "host/lib/trace/symbolizer.h"
@@ -21,14 +22,12 @@
 #define COV_PAIRS_MAX (1u << 26) /* distinct caller-callee pairs of them */
 #define COV_TRIE_MAX (1u << 22)  /* executed call paths kept for --paths */
 #define COV_MODULES_MAX (1u << 16)
-#define COV_DEMANGLE_MAX 4096u /* longer names are shown raw */
+#define COV_NAME_MAX 4096u /* room for one display name */
 
 /* A frame's place in the executed path trie: outside every path from the
  * root, or inside one but below what the path tree can show. */
 #define TRIE_OUT CG_NONE
 #define TRIE_BLOCKED (CG_NONE - 1)
-
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* A traced function as the trace names it: (image, entry address). */
 struct cov_key {
@@ -129,37 +128,6 @@ static void build_fail(struct cov_build *b, int rc, const char *what)
 		error_set(b->err, b->errlen, rc, "trace '%s' has more %s than coverage holds", b->c->trace, what);
 }
 
-/* The demangled form of raw (malloc'd), or NULL when it is not a C++ name
- * (NAME@plt: its NAME) or memory ran out. */
-static char *demangle(const char *raw)
-{
-	const char *at = strchr(raw, '@');
-	size_t len = at ? (size_t)(at - raw) : strlen(raw);
-	char *base, *out, *full;
-	int status = -1;
-
-	if (raw[0] != '_' || raw[1] != 'Z' || len > COV_DEMANGLE_MAX)
-		return NULL;
-	base = strndup(raw, len);
-	if (!base)
-		return NULL;
-	out = __cxa_demangle(base, NULL, NULL, &status);
-	free(base);
-	if (!out || status) {
-		free(out);
-		return NULL;
-	}
-	if (!at)
-		return out;
-	full = malloc(strlen(out) + strlen(at) + 1);
-	if (full) {
-		strcpy(full, out);
-		strcat(full, at);
-	}
-	free(out);
-	return full;
-}
-
 /* The function of o named name: its raw name, else its demangled name,
  * whole or without return type and parameters.  CG_NONE when none. */
 static uint32_t find_by_name(const struct cg_object *o, const char *name)
@@ -168,16 +136,14 @@ static uint32_t find_by_name(const struct cg_object *o, const char *name)
 	size_t len = strlen(name);
 
 	for (i = i != CG_NONE ? i : 0; i < o->nfuncs && strcmp(o->funcs[i].name, name); i++) {
-		char *d = demangle(o->funcs[i].name);
+		char buf[COV_NAME_MAX];
+		const char *d = cxxname_demangle(o->funcs[i].name, buf, sizeof(buf));
 		struct cxxname n;
-		bool same = false;
 
-		if (d) {
-			cxxname_split(d, &n);
-			same = !strcmp(d, name) || (n.params - n.start == len && !memcmp(d + n.start, name, len));
-			free(d);
-		}
-		if (same)
+		if (d == o->funcs[i].name)
+			continue;
+		cxxname_split(d, &n);
+		if (!strcmp(d, name) || (n.params - n.start == len && !memcmp(d + n.start, name, len)))
 			break;
 	}
 	return i < o->nfuncs ? i : CG_NONE;
@@ -836,9 +802,13 @@ static int summarise(struct coverage *c)
 		if (!co->names || !co->never)
 			return -ENOMEM;
 		for (f = 0; f < o->nfuncs; f++) {
-			char *d = c->flags & COVERAGE_DEMANGLE ? demangle(o->funcs[f].name) : NULL;
+			char buf[COV_NAME_MAX];
+			const char *name =
+			    cgout_func_name(o, f, c->flags & COVERAGE_DEMANGLE ? CGOUT_DEMANGLE : 0, buf, sizeof(buf));
 
-			co->names[f] = d ? d : o->funcs[f].name;
+			co->names[f] = strdup(name);
+			if (!co->names[f])
+				return -ENOMEM;
 			if (!coverage_counted(c, &o->funcs[f]))
 				continue;
 			co->funcs.total++;
@@ -1000,8 +970,7 @@ void coverage_free(struct coverage *c)
 	for (i = 0; i < c->nobjs; i++) {
 		if (c->objs[i].names)
 			for (f = 0; f < c->set.objs[i]->nfuncs; f++)
-				if (c->objs[i].names[f] != c->set.objs[i]->funcs[f].name)
-					free((char *)c->objs[i].names[f]);
+				free((char *)c->objs[i].names[f]);
 		free(c->objs[i].names);
 		cov_obj_release(&c->objs[i]);
 	}

@@ -24,8 +24,8 @@ struct cov_count {
 struct cov_obj {
 	char *path;         /* as the trace names it (no sysroot); owned */
 	uint64_t *calls;    /* per function: entries traced; owned */
-	const char **names; /* per function: as shown (demangled, or the
-	                     * graph's own name); those not the graph's owned */
+	const char **names; /* per function: as shown (cgout_func_name);
+	                     * owned, each */
 	uint32_t *never;    /* counted functions that never ran, largest
 	                     * first; owned */
 	uint32_t nnever;

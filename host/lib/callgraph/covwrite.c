@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/lib/callgraph/cgout.h"
 #include "host/lib/callgraph/coverage.h"
 #include "host/lib/callgraph/coverage_impl.h"
 #include "host/lib/util/json.h"
@@ -54,95 +55,15 @@ static const char *reach_name(unsigned reach)
 	return reach < sizeof(names) / sizeof(names[0]) ? names[reach] : "none";
 }
 
+/* How cgout shows the path tree: marked, names as ours. */
+static unsigned cgout_opts(const struct coverage *c)
+{
+	return CGOUT_MARKS | (c->flags & COVERAGE_DEMANGLE ? CGOUT_DEMANGLE : 0);
+}
+
 static const char *fname(const struct coverage *c, uint32_t obj, uint32_t func)
 {
 	return c->objs[obj].names[func];
-}
-
-static const char *node_name(const struct coverage *c, const struct cg_path_node *nd)
-{
-	return nd->flags & CG_PATH_INDIRECT ? "*indirect*" : fname(c, nd->obj, nd->func);
-}
-
-static const char *node_kind(const struct cg_path_node *nd)
-{
-	if (nd->parent == CG_NONE)
-		return "root";
-	if (nd->flags & CG_PATH_INDIRECT || nd->kind == CG_EDGE_INDIRECT)
-		return "indirect";
-	return nd->kind == CG_EDGE_TAIL ? "tail" : "call";
-}
-
-/* The marked path tree as text: one line per node, "* " when it ran. */
-static void paths_write_text(FILE *f, const struct coverage *c)
-{
-	const struct cg_paths *p = &c->paths;
-	uint32_t i;
-
-	for (i = 0; i < p->n; i++) {
-		const struct cg_path_node *nd = &p->nodes[i];
-
-		fprintf(f, "%s%*s%s", nd->flags & CG_PATH_RUN ? "* " : "  ", (int)(2 * nd->depth), "",
-		        node_name(c, nd));
-		if (nd->flags & CG_PATH_RECURSIVE)
-			fputs(" [recursive]", f);
-		if (nd->parent != CG_NONE && nd->kind == CG_EDGE_TAIL)
-			fputs(" [tail]", f);
-		if (nd->flags & CG_PATH_INDIRECT)
-			fputs(" [indirect]", f);
-		if (nd->cut)
-			fprintf(f, " [+%" PRIu32 " cut]", nd->cut);
-		if (nd->flags & CG_PATH_RUN)
-			fprintf(f, " (%" PRIu64 " calls)", nd->calls);
-		fputc('\n', f);
-	}
-	fprintf(f,
-	        "%" PRIu32 " nodes, %" PRIu32 " recursive, %" PRIu64 " paths cut (depth %" PRIu32 ", at most %" PRIu32
-	        " nodes)\n",
-	        p->n, p->recursive, p->cut_paths, p->max_depth, p->max_nodes);
-}
-
-static void paths_write_json(struct json *j, const struct coverage *c)
-{
-	const struct cg_paths *p = &c->paths;
-	uint32_t i, open = 0;
-
-	json_object_begin(j, "paths");
-	json_str(j, "root", fname(c, c->prog, c->root));
-	json_str(j, "object", c->objs[c->prog].path);
-	json_u64(j, "max_depth", p->max_depth);
-	json_u64(j, "max_nodes", p->max_nodes);
-	json_u64(j, "nodes", p->n);
-	json_u64(j, "cut_nodes", p->cut_nodes);
-	json_u64(j, "cut_paths", p->cut_paths);
-	json_u64(j, "recursive", p->recursive);
-	for (i = 0; i < p->n; i++) {
-		const struct cg_path_node *nd = &p->nodes[i];
-
-		for (; open > nd->depth; open--) {
-			json_array_end(j);
-			json_object_end(j);
-		}
-		json_object_begin(j, i ? NULL : "tree");
-		json_str(j, "name", node_name(c, nd));
-		json_u64(j, "object", nd->obj);
-		if (nd->flags & CG_PATH_INDIRECT)
-			json_null(j, "function");
-		else
-			json_u64(j, "function", nd->func);
-		json_str(j, "kind", node_kind(nd));
-		json_bool(j, "recursive", nd->flags & CG_PATH_RECURSIVE);
-		json_u64(j, "cut", nd->cut);
-		json_bool(j, "run", nd->flags & CG_PATH_RUN);
-		json_u64(j, "calls", nd->calls);
-		json_array_begin(j, "children");
-		open++;
-	}
-	for (; open; open--) {
-		json_array_end(j);
-		json_object_end(j);
-	}
-	json_object_end(j);
 }
 
 static void count_json(struct json *j, const char *key, const struct cov_count *n)
@@ -255,7 +176,7 @@ int coverage_write_json(FILE *f, const struct coverage *c)
 	json_object_end(&j);
 	json_u64(&j, "unmatched", c->unmatched);
 	if (c->has_paths)
-		paths_write_json(&j, c);
+		cgout_paths_json(&j, "paths", &c->set, &c->paths, cgout_opts(c));
 	else if (c->want_paths)
 		json_null(&j, "paths");
 	json_object_end(&j);
@@ -331,7 +252,7 @@ int coverage_write_text(FILE *f, const struct coverage *c)
 		fputs("\nCall paths from ", f);
 		fputs(fname(c, c->prog, c->root), f);
 		fputs(" (* ran):\n", f);
-		paths_write_text(f, c);
+		cgout_paths(f, &c->set, &c->paths, CGOUT_TEXT, cgout_opts(c));
 	}
 	return ferror(f) ? -EIO : 0;
 }
