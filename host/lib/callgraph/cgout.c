@@ -231,9 +231,21 @@ static void text_object(FILE *f, const struct cg_set *s, const struct cg_object 
 			fprintf(f, " %s", o->needed[i] ? o->needed[i] : "?");
 		fputc('\n', f);
 	}
-	if (o->stripped)
-		fprintf(f, "stripped: %" PRIu64 " %s named from .dynsym, %" PRIu64 " unnamed (sub_<addr>)\n", sm.named,
-		        plural(sm.named, "function", "functions"), sm.unnamed);
+	if (o->stripped) {
+		/* unnamed ones the reader named (main, _start found from the
+		 * entry point) apart from the sub_<addr> ones */
+		uint64_t sub = 0;
+
+		for (uint32_t i = 0; i < o->nfuncs; i++)
+			if (o->funcs[i].kind == CG_FUNC_UNNAMED && o->funcs[i].name &&
+			    !strncmp(o->funcs[i].name, "sub_", 4))
+				sub++;
+		fprintf(f, "stripped: %" PRIu64 " %s named from .dynsym, ", sm.named,
+		        plural(sm.named, "function", "functions"));
+		if (sm.unnamed > sub)
+			fprintf(f, "%" PRIu64 " from the entry point, ", sm.unnamed - sub);
+		fprintf(f, "%" PRIu64 " unnamed (sub_<addr>)\n", sub);
+	}
 	if (o->undecodable)
 		fprintf(f, "%" PRIu32 " %s could not be decoded\n", o->undecodable,
 		        plural(o->undecodable, "instruction", "instructions"));
