@@ -133,6 +133,9 @@ int cmd_coverage(int argc, char **argv)
 	if (r || fflush(stdout)) {
 		fprintf(stderr, "layerprof coverage: cannot write the output: %s\n", strerror(r ? -r : errno));
 		code = LP_EXIT_FAILURE;
+	} else if (coverage_condition(c, err, sizeof(err))) {
+		fprintf(stderr, "layerprof coverage: %s\n", err);
+		code = LP_EXIT_TRACE;
 	}
 	coverage_free(c);
 	return code;

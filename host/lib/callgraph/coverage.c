@@ -38,6 +38,7 @@ struct cov_key {
 	uint64_t elf;       /* ELF address in module */
 	uint32_t obj, func; /* in the set; CG_NONE: unread or in no function */
 	bool root;          /* the root of --paths */
+	uint64_t maps;      /* symbolizer_map_count when last resolved */
 };
 
 /* An executed call: the callee's entry with the caller's frame enclosing
@@ -57,12 +58,16 @@ struct cov_tnode {
 
 struct cov_frame {
 	uint32_t key, trie;
+	bool counted; /* its entry counted (not a fork's copy) */
+	bool pending; /* its key had no map yet: its trie place may change */
 };
 
 /* A thread's open frames (walk_stream.user), by depth. */
 struct cov_stack {
 	struct cov_frame *f;
-	uint32_t cap;
+	uint32_t n, cap;
+	uint32_t pending; /* frames pending */
+	uint64_t maps;    /* symbolizer_map_count when they were last tried */
 };
 
 /* An object path the trace named, and what became of it. */
@@ -212,16 +217,15 @@ static uint32_t module_open(struct cov_build *b, const char *module)
 		strcat(path, module);
 	}
 	r = cg_set_add(&c->set, path ? path : module, &obj, err, sizeof(err));
-	free(path);
-	if (r == -ENOMEM) {
-		build_fail(b, r, NULL);
-		return CG_NONE;
-	}
-	if (r) {
-		error_warn(b->o->warn, "%s", err);
+	if (r && r != -ENOMEM) {
+		error_warn(b->o->warn, "cannot read '%s': %s", path ? path : module, err);
 		c->unread++;
-		return CG_NONE;
 	}
+	free(path);
+	if (r == -ENOMEM)
+		build_fail(b, r, NULL);
+	if (r)
+		return CG_NONE;
 	if (obj >= c->nobjs) {
 		/* a new object: its counts, and the path the trace gave it */
 		struct cov_obj *objs = realloc(c->objs, (size_t)(obj + 1) * sizeof(*objs));
@@ -257,6 +261,7 @@ static void key_resolve(struct cov_build *b, uint32_t k)
 	uint64_t elf;
 	int r = symbolizer_elf_addr(b->w.sym, key->image, key->addr, &module, &elf);
 
+	key->maps = symbolizer_map_count(b->w.sym);
 	if (r == -ENOMEM)
 		build_fail(b, r, NULL);
 	if (r)
@@ -292,8 +297,14 @@ static uint32_t key_get(struct cov_build *b, uint32_t image, uint64_t addr)
 		return CG_NONE;
 	}
 	slot = hashindex_slot(&b->key_idx, hash, key_eq, b, &k);
-	if (b->key_idx.val[slot])
-		return b->key_idx.val[slot] - 1;
+	if (b->key_idx.val[slot]) {
+		uint32_t i = b->key_idx.val[slot] - 1;
+
+		/* no map covered it: one may have come since */
+		if (!b->keys[i].module && b->keys[i].maps != symbolizer_map_count(b->w.sym))
+			key_resolve(b, i);
+		return i;
+	}
 	r = room(&b->keys, b->nkeys, &b->keys_cap, sizeof(*b->keys), COV_KEYS_MAX);
 	if (r) {
 		build_fail(b, r, "functions");
@@ -390,13 +401,46 @@ static uint32_t trie_step(struct cov_build *b, uint32_t parent, uint32_t k, bool
 	return i;
 }
 
+/* Leaves the frames below depth on st. */
+static void stack_cut(struct cov_stack *st, uint32_t depth)
+{
+	for (; st->n > depth; st->n--)
+		st->pending -= st->f[st->n - 1].pending;
+}
+
+/* Frames whose function had no map when entered (a forked child's copies
+ * of its parent's frames come before the child's maps): once maps have
+ * come, they and the frames above them take their places in the executed
+ * path trie again, so that a root among them starts its path.  A frame
+ * already in a path keeps its place. */
+static void stack_retry(struct cov_build *b, struct cov_stack *st)
+{
+	uint32_t d;
+
+	st->maps = symbolizer_map_count(b->w.sym);
+	for (d = 0; d < st->n && !st->f[d].pending; d++)
+		;
+	for (; d < st->n; d++) {
+		struct cov_frame *f = &st->f[d];
+
+		if (f->pending) {
+			if (!b->keys[f->key].module && b->keys[f->key].maps != st->maps)
+				key_resolve(b, f->key);
+			f->pending = !b->keys[f->key].module;
+			st->pending -= !f->pending;
+		}
+		if (f->key != CG_NONE && (f->trie == TRIE_OUT || f->trie == TRIE_BLOCKED))
+			f->trie = trie_step(b, d ? st->f[d - 1].trie : TRIE_OUT, f->key, f->counted);
+	}
+}
+
 /* The walk's entry callback: called for every traced call, in each
  * thread's order; keeps the thread's frames in its walk_stream.user. */
 static void cov_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
 {
 	struct cov_build *b = ctx;
 	struct cov_stack *st = s->user;
-	struct cov_frame parent = { CG_NONE, TRIE_OUT };
+	struct cov_frame parent = { .key = CG_NONE, .trie = TRIE_OUT };
 	bool count = !(flags & FILTER_INHERITED); /* a fork's copy of its parent's frames */
 	uint32_t k;
 
@@ -428,6 +472,11 @@ static void cov_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t ad
 	k = key_get(b, s->image, addr);
 	if (k == CG_NONE)
 		return;
+	stack_cut(st, depth);
+	for (; st->n < depth; st->n++)
+		st->f[st->n] = (struct cov_frame){ .key = CG_NONE, .trie = TRIE_OUT }; /* never entered here */
+	if (st->pending && b->o->paths && st->maps != symbolizer_map_count(b->w.sym))
+		stack_retry(b, st);
 	if (depth)
 		parent = st->f[depth - 1];
 	if (count) {
@@ -436,7 +485,26 @@ static void cov_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t ad
 			pair_count(b, parent.key, k);
 	}
 	st->f[depth].key = k;
+	st->f[depth].counted = count;
+	st->f[depth].pending = b->o->paths && !b->keys[k].module;
 	st->f[depth].trie = b->o->paths ? trie_step(b, parent.trie, k, count) : TRIE_OUT;
+	st->pending += st->f[depth].pending;
+	st->n = depth + 1;
+	if (st->f[depth].pending)
+		st->maps = symbolizer_map_count(b->w.sym);
+}
+
+/* The walk's exit callback: the frame at depth is gone. */
+static void cov_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                     unsigned flags)
+{
+	(void)ctx;
+	(void)ns;
+	(void)addr;
+	(void)entry_ns;
+	(void)flags;
+	if (s->user)
+		stack_cut(s->user, depth);
 }
 
 /* Stops the pass after a failure (only a chunk's end may). */
@@ -531,6 +599,22 @@ bool coverage_counted(const struct coverage *c, const struct cg_func *f)
 	if (f->kind == CG_FUNC_IMPORT)
 		return c->plt && is_plt(f);
 	return !(f->flags & (CG_FUNC_CRT | CG_FUNC_PART));
+}
+
+bool coverage_edge_counted(const struct coverage *c, uint32_t obj, const struct cg_edge *e)
+{
+	const struct cg_object *o = c->set.objs[obj];
+	const struct cg_func *callee;
+
+	if (e->kind == CG_EDGE_INDIRECT || !coverage_counted(c, &o->funcs[e->caller]))
+		return false;
+	callee = &o->funcs[e->callee];
+	if (coverage_counted(c, callee))
+		return true;
+	/* a call through the PLT to a function of a listed object (a traced
+	 * library, or a library's call of its own exported function) */
+	return callee->kind == CG_FUNC_IMPORT && callee->link_obj != CG_NONE &&
+	       coverage_counted(c, &c->set.objs[callee->link_obj]->funcs[callee->link_func]);
 }
 
 /* A traced address no function holds, to count each once. */
@@ -735,16 +819,18 @@ static int mtrie_build(struct cov_build *b, struct cov_mtrie *m)
  * executed path trie alongside: a node matches its parent's executed
  * child of the same function (for an import, also the function it is
  * linked to); the *indirect* node of a function gets its executed
- * children that no static call of it explains. */
+ * children that no static call of it explains; an unnamed function the
+ * trace never entered is passed through, unmarked. */
 static int mark_paths(struct cov_build *b)
 {
 	struct coverage *c = b->c;
 	struct cg_paths *p = &c->paths;
 	struct cov_mtrie m = { 0 };
 	uint32_t *at = NULL, i, j;
+	bool *through = NULL;
 	int r = mtrie_build(b, &m);
 
-	if (!r && !(at = malloc(((size_t)p->n + 1) * sizeof(*at))))
+	if (!r && (!(at = malloc(((size_t)p->n + 1) * sizeof(*at))) || !(through = calloc(p->n + 1, sizeof(bool)))))
 		r = -ENOMEM;
 	for (i = 0; !r && i < p->n; i++) {
 		struct cg_path_node *nd = &p->nodes[i];
@@ -754,7 +840,19 @@ static int mark_paths(struct cov_build *b)
 		at[i] = CG_NONE;
 		if (up == CG_NONE)
 			continue;
+		if (nd->parent != CG_NONE && !(nd->flags & CG_PATH_INDIRECT) &&
+		    c->set.objs[nd->obj]->funcs[nd->func].kind == CG_FUNC_UNNAMED &&
+		    !c->objs[nd->obj].calls[nd->func]) {
+			/* a function with no symbol that the trace never
+			 * entered: record --dynamic cannot trace it; its
+			 * callees are matched with its caller's calls */
+			at[i] = up;
+			through[i] = true;
+			continue;
+		}
 		if (nd->flags & CG_PATH_INDIRECT) {
+			if (through[nd->parent])
+				continue; /* its calls are not told from its caller's */
 			const struct cg_path_node *caller = &p->nodes[nd->parent];
 
 			for (j = m.first[up]; j != CG_NONE; j = m.next[j])
@@ -780,6 +878,7 @@ static int mark_paths(struct cov_build *b)
 			nd->flags |= CG_PATH_RUN;
 	}
 	free(at);
+	free(through);
 	free(m.n);
 	free(m.first);
 	free(m.next);
@@ -820,8 +919,7 @@ static int summarise(struct coverage *c)
 		for (e = 0; e < o->nedges; e++) {
 			const struct cg_edge *ed = &o->edges[e];
 
-			if (ed->kind == CG_EDGE_INDIRECT || !coverage_counted(c, &o->funcs[ed->caller]) ||
-			    !coverage_counted(c, &o->funcs[ed->callee]))
+			if (!coverage_edge_counted(c, i, ed))
 				continue;
 			co->edges.total++;
 			co->edges.run += coverage_edge_calls(c, i, ed) > 0;
@@ -882,6 +980,7 @@ int coverage_build(const char *trace_dir, const struct coverage_opts *o, struct 
 	b.trie[b.ntrie++] = (struct cov_tnode){ .parent = CG_NONE, .key = CG_NONE, .open = true };
 	ops.ctx = &b;
 	ops.entry = cov_entry;
+	ops.exit = cov_exit;
 	ops.chunk_end = cov_chunk_end;
 	r = walk_run(&b.w, &ops);
 	for (i = 0; i < b.w.nstreams; i++) {
@@ -898,9 +997,12 @@ int coverage_build(const char *trace_dir, const struct coverage_opts *o, struct 
 	}
 	if (r == -ENOMEM)
 		goto oom;
-	r = walk_condition(&b.w, o->warn, err, errlen);
-	if (r)
-		goto out;
+	{
+		char damage[LP_ERROR_MAX];
+
+		if (walk_condition(&b.w, o->warn, damage, sizeof(damage)) && !(c->damage = strdup(damage)))
+			goto oom;
+	}
 	if (b.w.lost)
 		error_warn(o->warn, "warning: %llu events were lost: functions that ran may count as never run",
 		           (unsigned long long)b.w.lost);
@@ -951,6 +1053,11 @@ uint32_t coverage_unread(const struct coverage *c)
 	return c->unread;
 }
 
+int coverage_condition(const struct coverage *c, char *err, size_t errlen)
+{
+	return c->damage ? error_set(err, errlen, -EBADMSG, "%s", c->damage) : 0;
+}
+
 void cov_obj_release(struct cov_obj *co)
 {
 	free(co->path);
@@ -981,5 +1088,6 @@ void coverage_free(struct coverage *c)
 		cg_paths_release(&c->paths);
 	cg_set_release(&c->set);
 	free(c->trace);
+	free(c->damage);
 	free(c);
 }

@@ -41,11 +41,13 @@ struct coverage_opts {
  * side by side.  Returns 0 and sets *out (free it with coverage_free), or
  * a negative errno with one line in err and *out NULL:
  * - the trace's errors as walk_open gives them (missing, empty, not a
- *   trace, another version), and -EBADMSG for a damaged trace: what never
- *   ran cannot be told from part of a run;
- * - -EINVAL: o->paths and no function o->root (or, without one, neither
- *   main nor an entry point) in the program;
+ *   trace, another version);
+ * - -EINVAL: o->paths and no function named o->root in the program;
+ * - -E2BIG: more distinct functions or calls than coverage holds;
  * - -ENOMEM.
+ * A damaged trace is not an error here: its readable part is taken, and
+ * coverage_condition says so (functions that ran in the rest show as never
+ * run).
  * An object that cannot be read is not an error: it is warned about
  * (`cannot read 'x': ...`), its traced addresses count as unmatched, and
  * coverage_unread() counts it.  The paths need the program object: when
@@ -56,6 +58,10 @@ int coverage_build(const char *trace_dir, const struct coverage_opts *o, struct 
 
 /* The objects that held traced functions but could not be read. */
 uint32_t coverage_unread(const struct coverage *c);
+
+/* The trace's damage: -EBADMSG with walk_condition's line in err when the
+ * trace was damaged (the figures cover its readable part), else 0. */
+int coverage_condition(const struct coverage *c, char *err, size_t errlen);
 
 /* Writes c as text (the table, the functions that never ran, the calls
  * outside the static graph, the marked path tree) or as one JSON document

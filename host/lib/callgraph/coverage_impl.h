@@ -39,6 +39,7 @@ struct coverage {
 	                       * order first traced; imports linked */
 	struct cov_obj *objs; /* beside set.objs, nobjs of them */
 	uint32_t nobjs;
+	char *damage;            /* the trace's damage (walk_condition); NULL: none */
 	uint32_t unread;         /* objects that could not be read */
 	uint64_t unmatched;      /* traced addresses in no function of any object */
 	bool plt;                /* the trace has PLT entries: imports count */
@@ -66,6 +67,9 @@ bool coverage_static_call(const struct coverage *c, uint32_t o1, uint32_t f1, ui
 uint64_t coverage_edge_calls(const struct coverage *c, uint32_t obj, const struct cg_edge *e);
 /* Whether function f counts in the percentages. */
 bool coverage_counted(const struct coverage *c, const struct cg_func *f);
+/* Whether static edge e of object obj counts: a call or tail call between
+ * counted functions, or to an import linked to a counted function. */
+bool coverage_edge_counted(const struct coverage *c, uint32_t obj, const struct cg_edge *e);
 /* Sorts the never-run and outside-the-graph lists (covwrite.c). */
 void cov_sort_lists(struct coverage *c);
 void cov_obj_release(struct cov_obj *co);

@@ -10,6 +10,10 @@
 #include "host/lib/callgraph/coverage_impl.h"
 #include "host/lib/util/json.h"
 
+/* Objects whose never-run functions the text merges (the rest are left
+ * out of that list; JSON has them all). */
+#define COV_TEXT_OBJECTS 1024u
+
 static int never_cmp(const void *pa, const void *pb, void *ctx)
 {
 	const struct cg_func *funcs = ctx, *a = &funcs[*(const uint32_t *)pa], *b = &funcs[*(const uint32_t *)pb];
@@ -71,7 +75,7 @@ static void count_json(struct json *j, const char *key, const struct cov_count *
 	json_object_begin(j, key);
 	json_u64(j, "total", n->total);
 	json_u64(j, "run", n->run);
-	json_f64(j, "percent", percent(n));
+	json_fixed(j, "percent", percent(n), 1);
 	json_object_end(j);
 }
 
@@ -117,8 +121,7 @@ static void object_json(struct json *j, const struct coverage *c, uint32_t i)
 		const struct cg_edge *ed = &o->edges[e];
 		uint64_t n;
 
-		if (ed->kind == CG_EDGE_INDIRECT || !coverage_counted(c, &o->funcs[ed->caller]) ||
-		    !coverage_counted(c, &o->funcs[ed->callee]))
+		if (!coverage_edge_counted(c, i, ed))
 			continue;
 		n = coverage_edge_calls(c, i, ed);
 		json_object_begin(j, NULL);
@@ -190,7 +193,37 @@ static void row_text(FILE *f, int width, const char *name, const struct cov_coun
 
 	snprintf(a, sizeof(a), "%" PRIu32 "/%" PRIu32, fn->run, fn->total);
 	snprintf(b, sizeof(b), "%" PRIu32 "/%" PRIu32, ed->run, ed->total);
-	fprintf(f, "%-*s  %15s  %5.1f%%  %15s  %5.1f%%\n", width, name, a, percent(fn), b, percent(ed));
+	fprintf(f, "%-*s  %19s  %5.1f%%  %15s  %5.1f%%\n", width, name, a, percent(fn), b, percent(ed));
+}
+
+/* The never-run functions of all objects, largest first (each object's
+ * list is so already: they are merged); the number written. */
+static uint32_t never_text(FILE *f, const struct coverage *c)
+{
+	uint32_t at[COV_TEXT_OBJECTS] = { 0 }, i, n = 0;
+
+	for (;;) {
+		const struct cg_func *bf = NULL;
+		uint32_t best = 0;
+
+		for (i = 0; i < c->nobjs && i < COV_TEXT_OBJECTS; i++) {
+			const struct cg_func *fn;
+
+			if (at[i] == c->objs[i].nnever)
+				continue;
+			fn = &c->set.objs[i]->funcs[c->objs[i].never[at[i]]];
+			if (!bf || fn->size > bf->size) {
+				best = i;
+				bf = fn;
+			}
+		}
+		if (!bf)
+			return n;
+		fprintf(f, "  %8" PRIu64 "  %s  %s\n", bf->size, fname(c, best, c->objs[best].never[at[best]]),
+		        c->objs[best].path);
+		at[best]++;
+		n++;
+	}
 }
 
 int coverage_write_text(FILE *f, const struct coverage *c)
@@ -201,7 +234,7 @@ int coverage_write_text(FILE *f, const struct coverage *c)
 	for (i = 0; i < c->nobjs; i++)
 		if ((int)strlen(c->objs[i].path) > width)
 			width = (int)strlen(c->objs[i].path);
-	fprintf(f, "%-*s  %15s  %6s  %15s  %6s\n", width, "object", "functions run", "%", "calls run", "%");
+	fprintf(f, "%-*s  %19s  %6s  %15s  %6s\n", width, "object", "functions run/total", "%", "calls run/total", "%");
 	for (i = 0; i < c->nobjs; i++)
 		row_text(f, width, c->objs[i].path, &c->objs[i].funcs, &c->objs[i].edges);
 	row_text(f, width, "total", &c->total.funcs, &c->total.edges);
@@ -209,37 +242,8 @@ int coverage_write_text(FILE *f, const struct coverage *c)
 		fprintf(f, "%" PRIu64 " traced function address%s in no function of the objects\n", c->unmatched,
 		        c->unmatched == 1 ? "" : "es");
 	fputs("\nNever run, largest first:\n", f);
-	for (i = 0, k = 0; i < c->nobjs; i++)
-		k += c->objs[i].nnever;
-	if (!k)
+	if (!never_text(f, c))
 		fputs("  none\n", f);
-	else {
-		/* all objects merged, largest first */
-		uint32_t *at = calloc(c->nobjs + 1, sizeof(*at));
-
-		if (!at)
-			return -ENOMEM;
-		while (k--) {
-			uint32_t best = CG_NONE;
-			const struct cg_func *bf = NULL;
-
-			for (i = 0; i < c->nobjs; i++) {
-				const struct cg_func *fn;
-
-				if (at[i] == c->objs[i].nnever)
-					continue;
-				fn = &c->set.objs[i]->funcs[c->objs[i].never[at[i]]];
-				if (!bf || fn->size > bf->size) {
-					best = i;
-					bf = fn;
-				}
-			}
-			fprintf(f, "  %8" PRIu64 "  %s  %s\n", bf->size, fname(c, best, c->objs[best].never[at[best]]),
-			        c->objs[best].path);
-			at[best]++;
-		}
-		free(at);
-	}
 	fputs("\nCalls that ran but are not in the static graph:\n", f);
 	if (!c->ndyn)
 		fputs("  none\n", f);
