@@ -390,7 +390,65 @@ def static_checks(lp, builds):
 
 
 def group_host(lp, tmp):
-    static_checks(lp, host_builds(tmp))
+    builds = host_builds(tmp)
+    static_checks(lp, builds)
+    for b in builds:
+        if b.tag == "gcc-O2-pie":
+            check_libs(lp, b)
+            check_forms(lp, b)
+
+
+def dynsym_addr(path, name):
+    """The address of the defined dynamic symbol name in path (nm -D), or None."""
+    r = samples.run(["nm", "-D", "--defined-only", path])
+    for ln in r.stdout.splitlines():
+        p = ln.split()
+        if len(p) == 3 and p[2].split("@")[0] == name and p[1] in "TtWiu":
+            return int(p[0], 16)
+    return None
+
+
+def check_libs(lp, b):
+    """--libs: the libraries the program needs follow it, and its imports
+    are linked to their definitions (the addresses nm -D gives)."""
+    r, doc = callgraph(lp, b.path, "--libs")
+    if not check(doc is not None, "%s --libs: ran" % b.tag, r.stderr[-300:]):
+        return
+    objs = doc["objects"]
+    check(os.path.realpath(objs[0]["path"]) == os.path.realpath(b.path) and doc["missing"] == [],
+          "%s --libs: the program first, nothing missing" % b.tag, (objs[0]["path"], doc["missing"]))
+    libc = [i for i, o in enumerate(objs) if o["soname"] == "libc.so.6"]
+    if not check(len(libc) == 1 and objs[libc[0]]["type"] == "shared", "%s --libs: libc.so.6 is read" % b.tag,
+                 [o["soname"] for o in objs]):
+        return
+    funcs = {f["name"]: f for f in objs[0]["functions"]}
+    for name in ("puts", "qsort", "strlen", "printf"):
+        f = funcs.get(name + "@plt")
+        link = f and f["link"]
+        want = dynsym_addr(objs[libc[0]]["path"], name)
+        got = None
+        if link and link.get("object") == libc[0]:
+            got = int(objs[libc[0]]["functions"][link["function"]]["addr"], 16)
+        check(got is not None and got == want, "%s --libs: %s@plt linked to libc's %s" % (b.tag, name, name),
+              "link %s, address %s, nm -D %s" % (link, got, want))
+    r, doc = callgraph(lp, b.path)
+    check(doc is not None and all(f["link"] is None for f in doc["objects"][0]["functions"]),
+          "%s: without --libs nothing is linked" % b.tag)
+
+
+def check_forms(lp, b):
+    """The text and DOT forms run and name the sample's functions."""
+    for fmt in ("text", "dot"):
+        r = lp("callgraph", "--format", fmt, b.path)
+        missing = sorted(n for n in MINE if n not in r.stdout)
+        check(r.returncode == 0 and not missing and r.stderr == "", "%s --format %s: names every function" %
+              (b.tag, fmt), "exit %d, missing %s, stderr %s" % (r.returncode, missing, r.stderr[-200:]))
+    r = lp("callgraph", "--format", "dot", b.path)
+    check(r.stdout.lstrip().startswith("digraph") and r.stdout.rstrip().endswith("}"),
+          "%s --format dot: one digraph" % b.tag, r.stdout[:100])
+    r = lp("callgraph", "--paths", "--format", "dot", b.path)
+    check(r.returncode == 0 and r.stdout.lstrip().startswith("digraph"), "%s --paths --format dot: one digraph" %
+          b.tag, r.stderr[-200:])
 
 
 def group_cross(lp, tmp):
