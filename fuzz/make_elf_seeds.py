@@ -4,7 +4,8 @@ recursion, a tail call, a table of function pointers, a PLT call) built as
 x86-64 PIE, non-PIE, shared library and stripped, and for aarch64, ARM and
 Thumb where the cross compilers are; then copies of the x86-64 PIE and of the
 others truncated or with one field of the ELF file broken (section and
-program headers, the symbol table, the code, the machine).  Each file is a
+program headers, the symbol table, the code, the machine, a second
+dynamic section).  Each file is a
 few KB at most.
 
 usage: fuzz/make_elf_seeds.py fuzz/corpus_elf"""
@@ -85,6 +86,12 @@ def damaged(name, img):
         tag = sec.strip(".").replace(".", "-")
         out.append(("%s-size-huge" % tag, put(img, at + size_field, word, 0x7fffffff)))
         out.append(("%s-offset-past-end" % tag, put(img, at + off_field, word, len(img) + 16)))
+        if sec == ".dynamic":
+            # the next section header made a second copy of .dynamic's
+            shentsize = 64 if is64 else 40
+            twice = bytearray(img)
+            twice[at + shentsize:at + 2 * shentsize] = img[at:at + shentsize]
+            out.append(("dynamic-twice", bytes(twice)))
         if sec == ".text":
             junk = bytearray(img)
             junk[off:off + size] = b"\xff" * size
