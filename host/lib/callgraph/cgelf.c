@@ -272,6 +272,60 @@ static int read_array(struct cg_build *b, const GElf_Shdr *sh)
 	return 0;
 }
 
+/* .eh_frame_hdr's binary search table: the start of every function with
+ * call frame information, in the encoding every linker writes (a table of
+ * pairs of 4-byte offsets from the header); another encoding is passed
+ * over. */
+static int read_eh_frame_hdr(struct cg_build *b, const GElf_Shdr *sh)
+{
+	const uint8_t *p;
+	uint32_t count, i;
+	int32_t off;
+	int rc;
+
+	if (sh->sh_offset > b->len || sh->sh_size > b->len - sh->sh_offset || sh->sh_size < 12)
+		return 0;
+	p = b->image + sh->sh_offset;
+	/* version 1; eh_frame_ptr as a 4-byte value; the count as udata4; the
+	 * table as datarel sdata4 */
+	if (p[0] != 1 || ((p[1] & 0x0f) != 0x03 && (p[1] & 0x0f) != 0x0b) || p[2] != 0x03 || p[3] != 0x3b)
+		return 0;
+	memcpy(&count, p + 8, 4);
+	if (count > (sh->sh_size - 12) / 8)
+		return 0;
+	for (i = 0; i < count; i++) {
+		memcpy(&off, p + 12 + (size_t)i * 8, 4);
+		if ((rc = add_u64(b, &b->unwind, &b->nunwind, &b->unwind_cap, sh->sh_addr + (uint64_t)(int64_t)off)))
+			return rc;
+	}
+	return 0;
+}
+
+/* .ARM.exidx: pairs of words, the first a 31-bit offset from itself to a
+ * function's start. */
+static int read_arm_exidx(struct cg_build *b, const GElf_Shdr *sh)
+{
+	const uint8_t *p;
+	uint64_t i, n;
+	int rc;
+
+	if (sh->sh_offset > b->len || sh->sh_size > b->len - sh->sh_offset)
+		return 0;
+	p = b->image + sh->sh_offset;
+	n = sh->sh_size / 8;
+	for (i = 0; i < n && i < CG_FUNCS_MAX; i++) {
+		uint32_t w;
+		int32_t off;
+
+		memcpy(&w, p + i * 8, 4);
+		off = (int32_t)(w << 1) >> 1; /* prel31 */
+		if ((rc = add_u64(b, &b->unwind, &b->nunwind, &b->unwind_cap,
+		                  (sh->sh_addr + i * 8 + (uint64_t)(int64_t)off) & 0xfffffffeull)))
+			return rc;
+	}
+	return 0;
+}
+
 static int read_dynamic(struct cg_build *b, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -279,8 +333,8 @@ static int read_dynamic(struct cg_build *b, Elf *e, Elf_Scn *scn, const GElf_Shd
 	const char *rpath = NULL, *runpath = NULL;
 	int rc;
 
-	if (!d || !entsize)
-		return 0;
+	if (!d || !entsize || b->o->needed)
+		return 0; /* one dynamic section: the first */
 	n = d->d_size / entsize;
 	if (n > INT32_MAX)
 		return fail(b, -EBADMSG, "the dynamic section is too large");
@@ -321,8 +375,14 @@ static int read_dynamic(struct cg_build *b, Elf *e, Elf_Scn *scn, const GElf_Shd
 			break;
 		case DT_INIT:
 		case DT_FINI:
-			if (dyn.d_un.d_ptr && (rc = add_u64(b, &b->roots, &b->nroots, &b->roots_cap, dyn.d_un.d_ptr)))
+			if (!dyn.d_un.d_ptr)
+				break;
+			if ((rc = add_u64(b, &b->roots, &b->nroots, &b->roots_cap, dyn.d_un.d_ptr)))
 				return rc;
+			if (dyn.d_tag == DT_INIT)
+				b->init_addr = dyn.d_un.d_ptr;
+			else
+				b->fini_addr = dyn.d_un.d_ptr;
 			break;
 		case DT_FLAGS_1:
 			if (dyn.d_un.d_val & DF_1_PIE)
@@ -411,6 +471,7 @@ int cg_elf_read(struct cg_build *b)
 	}
 	b->rela = o->machine != CG_MACHINE_ARM;
 	o->entry = o->machine == CG_MACHINE_ARM ? eh.e_entry & ~1ull : eh.e_entry;
+	b->entry_thumb = o->machine == CG_MACHINE_ARM && (eh.e_entry & 1);
 	if (elf_getshdrstrndx(e, &shstrndx) != 0) {
 		rc = fail(b, -EBADMSG, "no section headers (a file cut by sstrip is not read)");
 		goto out;
@@ -434,6 +495,11 @@ int cg_elf_read(struct cg_build *b)
 		name = elf_strptr(e, shstrndx, sh.sh_name);
 		if ((sh.sh_flags & SHF_ALLOC) && sh.sh_type != SHT_NOBITS && sh.sh_size &&
 		    (rc = add_region(b, &sh, name)))
+			goto out;
+		if (name && !strcmp(name, ".eh_frame_hdr") && o->machine != CG_MACHINE_ARM &&
+		    (rc = read_eh_frame_hdr(b, &sh)))
+			goto out;
+		if (sh.sh_type == SHT_ARM_EXIDX && o->machine == CG_MACHINE_ARM && (rc = read_arm_exidx(b, &sh)))
 			goto out;
 	}
 	if (!b->nregions) {

@@ -232,8 +232,9 @@ static void text_object(FILE *f, const struct cg_set *s, const struct cg_object 
 		fputc('\n', f);
 	}
 	if (o->stripped) {
-		/* unnamed ones the reader named (main, _start found from the
-		 * entry point) apart from the sub_<addr> ones */
+		/* unnamed ones the file still names (_start, main found from
+		 * the entry point, _init and _fini from DT_INIT and DT_FINI)
+		 * apart from the sub_<addr> ones */
 		uint64_t sub = 0;
 
 		for (uint32_t i = 0; i < o->nfuncs; i++)
@@ -243,7 +244,7 @@ static void text_object(FILE *f, const struct cg_set *s, const struct cg_object 
 		fprintf(f, "stripped: %" PRIu64 " %s named from .dynsym, ", sm.named,
 		        plural(sm.named, "function", "functions"));
 		if (sm.unnamed > sub)
-			fprintf(f, "%" PRIu64 " from the entry point, ", sm.unnamed - sub);
+			fprintf(f, "%" PRIu64 " from the entry point and the dynamic section, ", sm.unnamed - sub);
 		fprintf(f, "%" PRIu64 " unnamed (sub_<addr>)\n", sub);
 	}
 	if (o->undecodable)

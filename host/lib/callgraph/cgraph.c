@@ -303,6 +303,36 @@ static int take_zero_sized(struct cg_build *b)
 	return 0;
 }
 
+/* Starts no symbol names that the file still tells: DT_INIT and DT_FINI
+ * (_init, _fini), the init/fini arrays' entries, and the functions of the
+ * unwind tables (every function a stripped object has call frame
+ * information for).  Added before the code is decoded, so that decoding
+ * starts again at each. */
+static int take_known_starts(struct cg_build *b)
+{
+	uint32_t n = b->ncands, i;
+	int rc;
+
+	for (i = 0; i < b->nroots + b->nunwind; i++) {
+		uint64_t a = i < b->nroots ? b->roots[i] : b->unwind[i - b->nroots];
+		const struct cg_region *r = cg_region_at(b, a);
+		const char *name = a == b->init_addr ? "_init" : a == b->fini_addr ? "_fini" : NULL;
+		uint32_t all = b->ncands, held;
+
+		if (!r || !r->exec || r->plt)
+			continue;
+		b->ncands = n; /* the sorted part */
+		held = cand_holding(b, a, false);
+		b->ncands = all;
+		if (held != CG_NONE)
+			continue;
+		if ((rc = add_cand(b, a, 0, name, NULL, CG_FUNC_UNNAMED, name ? CG_FUNC_CRT : 0)))
+			return rc;
+	}
+	sort_n(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
+	return 0;
+}
+
 /* The index of the candidate holding addr: started there, or inside one
  * with a size; CG_NONE when none (cands sorted). */
 static uint32_t cand_holding(const struct cg_build *b, uint64_t addr, bool exact)
@@ -367,12 +397,19 @@ static int find_unnamed(struct cg_build *b)
 		}
 		b->ncands = w;
 	}
+	b->o->unnamed = 0;
 	for (i = 0; i < b->ncands; i++) {
 		struct cg_cand *c = &b->cands[i];
 
 		if (c->kind != CG_FUNC_UNNAMED)
 			continue;
 		b->o->unnamed++;
+		if (!c->name && c->addr == b->o->entry && !b->o->shared)
+			c->name = "_start";
+		else if (!c->name && b->main_addr && c->addr == b->main_addr)
+			c->name = "main";
+		if (c->name && !strcmp(c->name, "_start"))
+			c->flags |= CG_FUNC_CRT;
 		if (!c->name) {
 			snprintf(buf, sizeof(buf), "sub_%llx", (unsigned long long)c->addr);
 			if (!(c->name = cg_strdup(b, buf)))
@@ -730,6 +767,7 @@ static int build(struct cg_object *o, const char *elfsyms_path, char *err, size_
 {
 	struct cg_build b = { .o = o, .priv = o->impl, .err = err, .errlen = errlen };
 	struct elfsyms *es = NULL;
+	uint32_t nrefs, ncands;
 	char why[512];
 	int rc;
 
@@ -749,10 +787,23 @@ static int build(struct cg_object *o, const char *elfsyms_path, char *err, size_
 	}
 	o->stripped = es->from_dynsym;
 	b.priv->runpath = b.runpath;
-	if ((rc = take_symbols(&b, es)) || (rc = take_zero_sized(&b)))
+	if ((rc = take_symbols(&b, es)) || (rc = take_zero_sized(&b)) || (rc = take_known_starts(&b)))
 		goto out;
-	if ((rc = cg_scan(&b)) || (rc = find_unnamed(&b)) || (rc = find_got_imports(&b)) || (rc = make_funcs(&b)) ||
-	    (rc = make_exports(&b)) || (rc = make_edges(&b)))
+	nrefs = b.nrefs;
+	ncands = b.ncands;
+	if ((rc = cg_scan(&b)) || (rc = find_unnamed(&b)))
+		goto out;
+	if (o->stripped && b.ncands != ncands) {
+		/* decode again, starting afresh at the starts the calls found
+		 * (instruction boundaries and ARM modes come right there) */
+		b.nrecs = 0;
+		b.nrefs = nrefs;
+		b.main_addr = 0;
+		o->undecodable = 0;
+		if ((rc = cg_scan(&b)) || (rc = find_unnamed(&b)))
+			goto out;
+	}
+	if ((rc = find_got_imports(&b)) || (rc = make_funcs(&b)) || (rc = make_exports(&b)) || (rc = make_edges(&b)))
 		goto out;
 out:
 	if (rc == -ENOMEM)
@@ -763,6 +814,7 @@ out:
 	free(b.slots);
 	free(b.refs);
 	free(b.roots);
+	free(b.unwind);
 	free(b.exported);
 	free(b.cands);
 	free(b.zsyms);

@@ -27,8 +27,11 @@ enum cg_machine {
 
 enum cg_func_kind {
 	CG_FUNC_SYMBOL,  /* a function symbol (.symtab, else .dynsym) */
-	CG_FUNC_UNNAMED, /* no symbol covers it: the entry point or a call's
-	                  * target in a stripped object; named "sub_<hex>" */
+	CG_FUNC_UNNAMED, /* no symbol covers it (a stripped object): a start
+	                  * the unwind tables, DT_INIT/DT_FINI, an init array
+	                  * or a call tell; named "sub_<hex>", or what it is
+	                  * when the file says: "_start" (the entry point),
+	                  * "main" (found from it), "_init", "_fini" */
 	CG_FUNC_IMPORT,  /* a PLT entry or a GOT slot called through: a
 	                  * function of another object, named "NAME@plt"
 	                  * ("NAME@got" for a slot with no PLT entry) */

@@ -109,6 +109,12 @@ struct cg_build {
 	uint32_t nrefs, refs_cap;
 	uint64_t *roots; /* init/fini arrays, DT_INIT, DT_FINI */
 	uint32_t nroots, roots_cap;
+	uint64_t init_addr, fini_addr; /* DT_INIT, DT_FINI */
+	bool entry_thumb;              /* arm: the entry point is Thumb code */
+	/* function starts the unwind tables give (.eh_frame_hdr's search
+	 * table, .ARM.exidx): a stripped object's functions */
+	uint64_t *unwind;
+	uint32_t nunwind, unwind_cap;
 	struct cg_export *exported; /* defined dynamic function symbols, by address */
 	uint32_t nexported, exported_cap;
 	struct cg_cand *zsyms; /* function symbols of size 0 (.symtab, else .dynsym) */

@@ -386,23 +386,58 @@ static int scan_arm(struct scan *s, const cs_insn *in, bool thumb)
 				return add_ref(s, v);
 			}
 		}
+		/* ldr rN, [rB, rI] or [rB, #d] with rB (and rI) known: a load from
+		 * a GOT slot (the C runtime's start-up code fetches main so) */
+		if (d >= 0 && a->op_count == 2 && op[1].type == ARM_OP_MEM && !a->writeback) {
+			int base = arm_regno(op[1].mem.base), idx = arm_regno(op[1].mem.index);
+
+			if (base >= 0 && s->r.state[base] == REG_VALUE &&
+			    (op[1].mem.index == ARM_REG_INVALID || (idx >= 0 && s->r.state[idx] == REG_VALUE))) {
+				uint64_t slot =
+				    s->r.v[base] + (idx >= 0 ? s->r.v[idx] : (uint64_t)(int64_t)op[1].mem.disp);
+
+				s->r.state[d] = REG_SLOT;
+				s->r.v[d] = slot & 0xffffffffull;
+				return 0;
+			}
+		}
+		break;
+	case ARM_INS_ADR:
+		if (d >= 0 && a->op_count == 2 && op[1].type == ARM_OP_IMM) {
+			s->r.state[d] = REG_VALUE;
+			s->r.v[d] = ((pc & ~3ull) + (uint64_t)(int64_t)op[1].imm) & 0xffffffffull;
+			return add_ref(s, s->r.v[d]);
+		}
 		break;
 	case ARM_INS_ADD:
-		/* add rd, pc, rm (add rd, pc in Thumb): a pc-relative address
-		 * whose offset came from the literal pool */
+		/* sums of what is known: add rd, pc, rm (add rd, pc in Thumb),
+		 * whose offset came from the literal pool; add rd, pc, #imm (an
+		 * adr); add rd, rn, rm of two known values (a GOT's address) */
 		if (d >= 0 && a->op_count >= 2 && op[1].type == ARM_OP_REG) {
-			int m = -1;
+			const cs_arm_op *x = a->op_count == 3 ? &op[1] : &op[0],
+			                *y = a->op_count == 3 ? &op[2] : &op[1];
+			uint64_t vx, vy;
+			bool kx, ky;
 
-			if (a->op_count == 3 && op[1].reg == ARM_REG_PC && op[2].type == ARM_OP_REG)
-				m = arm_regno(op[2].reg);
-			else if (a->op_count == 2 && op[1].reg == ARM_REG_PC)
-				m = d;
-			if (m >= 0 && s->r.state[m] == REG_VALUE) {
-				uint64_t v = (s->r.v[m] + pc) & 0xffffffffull;
-
+			kx = x->type == ARM_OP_REG &&
+			     (x->reg == ARM_REG_PC ||
+			      (arm_regno(x->reg) >= 0 && s->r.state[arm_regno(x->reg)] == REG_VALUE));
+			vx = !kx ? 0 : x->reg == ARM_REG_PC ? pc : s->r.v[arm_regno(x->reg)];
+			if (y->type == ARM_OP_IMM) {
+				ky = true;
+				vy = (uint64_t)(int64_t)y->imm;
+				if (kx && x->reg == ARM_REG_PC)
+					vx &= ~3ull;
+			} else {
+				ky = y->type == ARM_OP_REG &&
+				     (y->reg == ARM_REG_PC ||
+				      (arm_regno(y->reg) >= 0 && s->r.state[arm_regno(y->reg)] == REG_VALUE));
+				vy = !ky ? 0 : y->reg == ARM_REG_PC ? pc : s->r.v[arm_regno(y->reg)];
+			}
+			if (kx && ky && y->shift.type == ARM_SFT_INVALID && !y->subtracted) {
 				s->r.state[d] = REG_VALUE;
-				s->r.v[d] = v;
-				return add_ref(s, v);
+				s->r.v[d] = (vx + vy) & 0xffffffffull;
+				return add_ref(s, s->r.v[d]);
 			}
 		}
 		break;
@@ -464,6 +499,40 @@ static int scan_stretch(struct scan *s, const struct cg_region *r, uint64_t star
 	return rc;
 }
 
+/* How many instructions of [start, end) the decoder cannot read in a mode. */
+static unsigned count_undecodable(struct scan *s, const struct cg_region *r, uint64_t start, uint64_t end, bool thumb)
+{
+	const uint8_t *code = r->data + (start - r->addr);
+	size_t size = (size_t)(end - start);
+	uint64_t addr = start;
+	unsigned step = thumb ? 2 : 4, bad = 0;
+
+	cs_option(s->h, CS_OPT_MODE, thumb ? CS_MODE_THUMB : CS_MODE_ARM);
+	while (size) {
+		if (!cs_disasm_iter(s->h, &code, &size, &addr, s->insn)) {
+			size_t skip = size < step ? size : step;
+
+			bad++;
+			code += skip;
+			size -= skip;
+			addr += skip;
+		}
+	}
+	return bad;
+}
+
+/* ARM code whose mode nothing in the file tells (a stripped object has
+ * no mapping symbols, and a stretch a call found has no symbol): the mode
+ * in which fewer instructions fail to decode, the one before on a tie. */
+static char arm_guess(struct scan *s, const struct cg_region *r, uint64_t start, uint64_t end, char before)
+{
+	unsigned arm = count_undecodable(s, r, start, end, false), thumb = count_undecodable(s, r, start, end, true);
+
+	if (arm == thumb)
+		return before;
+	return thumb < arm ? CG_MAP_THUMB : CG_MAP_ARM;
+}
+
 /* Where a stretch may begin: function starts and mapping symbols, sorted. */
 static int cmp_u64(const void *a, const void *b)
 {
@@ -474,13 +543,16 @@ static int cmp_u64(const void *a, const void *b)
 
 /* The mode of code at a stretch's start: the mapping symbols say where
  * they exist; else a Thumb function's symbol; else as the stretch before. */
-static char mode_at(const struct cg_build *b, uint64_t addr, char before)
+static char mode_at(const struct cg_build *b, uint64_t addr, char before, bool *known)
 {
 	char m = cg_map_at(b, addr);
 	uint32_t lo = 0, hi = b->ncands;
 
+	*known = true;
 	if (m)
 		return m;
+	if (b->o->machine == CG_MACHINE_ARM && addr == b->o->entry)
+		return b->entry_thumb ? CG_MAP_THUMB : CG_MAP_ARM; /* bit 0 of e_entry */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
@@ -489,16 +561,20 @@ static char mode_at(const struct cg_build *b, uint64_t addr, char before)
 		else
 			hi = mid;
 	}
-	if (lo < b->ncands && b->cands[lo].addr == addr && b->cands[lo].kind != CG_FUNC_IMPORT)
+	if (lo < b->ncands && b->cands[lo].addr == addr && b->cands[lo].kind == CG_FUNC_SYMBOL)
 		return (b->cands[lo].flags & CG_FUNC_THUMB) ? CG_MAP_THUMB : CG_MAP_ARM;
+	*known = false;
 	return before;
 }
 
 static int scan_region(struct scan *s, const struct cg_region *r, uint64_t *cuts, uint32_t ncuts)
 {
 	const struct cg_build *b = s->b;
-	char mode = b->o->machine == CG_MACHINE_ARM ? CG_MAP_ARM : CG_MAP_A64;
+	/* code whose mode nothing tells (a stripped object: no mapping
+	 * symbols) is taken to be of the entry point's */
+	char mode = b->o->machine != CG_MACHINE_ARM ? CG_MAP_A64 : b->entry_thumb ? CG_MAP_THUMB : CG_MAP_ARM;
 	uint32_t i;
+	bool known;
 	int rc = 0;
 
 	for (i = 0; i + 1 < ncuts && !rc; i++) {
@@ -507,9 +583,11 @@ static int scan_region(struct scan *s, const struct cg_region *r, uint64_t *cuts
 		if (start == end)
 			continue;
 		if (b->o->machine != CG_MACHINE_X86_64)
-			mode = mode_at(b, start, mode);
+			mode = mode_at(b, start, mode, &known);
 		if (mode == CG_MAP_DATA)
 			continue;
+		if (b->o->machine == CG_MACHINE_ARM && !known)
+			mode = arm_guess(s, r, start, end, mode);
 		rc = scan_stretch(s, r, start, end, mode == CG_MAP_THUMB);
 	}
 	return rc;
