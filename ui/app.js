@@ -23,6 +23,10 @@ const state = {
     tsort: { key: 'total_ns', dir: 'desc' } },
   flow: { func: '', tid: 0, n: 1, calls: null, data: null, names: false },
   pick: null,
+  /* promise, data: GET /api/coverage; never: caller -> static callees that
+   * never ran from it; counted: the names coverage counts; treeNever: the
+   * call tree shows those callees */
+  cov: { promise: null, data: null, never: null, counted: null, shown: false, treeNever: false },
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -254,11 +258,15 @@ function treeRow(thread, node, depth) {
   tr.dataset.id = String(node.id);
   tr.dataset.depth = String(depth);
   tr.dataset.calls = String(node.calls);
+  tr.dataset.name = node.name;
   if (node.syscall) tr.classList.add('sys');
   if (node.kernel) tr.classList.add('kern');
   const name = td('', 'text');
   name.style.paddingLeft = (0.4 + depth * 1.1) + 'em';
-  const tog = el('span', 'toggle' + (node.children ? '' : ' leaf'), node.children ? '\u25B8' : '\u00B7');
+  const never = treeNeverCallees(node);
+  if (never.length) tr.dataset.never = '1';
+  const open = node.children || never.length;
+  const tog = el('span', 'toggle' + (open ? '' : ' leaf'), open ? '\u25B8' : '\u00B7');
   name.append(tog, leafPrefix(node.syscall, node.kernel) + node.name);
   if (node.syscall && node.errors) name.append(el('span', 'err', ' (' + fmtCount(node.errors) + ' failed)'));
   tr.append(name, td(fmtCount(node.calls)), td(fmtNs(node.total_ns)), td(fmtNs(node.self_ns)),
@@ -267,7 +275,7 @@ function treeRow(thread, node, depth) {
     const t = (state.summary ? state.summary.threads : []).find((x) => x.id === thread);
     pickRow('tree', tr, { name: node.name, tid: t ? t.tid : 0, leaf: !!(node.syscall || node.kernel) });
   });
-  if (node.children) {
+  if (open) {
     tog.addEventListener('click', () => toggleNode(thread, tr).catch(showError));
     name.addEventListener('dblclick', () => toggleNode(thread, tr).catch(showError));
   }
@@ -300,6 +308,14 @@ async function expandNode(thread, tr) {
     c.colSpan = 7;
     row.append(c);
     after.after(row);
+    after = row;
+  }
+  if (tr.dataset.never === '1') {
+    for (const callee of treeNeverCallees({ name: tr.dataset.name })) {
+      const row = treeNeverRow(tr.dataset.name, callee, depth);
+      after.after(row);
+      after = row;
+    }
   }
   tr.dataset.open = '1';
   const tog = tr.querySelector('.toggle');
@@ -1560,6 +1576,289 @@ function pickRow(table, tr, pick) {
   $('tree-flow').disabled = table !== 'tree' || pick.leaf;
 }
 
+/* ------------------------------------------------------------ coverage */
+
+const COV_ROWS = 2000; /* rows of the never-run and dynamic call tables shown */
+const COV_OPEN_MAX = 2000; /* path tree nodes "open the paths that ran" shows at most */
+
+/* GET /api/coverage, asked once (the server computes it on the first
+ * request and keeps it): the document, or the error it answered. */
+function coverageData() {
+  if (!state.cov.promise) {
+    state.cov.promise = api('coverage').then((c) => {
+      state.cov.data = c;
+      state.cov.never = covNeverCallees(c);
+      state.cov.counted = new Set();
+      for (const o of c.objects) for (const f of o.function_list) state.cov.counted.add(f.name);
+      return c;
+    });
+    state.cov.promise.catch(() => {});
+  }
+  return state.cov.promise;
+}
+
+/* caller name -> the names of its static callees that never ran from it
+ * (call_list entries with run false), over every object. */
+function covNeverCallees(c) {
+  const m = new Map();
+  for (const o of c.objects) {
+    for (const e of o.call_list) {
+      if (e.run) continue;
+      if (!m.has(e.caller)) m.set(e.caller, new Set());
+      m.get(e.caller).add(e.callee);
+    }
+  }
+  const out = new Map();
+  for (const [k, v] of m) out.set(k, [...v].sort());
+  return out;
+}
+
+function fmtPercent(p) {
+  return Number(p).toFixed(1) + '%';
+}
+
+function covRow(name, cls, fn, calls) {
+  const tr = el('tr', cls);
+  tr.append(td(name, 'text'), td(fmtCount(fn.run) + '/' + fmtCount(fn.total)), td(fmtPercent(fn.percent)),
+    td(fmtCount(calls.run) + '/' + fmtCount(calls.total)), td(fmtPercent(calls.percent)));
+  return tr;
+}
+
+/* A node of the path tree: ran, never ran, or a library call the trace
+ * could not see (an import not counted: recorded without --libcalls); an
+ * indirect call site has no function to have run. */
+function covClass(n) {
+  if (n.run) return 'cov-run';
+  if (n.kind === 'indirect') return 'cov-indirect';
+  if (/@(plt|got)$/.test(n.name) && !state.cov.counted.has(n.name)) return 'cov-untraced';
+  return 'cov-never';
+}
+
+function covMarks(n) {
+  const m = [];
+  if (n.recursive) m.push('[recursive]');
+  if (n.kind === 'tail') m.push('[tail]');
+  if (n.kind === 'indirect') m.push('[indirect]');
+  if (n.cut) m.push('[+' + fmtCount(n.cut) + ' cut]');
+  return m;
+}
+
+const covNodes = new WeakMap(); /* path tree item -> its node of the document */
+
+function covItem(n, depth) {
+  const li = el('li', 'cov-node ' + covClass(n));
+  li.dataset.name = n.name;
+  li.dataset.depth = String(depth);
+  const kids = n.children && n.children.length;
+  const line = el('div', 'cov-line');
+  const tog = el('span', 'toggle' + (kids ? '' : ' leaf'), kids ? '\u25B8' : '\u00B7');
+  line.append(tog, el('span', 'cov-name', n.name));
+  for (const m of covMarks(n)) line.append(' ', el('span', 'cov-mark', m));
+  if (n.run) line.append(' ', el('span', 'cov-calls', '(' + fmtCount(n.calls) + (n.calls === 1 ? ' call)' : ' calls)')));
+  if (li.classList.contains('cov-untraced')) li.title = 'a library call: not traced (record --libcalls traces them)';
+  li.append(line);
+  covNodes.set(li, n);
+  if (kids) {
+    tog.addEventListener('click', () => covToggle(li));
+    line.addEventListener('dblclick', () => covToggle(li));
+  }
+  return li;
+}
+
+function covOpen(li) {
+  if (li.dataset.open === '1') return;
+  const n = covNodes.get(li);
+  if (!n || !n.children || !n.children.length) return;
+  const ul = el('ul');
+  const depth = Number(li.dataset.depth) + 1;
+  for (const c of n.children) ul.append(covItem(c, depth));
+  li.append(ul);
+  li.dataset.open = '1';
+  li.querySelector('.toggle').textContent = '\u25BE';
+}
+
+function covFold(li) {
+  const ul = li.querySelector(':scope > ul');
+  if (ul) ul.remove();
+  li.dataset.open = '0';
+  const tog = li.querySelector('.toggle');
+  if (tog && !tog.classList.contains('leaf')) tog.textContent = '\u25B8';
+}
+
+function covToggle(li) {
+  if (li.dataset.open === '1') covFold(li);
+  else covOpen(li);
+}
+
+/* Opens every path that ran, breadth first, up to COV_OPEN_MAX nodes shown. */
+function covOpenRun() {
+  const root = $('cov-tree').firstElementChild;
+  if (!root) return;
+  let shown = 1;
+  let level = [root];
+  while (level.length && shown < COV_OPEN_MAX) {
+    const next = [];
+    for (const li of level) {
+      const n = covNodes.get(li);
+      if (!n.run || !n.children || !n.children.length || shown + n.children.length > COV_OPEN_MAX) continue;
+      covOpen(li);
+      shown += n.children.length;
+      for (const c of li.querySelector(':scope > ul').children) next.push(c);
+    }
+    level = next;
+  }
+}
+
+function covRender(c) {
+  $('cov-empty').hidden = true;
+  $('cov-body').hidden = false;
+  const warn = $('cov-warnings');
+  warn.textContent = '';
+  for (const w of c.warnings || []) warn.append(el('li', null, w));
+  $('cov-damage').hidden = !c.damage;
+  $('cov-damage').textContent = c.damage ? c.damage + '. Functions that ran only in the unreadable part show as ' +
+    'never run.' : '';
+
+  const body = $('cov-table').tBodies[0];
+  body.textContent = '';
+  for (const o of c.objects) body.append(covRow(o.path, null, o.functions, o.calls));
+  const total = covRow('total', 'total', c.total.functions, c.total.calls);
+  total.id = 'cov-total';
+  body.append(total);
+  $('cov-unmatched').textContent = c.unmatched ? fmtCount(c.unmatched) +
+    ' traced function addresses fell in no function of these binaries' : '';
+
+  const tree = $('cov-tree');
+  tree.textContent = '';
+  const p = c.paths;
+  if (p && p.tree) {
+    $('cov-root').textContent = p.root + ' (' + p.object + ')';
+    $('cov-paths-info').textContent = fmtCount(p.nodes) + ' nodes, ' + fmtCount(p.recursive) + ' recursive, ' +
+      fmtCount(p.cut_paths) + ' paths cut (depth ' + p.max_depth + ', at most ' + fmtCount(p.max_nodes) + ' nodes)';
+    tree.append(covItem(p.tree, 0));
+    covOpenRun();
+  } else {
+    $('cov-root').textContent = '—';
+    $('cov-paths-info').textContent = 'no path tree: the trace names no program that could be read';
+  }
+
+  const never = [];
+  for (const o of c.objects) for (const f of o.never_run) never.push([f, o.path]);
+  const addr = (f) => BigInt(f.addr);
+  never.sort((a, b) => b[0].size - a[0].size || (addr(a[0]) < addr(b[0]) ? -1 : addr(a[0]) > addr(b[0]) ? 1 : 0));
+  const nb = $('cov-never-table').tBodies[0];
+  nb.textContent = '';
+  for (const [f, obj] of never.slice(0, COV_ROWS)) {
+    const tr = el('tr');
+    tr.append(td(fmtCount(f.size)), td(f.name, 'text'), td(f.addr, 'text'), td(obj, 'text'));
+    nb.append(tr);
+  }
+  if (!never.length) nb.append(covNote(4, 'every counted function ran'));
+  else if (never.length > COV_ROWS) nb.append(covNote(4, fmtCount(never.length - COV_ROWS) + ' smaller ones not shown'));
+
+  const dyn = [];
+  for (const o of c.objects) dyn.push(...o.dynamic_calls);
+  dyn.sort((a, b) => b.calls - a.calls || a.caller.localeCompare(b.caller) || a.callee.localeCompare(b.callee));
+  const db = $('cov-dyn-table').tBodies[0];
+  db.textContent = '';
+  for (const d of dyn.slice(0, COV_ROWS)) {
+    const tr = el('tr');
+    tr.append(td(fmtCount(d.calls)), td(d.caller, 'text'), td(d.callee, 'text'));
+    db.append(tr);
+  }
+  if (!dyn.length) db.append(covNote(3, 'none'));
+  else if (dyn.length > COV_ROWS) db.append(covNote(3, fmtCount(dyn.length - COV_ROWS) + ' more not shown'));
+}
+
+function covNote(span, text) {
+  const tr = el('tr', 'muted');
+  const c = td(text, 'text');
+  c.colSpan = span;
+  tr.append(c);
+  return tr;
+}
+
+async function loadCoverage() {
+  if (state.cov.shown) return;
+  if (state.live) {
+    covEmpty('Coverage needs a saved trace: end the session, then serve its directory (serve --connect --save DIR).');
+    return;
+  }
+  if (!state.cov.data) {
+    $('cov-body').hidden = true;
+    $('cov-empty').textContent = 'Reading the trace and its binaries\u2026';
+    $('cov-empty').hidden = false;
+  }
+  let c;
+  try {
+    c = await coverageData();
+  } catch (e) {
+    covEmpty(e.message);
+    return;
+  }
+  covRender(c);
+  state.cov.shown = true;
+}
+
+function covEmpty(why) {
+  $('cov-body').hidden = true;
+  $('cov-empty').textContent = why;
+  $('cov-empty').classList.add('err');
+  $('cov-empty').hidden = false;
+}
+
+function setupCoverage() {
+  $('cov-open-run').addEventListener('click', covOpenRun);
+  $('cov-expand').addEventListener('click', () => {
+    const closed = [...$('cov-tree').querySelectorAll('li.cov-node')]
+      .filter((li) => li.dataset.open !== '1' && !li.querySelector(':scope > .cov-line > .toggle.leaf'));
+    for (const li of closed.slice(0, 200)) covOpen(li);
+  });
+  $('cov-fold').addEventListener('click', () => {
+    const root = $('cov-tree').firstElementChild;
+    if (root) covFold(root);
+  });
+  /* the call tree's never-run callees, from the same document */
+  $('tree-never').addEventListener('change', async () => {
+    const box = $('tree-never');
+    if (box.checked) {
+      try {
+        await coverageData();
+      } catch (e) {
+        box.checked = false;
+        box.disabled = true;
+        $('tree-never-label').title = e.message;
+        showError(e);
+        return;
+      }
+    }
+    state.cov.treeNever = box.checked;
+    await loadTree().catch(showError);
+  });
+}
+
+/* The static callees of a call tree node's function that never ran from
+ * it, when the call tree shows them. */
+function treeNeverCallees(node) {
+  if (!state.cov.treeNever || !state.cov.never || node.syscall || node.kernel) return [];
+  return state.cov.never.get(node.name) || [];
+}
+
+/* A greyed row of the call tree: a static callee of the row above's
+ * function that never ran from it. */
+function treeNeverRow(caller, callee, depth) {
+  const tr = el('tr', 'cov-never');
+  tr.dataset.depth = String(depth);
+  tr.dataset.name = callee;
+  tr.title = caller + ' calls ' + callee + ' in the binary, but never did in the trace';
+  const name = td('', 'text');
+  name.style.paddingLeft = (0.4 + depth * 1.1) + 'em';
+  name.append(el('span', 'toggle leaf', '\u00B7'), callee);
+  tr.append(name, td('0'));
+  for (let i = 0; i < 5; i++) tr.append(td(''));
+  return tr;
+}
+
 /* ------------------------------------------------------------ exports */
 
 /* on: exports are possible (a trace file, or a live session's kept trace
@@ -1617,6 +1916,7 @@ const loaders = {
   offcpu: loadOffcpu,
   flow: loadFlow,
   heap: loadHeap,
+  coverage: loadCoverage,
 };
 
 function showView(name) {
@@ -1745,6 +2045,7 @@ async function main() {
   setupHeap();
   setupLayers();
   setupFlow();
+  setupCoverage();
   $('profile-flow').addEventListener('click', () => { if (state.pick) openFlow(state.pick.name, 0); });
   $('tree-flow').addEventListener('click', () => { if (state.pick) openFlow(state.pick.name, state.pick.tid); });
   for (const b of $('tabs').querySelectorAll('button')) b.addEventListener('click', () => showView(b.dataset.view));
@@ -1758,6 +2059,8 @@ async function main() {
     setLiveControls(s.live);
     setupExports(s.exports, s.heap);
     if (s.live) {
+      $('tree-never').disabled = true;
+      $('tree-never-label').title = 'coverage needs a saved trace: serve the session\'s trace directory once it ended';
       $('target-row').hidden = false;
       await loadLive();
       startEvents();

@@ -6,7 +6,8 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic (default: all)
+groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage
+(default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -508,6 +509,9 @@ def group_live(lp, b, tmp, br, build):
         st, _, body = get(srv.port, "/api/live")
         check(st == 200 and json.loads(body)["state"] in ("connecting", "running"), "/api/live: the session",
               body[:200])
+        st, _, body = get(srv.port, "/api/coverage")
+        check(st == 404 and "needs a saved trace" in json.loads(body).get("error", ""),
+              "/api/coverage of a live session: 404, coverage needs a saved trace", (st, body[:200]))
         br.run("live", srv.url, {"function": "tick"})
         # the page's commands, checked from the API side too
         st, _, body = get(srv.port, "/api/live/bogus", method="POST", body=b"", headers={"X-Layerprof": "1"})
@@ -1564,6 +1568,117 @@ def group_attach_dynamic(lp, tmp, build):
         agent.stop()
 
 
+# ---------------------------------------------------------------- the Coverage tab
+
+COV_APP = os.path.join(HERE, "cov_app.c")
+# cov_app's known outcome (its header says why)
+COV_FUNCTIONS = {"total": 6, "run": 4, "percent": 66.7}
+COV_CALLS = {"total": 5, "run": 3, "percent": 60.0}
+COV_NEVER = ["never_called", "tiny_unused"]
+
+
+def percent_text(p):
+    return "%.1f%%" % p
+
+
+def coverage_left_out(lp, trace, br):
+    """A layerprof built without capstone: the route and the tab say so."""
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve the coverage trace", srv.err.text()):
+            return
+        st, _, body = get(srv.port, "/api/coverage")
+        check(st == 404 and "left out" in json.loads(body).get("error", ""),
+              "/api/coverage without capstone: 404, coverage was left out", (st, body))
+        if br.why:
+            skip("coverage in the browser", br.why)
+            return
+        br.run("coverage", srv.url, {"left_out": True}, prefix="coverage-")
+    finally:
+        srv.stop()
+
+
+def group_coverage(lp, b, tmp, br):
+    prog = os.path.join(tmp, "cov_app")
+    gone = os.path.join(tmp, "cov_gone")
+    for out in (prog, gone):
+        r = subprocess.run(["gcc", "-O0", "-g", "-finstrument-functions", COV_APP, "-o", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        if not check(r.returncode == 0, "build %s -O0 -finstrument-functions" % os.path.basename(out), r.stdout):
+            return
+    trace, trace_gone = os.path.join(tmp, "t-cov"), os.path.join(tmp, "t-cov-gone")
+    for t, p in ((trace, prog), (trace_gone, gone)):
+        r = lp("record", "-q", "-o", t, "--", p)
+        if not check(r.returncode == 0, "record " + os.path.basename(p), r.stderr):
+            return
+    os.unlink(gone)  # its trace now names a binary that is not there
+    if "without capstone" in lp("coverage", "--help").stderr:
+        coverage_left_out(lp, trace, br)
+        return
+    r = lp("coverage", "--paths", "--format", "json", trace)
+    if not check(r.returncode == 0, "layerprof coverage --paths --format json", r.stderr):
+        return
+    cli = json.loads(r.stdout)
+    obj = cli["objects"][0] if len(cli["objects"]) == 1 else {}
+    if not check(obj.get("path") == prog and obj["functions"] == COV_FUNCTIONS and obj["calls"] == COV_CALLS and
+                 cli["total"] == {"functions": COV_FUNCTIONS, "calls": COV_CALLS} and
+                 [f["name"] for f in obj["never_run"]] == COV_NEVER and
+                 [(d["caller"], d["callee"]) for d in obj["dynamic_calls"]] == [("sort_some", "cmp_ints")],
+                 "coverage of cov_app: functions 4/6, calls 3/5, never run %s, sort_some -> cmp_ints outside the "
+                 "static graph" % ", ".join(COV_NEVER), r.stdout[:600]):
+        return
+    damaged = os.path.join(tmp, "t-cov-damaged")  # its last 40 bytes cut off
+    shutil.copytree(trace, damaged)
+    data = os.path.join(damaged, "data")
+    os.truncate(data, os.path.getsize(data) - 40)
+    srv = Server(lp, [trace])
+    srv_gone = Server(lp, [trace_gone])
+    srv_damaged = Server(lp, [damaged])
+    try:
+        if not check(srv.url is not None and srv_gone.url is not None and srv_damaged.url is not None,
+                     "serve the coverage traces", srv.err.text() + srv_gone.err.text() + srv_damaged.err.text()):
+            return
+        st, _, body = get(srv.port, "/api/coverage")
+        doc = json.loads(body) if st == 200 else {}
+        check(st == 200 and {k: doc.get(k) for k in cli} == cli and doc.get("warnings") == [],
+              "/api/coverage: the document of coverage --paths --format json, no warnings", (st, body[:300]))
+        st2, _, again = get(srv.port, "/api/coverage")
+        check(st2 == 200 and again == body, "/api/coverage again: the same answer (kept)")
+        st, _, body = get(srv_gone.port, "/api/coverage")
+        err = json.loads(body).get("error", "") if body.startswith(b"{") else ""
+        check(st == 404 and ("cannot read '%s'" % gone) in err, "/api/coverage of a trace whose binary is gone: 404, "
+              "which binary and why", (st, body))
+        st, _, body = get(srv_damaged.port, "/api/coverage")
+        doc = json.loads(body) if st == 200 else {}
+        check(st == 200 and "is damaged" in doc.get("damage", "") and doc.get("paths"),
+              "/api/coverage of a damaged trace: its readable part, and the damage", (st, body[-300:]))
+        st, _, _ = get(srv.port, "/api/coverage", headers={"Host": "rebound.example:%d" % srv.port})
+        check(st == 403, "/api/coverage with a foreign Host header: refused as every request", st)
+        st, _, _ = get(srv.port, "/api/coverage", method="POST", headers={"X-Layerprof": "1"})
+        check(st == 403, "POST /api/coverage: refused", st)
+        if br.why:
+            skip("coverage in the browser", br.why)
+            return
+        f, c = COV_FUNCTIONS, COV_CALLS
+        cells = ["%d/%d" % (f["run"], f["total"]), percent_text(f["percent"]),
+                 "%d/%d" % (c["run"], c["total"]), percent_text(c["percent"])]
+        expect = {
+            "table": [[prog] + cells, ["total"] + cells],
+            "functions_percent": percent_text(f["percent"]),
+            "calls_percent": percent_text(c["percent"]),
+            "never": COV_NEVER,
+            "dynamic": [[str(d["calls"]), d["caller"], d["callee"]] for d in obj["dynamic_calls"]],
+            "gone_url": srv_gone.url,
+            "damaged_url": srv_damaged.url,
+            "gone_binary": gone,
+        }
+        br.run("coverage", srv.url, expect, prefix="coverage-")
+    finally:
+        srv.stop()
+        srv_gone.stop()
+        srv_damaged.stop()
+
+
 def re_match(pattern, text):
     import re
     return re.fullmatch(pattern, text) is not None
@@ -1576,7 +1691,7 @@ def main():
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl", "kernel",
-                          "attach_dynamic"]
+                          "attach_dynamic", "coverage"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -1610,6 +1725,8 @@ def main():
                 group_liveheap(lp, b, tmp, br, build)
             elif g == "livetl":
                 group_livetl(lp, b, tmp, br, build)
+            elif g == "coverage":
+                group_coverage(lp, b, tmp, br)
             elif g == "kernel":
                 with kt.on_delivering_cpus(lp.exe, None, b.prog("kern_sleep", ["-std=c11"]), tmp):
                     group_kernel(lp, b, tmp, br)

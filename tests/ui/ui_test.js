@@ -6,7 +6,7 @@
  * usage: node ui_test.js CONFIG.json
  * CONFIG: { "modules": dir holding node_modules, "chromium": path,
  *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap" | "livetl" |
- *                                 "kernel",
+ *                                 "kernel" | "coverage",
  *           "screenshots": dir, "expect": {...} }
  * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
 'use strict';
@@ -29,6 +29,15 @@ function check(ok, what, detail) {
     console.log('FAIL ' + what + (detail !== undefined ? ': ' + detail : ''));
   }
   return ok;
+}
+
+/* Answers a scenario expects to fail (the browser logs each as an error):
+ * paths of the API, set while the scenario waits for them. */
+const failuresExpected = new Set();
+
+function expectedFailure(m) {
+  const url = (m.location() || {}).url || '';
+  return /status of 404/.test(m.text()) && failuresExpected.has(url.replace(/^https?:\/\/[^/]+/, ''));
 }
 
 const num = (s) => Number(String(s).replace(/,/g, ''));
@@ -322,6 +331,12 @@ async function scenarioLive(page) {
     5000).catch(() => false);
   check(per, 'live: the update period is set from the page');
   await shot(page, 'live-restarted');
+  /* coverage reads a saved trace: the tab and the call tree's box say so */
+  check(await page.isDisabled('#tree-never'), 'live: the call tree\'s "show never-run callees" is off');
+  await page.click('#tab-coverage');
+  await page.waitForSelector('#cov-empty:not([hidden])');
+  const why = await page.textContent('#cov-empty');
+  check(/needs a saved trace/.test(why), 'live: the Coverage tab says coverage needs a saved trace', why);
 }
 
 /* A session the page starts: the program typed in the target row. */
@@ -687,6 +702,141 @@ async function scenarioKernel(page) {
   await shot(page, 'empty');
 }
 
+/* ------------------------------------------------------------ coverage */
+
+/* A node of the Coverage tab's path tree by its path of names from the root. */
+function covSelector(names) {
+  return '#cov-tree' + names.map((n) => ' > li.cov-node[data-name="' + n + '"]').join(' > ul');
+}
+
+async function covNode(page, names) {
+  const h = await page.$(covSelector(names));
+  if (!h) return null;
+  return h.evaluate((li) => ({
+    classes: [...li.classList].filter((c) => c.startsWith('cov-') && c !== 'cov-node').sort().join(' '),
+    marks: [...li.querySelectorAll(':scope > .cov-line > .cov-mark')].map((m) => m.textContent).join(' '),
+    calls: (li.querySelector(':scope > .cov-line > .cov-calls') || { textContent: '' }).textContent,
+  }));
+}
+
+async function tableRows(page, sel) {
+  return page.$$eval(sel + ' tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+}
+
+/* The call tree's greyed rows: [{name, depth}] */
+async function treeNeverRows(page) {
+  return page.$$eval('#tree-table tbody tr.cov-never', (rows) => rows.map((r) => ({
+    name: r.dataset.name,
+    depth: Number(r.dataset.depth),
+    text: r.cells[0].textContent,
+    after: r.previousElementSibling ? r.previousElementSibling.dataset.name : null,
+  })));
+}
+
+async function scenarioCoverage(page) {
+  const exp = config.expect;
+  if (exp.left_out) failuresExpected.add('/api/coverage');
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('#tab-coverage');
+  if (exp.left_out) {
+    /* a layerprof built without capstone */
+    await page.waitForSelector('#cov-empty.err:not([hidden])', { timeout: 30000 });
+    const why = await page.textContent('#cov-empty');
+    check(/left out/.test(why) && /capstone/.test(why), 'coverage without capstone: the tab says it was left out', why);
+    return;
+  }
+  await page.waitForSelector('#cov-total', { timeout: 30000 });
+  await shot(page, 'coverage');
+
+  /* the table: the object and the total, exactly as coverage --format json says */
+  const rows = await tableRows(page, '#cov-table');
+  check(JSON.stringify(rows) === JSON.stringify(exp.table), 'coverage: the table (object and total rows)',
+    JSON.stringify(rows) + ' vs ' + JSON.stringify(exp.table));
+  const total = await page.$$eval('#cov-total td', (cs) => cs.map((c) => c.textContent));
+  check(total[2] === exp.functions_percent && total[4] === exp.calls_percent,
+    'coverage: total ' + exp.functions_percent + ' of the functions, ' + exp.calls_percent + ' of the calls',
+    JSON.stringify(total));
+
+  /* the path tree: the paths that ran are open and marked */
+  const want = [
+    [['main'], 'cov-run', '', '(1 call)'],
+    [['main', 'sort_some'], 'cov-run', '', '(1 call)'],
+    [['main', 'never_called'], 'cov-never', '', ''],
+    [['main', 'fact'], 'cov-run', '', '(1 call)'],
+    [['main', 'fact', 'fact'], 'cov-run', '[recursive]', '(1 call)'],
+    [['main', 'sort_some', 'qsort@plt'], 'cov-untraced', '', ''],
+  ];
+  for (const [names, cls, marks, calls] of want) {
+    const n = await covNode(page, names);
+    check(n && n.classes === cls && n.marks === marks && n.calls === calls,
+      'coverage path tree: ' + names.join(' > ') + ' is ' + cls + (marks ? ' ' + marks : '') + (calls ? ' ' + calls : ''),
+      JSON.stringify(n));
+  }
+  check(!(await page.$(covSelector(['main', 'never_called', 'tiny_unused']))),
+    'coverage path tree: a path that never ran stays folded');
+  await page.click(covSelector(['main', 'never_called']) + ' > .cov-line > .toggle');
+  const tiny = await covNode(page, ['main', 'never_called', 'tiny_unused']);
+  check(tiny && tiny.classes === 'cov-never', 'coverage path tree: opening never_called shows tiny_unused, never run',
+    JSON.stringify(tiny));
+  await shot(page, 'coverage-open');
+
+  /* never run, largest first; the calls outside the static graph */
+  const never = await tableRows(page, '#cov-never-table');
+  check(never.length === exp.never.length && never.every((r, i) => r[1] === exp.never[i]) &&
+    never[0][1] === 'never_called', 'coverage: never run, largest first: ' + exp.never.join(', '),
+  JSON.stringify(never));
+  const dyn = await tableRows(page, '#cov-dyn-table');
+  check(JSON.stringify(dyn) === JSON.stringify(exp.dynamic), 'coverage: calls outside the static graph: ' +
+    JSON.stringify(exp.dynamic), JSON.stringify(dyn));
+
+  /* the call tree: main's static callee that never ran, greyed, behind the box */
+  await page.click('#tab-tree');
+  await page.waitForSelector('#tree-table tbody tr[data-name="main"]');
+  check(!(await page.isChecked('#tree-never')), 'call tree: "show never-run callees" is off by default');
+  await page.click('#tree-table tbody tr[data-name="main"] .toggle');
+  await page.waitForSelector('#tree-table tbody tr[data-name="main"][data-open="1"]');
+  await page.waitForSelector('#tree-table tbody tr[data-depth="1"]');
+  check((await treeNeverRows(page)).length === 0, 'call tree: no greyed callees while the box is off');
+  await page.check('#tree-never');
+  await page.waitForSelector('#tree-table tbody tr.cov-never', { timeout: 15000 });
+  let grey = await treeNeverRows(page);
+  check(grey.length === 1 && grey[0].name === 'never_called' && grey[0].depth === 1 &&
+    grey[0].text.endsWith('never_called'), 'call tree: the box adds main\'s never-run callee never_called, greyed, under main',
+  JSON.stringify(grey));
+  const kids = await page.$$eval('#tree-table tbody tr[data-depth="1"]:not(.cov-never)', (rs) =>
+    rs.map((r) => r.dataset.name).sort());
+  check(JSON.stringify(kids) === JSON.stringify(['fact', 'sort_some']), 'call tree: main\'s calls are still there',
+    JSON.stringify(kids));
+  await shot(page, 'coverage-tree');
+  await page.uncheck('#tree-never');
+  await page.waitForFunction(() => !document.querySelector('#tree-table tbody tr.cov-never'), null, { timeout: 10000 });
+  check(true, 'call tree: unticking the box takes the greyed callee away');
+
+  check(await page.isHidden('#cov-damage'), 'coverage: no damage said of a whole trace');
+
+  /* a damaged trace: its readable part, and the damage said */
+  await page.goto(exp.damaged_url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('#tab-coverage');
+  await page.waitForSelector('#cov-damage:not([hidden])', { timeout: 30000 });
+  const dmg = await page.textContent('#cov-damage');
+  check(/is damaged/.test(dmg) && await page.isVisible('#cov-total') &&
+    !!(await page.$(covSelector(['main']))), 'coverage of a damaged trace: the figures, with the damage said', dmg);
+
+  /* a trace whose binary is gone: the tab says which and why (the
+   * answer is a 404) */
+  failuresExpected.add('/api/coverage');
+  await page.goto(exp.gone_url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('#tab-coverage');
+  await page.waitForSelector('#cov-empty.err:not([hidden])', { timeout: 30000 });
+  const why = await page.textContent('#cov-empty');
+  check(why.includes("cannot read '" + exp.gone_binary + "'") && await page.isHidden('#cov-body'),
+    'coverage of a trace whose binary is gone: the tab says it cannot read it', why);
+  await shot(page, 'coverage-gone');
+}
+
 (async () => {
   const args = ['--disable-gpu', '--disable-dev-shm-usage'];
   if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
@@ -695,7 +845,7 @@ async function scenarioKernel(page) {
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/favicon/.test(m.text())) errors.push(m.text());
+    if (m.type() === 'error' && !/favicon/.test(m.text()) && !expectedFailure(m)) errors.push(m.text());
   });
   page.setDefaultTimeout(15000);
   try {
@@ -707,6 +857,7 @@ async function scenarioKernel(page) {
     else if (config.scenario === 'liveheap') await scenarioLiveHeap(page);
     else if (config.scenario === 'livetl') await scenarioLiveTimeline(page);
     else if (config.scenario === 'kernel') await scenarioKernel(page);
+    else if (config.scenario === 'coverage') await scenarioCoverage(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);

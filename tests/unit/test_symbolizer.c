@@ -397,6 +397,20 @@ static void test_pie(void)
 	CHECK_U64(sym.line, source_line(FIXTURE_MAIN_SRC, "static int fixture_local(int x) {"));
 	/* The ELF address alone is not mapped in this image. */
 	CHECK_INT(symbolizer_lookup(s, 1, add, &sym), -ENOENT);
+	/* Where an address lies in its object: the load bias taken off. */
+	{
+		const char *mod = "x";
+		uint64_t elf = 0;
+
+		CHECK_INT(symbolizer_elf_addr(s, 1, PIE_BASE + add + 3, &mod, &elf), 0);
+		CHECK_STR(mod, SYMB_FIXTURE_PIE);
+		CHECK_U64(elf, add + 3);
+		CHECK_INT(symbolizer_elf_addr(s, 1, add, &mod, &elf), -ENOENT);
+		CHECK(mod == NULL);
+		CHECK_U64(elf, add);
+		CHECK_INT(symbolizer_elf_addr(s, 99, PIE_BASE + add, &mod, &elf), -ENOENT);
+		CHECK(mod == NULL);
+	}
 	symbolizer_lookup(s, 1, PIE_BASE + add, &sym);
 	module = sym.module;
 
@@ -482,6 +496,18 @@ static void test_reuse(void)
 	CHECK_U64(symbolizer_code_addr(s, 20, tag1, 50), tag1); /* tagged already */
 	CHECK_INT(symbolizer_lookup(s, 20, tag1, &sym), 0);
 	CHECK_STR(sym.name, "fixture_lib_func");
+	/* a code address lies in the object of its tag, at that one's bias */
+	{
+		const char *mod = NULL;
+		uint64_t elf = 0;
+
+		CHECK_INT(symbolizer_elf_addr(s, 20, tag1 + 2, &mod, &elf), 0);
+		CHECK_STR(mod, SYMB_FIXTURE_LIB);
+		CHECK_U64(elf, lib + 2);
+		CHECK_INT(symbolizer_elf_addr(s, 20, x, &mod, &elf), 0);
+		CHECK_STR(mod, SYMB_FIXTURE_PIE);
+		CHECK_U64(elf, add);
+	}
 	CHECK_STR(symbolizer_format(s, 20, tag1 + 2, buf, sizeof(buf)), "fixture_lib_func+0x2");
 	CHECK_INT(symbolizer_lookup(s, 20, x, &sym), 0);
 	CHECK_STR(sym.name, "fixture_add");

@@ -105,7 +105,8 @@ static int push_kid(struct walk *w, uint32_t obj, uint32_t func, uint8_t kind, u
 }
 
 /* Appends the children of function func of object obj to w->kids: its
- * distinct direct and tail callees in site order (a linked import replaced
+ * distinct direct and tail callees in site order (not the
+ * instrumentation's __cyg_profile_func_enter/exit) (a linked import replaced
  * by its definition under CG_PATH_LIBS), then one indirect node when it has
  * indirect sites.  Sets *count to how many. */
 static int gather(struct walk *w, uint32_t obj, uint32_t func, uint32_t *count)
@@ -130,6 +131,11 @@ static int gather(struct walk *w, uint32_t obj, uint32_t func, uint32_t *count)
 			continue;
 		}
 		if (to >= o->nfuncs)
+			continue;
+		/* -finstrument-functions' own calls, in every function: the
+		 * instrumentation, not the program's paths */
+		if (o->funcs[to].kind == CG_FUNC_IMPORT && o->funcs[to].import &&
+		    !strncmp(o->funcs[to].import, "__cyg_profile_func_", 19))
 			continue;
 		if ((w->flags & CG_PATH_LIBS) && o->funcs[to].kind == CG_FUNC_IMPORT &&
 		    o->funcs[to].link_obj < w->s->n &&

@@ -249,6 +249,13 @@ static int take_symbols(struct cg_build *b, const struct elfsyms *es)
 
 static uint32_t cand_holding(const struct cg_build *b, uint64_t addr, bool exact);
 
+/* qsort, for arrays that may be empty (and NULL). */
+static void sort_n(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
+
 /* Ranks a symbol's name among aliases: global before weak before local,
  * then the shorter. */
 static bool better_name(const struct cg_cand *x, const struct cg_cand *y)
@@ -267,8 +274,8 @@ static int take_zero_sized(struct cg_build *b)
 	uint32_t n = b->ncands, i;
 	int rc;
 
-	qsort(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
-	qsort(b->zsyms, b->nzsyms, sizeof(*b->zsyms), cmp_cand);
+	sort_n(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
+	sort_n(b->zsyms, b->nzsyms, sizeof(*b->zsyms), cmp_cand);
 	for (i = 0; i < b->nzsyms; i++) {
 		struct cg_cand z = b->zsyms[i];
 		const struct cg_region *r = cg_region_at(b, z.addr);
@@ -292,7 +299,7 @@ static int take_zero_sized(struct cg_build *b)
 		if ((rc = add_cand(b, z.addr, 0, z.name, NULL, CG_FUNC_SYMBOL, z.flags)))
 			return rc;
 	}
-	qsort(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
+	sort_n(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
 	return 0;
 }
 
@@ -346,7 +353,7 @@ static int find_unnamed(struct cg_build *b)
 	    (rc = add_cand(b, b->main_addr, 0, "main", NULL, CG_FUNC_UNNAMED, 0)))
 		return rc;
 	/* the same start called from many places: one candidate */
-	qsort(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
+	sort_n(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
 	{
 		uint32_t w = 0;
 
@@ -409,7 +416,7 @@ static int find_got_imports(struct cg_build *b)
 			return rc;
 	}
 	if (b->ncands != n)
-		qsort(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
+		sort_n(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
 	return 0;
 }
 
@@ -543,7 +550,7 @@ static int make_exports(struct cg_build *b)
 		p->exports[n] = b->exported[i];
 		p->exports[n++].func = k;
 	}
-	qsort(p->exports, n, sizeof(*p->exports), cmp_export_name);
+	sort_n(p->exports, n, sizeof(*p->exports), cmp_export_name);
 	p->nexports = n;
 	return 0;
 }
@@ -663,7 +670,7 @@ static int make_edges(struct cg_build *b)
 		o->edges[n].kind = kind;
 		n++;
 	}
-	qsort(o->edges, n, sizeof(*o->edges), cmp_edge);
+	sort_n(o->edges, n, sizeof(*o->edges), cmp_edge);
 	o->nedges = n;
 	for (i = 0; i < n; i++) {
 		struct cg_func *f = &o->funcs[o->edges[i].caller];

@@ -226,7 +226,8 @@ struct cg_paths {
 
 /* Builds the tree from function root of object obj of s: at most depth
  * levels below the root and max_nodes nodes; the callees of a function are
- * its distinct direct and tail callees in site order, then one
+ * its distinct direct and tail callees in site order (less the
+ * instrumentation's imports __cyg_profile_func_enter/exit), then one
  * CG_PATH_INDIRECT node when it has indirect call sites.  An import is a
  * leaf unless flags has CG_PATH_LIBS and it is linked.  Returns 0 or
  * -ENOMEM (out then empty).  Free with cg_paths_release. */

@@ -475,6 +475,31 @@ static enum MHD_Result answer_flow(struct servehttp *h, struct MHD_Connection *c
 	return send_owned(c, (unsigned)status, "application/json", buf, len);
 }
 
+/* GET /api/coverage: coverage reads the trace and its binaries itself,
+ * so this runs outside the model's lock; the answer is made once and kept
+ * (serve/coverage.h).  A live session has no saved trace to read. */
+static enum MHD_Result answer_coverage(struct servehttp *h, struct MHD_Connection *c)
+{
+	char *buf = NULL;
+	const char *dir;
+	size_t len = 0;
+	FILE *f;
+	int status;
+
+	pthread_mutex_lock(&h->lock);
+	dir = h->m->live ? NULL : h->m->dir;
+	pthread_mutex_unlock(&h->lock);
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	status = servecov_answer(&h->cov, dir, f);
+	if (fclose(f)) {
+		free(buf);
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	}
+	return send_owned(c, (unsigned)status, "application/json", buf, len);
+}
+
 /* /auth?token=T: sets the cookie and goes to the page. */
 static enum MHD_Result answer_auth(struct servehttp *h, struct MHD_Connection *c)
 {
@@ -652,6 +677,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return answer_export(h, c);
 	if (!strcmp(url, "/api/flow"))
 		return answer_flow(h, c);
+	if (!strcmp(url, "/api/coverage"))
+		return answer_coverage(h, c);
 	if (!strncmp(url, "/api/", 5))
 		return answer_api(h, c, url + 5);
 	return answer_asset(h, c, url);
@@ -734,6 +761,7 @@ int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serv
 	pthread_mutex_init(&h->export_lock, NULL);
 	pthread_cond_init(&h->ev_cond, NULL);
 	serveflow_init(&h->flow);
+	servecov_init(&h->cov);
 	h->loopback = servehttp_is_loopback(bind_addr);
 	if (!h->loopback && !token)
 		return error_set(err, errlen, -EPERM,
@@ -788,4 +816,5 @@ void servehttp_stop(struct servehttp *h)
 	pthread_mutex_destroy(&h->export_lock);
 	pthread_mutex_destroy(&h->lock);
 	serveflow_release(&h->flow);
+	servecov_release(&h->cov);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "host/lib/serve/coverage.h"
 #include "host/lib/serve/flow.h"
 #include "host/lib/serve/guard.h"
 #include "host/lib/serve/model.h"
@@ -80,6 +81,7 @@ struct servehttp {
 	struct serveguard guard;     /* the connections not yet authorised */
 	pthread_mutex_t export_lock; /* one export (GET /api/export) or flow (GET /api/flow) at a time */
 	struct serveflow flow;       /* the flows answered (under export_lock) */
+	struct servecov cov;         /* GET /api/coverage's answer, made once (its own lock) */
 };
 
 /* Listens on bind_addr:port (port 0: any free one) and starts serving m.

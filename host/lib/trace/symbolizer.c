@@ -616,6 +616,24 @@ int symbolizer_lookup(struct symbolizer *s, uint32_t image, uint64_t addr, struc
 	return e->rc;
 }
 
+int symbolizer_elf_addr(struct symbolizer *s, uint32_t image, uint64_t addr, const char **module, uint64_t *elf_addr)
+{
+	const struct cache_entry *e;
+	int rc;
+
+	assert(s && module && elf_addr);
+	*module = NULL;
+	*elf_addr = SYMBOLIZER_ADDR(addr);
+	e = lookup_entry(s, image, addr, &rc);
+	if (!e)
+		return rc;
+	if (!e->sym.module)
+		return -ENOENT;
+	*module = e->sym.module;
+	*elf_addr = e->elf_addr;
+	return 0;
+}
+
 /* The runtime addresses a map holds, for symbolizer_foreach_function. */
 struct foreach_map {
 	const struct map *m;

@@ -108,6 +108,16 @@ struct symbol {
  * out->file may still be set), -ENOMEM when memory ran out (out cleared). */
 int symbolizer_lookup(struct symbolizer *s, uint32_t image, uint64_t addr, struct symbol *out);
 
+/* The object that holds runtime address (or code address) addr of image
+ * and where addr lies in it: *module gets the object's path as the trace
+ * names it ("" when the trace had none; owned by s, valid until
+ * symbolizer_free), *elf_addr the ELF address (addr less the load bias of
+ * the covering map: what the object's own symbols and code use).  Cached
+ * with symbolizer_lookup's answers, and it opens the object file as that
+ * does.  Returns 0; -ENOENT when no map covers addr (*module NULL,
+ * *elf_addr the plain address); -ENOMEM (*module NULL). */
+int symbolizer_elf_addr(struct symbolizer *s, uint32_t image, uint64_t addr, const char **module, uint64_t *elf_addr);
+
 /* Calls cb for every function symbol of the objects mapped into image (not
  * unmapped since) whose
  * runtime address (ELF address + load bias) lies in one of the image's

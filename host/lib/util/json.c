@@ -93,6 +93,15 @@ void json_f64(struct json *j, const char *key, double value)
 		fputs("null", j->f);
 }
 
+void json_fixed(struct json *j, const char *key, double value, int decimals)
+{
+	sep(j, key);
+	if (isfinite(value))
+		fprintf(j->f, "%.*f", decimals < 0 ? 0 : decimals > 9 ? 9 : decimals, value);
+	else
+		fputs("null", j->f);
+}
+
 void json_bool(struct json *j, const char *key, bool value)
 {
 	sep(j, key);

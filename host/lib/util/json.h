@@ -26,6 +26,9 @@ void json_u64(struct json *j, const char *key, uint64_t value);
 void json_i64(struct json *j, const char *key, int64_t value);
 /* Six significant digits; null for NaN and infinities. */
 void json_f64(struct json *j, const char *key, double value);
+/* With exactly decimals (0 to 9) digits after the point ("75.0"); null for
+ * NaN and infinities. */
+void json_fixed(struct json *j, const char *key, double value, int decimals);
 void json_bool(struct json *j, const char *key, bool value);
 void json_null(struct json *j, const char *key);
 /* Writes s as a JSON string literal (quoted, escaped, invalid UTF-8 as
