@@ -15,8 +15,9 @@
 
 /* The program: main calls fact (twice), even, puts@plt, has two indirect
  * sites, and tail-calls deep1; fact calls itself; even and odd call each
- * other; deep1 -> deep2 -> deep3 -> deep4. */
-enum { MAIN, FACT, EVEN, ODD, PUTS_PLT, DEEP1, DEEP2, DEEP3, DEEP4, NFUNCS };
+ * other; deep1 -> deep2 -> deep3 -> deep4, which calls the instrumentation's
+ * __cyg_profile_func_enter (never a path). */
+enum { MAIN, FACT, EVEN, ODD, PUTS_PLT, DEEP1, DEEP2, DEEP3, DEEP4, CYG_PLT, NFUNCS };
 
 static struct cg_func app_funcs[NFUNCS] = {
 	[MAIN] = { .name = "main", .addr = 0x1000, .size = 0x100, .edges = 0, .nedges = 8 },
@@ -32,7 +33,13 @@ static struct cg_func app_funcs[NFUNCS] = {
 	[DEEP1] = { .name = "deep1", .addr = 0x1200, .size = 0x10, .edges = 11, .nedges = 1 },
 	[DEEP2] = { .name = "deep2", .addr = 0x1210, .size = 0x10, .edges = 12, .nedges = 1 },
 	[DEEP3] = { .name = "_Z5deep3i", .addr = 0x1220, .size = 0x10, .edges = 13, .nedges = 1 },
-	[DEEP4] = { .name = "deep4", .addr = 0x1230, .size = 0x10, .edges = 14 },
+	[DEEP4] = { .name = "deep4", .addr = 0x1230, .size = 0x10, .edges = 14, .nedges = 1 },
+	[CYG_PLT] = { .name = "__cyg_profile_func_enter@plt",
+	              .import = "__cyg_profile_func_enter",
+	              .addr = 0x1240,
+	              .size = 0x10,
+	              .kind = CG_FUNC_IMPORT,
+	              .edges = 15 },
 };
 
 static struct cg_edge app_edges[] = {
@@ -50,6 +57,7 @@ static struct cg_edge app_edges[] = {
 	{ .site = 0x1204, .caller = DEEP1, .callee = DEEP2, .kind = CG_EDGE_CALL },
 	{ .site = 0x1214, .caller = DEEP2, .callee = DEEP3, .kind = CG_EDGE_CALL },
 	{ .site = 0x1224, .caller = DEEP3, .callee = DEEP4, .kind = CG_EDGE_CALL },
+	{ .site = 0x1234, .caller = DEEP4, .callee = CYG_PLT, .kind = CG_EDGE_CALL },
 };
 
 /* The library: puts calls write; write calls back into the program's
@@ -209,7 +217,11 @@ static void test_whole(void)
 static void test_roots(void)
 {
 	unlink_all();
+	/* the instrumentation's call is no path, nor a cut one at the limit */
 	PATHS_ARE(0, DEEP4, 8, 100000, 0, "0 deep4", 1, 0, 0, 0);
+	PATHS_ARE(0, DEEP4, 0, 100000, 0, "0 deep4", 1, 0, 0, 0);
+	/* as a root it is a leaf like any import */
+	PATHS_ARE(0, CYG_PLT, 8, 100000, 0, "0 __cyg_profile_func_enter@plt", 1, 0, 0, 0);
 	/* mutual recursion from either side */
 	PATHS_ARE(0, EVEN, 8, 100000, 0, "0 even|1 odd|2 even R T", 3, 1, 0, 0);
 	PATHS_ARE(0, ODD, 8, 100000, 0, "0 odd|1 even T|2 odd R", 3, 1, 0, 0);
@@ -400,7 +412,7 @@ static void test_graph(void)
 	app_funcs[EVEN].flags = CG_FUNC_ADDRESS_TAKEN;
 	app_funcs[ODD].reach = CG_REACH_NONE;
 	buf = printed(cgout_graph, CGOUT_TEXT, CGOUT_DEMANGLE | CGOUT_ALL);
-	CHECK_STR(buf, "./app: x86-64 exec, entry 0x0, 8 functions, 1 import, 12 calls (3 tail), 2 indirect sites, 1 "
+	CHECK_STR(buf, "./app: x86-64 exec, entry 0x0, 8 functions, 2 imports, 13 calls (3 tail), 2 indirect sites, 1 "
 	               "unreachable, 1 address taken only\n"
 	               "\n"
 	               "main 0x1000 256 bytes, root [entry main]\n"
@@ -425,9 +437,11 @@ static void test_graph(void)
 	               "deep3(int) 0x1220 16 bytes, root\n"
 	               "  call deep4 at 0x1224\n"
 	               "deep4 0x1230 16 bytes, root\n"
+	               "  call __cyg_profile_func_enter@plt at 0x1234\n"
 	               "\n"
 	               "Imports:\n"
 	               "  puts@plt 0x11c0 -> libc.so.6:puts\n"
+	               "  __cyg_profile_func_enter@plt 0x1240\n"
 	               "Unreachable:\n"
 	               "  odd 0x1180 64 bytes\n"
 	               "Address taken only:\n"
@@ -455,7 +469,7 @@ static void test_graph(void)
 	                         "\"object\":1,\"function\":0}}"));
 	CHECK(buf && strstr(buf, "{\"id\":7,\"name\":\"_Z5deep3i\","));
 	CHECK(buf && strstr(buf, "{\"caller\":0,\"callee\":null,\"kind\":\"indirect\",\"site\":\"0x100c\"}"));
-	CHECK(buf && strstr(buf, "\"summary\":{\"functions\":8,\"unnamed\":0,\"imports\":1,\"calls\":12,"
+	CHECK(buf && strstr(buf, "\"summary\":{\"functions\":8,\"unnamed\":0,\"imports\":2,\"calls\":13,"
 	                         "\"tail\":3,\"indirect\":2,\"unreachable\":1,\"address_only\":1,"
 	                         "\"undecodable\":0}}],\"missing\":[]}\n"));
 	free(buf);
