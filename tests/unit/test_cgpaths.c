@@ -2,7 +2,8 @@
  * in memory, no ELF file needed: direct and mutual recursion, the depth
  * limit and the node budget with their cut counts, the indirect node,
  * imports as leaves or followed into a library, a chain deeper than any C
- * stack; and the tree's text form (cgout_paths) with coverage's marks. */
+ * stack; and the text forms of the tree (cgout_paths, with coverage's
+ * marks) and of the graph (cgout_graph). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,9 @@
 
 /* The program: main calls fact (twice), even, puts@plt, has two indirect
  * sites, and tail-calls deep1; fact calls itself; even and odd call each
- * other; deep1 -> deep2 -> deep3 -> deep4. */
-enum { MAIN, FACT, EVEN, ODD, PUTS_PLT, DEEP1, DEEP2, DEEP3, DEEP4, NFUNCS };
+ * other; deep1 -> deep2 -> deep3 -> deep4, which calls the instrumentation's
+ * __cyg_profile_func_enter (never a path). */
+enum { MAIN, FACT, EVEN, ODD, PUTS_PLT, DEEP1, DEEP2, DEEP3, DEEP4, CYG_PLT, NFUNCS };
 
 static struct cg_func app_funcs[NFUNCS] = {
 	[MAIN] = { .name = "main", .addr = 0x1000, .size = 0x100, .edges = 0, .nedges = 8 },
@@ -31,7 +33,13 @@ static struct cg_func app_funcs[NFUNCS] = {
 	[DEEP1] = { .name = "deep1", .addr = 0x1200, .size = 0x10, .edges = 11, .nedges = 1 },
 	[DEEP2] = { .name = "deep2", .addr = 0x1210, .size = 0x10, .edges = 12, .nedges = 1 },
 	[DEEP3] = { .name = "_Z5deep3i", .addr = 0x1220, .size = 0x10, .edges = 13, .nedges = 1 },
-	[DEEP4] = { .name = "deep4", .addr = 0x1230, .size = 0x10, .edges = 14 },
+	[DEEP4] = { .name = "deep4", .addr = 0x1230, .size = 0x10, .edges = 14, .nedges = 1 },
+	[CYG_PLT] = { .name = "__cyg_profile_func_enter@plt",
+	              .import = "__cyg_profile_func_enter",
+	              .addr = 0x1240,
+	              .size = 0x10,
+	              .kind = CG_FUNC_IMPORT,
+	              .edges = 15 },
 };
 
 static struct cg_edge app_edges[] = {
@@ -49,6 +57,7 @@ static struct cg_edge app_edges[] = {
 	{ .site = 0x1204, .caller = DEEP1, .callee = DEEP2, .kind = CG_EDGE_CALL },
 	{ .site = 0x1214, .caller = DEEP2, .callee = DEEP3, .kind = CG_EDGE_CALL },
 	{ .site = 0x1224, .caller = DEEP3, .callee = DEEP4, .kind = CG_EDGE_CALL },
+	{ .site = 0x1234, .caller = DEEP4, .callee = CYG_PLT, .kind = CG_EDGE_CALL },
 };
 
 /* The library: puts calls write; write calls back into the program's
@@ -208,7 +217,11 @@ static void test_whole(void)
 static void test_roots(void)
 {
 	unlink_all();
+	/* the instrumentation's call is no path, nor a cut one at the limit */
 	PATHS_ARE(0, DEEP4, 8, 100000, 0, "0 deep4", 1, 0, 0, 0);
+	PATHS_ARE(0, DEEP4, 0, 100000, 0, "0 deep4", 1, 0, 0, 0);
+	/* as a root it is a leaf like any import */
+	PATHS_ARE(0, CYG_PLT, 8, 100000, 0, "0 __cyg_profile_func_enter@plt", 1, 0, 0, 0);
 	/* mutual recursion from either side */
 	PATHS_ARE(0, EVEN, 8, 100000, 0, "0 even|1 odd|2 even R T", 3, 1, 0, 0);
 	PATHS_ARE(0, ODD, 8, 100000, 0, "0 odd|1 even T|2 odd R", 3, 1, 0, 0);
@@ -371,6 +384,97 @@ static void test_text(void)
 	}
 }
 
+/* Prints with fn into a string; NULL on failure. */
+static char *printed(int (*fn)(FILE *, const struct cg_set *, enum cgout_format, unsigned), enum cgout_format fmt,
+                     unsigned opts)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	CHECK_EQ_U64(fn(f, &set, fmt, opts), 0);
+	fclose(f);
+	return buf;
+}
+
+/* The graph's text (every object) and some of its JSON. */
+static void test_graph(void)
+{
+	char *buf;
+
+	unlink_all();
+	app_funcs[PUTS_PLT].link_obj = 1;
+	app_funcs[PUTS_PLT].link_func = LIB_PUTS;
+	app_funcs[MAIN].flags = CG_FUNC_ENTRY | CG_FUNC_MAIN;
+	app_funcs[EVEN].reach = CG_REACH_ADDRESS;
+	app_funcs[EVEN].flags = CG_FUNC_ADDRESS_TAKEN;
+	app_funcs[ODD].reach = CG_REACH_NONE;
+	buf = printed(cgout_graph, CGOUT_TEXT, CGOUT_DEMANGLE | CGOUT_ALL);
+	CHECK_STR(buf, "./app: x86-64 exec, entry 0x0, 8 functions, 2 imports, 13 calls (3 tail), 2 indirect sites, 1 "
+	               "unreachable, 1 address taken only\n"
+	               "\n"
+	               "main 0x1000 256 bytes, root [entry main]\n"
+	               "  call fact at 0x1004\n"
+	               "  call even at 0x1008\n"
+	               "  indirect at 0x100c\n"
+	               "  call fact at 0x1010\n"
+	               "  call puts@plt at 0x1014 -> libc.so.6:puts\n"
+	               "  indirect at 0x1018\n"
+	               "  tail puts@plt at 0x101c -> libc.so.6:puts\n"
+	               "  tail deep1 at 0x1020\n"
+	               "fact 0x1100 64 bytes, root\n"
+	               "  call fact at 0x1104\n"
+	               "even 0x1140 64 bytes, address [address-taken]\n"
+	               "  call odd at 0x1144\n"
+	               "odd 0x1180 64 bytes, none\n"
+	               "  tail even at 0x1184\n"
+	               "deep1 0x1200 16 bytes, root\n"
+	               "  call deep2 at 0x1204\n"
+	               "deep2 0x1210 16 bytes, root\n"
+	               "  call deep3(int) at 0x1214\n"
+	               "deep3(int) 0x1220 16 bytes, root\n"
+	               "  call deep4 at 0x1224\n"
+	               "deep4 0x1230 16 bytes, root\n"
+	               "  call __cyg_profile_func_enter@plt at 0x1234\n"
+	               "\n"
+	               "Imports:\n"
+	               "  puts@plt 0x11c0 -> libc.so.6:puts\n"
+	               "  __cyg_profile_func_enter@plt 0x1240\n"
+	               "Unreachable:\n"
+	               "  odd 0x1180 64 bytes\n"
+	               "Address taken only:\n"
+	               "  even 0x1140 64 bytes\n"
+	               "\n"
+	               "/lib/libc.so.6: x86-64 shared, entry 0x0, 2 functions, 1 import, 2 calls (0 tail), 0 indirect "
+	               "sites, 0 unreachable, 0 address taken only\n"
+	               "soname libc.so.6\n"
+	               "\n"
+	               "puts 0x500 64 bytes, root\n"
+	               "  call write at 0x504\n"
+	               "write 0x540 64 bytes, root\n"
+	               "  call main@plt at 0x544\n"
+	               "\n"
+	               "Imports:\n"
+	               "  main@plt 0x580\n"
+	               "Unreachable: none\n"
+	               "Address taken only: none\n");
+	free(buf);
+	buf = printed(cgout_graph, CGOUT_JSON, 0);
+	CHECK(buf && strstr(buf, "{\"objects\":[{\"path\":\"./app\",\"machine\":\"x86-64\",\"type\":\"exec\","
+	                         "\"stripped\":false,\"entry\":\"0x0\",\"soname\":null,\"needed\":[],"));
+	CHECK(buf && strstr(buf, "{\"id\":4,\"name\":\"puts@plt\",\"addr\":\"0x11c0\",\"size\":16,\"kind\":"
+	                         "\"import\",\"reach\":\"root\",\"flags\":[],\"import\":\"puts\",\"link\":{"
+	                         "\"object\":1,\"function\":0}}"));
+	CHECK(buf && strstr(buf, "{\"id\":7,\"name\":\"_Z5deep3i\","));
+	CHECK(buf && strstr(buf, "{\"caller\":0,\"callee\":null,\"kind\":\"indirect\",\"site\":\"0x100c\"}"));
+	CHECK(buf && strstr(buf, "\"summary\":{\"functions\":8,\"unnamed\":0,\"imports\":2,\"calls\":13,"
+	                         "\"tail\":3,\"indirect\":2,\"unreachable\":1,\"address_only\":1,"
+	                         "\"undecodable\":0}}],\"missing\":[]}\n"));
+	free(buf);
+}
+
 int main(void)
 {
 	test_whole();
@@ -380,5 +484,6 @@ int main(void)
 	test_bad();
 	test_long();
 	test_text();
+	test_graph();
 	return check_summary();
 }

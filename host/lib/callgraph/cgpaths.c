@@ -105,9 +105,9 @@ static int push_kid(struct walk *w, uint32_t obj, uint32_t func, uint8_t kind, u
 }
 
 /* Appends the children of function func of object obj to w->kids: its
- * distinct direct and tail callees in site order (not the
- * instrumentation's __cyg_profile_func_enter/exit) (a linked import replaced
- * by its definition under CG_PATH_LIBS), then one indirect node when it has
+ * distinct direct and tail callees in site order, less the
+ * instrumentation's __cyg_profile_func_enter/exit, a linked import replaced
+ * by its definition under CG_PATH_LIBS; then one indirect node when it has
  * indirect sites.  Sets *count to how many. */
 static int gather(struct walk *w, uint32_t obj, uint32_t func, uint32_t *count)
 {
