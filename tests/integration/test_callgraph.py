@@ -463,23 +463,35 @@ def g1_addr(o, name):
 
 
 def group_stripped(lp, tmp):
-    """A stripped copy of the -O2 PIE: names from the dynamic symbols only,
-    the others sub_<hex> at the addresses the symbols had; the same calls
-    by site and target address."""
-    if not samples.have("gcc") or not samples.have("strip") or os.uname().machine != "x86_64":
-        skip("stripped", "needs gcc and strip on x86-64")
-        return
-    full, _ = compile_sample(tmp, "strip", "gcc", ["-O2", "-fPIE"], ["-pie"])
+    """Stripped copies of the -O2 PIE, on x86-64 and, where the cross
+    compilers are, aarch64, ARM and Thumb: names from the dynamic symbols
+    only, the others sub_<hex> at the addresses the symbols had; the same
+    calls by site and target address."""
+    specs = [("x86-64", "gcc", ["-O2", "-fPIE"], "", os.uname().machine == "x86_64"),
+             ("aarch64", "aarch64-linux-gnu-gcc", ["-O2", "-fPIE"], "aarch64-linux-gnu-", True),
+             ("arm", "arm-linux-gnueabihf-gcc", ["-O2", "-fPIE", "-marm"], "arm-linux-gnueabihf-", True),
+             ("thumb", "arm-linux-gnueabihf-gcc", ["-O2", "-fPIE", "-mthumb"], "arm-linux-gnueabihf-", True)]
+    for label, cc, flags, prefix, ok in specs:
+        if not ok or not samples.have(cc) or not samples.have(prefix + "strip") or not samples.have(prefix + "nm"):
+            skip("stripped " + label, "needs %s, %sstrip and %snm" % (cc, prefix, prefix))
+            continue
+        stripped_case(lp, tmp, label, cc, flags, prefix)
+
+
+def stripped_case(lp, tmp, label, cc, flags, prefix):
+    what = "stripped %s: " % label
+    full, _ = compile_sample(tmp, "strip-" + label, cc, flags, ["-pie"])
     bare = full + ".stripped"
-    samples.run(["strip", "-o", bare, full])
+    samples.run([prefix + "strip", "-o", bare, full])
     (r1, d1), (r2, d2) = callgraph(lp, full), callgraph(lp, bare)
-    if not check(d1 is not None and d2 is not None, "stripped: both graphs read", r1.stderr + r2.stderr):
+    if not check(d1 is not None and d2 is not None, what + "both graphs read", r1.stderr + r2.stderr):
         return
     o1, o2 = d1["objects"][0], d2["objects"][0]
-    check(not o1["stripped"] and o2["stripped"], "stripped: 'stripped' false, then true")
-    r = samples.run(["nm", "-D", "--defined-only", bare])
+    arm = o1["machine"] == "arm"
+    check(not o1["stripped"] and o2["stripped"], what + "'stripped' false, then true")
+    r = samples.run([prefix + "nm", "-D", "--defined-only", bare])
     dyn = {ln.split()[-1] for ln in r.stdout.splitlines() if ln.split() and ln.split()[-2] in ("T", "t", "W", "i")}
-    r = samples.run(["nm", "-D", "--undefined-only", bare])
+    r = samples.run([prefix + "nm", "-D", "--undefined-only", bare])
     undef = {ln.split()[-1].split("@")[0] for ln in r.stdout.splitlines() if ln.strip()}
     bad = [f["name"] for f in o2["functions"]
            if not ((f["kind"] == "symbol" and f["name"] in dyn) or
@@ -491,39 +503,43 @@ def group_stripped(lp, tmp):
     told = {f["name"]: f for f in o2["functions"] if f["kind"] == "unnamed" and f["name"] in
             ("_start", "main", "_init", "_fini")}
     bad = [n for n in bad if n not in told]
-    check(not bad, "stripped: every name is a dynamic symbol's, an import's or sub_<its address>", bad)
+    check(not bad, what + "every name is a dynamic symbol's, an import's or sub_<its address>", bad)
     check(sorted(told) == ["_fini", "_init", "_start", "main"] and "entry" in told["_start"]["flags"] and
           "main" in told["main"]["flags"] and
           int(told["_init"]["addr"], 16) == int(g1_addr(o1, "_init"), 16) and
           int(told["_fini"]["addr"], 16) == int(g1_addr(o1, "_fini"), 16),
-          "stripped: _start (the entry), main (found from it), _init and _fini (DT_INIT, DT_FINI) named", sorted(told))
+          what + "_start (the entry), main (found from it), _init and _fini (DT_INIT, DT_FINI) named", sorted(told))
     unnamed = [f for f in o2["functions"] if f["kind"] == "unnamed"]
-    check(unnamed and o2["summary"]["unnamed"] == len(unnamed), "stripped: summary.unnamed = the sub_ functions (> 0)",
+    check(unnamed and o2["summary"]["unnamed"] == len(unnamed), what + "summary.unnamed = the unnamed functions (> 0)",
           "%d, summary %s" % (len(unnamed), o2["summary"]["unnamed"]))
     g1, g2 = Graph(o1), Graph(o2)
     at = {int(f["addr"], 16): f for f in o2["functions"]}
+    called = {c for a, c, k, site in g1.edges if k == "call"}
     for name in sorted(DIRECT):
+        # C on 32-bit ARM has no unwind tables: a function that only a tail
+        # jump reaches is not found there (docs/callgraph.md)
+        if arm and name not in called:
+            continue
         f = at.get(int(g1.by_name[name]["addr"], 16))
-        what = "stripped: %s found as a directly reached sub_ function" % name
-        check(f is not None and f["kind"] == "unnamed" and f["reach"] == "direct", what, f)
+        check(f is not None and f["kind"] == "unnamed" and f["reach"] == "direct",
+              what + "%s found as a directly reached sub_ function" % name, f)
     m = at.get(int(g1.by_name["main"]["addr"], 16))
-    check(m is not None and "main" in m["flags"] and m["reach"] == "root", "stripped: main found from the entry point",
-          m)
+    check(m is not None and "main" in m["flags"] and m["reach"] == "root", what + "main found from the entry point", m)
     e = [f for f in o2["functions"] if "entry" in f["flags"]]
-    check(len(e) == 1 and int(e[0]["addr"], 16) == int(o2["entry"], 16), "stripped: one function holds the entry", e)
+    check(len(e) == 1 and int(e[0]["addr"], 16) == int(o2["entry"], 16), what + "one function holds the entry", e)
 
     def by_addr(o, g):
         addr = {f["name"]: int(f["addr"], 16) for f in o["functions"]}
         return {(s, addr[c] if c else None, k) for a, c, k, s in g.edges}
 
     a1, a2 = by_addr(o1, g1), by_addr(o2, g2)
-    # the C runtime's functions have no call frame information: one that
-    # only a tail jump reaches (register_tm_clones, from frame_dummy) is
-    # not found in the stripped copy, and the jump is no call there
+    # a function with no call frame information that only a tail jump
+    # reaches is not found (the C runtime's register_tm_clones; on 32-bit
+    # ARM any C function): the jump is no call in the stripped copy
     crt = {int(f["addr"], 16) for f in o1["functions"] if "crt" in f["flags"]}
-    lost = {e for e in a1 - a2 if e[2] == "tail" and e[1] in crt}
-    check(a1 - lost == a2 and len(lost) <= 1, "stripped: the same calls (site, target address, kind), but a tail jump "
-          "to a C runtime function without unwind information",
+    lost = {e for e in a1 - a2 if e[2] == "tail" and e[1] not in at and (arm or e[1] in crt)}
+    check(a1 - lost == a2, what + "the same calls (site, target address, kind), but tail jumps to functions without "
+          "unwind information",
           "only unstripped %s; only stripped %s" % (sorted(a1 - a2, key=str)[:10], sorted(a2 - a1, key=str)[:10]))
 
 
