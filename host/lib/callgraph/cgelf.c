@@ -51,6 +51,11 @@ static int add_region(struct cg_build *b, const GElf_Shdr *sh, const char *name)
 	r->size = sh->sh_size;
 	r->data = b->image + sh->sh_offset;
 	r->exec = (sh->sh_flags & SHF_EXECINSTR) != 0;
+	r->pointers =
+	    !r->exec &&
+	    (sh->sh_type == SHT_INIT_ARRAY || sh->sh_type == SHT_FINI_ARRAY || sh->sh_type == SHT_PREINIT_ARRAY ||
+	     (sh->sh_type == SHT_PROGBITS && !(name && !strncmp(name, ".eh_frame", 9)) &&
+	      !(name && !strcmp(name, ".gcc_except_table")) && !(name && !strcmp(name, ".interp"))));
 	r->plt =
 	    r->exec && name &&
 	    (!strcmp(name, ".plt") || !strcmp(name, ".plt.sec") || !strcmp(name, ".plt.got") || !strcmp(name, ".iplt"));

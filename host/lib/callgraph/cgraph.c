@@ -529,7 +529,7 @@ static int make_funcs(struct cg_build *b)
 		const struct cg_region *r = &b->regions[i];
 		unsigned w = o->is64 ? 8 : 4;
 
-		if (r->exec)
+		if (!r->pointers)
 			continue;
 		for (uint64_t off = (w - (r->addr % w)) % w; off + w <= r->size; off += w) {
 			uint64_t v = 0;

@@ -45,6 +45,9 @@ struct cg_region {
 	const uint8_t *data; /* size bytes, in the object's image */
 	bool plt;            /* .plt, .plt.sec, .plt.got: stubs, not functions */
 	bool exec;
+	bool pointers; /* data that may hold code addresses: contents,
+	                * init/fini arrays, the GOT (not symbol or relocation
+	                * tables, strings, hashes, unwind tables) */
 };
 
 /* ARM and aarch64 mapping symbols: where code of one kind, or data,
