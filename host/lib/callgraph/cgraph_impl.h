@@ -158,6 +158,11 @@ const struct cg_region *cg_region_at(const struct cg_build *b, uint64_t addr);
 /* The slot at addr, or NULL. */
 const struct cg_slot *cg_slot_at(const struct cg_build *b, uint64_t addr);
 
+/* cgraph.c: builds o's graph from its image (o->impl), reading the
+ * function symbols through elfsyms_path (a path to the same bytes).
+ * Returns 0 or -errno with one line in err. */
+int cg_object_build(struct cg_object *o, const char *elfsyms_path, char *err, size_t errlen);
+
 /* The exported function of o named name, CG_NONE when none. */
 uint32_t cg_object_export(const struct cg_object *o, const char *name);
 
