@@ -588,30 +588,14 @@ bool cg_elf_word(const struct cg_build *b, uint64_t addr, unsigned width, uint64
 
 const struct cg_slot *cg_slot_at(const struct cg_build *b, uint64_t addr)
 {
-	uint32_t lo = 0, hi = b->nslots;
+	uint32_t lo = CG_BOUND(b->slots, b->nslots, struct cg_slot, addr, addr);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->slots[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < b->nslots && b->slots[lo].addr == addr ? &b->slots[lo] : NULL;
 }
 
 char cg_map_at(const struct cg_build *b, uint64_t addr)
 {
-	uint32_t lo = 0, hi = b->nmaps;
+	uint32_t lo = addr == UINT64_MAX ? b->nmaps : CG_BOUND(b->maps, b->nmaps, struct cg_mapsym, addr, addr + 1);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->maps[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo ? b->maps[lo - 1].kind : 0;
 }

@@ -107,20 +107,36 @@ void cg_object_free(struct cg_object *o)
 	free(o);
 }
 
-uint32_t cg_object_find(const struct cg_object *o, uint64_t addr)
+uint32_t cg_bound(const void *base, uint32_t n, size_t stride, size_t off, uint64_t key)
 {
-	uint32_t lo = 0, hi = o->nfuncs, i, k;
+	uint32_t lo = 0, hi = n;
 
-	if (o->machine == CG_MACHINE_ARM)
-		addr &= ~1ull;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
 
-		if (o->funcs[mid].addr <= addr)
+		memcpy(&k, (const char *)base + (size_t)mid * stride + off, sizeof(k));
+		if (k < key)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* The index past the last element whose key is at most key. */
+static uint32_t bound_above(const struct cg_func *funcs, uint32_t n, uint64_t key)
+{
+	return key == UINT64_MAX ? n : CG_BOUND(funcs, n, struct cg_func, addr, key + 1);
+}
+
+uint32_t cg_object_find(const struct cg_object *o, uint64_t addr)
+{
+	uint32_t lo, i, k;
+
+	if (o->machine == CG_MACHINE_ARM)
+		addr &= ~1ull;
+	lo = bound_above(o->funcs, o->nfuncs, addr);
 	/* the last start at or below addr; a function nested in another's
 	 * range comes after it, so walk back a little for the one that holds
 	 * addr */

@@ -14,16 +14,8 @@
 /* The function that starts exactly at addr, CG_NONE when none. */
 static uint32_t func_at(const struct cg_object *o, uint64_t addr)
 {
-	uint32_t lo = 0, hi = o->nfuncs;
+	uint32_t lo = CG_BOUND(o->funcs, o->nfuncs, struct cg_func, addr, addr);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (o->funcs[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < o->nfuncs && o->funcs[lo].addr == addr ? lo : CG_NONE;
 }
 
@@ -49,16 +41,8 @@ static int add_cand(struct cg_build *b, uint64_t addr, uint64_t size, const char
 
 static bool exported_at(const struct cg_build *b, uint64_t x)
 {
-	uint32_t lo = 0, hi = b->nexported;
+	uint32_t lo = CG_BOUND(b->exported, b->nexported, struct cg_export, addr, x);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->exported[mid].addr < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < b->nexported && b->exported[lo].addr == x;
 }
 
@@ -205,16 +189,8 @@ static int take_known_starts(struct cg_build *b)
  * with a size; CG_NONE when none (cands sorted). */
 static uint32_t cand_holding(const struct cg_build *b, uint64_t addr, bool exact)
 {
-	uint32_t lo = 0, hi = b->ncands;
+	uint32_t lo = addr == UINT64_MAX ? b->ncands : CG_BOUND(b->cands, b->ncands, struct cg_cand, addr, addr + 1);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->cands[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (uint32_t i = lo, k = 0; i > 0 && k < 16; i--, k++) {
 		const struct cg_cand *c = &b->cands[i - 1];
 
@@ -288,41 +264,121 @@ static int find_unnamed(struct cg_build *b)
 	return 0;
 }
 
+/* Imports by the name of the symbol they stand for: a call through a GOT
+ * slot bound to a symbol reaches that symbol's import. */
+struct import_ix {
+	const char *name;
+	uint32_t index;
+};
+
+static int cmp_ix(const void *a, const void *b)
+{
+	const struct import_ix *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* The index (sorted by name, then by index) of the n elements of stride
+ * bytes at base whose kind is CG_FUNC_IMPORT; *out is NULL when none.
+ * cands and funcs share the fields used here through these offsets. */
+static int imports_index(const void *base, uint32_t n, size_t stride, size_t kind_off, size_t import_off,
+                         struct import_ix **out, uint32_t *nout)
+{
+	struct import_ix *ix = NULL;
+	uint32_t k = 0;
+
+	*out = NULL;
+	*nout = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *e = (const char *)base + (size_t)i * stride;
+		const char *name;
+
+		memcpy(&name, e + import_off, sizeof(name));
+		if (*(const uint8_t *)(e + kind_off) != CG_FUNC_IMPORT || !name)
+			continue;
+		if (!ix && !(ix = malloc((size_t)n * sizeof(*ix))))
+			return -ENOMEM;
+		ix[k].name = name;
+		ix[k++].index = i;
+	}
+	if (k > 1)
+		qsort(ix, k, sizeof(*ix), cmp_ix);
+	*out = ix;
+	*nout = k;
+	return 0;
+}
+
+/* The first import (by index) for symbol name, CG_NONE when none. */
+static uint32_t import_named(const struct import_ix *ix, uint32_t n, const char *name)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(ix[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && !strcmp(ix[lo].name, name) ? ix[lo].index : CG_NONE;
+}
+
+static int cmp_slot_name(const void *a, const void *b)
+{
+	const struct cg_slot *x = *(const struct cg_slot *const *)a, *y = *(const struct cg_slot *const *)b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->addr > y->addr) - (x->addr < y->addr);
+}
+
 /* A GOT slot a call goes through with no PLT stub of its own (-fno-plt,
  * the C runtime's call of __libc_start_main): an import "NAME@got" at the
- * slot. */
+ * slot (of several slots bound to one symbol, the lowest). */
 static int find_got_imports(struct cg_build *b)
 {
+	const struct cg_slot **slots = NULL;
+	struct import_ix *ix = NULL;
+	uint32_t i, nslots = 0, nix, n = b->ncands;
 	char buf[4096];
-	uint32_t i, n = b->ncands;
 	int rc;
 
-	for (i = 0; i < b->nrecs; i++) {
+	rc = imports_index(b->cands, b->ncands, sizeof(*b->cands), offsetof(struct cg_cand, kind),
+	                   offsetof(struct cg_cand, import), &ix, &nix);
+	for (i = 0; i < b->nrecs && !rc; i++) {
 		const struct cg_rec *r = &b->recs[i];
 		const struct cg_slot *s;
-		const char *name;
-		uint32_t j;
-		bool have = false;
 
 		if (r->kind != CG_REC_SLOTCALL && r->kind != CG_REC_SLOTJUMP)
 			continue;
 		s = cg_slot_at(b, r->target);
 		if (!s || !s->name)
 			continue;
-		for (j = 0; j < b->ncands && !have; j++)
-			have = b->cands[j].kind == CG_FUNC_IMPORT &&
-			       (b->cands[j].addr == s->addr || !strcmp(b->cands[j].import, s->name));
-		if (have)
-			continue;
-		snprintf(buf, sizeof(buf), "%s@got", s->name);
-		if (!(name = cg_strdup(b, buf)))
-			return -ENOMEM;
-		if ((rc = add_cand(b, s->addr, b->o->is64 ? 8 : 4, name, s->name, CG_FUNC_IMPORT, 0)))
-			return rc;
+		if (!slots && !(slots = malloc((size_t)b->nrecs * sizeof(*slots))))
+			rc = -ENOMEM;
+		else
+			slots[nslots++] = s;
 	}
-	if (b->ncands != n)
+	if (nslots > 1)
+		qsort(slots, nslots, sizeof(*slots), cmp_slot_name);
+	for (i = 0; i < nslots && !rc; i++) {
+		const char *name;
+
+		if ((i && !strcmp(slots[i - 1]->name, slots[i]->name)) ||
+		    import_named(ix, nix, slots[i]->name) != CG_NONE)
+			continue;
+		snprintf(buf, sizeof(buf), "%s@got", slots[i]->name);
+		if (!(name = cg_strdup(b, buf)))
+			rc = -ENOMEM;
+		else
+			rc = add_cand(b, slots[i]->addr, b->o->is64 ? 8 : 4, name, slots[i]->name, CG_FUNC_IMPORT, 0);
+	}
+	free(slots);
+	free(ix);
+	if (!rc && b->ncands != n)
 		sort_n(b->cands, b->ncands, sizeof(*b->cands), cmp_cand);
-	return 0;
+	return rc;
 }
 
 /* Turns the candidates into the object's functions: sizes for those that
@@ -469,8 +525,9 @@ static int cmp_edge(const void *a, const void *b)
 	return x->site < y->site ? -1 : x->site > y->site;
 }
 
-/* The import a call through GOT slot `slot` reaches, CG_NONE when none. */
-static uint32_t slot_import(const struct cg_build *b, uint64_t slot)
+/* The import a call through GOT slot `slot` reaches, CG_NONE when none
+ * (ix: the object's imports by name). */
+static uint32_t slot_import(const struct cg_build *b, const struct import_ix *ix, uint32_t nix, uint64_t slot)
 {
 	const struct cg_object *o = b->o;
 	const struct cg_slot *s = cg_slot_at(b, slot);
@@ -481,16 +538,14 @@ static uint32_t slot_import(const struct cg_build *b, uint64_t slot)
 	k = func_at(o, slot);
 	if (k != CG_NONE && o->funcs[k].kind == CG_FUNC_IMPORT)
 		return k;
-	for (k = 0; k < o->nfuncs; k++)
-		if (o->funcs[k].kind == CG_FUNC_IMPORT && !strcmp(o->funcs[k].import, s->name))
-			return k;
-	return CG_NONE;
+	return import_named(ix, nix, s->name);
 }
 
 static int make_edges(struct cg_build *b)
 {
 	struct cg_object *o = b->o;
-	uint32_t *parent = NULL, i, n = 0;
+	struct import_ix *ix = NULL;
+	uint32_t *parent = NULL, i, n = 0, nix = 0;
 	int rc = 0;
 
 	parent = malloc((o->nfuncs ? o->nfuncs : 1) * sizeof(*parent));
@@ -499,6 +554,10 @@ static int make_edges(struct cg_build *b)
 		rc = -ENOMEM;
 		goto out;
 	}
+	rc = imports_index(o->funcs, o->nfuncs, sizeof(*o->funcs), offsetof(struct cg_func, kind),
+	                   offsetof(struct cg_func, import), &ix, &nix);
+	if (rc)
+		goto out;
 	for (i = 0; i < o->nfuncs; i++)
 		parent[i] = (o->funcs[i].flags & CG_FUNC_PART) ? part_parent(o, i) : CG_NONE;
 	for (i = 0; i < b->nrecs; i++) {
@@ -535,11 +594,11 @@ static int make_edges(struct cg_build *b)
 			kind = CG_EDGE_INDIRECT;
 			break;
 		case CG_REC_SLOTCALL:
-			callee = slot_import(b, r->target);
+			callee = slot_import(b, ix, nix, r->target);
 			kind = callee == CG_NONE ? CG_EDGE_INDIRECT : CG_EDGE_CALL;
 			break;
 		default: /* CG_REC_SLOTJUMP */
-			callee = slot_import(b, r->target);
+			callee = slot_import(b, ix, nix, r->target);
 			if (callee == CG_NONE)
 				continue;
 			kind = CG_EDGE_TAIL;
@@ -604,6 +663,7 @@ static int make_edges(struct cg_build *b)
 	}
 out:
 	free(parent);
+	free(ix);
 	return rc;
 }
 

@@ -140,6 +140,12 @@ struct cg_build {
  * (-ENOMEM or past max: *rc says which). */
 void *cg_grow(void *arr_p, uint32_t *n, uint32_t *cap, size_t size, uint32_t max, int *rc);
 
+/* In an array of n elements of stride bytes sorted by the uint64_t at
+ * offset off of each, the first whose key is at least key (n when none).
+ * Every sorted-by-address lookup of the build goes through it. */
+uint32_t cg_bound(const void *base, uint32_t n, size_t stride, size_t off, uint64_t key);
+#define CG_BOUND(arr, n, type, field, key) cg_bound((arr), (n), sizeof(type), offsetof(type, field), (key))
+
 /* A copy of s in the object's string blocks (freed with it); NULL when
  * memory runs out. */
 const char *cg_strdup(struct cg_build *b, const char *s);

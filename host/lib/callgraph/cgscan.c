@@ -546,21 +546,14 @@ static int cmp_u64(const void *a, const void *b)
 static char mode_at(const struct cg_build *b, uint64_t addr, char before, bool *known)
 {
 	char m = cg_map_at(b, addr);
-	uint32_t lo = 0, hi = b->ncands;
+	uint32_t lo;
 
 	*known = true;
 	if (m)
 		return m;
 	if (b->o->machine == CG_MACHINE_ARM && addr == b->o->entry)
 		return b->entry_thumb ? CG_MAP_THUMB : CG_MAP_ARM; /* bit 0 of e_entry */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->cands[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = CG_BOUND(b->cands, b->ncands, struct cg_cand, addr, addr);
 	if (lo < b->ncands && b->cands[lo].addr == addr && b->cands[lo].kind == CG_FUNC_SYMBOL)
 		return (b->cands[lo].flags & CG_FUNC_THUMB) ? CG_MAP_THUMB : CG_MAP_ARM;
 	*known = false;
