@@ -401,6 +401,97 @@ enum lp_raw_type {
 	                     * two slots (REALLOC: three), never across a chunk:
 	                     * the next slot is {u64 ptr, u64 size}, for
 	                     * REALLOC the one after {u64 old, 0} */
+	LP_RAW_SYNC = 8,    /* payload: see LP_RAW_SYNC_*; a synchronisation
+	                     * operation (record --sync) in three slots, never
+	                     * across a chunk: the next slot is {u64 object,
+	                     * u64 raw clock value when the wait began (0: the
+	                     * operation did not wait)}, the one after {u64 call
+	                     * site, u64 second object (COND_WAIT: the mutex;
+	                     * else 0)}; the record's time is the operation's
+	                     * end (acquired, woken, returned) */
+	LP_RAW_COUNTER = 9, /* payload: see LP_RAW_CTR_*; counter values
+	                      * (record --counters): n u64 values follow in
+	                      * the next ceil(n / 2) slots, never across a
+	                      * chunk, in the order of the trace's counter set
+	                      * (META "counters").  An ENTRY or EXIT record
+	                      * stands for the function event as well (no
+	                      * LP_RAW_ENTRY / LP_RAW_EXIT slot is written
+	                      * for it) */
+};
+
+/* Payload of an LP_RAW_SYNC slot. */
+#define LP_RAW_SYNC_OP(payload) ((uint8_t)((payload)&0xff))                  /* enum lp_sync_op */
+#define LP_RAW_SYNC_FLAGS(payload) ((uint32_t)(((payload) >> 8) & 0xffff)) /* enum lp_sync_flags */
+#define LP_RAW_SYNC_PAYLOAD(op, flags) ((uint64_t)((op)&0xff) | (uint64_t)((flags)&0xffff) << 8)
+
+/* Payload of an LP_RAW_COUNTER slot: bits 0..47 the function (ENTRY,
+ * EXIT; else 0), 48..51 the number of values, 52..55 the kind. */
+#define LP_RAW_CTR_FN_MASK ((UINT64_C(1) << 48) - 1)
+#define LP_RAW_CTR_FN(payload) ((payload)&LP_RAW_CTR_FN_MASK)
+#define LP_RAW_CTR_N(payload) ((uint32_t)(((payload) >> 48) & 0xf))
+#define LP_RAW_CTR_KIND(payload) ((uint32_t)(((payload) >> 52) & 0xf)) /* enum lp_ctr_kind */
+#define LP_RAW_CTR_PAYLOAD(kind, n, fn) \
+	(((uint64_t)(fn)&LP_RAW_CTR_FN_MASK) | (uint64_t)((n)&0xf) << 48 | (uint64_t)((kind)&0xf) << 52)
+
+/* Counters in one set: what a raw record and a trace event carry at most. */
+#define LP_COUNTERS_MAX 12u
+
+/* Synchronisation operations (record --sync).  An operation that can wait
+ * is one record at its end, with the time its wait began; a release, a
+ * signal or a post is one record at the time it is made, before it is
+ * passed on (so that the thread it lets go always comes later). */
+enum lp_sync_op {
+	LP_SYNC_THREAD = 1,         /* a thread began: object = its pthread_t */
+	LP_SYNC_CREATE = 2,         /* pthread_create returned: object = the new pthread_t */
+	LP_SYNC_MUTEX_LOCK = 3,     /* pthread_mutex_lock, _trylock, _timedlock, _clocklock */
+	LP_SYNC_MUTEX_UNLOCK = 4,   /* pthread_mutex_unlock */
+	LP_SYNC_RD_LOCK = 5,        /* pthread_rwlock_rdlock, _tryrdlock, _timedrdlock, _clockrdlock */
+	LP_SYNC_WR_LOCK = 6,        /* pthread_rwlock_wrlock, _trywrlock, _timedwrlock, _clockwrlock */
+	LP_SYNC_RW_UNLOCK = 7,      /* pthread_rwlock_unlock */
+	LP_SYNC_SPIN_LOCK = 8,      /* pthread_spin_lock, _trylock */
+	LP_SYNC_SPIN_UNLOCK = 9,    /* pthread_spin_unlock */
+	LP_SYNC_COND_WAIT = 10,     /* pthread_cond_wait, _timedwait, _clockwait: object
+	                             * = the condition, second = the mutex; the wait
+	                             * ends when the mutex is held again */
+	LP_SYNC_COND_SIGNAL = 11,   /* pthread_cond_signal */
+	LP_SYNC_COND_BROADCAST = 12, /* pthread_cond_broadcast */
+	LP_SYNC_BARRIER_WAIT = 13,  /* pthread_barrier_wait */
+	LP_SYNC_JOIN = 14,          /* pthread_join, _tryjoin_np, _timedjoin_np: object =
+	                             * the pthread_t joined */
+	LP_SYNC_SEM_WAIT = 15,      /* sem_wait, sem_trywait, sem_timedwait, sem_clockwait */
+	LP_SYNC_SEM_POST = 16,      /* sem_post */
+	LP_SYNC_OPS                 /* one past the last */
+};
+
+enum lp_sync_flags {
+	LP_SYNC_CONTENDED = 1u << 0, /* the operation had to wait (a lock was held) */
+	LP_SYNC_TRY = 1u << 1,       /* the try form: never waits */
+	LP_SYNC_FAILED = 1u << 2,    /* it did not acquire, pass or join (busy, timed
+	                              * out, an error): nothing is held after it */
+	LP_SYNC_TIMED = 1u << 3,     /* the timed (or clock) form */
+	LP_SYNC_TIMEDOUT = 1u << 4,  /* with FAILED, or a COND_WAIT: the time ran out */
+	LP_SYNC_SERIAL = 1u << 5,    /* BARRIER_WAIT: this thread was the serial one
+	                              * (PTHREAD_BARRIER_SERIAL_THREAD) */
+};
+
+/* Counter records (record --counters).  Values are counts since the
+ * thread's counters were opened (BEGIN..END), or the program's totals
+ * (CPU, PROCESS, written by the recorder), scaled up to the time enabled
+ * when the counter was multiplexed (LP_CTR_SCALED). */
+enum lp_ctr_kind {
+	LP_CTR_BEGIN = 1,   /* the thread's counters were opened */
+	LP_CTR_ENTRY = 2,   /* at a function's entry (also the ENTRY event) */
+	LP_CTR_EXIT = 3,    /* at its exit (also the EXIT event) */
+	LP_CTR_END = 4,     /* the thread's last values (it ended, or tracing did) */
+	LP_CTR_CPU = 5,     /* the program's totals on one CPU (its threads and children) */
+	LP_CTR_PROCESS = 6, /* the program's totals (its threads and children) */
+	LP_CTR_SAMPLE = 7,  /* the thread's values at another point */
+};
+
+enum lp_ctr_flags {
+	LP_CTR_SCALED = 1u << 0,    /* a value was scaled: its counter was multiplexed */
+	LP_CTR_HAS_TIMES = 1u << 1, /* the event carries each counter's enabled and
+	                             * running times (END, CPU, PROCESS) */
 };
 
 /* Payload of an LP_RAW_MEM slot: the compact form of struct lp_ext_mem. */
@@ -558,7 +649,8 @@ struct lp_ext_task {
 #define LP_TRACE_DATA "data"
 #define LP_TRACE_MAGIC "LPTRACE"
 #define LP_TRACE_MAJOR 1u
-#define LP_TRACE_MINOR 3u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL, PROBE */
+#define LP_TRACE_MINOR 4u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL, PROBE;
+                          * 4: LP_EV_SYNC, LP_EV_COUNTER */
 #define LP_FILE_HEADER_SIZE 16u
 
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" as little-endian bytes */
@@ -597,8 +689,8 @@ enum lp_event_type {
 	LP_EV_KERNEL = 8,        /* kernel tracepoint record (common/kernevent.h) */
 	LP_EV_ALLOC = 9,         /* arg = enum lp_mem_op; heap operation (memevent.h) */
 	LP_EV_STACK = 10,        /* stack id definition (memevent.h) */
-	LP_EV_SYNC = 11,         /* reserved: sync wait begin/end */
-	LP_EV_COUNTER = 12,      /* reserved: counter sample */
+	LP_EV_SYNC = 11,         /* a synchronisation operation (common/syncevent.h) */
+	LP_EV_COUNTER = 12,      /* counter values (common/ctrevent.h) */
 	LP_EV_MARKER = 13,       /* reserved: user marker */
 	LP_EV_LONGJMP = 14,      /* varint depth the thread returned to */
 	LP_EV_EXTENDED = 15,     /* varint subtype, bytes body */

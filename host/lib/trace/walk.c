@@ -6,7 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/ctrevent.h"
 #include "common/kernevent.h"
+#include "common/syncevent.h"
 #include "common/varint.h"
 #include "host/lib/trace/classify.h"
 #include "host/lib/trace/dir.h"
@@ -645,6 +647,62 @@ static void on_mem(struct walk *w, struct walk_stream *s, const struct lp_event 
 	}
 }
 
+static void on_sync(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	const struct walk_ops *o;
+	struct walk_sync y = { 0 };
+	struct syncevent se;
+
+	if (syncevent_parse(ev, &se)) {
+		w->sync_malformed++;
+		return;
+	}
+	w->sync_events++;
+	if (!s->selected)
+		return;
+	y.ns = ev->time;
+	y.op = se.op;
+	y.flags = se.flags;
+	y.obj = se.obj;
+	y.obj2 = se.obj2;
+	y.wait_ns = se.wait_ns;
+	y.site = se.site ? code_addr(w, s, se.site, ev->time) : 0;
+	y.func = innermost_open(s, &y.depth);
+	for (o = w->ops; o; o = o->next)
+		if (o->sync)
+			o->sync(o->ctx, s, &y);
+}
+
+static void on_counter(struct walk *w, struct walk_stream *s, const struct lp_event *ev)
+{
+	const struct walk_ops *o;
+	struct walk_counter c = { 0 };
+	struct ctrevent ce;
+
+	if (ctrevent_parse(ev, &ce)) {
+		w->counter_malformed++;
+		return;
+	}
+	w->counter_events++;
+	if (!s->selected)
+		return;
+	c.ns = ev->time;
+	c.kind = ce.kind;
+	c.flags = ce.flags;
+	c.fn = ce.fn ? code_addr(w, s, ce.fn, ev->time) : 0;
+	c.cpu = ce.cpu;
+	c.n = ce.n;
+	c.values = ce.values;
+	if (ce.flags & LP_CTR_HAS_TIMES) {
+		c.enabled = ce.enabled;
+		c.running = ce.running;
+	}
+	c.func = innermost_open(s, &c.depth);
+	for (o = w->ops; o; o = o->next)
+		if (o->counter)
+			o->counter(o->ctx, s, &c);
+}
+
 static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 {
 	const struct walk_ops *o;
@@ -704,6 +762,12 @@ static int walk_events(struct walk *w, const uint8_t *payload, size_t len)
 			break;
 		case LP_EV_STACK:
 			on_stack(w, s, &ev);
+			break;
+		case LP_EV_SYNC:
+			on_sync(w, s, &ev);
+			break;
+		case LP_EV_COUNTER:
+			on_counter(w, s, &ev);
 			break;
 		case LP_EV_EXTENDED: {
 			const uint8_t *p = (const uint8_t *)ev.str, *end = p + ev.str_len;
@@ -830,6 +894,26 @@ int walk_begin(struct walk *w, const struct walk_ops *ops)
 	return index_consumers(w);
 }
 
+/* The trace's counter set: META "counters", comma-separated names. */
+static void meta_counters(struct walk *w)
+{
+	char buf[LP_COUNTERS_MAX * 64];
+	const char *p;
+
+	w->ncounters = 0;
+	if (!walk_meta(w, "counters", buf, sizeof(buf)))
+		return;
+	for (p = buf; *p && w->ncounters < LP_COUNTERS_MAX;) {
+		size_t n = strcspn(p, ",");
+
+		if (n && n < sizeof(w->counters[0])) {
+			memcpy(w->counters[w->ncounters], p, n);
+			w->counters[w->ncounters++][n] = '\0';
+		}
+		p += n + (p[n] == ',');
+	}
+}
+
 /* A chunk's events and facts, without the consumers' chunk hooks. */
 static int feed_payload(struct walk *w, uint8_t type, const uint8_t *payload, size_t len)
 {
@@ -842,6 +926,7 @@ static int feed_payload(struct walk *w, uint8_t type, const uint8_t *payload, si
 		memcpy(w->meta, payload, n);
 		w->meta[n] = '\0';
 		w->filtered_at_record = strstr(w->meta, "\nfiltered=1") != NULL;
+		meta_counters(w);
 		return 0;
 	}
 	case LP_CHUNK_KFORMAT:

@@ -108,6 +108,39 @@ struct walk_probe {
 	uint32_t depth;
 };
 
+/* A synchronisation operation (record --sync, common/syncevent.h), with
+ * the innermost function (after filters) open then and the depth, as for
+ * syscalls. */
+struct walk_sync {
+	uint64_t ns;      /* the operation's end: acquired, woken, returned, or made */
+	uint8_t op;       /* enum lp_sync_op */
+	uint32_t flags;   /* enum lp_sync_flags */
+	uint64_t obj;     /* the lock, condition, barrier, semaphore or pthread_t */
+	uint64_t obj2;    /* COND_WAIT: the mutex */
+	uint64_t wait_ns; /* the wait began wait_ns before ns (0: none) */
+	uint64_t site;    /* the call site (a code address, as function addresses are), 0: unknown */
+	uint64_t func;
+	uint32_t depth;
+};
+
+/* Counter values (record --counters, common/ctrevent.h): values[i] is the
+ * count of the trace's i-th counter (walk.counters).  An ENTRY or EXIT
+ * comes just after the function event it belongs to (fn is its address,
+ * a code address; the function events may be filtered out by the host's
+ * filters, the counter events are not).  func and depth as for syscalls. */
+struct walk_counter {
+	uint64_t ns;
+	uint8_t kind;   /* enum lp_ctr_kind */
+	uint32_t flags; /* enum lp_ctr_flags */
+	uint64_t fn;
+	uint32_t cpu; /* CPU */
+	uint32_t n;
+	const uint64_t *values;
+	const uint64_t *enabled, *running; /* NULL without LP_CTR_HAS_TIMES */
+	uint64_t func;
+	uint32_t depth;
+};
+
 struct walk_stack_def;
 
 struct walk_chunk_ref {
@@ -236,6 +269,11 @@ struct walk_ops {
 	void (*mem)(void *ctx, struct walk_stream *s, const struct walk_mem *m);
 	/* a kernel event, in order with the thread's function events */
 	void (*kernel)(void *ctx, struct walk_stream *s, const struct walk_kernel *k);
+	/* a synchronisation operation, in order with the thread's function
+	 * events */
+	void (*sync)(void *ctx, struct walk_stream *s, const struct walk_sync *y);
+	/* counter values, in order with the thread's function events */
+	void (*counter)(void *ctx, struct walk_stream *s, const struct walk_counter *c);
 	/* a task event (enum lp_task_kind): value is the parent pid for
 	 * FORK, the wait status for EXIT */
 	void (*task)(void *ctx, struct walk_stream *s, uint64_t ns, unsigned kind, uint64_t value);
@@ -283,7 +321,16 @@ struct walk {
 	 * defined before, stack definitions dropped over the bounds */
 	uint64_t mem_ops, mem_malformed, mem_unknown_stacks, mem_stacks_dropped;
 	uint64_t mem_stacks_forgotten; /* older definitions let go of by a full table */
-	uint64_t stack_addrs;          /* addresses held by all stack tables */
+	/* the sync layer (record --sync): operations seen, events with a
+	 * malformed body */
+	uint64_t sync_events, sync_malformed;
+	/* counters (record --counters): events seen, malformed ones, and the
+	 * trace's counter set from META "counters" (perf names, in the order
+	 * of the values; ncounters 0 when the trace has none) */
+	uint64_t counter_events, counter_malformed;
+	uint32_t ncounters;
+	char counters[LP_COUNTERS_MAX][64];
+	uint64_t stack_addrs; /* addresses held by all stack tables */
 	uint64_t first_ns, last_ns;
 	/* code the trace told unmapped (dlclose): from the first, function
 	 * addresses handed to the consumer are code addresses (symbolizer.h),
