@@ -9,6 +9,7 @@
 
 #include "host/builtin.h"
 #include "host/lib/analysis/profile.h"
+#include "host/lib/export/ctrreport.h"
 #include "host/lib/export/report.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/options.h"
@@ -23,7 +24,10 @@ static const char report_usage[] =
     "total (inclusive), self, average, minimum and maximum time per call.\n"
     "\n"
     "  -s, --sort KEYS       sort by total, self, calls, avg, min, max or name;\n"
-    "                        comma-separated, first key first (default total)\n"
+    "                        comma-separated, first key first (default total);\n"
+    "                        with --counters: incl:COUNTER, self:COUNTER, COUNTER,\n"
+    "                        a metric (IPC, ...), calls or name (default: incl of\n"
+    "                        the first counter)\n"
     "  -t, --per-thread      one row per function and thread\n"
     "      --syscalls        the system calls instead: per syscall its calls, errors\n"
     "                        and times (total, avg, min, max, p50, p99), and per\n"
@@ -41,6 +45,10 @@ static const char report_usage[] =
     "      --kernel          the kernel events instead (record --kernel): per type,\n"
     "                        thread, function and syscall; off-CPU time per reason\n"
     "                        with who woke the thread; block requests per syscall\n"
+    "      --counters        the counters instead (record --counters): the program's\n"
+    "                        totals and per CPU, per thread, per function (inclusive\n"
+    "                        and self), with IPC, misses per 1000 instructions and\n"
+    "                        miss ratios where the counters are there (text, json, xml)\n"
     "      --at-peak         with --memory: the state when the heap was largest\n"
     "      --at TIME         with --memory: the state TIME after the recording began\n"
     "                        (e.g. 1.5s, 200ms)\n"
@@ -51,7 +59,8 @@ static const char report_usage[] =
     "  -o, --output FILE     write to FILE (default: standard output)\n" FILTER_HELP
     "  -h, --help            this text\n"
     "\n"
-    "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
+    "Exit status: 0 ok, 2 usage (also --counters on a trace without counters), 3 trace\n"
+    "missing, empty, damaged or of another version.\n";
 
 /* Output buffer: the documents are written in many small pieces. */
 #define REPORT_OUT_BUFFER (1u << 20)
@@ -88,6 +97,71 @@ static int report_write(struct walk *w, const struct export_report_opts *o, cons
 	return code;
 }
 
+/* report --counters: its options from report's.  Returns 0 or the exit
+ * code after printing why. */
+static int counters_opts(struct ctrreport_opts *co, const struct export_report_opts *o, const char *sort, bool others)
+{
+	memset(co, 0, sizeof(*co));
+	if (others) {
+		fprintf(stderr, "layerprof report: --counters goes alone: not with --memory, --syscalls, --layers, "
+		                "--kernel, --at-peak or --at\n");
+		return LP_EXIT_USAGE;
+	}
+	if (o->fmt == EXPORT_REPORT_HTML) {
+		fprintf(stderr, "layerprof report: --counters is text, json or xml\n");
+		return LP_EXIT_USAGE;
+	}
+	co->fmt = o->fmt;
+	co->per_thread = (o->flags & PROFILE_PER_THREAD) != 0;
+	if (!sort) {
+		ctrstats_order_default(&co->order);
+	} else if (ctrstats_order_parse(&co->order, sort)) {
+		fprintf(stderr,
+		        "layerprof report: invalid --sort '%s': use incl:COUNTER, self:COUNTER, COUNTER, a metric, "
+		        "calls, name\n",
+		        sort);
+		return LP_EXIT_USAGE;
+	}
+	return LP_EXIT_OK;
+}
+
+/* Writes report --counters to stdout, as report_write the others; a trace
+ * without counter values, or a sort key naming none of its counters, is
+ * refused with LP_EXIT_USAGE and nothing written. */
+static int counters_write(struct walk *w, const struct ctrreport_opts *co, const char *out)
+{
+	char err[256] = "";
+	int code, r, werr = 0;
+
+	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
+	r = ctrreport_write(w, co, stdout, err, sizeof(err));
+	if (r == -ENODATA || r == -EINVAL) {
+		fprintf(stderr, "layerprof report: %s%s\n", r == -EINVAL ? "invalid --sort: " : "", err);
+		if (out)
+			unlink(out);
+		return LP_EXIT_USAGE;
+	}
+	if (r == -ENOMEM) {
+		fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w->dir);
+		if (out)
+			unlink(out);
+		return LP_EXIT_FAILURE;
+	}
+	code = layerprof_trace_condition(w, "report");
+	if (fflush(stdout))
+		werr = errno;
+	if (r == -EIO && !werr)
+		werr = EIO;
+	if (werr) {
+		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out ? out : "standard output",
+		        strerror(werr));
+		if (out)
+			unlink(out);
+		code = LP_EXIT_FAILURE;
+	}
+	return code;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -101,6 +175,7 @@ int cmd_report(int argc, char **argv)
 		{ "kernel", no_argument, NULL, 'K' },
 		{ "at-peak", no_argument, NULL, 'P' },
 		{ "at", required_argument, NULL, 'A' },
+		{ "counters", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -109,6 +184,9 @@ int cmd_report(int argc, char **argv)
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data", *out = NULL;
 	bool syscalls = false, memory = false, layers = false, kernel = false;
+	bool counters = false;
+	const char *sort = NULL;
+	struct ctrreport_opts co;
 	struct walk w;
 	int c, code;
 
@@ -116,13 +194,7 @@ int cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:tho:F:N:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (profile_order_parse(&o.order, optarg)) {
-				fprintf(stderr,
-				        "layerprof report: invalid --sort '%s': use total, self, calls, avg, min, "
-				        "max, name\n",
-				        optarg);
-				return LP_EXIT_USAGE;
-			}
+			sort = optarg; /* parsed below: --counters sorts by its own keys */
 			break;
 		case 't':
 			o.flags |= PROFILE_PER_THREAD;
@@ -138,6 +210,9 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'K':
 			kernel = true;
+			break;
+		case 'C':
+			counters = true;
 			break;
 		case 'P':
 			o.at_peak = true;
@@ -172,6 +247,11 @@ int cmd_report(int argc, char **argv)
 	}
 	if (builtin_trace_operand("report", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
+	if (sort && !counters && profile_order_parse(&o.order, sort)) {
+		fprintf(stderr, "layerprof report: invalid --sort '%s': use total, self, calls, avg, min, max, name\n",
+		        sort);
+		return LP_EXIT_USAGE;
+	}
 	if ((o.at_peak || o.has_at) && !memory) {
 		fprintf(stderr, "layerprof report: --at-peak and --at go with --memory\n");
 		return LP_EXIT_USAGE;
@@ -188,6 +268,9 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "layerprof report: --layers and --kernel are text or json\n");
 		return LP_EXIT_USAGE;
 	}
+	if (counters &&
+	    (code = counters_opts(&co, &o, sort, memory || syscalls || layers || kernel || o.at_peak || o.has_at)))
+		return code;
 	o.what = memory     ? EXPORT_REPORT_MEMORY
 	         : syscalls ? EXPORT_REPORT_SYSCALLS
 	         : layers   ? EXPORT_REPORT_LAYERS
@@ -209,7 +292,7 @@ int cmd_report(int argc, char **argv)
 		}
 		fclose(f);
 	}
-	code = report_write(&w, &o, out);
+	code = counters ? counters_write(&w, &co, out) : report_write(&w, &o, out);
 	walk_release(&w);
 	return code;
 }
