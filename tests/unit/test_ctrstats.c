@@ -283,7 +283,8 @@ static const struct ctrstats_metric *metric(const struct ctrstats_result *res, c
 static void nested_trace(struct trace *t)
 {
 	trace_init(t, NESTED_COUNTERS,
-	           "counters.read=read\ncounters.unavailable=LLC-loads: not supported; bus-cycles: no PMU\n");
+	           "counters.read=read\ncounters.scope=user\ncounters.unavailable=LLC-loads: not supported; "
+	           "bus-cycles: no PMU\n");
 	thread_begin(t, 10, 10);
 	put(t, 100, LP_CTR_BEGIN, 0, 4, V(5, 10, 0, 0));
 	enter(t, 200, FN(ctr_main), 4, V(100, 200, 1, 10));
@@ -751,6 +752,7 @@ static void test_report_files(void)
 	j = out ? jsonread_parse(out, strlen(out), err, sizeof(err)) : NULL;
 	if (CHECK(j != NULL)) {
 		CHECK_STR(jsonread_str(jsonread_get(j, "read")), "read");
+		CHECK_STR(jsonread_str(jsonread_get(j, "scope")), "user");
 		a = jsonread_get(j, "unavailable");
 		CHECK_EQ_U64(jsonread_count(a), 2);
 		CHECK_STR(jsonread_str(jsonread_get(jsonread_at(a, 1), "name")), "bus-cycles");
@@ -765,6 +767,8 @@ static void test_report_files(void)
 	CHECK_EQ_U64(report_to(dir, EXPORT_REPORT_TEXT, NULL, &out, err, sizeof(err)), 0);
 	CHECK(out && strstr(out, "# unavailable: LLC-loads: not supported\n"));
 	CHECK(out && strstr(out, "# read at function entry and exit: read(2)"));
+	if (!CHECK(out && strstr(out, "# counted in user space only")))
+		printf("%s\n", out);
 	CHECK(out && strstr(out, "0.524  IPC\n"));
 	free(out);
 	CHECK_EQ_U64(report_to(dir, EXPORT_REPORT_XML, "self:cycles", &out, err, sizeof(err)), 0);

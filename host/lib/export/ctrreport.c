@@ -69,6 +69,15 @@ static const char *read_method(const struct walk *w, char *buf, size_t size)
 	return v && *v ? v : NULL;
 }
 
+/* META counters.scope: "user" (only user space counted, as
+ * perf_event_paranoid allowed) or "all". */
+static const char *count_scope(const struct walk *w, char *buf, size_t size)
+{
+	const char *v = walk_meta(w, "counters.scope", buf, size);
+
+	return v && *v ? v : NULL;
+}
+
 static const char *read_method_text(const char *m)
 {
 	if (!strcmp(m, "rdpmc"))
@@ -313,6 +322,8 @@ static void write_text(FILE *f, struct walk *w, const struct ctrreport_opts *o, 
 		fprintf(f, "# unavailable: %s: %s\n", un[i].name, un[i].reason[0] ? un[i].reason : "(no reason given)");
 	if (m)
 		fprintf(f, "# read at function entry and exit: %s\n", read_method_text(m));
+	if ((m = count_scope(w, buf, sizeof(buf))) && !strcmp(m, "user"))
+		fprintf(f, "# counted in user space only (perf_event_paranoid): the kernel's part is left out\n");
 	if (st->scaled_records)
 		fprintf(f, "# scaled values in %" PRIu64 " of the records: a counter was multiplexed\n",
 		        st->scaled_records);
@@ -397,6 +408,10 @@ void ctrreport_json_members(struct json *j, struct walk *w, const struct ctrstat
 		json_str(j, "read", m);
 	else
 		json_null(j, "read");
+	if ((m = count_scope(w, buf, sizeof(buf))))
+		json_str(j, "scope", m);
+	else
+		json_null(j, "scope");
 	json_u64(j, "counter_records", st->records);
 	json_u64(j, "scaled_records", st->scaled_records);
 	json_array_begin(j, "metrics");
@@ -620,6 +635,8 @@ static void xml_header(FILE *f, struct walk *w, const struct ctrstats *st, const
 	fputs("  <counters", f);
 	if (m)
 		attr_str(f, "read", m);
+	if ((m = count_scope(w, buf, sizeof(buf))))
+		attr_str(f, "scope", m);
 	attr_u64(f, "records", st->records);
 	attr_u64(f, "scaled-records", st->scaled_records);
 	attr_u64(f, "unmatched-exits", st->unmatched_exits);
