@@ -736,6 +736,10 @@ static void test_report_files(void)
 		CHECK(jsonread_bool(jsonread_get(o, "scaled"), false));
 		a = jsonread_get(j, "cpus");
 		CHECK_EQ_U64(jsonread_count(a), 2);
+		/* a CPU's times are not multiplexing: no scale */
+		CHECK_EQ_U64(jsonread_u64(jsonread_get(jsonread_get(jsonread_at(a, 0), "running_ns"), "task-clock"), 1),
+		             0);
+		CHECK(jsonread_get(jsonread_at(a, 0), "scale") == NULL);
 		a = jsonread_get(j, "functions");
 		o = jsonread_at(a, 0);
 		CHECK_STR(jsonread_str(jsonread_get(o, "name")), "ctr_inner");

@@ -193,12 +193,8 @@ static void text_cpus(FILE *f, const struct ctrstats_result *res)
 			fprintf(f, " %*" PRIu64, col_width(res->names[i], 0), res->cpus[c].val.v[i]);
 		fputc('\n', f);
 	}
-	for (c = 0; c < res->ncpus; c++) {
-		char who[32];
-
-		snprintf(who, sizeof(who), "CPU %u", res->cpus[c].cpu);
-		text_scaled(f, res, &res->cpus[c].val, who);
-	}
+	/* their times say where the program ran (running: on that CPU), not
+	 * multiplexing: the recorder never scales them */
 }
 
 static void text_threads(FILE *f, const struct ctrstats_result *res)
@@ -363,14 +359,19 @@ static void json_derived(struct json *j, const char *key, const struct ctrstats_
 	json_object_end(j);
 }
 
-/* "values", the times and scale factors when known, "scaled", "derived". */
-static void json_valueset(struct json *j, const struct ctrstats_result *res, const struct ctrstats_values *val)
+/* "values", "scaled", the times when known (with scale: and the scale
+ * factors), "derived".  A CPU's times say where the program ran, not how
+ * much a counter was multiplexed: no scale factors. */
+static void json_valueset(struct json *j, const struct ctrstats_result *res, const struct ctrstats_values *val,
+                          bool scale)
 {
 	json_values(j, "values", res, val->v);
 	json_bool(j, "scaled", (val->flags & LP_CTR_SCALED) != 0);
 	if (val->has_times) {
 		json_values(j, "enabled_ns", res, val->enabled);
 		json_values(j, "running_ns", res, val->running);
+	}
+	if (val->has_times && scale) {
 		json_object_begin(j, "scale");
 		for (uint32_t i = 0; i < res->n; i++) {
 			double x = 1.0;
@@ -429,7 +430,7 @@ void ctrreport_json_members(struct json *j, struct walk *w, const struct ctrstat
 	if (res->has_program) {
 		json_object_begin(j, "program");
 		json_str(j, "source", res->from_process ? "process" : "threads");
-		json_valueset(j, res, &res->program);
+		json_valueset(j, res, &res->program, true);
 		json_object_end(j);
 	} else {
 		json_null(j, "program");
@@ -438,7 +439,7 @@ void ctrreport_json_members(struct json *j, struct walk *w, const struct ctrstat
 	for (i = 0; i < res->ncpus; i++) {
 		json_object_begin(j, NULL);
 		json_u64(j, "cpu", res->cpus[i].cpu);
-		json_valueset(j, res, &res->cpus[i].val);
+		json_valueset(j, res, &res->cpus[i].val, false);
 		json_object_end(j);
 	}
 	json_array_end(j);
@@ -454,7 +455,7 @@ void ctrreport_json_members(struct json *j, struct walk *w, const struct ctrstat
 		json_bool(j, "has_begin", t->has_begin);
 		json_bool(j, "has_end", t->has_end);
 		json_u64(j, "records", t->records);
-		json_valueset(j, res, &t->val);
+		json_valueset(j, res, &t->val, true);
 		json_object_end(j);
 	}
 	json_array_end(j);
@@ -594,8 +595,9 @@ static void attr_metric(FILE *f, const char *name, const struct ctrstats_metric 
 		fprintf(f, " %s=\"%.6g\"", name, x);
 }
 
-/* <value> per counter and <derived> per metric with a value. */
-static void xml_valueset(FILE *f, const struct ctrstats_result *res, const struct ctrstats_values *val,
+/* <value> per counter and <derived> per metric with a value; scale as
+ * json_valueset's. */
+static void xml_valueset(FILE *f, const struct ctrstats_result *res, const struct ctrstats_values *val, bool scale,
                          const char *indent)
 {
 	uint32_t i;
@@ -610,7 +612,7 @@ static void xml_valueset(FILE *f, const struct ctrstats_result *res, const struc
 			attr_u64(f, "enabled-ns", val->enabled[i]);
 			attr_u64(f, "running-ns", val->running[i]);
 		}
-		if (ctrstats_scale(val, i, &x))
+		if (scale && ctrstats_scale(val, i, &x))
 			fprintf(f, " scale=\"%.6g\"", x);
 		fputs("/>\n", f);
 	}
@@ -687,7 +689,7 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 		attr_str(f, "source", res->from_process ? "process" : "threads");
 		attr_bool(f, "scaled", (res->program.flags & LP_CTR_SCALED) != 0);
 		fputs(">\n", f);
-		xml_valueset(f, res, &res->program, "      ");
+		xml_valueset(f, res, &res->program, true, "      ");
 		fputs("    </program>\n", f);
 	}
 	fputs("    <cpus>\n", f);
@@ -696,7 +698,7 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 		attr_u64(f, "cpu", res->cpus[i].cpu);
 		attr_bool(f, "scaled", (res->cpus[i].val.flags & LP_CTR_SCALED) != 0);
 		fputs(">\n", f);
-		xml_valueset(f, res, &res->cpus[i].val, "        ");
+		xml_valueset(f, res, &res->cpus[i].val, false, "        ");
 		fputs("      </cpu>\n", f);
 	}
 	fputs("    </cpus>\n    <threads>\n", f);
@@ -713,7 +715,7 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 		attr_u64(f, "records", t->records);
 		attr_bool(f, "scaled", (t->val.flags & LP_CTR_SCALED) != 0);
 		fputs(">\n", f);
-		xml_valueset(f, res, &t->val, "        ");
+		xml_valueset(f, res, &t->val, true, "        ");
 		fputs("      </thread>\n", f);
 	}
 	fputs("    </threads>\n    <functions>\n", f);
