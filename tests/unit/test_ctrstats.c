@@ -171,6 +171,8 @@ static void put(struct trace *t, uint64_t ns, uint8_t kind, uint64_t fn, uint32_
 
 	memcpy(c.values, v, n * sizeof(v[0]));
 	encoder_counter(t->e, ns, &c);
+	if (encoder_full(t->e))
+		thread_flush(t);
 }
 
 /* A function's entry or exit: the function event, then its counters. */
@@ -442,6 +444,39 @@ static void test_longjmp(void)
 	/* IPC = instructions / cycles = 0.5 for every row */
 	CHECK_EQ_U64(f.res.nmetrics, 1);
 out:
+	fed_release(&f);
+	trace_release(&t);
+}
+
+/* Recursion deeper than CTRSTATS_DEPTH_MAX: the calls below the bound are
+ * left out and counted, their exits taken as theirs, and the calls
+ * followed keep exact counts. */
+static void test_deep(void)
+{
+	const uint64_t n = CTRSTATS_DEPTH_MAX + 904;
+	const struct ctrstats_fn_row *r;
+	struct trace t;
+	struct fed f;
+
+	trace_init(&t, "instructions", NULL);
+	thread_begin(&t, 10, 10);
+	put(&t, 1, LP_CTR_BEGIN, 0, 1, V(0));
+	for (uint64_t i = 0; i < n; i++)
+		enter(&t, 10 + i, FN(ctr_recurse), 1, V(10 * i));
+	for (uint64_t i = n; i-- > 0;)
+		leave(&t, 10 + 2 * n - i, FN(ctr_recurse), 1, V(10 * (2 * n - 1 - i)));
+	put(&t, 20 + 2 * n, LP_CTR_END, 0, 1, V(10 * 2 * n));
+	thread_flush(&t);
+	feed(&f, &t, 0, NULL);
+	if (CHECK_EQ_U64(f.collect, 0) && (r = fn_row(&f, "ctr_recurse", 0))) {
+		CHECK_EQ_U64(r->calls, CTRSTATS_DEPTH_MAX);
+		CHECK_EQ_U64(r->ended, CTRSTATS_DEPTH_MAX);
+		CHECK_EQ_U64(r->incl[0], 10 * (2 * n - 1));
+		CHECK_EQ_U64(r->self[0], 10 * (2 * n - 1));
+	}
+	CHECK_EQ_U64(f.st.deep_dropped, 904);
+	CHECK_EQ_U64(f.st.unmatched_exits, 0);
+	CHECK_EQ_U64(f.st.open_at_end, 0);
 	fed_release(&f);
 	trace_release(&t);
 }
@@ -865,6 +900,7 @@ int main(int argc, char **argv)
 	test_nested();
 	test_recursion();
 	test_longjmp();
+	test_deep();
 	test_threads();
 	test_metrics();
 	test_sort();
