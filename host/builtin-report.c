@@ -10,6 +10,7 @@
 #include "host/builtin.h"
 #include "host/lib/analysis/profile.h"
 #include "host/lib/export/report.h"
+#include "host/lib/export/syncreport.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/options.h"
 #include "host/lib/util/outfile.h"
@@ -41,6 +42,13 @@ static const char report_usage[] =
     "      --kernel          the kernel events instead (record --kernel): per type,\n"
     "                        thread, function and syscall; off-CPU time per reason\n"
     "                        with who woke the thread; block requests per syscall\n"
+    "      --sync            the synchronisation instead (record --sync): per lock its\n"
+    "                        acquisitions, contention, wait (total, max, p99) and\n"
+    "                        hold times; per condition and semaphore who waits and\n"
+    "                        who signals; barriers, joins, per-thread waits, the\n"
+    "                        producer/consumer balance, futex waits of other code\n"
+    "                        (text, json or xml; --sort wait, ops, avg, max, hold,\n"
+    "                        contended, name)\n"
     "      --at-peak         with --memory: the state when the heap was largest\n"
     "      --at TIME         with --memory: the state TIME after the recording began\n"
     "                        (e.g. 1.5s, 200ms)\n"
@@ -88,6 +96,76 @@ static int report_write(struct walk *w, const struct export_report_opts *o, cons
 	return code;
 }
 
+/* report --sync: its own pass and document (export/syncreport.c).  The
+ * other modes and --per-thread are refused; --sort takes its keys. */
+static int report_sync(const char *dir, const struct filter_opts *fopts, const struct export_report_opts *o,
+                       const char *sort, bool other_mode, const char *out)
+{
+	struct syncreport_opts so = { .fmt = o->fmt };
+	struct walk w;
+	int code, r, werr = 0;
+
+	if (other_mode || o->at_peak || o->has_at || (o->flags & PROFILE_PER_THREAD)) {
+		fprintf(stderr, "layerprof report: --sync goes alone (not with --memory, --syscalls, --layers, "
+		                "--kernel, --at, --at-peak or --per-thread)\n");
+		return LP_EXIT_USAGE;
+	}
+	if (o->fmt == EXPORT_REPORT_HTML) {
+		fprintf(stderr, "layerprof report: --sync is text, json or xml\n");
+		return LP_EXIT_USAGE;
+	}
+	if (sort && syncstats_order_parse(&so.order, sort)) {
+		fprintf(stderr,
+		        "layerprof report: invalid --sort '%s' with --sync: use wait, ops, avg, max, hold, "
+		        "contended, name\n",
+		        sort);
+		return LP_EXIT_USAGE;
+	}
+	code = builtin_trace_open("report", &w, dir, fopts);
+	if (code)
+		return code;
+	if (out) {
+		FILE *f = outfile_open(out);
+
+		if (!f || fflush(stdout) || dup2(fileno(f), STDOUT_FILENO) < 0) {
+			fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, outfile_strerror(errno));
+			if (f)
+				fclose(f);
+			walk_release(&w);
+			return LP_EXIT_FAILURE;
+		}
+		fclose(f);
+	}
+	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
+	r = syncreport_write(&w, &so, stdout);
+	if (r == -ENODATA || r == -ENOMEM) {
+		if (r == -ENODATA)
+			fprintf(stderr,
+			        "layerprof report: the trace has no synchronisation events: record with --sync\n");
+		else
+			fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w.dir);
+		if (out)
+			unlink(out);
+		code = layerprof_trace_condition(&w, "report");
+		walk_release(&w);
+		return r == -ENODATA && !code ? LP_EXIT_USAGE : code ? code : LP_EXIT_FAILURE;
+	}
+	code = layerprof_trace_condition(&w, "report");
+	if (fflush(stdout))
+		werr = errno;
+	if (r == -EIO && !werr)
+		werr = EIO;
+	if (werr) {
+		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out ? out : "standard output",
+		        strerror(werr));
+		if (out)
+			unlink(out);
+		code = LP_EXIT_FAILURE;
+	}
+	walk_release(&w);
+	return code;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -101,6 +179,7 @@ int cmd_report(int argc, char **argv)
 		{ "kernel", no_argument, NULL, 'K' },
 		{ "at-peak", no_argument, NULL, 'P' },
 		{ "at", required_argument, NULL, 'A' },
+		{ "sync", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -109,6 +188,8 @@ int cmd_report(int argc, char **argv)
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data", *out = NULL;
 	bool syscalls = false, memory = false, layers = false, kernel = false;
+	bool sync = false;
+	const char *sort = NULL;
 	struct walk w;
 	int c, code;
 
@@ -116,13 +197,7 @@ int cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:tho:F:N:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (profile_order_parse(&o.order, optarg)) {
-				fprintf(stderr,
-				        "layerprof report: invalid --sort '%s': use total, self, calls, avg, min, "
-				        "max, name\n",
-				        optarg);
-				return LP_EXIT_USAGE;
-			}
+			sort = optarg; /* its keys depend on the mode (--sync) */
 			break;
 		case 't':
 			o.flags |= PROFILE_PER_THREAD;
@@ -138,6 +213,9 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'K':
 			kernel = true;
+			break;
+		case 'W':
+			sync = true;
 			break;
 		case 'P':
 			o.at_peak = true;
@@ -172,6 +250,13 @@ int cmd_report(int argc, char **argv)
 	}
 	if (builtin_trace_operand("report", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
+	if (sync)
+		return report_sync(dir, &fopts, &o, sort, memory || syscalls || layers || kernel, out);
+	if (sort && profile_order_parse(&o.order, sort)) {
+		fprintf(stderr, "layerprof report: invalid --sort '%s': use total, self, calls, avg, min, max, name\n",
+		        sort);
+		return LP_EXIT_USAGE;
+	}
 	if ((o.at_peak || o.has_at) && !memory) {
 		fprintf(stderr, "layerprof report: --at-peak and --at go with --memory\n");
 		return LP_EXIT_USAGE;
