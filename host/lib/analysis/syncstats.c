@@ -655,18 +655,12 @@ static void apply_unlock(struct syncstats *st, const struct syncstats_item *it, 
 static void apply_cond_wait(struct syncstats *st, const struct syncstats_item *it, struct syncstats_thread *t,
                             uint32_t object, struct syncstats_use *u, uint64_t begin)
 {
-	struct syncstats_object *o = &st->objects[object];
 	uint32_t thread = (uint32_t)(t - st->threads), waker = 0, mutex, depth;
+	uint32_t use = u ? (uint32_t)(u - st->uses) : UINT32_MAX;
 	bool failed = it->flags & LP_SYNC_FAILED, timedout = it->flags & LP_SYNC_TIMEDOUT;
+	struct syncstats_object *o;
 	uint64_t waker_ns = 0;
 
-	o->calls++;
-	if (u)
-		u->calls++;
-	if (timedout)
-		o->timeouts++;
-	else if (failed)
-		o->failures++;
 	/* the mutex was let go of when the wait began and is held again
 	 * now (also after a timeout; not after another error) */
 	if (it->obj2 && (!failed || timedout)) {
@@ -680,6 +674,16 @@ static void apply_cond_wait(struct syncstats *st, const struct syncstats_item *i
 				hold_begin(st, t, mutex, it->ns, depth);
 		}
 	}
+	/* the mutex's object and use may have moved the tables */
+	o = &st->objects[object];
+	u = use != UINT32_MAX ? &st->uses[use] : NULL;
+	o->calls++;
+	if (u)
+		u->calls++;
+	if (timedout)
+		o->timeouts++;
+	else if (failed)
+		o->failures++;
 	if (!it->wait_ns)
 		return;
 	add_wait(st, o, u, t, SYNCSTATS_COND, it->wait_ns);
@@ -1312,7 +1316,7 @@ void syncstats_result_release(struct syncstats_result *r)
 int syncstats_collect(struct syncstats *st, const struct syncstats_order *order, struct syncstats_result *out)
 {
 	static const struct syncstats_order by_wait = { .keys = { SYNCSTATS_BY_WAIT }, .nkeys = 1 };
-	uint32_t i, n = st->nobjects ? st->nobjects : 1;
+	uint32_t i, n;
 
 	memset(out, 0, sizeof(*out));
 	syncstats_flush(st);
@@ -1330,6 +1334,8 @@ int syncstats_collect(struct syncstats *st, const struct syncstats_order *order,
 		t->first_ns = t->s->first_ns;
 		t->last_ns = t->s->last_ns;
 	}
+	/* every object is made by now (the operations held back made theirs) */
+	n = st->nobjects ? st->nobjects : 1;
 	st->collected = true;
 	hashindex_release(&st->use_index);
 	if (st->nuses > 1)
