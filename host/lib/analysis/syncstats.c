@@ -1,53 +1,14 @@
-/* Synchronisation statistics (see syncstats.h): the per-thread stage (futex
- * waits placed against the interposed operations' waits), the merge by
- * time, and the accounting of each operation. */
+/* Synchronisation statistics (see syncstats.h): the tables of threads,
+ * objects and uses, and the accounting of each operation, applied in time
+ * order (syncwalk.c merges them). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/systab.h"
-#include "host/lib/analysis/syncstats.h"
+#include "host/lib/analysis/syncstats_impl.h"
 #include "layerprof/format.h"
-
-/* futex(2) commands (linux/futex.h), without the private and clock bits. */
-#define FUTEX_CMD(op) ((op)&0x7f)
-enum {
-	FUTEX_WAIT_ = 0,
-	FUTEX_WAKE_ = 1,
-	FUTEX_REQUEUE_ = 3,
-	FUTEX_CMP_REQUEUE_ = 4,
-	FUTEX_WAKE_OP_ = 5,
-	FUTEX_LOCK_PI_ = 6,
-	FUTEX_UNLOCK_PI_ = 7,
-	FUTEX_WAIT_BITSET_ = 9,
-	FUTEX_WAKE_BITSET_ = 10,
-	FUTEX_WAIT_REQUEUE_PI_ = 11,
-	FUTEX_LOCK_PI2_ = 13,
-};
-
-struct syncstats_held {
-	uint32_t object;
-	uint32_t depth;
-	uint64_t since;
-};
-
-struct syncstats_pending {
-	uint64_t enter_ns, exit_ns, uaddr;
-	int64_t ret;
-};
-
-struct syncstats_ptmap {
-	uint32_t image;
-	uint64_t pthread;
-	uint32_t thread;
-};
-
-struct syncstats_item {
-	uint64_t ns, seq, obj, obj2, wait_ns, site;
-	uint32_t thread, flags;
-	uint8_t op;
-};
 
 const char *syncstats_kind_name(unsigned kind)
 {
@@ -110,9 +71,7 @@ void syncstats_set_wait_hook(struct syncstats *st, void (*hook)(void *ctx, const
 
 /* ------------------------------------------------------------ tables */
 
-/* Grows *arr (of *cap items of size) to hold one more, up to max items.
- * Returns 0, or -ENOSPC / -ENOMEM. */
-static int grow(void **arr, uint32_t *cap, uint32_t n, size_t size, uint32_t max)
+int syncstats_grow(void **arr, uint32_t *cap, uint32_t n, size_t size, uint32_t max)
 {
 	uint32_t ncap;
 	void *p;
@@ -142,7 +101,7 @@ static bool thread_eq(const void *ctx, uint32_t item, const void *key)
 
 /* The thread of stream s, made on first use; NULL past the bounds
  * (counted) or out of memory. */
-static struct syncstats_thread *thread_get(struct syncstats *st, struct walk_stream *s)
+struct syncstats_thread *syncstats_thread_get(struct syncstats *st, struct walk_stream *s)
 {
 	uint64_t hash = hashindex_u64((uint64_t)s->image << 32 | s->tid);
 	struct syncstats_thread *t;
@@ -156,7 +115,8 @@ static struct syncstats_thread *thread_get(struct syncstats *st, struct walk_str
 	slot = hashindex_slot(&st->thread_index, hash, thread_eq, st, s);
 	if (st->thread_index.val[slot])
 		return &st->threads[st->thread_index.val[slot] - 1];
-	r = grow((void **)&st->threads, &st->threads_cap, st->nthreads, sizeof(*st->threads), SYNCSTATS_THREADS_MAX);
+	r = syncstats_grow((void **)&st->threads, &st->threads_cap, st->nthreads, sizeof(*st->threads),
+	                   SYNCSTATS_THREADS_MAX);
 	if (r) {
 		if (r == -ENOMEM)
 			st->oom = true;
@@ -172,6 +132,14 @@ static struct syncstats_thread *thread_get(struct syncstats *st, struct walk_str
 	hashindex_put(&st->thread_index, slot, hash, st->nthreads);
 	st->nthreads++;
 	return t;
+}
+
+struct syncstats_thread *syncstats_thread_find(struct syncstats *st, const struct walk_stream *s)
+{
+	int64_t i =
+	    hashindex_get(&st->thread_index, hashindex_u64((uint64_t)s->image << 32 | s->tid), thread_eq, st, s);
+
+	return i < 0 ? NULL : &st->threads[i];
 }
 
 struct object_key {
@@ -193,7 +161,7 @@ static bool object_eq(const void *ctx, uint32_t item, const void *key)
 	return o->addr == k->addr && o->image == k->image && o->kind == k->kind;
 }
 
-static void object_name(struct syncstats *st, struct syncstats_object *o, uint64_t ns)
+void syncstats_name_object(struct syncstats *st, struct syncstats_object *o, uint64_t ns)
 {
 	char buf[SYNCSTATS_NAME_MAX];
 
@@ -209,8 +177,8 @@ static void object_name(struct syncstats *st, struct syncstats_object *o, uint64
 
 /* The object (image, addr, kind), made on first use at ns by thread t;
  * returns its index, or UINT32_MAX past the bounds (counted). */
-static uint32_t object_get(struct syncstats *st, const struct syncstats_thread *t, uint64_t addr, uint8_t kind,
-                           uint64_t ns, uint64_t site)
+uint32_t syncstats_object_get(struct syncstats *st, const struct syncstats_thread *t, uint64_t addr, uint8_t kind,
+                              uint64_t ns, uint64_t site)
 {
 	struct object_key k = { .image = t->image, .kind = kind, .addr = addr };
 	uint64_t hash = object_hash(t->image, kind, addr);
@@ -225,7 +193,8 @@ static uint32_t object_get(struct syncstats *st, const struct syncstats_thread *
 	slot = hashindex_slot(&st->object_index, hash, object_eq, st, &k);
 	if (st->object_index.val[slot])
 		return st->object_index.val[slot] - 1;
-	r = grow((void **)&st->objects, &st->objects_cap, st->nobjects, sizeof(*st->objects), SYNCSTATS_OBJECTS_MAX);
+	r = syncstats_grow((void **)&st->objects, &st->objects_cap, st->nobjects, sizeof(*st->objects),
+	                   SYNCSTATS_OBJECTS_MAX);
 	if (r) {
 		if (r == -ENOMEM)
 			st->oom = true;
@@ -241,7 +210,7 @@ static uint32_t object_get(struct syncstats *st, const struct syncstats_thread *
 	o->site = site;
 	o->first_ns = ns;
 	hashindex_put(&st->object_index, slot, hash, st->nobjects);
-	object_name(st, o, ns);
+	syncstats_name_object(st, o, ns);
 	return st->nobjects++;
 }
 
@@ -254,7 +223,7 @@ static bool use_eq(const void *ctx, uint32_t item, const void *key)
 }
 
 /* The use of object by thread; NULL past the bounds (counted). */
-static struct syncstats_use *use_get(struct syncstats *st, uint32_t object, uint32_t thread)
+struct syncstats_use *syncstats_use_get(struct syncstats *st, uint32_t object, uint32_t thread)
 {
 	uint32_t k[2] = { object, thread };
 	uint64_t hash = hashindex_u64((uint64_t)object << 32 | thread);
@@ -272,7 +241,7 @@ static struct syncstats_use *use_get(struct syncstats *st, uint32_t object, uint
 	slot = hashindex_slot(&st->use_index, hash, use_eq, st, k);
 	if (st->use_index.val[slot])
 		return &st->uses[st->use_index.val[slot] - 1];
-	r = grow((void **)&st->uses, &st->uses_cap, st->nuses, sizeof(*st->uses), SYNCSTATS_USES_MAX);
+	r = syncstats_grow((void **)&st->uses, &st->uses_cap, st->nuses, sizeof(*st->uses), SYNCSTATS_USES_MAX);
 	if (r) {
 		if (r == -ENOMEM)
 			st->oom = true;
@@ -313,7 +282,8 @@ static void ptmap_set(struct syncstats *st, uint32_t image, uint64_t pthread, ui
 		return;
 	}
 	/* one per thread at most, so the threads' bound holds it */
-	if (grow((void **)&st->ptmap, &st->ptmap_cap, st->nptmap, sizeof(*st->ptmap), 4 * SYNCSTATS_THREADS_MAX)) {
+	if (syncstats_grow((void **)&st->ptmap, &st->ptmap_cap, st->nptmap, sizeof(*st->ptmap),
+	                   4 * SYNCSTATS_THREADS_MAX)) {
 		st->oom = true;
 		return;
 	}
@@ -364,8 +334,8 @@ static void waits_add(struct syncstats_waits *w, uint64_t ns)
 		w->max_ns = ns;
 }
 
-static void add_wait(struct syncstats *st, struct syncstats_object *o, struct syncstats_use *u,
-                     struct syncstats_thread *t, unsigned kind, uint64_t ns)
+void syncstats_add_wait(struct syncstats *st, struct syncstats_object *o, struct syncstats_use *u,
+                        struct syncstats_thread *t, unsigned kind, uint64_t ns)
 {
 	waits_add(&o->waits, ns);
 	if (u)
@@ -373,7 +343,8 @@ static void add_wait(struct syncstats *st, struct syncstats_object *o, struct sy
 	waits_add(&t->waits[kind], ns);
 	t->wait_ns += ns;
 	if (!o->hist) {
-		if (grow((void **)&st->hists, &st->hists_cap, st->nhists, sizeof(*st->hists), SYNCSTATS_HISTS_MAX)) {
+		if (syncstats_grow((void **)&st->hists, &st->hists_cap, st->nhists, sizeof(*st->hists),
+		                   SYNCSTATS_HISTS_MAX)) {
 			if (!o->p99_approx)
 				st->over.hists++;
 			o->p99_approx = true;
@@ -388,7 +359,7 @@ static void add_wait(struct syncstats *st, struct syncstats_object *o, struct sy
 /* Nearest rank: the value at rank n - floor(n / 100) of the waits in
  * order; the longest wait itself when that is the last rank (n <= 100),
  * else the middle of its histogram bucket, never above the longest. */
-static uint64_t object_p99(const struct syncstats *st, struct syncstats_object *o)
+uint64_t syncstats_object_p99(const struct syncstats *st, struct syncstats_object *o)
 {
 	uint64_t n = o->waits.n, rank = n - n / 100, seen = 0;
 	const uint32_t *h;
@@ -427,9 +398,9 @@ static void top_add(struct syncstats *st, const struct syncstats_wait *wt)
 }
 
 /* A wait of thread t, given to the hook and the longest waits. */
-static void emit_wait(struct syncstats *st, const struct syncstats_thread *t, unsigned kind, uint8_t op, uint32_t flags,
-                      uint64_t obj, uint64_t obj2, uint64_t begin, uint64_t end, uint64_t site, uint32_t waker,
-                      uint64_t waker_ns, uint32_t object)
+void syncstats_emit_wait(struct syncstats *st, const struct syncstats_thread *t, unsigned kind, uint8_t op,
+                         uint32_t flags, uint64_t obj, uint64_t obj2, uint64_t begin, uint64_t end, uint64_t site,
+                         uint32_t waker, uint64_t waker_ns, uint32_t object)
 {
 	struct syncstats_wait wt = {
 		.image = t->image,
@@ -472,7 +443,7 @@ static void set_releaser(struct syncstats_object *o, uint32_t thread, uint64_t n
 	o->rel_ns[0] = ns;
 }
 
-static void signalled(struct syncstats_object *o, struct syncstats_use *u, uint32_t thread, uint64_t ns)
+void syncstats_signalled(struct syncstats_object *o, struct syncstats_use *u, uint32_t thread, uint64_t ns)
 {
 	if (u)
 		u->signals++;
@@ -587,7 +558,7 @@ static void apply_join(struct syncstats *st, const struct syncstats_item *it, st
 	uint32_t thread = (uint32_t)(t - st->threads), joined = ptmap_get(st, t->image, it->obj);
 	bool failed = it->flags & LP_SYNC_FAILED;
 
-	if (grow((void **)&st->joins, &st->joins_cap, st->njoins, sizeof(*st->joins), SYNCSTATS_JOINS_MAX))
+	if (syncstats_grow((void **)&st->joins, &st->joins_cap, st->njoins, sizeof(*st->joins), SYNCSTATS_JOINS_MAX))
 		st->over.joins++;
 	else
 		st->joins[st->njoins++] = (struct syncstats_join){
@@ -602,8 +573,8 @@ static void apply_join(struct syncstats *st, const struct syncstats_item *it, st
 		return;
 	waits_add(&t->waits[SYNCSTATS_JOIN], it->wait_ns);
 	t->wait_ns += it->wait_ns;
-	emit_wait(st, t, SYNCSTATS_JOIN, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, failed ? 0 : joined,
-	          joined ? st->threads[joined - 1].s->last_ns : 0, UINT32_MAX);
+	syncstats_emit_wait(st, t, SYNCSTATS_JOIN, it->op, it->flags, it->obj, 0, begin, it->ns, it->site,
+	                    failed ? 0 : joined, joined ? st->threads[joined - 1].s->last_ns : 0, UINT32_MAX);
 }
 
 static void apply_lock(struct syncstats *st, const struct syncstats_item *it, struct syncstats_thread *t,
@@ -619,8 +590,9 @@ static void apply_lock(struct syncstats *st, const struct syncstats_item *it, st
 		else
 			o->failures++;
 		if (it->wait_ns) {
-			add_wait(st, o, u, t, o->kind, it->wait_ns);
-			emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, 0, 0, object);
+			syncstats_add_wait(st, o, u, t, o->kind, it->wait_ns);
+			syncstats_emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, 0,
+			                    0, object);
 		}
 		return;
 	}
@@ -631,10 +603,10 @@ static void apply_lock(struct syncstats *st, const struct syncstats_item *it, st
 	t->acquisitions++;
 	if (it->wait_ns || (it->flags & LP_SYNC_CONTENDED)) {
 		o->contended++;
-		add_wait(st, o, u, t, o->kind, it->wait_ns);
+		syncstats_add_wait(st, o, u, t, o->kind, it->wait_ns);
 		waker = waker_of(o, thread, &waker_ns);
-		emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, waker, waker_ns,
-		          object);
+		syncstats_emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, waker,
+		                    waker_ns, object);
 	}
 	hold_begin(st, t, object, it->ns, 1);
 }
@@ -664,9 +636,9 @@ static void apply_cond_wait(struct syncstats *st, const struct syncstats_item *i
 	/* the mutex was let go of when the wait began and is held again
 	 * now (also after a timeout; not after another error) */
 	if (it->obj2 && (!failed || timedout)) {
-		mutex = object_get(st, t, it->obj2, SYNCSTATS_MUTEX, begin, it->site);
+		mutex = syncstats_object_get(st, t, it->obj2, SYNCSTATS_MUTEX, begin, it->site);
 		if (mutex != UINT32_MAX) {
-			struct syncstats_use *mu = use_get(st, mutex, thread);
+			struct syncstats_use *mu = syncstats_use_get(st, mutex, thread);
 
 			depth = hold_end(st, t, mu, mutex, begin, true);
 			set_releaser(&st->objects[mutex], thread, begin);
@@ -686,11 +658,11 @@ static void apply_cond_wait(struct syncstats *st, const struct syncstats_item *i
 		o->failures++;
 	if (!it->wait_ns)
 		return;
-	add_wait(st, o, u, t, SYNCSTATS_COND, it->wait_ns);
+	syncstats_add_wait(st, o, u, t, SYNCSTATS_COND, it->wait_ns);
 	if (!failed && !timedout)
 		waker = waker_of(o, thread, &waker_ns);
-	emit_wait(st, t, SYNCSTATS_COND, it->op, it->flags, it->obj, it->obj2, begin, it->ns, it->site, waker, waker_ns,
-	          object);
+	syncstats_emit_wait(st, t, SYNCSTATS_COND, it->op, it->flags, it->obj, it->obj2, begin, it->ns, it->site, waker,
+	                    waker_ns, object);
 }
 
 /* Semaphore and barrier waits. */
@@ -713,13 +685,14 @@ static void apply_wait(struct syncstats *st, const struct syncstats_item *it, st
 		o->failures++;
 	if (!it->wait_ns)
 		return;
-	add_wait(st, o, u, t, o->kind, it->wait_ns);
+	syncstats_add_wait(st, o, u, t, o->kind, it->wait_ns);
 	if (!failed && o->kind == SYNCSTATS_SEM)
 		waker = waker_of(o, thread, &waker_ns);
-	emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, waker, waker_ns, object);
+	syncstats_emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, waker, waker_ns,
+	                    object);
 }
 
-static void apply(struct syncstats *st, const struct syncstats_item *it)
+void syncstats_apply(struct syncstats *st, const struct syncstats_item *it)
 {
 	struct syncstats_thread *t = &st->threads[it->thread];
 	uint64_t begin = it->ns - (it->wait_ns < it->ns ? it->wait_ns : it->ns);
@@ -750,10 +723,10 @@ static void apply(struct syncstats *st, const struct syncstats_item *it)
 	kind = op_kind(it->op);
 	if (kind < 0)
 		return;
-	object = object_get(st, t, it->obj, (uint8_t)kind, begin, it->site);
+	object = syncstats_object_get(st, t, it->obj, (uint8_t)kind, begin, it->site);
 	if (object == UINT32_MAX)
 		return;
-	u = use_get(st, object, it->thread);
+	u = syncstats_use_get(st, object, it->thread);
 	o = &st->objects[object];
 	o->ops++;
 	if (begin < o->first_ns)
@@ -784,626 +757,17 @@ static void apply(struct syncstats *st, const struct syncstats_item *it)
 		else
 			o->broadcasts++;
 		t->signals++;
-		signalled(o, u, it->thread, it->ns);
+		syncstats_signalled(o, u, it->thread, it->ns);
 		break;
 	case LP_SYNC_SEM_POST:
 		if (it->flags & LP_SYNC_FAILED)
 			break;
 		o->posts++;
 		t->posts++;
-		signalled(o, u, it->thread, it->ns);
+		syncstats_signalled(o, u, it->thread, it->ns);
 		break;
 	default: /* SEM_WAIT, BARRIER_WAIT */
 		apply_wait(st, it, t, object, u, begin);
 		break;
 	}
-}
-
-/* ------------------------------------------------------------ the merge by time */
-
-static bool item_less(const struct syncstats_item *a, const struct syncstats_item *b)
-{
-	return a->ns < b->ns || (a->ns == b->ns && a->seq < b->seq);
-}
-
-static void q_pop(struct syncstats *st, struct syncstats_item *out)
-{
-	struct syncstats_item *q = st->q;
-	uint32_t i = 0, n = --st->nq;
-
-	*out = q[0];
-	if (!n)
-		return;
-	q[0] = q[n];
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
-		struct syncstats_item tmp;
-
-		if (l < n && item_less(&q[l], &q[m]))
-			m = l;
-		if (r < n && item_less(&q[r], &q[m]))
-			m = r;
-		if (m == i)
-			break;
-		tmp = q[i];
-		q[i] = q[m];
-		q[m] = tmp;
-		i = m;
-	}
-}
-
-static void q_apply_one(struct syncstats *st)
-{
-	struct syncstats_item it;
-
-	q_pop(st, &it);
-	apply(st, &it);
-}
-
-static void q_push(struct syncstats *st, const struct syncstats_item *it)
-{
-	struct syncstats_item *q;
-	uint32_t i;
-
-	if (st->nq == SYNCSTATS_QUEUE_MAX)
-		q_apply_one(st);
-	if (grow((void **)&st->q, &st->q_cap, st->nq, sizeof(*st->q), SYNCSTATS_QUEUE_MAX)) {
-		/* no room to hold it back: apply it now, out of order */
-		st->oom = true;
-		apply(st, it);
-		return;
-	}
-	q = st->q;
-	i = st->nq++;
-	q[i] = *it;
-	q[i].seq = st->seq++;
-	while (i) {
-		uint32_t p = (i - 1) / 2;
-		struct syncstats_item tmp;
-
-		if (!item_less(&q[i], &q[p]))
-			break;
-		tmp = q[i];
-		q[i] = q[p];
-		q[p] = tmp;
-		i = p;
-	}
-}
-
-void syncstats_watermark(void *ctx, uint64_t ns)
-{
-	struct syncstats *st = ctx;
-
-	while (st->nq && st->q[0].ns <= ns)
-		q_apply_one(st);
-}
-
-void syncstats_flush(struct syncstats *st)
-{
-	while (st->nq)
-		q_apply_one(st);
-}
-
-/* ------------------------------------------------------------ futex waits of other code */
-
-static void futex_wait_commit(struct syncstats *st, struct syncstats_thread *t, const struct syncstats_pending *p)
-{
-	uint32_t thread = (uint32_t)(t - st->threads), object;
-	uint64_t len = p->exit_ns > p->enter_ns ? p->exit_ns - p->enter_ns : 0;
-	struct syncstats_object *o;
-	struct syncstats_use *u;
-
-	st->futex_waits++;
-	object = object_get(st, t, p->uaddr, SYNCSTATS_FUTEX, p->enter_ns, 0);
-	if (object == UINT32_MAX)
-		return;
-	o = &st->objects[object];
-	u = use_get(st, object, thread);
-	o->ops++;
-	o->calls++;
-	if (p->enter_ns < o->first_ns)
-		o->first_ns = p->enter_ns;
-	if (p->exit_ns > o->last_ns)
-		o->last_ns = p->exit_ns;
-	if (p->ret == -ETIMEDOUT)
-		o->timeouts++;
-	if (u) {
-		u->ops++;
-		u->calls++;
-	}
-	if (!len)
-		return;
-	add_wait(st, o, u, t, SYNCSTATS_FUTEX, len);
-	emit_wait(st, t, SYNCSTATS_FUTEX, 0, 0, p->uaddr, 0, p->enter_ns, p->exit_ns, 0, 0, 0, object);
-}
-
-/* Places t's held-back futex waits: those inside [begin, end] (an
- * interposed operation's own wait) are left out, the others counted. */
-static void futex_place(struct syncstats *st, struct syncstats_thread *t, uint64_t begin, uint64_t end)
-{
-	uint32_t i;
-
-	for (i = 0; i < t->npending; i++) {
-		const struct syncstats_pending *p = &t->pending[i];
-
-		if (end > begin && p->enter_ns >= begin && p->exit_ns <= end)
-			st->futex_waits_inside++;
-		else
-			futex_wait_commit(st, t, p);
-	}
-	t->npending = 0;
-}
-
-static void futex_wake(struct syncstats *st, struct syncstats_thread *t, const struct walk_syscall *sc)
-{
-	uint32_t object = object_get(st, t, sc->args[0], SYNCSTATS_FUTEX, sc->enter_ns, 0);
-	struct syncstats_object *o;
-	struct syncstats_use *u;
-
-	if (object == UINT32_MAX)
-		return;
-	o = &st->objects[object];
-	u = use_get(st, object, (uint32_t)(t - st->threads));
-	o->ops++;
-	o->signals++;
-	if (u)
-		u->ops++;
-	signalled(o, u, (uint32_t)(t - st->threads), sc->enter_ns);
-}
-
-void syncstats_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
-{
-	struct syncstats *st = ctx;
-	struct syncstats_thread *t;
-	unsigned cmd;
-
-	if (sc->arch >= 4 || sc->nargs < 2 || !sc->has_enter || !sc->has_exit ||
-	    ((int)sc->nr != st->futex_nr[sc->arch][0] && (int)sc->nr != st->futex_nr[sc->arch][1]))
-		return;
-	cmd = FUTEX_CMD((unsigned)sc->args[1]);
-	switch (cmd) {
-	case FUTEX_WAIT_:
-	case FUTEX_WAIT_BITSET_:
-	case FUTEX_WAIT_REQUEUE_PI_:
-	case FUTEX_LOCK_PI_:
-	case FUTEX_LOCK_PI2_:
-		t = thread_get(st, s);
-		if (!t)
-			return;
-		if (!t->pending) {
-			t->pending = calloc(SYNCSTATS_PENDING_MAX, sizeof(*t->pending));
-			if (!t->pending) {
-				st->oom = true;
-				return;
-			}
-		}
-		if (t->npending == SYNCSTATS_PENDING_MAX) {
-			/* the oldest is placed now: counted, as if outside any operation */
-			st->over.pending++;
-			futex_wait_commit(st, t, &t->pending[0]);
-			memmove(t->pending, t->pending + 1, (SYNCSTATS_PENDING_MAX - 1) * sizeof(*t->pending));
-			t->npending--;
-		}
-		t->pending[t->npending++] = (struct syncstats_pending){
-			.enter_ns = sc->enter_ns, .exit_ns = sc->exit_ns, .uaddr = sc->args[0], .ret = sc->ret
-		};
-		break;
-	case FUTEX_WAKE_:
-	case FUTEX_WAKE_BITSET_:
-	case FUTEX_WAKE_OP_:
-	case FUTEX_REQUEUE_:
-	case FUTEX_CMP_REQUEUE_:
-	case FUTEX_UNLOCK_PI_:
-		t = thread_get(st, s);
-		if (t)
-			futex_wake(st, t, sc);
-		break;
-	default:
-		break;
-	}
-}
-
-/* ------------------------------------------------------------ the walk */
-
-void syncstats_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
-{
-	struct syncstats *st = ctx;
-	struct syncstats_thread *t = thread_get(st, s);
-	struct syncstats_item it;
-
-	if (!t)
-		return;
-	if (t->npending)
-		futex_place(st, t, y->wait_ns < y->ns ? y->ns - y->wait_ns : 0, y->wait_ns ? y->ns : 0);
-	memset(&it, 0, sizeof(it));
-	it.ns = y->ns;
-	it.op = y->op;
-	it.flags = y->flags;
-	it.obj = y->obj;
-	it.obj2 = y->obj2;
-	it.wait_ns = y->wait_ns;
-	it.site = y->site;
-	it.thread = (uint32_t)(t - st->threads);
-	q_push(st, &it);
-}
-
-void syncstats_end(void *ctx, struct walk_stream *s)
-{
-	struct syncstats *st = ctx;
-	uint64_t hash = hashindex_u64((uint64_t)s->image << 32 | s->tid);
-	int64_t i = hashindex_get(&st->thread_index, hash, thread_eq, st, s);
-
-	if (i >= 0 && st->threads[i].npending)
-		futex_place(st, &st->threads[i], 0, 0);
-}
-
-void syncstats_walk_ops(struct syncstats *st, struct walk_ops *ops)
-{
-	ops->ctx = st;
-	ops->sync = syncstats_sync;
-	ops->syscall = syncstats_syscall;
-	ops->watermark = syncstats_watermark;
-	ops->end = syncstats_end;
-}
-
-/* ------------------------------------------------------------ results */
-
-const char *syncstats_object_name(const struct syncstats_object *o, char *buf, size_t size)
-{
-	if (o->name)
-		snprintf(buf, size, "%s", o->name);
-	else if (o->kind == SYNCSTATS_FUTEX)
-		snprintf(buf, size, "futex 0x%llx", (unsigned long long)o->addr);
-	else
-		snprintf(buf, size, "0x%llx", (unsigned long long)o->addr);
-	return buf;
-}
-
-const char *syncstats_thread_name(const struct syncstats_thread *t, char *buf, size_t size)
-{
-	if (t->comm[0])
-		snprintf(buf, size, "%u (%s)", t->tid, t->comm);
-	else
-		snprintf(buf, size, "%u", t->tid);
-	return buf;
-}
-
-int syncstats_order_parse(struct syncstats_order *o, const char *spec)
-{
-	static const struct {
-		const char *name;
-		enum syncstats_sort_key key;
-	} names[] = {
-		{ "wait", SYNCSTATS_BY_WAIT },
-		{ "total", SYNCSTATS_BY_WAIT },
-		{ "ops", SYNCSTATS_BY_OPS },
-		{ "calls", SYNCSTATS_BY_OPS },
-		{ "avg", SYNCSTATS_BY_AVG },
-		{ "max", SYNCSTATS_BY_MAX },
-		{ "hold", SYNCSTATS_BY_HOLD },
-		{ "self", SYNCSTATS_BY_HOLD },
-		{ "contended", SYNCSTATS_BY_CONTENDED },
-		{ "min", SYNCSTATS_BY_CONTENDED },
-		{ "name", SYNCSTATS_BY_NAME },
-	};
-	const char *p = spec;
-
-	memset(o, 0, sizeof(*o));
-	while (*p) {
-		size_t len = strcspn(p, ","), i;
-
-		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (strlen(names[i].name) == len && !strncmp(p, names[i].name, len))
-				break;
-		if (i == sizeof(names) / sizeof(names[0]) || o->nkeys == SYNCSTATS_SORT_KEYS_MAX)
-			return -EINVAL;
-		o->keys[o->nkeys++] = names[i].key;
-		p += len;
-		if (*p == ',')
-			p++;
-	}
-	return o->nkeys ? 0 : -EINVAL;
-}
-
-struct sort_ctx {
-	const struct syncstats *st;
-	const struct syncstats_order *order;
-};
-
-/* qsort has no context: one sort at a time (the struct is not thread-safe anyway). */
-static struct sort_ctx sorting;
-
-static int cmp_u64_desc(uint64_t a, uint64_t b)
-{
-	return a > b ? -1 : a < b;
-}
-
-static int object_cmp(const void *pa, const void *pb)
-{
-	const struct syncstats_object *a = &sorting.st->objects[*(const uint32_t *)pa];
-	const struct syncstats_object *b = &sorting.st->objects[*(const uint32_t *)pb];
-	int i, c = 0;
-
-	for (i = 0; i < sorting.order->nkeys && !c; i++) {
-		switch (sorting.order->keys[i]) {
-		case SYNCSTATS_BY_WAIT:
-			c = cmp_u64_desc(a->waits.total_ns, b->waits.total_ns);
-			break;
-		case SYNCSTATS_BY_OPS:
-			c = cmp_u64_desc(a->acquisitions + a->calls, b->acquisitions + b->calls);
-			break;
-		case SYNCSTATS_BY_AVG:
-			c = cmp_u64_desc(a->waits.n ? a->waits.total_ns / a->waits.n : 0,
-			                 b->waits.n ? b->waits.total_ns / b->waits.n : 0);
-			break;
-		case SYNCSTATS_BY_MAX:
-			c = cmp_u64_desc(a->waits.max_ns, b->waits.max_ns);
-			break;
-		case SYNCSTATS_BY_HOLD:
-			c = cmp_u64_desc(a->hold_ns, b->hold_ns);
-			break;
-		case SYNCSTATS_BY_CONTENDED:
-			c = cmp_u64_desc(a->contended + a->waits.n, b->contended + b->waits.n);
-			break;
-		case SYNCSTATS_BY_NAME: {
-			char x[SYNCSTATS_NAME_MAX], y[SYNCSTATS_NAME_MAX];
-
-			c = strcmp(syncstats_object_name(a, x, sizeof(x)), syncstats_object_name(b, y, sizeof(y)));
-			break;
-		}
-		}
-	}
-	if (c)
-		return c;
-	if (a->image != b->image)
-		return a->image < b->image ? -1 : 1;
-	if (a->addr != b->addr)
-		return a->addr < b->addr ? -1 : 1;
-	return a->kind < b->kind ? -1 : a->kind > b->kind;
-}
-
-static int thread_cmp(const void *pa, const void *pb)
-{
-	const struct syncstats_thread *a = &sorting.st->threads[*(const uint32_t *)pa];
-	const struct syncstats_thread *b = &sorting.st->threads[*(const uint32_t *)pb];
-
-	if (a->wait_ns != b->wait_ns)
-		return a->wait_ns > b->wait_ns ? -1 : 1;
-	if (a->image != b->image)
-		return a->image < b->image ? -1 : 1;
-	return a->tid < b->tid ? -1 : a->tid > b->tid;
-}
-
-static int use_cmp(const void *pa, const void *pb)
-{
-	const struct syncstats_use *a = pa, *b = pb;
-
-	if (a->object != b->object)
-		return a->object < b->object ? -1 : 1;
-	return a->thread < b->thread ? -1 : a->thread > b->thread;
-}
-
-static int top_cmp(const void *pa, const void *pb)
-{
-	const struct syncstats_wait *a = pa, *b = pb;
-	uint64_t x = a->end_ns - a->begin_ns, y = b->end_ns - b->begin_ns;
-
-	if (x != y)
-		return x > y ? -1 : 1;
-	return a->end_ns < b->end_ns ? -1 : a->end_ns > b->end_ns;
-}
-
-static int pair_cmp(const void *pa, const void *pb)
-{
-	const struct syncstats_pair *a = pa, *b = pb;
-	double x = a->share[0] > a->share[1] ? a->share[0] : a->share[1];
-	double y = b->share[0] > b->share[1] ? b->share[0] : b->share[1];
-
-	if (x != y)
-		return x > y ? -1 : 1;
-	return a->first_ns < b->first_ns ? -1 : a->first_ns > b->first_ns;
-}
-
-/* Lists of thread indexes: by length, then element by element. */
-static int list_cmp(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb)
-{
-	uint32_t i;
-
-	if (na != nb)
-		return na < nb ? -1 : 1;
-	for (i = 0; i < na; i++)
-		if (a[i] != b[i])
-			return a[i] < b[i] ? -1 : 1;
-	return 0;
-}
-
-/* Adds a condition or semaphore signalled by one group of threads and
- * waited on by another (no thread in both) to the pair of those groups. */
-static void pair_object(struct syncstats *st, struct syncstats_result *out, uint32_t object)
-{
-	const struct syncstats_object *o = &st->objects[object];
-	uint32_t sig[SYNCSTATS_SIDE_MAX], wai[SYNCSTATS_SIDE_MAX], ns = 0, nw = 0, i;
-	const uint32_t *a, *b;
-	uint32_t na, nb;
-	struct syncstats_pair *p = NULL;
-	int s; /* the side that signals this object */
-
-	for (i = o->first_use; i < o->first_use + o->nuses; i++) {
-		const struct syncstats_use *u = &st->uses[i];
-
-		if (u->signals && u->calls)
-			return; /* a thread on both sides: not a queue */
-		if (u->signals) {
-			if (ns == SYNCSTATS_SIDE_MAX)
-				goto over;
-			sig[ns++] = u->thread;
-		} else if (u->calls) {
-			if (nw == SYNCSTATS_SIDE_MAX)
-				goto over;
-			wai[nw++] = u->thread;
-		}
-	}
-	if (!ns || !nw)
-		return;
-	s = list_cmp(sig, ns, wai, nw) < 0 ? 0 : 1;
-	a = s == 0 ? sig : wai;
-	na = s == 0 ? ns : nw;
-	b = s == 0 ? wai : sig;
-	nb = s == 0 ? nw : ns;
-	for (i = 0; i < out->npairs && !p; i++)
-		if (!list_cmp(out->pairs[i].side[0], out->pairs[i].nside[0], a, na) &&
-		    !list_cmp(out->pairs[i].side[1], out->pairs[i].nside[1], b, nb))
-			p = &out->pairs[i];
-	if (!p) {
-		if (out->npairs == SYNCSTATS_PAIRS_MAX)
-			goto over;
-		p = &out->pairs[out->npairs++];
-		memset(p, 0, sizeof(*p));
-		memcpy(p->side[0], a, na * sizeof(*a));
-		memcpy(p->side[1], b, nb * sizeof(*b));
-		p->nside[0] = na;
-		p->nside[1] = nb;
-		p->first_ns = UINT64_MAX;
-		p->first_signal_ns[0] = p->first_signal_ns[1] = UINT64_MAX;
-	}
-	if (p->nobjects < SYNCSTATS_PAIR_OBJECTS)
-		p->objects[p->nobjects] = object;
-	p->nobjects++;
-	p->wait_ns[1 - s] += o->waits.total_ns;
-	if (o->first_signaller && o->first_signal_ns < p->first_signal_ns[s])
-		p->first_signal_ns[s] = o->first_signal_ns;
-	if (o->first_ns < p->first_ns)
-		p->first_ns = o->first_ns;
-	if (o->last_ns > p->last_ns)
-		p->last_ns = o->last_ns;
-	return;
-over:
-	st->over.pairs++;
-}
-
-static void pair_finish(struct syncstats_pair *p)
-{
-	/* the producers signalled first */
-	if (p->first_signal_ns[1] < p->first_signal_ns[0]) {
-		uint32_t side[SYNCSTATS_SIDE_MAX], n = p->nside[0];
-		uint64_t v;
-
-		memcpy(side, p->side[0], sizeof(side));
-		memcpy(p->side[0], p->side[1], sizeof(side));
-		memcpy(p->side[1], side, sizeof(side));
-		p->nside[0] = p->nside[1];
-		p->nside[1] = n;
-		v = p->wait_ns[0], p->wait_ns[0] = p->wait_ns[1], p->wait_ns[1] = v;
-		v = p->first_signal_ns[0], p->first_signal_ns[0] = p->first_signal_ns[1], p->first_signal_ns[1] = v;
-	}
-	p->span_ns = p->last_ns > p->first_ns ? p->last_ns - p->first_ns : 0;
-	for (int i = 0; i < 2; i++)
-		p->share[i] = p->span_ns ? (double)p->wait_ns[i] / ((double)p->span_ns * p->nside[i]) : 0.0;
-	p->slow = p->share[1] > p->share[0] ? 0 : p->share[0] > p->share[1] ? 1 : -1;
-}
-
-void syncstats_result_release(struct syncstats_result *r)
-{
-	free(r->locks);
-	free(r->conds);
-	free(r->barriers);
-	free(r->futexes);
-	free(r->threads);
-	free(r->pairs);
-	memset(r, 0, sizeof(*r));
-}
-
-int syncstats_collect(struct syncstats *st, const struct syncstats_order *order, struct syncstats_result *out)
-{
-	static const struct syncstats_order by_wait = { .keys = { SYNCSTATS_BY_WAIT }, .nkeys = 1 };
-	uint32_t i, n;
-
-	memset(out, 0, sizeof(*out));
-	syncstats_flush(st);
-	for (i = 0; i < st->nthreads; i++) {
-		struct syncstats_thread *t = &st->threads[i];
-
-		if (t->npending)
-			futex_place(st, t, 0, 0);
-		while (t->nheld) {
-			st->objects[t->held[t->nheld - 1].object].held_at_end++;
-			t->nheld--;
-		}
-		memcpy(t->comm, t->s->comm, sizeof(t->comm));
-		t->comm[sizeof(t->comm) - 1] = '\0';
-		t->first_ns = t->s->first_ns;
-		t->last_ns = t->s->last_ns;
-	}
-	/* every object is made by now (the operations held back made theirs) */
-	n = st->nobjects ? st->nobjects : 1;
-	st->collected = true;
-	hashindex_release(&st->use_index);
-	if (st->nuses > 1)
-		qsort(st->uses, st->nuses, sizeof(*st->uses), use_cmp);
-	for (i = 0; i < st->nuses; i++) {
-		struct syncstats_object *o = &st->objects[st->uses[i].object];
-
-		if (!o->nuses)
-			o->first_use = i;
-		o->nuses++;
-	}
-	out->locks = malloc(n * sizeof(*out->locks));
-	out->conds = malloc(n * sizeof(*out->conds));
-	out->barriers = malloc(n * sizeof(*out->barriers));
-	out->futexes = malloc(n * sizeof(*out->futexes));
-	out->threads = malloc((st->nthreads ? st->nthreads : 1) * sizeof(*out->threads));
-	out->pairs = malloc(SYNCSTATS_PAIRS_MAX * sizeof(*out->pairs));
-	if (!out->locks || !out->conds || !out->barriers || !out->futexes || !out->threads || !out->pairs) {
-		syncstats_result_release(out);
-		return -ENOMEM;
-	}
-	for (i = 0; i < st->nobjects; i++) {
-		struct syncstats_object *o = &st->objects[i];
-
-		object_name(st, o, o->last_ns);
-		o->wait_p99_ns = object_p99(st, o);
-		/* exclusive locks: held is the holds' sum (a condition wait's
-		 * release is applied late, which would upset a count of holders) */
-		if (o->kind == SYNCSTATS_MUTEX || o->kind == SYNCSTATS_SPIN)
-			o->held_ns = o->hold_ns;
-		switch (o->kind) {
-		case SYNCSTATS_MUTEX:
-		case SYNCSTATS_RWLOCK:
-		case SYNCSTATS_SPIN:
-			out->locks[out->nlocks++] = i;
-			break;
-		case SYNCSTATS_COND:
-		case SYNCSTATS_SEM:
-			out->conds[out->nconds++] = i;
-			pair_object(st, out, i);
-			break;
-		case SYNCSTATS_BARRIER:
-			out->barriers[out->nbarriers++] = i;
-			break;
-		case SYNCSTATS_FUTEX:
-			if (o->calls)
-				out->futexes[out->nfutexes++] = i;
-			break;
-		}
-	}
-	for (i = 0; i < out->npairs; i++)
-		pair_finish(&out->pairs[i]);
-	for (i = 0; i < st->nthreads; i++)
-		out->threads[i] = i;
-	out->nthreads = st->nthreads;
-	sorting.st = st;
-	sorting.order = order && order->nkeys ? order : &by_wait;
-	qsort(out->locks, out->nlocks, sizeof(*out->locks), object_cmp);
-	qsort(out->conds, out->nconds, sizeof(*out->conds), object_cmp);
-	qsort(out->barriers, out->nbarriers, sizeof(*out->barriers), object_cmp);
-	qsort(out->futexes, out->nfutexes, sizeof(*out->futexes), object_cmp);
-	qsort(out->threads, out->nthreads, sizeof(*out->threads), thread_cmp);
-	qsort(out->pairs, out->npairs, sizeof(*out->pairs), pair_cmp);
-	qsort(st->top, st->ntop, sizeof(*st->top), top_cmp);
-	sorting.st = NULL;
-	if (st->oom) {
-		syncstats_result_release(out);
-		return -ENOMEM;
-	}
-	return 0;
 }
