@@ -158,7 +158,9 @@ static void test_mutex(void)
 	op(2900, LP_SYNC_MUTEX_UNLOCK, 0, M, 0, 0);
 	flush();
 	thread(11, "eleven", 900);
+	encoder_entry(enc, 1250, 0x402000);                         /* the wait is in this function */
 	op(1600, LP_SYNC_MUTEX_LOCK, LP_SYNC_CONTENDED, M, 300, 0); /* since 1300 */
+	encoder_exit(enc, 1650, 0x402000);
 	op(2600, LP_SYNC_MUTEX_UNLOCK, 0, M, 0, 0);
 	op(2800, LP_SYNC_MUTEX_LOCK, LP_SYNC_TRY | LP_SYNC_FAILED, M, 0, 0);
 	flush();
@@ -211,6 +213,9 @@ static void test_mutex(void)
 	CHECK_EQ_U64(heard[0].waker_tid, 10);
 	CHECK_EQ_U64(heard[0].waker_ns, 1500);
 	CHECK_EQ_U64(heard[0].kind, SYNCSTATS_MUTEX);
+	CHECK_EQ_U64(heard[0].func, 0x402000);
+	CHECK_EQ_U64(heard[0].depth, 1);
+	CHECK_EQ_U64(heard[1].func, 0);
 	CHECK_EQ_U64(heard[1].tid, 10);
 	CHECK_EQ_U64(heard[1].waker_tid, 11);
 	CHECK_EQ_U64(heard[1].waker_ns, 2600);

@@ -398,21 +398,23 @@ static void top_add(struct syncstats *st, const struct syncstats_wait *wt)
 }
 
 /* A wait of thread t, given to the hook and the longest waits. */
-void syncstats_emit_wait(struct syncstats *st, const struct syncstats_thread *t, unsigned kind, uint8_t op,
-                         uint32_t flags, uint64_t obj, uint64_t obj2, uint64_t begin, uint64_t end, uint64_t site,
-                         uint32_t waker, uint64_t waker_ns, uint32_t object)
+void syncstats_emit_wait(struct syncstats *st, const struct syncstats_thread *t, unsigned kind,
+                         const struct syncstats_item *it, uint64_t begin, uint32_t waker, uint64_t waker_ns,
+                         uint32_t object)
 {
 	struct syncstats_wait wt = {
 		.image = t->image,
 		.tid = t->tid,
 		.kind = (uint8_t)kind,
-		.op = op,
-		.flags = flags,
-		.obj = obj,
-		.obj2 = obj2,
+		.op = it->op,
+		.flags = it->flags,
+		.obj = it->obj,
+		.obj2 = it->obj2,
 		.begin_ns = begin,
-		.end_ns = end,
-		.site = site,
+		.end_ns = it->ns,
+		.site = it->site,
+		.func = it->func,
+		.depth = it->depth,
 		.waker_tid = waker ? st->threads[waker - 1].tid : 0,
 		.waker_ns = waker ? waker_ns : 0,
 		.object = object,
@@ -573,8 +575,8 @@ static void apply_join(struct syncstats *st, const struct syncstats_item *it, st
 		return;
 	waits_add(&t->waits[SYNCSTATS_JOIN], it->wait_ns);
 	t->wait_ns += it->wait_ns;
-	syncstats_emit_wait(st, t, SYNCSTATS_JOIN, it->op, it->flags, it->obj, 0, begin, it->ns, it->site,
-	                    failed ? 0 : joined, joined ? st->threads[joined - 1].s->last_ns : 0, UINT32_MAX);
+	syncstats_emit_wait(st, t, SYNCSTATS_JOIN, it, begin, failed ? 0 : joined,
+	                    joined ? st->threads[joined - 1].s->last_ns : 0, UINT32_MAX);
 }
 
 static void apply_lock(struct syncstats *st, const struct syncstats_item *it, struct syncstats_thread *t,
@@ -591,8 +593,7 @@ static void apply_lock(struct syncstats *st, const struct syncstats_item *it, st
 			o->failures++;
 		if (it->wait_ns) {
 			syncstats_add_wait(st, o, u, t, o->kind, it->wait_ns);
-			syncstats_emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, 0,
-			                    0, object);
+			syncstats_emit_wait(st, t, o->kind, it, begin, 0, 0, object);
 		}
 		return;
 	}
@@ -605,8 +606,7 @@ static void apply_lock(struct syncstats *st, const struct syncstats_item *it, st
 		o->contended++;
 		syncstats_add_wait(st, o, u, t, o->kind, it->wait_ns);
 		waker = waker_of(o, thread, &waker_ns);
-		syncstats_emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, waker,
-		                    waker_ns, object);
+		syncstats_emit_wait(st, t, o->kind, it, begin, waker, waker_ns, object);
 	}
 	hold_begin(st, t, object, it->ns, 1);
 }
@@ -661,8 +661,7 @@ static void apply_cond_wait(struct syncstats *st, const struct syncstats_item *i
 	syncstats_add_wait(st, o, u, t, SYNCSTATS_COND, it->wait_ns);
 	if (!failed && !timedout)
 		waker = waker_of(o, thread, &waker_ns);
-	syncstats_emit_wait(st, t, SYNCSTATS_COND, it->op, it->flags, it->obj, it->obj2, begin, it->ns, it->site, waker,
-	                    waker_ns, object);
+	syncstats_emit_wait(st, t, SYNCSTATS_COND, it, begin, waker, waker_ns, object);
 }
 
 /* Semaphore and barrier waits. */
@@ -688,8 +687,7 @@ static void apply_wait(struct syncstats *st, const struct syncstats_item *it, st
 	syncstats_add_wait(st, o, u, t, o->kind, it->wait_ns);
 	if (!failed && o->kind == SYNCSTATS_SEM)
 		waker = waker_of(o, thread, &waker_ns);
-	syncstats_emit_wait(st, t, o->kind, it->op, it->flags, it->obj, 0, begin, it->ns, it->site, waker, waker_ns,
-	                    object);
+	syncstats_emit_wait(st, t, o->kind, it, begin, waker, waker_ns, object);
 }
 
 void syncstats_apply(struct syncstats *st, const struct syncstats_item *it)

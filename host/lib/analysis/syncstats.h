@@ -162,6 +162,11 @@ struct syncstats_wait {
 	uint64_t obj, obj2;
 	uint64_t begin_ns, end_ns;
 	uint64_t site; /* code address, 0: unknown */
+	/* the innermost function (after filters) open then, 0 when none, and
+	 * the number of such frames: as walk_sync's (a futex wait: its
+	 * system call's) */
+	uint64_t func;
+	uint32_t depth;
 	uint32_t waker_tid;
 	uint64_t waker_ns;
 	uint32_t object; /* index in objects; UINT32_MAX for a join */

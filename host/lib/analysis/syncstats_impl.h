@@ -19,6 +19,8 @@ struct syncstats_held {
 struct syncstats_pending {
 	uint64_t enter_ns, exit_ns, uaddr;
 	int64_t ret;
+	uint64_t func; /* as walk_syscall's */
+	uint32_t depth;
 };
 
 /* pthread_t -> thread, per image. */
@@ -31,6 +33,8 @@ struct syncstats_ptmap {
 /* One operation waiting in the merge by time. */
 struct syncstats_item {
 	uint64_t ns, seq, obj, obj2, wait_ns, site;
+	uint64_t func; /* as walk_sync's */
+	uint32_t depth;
 	uint32_t thread, flags;
 	uint8_t op;
 };
@@ -53,11 +57,12 @@ struct syncstats_use *syncstats_use_get(struct syncstats *st, uint32_t object, u
 /* Counts a wait of ns on o by t (u may be NULL), as a wait of kind. */
 void syncstats_add_wait(struct syncstats *st, struct syncstats_object *o, struct syncstats_use *u,
                         struct syncstats_thread *t, unsigned kind, uint64_t ns);
-/* Hands a wait of t to the hook and the longest waits; waker is a thread
- * index + 1 (0: none), object an object index (UINT32_MAX: a join). */
-void syncstats_emit_wait(struct syncstats *st, const struct syncstats_thread *t, unsigned kind, uint8_t op,
-                         uint32_t flags, uint64_t obj, uint64_t obj2, uint64_t begin, uint64_t end, uint64_t site,
-                         uint32_t waker, uint64_t waker_ns, uint32_t object);
+/* Hands the wait of t in operation it (from begin to it->ns) to the hook
+ * and the longest waits; waker is a thread index + 1 (0: none), object an
+ * object index (UINT32_MAX: a join). */
+void syncstats_emit_wait(struct syncstats *st, const struct syncstats_thread *t, unsigned kind,
+                         const struct syncstats_item *it, uint64_t begin, uint32_t waker, uint64_t waker_ns,
+                         uint32_t object);
 /* thread (index) signalled, broadcast, posted or woke o at ns. */
 void syncstats_signalled(struct syncstats_object *o, struct syncstats_use *u, uint32_t thread, uint64_t ns);
 /* Applies one operation (in time order, from the merge). */

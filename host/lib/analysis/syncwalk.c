@@ -120,6 +120,7 @@ static void futex_wait_commit(struct syncstats *st, struct syncstats_thread *t, 
 	uint64_t len = p->exit_ns > p->enter_ns ? p->exit_ns - p->enter_ns : 0;
 	struct syncstats_object *o;
 	struct syncstats_use *u;
+	struct syncstats_item it = { 0 };
 
 	st->futex_waits++;
 	object = syncstats_object_get(st, t, p->uaddr, SYNCSTATS_FUTEX, p->enter_ns, 0);
@@ -142,7 +143,11 @@ static void futex_wait_commit(struct syncstats *st, struct syncstats_thread *t, 
 	if (!len)
 		return;
 	syncstats_add_wait(st, o, u, t, SYNCSTATS_FUTEX, len);
-	syncstats_emit_wait(st, t, SYNCSTATS_FUTEX, 0, 0, p->uaddr, 0, p->enter_ns, p->exit_ns, 0, 0, 0, object);
+	it.ns = p->exit_ns;
+	it.obj = p->uaddr;
+	it.func = p->func;
+	it.depth = p->depth;
+	syncstats_emit_wait(st, t, SYNCSTATS_FUTEX, &it, p->enter_ns, 0, 0, object);
 }
 
 /* Places t's held-back futex waits: those inside [begin, end] (an
@@ -213,7 +218,12 @@ void syncstats_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 			t->npending--;
 		}
 		t->pending[t->npending++] = (struct syncstats_pending){
-			.enter_ns = sc->enter_ns, .exit_ns = sc->exit_ns, .uaddr = sc->args[0], .ret = sc->ret
+			.enter_ns = sc->enter_ns,
+			.exit_ns = sc->exit_ns,
+			.uaddr = sc->args[0],
+			.ret = sc->ret,
+			.func = sc->func,
+			.depth = sc->depth,
 		};
 		break;
 	case FUTEX_WAKE_:
@@ -251,6 +261,8 @@ void syncstats_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
 	it.obj2 = y->obj2;
 	it.wait_ns = y->wait_ns;
 	it.site = y->site;
+	it.func = y->func;
+	it.depth = y->depth;
 	it.thread = (uint32_t)(t - st->threads);
 	q_push(st, &it);
 }
