@@ -386,6 +386,8 @@ static void test_queue(void)
 	CHECK_EQ_U64(use(items, 41)->calls, 4);
 	CHECK_EQ_U64(use(items, 40)->signals, 4);
 	CHECK_EQ_U64(thr(41)->waits[SYNCSTATS_SEM].total_ns, 3680);
+	/* of its life from its start (9000) to its last post (14110) */
+	CHECK(thr(41)->wait_share == 3680.0 / 5110.0);
 	CHECK_EQ_U64(thr(40)->posts, 4);
 	/* the consumer's first wait ended by the producer's first post */
 	CHECK_EQ_U64(heard[0].tid, 41);

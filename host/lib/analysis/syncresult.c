@@ -19,6 +19,15 @@ const char *syncstats_object_name(const struct syncstats_object *o, char *buf, s
 	return buf;
 }
 
+const char *syncstats_object_site(struct walk *w, const struct syncstats_object *o, char *buf, size_t size)
+{
+	if (!o->site) {
+		snprintf(buf, size, "?");
+		return buf;
+	}
+	return walk_name(w, o->image, o->site, buf, size);
+}
+
 const char *syncstats_thread_name(const struct syncstats_thread *t, char *buf, size_t size)
 {
 	if (t->comm[0])
@@ -293,6 +302,8 @@ int syncstats_collect(struct syncstats *st, const struct syncstats_order *order,
 		t->comm[sizeof(t->comm) - 1] = '\0';
 		t->first_ns = t->s->first_ns;
 		t->last_ns = t->s->last_ns;
+		t->wait_share =
+		    t->last_ns > t->first_ns ? (double)t->wait_ns / (double)(t->last_ns - t->first_ns) : 0.0;
 	}
 	/* every object is made by now (the operations held back made theirs) */
 	n = st->nobjects ? st->nobjects : 1;

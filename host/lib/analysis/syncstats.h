@@ -117,7 +117,8 @@ struct syncstats_thread {
 	uint32_t image, pid, tid;
 	char comm[17];
 	uint64_t pthread;           /* its pthread_t (LP_SYNC_THREAD record), 0: unknown */
-	uint64_t first_ns, last_ns; /* its stream's first and last event (after the pass) */
+	uint64_t first_ns, last_ns; /* its stream's first and last event (after syncstats_collect) */
+	double wait_share;          /* wait_ns / (last_ns - first_ns); 0 when they are equal */
 	struct syncstats_waits waits[SYNCSTATS_KINDS];
 	uint64_t wait_ns; /* all kinds together */
 	uint64_t ops, acquisitions, holds, hold_ns;
@@ -311,6 +312,9 @@ void syncstats_result_release(struct syncstats_result *r);
 /* An object's name as the reports print it: its namer's name, else
  * "0x<addr>" ("futex 0x<addr>" for a futex). */
 const char *syncstats_object_name(const struct syncstats_object *o, char *buf, size_t size);
+/* The call site of o's first operation as the reports print it
+ * ("worker+0x2c", walk_name), "?" when unknown. */
+const char *syncstats_object_site(struct walk *w, const struct syncstats_object *o, char *buf, size_t size);
 /* A thread as the reports print it: "tid (comm)". */
 const char *syncstats_thread_name(const struct syncstats_thread *t, char *buf, size_t size);
 

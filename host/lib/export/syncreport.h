@@ -31,6 +31,10 @@ int syncreport_write(struct walk *w, const struct syncreport_opts *o, FILE *f);
 void syncreport_json_members(struct json *j, const struct walk *w, const struct syncstats *st,
                              const struct syncstats_result *r);
 
+/* Writes the XML document (docs/report.xsd: the trace, <sync>, the lost
+ * events) for statistics already collected from w's trace. */
+void syncreport_xml(FILE *f, struct walk *w, const struct syncstats *st, const struct syncstats_result *r);
+
 /* One producer/consumer pair as the text report says it ("producer side
  * (tid 5) is slow: consumers wait 83% of the time, producers 2%") into
  * buf; returns buf. */
