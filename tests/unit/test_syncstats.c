@@ -503,6 +503,9 @@ static void test_sem_join(void)
 	op(1000, LP_SYNC_SEM_WAIT, 0, 0x9000, 800, 0);
 	op(1100, LP_SYNC_SEM_WAIT, LP_SYNC_TRY | LP_SYNC_FAILED, 0x9000, 0, 0);
 	op(1200, LP_SYNC_SEM_WAIT, LP_SYNC_TIMED | LP_SYNC_FAILED | LP_SYNC_TIMEDOUT, 0x9000, 100, 0);
+	op(1300, LP_SYNC_SEM_POST, 0, 0x9000, 0, 0); /* 3 waits of 4: still on the waiting side */
+	op(1400, LP_SYNC_SEM_WAIT, 0, 0x9100, 10, 0);
+	op(1500, LP_SYNC_SEM_POST, 0, 0x9100, 0, 0); /* as much one as the other: 0x9100 is no queue */
 	encoder_task(enc, 4990, LP_TASK_END, 0, NULL, 0, NULL, 0);
 	flush();
 	thread(60, "main", 50);
@@ -517,7 +520,7 @@ static void test_sem_join(void)
 	CHECK_EQ_U64(s->calls, 3);
 	CHECK_EQ_U64(s->try_failures, 1);
 	CHECK_EQ_U64(s->timeouts, 1);
-	CHECK_EQ_U64(s->posts, 1);
+	CHECK_EQ_U64(s->posts, 2);
 	CHECK_EQ_U64(s->waits.n, 2);
 	CHECK_EQ_U64(s->waits.total_ns, 900);
 	CHECK_EQ_U64(thr(61)->pthread, 0xaaa0);
@@ -530,16 +533,22 @@ static void test_sem_join(void)
 	CHECK(st.joins[1].failed);
 	CHECK_EQ_U64(thr(60)->waits[SYNCSTATS_JOIN].total_ns, 4000);
 	/* the sem wait ended by 60's post; the join by 61's end */
-	CHECK_EQ_U64(nheard, 3);
+	CHECK_EQ_U64(nheard, 4);
 	CHECK_EQ_U64(heard[0].tid, 61);
 	CHECK_EQ_U64(heard[0].waker_tid, 60);
 	CHECK_EQ_U64(heard[1].waker_tid, 0);
-	CHECK_EQ_U64(heard[2].kind, SYNCSTATS_JOIN);
-	CHECK_EQ_U64(heard[2].waker_tid, 61);
-	CHECK_EQ_U64(heard[2].waker_ns, 4990);
-	CHECK_EQ_U64(heard[2].object, UINT32_MAX);
-	/* 60 posts, 61 waits: a pair */
+	CHECK_EQ_U64(heard[3].kind, SYNCSTATS_JOIN);
+	CHECK_EQ_U64(heard[3].waker_tid, 61);
+	CHECK_EQ_U64(heard[3].waker_ns, 4990);
+	CHECK_EQ_U64(heard[3].object, UINT32_MAX);
+	/* 60 posts 0x9000, 61 waits on it: a pair, whose consumers' wait is
+	 * 61's (900 ns) */
 	CHECK_EQ_U64(res.npairs, 1);
+	CHECK_EQ_U64(res.pairs[0].nobjects, 1);
+	CHECK_EQ_U64(st.threads[res.pairs[0].side[0][0]].tid, 60);
+	CHECK_EQ_U64(res.pairs[0].wait_ns[1], 900);
+	/* the wait began (200) before the post first seen (900): its site */
+	CHECK_EQ_U64(s->site, 0x401000 + LP_SYNC_SEM_WAIT);
 	done();
 }
 

@@ -192,6 +192,7 @@ static void pair_object(struct syncstats *st, struct syncstats_result *out, uint
 {
 	const struct syncstats_object *o = &st->objects[object];
 	uint32_t sig[SYNCSTATS_SIDE_MAX], wai[SYNCSTATS_SIDE_MAX], ns = 0, nw = 0, i;
+	uint64_t wait = 0, first_signal = UINT64_MAX;
 	const uint32_t *a, *b;
 	uint32_t na, nb;
 	struct syncstats_pair *p = NULL;
@@ -199,17 +200,23 @@ static void pair_object(struct syncstats *st, struct syncstats_result *out, uint
 
 	for (i = o->first_use; i < o->first_use + o->nuses; i++) {
 		const struct syncstats_use *u = &st->uses[i];
+		uint64_t n = u->calls + u->signals;
 
-		if (u->signals && u->calls)
-			return; /* a thread on both sides: not a queue */
-		if (u->signals) {
+		if (!n)
+			continue;
+		if (4 * u->signals >= 3 * n) {
 			if (ns == SYNCSTATS_SIDE_MAX)
 				goto over;
 			sig[ns++] = u->thread;
-		} else if (u->calls) {
+			if (u->first_signal_ns < first_signal)
+				first_signal = u->first_signal_ns;
+		} else if (4 * u->calls >= 3 * n) {
 			if (nw == SYNCSTATS_SIDE_MAX)
 				goto over;
 			wai[nw++] = u->thread;
+			wait += u->waits.total_ns;
+		} else {
+			return; /* a thread that waits and signals alike: not a queue */
 		}
 	}
 	if (!ns || !nw)
@@ -238,9 +245,9 @@ static void pair_object(struct syncstats *st, struct syncstats_result *out, uint
 	if (p->nobjects < SYNCSTATS_PAIR_OBJECTS)
 		p->objects[p->nobjects] = object;
 	p->nobjects++;
-	p->wait_ns[1 - s] += o->waits.total_ns;
-	if (o->first_signaller && o->first_signal_ns < p->first_signal_ns[s])
-		p->first_signal_ns[s] = o->first_signal_ns;
+	p->wait_ns[1 - s] += wait;
+	if (first_signal < p->first_signal_ns[s])
+		p->first_signal_ns[s] = first_signal;
 	if (o->first_ns < p->first_ns)
 		p->first_ns = o->first_ns;
 	if (o->last_ns > p->last_ns)

@@ -447,13 +447,9 @@ static void set_releaser(struct syncstats_object *o, uint32_t thread, uint64_t n
 
 void syncstats_signalled(struct syncstats_object *o, struct syncstats_use *u, uint32_t thread, uint64_t ns)
 {
-	if (u)
-		u->signals++;
+	if (u && !u->signals++)
+		u->first_signal_ns = ns;
 	set_releaser(o, thread, ns);
-	if (!o->first_signaller) {
-		o->first_signaller = thread + 1;
-		o->first_signal_ns = ns;
-	}
 }
 
 /* ------------------------------------------------------------ holds */
@@ -727,8 +723,11 @@ void syncstats_apply(struct syncstats *st, const struct syncstats_item *it)
 	u = syncstats_use_get(st, object, it->thread);
 	o = &st->objects[object];
 	o->ops++;
-	if (begin < o->first_ns)
+	if (begin < o->first_ns) {
+		/* a wait recorded at its end began before the operation first seen */
 		o->first_ns = begin;
+		o->site = it->site;
+	}
 	if (it->ns > o->last_ns)
 		o->last_ns = it->ns;
 	if (u)

@@ -78,7 +78,7 @@ struct syncstats_object {
 	uint8_t kind; /* enum syncstats_kind, not SYNCSTATS_JOIN */
 	uint32_t image, pid;
 	uint64_t addr;
-	uint64_t site;     /* the call site of its first operation (a code address), 0: unknown */
+	uint64_t site;     /* the call site of the operation that began first (a code address), 0: unknown */
 	char *name;        /* owned; from the namer (a heap block's site), NULL: none */
 	uint64_t first_ns; /* the first operation's beginning (its wait's, if it waited) */
 	uint64_t last_ns;  /* the last operation's end */
@@ -108,8 +108,6 @@ struct syncstats_object {
 	uint64_t held_since;    /* when holders became nonzero */
 	uint32_t rel_thread[2]; /* latest release/signal/post (+1), and latest by another thread */
 	uint64_t rel_ns[2];
-	uint32_t first_signaller; /* thread + 1 of the first signal/post; 0: none */
-	uint64_t first_signal_ns;
 };
 
 /* One thread (stream) that made synchronisation operations. */
@@ -136,7 +134,8 @@ struct syncstats_thread {
 struct syncstats_use {
 	uint32_t object, thread; /* indexes */
 	uint64_t ops, acquisitions, holds, hold_ns;
-	uint64_t calls, signals; /* wait calls; signals, broadcasts, posts, futex wakes */
+	uint64_t calls, signals;  /* wait calls; signals, broadcasts, posts, futex wakes */
+	uint64_t first_signal_ns; /* with signals */
 	struct syncstats_waits waits;
 };
 
@@ -176,6 +175,9 @@ struct syncstats_wait {
 /* A producer/consumer pair of thread groups: side 0 (producers) signals
  * or posts conditions and semaphores side 1 (consumers) waits on, and/or
  * the other way round; the producers are the side that signalled first.
+ * A thread is on an object's signalling side when at least 3/4 of its
+ * calls on it signal or post, on its waiting side when at least 3/4 wait;
+ * an object with a thread in neither is not queue-like.
  * wait_ns[i] is the time side i waited on objects the other side signals;
  * the share is wait_ns[i] / (span_ns * nside[i]). */
 struct syncstats_pair {
