@@ -591,8 +591,9 @@ void syncreport_json_members(struct json *j, const struct walk *w, const struct 
 
 	json_u64(j, "lost_events", w->lost);
 	json_bool(j, "complete", w->r.state == READER_OK && w->r.seen_end);
-	json_u64(j, "sync_events", w->sync_events);
 	json_u64(j, "malformed_sync_events", w->sync_malformed);
+	/* the operations of the threads selected (w->sync_events counts
+	 * every stream's, and each pass over the trace again) */
 	json_u64(j, "operations", st->ops);
 	json_u64(j, "late_operations", st->late);
 	json_u64(j, "futex_waits", st->futex_waits);

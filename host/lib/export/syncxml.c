@@ -207,7 +207,7 @@ void syncreport_xml(FILE *f, struct walk *w, const struct syncstats *st, const s
 	fputs("<layerprof-report format-version=\"1\" generator=\"layerprof\">\n", f);
 	xml_trace(f, w);
 	fputs("  <sync", f);
-	attr_u64(f, "sync-events", w->sync_events);
+	attr_u64(f, "malformed-sync-events", w->sync_malformed);
 	attr_u64(f, "operations", st->ops);
 	attr_u64(f, "late-operations", st->late);
 	attr_u64(f, "futex-waits", st->futex_waits);
