@@ -139,16 +139,21 @@ static int report_sync(const char *dir, const struct filter_opts *fopts, const s
 	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
 	r = syncreport_write(&w, &so, stdout);
 	if (r == -ENODATA || r == -ENOMEM) {
-		if (r == -ENODATA)
-			fprintf(stderr,
-			        "layerprof report: the trace has no synchronisation events: record with --sync\n");
-		else
-			fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w.dir);
+		/* nothing written: no document left behind */
 		if (out)
 			unlink(out);
 		code = layerprof_trace_condition(&w, "report");
+		if (r == -ENOMEM) {
+			fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w.dir);
+			code = LP_EXIT_FAILURE;
+		} else if (!code) {
+			/* as for a mode the trace was not recorded for: a usage error */
+			fprintf(stderr,
+			        "layerprof report: the trace has no synchronisation events: record with --sync\n");
+			code = LP_EXIT_USAGE;
+		}
 		walk_release(&w);
-		return r == -ENODATA && !code ? LP_EXIT_USAGE : code ? code : LP_EXIT_FAILURE;
+		return code;
 	}
 	code = layerprof_trace_condition(&w, "report");
 	if (fflush(stdout))
