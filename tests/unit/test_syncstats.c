@@ -547,6 +547,21 @@ static void test_sem_join(void)
 	CHECK_EQ_U64(res.pairs[0].nobjects, 1);
 	CHECK_EQ_U64(st.threads[res.pairs[0].side[0][0]].tid, 60);
 	CHECK_EQ_U64(res.pairs[0].wait_ns[1], 900);
+	{
+		struct syncstats_pair even = res.pairs[0];
+		char line[256];
+
+		/* the texts of the other two verdicts */
+		even.slow = -1;
+		even.wait_ns[0] = even.wait_ns[1] = 0;
+		even.share[0] = even.share[1] = 0;
+		CHECK_STR(syncreport_pair_text(&st, &even, line, sizeof(line)), "neither side waits for the other");
+		even.slow = 1;
+		even.wait_ns[0] = 300;
+		even.share[0] = 0.5;
+		CHECK_STR(syncreport_pair_text(&st, &even, line, sizeof(line)),
+		          "consumer side (tid 61) is slow: producers wait 50% of the time, consumers 0%");
+	}
 	/* the wait began (200) before the post first seen (900): its site */
 	CHECK_EQ_U64(s->site, 0x401000 + LP_SYNC_SEM_WAIT);
 	done();

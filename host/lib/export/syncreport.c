@@ -70,6 +70,8 @@ const char *syncreport_pair_text(const struct syncstats *st, const struct syncst
 		side_tids(st, p, 1, tids, sizeof(tids));
 		snprintf(buf, size, "consumer side (%s) is slow: producers wait %.0f%% of the time, consumers %.0f%%",
 		         tids, prod, cons);
+	} else if (!p->wait_ns[0]) {
+		snprintf(buf, size, "neither side waits for the other");
 	} else {
 		snprintf(buf, size,
 		         "producers and consumers wait alike: producers %.0f%% of the time, consumers %.0f%%", prod,
