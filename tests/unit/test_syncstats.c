@@ -421,7 +421,8 @@ static void test_cond(void)
 
 	begin();
 	thread(42, NULL, 0);
-	op(2000, LP_SYNC_MUTEX_LOCK, 0, 0x7000, 0, 0);
+	/* waits for the mutex 43 holds until its condition wait lets go of it */
+	op(1040, LP_SYNC_MUTEX_LOCK, LP_SYNC_CONTENDED, 0x7000, 30, 0);
 	op(2010, LP_SYNC_COND_SIGNAL, 0, 0x7100, 0, 0);
 	op(2020, LP_SYNC_MUTEX_UNLOCK, 0, 0x7000, 0, 0);
 	flush();
@@ -442,17 +443,25 @@ static void test_cond(void)
 	CHECK_EQ_U64(ne->timeouts, 1);
 	CHECK_EQ_U64(ne->signals, 1);
 	/* holds of 0x7000 by 43: 1000-1030, 2030-2100, 3000-3100, 4000-4050;
-	 * by 42: 2000-2020 */
+	 * by 42: 1040-2020 */
 	CHECK_EQ_U64(mx->holds, 5);
-	CHECK_EQ_U64(mx->hold_ns, 30 + 70 + 100 + 50 + 20);
+	CHECK_EQ_U64(mx->hold_ns, 30 + 70 + 100 + 50 + 980);
+	CHECK_EQ_U64(mx->held_ns, 1230);
 	CHECK_EQ_U64(mx->acquisitions, 3);
+	CHECK_EQ_U64(mx->contended, 1);
 	CHECK_EQ_U64(use(mx, 43)->holds, 4);
 	CHECK_EQ_U64(thr(43)->waits[SYNCSTATS_COND].total_ns, 1900);
-	CHECK_EQ_U64(nheard, 2);
-	CHECK_EQ_U64(heard[0].waker_tid, 42);
-	CHECK_EQ_U64(heard[0].waker_ns, 2010);
-	CHECK_EQ_U64(heard[0].obj2, 0x7000);
-	CHECK_EQ_U64(heard[1].waker_tid, 0); /* timed out */
+	CHECK_EQ_U64(thr(43)->ops, 6);
+	CHECK_EQ_U64(st.ops, 9);
+	CHECK_EQ_U64(nheard, 3);
+	/* 42's lock: ended by 43's condition wait letting go of the mutex */
+	CHECK_EQ_U64(heard[0].tid, 42);
+	CHECK_EQ_U64(heard[0].waker_tid, 43);
+	CHECK_EQ_U64(heard[0].waker_ns, 1030);
+	CHECK_EQ_U64(heard[1].waker_tid, 42);
+	CHECK_EQ_U64(heard[1].waker_ns, 2010);
+	CHECK_EQ_U64(heard[1].obj2, 0x7000);
+	CHECK_EQ_U64(heard[2].waker_tid, 0); /* timed out */
 	/* one direction only: the signaller is the producer */
 	CHECK_EQ_U64(res.npairs, 1);
 	CHECK_EQ_U64(st.threads[res.pairs[0].side[0][0]].tid, 42);

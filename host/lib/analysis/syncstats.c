@@ -620,6 +620,18 @@ static void apply_unlock(struct syncstats *st, const struct syncstats_item *it, 
 	set_releaser(o, (uint32_t)(t - st->threads), it->ns);
 }
 
+/* t lets go of mutex (index) at ns in a condition wait; returns the depth
+ * its hold had (0: not held). */
+static uint32_t let_go(struct syncstats *st, struct syncstats_thread *t, uint32_t mutex, uint64_t ns)
+{
+	uint32_t thread = (uint32_t)(t - st->threads);
+	struct syncstats_use *mu = syncstats_use_get(st, mutex, thread);
+	uint32_t depth = hold_end(st, t, mu, mutex, ns, true);
+
+	set_releaser(&st->objects[mutex], thread, ns);
+	return depth;
+}
+
 static void apply_cond_wait(struct syncstats *st, const struct syncstats_item *it, struct syncstats_thread *t,
                             uint32_t object, struct syncstats_use *u, uint64_t begin)
 {
@@ -629,19 +641,18 @@ static void apply_cond_wait(struct syncstats *st, const struct syncstats_item *i
 	struct syncstats_object *o;
 	uint64_t waker_ns = 0;
 
-	/* the mutex was let go of when the wait began and is held again
-	 * now (also after a timeout; not after another error) */
+	/* the mutex was let go of when the wait began (by the merge's item,
+	 * or else now) and is held again now (also after a timeout; not after
+	 * another error) */
 	if (it->obj2 && (!failed || timedout)) {
 		mutex = syncstats_object_get(st, t, it->obj2, SYNCSTATS_MUTEX, begin, it->site);
 		if (mutex != UINT32_MAX) {
-			struct syncstats_use *mu = syncstats_use_get(st, mutex, thread);
-
-			depth = hold_end(st, t, mu, mutex, begin, true);
-			set_releaser(&st->objects[mutex], thread, begin);
+			depth = t->let_go ? t->let_go_depth : let_go(st, t, mutex, begin);
 			if (depth)
 				hold_begin(st, t, mutex, it->ns, depth);
 		}
 	}
+	t->let_go = false;
 	/* the mutex's object and use may have moved the tables */
 	o = &st->objects[object];
 	u = use != UINT32_MAX ? &st->uses[use] : NULL;
@@ -695,6 +706,16 @@ void syncstats_apply(struct syncstats *st, const struct syncstats_item *it)
 	uint32_t object;
 	int kind;
 
+	if (it->flags & SYNCSTATS_ITEM_LET_GO) {
+		/* made by the merge, in time order: not an operation of its own */
+		object = syncstats_object_get(st, t, it->obj2, SYNCSTATS_MUTEX, it->ns, it->site);
+		if (object != UINT32_MAX && it->ns >= st->applied_ns) {
+			st->applied_ns = it->ns;
+			t->let_go_depth = let_go(st, t, object, it->ns);
+			t->let_go = true;
+		}
+		return;
+	}
 	st->ops++;
 	t->ops++;
 	if (it->ns < st->applied_ns)
@@ -718,6 +739,8 @@ void syncstats_apply(struct syncstats *st, const struct syncstats_item *it)
 	if (kind < 0)
 		return;
 	object = syncstats_object_get(st, t, it->obj, (uint8_t)kind, begin, it->site);
+	if (object == UINT32_MAX || it->op != LP_SYNC_COND_WAIT)
+		t->let_go = false; /* only the wait that let go takes the mutex again */
 	if (object == UINT32_MAX)
 		return;
 	u = syncstats_use_get(st, object, it->thread);

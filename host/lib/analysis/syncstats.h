@@ -128,6 +128,8 @@ struct syncstats_thread {
 	uint32_t nheld;
 	struct syncstats_pending *pending;
 	uint32_t npending;
+	bool let_go;           /* in a condition wait whose mutex was let go of */
+	uint32_t let_go_depth; /* the depth its hold had then (0: not held) */
 };
 
 /* One object's use by one thread. */

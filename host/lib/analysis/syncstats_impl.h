@@ -30,6 +30,11 @@ struct syncstats_ptmap {
 	uint32_t thread;
 };
 
+/* An item's flag beside enum lp_sync_flags: a condition wait's letting go
+ * of its mutex (obj2) when the wait began, made by the merge from the
+ * wait's record so that the release comes in time order. */
+#define SYNCSTATS_ITEM_LET_GO (1u << 31)
+
 /* One operation waiting in the merge by time. */
 struct syncstats_item {
 	uint64_t ns, seq, obj, obj2, wait_ns, site;

@@ -265,6 +265,16 @@ void syncstats_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
 	it.depth = y->depth;
 	it.thread = (uint32_t)(t - st->threads);
 	q_push(st, &it);
+	/* the mutex a condition wait let go of, released when the wait began
+	 * (not after an error other than a timeout), unless the merge has
+	 * gone past that time: the wait's record then ends the hold late */
+	if (y->op == LP_SYNC_COND_WAIT && y->obj2 && y->wait_ns && y->wait_ns <= y->ns &&
+	    (!(y->flags & LP_SYNC_FAILED) || (y->flags & LP_SYNC_TIMEDOUT)) && y->ns - y->wait_ns >= st->applied_ns) {
+		it.ns = y->ns - y->wait_ns;
+		it.flags = SYNCSTATS_ITEM_LET_GO;
+		it.wait_ns = 0;
+		q_push(st, &it);
+	}
 }
 
 void syncstats_end(void *ctx, struct walk_stream *s)
