@@ -14,9 +14,9 @@
  * A release, signal or post takes its time before it is passed on.  The
  * program's return values and errno are kept exactly; what a call does
  * (recursive, error-checking and robust mutexes included) is the real
- * function's.  LAYERPROF_SYNC (synctrace.h) chooses what is recorded;
- * while the session's tracing is off, a hook passes its call on after one
- * check. */
+ * function's.  LAYERPROF_SYNC (synctrace.h) chooses what is recorded
+ * (unset: nothing when preloaded, everything when linked in); while the
+ * session's tracing is off, a hook passes its call on after one check. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -49,6 +49,11 @@ static LP_NOINSTR __attribute__((noinline, cold)) int mode_read(void)
 	const char *v = getenv(LP_SYNC_ENV);
 	int m = MODE_OFF;
 
+#ifdef LP_SYNCHOOK_WRAP
+	/* the program was linked with the interposers to be traced */
+	if (!v)
+		m = MODE_ALL;
+#endif
 	if (v && !strcmp(v, "1"))
 		m = MODE_ALL;
 	else if (v && !strcmp(v, "threads"))

@@ -14,7 +14,8 @@
 /* What the interposers record, from the environment of the program
  * (`record --sync` sets it): "1" every operation, "threads" only the
  * starts of threads (LP_SYNC_THREAD, LP_SYNC_CREATE), which the counters
- * capture needs; unset or anything else: nothing. */
+ * capture needs; anything else: nothing; unset: nothing for the preloaded
+ * library, everything for a program linked with the --wrap interposers. */
 #define LP_SYNC_ENV "LAYERPROF_SYNC"
 
 /* The interposers' per-thread state, shared by both builds, so that a
