@@ -183,7 +183,7 @@ __attribute__((constructor)) static LP_NOINSTR void hooks_constructor(void)
 static ALWAYS_INLINE bool tracing(void)
 {
 	(void)READY();
-	return !GUARDED() && mode() == MODE_ALL && lp_sync_on();
+	return mode() == MODE_ALL && !GUARDED() && lp_sync_on();
 }
 
 static ALWAYS_INLINE unsigned failed_flags(int r)

@@ -36,8 +36,9 @@ extern __thread struct lp_synchook_state lp_synchook __attribute__((tls_model("i
  * load.  The interposers pass a call straight on when it is false. */
 bool lp_sync_on(void);
 
-/* The event clock now (the one every slot of the process uses), read after
- * the earlier instructions completed: the start of a wait.  Any context. */
+/* The event clock now (the one every slot of the process uses), for the
+ * start of a wait or the time of a release, read before the operation.
+ * Any context. */
 uint64_t lp_sync_clock(void);
 
 /* Records one operation of the calling thread as an LP_RAW_SYNC record
