@@ -7,8 +7,9 @@ kind, failures and their flags, waits at least as long as the programs'
 known sleeps, contention where the programs force it, thread starts matched
 with their creations and joins; the programs' output and exit status
 unchanged, their pthread errors (EDEADLK, EBUSY, EPERM, ETIMEDOUT,
-EOWNERDEAD) kept.  Counts are held against `valgrind --tool=drd`'s traces
-of the same programs where drd runs.
+EOWNERDEAD) kept; through the drain's folding and filter stages, and the
+agent's (`live --save` of a --wrap build).  Counts are held against
+`valgrind --tool=drd`'s traces of the same programs where drd runs.
 
 usage: test_sync.py --build BUILD [--keep] [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -18,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -281,6 +283,44 @@ def test_stages(lp, tmp, progs):
                   "prodcons_%s: the waits are kept" % label)
 
 
+def test_live_wrap(lp, tmp, progs):
+    """The agent's drain (live): a program linked with the --wrap
+    interposers, started by `live --save`, leaves the same sync events in
+    the saved trace."""
+    build = os.path.dirname(os.path.dirname(lp.exe))
+    agent = os.path.join(build, "agent", "layerprofd")
+    rsp = os.path.join(build, "runtime", "syncwrap.rsp")
+    if not os.path.exists(agent):
+        skip("live_wrap", "this build has no agent")
+        return
+    prog = os.path.join(tmp, "prodcons_live_wrap")
+    b = run(["gcc", "-O2", "-pthread", os.path.join(HERE, "..", "programs", "sync_prodcons.c"), "-o", prog,
+             "-Wl,@" + rsp])
+    if not check(b.returncode == 0, "sync_prodcons builds with syncwrap.rsp", b.stderr):
+        return
+    sock = os.path.join(tmp, "agent-sync.sock")
+    a = subprocess.Popen([agent, "--unix", sock, "--attach-dir", os.path.join(tmp, "attach-sync")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    harness.started.append(a)
+    try:
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.1)
+        save = os.path.join(tmp, "live_sync")
+        r = run([lp.exe, "live", "--connect", "unix:" + sock, "--format", "json", "--interval", "100ms", "--save",
+                 save, "--", prog], stdin=subprocess.DEVNULL)
+        if not check(r.returncode == 0, "live --save of the --wrap build: exit 0", r.stderr[-500:]):
+            return
+        events, text = replay_sync(lp, save)
+        want = EXPECT["sync_prodcons"][1]
+        check(events is not None and tally(events) == want, "live: the saved trace's sync events %s" % sorted(
+            want.items()), events and sorted(tally(events).items()))
+    finally:
+        a.terminate()
+        a.wait(timeout=10)
+
+
 DRD_LINE = re.compile(r"\] (\w+)\s+(?:[a-z ]*?)(0x[0-9a-f]+)")
 
 
@@ -352,6 +392,7 @@ GROUPS = {
     "meta_help": lambda lp, progs, tmp: test_meta_help(lp, tmp, progs),
     "stages": lambda lp, progs, tmp: test_stages(lp, tmp, progs),
     "drd": lambda lp, progs, tmp: test_drd(lp, tmp, progs),
+    "live_wrap": lambda lp, progs, tmp: test_live_wrap(lp, tmp, progs),
 }
 
 
