@@ -43,10 +43,12 @@ EXPECT = {
     "sync_sem": ("got=4 trywait=EAGAIN timedwait=ETIMEDOUT last=0\n",
                  {"sem-post": (5, 0), "sem-wait": (7, 2), "create": (1, 0), "thread": (1, 0), "join": (1, 0)}),
     "sync_misc": ("recursive=0 trylock=0,EBUSY errorcheck=EDEADLK,EPERM rwlock=EBUSY,EBUSY spin=EBUSY "
-                  "timedlock=ETIMEDOUT tryjoin=EBUSY selfjoin=EDEADLK robust=EOWNERDEAD\n",
-                  {"mutex-lock": (10, 3), "mutex-unlock": (7, 1), "rwlock-rdlock": (3, 1),
+                  "timedlock=ETIMEDOUT tryjoin=EBUSY selfjoin=EDEADLK robust=EOWNERDEAD cond=ETIMEDOUT,ETIMEDOUT "
+                  "errno=kept\n",
+                  {"mutex-lock": (11, 3), "mutex-unlock": (8, 1), "rwlock-rdlock": (3, 1),
                    "rwlock-wrlock": (2, 1), "rwlock-unlock": (3, 0), "spin-lock": (2, 1), "spin-unlock": (1, 0),
-                   "join": (4, 2), "create": (2, 0), "thread": (2, 0)}),
+                   "join": (4, 2), "create": (2, 0), "thread": (2, 0), "cond-wait": (2, 0),
+                   "cond-broadcast": (1, 0)}),
 }
 
 
@@ -211,6 +213,11 @@ def test_misc(lp, tmp, progs, prog=None, label="sync_misc"):
     joins = by_op(events, "join")
     check(sorted(",".join(sorted(e.flags)) or "-" for e in joins) == ["-", "-", "failed", "failed,try"],
           "%s: tryjoin EBUSY and the self-join fail, the two joins do not" % label, joins)
+    conds = by_op(events, "cond-wait")
+    normal = [e.obj for e in tries]
+    check(len(conds) == 2 and all({"timed", "timedout"} <= e.flags and "failed" not in e.flags for e in conds) and
+          conds[0].wait_ns >= 15 * MS and conds[1].wait_ns >= 5 * MS and {e.obj2 for e in conds} == set(normal),
+          "%s: cond_timedwait (20 ms) and cond_clockwait (10 ms) timed out, the mutex held again" % label, conds)
     spins = by_op(events, "spin-lock")
     check([",".join(sorted(e.flags)) or "-" for e in spins] == ["-", "failed,try"],
           "%s: spin_lock, then a failed spin_trylock" % label, spins)

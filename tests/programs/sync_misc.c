@@ -10,11 +10,16 @@
  *   the helper unlocks and is joined; pthread_join of main itself fails
  *   (EDEADLK);
  *   robust mutex: a thread takes it and ends; main's lock gets EOWNERDEAD
- *   (held), makes it consistent, unlocks; the thread is joined.
- * mutex-lock 10 (3 failed), mutex-unlock 7 (1 failed), rwlock-rdlock 3 (1
+ *   (held), makes it consistent, unlocks; the thread is joined;
+ *   condition variable: under a mutex, pthread_cond_timedwait (20 ms) and
+ *   pthread_cond_clockwait (CLOCK_MONOTONIC, 10 ms) time out (ETIMEDOUT,
+ *   the mutex held again), then a broadcast nobody waits for;
+ *   errno, set to 77 before the first call, is 77 at the end.
+ * mutex-lock 11 (3 failed), mutex-unlock 8 (1 failed), rwlock-rdlock 3 (1
  * failed), rwlock-wrlock 2 (1 failed), rwlock-unlock 3, spin-lock 2 (1
- * failed), spin-unlock 1, join 4 (2 failed), create 2, thread 2.  Prints
- * one line of the results and exits 0. */
+ * failed), spin-unlock 1, join 4 (2 failed), create 2, thread 2, cond-wait
+ * 2 (timed out, not failed), cond-broadcast 1.  Prints one line of the
+ * results and exits 0. */
 #include "prog.h"
 
 #include <errno.h>
@@ -29,6 +34,19 @@
 static pthread_mutex_t held_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t robust;
 static atomic_int helper_has, helper_go;
+
+static struct timespec in_ms(clockid_t clk, int ms)
+{
+	struct timespec at;
+
+	clock_gettime(clk, &at);
+	at.tv_nsec += ms * 1000000L;
+	if (at.tv_nsec >= 1000000000L) {
+		at.tv_sec++;
+		at.tv_nsec -= 1000000000L;
+	}
+	return at;
+}
 
 static void sleep_ms(int ms)
 {
@@ -82,8 +100,10 @@ int main(void)
 	pthread_spinlock_t spin;
 	pthread_t h, o;
 	struct timespec at;
-	int r_rec = 0, t1, t2, e1, e2, w1, w2, s1, tl, tj, sj, ro;
+	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+	int r_rec = 0, t1, t2, e1, e2, w1, w2, s1, tl, tj, sj, ro, c1, c2, kept;
 
+	errno = 77;
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&rec, &a);
@@ -120,12 +140,7 @@ int main(void)
 	pthread_create(&h, NULL, helper, NULL);
 	while (!atomic_load(&helper_has))
 		sleep_ms(1);
-	clock_gettime(CLOCK_REALTIME, &at);
-	at.tv_nsec += TIMEOUT_MS * 1000000L;
-	if (at.tv_nsec >= 1000000000L) {
-		at.tv_sec++;
-		at.tv_nsec -= 1000000000L;
-	}
+	at = in_ms(CLOCK_REALTIME, TIMEOUT_MS);
 	tl = pthread_mutex_timedlock(&held_mutex, &at);
 	tj = pthread_tryjoin_np(h, NULL);
 	atomic_store(&helper_go, 1);
@@ -142,9 +157,19 @@ int main(void)
 		pthread_mutex_consistent(&robust);
 	pthread_mutex_unlock(&robust);
 
+	pthread_mutex_lock(&normal);
+	at = in_ms(CLOCK_REALTIME, 20);
+	c1 = pthread_cond_timedwait(&cond, &normal, &at);
+	at = in_ms(CLOCK_MONOTONIC, 10);
+	c2 = pthread_cond_clockwait(&cond, &normal, CLOCK_MONOTONIC, &at);
+	pthread_mutex_unlock(&normal);
+	pthread_cond_broadcast(&cond);
+	kept = errno == 77;
+
 	printf("recursive=%d trylock=%s,%s errorcheck=%s,%s rwlock=%s,%s spin=%s timedlock=%s tryjoin=%s selfjoin=%s "
-	       "robust=%s\n",
+	       "robust=%s cond=%s,%s errno=%s\n",
 	       r_rec, err_name(t1), err_name(t2), err_name(e1), err_name(e2), err_name(w1), err_name(w2), err_name(s1),
-	       err_name(tl), err_name(tj), err_name(sj), err_name(ro));
+	       err_name(tl), err_name(tj), err_name(sj), err_name(ro), err_name(c1), err_name(c2),
+	       kept ? "kept" : "changed");
 	return 0;
 }
