@@ -553,7 +553,9 @@ HOOK_EXPORT int HOOK(pthread_create)(pthread_t *th, const pthread_attr_t *attr, 
 	int r, saved;
 
 	(void)READY();
-	if (GUARDED() || mode() < MODE_THREADS || !lp_sync_on())
+	/* the trampoline even while tracing is off: it may come on (live)
+	 * before the thread starts or while it runs */
+	if (mode() < MODE_THREADS || GUARDED())
 		return REAL_CALL(pthread_create, th, attr, fn, arg);
 	saved = errno;
 	st = own_malloc(sizeof(*st));
