@@ -1454,6 +1454,7 @@ function flowStepText(st) {
   case 'off_cpu': return '[off-CPU] ' + st.text;
   case 'kernel': return '[kernel] ' + st.text;
   case 'mem': return '[mem] ' + st.text;
+  case 'sync': return '[wait] ' + st.text;
   default: return '*** ' + st.text + ' ***';
   }
 }
