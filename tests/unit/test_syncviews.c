@@ -581,6 +581,180 @@ out:
 	walk_release(&w);
 }
 
+/* ---- the web UI server's sync tracks ------------------------------------------ */
+
+struct args {
+	const char *keys[4], *vals[4];
+};
+
+static const char *arg_get(void *ctx, const char *key)
+{
+	const struct args *a = ctx;
+
+	for (int i = 0; i < 4 && a->keys[i]; i++)
+		if (!strcmp(a->keys[i], key))
+			return a->vals[i];
+	return NULL;
+}
+
+/* The answer to GET /api/<what>?thread=<thread>&px=<px>; the caller frees it. */
+static char *answer(struct servemodel *m, const char *what, const char *thread, const char *px, int *status)
+{
+	struct args a = { { "thread", "px" }, { thread, px } };
+	struct serve_query q = { arg_get, &a };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		die("open_memstream");
+	*status = serveapi_get(m, what, &q, f);
+	fclose(f);
+	return buf;
+}
+
+static struct json_object *thread_row(struct json_object *threads, uint64_t tid)
+{
+	struct json_object *t;
+
+	for (size_t i = 0; (t = jsonread_at(threads, i)) != NULL; i++)
+		if (jsonread_u64(jsonread_get(t, "tid"), 0) == tid)
+			return t;
+	return NULL;
+}
+
+static const char *name_of(struct json_object *doc, struct json_object *id)
+{
+	char key[24];
+
+	snprintf(key, sizeof(key), "%llu", (unsigned long long)jsonread_u64(id, UINT64_MAX));
+	return jsonread_str(jsonread_get(jsonread_get(doc, "names"), key));
+}
+
+/* One wait box: [start, end, op, object, releaser id, release, count,
+ * fill, function], times from the trace's first event. */
+static void check_wait(struct json_object *doc, struct json_object *box, uint64_t start, uint64_t end, const char *op,
+                       const char *obj, int64_t waker, int64_t release, const char *func)
+{
+	if (!CHECK(box != NULL) || !CHECK_EQ_U64(jsonread_count(box), 9))
+		return;
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(box, 0), 0), start);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(box, 1), 0), end);
+	CHECK_STR(name_of(doc, jsonread_at(box, 2)), op);
+	CHECK_STR(name_of(doc, jsonread_at(box, 3)), obj);
+	if (waker < 0)
+		CHECK(jsonread_u64(jsonread_at(box, 4), UINT64_MAX) == UINT64_MAX);
+	else
+		CHECK_EQ_U64(jsonread_u64(jsonread_at(box, 4), UINT64_MAX), (uint64_t)waker);
+	if (release < 0)
+		CHECK(jsonread_u64(jsonread_at(box, 5), UINT64_MAX) == UINT64_MAX);
+	else
+		CHECK_EQ_U64(jsonread_u64(jsonread_at(box, 5), UINT64_MAX), (uint64_t)release);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(box, 6), 0), 1);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(box, 7), 0), 1000);
+	CHECK_STR(name_of(doc, jsonread_at(box, 8)), func);
+}
+
+/* The sync tracks of main's window, from a pass or from the index file:
+ * the same answer either way. */
+static char *check_tracks(unsigned flags)
+{
+	struct servemodel m;
+	struct json_object *doc, *main_t, *worker_t, *waits, *arrows, *a;
+	char err[256], id[16], *out;
+	uint64_t main_id, worker_id;
+	int status;
+
+	if (servemodel_load(&m, dir, flags, err, sizeof(err))) {
+		CHECK(!"servemodel_load");
+		printf("  %s\n", err);
+		servemodel_release(&m);
+		return NULL;
+	}
+	CHECK_EQ_U64(m.from_index, flags == 0);
+	out = answer(&m, "summary", NULL, NULL, &status);
+	CHECK_EQ_U64(status, 200);
+	CHECK(strstr(out, "\"sync\":true,\"sync_events\":15") != NULL);
+	free(out);
+	main_id = worker_id = UINT64_MAX;
+	for (uint32_t i = 0; i < m.info.nthreads; i++) {
+		if (m.info.threads[i].tid == MAIN_TID)
+			main_id = m.info.threads[i].id;
+		if (m.info.threads[i].tid == WORKER_TID)
+			worker_id = m.info.threads[i].id;
+	}
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)main_id);
+	out = answer(&m, "sync_tracks", id, "10000", &status);
+	CHECK_EQ_U64(status, 200);
+	doc = jsonread_parse(out, strlen(out), err, sizeof(err));
+	if (!CHECK(doc != NULL)) {
+		printf("  %s\n%s\n", err, out);
+		goto out;
+	}
+	CHECK(jsonread_bool(jsonread_get(doc, "sync"), false));
+	CHECK_U(doc, "waits", 6);
+	CHECK_U(doc, "dropped", 0);
+	/* the asked thread first, then the other alive in the window */
+	main_t = jsonread_at(jsonread_get(doc, "threads"), 0);
+	worker_t = thread_row(jsonread_get(doc, "threads"), WORKER_TID);
+	CHECK_U(main_t, "tid", MAIN_TID);
+	CHECK_S(main_t, "comm", "main");
+	if (!CHECK(worker_t != NULL))
+		goto out;
+	CHECK_EQ_U64(jsonread_count(jsonread_get(worker_t, "waits")), 0);
+	waits = jsonread_get(main_t, "waits");
+	if (!CHECK_EQ_U64(jsonread_count(waits), 6)) {
+		printf("%s\n", out);
+		goto out;
+	}
+	check_wait(doc, jsonread_at(waits, 0), 4 * MS, 10500 * US, "mutex-lock", "0x5000", (int64_t)worker_id, 10 * MS,
+	           "take_lock");
+	check_wait(doc, jsonread_at(waits, 1), 11500 * US, 13 * MS, "sem-wait", "0x6000", (int64_t)worker_id, 12 * MS,
+	           "main_body");
+	check_wait(doc, jsonread_at(waits, 2), 14 * MS, 16 * MS, "cond-wait", "0x7000 (mutex 0x5000)",
+	           (int64_t)worker_id, 15 * MS, "main_body");
+	check_wait(doc, jsonread_at(waits, 3), 16500 * US, 17500 * US, "cond-wait", "0x7000 (mutex 0x5000)", -1, -1,
+	           "main_body");
+	check_wait(doc, jsonread_at(waits, 4), 18 * MS, 22 * MS, "join", "0xa000", (int64_t)worker_id, 21 * MS,
+	           "main_body");
+	check_wait(doc, jsonread_at(waits, 5), 23500 * US, 24 * MS, "mutex-lock", "0x5000", -1, -1, "take_lock");
+	/* an arrow from the worker's row at each release to main's */
+	arrows = jsonread_get(doc, "arrows");
+	if (!CHECK_EQ_U64(jsonread_count(arrows), 4))
+		goto out;
+	a = jsonread_at(arrows, 0);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(a, 0), 0), 10 * MS);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(a, 1), 0), worker_id);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(a, 2), 0), main_id);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(a, 3), 0), 10500 * US);
+	CHECK_STR(name_of(doc, jsonread_at(a, 4)), "mutex-lock");
+	a = jsonread_at(arrows, 3);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(a, 0), 0), 21 * MS);
+	CHECK_EQ_U64(jsonread_u64(jsonread_at(a, 3), 0), 22 * MS);
+	CHECK_STR(name_of(doc, jsonread_at(a, 4)), "join");
+out:
+	jsonread_release(doc);
+	servemodel_release(&m);
+	return out;
+}
+
+static void test_serve(void)
+{
+	char *pass, *again, *indexed;
+
+	pass = check_tracks(SERVEMODEL_NO_INDEX);
+	/* written to the index, then read from it */
+	again = check_tracks(SERVEMODEL_REINDEX);
+	indexed = check_tracks(0);
+	if (CHECK(pass && again && indexed)) {
+		CHECK_STR(again, pass);
+		CHECK_STR(indexed, pass);
+	}
+	free(pass);
+	free(again);
+	free(indexed);
+}
+
 int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -596,6 +770,7 @@ int main(int argc, char **argv)
 	test_tree_command();
 	test_chrome();
 	test_flow();
+	test_serve();
 	{
 		char cmd[600];
 

@@ -141,6 +141,8 @@ static int get_summary(struct servemodel *m, struct json *j)
 	json_bool(j, "heap", m->heap.has_heap);
 	json_bool(j, "kernel", m->kern.has_kernel);
 	json_u64(j, "kernel_events", m->kern.kernel_events);
+	json_bool(j, "sync", m->sync.has_sync);
+	json_u64(j, "sync_events", m->sync.events);
 	json_bool(j, "exports", !m->live && m->dir);
 	put_threads(m, j);
 	put_processes(m, j);
@@ -554,6 +556,8 @@ int serveapi_get(struct servemodel *m, const char *what, const struct serve_quer
 		status = get_flame(m, &m->flame, false, q, j, out);
 	else if (!strcmp(what, "offcpu_flame"))
 		status = m->kern.has_kernel ? get_flame(m, &m->kern.offcpu, true, q, j, out) : servekernel_none(m, j);
+	else if (!strcmp(what, "sync_tracks"))
+		status = synctrack_answer(m, q, j, out);
 	else if (!strcmp(what, "timeline"))
 		status = get_timeline(m, q, j, out);
 	else if (!strcmp(what, "heap") || !strcmp(what, "heap/growth"))
