@@ -6,7 +6,9 @@
  * figures.  The trace maps this test's own executable, so that its
  * functions get their names.
  *
- * usage: test_syncviews [<path of layerprof>]  (with it, `tree` runs too) */
+ * usage: test_syncviews [<path of layerprof>]  (with it, `tree` runs too)
+ *        test_syncviews --write DIR  (writes the trace into DIR, for
+ *        tests/ui/test_serve.py's sync group, and checks nothing) */
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -759,6 +761,13 @@ int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
 
+	if (argc == 3 && !strcmp(argv[1], "--write")) {
+		snprintf(dir, sizeof(dir), "%s", argv[2]);
+		if (mkdir(dir, 0700) && errno != EEXIST)
+			die("mkdir");
+		write_trace();
+		return 0;
+	}
 	layerprof = argc > 1 ? argv[1] : NULL;
 	snprintf(dir, sizeof(dir), "%s/lp-syncviews-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
