@@ -414,11 +414,11 @@ void calltree_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
 {
 	struct calltree *ct = ctx;
 	struct calltree_stream *t = calltree_stream(ct, s->index);
-	uint64_t begin = y->ns - y->wait_ns, inside = 0;
+	uint64_t wait = y->wait_ns < y->ns ? y->wait_ns : y->ns, begin = y->ns - wait, inside = 0;
 	struct calltree_node *nd;
 	uint32_t parent, i, k, n;
 
-	if (!t || (!y->wait_ns && !ct->sync_all))
+	if (!t || (!wait && !ct->sync_all))
 		return;
 	if (y->depth && (y->depth > t->path_cap || !t->path[y->depth - 1].node))
 		return;
@@ -428,13 +428,13 @@ void calltree_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
 		return;
 	nd = &t->nodes[i];
 	nd->calls++;
-	nd->total_ns += y->wait_ns;
-	nd->self_ns += y->wait_ns;
-	if (y->wait_ns < nd->min_ns)
-		nd->min_ns = y->wait_ns;
-	if (y->wait_ns > nd->max_ns)
-		nd->max_ns = y->wait_ns;
-	if (!y->depth || !y->wait_ns)
+	nd->total_ns += wait;
+	nd->self_ns += wait;
+	if (wait < nd->min_ns)
+		nd->min_ns = wait;
+	if (wait > nd->max_ns)
+		nd->max_ns = wait;
+	if (!y->depth || !wait)
 		return;
 	/* the futex calls and times off the CPU of the wait, if recorded, are
 	 * out of the function's self time already */
@@ -445,7 +445,7 @@ void calltree_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
 		if (r->depth == y->depth && r->start_ns >= begin && r->start_ns < y->ns)
 			inside += r->dur_ns;
 	}
-	t->path[y->depth - 1].sync_ns += y->wait_ns > inside ? y->wait_ns - inside : 0;
+	t->path[y->depth - 1].sync_ns += wait > inside ? wait - inside : 0;
 }
 
 /* ------------------------------------------------------------ kernel leaves */

@@ -110,7 +110,7 @@ int syncwake_add(struct syncwake *sw, uint32_t thread, uint32_t pid, uint32_t ti
 	e = &sw->ev[sw->n];
 	memset(e, 0, sizeof(*e));
 	e->ns = y->ns;
-	e->wait_ns = y->wait_ns;
+	e->wait_ns = y->wait_ns < y->ns ? y->wait_ns : y->ns; /* a body read from a file: never before 0 */
 	e->obj = y->obj;
 	e->obj2 = y->obj2;
 	e->site = y->site;

@@ -510,18 +510,18 @@ static void sync_text(struct kflow *kf, const struct walk_sync *y, const struct 
 static void cap_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
 {
 	struct kflow *kf = ctx;
-	uint64_t begin = y->ns - y->wait_ns;
+	uint64_t wait = y->wait_ns < y->ns ? y->wait_ns : y->ns, begin = y->ns - wait;
 	const struct syncwake_event *e;
 	const struct walk_stream *o;
 	struct kflow_node n;
 	char text[256];
 	size_t at;
 
-	if (!capturing(kf, s) || !y->wait_ns || !syncwake_is_wait(y->op, 0, 1))
+	if (!capturing(kf, s) || !wait || !syncwake_is_wait(y->op, 0, 1))
 		return;
 	e = syncwake_find(&kf->sw, s->index, y->ns, y->op, y->obj);
 	sync_text(kf, y, e, text, sizeof(text));
-	if (!node_add(kf, KFLOW_SYNC, rel_depth(kf, y->depth), begin, y->wait_ns, text))
+	if (!node_add(kf, KFLOW_SYNC, rel_depth(kf, y->depth), begin, wait, text))
 		return;
 	if (e && e->waker != SYNCWAKE_NONE && (o = stream_by_index(kf->w, e->waker))) {
 		kf->nodes[kf->nnodes - 1].waker_tid = o->tid;
