@@ -96,20 +96,21 @@ function threadLabel(t) {
 }
 
 /* A stable colour per name: warm for functions, violet for syscalls, green
- * for kernel events. */
-function colourOf(name, sys, kernel) {
+ * for kernel events, grey-blue for sync waits. */
+function colourOf(name, sys, kernel, sync) {
   let h = 0;
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
   h = Math.abs(h);
   if (sys) return 'hsl(' + (270 + h % 30) + ',55%,' + (62 + h % 12) + '%)';
   if (kernel) return 'hsl(' + (120 + h % 30) + ',40%,' + (62 + h % 12) + '%)';
+  if (sync) return 'hsl(' + (205 + h % 20) + ',25%,' + (64 + h % 12) + '%)';
   return 'hsl(' + (h % 55) + ',' + (70 + h % 20) + '%,' + (58 + (h >> 3) % 14) + '%)';
 }
 
 /* What a call tree leaf's name is shown after: a system call's, a kernel
- * event's, or nothing (a function). */
-function leafPrefix(sys, kernel) {
-  return sys ? '[sys] ' : kernel ? '[kernel] ' : '';
+ * event's, a sync wait's (record --sync), or nothing (a function). */
+function leafPrefix(sys, kernel, sync) {
+  return sys ? '[sys] ' : kernel ? '[kernel] ' : sync ? '[wait] ' : '';
 }
 
 /* ------------------------------------------------------------ summary and banners */
@@ -271,19 +272,20 @@ function treeRow(thread, node, depth) {
   tr.dataset.name = node.name;
   if (node.syscall) tr.classList.add('sys');
   if (node.kernel) tr.classList.add('kern');
+  if (node.sync) tr.classList.add('sync');
   const name = td('', 'text');
   name.style.paddingLeft = (0.4 + depth * 1.1) + 'em';
   const never = treeNeverCallees(node);
   if (never.length) tr.dataset.never = '1';
   const open = node.children || never.length;
   const tog = el('span', 'toggle' + (open ? '' : ' leaf'), open ? '\u25B8' : '\u00B7');
-  name.append(tog, leafPrefix(node.syscall, node.kernel) + node.name);
+  name.append(tog, leafPrefix(node.syscall, node.kernel, node.sync) + node.name);
   if (node.syscall && node.errors) name.append(el('span', 'err', ' (' + fmtCount(node.errors) + ' failed)'));
   tr.append(name, td(fmtCount(node.calls)), td(fmtNs(node.total_ns)), td(fmtNs(node.self_ns)),
     td(node.syscalls ? fmtCount(node.syscalls) : ''), td(fmtNs(node.min_ns)), td(fmtNs(node.max_ns)));
   tr.addEventListener('click', () => {
     const t = (state.summary ? state.summary.threads : []).find((x) => x.id === thread);
-    pickRow('tree', tr, { name: node.name, tid: t ? t.tid : 0, leaf: !!(node.syscall || node.kernel) });
+    pickRow('tree', tr, { name: node.name, tid: t ? t.tid : 0, leaf: !!(node.syscall || node.kernel || node.sync) });
   });
   if (open) {
     tog.addEventListener('click', () => toggleNode(thread, tr).catch(showError));
@@ -474,7 +476,7 @@ function flameView(ids) {
     /* lay the nodes out: children sorted by name, side by side under the parent */
     const byId = new Map();
     for (const n of f.nodes) byId.set(n[0], { id: n[0], parent: n[1], name: n[2], total: n[3], self: n[4],
-      calls: n[5], sys: n[6], kernel: n[7], kids: [] });
+      calls: n[5], sys: n[6], kernel: n[7], sync: n[8], kids: [] });
     const root = byId.get(f.root);
     for (const n of byId.values()) if (n !== root && byId.has(n.parent)) byId.get(n.parent).kids.push(n);
     let depth = 0;
@@ -513,7 +515,7 @@ function flameView(ids) {
         g.beginPath();
         g.rect(b.x, y, b.w - 2, FLAME_ROW);
         g.clip();
-        g.fillText(leafPrefix(b.n.sys, b.n.kernel) + b.n.name, b.x + 3, y + FLAME_ROW / 2);
+        g.fillText(leafPrefix(b.n.sys, b.n.kernel, b.n.sync) + b.n.name, b.x + 3, y + FLAME_ROW / 2);
         g.restore();
       }
     }
@@ -523,7 +525,7 @@ function flameView(ids) {
       const list = $(ids.list);
       list.textContent = '';
       for (const b of boxes.slice().sort((x, y) => y.w - x.w).slice(0, FLAME_LIST_MAX)) {
-        const li = el('li', null, leafPrefix(b.n.sys, b.n.kernel) + (b.n.id === 0 ? 'all' : b.n.name) + ': ' +
+        const li = el('li', null, leafPrefix(b.n.sys, b.n.kernel, b.n.sync) + (b.n.id === 0 ? 'all' : b.n.name) + ': ' +
           fmtNs(b.n.total) + ', ' + fmtCount(b.n.calls) + ' ' + ids.unit);
         li.dataset.name = b.n.id === 0 ? '' : b.n.name;
         li.dataset.depth = String(b.d);
@@ -557,7 +559,7 @@ function flameView(ids) {
         return;
       }
       const f = v.data;
-      tip.textContent = leafPrefix(b.n.sys, b.n.kernel) + b.n.name + '\n' + fmtNs(b.n.total) + ' (' +
+      tip.textContent = leafPrefix(b.n.sys, b.n.kernel, b.n.sync) + b.n.name + '\n' + fmtNs(b.n.total) + ' (' +
         (100 * b.n.total / (f.total_ns || 1)).toFixed(1) + '%), self ' + fmtNs(b.n.self) + ', ' + fmtCount(b.n.calls) +
         ' ' + ids.unit;
       tip.style.left = (e.clientX + 12) + 'px';
@@ -572,7 +574,7 @@ function flameView(ids) {
 
 const flame = flameView({
   api: 'flame', canvas: 'flame-canvas', tip: 'flame-tip', path: 'flame-path', info: 'flame-info',
-  reset: 'flame-reset', unit: 'calls', colour: (n) => colourOf(n.name, n.sys, n.kernel),
+  reset: 'flame-reset', unit: 'calls', colour: (n) => colourOf(n.name, n.sys, n.kernel, n.sync),
   info_text: (f) => fmtNs(f.total_ns) + (f.hidden ? ', ' + fmtCount(f.hidden) + ' narrow paths hidden' : ''),
 });
 
@@ -1988,7 +1990,7 @@ function setupCoverage() {
 /* The static callees of a call tree node's function that never ran from
  * it, when the call tree shows them. */
 function treeNeverCallees(node) {
-  if (!state.cov.treeNever || !state.cov.never || node.syscall || node.kernel) return [];
+  if (!state.cov.treeNever || !state.cov.never || node.syscall || node.kernel || node.sync) return [];
   return state.cov.never.get(node.name) || [];
 }
 

@@ -1501,7 +1501,12 @@ def group_sync(lp, tmp, br, build):
         if br is None or br.why:
             skip("the sync tracks in the browser", br.why if br else "no browser")
             return
-        expect = {"thread": main["id"], "waits": 6, "released": 4, "arrows": 4, "threads": 2}
+        tree = lp.json("tree", "--format", "json", trace)
+        body = [n for t in tree["threads"] if t["comm"] == "main" for n in t["calls"] if n["name"] == "main_body"]
+        tree_waits = sorted("[wait] %s=%d" % (n["name"], n["calls"]) for n in body[0]["children"] if n.get("sync"))
+        check(len(tree_waits) == 3, "tree --format json: main_body's waits", tree_waits)
+        expect = {"thread": main["id"], "waits": 6, "released": 4, "arrows": 4, "threads": 2,
+                  "tree_waits": tree_waits}
         br.run("sync", srv.url, expect, prefix="sync-")
     finally:
         srv.stop()

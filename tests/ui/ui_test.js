@@ -603,6 +603,19 @@ async function scenarioSync(page) {
   check(/^waited: mutex-lock 0x5000/.test(tip) && /released by worker \d+/.test(tip),
     'sync tracks: a wait\'s tooltip names the thread that released it', tip);
   await shot(page, 'tracks');
+
+  /* the call tree: main_body's waits as its leaves, as tree shows them */
+  await page.click('#tab-tree');
+  await page.selectOption('#tree-thread', String(exp.thread));
+  const body = '#tree-table tbody tr[data-name="main_body"]';
+  await page.waitForSelector(body, { timeout: 10000 });
+  await page.click(body + ' .toggle');
+  await page.waitForSelector(body + '[data-open="1"]', { timeout: 10000 });
+  const kids = (await treeRows(page)).filter((r) => r.depth === 1 && /^\[wait\] /.test(r.name))
+    .map((r) => r.name + '=' + num(r.calls)).sort();
+  check(JSON.stringify(kids) === JSON.stringify(exp.tree_waits), 'call tree: main_body\'s waits as leaves',
+    JSON.stringify(kids));
+  await shot(page, 'tree');
 }
 
 /* ------------------------------------------------------------ the kernel layer */

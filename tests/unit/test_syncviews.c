@@ -686,6 +686,32 @@ static char *check_tracks(unsigned flags)
 			worker_id = m.info.threads[i].id;
 	}
 	snprintf(id, sizeof(id), "%llu", (unsigned long long)main_id);
+	/* the waits are leaves of the page's call tree and flame graph too */
+	{
+		const struct calltree_stream *t = calltree_stream(&m.tree, (uint32_t)main_id);
+		uint32_t mb = t ? child(t, 0, fn(main_body)) : 0, wait = 0, nsync = 0;
+
+		if (CHECK(t != NULL) && CHECK(mb != 0)) {
+			wait = child(t, mb, CALLTREE_SYNC_KEY(LP_SYNC_COND_WAIT, COND));
+			check_node(t, wait, 2, 3 * MS, 3 * MS, 1 * MS, 2 * MS);
+			CHECK_EQ_U64(t->nodes[mb].self_ns, 6500 * US);
+		}
+		for (uint32_t i = 1; i < m.flame.paths.n; i++) {
+			if (m.flame.nodes[i].kind != FLAME_SYNC)
+				continue;
+			nsync++;
+			if (!strcmp(names_get(&m.names, m.flame.nodes[i].name), "mutex-lock 0x5000"))
+				CHECK_EQ_U64(m.flame.nodes[i].total_ns, 7 * MS);
+		}
+		/* main's four (operation, object) under its functions; none of
+		 * the worker's, which did not wait */
+		CHECK_EQ_U64(nsync, 4);
+		out = answer(&m, "flame", NULL, NULL, &status);
+		CHECK_EQ_U64(status, 200);
+		if (!CHECK(strstr(out, "\"join 0xa000\",4000000,4000000,1,0,0,1]") != NULL))
+			printf("%s\n", out);
+		free(out);
+	}
 	out = answer(&m, "sync_tracks", id, "10000", &status);
 	CHECK_EQ_U64(status, 200);
 	doc = jsonread_parse(out, strlen(out), err, sizeof(err));

@@ -467,7 +467,7 @@ static int get_flame(struct servemodel *m, const struct flame *f, bool offcpu, c
 		json_object_end(j);
 	}
 	json_array_end(j);
-	/* [id, parent id, name, total, self, calls, syscall, kernel]: breadth
+	/* [id, parent id, name, total, self, calls, syscall, kernel, sync]: breadth
 	 * first, so that a parent comes before its children */
 	json_array_begin(j, "nodes");
 	queue[tail] = (uint32_t)node;
@@ -485,6 +485,7 @@ static int get_flame(struct servemodel *m, const struct flame *f, bool offcpu, c
 		json_u64(j, NULL, nd->calls);
 		json_u64(j, NULL, nd->kind == FLAME_SYSCALL);
 		json_u64(j, NULL, nd->kind == FLAME_KERNEL);
+		json_u64(j, NULL, nd->kind == FLAME_SYNC);
 		json_array_end(j);
 		for (c = f->paths.nodes[i].first_child; c; c = f->paths.nodes[c].next_sibling) {
 			if (f->nodes[c].total_ns < min_ns || f->nodes[c].total_ns == 0 || d + 1 > max_depth ||

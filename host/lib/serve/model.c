@@ -59,6 +59,7 @@ static void model_init(struct servemodel *m)
 	synctrack_init(&m->sync);
 	synctrack_walk_ops(&m->sync, &m->sync_ops);
 	calltree_walk_ops(&m->tree, &m->tree_ops);
+	m->tree_ops.sync = calltree_sync; /* the waits as leaves, as tree shows them */
 	timeline_walk_ops(&m->tl, &m->tl_ops);
 	m->chunk_ops = (struct walk_ops){ .ctx = m, .chunk_begin = chunk_begin, .chunk_end = chunk_end };
 	m->tree_ops.next = &m->tl_ops;
