@@ -1123,6 +1123,13 @@ def test_sync(lp, tmp):
     check(leaves == [("cond-wait 0x7000", 2, 3000000), ("join 0xa000", 1, 4000000),
                      ("sem-wait 0x6000", 1, 1500000)],
           "sync: tree --format json: the waits of main_body as its leaves", leaves)
+    r = lp("dump", "--folded", trace)
+    lines = sorted(l for l in r.stdout.splitlines() if "[wait]" in l)
+    check(r.returncode == 0 and lines == ["main_body;[wait] cond-wait 0x7000 3000000",
+                                          "main_body;[wait] join 0xa000 4000000",
+                                          "main_body;[wait] sem-wait 0x6000 1500000",
+                                          "main_body;take_lock;[wait] mutex-lock 0x5000 7000000"],
+          "sync: dump --folded: the waits as frames with the time waited", lines)
 
 
 def main():
