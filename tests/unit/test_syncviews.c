@@ -137,7 +137,10 @@ static void test_syncwake(void)
 	add(&sw, 2, 1, 50, LP_SYNC_THREAD, 0, 0xbeef, 0);
 	add(&sw, 0, 1, 1000, LP_SYNC_JOIN, 0, 0xbeef, 300);
 	CHECK_EQ_U64(syncwake_thread_end(&sw, 2, 900), 0);
-	CHECK_EQ_U64(sw.n, 17);
+	/* a post at the very time the wait ended, added after it */
+	add(&sw, 0, 1, 1100, LP_SYNC_SEM_WAIT, 0, 0x60, 50);
+	add(&sw, 3, 1, 1100, LP_SYNC_SEM_POST, 0, 0x60, 0);
+	CHECK_EQ_U64(sw.n, 19);
 	CHECK_EQ_U64(syncwake_resolve(&sw), 0);
 	for (size_t i = 1; i < sw.n; i++)
 		CHECK(sw.ev[i - 1].ns <= sw.ev[i].ns);
@@ -150,6 +153,7 @@ static void test_syncwake(void)
 	CHECK_WAKER(&sw, 1, 801, LP_SYNC_BARRIER_WAIT, 0x50, 2, 790);
 	CHECK_WAKER(&sw, 2, 805, LP_SYNC_BARRIER_WAIT, 0x50, SYNCWAKE_NONE, 0);
 	CHECK_WAKER(&sw, 0, 1000, LP_SYNC_JOIN, 0xbeef, 2, 900);
+	CHECK_WAKER(&sw, 0, 1100, LP_SYNC_SEM_WAIT, 0x60, 3, 1100);
 	CHECK(syncwake_find(&sw, 1, 120, LP_SYNC_MUTEX_LOCK, 0x10) == NULL);
 	CHECK(syncwake_is_wait(LP_SYNC_MUTEX_LOCK, LP_SYNC_CONTENDED, 1));
 	CHECK(!syncwake_is_wait(LP_SYNC_MUTEX_LOCK, 0, 0));

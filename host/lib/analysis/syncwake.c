@@ -148,12 +148,20 @@ int syncwake_thread_end(struct syncwake *sw, uint32_t thread, uint64_t ns)
 	return 0;
 }
 
+/* By end time; at the same time a release before a wait (its time was
+ * taken before it was passed on, so it came first), then in order of
+ * adding. */
 static int by_time(const void *a, const void *b)
 {
 	const struct syncwake_event *x = a, *y = b;
+	bool rx, ry;
 
 	if (x->ns != y->ns)
 		return x->ns < y->ns ? -1 : 1;
+	op_class(x->op, &rx);
+	op_class(y->op, &ry);
+	if (rx != ry)
+		return rx ? -1 : 1;
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
