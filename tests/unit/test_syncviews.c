@@ -1,5 +1,5 @@
 /* Unit test of the synchronisation events in the views: who released each
- * wait (analysis/syncwake.c, fed directly), and, on a synthetic trace of
+ * wait (trace/syncwake.c, fed directly), and, on a synthetic trace of
  * two threads written with encoder_sync, the call tree's wait leaves, the
  * Chrome export's wait slices and flows, the flow of one call, and the
  * web UI server's sync tracks (GET /api/sync_tracks), all with exact
@@ -21,7 +21,7 @@
 #include "common/encoder.h"
 #include "common/syncevent.h"
 #include "host/lib/analysis/calltree.h"
-#include "host/lib/analysis/syncwake.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/export/chrome.h"
 #include "host/lib/export/chromesync.h"
 #include "host/lib/kernel/kflow.h"

@@ -7,7 +7,7 @@
 #include "common/syncevent.h"
 #include "common/systab.h"
 #include "host/lib/analysis/calltree.h"
-#include "host/lib/analysis/syncwake.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/kernel/kevent.h"
 #include "host/lib/kernel/klayer.h"
 

@@ -7,7 +7,7 @@
 
 #include "common/systab.h"
 #include "common/varint.h"
-#include "host/lib/analysis/syncwake.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/analysis/sysstats.h"
 #include "host/lib/export/chrome.h"
 #include "host/lib/export/chromekernel.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/syncevent.h"
-#include "host/lib/analysis/syncwake.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/export/chromesync.h"
 #include "host/lib/util/escape.h"
 #include "layerprof/format.h"

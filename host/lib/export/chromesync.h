@@ -3,7 +3,7 @@
  * barrier or join that had to wait) as an "X" slice on its thread's track,
  * category "sync", named "wait <operation> 0x<object>", with the function
  * that waited and the thread that let it go in args; and, when that thread
- * is known (analysis/syncwake.h), a flow from its release ("s" on the
+ * is known (trace/syncwake.h), a flow from its release ("s" on the
  * releaser's track at the release) to the end of the wait ("f", bp "e", on
  * the waiter's track), category "sync", name "release".  The waits are kept
  * to the end of the pass (the releaser's stream may come later in the

@@ -5,7 +5,7 @@
  * kernel events they caused (page faults, switches with the off-CPU time
  * and who woke the thread, block requests, irqs), heap operations and
  * synchronisation waits with the thread that released them
- * (analysis/syncwake.h). */
+ * (trace/syncwake.h). */
 #ifndef LP_KFLOW_H
 #define LP_KFLOW_H
 

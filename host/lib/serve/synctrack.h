@@ -1,7 +1,7 @@
 /* The synchronisation tracks of the web UI's server (GET /api/sync_tracks):
  * for a trace recorded with --sync, each thread's waits (a lock,
  * condition, semaphore, barrier or join that had to wait) with the thread
- * that released each one (analysis/syncwake.h), drawn as spans on the
+ * that released each one (trace/syncwake.h), drawn as spans on the
  * thread rows under the timeline with an arrow from the releaser, as the
  * kernel tracks draw wake-ups.
  *
@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "host/lib/analysis/syncwake.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/trace/walk.h"
 
 #define SYNCTRACK_THREADS_MAX 64u   /* thread rows in one answer */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/lib/analysis/syncwake.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/util/hashindex.h"
 #include "layerprof/format.h"
 
