@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/clocksync.h"
+#include "common/ctrevent.h"
 #include "common/drain.h"
 #include "common/encoder.h"
 #include "common/filter.h"
@@ -17,6 +18,7 @@
 #define DRAIN_PATH_MAX 600u
 #define DRAIN_EXITS_MAX 4096u
 #define DRAIN_REAPED_MAX 256u
+#define DRAIN_CTR_TOTALS_MAX 16u
 
 /* stream.exit_status of a stream that gets no EXIT event */
 #define DRAIN_EXIT_NONE (-2)
@@ -64,7 +66,20 @@ struct stream {
 	/* the latest event of the streams of its image that closed before it
 	 * (threads that ended): the process's EXIT comes after them too */
 	uint64_t peers_last_ns;
+	/* record --counters: the counter event of the ENTRY or EXIT the
+	 * filter stage is handed now, written after that event if the stage
+	 * passes it on at once (NULL: none) */
+	const struct ctrevent *ctr_pending;
+	uint8_t ctr_pending_type; /* LP_EV_ENTRY or LP_EV_EXIT */
 	struct drain *d;
+};
+
+/* The program's counter totals (drain_counter_totals), kept until the
+ * stream that ends its process closes. */
+struct drain_ctrtotals {
+	pid_t pid;
+	uint32_t n;
+	struct ctrevent ev[];
 };
 
 /* The folding stages of one process image share its pairing. */
@@ -113,6 +128,8 @@ struct drain {
 	struct drainwatch *watch; /* NULL until the first stream */
 	uint64_t last_watch;      /* time of its last check */
 	struct drainloss *loss;   /* threads without a ring; NULL: not looked at */
+	struct drain_ctrtotals *ctr_totals[DRAIN_CTR_TOTALS_MAX];
+	size_t nctr_totals;
 	int error;
 };
 
