@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/ctrnames.h"
+#include "common/launch.h"
 #include "tests/unit/check.h"
 
 static void want(const char *name, uint32_t type, uint64_t config)
@@ -159,8 +160,24 @@ static void test_lists(void)
 	CHECK_STR(err, "too many counters: at most 12");
 }
 
+/* What the recorder hands the runtime (LAYERPROF_COUNTERS). */
+static void test_env(void)
+{
+	struct ctrname c[LP_COUNTERS_MAX];
+	char err[200], buf[512], small[40];
+	uint32_t n;
+
+	CHECK_EQ_U64(ctrnames_parse("task-clock,L1-dcache-load-misses,r1a2b,cycles", c, &n, err, sizeof(err)), 0);
+	CHECK_EQ_U64(launch_counters_env(c, n, "read", false, buf, sizeof(buf)), 57);
+	CHECK_STR(buf, "read=read;scope=all;events=1:0x1,3:0x10000,4:0x1a2b,0:0x0");
+	CHECK_EQ_U64(launch_counters_env(c, 1, "rdpmc", true, buf, sizeof(buf)), 34);
+	CHECK_STR(buf, "read=rdpmc;scope=user;events=1:0x1");
+	CHECK_EQ_U64(launch_counters_env(c, n, "none", true, small, sizeof(small)), -ENAMETOOLONG);
+}
+
 int main(void)
 {
+	test_env();
 	test_generic();
 	test_software();
 	test_cache();
