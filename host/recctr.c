@@ -12,6 +12,11 @@
 #include "common/launch.h"
 #include "host/recctr.h"
 #include "runtime/ctrread.h"
+#if defined(__has_include)
+#if __has_include("lp_ctrarch.h")
+#include "lp_ctrarch.h"
+#endif
+#endif
 
 /* As runtime/counters.c groups them. */
 #define RECCTR_HW_GROUP 4u
@@ -40,7 +45,7 @@ static int read_paranoid(void)
 }
 
 static int event_open(const struct ctrname *c, pid_t pid, int cpu, int group, bool user, uint64_t read_format,
-                      bool inherit, bool on_exec)
+                      bool inherit, bool on_exec, uint64_t config1)
 {
 	struct perf_event_attr a;
 	int fd;
@@ -55,6 +60,7 @@ static int event_open(const struct ctrname *c, pid_t pid, int cpu, int group, bo
 	a.inherit = inherit;
 	a.disabled = on_exec;
 	a.enable_on_exec = on_exec;
+	a.config1 = config1;
 	fd = (int)syscall(SYS_perf_event_open, &a, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
@@ -101,28 +107,45 @@ static void append(char *buf, size_t size, const char *fmt, const char *a, const
 	snprintf(buf + len, size - len, fmt, a, b);
 }
 
+#ifndef LP_ARCH_PMC_CONFIG1
+#define LP_ARCH_PMC_CONFIG1 0u
+#endif
+
 /* The runtime's groups on the calling thread, each leader read once: how
- * the runtime will read them ("rdpmc", "read", "none"). */
+ * the runtime will read them ("rdpmc", "read", "none").  User-space reads
+ * (rdpmc) only when every event is a hardware one: a software event's
+ * count is the kernel's, on no PMU counter. */
 static const char *probe_read(const struct recctr *rc)
 {
 	int fd[LP_COUNTERS_MAX], leader[LP_COUNTERS_MAX], sw = -1, hw = -1, hw_n = 0, nleaders = 0;
-	uint64_t buf[LP_CTR_GROUP_WORDS(LP_COUNTERS_MAX)];
+	uint64_t buf[LP_CTR_GROUP_WORDS(LP_COUNTERS_MAX)], config1 = 0;
 	const char *how = "read";
 	bool all_hw = true;
 	uint32_t i;
 
-	for (i = 0; i < rc->n; i++)
+	for (i = 0; i < rc->n; i++) {
 		fd[i] = -1;
+		all_hw &= !ctrname_is_software(&rc->set[i]);
+	}
+#ifdef LP_ARCH_HAVE_PMC_READ
+	if (all_hw)
+		config1 = LP_ARCH_PMC_CONFIG1;
+#endif
 	for (i = 0; i < rc->n; i++) {
 		bool soft = ctrname_is_software(&rc->set[i]);
 		int *g = soft ? &sw : &hw;
 
-		all_hw &= !soft;
 		if (!soft && hw >= 0 && hw_n == (int)RECCTR_HW_GROUP)
 			hw = -1;
 		if (!soft && hw < 0)
 			hw_n = 0;
-		fd[i] = event_open(&rc->set[i], 0, -1, *g, rc->user, LP_CTR_GROUP_FORMAT, false, false);
+		fd[i] = event_open(&rc->set[i], 0, -1, *g, rc->user, LP_CTR_GROUP_FORMAT, false, false, config1);
+		if (fd[i] < 0 && config1) {
+			/* the kernel refuses user access: read(2) then */
+			config1 = 0;
+			all_hw = false;
+			fd[i] = event_open(&rc->set[i], 0, -1, *g, rc->user, LP_CTR_GROUP_FORMAT, false, false, 0);
+		}
 		if (fd[i] < 0) {
 			how = "none";
 			goto out;
@@ -134,8 +157,8 @@ static const char *probe_read(const struct recctr *rc)
 	for (int k = 0; k < nleaders; k++)
 		if (read(leader[k], buf, sizeof(buf)) <= 0)
 			how = "none";
-#if defined(__x86_64__)
-	if (all_hw && strcmp(how, "none")) {
+#ifdef LP_ARCH_HAVE_PMC_READ
+	if (all_hw && config1 == LP_ARCH_PMC_CONFIG1 && strcmp(how, "none")) {
 		long ps = sysconf(_SC_PAGESIZE);
 		bool rdpmc = true;
 
@@ -153,8 +176,6 @@ static const char *probe_read(const struct recctr *rc)
 		if (rdpmc)
 			how = "rdpmc";
 	}
-#else
-	(void)all_hw;
 #endif
 out:
 	for (i = 0; i < rc->n; i++)
@@ -175,7 +196,7 @@ int recctr_probe(struct recctr *rc, char *err, size_t errlen)
 	rc->user = false;
 	for (;;) {
 		for (i = 0; i < rc->nasked; i++) {
-			fd[i] = event_open(&rc->asked[i], 0, -1, -1, rc->user, LP_CTR_GROUP_FORMAT, false, false);
+			fd[i] = event_open(&rc->asked[i], 0, -1, -1, rc->user, LP_CTR_GROUP_FORMAT, false, false, 0);
 			denied |= fd[i] == -EACCES || fd[i] == -EPERM;
 		}
 		/* kernel counting refused (perf_event_paranoid 2 and up, not
@@ -268,7 +289,7 @@ int recctr_open_totals(struct recctr *rc, pid_t pid, bool held, char *err, size_
 		for (i = 0; i < rc->n; i++) {
 			int fd =
 			    event_open(&rc->set[i], pid, rc->cpus[c], -1, rc->user,
-			               PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING, true, held);
+			               PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING, true, held, 0);
 
 			if (fd < 0) {
 				char why[300];

@@ -7,8 +7,9 @@
  * events go in one group, hardware events in groups of a few (the PMU
  * multiplexes groups that do not fit; the values are scaled up to the
  * time enabled).  The gates read through the events' mmap pages with
- * rdpmc where the recorder found that possible (x86-64, hardware events
- * only), else with one read(2) per group. */
+ * rdpmc where the recorder found that possible (x86-64, and aarch64
+ * where perf_user_access allows it: arch/<arch>/lp_ctrarch.h; hardware
+ * events only), else with one read(2) per group. */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
@@ -21,6 +22,12 @@
 
 #include "runtime.h"
 #include "runtime/ctrread.h"
+/* the architecture's user-space counter reads, where it has them */
+#if defined(__has_include)
+#if __has_include("lp_ctrarch.h")
+#include "lp_ctrarch.h"
+#endif
+#endif
 
 /* Hardware events per group: what most PMUs count at once besides their
  * fixed counters.  A larger group might never be scheduled at all. */
@@ -127,6 +134,10 @@ static LP_NOINSTR int ctr_open(uint32_t i, int group_fd)
 	a.read_format = LP_CTR_GROUP_FORMAT;
 	a.exclude_kernel = ctr_conf.user;
 	a.exclude_hv = ctr_conf.user;
+#ifdef LP_ARCH_HAVE_PMC_READ
+	if (ctr_conf.how == LP_CTR_READ_RDPMC)
+		a.config1 = LP_ARCH_PMC_CONFIG1;
+#endif
 	/* a leader starts disabled: a member added to a group already
 	 * counting would count only from the group's next schedule (the
 	 * thread's next context switch) */
@@ -175,23 +186,17 @@ static LP_NOINSTR bool ctr_join(struct lp_ctrthread *c, uint32_t i, int *sw, int
 	return true;
 }
 
-#if defined(__x86_64__)
-static inline LP_NOINSTR uint64_t cpu_rdpmc(void *ctx, uint32_t index)
+#ifdef LP_ARCH_HAVE_PMC_READ
+static LP_NOINSTR uint64_t cpu_rdpmc(void *ctx, uint32_t index)
 {
-	uint32_t lo, hi;
-
 	(void)ctx;
-	__asm__ __volatile__("rdpmc" : "=a"(lo), "=d"(hi) : "c"(index));
-	return (uint64_t)hi << 32 | lo;
+	return lp_arch_pmc_read(index);
 }
 
-static inline LP_NOINSTR uint64_t cpu_rdtsc(void *ctx)
+static LP_NOINSTR uint64_t cpu_rdtsc(void *ctx)
 {
-	uint32_t lo, hi;
-
 	(void)ctx;
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return (uint64_t)hi << 32 | lo;
+	return lp_arch_pmc_time();
 }
 
 static const struct lp_ctrcpu ctr_cpu = { cpu_rdpmc, cpu_rdtsc, NULL };
@@ -229,7 +234,7 @@ static LP_NOINSTR bool ctr_read(struct lp_ctrthread *c, uint64_t *v, uint64_t *e
 	struct lp_ctrval val[LP_COUNTERS_MAX];
 	uint32_t g, k;
 
-#if defined(__x86_64__)
+#ifdef LP_ARCH_HAVE_PMC_READ
 	if (c->how == LP_CTR_READ_RDPMC) {
 		for (k = 0; k < ctr_conf.n; k++) {
 			if (!lp_ctr_mmap_read(c->page[k], &ctr_cpu, &val[k]))

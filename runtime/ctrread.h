@@ -119,17 +119,36 @@ static inline LP_NOINSTR bool lp_ctr_mmap_read(const struct perf_event_mmap_page
 	return true;
 }
 
-/* value * enabled / running without overflow. */
-static inline LP_NOINSTR uint64_t lp_ctr_muldiv(uint64_t value, uint64_t enabled, uint64_t running)
+/* a * b / d, exact, saturated at UINT64_MAX (d > 0).  Without a 128-bit
+ * type (32-bit targets): the product in two words, then 64 steps of long
+ * division; only scaled values pay for it. */
+static inline LP_NOINSTR uint64_t lp_ctr_muldiv(uint64_t a, uint64_t b, uint64_t d)
 {
 #ifdef __SIZEOF_INT128__
-	unsigned __int128 r = (unsigned __int128)value * enabled / running;
+	unsigned __int128 r = (unsigned __int128)a * b / d;
 
 	return r > UINT64_MAX ? UINT64_MAX : (uint64_t)r;
 #else
-	uint64_t quot = value / running, rem = value % running;
+	uint64_t al = (uint32_t)a, ah = a >> 32, bl = (uint32_t)b, bh = b >> 32;
+	uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+	uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl;
+	uint64_t lo = (mid << 32) | (uint32_t)ll, hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+	uint64_t q = 0, r = hi;
+	int i;
 
-	return quot * enabled + (uint64_t)((long double)rem * enabled / running);
+	if (hi >= d)
+		return UINT64_MAX; /* the quotient needs more than 64 bits */
+	for (i = 63; i >= 0; i--) {
+		uint64_t carry = r >> 63;
+
+		r = r << 1 | ((lo >> i) & 1);
+		q <<= 1;
+		if (carry || r >= d) {
+			r -= d;
+			q |= 1;
+		}
+	}
+	return q;
 #endif
 }
 
