@@ -81,6 +81,24 @@ static inline void maybe_flush(struct stream *s)
 		flush_stream(s);
 }
 
+/* A counter event the folding stage held (ctr_hold), in its place. */
+static void fold_sink_counter(struct stream *s, uint64_t ns)
+{
+	struct drain_ctrfifo *q = s->ctr_fifo;
+	const struct drain_ctrheld *h;
+	struct ctrevent c;
+
+	if (!q || q->head == q->tail)
+		return;
+	h = &q->a[q->head++ & (q->cap - 1)];
+	memset(&c, 0, sizeof(c));
+	c.kind = h->kind;
+	c.fn = h->fn;
+	c.n = h->n;
+	memcpy(c.values, h->values, h->n * sizeof(h->values[0]));
+	encoder_counter(s->enc, ns, &c);
+}
+
 /* Sink of the folding stage: into the encoder. */
 static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, const struct memevent *m)
 {
@@ -95,6 +113,8 @@ static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, cons
 		encoder_exit(s->enc, ns, value);
 	else if (type == LP_EV_LONGJMP)
 		encoder_longjmp(s->enc, ns, value);
+	else if (type == LP_EV_COUNTER)
+		fold_sink_counter(s, ns);
 	else
 		encoder_mem(s->enc, ns, m);
 	maybe_flush(s);
@@ -134,11 +154,56 @@ static inline void put_mem(struct stream *s, uint64_t ns, const struct memevent 
 	maybe_flush(s);
 }
 
-/* A counter event of the stream (record --counters): after the events the
- * folding stage holds (with both, heap blocks fold only between counter
- * records, that is between function events). */
+/* Holds an ENTRY or EXIT counter event for the folding stage, which gives
+ * it back in its place (fold_sink).  False when there is no room (the
+ * caller writes it after flushing the stage). */
+static bool ctr_hold(struct stream *s, uint64_t ns, const struct ctrevent *c)
+{
+	struct drain_ctrfifo *q = s->ctr_fifo;
+	struct drain_ctrheld *h;
+
+	if (c->kind != LP_CTR_ENTRY && c->kind != LP_CTR_EXIT)
+		return false;
+	if (!q && !(q = s->ctr_fifo = calloc(1, sizeof(*q))))
+		return false;
+	if (q->tail - q->head == q->cap) {
+		uint32_t cap = q->cap ? 2 * q->cap : 256, i;
+		struct drain_ctrheld *a;
+
+		if (cap > DRAIN_CTR_FIFO_MAX || !(a = malloc(cap * sizeof(*a))))
+			return false;
+		for (i = 0; i < q->tail - q->head; i++)
+			a[i] = q->a[(q->head + i) & (q->cap - 1)];
+		free(q->a);
+		q->a = a;
+		q->tail -= q->head;
+		q->head = 0;
+		q->cap = cap;
+	}
+	h = &q->a[q->tail++ & (q->cap - 1)];
+	h->fn = c->fn;
+	h->kind = c->kind;
+	h->n = (uint8_t)c->n;
+	memcpy(h->values, c->values, c->n * sizeof(c->values[0]));
+	memfold_func(s->fold, ns, LP_EV_COUNTER, 0);
+	return true;
+}
+
+static void ctr_fifo_free(struct stream *s)
+{
+	if (s->ctr_fifo)
+		free(s->ctr_fifo->a);
+	free(s->ctr_fifo);
+	s->ctr_fifo = NULL;
+}
+
+/* A counter event of the stream (record --counters), after the function
+ * event it belongs to: through the folding stage when there is one (it
+ * holds function events back), so that heap blocks fold across it. */
 static void put_counter(struct stream *s, uint64_t ns, const struct ctrevent *c)
 {
+	if (s->fold && ctr_hold(s, ns, c))
+		return;
 	fold_flush(s, ns);
 	encoder_counter(s->enc, ns, c);
 	maybe_flush(s);
@@ -1299,6 +1364,7 @@ static void stream_close(struct stream *s)
 		s->d->stats.folded_bytes += fst.bytes;
 		memfold_free(s->fold);
 		s->fold = NULL;
+		ctr_fifo_free(s);
 	}
 	if (s->sys)
 		drainsys_unbind(s);
@@ -1719,6 +1785,7 @@ void drain_free(struct drain *d)
 		return;
 	for (i = 0; i < d->nstreams; i++) {
 		memfold_free(d->streams[i]->fold);
+		ctr_fifo_free(d->streams[i]);
 		if (d->streams[i]->filtered)
 			filter_stream_release(&d->streams[i]->fs);
 		if (d->streams[i]->ring)

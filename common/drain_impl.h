@@ -71,7 +71,28 @@ struct stream {
 	 * passes it on at once (NULL: none) */
 	const struct ctrevent *ctr_pending;
 	uint8_t ctr_pending_type; /* LP_EV_ENTRY or LP_EV_EXIT */
+	/* the ENTRY and EXIT counter events the folding stage holds (as
+	 * LP_EV_COUNTER events in its queue), oldest first; NULL until the
+	 * first */
+	struct drain_ctrfifo *ctr_fifo;
 	struct drain *d;
+};
+
+/* A counter event held by the folding stage: up to DRAIN_CTR_FIFO_MAX per
+ * stream (the stage holds at most MEMFOLD_QUEUE_MAX events); past that the
+ * stage hands out what it holds first. */
+#define DRAIN_CTR_FIFO_MAX 65536u
+struct drain_ctrheld {
+	uint64_t fn;
+	uint8_t kind;
+	uint8_t n;
+	uint64_t values[LP_COUNTERS_MAX];
+};
+
+struct drain_ctrfifo {
+	struct drain_ctrheld *a;
+	uint32_t cap; /* a power of two */
+	uint32_t head, tail;
 };
 
 /* The program's counter totals (drain_counter_totals), kept until the

@@ -325,7 +325,41 @@ def group_plain(env, tmp):
           "plain: the totals count every thread's pages", proc)
 
 
+def group_fold(env, tmp):
+    """With the heap tracer folding short-lived blocks (--memory --mem-fold),
+    every function event still has its counter event just after it, and
+    blocks are still folded."""
+    prog = os.path.join(tmp, "mem_churn3")
+    r = run([env.cc, "-std=c11", "-O2", "-g", "-pthread", "-finstrument-functions", "-o", prog,
+             os.path.join(PROGRAMS, "mem_churn3.c")])
+    if not check(r.returncode == 0, "fold: mem_churn3 built", r.stderr):
+        return
+    trace = os.path.join(tmp, "fold")
+    r = run([env.exe, "record", "-q", "--counters=page-faults", "--memory", "--mem-fold", "1s", "-o", trace, "--",
+             prog, "20000"])
+    if not check(r.returncode == 0, "fold: recorded", r.stderr):
+        return
+    rep = env.replay(trace)
+    funcs = bad = folds = 0
+    for t in rep["threads"]:
+        ev = t["events"]
+        for i, e in enumerate(ev):
+            if e["type"] == "mem" and e.get("op") == "fold":
+                folds += 1
+            if e["type"] not in ("entry", "exit"):
+                continue
+            funcs += 1
+            nx = ev[i + 1] if i + 1 < len(ev) else {}
+            if not (nx.get("type") == "counter" and nx.get("kind") == e["type"] and
+                    nx.get("time_ns") == e["time_ns"] and nx.get("name") == e["name"]):
+                bad += 1
+    check(funcs > 100000 and bad == 0, "fold: each of %d function events has its counter event after it" % funcs,
+          "%d without" % bad)
+    check(folds > 0, "fold: blocks still folded (%d FOLD events)" % folds)
+
+
 GROUPS = {
+    "fold": group_fold,
     "pages": group_pages,
     "totals": group_totals,
     "unavailable": group_unavailable,
