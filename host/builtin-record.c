@@ -770,7 +770,7 @@ static int record_held(void *ctx, pid_t pid)
 static int record_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
 {
 	struct recorder *rec = ctx;
-	int r = recdyn_held_sys(&rec->dyn, pid, err, errlen);
+	int r = rec->dyn.on && !recdyn_patching(&rec->dyn) ? recdyn_held_sys(&rec->dyn, pid, err, errlen) : 0;
 
 	if (!r && rec->ctr.on)
 		r = recctr_held(&rec->ctr, pid);
@@ -924,8 +924,11 @@ static void record_counters_late(struct recorder *rec)
 	if (recctr_open_totals(&rec->ctr, rec->child, false, err, sizeof(err)))
 		fprintf(stderr, "layerprof record: warning: counters: %s: no program totals\n", err);
 	else if (!rec->quiet)
-		fprintf(stderr, "layerprof record: note: --counters with --syscalls: the program totals miss what "
-		                "the program did between its exec and their opening (its start)\n");
+		fprintf(stderr,
+		        "layerprof record: note: --counters with --syscalls=%s: the program totals miss what "
+		        "the program did between its exec and their opening (its start); --syscalls=bpf or "
+		        "tracepoint count it all\n",
+		        systrace_backend_name(systrace_backend(rec->st)));
 }
 
 /* Starts the program (common/launch.h), under the syscall tracer with
@@ -959,7 +962,11 @@ static int record_spawn(struct recorder *rec)
 	if (rec->syscalls) {
 		struct systrace_ops sops = sysdrain_ops(&rec->feed);
 
-		if (rec->dyn.on && !recdyn_patching(&rec->dyn)) {
+		/* the counters' totals from the exec on where the backend holds
+		 * the program before it (not ptrace, which auto may choose) */
+		if ((rec->dyn.on && !recdyn_patching(&rec->dyn)) ||
+		    (rec->ctr.on &&
+		     (rec->stcfg.backend == SYSTRACE_BPF || rec->stcfg.backend == SYSTRACE_TRACEPOINT))) {
 			rec->stcfg.held = record_held_sys;
 			rec->stcfg.held_ctx = rec;
 		}
