@@ -39,6 +39,8 @@ enum lp_ctr_how {
 	LP_CTR_READ_RDPMC = 2, /* rdpmc through the mmap pages */
 };
 
+extern char **environ;
+
 /* The session's set, from LAYERPROF_COUNTERS: the same in every thread. */
 static struct {
 	uint32_t n;
@@ -304,11 +306,16 @@ LP_NOINSTR void lp_ctr_thread_start(struct lp_thread *t)
 	uint32_t i;
 
 	t->ctr = 0;
-	pthread_once(&ctr_conf_once, conf_parse);
 	if (c) {
 		/* a forked child's copy of its parent's: not its counters */
 		ctr_close(c);
 	}
+	/* a ring made before the C library has set up the environment (a
+	 * gate in a .preinit_array function) gets no counters; the next
+	 * threads' do */
+	if (!environ)
+		goto out;
+	pthread_once(&ctr_conf_once, conf_parse);
 	if (!ctr_conf.n)
 		goto out;
 	if (!c) {
