@@ -358,8 +358,45 @@ def group_fold(env, tmp):
     check(folds > 0, "fold: blocks still folded (%d FOLD events)" % folds)
 
 
+def group_user(env, tmp):
+    """An unprivileged user where perf_event_paranoid is 2 or more: only
+    user space may be counted; the recorder says so (META counters.scope)
+    and the counts are still there."""
+    try:
+        paranoid = int(open("/proc/sys/kernel/perf_event_paranoid").read())
+    except (OSError, ValueError):
+        paranoid = None
+    if os.geteuid() != 0 or not shutil.which("setpriv") or paranoid is None or paranoid < 2:
+        skip("user", "needs root, setpriv and perf_event_paranoid >= 2 (is %s)" % paranoid)
+        return
+    prog = env.prog(tmp, "O2")
+    work = os.path.join(tmp, "user")
+    os.mkdir(work)
+    os.chmod(tmp, 0o711)
+    os.chmod(work, 0o777)
+    shutil.copy(prog, os.path.join(work, "ctr_pages"))
+    os.chmod(os.path.join(work, "ctr_pages"), 0o755)
+    trace = os.path.join(work, "t")
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    r = run(nobody + [env.exe, "record", "-q", "--counters=task-clock,page-faults", "-o", trace, "--",
+                      os.path.join(work, "ctr_pages")])
+    if not check(r.returncode == STATUS and r.stdout.startswith(OUTPUT), "user: recorded as nobody",
+                 (r.returncode, r.stderr)):
+        return
+    check(meta(trace, "counters.scope") == "user", "user: META counters.scope=user",
+          meta(trace, "counters.scope"))
+    check(meta(trace, "counters") == "task-clock,page-faults", "user: both counters recorded",
+          meta(trace, "counters"))
+    rep = env.replay(trace)
+    main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+    got = calls(main, "touch_pages", "page-faults")
+    check(len(got) == 1 and MAIN_PAGES <= got[0] <= MAIN_PAGES + PAGE_SLACK,
+          "user: touch_pages(%d) still counts its page faults" % MAIN_PAGES, got)
+
+
 GROUPS = {
     "fold": group_fold,
+    "user": group_user,
     "pages": group_pages,
     "totals": group_totals,
     "unavailable": group_unavailable,
