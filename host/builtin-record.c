@@ -146,9 +146,10 @@ static const char record_usage[] =
     "                        so that an endless run of short-lived blocks does not\n"
     "                        grow the trace (default: off)\n"
     "      --counters[=LIST] also count performance events per thread and per\n"
-    "                        function (perf names, comma-separated, at most 12;\n"
-    "                        default " CTRNAMES_DEFAULT "),\n"
-    "                        and the program's totals per CPU; events this CPU or\n"
+    "                        function, and the program's totals per CPU: perf's\n"
+    "                        names, comma-separated, at most 12 (default: cycles,\n"
+    "                        instructions, cache-misses, branch-misses, task-clock,\n"
+    "                        page-faults, context-switches); events this CPU or\n"
     "                        kernel cannot count are named and left out\n" FILTER_HELP_FUNCS
     "  -h, --help            this text\n"
     "\n"
