@@ -534,6 +534,18 @@ static LP_NOINSTR void own_free(void *p)
 	errno = saved;
 }
 
+/* The main thread's THREAD record, as the other threads write theirs when
+ * they start (so that a join of it, or its pthread_t, is known), once in a
+ * program that has both builds.  The runtime's constructor has run (it is
+ * a library this one needs). */
+__attribute__((constructor)) static LP_NOINSTR void main_thread_start(void)
+{
+	if (mode() < MODE_THREADS || lp_synchook.started || !lp_sync_on())
+		return;
+	lp_synchook.started = 1;
+	lp_sync_record(LP_SYNC_OPF(LP_SYNC_THREAD, 0), OBJ(pthread_self()), 0, 0, 0);
+}
+
 /* The new thread's first code: its THREAD record (object: its pthread_t,
  * site: its start routine), then the program's start routine.  Built with
  * -fexceptions: a cancellation's unwinding passes through. */

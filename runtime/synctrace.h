@@ -25,6 +25,8 @@
  * there): that one passes the call on unrecorded. */
 struct lp_synchook_state {
 	uint8_t guard;
+	uint8_t started; /* the thread's THREAD record is written (the main
+	                  * thread's, by whichever build's constructor runs first) */
 };
 
 extern __thread struct lp_synchook_state lp_synchook __attribute__((tls_model("initial-exec")));
