@@ -1484,8 +1484,8 @@ def group_sync_real(lp, tmp):
             return
         summ = json.loads(get(srv.port, "/api/summary")[2])
         ids = {t["tid"]: t["id"] for t in summ["threads"]}
-        check(summ["sync"] is True and summ["sync_events"] == 28 and consumer in ids and producer in ids,
-              "/api/summary of sync_prodcons: sync, 28 sync events, the consumer and producer threads",
+        check(summ["sync"] is True and summ["sync_events"] == 29 and consumer in ids and producer in ids,
+              "/api/summary of sync_prodcons: sync, 29 sync events (the main thread's start too), the consumer and producer threads",
               (summ.get("sync"), summ.get("sync_events"), ids, consumer, producer))
         if consumer not in ids or producer not in ids:
             return
