@@ -1067,6 +1067,16 @@ static int run_file(struct walk *w, const struct walk_ops *ops, bool index)
 
 int walk_run(struct walk *w, const struct walk_ops *ops)
 {
+	/* filters by name need every code mapping from the first event on: a
+	 * thread's chunk can come before the chunk that maps its code (the
+	 * main thread's), and a function not yet named matches no pattern */
+	if (w->cls && (w->fopts.n_only || w->fopts.n_exclude) && !w->maps_ready) {
+		int r = run_file(w, NULL, false);
+
+		if (r)
+			return r;
+		w->maps_ready = true;
+	}
 	return run_file(w, ops, false);
 }
 
@@ -1095,7 +1105,7 @@ int walk_run_by_time(struct walk *w, const struct walk_ops *ops)
 			return r;
 		if (w->norder > 1) /* none at all when no chunk was readable */
 			qsort(w->order, w->norder, sizeof(*w->order), chunk_ref_cmp);
-		w->order_ready = true;
+		w->order_ready = w->maps_ready = true;
 	}
 	/* the first pass said where the damage is; the chunks it indexed are
 	 * all before it, and read again as they are */

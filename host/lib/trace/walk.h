@@ -354,6 +354,9 @@ struct walk {
 	struct walk_chunk_ref *order;
 	size_t norder, order_cap;
 	bool order_ready;
+	/* a pass has read every code mapping already (walk_run with filters by
+	 * name reads the trace once more first) */
+	bool maps_ready;
 };
 
 /* Opens the trace (dir NULL: no file, for walk_feed) and sets up symbols
