@@ -149,6 +149,7 @@ async function loadSummary() {
   fillThreads($('tree-thread'), s.threads, state.tree);
   fillThreads($('tl-thread'), s.threads, state.tl);
   setKernel(s);
+  setCountersTab(s);
   return s;
 }
 
@@ -1917,6 +1918,7 @@ const loaders = {
   flow: loadFlow,
   heap: loadHeap,
   coverage: loadCoverage,
+  counters: loadCounters, /* counters.js */
 };
 
 function showView(name) {
@@ -2046,6 +2048,7 @@ async function main() {
   setupLayers();
   setupFlow();
   setupCoverage();
+  setupCounters();
   $('profile-flow').addEventListener('click', () => { if (state.pick) openFlow(state.pick.name, 0); });
   $('tree-flow').addEventListener('click', () => { if (state.pick) openFlow(state.pick.name, state.pick.tid); });
   for (const b of $('tabs').querySelectorAll('button')) b.addEventListener('click', () => showView(b.dataset.view));

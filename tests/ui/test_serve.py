@@ -6,8 +6,8 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage
-(default: all)
+groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage,
+counters (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -1681,6 +1681,194 @@ def group_coverage(lp, b, tmp, br):
         srv_damaged.stop()
 
 
+# ---------------------------------------------------------------- the Counters tab
+
+# The values tests/ui/ctr_trace.c writes (its comments say how each comes
+# about): instructions, cycles, cache-misses, cache-references.
+CTR_NAMES = ["instructions", "cycles", "cache-misses", "cache-references"]
+CTR_INCL = {"ctr_main": [2000, 2000, 10, 100], "ctr_outer": [900, 600, 8, 60], "ctr_inner": [700, 300, 7, 50]}
+CTR_SELF = {"ctr_main": [1100, 1400, 2, 40], "ctr_outer": [500, 400, 4, 40], "ctr_inner": [700, 300, 7, 50]}
+CTR_CALLS = {"ctr_main": 1, "ctr_outer": 1, "ctr_inner": 3}
+CTR_IPC = {"ctr_main": 1.0, "ctr_outer": 1.5, "ctr_inner": 2.33333}  # incl instructions / cycles, 6 digits
+CTR_PER_THREAD_INNER = {10: [400, 200, 4, 20], 11: [300, 100, 3, 30]}
+CTR_UNAVAILABLE = [{"name": "LLC-loads", "reason": "not supported"}, {"name": "bus-cycles", "reason": "no PMU"}]
+CTR_PROGRAM = [2500, 2500, 15, 150]
+CTR_CPUS = {0: [1500, 1400, 10, 100], 1: [1000, 1100, 5, 50]}
+CTR_THREADS = {10: [2100, 2100, 11, 110], 11: [400, 400, 4, 40]}
+CTR_METRICS = ["IPC", "cache-misses MPKI", "cache-misses ratio"]
+CTR_SORT_HELP = ("sort: comma-separated keys of report --counters -s: incl:COUNTER, self:COUNTER, COUNTER, a derived "
+                 "metric, calls or name")
+
+
+def by_names(values):
+    return dict(zip(CTR_NAMES, values))
+
+
+def ctr_api(port, query=""):
+    st, _, body = get(port, "/api/counters" + query)
+    try:
+        return st, json.loads(body)
+    except ValueError:
+        return st, {"unparsed": body[:300]}
+
+
+def ctr_fn_names(doc):
+    return [f["name"] for f in doc.get("functions", [])]
+
+
+def group_counters(lp, tmp, br, build):
+    writer = os.path.join(build, "tests", "ui_ctr_trace")
+    trace, plain = os.path.join(tmp, "t-ctr"), os.path.join(tmp, "t-ctr-plain")
+    for t, kind in ((trace, "counters"), (plain, "plain")):
+        r = subprocess.run([writer, t, kind], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        if not check(r.returncode == 0, "ctr_trace writes the %s trace" % kind, r.stdout):
+            return
+    r = lp("report", "--counters", "--format", "json", trace)
+    if not check(r.returncode == 0, "layerprof report --counters --format json", r.stderr):
+        return
+    cli = json.loads(r.stdout)
+    srv = Server(lp, [trace])
+    empty = Server(lp, [plain])
+    again = None
+    try:
+        if not check(srv.url is not None and empty.url is not None, "serve the counters trace and a plain one",
+                     srv.err.text() + empty.err.text()):
+            return
+        _, _, body = get(srv.port, "/api/summary")
+        summ = json.loads(body)
+        check(summ.get("counters") is True and summ.get("from_index") is False,
+              "/api/summary of the counters trace: counters true (its pass saw counter records)", summ.get("counters"))
+        _, _, body = get(empty.port, "/api/summary")
+        check(json.loads(body).get("counters") is False, "/api/summary of a trace without counters: counters false")
+
+        st, doc = ctr_api(srv.port)
+        check(st == 200 and doc.get("has_counters") is True and {k: doc.get(k) for k in cli} == cli,
+              "/api/counters: the document of report --counters --format json, has_counters true",
+              (st, json.dumps(doc)[:400]))
+        check(doc.get("sort") == "incl:instructions" and doc.get("dir") == "desc" and doc.get("per_thread") is False and
+              doc.get("total_functions") == 3 and doc.get("offset") == 0 and "damage" not in doc,
+              "/api/counters: sorted by incl:instructions, largest first, 3 functions, no damage",
+              {k: doc.get(k) for k in ("sort", "dir", "per_thread", "total_functions", "offset")})
+        fns = {f["name"]: f for f in doc.get("functions", [])}
+        check(ctr_fn_names(doc) == ["ctr_main", "ctr_outer", "ctr_inner"] and
+              all(fns[n]["inclusive"] == by_names(CTR_INCL[n]) and fns[n]["self"] == by_names(CTR_SELF[n]) and
+                  fns[n]["calls"] == CTR_CALLS[n] for n in CTR_INCL),
+              "/api/counters: inclusive and self counts and calls of ctr_main, ctr_outer, ctr_inner",
+              json.dumps(doc.get("functions"))[:600])
+        check({n: fns[n]["derived"]["IPC"] for n in fns} == CTR_IPC and
+              fns["ctr_main"]["derived"]["cache-misses MPKI"] == 5 and
+              fns["ctr_inner"]["derived"]["cache-misses ratio"] == 0.14,
+              "/api/counters: IPC 1, 1.5, 2.33333; ctr_main 5 misses per 1000 instructions; ctr_inner misses 14%",
+              {n: fns[n]["derived"] for n in fns})
+        check(doc.get("unavailable") == CTR_UNAVAILABLE and doc.get("read") == "read" and doc.get("scope") == "user" and
+              doc.get("scaled_records") == 1 and [m["name"] for m in doc.get("metrics", [])] == CTR_METRICS,
+              "/api/counters header: unavailable LLC-loads and bus-cycles with their reasons, read(2), user space, "
+              "1 scaled record, the metrics IPC, MPKI, ratio",
+              {k: doc.get(k) for k in ("unavailable", "read", "scope", "scaled_records")})
+        prog = doc.get("program") or {}
+        check(prog.get("source") == "process" and prog.get("values") == by_names(CTR_PROGRAM) and
+              prog.get("derived") == {"IPC": 1, "cache-misses MPKI": 6, "cache-misses ratio": 0.1},
+              "/api/counters program: the recorder's totals 2500 2500 15 150, IPC 1, MPKI 6, ratio 0.1", prog)
+        check({c["cpu"]: [c["values"][n] for n in CTR_NAMES] for c in doc.get("cpus", [])} == CTR_CPUS and
+              all("scale" not in c for c in doc.get("cpus", [])),
+              "/api/counters per CPU: CPU 0 and 1 as recorded, no scale factor", doc.get("cpus"))
+        ths = {t["tid"]: t for t in doc.get("threads", [])}
+        check({tid: [t["values"][n] for n in CTR_NAMES] for tid, t in ths.items()} == CTR_THREADS and
+              ths[11]["scale"]["cycles"] == 2 and ths[11]["scaled"] is True and ths[10]["scaled"] is False and
+              ths[10]["comm"] == "ctr_app" and ths[11]["comm"] == "ctr_worker",
+              "/api/counters threads: 10 and 11 from BEGIN to END, thread 11's cycles multiplexed (scaled x2)",
+              json.dumps(doc.get("threads"))[:600])
+        st2, _, body2 = get(srv.port, "/api/counters")
+        _, _, body1 = get(srv.port, "/api/counters")
+        check(st2 == 200 and body1 == body2, "/api/counters again: the same answer (the pass is kept)")
+
+        # sorting, paging and the filter
+        for query, want in (("?sort=self:instructions", ["ctr_main", "ctr_inner", "ctr_outer"]),
+                            ("?sort=IPC", ["ctr_inner", "ctr_outer", "ctr_main"]),
+                            ("?sort=IPC&dir=asc", ["ctr_main", "ctr_outer", "ctr_inner"]),
+                            ("?sort=calls,name", ["ctr_inner", "ctr_main", "ctr_outer"]),
+                            ("?sort=name", ["ctr_inner", "ctr_main", "ctr_outer"]),
+                            ("?sort=name&dir=desc", ["ctr_outer", "ctr_main", "ctr_inner"]),
+                            ("?sort=cache-misses%20ratio", ["ctr_inner", "ctr_outer", "ctr_main"]),
+                            ("?q=INN", ["ctr_inner"]),
+                            ("?offset=1&limit=1", ["ctr_outer"])):
+            st, d = ctr_api(srv.port, query)
+            check(st == 200 and ctr_fn_names(d) == want, "/api/counters%s: %s" % (query, ", ".join(want)),
+                  (st, ctr_fn_names(d), d.get("error")))
+        st, d = ctr_api(srv.port, "?sort=IPC&dir=asc")
+        check(d.get("sort") == "IPC" and d.get("dir") == "asc", "/api/counters?sort=IPC&dir=asc: says its order",
+              {k: d.get(k) for k in ("sort", "dir")})
+        st, d = ctr_api(srv.port, "?offset=1&limit=1")
+        check(d.get("total_functions") == 3 and d.get("offset") == 1, "/api/counters?offset=1&limit=1: of 3, from 1",
+              {k: d.get(k) for k in ("total_functions", "offset")})
+        st, d = ctr_api(srv.port, "?per_thread=1&q=inner")
+        rows = {f["tid"]: [f["inclusive"][n] for n in CTR_NAMES] for f in d.get("functions", [])}
+        check(st == 200 and d.get("per_thread") is True and rows == CTR_PER_THREAD_INNER and
+              all(f["pid"] == 10 for f in d["functions"]),
+              "/api/counters?per_thread=1: ctr_inner of thread 10 and of thread 11 apart", (st, rows))
+
+        # bad parameters: the API's error form
+        for query, msg in (("?sort=self:", CTR_SORT_HELP),
+                           ("?sort=branches", "'branches' is not a counter or metric of the trace"),
+                           ("?dir=up", "dir: asc or desc"),
+                           ("?per_thread=yes", "per_thread: 0 or 1"),
+                           ("?limit=100001", "offset and limit: numbers (limit at most 100000)"),
+                           ("?offset=-1", "offset and limit: numbers (limit at most 100000)"),
+                           ("?q=" + "x" * 300, "q: too long")):
+            st, d = ctr_api(srv.port, query)
+            check(st == 400 and d == {"error": msg}, "/api/counters%s: 400 %s" % (query[:24], msg), (st, d))
+        st, d = ctr_api(srv.port, "?sort=calls")
+        check(st == 200 and ctr_fn_names(d) == ["ctr_inner", "ctr_main", "ctr_outer"],
+              "/api/counters after bad parameters: answers again", (st, ctr_fn_names(d)))
+
+        st, d = ctr_api(empty.port)
+        check(st == 200 and d == {"has_counters": False, "reason": "no counter values in this trace: the Counters "
+                                  "view needs a trace recorded with --counters"},
+              "/api/counters of a trace without counters: has_counters false, and why", (st, d))
+        st, _, _ = get(srv.port, "/api/counters", headers={"Host": "rebound.example:%d" % srv.port})
+        check(st == 403, "/api/counters with a foreign Host header: refused as every request", st)
+
+        # the model read from its index: counters known from META
+        again = Server(lp, [trace])
+        if check(again.url is not None, "serve the counters trace again", again.err.text()):
+            _, _, body = get(again.port, "/api/summary")
+            summ = json.loads(body)
+            check(summ.get("from_index") is True and summ.get("counters") is True,
+                  "/api/summary from the index: counters true (META names them)",
+                  {k: summ.get(k) for k in ("from_index", "counters")})
+            _, _, b2 = get(again.port, "/api/counters")
+            check(b2 == body1, "/api/counters from the second server: the same answer")
+
+        if br.why:
+            skip("counters in the browser", br.why)
+            return
+        ratio = lambda n: "%.2f%%" % (100.0 * n)  # noqa: E731
+        expect = {
+            "plain_url": empty.url,
+            "facts_unavailable": ["Unavailable: LLC-loads: not supported", "Unavailable: bus-cycles: no PMU"],
+            "facts_read": "Read at function entry and exit: read(2) (a system call at each function entry and exit)",
+            "facts_note": "thread 11: cycles was multiplexed: counted 50.0% of the time enabled, its value scaled x2.00",
+            "program": [["instructions", "2,500"], ["cycles", "2,500"], ["cache-misses", "15"],
+                        ["cache-references", "150"], ["IPC", "1.000"], ["cache-misses MPKI", "6.000"],
+                        ["cache-misses ratio", "10.00%"]],
+            "cpus": [["0", "1,500", "1,400", "10", "100"], ["1", "1,000", "1,100", "5", "50"]],
+            "threads": [["10", "10", "ctr_app", "2,100", "2,100", "11", "110", "1.000", "5.238", "10.00%"],
+                        ["11", "10", "ctr_worker", "400", "400", "4", "40", "1.000", "10.000", "10.00%"]],
+            "fn_header": ["Function", "Calls"] + [p + n for n in CTR_NAMES for p in ("incl:", "self:")] + CTR_METRICS,
+            "fn_inner": ["ctr_inner", "3", "700", "700", "300", "300", "7", "7", "50", "50", "2.333", "10.000",
+                         ratio(0.14)],
+            "fn_order": ["ctr_main", "ctr_outer", "ctr_inner"],
+            "profile_functions": 3,
+        }
+        br.run("counters", srv.url, expect, prefix="counters-")
+    finally:
+        srv.stop()
+        empty.stop()
+        if again:
+            again.stop()
+
+
 def re_match(pattern, text):
     import re
     return re.fullmatch(pattern, text) is not None
@@ -1693,7 +1881,7 @@ def main():
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl", "kernel",
-                          "attach_dynamic", "coverage"]
+                          "attach_dynamic", "coverage", "counters"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -1729,6 +1917,8 @@ def main():
                 group_livetl(lp, b, tmp, br, build)
             elif g == "coverage":
                 group_coverage(lp, b, tmp, br)
+            elif g == "counters":
+                group_counters(lp, tmp, br, build)
             elif g == "kernel":
                 with kt.on_delivering_cpus(lp.exe, None, b.prog("kern_sleep", ["-std=c11"]), tmp):
                     group_kernel(lp, b, tmp, br)
