@@ -11,6 +11,7 @@
 #include "host/lib/analysis/profile.h"
 #include "host/lib/export/ctrreport.h"
 #include "host/lib/export/report.h"
+#include "host/lib/export/syncreport.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/options.h"
 #include "host/lib/util/outfile.h"
@@ -49,6 +50,13 @@ static const char report_usage[] =
     "                        totals and per CPU, per thread, per function (inclusive\n"
     "                        and self), with IPC, misses per 1000 instructions and\n"
     "                        miss ratios where the counters are there (text, json, xml)\n"
+    "      --sync            the synchronisation instead (record --sync): per lock its\n"
+    "                        acquisitions, contention, wait (total, max, p99) and\n"
+    "                        hold times; per condition and semaphore who waits and\n"
+    "                        who signals; barriers, joins, per-thread waits, the\n"
+    "                        producer/consumer balance, futex waits of other code\n"
+    "                        (text, json or xml; --sort wait, ops, avg, max, hold,\n"
+    "                        contended, name)\n"
     "      --at-peak         with --memory: the state when the heap was largest\n"
     "      --at TIME         with --memory: the state TIME after the recording began\n"
     "                        (e.g. 1.5s, 200ms)\n"
@@ -59,8 +67,8 @@ static const char report_usage[] =
     "  -o, --output FILE     write to FILE (default: standard output)\n" FILTER_HELP
     "  -h, --help            this text\n"
     "\n"
-    "Exit status: 0 ok, 2 usage (also --counters on a trace without counters), 3 trace\n"
-    "missing, empty, damaged or of another version.\n";
+    "Exit status: 0 ok, 2 usage (also --counters or --sync on a trace without\n"
+    "them), 3 trace missing, empty, damaged or of another version.\n";
 
 /* Output buffer: the documents are written in many small pieces. */
 #define REPORT_OUT_BUFFER (1u << 20)
@@ -162,6 +170,81 @@ static int counters_write(struct walk *w, const struct ctrreport_opts *co, const
 	return code;
 }
 
+/* report --sync: its own pass and document (export/syncreport.c).  The
+ * other modes and --per-thread are refused; --sort takes its keys. */
+static int report_sync(const char *dir, const struct filter_opts *fopts, const struct export_report_opts *o,
+                       const char *sort, bool other_mode, const char *out)
+{
+	struct syncreport_opts so = { .fmt = o->fmt };
+	struct walk w;
+	int code, r, werr = 0;
+
+	if (other_mode || o->at_peak || o->has_at || (o->flags & PROFILE_PER_THREAD)) {
+		fprintf(stderr, "layerprof report: --sync goes alone (not with --memory, --syscalls, --layers, "
+		                "--kernel, --counters, --at, --at-peak or --per-thread)\n");
+		return LP_EXIT_USAGE;
+	}
+	if (o->fmt == EXPORT_REPORT_HTML) {
+		fprintf(stderr, "layerprof report: --sync is text, json or xml\n");
+		return LP_EXIT_USAGE;
+	}
+	if (sort && syncstats_order_parse(&so.order, sort)) {
+		fprintf(stderr,
+		        "layerprof report: invalid --sort '%s' with --sync: use wait, ops, avg, max, hold, "
+		        "contended, name\n",
+		        sort);
+		return LP_EXIT_USAGE;
+	}
+	code = builtin_trace_open("report", &w, dir, fopts);
+	if (code)
+		return code;
+	if (out) {
+		FILE *f = outfile_open(out);
+
+		if (!f || fflush(stdout) || dup2(fileno(f), STDOUT_FILENO) < 0) {
+			fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, outfile_strerror(errno));
+			if (f)
+				fclose(f);
+			walk_release(&w);
+			return LP_EXIT_FAILURE;
+		}
+		fclose(f);
+	}
+	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
+	r = syncreport_write(&w, &so, stdout);
+	if (r == -ENODATA || r == -ENOMEM) {
+		/* nothing written: no document left behind */
+		if (out)
+			unlink(out);
+		code = layerprof_trace_condition(&w, "report");
+		if (r == -ENOMEM) {
+			fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w.dir);
+			code = LP_EXIT_FAILURE;
+		} else if (!code) {
+			/* as for a mode the trace was not recorded for: a usage error */
+			fprintf(stderr,
+			        "layerprof report: the trace has no synchronisation events: record with --sync\n");
+			code = LP_EXIT_USAGE;
+		}
+		walk_release(&w);
+		return code;
+	}
+	code = layerprof_trace_condition(&w, "report");
+	if (fflush(stdout))
+		werr = errno;
+	if (r == -EIO && !werr)
+		werr = EIO;
+	if (werr) {
+		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out ? out : "standard output",
+		        strerror(werr));
+		if (out)
+			unlink(out);
+		code = LP_EXIT_FAILURE;
+	}
+	walk_release(&w);
+	return code;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -176,6 +259,7 @@ int cmd_report(int argc, char **argv)
 		{ "at-peak", no_argument, NULL, 'P' },
 		{ "at", required_argument, NULL, 'A' },
 		{ "counters", no_argument, NULL, 'C' },
+		{ "sync", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -184,7 +268,7 @@ int cmd_report(int argc, char **argv)
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data", *out = NULL;
 	bool syscalls = false, memory = false, layers = false, kernel = false;
-	bool counters = false;
+	bool counters = false, sync = false;
 	const char *sort = NULL;
 	struct ctrreport_opts co;
 	struct walk w;
@@ -213,6 +297,9 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'C':
 			counters = true;
+			break;
+		case 'W':
+			sync = true;
 			break;
 		case 'P':
 			o.at_peak = true;
@@ -247,6 +334,8 @@ int cmd_report(int argc, char **argv)
 	}
 	if (builtin_trace_operand("report", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
+	if (sync)
+		return report_sync(dir, &fopts, &o, sort, memory || syscalls || layers || kernel || counters, out);
 	if (sort && !counters && profile_order_parse(&o.order, sort)) {
 		fprintf(stderr, "layerprof report: invalid --sort '%s': use total, self, calls, avg, min, max, name\n",
 		        sort);

@@ -529,64 +529,6 @@ static void attr_bool(FILE *f, const char *name, bool value)
 	fprintf(f, " %s=\"%s\"", name, value ? "true" : "false");
 }
 
-/* The <trace> element of every report (docs/report.xsd, type trace). */
-static void xml_trace(FILE *f, const struct walk *w)
-{
-	const char *p = w->meta;
-
-	fputs("  <trace", f);
-	attr_str(f, "path", w->dir ? w->dir : "");
-	attr_u64(f, "events", w->events);
-	attr_u64(f, "lost-events", w->lost);
-	attr_u64(f, "syscall-events", w->syscalls);
-	attr_u64(f, "first-ns", w->first_ns);
-	attr_u64(f, "last-ns", w->last_ns);
-	attr_bool(f, "complete", w->r.state == READER_OK && w->r.seen_end);
-	attr_bool(f, "filtered-at-record", w->filtered_at_record);
-	if (w->r.state == READER_DAMAGED)
-		attr_str(f, "damage", w->r.damage);
-	fputs(">\n", f);
-	while (*p) {
-		const char *nl = strchr(p, '\n'), *eq;
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		char key[128], value[sizeof(w->meta)];
-
-		eq = memchr(p, '=', len);
-		if (eq && eq > p && (size_t)(eq - p) < sizeof(key)) {
-			memcpy(key, p, (size_t)(eq - p));
-			key[eq - p] = '\0';
-			memcpy(value, eq + 1, len - (size_t)(eq - p) - 1);
-			value[len - (size_t)(eq - p) - 1] = '\0';
-			fputs("    <meta", f);
-			attr_str(f, "key", key);
-			attr_str(f, "value", value);
-			fputs("/>\n", f);
-		}
-		p += len + (nl ? 1 : 0);
-	}
-	fputs("  </trace>\n", f);
-}
-
-static void xml_lost(FILE *f, const struct walk *w)
-{
-	fputs("  <lost-events", f);
-	attr_u64(f, "total", w->lost);
-	fputs(">\n", f);
-	for (uint32_t i = 0; i < w->nstreams; i++) {
-		const struct walk_stream *s = w->streams[i];
-
-		if (!s->lost)
-			continue;
-		fputs("    <lost", f);
-		attr_u64(f, "pid", s->pid);
-		attr_u64(f, "tid", s->tid);
-		attr_u64(f, "image", s->image);
-		attr_u64(f, "count", s->lost);
-		fputs("/>\n", f);
-	}
-	fputs("  </lost-events>\n", f);
-}
-
 static void attr_metric(FILE *f, const char *name, const struct ctrstats_metric *m, const uint64_t *v)
 {
 	double x;
@@ -682,7 +624,7 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
 	fprintf(f, "<layerprof-report format-version=\"%d\" generator=\"layerprof\">\n", EXPORT_XML_FORMAT_VERSION);
-	xml_trace(f, w);
+	export_xml_trace(f, w);
 	xml_header(f, w, st, res);
 	if (res->has_program) {
 		fputs("    <program", f);
@@ -758,7 +700,7 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 		fputs("      </function>\n", f);
 	}
 	fputs("    </functions>\n  </counters>\n", f);
-	xml_lost(f, w);
+	export_xml_lost(f, w);
 	fputs("</layerprof-report>\n", f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -67,7 +67,7 @@ static void put_meta(FILE *f, const struct walk *w)
 	}
 }
 
-static void put_trace(FILE *f, const struct walk *w)
+void export_xml_trace(FILE *f, const struct walk *w)
 {
 	fputs("  <trace", f);
 	attr_str(f, "path", w->dir ? w->dir : "");
@@ -402,7 +402,7 @@ static void put_kernel(FILE *f, const struct reportdata *rd)
 	fputs("    </block>\n  </kernel>\n", f);
 }
 
-static void put_lost(FILE *f, const struct walk *w)
+void export_xml_lost(FILE *f, const struct walk *w)
 {
 	uint32_t i;
 
@@ -432,7 +432,7 @@ int export_xml(struct reportdata *rd, FILE *f)
 
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
 	fprintf(f, "<layerprof-report format-version=\"%d\" generator=\"layerprof\">\n", EXPORT_XML_FORMAT_VERSION);
-	put_trace(f, w);
+	export_xml_trace(f, w);
 	put_threads(f, w);
 	put_profile(f, rd);
 	fputs("  <call-trees>\n", f);
@@ -449,7 +449,7 @@ int export_xml(struct reportdata *rd, FILE *f)
 		put_layers(f, rd);
 	if (rd->has_kernel)
 		put_kernel(f, rd);
-	put_lost(f, w);
+	export_xml_lost(f, w);
 	fputs("</layerprof-report>\n", f);
 	if (r)
 		return r;
@@ -743,7 +743,7 @@ int export_xml_memory(struct walk *w, const struct heap *h, const struct heapfee
 {
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
 	fprintf(f, "<layerprof-report format-version=\"%d\" generator=\"layerprof\">\n", EXPORT_XML_FORMAT_VERSION);
-	put_trace(f, w);
+	export_xml_trace(f, w);
 	fputs("  <memory", f);
 	attr_bool(f, "at-peak", o->at_peak);
 	attr_u64(f, "state-ns", o->at_peak ? h->peak_ns : o->state_ns ? o->state_ns : h->now_ns);
@@ -757,7 +757,7 @@ int export_xml_memory(struct walk *w, const struct heap *h, const struct heapfee
 	put_heap_processes(f, h);
 	put_heap_growth(f, h);
 	fputs("  </memory>\n", f);
-	put_lost(f, w);
+	export_xml_lost(f, w);
 	fputs("</layerprof-report>\n", f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -15,6 +15,12 @@
 /* The version written in the format-version attribute: raised when a
  * change could break a reader of the schema. */
 #define EXPORT_XML_FORMAT_VERSION 1
+/* The parts every report document has (docs/report.xsd): the <trace>
+ * element (the walk's counts and the META keys) and <lost-events>, each
+ * indented for a child of the root. */
+struct walk;
+void export_xml_trace(FILE *f, const struct walk *w);
+void export_xml_lost(FILE *f, const struct walk *w);
 
 /* Writes the document for rd to f.  Returns 0, -ENOMEM (a call tree could
  * not be walked) or -EIO when f reports a write error. */

@@ -835,6 +835,7 @@ static void reset_streams(struct walk *w)
 	w->events = w->lost = w->syscalls = 0;
 	w->mem_ops = w->mem_malformed = w->mem_unknown_stacks = w->mem_stacks_dropped = 0;
 	w->mem_stacks_forgotten = 0;
+	w->sync_events = w->sync_malformed = w->counter_events = w->counter_malformed = 0;
 	w->kernel_events = w->other_kernel_events = w->kernel_malformed = 0;
 	w->kformat_len = 0;
 	w->first_ns = w->last_ns = 0;
