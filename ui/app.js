@@ -150,6 +150,7 @@ async function loadSummary() {
   fillThreads($('tl-thread'), s.threads, state.tl);
   setKernel(s);
   setCountersTab(s);
+  setSyncTab(s);
   return s;
 }
 
@@ -1919,6 +1920,7 @@ const loaders = {
   heap: loadHeap,
   coverage: loadCoverage,
   counters: loadCounters, /* counters.js */
+  sync: loadSync, /* synctab.js */
 };
 
 function showView(name) {

@@ -1,6 +1,6 @@
 /* layerprof web UI: the Counters tab (GET /api/counters, a trace recorded
  * with --counters).  Loaded before app.js, whose helpers ($, api, el, td,
- * fmtCount, showError) it calls once the page runs; app.js calls
+ * fmtCount, showError) and grid.js's it calls once the page runs; app.js calls
  * setupCounters, setCountersTab and loadCounters.  The program, per-CPU
  * and thread tables are sorted here; the function rows by the server
  * (sort=, dir=), as they may be many. */
@@ -129,47 +129,6 @@ function ctrProgram(c) {
   }
 }
 
-/* A sortable table built from columns [{key, label, text, value(row), show(row)}]. */
-function ctrTable(table, cols, rows, sort, onSort) {
-  const head = table.tHead.rows[0];
-  head.textContent = '';
-  for (const col of cols) {
-    const th = el('th', col.text ? 'text' : '', col.label);
-    th.dataset.key = col.key;
-    if (sort && sort.key === col.key) th.classList.add('sorted', sort.dir);
-    if (onSort && col.key) th.addEventListener('click', () => onSort(col));
-    head.append(th);
-  }
-  const body = table.tBodies[0];
-  body.textContent = '';
-  for (const r of rows) {
-    const tr = el('tr');
-    for (const col of cols) tr.append(td(col.show(r), col.text ? 'text' : ''));
-    body.append(tr);
-  }
-  return body;
-}
-
-/* Sorted here: the rows by sort.key's column. */
-function ctrSorted(cols, rows, sort) {
-  const col = cols.find((x) => x.key === sort.key);
-  if (!col) return rows;
-  const v = rows.map((r, i) => ({ r, i, x: col.value(r) }));
-  v.sort((a, b) => {
-    const x = a.x === null ? -Infinity : a.x, y = b.x === null ? -Infinity : b.x;
-    const c = typeof x === 'string' ? x.localeCompare(y) : (x < y ? -1 : x > y ? 1 : 0);
-    return (sort.dir === 'asc' ? c : -c) || a.i - b.i;
-  });
-  return v.map((e) => e.r);
-}
-
-function ctrFlip(holder, col) {
-  const s = ctrState[holder];
-  if (s.key === col.key) s.dir = s.dir === 'desc' ? 'asc' : 'desc';
-  else ctrState[holder] = { key: col.key, dir: col.text ? 'asc' : 'desc' };
-  ctrLocalTables(ctrState.data);
-}
-
 function ctrCountCols(c, of) {
   return c.counters.map((name) => ({ key: 'v:' + name, label: name, value: (r) => of(r)[name],
     show: (r) => fmtCount(of(r)[name]) }));
@@ -185,15 +144,13 @@ function ctrLocalTables(c) {
   const cpuCols = [{ key: 'cpu', label: 'CPU', value: (r) => r.cpu, show: (r) => String(r.cpu) }]
     .concat(ctrCountCols(c, (r) => r.values));
   $('ctr-cpu-part').hidden = !c.cpus.length;
-  ctrTable($('ctr-cpu-table'), cpuCols, ctrSorted(cpuCols, c.cpus, ctrState.cpuSort), ctrState.cpuSort,
-    (col) => ctrFlip('cpuSort', col));
+  gridLocal($('ctr-cpu-table'), cpuCols, c.cpus, ctrState, 'cpuSort');
   const thCols = [
     { key: 'tid', label: 'Thread', value: (r) => r.tid, show: (r) => String(r.tid) },
     { key: 'pid', label: 'Process', value: (r) => r.pid, show: (r) => String(r.pid) },
     { key: 'comm', label: 'Comm', text: true, value: (r) => r.comm, show: (r) => r.comm },
   ].concat(ctrCountCols(c, (r) => r.values), ctrMetricCols(c, (r) => r.derived));
-  ctrTable($('ctr-thread-table'), thCols, ctrSorted(thCols, c.threads, ctrState.threadSort), ctrState.threadSort,
-    (col) => ctrFlip('threadSort', col));
+  gridLocal($('ctr-thread-table'), thCols, c.threads, ctrState, 'threadSort');
 }
 
 /* The function rows as the server sorted them; a column click asks again. */
@@ -206,7 +163,7 @@ function ctrFunctions(c) {
     cols.push({ key: 'self:' + name, label: 'self:' + name, show: (r) => fmtCount(r.self[name]) });
   }
   for (const m of c.metrics) cols.push({ key: m.name, label: m.name, show: (r) => ctrMetricText(m.kind, r.derived[m.name]) });
-  const body = ctrTable($('ctr-fn-table'), cols, c.functions, { key: c.sort, dir: c.dir }, (col) => {
+  const body = gridTable($('ctr-fn-table'), cols, c.functions, { key: c.sort, dir: c.dir }, (col) => {
     const s = ctrState.sort || { key: c.sort, dir: c.dir };
     if (s.key === col.key) ctrState.sort = { key: col.key, dir: s.dir === 'desc' ? 'asc' : 'desc' };
     else ctrState.sort = { key: col.key, dir: col.key === 'name' ? 'asc' : 'desc' };

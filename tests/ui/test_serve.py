@@ -7,7 +7,7 @@ against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
 groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage,
-counters (default: all)
+counters, synctab (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -1683,7 +1683,7 @@ def group_coverage(lp, b, tmp, br):
 
 # ---------------------------------------------------------------- the Counters tab
 
-# The values tests/ui/ctr_trace.c writes (its comments say how each comes
+# The values tests/ui/synth_trace.c writes (its comments say how each comes
 # about): instructions, cycles, cache-misses, cache-references.
 CTR_NAMES = ["instructions", "cycles", "cache-misses", "cache-references"]
 CTR_INCL = {"ctr_main": [2000, 2000, 10, 100], "ctr_outer": [900, 600, 8, 60], "ctr_inner": [700, 300, 7, 50]}
@@ -1717,12 +1717,12 @@ def ctr_fn_names(doc):
 
 
 def group_counters(lp, tmp, br, build):
-    writer = os.path.join(build, "tests", "ui_ctr_trace")
+    writer = os.path.join(build, "tests", "ui_synth_trace")
     trace, plain = os.path.join(tmp, "t-ctr"), os.path.join(tmp, "t-ctr-plain")
     for t, kind in ((trace, "counters"), (plain, "plain")):
         r = subprocess.run([writer, t, kind], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            universal_newlines=True)
-        if not check(r.returncode == 0, "ctr_trace writes the %s trace" % kind, r.stdout):
+        if not check(r.returncode == 0, "synth_trace writes the %s trace" % kind, r.stdout):
             return
     r = lp("report", "--counters", "--format", "json", trace)
     if not check(r.returncode == 0, "layerprof report --counters --format json", r.stderr):
@@ -1869,6 +1869,127 @@ def group_counters(lp, tmp, br, build):
             again.stop()
 
 
+# ---------------------------------------------------------------- the Sync tab
+
+# What tests/ui/synth_trace.c's sync trace holds (its comments say how).
+SYNC_PAIRS = ["producer side (tid 40) is slow: consumers wait 90% of the time, producers 1%",
+              "producer side (tid 42) is slow: consumers wait 64% of the time, producers 0%"]
+SYNC_NONE = "no sync events in this trace: the Sync view needs a trace recorded with --sync"
+
+
+def group_synctab(lp, tmp, br, build):
+    writer = os.path.join(build, "tests", "ui_synth_trace")
+    trace, plain = os.path.join(tmp, "t-sync"), os.path.join(tmp, "t-sync-plain")
+    for t, kind in ((trace, "sync"), (plain, "plain")):
+        r = subprocess.run([writer, t, kind], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        if not check(r.returncode == 0, "synth_trace writes the %s trace" % kind, r.stdout):
+            return
+    r = lp("report", "--sync", "--format", "json", trace)
+    if not check(r.returncode == 0, "layerprof report --sync --format json", r.stderr):
+        return
+    cli = json.loads(r.stdout)
+    srv = Server(lp, [trace])
+    empty = Server(lp, [plain])
+    again = None
+    try:
+        if not check(srv.url is not None and empty.url is not None, "serve the sync trace and a plain one",
+                     srv.err.text() + empty.err.text()):
+            return
+        _, _, body = get(srv.port, "/api/summary")
+        summ = json.loads(body)
+        check(summ.get("sync") is True and summ.get("counters") is False,
+              "/api/summary of the sync trace: sync true, counters false", {k: summ.get(k) for k in ("sync", "counters")})
+        _, _, body = get(empty.port, "/api/summary")
+        check(json.loads(body).get("sync") is False, "/api/summary of a trace without sync events: sync false")
+
+        st, _, body = get(srv.port, "/api/sync")
+        doc = json.loads(body) if st == 200 else {}
+        check(st == 200 and doc.get("has_sync") is True and {k: doc.get(k) for k in cli} == cli and
+              set(doc) == set(cli) | {"has_sync"},
+              "/api/sync: the document of report --sync --format json, has_sync true", (st, body[:300]))
+        st2, _, body2 = get(srv.port, "/api/sync")
+        check(st2 == 200 and body2 == body, "/api/sync again: the same answer (kept)")
+        locks = {l["name"]: l for l in doc.get("locks", [])}
+        m = locks.get("0x1000", {})
+        check([l["name"] for l in doc.get("locks", [])] == ["0x1000", "0x7000"] and
+              (m["acquisitions"], m["contended"], m["try_failures"], m["waits"], m["wait_ns"], m["wait_max_ns"],
+               m["holds"], m["hold_ns"], m["first_site"]) == (3, 2, 1, 2, 800, 500, 3, 1700, "ctr_outer+0x4") and
+              locks["0x7000"]["holds"] == 5 and locks["0x7000"]["hold_ns"] == 1230,
+              "/api/sync locks: mutex 0x1000 acquired 3 times, 2 contended, 1 trylock failed, waits 800 ns (longest "
+              "500), holds 1700 ns; 0x7000 held 5 times, 1230 ns", json.dumps(doc.get("locks"))[:500])
+        per = {t["tid"]: (t["acquisitions"], t["holds"], t["hold_ns"], t["waits"], t["wait_ns"]) for t in m["threads"]}
+        check(per == {10: (2, 2, 700, 1, 500), 11: (1, 1, 1000, 1, 300)},
+              "/api/sync lock 0x1000 by thread: 10 holds 700 ns and waits 500, 11 holds 1000 ns and waits 300", per)
+        conds = {c["name"]: c for c in doc.get("conditions", [])}
+        items, cond = conds.get("0x6000", {}), conds.get("0x7100", {})
+        check([c["name"] for c in doc.get("conditions", [])] == ["0x6000", "0x7100", "0x6100"] and
+              (items["kind"], items["calls"], items["waits"], items["wait_ns"], items["wait_max_ns"], items["posts"]) ==
+              ("semaphore", 4, 4, 3680, 1010, 4) and
+              [(w["tid"], w["waits"]) for w in items["waiters"]] == [(41, 4)] and
+              [(x["tid"], x["count"]) for x in items["signallers"]] == [(40, 4)] and
+              (cond["kind"], cond["calls"], cond["waits"], cond["wait_ns"], cond["timeouts"], cond["signals"]) ==
+              ("cond", 2, 2, 1900, 1, 1) and conds["0x6100"]["wait_ns"] == 50,
+              "/api/sync conditions and semaphores: items waited 3680 ns by 41, posted 4 times by 40; the condition "
+              "waited 1900 ns by 43, once timed out, signalled once", json.dumps(doc.get("conditions"))[:600])
+        ths = {t["tid"]: t for t in doc.get("threads", [])}
+        check([t["tid"] for t in doc.get("threads", [])] == [41, 43, 10, 11, 40, 42] and
+              ths[41]["wait_share"] == round(3680 / 5110, 6) and
+              ths[41]["waits_by_kind"]["semaphore"]["wait_ns"] == 3680 and
+              ths[43]["waits_by_kind"]["cond"]["wait_ns"] == 1900 and ths[10]["comm"] == "ten",
+              "/api/sync threads by total wait: 41 waits 3680 ns on semaphores (72% of its life), 43 1900 ns on the "
+              "condition", [(t["tid"], t["wait_ns"], t["wait_share"]) for t in doc.get("threads", [])])
+        check([p["text"] for p in doc.get("pairs", [])] == SYNC_PAIRS and
+              [(p["producers"], p["consumers"]) for p in doc["pairs"]] == [([40], [41]), ([42], [43])],
+              "/api/sync producer/consumer balance: 40 -> 41 and 42 -> 43, producers slow",
+              [p.get("text") for p in doc.get("pairs", [])])
+        top = doc.get("longest_waits", [{}])[0]
+        check((top.get("tid"), top.get("wait_ns"), top.get("waker_tid")) == (41, 1010, 40),
+              "/api/sync longest wait: 41's 1010 ns, ended by 40's post", top)
+        st, _, body = get(empty.port, "/api/sync")
+        check(st == 200 and json.loads(body) == {"has_sync": False, "reason": SYNC_NONE},
+              "/api/sync of a trace without sync events: has_sync false, and why", (st, body))
+        st, _, _ = get(srv.port, "/api/sync", method="POST", headers={"X-Layerprof": "1"})
+        check(st == 403, "POST /api/sync: refused", st)
+
+        again = Server(lp, [trace])
+        if check(again.url is not None, "serve the sync trace again", again.err.text()):
+            _, _, body = get(again.port, "/api/summary")
+            summ = json.loads(body)
+            check(summ.get("from_index") is True and summ.get("sync") is True,
+                  "/api/summary from the index: sync true (META says sync=)",
+                  {k: summ.get(k) for k in ("from_index", "sync")})
+            _, _, b3 = get(again.port, "/api/sync")
+            check(b3 == body2, "/api/sync from the second server: the same answer")
+
+        if br.why:
+            skip("sync in the browser", br.why)
+            return
+        expect = {
+            "plain_url": empty.url,
+            "lock_header": ["Lock", "Kind", "Acquired", "Contended", "Failed", "Waits", "Wait", "Avg wait", "Max wait",
+                            "p99 wait", "Holds", "Hold", "Max hold", "First at"],
+            "lock_rows": [["0x1000", "mutex", "3", "2", "1", "2", "800 ns", "400 ns", "500 ns", "500 ns", "3",
+                           "1.700 us", "1.000 us", "ctr_outer+0x4"],
+                          ["0x7000", "mutex", "3", "1", "0", "1", "30 ns", "30 ns", "30 ns", "30 ns", "5", "1.230 us",
+                           "980 ns", "ctr_outer+0x4"]],
+            "use_10": ["0x1000", "10", "2", "1", "500 ns", "500 ns", "2", "700 ns"],
+            "wait_first": ["0x6000", "semaphore", "4", "4", "3.680 us", "1.010 us", "1.010 us", "0", "4", "41 (4)",
+                           "40 (4)", "ctr_outer+0x4"],
+            "wait_order": ["0x6000", "0x7100", "0x6100"],
+            "thread_order": ["41", "43", "10", "11", "40", "42"],
+            "share_41": "72.0%",
+            "pairs": [t + " — through " + ", ".join(p["objects"]) for t, p in zip(SYNC_PAIRS, doc["pairs"])],
+            "top_first": ["1.010 us", "41", "semaphore", "0x6000", "40"],
+        }
+        br.run("synctab", srv.url, expect, prefix="sync-")
+    finally:
+        srv.stop()
+        empty.stop()
+        if again:
+            again.stop()
+
+
 def re_match(pattern, text):
     import re
     return re.fullmatch(pattern, text) is not None
@@ -1881,7 +2002,7 @@ def main():
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl", "kernel",
-                          "attach_dynamic", "coverage", "counters"]
+                          "attach_dynamic", "coverage", "counters", "synctab"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -1919,6 +2040,8 @@ def main():
                 group_coverage(lp, b, tmp, br)
             elif g == "counters":
                 group_counters(lp, tmp, br, build)
+            elif g == "synctab":
+                group_synctab(lp, tmp, br, build)
             elif g == "kernel":
                 with kt.on_delivering_cpus(lp.exe, None, b.prog("kern_sleep", ["-std=c11"]), tmp):
                     group_kernel(lp, b, tmp, br)

@@ -6,7 +6,7 @@
  * usage: node ui_test.js CONFIG.json
  * CONFIG: { "modules": dir holding node_modules, "chromium": path,
  *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap" | "livetl" |
- *                                 "kernel" | "coverage" | "counters",
+ *                                 "kernel" | "coverage" | "counters" | "synctab",
  *           "screenshots": dir, "expect": {...} }
  * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
 'use strict';
@@ -940,6 +940,59 @@ async function scenarioCounters(page) {
   check((await profileRows(page)).length > 0, 'counters: the plain trace\'s profile is shown');
 }
 
+/* ------------------------------------------------------------ sync */
+
+async function scenarioSyncTab(page) {
+  const exp = config.expect;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(await page.isVisible('#tab-sync') && await page.isHidden('#tab-counters'),
+    'sync: the Sync tab is shown for a trace with sync events, the Counters tab is not');
+  await page.click('#tab-sync');
+  await page.waitForSelector('#sync-lock-table tbody tr', { timeout: 30000 });
+  await shot(page, 'sync');
+  const head = await page.$$eval('#sync-lock-table thead th', (l) => l.map((x) => x.textContent));
+  check(JSON.stringify(head) === JSON.stringify(exp.lock_header), 'sync: the lock columns', JSON.stringify(head));
+  let rows = await tableRows(page, '#sync-lock-table');
+  check(JSON.stringify(rows) === JSON.stringify(exp.lock_rows), 'sync: the locks, longest total wait first',
+    JSON.stringify(rows));
+  await page.click('#sync-lock-table th[data-key="holds"]');
+  rows = await tableRows(page, '#sync-lock-table');
+  check(rows.map((r) => r[0]).join() === '0x7000,0x1000', 'sync: Holds clicked: the most held first',
+    JSON.stringify(rows.map((r) => r[0])));
+  await page.click('#sync-lock-table th[data-key="holds"]');
+  rows = await tableRows(page, '#sync-lock-table');
+  check(rows.map((r) => r[0]).join() === '0x1000,0x7000', 'sync: Holds clicked again: the least held first');
+  rows = await tableRows(page, '#sync-use-table');
+  const use = rows.find((r) => r[0] === '0x1000' && r[1] === '10');
+  check(JSON.stringify(use) === JSON.stringify(exp.use_10), 'sync: lock 0x1000 by thread 10', JSON.stringify(rows));
+  rows = await tableRows(page, '#sync-wait-table');
+  check(JSON.stringify(rows[0]) === JSON.stringify(exp.wait_first) &&
+    rows.map((r) => r[0]).join() === exp.wait_order.join(), 'sync: conditions and semaphores, with waiters and posters',
+  JSON.stringify(rows));
+  rows = await tableRows(page, '#sync-thread-table');
+  check(rows.map((r) => r[0]).join() === exp.thread_order.join() && rows[0][4] === exp.share_41,
+    'sync: threads by total wait, 41 waiting 72.0% of its life', JSON.stringify(rows.map((r) => r.slice(0, 5))));
+  await page.click('#sync-thread-table th[data-key="tid"]');
+  rows = await tableRows(page, '#sync-thread-table');
+  check(rows.map((r) => r[0]).join() === '43,42,41,40,11,10', 'sync: threads, Thread clicked: largest tid first',
+    rows.map((r) => r[0]).join());
+  const pairs = await page.$$eval('#sync-pairs li.sync-pair', (l) => l.map((x) => x.textContent));
+  check(JSON.stringify(pairs) === JSON.stringify(exp.pairs), 'sync: the producer/consumer balance', JSON.stringify(pairs));
+  check(await page.isHidden('#sync-join-part'), 'sync: no joins, no join table');
+  rows = await tableRows(page, '#sync-top-table');
+  check(JSON.stringify(rows[0]) === JSON.stringify(exp.top_first), 'sync: the longest wait and who ended it',
+    JSON.stringify(rows[0]));
+  await shot(page, 'sync-sorted');
+  /* the other tabs still work */
+  await page.click('#tab-profile');
+  check((await profileRows(page)).length > 0, 'sync: the flat profile still shows');
+
+  await page.goto(exp.plain_url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(await page.isHidden('#tab-sync'), 'sync: no Sync tab for a trace without sync events');
+}
+
 (async () => {
   const args = ['--disable-gpu', '--disable-dev-shm-usage'];
   if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
@@ -962,6 +1015,7 @@ async function scenarioCounters(page) {
     else if (config.scenario === 'kernel') await scenarioKernel(page);
     else if (config.scenario === 'coverage') await scenarioCoverage(page);
     else if (config.scenario === 'counters') await scenarioCounters(page);
+    else if (config.scenario === 'synctab') await scenarioSyncTab(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);

@@ -142,6 +142,7 @@ static int get_summary(struct servemodel *m, struct json *j)
 	json_bool(j, "counters", m->has_counters);
 	json_bool(j, "kernel", m->kern.has_kernel);
 	json_u64(j, "kernel_events", m->kern.kernel_events);
+	json_bool(j, "sync", m->has_sync);
 	json_bool(j, "exports", !m->live && m->dir);
 	put_threads(m, j);
 	put_processes(m, j);

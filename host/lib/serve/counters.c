@@ -6,7 +6,7 @@
 
 #include "host/lib/export/ctrreport.h"
 #include "host/lib/serve/counters.h"
-#include "host/lib/trace/reader.h"
+#include "host/lib/serve/present.h"
 #include "host/lib/util/json.h"
 #include "layerprof/format.h"
 
@@ -41,36 +41,11 @@ void servectr_release(struct servectr *sc)
 
 /* ------------------------------------------------------------ presence */
 
-/* The META chunks before the first events: record --counters names its
- * counters there ("counters=a,b,..."), before the program starts. */
-static bool meta_names_counters(const char *dir)
-{
-	const uint8_t *payload;
-	struct chunk_info ci;
-	struct reader r;
-	char err[256];
-	bool yes = false;
-
-	if (reader_open(&r, dir, err, sizeof(err)))
-		return false;
-	while (!yes && reader_next(&r, &ci, &payload) > 0 && ci.type != LP_CHUNK_EVENTS) {
-		const uint8_t *at;
-
-		if (ci.type != LP_CHUNK_META)
-			continue;
-		/* the first line is layerprof=...: a key is after a newline */
-		at = memmem(payload, ci.len, "\ncounters=", 10);
-		yes = at && at + 10 < payload + ci.len && at[10] != '\n';
-	}
-	reader_release(&r);
-	return yes;
-}
-
 bool servectr_present(const char *dir, const struct walk *model_w)
 {
 	if (model_w)
 		return model_w->counter_events != 0;
-	return dir && meta_names_counters(dir);
+	return dir && servepresent_meta(dir, "counters");
 }
 
 /* ------------------------------------------------------------ the pass */

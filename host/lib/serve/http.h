@@ -20,6 +20,7 @@
 #include "host/lib/serve/flow.h"
 #include "host/lib/serve/guard.h"
 #include "host/lib/serve/model.h"
+#include "host/lib/serve/synctab.h"
 
 #define SERVEHTTP_DEFAULT_BIND "127.0.0.1"
 #define SERVEHTTP_DEFAULT_PORT 8642
@@ -84,6 +85,7 @@ struct servehttp {
 	struct serveflow flow;       /* the flows answered (under export_lock) */
 	struct servecov cov;         /* GET /api/coverage's answer, made once (its own lock) */
 	struct servectr ctr;         /* GET /api/counters' passes, made once (their own lock) */
+	struct servesync sync;       /* GET /api/sync's answer, made once (its own lock) */
 };
 
 /* Listens on bind_addr:port (port 0: any free one) and starts serving m.

@@ -9,6 +9,7 @@
 #include "host/lib/serve/counters.h"
 #include "host/lib/serve/index.h"
 #include "host/lib/serve/model.h"
+#include "host/lib/serve/synctab.h"
 
 static uint64_t now_ns(void)
 {
@@ -147,6 +148,7 @@ int servemodel_load(struct servemodel *m, const char *dir, unsigned flags, char 
 	if (r)
 		return r;
 	m->has_counters = servectr_present(dir, m->w);
+	m->has_sync = servesync_present(dir, m->w);
 	m->load_ns = now_ns() - t;
 	return 0;
 }

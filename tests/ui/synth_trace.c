@@ -1,10 +1,11 @@
-/* Writes the traces of the Counters tab's tests (tests/ui/test_serve.py,
- * group counters): counter records as record --counters writes them,
- * encoded here with known values (the capture itself is tested by
- * tests/integration/test_counters.py), naming this program's own
- * functions, so that every figure of /api/counters is known exactly.
+/* Writes the traces of the tests of the Counters and Sync tabs
+ * (tests/ui/test_serve.py, groups counters and sync): counter and sync
+ * records as record --counters and --sync write them, encoded here with
+ * known values (the capture itself is tested by tests/integration), naming
+ * this program's own functions, so that every figure of /api/counters and
+ * /api/sync is known exactly.
  *
- * usage: ctr_trace DIR counters|plain
+ * usage: synth_trace DIR counters|plain|sync
  *   counters: META counters=instructions,cycles,cache-misses,
  *     cache-references (two asked for and unavailable, read(2), user
  *     space); thread 10 runs ctr_main { ctr_outer { ctr_inner; ctr_inner } },
@@ -12,6 +13,10 @@
  *     the time, scaled x2); the recorder's CPU 0 and 1 and PROCESS totals.
  *     Exact values: the comments below and test_serve.py's CTR_*.
  *   plain: the same calls of thread 10 without a counter record.
+ *   sync: META sync=preload; threads 10 and 11 on a mutex, a producer
+ *     (40) and a consumer (41) of a queue of two semaphores, a signaller
+ *     (42) and a waiter (43) on a condition variable and its mutex; the
+ *     values: the comments of the sync part and test_serve.py's SYNC_*.
  * The trace directory DIR is made; exit status 0, or 2 with a message. */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +31,7 @@
 #include "common/chunk.h"
 #include "common/ctrevent.h"
 #include "common/encoder.h"
+#include "common/syncevent.h"
 #include "layerprof/format.h"
 
 /* The functions the trace calls: named by serve from this file's symbols. */
@@ -53,7 +59,7 @@ static bool mapped;
 
 static void die(const char *what)
 {
-	fprintf(stderr, "ctr_trace: %s: %s\n", what, strerror(errno));
+	fprintf(stderr, "synth_trace: %s: %s\n", what, strerror(errno));
 	exit(2);
 }
 
@@ -75,11 +81,11 @@ static void flush(void)
 /* MAP events of this executable's code. */
 static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
+	uint64_t ns = *(const uint64_t *)data;
 	char exe[512];
 	ssize_t n;
 
 	(void)size;
-	(void)data;
 	if (info->dlpi_name && *info->dlpi_name)
 		return 0;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -90,19 +96,21 @@ static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
-			encoder_map(&enc, 1, info->dlpi_addr, info->dlpi_addr + ph->p_vaddr,
+			encoder_map(&enc, ns, info->dlpi_addr, info->dlpi_addr + ph->p_vaddr,
 			            info->dlpi_addr + ph->p_vaddr + ph->p_memsz, ph->p_offset, NULL, 0, exe,
 			            strlen(exe));
 	}
 	return 1;
 }
 
-static void thread_begin(uint32_t tid, const char *comm)
+/* The events of thread tid (of process 10) from ns on; the first thread
+ * also maps this executable. */
+static void thread_begin(uint32_t tid, const char *comm, uint64_t ns)
 {
 	encoder_init(&enc, 1, 10, tid);
-	encoder_task(&enc, 1, LP_TASK_START, 0, comm, strlen(comm), NULL, 0);
+	encoder_task(&enc, ns, LP_TASK_START, 0, comm, strlen(comm), NULL, 0);
 	if (!mapped)
-		dl_iterate_phdr(map_cb, NULL);
+		dl_iterate_phdr(map_cb, &ns);
 	mapped = true;
 }
 
@@ -146,7 +154,7 @@ static void call(bool counting, uint64_t ns, bool entry, uint64_t fn, const uint
  * 40); the thread (2100, 2100, 11, 110). */
 static void thread10(bool counting)
 {
-	thread_begin(10, "ctr_app");
+	thread_begin(10, "ctr_app", 1);
 	if (counting)
 		put(100, LP_CTR_BEGIN, 0, V(0, 0, 0, 0));
 	call(counting, 200, true, FN(ctr_main), V(10, 20, 0, 0));
@@ -166,7 +174,7 @@ static void thread10(bool counting)
  * cycles multiplexed (running 500 of 1000 ns: scaled x2). */
 static void thread11(void)
 {
-	thread_begin(11, "ctr_worker");
+	thread_begin(11, "ctr_worker", 1);
 	put(110, LP_CTR_BEGIN, 0, V(0, 0, 0, 0));
 	call(true, 150, true, FN(ctr_inner), V(50, 100, 0, 0));
 	call(true, 250, false, FN(ctr_inner), V(350, 200, 3, 30));
@@ -185,19 +193,97 @@ static void totals(void)
 	flush();
 }
 
+/* ------------------------------------------------------------ sync */
+
+#define MUTEX 0x1000u
+#define ITEMS 0x6000u
+#define SLOTS 0x6100u
+#define COND_MUTEX 0x7000u
+#define COND 0x7100u
+
+/* One operation at its end, having waited wait_ns (since ns - wait_ns). */
+static void op(uint64_t ns, uint8_t o, uint32_t flags, uint64_t obj, uint64_t wait_ns, uint64_t obj2)
+{
+	struct syncevent y = { .op = o, .flags = flags, .obj = obj, .obj2 = obj2, .wait_ns = wait_ns };
+
+	/* the call sites: inside ctr_outer */
+	y.site = FN(ctr_outer) + 4;
+	encoder_sync(&enc, ns, &y);
+}
+
+/* Threads 10 and 11 on MUTEX: 3 acquisitions, 2 of them contended (11
+ * waits 300 ns from 1300, inside ctr_inner; 10 waits 500 ns from 2200),
+ * holds 500 + 1000 + 200 ns; 11's trylock at 2800 finds it busy. */
+static void sync_mutex(void)
+{
+	thread_begin(10, "ten", 900);
+	op(1000, LP_SYNC_MUTEX_LOCK, 0, MUTEX, 0, 0);
+	op(1500, LP_SYNC_MUTEX_UNLOCK, 0, MUTEX, 0, 0);
+	op(2700, LP_SYNC_MUTEX_LOCK, LP_SYNC_CONTENDED, MUTEX, 500, 0);
+	op(2900, LP_SYNC_MUTEX_UNLOCK, 0, MUTEX, 0, 0);
+	flush();
+	thread_begin(11, "eleven", 900);
+	encoder_entry(&enc, 1250, FN(ctr_inner));
+	op(1600, LP_SYNC_MUTEX_LOCK, LP_SYNC_CONTENDED, MUTEX, 300, 0);
+	encoder_exit(&enc, 1650, FN(ctr_inner));
+	op(2600, LP_SYNC_MUTEX_UNLOCK, 0, MUTEX, 0, 0);
+	op(2800, LP_SYNC_MUTEX_LOCK, LP_SYNC_TRY | LP_SYNC_FAILED, MUTEX, 0, 0);
+	flush();
+}
+
+/* A queue: the producer (40) waits for a free slot and posts an item, the
+ * consumer (41) waits for an item and posts a slot, 4 times; the consumer
+ * waits 1010 + 3 x 890 ns for items, the producer 50 ns once for a slot. */
+static void sync_queue(void)
+{
+	thread_begin(40, "producer", 9000);
+	for (unsigned k = 0; k < 4; k++) {
+		op(10005 + 1000 * k + (k == 3 ? 95 : 0), LP_SYNC_SEM_WAIT, 0, SLOTS, k == 3 ? 50 : 0, 0);
+		op(11000 + 1000 * k, LP_SYNC_SEM_POST, 0, ITEMS, 0, 0);
+	}
+	flush();
+	thread_begin(41, "consumer", 9000);
+	for (unsigned k = 0; k < 4; k++) {
+		uint64_t end = 11010 + 1000 * k, began = k ? 11120 + 1000 * (k - 1) : 10000;
+
+		op(end, LP_SYNC_SEM_WAIT, 0, ITEMS, end - began, 0);
+		op(end + 100, LP_SYNC_SEM_POST, 0, SLOTS, 0, 0);
+	}
+	flush();
+}
+
+/* A condition: 43 waits on COND twice (1000 ns, ended by 42's signal;
+ * 900 ns, timed out), letting go of COND_MUTEX, which 42 waits 30 ns for. */
+static void sync_cond(void)
+{
+	thread_begin(42, "signaller", 1000);
+	op(1040, LP_SYNC_MUTEX_LOCK, LP_SYNC_CONTENDED, COND_MUTEX, 30, 0);
+	op(2010, LP_SYNC_COND_SIGNAL, 0, COND, 0, 0);
+	op(2020, LP_SYNC_MUTEX_UNLOCK, 0, COND_MUTEX, 0, 0);
+	flush();
+	thread_begin(43, "waiter", 1000);
+	op(1000, LP_SYNC_MUTEX_LOCK, 0, COND_MUTEX, 0, 0);
+	op(2030, LP_SYNC_COND_WAIT, 0, COND, 1000, COND_MUTEX);
+	op(2100, LP_SYNC_MUTEX_UNLOCK, 0, COND_MUTEX, 0, 0);
+	op(3000, LP_SYNC_MUTEX_LOCK, 0, COND_MUTEX, 0, 0);
+	op(4000, LP_SYNC_COND_WAIT, LP_SYNC_TIMED | LP_SYNC_TIMEDOUT, COND, 900, COND_MUTEX);
+	op(4050, LP_SYNC_MUTEX_UNLOCK, 0, COND_MUTEX, 0, 0);
+	flush();
+}
+
 int main(int argc, char **argv)
 {
 	static const char end[] = "events=0\nlost=0\nstreams=0\n";
 	uint8_t hdr[LP_FILE_HEADER_SIZE];
 	char path[4096], meta[1024];
-	bool counting;
+	const char *kind = argc == 3 ? argv[2] : "";
+	bool counting = !strcmp(kind, "counters"), sync = !strcmp(kind, "sync");
 	int n;
 
-	if (argc != 3 || (strcmp(argv[2], "counters") && strcmp(argv[2], "plain"))) {
-		fprintf(stderr, "usage: ctr_trace DIR counters|plain\n");
+	if (!counting && !sync && strcmp(kind, "plain")) {
+		fprintf(stderr, "usage: synth_trace DIR counters|plain|sync\n");
 		return 2;
 	}
-	counting = !strcmp(argv[2], "counters");
 	if (mkdir(argv[1], 0700) && errno != EEXIST)
 		die("cannot make the trace directory");
 	snprintf(path, sizeof(path), "%s/%s", argv[1], LP_TRACE_DATA);
@@ -207,13 +293,20 @@ int main(int argc, char **argv)
 	trace_header_put(hdr);
 	if (write(data_fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
 		die("cannot write the file header");
-	n = snprintf(meta, sizeof(meta), "layerprof=test\nclock=monotonic\ncommand=ctr_app\n%s",
+	n = snprintf(meta, sizeof(meta), "layerprof=test\nclock=monotonic\ncommand=synth_app\n%s",
 	             counting ? "counters=instructions,cycles,cache-misses,cache-references\n"
 	                        "counters.unavailable=LLC-loads: not supported; bus-cycles: no PMU\n"
 	                        "counters.read=read\ncounters.scope=user\n"
+	             : sync   ? "sync=preload\n"
 	                      : "");
 	chunk(LP_CHUNK_META, meta, (size_t)n);
-	thread10(counting);
+	if (sync) {
+		sync_mutex();
+		sync_queue();
+		sync_cond();
+	} else {
+		thread10(counting);
+	}
 	if (counting) {
 		thread11();
 		totals();
