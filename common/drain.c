@@ -24,6 +24,7 @@
 #include "common/memevent.h"
 #include "common/memfold.h"
 #include "common/sessiondir.h"
+#include "common/syncevent.h"
 
 /* CLOCK chunks at most this often; a full directory scan at least this often. */
 #define DRAIN_CLOCK_PERIOD_NS 2000000000ull
@@ -80,6 +81,35 @@ static inline void maybe_flush(struct stream *s)
 		flush_stream(s);
 }
 
+/* The oldest sync event held by the folding stage comes out of it. */
+static void sync_release(struct stream *s, uint64_t ns)
+{
+	if (!s->sync_n)
+		return;
+	encoder_sync(s->enc, ns, &s->sync_held[s->sync_head]);
+	s->sync_head = (s->sync_head + 1) & (s->sync_cap - 1);
+	s->sync_n--;
+}
+
+/* Room for one more held sync event; false when there is none. */
+static bool sync_hold_room(struct stream *s)
+{
+	struct syncevent *q;
+	uint32_t cap = s->sync_cap ? s->sync_cap * 2 : 64;
+
+	if (s->sync_n < s->sync_cap)
+		return true;
+	if (cap > DRAIN_SYNC_HELD_MAX || !(q = malloc((size_t)cap * sizeof(*q))))
+		return false;
+	for (uint32_t i = 0; i < s->sync_n; i++)
+		q[i] = s->sync_held[(s->sync_head + i) & (s->sync_cap - 1)];
+	free(s->sync_held);
+	s->sync_held = q;
+	s->sync_cap = cap;
+	s->sync_head = 0;
+	return true;
+}
+
 /* Sink of the folding stage: into the encoder. */
 static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, const struct memevent *m)
 {
@@ -94,6 +124,8 @@ static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, cons
 		encoder_exit(s->enc, ns, value);
 	else if (type == LP_EV_LONGJMP)
 		encoder_longjmp(s->enc, ns, value);
+	else if (type == LP_EV_SYNC)
+		sync_release(s, ns);
 	else
 		encoder_mem(s->enc, ns, m);
 	maybe_flush(s);
@@ -130,6 +162,24 @@ static inline void put_mem(struct stream *s, uint64_t ns, const struct memevent 
 		return;
 	}
 	encoder_mem(s->enc, ns, m);
+	maybe_flush(s);
+}
+
+/* A sync event: with a folding stage, held in order with the events it
+ * holds (they pass it as markers); past the filter stage, like heap
+ * operations, straight to the encoder. */
+static inline void put_sync(struct stream *s, uint64_t ns, const struct syncevent *y)
+{
+	if (s->fold) {
+		if (sync_hold_room(s)) {
+			s->sync_held[(s->sync_head + s->sync_n) & (s->sync_cap - 1)] = *y;
+			s->sync_n++;
+			memfold_func(s->fold, ns, LP_EV_SYNC, 0);
+			return;
+		}
+		fold_flush(s, ns);
+	}
+	encoder_sync(s->enc, ns, y);
 	maybe_flush(s);
 }
 
@@ -1040,6 +1090,30 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 			put_mem(s, ns, &m);
 			break;
 		}
+		case LP_RAW_SYNC: {
+			uint32_t at = (s->tail + 1) & mask;
+			struct syncevent y = { .op = LP_RAW_SYNC_OP(payload), .flags = LP_RAW_SYNC_FLAGS(payload) };
+			uint64_t begin;
+
+			step = 3;
+			if (at + 1 >= s->ring_slots || y.op < LP_SYNC_THREAD || y.op >= LP_SYNC_OPS) {
+				step = 1; /* a broken record: skip the slot */
+				break;
+			}
+			if ((uint32_t)(head - s->tail) < step)
+				return n; /* cannot happen with a sane producer */
+			y.obj = s->slots[at].time;
+			begin = s->slots[at].word;
+			y.site = s->slots[at + 1].time;
+			y.obj2 = s->slots[at + 1].word;
+			if (begin) {
+				uint64_t begin_ns = clocksync_ns(cs, begin);
+
+				y.wait_ns = ns > begin_ns ? ns - begin_ns : 0;
+			}
+			put_sync(s, ns, &y);
+			break;
+		}
 		case LP_RAW_EXT: {
 			uint32_t len = (uint32_t)(payload & 0xffffffffu);
 			uint32_t kind = (uint32_t)(payload >> 32);
@@ -1182,6 +1256,9 @@ static void stream_close(struct stream *s)
 		s->d->stats.folded_bytes += fst.bytes;
 		memfold_free(s->fold);
 		s->fold = NULL;
+		free(s->sync_held);
+		s->sync_held = NULL;
+		s->sync_n = s->sync_cap = 0;
 	}
 	if (s->sys)
 		drainsys_unbind(s);
@@ -1600,6 +1677,7 @@ void drain_free(struct drain *d)
 		return;
 	for (i = 0; i < d->nstreams; i++) {
 		memfold_free(d->streams[i]->fold);
+		free(d->streams[i]->sync_held);
 		if (d->streams[i]->filtered)
 			filter_stream_release(&d->streams[i]->fs);
 		if (d->streams[i]->ring)

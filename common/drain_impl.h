@@ -17,6 +17,9 @@
 #define DRAIN_PATH_MAX 600u
 #define DRAIN_EXITS_MAX 4096u
 #define DRAIN_REAPED_MAX 256u
+/* sync events a folding stage holds, at most (it holds at most
+ * MEMFOLD_QUEUE_MAX events) */
+#define DRAIN_SYNC_HELD_MAX (1u << 17)
 
 /* stream.exit_status of a stream that gets no EXIT event */
 #define DRAIN_EXIT_NONE (-2)
@@ -25,6 +28,7 @@ struct systhread;
 struct drainsys;
 struct drainwatch;
 struct drainloss;
+struct syncevent;
 
 /* One runtime ring and the stream it feeds. */
 struct stream {
@@ -53,6 +57,11 @@ struct stream {
 	/* the folding stage of heap operations (cfg.mem_fold_ns), or NULL:
 	 * function and heap events go through it, the others flush it */
 	struct memfold *fold;
+	/* sync events held while they pass the folding stage (as LP_EV_SYNC
+	 * markers, in order): a ring of sync_cap (a power of two, at most
+	 * DRAIN_SYNC_HELD_MAX), sync_n of them from sync_head */
+	struct syncevent *sync_held;
+	uint32_t sync_cap, sync_head, sync_n;
 	bool closing; /* drained to the end in this poll: closes after it */
 	/* the ring's name kept in the directory (cfg.keep_rings, or found
 	 * there by a salvage), removed when the stream closes; "" for none */

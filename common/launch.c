@@ -18,7 +18,7 @@
 
 #define LAUNCH_PRELOAD "LD_PRELOAD"
 /* The entries launch_env_new sets itself, at most. */
-#define LAUNCH_OWN_MAX 4
+#define LAUNCH_OWN_MAX 5
 
 /* Whether entry e of an environment sets variable name. */
 static bool env_is(const char *e, const char *name)
@@ -31,6 +31,8 @@ static bool env_is(const char *e, const char *name)
 static bool env_replaced(const char *e, const struct launch_env *le)
 {
 	if (env_is(e, LP_ENV_SESSION) || env_is(e, LAUNCH_PRELOAD))
+		return true;
+	if (le->sync && env_is(e, LAUNCH_SYNC_ENV))
 		return true;
 	return le->memory && (env_is(e, LP_MEM_ENV_DEPTH) || env_is(e, LP_MEM_ENV_KEEPALIVE));
 }
@@ -52,6 +54,8 @@ char **launch_env_new(char *const *base, const struct launch_env *le)
 		snprintf(own[nown++], sizeof(own[0]), "%s=%u", LP_MEM_ENV_DEPTH, le->mem_depth);
 		snprintf(own[nown++], sizeof(own[0]), "%s=%d", LP_MEM_ENV_KEEPALIVE, le->mem_keep_alive ? 1 : 0);
 	}
+	if (le->sync)
+		snprintf(own[nown++], sizeof(own[0]), "%s=%.16s", LAUNCH_SYNC_ENV, le->sync);
 	/* the session and LD_PRELOAD entries, then the short ones */
 	text = strlen(LP_ENV_SESSION) + strlen(le->session) + 2;
 	text += sizeof(LAUNCH_PRELOAD) + strlen(le->preload) + 1 + (old && *old ? strlen(old) + 1 : 0);

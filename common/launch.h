@@ -16,15 +16,20 @@ struct launch_env {
 	bool memory;         /* set LAYERPROF_MEM_DEPTH and LAYERPROF_MEM_KEEPALIVE */
 	unsigned mem_depth;  /* with memory: frames per heap call stack */
 	bool mem_keep_alive; /* with memory: LAYERPROF_MEM_KEEPALIVE=1, else =0 */
+	const char *sync;    /* LAUNCH_SYNC_ENV's value ("1": every sync operation,
+	                      * "threads": thread starts only); NULL: left as it is */
 };
+
+/* What the sync tracer's interposers record (runtime/synctrace.h, LP_SYNC_ENV). */
+#define LAUNCH_SYNC_ENV "LAYERPROF_SYNC"
 
 /* The environment of a started program: base's entries except those le
  * sets, then LAYERPROF_SESSION, LD_PRELOAD (le->preload, followed by
  * base's own LD_PRELOAD when it has a non-empty one, so that the program
- * keeps the libraries it asked for), and with le->memory the heap
- * options.  Returns a NULL-terminated array in one malloc'd block (free
- * it with free()); the entries taken from base are borrowed and must
- * outlive it.  NULL with errno ENOMEM when out of memory. */
+ * keeps the libraries it asked for), with le->memory the heap options
+ * and with le->sync LAUNCH_SYNC_ENV.  Returns a NULL-terminated array in
+ * one malloc'd block (free it with free()); the entries taken from base
+ * are borrowed and must outlive it.  NULL with errno ENOMEM when out of memory. */
 char **launch_env_new(char *const *base, const struct launch_env *le);
 
 /* The step of launch_spawn that failed. */

@@ -65,6 +65,8 @@ size_t meta_format(const struct meta *m, char *buf, size_t size)
 		                      m->mem_keep_alive ? 1 : 0, (unsigned long long)m->mem_fold_ns));
 	else if (m->mem == META_MEM_ON)
 		meta_advance(&n, size, snprintf(buf + n, size - n, "memory=1\n"));
+	if (m->sync)
+		meta_advance(&n, size, snprintf(buf + n, size - n, "sync=%s\n", m->sync));
 	/* the command last: it runs to the end of its line */
 	meta_advance(&n, size, snprintf(buf + n, size - n, "command="));
 	if (n > size - 2)

@@ -40,6 +40,8 @@ struct meta {
 	unsigned mem_depth;
 	bool mem_keep_alive;
 	uint64_t mem_fold_ns;
+	const char *sync;  /* sync=: how sync operations were taken (preload,
+	                    * wrap); NULL: not recorded */
 	int argc;          /* command=: the arguments joined by spaces */
 	char *const *argv; /* borrowed */
 };

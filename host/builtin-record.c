@@ -20,6 +20,7 @@
 #include "common/exepath.h"
 #include "common/kernevent.h"
 #include "common/drain.h"
+#include "common/elfsyms.h"
 #include "common/launch.h"
 #include "common/memopts.h"
 #include "common/meta.h"
@@ -64,8 +65,12 @@
  * long: a killed recorder loses at most twice this of a quiet program. */
 #define RECORD_FLUSH_NS 100000000ull
 #define RECORD_MEM_LIB "liblayerprof-mem.so"
+#define RECORD_SYNC_LIB "liblayerprof-sync.so"
+/* a program linked with the sync tracer's --wrap interposers defines it */
+#define RECORD_SYNC_WRAP_SYMBOL "__wrap_pthread_mutex_lock"
 #define RECORD_OPT_LIBCALLS 0x2000
 #define RECORD_OPT_PROBE 0x2001
+#define RECORD_OPT_SYNC 0x2010
 
 static const char record_usage[] =
     "usage: layerprof record [options] [--] <program> [<args>]\n"
@@ -142,7 +147,14 @@ static const char record_usage[] =
     "      --mem-fold DUR    blocks released within DUR (e.g. 1ms), by any thread, are\n"
     "                        only counted, per call stack, not recorded one by one,\n"
     "                        so that an endless run of short-lived blocks does not\n"
-    "                        grow the trace (default: off)\n" FILTER_HELP_FUNCS "  -h, --help            this text\n"
+    "                        grow the trace (default: off)\n"
+    "      --sync            also record synchronisation operations (mutex, rwlock,\n"
+    "                        spinlock, condition variable, barrier, semaphore,\n"
+    "                        thread creation and join: what waited, how long) by\n"
+    "                        preloading " RECORD_SYNC_LIB "; a program linked with\n"
+    "                        the --wrap interposers (`layerprof config\n"
+    "                        --wrap-flags`, syncwrap.rsp) records its own calls\n"
+    "                        through them\n" FILTER_HELP_FUNCS "  -h, --help            this text\n"
     "\n"
     "A recorder killed with SIGKILL leaves a trace that ends at most some 200 ms\n"
     "before it died; `layerprof recover DIR` adds what its rings still hold.\n";
@@ -201,7 +213,7 @@ struct recorder {
 	int prog_argc; /* the program and its arguments (argv[optind...]) */
 	char **prog_argv;
 	/* the trace and the session */
-	char preload[2 * PATH_MAX + 2]; /* the runtime (and the heap interposers) */
+	char preload[3 * PATH_MAX + 3]; /* the runtime (and the heap and sync interposers) */
 	char prog[PATH_MAX];            /* the program's file */
 	char session[SESSIONDIR_PATH_MAX + SESSIONDIR_NAME_MAX];
 	struct tracefile tf;
@@ -220,6 +232,8 @@ struct recorder {
 	uint64_t kbuffer;
 	struct ktrace *kt;
 	struct recdyn dyn;
+	bool sync;            /* --sync */
+	const char *sync_how; /* with sync: META "sync" (preload, wrap) */
 	/* the program */
 	pid_t child;
 	int status; /* its wait status, once child_done */
@@ -344,6 +358,7 @@ static int write_meta(struct recorder *rec, uint64_t buffer)
 		m.mem_keep_alive = rec->mem.keep_alive;
 		m.mem_fold_ns = rec->mem.fold_ns;
 	}
+	m.sync = rec->sync ? rec->sync_how : NULL;
 	m.argc = rec->prog_argc;
 	m.argv = rec->prog_argv;
 	n = meta_format(&m, text, sizeof(text));
@@ -450,6 +465,9 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 	case 'm':
 		rec->mem.on = true;
 		break;
+	case RECORD_OPT_SYNC:
+		rec->sync = true;
+		break;
 	case 'D':
 		if (memopts_set_depth(&rec->mem, arg, MEMOPTS_OPTIONS, err, sizeof(err))) {
 			fprintf(stderr, "layerprof record: %s\n", err);
@@ -537,6 +555,7 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "backend", required_argument, NULL, 'W' },
 		{ "libcalls", no_argument, NULL, RECORD_OPT_LIBCALLS },
 		{ "probe", required_argument, NULL, RECORD_OPT_PROBE },
+		{ "sync", no_argument, NULL, RECORD_OPT_SYNC },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -624,6 +643,42 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 	return RECORD_GO_ON;
 }
 
+/* Whether the program's file holds the sync tracer's --wrap interposers
+ * (its own calls then go through them; the preloaded library takes those
+ * of the shared libraries).  A file that cannot be read says no. */
+static bool record_sync_wrapped(const char *prog)
+{
+	struct elfsyms *es;
+	char err[300];
+	bool found = false;
+
+	if (elfsyms_open(prog, &es, err, sizeof(err)))
+		return false;
+	for (size_t i = 0; i < es->nfn && !found; i++)
+		found = es->fn[i].name && !strcmp(es->fn[i].name, RECORD_SYNC_WRAP_SYMBOL);
+	elfsyms_free(es);
+	return found;
+}
+
+/* --sync: the sync interposers, next to the runtime lib, are preloaded
+ * after the runtime (and the heap interposers).  Prints why it fails. */
+static int record_sync_setup(struct recorder *rec, const char *lib)
+{
+	const char *slash = strrchr(lib, '/');
+	char synclib[PATH_MAX];
+	size_t len = strlen(rec->preload);
+	int n;
+
+	n = slash ? snprintf(synclib, sizeof(synclib), "%.*s/%s", (int)(slash - lib), lib, RECORD_SYNC_LIB) : -1;
+	if (n < 0 || (size_t)n >= sizeof(synclib) || access(synclib, R_OK)) {
+		fprintf(stderr, "layerprof record: cannot find %s next to '%s'\n", RECORD_SYNC_LIB, lib);
+		return -ENOENT;
+	}
+	snprintf(rec->preload + len, sizeof(rec->preload) - len, ":%s", synclib);
+	rec->sync_how = "preload";
+	return 0;
+}
+
 /* What the recording needs before anything changes on disk: the libraries
  * to preload, the program's file, the rings' geometry, the record-time
  * filters.  Returns RECORD_GO_ON, or the exit code. */
@@ -647,6 +702,8 @@ static int record_setup(struct recorder *rec)
 		}
 		snprintf(rec->preload, sizeof(rec->preload), "%s:%s", lib, memlib);
 	}
+	if (rec->sync && record_sync_setup(rec, lib))
+		return LP_EXIT_FAILURE;
 	/* found here, as execvp would, so that a missing program leaves the
 	 * previous trace alone and the program's first call is its own exec */
 	r = progpath_find(rec->prog_argv[0], rec->prog, sizeof(rec->prog));
@@ -654,6 +711,8 @@ static int record_setup(struct recorder *rec)
 		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", rec->prog_argv[0], strerror(-r));
 		return r == -ENOENT ? 127 : 126;
 	}
+	if (rec->sync && record_sync_wrapped(rec->prog))
+		rec->sync_how = "wrap";
 	buffer = rec->buffer ? rec->buffer : rec->mem.on ? RECORD_MEM_DEFAULT_BUFFER : RECORD_DEFAULT_BUFFER;
 	rec->buffer = buffer;
 	rec->cfg.chunk_slots = RECORD_CHUNK_SLOTS;
@@ -832,6 +891,7 @@ static int record_spawn(struct recorder *rec)
 	le.memory = rec->mem.on;
 	le.mem_depth = memopts_depth(&rec->mem);
 	le.mem_keep_alive = rec->mem.keep_alive;
+	le.sync = rec->sync ? "1" : NULL;
 	env = launch_env_new(environ, &le);
 	if (!env) {
 		fprintf(stderr, "layerprof record: out of memory\n");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/syncevent.h"
 #include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/analysis/sysstats.h"
@@ -29,7 +30,9 @@ static const char replay_usage[] =
     "(record --syscalls) appear inside the function that made them, as\n"
     "\"[sys] name(args) = result\"; heap operations (record --memory) as\n"
     "\"[mem] malloc(48) = 0x...  caller\"; kernel events (record --kernel) as\n"
-    "\"[kernel] sched_switch: ...\", those during a system call under its line.\n"
+    "\"[kernel] sched_switch: ...\", those during a system call under its line;\n"
+    "synchronisation operations (record --sync) as \"[sync] mutex-lock 0x...\n"
+    "flags=contended wait=12.500us obj2=0 tid=N site=caller+0x1c\".\n"
     "The C library calls of record --libcalls show their arguments and result,\n"
     "as \"write@plt(1, \"hi\\n\", 3) = 3\".\n"
     "\n"
@@ -521,6 +524,54 @@ static void on_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m)
 	        (m->flags & LP_MEM_KEPT) ? " [kept from libc]" : "");
 }
 
+static void sync_flags_text(uint32_t flags, char *buf, size_t size)
+{
+	static const char *const names[] = { "contended", "try", "failed", "timed", "timedout", "serial" };
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (flags & (1u << i))
+			n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "%s%s", n ? "," : "", names[i]);
+	if (!n)
+		snprintf(buf, size, "-");
+}
+
+/* A synchronisation operation, as a leaf like a syscall: its object, how
+ * it went, how long it waited, its call site. */
+static void on_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32], flags[96], site[1024];
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	sync_flags_text(y->flags, flags, sizeof(flags));
+	if (y->site)
+		walk_name(&rp->w, s->image, y->site, site, sizeof(site));
+	else
+		snprintf(site, sizeof(site), "[unknown]");
+	if (rp->json) {
+		fprintf(
+		    rs->f,
+		    "%s{\"type\":\"sync\",\"time_ns\":%llu,\"depth\":%u,\"tid\":%u,\"op\":\"%s\",\"obj\":\"0x%llx\","
+		    "\"flags\":\"%s\",\"wait_ns\":%llu,\"obj2\":\"0x%llx\",\"site\":",
+		    rs->events ? "," : "", (unsigned long long)y->ns, y->depth, s->tid, syncevent_op_name(y->op),
+		    (unsigned long long)y->obj, flags, (unsigned long long)y->wait_ns, (unsigned long long)y->obj2);
+		json_write_string(rs->f, site);
+		fputc('}', rs->f);
+		rs->events++;
+		return;
+	}
+	time_col(rp, y->ns, t, sizeof(t));
+	fprintf(rs->f, "%14s %12s | %*s[sync] %s 0x%llx flags=%s wait=%llu.%03uus obj2=0x%llx tid=%u site=%s\n", t, "",
+	        (int)(2 * y->depth), "", syncevent_op_name(y->op), (unsigned long long)y->obj, flags,
+	        (unsigned long long)(y->wait_ns / 1000), (unsigned)(y->wait_ns % 1000), (unsigned long long)y->obj2,
+	        s->tid, site);
+}
+
 static void on_end(void *ctx, struct walk_stream *s)
 {
 	struct rstream *rs = s->user;
@@ -560,6 +611,7 @@ int cmd_replay(int argc, char **argv)
 		                .probe = on_probe,
 		                .syscall = on_syscall,
 		                .mem = on_mem,
+		                .sync = on_sync,
 		                .kernel = on_kernel,
 		                .end = on_end };
 	struct replay rp = { 0 };

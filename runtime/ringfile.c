@@ -405,6 +405,10 @@ static LP_NOINSTR uint64_t ring_events(const struct lp_slot *slots, uint32_t hea
 			n++;
 			step = LP_RAW_MEM_OP(payload) == LP_MEM_REALLOC ? 3 : 2;
 			break;
+		case LP_RAW_SYNC:
+			n++;
+			step = 3;
+			break;
 		case LP_RAW_EXT:
 			if ((payload >> 32) == LP_EXT_MEM || (payload >> 32) == LP_EXT_CALL)
 				n++;

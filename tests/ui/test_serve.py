@@ -6,7 +6,7 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage,
+groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage, sync,
 counters, synctab (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
@@ -1462,6 +1462,56 @@ def group_kernel(lp, b, tmp, br):
         empty.stop()
 
 
+def group_sync(lp, tmp, br, build):
+    """The sync tracks in the page: the two-thread trace of
+    tests/unit/test_syncviews.c (written by it: the sync capture is not
+    needed), its /api/sync_tracks answer against what `flow` says of the
+    same waits, then the timeline's sync rows and the flow's waits in the
+    browser."""
+    trace = os.path.join(tmp, "sync.trace")
+    r = subprocess.run([os.path.join(build, "tests", "test_syncviews"), "--write", trace], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    if not check(r.returncode == 0, "test_syncviews --write: the synthetic sync trace", r.stderr):
+        return
+    flow = lp.json("flow", "--format", "json", trace, "main_body#1")
+    waits = [s for s in flow["steps"] if s["type"] == "sync"]
+    check(len(waits) == 6 and sum(1 for s in waits if "waker_tid" in s) == 4,
+          "flow main_body#1: six waits, four with the thread that released them", waits)
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve the sync trace", srv.err.text()):
+            return
+        summ = json.loads(get(srv.port, "/api/summary")[2])
+        check(summ["sync"] is True and summ["sync_events"] == 15, "/api/summary: sync, 15 sync events",
+              (summ.get("sync"), summ.get("sync_events")))
+        main = [t for t in summ["threads"] if t["comm"] == "main"][0]
+        worker = [t for t in summ["threads"] if t["comm"] == "worker"][0]
+        st, _, body = get(srv.port, "/api/sync_tracks?thread=%d&px=2000" % main["id"])
+        doc = json.loads(body) if st == 200 else {}
+        rows = {t["id"]: t for t in doc.get("threads", [])}
+        got = [(w[0] + summ["first_ns"], w[1] - w[0], doc["names"][str(w[2])], w[4] is not None)
+               for w in rows.get(main["id"], {}).get("waits", [])]
+        want = [(s["time_ns"], s["duration_ns"], s["text"].split(" ")[0], "waker_tid" in s) for s in waits]
+        check(st == 200 and got == want, "/api/sync_tracks: main's waits as flow tells them (time, length, "
+              "operation, released)", (got, want))
+        check([a[1:3] for a in doc.get("arrows", [])] == [[worker["id"], main["id"]]] * 4,
+              "/api/sync_tracks: four arrows from the worker to main", doc.get("arrows"))
+        st, _, body = get(srv.port, "/api/sync_tracks?thread=999999")
+        check(st == 404, "/api/sync_tracks: an unknown thread is 404", st)
+        if br is None or br.why:
+            skip("the sync tracks in the browser", br.why if br else "no browser")
+            return
+        tree = lp.json("tree", "--format", "json", trace)
+        body = [n for t in tree["threads"] if t["comm"] == "main" for n in t["calls"] if n["name"] == "main_body"]
+        tree_waits = sorted("[wait] %s=%d" % (n["name"], n["calls"]) for n in body[0]["children"] if n.get("sync"))
+        check(len(tree_waits) == 3, "tree --format json: main_body's waits", tree_waits)
+        expect = {"thread": main["id"], "waits": 6, "released": 4, "arrows": 4, "threads": 2,
+                  "tree_waits": tree_waits}
+        br.run("sync", srv.url, expect, prefix="sync-")
+    finally:
+        srv.stop()
+
+
 def group_kernel_live(lp, b, tmp, build):
     """serve --connect --kernel: the session's kernel layer lent to the
     page, the tracks and the off-CPU flame graph fed as chunks arrive, the
@@ -1957,7 +2007,7 @@ def group_synctab(lp, tmp, br, build):
             _, _, body = get(again.port, "/api/summary")
             summ = json.loads(body)
             check(summ.get("from_index") is True and summ.get("sync") is True,
-                  "/api/summary from the index: sync true (META says sync=)",
+                  "/api/summary from the index: sync true",
                   {k: summ.get(k) for k in ("from_index", "sync")})
             _, _, b3 = get(again.port, "/api/sync")
             check(b3 == body2, "/api/sync from the second server: the same answer")
@@ -1982,7 +2032,7 @@ def group_synctab(lp, tmp, br, build):
             "pairs": [t + " — through " + ", ".join(p["objects"]) for t, p in zip(SYNC_PAIRS, doc["pairs"])],
             "top_first": ["1.010 us", "41", "semaphore", "0x6000", "40"],
         }
-        br.run("synctab", srv.url, expect, prefix="sync-")
+        br.run("synctab", srv.url, expect, prefix="synctab-")
     finally:
         srv.stop()
         empty.stop()
@@ -2002,7 +2052,7 @@ def main():
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl", "kernel",
-                          "attach_dynamic", "coverage", "counters", "synctab"]
+                          "attach_dynamic", "coverage", "sync", "counters", "synctab"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -2038,6 +2088,8 @@ def main():
                 group_livetl(lp, b, tmp, br, build)
             elif g == "coverage":
                 group_coverage(lp, b, tmp, br)
+            elif g == "sync":
+                group_sync(lp, tmp, br, build)
             elif g == "counters":
                 group_counters(lp, tmp, br, build)
             elif g == "synctab":

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/syncevent.h"
 #include "common/systab.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/kernel/kevent.h"
 #include "host/lib/kernel/kflow.h"
 
@@ -57,6 +59,7 @@ struct kflow {
 	uint32_t waker;
 	uint64_t wake_ns, timer_ns;
 	uint32_t timer_cpu;
+	struct syncwake sw; /* every thread's sync events, for the waits' releasers */
 	bool oom;
 };
 
@@ -448,6 +451,97 @@ static void cap_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t cou
 	node_add(kf, KFLOW_LOST, kf->nstack ? kf->nodes[kf->stack[kf->nstack - 1]].depth + 1 : 0, ns, 0, text);
 }
 
+/* The stream of thread id `index` (walk_stream.index), or NULL. */
+static const struct walk_stream *stream_by_index(const struct walk *w, uint32_t index)
+{
+	for (uint32_t i = 0; i < w->nstreams; i++)
+		if (w->streams[i]->index == index)
+			return w->streams[i];
+	return NULL;
+}
+
+static void sync_text(struct kflow *kf, const struct walk_sync *y, const struct syncwake_event *e, char *buf,
+                      size_t size)
+{
+	const struct walk_stream *o = e && e->waker != SYNCWAKE_NONE ? stream_by_index(kf->w, e->waker) : NULL;
+	const char *how;
+	char obj[64];
+
+	if (y->op == LP_SYNC_COND_WAIT)
+		snprintf(obj, sizeof(obj), "0x%llx (mutex 0x%llx)", (unsigned long long)y->obj,
+		         (unsigned long long)y->obj2);
+	else
+		snprintf(obj, sizeof(obj), "0x%llx", (unsigned long long)y->obj);
+	if (y->flags & LP_SYNC_TIMEDOUT) {
+		snprintf(buf, size, "%s %s, timed out", syncevent_op_name(y->op), obj);
+		return;
+	}
+	if (y->flags & LP_SYNC_FAILED) {
+		snprintf(buf, size, "%s %s, failed", syncevent_op_name(y->op), obj);
+		return;
+	}
+	if (!o) {
+		snprintf(buf, size, "%s %s, no release seen", syncevent_op_name(y->op), obj);
+		return;
+	}
+	switch (y->op) {
+	case LP_SYNC_COND_WAIT:
+		how = "signalled by";
+		break;
+	case LP_SYNC_SEM_WAIT:
+		how = "posted by";
+		break;
+	case LP_SYNC_BARRIER_WAIT:
+		how = "last to arrive:";
+		break;
+	case LP_SYNC_JOIN:
+		how = "ended:";
+		break;
+	default:
+		how = "released by";
+		break;
+	}
+	snprintf(buf, size, "%s %s, %s thread %u (%s)", syncevent_op_name(y->op), obj, how, o->tid, o->comm);
+}
+
+/* A sync wait in the call: a step from its beginning, before the system
+ * calls and kernel events of the wait (already there), which go one level
+ * down, inside it. */
+static void cap_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
+{
+	struct kflow *kf = ctx;
+	uint64_t wait = y->wait_ns < y->ns ? y->wait_ns : y->ns, begin = y->ns - wait;
+	const struct syncwake_event *e;
+	const struct walk_stream *o;
+	struct kflow_node n;
+	char text[256];
+	size_t at;
+
+	if (!capturing(kf, s) || !wait || !syncwake_is_wait(y->op, 0, 1))
+		return;
+	e = syncwake_find(&kf->sw, s->index, y->ns, y->op, y->obj);
+	sync_text(kf, y, e, text, sizeof(text));
+	if (!node_add(kf, KFLOW_SYNC, rel_depth(kf, y->depth), begin, wait, text))
+		return;
+	if (e && e->waker != SYNCWAKE_NONE && (o = stream_by_index(kf->w, e->waker))) {
+		kf->nodes[kf->nnodes - 1].waker_tid = o->tid;
+		kf->nodes[kf->nnodes - 1].release_ns = e->release_ns;
+	}
+	n = kf->nodes[kf->nnodes - 1];
+	at = kf->nnodes - 1;
+	while (at > 0 && kf->nodes[at - 1].type != KFLOW_CALL && kf->nodes[at - 1].ns >= begin &&
+	       kf->nodes[at - 1].depth >= n.depth)
+		at--;
+	memmove(&kf->nodes[at + 1], &kf->nodes[at], (kf->nnodes - 1 - at) * sizeof(n));
+	kf->nodes[at] = n;
+	for (size_t i = at + 1; i < kf->nnodes; i++)
+		kf->nodes[i].depth++;
+	if (kf->off_node != SIZE_MAX && kf->off_node >= at)
+		kf->off_node++;
+	if (kf->sys_first != SIZE_MAX && kf->sys_first >= at)
+		kf->sys_first++;
+}
+
 /* ---- the whole ---------------------------------------------------------------- */
 
 struct kflow *kflow_new(struct walk *w, const char *func, uint64_t nth, uint32_t tid)
@@ -462,6 +556,7 @@ struct kflow *kflow_new(struct walk *w, const char *func, uint64_t nth, uint32_t
 	kf->func = strdup(func);
 	kf->kl = klayer_new(w);
 	kf->sys_first = kf->off_node = SIZE_MAX;
+	syncwake_init(&kf->sw);
 	if (!kf->func || !kf->kl) {
 		kflow_free(kf);
 		return NULL;
@@ -471,7 +566,7 @@ struct kflow *kflow_new(struct walk *w, const char *func, uint64_t nth, uint32_t
 
 int kflow_run(struct kflow *kf)
 {
-	struct walk_ops ops[2] = { { 0 }, { 0 } };
+	struct walk_ops ops[3] = { { 0 }, { 0 }, { 0 } };
 	const struct kflow_call *c;
 	int r;
 
@@ -480,10 +575,12 @@ int kflow_run(struct kflow *kf)
 	ops[1].entry = count_entry;
 	ops[1].exit = count_exit;
 	ops[0].next = &ops[1];
+	syncwake_walk_ops(&kf->sw, &ops[2]);
+	ops[1].next = &ops[2];
 	r = walk_run(kf->w, &ops[0]);
 	if (r)
 		return r;
-	if (kf->oom)
+	if (kf->oom || syncwake_resolve(&kf->sw))
 		return -ENOMEM;
 	qsort(kf->calls, kf->ncalls, sizeof(*kf->calls), call_cmp);
 	for (size_t i = 0; i < kf->ncalls; i++)
@@ -502,6 +599,7 @@ int kflow_run(struct kflow *kf)
 	ops[1].kernel = cap_kernel;
 	ops[1].mem = cap_mem;
 	ops[1].lost = cap_lost;
+	ops[1].sync = cap_sync;
 	r = walk_run(kf->w, &ops[1]);
 	if (!r && kf->oom)
 		r = -ENOMEM;
@@ -541,13 +639,14 @@ void kflow_free(struct kflow *kf)
 	free(kf->names);
 	hashindex_release(&kf->nameindex);
 	klayer_free(kf->kl);
+	syncwake_release(&kf->sw);
 	free(kf->func);
 	free(kf);
 }
 
 /* ---- JSON --------------------------------------------------------------------- */
 
-static const char *const kflow_type_names[] = { "call", "syscall", "kernel", "off_cpu", "mem", "lost" };
+static const char *const kflow_type_names[] = { "call", "syscall", "kernel", "off_cpu", "mem", "lost", "sync" };
 
 static void json_call_layers(struct json *j, const struct kflow_call *c)
 {
@@ -617,6 +716,11 @@ void kflow_json_call(struct json *j, const char *func, const struct kflow *kf, u
 			json_u64(j, "duration_ns", nd->dur_ns);
 		if (nd->event)
 			json_str(j, "event", nd->event);
+		if (nd->waker_tid) {
+			json_u64(j, "waker_tid", nd->waker_tid);
+			if (nd->release_ns)
+				json_u64(j, "release_ns", nd->release_ns);
+		}
 		json_str(j, nd->type == KFLOW_CALL ? "name" : "text", nd->text);
 		json_object_end(j);
 	}

@@ -4,10 +4,10 @@
 #include <string.h>
 
 #include "host/lib/export/syncreport.h"
-#include "host/lib/serve/present.h"
 #include "host/lib/serve/query.h"
 #include "host/lib/serve/synctab.h"
 #include "host/lib/util/error.h"
+#include "host/lib/trace/walk.h"
 #include "host/lib/util/json.h"
 
 #define NO_SYNC "no sync events in this trace: the Sync view needs a trace recorded with --sync"
@@ -26,13 +26,6 @@ void servesync_release(struct servesync *sc)
 	sc->doc = NULL;
 	sc->done = false;
 	pthread_mutex_destroy(&sc->lock);
-}
-
-bool servesync_present(const char *dir, const struct walk *model_w)
-{
-	if (model_w)
-		return model_w->sync_events != 0;
-	return dir && servepresent_meta(dir, "sync");
 }
 
 static int no_sync(FILE *out, const char *reason)

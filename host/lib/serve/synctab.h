@@ -17,8 +17,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "host/lib/trace/walk.h"
-
 struct servesync {
 	pthread_mutex_t lock;
 	bool done;  /* doc holds the answer */
@@ -30,12 +28,6 @@ struct servesync {
 void servesync_init(struct servesync *sc);
 /* Frees the answer kept.  Call when no request uses sc any more. */
 void servesync_release(struct servesync *sc);
-
-/* Whether the trace in dir has sync events, for the summary: from the
- * model's walk after its pass (model_w), else (the model was read from
- * its index) from the trace's META, where record --sync says "sync=".
- * Reads no events. */
-bool servesync_present(const char *dir, const struct walk *model_w);
 
 /* Answers GET /api/sync for the trace in dir (NULL: a live session, whose
  * sync events are not kept) into out.  Returns the HTTP status: 200 with
