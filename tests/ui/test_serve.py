@@ -1927,6 +1927,44 @@ SYNC_PAIRS = ["producer side (tid 40) is slow: consumers wait 90% of the time, p
 SYNC_NONE = "no sync events in this trace: the Sync view needs a trace recorded with --sync"
 
 
+def synctab_program(lp, tmp, build):
+    """A real program recorded with --sync (tests/programs/sync_prodcons.c:
+    5 items, each made 10 ms after the consumer waits for it): /api/sync
+    is report --sync's document of it."""
+    trace = os.path.join(tmp, "t-sync-prodcons")
+    r = lp("record", "-q", "--sync", "-o", trace, "--", os.path.join(build, "tests", "sync_prodcons"))
+    if not check(r.returncode == 0 and r.stdout == "consumed=5\n", "record --sync sync_prodcons", r.stderr):
+        return
+    cli = lp.json("report", "--sync", "--format", "json", trace)
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve the sync_prodcons trace", srv.err.text()):
+            return
+        st, _, body = get(srv.port, "/api/sync")
+        doc = json.loads(body) if st == 200 else {}
+        check(st == 200 and doc.get("has_sync") is True and {k: doc.get(k) for k in cli} == cli,
+              "/api/sync of sync_prodcons: the document of report --sync --format json", (st, body[:300]))
+        conds, locks = doc.get("conditions", []), doc.get("locks", [])
+        c = conds[0] if len(conds) == 1 else {}
+        waiters = [w["tid"] for w in c.get("waiters", [])]
+        signallers = [(x["tid"], x["count"]) for x in c.get("signallers", [])]
+        check(len(locks) == 1 and locks[0]["acquisitions"] == 6 and c.get("kind") == "cond" and
+              c.get("calls") == 5 and c.get("waits") == 5 and c.get("signals") == 5 and
+              c.get("wait_ns", 0) >= 5 * 10 ** 7 and len(waiters) == 1 and len(signallers) == 1 and
+              signallers[0][1] == 5 and signallers[0][0] != waiters[0],
+              "/api/sync of sync_prodcons: one mutex locked 6 times; one condition waited 5 times for at least 10 ms "
+              "each by the consumer, signalled 5 times by the producer", (locks, c))
+        pairs = doc.get("pairs", [])
+        check(len(pairs) == 1 and pairs[0]["producers"] == [signallers[0][0]] and
+              pairs[0]["consumers"] == waiters and pairs[0]["slow"] == "producer",
+              "/api/sync of sync_prodcons: the producer is the slow side", pairs)
+        main_tid = [t["tid"] for t in doc.get("threads", []) if t["waits_by_kind"]["join"]["waits"]]
+        check(sorted(j["joined_tid"] for j in doc.get("joins", [])) == sorted(waiters + [signallers[0][0]]) and
+              len(main_tid) == 1, "/api/sync of sync_prodcons: the main thread joined both", doc.get("joins"))
+    finally:
+        srv.stop()
+
+
 def group_synctab(lp, tmp, br, build):
     writer = os.path.join(build, "tests", "ui_synth_trace")
     trace, plain = os.path.join(tmp, "t-sync"), os.path.join(tmp, "t-sync-plain")
@@ -2012,6 +2050,7 @@ def group_synctab(lp, tmp, br, build):
             _, _, b3 = get(again.port, "/api/sync")
             check(b3 == body2, "/api/sync from the second server: the same answer")
 
+        synctab_program(lp, tmp, build)
         if br.why:
             skip("sync in the browser", br.why)
             return
