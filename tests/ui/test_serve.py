@@ -512,6 +512,11 @@ def group_live(lp, b, tmp, br, build):
         st, _, body = get(srv.port, "/api/coverage")
         check(st == 404 and "needs a saved trace" in json.loads(body).get("error", ""),
               "/api/coverage of a live session: 404, coverage needs a saved trace", (st, body[:200]))
+        for what, has in (("counters", "has_counters"), ("sync", "has_sync")):
+            st, _, body = get(srv.port, "/api/" + what)
+            d = json.loads(body) if st == 200 else {}
+            check(st == 200 and d.get(has) is False and "needs a saved trace" in d.get("reason", ""),
+                  "/api/%s of a live session: %s false, the view needs a saved trace" % (what, has), (st, body[:200]))
         br.run("live", srv.url, {"function": "tick"})
         # the page's commands, checked from the API side too
         st, _, body = get(srv.port, "/api/live/bogus", method="POST", body=b"", headers={"X-Layerprof": "1"})
