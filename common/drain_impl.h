@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/clocksync.h"
+#include "common/ctrevent.h"
 #include "common/drain.h"
 #include "common/encoder.h"
 #include "common/filter.h"
@@ -20,6 +21,7 @@
 /* sync events a folding stage holds, at most (it holds at most
  * MEMFOLD_QUEUE_MAX events) */
 #define DRAIN_SYNC_HELD_MAX (1u << 17)
+#define DRAIN_CTR_TOTALS_MAX 16u
 
 /* stream.exit_status of a stream that gets no EXIT event */
 #define DRAIN_EXIT_NONE (-2)
@@ -73,7 +75,41 @@ struct stream {
 	/* the latest event of the streams of its image that closed before it
 	 * (threads that ended): the process's EXIT comes after them too */
 	uint64_t peers_last_ns;
+	/* record --counters: the counter event of the ENTRY or EXIT the
+	 * filter stage is handed now, written after that event if the stage
+	 * passes it on at once (NULL: none) */
+	const struct ctrevent *ctr_pending;
+	uint8_t ctr_pending_type; /* LP_EV_ENTRY or LP_EV_EXIT */
+	/* the ENTRY and EXIT counter events the folding stage holds (as
+	 * LP_EV_COUNTER events in its queue), oldest first; NULL until the
+	 * first */
+	struct drain_ctrfifo *ctr_fifo;
 	struct drain *d;
+};
+
+/* A counter event held by the folding stage: up to DRAIN_CTR_FIFO_MAX per
+ * stream (the stage holds at most MEMFOLD_QUEUE_MAX events); past that the
+ * stage hands out what it holds first. */
+#define DRAIN_CTR_FIFO_MAX 65536u
+struct drain_ctrheld {
+	uint64_t fn;
+	uint8_t kind;
+	uint8_t n;
+	uint64_t values[LP_COUNTERS_MAX];
+};
+
+struct drain_ctrfifo {
+	struct drain_ctrheld *a;
+	uint32_t cap; /* a power of two */
+	uint32_t head, tail;
+};
+
+/* The program's counter totals (drain_counter_totals), kept until the
+ * stream that ends its process closes. */
+struct drain_ctrtotals {
+	pid_t pid;
+	uint32_t n;
+	struct ctrevent ev[];
 };
 
 /* The folding stages of one process image share its pairing. */
@@ -122,6 +158,8 @@ struct drain {
 	struct drainwatch *watch; /* NULL until the first stream */
 	uint64_t last_watch;      /* time of its last check */
 	struct drainloss *loss;   /* threads without a ring; NULL: not looked at */
+	struct drain_ctrtotals *ctr_totals[DRAIN_CTR_TOTALS_MAX];
+	size_t nctr_totals;
 	int error;
 };
 

@@ -34,7 +34,8 @@ static const char replay_usage[] =
     "synchronisation operations (record --sync) as \"[sync] mutex-lock 0x...\n"
     "flags=contended wait=12.500us obj2=0 tid=N site=caller+0x1c\".\n"
     "The C library calls of record --libcalls show their arguments and result,\n"
-    "as \"write@plt(1, \"hi\\n\", 3) = 3\".\n"
+    "as \"write@plt(1, \"hi\\n\", 3) = 3\".  Counter values (record --counters) as\n"
+    "\"[counters] entry work cycles=... page-faults=...\", one line each.\n"
     "\n"
     "      --format FMT      text (default) or json (one object per thread with\n"
     "                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
@@ -572,6 +573,79 @@ static void on_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
 	        s->tid, site);
 }
 
+static const char *const replay_ctr_kinds[] = {
+	[LP_CTR_BEGIN] = "begin", [LP_CTR_ENTRY] = "entry",     [LP_CTR_EXIT] = "exit",     [LP_CTR_END] = "end",
+	[LP_CTR_CPU] = "cpu",     [LP_CTR_PROCESS] = "process", [LP_CTR_SAMPLE] = "sample",
+};
+
+/* The i-th counter's name (META counters), or "counterI". */
+static const char *ctr_name(const struct replay *rp, uint32_t i, char *buf, size_t size)
+{
+	if (i < rp->w.ncounters)
+		return rp->w.counters[i];
+	snprintf(buf, size, "counter%u", i);
+	return buf;
+}
+
+/* Counter values (record --counters), one line each, at the depth of the
+ * calls their function makes: "[counters] entry work cycles=... ...";
+ * a thread's and the program's totals name no function. */
+static void on_counter(void *ctx, struct walk_stream *s, const struct walk_counter *c)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32], fname[1024] = "", nbuf[32];
+	const char *kind =
+	    c->kind < sizeof(replay_ctr_kinds) / sizeof(replay_ctr_kinds[0]) ? replay_ctr_kinds[c->kind] : NULL;
+	uint32_t i;
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	if (c->fn)
+		walk_name(&rp->w, s->image, c->fn, fname, sizeof(fname));
+	if (rp->json) {
+		fprintf(rs->f, "%s{\"type\":\"counter\",\"time_ns\":%llu,\"depth\":%u,\"kind\":\"%s\"",
+		        rs->events ? "," : "", (unsigned long long)c->ns, c->depth, kind ? kind : "unknown");
+		if (c->fn) {
+			fputs(",\"name\":", rs->f);
+			json_write_string(rs->f, fname);
+		}
+		if (c->kind == LP_CTR_CPU)
+			fprintf(rs->f, ",\"cpu\":%u", c->cpu);
+		if (c->flags & LP_CTR_SCALED)
+			fputs(",\"scaled\":true", rs->f);
+		fputs(",\"values\":{", rs->f);
+		for (i = 0; i < c->n; i++) {
+			fputs(i ? "," : "", rs->f);
+			json_write_string(rs->f, ctr_name(rp, i, nbuf, sizeof(nbuf)));
+			fprintf(rs->f, ":%llu", (unsigned long long)c->values[i]);
+		}
+		fputc('}', rs->f);
+		if (c->enabled) {
+			fputs(",\"enabled_ns\":[", rs->f);
+			for (i = 0; i < c->n; i++)
+				fprintf(rs->f, "%s%llu", i ? "," : "", (unsigned long long)c->enabled[i]);
+			fputs("],\"running_ns\":[", rs->f);
+			for (i = 0; i < c->n; i++)
+				fprintf(rs->f, "%s%llu", i ? "," : "", (unsigned long long)c->running[i]);
+			fputc(']', rs->f);
+		}
+		fputc('}', rs->f);
+		rs->events++;
+		return;
+	}
+	time_col(rp, c->ns, t, sizeof(t));
+	fprintf(rs->f, "%14s %12s | %*s[counters] %s", t, "", (int)(2 * c->depth), "", kind ? kind : "unknown");
+	if (c->fn)
+		fprintf(rs->f, " %s", fname);
+	if (c->kind == LP_CTR_CPU)
+		fprintf(rs->f, " %u", c->cpu);
+	for (i = 0; i < c->n; i++)
+		fprintf(rs->f, " %s=%llu", ctr_name(rp, i, nbuf, sizeof(nbuf)), (unsigned long long)c->values[i]);
+	fputs(c->flags & LP_CTR_SCALED ? " (scaled)\n" : "\n", rs->f);
+}
+
 static void on_end(void *ctx, struct walk_stream *s)
 {
 	struct rstream *rs = s->user;
@@ -613,6 +687,7 @@ int cmd_replay(int argc, char **argv)
 		                .mem = on_mem,
 		                .sync = on_sync,
 		                .kernel = on_kernel,
+		                .counter = on_counter,
 		                .end = on_end };
 	struct replay rp = { 0 };
 	struct filter_opts fopts = { 0 };

@@ -410,8 +410,8 @@ enum lp_raw_type {
 	                     * else 0)}; the record's time is the operation's
 	                     * end (acquired, woken, returned) */
 	LP_RAW_COUNTER = 9, /* payload: see LP_RAW_CTR_*; counter values
-	                     * (record --counters): n u64 values follow in
-	                     * the next ceil(n / 2) slots, never across a
+	                     * (record --counters): the values follow in the
+	                     * next slots, two per slot, never across a
 	                     * chunk, in the order of the trace's counter set
 	                     * (META "counters").  An ENTRY or EXIT record
 	                     * stands for the function event as well (no
@@ -425,7 +425,10 @@ enum lp_raw_type {
 #define LP_RAW_SYNC_PAYLOAD(op, flags) ((uint64_t)((op)&0xff) | (uint64_t)((flags)&0xffff) << 8)
 
 /* Payload of an LP_RAW_COUNTER slot: bits 0..47 the function (ENTRY,
- * EXIT; else 0), 48..51 the number of values, 52..55 the kind. */
+ * EXIT) or, for the other kinds, enum lp_ctr_flags; 48..51 the number of
+ * values n, 52..55 the kind.  With LP_CTR_HAS_TIMES, 2n more values follow
+ * the n counts: each counter's enabled and running times (ns), in pairs,
+ * so that the record is 1 + ceil(3n / 2) slots. */
 #define LP_RAW_CTR_FN_MASK ((UINT64_C(1) << 48) - 1)
 #define LP_RAW_CTR_FN(payload) ((payload)&LP_RAW_CTR_FN_MASK)
 #define LP_RAW_CTR_N(payload) ((uint32_t)(((payload) >> 48) & 0xf))
