@@ -1771,6 +1771,55 @@ def ctr_fn_names(doc):
     return [f["name"] for f in doc.get("functions", [])]
 
 
+CTR_PAGES = os.path.join(ROOT, "tests", "programs", "ctr_pages.c")
+CTR_PAGES_SLACK = 2  # a touch_pages call may fault on a stack page and a ring page too (test_counters.py)
+
+
+def counters_program(lp, tmp):
+    """A real program recorded with --counters (tests/programs/ctr_pages.c:
+    main touches 100 fresh pages, its two threads 64 and 128):
+    /api/counters is report --counters' document of it, each thread's
+    touch_pages call counts its pages' faults, and an event the machine
+    cannot count is listed unavailable with the kernel's reason."""
+    prog = os.path.join(tmp, "ctr_pages")
+    r = subprocess.run(["gcc", "-std=c11", "-g", "-pthread", "-O0", "-finstrument-functions", CTR_PAGES, "-o", prog],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if not check(r.returncode == 0, "build ctr_pages -O0 -finstrument-functions", r.stdout):
+        return
+    trace = os.path.join(tmp, "t-ctr-pages")
+    r = lp("record", "-q", "--counters=task-clock,page-faults,cycles", "-o", trace, "--", prog)
+    if not check(r.returncode == 3 and r.stdout.startswith("ctr_pages: touched 100 pages"),
+                 "record --counters=task-clock,page-faults,cycles ctr_pages (its exit status 3)", r.stderr):
+        return
+    r = lp("report", "--counters", "--format", "json", trace)
+    if not check(r.returncode == 0, "report --counters of ctr_pages", r.stderr):
+        return
+    cli = json.loads(r.stdout)
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve the ctr_pages trace", srv.err.text()):
+            return
+        _, _, body = get(srv.port, "/api/summary")
+        check(json.loads(body).get("counters") is True, "/api/summary of ctr_pages: counters true")
+        st, doc = ctr_api(srv.port)
+        check(st == 200 and {k: doc.get(k) for k in cli} == cli,
+              "/api/counters of ctr_pages: the document of report --counters --format json", (st, str(doc)[:300]))
+        names = doc.get("counters", [])
+        cycles = [u for u in doc.get("unavailable", []) if u["name"] == "cycles"]
+        check(names[:2] == ["task-clock", "page-faults"] and
+              ("cycles" in names or (len(cycles) == 1 and cycles[0]["reason"])),
+              "/api/counters of ctr_pages: task-clock and page-faults; cycles counted or unavailable with a reason",
+              (names, doc.get("unavailable")))
+        st, d = ctr_api(srv.port, "?per_thread=1&q=touch_pages&sort=incl:page-faults")
+        pages = [f["inclusive"]["page-faults"] for f in d.get("functions", [])]
+        want = (128, 100, 64)
+        check(st == 200 and len(pages) == 3 and all(w <= p <= w + CTR_PAGES_SLACK for p, w in zip(pages, want)),
+              "/api/counters?per_thread=1 of ctr_pages: each thread's touch_pages counts its 128, 100, 64 page "
+              "faults (+%d at most), most first" % CTR_PAGES_SLACK, (st, pages))
+    finally:
+        srv.stop()
+
+
 def group_counters(lp, tmp, br, build):
     writer = os.path.join(build, "tests", "ui_synth_trace")
     trace, plain = os.path.join(tmp, "t-ctr"), os.path.join(tmp, "t-ctr-plain")
@@ -1895,6 +1944,7 @@ def group_counters(lp, tmp, br, build):
             _, _, b2 = get(again.port, "/api/counters")
             check(b2 == body1, "/api/counters from the second server: the same answer")
 
+        counters_program(lp, tmp)
         if br.why:
             skip("counters in the browser", br.why)
             return
