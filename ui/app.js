@@ -152,6 +152,8 @@ async function loadSummary() {
   fillThreads($('tree-thread'), s.threads, state.tree);
   fillThreads($('tl-thread'), s.threads, state.tl);
   setKernel(s);
+  setCountersTab(s);
+  setSyncTab(s);
   setSync(s);
   return s;
 }
@@ -2067,6 +2069,8 @@ const loaders = {
   flow: loadFlow,
   heap: loadHeap,
   coverage: loadCoverage,
+  counters: loadCounters, /* counters.js */
+  sync: loadSync, /* synctab.js */
 };
 
 function showView(name) {
@@ -2196,6 +2200,7 @@ async function main() {
   setupLayers();
   setupFlow();
   setupCoverage();
+  setupCounters();
   $('profile-flow').addEventListener('click', () => { if (state.pick) openFlow(state.pick.name, 0); });
   $('tree-flow').addEventListener('click', () => { if (state.pick) openFlow(state.pick.name, state.pick.tid); });
   for (const b of $('tabs').querySelectorAll('button')) b.addEventListener('click', () => showView(b.dataset.view));

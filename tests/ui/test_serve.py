@@ -6,8 +6,8 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage, sync
-(default: all)
+groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage, sync,
+counters, synctab (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
 no other group ran.  Screenshots go to BUILD_DIR/tests/ui-artifacts/."""
@@ -512,6 +512,11 @@ def group_live(lp, b, tmp, br, build):
         st, _, body = get(srv.port, "/api/coverage")
         check(st == 404 and "needs a saved trace" in json.loads(body).get("error", ""),
               "/api/coverage of a live session: 404, coverage needs a saved trace", (st, body[:200]))
+        for what, has in (("counters", "has_counters"), ("sync", "has_sync")):
+            st, _, body = get(srv.port, "/api/" + what)
+            d = json.loads(body) if st == 200 else {}
+            check(st == 200 and d.get(has) is False and "needs a saved trace" in d.get("reason", ""),
+                  "/api/%s of a live session: %s false, the view needs a saved trace" % (what, has), (st, body[:200]))
         br.run("live", srv.url, {"function": "tick"})
         # the page's commands, checked from the API side too
         st, _, body = get(srv.port, "/api/live/bogus", method="POST", body=b"", headers={"X-Layerprof": "1"})
@@ -1786,6 +1791,404 @@ def group_coverage(lp, b, tmp, br):
         srv_damaged.stop()
 
 
+# ---------------------------------------------------------------- the Counters tab
+
+# The values tests/ui/synth_trace.c writes (its comments say how each comes
+# about): instructions, cycles, cache-misses, cache-references.
+CTR_NAMES = ["instructions", "cycles", "cache-misses", "cache-references"]
+CTR_INCL = {"ctr_main": [2000, 2000, 10, 100], "ctr_outer": [900, 600, 8, 60], "ctr_inner": [700, 300, 7, 50]}
+CTR_SELF = {"ctr_main": [1100, 1400, 2, 40], "ctr_outer": [500, 400, 4, 40], "ctr_inner": [700, 300, 7, 50]}
+CTR_CALLS = {"ctr_main": 1, "ctr_outer": 1, "ctr_inner": 3}
+CTR_IPC = {"ctr_main": 1.0, "ctr_outer": 1.5, "ctr_inner": 2.33333}  # incl instructions / cycles, 6 digits
+CTR_PER_THREAD_INNER = {10: [400, 200, 4, 20], 11: [300, 100, 3, 30]}
+CTR_UNAVAILABLE = [{"name": "LLC-loads", "reason": "not supported"}, {"name": "bus-cycles", "reason": "no PMU"}]
+CTR_PROGRAM = [2500, 2500, 15, 150]
+CTR_CPUS = {0: [1500, 1400, 10, 100], 1: [1000, 1100, 5, 50]}
+CTR_THREADS = {10: [2100, 2100, 11, 110], 11: [400, 400, 4, 40]}
+CTR_METRICS = ["IPC", "cache-misses MPKI", "cache-misses ratio"]
+CTR_SORT_HELP = ("sort: comma-separated keys of report --counters -s: incl:COUNTER, self:COUNTER, COUNTER, a derived "
+                 "metric, calls or name")
+
+
+def by_names(values):
+    return dict(zip(CTR_NAMES, values))
+
+
+def ctr_api(port, query=""):
+    st, _, body = get(port, "/api/counters" + query)
+    try:
+        return st, json.loads(body)
+    except ValueError:
+        return st, {"unparsed": body[:300]}
+
+
+def ctr_fn_names(doc):
+    return [f["name"] for f in doc.get("functions", [])]
+
+
+CTR_PAGES = os.path.join(ROOT, "tests", "programs", "ctr_pages.c")
+CTR_PAGES_SLACK = 2  # a touch_pages call may fault on a stack page and a ring page too (test_counters.py)
+
+
+def counters_program(lp, tmp):
+    """A real program recorded with --counters (tests/programs/ctr_pages.c:
+    main touches 100 fresh pages, its two threads 64 and 128):
+    /api/counters is report --counters' document of it, each thread's
+    touch_pages call counts its pages' faults, and an event the machine
+    cannot count is listed unavailable with the kernel's reason."""
+    prog = os.path.join(tmp, "ctr_pages")
+    r = subprocess.run(["gcc", "-std=c11", "-g", "-pthread", "-O0", "-finstrument-functions", CTR_PAGES, "-o", prog],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if not check(r.returncode == 0, "build ctr_pages -O0 -finstrument-functions", r.stdout):
+        return
+    trace = os.path.join(tmp, "t-ctr-pages")
+    r = lp("record", "-q", "--counters=task-clock,page-faults,cycles", "-o", trace, "--", prog)
+    if not check(r.returncode == 3 and r.stdout.startswith("ctr_pages: touched 100 pages"),
+                 "record --counters=task-clock,page-faults,cycles ctr_pages (its exit status 3)", r.stderr):
+        return
+    r = lp("report", "--counters", "--format", "json", trace)
+    if not check(r.returncode == 0, "report --counters of ctr_pages", r.stderr):
+        return
+    cli = json.loads(r.stdout)
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve the ctr_pages trace", srv.err.text()):
+            return
+        _, _, body = get(srv.port, "/api/summary")
+        check(json.loads(body).get("counters") is True, "/api/summary of ctr_pages: counters true")
+        st, doc = ctr_api(srv.port)
+        check(st == 200 and {k: doc.get(k) for k in cli} == cli,
+              "/api/counters of ctr_pages: the document of report --counters --format json", (st, str(doc)[:300]))
+        names = doc.get("counters", [])
+        cycles = [u for u in doc.get("unavailable", []) if u["name"] == "cycles"]
+        check(names[:2] == ["task-clock", "page-faults"] and
+              ("cycles" in names or (len(cycles) == 1 and cycles[0]["reason"])),
+              "/api/counters of ctr_pages: task-clock and page-faults; cycles counted or unavailable with a reason",
+              (names, doc.get("unavailable")))
+        st, d = ctr_api(srv.port, "?per_thread=1&q=touch_pages&sort=incl:page-faults")
+        pages = [f["inclusive"]["page-faults"] for f in d.get("functions", [])]
+        want = (128, 100, 64)
+        check(st == 200 and len(pages) == 3 and all(w <= p <= w + CTR_PAGES_SLACK for p, w in zip(pages, want)),
+              "/api/counters?per_thread=1 of ctr_pages: each thread's touch_pages counts its 128, 100, 64 page "
+              "faults (+%d at most), most first" % CTR_PAGES_SLACK, (st, pages))
+    finally:
+        srv.stop()
+
+
+def group_counters(lp, tmp, br, build):
+    writer = os.path.join(build, "tests", "ui_synth_trace")
+    trace, plain = os.path.join(tmp, "t-ctr"), os.path.join(tmp, "t-ctr-plain")
+    for t, kind in ((trace, "counters"), (plain, "plain")):
+        r = subprocess.run([writer, t, kind], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        if not check(r.returncode == 0, "synth_trace writes the %s trace" % kind, r.stdout):
+            return
+    r = lp("report", "--counters", "--format", "json", trace)
+    if not check(r.returncode == 0, "layerprof report --counters --format json", r.stderr):
+        return
+    cli = json.loads(r.stdout)
+    srv = Server(lp, [trace])
+    empty = Server(lp, [plain])
+    again = None
+    try:
+        if not check(srv.url is not None and empty.url is not None, "serve the counters trace and a plain one",
+                     srv.err.text() + empty.err.text()):
+            return
+        _, _, body = get(srv.port, "/api/summary")
+        summ = json.loads(body)
+        check(summ.get("counters") is True and summ.get("from_index") is False,
+              "/api/summary of the counters trace: counters true (its pass saw counter records)", summ.get("counters"))
+        _, _, body = get(empty.port, "/api/summary")
+        check(json.loads(body).get("counters") is False, "/api/summary of a trace without counters: counters false")
+
+        st, doc = ctr_api(srv.port)
+        check(st == 200 and doc.get("has_counters") is True and {k: doc.get(k) for k in cli} == cli,
+              "/api/counters: the document of report --counters --format json, has_counters true",
+              (st, json.dumps(doc)[:400]))
+        check(doc.get("sort") == "incl:instructions" and doc.get("dir") == "desc" and doc.get("per_thread") is False and
+              doc.get("total_functions") == 3 and doc.get("offset") == 0 and "damage" not in doc,
+              "/api/counters: sorted by incl:instructions, largest first, 3 functions, no damage",
+              {k: doc.get(k) for k in ("sort", "dir", "per_thread", "total_functions", "offset")})
+        fns = {f["name"]: f for f in doc.get("functions", [])}
+        check(ctr_fn_names(doc) == ["ctr_main", "ctr_outer", "ctr_inner"] and
+              all(fns[n]["inclusive"] == by_names(CTR_INCL[n]) and fns[n]["self"] == by_names(CTR_SELF[n]) and
+                  fns[n]["calls"] == CTR_CALLS[n] for n in CTR_INCL),
+              "/api/counters: inclusive and self counts and calls of ctr_main, ctr_outer, ctr_inner",
+              json.dumps(doc.get("functions"))[:600])
+        check({n: fns[n]["derived"]["IPC"] for n in fns} == CTR_IPC and
+              fns["ctr_main"]["derived"]["cache-misses MPKI"] == 5 and
+              fns["ctr_inner"]["derived"]["cache-misses ratio"] == 0.14,
+              "/api/counters: IPC 1, 1.5, 2.33333; ctr_main 5 misses per 1000 instructions; ctr_inner misses 14%",
+              {n: fns[n]["derived"] for n in fns})
+        check(doc.get("unavailable") == CTR_UNAVAILABLE and doc.get("read") == "read" and doc.get("scope") == "user" and
+              doc.get("scaled_records") == 1 and [m["name"] for m in doc.get("metrics", [])] == CTR_METRICS,
+              "/api/counters header: unavailable LLC-loads and bus-cycles with their reasons, read(2), user space, "
+              "1 scaled record, the metrics IPC, MPKI, ratio",
+              {k: doc.get(k) for k in ("unavailable", "read", "scope", "scaled_records")})
+        prog = doc.get("program") or {}
+        check(prog.get("source") == "process" and prog.get("values") == by_names(CTR_PROGRAM) and
+              prog.get("derived") == {"IPC": 1, "cache-misses MPKI": 6, "cache-misses ratio": 0.1},
+              "/api/counters program: the recorder's totals 2500 2500 15 150, IPC 1, MPKI 6, ratio 0.1", prog)
+        check({c["cpu"]: [c["values"][n] for n in CTR_NAMES] for c in doc.get("cpus", [])} == CTR_CPUS and
+              all("scale" not in c for c in doc.get("cpus", [])),
+              "/api/counters per CPU: CPU 0 and 1 as recorded, no scale factor", doc.get("cpus"))
+        ths = {t["tid"]: t for t in doc.get("threads", [])}
+        check({tid: [t["values"][n] for n in CTR_NAMES] for tid, t in ths.items()} == CTR_THREADS and
+              ths[11]["scale"]["cycles"] == 2 and ths[11]["scaled"] is True and ths[10]["scaled"] is False and
+              ths[10]["comm"] == "ctr_app" and ths[11]["comm"] == "ctr_worker",
+              "/api/counters threads: 10 and 11 from BEGIN to END, thread 11's cycles multiplexed (scaled x2)",
+              json.dumps(doc.get("threads"))[:600])
+        st2, _, body2 = get(srv.port, "/api/counters")
+        _, _, body1 = get(srv.port, "/api/counters")
+        check(st2 == 200 and body1 == body2, "/api/counters again: the same answer (the pass is kept)")
+
+        # sorting, paging and the filter
+        for query, want in (("?sort=self:instructions", ["ctr_main", "ctr_inner", "ctr_outer"]),
+                            ("?sort=IPC", ["ctr_inner", "ctr_outer", "ctr_main"]),
+                            ("?sort=IPC&dir=asc", ["ctr_main", "ctr_outer", "ctr_inner"]),
+                            ("?sort=calls,name", ["ctr_inner", "ctr_main", "ctr_outer"]),
+                            ("?sort=name", ["ctr_inner", "ctr_main", "ctr_outer"]),
+                            ("?sort=name&dir=desc", ["ctr_outer", "ctr_main", "ctr_inner"]),
+                            ("?sort=cache-misses%20ratio", ["ctr_inner", "ctr_outer", "ctr_main"]),
+                            ("?q=INN", ["ctr_inner"]),
+                            ("?offset=1&limit=1", ["ctr_outer"])):
+            st, d = ctr_api(srv.port, query)
+            check(st == 200 and ctr_fn_names(d) == want, "/api/counters%s: %s" % (query, ", ".join(want)),
+                  (st, ctr_fn_names(d), d.get("error")))
+        st, d = ctr_api(srv.port, "?sort=IPC&dir=asc")
+        check(d.get("sort") == "IPC" and d.get("dir") == "asc", "/api/counters?sort=IPC&dir=asc: says its order",
+              {k: d.get(k) for k in ("sort", "dir")})
+        st, d = ctr_api(srv.port, "?offset=1&limit=1")
+        check(d.get("total_functions") == 3 and d.get("offset") == 1, "/api/counters?offset=1&limit=1: of 3, from 1",
+              {k: d.get(k) for k in ("total_functions", "offset")})
+        st, d = ctr_api(srv.port, "?per_thread=1&q=inner")
+        rows = {f["tid"]: [f["inclusive"][n] for n in CTR_NAMES] for f in d.get("functions", [])}
+        check(st == 200 and d.get("per_thread") is True and rows == CTR_PER_THREAD_INNER and
+              all(f["pid"] == 10 for f in d["functions"]),
+              "/api/counters?per_thread=1: ctr_inner of thread 10 and of thread 11 apart", (st, rows))
+
+        # bad parameters: the API's error form
+        for query, msg in (("?sort=self:", CTR_SORT_HELP),
+                           ("?sort=branches", "'branches' is not a counter or metric of the trace"),
+                           ("?dir=up", "dir: asc or desc"),
+                           ("?per_thread=yes", "per_thread: 0 or 1"),
+                           ("?limit=100001", "offset and limit: numbers (limit at most 100000)"),
+                           ("?offset=-1", "offset and limit: numbers (limit at most 100000)"),
+                           ("?q=" + "x" * 300, "q: too long")):
+            st, d = ctr_api(srv.port, query)
+            check(st == 400 and d == {"error": msg}, "/api/counters%s: 400 %s" % (query[:24], msg), (st, d))
+        st, d = ctr_api(srv.port, "?sort=calls")
+        check(st == 200 and ctr_fn_names(d) == ["ctr_inner", "ctr_main", "ctr_outer"],
+              "/api/counters after bad parameters: answers again", (st, ctr_fn_names(d)))
+
+        st, d = ctr_api(empty.port)
+        check(st == 200 and d == {"has_counters": False, "reason": "no counter values in this trace: the Counters "
+                                  "view needs a trace recorded with --counters"},
+              "/api/counters of a trace without counters: has_counters false, and why", (st, d))
+        st, _, _ = get(srv.port, "/api/counters", headers={"Host": "rebound.example:%d" % srv.port})
+        check(st == 403, "/api/counters with a foreign Host header: refused as every request", st)
+
+        # the model read from its index: counters known from META
+        again = Server(lp, [trace])
+        if check(again.url is not None, "serve the counters trace again", again.err.text()):
+            _, _, body = get(again.port, "/api/summary")
+            summ = json.loads(body)
+            check(summ.get("from_index") is True and summ.get("counters") is True,
+                  "/api/summary from the index: counters true (META names them)",
+                  {k: summ.get(k) for k in ("from_index", "counters")})
+            _, _, b2 = get(again.port, "/api/counters")
+            check(b2 == body1, "/api/counters from the second server: the same answer")
+
+        counters_program(lp, tmp)
+        if br.why:
+            skip("counters in the browser", br.why)
+            return
+        ratio = lambda n: "%.2f%%" % (100.0 * n)  # noqa: E731
+        expect = {
+            "plain_url": empty.url,
+            "facts_unavailable": ["Unavailable: LLC-loads: not supported", "Unavailable: bus-cycles: no PMU"],
+            "facts_read": "Read at function entry and exit: read(2) (a system call at each function entry and exit)",
+            "facts_note": "thread 11: cycles was multiplexed: counted 50.0% of the time enabled, its value scaled x2.00",
+            "program": [["instructions", "2,500"], ["cycles", "2,500"], ["cache-misses", "15"],
+                        ["cache-references", "150"], ["IPC", "1.000"], ["cache-misses MPKI", "6.000"],
+                        ["cache-misses ratio", "10.00%"]],
+            "cpus": [["0", "1,500", "1,400", "10", "100"], ["1", "1,000", "1,100", "5", "50"]],
+            "threads": [["10", "10", "ctr_app", "2,100", "2,100", "11", "110", "1.000", "5.238", "10.00%"],
+                        ["11", "10", "ctr_worker", "400", "400", "4", "40", "1.000", "10.000", "10.00%"]],
+            "fn_header": ["Function", "Calls"] + [p + n for n in CTR_NAMES for p in ("incl:", "self:")] + CTR_METRICS,
+            "fn_inner": ["ctr_inner", "3", "700", "700", "300", "300", "7", "7", "50", "50", "2.333", "10.000",
+                         ratio(0.14)],
+            "fn_order": ["ctr_main", "ctr_outer", "ctr_inner"],
+            "profile_functions": 3,
+        }
+        br.run("counters", srv.url, expect, prefix="counters-")
+    finally:
+        srv.stop()
+        empty.stop()
+        if again:
+            again.stop()
+
+
+# ---------------------------------------------------------------- the Sync tab
+
+# What tests/ui/synth_trace.c's sync trace holds (its comments say how).
+SYNC_PAIRS = ["producer side (tid 40) is slow: consumers wait 90% of the time, producers 1%",
+              "producer side (tid 42) is slow: consumers wait 64% of the time, producers 0%"]
+SYNC_NONE = "no sync events in this trace: the Sync view needs a trace recorded with --sync"
+
+
+def synctab_program(lp, tmp, build):
+    """A real program recorded with --sync (tests/programs/sync_prodcons.c:
+    5 items, each made 10 ms after the consumer waits for it): /api/sync
+    is report --sync's document of it."""
+    trace = os.path.join(tmp, "t-sync-prodcons")
+    r = lp("record", "-q", "--sync", "-o", trace, "--", os.path.join(build, "tests", "sync_prodcons"))
+    if not check(r.returncode == 0 and r.stdout == "consumed=5\n", "record --sync sync_prodcons", r.stderr):
+        return
+    cli = lp.json("report", "--sync", "--format", "json", trace)
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve the sync_prodcons trace", srv.err.text()):
+            return
+        st, _, body = get(srv.port, "/api/sync")
+        doc = json.loads(body) if st == 200 else {}
+        check(st == 200 and doc.get("has_sync") is True and {k: doc.get(k) for k in cli} == cli,
+              "/api/sync of sync_prodcons: the document of report --sync --format json", (st, body[:300]))
+        conds, locks = doc.get("conditions", []), doc.get("locks", [])
+        c = conds[0] if len(conds) == 1 else {}
+        waiters = [w["tid"] for w in c.get("waiters", [])]
+        signallers = [(x["tid"], x["count"]) for x in c.get("signallers", [])]
+        check(len(locks) == 1 and locks[0]["acquisitions"] == 6 and c.get("kind") == "cond" and
+              c.get("calls") == 5 and c.get("waits") == 5 and c.get("signals") == 5 and
+              c.get("wait_ns", 0) >= 5 * 10 ** 7 and len(waiters) == 1 and len(signallers) == 1 and
+              signallers[0][1] == 5 and signallers[0][0] != waiters[0],
+              "/api/sync of sync_prodcons: one mutex locked 6 times; one condition waited 5 times for at least 10 ms "
+              "each by the consumer, signalled 5 times by the producer", (locks, c))
+        pairs = doc.get("pairs", [])
+        check(len(pairs) == 1 and pairs[0]["producers"] == [signallers[0][0]] and
+              pairs[0]["consumers"] == waiters and pairs[0]["slow"] == "producer",
+              "/api/sync of sync_prodcons: the producer is the slow side", pairs)
+        main_tid = [t["tid"] for t in doc.get("threads", []) if t["waits_by_kind"]["join"]["waits"]]
+        check(sorted(j["joined_tid"] for j in doc.get("joins", [])) == sorted(waiters + [signallers[0][0]]) and
+              len(main_tid) == 1, "/api/sync of sync_prodcons: the main thread joined both", doc.get("joins"))
+    finally:
+        srv.stop()
+
+
+def group_synctab(lp, tmp, br, build):
+    writer = os.path.join(build, "tests", "ui_synth_trace")
+    trace, plain = os.path.join(tmp, "t-sync"), os.path.join(tmp, "t-sync-plain")
+    for t, kind in ((trace, "sync"), (plain, "plain")):
+        r = subprocess.run([writer, t, kind], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        if not check(r.returncode == 0, "synth_trace writes the %s trace" % kind, r.stdout):
+            return
+    r = lp("report", "--sync", "--format", "json", trace)
+    if not check(r.returncode == 0, "layerprof report --sync --format json", r.stderr):
+        return
+    cli = json.loads(r.stdout)
+    srv = Server(lp, [trace])
+    empty = Server(lp, [plain])
+    again = None
+    try:
+        if not check(srv.url is not None and empty.url is not None, "serve the sync trace and a plain one",
+                     srv.err.text() + empty.err.text()):
+            return
+        _, _, body = get(srv.port, "/api/summary")
+        summ = json.loads(body)
+        check(summ.get("sync") is True and summ.get("counters") is False,
+              "/api/summary of the sync trace: sync true, counters false", {k: summ.get(k) for k in ("sync", "counters")})
+        _, _, body = get(empty.port, "/api/summary")
+        check(json.loads(body).get("sync") is False, "/api/summary of a trace without sync events: sync false")
+
+        st, _, body = get(srv.port, "/api/sync")
+        doc = json.loads(body) if st == 200 else {}
+        check(st == 200 and doc.get("has_sync") is True and {k: doc.get(k) for k in cli} == cli and
+              set(doc) == set(cli) | {"has_sync"},
+              "/api/sync: the document of report --sync --format json, has_sync true", (st, body[:300]))
+        st2, _, body2 = get(srv.port, "/api/sync")
+        check(st2 == 200 and body2 == body, "/api/sync again: the same answer (kept)")
+        locks = {l["name"]: l for l in doc.get("locks", [])}
+        m = locks.get("0x1000", {})
+        check([l["name"] for l in doc.get("locks", [])] == ["0x1000", "0x7000"] and
+              (m["acquisitions"], m["contended"], m["try_failures"], m["waits"], m["wait_ns"], m["wait_max_ns"],
+               m["holds"], m["hold_ns"], m["first_site"]) == (3, 2, 1, 2, 800, 500, 3, 1700, "ctr_outer+0x4") and
+              locks["0x7000"]["holds"] == 5 and locks["0x7000"]["hold_ns"] == 1230,
+              "/api/sync locks: mutex 0x1000 acquired 3 times, 2 contended, 1 trylock failed, waits 800 ns (longest "
+              "500), holds 1700 ns; 0x7000 held 5 times, 1230 ns", json.dumps(doc.get("locks"))[:500])
+        per = {t["tid"]: (t["acquisitions"], t["holds"], t["hold_ns"], t["waits"], t["wait_ns"]) for t in m["threads"]}
+        check(per == {10: (2, 2, 700, 1, 500), 11: (1, 1, 1000, 1, 300)},
+              "/api/sync lock 0x1000 by thread: 10 holds 700 ns and waits 500, 11 holds 1000 ns and waits 300", per)
+        conds = {c["name"]: c for c in doc.get("conditions", [])}
+        items, cond = conds.get("0x6000", {}), conds.get("0x7100", {})
+        check([c["name"] for c in doc.get("conditions", [])] == ["0x6000", "0x7100", "0x6100"] and
+              (items["kind"], items["calls"], items["waits"], items["wait_ns"], items["wait_max_ns"], items["posts"]) ==
+              ("semaphore", 4, 4, 3680, 1010, 4) and
+              [(w["tid"], w["waits"]) for w in items["waiters"]] == [(41, 4)] and
+              [(x["tid"], x["count"]) for x in items["signallers"]] == [(40, 4)] and
+              (cond["kind"], cond["calls"], cond["waits"], cond["wait_ns"], cond["timeouts"], cond["signals"]) ==
+              ("cond", 2, 2, 1900, 1, 1) and conds["0x6100"]["wait_ns"] == 50,
+              "/api/sync conditions and semaphores: items waited 3680 ns by 41, posted 4 times by 40; the condition "
+              "waited 1900 ns by 43, once timed out, signalled once", json.dumps(doc.get("conditions"))[:600])
+        ths = {t["tid"]: t for t in doc.get("threads", [])}
+        check([t["tid"] for t in doc.get("threads", [])] == [41, 43, 10, 11, 40, 42] and
+              ths[41]["wait_share"] == round(3680 / 5110, 6) and
+              ths[41]["waits_by_kind"]["semaphore"]["wait_ns"] == 3680 and
+              ths[43]["waits_by_kind"]["cond"]["wait_ns"] == 1900 and ths[10]["comm"] == "ten",
+              "/api/sync threads by total wait: 41 waits 3680 ns on semaphores (72% of its life), 43 1900 ns on the "
+              "condition", [(t["tid"], t["wait_ns"], t["wait_share"]) for t in doc.get("threads", [])])
+        check([p["text"] for p in doc.get("pairs", [])] == SYNC_PAIRS and
+              [(p["producers"], p["consumers"]) for p in doc["pairs"]] == [([40], [41]), ([42], [43])],
+              "/api/sync producer/consumer balance: 40 -> 41 and 42 -> 43, producers slow",
+              [p.get("text") for p in doc.get("pairs", [])])
+        top = doc.get("longest_waits", [{}])[0]
+        check((top.get("tid"), top.get("wait_ns"), top.get("waker_tid")) == (41, 1010, 40),
+              "/api/sync longest wait: 41's 1010 ns, ended by 40's post", top)
+        st, _, body = get(empty.port, "/api/sync")
+        check(st == 200 and json.loads(body) == {"has_sync": False, "reason": SYNC_NONE},
+              "/api/sync of a trace without sync events: has_sync false, and why", (st, body))
+        st, _, _ = get(srv.port, "/api/sync", method="POST", headers={"X-Layerprof": "1"})
+        check(st == 403, "POST /api/sync: refused", st)
+
+        again = Server(lp, [trace])
+        if check(again.url is not None, "serve the sync trace again", again.err.text()):
+            _, _, body = get(again.port, "/api/summary")
+            summ = json.loads(body)
+            check(summ.get("from_index") is True and summ.get("sync") is True,
+                  "/api/summary from the index: sync true",
+                  {k: summ.get(k) for k in ("from_index", "sync")})
+            _, _, b3 = get(again.port, "/api/sync")
+            check(b3 == body2, "/api/sync from the second server: the same answer")
+
+        synctab_program(lp, tmp, build)
+        if br.why:
+            skip("sync in the browser", br.why)
+            return
+        expect = {
+            "plain_url": empty.url,
+            "lock_header": ["Lock", "Kind", "Acquired", "Contended", "Failed", "Waits", "Wait", "Avg wait", "Max wait",
+                            "p99 wait", "Holds", "Hold", "Max hold", "First at"],
+            "lock_rows": [["0x1000", "mutex", "3", "2", "1", "2", "800 ns", "400 ns", "500 ns", "500 ns", "3",
+                           "1.700 us", "1.000 us", "ctr_outer+0x4"],
+                          ["0x7000", "mutex", "3", "1", "0", "1", "30 ns", "30 ns", "30 ns", "30 ns", "5", "1.230 us",
+                           "980 ns", "ctr_outer+0x4"]],
+            "use_10": ["0x1000", "10", "2", "1", "500 ns", "500 ns", "2", "700 ns"],
+            "wait_first": ["0x6000", "semaphore", "4", "4", "3.680 us", "1.010 us", "1.010 us", "0", "4", "41 (4)",
+                           "40 (4)", "ctr_outer+0x4"],
+            "wait_order": ["0x6000", "0x7100", "0x6100"],
+            "thread_order": ["41", "43", "10", "11", "40", "42"],
+            "share_41": "72.0%",
+            "pairs": [t + " — through " + ", ".join(p["objects"]) for t, p in zip(SYNC_PAIRS, doc["pairs"])],
+            "top_first": ["1.010 us", "41", "semaphore", "0x6000", "40"],
+        }
+        br.run("synctab", srv.url, expect, prefix="synctab-")
+    finally:
+        srv.stop()
+        empty.stop()
+        if again:
+            again.stop()
+
+
 def re_match(pattern, text):
     import re
     return re.fullmatch(pattern, text) is not None
@@ -1798,7 +2201,7 @@ def main():
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl", "kernel",
-                          "attach_dynamic", "coverage", "sync"]
+                          "attach_dynamic", "coverage", "sync", "counters", "synctab"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -1837,6 +2240,10 @@ def main():
             elif g == "sync":
                 group_sync(lp, tmp, br, build)
                 group_sync_real(lp, tmp)
+            elif g == "counters":
+                group_counters(lp, tmp, br, build)
+            elif g == "synctab":
+                group_synctab(lp, tmp, br, build)
             elif g == "kernel":
                 with kt.on_delivering_cpus(lp.exe, None, b.prog("kern_sleep", ["-std=c11"]), tmp):
                     group_kernel(lp, b, tmp, br)

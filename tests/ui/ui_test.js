@@ -6,7 +6,7 @@
  * usage: node ui_test.js CONFIG.json
  * CONFIG: { "modules": dir holding node_modules, "chromium": path,
  *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap" | "livetl" |
- *                                 "kernel" | "coverage" | "sync",
+ *                                 "kernel" | "coverage" | "sync" | "counters" | "synctab",
  *           "screenshots": dir, "expect": {...} }
  * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
 'use strict';
@@ -882,6 +882,162 @@ async function scenarioCoverage(page) {
   await shot(page, 'coverage-gone');
 }
 
+/* ------------------------------------------------------------ counters */
+
+async function ctrFnNames(page) {
+  return page.$$eval('#ctr-fn-table tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
+}
+
+async function ctrFnSorted(page, key, dir, names) {
+  await page.waitForFunction(([k, d, want]) => {
+    const th = document.querySelector('#ctr-fn-table th.sorted.' + d);
+    const got = [...document.querySelectorAll('#ctr-fn-table tbody tr')].map((r) => r.cells[0].textContent);
+    return th && th.dataset.key === k && JSON.stringify(got) === JSON.stringify(want);
+  }, [key, dir, names], { timeout: 10000 }).catch(() => {});
+  return ctrFnNames(page);
+}
+
+async function scenarioCounters(page) {
+  const exp = config.expect;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(await page.isVisible('#tab-counters'), 'counters: the Counters tab is shown for a trace with counter values');
+  /* the other tabs still work: the flat profile is there */
+  const prof = await profileRows(page);
+  check(prof.length === exp.profile_functions, 'counters: the flat profile still shows the trace\'s functions',
+    JSON.stringify(prof));
+  await page.click('#tab-counters');
+  await page.waitForSelector('#ctr-fn-table tbody tr', { timeout: 30000 });
+  await shot(page, 'counters');
+
+  /* the header facts */
+  const un = await page.$$eval('#ctr-facts li.ctr-unavailable', (l) => l.map((x) => x.textContent));
+  check(JSON.stringify(un) === JSON.stringify(exp.facts_unavailable), 'counters: the unavailable counters with their reasons',
+    JSON.stringify(un));
+  check(await page.textContent('#ctr-facts li.ctr-read') === exp.facts_read, 'counters: how the values were read');
+  check(await page.isVisible('#ctr-facts li.ctr-scope') && await page.isVisible('#ctr-facts li.ctr-scaled'),
+    'counters: user space only, scaled records said');
+  const notes = await page.$$eval('#ctr-facts li.ctr-note', (l) => l.map((x) => x.textContent));
+  check(notes.includes(exp.facts_note), 'counters: the multiplexed counter of thread 11 said', JSON.stringify(notes));
+
+  /* the program, the CPUs, the threads */
+  let rows = await tableRows(page, '#ctr-program-table');
+  check(JSON.stringify(rows) === JSON.stringify(exp.program), 'counters: the program\'s values and metrics',
+    JSON.stringify(rows));
+  rows = await tableRows(page, '#ctr-cpu-table');
+  check(JSON.stringify(rows) === JSON.stringify(exp.cpus), 'counters: per CPU, by CPU', JSON.stringify(rows));
+  await page.click('#ctr-cpu-table th[data-key="cpu"]');
+  rows = await tableRows(page, '#ctr-cpu-table');
+  check(JSON.stringify(rows) === JSON.stringify(exp.cpus.slice().reverse()), 'counters: per CPU, CPU clicked: descending',
+    JSON.stringify(rows));
+  rows = await tableRows(page, '#ctr-thread-table');
+  check(JSON.stringify(rows) === JSON.stringify(exp.threads), 'counters: the threads\' values and metrics',
+    JSON.stringify(rows));
+  await page.click('#ctr-thread-table th[data-key="m:cache-misses MPKI"]');
+  rows = await tableRows(page, '#ctr-thread-table');
+  check(rows.map((r) => r[0]).join() === '11,10', 'counters: threads by MPKI, largest first', JSON.stringify(rows));
+
+  /* the functions, sorted by the server */
+  const head = await page.$$eval('#ctr-fn-table thead th', (l) => l.map((x) => x.textContent));
+  check(JSON.stringify(head) === JSON.stringify(exp.fn_header), 'counters: the function columns', JSON.stringify(head));
+  check(JSON.stringify(await ctrFnNames(page)) === JSON.stringify(exp.fn_order) &&
+    !!(await page.$('#ctr-fn-table th.sorted.desc[data-key="incl:instructions"]')),
+  'counters: functions by inclusive instructions, largest first');
+  rows = await tableRows(page, '#ctr-fn-table');
+  const inner = rows.find((r) => r[0] === 'ctr_inner');
+  check(JSON.stringify(inner) === JSON.stringify(exp.fn_inner), 'counters: ctr_inner\'s calls, inclusive and self, metrics',
+    JSON.stringify(inner));
+  await page.click('#ctr-fn-table th[data-key="IPC"]');
+  let names = await ctrFnSorted(page, 'IPC', 'desc', ['ctr_inner', 'ctr_outer', 'ctr_main']);
+  check(names.join() === 'ctr_inner,ctr_outer,ctr_main', 'counters: IPC clicked: highest first', names.join());
+  await page.click('#ctr-fn-table th[data-key="IPC"]');
+  names = await ctrFnSorted(page, 'IPC', 'asc', ['ctr_main', 'ctr_outer', 'ctr_inner']);
+  check(names.join() === 'ctr_main,ctr_outer,ctr_inner', 'counters: IPC clicked again: lowest first', names.join());
+  await page.click('#ctr-fn-table th[data-key="name"]');
+  names = await ctrFnSorted(page, 'name', 'asc', ['ctr_inner', 'ctr_main', 'ctr_outer']);
+  check(names.join() === 'ctr_inner,ctr_main,ctr_outer', 'counters: Function clicked: alphabetical', names.join());
+  await page.click('#ctr-fn-table th[data-key="self:instructions"]');
+  names = await ctrFnSorted(page, 'self:instructions', 'desc', ['ctr_main', 'ctr_inner', 'ctr_outer']);
+  check(names.join() === 'ctr_main,ctr_inner,ctr_outer', 'counters: self:instructions clicked: largest first',
+    names.join());
+
+  /* per thread, and the filter */
+  await page.check('#ctr-per-thread');
+  await page.waitForFunction(() => [...document.querySelectorAll('#ctr-fn-table thead th')]
+    .some((th) => th.textContent === 'Thread'), null, { timeout: 10000 });
+  rows = await tableRows(page, '#ctr-fn-table');
+  const inners = rows.filter((r) => r[0] === 'ctr_inner').map((r) => r[1] + ':' + r[3]).sort();
+  check(inners.join() === '10:400,11:300', 'counters: per thread: ctr_inner of thread 10 and 11 apart',
+    JSON.stringify(rows));
+  await page.uncheck('#ctr-per-thread');
+  await page.fill('#ctr-filter', 'OUT');
+  await page.waitForFunction(() => document.querySelectorAll('#ctr-fn-table tbody tr').length === 1, null,
+    { timeout: 10000 }).catch(() => {});
+  names = await ctrFnNames(page);
+  check(names.join() === 'ctr_outer', 'counters: the filter finds ctr_outer', names.join());
+  check(/1 matching functions/.test(await page.textContent('#ctr-fn-info')), 'counters: the count of matching functions');
+  await shot(page, 'counters-filtered');
+
+  /* a trace without counters: no tab */
+  await page.goto(exp.plain_url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(await page.isHidden('#tab-counters'), 'counters: no Counters tab for a trace without counter values');
+  check((await profileRows(page)).length > 0, 'counters: the plain trace\'s profile is shown');
+}
+
+/* ------------------------------------------------------------ sync */
+
+async function scenarioSyncTab(page) {
+  const exp = config.expect;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(await page.isVisible('#tab-sync') && await page.isHidden('#tab-counters'),
+    'sync: the Sync tab is shown for a trace with sync events, the Counters tab is not');
+  await page.click('#tab-sync');
+  await page.waitForSelector('#sync-lock-table tbody tr', { timeout: 30000 });
+  await shot(page, 'sync');
+  const head = await page.$$eval('#sync-lock-table thead th', (l) => l.map((x) => x.textContent));
+  check(JSON.stringify(head) === JSON.stringify(exp.lock_header), 'sync: the lock columns', JSON.stringify(head));
+  let rows = await tableRows(page, '#sync-lock-table');
+  check(JSON.stringify(rows) === JSON.stringify(exp.lock_rows), 'sync: the locks, longest total wait first',
+    JSON.stringify(rows));
+  await page.click('#sync-lock-table th[data-key="holds"]');
+  rows = await tableRows(page, '#sync-lock-table');
+  check(rows.map((r) => r[0]).join() === '0x7000,0x1000', 'sync: Holds clicked: the most held first',
+    JSON.stringify(rows.map((r) => r[0])));
+  await page.click('#sync-lock-table th[data-key="holds"]');
+  rows = await tableRows(page, '#sync-lock-table');
+  check(rows.map((r) => r[0]).join() === '0x1000,0x7000', 'sync: Holds clicked again: the least held first');
+  rows = await tableRows(page, '#sync-use-table');
+  const use = rows.find((r) => r[0] === '0x1000' && r[1] === '10');
+  check(JSON.stringify(use) === JSON.stringify(exp.use_10), 'sync: lock 0x1000 by thread 10', JSON.stringify(rows));
+  rows = await tableRows(page, '#sync-wait-table');
+  check(JSON.stringify(rows[0]) === JSON.stringify(exp.wait_first) &&
+    rows.map((r) => r[0]).join() === exp.wait_order.join(), 'sync: conditions and semaphores, with waiters and posters',
+  JSON.stringify(rows));
+  rows = await tableRows(page, '#sync-thread-table');
+  check(rows.map((r) => r[0]).join() === exp.thread_order.join() && rows[0][4] === exp.share_41,
+    'sync: threads by total wait, 41 waiting 72.0% of its life', JSON.stringify(rows.map((r) => r.slice(0, 5))));
+  await page.click('#sync-thread-table th[data-key="tid"]');
+  rows = await tableRows(page, '#sync-thread-table');
+  check(rows.map((r) => r[0]).join() === '43,42,41,40,11,10', 'sync: threads, Thread clicked: largest tid first',
+    rows.map((r) => r[0]).join());
+  const pairs = await page.$$eval('#sync-pairs li.sync-pair', (l) => l.map((x) => x.textContent));
+  check(JSON.stringify(pairs) === JSON.stringify(exp.pairs), 'sync: the producer/consumer balance', JSON.stringify(pairs));
+  check(await page.isHidden('#sync-join-part'), 'sync: no joins, no join table');
+  rows = await tableRows(page, '#sync-top-table');
+  check(JSON.stringify(rows[0]) === JSON.stringify(exp.top_first), 'sync: the longest wait and who ended it',
+    JSON.stringify(rows[0]));
+  await shot(page, 'sync-sorted');
+  /* the other tabs still work */
+  await page.click('#tab-profile');
+  check((await profileRows(page)).length > 0, 'sync: the flat profile still shows');
+
+  await page.goto(exp.plain_url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  check(await page.isHidden('#tab-sync'), 'sync: no Sync tab for a trace without sync events');
+}
+
 (async () => {
   const args = ['--disable-gpu', '--disable-dev-shm-usage'];
   if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
@@ -904,6 +1060,8 @@ async function scenarioCoverage(page) {
     else if (config.scenario === 'kernel') await scenarioKernel(page);
     else if (config.scenario === 'coverage') await scenarioCoverage(page);
     else if (config.scenario === 'sync') await scenarioSync(page);
+    else if (config.scenario === 'counters') await scenarioCounters(page);
+    else if (config.scenario === 'synctab') await scenarioSyncTab(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);

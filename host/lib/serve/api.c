@@ -139,6 +139,7 @@ static int get_summary(struct servemodel *m, struct json *j)
 	json_u64(j, "load_ms", m->load_ns / 1000000);
 	json_bool(j, "from_index", m->from_index);
 	json_bool(j, "heap", m->heap.has_heap);
+	json_bool(j, "counters", m->has_counters);
 	json_bool(j, "kernel", m->kern.has_kernel);
 	json_u64(j, "kernel_events", m->kern.kernel_events);
 	json_bool(j, "sync", m->sync.has_sync);

@@ -500,6 +500,56 @@ static enum MHD_Result answer_coverage(struct servehttp *h, struct MHD_Connectio
 	return send_owned(c, (unsigned)status, "application/json", buf, len);
 }
 
+/* GET /api/counters: a pass of its own over the trace, outside the
+ * model's lock, made once and kept (serve/counters.h). */
+static enum MHD_Result answer_counters(struct servehttp *h, struct MHD_Connection *c)
+{
+	struct query_ctx qc = { c };
+	struct serve_query q = { query_get, &qc };
+	char *buf = NULL;
+	const char *dir;
+	size_t len = 0;
+	FILE *f;
+	int status;
+
+	pthread_mutex_lock(&h->lock);
+	dir = h->m->live ? NULL : h->m->dir;
+	pthread_mutex_unlock(&h->lock);
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	status = servectr_answer(&h->ctr, dir, &q, f);
+	if (fclose(f)) {
+		free(buf);
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	}
+	return send_owned(c, (unsigned)status, "application/json", buf, len);
+}
+
+/* GET /api/sync: report --sync's pass over the trace, outside the
+ * model's lock, made once and kept (serve/synctab.h). */
+static enum MHD_Result answer_sync(struct servehttp *h, struct MHD_Connection *c)
+{
+	char *buf = NULL;
+	const char *dir;
+	size_t len = 0;
+	FILE *f;
+	int status;
+
+	pthread_mutex_lock(&h->lock);
+	dir = h->m->live ? NULL : h->m->dir;
+	pthread_mutex_unlock(&h->lock);
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	status = servesync_answer(&h->sync, dir, f);
+	if (fclose(f)) {
+		free(buf);
+		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	}
+	return send_owned(c, (unsigned)status, "application/json", buf, len);
+}
+
 /* /auth?token=T: sets the cookie and goes to the page. */
 static enum MHD_Result answer_auth(struct servehttp *h, struct MHD_Connection *c)
 {
@@ -679,6 +729,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return answer_flow(h, c);
 	if (!strcmp(url, "/api/coverage"))
 		return answer_coverage(h, c);
+	if (!strcmp(url, "/api/counters"))
+		return answer_counters(h, c);
+	if (!strcmp(url, "/api/sync"))
+		return answer_sync(h, c);
 	if (!strncmp(url, "/api/", 5))
 		return answer_api(h, c, url + 5);
 	return answer_asset(h, c, url);
@@ -762,6 +816,8 @@ int servehttp_start(struct servehttp *h, struct servemodel *m, const struct serv
 	pthread_cond_init(&h->ev_cond, NULL);
 	serveflow_init(&h->flow);
 	servecov_init(&h->cov);
+	servectr_init(&h->ctr);
+	servesync_init(&h->sync);
 	h->loopback = servehttp_is_loopback(bind_addr);
 	if (!h->loopback && !token)
 		return error_set(err, errlen, -EPERM,
@@ -817,4 +873,6 @@ void servehttp_stop(struct servehttp *h)
 	pthread_mutex_destroy(&h->lock);
 	serveflow_release(&h->flow);
 	servecov_release(&h->cov);
+	servectr_release(&h->ctr);
+	servesync_release(&h->sync);
 }

@@ -15,10 +15,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "host/lib/serve/counters.h"
 #include "host/lib/serve/coverage.h"
 #include "host/lib/serve/flow.h"
 #include "host/lib/serve/guard.h"
 #include "host/lib/serve/model.h"
+#include "host/lib/serve/synctab.h"
 
 #define SERVEHTTP_DEFAULT_BIND "127.0.0.1"
 #define SERVEHTTP_DEFAULT_PORT 8642
@@ -82,6 +84,8 @@ struct servehttp {
 	pthread_mutex_t export_lock; /* one export (GET /api/export) or flow (GET /api/flow) at a time */
 	struct serveflow flow;       /* the flows answered (under export_lock) */
 	struct servecov cov;         /* GET /api/coverage's answer, made once (its own lock) */
+	struct servectr ctr;         /* GET /api/counters' passes, made once (their own lock) */
+	struct servesync sync;       /* GET /api/sync's answer, made once (its own lock) */
 };
 
 /* Listens on bind_addr:port (port 0: any free one) and starts serving m.

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "common/chunk.h"
+#include "host/lib/serve/counters.h"
 #include "host/lib/serve/index.h"
 #include "host/lib/serve/model.h"
 
@@ -149,6 +150,7 @@ int servemodel_load(struct servemodel *m, const char *dir, unsigned flags, char 
 	                   !(flags & SERVEMODEL_NO_INDEX), err, errlen);
 	if (r)
 		return r;
+	m->has_counters = servectr_present(dir, m->w);
 	m->load_ns = now_ns() - t;
 	return 0;
 }

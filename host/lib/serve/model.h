@@ -66,6 +66,7 @@ struct servemodel {
 	struct flame flame;
 	struct names names;
 	struct serveheap heap; /* the heap view (serve/heap.h); empty for a live session */
+	bool has_counters;     /* counter values (record --counters): serve/counters.h answers them */
 	/* the kernel layer and tracks; a live session's kernel layer is lent
 	 * by serve/live.c (kern.kl, set under the lock as the session makes it) */
 	struct servekernel kern;
