@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/clocksync.h"
+#include "common/ctrevent.h"
 #include "common/drain.h"
 #include "common/drain_impl.h"
 #include "common/encoder.h"
@@ -24,6 +25,7 @@
 #include "common/memevent.h"
 #include "common/memfold.h"
 #include "common/sessiondir.h"
+#include "common/syncevent.h"
 
 /* CLOCK chunks at most this often; a full directory scan at least this often. */
 #define DRAIN_CLOCK_PERIOD_NS 2000000000ull
@@ -80,6 +82,53 @@ static inline void maybe_flush(struct stream *s)
 		flush_stream(s);
 }
 
+/* The oldest sync event held by the folding stage comes out of it. */
+static void sync_release(struct stream *s, uint64_t ns)
+{
+	if (!s->sync_n)
+		return;
+	encoder_sync(s->enc, ns, &s->sync_held[s->sync_head]);
+	s->sync_head = (s->sync_head + 1) & (s->sync_cap - 1);
+	s->sync_n--;
+}
+
+/* Room for one more held sync event; false when there is none. */
+static bool sync_hold_room(struct stream *s)
+{
+	struct syncevent *q;
+	uint32_t cap = s->sync_cap ? s->sync_cap * 2 : 64;
+
+	if (s->sync_n < s->sync_cap)
+		return true;
+	if (cap > DRAIN_SYNC_HELD_MAX || !(q = malloc((size_t)cap * sizeof(*q))))
+		return false;
+	for (uint32_t i = 0; i < s->sync_n; i++)
+		q[i] = s->sync_held[(s->sync_head + i) & (s->sync_cap - 1)];
+	free(s->sync_held);
+	s->sync_held = q;
+	s->sync_cap = cap;
+	s->sync_head = 0;
+	return true;
+}
+
+/* A counter event the folding stage held (ctr_hold), in its place. */
+static void fold_sink_counter(struct stream *s, uint64_t ns)
+{
+	struct drain_ctrfifo *q = s->ctr_fifo;
+	const struct drain_ctrheld *h;
+	struct ctrevent c;
+
+	if (!q || q->head == q->tail)
+		return;
+	h = &q->a[q->head++ & (q->cap - 1)];
+	memset(&c, 0, sizeof(c));
+	c.kind = h->kind;
+	c.fn = h->fn;
+	c.n = h->n;
+	memcpy(c.values, h->values, h->n * sizeof(h->values[0]));
+	encoder_counter(s->enc, ns, &c);
+}
+
 /* Sink of the folding stage: into the encoder. */
 static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, const struct memevent *m)
 {
@@ -94,6 +143,10 @@ static void fold_sink(void *ctx, uint64_t ns, uint8_t type, uint64_t value, cons
 		encoder_exit(s->enc, ns, value);
 	else if (type == LP_EV_LONGJMP)
 		encoder_longjmp(s->enc, ns, value);
+	else if (type == LP_EV_SYNC)
+		sync_release(s, ns);
+	else if (type == LP_EV_COUNTER)
+		fold_sink_counter(s, ns);
 	else
 		encoder_mem(s->enc, ns, m);
 	maybe_flush(s);
@@ -130,6 +183,79 @@ static inline void put_mem(struct stream *s, uint64_t ns, const struct memevent 
 		return;
 	}
 	encoder_mem(s->enc, ns, m);
+	maybe_flush(s);
+}
+
+/* A sync event: with a folding stage, held in order with the events it
+ * holds (they pass it as markers); past the filter stage, like heap
+ * operations, straight to the encoder. */
+static inline void put_sync(struct stream *s, uint64_t ns, const struct syncevent *y)
+{
+	if (s->fold) {
+		if (sync_hold_room(s)) {
+			s->sync_held[(s->sync_head + s->sync_n) & (s->sync_cap - 1)] = *y;
+			s->sync_n++;
+			memfold_func(s->fold, ns, LP_EV_SYNC, 0);
+			return;
+		}
+		fold_flush(s, ns);
+	}
+	encoder_sync(s->enc, ns, y);
+	maybe_flush(s);
+}
+
+/* Holds an ENTRY or EXIT counter event for the folding stage, which gives
+ * it back in its place (fold_sink).  False when there is no room (the
+ * caller writes it after flushing the stage). */
+static bool ctr_hold(struct stream *s, uint64_t ns, const struct ctrevent *c)
+{
+	struct drain_ctrfifo *q = s->ctr_fifo;
+	struct drain_ctrheld *h;
+
+	if (c->kind != LP_CTR_ENTRY && c->kind != LP_CTR_EXIT)
+		return false;
+	if (!q && !(q = s->ctr_fifo = calloc(1, sizeof(*q))))
+		return false;
+	if (q->tail - q->head == q->cap) {
+		uint32_t cap = q->cap ? 2 * q->cap : 256, i;
+		struct drain_ctrheld *a;
+
+		if (cap > DRAIN_CTR_FIFO_MAX || !(a = malloc(cap * sizeof(*a))))
+			return false;
+		for (i = 0; i < q->tail - q->head; i++)
+			a[i] = q->a[(q->head + i) & (q->cap - 1)];
+		free(q->a);
+		q->a = a;
+		q->tail -= q->head;
+		q->head = 0;
+		q->cap = cap;
+	}
+	h = &q->a[q->tail++ & (q->cap - 1)];
+	h->fn = c->fn;
+	h->kind = c->kind;
+	h->n = (uint8_t)c->n;
+	memcpy(h->values, c->values, c->n * sizeof(c->values[0]));
+	memfold_func(s->fold, ns, LP_EV_COUNTER, 0);
+	return true;
+}
+
+static void ctr_fifo_free(struct stream *s)
+{
+	if (s->ctr_fifo)
+		free(s->ctr_fifo->a);
+	free(s->ctr_fifo);
+	s->ctr_fifo = NULL;
+}
+
+/* A counter event of the stream (record --counters), after the function
+ * event it belongs to: through the folding stage when there is one (it
+ * holds function events back), so that heap blocks fold across it. */
+static void put_counter(struct stream *s, uint64_t ns, const struct ctrevent *c)
+{
+	if (s->fold && ctr_hold(s, ns, c))
+		return;
+	fold_flush(s, ns);
+	encoder_counter(s->enc, ns, c);
 	maybe_flush(s);
 }
 
@@ -183,6 +309,10 @@ static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, un
 	if (flags & FILTER_INHERITED)
 		return; /* already written in the FORK task event */
 	put_func(s, ns, LP_EV_ENTRY, addr);
+	if (s->ctr_pending && s->ctr_pending_type == LP_EV_ENTRY && s->ctr_pending->fn == addr) {
+		put_counter(s, ns, s->ctr_pending);
+		s->ctr_pending = NULL;
+	}
 }
 
 static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns, unsigned flags)
@@ -190,6 +320,11 @@ static void sink_exit(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, uin
 	struct stream *s = ctx;
 
 	put_func(s, ns, LP_EV_EXIT, addr);
+	if (s->ctr_pending && s->ctr_pending_type == LP_EV_EXIT && s->ctr_pending->fn == addr &&
+	    !(flags & FILTER_UNFINISHED)) {
+		put_counter(s, ns, s->ctr_pending);
+		s->ctr_pending = NULL;
+	}
 }
 
 /* Calls deeper than the filter stage tracks: lost events in the trace
@@ -950,6 +1085,62 @@ static uint32_t consume_funcs(struct stream *s, const struct lp_slot *sl, uint32
 	return i;
 }
 
+/* An LP_RAW_COUNTER record at the stream's tail (record --counters): an
+ * ENTRY or EXIT is the function event, as LP_RAW_ENTRY / LP_RAW_EXIT,
+ * through the filter and folding stages, followed by its counter event at
+ * the same time (only when the filter stage passes the function event on
+ * at once: an entry it holds back for --min-time gets none); the other
+ * kinds are the counter event alone.  Returns the slots it takes, 1 for
+ * a broken record (skipped), 0 when its slots are not all published. */
+static uint32_t consume_counter(struct stream *s, uint64_t ns, uint64_t payload, uint32_t head)
+{
+	uint32_t kind = LP_RAW_CTR_KIND(payload), nv = LP_RAW_CTR_N(payload), words, body, i;
+	uint32_t at = (s->tail + 1) & (s->ring_slots - 1);
+	uint64_t arg = LP_RAW_CTR_FN(payload);
+	bool func = kind == LP_CTR_ENTRY || kind == LP_CTR_EXIT;
+	struct ctrevent c;
+	uint64_t w[3 * LP_COUNTERS_MAX + 1];
+
+	words = nv * (!func && (arg & LP_CTR_HAS_TIMES) ? 3 : 1);
+	body = (words + 1) / 2;
+	if (kind < LP_CTR_BEGIN || kind > LP_CTR_SAMPLE || nv > LP_COUNTERS_MAX || body + 1 > s->ring->chunk_slots ||
+	    at + body > s->ring_slots)
+		return 1;
+	if ((uint32_t)(head - s->tail) < body + 1)
+		return 0;
+	for (i = 0; i < body; i++) {
+		w[2 * i] = s->slots[at + i].time;
+		w[2 * i + 1] = s->slots[at + i].word;
+	}
+	memset(&c, 0, sizeof(c));
+	c.kind = (uint8_t)kind;
+	c.n = nv;
+	memcpy(c.values, w, nv * sizeof(w[0]));
+	if (!func) {
+		c.flags = (uint32_t)(arg & (LP_CTR_HAS_TIMES | LP_CTR_SCALED));
+		for (i = 0; (c.flags & LP_CTR_HAS_TIMES) && i < nv; i++) {
+			c.enabled[i] = w[nv + 2 * i];
+			c.running[i] = w[nv + 2 * i + 1];
+		}
+		put_counter(s, ns, &c);
+		return 1 + body;
+	}
+	c.fn = arg;
+	if (s->filtered) {
+		s->ctr_pending = &c;
+		s->ctr_pending_type = kind == LP_CTR_ENTRY ? LP_EV_ENTRY : LP_EV_EXIT;
+		if (kind == LP_CTR_ENTRY)
+			filter_entry(&s->fs, ns, arg);
+		else
+			filter_exit(&s->fs, ns, arg);
+		s->ctr_pending = NULL;
+	} else {
+		put_func(s, ns, kind == LP_CTR_ENTRY ? LP_EV_ENTRY : LP_EV_EXIT, arg);
+		put_counter(s, ns, &c);
+	}
+	return 1 + body;
+}
+
 /* Consumes slots [s->tail, head) of one ring. */
 static uint32_t stream_consume(struct stream *s, uint32_t head)
 {
@@ -1040,6 +1231,35 @@ static uint32_t stream_consume(struct stream *s, uint32_t head)
 			put_mem(s, ns, &m);
 			break;
 		}
+		case LP_RAW_SYNC: {
+			uint32_t at = (s->tail + 1) & mask;
+			struct syncevent y = { .op = LP_RAW_SYNC_OP(payload), .flags = LP_RAW_SYNC_FLAGS(payload) };
+			uint64_t begin;
+
+			step = 3;
+			if (at + 1 >= s->ring_slots || y.op < LP_SYNC_THREAD || y.op >= LP_SYNC_OPS) {
+				step = 1; /* a broken record: skip the slot */
+				break;
+			}
+			if ((uint32_t)(head - s->tail) < step)
+				return n; /* cannot happen with a sane producer */
+			y.obj = s->slots[at].time;
+			begin = s->slots[at].word;
+			y.site = s->slots[at + 1].time;
+			y.obj2 = s->slots[at + 1].word;
+			if (begin) {
+				uint64_t begin_ns = clocksync_ns(cs, begin);
+
+				y.wait_ns = ns > begin_ns ? ns - begin_ns : 0;
+			}
+			put_sync(s, ns, &y);
+			break;
+		}
+		case LP_RAW_COUNTER:
+			step = consume_counter(s, ns, payload, head);
+			if (!step)
+				return n; /* cannot happen with a sane producer */
+			break;
 		case LP_RAW_EXT: {
 			uint32_t len = (uint32_t)(payload & 0xffffffffu);
 			uint32_t kind = (uint32_t)(payload >> 32);
@@ -1164,6 +1384,42 @@ bool drain_eager(const struct drain *d)
 	return atomic_load_explicit((_Atomic uint32_t *)&d->control->flags, memory_order_relaxed) & LP_CTL_EAGER;
 }
 
+/* The totals of s's process, if the recorder gave them, just before the
+ * process's EXIT event. */
+static void put_totals(struct stream *s, uint64_t ns)
+{
+	struct drain *d = s->d;
+	size_t i;
+
+	for (i = 0; i < d->nctr_totals; i++) {
+		struct drain_ctrtotals *t = d->ctr_totals[i];
+
+		if (t->pid != (pid_t)s->ring->pid)
+			continue;
+		for (uint32_t k = 0; k < t->n; k++)
+			encoder_counter(s->enc, ns, &t->ev[k]);
+		free(t);
+		d->ctr_totals[i] = d->ctr_totals[--d->nctr_totals];
+		return;
+	}
+}
+
+int drain_counter_totals(struct drain *d, pid_t pid, const struct ctrevent *ev, uint32_t n)
+{
+	struct drain_ctrtotals *t;
+
+	if (d->nctr_totals == DRAIN_CTR_TOTALS_MAX)
+		return -ENOSPC;
+	t = malloc(sizeof(*t) + n * sizeof(*ev));
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	t->n = n;
+	memcpy(t->ev, ev, n * sizeof(*ev));
+	d->ctr_totals[d->nctr_totals++] = t;
+	return 0;
+}
+
 static void stream_close(struct stream *s)
 {
 	uint64_t dropped = atomic_load_explicit((_Atomic uint64_t *)&s->ring->dropped, memory_order_acquire);
@@ -1182,6 +1438,10 @@ static void stream_close(struct stream *s)
 		s->d->stats.folded_bytes += fst.bytes;
 		memfold_free(s->fold);
 		s->fold = NULL;
+		free(s->sync_held);
+		s->sync_held = NULL;
+		s->sync_n = s->sync_cap = 0;
+		ctr_fifo_free(s);
 	}
 	if (s->sys)
 		drainsys_unbind(s);
@@ -1205,6 +1465,8 @@ static void stream_close(struct stream *s)
 	s->d->stats.wait_ns += atomic_load_explicit((_Atomic uint64_t *)&s->ring->wait_ns, memory_order_relaxed);
 	s->d->stats.wait_gave_up += atomic_load_explicit((_Atomic uint64_t *)&s->ring->gave_up, memory_order_relaxed);
 	s->d->stats.nospace += atomic_load_explicit((_Atomic uint64_t *)&s->ring->nospace, memory_order_relaxed);
+	if (exit_event && state != LP_RING_CLOSED)
+		put_totals(s, ns);
 	if (state == LP_RING_CLOSED)
 		encoder_task(s->enc, ns, LP_TASK_END, 0, NULL, 0, NULL, 0);
 	else if (s->exit_status == DRAIN_EXIT_UNKNOWN)
@@ -1600,6 +1862,8 @@ void drain_free(struct drain *d)
 		return;
 	for (i = 0; i < d->nstreams; i++) {
 		memfold_free(d->streams[i]->fold);
+		free(d->streams[i]->sync_held);
+		ctr_fifo_free(d->streams[i]);
 		if (d->streams[i]->filtered)
 			filter_stream_release(&d->streams[i]->fs);
 		if (d->streams[i]->ring)
@@ -1614,6 +1878,8 @@ void drain_free(struct drain *d)
 	drainsys_free(d);
 	drainwatch_free(d);
 	drainloss_free(d);
+	for (i = 0; i < d->nctr_totals; i++)
+		free(d->ctr_totals[i]);
 	if (d->notify_fd >= 0)
 		close(d->notify_fd);
 	if (d->filters)

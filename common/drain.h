@@ -230,6 +230,14 @@ int drain_func_fork(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, ui
  * function events without their exits (a longjmp): an LP_EV_LONGJMP in
  * its stream.  Returns 0 or -ENOMEM. */
 int drain_func_longjmp(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, uint32_t depth);
+/* record --counters: the totals of process `pid`'s counters (its threads
+ * and children), n events (LP_CTR_CPU, one per CPU, and LP_CTR_PROCESS;
+ * copied), read after it was reaped and given before
+ * drain_process_exited: they go into the stream that ends the process,
+ * just before its EXIT event.  Returns 0, -ENOMEM or -ENOSPC (too many
+ * processes' totals waiting). */
+struct ctrevent;
+int drain_counter_totals(struct drain *d, pid_t pid, const struct ctrevent *ev, uint32_t n);
 /* count syscall records were lost (tid 0: thread unknown); shown as lost
  * events in the thread's stream. */
 void drain_syscalls_lost(struct drain *d, uint32_t pid, uint32_t tid, uint64_t count);

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/clocksync.h"
+#include "common/ctrevent.h"
 #include "common/drain.h"
 #include "common/encoder.h"
 #include "common/filter.h"
@@ -17,6 +18,10 @@
 #define DRAIN_PATH_MAX 600u
 #define DRAIN_EXITS_MAX 4096u
 #define DRAIN_REAPED_MAX 256u
+/* sync events a folding stage holds, at most (it holds at most
+ * MEMFOLD_QUEUE_MAX events) */
+#define DRAIN_SYNC_HELD_MAX (1u << 17)
+#define DRAIN_CTR_TOTALS_MAX 16u
 
 /* stream.exit_status of a stream that gets no EXIT event */
 #define DRAIN_EXIT_NONE (-2)
@@ -25,6 +30,7 @@ struct systhread;
 struct drainsys;
 struct drainwatch;
 struct drainloss;
+struct syncevent;
 
 /* One runtime ring and the stream it feeds. */
 struct stream {
@@ -53,6 +59,11 @@ struct stream {
 	/* the folding stage of heap operations (cfg.mem_fold_ns), or NULL:
 	 * function and heap events go through it, the others flush it */
 	struct memfold *fold;
+	/* sync events held while they pass the folding stage (as LP_EV_SYNC
+	 * markers, in order): a ring of sync_cap (a power of two, at most
+	 * DRAIN_SYNC_HELD_MAX), sync_n of them from sync_head */
+	struct syncevent *sync_held;
+	uint32_t sync_cap, sync_head, sync_n;
 	bool closing; /* drained to the end in this poll: closes after it */
 	/* the ring's name kept in the directory (cfg.keep_rings, or found
 	 * there by a salvage), removed when the stream closes; "" for none */
@@ -64,7 +75,41 @@ struct stream {
 	/* the latest event of the streams of its image that closed before it
 	 * (threads that ended): the process's EXIT comes after them too */
 	uint64_t peers_last_ns;
+	/* record --counters: the counter event of the ENTRY or EXIT the
+	 * filter stage is handed now, written after that event if the stage
+	 * passes it on at once (NULL: none) */
+	const struct ctrevent *ctr_pending;
+	uint8_t ctr_pending_type; /* LP_EV_ENTRY or LP_EV_EXIT */
+	/* the ENTRY and EXIT counter events the folding stage holds (as
+	 * LP_EV_COUNTER events in its queue), oldest first; NULL until the
+	 * first */
+	struct drain_ctrfifo *ctr_fifo;
 	struct drain *d;
+};
+
+/* A counter event held by the folding stage: up to DRAIN_CTR_FIFO_MAX per
+ * stream (the stage holds at most MEMFOLD_QUEUE_MAX events); past that the
+ * stage hands out what it holds first. */
+#define DRAIN_CTR_FIFO_MAX 65536u
+struct drain_ctrheld {
+	uint64_t fn;
+	uint8_t kind;
+	uint8_t n;
+	uint64_t values[LP_COUNTERS_MAX];
+};
+
+struct drain_ctrfifo {
+	struct drain_ctrheld *a;
+	uint32_t cap; /* a power of two */
+	uint32_t head, tail;
+};
+
+/* The program's counter totals (drain_counter_totals), kept until the
+ * stream that ends its process closes. */
+struct drain_ctrtotals {
+	pid_t pid;
+	uint32_t n;
+	struct ctrevent ev[];
 };
 
 /* The folding stages of one process image share its pairing. */
@@ -113,6 +158,8 @@ struct drain {
 	struct drainwatch *watch; /* NULL until the first stream */
 	uint64_t last_watch;      /* time of its last check */
 	struct drainloss *loss;   /* threads without a ring; NULL: not looked at */
+	struct drain_ctrtotals *ctr_totals[DRAIN_CTR_TOTALS_MAX];
+	size_t nctr_totals;
 	int error;
 };
 

@@ -13,12 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/ctrnames.h"
 #include "common/progpath.h"
 #include "layerprof/format.h"
 
 #define LAUNCH_PRELOAD "LD_PRELOAD"
-/* The entries launch_env_new sets itself, at most. */
-#define LAUNCH_OWN_MAX 4
+/* The entries launch_env_new sets itself, at most: the session, LD_PRELOAD,
+ * the two heap options, the sync tracer's and the counters'. */
+#define LAUNCH_OWN_MAX 6
 
 /* Whether entry e of an environment sets variable name. */
 static bool env_is(const char *e, const char *name)
@@ -30,7 +32,9 @@ static bool env_is(const char *e, const char *name)
 
 static bool env_replaced(const char *e, const struct launch_env *le)
 {
-	if (env_is(e, LP_ENV_SESSION) || env_is(e, LAUNCH_PRELOAD))
+	if (env_is(e, LP_ENV_SESSION) || env_is(e, LAUNCH_PRELOAD) || env_is(e, LAUNCH_COUNTERS_ENV))
+		return true;
+	if (le->sync && env_is(e, LAUNCH_SYNC_ENV))
 		return true;
 	return le->memory && (env_is(e, LP_MEM_ENV_DEPTH) || env_is(e, LP_MEM_ENV_KEEPALIVE));
 }
@@ -52,11 +56,15 @@ char **launch_env_new(char *const *base, const struct launch_env *le)
 		snprintf(own[nown++], sizeof(own[0]), "%s=%u", LP_MEM_ENV_DEPTH, le->mem_depth);
 		snprintf(own[nown++], sizeof(own[0]), "%s=%d", LP_MEM_ENV_KEEPALIVE, le->mem_keep_alive ? 1 : 0);
 	}
+	if (le->sync)
+		snprintf(own[nown++], sizeof(own[0]), "%s=%.16s", LAUNCH_SYNC_ENV, le->sync);
 	/* the session and LD_PRELOAD entries, then the short ones */
 	text = strlen(LP_ENV_SESSION) + strlen(le->session) + 2;
 	text += sizeof(LAUNCH_PRELOAD) + strlen(le->preload) + 1 + (old && *old ? strlen(old) + 1 : 0);
 	for (k = 0; k < nown; k++)
 		text += strlen(own[k]) + 1;
+	if (le->counters)
+		text += sizeof(LAUNCH_COUNTERS_ENV) + strlen(le->counters) + 1;
 	if (n > (SIZE_MAX - text) / sizeof(*env) - LAUNCH_OWN_MAX - 1) {
 		errno = ENOMEM;
 		return NULL;
@@ -75,6 +83,10 @@ char **launch_env_new(char *const *base, const struct launch_env *le)
 	for (k = 0; k < nown; k++) {
 		env[j++] = p;
 		p += sprintf(p, "%s", own[k]) + 1;
+	}
+	if (le->counters) {
+		env[j++] = p;
+		p += sprintf(p, "%s=%s", LAUNCH_COUNTERS_ENV, le->counters) + 1;
 	}
 	env[j] = NULL;
 	return env;
@@ -181,4 +193,24 @@ pid_t launch_spawn(const struct launch_cmd *cmd, enum launch_step *failed)
 	}
 	close(errpipe[0]);
 	return pid;
+}
+
+int launch_counters_env(const struct ctrname *c, uint32_t n, const char *how, bool user, char *buf, size_t size)
+{
+	size_t len;
+	int w;
+	uint32_t i;
+
+	w = snprintf(buf, size, "read=%s;scope=%s;events=", how, user ? "user" : "all");
+	if (w < 0 || (size_t)w >= size)
+		return -ENAMETOOLONG;
+	len = (size_t)w;
+	for (i = 0; i < n; i++) {
+		w = snprintf(buf + len, size - len, "%s%u:0x%llx", i ? "," : "", c[i].type,
+		             (unsigned long long)c[i].config);
+		if (w < 0 || (size_t)w >= size - len)
+			return -ENAMETOOLONG;
+		len += (size_t)w;
+	}
+	return (int)len;
 }

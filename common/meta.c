@@ -65,6 +65,17 @@ size_t meta_format(const struct meta *m, char *buf, size_t size)
 		                      m->mem_keep_alive ? 1 : 0, (unsigned long long)m->mem_fold_ns));
 	else if (m->mem == META_MEM_ON)
 		meta_advance(&n, size, snprintf(buf + n, size - n, "memory=1\n"));
+	if (m->sync)
+		meta_advance(&n, size, snprintf(buf + n, size - n, "sync=%s\n", m->sync));
+	if (m->counters && *m->counters)
+		meta_advance(&n, size, snprintf(buf + n, size - n, "counters=%s\n", m->counters));
+	if (m->counters_unavailable && *m->counters_unavailable)
+		meta_advance(&n, size,
+		             snprintf(buf + n, size - n, "counters.unavailable=%s\n", m->counters_unavailable));
+	if (m->counters_read && *m->counters_read)
+		meta_advance(&n, size, snprintf(buf + n, size - n, "counters.read=%s\n", m->counters_read));
+	if (m->counters_scope && *m->counters_scope)
+		meta_advance(&n, size, snprintf(buf + n, size - n, "counters.scope=%s\n", m->counters_scope));
 	/* the command last: it runs to the end of its line */
 	meta_advance(&n, size, snprintf(buf + n, size - n, "command="));
 	if (n > size - 2)

@@ -40,6 +40,16 @@ struct meta {
 	unsigned mem_depth;
 	bool mem_keep_alive;
 	uint64_t mem_fold_ns;
+	const char *sync; /* sync=: how sync operations were taken (preload,
+	                   * wrap); NULL: not recorded */
+	/* record --counters: counters= (perf names in value order),
+	 * counters.unavailable= (asked for, not recorded: "name: reason; ..."),
+	 * counters.read= (rdpmc, read, none), counters.scope= (user: kernel
+	 * and hypervisor excluded, all); NULL or "": not written */
+	const char *counters;
+	const char *counters_unavailable;
+	const char *counters_read;
+	const char *counters_scope;
 	int argc;          /* command=: the arguments joined by spaces */
 	char *const *argv; /* borrowed */
 };

@@ -20,7 +20,8 @@ static const char flow_usage[] = "usage: layerprof flow [options] [<trace dir>] 
                                  "their start over all threads: the functions it called, their system calls\n"
                                  "(record --syscalls), the kernel events they caused (record --kernel: page\n"
                                  "faults, time off the CPU with who woke the thread, block requests, irqs),\n"
-                                 "heap operations (record --memory), with times, and the call's time per layer.\n"
+                                 "heap operations (record --memory), synchronisation waits with the thread that\n"
+                                 "released them (record --sync), with times, and the call's time per layer.\n"
                                  "\n"
                                  "      --thread TID      number the calls of this thread only\n"
                                  "      --all             every call of the function, one line each, with its\n"
@@ -106,6 +107,9 @@ static void print_flow_text(const char *func, const struct kflow_call *c, const 
 			break;
 		case KFLOW_MEM:
 			printf("%14s %12s | %*s[mem] %s\n", t, d, (int)(2 * nd->depth), "", nd->text);
+			break;
+		case KFLOW_SYNC:
+			printf("%14s %12s | %*s[wait] %s\n", t, d, (int)(2 * nd->depth), "", nd->text);
 			break;
 		default:
 			printf("%14s %12s | %*s*** %s ***\n", t, d, (int)(2 * nd->depth), "", nd->text);

@@ -20,6 +20,7 @@
 #include "common/exepath.h"
 #include "common/kernevent.h"
 #include "common/drain.h"
+#include "common/elfsyms.h"
 #include "common/launch.h"
 #include "common/memopts.h"
 #include "common/meta.h"
@@ -27,6 +28,7 @@
 #include "common/sessiondir.h"
 #include "common/systab.h"
 #include "host/builtin.h"
+#include "host/recctr.h"
 #include "host/recdyn.h"
 #include "host/lib/trace/classify.h"
 #include "host/lib/trace/dir.h"
@@ -64,8 +66,13 @@
  * long: a killed recorder loses at most twice this of a quiet program. */
 #define RECORD_FLUSH_NS 100000000ull
 #define RECORD_MEM_LIB "liblayerprof-mem.so"
+#define RECORD_SYNC_LIB "liblayerprof-sync.so"
+/* a program linked with the sync tracer's --wrap interposers defines it */
+#define RECORD_SYNC_WRAP_SYMBOL "__wrap_pthread_mutex_lock"
 #define RECORD_OPT_LIBCALLS 0x2000
 #define RECORD_OPT_PROBE 0x2001
+#define RECORD_OPT_SYNC 0x2010
+#define RECORD_OPT_COUNTERS 0x2002
 
 static const char record_usage[] =
     "usage: layerprof record [options] [--] <program> [<args>]\n"
@@ -142,7 +149,21 @@ static const char record_usage[] =
     "      --mem-fold DUR    blocks released within DUR (e.g. 1ms), by any thread, are\n"
     "                        only counted, per call stack, not recorded one by one,\n"
     "                        so that an endless run of short-lived blocks does not\n"
-    "                        grow the trace (default: off)\n" FILTER_HELP_FUNCS "  -h, --help            this text\n"
+    "                        grow the trace (default: off)\n"
+    "      --sync            also record synchronisation operations (mutex, rwlock,\n"
+    "                        spinlock, condition variable, barrier, semaphore,\n"
+    "                        thread creation and join: what waited, how long) by\n"
+    "                        preloading " RECORD_SYNC_LIB "; a program linked with\n"
+    "                        the --wrap interposers (`layerprof config\n"
+    "                        --wrap-flags`, syncwrap.rsp) records its own calls\n"
+    "                        through them\n"
+    "      --counters[=LIST] also count performance events per thread and per\n"
+    "                        function, and the program's totals per CPU: perf's\n"
+    "                        names, comma-separated, at most 12 (default: cycles,\n"
+    "                        instructions, cache-misses, branch-misses, task-clock,\n"
+    "                        page-faults, context-switches); events this CPU or\n"
+    "                        kernel cannot count are named and left out\n" FILTER_HELP_FUNCS
+    "  -h, --help            this text\n"
     "\n"
     "A recorder killed with SIGKILL leaves a trace that ends at most some 200 ms\n"
     "before it died; `layerprof recover DIR` adds what its rings still hold.\n";
@@ -201,7 +222,7 @@ struct recorder {
 	int prog_argc; /* the program and its arguments (argv[optind...]) */
 	char **prog_argv;
 	/* the trace and the session */
-	char preload[2 * PATH_MAX + 2]; /* the runtime (and the heap interposers) */
+	char preload[3 * PATH_MAX + 3]; /* the runtime (and the heap and sync interposers) */
 	char prog[PATH_MAX];            /* the program's file */
 	char session[SESSIONDIR_PATH_MAX + SESSIONDIR_NAME_MAX];
 	struct tracefile tf;
@@ -220,6 +241,9 @@ struct recorder {
 	uint64_t kbuffer;
 	struct ktrace *kt;
 	struct recdyn dyn;
+	bool sync;            /* --sync */
+	const char *sync_how; /* with sync: META "sync" (preload, wrap) */
+	struct recctr ctr;    /* --counters */
 	/* the program */
 	pid_t child;
 	int status; /* its wait status, once child_done */
@@ -344,6 +368,13 @@ static int write_meta(struct recorder *rec, uint64_t buffer)
 		m.mem_keep_alive = rec->mem.keep_alive;
 		m.mem_fold_ns = rec->mem.fold_ns;
 	}
+	m.sync = rec->sync ? rec->sync_how : NULL;
+	if (rec->ctr.on) {
+		m.counters = rec->ctr.names;
+		m.counters_unavailable = rec->ctr.unavailable;
+		m.counters_read = rec->ctr.how;
+		m.counters_scope = rec->ctr.user ? "user" : "all";
+	}
 	m.argc = rec->prog_argc;
 	m.argv = rec->prog_argv;
 	n = meta_format(&m, text, sizeof(text));
@@ -450,6 +481,9 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 	case 'm':
 		rec->mem.on = true;
 		break;
+	case RECORD_OPT_SYNC:
+		rec->sync = true;
+		break;
 	case 'D':
 		if (memopts_set_depth(&rec->mem, arg, MEMOPTS_OPTIONS, err, sizeof(err))) {
 			fprintf(stderr, "layerprof record: %s\n", err);
@@ -496,6 +530,12 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 			return LP_EXIT_USAGE;
 		}
 		break;
+	case RECORD_OPT_COUNTERS:
+		if (recctr_option(&rec->ctr, arg, err, sizeof(err))) {
+			fprintf(stderr, "layerprof record: invalid --counters: %s\n", err);
+			return LP_EXIT_USAGE;
+		}
+		break;
 	case 'h':
 		fputs(record_usage, stdout);
 		return LP_EXIT_OK;
@@ -537,6 +577,8 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "backend", required_argument, NULL, 'W' },
 		{ "libcalls", no_argument, NULL, RECORD_OPT_LIBCALLS },
 		{ "probe", required_argument, NULL, RECORD_OPT_PROBE },
+		{ "sync", no_argument, NULL, RECORD_OPT_SYNC },
+		{ "counters", optional_argument, NULL, RECORD_OPT_COUNTERS },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -624,6 +666,42 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 	return RECORD_GO_ON;
 }
 
+/* Whether the program's file holds the sync tracer's --wrap interposers
+ * (its own calls then go through them; the preloaded library takes those
+ * of the shared libraries).  A file that cannot be read says no. */
+static bool record_sync_wrapped(const char *prog)
+{
+	struct elfsyms *es;
+	char err[300];
+	bool found = false;
+
+	if (elfsyms_open(prog, &es, err, sizeof(err)))
+		return false;
+	for (size_t i = 0; i < es->nfn && !found; i++)
+		found = es->fn[i].name && !strcmp(es->fn[i].name, RECORD_SYNC_WRAP_SYMBOL);
+	elfsyms_free(es);
+	return found;
+}
+
+/* --sync: the sync interposers, next to the runtime lib, are preloaded
+ * after the runtime (and the heap interposers).  Prints why it fails. */
+static int record_sync_setup(struct recorder *rec, const char *lib)
+{
+	const char *slash = strrchr(lib, '/');
+	char synclib[PATH_MAX];
+	size_t len = strlen(rec->preload);
+	int n;
+
+	n = slash ? snprintf(synclib, sizeof(synclib), "%.*s/%s", (int)(slash - lib), lib, RECORD_SYNC_LIB) : -1;
+	if (n < 0 || (size_t)n >= sizeof(synclib) || access(synclib, R_OK)) {
+		fprintf(stderr, "layerprof record: cannot find %s next to '%s'\n", RECORD_SYNC_LIB, lib);
+		return -ENOENT;
+	}
+	snprintf(rec->preload + len, sizeof(rec->preload) - len, ":%s", synclib);
+	rec->sync_how = "preload";
+	return 0;
+}
+
 /* What the recording needs before anything changes on disk: the libraries
  * to preload, the program's file, the rings' geometry, the record-time
  * filters.  Returns RECORD_GO_ON, or the exit code. */
@@ -647,6 +725,10 @@ static int record_setup(struct recorder *rec)
 		}
 		snprintf(rec->preload, sizeof(rec->preload), "%s:%s", lib, memlib);
 	}
+	/* --counters alone preloads them too, for the thread starts: each new
+	 * thread then makes its ring, and opens its counters, as it starts */
+	if ((rec->sync || rec->ctr.on) && record_sync_setup(rec, lib))
+		return LP_EXIT_FAILURE;
 	/* found here, as execvp would, so that a missing program leaves the
 	 * previous trace alone and the program's first call is its own exec */
 	r = progpath_find(rec->prog_argv[0], rec->prog, sizeof(rec->prog));
@@ -654,6 +736,8 @@ static int record_setup(struct recorder *rec)
 		fprintf(stderr, "layerprof record: cannot run '%s': %s\n", rec->prog_argv[0], strerror(-r));
 		return r == -ENOENT ? 127 : 126;
 	}
+	if (rec->sync && record_sync_wrapped(rec->prog))
+		rec->sync_how = "wrap";
 	buffer = rec->buffer ? rec->buffer : rec->mem.on ? RECORD_MEM_DEFAULT_BUFFER : RECORD_DEFAULT_BUFFER;
 	rec->buffer = buffer;
 	rec->cfg.chunk_slots = RECORD_CHUNK_SLOTS;
@@ -704,6 +788,78 @@ static void record_name_trace(struct recorder *rec)
 		        strerror(-r));
 }
 
+/* --counters: which events the kernel and CPU count, before anything
+ * changes on disk.  None: the recording is refused (a usage error, as
+ * for an unknown name); some: a warning names the others.  Returns
+ * RECORD_GO_ON, or the exit code. */
+static int record_counters_probe(struct recorder *rec)
+{
+	char err[2600];
+
+	if (!rec->ctr.on)
+		return RECORD_GO_ON;
+	if (recctr_probe(&rec->ctr, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: --counters: %s\n", err);
+		return LP_EXIT_USAGE;
+	}
+	if (rec->ctr.unavailable[0] && rec->ctr.hw_only_missing)
+		fprintf(stderr,
+		        "layerprof record: warning: --counters: hardware events not supported by this CPU or kernel, "
+		        "left out: %s\n",
+		        rec->ctr.unavailable);
+	else if (rec->ctr.unavailable[0])
+		fprintf(stderr, "layerprof record: warning: --counters: left out: %s\n", rec->ctr.unavailable);
+	if (!strcmp(rec->ctr.how, "none"))
+		fprintf(stderr, "layerprof record: warning: --counters: the counters cannot be read in the program: "
+		                "program totals only\n");
+	return RECORD_GO_ON;
+}
+
+/* The program waits before its exec: the dynamic tracer's probes and the
+ * counters' totals are opened on it (launch_cmd.held). */
+static int record_held(void *ctx, pid_t pid)
+{
+	struct recorder *rec = ctx;
+	int r = 0;
+
+	if (rec->dyn.on && !recdyn_patching(&rec->dyn))
+		r = recdyn_held(&rec->dyn, pid);
+	if (!r && rec->ctr.on)
+		r = recctr_held(&rec->ctr, pid);
+	return r;
+}
+
+static int record_held_sys(void *ctx, pid_t pid, char *err, size_t errlen)
+{
+	struct recorder *rec = ctx;
+	int r = rec->dyn.on && !recdyn_patching(&rec->dyn) ? recdyn_held_sys(&rec->dyn, pid, err, errlen) : 0;
+
+	if (!r && rec->ctr.on)
+		r = recctr_held(&rec->ctr, pid);
+	return r;
+}
+
+/* The program was reaped: its counter totals go into the stream that
+ * ends it (before drain_process_exited). */
+static void record_counter_totals(struct recorder *rec)
+{
+	struct ctrevent *ev;
+	uint32_t n;
+
+	if (!rec->ctr.on || !rec->ctr.fd)
+		return;
+	ev = calloc((size_t)rec->ctr.ncpus + 1, sizeof(*ev));
+	if (!ev) {
+		fprintf(stderr, "layerprof record: warning: --counters: out of memory: no program totals\n");
+		return;
+	}
+	n = recctr_read_totals(&rec->ctr, ev);
+	if (n && drain_counter_totals(rec->d, rec->child, ev, n))
+		fprintf(stderr, "layerprof record: warning: --counters: no room for the program totals\n");
+	free(ev);
+	recctr_release(&rec->ctr);
+}
+
 /* Everything is checked: the trace directory (an old one is kept), its
  * META, the session and its drain, the note for `recover`.  Returns
  * RECORD_GO_ON, or the exit code. */
@@ -747,6 +903,9 @@ static int record_open(struct recorder *rec)
 		                "functions at record time (this program is traced through uprobes)\n");
 		return LP_EXIT_USAGE;
 	}
+	r = record_counters_probe(rec);
+	if (r != RECORD_GO_ON)
+		return r;
 	signal(SIGXFSZ, on_xfsz);
 	rec->dirfd = tracedir_create(rec->out, err, sizeof(err));
 	if (rec->dirfd < 0) {
@@ -816,6 +975,24 @@ static int record_open(struct recorder *rec)
 	return RECORD_GO_ON;
 }
 
+/* The program runs already (the syscall tracer started it): its counter
+ * totals count from now, without what it did since its exec. */
+static void record_counters_late(struct recorder *rec)
+{
+	char err[600];
+
+	if (!rec->ctr.on || rec->ctr.fd)
+		return;
+	if (recctr_open_totals(&rec->ctr, rec->child, false, err, sizeof(err)))
+		fprintf(stderr, "layerprof record: warning: counters: %s: no program totals\n", err);
+	else if (!rec->quiet)
+		fprintf(stderr,
+		        "layerprof record: note: --counters with --syscalls=%s: the program totals miss what "
+		        "the program did between its exec and their opening (its start); --syscalls=bpf or "
+		        "tracepoint count it all\n",
+		        systrace_backend_name(systrace_backend(rec->st)));
+}
+
 /* Starts the program (common/launch.h), under the syscall tracer with
  * --syscalls.  Returns RECORD_GO_ON, or the exit code. */
 static int record_spawn(struct recorder *rec)
@@ -832,6 +1009,9 @@ static int record_spawn(struct recorder *rec)
 	le.memory = rec->mem.on;
 	le.mem_depth = memopts_depth(&rec->mem);
 	le.mem_keep_alive = rec->mem.keep_alive;
+	le.sync = rec->sync ? "1" : rec->ctr.on ? "threads" : NULL;
+	if (rec->ctr.on)
+		le.counters = rec->ctr.env;
 	env = launch_env_new(environ, &le);
 	if (!env) {
 		fprintf(stderr, "layerprof record: out of memory\n");
@@ -845,9 +1025,13 @@ static int record_spawn(struct recorder *rec)
 	if (rec->syscalls) {
 		struct systrace_ops sops = sysdrain_ops(&rec->feed);
 
-		if (rec->dyn.on && !recdyn_patching(&rec->dyn)) {
-			rec->stcfg.held = recdyn_held_sys;
-			rec->stcfg.held_ctx = &rec->dyn;
+		/* the counters' totals from the exec on where the backend holds
+		 * the program before it (not ptrace, which auto may choose) */
+		if ((rec->dyn.on && !recdyn_patching(&rec->dyn)) ||
+		    (rec->ctr.on &&
+		     (rec->stcfg.backend == SYSTRACE_BPF || rec->stcfg.backend == SYSTRACE_TRACEPOINT))) {
+			rec->stcfg.held = record_held_sys;
+			rec->stcfg.held_ctx = rec;
 		}
 		rec->st = systrace_spawn(rec->prog_argv, env, &rec->stcfg, &sops, &rec->child, why, sizeof(why), err,
 		                         sizeof(err));
@@ -860,6 +1044,7 @@ static int record_spawn(struct recorder *rec)
 			fprintf(stderr, "layerprof record: syscalls: %s\n", why);
 		if (rec->kt)
 			ktrace_follow(rec->kt, rec->child, true);
+		record_counters_late(rec);
 		return RECORD_GO_ON;
 	}
 	sigemptyset(&cmd.reset);
@@ -868,9 +1053,9 @@ static int record_spawn(struct recorder *rec)
 	sigaddset(&cmd.reset, SIGHUP);
 	sigaddset(&cmd.reset, SIGXFSZ);
 	cmd.envp = env;
-	if (rec->dyn.on && !recdyn_patching(&rec->dyn)) {
-		cmd.held = recdyn_held;
-		cmd.held_ctx = &rec->dyn;
+	if ((rec->dyn.on && !recdyn_patching(&rec->dyn)) || rec->ctr.on) {
+		cmd.held = record_held;
+		cmd.held_ctx = rec;
 	}
 	pid = launch_spawn(&cmd, &step);
 	free(env);
@@ -941,6 +1126,7 @@ static void record_loop(struct recorder *rec)
 		if (record_ptraced(rec)) {
 			/* the tracer reaps its tracees itself */
 			if (!rec->child_done && record_tracer_exited(rec, &s)) {
+				record_counter_totals(rec);
 				drain_process_exited(rec->d, rec->child, s);
 				rec->status = s;
 				rec->child_done = true;
@@ -949,6 +1135,8 @@ static void record_loop(struct recorder *rec)
 				break;
 		}
 		while (!record_ptraced(rec) && (p = waitpid(-1, &s, WNOHANG)) > 0) {
+			if (p == rec->child)
+				record_counter_totals(rec);
 			drain_process_exited(rec->d, p, s);
 			if (p == rec->child) {
 				rec->status = s;
@@ -1131,6 +1319,7 @@ static int record_release(struct recorder *rec, int exit_code)
 	systrace_free(rec->st);
 	ktrace_free(rec->kt);
 	recdyn_free(&rec->dyn);
+	recctr_release(&rec->ctr);
 	drain_free(rec->d);
 	classifier_free(rec->cls);
 	symbolizer_free(rec->sym);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/syncevent.h"
 #include "common/systab.h"
 #include "host/builtin.h"
 #include "host/lib/analysis/sysstats.h"
@@ -29,9 +30,12 @@ static const char replay_usage[] =
     "(record --syscalls) appear inside the function that made them, as\n"
     "\"[sys] name(args) = result\"; heap operations (record --memory) as\n"
     "\"[mem] malloc(48) = 0x...  caller\"; kernel events (record --kernel) as\n"
-    "\"[kernel] sched_switch: ...\", those during a system call under its line.\n"
+    "\"[kernel] sched_switch: ...\", those during a system call under its line;\n"
+    "synchronisation operations (record --sync) as \"[sync] mutex-lock 0x...\n"
+    "flags=contended wait=12.500us obj2=0 tid=N site=caller+0x1c\".\n"
     "The C library calls of record --libcalls show their arguments and result,\n"
-    "as \"write@plt(1, \"hi\\n\", 3) = 3\".\n"
+    "as \"write@plt(1, \"hi\\n\", 3) = 3\".  Counter values (record --counters) as\n"
+    "\"[counters] entry work cycles=... page-faults=...\", one line each.\n"
     "\n"
     "      --format FMT      text (default) or json (one object per thread with\n"
     "                        its events)\n" FILTER_HELP "  -h, --help            this text\n"
@@ -521,6 +525,127 @@ static void on_mem(void *ctx, struct walk_stream *s, const struct walk_mem *m)
 	        (m->flags & LP_MEM_KEPT) ? " [kept from libc]" : "");
 }
 
+static void sync_flags_text(uint32_t flags, char *buf, size_t size)
+{
+	static const char *const names[] = { "contended", "try", "failed", "timed", "timedout", "serial" };
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (flags & (1u << i))
+			n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "%s%s", n ? "," : "", names[i]);
+	if (!n)
+		snprintf(buf, size, "-");
+}
+
+/* A synchronisation operation, as a leaf like a syscall: its object, how
+ * it went, how long it waited, its call site. */
+static void on_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32], flags[96], site[1024];
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	sync_flags_text(y->flags, flags, sizeof(flags));
+	if (y->site)
+		walk_name(&rp->w, s->image, y->site, site, sizeof(site));
+	else
+		snprintf(site, sizeof(site), "[unknown]");
+	if (rp->json) {
+		fprintf(
+		    rs->f,
+		    "%s{\"type\":\"sync\",\"time_ns\":%llu,\"depth\":%u,\"tid\":%u,\"op\":\"%s\",\"obj\":\"0x%llx\","
+		    "\"flags\":\"%s\",\"wait_ns\":%llu,\"obj2\":\"0x%llx\",\"site\":",
+		    rs->events ? "," : "", (unsigned long long)y->ns, y->depth, s->tid, syncevent_op_name(y->op),
+		    (unsigned long long)y->obj, flags, (unsigned long long)y->wait_ns, (unsigned long long)y->obj2);
+		json_write_string(rs->f, site);
+		fputc('}', rs->f);
+		rs->events++;
+		return;
+	}
+	time_col(rp, y->ns, t, sizeof(t));
+	fprintf(rs->f, "%14s %12s | %*s[sync] %s 0x%llx flags=%s wait=%llu.%03uus obj2=0x%llx tid=%u site=%s\n", t, "",
+	        (int)(2 * y->depth), "", syncevent_op_name(y->op), (unsigned long long)y->obj, flags,
+	        (unsigned long long)(y->wait_ns / 1000), (unsigned)(y->wait_ns % 1000), (unsigned long long)y->obj2,
+	        s->tid, site);
+}
+
+static const char *const replay_ctr_kinds[] = {
+	[LP_CTR_BEGIN] = "begin", [LP_CTR_ENTRY] = "entry",     [LP_CTR_EXIT] = "exit",     [LP_CTR_END] = "end",
+	[LP_CTR_CPU] = "cpu",     [LP_CTR_PROCESS] = "process", [LP_CTR_SAMPLE] = "sample",
+};
+
+/* The i-th counter's name (META counters), or "counterI". */
+static const char *ctr_name(const struct replay *rp, uint32_t i, char *buf, size_t size)
+{
+	if (i < rp->w.ncounters)
+		return rp->w.counters[i];
+	snprintf(buf, size, "counter%u", i);
+	return buf;
+}
+
+/* Counter values (record --counters), one line each, at the depth of the
+ * calls their function makes: "[counters] entry work cycles=... ...";
+ * a thread's and the program's totals name no function. */
+static void on_counter(void *ctx, struct walk_stream *s, const struct walk_counter *c)
+{
+	struct replay *rp = ctx;
+	struct rstream *rs = s->user;
+	char t[32], fname[1024] = "", nbuf[32];
+	const char *kind =
+	    c->kind < sizeof(replay_ctr_kinds) / sizeof(replay_ctr_kinds[0]) ? replay_ctr_kinds[c->kind] : NULL;
+	uint32_t i;
+
+	if (!rs)
+		return;
+	flush_pending(rp, s);
+	if (c->fn)
+		walk_name(&rp->w, s->image, c->fn, fname, sizeof(fname));
+	if (rp->json) {
+		fprintf(rs->f, "%s{\"type\":\"counter\",\"time_ns\":%llu,\"depth\":%u,\"kind\":\"%s\"",
+		        rs->events ? "," : "", (unsigned long long)c->ns, c->depth, kind ? kind : "unknown");
+		if (c->fn) {
+			fputs(",\"name\":", rs->f);
+			json_write_string(rs->f, fname);
+		}
+		if (c->kind == LP_CTR_CPU)
+			fprintf(rs->f, ",\"cpu\":%u", c->cpu);
+		if (c->flags & LP_CTR_SCALED)
+			fputs(",\"scaled\":true", rs->f);
+		fputs(",\"values\":{", rs->f);
+		for (i = 0; i < c->n; i++) {
+			fputs(i ? "," : "", rs->f);
+			json_write_string(rs->f, ctr_name(rp, i, nbuf, sizeof(nbuf)));
+			fprintf(rs->f, ":%llu", (unsigned long long)c->values[i]);
+		}
+		fputc('}', rs->f);
+		if (c->enabled) {
+			fputs(",\"enabled_ns\":[", rs->f);
+			for (i = 0; i < c->n; i++)
+				fprintf(rs->f, "%s%llu", i ? "," : "", (unsigned long long)c->enabled[i]);
+			fputs("],\"running_ns\":[", rs->f);
+			for (i = 0; i < c->n; i++)
+				fprintf(rs->f, "%s%llu", i ? "," : "", (unsigned long long)c->running[i]);
+			fputc(']', rs->f);
+		}
+		fputc('}', rs->f);
+		rs->events++;
+		return;
+	}
+	time_col(rp, c->ns, t, sizeof(t));
+	fprintf(rs->f, "%14s %12s | %*s[counters] %s", t, "", (int)(2 * c->depth), "", kind ? kind : "unknown");
+	if (c->fn)
+		fprintf(rs->f, " %s", fname);
+	if (c->kind == LP_CTR_CPU)
+		fprintf(rs->f, " %u", c->cpu);
+	for (i = 0; i < c->n; i++)
+		fprintf(rs->f, " %s=%llu", ctr_name(rp, i, nbuf, sizeof(nbuf)), (unsigned long long)c->values[i]);
+	fputs(c->flags & LP_CTR_SCALED ? " (scaled)\n" : "\n", rs->f);
+}
+
 static void on_end(void *ctx, struct walk_stream *s)
 {
 	struct rstream *rs = s->user;
@@ -560,7 +685,9 @@ int cmd_replay(int argc, char **argv)
 		                .probe = on_probe,
 		                .syscall = on_syscall,
 		                .mem = on_mem,
+		                .sync = on_sync,
 		                .kernel = on_kernel,
+		                .counter = on_counter,
 		                .end = on_end };
 	struct replay rp = { 0 };
 	struct filter_opts fopts = { 0 };

@@ -22,10 +22,16 @@ static const char tree_usage[] =
     "\"[kernel] group:event\" under the system call or function under way when\n"
     "they happened, with their count; a switch-out (sched:sched_switch) holds the\n"
     "time off the CPU until the thread's switch-in, an irq or softirq entry the\n"
-    "handler's time, other events none.  A leaf's time is not in the self time of\n"
-    "what it is under.  In JSON, such nodes have \"syscall\" or \"kernel\": true.\n"
+    "handler's time, other events none.  Synchronisation waits (record --sync: a\n"
+    "lock, condition, semaphore, barrier or join that had to wait) are leaves\n"
+    "\"[wait] operation 0xobject\" under the function that waited, one per operation\n"
+    "and object, with their count and the time waited.  A leaf's time is not in\n"
+    "the self time of what it is under.  In JSON, such nodes have \"syscall\",\n"
+    "\"kernel\" or \"sync\": true.\n"
     "\n"
     "      --focus FUNC      the trees of calls inside FUNC, FUNC at the root (glob)\n"
+    "      --sync-all        every sync operation a leaf, also those that did not wait\n"
+    "                        (\"[sync] mutex-unlock 0x...\": releases, posts, signals)\n"
     "      --format FMT      text (default) or json\n" FILTER_HELP "  -h, --help            this text\n"
     "\n"
     "Exit status: 0 ok, 2 usage, 3 trace missing, empty, damaged or of another version.\n";
@@ -95,6 +101,7 @@ int cmd_tree(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "focus", required_argument, NULL, 'O' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "sync-all", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -103,7 +110,7 @@ int cmd_tree(int argc, char **argv)
 	struct tree tr = { 0 };
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data";
-	bool json = false;
+	bool json = false, sync_all = false;
 	struct json j;
 	uint32_t i;
 	int c, r, code;
@@ -124,6 +131,9 @@ int cmd_tree(int argc, char **argv)
 			}
 			json = !strcmp(optarg, "json");
 			break;
+		case 'S':
+			sync_all = true;
+			break;
 		case 'h':
 			fputs(tree_usage, stdout);
 			return LP_EXIT_OK;
@@ -140,6 +150,8 @@ int cmd_tree(int argc, char **argv)
 		return code;
 	calltree_init(&tr.ct);
 	calltree_walk_ops(&tr.ct, &ops);
+	ops.sync = calltree_sync;
+	tr.ct.sync_all = sync_all;
 	walk_run(&tr.w, &ops);
 	if (tr.ct.oom)
 		tr.oom = 1;

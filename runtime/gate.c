@@ -58,7 +58,11 @@ static LP_NOINSTR __attribute__((noinline)) void gate_enter(uintptr_t fn)
 		return;
 	t->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	lp_gate_write_inline(t, LP_RAW_ENTRY, fn);
+	/* record --counters: the counter record stands for the entry */
+	if (unlikely(t->ctr))
+		lp_ctr_gate(t, LP_CTR_ENTRY, fn);
+	else
+		lp_gate_write_inline(t, LP_RAW_ENTRY, fn);
 	if (likely(t->depth < LP_SHADOW_MAX))
 		t->shadow[t->depth] = fn;
 	t->depth++;
@@ -74,7 +78,10 @@ static LP_NOINSTR __attribute__((noinline)) void gate_exit(uintptr_t fn)
 		return;
 	t->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	lp_gate_write_inline(t, LP_RAW_EXIT, fn);
+	if (unlikely(t->ctr))
+		lp_ctr_gate(t, LP_CTR_EXIT, fn);
+	else
+		lp_gate_write_inline(t, LP_RAW_EXIT, fn);
 	if (likely(t->depth))
 		t->depth--;
 	atomic_signal_fence(memory_order_seq_cst);

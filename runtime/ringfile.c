@@ -405,6 +405,24 @@ static LP_NOINSTR uint64_t ring_events(const struct lp_slot *slots, uint32_t hea
 			n++;
 			step = LP_RAW_MEM_OP(payload) == LP_MEM_REALLOC ? 3 : 2;
 			break;
+		case LP_RAW_SYNC:
+			n++;
+			step = 3;
+			break;
+		case LP_RAW_COUNTER: {
+			/* ENTRY and EXIT stand for a gate's event, as a thread
+			 * without a ring counts them; the others describe the
+			 * stream.  END carries each counter's times after its
+			 * values. */
+			uint32_t kind = LP_RAW_CTR_KIND(payload), nv = LP_RAW_CTR_N(payload);
+
+			if (kind == LP_CTR_ENTRY || kind == LP_CTR_EXIT)
+				n++;
+			else if (LP_RAW_CTR_FN(payload) & LP_CTR_HAS_TIMES)
+				nv *= 3;
+			step = 1 + (nv + 1) / 2;
+			break;
+		}
 		case LP_RAW_EXT:
 			if ((payload >> 32) == LP_EXT_MEM || (payload >> 32) == LP_EXT_CALL)
 				n++;

@@ -85,6 +85,7 @@ struct lp_thread {
 	uint32_t depth;        /* current call depth */
 	uint8_t state;         /* enum lp_thread_state */
 	volatile uint8_t busy; /* inside a gate: a nested gate (signal) drops */
+	uint8_t ctr;           /* counters are read at each gate (counters.c) */
 
 	struct lp_ring_header *ring;
 	struct lp_slot *slots;   /* ring_chunks * chunk_slots slots */
@@ -127,6 +128,9 @@ struct lp_thread {
 	uint8_t dyn_getting; /* its frame stack is being made (a patched C
 	                      * library's mmap calls back in: it runs untraced) */
 	uint8_t dyn_inside;  /* in the entry or return path (lp_dyn_libc_patched) */
+	/* record --counters: the thread's counters, mmap'd when its ring is
+	 * made (counters.c); NULL without */
+	struct lp_ctrthread *ctrs;
 };
 
 extern __thread struct lp_thread lp_self __attribute__((tls_model("initial-exec")));
@@ -357,6 +361,22 @@ static inline LP_NOINSTR uintptr_t lp_dynpatch_ret(const struct lp_thread *t, ui
 #endif
 	return ra;
 }
+
+/* counters.c (record --counters): the thread's ring was just made: its
+ * counters are opened (LAYERPROF_COUNTERS) and a BEGIN record written;
+ * t->ctr is set when the gates are to read them.  Off the hot path; makes
+ * system calls; keeps errno. */
+void lp_ctr_thread_start(struct lp_thread *t);
+/* A gate of a thread with t->ctr set, busy set: the ENTRY or EXIT counter
+ * record that stands for the function event (kind: LP_CTR_ENTRY or
+ * LP_CTR_EXIT).  Cold: one read(2) per counter group, or rdpmc; keeps
+ * errno. */
+void lp_ctr_gate(struct lp_thread *t, uint32_t kind, uintptr_t fn);
+/* The thread ends, or the process exits (its ring stays open): the END
+ * record with the counters' times, then the counters are closed and later
+ * gates write plain records.  Called with busy set or by the thread
+ * itself outside any gate. */
+void lp_ctr_thread_end(struct lp_thread *t);
 
 /* srcfilter.c: the gates' path while source filters are set (live
  * profiling); entry is true for an entry gate.  Keeps t->depth exact. */

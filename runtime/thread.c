@@ -175,6 +175,7 @@ LP_NOINSTR bool lp_thread_start(struct lp_thread *t)
 	}
 	if (!atomic_exchange(&lp_proc.maps_written, 1))
 		lp_maps_write(t);
+	lp_ctr_thread_start(t);
 key:
 	pthread_once(&thread_key_once, thread_key_create);
 	if (thread_key != (pthread_key_t)-1)
@@ -517,6 +518,15 @@ static LP_NOINSTR __attribute__((destructor)) void thread_exit_count(void)
 
 	if (t->state != LP_THREAD_READY || !t->ring)
 		return;
+	/* the main thread's last counter values (no destructor of its own);
+	 * inside a gate they cannot be written */
+	if (t->ctrs && !t->busy) {
+		t->busy = 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		lp_ctr_thread_end(t);
+		atomic_signal_fence(memory_order_seq_cst);
+		t->busy = 0;
+	}
 	if (t->mem.reaped_in != t->mem.reaped_out) {
 		if (t->busy) {
 			/* exit inside a gate: what cannot be written is counted */
@@ -547,6 +557,8 @@ LP_NOINSTR void lp_thread_close(struct lp_thread *t)
 	if (t->state != LP_THREAD_READY)
 		return;
 	t->busy = 1;
+	if (t->ctrs)
+		lp_ctr_thread_end(t); /* the END record, before the ring closes */
 	if (t->mem.reaped_in != t->mem.reaped_out)
 		lp_mem_reaped_flush(t); /* before the ring closes */
 	if (t->head_ptr != &t->ring->head)

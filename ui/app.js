@@ -19,6 +19,8 @@ const state = {
   heap: { data: null, sort: { key: 'live_bytes', dir: 'desc' } },
   kernel: false,
   kt: { data: null, boxes: [] },
+  sync: false,
+  sy: { data: null, boxes: [] },
   layers: { data: null, kernel: null, gen: -1, sort: { key: 'total_ns', dir: 'desc' },
     tsort: { key: 'total_ns', dir: 'desc' } },
   flow: { func: '', tid: 0, n: 1, calls: null, data: null, names: false },
@@ -94,20 +96,21 @@ function threadLabel(t) {
 }
 
 /* A stable colour per name: warm for functions, violet for syscalls, green
- * for kernel events. */
-function colourOf(name, sys, kernel) {
+ * for kernel events, grey-blue for sync waits. */
+function colourOf(name, sys, kernel, sync) {
   let h = 0;
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
   h = Math.abs(h);
   if (sys) return 'hsl(' + (270 + h % 30) + ',55%,' + (62 + h % 12) + '%)';
   if (kernel) return 'hsl(' + (120 + h % 30) + ',40%,' + (62 + h % 12) + '%)';
+  if (sync) return 'hsl(' + (205 + h % 20) + ',25%,' + (64 + h % 12) + '%)';
   return 'hsl(' + (h % 55) + ',' + (70 + h % 20) + '%,' + (58 + (h >> 3) % 14) + '%)';
 }
 
 /* What a call tree leaf's name is shown after: a system call's, a kernel
- * event's, or nothing (a function). */
-function leafPrefix(sys, kernel) {
-  return sys ? '[sys] ' : kernel ? '[kernel] ' : '';
+ * event's, a sync wait's (record --sync), or nothing (a function). */
+function leafPrefix(sys, kernel, sync) {
+  return sys ? '[sys] ' : kernel ? '[kernel] ' : sync ? '[wait] ' : '';
 }
 
 /* ------------------------------------------------------------ summary and banners */
@@ -149,7 +152,15 @@ async function loadSummary() {
   fillThreads($('tree-thread'), s.threads, state.tree);
   fillThreads($('tl-thread'), s.threads, state.tl);
   setKernel(s);
+  setSync(s);
   return s;
+}
+
+/* The sync tracks: shown only for a trace recorded with --sync. */
+function setSync(s) {
+  state.sync = !!s.sync;
+  $('sy-box').hidden = !state.sync;
+  if (!state.sync) state.sy.data = null;
 }
 
 /* The kernel views: greyed, saying why, without kernel events. */
@@ -261,19 +272,20 @@ function treeRow(thread, node, depth) {
   tr.dataset.name = node.name;
   if (node.syscall) tr.classList.add('sys');
   if (node.kernel) tr.classList.add('kern');
+  if (node.sync) tr.classList.add('sync');
   const name = td('', 'text');
   name.style.paddingLeft = (0.4 + depth * 1.1) + 'em';
   const never = treeNeverCallees(node);
   if (never.length) tr.dataset.never = '1';
   const open = node.children || never.length;
   const tog = el('span', 'toggle' + (open ? '' : ' leaf'), open ? '\u25B8' : '\u00B7');
-  name.append(tog, leafPrefix(node.syscall, node.kernel) + node.name);
+  name.append(tog, leafPrefix(node.syscall, node.kernel, node.sync) + node.name);
   if (node.syscall && node.errors) name.append(el('span', 'err', ' (' + fmtCount(node.errors) + ' failed)'));
   tr.append(name, td(fmtCount(node.calls)), td(fmtNs(node.total_ns)), td(fmtNs(node.self_ns)),
     td(node.syscalls ? fmtCount(node.syscalls) : ''), td(fmtNs(node.min_ns)), td(fmtNs(node.max_ns)));
   tr.addEventListener('click', () => {
     const t = (state.summary ? state.summary.threads : []).find((x) => x.id === thread);
-    pickRow('tree', tr, { name: node.name, tid: t ? t.tid : 0, leaf: !!(node.syscall || node.kernel) });
+    pickRow('tree', tr, { name: node.name, tid: t ? t.tid : 0, leaf: !!(node.syscall || node.kernel || node.sync) });
   });
   if (open) {
     tog.addEventListener('click', () => toggleNode(thread, tr).catch(showError));
@@ -464,7 +476,7 @@ function flameView(ids) {
     /* lay the nodes out: children sorted by name, side by side under the parent */
     const byId = new Map();
     for (const n of f.nodes) byId.set(n[0], { id: n[0], parent: n[1], name: n[2], total: n[3], self: n[4],
-      calls: n[5], sys: n[6], kernel: n[7], kids: [] });
+      calls: n[5], sys: n[6], kernel: n[7], sync: n[8], kids: [] });
     const root = byId.get(f.root);
     for (const n of byId.values()) if (n !== root && byId.has(n.parent)) byId.get(n.parent).kids.push(n);
     let depth = 0;
@@ -503,7 +515,7 @@ function flameView(ids) {
         g.beginPath();
         g.rect(b.x, y, b.w - 2, FLAME_ROW);
         g.clip();
-        g.fillText(leafPrefix(b.n.sys, b.n.kernel) + b.n.name, b.x + 3, y + FLAME_ROW / 2);
+        g.fillText(leafPrefix(b.n.sys, b.n.kernel, b.n.sync) + b.n.name, b.x + 3, y + FLAME_ROW / 2);
         g.restore();
       }
     }
@@ -513,7 +525,7 @@ function flameView(ids) {
       const list = $(ids.list);
       list.textContent = '';
       for (const b of boxes.slice().sort((x, y) => y.w - x.w).slice(0, FLAME_LIST_MAX)) {
-        const li = el('li', null, leafPrefix(b.n.sys, b.n.kernel) + (b.n.id === 0 ? 'all' : b.n.name) + ': ' +
+        const li = el('li', null, leafPrefix(b.n.sys, b.n.kernel, b.n.sync) + (b.n.id === 0 ? 'all' : b.n.name) + ': ' +
           fmtNs(b.n.total) + ', ' + fmtCount(b.n.calls) + ' ' + ids.unit);
         li.dataset.name = b.n.id === 0 ? '' : b.n.name;
         li.dataset.depth = String(b.d);
@@ -547,7 +559,7 @@ function flameView(ids) {
         return;
       }
       const f = v.data;
-      tip.textContent = leafPrefix(b.n.sys, b.n.kernel) + b.n.name + '\n' + fmtNs(b.n.total) + ' (' +
+      tip.textContent = leafPrefix(b.n.sys, b.n.kernel, b.n.sync) + b.n.name + '\n' + fmtNs(b.n.total) + ' (' +
         (100 * b.n.total / (f.total_ns || 1)).toFixed(1) + '%), self ' + fmtNs(b.n.self) + ', ' + fmtCount(b.n.calls) +
         ' ' + ids.unit;
       tip.style.left = (e.clientX + 12) + 'px';
@@ -562,7 +574,7 @@ function flameView(ids) {
 
 const flame = flameView({
   api: 'flame', canvas: 'flame-canvas', tip: 'flame-tip', path: 'flame-path', info: 'flame-info',
-  reset: 'flame-reset', unit: 'calls', colour: (n) => colourOf(n.name, n.sys, n.kernel),
+  reset: 'flame-reset', unit: 'calls', colour: (n) => colourOf(n.name, n.sys, n.kernel, n.sync),
   info_text: (f) => fmtNs(f.total_ns) + (f.hidden ? ', ' + fmtCount(f.hidden) + ' narrow paths hidden' : ''),
 });
 
@@ -632,15 +644,18 @@ async function loadTimeline() {
   const seq = ++state.tl.seq;
   const thread = tlThread();
   if (thread) state.tl.seen = thread.last_ns;
-  const [d, k] = await Promise.all([
+  const [d, k, y] = await Promise.all([
     api('timeline?thread=' + state.tl.thread + '&t0=' + t0 + '&t1=' + t1 + '&px=' + px),
-    /* the calls are drawn whatever becomes of the kernel tracks */
+    /* the calls are drawn whatever becomes of the kernel and sync tracks */
     state.kernel ? api('kernel_tracks?thread=' + state.tl.thread + '&from=' + t0 + '&to=' + t1 + '&px=' + px)
+      .catch((e) => { showError(e); return null; }) : null,
+    state.sync ? api('sync_tracks?thread=' + state.tl.thread + '&from=' + t0 + '&to=' + t1 + '&px=' + px)
       .catch((e) => { showError(e); return null; }) : null,
   ]);
   if (seq !== state.tl.seq) return; /* a newer window was asked for */
   state.tl.data = d;
   state.kt.data = k && k.kernel ? k : null;
+  state.sy.data = y && y.sync ? y : null;
   $('tl-status').textContent = fmtNs(t0) + ' \u2013 ' + fmtNs(t1) + ' (' + fmtNs(t1 - t0) + ' shown), ' +
     (d.mode === 'exact' ? 'every call' : 'merged, zoom in for every call') + ', ' + fmtCount(d.spans.length) +
     ' spans' + (d.lost.length ? ', losses marked in red' : '') + (d.running ? ', the thread runs on' : '');
@@ -649,6 +664,7 @@ async function loadTimeline() {
   $('tl-status').dataset.t0 = String(t0);
   $('tl-status').dataset.t1 = String(t1);
   ktStatus();
+  syStatus();
   drawTimeline();
 }
 
@@ -688,6 +704,7 @@ function drawTimeline() {
     g.fillText(fmtNs(t), x + 3, 8);
   }
   drawKTracks();
+  drawSyncTracks();
   if (!d) return;
   const names = d.names;
   state.tl.boxes = [];
@@ -886,21 +903,31 @@ function drawKTracks() {
     if (x < 0 || x > width) continue;
     const from = ys === undefined ? yt - KT_GAP - 4 : ys + KT_LANE / 2;
     const to = yt + (from < yt ? 1 : KT_LANE - 1);
-    g.strokeStyle = g.fillStyle = KT_ARROW[kind] || KT_ARROW.none;
-    g.lineWidth = 1.5;
-    g.beginPath();
-    g.moveTo(x, from);
-    g.lineTo(x, to);
-    g.stroke();
-    const dir = to > from ? 1 : -1;
-    g.beginPath();
-    g.moveTo(x, to);
-    g.lineTo(x - 4, to - 6 * dir);
-    g.lineTo(x + 4, to - 6 * dir);
-    g.closePath();
-    g.fill();
+    drawArrow(g, x, from, to, KT_ARROW[kind] || KT_ARROW.none);
     state.kt.boxes.push({ x: x - 3, w: 6, y: Math.min(from, to), h: Math.abs(to - from), kind: 'arrow', a });
   }
+  drawLaneLabels(g, labels);
+}
+
+/* A vertical arrow at x from y `from` to y `to`: who woke or released a
+ * thread, on the kernel and sync tracks alike. */
+function drawArrow(g, x, from, to, colour) {
+  g.strokeStyle = g.fillStyle = colour;
+  g.lineWidth = 1.5;
+  g.beginPath();
+  g.moveTo(x, from);
+  g.lineTo(x, to);
+  g.stroke();
+  const dir = to > from ? 1 : -1;
+  g.beginPath();
+  g.moveTo(x, to);
+  g.lineTo(x - 4, to - 6 * dir);
+  g.lineTo(x + 4, to - 6 * dir);
+  g.closePath();
+  g.fill();
+}
+
+function drawLaneLabels(g, labels) {
   g.font = '11px system-ui, sans-serif';
   g.textBaseline = 'middle';
   for (const [ly, text] of labels) {
@@ -910,6 +937,123 @@ function drawKTracks() {
     g.fillStyle = '#1d2330';
     g.fillText(text, 8, ly + KT_LANE / 2);
   }
+}
+
+/* ------------------------------------------------------------ sync tracks */
+
+/* A wait's colour by what it waited on. */
+const SY_KIND = {
+  'mutex-lock': ['#b03a2e', '#f2d7d5'], 'rwlock-rdlock': ['#b9770e', '#fae5d3'],
+  'rwlock-wrlock': ['#b9770e', '#fae5d3'], 'spin-lock': ['#b03a2e', '#f2d7d5'],
+  'cond-wait': ['#1f618d', '#d6eaf8'], 'sem-wait': ['#117a65', '#d0ece7'],
+  'barrier-wait': ['#6c3483', '#e8daef'], join: ['#515a5a', '#e5e8e8'],
+};
+const SY_ARROW = '#1e8449';
+
+/* What the sync tracks show of the window, as numbers for people and as
+ * data attributes (the UI tests read them). */
+function syStatus() {
+  const st = $('sy-status');
+  const y = state.sy.data;
+  if (!y) {
+    st.textContent = '';
+    for (const key of ['waits', 'released', 'threads', 'arrows']) delete st.dataset[key];
+    return;
+  }
+  const mine = y.threads.find((t) => t.id === state.tl.thread);
+  let waits = 0, released = 0;
+  for (const w of mine ? mine.waits : []) {
+    waits += w[6];
+    if (w[4] !== null) released++;
+  }
+  st.textContent = '\u2014 this thread: ' + fmtCount(waits) + ' waits in the window, ' + fmtCount(released) +
+    ' with the thread that released them; ' + fmtCount(y.arrows.length) + ' releases' +
+    (y.threads_more ? ', ' + fmtCount(y.threads_more) + ' more threads not shown' : '') +
+    (y.hidden ? ', ' + fmtCount(y.hidden) + ' waits not shown' : '') +
+    (y.dropped ? ', ' + fmtCount(y.dropped) + ' sync events not kept' : '');
+  st.dataset.waits = String(waits);
+  st.dataset.released = String(released);
+  st.dataset.threads = String(y.threads.length);
+  st.dataset.arrows = String(y.arrows.length);
+}
+
+function drawSyncTracks() {
+  const y = state.sy.data;
+  const cv = $('sync-canvas');
+  state.sy.boxes = [];
+  if (cv.offsetParent === null || !y) return;
+  const width = cv.clientWidth || 1000;
+  const h = Math.max(1, y.threads.length) * (KT_LANE + KT_GAP) + 4;
+  const dpr = window.devicePixelRatio || 1;
+  cv.style.height = h + 'px';
+  cv.width = Math.round(width * dpr);
+  cv.height = Math.round(h * dpr);
+  const g = cv.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, width, h);
+  const t0 = state.tl.t0;
+  const scale = width / (state.tl.t1 - state.tl.t0);
+  const X = (t) => (t - t0) * scale;
+  const laneY = new Map();
+  const labels = [];
+  let ly = 2;
+  for (const t of y.threads) {
+    laneY.set(t.id, ly);
+    const a = Math.max(X(t.first), 0), b = Math.min(X(t.last), width);
+    if (b > a) {
+      g.fillStyle = '#f3f4f6';
+      g.fillRect(a, ly, b - a, KT_LANE);
+    }
+    if (t.id === state.tl.thread) {
+      g.fillStyle = '#2f6fd6';
+      g.fillRect(0, ly, 3, KT_LANE);
+    }
+    for (const w of t.waits) {
+      const [s0, s1, op, , , , count, fill] = w;
+      const x = X(s0), wd = Math.max((s1 - s0) * scale, 1);
+      if (x > width || x + wd < 0) continue;
+      const [fg, bg] = SY_KIND[y.names[op]] || SY_KIND.join;
+      g.globalAlpha = count > 1 ? Math.max(0.3, fill / 1000) : 1;
+      hatch(g, x, ly, wd, KT_LANE, fg, bg);
+      g.fillStyle = fg;
+      g.fillRect(x, ly, 1.5, KT_LANE);
+      g.globalAlpha = 1;
+      state.sy.boxes.push({ x, w: wd, y: ly, h: KT_LANE, kind: 'wait', s: w, names: y.names, thread: t });
+    }
+    labels.push([ly, t.tid + ' ' + t.comm]);
+    ly += KT_LANE + KT_GAP;
+  }
+  /* arrows: from the releaser's lane at its release to the thread let go */
+  for (const a of y.arrows) {
+    const [rel, fromThread, toThread] = a;
+    const ys = laneY.get(fromThread), yt = laneY.get(toThread);
+    const x = X(rel);
+    if (ys === undefined || yt === undefined || x < 0 || x > width) continue;
+    const from = ys + KT_LANE / 2;
+    const to = yt + (from < yt ? 1 : KT_LANE - 1);
+    drawArrow(g, x, from, to, SY_ARROW);
+    state.sy.boxes.push({ x: x - 3, w: 6, y: Math.min(from, to), h: Math.abs(to - from), kind: 'arrow', a,
+      names: y.names });
+  }
+  drawLaneLabels(g, labels);
+}
+
+function syTip(b) {
+  const nm = (id) => (id === null || id === undefined ? null : b.names[id]);
+  if (b.kind === 'wait') {
+    const [s0, s1, op, obj, waker, rel, count, , func] = b.s;
+    const f = waker !== null ? threadById(waker) : null;
+    let text = 'waited: ' + nm(op) + ' ' + nm(obj) + (count > 1 ? ', ' + fmtCount(count) + ' waits merged' : '') +
+      '\n' + fmtNs(s0) + ' \u2013 ' + fmtNs(s1) + ' (' + fmtNs(s1 - s0) + ')';
+    if (nm(func)) text += '\nin ' + nm(func);
+    if (f) text += '\nreleased by ' + f.comm + ' ' + f.tid + (rel !== null ? ' at ' + fmtNs(rel) : '');
+    else if (count === 1) text += '\nno release seen';
+    return text;
+  }
+  const [rel, fromThread, toThread, end, op] = b.a;
+  const f = threadById(fromThread), t = threadById(toThread);
+  return nm(op) + ': released at ' + fmtNs(rel) + ' by ' + (f ? f.comm + ' ' + f.tid : 'thread ' + fromThread) +
+    '\nlet ' + (t ? t.comm + ' ' + t.tid : 'thread ' + toThread) + ' go, ' + fmtNs(end - rel) + ' later';
 }
 
 function ktTip(b) {
@@ -1035,6 +1179,11 @@ function setupTimeline() {
     const r = cv.getBoundingClientRect();
     const b = tlBoxAt(e.clientX - r.left, e.clientY - r.top);
     if (b && b.s) tlShow(b.s[1], b.s[2]);
+  });
+  tlPanZoom($('sync-canvas'), 'tl-tip', (x, y) => {
+    const hits = (state.sy.boxes || []).filter((q) => x >= q.x && x < q.x + q.w && y >= q.y && y < q.y + q.h);
+    const b = hits.find((q) => q.kind === 'arrow') || hits[0];
+    return b ? syTip(b) : null;
   });
   tlPanZoom($('ktrack-canvas'), 'tl-tip', (x, y) => {
     const hits = (state.kt.boxes || []).filter((q) => x >= q.x && x < q.x + q.w && y >= q.y && y < q.y + q.h);
@@ -1454,6 +1603,7 @@ function flowStepText(st) {
   case 'off_cpu': return '[off-CPU] ' + st.text;
   case 'kernel': return '[kernel] ' + st.text;
   case 'mem': return '[mem] ' + st.text;
+  case 'sync': return '[wait] ' + st.text;
   default: return '*** ' + st.text + ' ***';
   }
 }
@@ -1840,7 +1990,7 @@ function setupCoverage() {
 /* The static callees of a call tree node's function that never ran from
  * it, when the call tree shows them. */
 function treeNeverCallees(node) {
-  if (!state.cov.treeNever || !state.cov.never || node.syscall || node.kernel) return [];
+  if (!state.cov.treeNever || !state.cov.never || node.syscall || node.kernel || node.sync) return [];
   return state.cov.never.get(node.name) || [];
 }
 

@@ -410,22 +410,25 @@ enum lp_raw_type {
 	                     * else 0)}; the record's time is the operation's
 	                     * end (acquired, woken, returned) */
 	LP_RAW_COUNTER = 9, /* payload: see LP_RAW_CTR_*; counter values
-	                      * (record --counters): n u64 values follow in
-	                      * the next ceil(n / 2) slots, never across a
-	                      * chunk, in the order of the trace's counter set
-	                      * (META "counters").  An ENTRY or EXIT record
-	                      * stands for the function event as well (no
-	                      * LP_RAW_ENTRY / LP_RAW_EXIT slot is written
-	                      * for it) */
+	                     * (record --counters): the values follow in the
+	                     * next slots, two per slot, never across a
+	                     * chunk, in the order of the trace's counter set
+	                     * (META "counters").  An ENTRY or EXIT record
+	                     * stands for the function event as well (no
+	                     * LP_RAW_ENTRY / LP_RAW_EXIT slot is written
+	                     * for it) */
 };
 
 /* Payload of an LP_RAW_SYNC slot. */
-#define LP_RAW_SYNC_OP(payload) ((uint8_t)((payload)&0xff))                  /* enum lp_sync_op */
+#define LP_RAW_SYNC_OP(payload) ((uint8_t)((payload)&0xff))                /* enum lp_sync_op */
 #define LP_RAW_SYNC_FLAGS(payload) ((uint32_t)(((payload) >> 8) & 0xffff)) /* enum lp_sync_flags */
 #define LP_RAW_SYNC_PAYLOAD(op, flags) ((uint64_t)((op)&0xff) | (uint64_t)((flags)&0xffff) << 8)
 
 /* Payload of an LP_RAW_COUNTER slot: bits 0..47 the function (ENTRY,
- * EXIT; else 0), 48..51 the number of values, 52..55 the kind. */
+ * EXIT) or, for the other kinds, enum lp_ctr_flags; 48..51 the number of
+ * values n, 52..55 the kind.  With LP_CTR_HAS_TIMES, 2n more values follow
+ * the n counts: each counter's enabled and running times (ns), in pairs,
+ * so that the record is 1 + ceil(3n / 2) slots. */
 #define LP_RAW_CTR_FN_MASK ((UINT64_C(1) << 48) - 1)
 #define LP_RAW_CTR_FN(payload) ((payload)&LP_RAW_CTR_FN_MASK)
 #define LP_RAW_CTR_N(payload) ((uint32_t)(((payload) >> 48) & 0xf))
@@ -441,26 +444,26 @@ enum lp_raw_type {
  * signal or a post is one record at the time it is made, before it is
  * passed on (so that the thread it lets go always comes later). */
 enum lp_sync_op {
-	LP_SYNC_THREAD = 1,         /* a thread began: object = its pthread_t */
-	LP_SYNC_CREATE = 2,         /* pthread_create returned: object = the new pthread_t */
-	LP_SYNC_MUTEX_LOCK = 3,     /* pthread_mutex_lock, _trylock, _timedlock, _clocklock */
-	LP_SYNC_MUTEX_UNLOCK = 4,   /* pthread_mutex_unlock */
-	LP_SYNC_RD_LOCK = 5,        /* pthread_rwlock_rdlock, _tryrdlock, _timedrdlock, _clockrdlock */
-	LP_SYNC_WR_LOCK = 6,        /* pthread_rwlock_wrlock, _trywrlock, _timedwrlock, _clockwrlock */
-	LP_SYNC_RW_UNLOCK = 7,      /* pthread_rwlock_unlock */
-	LP_SYNC_SPIN_LOCK = 8,      /* pthread_spin_lock, _trylock */
-	LP_SYNC_SPIN_UNLOCK = 9,    /* pthread_spin_unlock */
-	LP_SYNC_COND_WAIT = 10,     /* pthread_cond_wait, _timedwait, _clockwait: object
-	                             * = the condition, second = the mutex; the wait
-	                             * ends when the mutex is held again */
-	LP_SYNC_COND_SIGNAL = 11,   /* pthread_cond_signal */
+	LP_SYNC_THREAD = 1,          /* a thread began: object = its pthread_t */
+	LP_SYNC_CREATE = 2,          /* pthread_create returned: object = the new pthread_t */
+	LP_SYNC_MUTEX_LOCK = 3,      /* pthread_mutex_lock, _trylock, _timedlock, _clocklock */
+	LP_SYNC_MUTEX_UNLOCK = 4,    /* pthread_mutex_unlock */
+	LP_SYNC_RD_LOCK = 5,         /* pthread_rwlock_rdlock, _tryrdlock, _timedrdlock, _clockrdlock */
+	LP_SYNC_WR_LOCK = 6,         /* pthread_rwlock_wrlock, _trywrlock, _timedwrlock, _clockwrlock */
+	LP_SYNC_RW_UNLOCK = 7,       /* pthread_rwlock_unlock */
+	LP_SYNC_SPIN_LOCK = 8,       /* pthread_spin_lock, _trylock */
+	LP_SYNC_SPIN_UNLOCK = 9,     /* pthread_spin_unlock */
+	LP_SYNC_COND_WAIT = 10,      /* pthread_cond_wait, _timedwait, _clockwait: object
+	                              * = the condition, second = the mutex; the wait
+	                              * ends when the mutex is held again */
+	LP_SYNC_COND_SIGNAL = 11,    /* pthread_cond_signal */
 	LP_SYNC_COND_BROADCAST = 12, /* pthread_cond_broadcast */
-	LP_SYNC_BARRIER_WAIT = 13,  /* pthread_barrier_wait */
-	LP_SYNC_JOIN = 14,          /* pthread_join, _tryjoin_np, _timedjoin_np: object =
-	                             * the pthread_t joined */
-	LP_SYNC_SEM_WAIT = 15,      /* sem_wait, sem_trywait, sem_timedwait, sem_clockwait */
-	LP_SYNC_SEM_POST = 16,      /* sem_post */
-	LP_SYNC_OPS                 /* one past the last */
+	LP_SYNC_BARRIER_WAIT = 13,   /* pthread_barrier_wait */
+	LP_SYNC_JOIN = 14,           /* pthread_join, _tryjoin_np, _timedjoin_np: object =
+	                              * the pthread_t joined */
+	LP_SYNC_SEM_WAIT = 15,       /* sem_wait, sem_trywait, sem_timedwait, sem_clockwait */
+	LP_SYNC_SEM_POST = 16,       /* sem_post */
+	LP_SYNC_OPS                  /* one past the last */
 };
 
 enum lp_sync_flags {
@@ -649,8 +652,9 @@ struct lp_ext_task {
 #define LP_TRACE_DATA "data"
 #define LP_TRACE_MAGIC "LPTRACE"
 #define LP_TRACE_MAJOR 1u
-#define LP_TRACE_MINOR 4u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL, PROBE;
-                          * 4: LP_EV_SYNC, LP_EV_COUNTER */
+#define LP_TRACE_MINOR                                                                           \
+	4u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL, PROBE; \
+	    * 4: LP_EV_SYNC, LP_EV_COUNTER */
 #define LP_FILE_HEADER_SIZE 16u
 
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" as little-endian bytes */

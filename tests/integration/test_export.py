@@ -1082,6 +1082,56 @@ def kernel_exports(lp, tmp):
     check_cpu_tracks("kern_pipe", doc, {writer, reader})
 
 
+def test_sync(lp, tmp):
+    """Sync waits in dump --chrome and tree, on the two-thread trace of
+    tests/unit/test_syncviews.c (written by it, until programs recorded
+    with --sync test the same): each wait a slice of category sync on its
+    thread, a flow from the worker's release to the end of each of the four
+    waits it released, and the waits as leaves of main's tree."""
+    trace = os.path.join(tmp, "sync.trace")
+    helper = os.path.join(os.path.dirname(os.path.dirname(lp.exe)), "tests", "test_syncviews")
+    r = run([helper, "--write", trace])
+    if not check(r.returncode == 0, "sync: test_syncviews --write", r.stderr):
+        return
+    out = os.path.join(tmp, "sync.chrome.json")
+    r = lp("dump", "--chrome", "-o", out, trace)
+    if not check(r.returncode == 0 and not r.stderr, "sync: dump --chrome", r.stderr):
+        return
+    events = load_chrome(out)["traceEvents"]
+    problems = check_chrome_events(events)
+    check(not problems, "sync: dump --chrome pairs every flow, in time order", problems[:5])
+    tids = {t["tid"]: t for t in lp.json("tree", "--format", "json", trace)["threads"]}
+    main_tid = [t for t, v in tids.items() if v["comm"] == "main"][0]
+    worker_tid = [t for t, v in tids.items() if v["comm"] == "worker"][0]
+    waits = sorted((e["ts"], e["dur"], e["name"], e["tid"]) for e in events if e.get("cat") == "sync" and
+                   e["ph"] == "X")
+    want = [(4000, 6500, "wait mutex-lock 0x5000"), (11500, 1500, "wait sem-wait 0x6000"),
+            (14000, 2000, "wait cond-wait 0x7000"), (16500, 1000, "wait cond-wait 0x7000"),
+            (18000, 4000, "wait join 0xa000"), (23500, 500, "wait mutex-lock 0x5000")]
+    check([(int(a), int(b), c) for a, b, c, _ in waits] == want and all(t == main_tid for *_, t in waits),
+          "sync: dump --chrome: main's six waits as slices", waits)
+    flows = collections.defaultdict(dict)
+    for e in events:
+        if e.get("cat") == "sync" and e["ph"] in ("s", "f"):
+            flows[e["id"]][e["ph"]] = (int(e["ts"]), e["tid"])
+    got = sorted((f["s"], f["f"]) for f in flows.values())
+    check(got == [((10000, worker_tid), (10500, main_tid)), ((12000, worker_tid), (13000, main_tid)),
+                  ((15000, worker_tid), (16000, main_tid)), ((21000, worker_tid), (22000, main_tid))],
+          "sync: dump --chrome: a flow from each release by the worker to the end of the wait", got)
+    body = [n for n in tids[main_tid]["calls"] if n["name"] == "main_body"][0]
+    leaves = sorted((n["name"], n["calls"], n["total_ns"]) for n in body["children"] if n.get("sync"))
+    check(leaves == [("cond-wait 0x7000", 2, 3000000), ("join 0xa000", 1, 4000000),
+                     ("sem-wait 0x6000", 1, 1500000)],
+          "sync: tree --format json: the waits of main_body as its leaves", leaves)
+    r = lp("dump", "--folded", trace)
+    lines = sorted(l for l in r.stdout.splitlines() if "[wait]" in l)
+    check(r.returncode == 0 and lines == ["main_body;[wait] cond-wait 0x7000 3000000",
+                                          "main_body;[wait] join 0xa000 4000000",
+                                          "main_body;[wait] sem-wait 0x6000 1500000",
+                                          "main_body;take_lock;[wait] mutex-lock 0x5000 7000000"],
+          "sync: dump --folded: the waits as frames with the time waited", lines)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -1090,7 +1140,7 @@ def main():
     lp = Layerprof(os.path.abspath(args.build))
     tmp = tempfile.mkdtemp(prefix="layerprof-export-")
     try:
-        for step in (test_programs, test_syscalls, test_lost, test_memory, test_kernel, test_bad_input):
+        for step in (test_programs, test_syscalls, test_lost, test_memory, test_kernel, test_sync, test_bad_input):
             try:
                 step(lp, tmp)
             except Exception as e:  # a broken step fails, loudly

@@ -6,7 +6,7 @@ print; the server's guards probed with a plain HTTP client; a live session
 against a real agent driven from the page.
 
 usage: test_serve.py --build BUILD_DIR [GROUP...]
-groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage
+groups: security, index, trace, lost, live, heap, liveheap, livetl, kernel, attach_dynamic, coverage, sync
 (default: all)
 Prints one line per check and ends with 'N passed, N failed'; exits 77
 (skipped) when node, npm or Chromium is missing for the browser groups and
@@ -1462,6 +1462,111 @@ def group_kernel(lp, b, tmp, br):
         empty.stop()
 
 
+def group_sync_real(lp, tmp):
+    """/api/sync_tracks of a real program: sync_prodcons built with
+    -finstrument-functions and recorded with --sync; the consumer's five
+    condition waits in consumer, each released by the producer, as report
+    --sync and flow tell them, with an arrow from the producer each."""
+    b = it.Builder("gcc", "g++", "-O2", os.path.join(tmp, "sync-real"))
+    prog = b.prog("sync_prodcons")
+    trace = os.path.join(tmp, "prodcons.trace")
+    r = lp("record", "-q", "--sync", "-o", trace, "--", prog)
+    if not check(r.returncode == 0 and r.stdout == "consumed=5\n", "record --sync sync_prodcons", r.stderr):
+        return
+    rep = lp.json("report", "--sync", "--format", "json", trace)
+    cond = rep["conditions"][0]
+    consumer, producer = cond["waiters"][0]["tid"], cond["signallers"][0]["tid"]
+    flow = lp.json("flow", "--format", "json", trace, "consumer")
+    fwaits = [s for s in flow["steps"] if s["type"] == "sync"]
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve the sync_prodcons trace", srv.err.text()):
+            return
+        summ = json.loads(get(srv.port, "/api/summary")[2])
+        ids = {t["tid"]: t["id"] for t in summ["threads"]}
+        check(summ["sync"] is True and summ["sync_events"] == 28 and consumer in ids and producer in ids,
+              "/api/summary of sync_prodcons: sync, 28 sync events, the consumer and producer threads",
+              (summ.get("sync"), summ.get("sync_events"), ids, consumer, producer))
+        if consumer not in ids or producer not in ids:
+            return
+        st, _, body = get(srv.port, "/api/sync_tracks?thread=%d&px=16384" % ids[consumer])
+        doc = json.loads(body) if st == 200 else {}
+        rows = {t["id"]: t for t in doc.get("threads", [])}
+        names = doc.get("names", {})
+        waits = [(w[0] + summ["first_ns"], w[1] - w[0], names.get(str(w[2])), w[4], names.get(str(w[8])),
+                  w[5] + summ["first_ns"] if w[5] is not None else None, w[6])
+                 for w in rows.get(ids[consumer], {}).get("waits", [])]
+        check(st == 200 and doc.get("threads", [{}])[0].get("id") == ids[consumer] and len(waits) == 5 and
+              all(w[2] == "cond-wait" and w[3] == ids[producer] and w[4] == "consumer" and w[6] == 1 for w in waits),
+              "/api/sync_tracks: the consumer first, its 5 cond-wait boxes in consumer, released by the producer",
+              waits)
+        want = [(s["time_ns"], s["duration_ns"], s["release_ns"]) for s in fwaits]
+        check([(w[0], w[1], w[5]) for w in waits] == want,
+              "/api/sync_tracks: the consumer's waits and their releases as flow consumer tells them",
+              ([(w[0], w[1], w[5]) for w in waits], want))
+        check(rows.get(ids[producer], {}).get("waits") == [],
+              "/api/sync_tracks: the producer never waited", rows.get(ids[producer]))
+        arrows = [a for a in doc.get("arrows", []) if a[2] == ids[consumer]]
+        check(len(arrows) == 5 and all(a[1] == ids[producer] and names.get(str(a[4])) == "cond-wait" for a in arrows)
+              and sorted(a[3] for a in arrows) == sorted(w[0] - summ["first_ns"] + w[1] for w in waits),
+              "/api/sync_tracks: 5 arrows from the producer to the end of the consumer's waits", arrows)
+        joins = [w for t in doc.get("threads", []) for w in t["waits"] if names.get(str(w[2])) == "join"]
+        check(all(w[4] in (ids[producer], ids[consumer]) for w in joins),
+              "/api/sync_tracks: main's joins that waited, ended by the workers", joins)
+    finally:
+        srv.stop()
+
+
+def group_sync(lp, tmp, br, build):
+    """The sync tracks in the page: the two-thread trace of
+    tests/unit/test_syncviews.c (written by it: the sync capture is not
+    needed), its /api/sync_tracks answer against what `flow` says of the
+    same waits, then the timeline's sync rows and the flow's waits in the
+    browser."""
+    trace = os.path.join(tmp, "sync.trace")
+    r = subprocess.run([os.path.join(build, "tests", "test_syncviews"), "--write", trace], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    if not check(r.returncode == 0, "test_syncviews --write: the synthetic sync trace", r.stderr):
+        return
+    flow = lp.json("flow", "--format", "json", trace, "main_body#1")
+    waits = [s for s in flow["steps"] if s["type"] == "sync"]
+    check(len(waits) == 6 and sum(1 for s in waits if "waker_tid" in s) == 4,
+          "flow main_body#1: six waits, four with the thread that released them", waits)
+    srv = Server(lp, [trace])
+    try:
+        if not check(srv.url is not None, "serve the sync trace", srv.err.text()):
+            return
+        summ = json.loads(get(srv.port, "/api/summary")[2])
+        check(summ["sync"] is True and summ["sync_events"] == 15, "/api/summary: sync, 15 sync events",
+              (summ.get("sync"), summ.get("sync_events")))
+        main = [t for t in summ["threads"] if t["comm"] == "main"][0]
+        worker = [t for t in summ["threads"] if t["comm"] == "worker"][0]
+        st, _, body = get(srv.port, "/api/sync_tracks?thread=%d&px=2000" % main["id"])
+        doc = json.loads(body) if st == 200 else {}
+        rows = {t["id"]: t for t in doc.get("threads", [])}
+        got = [(w[0] + summ["first_ns"], w[1] - w[0], doc["names"][str(w[2])], w[4] is not None)
+               for w in rows.get(main["id"], {}).get("waits", [])]
+        want = [(s["time_ns"], s["duration_ns"], s["text"].split(" ")[0], "waker_tid" in s) for s in waits]
+        check(st == 200 and got == want, "/api/sync_tracks: main's waits as flow tells them (time, length, "
+              "operation, released)", (got, want))
+        check([a[1:3] for a in doc.get("arrows", [])] == [[worker["id"], main["id"]]] * 4,
+              "/api/sync_tracks: four arrows from the worker to main", doc.get("arrows"))
+        st, _, body = get(srv.port, "/api/sync_tracks?thread=999999")
+        check(st == 404, "/api/sync_tracks: an unknown thread is 404", st)
+        if br is None or br.why:
+            skip("the sync tracks in the browser", br.why if br else "no browser")
+            return
+        tree = lp.json("tree", "--format", "json", trace)
+        body = [n for t in tree["threads"] if t["comm"] == "main" for n in t["calls"] if n["name"] == "main_body"]
+        tree_waits = sorted("[wait] %s=%d" % (n["name"], n["calls"]) for n in body[0]["children"] if n.get("sync"))
+        check(len(tree_waits) == 3, "tree --format json: main_body's waits", tree_waits)
+        expect = {"thread": main["id"], "waits": 6, "released": 4, "arrows": 4, "threads": 2,
+                  "tree_waits": tree_waits}
+        br.run("sync", srv.url, expect, prefix="sync-")
+    finally:
+        srv.stop()
+
+
 def group_kernel_live(lp, b, tmp, build):
     """serve --connect --kernel: the session's kernel layer lent to the
     page, the tracks and the off-CPU flame graph fed as chunks arrive, the
@@ -1693,7 +1798,7 @@ def main():
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     groups = a.groups or ["security", "index", "trace", "lost", "live", "heap", "liveheap", "livetl", "kernel",
-                          "attach_dynamic", "coverage"]
+                          "attach_dynamic", "coverage", "sync"]
     lp = it.Layerprof(build)
     r = lp("serve", "--help")
     if r.returncode != 0:
@@ -1729,6 +1834,9 @@ def main():
                 group_livetl(lp, b, tmp, br, build)
             elif g == "coverage":
                 group_coverage(lp, b, tmp, br)
+            elif g == "sync":
+                group_sync(lp, tmp, br, build)
+                group_sync_real(lp, tmp)
             elif g == "kernel":
                 with kt.on_delivering_cpus(lp.exe, None, b.prog("kern_sleep", ["-std=c11"]), tmp):
                     group_kernel(lp, b, tmp, br)

@@ -6,7 +6,7 @@
  * usage: node ui_test.js CONFIG.json
  * CONFIG: { "modules": dir holding node_modules, "chromium": path,
  *           "url": page, "scenario": "trace" | "lost" | "live" | "launch" | "heap" | "liveheap" | "livetl" |
- *                                 "kernel" | "coverage",
+ *                                 "kernel" | "coverage" | "sync",
  *           "screenshots": dir, "expect": {...} }
  * Prints one line per check ("ok ...", "FAIL ...") and exits 1 when any failed. */
 'use strict';
@@ -573,6 +573,51 @@ async function scenarioLiveHeap(page) {
   check(dl.suggestedFilename() === 'live.report.json', 'liveheap: the JSON export downloaded', dl.suggestedFilename());
 }
 
+/* ------------------------------------------------------------ the sync tracks */
+
+async function syState(page) {
+  return page.$eval('#sy-status', (s) => ({
+    waits: s.dataset.waits === undefined ? -1 : Number(s.dataset.waits), released: Number(s.dataset.released || -1),
+    threads: Number(s.dataset.threads || 0), arrows: Number(s.dataset.arrows || 0), text: s.textContent,
+  }));
+}
+
+async function scenarioSync(page) {
+  const exp = config.expect;
+  await page.goto(config.url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('#tab-timeline');
+  await page.selectOption('#tl-thread', String(exp.thread));
+  await waitFor(async () => (await syState(page)).waits >= 0, 15000);
+  const sy = await syState(page);
+  check(sy.waits === exp.waits && sy.released === exp.released, 'sync tracks: ' + exp.waits + ' waits, ' +
+    exp.released + ' with the thread that released them', sy.text);
+  check(sy.threads === exp.threads && sy.arrows === exp.arrows, 'sync tracks: ' + exp.threads + ' thread rows, ' +
+    exp.arrows + ' release arrows', sy.text);
+  check(!(await page.isHidden('#sy-box')) && await inked(page, '#sync-canvas') > 1000, 'sync tracks: drawn');
+  /* the first wait's tooltip names the releaser */
+  const tip = await page.evaluate(() => {
+    const b = (state.sy.boxes || []).find((q) => q.kind === 'wait' && q.s[4] !== null);
+    return b ? syTip(b) : '';
+  });
+  check(/^waited: mutex-lock 0x5000/.test(tip) && /released by worker \d+/.test(tip),
+    'sync tracks: a wait\'s tooltip names the thread that released it', tip);
+  await shot(page, 'tracks');
+
+  /* the call tree: main_body's waits as its leaves, as tree shows them */
+  await page.click('#tab-tree');
+  await page.selectOption('#tree-thread', String(exp.thread));
+  const body = '#tree-table tbody tr[data-name="main_body"]';
+  await page.waitForSelector(body, { timeout: 10000 });
+  await page.click(body + ' .toggle');
+  await page.waitForSelector(body + '[data-open="1"]', { timeout: 10000 });
+  const kids = (await treeRows(page)).filter((r) => r.depth === 1 && /^\[wait\] /.test(r.name))
+    .map((r) => r.name + '=' + num(r.calls)).sort();
+  check(JSON.stringify(kids) === JSON.stringify(exp.tree_waits), 'call tree: main_body\'s waits as leaves',
+    JSON.stringify(kids));
+  await shot(page, 'tree');
+}
+
 /* ------------------------------------------------------------ the kernel layer */
 
 async function inked(page, sel) {
@@ -858,6 +903,7 @@ async function scenarioCoverage(page) {
     else if (config.scenario === 'livetl') await scenarioLiveTimeline(page);
     else if (config.scenario === 'kernel') await scenarioKernel(page);
     else if (config.scenario === 'coverage') await scenarioCoverage(page);
+    else if (config.scenario === 'sync') await scenarioSync(page);
     else check(false, 'scenario ' + config.scenario);
   } catch (e) {
     check(false, config.scenario + ': ' + e.message.split('\n')[0]);

@@ -80,6 +80,42 @@ static void test_env_memory(void)
 	free(env);
 }
 
+/* Every entry launch_env_new sets at once (heap options, the sync
+ * tracer's, the counters'), over a base that sets them all: each is
+ * replaced, none is lost or written past the block (valgrind/ASan). */
+static void test_env_all(void)
+{
+	char *base[] = { "LAYERPROF_MEM_DEPTH=3",
+		         "LAYERPROF_MEM_KEEPALIVE=1",
+		         "LAYERPROF_SYNC=0",
+		         "LAYERPROF_COUNTERS=x",
+		         "LD_PRELOAD=/opt/own.so",
+		         "LAYERPROF_SESSION=/old",
+		         "Y=2",
+		         NULL };
+	struct launch_env le = { .session = "/run/s4",
+		                 .preload = "/lib/liblayerprof.so:/lib/liblayerprof-mem.so:/lib/liblayerprof-sync.so",
+		                 .memory = true,
+		                 .mem_depth = 8,
+		                 .sync = "threads",
+		                 .counters = "read=read;scope=all;events=1:0x2" };
+	char **env = launch_env_new(base, &le);
+
+	CHECK(env != NULL);
+	if (!env)
+		return;
+	CHECK_EQ_U64(env_count(env), 7);
+	CHECK_STR(env[0], "Y=2");
+	CHECK_STR(env[1], "LAYERPROF_SESSION=/run/s4");
+	CHECK_STR(env[2],
+	          "LD_PRELOAD=/lib/liblayerprof.so:/lib/liblayerprof-mem.so:/lib/liblayerprof-sync.so:/opt/own.so");
+	CHECK_STR(env[3], "LAYERPROF_MEM_DEPTH=8");
+	CHECK_STR(env[4], "LAYERPROF_MEM_KEEPALIVE=0");
+	CHECK_STR(env[5], "LAYERPROF_SYNC=threads");
+	CHECK_STR(env[6], "LAYERPROF_COUNTERS=read=read;scope=all;events=1:0x2");
+	free(env);
+}
+
 /* Runs /bin/sh -c script with env; returns its exit status, its stdout
  * in out. */
 static int run_sh(const char *script, char **env, bool stdin_null, int reset_sig, char *out, size_t outlen)
@@ -176,6 +212,7 @@ int main(void)
 {
 	test_env_keeps_preload();
 	test_env_memory();
+	test_env_all();
 	test_spawn();
 	test_spawn_fails();
 	return check_summary();

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/syncevent.h"
 #include "common/systab.h"
 #include "host/lib/analysis/calltree.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/kernel/kevent.h"
 #include "host/lib/kernel/klayer.h"
 
@@ -220,6 +222,17 @@ static uint64_t span_close(struct calltree_stream *t, const struct calltree_span
 	return dur;
 }
 
+/* Remembers that dur from start was taken out of the self time of the
+ * function open at depth (a sync wait over it takes out only the rest). */
+static void recent_note(struct calltree_stream *t, uint32_t depth, uint64_t start, uint64_t dur)
+{
+	struct calltree_recent *r = &t->recent[t->nrecent++ % CALLTREE_RECENT_MAX];
+
+	r->start_ns = start;
+	r->dur_ns = dur;
+	r->depth = depth;
+}
+
 /* Takes a kernel leaf's time out of the self time of what it is under:
  * the system call (when it is delivered) or the open function.  Spans end
  * before the thread's next function event, so that function is open. */
@@ -233,6 +246,7 @@ static void span_charge(struct calltree_stream *t, const struct calltree_span *s
 		t->ksys_ns += dur;
 	} else if (sp->depth) {
 		t->path[sp->depth - 1].kernel_ns += dur;
+		recent_note(t, sp->depth, sp->start_ns, dur);
 	}
 }
 
@@ -286,6 +300,7 @@ void calltree_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr
 	f->child_ns = 0;
 	f->sys_ns = 0;
 	f->kernel_ns = 0;
+	f->sync_ns = 0;
 	if (!i)
 		return;
 	if (__builtin_expect(f->inherited, 0))
@@ -328,7 +343,7 @@ void calltree_exit(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr,
 		return;
 	f = &t->path[depth];
 	nd = &t->nodes[f->node];
-	busy = f->child_ns + f->sys_ns + f->kernel_ns;
+	busy = f->child_ns + f->sys_ns + f->kernel_ns + f->sync_ns;
 	nd->total_ns += dur;
 	nd->self_ns += dur > busy ? dur - busy : 0;
 	if (__builtin_expect(!f->inherited, 1)) {
@@ -387,8 +402,50 @@ void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
 		nd->min_ns = dur;
 	if (dur > nd->max_ns)
 		nd->max_ns = dur;
-	if (sc->depth)
+	if (sc->depth) {
 		t->path[sc->depth - 1].sys_ns += dur;
+		recent_note(t, sc->depth, sc->enter_ns, dur);
+	}
+}
+
+/* ------------------------------------------------------------ sync leaves */
+
+void calltree_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
+{
+	struct calltree *ct = ctx;
+	struct calltree_stream *t = calltree_stream(ct, s->index);
+	uint64_t wait = y->wait_ns < y->ns ? y->wait_ns : y->ns, begin = y->ns - wait, inside = 0;
+	struct calltree_node *nd;
+	uint32_t parent, i, k, n;
+
+	if (!t || (!wait && !ct->sync_all))
+		return;
+	if (y->depth && (y->depth > t->path_cap || !t->path[y->depth - 1].node))
+		return;
+	parent = y->depth ? t->path[y->depth - 1].node : 0;
+	i = child_of(ct, t, parent, CALLTREE_SYNC_KEY(y->op, y->obj));
+	if (!i)
+		return;
+	nd = &t->nodes[i];
+	nd->calls++;
+	nd->total_ns += wait;
+	nd->self_ns += wait;
+	if (wait < nd->min_ns)
+		nd->min_ns = wait;
+	if (wait > nd->max_ns)
+		nd->max_ns = wait;
+	if (!y->depth || !wait)
+		return;
+	/* the futex calls and times off the CPU of the wait, if recorded, are
+	 * out of the function's self time already */
+	n = t->nrecent < CALLTREE_RECENT_MAX ? t->nrecent : CALLTREE_RECENT_MAX;
+	for (k = 0; k < n; k++) {
+		const struct calltree_recent *r = &t->recent[k];
+
+		if (r->depth == y->depth && r->start_ns >= begin && r->start_ns < y->ns)
+			inside += r->dur_ns;
+	}
+	t->path[y->depth - 1].sync_ns += wait > inside ? wait - inside : 0;
 }
 
 /* ------------------------------------------------------------ kernel leaves */
@@ -498,6 +555,14 @@ const char *calltree_key_name(struct walk *w, uint32_t image, uint64_t key, bool
 	if (CALLTREE_IS_SYSCALL(key)) {
 		sys_name((enum sys_arch)CALLTREE_SYSCALL_ARCH(key), CALLTREE_SYSCALL_NR(key), leaf, sizeof(leaf));
 		snprintf(buf, size, "%s%s", prefix ? "[sys] " : "", leaf);
+	} else if (CALLTREE_IS_SYNC(key)) {
+		unsigned op = CALLTREE_SYNC_OP(key);
+
+		snprintf(buf, size, "%s%s 0x%llx",
+		         !prefix                               ? ""
+		         : syncwake_is_wait((uint8_t)op, 0, 1) ? "[wait] "
+		                                               : "[sync] ",
+		         syncevent_op_name(op), (unsigned long long)CALLTREE_SYNC_OBJ(key));
 	} else if (CALLTREE_IS_KERNEL(key)) {
 		if (w && (kf = klayer_formats(w, NULL, 0)))
 			e = kformats_find(kf, CALLTREE_KERNEL_ID(key));
@@ -711,6 +776,14 @@ void calltree_node_json(struct json *j, const struct calltree_node *nd)
 	}
 	if (CALLTREE_IS_KERNEL(nd->addr))
 		json_bool(j, "kernel", true);
+	if (CALLTREE_IS_SYNC(nd->addr)) {
+		char obj[24];
+
+		snprintf(obj, sizeof(obj), "0x%llx", (unsigned long long)CALLTREE_SYNC_OBJ(nd->addr));
+		json_bool(j, "sync", true);
+		json_str(j, "op", syncevent_op_name(CALLTREE_SYNC_OP(nd->addr)));
+		json_str(j, "object", obj);
+	}
 	json_u64(j, "calls", nd->calls);
 	json_u64(j, "total_ns", nd->total_ns);
 	json_u64(j, "self_ns", nd->self_ns);

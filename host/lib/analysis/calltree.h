@@ -25,15 +25,27 @@
 
 /* Bound on the nodes of one thread's tree. */
 #define CALLTREE_NODES_MAX (1u << 24)
-/* A leaf's key in place of a function address, told apart by its top two
+/* A leaf's key in place of a function address, told apart by its top
  * bits (function addresses, code addresses too, never have the top bit
- * set: symbolizer.h): 10 a system call (its arch and number), 11 a kernel
- * event (its tracepoint id, named by the trace's formats). */
+ * set: symbolizer.h): 10 a system call (its arch and number), 110 a kernel
+ * event (its tracepoint id, named by the trace's formats), 111 a
+ * synchronisation operation (record --sync: its enum lp_sync_op in bits
+ * 48..55 and the low 48 bits of its object, which hold a user-space
+ * address on x86-64 and aarch64). */
 #define CALLTREE_SYSCALL_KEY(arch, nr) (UINT64_C(2) << 62 | (uint64_t)(arch) << 32 | (nr))
-#define CALLTREE_KERNEL_KEY(id) (UINT64_C(3) << 62 | (uint64_t)(id))
+#define CALLTREE_KERNEL_KEY(id) (UINT64_C(6) << 61 | (uint64_t)(uint32_t)(id))
+#define CALLTREE_SYNC_OBJ_MASK ((UINT64_C(1) << 48) - 1)
+#define CALLTREE_SYNC_KEY(op, obj) \
+	(UINT64_C(7) << 61 | (uint64_t)((op)&0xff) << 48 | ((uint64_t)(obj)&CALLTREE_SYNC_OBJ_MASK))
 #define CALLTREE_IS_LEAF(addr) ((addr) >> 63)
 #define CALLTREE_IS_SYSCALL(addr) ((addr) >> 62 == 2)
-#define CALLTREE_IS_KERNEL(addr) ((addr) >> 62 == 3)
+#define CALLTREE_IS_KERNEL(addr) ((addr) >> 61 == 6)
+#define CALLTREE_IS_SYNC(addr) ((addr) >> 61 == 7)
+#define CALLTREE_SYNC_OP(addr) ((uint8_t)((addr) >> 48))
+#define CALLTREE_SYNC_OBJ(addr) ((addr)&CALLTREE_SYNC_OBJ_MASK)
+/* System calls and kernel waits remembered per thread, to tell how much of
+ * a sync wait they already took out of a function's self time. */
+#define CALLTREE_RECENT_MAX 8u
 #define CALLTREE_SYSCALL_ARCH(addr) ((uint8_t)((addr) >> 32 & 0xff))
 #define CALLTREE_SYSCALL_NR(addr) ((uint32_t)(addr))
 #define CALLTREE_KERNEL_ID(addr) ((uint32_t)(addr))
@@ -80,6 +92,14 @@ struct calltree_frame {
 	uint64_t child_ns;  /* time of its callees that ended */
 	uint64_t sys_ns;    /* time of its system calls that ended */
 	uint64_t kernel_ns; /* time of the kernel leaves right under it that ended */
+	uint64_t sync_ns;   /* time of its sync waits that ended, apart from the above */
+};
+
+/* A system call or kernel leaf's time taken out of a function's self time:
+ * a sync wait that covers it takes out only the rest. */
+struct calltree_recent {
+	uint64_t start_ns, dur_ns;
+	uint32_t depth; /* of the function it was charged to */
 };
 
 /* The time of a kernel leaf under way: a wait off the CPU (from the
@@ -118,12 +138,17 @@ struct calltree_stream {
 	/* the time of the kernel leaves under the system call entered at
 	 * ksys_enter_ns, taken out of its self time when it is delivered */
 	uint64_t ksys_enter_ns, ksys_ns;
+	/* the last CALLTREE_RECENT_MAX charges (ring, nrecent in all) */
+	struct calltree_recent recent[CALLTREE_RECENT_MAX];
+	uint32_t nrecent;
 };
 
 struct calltree {
 	struct calltree_stream **streams; /* owned; by walk_stream.index, NULL until begun (or unselected) */
 	uint32_t nstreams;                /* entries of streams */
 	bool oom; /* memory ran out (or a tree reached CALLTREE_NODES_MAX): trees are incomplete */
+	/* calltree_sync: every sync operation a leaf, not only the waits */
+	bool sync_all;
 };
 
 void calltree_init(struct calltree *ct);
@@ -145,6 +170,14 @@ void calltree_syscall(void *ctx, struct walk_stream *s, const struct walk_syscal
  * the trace's formats (klayer_formats): a hash probe and a few loads; no
  * allocation but when a path is new. */
 void calltree_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel *k);
+/* A sync operation (record --sync) that waited (wait_ns > 0; with
+ * ct->sync_all, any): a leaf under the function under way (else the root),
+ * one per (operation, object), counting the operations, with the time
+ * waited.  The wait's time is taken out of the function's self time, but
+ * for the system calls and kernel waits inside it, taken out already.
+ * Not in calltree_walk_ops: a consumer that wants sync leaves (tree) sets
+ * ops->sync itself. */
+void calltree_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y);
 /* Sets ops->ctx, begin, entry, exit, syscall and kernel to build ct. */
 void calltree_walk_ops(struct calltree *ct, struct walk_ops *ops);
 
@@ -164,7 +197,9 @@ void calltree_profile(const struct calltree *ct, struct profile *p, struct walk_
  * into buf: the function's name (walk_name; an address form when w is
  * NULL), a syscall leaf's name after "[sys] ", a kernel leaf's
  * "group:event" (from w's formats; "tracepoint ID" without them) after
- * "[kernel] ", those prefixes only with prefix.  Returns buf. */
+ * "[kernel] ", a sync leaf's "operation 0xobject" after "[wait] " (an
+ * operation that can wait) or "[sync] ", those prefixes only with prefix.
+ * Returns buf. */
 const char *calltree_key_name(struct walk *w, uint32_t image, uint64_t key, bool prefix, char *buf, size_t size);
 /* The same for a node of s's tree. */
 const char *calltree_node_name(struct walk *w, const struct walk_stream *s, const struct calltree_node *nd, bool prefix,
@@ -204,8 +239,9 @@ void calltree_iter_release(struct calltree_iter *it);
 
 /* Writes a node's figures as JSON members, as `tree --format json` and serve
  * show them: syscall and errors (a system call's node only), kernel (true,
- * a kernel event's node only), calls, total_ns, self_ns, min_ns (0 without
- * a finished call), max_ns. */
+ * a kernel event's node only), sync, op and object (a sync leaf only: true,
+ * the operation's name, the object as "0x..."), calls, total_ns, self_ns,
+ * min_ns (0 without a finished call), max_ns. */
 void calltree_node_json(struct json *j, const struct calltree_node *nd);
 
 #endif

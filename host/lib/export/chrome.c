@@ -7,9 +7,11 @@
 
 #include "common/systab.h"
 #include "common/varint.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/analysis/sysstats.h"
 #include "host/lib/export/chrome.h"
 #include "host/lib/export/chromekernel.h"
+#include "host/lib/export/chromesync.h"
 #include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/error.h"
 #include "host/lib/util/escape.h"
@@ -58,6 +60,7 @@ struct chrome {
 	struct hashindex thread_index; /* threads by key */
 	uint32_t ntmp;                 /* streams with a temporary file */
 	bool has_kernel;               /* the trace has tracepoint formats (record --kernel) */
+	bool has_sync;                 /* the trace has sync events (record --sync) */
 	bool oom, tmp_failed;
 };
 
@@ -411,7 +414,7 @@ static void on_end(void *ctx, struct walk_stream *s)
  *   its events come before the maps of its process in the file (the walk
  *   adds them again, which the symbolizer ignores);
  * - whether the trace has kernel events (their formats), for the kernel
- *   tracks (chromekernel.h);
+ *   tracks (chromekernel.h), and sync events, for the waits (chromesync.h);
  * - the threads that more than one image uses (after exec).  Their streams
  *   all go through temporary files, appended in time order at the end: the
  *   drain may write a new image's events before the last ones of the image
@@ -443,6 +446,8 @@ static void prepass(struct chrome *c)
 		else if (t->image != d->image)
 			t->images = true;
 		while (decoder_next(d, &ev) > 0) {
+			if (ev.type == LP_EV_SYNC)
+				c->has_sync = true;
 			if (ev.type == LP_EV_MAP) {
 				symbolizer_add_map_at(w->sym, d->image, ev.time, ev.base, ev.start, ev.end, ev.offset,
 				                      ev.build_id, ev.build_id_len, ev.str, ev.str_len);
@@ -478,7 +483,8 @@ int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn)
 		                .end = on_end };
 	struct chrome c = { .w = w, .f = f };
 	struct chromekernel *ck = NULL;
-	uint64_t unjoined;
+	struct chromesync *cy = NULL;
+	uint64_t unjoined, sync_dropped;
 	bool tmp_error = false;
 	uint32_t i;
 	int r;
@@ -494,12 +500,25 @@ int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn)
 		else
 			chromekernel_chain(ck, &ops);
 	}
+	if (c.has_sync) {
+		struct chromekernel_out out = { .ctx = &c, .begin = kernel_event_begin, .zero_ns = c.zero_ns };
+
+		cy = chromesync_new(w, &out);
+		if (!cy)
+			c.oom = true;
+		else
+			chromesync_chain(cy, &ops);
+	}
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
 	r = walk_run(w, &ops);
 	if (!r && ck && chromekernel_finish(ck))
 		c.oom = true;
+	if (!r && cy && chromesync_finish(cy))
+		c.oom = true;
 	unjoined = ck ? chromekernel_unjoined(ck) : 0;
+	sync_dropped = cy ? chromesync_dropped(cy) : 0;
 	chromekernel_free(ck);
+	chromesync_free(cy);
 	/* streams in order of their first event: an image after exec follows
 	 * the one it replaced */
 	for (i = 0; i < w->nstreams; i++) {
@@ -535,5 +554,8 @@ int export_chrome(struct walk *w, FILE *f, const struct lp_warner *warn)
 		           "warning: %" PRIu64 " wake-ups past the %u kept have no flow (their off-CPU slices name "
 		           "the waker by tid only)",
 		           unjoined, EXPORT_CHROME_KERNEL_KEPT_MAX);
+	if (sync_dropped)
+		error_warn(warn, "warning: %" PRIu64 " sync events past the %u kept are not shown", sync_dropped,
+		           SYNCWAKE_EVENTS_MAX);
 	return ferror(f) || tmp_error ? -EIO : 0;
 }

@@ -2,7 +2,10 @@
  * load) from a trace, written as the trace is read: per thread "B"/"E"
  * events for function calls, "X" events for system calls (category
  * "syscall", decoded arguments and result in args), instant events for
- * lost events, and thread and process names as "M" metadata events.
+ * lost events, and thread and process names as "M" metadata events; with
+ * kernel events the kernel tracks (chromekernel.h), with sync events the
+ * waits and the arrows from the threads that released them
+ * (chromesync.h).
  * Memory stays bounded by threads, stack depth and distinct functions, not
  * by events; the streams of a thread that exec'd go through temporary files
  * (tmpfile(3)) to keep each thread's events in time order. */

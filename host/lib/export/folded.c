@@ -197,6 +197,7 @@ int export_folded(struct walk *w, unsigned flags, FILE *f, uint64_t *deeper)
 	names_init_max(&fd.names, EXPORT_FOLDED_NODES_MAX);
 	calltree_init(&ct);
 	calltree_walk_ops(&ct, &ops);
+	ops.sync = calltree_sync; /* sync waits: frames "[wait] mutex-lock 0x..." with their time */
 	if (walk_run(w, &ops) || ct.oom)
 		goto out;
 	if (pathmerge_init(&fd.paths, EXPORT_FOLDED_NODES_MAX, 0))

@@ -1,7 +1,8 @@
 /* Folded stacks ("main;writer;write 123456"), one line per distinct call
  * path, as flamegraph.pl and speedscope read them.  The value is the path's
  * self time in ns, or its calls.  System calls are leaf frames
- * "[sys] name".  Built from the per-thread call trees (memory grows with
+ * "[sys] name", sync waits (record --sync) "[wait] mutex-lock 0x..." with
+ * the time waited.  Built from the per-thread call trees (memory grows with
  * distinct paths, not events) and merged by name over threads. */
 #ifndef LP_EXPORT_FOLDED_H
 #define LP_EXPORT_FOLDED_H

@@ -8,9 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/syncevent.h"
 #include "common/systab.h"
+#include "host/lib/trace/syncwake.h"
 #include "host/lib/kernel/kevent.h"
 #include "host/lib/kernel/kflow.h"
+#include "host/lib/trace/symbolizer.h"
 
 #define KFLOW_TIMER_WAKE_NS 200000ull
 
@@ -25,6 +28,11 @@ struct kf_open {
 	size_t call;    /* index in calls */
 	uint32_t depth; /* at its entry */
 	struct klayer_parts at_entry;
+};
+
+struct kf_thread {
+	uint32_t tid;
+	char comm[17];
 };
 
 struct kflow {
@@ -57,6 +65,16 @@ struct kflow {
 	uint32_t waker;
 	uint64_t wake_ns, timer_ns;
 	uint32_t timer_cpu;
+	struct syncwake sw; /* every thread's sync events, for the waits' releasers */
+	/* pass 1 looked a name up before its code's map had come (a thread's
+	 * chunk read before the chunk with the maps): the symbolizer's map
+	 * count then; pass 1 runs again when maps came later */
+	bool unmapped;
+	uint64_t unmapped_maps;
+	/* every thread of pass 1 by its stream index: the releasers of waits
+	 * (pass 2 has not met a stream that comes later in the trace yet) */
+	struct kf_thread *threads;
+	uint32_t nthreads;
 	bool oom;
 };
 
@@ -93,6 +111,15 @@ static bool is_func(struct kflow *kf, uint32_t image, uint64_t addr)
 		kf->names_cap = cap;
 	}
 	k.match = !strcmp(walk_name(kf->w, image, addr, buf, sizeof(buf)), kf->func);
+	if (!k.match && !kf->unmapped) {
+		const char *module;
+		uint64_t elf_addr;
+
+		if (symbolizer_elf_addr(kf->w->sym, image, addr, &module, &elf_addr) == -ENOENT) {
+			kf->unmapped = true;
+			kf->unmapped_maps = symbolizer_map_count(kf->w->sym);
+		}
+	}
 	kf->names[kf->nnames] = k;
 	hashindex_put(&kf->nameindex, slot, h, kf->nnames++);
 	return k.match;
@@ -448,6 +475,117 @@ static void cap_lost(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t cou
 	node_add(kf, KFLOW_LOST, kf->nstack ? kf->nodes[kf->stack[kf->nstack - 1]].depth + 1 : 0, ns, 0, text);
 }
 
+/* The stream of thread id `index` (walk_stream.index), or NULL. */
+/* Notes the threads of pass 1 by stream index. */
+static int threads_note(struct kflow *kf)
+{
+	struct walk *w = kf->w;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < w->nstreams; i++)
+		if (w->streams[i]->index >= n)
+			n = w->streams[i]->index + 1;
+	free(kf->threads);
+	kf->threads = n ? calloc(n, sizeof(*kf->threads)) : NULL;
+	kf->nthreads = kf->threads ? n : 0;
+	if (n && !kf->threads)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < w->nstreams; i++) {
+		struct kf_thread *t = &kf->threads[w->streams[i]->index];
+
+		t->tid = w->streams[i]->tid;
+		snprintf(t->comm, sizeof(t->comm), "%s", w->streams[i]->comm);
+	}
+	return 0;
+}
+
+static const struct kf_thread *thread_by_index(const struct kflow *kf, uint32_t index)
+{
+	return index < kf->nthreads && kf->threads[index].tid ? &kf->threads[index] : NULL;
+}
+
+static void sync_text(struct kflow *kf, const struct walk_sync *y, const struct syncwake_event *e, char *buf,
+                      size_t size)
+{
+	const struct kf_thread *o = e && e->waker != SYNCWAKE_NONE ? thread_by_index(kf, e->waker) : NULL;
+	const char *how;
+	char obj[64];
+
+	if (y->op == LP_SYNC_COND_WAIT)
+		snprintf(obj, sizeof(obj), "0x%llx (mutex 0x%llx)", (unsigned long long)y->obj,
+		         (unsigned long long)y->obj2);
+	else
+		snprintf(obj, sizeof(obj), "0x%llx", (unsigned long long)y->obj);
+	if (y->flags & LP_SYNC_TIMEDOUT) {
+		snprintf(buf, size, "%s %s, timed out", syncevent_op_name(y->op), obj);
+		return;
+	}
+	if (y->flags & LP_SYNC_FAILED) {
+		snprintf(buf, size, "%s %s, failed", syncevent_op_name(y->op), obj);
+		return;
+	}
+	if (!o) {
+		snprintf(buf, size, "%s %s, no release seen", syncevent_op_name(y->op), obj);
+		return;
+	}
+	switch (y->op) {
+	case LP_SYNC_COND_WAIT:
+		how = "signalled by";
+		break;
+	case LP_SYNC_SEM_WAIT:
+		how = "posted by";
+		break;
+	case LP_SYNC_BARRIER_WAIT:
+		how = "last to arrive:";
+		break;
+	case LP_SYNC_JOIN:
+		how = "ended:";
+		break;
+	default:
+		how = "released by";
+		break;
+	}
+	snprintf(buf, size, "%s %s, %s thread %u (%s)", syncevent_op_name(y->op), obj, how, o->tid, o->comm);
+}
+
+/* A sync wait in the call: a step from its beginning, before the system
+ * calls and kernel events of the wait (already there), which go one level
+ * down, inside it. */
+static void cap_sync(void *ctx, struct walk_stream *s, const struct walk_sync *y)
+{
+	struct kflow *kf = ctx;
+	uint64_t wait = y->wait_ns < y->ns ? y->wait_ns : y->ns, begin = y->ns - wait;
+	const struct syncwake_event *e;
+	const struct kf_thread *o;
+	struct kflow_node n;
+	char text[256];
+	size_t at;
+
+	if (!capturing(kf, s) || !wait || !syncwake_is_wait(y->op, 0, 1))
+		return;
+	e = syncwake_find(&kf->sw, s->index, y->ns, y->op, y->obj);
+	sync_text(kf, y, e, text, sizeof(text));
+	if (!node_add(kf, KFLOW_SYNC, rel_depth(kf, y->depth), begin, wait, text))
+		return;
+	if (e && e->waker != SYNCWAKE_NONE && (o = thread_by_index(kf, e->waker))) {
+		kf->nodes[kf->nnodes - 1].waker_tid = o->tid;
+		kf->nodes[kf->nnodes - 1].release_ns = e->release_ns;
+	}
+	n = kf->nodes[kf->nnodes - 1];
+	at = kf->nnodes - 1;
+	while (at > 0 && kf->nodes[at - 1].type != KFLOW_CALL && kf->nodes[at - 1].ns >= begin &&
+	       kf->nodes[at - 1].depth >= n.depth)
+		at--;
+	memmove(&kf->nodes[at + 1], &kf->nodes[at], (kf->nnodes - 1 - at) * sizeof(n));
+	kf->nodes[at] = n;
+	for (size_t i = at + 1; i < kf->nnodes; i++)
+		kf->nodes[i].depth++;
+	if (kf->off_node != SIZE_MAX && kf->off_node >= at)
+		kf->off_node++;
+	if (kf->sys_first != SIZE_MAX && kf->sys_first >= at)
+		kf->sys_first++;
+}
+
 /* ---- the whole ---------------------------------------------------------------- */
 
 struct kflow *kflow_new(struct walk *w, const char *func, uint64_t nth, uint32_t tid)
@@ -462,6 +600,7 @@ struct kflow *kflow_new(struct walk *w, const char *func, uint64_t nth, uint32_t
 	kf->func = strdup(func);
 	kf->kl = klayer_new(w);
 	kf->sys_first = kf->off_node = SIZE_MAX;
+	syncwake_init(&kf->sw);
 	if (!kf->func || !kf->kl) {
 		kflow_free(kf);
 		return NULL;
@@ -469,21 +608,53 @@ struct kflow *kflow_new(struct walk *w, const char *func, uint64_t nth, uint32_t
 	return kf;
 }
 
-int kflow_run(struct kflow *kf)
+/* Pass 1: the kernel layer, the calls of the function, every thread's
+ * sync events. */
+static int count_pass(struct kflow *kf)
 {
-	struct walk_ops ops[2] = { { 0 }, { 0 } };
-	const struct kflow_call *c;
-	int r;
+	struct walk_ops ops[3] = { { 0 }, { 0 }, { 0 } };
 
 	klayer_walk_ops(kf->kl, &ops[0]);
 	ops[1].ctx = kf;
 	ops[1].entry = count_entry;
 	ops[1].exit = count_exit;
 	ops[0].next = &ops[1];
-	r = walk_run(kf->w, &ops[0]);
+	syncwake_walk_ops(&kf->sw, &ops[2]);
+	ops[1].next = &ops[2];
+	return walk_run(kf->w, &ops[0]);
+}
+
+/* Forgets what pass 1 found, for running it again. */
+static int count_reset(struct kflow *kf)
+{
+	kf->ncalls = kf->nopen = 0;
+	kf->nnames = 0;
+	hashindex_clear(&kf->nameindex);
+	klayer_free(kf->kl);
+	kf->kl = klayer_new(kf->w);
+	syncwake_release(&kf->sw);
+	syncwake_init(&kf->sw);
+	return kf->kl ? 0 : -ENOMEM;
+}
+
+int kflow_run(struct kflow *kf)
+{
+	struct walk_ops ops = { 0 };
+	const struct kflow_call *c;
+	int r;
+
+	r = count_pass(kf);
+	/* names looked up before their maps came matched nothing: once the
+	 * maps are known, the calls are counted again */
+	if (!r && !kf->oom && kf->unmapped && symbolizer_map_count(kf->w->sym) != kf->unmapped_maps) {
+		kf->unmapped = false;
+		r = count_reset(kf);
+		if (!r)
+			r = count_pass(kf);
+	}
 	if (r)
 		return r;
-	if (kf->oom)
+	if (kf->oom || syncwake_resolve(&kf->sw) || threads_note(kf))
 		return -ENOMEM;
 	qsort(kf->calls, kf->ncalls, sizeof(*kf->calls), call_cmp);
 	for (size_t i = 0; i < kf->ncalls; i++)
@@ -494,15 +665,15 @@ int kflow_run(struct kflow *kf)
 	kf->kf = klayer_formats(kf->w, NULL, 0);
 	kf->c_tid = c->tid;
 	kf->c_start = c->start_ns;
-	memset(&ops[1], 0, sizeof(ops[1]));
-	ops[1].ctx = kf;
-	ops[1].entry = cap_entry;
-	ops[1].exit = cap_exit;
-	ops[1].syscall = cap_syscall;
-	ops[1].kernel = cap_kernel;
-	ops[1].mem = cap_mem;
-	ops[1].lost = cap_lost;
-	r = walk_run(kf->w, &ops[1]);
+	ops.ctx = kf;
+	ops.entry = cap_entry;
+	ops.exit = cap_exit;
+	ops.syscall = cap_syscall;
+	ops.kernel = cap_kernel;
+	ops.mem = cap_mem;
+	ops.lost = cap_lost;
+	ops.sync = cap_sync;
+	r = walk_run(kf->w, &ops);
 	if (!r && kf->oom)
 		r = -ENOMEM;
 	return r;
@@ -539,15 +710,17 @@ void kflow_free(struct kflow *kf)
 	free(kf->calls);
 	free(kf->open);
 	free(kf->names);
+	free(kf->threads);
 	hashindex_release(&kf->nameindex);
 	klayer_free(kf->kl);
+	syncwake_release(&kf->sw);
 	free(kf->func);
 	free(kf);
 }
 
 /* ---- JSON --------------------------------------------------------------------- */
 
-static const char *const kflow_type_names[] = { "call", "syscall", "kernel", "off_cpu", "mem", "lost" };
+static const char *const kflow_type_names[] = { "call", "syscall", "kernel", "off_cpu", "mem", "lost", "sync" };
 
 static void json_call_layers(struct json *j, const struct kflow_call *c)
 {
@@ -617,6 +790,11 @@ void kflow_json_call(struct json *j, const char *func, const struct kflow *kf, u
 			json_u64(j, "duration_ns", nd->dur_ns);
 		if (nd->event)
 			json_str(j, "event", nd->event);
+		if (nd->waker_tid) {
+			json_u64(j, "waker_tid", nd->waker_tid);
+			if (nd->release_ns)
+				json_u64(j, "release_ns", nd->release_ns);
+		}
 		json_str(j, nd->type == KFLOW_CALL ? "name" : "text", nd->text);
 		json_object_end(j);
 	}

@@ -3,7 +3,9 @@
  * thread), each with its time per layer, and for the chosen call the whole
  * sequence inside it: the functions it called, their system calls, the
  * kernel events they caused (page faults, switches with the off-CPU time
- * and who woke the thread, block requests, irqs) and heap operations. */
+ * and who woke the thread, block requests, irqs), heap operations and
+ * synchronisation waits with the thread that released them
+ * (trace/syncwake.h). */
 #ifndef LP_KFLOW_H
 #define LP_KFLOW_H
 
@@ -21,6 +23,7 @@ enum kflow_type {
 	KFLOW_OFFCPU,  /* text: "off CPU (S), woken by ..."; dur: the time off */
 	KFLOW_MEM,     /* text: "malloc(48) = 0x..." */
 	KFLOW_LOST,    /* text: "N events lost" */
+	KFLOW_SYNC,    /* text: "mutex-lock 0x..., released by thread N (comm)"; dur: the wait */
 };
 
 /* One step of the chosen call, depth 0 being the call itself. */
@@ -30,6 +33,10 @@ struct kflow_node {
 	uint64_t ns, dur_ns; /* dur_ns 0: a point */
 	char *text;          /* owned */
 	char *event;         /* KERNEL: "group:event"; owned, else NULL */
+	/* SYNC: the thread that released the wait (0: not known) and when
+	 * (0: not known) */
+	uint32_t waker_tid;
+	uint64_t release_ns;
 };
 
 struct kflow_call {

@@ -141,6 +141,8 @@ static int get_summary(struct servemodel *m, struct json *j)
 	json_bool(j, "heap", m->heap.has_heap);
 	json_bool(j, "kernel", m->kern.has_kernel);
 	json_u64(j, "kernel_events", m->kern.kernel_events);
+	json_bool(j, "sync", m->sync.has_sync);
+	json_u64(j, "sync_events", m->sync.events);
 	json_bool(j, "exports", !m->live && m->dir);
 	put_threads(m, j);
 	put_processes(m, j);
@@ -465,7 +467,7 @@ static int get_flame(struct servemodel *m, const struct flame *f, bool offcpu, c
 		json_object_end(j);
 	}
 	json_array_end(j);
-	/* [id, parent id, name, total, self, calls, syscall, kernel]: breadth
+	/* [id, parent id, name, total, self, calls, syscall, kernel, sync]: breadth
 	 * first, so that a parent comes before its children */
 	json_array_begin(j, "nodes");
 	queue[tail] = (uint32_t)node;
@@ -483,6 +485,7 @@ static int get_flame(struct servemodel *m, const struct flame *f, bool offcpu, c
 		json_u64(j, NULL, nd->calls);
 		json_u64(j, NULL, nd->kind == FLAME_SYSCALL);
 		json_u64(j, NULL, nd->kind == FLAME_KERNEL);
+		json_u64(j, NULL, nd->kind == FLAME_SYNC);
 		json_array_end(j);
 		for (c = f->paths.nodes[i].first_child; c; c = f->paths.nodes[c].next_sibling) {
 			if (f->nodes[c].total_ns < min_ns || f->nodes[c].total_ns == 0 || d + 1 > max_depth ||
@@ -554,6 +557,8 @@ int serveapi_get(struct servemodel *m, const char *what, const struct serve_quer
 		status = get_flame(m, &m->flame, false, q, j, out);
 	else if (!strcmp(what, "offcpu_flame"))
 		status = m->kern.has_kernel ? get_flame(m, &m->kern.offcpu, true, q, j, out) : servekernel_none(m, j);
+	else if (!strcmp(what, "sync_tracks"))
+		status = synctrack_answer(m, q, j, out);
 	else if (!strcmp(what, "timeline"))
 		status = get_timeline(m, q, j, out);
 	else if (!strcmp(what, "heap") || !strcmp(what, "heap/growth"))

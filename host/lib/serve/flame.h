@@ -22,6 +22,7 @@ enum flame_kind {
 	FLAME_FUNCTION = 0,
 	FLAME_SYSCALL, /* a system call leaf */
 	FLAME_KERNEL,  /* a kernel event leaf */
+	FLAME_SYNC,    /* a sync wait leaf (record --sync) */
 };
 
 /* What a merged path adds up to; its place in the graph (parent,
@@ -33,8 +34,11 @@ struct flame_node {
 };
 
 /* The kind of a call tree node's frame. */
-#define FLAME_KIND_OF(addr) \
-	(CALLTREE_IS_SYSCALL(addr) ? FLAME_SYSCALL : CALLTREE_IS_KERNEL(addr) ? FLAME_KERNEL : FLAME_FUNCTION)
+#define FLAME_KIND_OF(addr)                         \
+	(CALLTREE_IS_SYSCALL(addr)  ? FLAME_SYSCALL \
+	 : CALLTREE_IS_KERNEL(addr) ? FLAME_KERNEL  \
+	 : CALLTREE_IS_SYNC(addr)   ? FLAME_SYNC    \
+	                            : FLAME_FUNCTION)
 
 struct flame {
 	struct pathmerge paths;   /* keys: name << 2 | kind; node 0: every thread */

@@ -258,6 +258,7 @@ int serveindex_write(struct servemodel *m, const char *dir, char *err, size_t er
 	write_trees(&o, m);
 	write_timeline(&o, &m->tl);
 	serveindex_write_kernel(&o, &m->kern);
+	serveindex_write_sync(&o, &m->sync);
 	v32 = SERVEINDEX_VERSION;
 	memcpy(header + 8, &v32, 4);
 	v32 = INDEX_BOM;
@@ -627,6 +628,8 @@ static void reset(struct servemodel *m)
 	names_release(&m->files);
 	servekernel_release(&m->kern);
 	servekernel_init(&m->kern);
+	synctrack_release(&m->sync);
+	synctrack_init(&m->sync);
 	m->rows_valid = m->sys_valid = false;
 }
 
@@ -737,6 +740,8 @@ int serveindex_read(struct servemodel *m, const char *dir, char *err, size_t err
 		r = read_timeline(&c, &m->tl, key.size);
 	if (!r)
 		r = serveindex_read_kernel(&c, &m->kern);
+	if (!r)
+		r = serveindex_read_sync(&c, &m->sync);
 	if (!r && c.p != c.end)
 		r = -EBADMSG;
 	free(c.str);

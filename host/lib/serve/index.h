@@ -1,11 +1,12 @@
 /* The index file of `layerprof serve`: everything the server answers from
  * (summary, flat profile, syscall statistics, call trees, timeline index
- * and grids, the kernel layer's documents and tracks), written next to the trace after the first pass, so that
- * serving the trace again takes milliseconds instead of a pass over every
- * event.  It is a cache: keyed to the data file's size, modification time
- * and inode, checked whole (CRC-32C) and bounded field by field when read;
- * anything amiss and the trace is read again.  Host byte order: it is not
- * meant to travel.  Layout: docs/serve.md, "The index file". */
+ * and grids, the kernel layer's documents and tracks, the sync tracks),
+ * written next to the trace after the first pass, so that serving the
+ * trace again takes milliseconds instead of a pass over every event.  It
+ * is a cache: keyed to the data file's size, modification time and inode,
+ * checked whole (CRC-32C) and bounded field by field when read; anything
+ * amiss and the trace is read again.  Host byte order: it is not meant to
+ * travel.  Layout: docs/serve.md, "The index file". */
 #ifndef LP_SERVE_INDEX_H
 #define LP_SERVE_INDEX_H
 
@@ -16,8 +17,8 @@
 
 #define SERVEINDEX_FILE TRACEDIR_SERVE_INDEX
 /* 2: the kernel layer; 3: kernel leaves in the call trees; 4: other
- * processes' slices on the CPU tracks */
-#define SERVEINDEX_VERSION 4u
+ * processes' slices on the CPU tracks; 5: the sync tracks */
+#define SERVEINDEX_VERSION 5u
 #define SERVEINDEX_MAX (2ull << 30) /* bytes of an index read */
 
 /* Writes the index of m (built by a pass over dir) as dir/serve-index,

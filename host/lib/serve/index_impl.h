@@ -17,6 +17,7 @@
 #define INDEX_STR_MAX (1u << 20) /* bytes of one string */
 
 struct servekernel;
+struct synctrack;
 
 /* The payload as it is written: its CRC-32C and length so far. */
 struct indexout {
@@ -137,5 +138,9 @@ static inline const char *get_str(struct indexin *c, size_t max)
  * read into k (initialised, empty), 0, -EBADMSG or -ENOMEM. */
 void serveindex_write_kernel(struct indexout *o, const struct servekernel *k);
 int serveindex_read_kernel(struct indexin *c, struct servekernel *k);
+/* The sync tracks' section (serve/synctrack.c): after the kernel's; read
+ * into st (initialised, empty), 0, -EBADMSG or -ENOMEM. */
+void serveindex_write_sync(struct indexout *o, const struct synctrack *st);
+int serveindex_read_sync(struct indexin *c, struct synctrack *st);
 
 #endif

@@ -56,12 +56,16 @@ static void model_init(struct servemodel *m)
 	timeline_init(&m->tl);
 	flame_init(&m->flame);
 	servekernel_init(&m->kern);
+	synctrack_init(&m->sync);
+	synctrack_walk_ops(&m->sync, &m->sync_ops);
 	calltree_walk_ops(&m->tree, &m->tree_ops);
+	m->tree_ops.sync = calltree_sync; /* the waits as leaves, as tree shows them */
 	timeline_walk_ops(&m->tl, &m->tl_ops);
 	m->chunk_ops = (struct walk_ops){ .ctx = m, .chunk_begin = chunk_begin, .chunk_end = chunk_end };
 	m->tree_ops.next = &m->tl_ops;
 	m->tl_ops.next = &m->chunk_ops;
 	m->chunk_ops.next = &m->kern.track_ops;
+	m->kern.track_ops.next = &m->sync_ops;
 	m->saved_at = -1;
 }
 
@@ -93,7 +97,7 @@ static int load_trace(struct servemodel *m, const char *dir, char *err, size_t e
 	r = walk_run(m->w, &prof_ops);
 	for (i = 0; !r && i < m->w->nstreams; i++)
 		calltree_profile(&m->tree, m->prof, m->w->streams[i]);
-	if (r || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom || m->kern.tracks.oom) {
+	if (r || m->prof->oom || m->sys->oom || m->tree.oom || m->tl.oom || m->kern.tracks.oom || m->sync.oom) {
 		snprintf(err, errlen, "cannot read trace '%s': out of memory", dir);
 		return -ENOMEM;
 	}
@@ -203,6 +207,7 @@ void servemodel_touch(struct servemodel *m)
 {
 	m->rows_valid = false;
 	m->flame_valid = false;
+	m->sync.settled = false;
 	m->info_valid = false;
 	m->sys_valid = false;
 	m->generation++;
@@ -293,7 +298,9 @@ int servemodel_refresh(struct servemodel *m)
 			return -ENOMEM;
 		m->flame_valid = true;
 	}
-	return servekernel_refresh(m);
+	if (servekernel_refresh(m) || synctrack_settle(&m->sync, m->w, m->live))
+		return -ENOMEM;
+	return 0;
 }
 
 uint32_t servemodel_name(void *ctx, uint32_t index, uint64_t addr)
@@ -314,6 +321,7 @@ void servemodel_release(struct servemodel *m)
 	free(m->info.threads);
 	serveheap_release(&m->heap);
 	servekernel_release(&m->kern);
+	synctrack_release(&m->sync);
 	sysstats_result_release(&m->sysres);
 	names_release(&m->files);
 	profile_rows_release(&m->rows);

@@ -18,6 +18,7 @@
 #include "host/lib/serve/flame.h"
 #include "host/lib/serve/heap.h"
 #include "host/lib/serve/kernel.h"
+#include "host/lib/serve/synctrack.h"
 #include "host/lib/serve/timeline.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/names.h"
@@ -68,12 +69,13 @@ struct servemodel {
 	/* the kernel layer and tracks; a live session's kernel layer is lent
 	 * by serve/live.c (kern.kl, set under the lock as the session makes it) */
 	struct servekernel kern;
+	struct synctrack sync; /* the sync tracks (record --sync) */
 	/* the model's consumers of the walk, in this order (after a trace
 	 * file's profile and syscall statistics, or a live session's): the
 	 * call trees, the timeline, the timeline's chunk index (whose
 	 * chunk_end also chains a trace file's kernel layer at its formats),
-	 * the kernel tracks (kern.track_ops) */
-	struct walk_ops tree_ops, tl_ops, chunk_ops;
+	 * the kernel tracks (kern.track_ops), the sync tracks */
+	struct walk_ops tree_ops, tl_ops, chunk_ops, sync_ops;
 	bool live;
 	bool timeline_off;   /* live: the timeline is not fed (servemodel_timeline_off) */
 	bool following_save; /* live: servemodel_follow_save */
@@ -132,8 +134,8 @@ void servemodel_live_settle(struct servemodel *m);
 void servemodel_touch(struct servemodel *m);
 
 /* Makes the summary, the flat profile rows, the syscall statistics, the
- * node names, the flame graph and the kernel layer's documents and
- * off-CPU flame graph current.  Returns 0 or -ENOMEM. */
+ * node names, the flame graph, the kernel layer's documents and
+ * off-CPU flame graph and the sync tracks current.  Returns 0 or -ENOMEM. */
 int servemodel_refresh(struct servemodel *m);
 
 void servemodel_release(struct servemodel *m);
