@@ -16,7 +16,9 @@ Downstream of the capture, on the same programs' traces: `report --sync`
 object and thread, the threads by their role, who ended each wait, the
 producer/consumer balance, futex waits of other code (sync_futex, with
 --syscalls), a lock in a heap block named by its allocation site
-(sync_heap, with --memory), XML valid against docs/report.xsd, exit 2
+(sync_heap, with --memory), locks in the program's own variables named
+by their symbol (sync_names, PIE and not, -O0 and -O2: `g_lock`,
+`stats+0x40`, `meet`), XML valid against docs/report.xsd, exit 2
 without sync events; and the views (group views) of builds with
 -finstrument-functions: tree's wait leaves, flow's wait steps with their
 releaser, dump --chrome's wait slices and flows.  Waits are held only to
@@ -63,6 +65,9 @@ EXPECT = {
                    "join": (4, 2), "create": (2, 0), "thread": (2, 0), "cond-wait": (2, 0),
                    "cond-broadcast": (1, 0)}),
     "sync_futex": ("rounds=4 woken=4 timeout=ETIMEDOUT\n", {"create": (2, 0), "thread": (2, 0), "join": (2, 0)}),
+    "sync_names": ("global=40 stats=40 offset=64\n", {"mutex-lock": (80, 0), "mutex-unlock": (80, 0),
+                                                     "barrier-wait": (2, 0), "create": (2, 0), "thread": (2, 0),
+                                                     "join": (2, 0)}),
     "sync_heap": ("total=100 offset=8\n", {"mutex-lock": (100, 0), "mutex-unlock": (100, 0), "create": (2, 0),
                                            "thread": (2, 0), "join": (2, 0)}),
 }
@@ -487,6 +492,7 @@ def report_mutex(lp, tmp, progs, label, trace):
     users = {t["tid"]: t for t in lock["threads"]}
     holder = [tid for tid, t in users.items() if t["acquisitions"] == 3]
     taker = [tid for tid, t in users.items() if t["acquisitions"] == 10]
+    check(lock["name"] == "lock", "%s: the mutex is named by its static variable, lock" % label, lock["name"])
     check(lock["kind"] == "mutex" and lock["acquisitions"] == 13 and lock["holds"] == 13 and
           lock["releases"] == 13 and lock["unmatched_releases"] == 0 and lock["held_at_end"] == 0 and
           lock["try_failures"] == 0 and lock["failures"] == 0,
@@ -542,6 +548,8 @@ def report_prodcons(lp, label, trace):
     # the consumer's lock, 5 waits, unlock: 6 holds; the producer's 5
     check(lock["holds"] == 11 and lock["held_at_end"] == 0,
           "%s: the mutex's holds: each condition wait ends one and begins one (6 + 5)" % label, lock)
+    check(lock["name"] == "lock" and cond["name"] == "ready",
+          "%s: named by their static variables, lock and ready" % label, (lock["name"], cond["name"]))
     pair = one(doc["pairs"], "sync_prodcons's producer/consumer pairs")
     check(pair["producers"] == producer and pair["consumers"] == consumer and pair["slow"] == "producer" and
           pair["consumer_share"] > pair["producer_share"] and pair["producer_wait_ns"] == 0 and
@@ -748,6 +756,48 @@ def test_report_memory(lp, tmp, progs):
               "sync_heap without --memory: the mutex is named by its address", doc and doc["locks"])
 
 
+def report_names(lp, tmp, label, trace):
+    """sync_names's report: its two mutexes and its barrier named by the
+    variables that hold them, in JSON, text and XML."""
+    doc = report_json(lp, trace, label)
+    if not doc:
+        return
+    locks = {lk["name"]: lk for lk in doc["locks"]}
+    check(sorted(locks) == ["g_lock", "stats+0x40"] and
+          all(lk["acquisitions"] == 40 and lk["holds"] == 40 for lk in locks.values()),
+          "%s: the locks are g_lock and stats+0x40, 40 acquisitions each" % label, doc["locks"])
+    check([b["name"] for b in doc["barriers"]] == ["meet"], "%s: the barrier is meet" % label, doc["barriers"])
+    text = lp("report", "--sync", trace).stdout
+    check(re.search(r"mutex +g_lock \(first at worker\+0x[0-9a-f]+;", text) is not None and
+          re.search(r"mutex +stats\+0x40 \(first at worker\+0x[0-9a-f]+;", text) is not None,
+          "%s: the text report names them, first used by worker" % label, text[:1200])
+    xml = lp("report", "--sync", "--format", "xml", trace).stdout
+    check('name="g_lock"' in xml and 'name="stats+0x40"' in xml and 'name="meet"' in xml,
+          "%s: so does the XML" % label, xml[:1200])
+    xml_valid(lp, tmp, trace, label)
+
+
+def test_report_names(lp, tmp, progs):
+    """record --sync of sync_names (as CMake builds it, then with gcc as
+    PIE and not at -O0 and -O2): the locks in its global and static
+    variables are named by their symbol, the offset when inside one."""
+    res = check_program(lp, tmp, progs, "sync_names", os.path.join(progs, "sync_names"), "names_sync_names")
+    if res:
+        report_names(lp, tmp, "names_sync_names", res[1])
+    src = os.path.join(HERE, "..", "programs")
+    for opt in ("-O0", "-O2"):
+        for pie in (("-fPIE", "-pie"), ("-fno-pie", "-no-pie")):
+            label = "names%s%s" % (opt, pie[1])
+            prog = os.path.join(tmp, label + "_prog")
+            b = run(["gcc", opt, pie[0], pie[1], "-pthread", "-I", src, os.path.join(src, "sync_names.c"), "-o",
+                     prog])
+            if not check(b.returncode == 0, "%s: sync_names builds" % label, b.stderr):
+                continue
+            res = check_program(lp, tmp, progs, "sync_names", prog, label)
+            if res:
+                report_names(lp, tmp, label, res[1])
+
+
 # ---------------------------------------------------------------- the views
 
 def instrumented(tmp, name):
@@ -896,6 +946,7 @@ GROUPS = {
     "report": lambda lp, progs, tmp: test_report(lp, tmp, progs),
     "report_syscalls": lambda lp, progs, tmp: test_report_syscalls(lp, tmp, progs),
     "report_memory": lambda lp, progs, tmp: test_report_memory(lp, tmp, progs),
+    "report_names": lambda lp, progs, tmp: test_report_names(lp, tmp, progs),
     "views": lambda lp, progs, tmp: test_views(lp, tmp, progs),
 }
 

@@ -1,5 +1,6 @@
-/* Unit test of host/lib/trace/symbolizer: looks up functions of real binaries built
- * from symbolizer_fixtures/, with addresses taken from nm and readelf. */
+/* Unit test of host/lib/trace/symbolizer: looks up functions and variables of
+ * real binaries built from symbolizer_fixtures/, with addresses taken from nm
+ * and readelf. */
 #include "host/lib/trace/symbolizer.h"
 
 #include <dlfcn.h>
@@ -13,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tests/unit/symbolizer_fixtures/fixture_data.h"
 
 /* Paths come from CMakeLists.symbolizer.cmake (or the compiler command). */
 #ifndef SYMB_FIXTURE_NOPIE
@@ -912,6 +915,142 @@ static void test_many(void)
 	symbolizer_free(s);
 }
 
+/* A lock and an array of the test program itself, named through its own
+ * maps (test_data_self). */
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+int self_counts[4];
+
+/* symbolizer_data_name into a buffer of its own: the name, or NULL when it
+ * gives none. */
+static const char *data_name(struct symbolizer *s, uint32_t image, uint64_t addr, uint64_t ns)
+{
+	static char buf[256];
+
+	return symbolizer_data_name(s, image, addr, ns, buf, sizeof(buf)) ? buf : NULL;
+}
+
+/* Global and static variables of a PIE mapped with a load bias and of the
+ * non-PIE: named by their symbol, with the offset when inside; code, gaps,
+ * unbiased addresses and unknown images give no name. */
+static void test_data(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	uint64_t lock = nm_addr(SYMB_FIXTURE_PIE, "fixture_lock");
+	uint64_t stats = nm_addr(SYMB_FIXTURE_PIE, "fixture_stats");
+	uint64_t table = nm_addr(SYMB_FIXTURE_PIE, "fixture_table");
+	uint64_t dynamic = nm_addr(SYMB_FIXTURE_PIE, "_DYNAMIC");
+	uint64_t np_add = nm_addr(SYMB_FIXTURE_NOPIE, "fixture_add");
+	uint64_t np_stats = nm_addr(SYMB_FIXTURE_NOPIE, "fixture_stats");
+	uint64_t np_lock = nm_addr(SYMB_FIXTURE_NOPIE, "fixture_lock");
+	const char *past;
+	char buf[64], want[64];
+
+	CHECK_INT(add_file_map(s, 1, PIE_BASE, add, SYMB_FIXTURE_PIE, NULL, 0), 0);
+	CHECK_STR(data_name(s, 1, PIE_BASE + lock, 0), "fixture_lock");
+	snprintf(want, sizeof(want), "fixture_lock+0x%zx", sizeof(pthread_mutex_t) - 1);
+	CHECK_STR(data_name(s, 1, PIE_BASE + lock + sizeof(pthread_mutex_t) - 1, 0), want);
+	/* a static struct with a lock at 0x40 in it */
+	CHECK_STR(data_name(s, 1, PIE_BASE + stats, 0), "fixture_stats");
+	CHECK_STR(data_name(s, 1, PIE_BASE + stats + FIXTURE_STATS_LOCK, 0), "fixture_stats+0x40");
+	snprintf(want, sizeof(want), "fixture_stats+0x%zx", sizeof(struct fixture_stats) - 1);
+	CHECK_STR(data_name(s, 1, PIE_BASE + stats + sizeof(struct fixture_stats) - 1, 0), want);
+	/* an element of an initialised array (.data) */
+	CHECK_STR(data_name(s, 1, PIE_BASE + table + 5 * sizeof(int), 0), "fixture_table+0x14");
+	/* just past the array it is not the array's (another symbol or none) */
+	past = data_name(s, 1, PIE_BASE + table + FIXTURE_TABLE_LEN * sizeof(int), 0);
+	CHECK(!past || strncmp(past, "fixture_table", 13) != 0);
+	/* code, a section without sized symbols, the ELF address without the
+	 * load bias, an address no object holds, an image without maps */
+	CHECK_STR(data_name(s, 1, PIE_BASE + add, 0), NULL);
+	CHECK_STR(data_name(s, 1, PIE_BASE + add + 4, 0), NULL);
+	CHECK_STR(data_name(s, 1, PIE_BASE + dynamic + 8, 0), NULL);
+	CHECK_STR(data_name(s, 1, lock, 0), NULL);
+	CHECK_STR(data_name(s, 1, 0x10, 0), NULL);
+	CHECK_STR(data_name(s, 9, PIE_BASE + lock, 0), NULL);
+	/* cut to the buffer; nothing written without room */
+	CHECK(symbolizer_data_name(s, 1, PIE_BASE + stats + FIXTURE_STATS_LOCK, 0, buf, 8));
+	CHECK_STR(buf, "fixture");
+	buf[0] = 'x';
+	CHECK(!symbolizer_data_name(s, 1, PIE_BASE + lock, 0, buf, 0) && buf[0] == 'x');
+
+	/* the non-PIE (-O2) at its link address, beside a library's data at
+	 * another bias in the same image: each address finds its object */
+	CHECK_INT(add_file_map(s, 2, 0, np_add, SYMB_FIXTURE_NOPIE, NULL, 0), 0);
+	CHECK_INT(
+	    add_file_map(s, 2, PIE_BASE2, nm_addr(SYMB_FIXTURE_LIB, "fixture_lib_func"), SYMB_FIXTURE_LIB, NULL, 0), 0);
+	CHECK_STR(data_name(s, 2, np_stats + FIXTURE_STATS_LOCK, 0), "fixture_stats+0x40");
+	CHECK_STR(data_name(s, 2, np_lock, 0), "fixture_lock");
+	CHECK_STR(data_name(s, 2, PIE_BASE2 + nm_addr(SYMB_FIXTURE_LIB, "fixture_lib_lock"), 0), "fixture_lib_lock");
+	CHECK_STR(data_name(s, 2, PIE_BASE2 + nm_addr(SYMB_FIXTURE_LIB, "fixture_lib_table") + 4, 0),
+	          "fixture_lib_table+0x4");
+	CHECK_STR(data_name(s, 2, PIE_BASE + lock, 0), NULL);
+	symbolizer_free(s);
+}
+
+/* An object unmapped at 100 names its data before then only. */
+static void test_data_unmapped(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS);
+	uint64_t add = nm_addr(SYMB_FIXTURE_PIE, "fixture_add");
+	uint64_t table = nm_addr(SYMB_FIXTURE_PIE, "fixture_table");
+	uint64_t start = PIE_BASE + (add & ~0xfffull);
+
+	CHECK_INT(add_file_map_at(s, 3, 10, PIE_BASE, add, SYMB_FIXTURE_PIE), 0);
+	CHECK_STR(data_name(s, 3, PIE_BASE + table, 50), "fixture_table");
+	CHECK_INT(symbolizer_end_map(s, 3, start, start + MAP_SPAN, 100), 1);
+	CHECK_STR(data_name(s, 3, PIE_BASE + table, 99), "fixture_table");
+	CHECK_STR(data_name(s, 3, PIE_BASE + table, 100), NULL);
+	CHECK_STR(data_name(s, 3, PIE_BASE + table, 150), NULL);
+	/* mapped again at another bias: named there from then on */
+	CHECK_INT(add_file_map_at(s, 3, 200, PIE_BASE2, add, SYMB_FIXTURE_PIE), 0);
+	CHECK_STR(data_name(s, 3, PIE_BASE2 + table + 8, 250), "fixture_table+0x8");
+	CHECK_STR(data_name(s, 3, PIE_BASE + table, 250), NULL);
+	symbolizer_free(s);
+}
+
+/* Variables of loaded objects at their real addresses: a dlopened
+ * library's, a C++ static member (demangled, and raw without
+ * SYMBOLIZER_DEMANGLE), and the test program's own. */
+static void test_data_loaded(void)
+{
+	struct symbolizer *s = symbolizer_new(ALL_FLAGS), *raw = symbolizer_new(0);
+	void *lib = dlopen(SYMB_FIXTURE_LIB, RTLD_NOW | RTLD_LOCAL);
+	void *cpp = dlopen(SYMB_FIXTURE_CPP, RTLD_NOW | RTLD_LOCAL);
+	uint64_t base = 0;
+	char *table, *counts;
+
+	if (!lib || !cpp)
+		die("cannot dlopen", dlerror());
+	table = dlsym(lib, "fixture_lib_table");
+	counts = dlsym(cpp, "_ZN2ns6Widget6countsE");
+	CHECK(table != NULL && counts != NULL);
+	CHECK(add_loaded_maps(s, 1, strrchr(SYMB_FIXTURE_LIB, '/') + 1, &base) > 0);
+	CHECK(add_loaded_maps(s, 1, strrchr(SYMB_FIXTURE_CPP, '/') + 1, NULL) > 0);
+	CHECK(add_loaded_maps(s, 1, "", NULL) > 0);
+	CHECK(add_loaded_maps(raw, 1, strrchr(SYMB_FIXTURE_CPP, '/') + 1, NULL) > 0);
+
+	CHECK_STR(data_name(s, 1, (uintptr_t)table + 12, 0), "fixture_lib_table+0xc");
+	CHECK_STR(data_name(s, 1, base + nm_addr(SYMB_FIXTURE_LIB, "fixture_lib_lock"), 0), "fixture_lib_lock");
+	CHECK_STR(data_name(s, 1, (uintptr_t)counts + 2 * sizeof(long), 0), "ns::Widget::counts+0x10");
+	CHECK_STR(data_name(raw, 1, (uintptr_t)counts + 2 * sizeof(long), 0), "_ZN2ns6Widget6countsE+0x10");
+	CHECK_STR(data_name(s, 1, (uintptr_t)&self_lock, 0), "self_lock");
+	CHECK_STR(data_name(s, 1, (uintptr_t)&self_counts[2], 0), "self_counts+0x8");
+	/* the heap and the stack are no object's */
+	{
+		int local = 0;
+		char *heap = malloc(64);
+
+		CHECK_STR(data_name(s, 1, (uintptr_t)heap, 0), NULL);
+		CHECK_STR(data_name(s, 1, (uintptr_t)&local, 0), NULL);
+		free(heap);
+	}
+	symbolizer_free(raw);
+	symbolizer_free(s);
+	dlclose(cpp);
+	dlclose(lib);
+}
+
 /* The libraries syscall and heap call sites look past, by base name. */
 static void test_system_module(void)
 {
@@ -960,6 +1099,9 @@ int main(void)
 	test_api_edges();
 	test_many();
 	test_system_module();
+	test_data();
+	test_data_unmapped();
+	test_data_loaded();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		printf("cannot remove %s\n", tmpdir);

@@ -5,9 +5,12 @@
  * on a mutex (waits, wakers, holds, p99), recursion and try failures,
  * rwlock readers, a producer/consumer pair with a slow producer, a
  * barrier, a semaphore, joins, futex waits of other code, and a trace
- * without sync events. */
+ * without sync events.  The report names a lock in a heap block by its
+ * block, and locks in this program's own variables by their symbol. */
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -684,6 +687,36 @@ static void test_random(void)
 
 static char root[] = "/tmp/test_syncstats.XXXXXX";
 
+/* Locks in this program's data, which the report names by symbol: a
+ * global one and one inside a static struct. */
+pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uint64_t pad[8];
+	pthread_mutex_t lock;
+} report_stats;
+
+/* The MAP events of this program's executable segments, as the runtime
+ * writes them (the program: the first object dl_iterate_phdr names). */
+static int map_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	(void)size;
+	(void)data;
+	if (n <= 0)
+		die("readlink");
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+			encoder_map(enc, 550, info->dlpi_addr, start, start + ph->p_memsz, ph->p_offset, NULL, 0, path,
+			            (size_t)n);
+	}
+	return 1;
+}
+
 static void trace_write(const char *name, bool with_sync)
 {
 	static const char meta[] = "layerprof=test\nclock=monotonic\ncommand=synthetic\nsync=preload\n";
@@ -712,6 +745,7 @@ static void trace_write(const char *name, bool with_sync)
 		/* the lock lives at +0x10 in a block the main thread allocated */
 		trace_fd = fd;
 		thread(80, "main", 500);
+		dl_iterate_phdr(map_self, NULL);
 		encoder_stack(enc, 600, 1, ips, 1);
 		encoder_mem(enc, 600, &m);
 		flush();
@@ -720,6 +754,10 @@ static void trace_write(const char *name, bool with_sync)
 		thread(80, NULL, 0);
 		op(20000, LP_SYNC_MUTEX_LOCK, 0, 0x9010, 0, 0);
 		op(20100, LP_SYNC_MUTEX_UNLOCK, 0, 0x9010, 0, 0);
+		op(20200, LP_SYNC_MUTEX_LOCK, 0, (uintptr_t)&report_lock, 0, 0);
+		op(20300, LP_SYNC_MUTEX_UNLOCK, 0, (uintptr_t)&report_lock, 0, 0);
+		op(20400, LP_SYNC_MUTEX_LOCK, 0, (uintptr_t)&report_stats.lock, 0, 0);
+		op(20500, LP_SYNC_MUTEX_UNLOCK, 0, (uintptr_t)&report_stats.lock, 0, 0);
 	} else {
 		thread(80, "main", 500);
 		encoder_task(enc, 900, LP_TASK_END, 0, NULL, 0, NULL, 0);
@@ -764,15 +802,21 @@ static void test_report(void)
 	CHECK_EQ_U64(r, 0);
 	CHECK(strstr(text, "producer side (tid 40) is slow: consumers wait 90% of the time, producers 1%") != NULL);
 	CHECK(strstr(text, "heap block from ") != NULL);
+	CHECK(strstr(text, " report_lock ") != NULL || strstr(text, " report_lock\n") != NULL);
+	CHECK(strstr(text, "report_stats+0x40") != NULL);
 	CHECK(strstr(text, "# locks") != NULL);
 	json = report("queue", EXPORT_REPORT_JSON, &r);
 	CHECK_EQ_U64(r, 0);
 	CHECK(strstr(json, "\"slow\":\"producer\"") != NULL || strstr(json, "\"slow\": \"producer\"") != NULL);
 	CHECK(strstr(json, "+0x10") != NULL);
+	CHECK(strstr(json, "\"report_lock\"") != NULL);
+	CHECK(strstr(json, "\"report_stats+0x40\"") != NULL);
 	xml = report("queue", EXPORT_REPORT_XML, &r);
 	CHECK_EQ_U64(r, 0);
 	CHECK(strstr(xml, "<sync ") != NULL);
 	CHECK(strstr(xml, "slow=\"producer\"") != NULL);
+	CHECK(strstr(xml, "name=\"report_lock\"") != NULL);
+	CHECK(strstr(xml, "name=\"report_stats+0x40\"") != NULL);
 	if (check_failed)
 		printf("--- text\n%s--- json\n%s--- xml\n%s", text, json, xml);
 	free(text);

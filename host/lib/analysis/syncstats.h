@@ -79,7 +79,7 @@ struct syncstats_object {
 	uint32_t image, pid;
 	uint64_t addr;
 	uint64_t site;     /* the call site of the operation that began first (a code address), 0: unknown */
-	char *name;        /* owned; from the namer (a heap block's site), NULL: none */
+	char *name;        /* owned; from the namer (a heap block's site, a variable's symbol), NULL: none */
 	uint64_t first_ns; /* the first operation's beginning (its wait's, if it waited) */
 	uint64_t last_ns;  /* the last operation's end */
 	uint64_t ops;      /* operations on it, of every kind */
@@ -284,8 +284,9 @@ void syncstats_release(struct syncstats *st);
 /* Who names objects: namer writes a name for the object at addr of image
  * (first used at ns) into buf and returns true, or returns false.  Called
  * when an object is first seen (in time order), and at syncstats_collect
- * for those still without a name.  The report names heap blocks this way
- * (export/syncreport.c). */
+ * for those still without a name.  The report names heap blocks this way,
+ * and else global and static variables by their symbol
+ * (export/syncreport.c, symbolizer_data_name). */
 void syncstats_set_namer(struct syncstats *st,
                          bool (*namer)(void *ctx, uint32_t image, uint64_t addr, uint64_t ns, char *buf, size_t size),
                          void *ctx);

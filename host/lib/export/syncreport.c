@@ -1,6 +1,7 @@
 /* `report --sync` (see syncreport.h): one pass by time with the heap state
  * beside the synchronisation statistics (for the names of objects in heap
- * blocks), then the tables as text, JSON or XML. */
+ * blocks; objects in global or static variables are named by their
+ * symbol), then the tables as text, JSON or XML. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "host/lib/export/syncreport.h"
 #include "host/lib/heap/feed.h"
 #include "host/lib/heap/heap.h"
+#include "host/lib/trace/symbolizer.h"
 #include "host/lib/util/options.h"
 #include "layerprof/format.h"
 
@@ -16,24 +18,26 @@
 #define SYNCREPORT_TEXT_TOP 10u  /* longest waits in text */
 #define SYNCREPORT_TEXT_TIDS 8u  /* threads listed per object in text */
 
-/* ------------------------------------------------------------ naming by heap blocks */
+/* ------------------------------------------------------------ naming by heap blocks and symbols */
 
-struct heapnamer {
+struct objnamer {
 	struct heap h;
 	struct heapfeed feed;
+	struct symbolizer *sym; /* the walk's, borrowed */
 };
 
-/* "heap block from <allocation site>" (+0x<offset> when inside it). */
-static bool heap_namer(void *ctx, uint32_t image, uint64_t addr, uint64_t ns, char *buf, size_t size)
+/* "heap block from <allocation site>" (+0x<offset> when inside it); else,
+ * for a global or static variable, its symbol ("queue_lock",
+ * "stats+0x40"). */
+static bool object_namer(void *ctx, uint32_t image, uint64_t addr, uint64_t ns, char *buf, size_t size)
 {
-	struct heapnamer *hn = ctx;
+	struct objnamer *hn = ctx;
 	const struct heap_proc *p = heap_proc_find(&hn->h, image);
 	uint64_t ptr, bsize;
 	uint32_t site;
 
-	(void)ns;
 	if (!p || !heap_find_block(p, addr, &ptr, &bsize, &site) || site >= hn->h.nsites)
-		return false;
+		return symbolizer_data_name(hn->sym, image, addr, ns, buf, size);
 	if (addr == ptr)
 		snprintf(buf, size, "heap block from %s", hn->h.sites[site].key);
 	else
@@ -625,7 +629,7 @@ static void write_json(FILE *f, struct walk *w, const struct syncstats *st, cons
 int syncreport_write(struct walk *w, const struct syncreport_opts *o, FILE *f)
 {
 	struct walk_ops heap_ops = { 0 }, sync_ops = { 0 };
-	struct heapnamer *hn = calloc(1, sizeof(*hn));
+	struct objnamer *hn = calloc(1, sizeof(*hn));
 	struct syncstats st;
 	struct syncstats_result res = { 0 };
 	int r = -ENOMEM;
@@ -641,7 +645,8 @@ int syncreport_write(struct walk *w, const struct syncreport_opts *o, FILE *f)
 	heapfeed_walk_ops(&hn->feed, &heap_ops);
 	syncstats_walk_ops(&st, &sync_ops);
 	heap_ops.next = &sync_ops;
-	syncstats_set_namer(&st, heap_namer, hn);
+	hn->sym = w->sym;
+	syncstats_set_namer(&st, object_namer, hn);
 	if (walk_run_by_time(w, &heap_ops))
 		goto out;
 	if (!w->sync_events) {

@@ -1,7 +1,9 @@
-/* Reads the function symbols of one ELF object (its .symtab and .dynsym, or a
- * separate debug file found by build id) and its DWARF line table. */
+/* Reads the function and data symbols of one ELF object (its .symtab and
+ * .dynsym, or a separate debug file found by build id), its loaded segments
+ * and its DWARF line table. */
 #include "host/lib/trace/elfsym.h"
 
+#include <assert.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -21,6 +23,8 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 
 /* Bounds on what a file may make us hold. */
 #define ELFSYM_MAX_FUNCS (1u << 24)     /* function symbols per object */
+#define ELFSYM_MAX_DATA (1u << 24)      /* data symbols per object */
+#define ELFSYM_MAX_LOADS 64u            /* PT_LOAD segments kept per object */
 #define ELFSYM_MAX_NAME 65536u          /* longest symbol name kept */
 #define ELFSYM_MAX_POOL (1u << 30)      /* bytes of names per object */
 #define ELFSYM_MAX_DEMANGLE 8192u       /* longest name given to the demangler */
@@ -39,11 +43,25 @@ enum elfsym_rank {
 	RANK_SIZED = 1u << 3,
 };
 
-struct elfsym_func {
+struct elfsym_sym {
 	uint64_t start;
 	uint64_t size;
 	uint32_t name; /* offset in pool */
 	uint32_t rank; /* enum elfsym_rank bits */
+};
+
+/* The symbols of one kind (functions or data), with their names demangled
+ * on demand. */
+struct elfsym_table {
+	struct elfsym_sym *v; /* sorted by start, one per address */
+	size_t n, cap;
+	size_t max;       /* ELFSYM_MAX_FUNCS or ELFSYM_MAX_DATA */
+	char **demangled; /* parallel to v, filled on demand */
+};
+
+/* A PT_LOAD segment: what the object occupies in memory, [start, end). */
+struct elfsym_load {
+	uint64_t start, end;
 };
 
 /* One compile unit's address range, for DWARF without .debug_aranges. */
@@ -59,13 +77,13 @@ struct elf_file {
 };
 
 struct elfsym {
-	struct elfsym_func *funcs; /* sorted by start, one per address */
-	size_t nfuncs;
-	size_t funcs_cap;
+	struct elfsym_table funcs;
+	struct elfsym_table data; /* sized objects inside a PT_LOAD segment */
+	struct elfsym_load loads[ELFSYM_MAX_LOADS];
+	size_t nloads;
 	char *pool; /* NUL-terminated names */
 	size_t pool_len;
 	size_t pool_cap;
-	char **demangled;           /* parallel to funcs, filled on demand */
 	struct elf_file dwarf_file; /* the file `dwarf` reads from */
 	Dwarf *dwarf;
 	struct cu_range *cus; /* sorted by low; built on first need */
@@ -161,35 +179,39 @@ static int64_t pool_add(struct elfsym *e, const char *name, size_t len)
 	return (int64_t)off;
 }
 
-static int funcs_add(struct elfsym *e, uint64_t start, uint64_t size, const char *name, unsigned rank)
+/* Adds a symbol to t.  Returns 0 (also when the name is skipped, or t is
+ * at its bound: the rest of its kind is left out), -ENOSPC when the name
+ * pool is full, or -ENOMEM. */
+static int table_add(struct elfsym *e, struct elfsym_table *t, uint64_t start, uint64_t size, const char *name,
+                     unsigned rank)
 {
 	size_t len = strnlen(name, ELFSYM_MAX_NAME + 1);
 	int64_t off;
 
 	if (len == 0 || len > ELFSYM_MAX_NAME)
 		return 0; /* nothing useful to show; skip it */
-	if (e->nfuncs == e->funcs_cap) {
-		size_t cap = e->funcs_cap ? e->funcs_cap * 2 : 256;
-		struct elfsym_func *p;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct elfsym_sym *p;
 
-		if (e->funcs_cap >= ELFSYM_MAX_FUNCS)
-			return -ENOSPC;
-		if (cap > ELFSYM_MAX_FUNCS)
-			cap = ELFSYM_MAX_FUNCS;
-		p = realloc(e->funcs, cap * sizeof(*p));
+		if (t->cap >= t->max)
+			return 0;
+		if (cap > t->max)
+			cap = t->max;
+		p = realloc(t->v, cap * sizeof(*p));
 		if (!p)
 			return -ENOMEM;
-		e->funcs = p;
-		e->funcs_cap = cap;
+		t->v = p;
+		t->cap = cap;
 	}
 	off = pool_add(e, name, len);
 	if (off < 0)
 		return (int)off;
-	e->funcs[e->nfuncs].start = start;
-	e->funcs[e->nfuncs].size = size;
-	e->funcs[e->nfuncs].name = (uint32_t)off;
-	e->funcs[e->nfuncs].rank = rank;
-	e->nfuncs++;
+	t->v[t->n].start = start;
+	t->v[t->n].size = size;
+	t->v[t->n].name = (uint32_t)off;
+	t->v[t->n].rank = rank;
+	t->n++;
 	return 0;
 }
 
@@ -208,7 +230,10 @@ static unsigned sym_rank(const GElf_Sym *sym, const char *name)
 	return rank;
 }
 
-/* Adds the function symbols of one symbol table section. */
+/* Adds the function and data symbols of one symbol table section.  Data
+ * symbols are the sized objects (STT_OBJECT, and STT_COMMON should a
+ * linked object have one); thread-local ones (STT_TLS) are left out: their
+ * value is an offset in each thread's block, not an address. */
 static int symbols_load_table(struct elfsym *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, bool thumb)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
@@ -221,6 +246,7 @@ static int symbols_load_table(struct elfsym *e, Elf *elf, Elf_Scn *scn, const GE
 	/* Entry 0 is the reserved null symbol. */
 	for (i = 1; i < n; i++) {
 		GElf_Sym sym;
+		struct elfsym_table *t;
 		const char *name;
 		unsigned type;
 		uint64_t start;
@@ -229,7 +255,11 @@ static int symbols_load_table(struct elfsym *e, Elf *elf, Elf_Scn *scn, const GE
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
 		type = GELF_ST_TYPE(sym.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+		if (type == STT_FUNC || type == STT_GNU_IFUNC)
+			t = &e->funcs;
+		else if ((type == STT_OBJECT || type == STT_COMMON) && sym.st_size)
+			t = &e->data;
+		else
 			continue;
 		if (sym.st_shndx == SHN_UNDEF || (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX))
 			continue;
@@ -237,16 +267,16 @@ static int symbols_load_table(struct elfsym *e, Elf *elf, Elf_Scn *scn, const GE
 		if (!name)
 			continue;
 		start = sym.st_value;
-		if (thumb)
+		if (thumb && t == &e->funcs)
 			start &= ~(uint64_t)1; /* bit 0 marks Thumb code, not an address */
-		rc = funcs_add(e, start, sym.st_size, name, sym_rank(&sym, name));
+		rc = table_add(e, t, start, sym.st_size, name, sym_rank(&sym, name));
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-/* Adds the function symbols of every symbol table of elf. Sets *has_symtab
+/* Adds the symbols of every symbol table of elf. Sets *has_symtab
  * when a full .symtab was there (so a debug file would add nothing).
  * Returns 0 or -ENOMEM; a table past the bounds is cut short. */
 static int symbols_load(struct elfsym *e, Elf *elf, bool *has_symtab)
@@ -299,15 +329,15 @@ static int plt_load(struct elfsym *e, const char *path)
 		if (p->flags & ELFSYMS_PLT_THUMB_ENTRY)
 			size += 4;
 		if ((size_t)snprintf(name, sizeof(name), "%s@plt", p->name) < sizeof(name))
-			rc = funcs_add(e, p->stub, size, name, 0);
+			rc = table_add(e, &e->funcs, p->stub, size, name, 0);
 	}
 	elfsyms_free(es);
 	return rc == -ENOMEM ? rc : 0;
 }
 
-static int func_cmp(const void *pa, const void *pb)
+static int sym_cmp(const void *pa, const void *pb)
 {
-	const struct elfsym_func *a = pa, *b = pb;
+	const struct elfsym_sym *a = pa, *b = pb;
 
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
@@ -319,19 +349,62 @@ static int func_cmp(const void *pa, const void *pb)
 }
 
 /* Sorts once and keeps the best-ranked symbol at each address. */
-static void funcs_sort(struct elfsym *e)
+static void table_sort(struct elfsym_table *t)
 {
 	size_t i, kept = 0;
 
-	if (!e->nfuncs)
+	if (!t->n)
 		return;
-	qsort(e->funcs, e->nfuncs, sizeof(*e->funcs), func_cmp);
-	for (i = 0; i < e->nfuncs; i++) {
-		if (kept && e->funcs[kept - 1].start == e->funcs[i].start)
+	qsort(t->v, t->n, sizeof(*t->v), sym_cmp);
+	for (i = 0; i < t->n; i++) {
+		if (kept && t->v[kept - 1].start == t->v[i].start)
 			continue;
-		e->funcs[kept++] = e->funcs[i];
+		t->v[kept++] = t->v[i];
 	}
-	e->nfuncs = kept;
+	t->n = kept;
+}
+
+/* Keeps the PT_LOAD segments of elf (the first ELFSYM_MAX_LOADS): what a
+ * data symbol must lie in to be in the process's memory. */
+static void loads_read(struct elfsym *e, Elf *elf)
+{
+	size_t n, i;
+
+	if (elf_getphdrnum(elf, &n) != 0)
+		return;
+	for (i = 0; i < n && e->nloads < ELFSYM_MAX_LOADS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz ||
+		    ph.p_memsz > UINT64_MAX - ph.p_vaddr)
+			continue;
+		e->loads[e->nloads].start = ph.p_vaddr;
+		e->loads[e->nloads].end = ph.p_vaddr + ph.p_memsz;
+		e->nloads++;
+	}
+}
+
+/* Whether [start, start + size) lies in one PT_LOAD segment. */
+static bool loads_hold(const struct elfsym *e, uint64_t start, uint64_t size)
+{
+	size_t i;
+
+	for (i = 0; i < e->nloads; i++)
+		if (start >= e->loads[i].start && start < e->loads[i].end && size <= e->loads[i].end - start)
+			return true;
+	return false;
+}
+
+/* Drops the data symbols outside the loaded segments (a corrupt size, a
+ * section that is not loaded): whatever is left names process memory. */
+static void data_keep_loaded(struct elfsym *e)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < e->data.n; i++)
+		if (loads_hold(e, e->data.v[i].start, e->data.v[i].size))
+			e->data.v[kept++] = e->data.v[i];
+	e->data.n = kept;
 }
 
 /* <dir>/.build-id/xx/rest.debug, the layout of Debian's -dbgsym packages. */
@@ -417,6 +490,8 @@ struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t bui
 
 	if (!e)
 		return NULL;
+	e->funcs.max = ELFSYM_MAX_FUNCS;
+	e->data.max = ELFSYM_MAX_DATA;
 	e->dwarf_file.fd = -1;
 	elf_version(EV_CURRENT);
 
@@ -424,6 +499,7 @@ struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t bui
 	    !file_has_build_id(main_file.elf, build_id, build_id_len))
 		file_close(&main_file);
 	if (main_file.elf) {
+		loads_read(e, main_file.elf);
 		if (symbols_load(e, main_file.elf, &has_symtab) || plt_load(e, path))
 			goto out;
 		if (lines)
@@ -435,12 +511,17 @@ struct elfsym *elfsym_open(const char *path, const uint8_t *build_id, size_t bui
 	    file_has_build_id(debug_file.elf, build_id, build_id_len)) {
 		bool unused = false;
 
+		/* a debug file keeps the program headers of the object it is for */
+		if (!e->nloads)
+			loads_read(e, debug_file.elf);
 		if (!has_symtab && symbols_load(e, debug_file.elf, &unused))
 			goto out;
 		if (lines && !e->dwarf)
 			dwarf_adopt(e, &debug_file);
 	}
-	funcs_sort(e);
+	table_sort(&e->funcs);
+	table_sort(&e->data);
+	data_keep_loaded(e);
 	ok = true;
 out:
 	file_close(&main_file);
@@ -452,78 +533,118 @@ out:
 	return e;
 }
 
-void elfsym_free(struct elfsym *e)
+static void table_release(struct elfsym_table *t)
 {
 	size_t i;
 
+	if (t->demangled) {
+		for (i = 0; i < t->n; i++)
+			free(t->demangled[i]);
+		free(t->demangled);
+	}
+	free(t->v);
+}
+
+void elfsym_free(struct elfsym *e)
+{
 	if (!e)
 		return;
-	if (e->demangled) {
-		for (i = 0; i < e->nfuncs; i++)
-			free(e->demangled[i]);
-		free(e->demangled);
-	}
+	table_release(&e->funcs);
+	table_release(&e->data);
 	if (e->dwarf)
 		dwarf_end(e->dwarf);
 	file_close(&e->dwarf_file);
 	free(e->cus);
-	free(e->funcs);
 	free(e->pool);
 	free(e);
 }
 
-bool elfsym_find(struct elfsym *e, uint64_t addr, struct elfsym_hit *hit)
+/* The number of symbols of t starting at or below addr. */
+static size_t table_upper(const struct elfsym_table *t, uint64_t addr)
 {
-	size_t lo = 0, hi = e->nfuncs, i, k;
+	size_t lo = 0, hi = t->n;
 
-	/* lo becomes the number of symbols starting at or below addr. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (e->funcs[mid].start <= addr)
+		if (t->v[mid].start <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* Of the sized symbols among the lo lowest of t, the highest (a few
+ * looked at) whose [start, start + size) holds addr; lo when none does. */
+static size_t table_enclosing(const struct elfsym_table *t, size_t lo, uint64_t addr)
+{
+	size_t k;
+
+	/* Past the end of the nearest sized symbol, a few below may still
+	 * enclose addr (a large symbol with a smaller one nested inside). */
+	for (k = 0; k < ELFSYM_LOOKBACK && k < lo; k++) {
+		const struct elfsym_sym *f = &t->v[lo - 1 - k];
+
+		if (f->size && addr - f->start < f->size)
+			return lo - 1 - k;
+	}
+	return lo;
+}
+
+static void hit_fill(const struct elfsym *e, const struct elfsym_table *t, size_t i, struct elfsym_hit *hit)
+{
+	hit->name = e->pool + t->v[i].name;
+	hit->start = t->v[i].start;
+	hit->size = t->v[i].size;
+	hit->index = i;
+	hit->data = t == &e->data;
+}
+
+bool elfsym_find(struct elfsym *e, uint64_t addr, struct elfsym_hit *hit)
+{
+	size_t lo = table_upper(&e->funcs, addr), i;
+
 	if (lo == 0)
 		return false;
 	/* A symbol without size reaches up to the next one. */
 	i = lo - 1;
-	if (e->funcs[i].size == 0)
-		goto found;
-	/* Past the end of the nearest sized symbol, a few below may still
-	 * enclose addr (a large symbol with a smaller one nested inside). */
-	for (k = 0; k < ELFSYM_LOOKBACK && k < lo; k++) {
-		const struct elfsym_func *f = &e->funcs[lo - 1 - k];
-
-		if (f->size && addr - f->start < f->size) {
-			i = lo - 1 - k;
-			goto found;
-		}
+	if (e->funcs.v[i].size != 0) {
+		i = table_enclosing(&e->funcs, lo, addr);
+		if (i == lo)
+			return false;
 	}
-	return false;
-found:
-	hit->name = e->pool + e->funcs[i].name;
-	hit->start = e->funcs[i].start;
-	hit->index = i;
+	hit_fill(e, &e->funcs, i, hit);
+	return true;
+}
+
+bool elfsym_find_data(struct elfsym *e, uint64_t addr, struct elfsym_hit *hit)
+{
+	size_t lo = table_upper(&e->data, addr), i = table_enclosing(&e->data, lo, addr);
+
+	if (i == lo)
+		return false;
+	hit_fill(e, &e->data, i, hit);
 	return true;
 }
 
 const char *elfsym_demangle(struct elfsym *e, const struct elfsym_hit *hit)
 {
+	struct elfsym_table *t = hit->data ? &e->data : &e->funcs;
 	const char *raw = hit->name;
 	char *out;
 	int status = -1;
 
 	if (raw[0] != '_' || raw[1] != 'Z' || strlen(raw) > ELFSYM_MAX_DEMANGLE)
 		return raw;
-	if (!e->demangled) {
-		e->demangled = calloc(e->nfuncs, sizeof(*e->demangled));
-		if (!e->demangled)
+	assert(hit->index < t->n);
+	if (!t->demangled) {
+		t->demangled = calloc(t->n, sizeof(*t->demangled));
+		if (!t->demangled)
 			return NULL;
 	}
-	if (e->demangled[hit->index])
-		return e->demangled[hit->index];
+	if (t->demangled[hit->index])
+		return t->demangled[hit->index];
 	out = __cxa_demangle(raw, NULL, NULL, &status);
 	if (!out || status != 0) {
 		/* Keep a copy so the failure is not retried on every call. */
@@ -532,7 +653,7 @@ const char *elfsym_demangle(struct elfsym *e, const struct elfsym_hit *hit)
 		if (!out)
 			return NULL;
 	}
-	e->demangled[hit->index] = out;
+	t->demangled[hit->index] = out;
 	return out;
 }
 
@@ -542,13 +663,15 @@ int elfsym_foreach(struct elfsym *e, bool demangle,
 	size_t i;
 	int r;
 
-	for (i = 0; i < e->nfuncs; i++) {
-		struct elfsym_hit hit = { e->pool + e->funcs[i].name, e->funcs[i].start, i };
-		const char *name = demangle ? elfsym_demangle(e, &hit) : hit.name;
+	for (i = 0; i < e->funcs.n; i++) {
+		struct elfsym_hit hit;
+		const char *name;
 
+		hit_fill(e, &e->funcs, i, &hit);
+		name = demangle ? elfsym_demangle(e, &hit) : hit.name;
 		if (!name)
 			return -ENOMEM;
-		r = cb(ctx, name, hit.start, e->funcs[i].size);
+		r = cb(ctx, name, hit.start, hit.size);
 		if (r)
 			return r;
 	}

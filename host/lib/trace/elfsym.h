@@ -1,5 +1,6 @@
-/* The function symbols and source lines of one ELF object file, read once
- * with libelf/libdw and kept sorted for lookups by ELF virtual address. */
+/* The function and data symbols and source lines of one ELF object file,
+ * read once with libelf/libdw and kept sorted for lookups by ELF virtual
+ * address. */
 #ifndef LP_ELFSYM_H
 #define LP_ELFSYM_H
 
@@ -34,7 +35,9 @@ void elfsym_free(struct elfsym *e);
 struct elfsym_hit {
 	const char *name; /* raw (mangled) name; owned by e */
 	uint64_t start;   /* ELF address of the symbol */
-	size_t index;     /* handle for elfsym_demangle() */
+	uint64_t size;    /* its size, 0 when it has none */
+	size_t index;     /* handle for elfsym_demangle() (with data) */
+	bool data;        /* found by elfsym_find_data */
 };
 
 /* Finds the function symbol covering ELF address `addr`: the one whose
@@ -42,9 +45,18 @@ struct elfsym_hit {
  * below. Returns false when none does (a gap, or no symbols). O(log n). */
 bool elfsym_find(struct elfsym *e, uint64_t addr, struct elfsym_hit *hit);
 
-/* The C++-demangled form of a hit's name, or its raw name when it is not a
- * mangled name or cannot be demangled. Computed on first use and kept: the
- * string is owned by e. NULL only when memory runs out. */
+/* Finds the data symbol covering ELF address `addr`: of the sized objects
+ * (STT_OBJECT, STT_COMMON; not STT_TLS) that lie in a PT_LOAD segment of
+ * the file, the one whose [start, start + size) holds it (of nested ones,
+ * the innermost; of aliases at one address, the one ranked as for
+ * functions).  An address in a gap, in code or outside the object gives
+ * false.  O(log n); the functions' lookups are apart and cost the same. */
+bool elfsym_find_data(struct elfsym *e, uint64_t addr, struct elfsym_hit *hit);
+
+/* The C++-demangled form of a hit's name (a function's or a data
+ * symbol's), or its raw name when it is not a mangled name or cannot be
+ * demangled. Computed on first use and kept: the string is owned by e.
+ * NULL only when memory runs out. */
 const char *elfsym_demangle(struct elfsym *e, const struct elfsym_hit *hit);
 
 /* Calls cb for each function symbol in address order (at an address with

@@ -1,5 +1,6 @@
 /* Maps (process image, runtime address) to the ELF object that holds it and
- * asks that object for the name and line; caches every answer. */
+ * asks that object for the name and line; caches every answer.  Names
+ * variables of the objects' data on request (symbolizer_data_name). */
 #include "host/lib/trace/symbolizer.h"
 
 #include <assert.h>
@@ -632,6 +633,52 @@ int symbolizer_elf_addr(struct symbolizer *s, uint32_t image, uint64_t addr, con
 	*module = e->sym.module;
 	*elf_addr = e->elf_addr;
 	return 0;
+}
+
+bool symbolizer_data_name(struct symbolizer *s, uint32_t image, uint64_t addr, uint64_t ns, char *buf, size_t size)
+{
+	const struct map *best = NULL;
+	struct elfsym_hit hit, best_hit = { 0 };
+	const char *name;
+	struct image *img;
+	uint64_t off;
+	size_t i;
+
+	assert(s && (buf || !size));
+	img = image_find(s, image);
+	if (!img || !size)
+		return false;
+	for (i = 0; i < img->nmaps; i++) {
+		const struct map *m = &img->maps[i];
+
+		if (m->ended_ns != UINT64_MAX && m->ended_ns <= ns)
+			continue; /* unmapped by then: its addresses may be another's */
+		if (best && m->seq < best->seq)
+			continue;
+		/* an object's other segments give the same answer */
+		if (best && m->obj == best->obj && m->base == best->base)
+			continue;
+		if (object_open(s, m->obj))
+			return false;
+		if (elfsym_find_data(m->obj->elf, addr - m->base, &hit)) {
+			best = m;
+			best_hit = hit;
+		}
+	}
+	if (!best)
+		return false;
+	name = best_hit.name;
+	if (s->flags & SYMBOLIZER_DEMANGLE) {
+		name = elfsym_demangle(best->obj->elf, &best_hit);
+		if (!name)
+			return false;
+	}
+	off = addr - best->base - best_hit.start;
+	if (off)
+		snprintf(buf, size, "%s+0x%" PRIx64, name, off);
+	else
+		snprintf(buf, size, "%s", name);
+	return true;
 }
 
 /* The runtime addresses a map holds, for symbolizer_foreach_function. */

@@ -118,6 +118,22 @@ int symbolizer_lookup(struct symbolizer *s, uint32_t image, uint64_t addr, struc
  * *elf_addr the plain address); -ENOMEM (*module NULL). */
 int symbolizer_elf_addr(struct symbolizer *s, uint32_t image, uint64_t addr, const char **module, uint64_t *elf_addr);
 
+/* Names a variable of the program's or its libraries' own data (a global
+ * or static lock, or a member of one) at runtime address addr of image, at
+ * time ns: the data symbol (elfsym_find_data) covering addr less the load
+ * bias of an object the image had mapped at ns (a map not unmapped by
+ * then; of several that hold addr, the one told last).  Writes "name" or
+ * "name+0x<offset>" into buf (demangled with SYMBOLIZER_DEMANGLE, cut to
+ * size, NUL-terminated when size > 0) and returns true; returns false
+ * when no object of the image has a data symbol there (the heap, a stack,
+ * code, a gap between symbols, a stripped object), for an unknown image,
+ * when size is 0, or when memory ran out.  The maps tell only executable
+ * segments, but every object is mapped at one load bias, so its data lies
+ * at that bias too.  Opens the object files of the image it has not opened
+ * yet.  Costs a symbol search per map of the image: meant for naming
+ * objects once each, not per event; not cached. */
+bool symbolizer_data_name(struct symbolizer *s, uint32_t image, uint64_t addr, uint64_t ns, char *buf, size_t size);
+
 /* Calls cb for every function symbol of the objects mapped into image (not
  * unmapped since) whose
  * runtime address (ELF address + load bias) lies in one of the image's

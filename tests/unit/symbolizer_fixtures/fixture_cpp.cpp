@@ -8,7 +8,10 @@ class Widget {
 public:
 	int draw(int x);
 	int draw(double x);
+	static long counts[4]; /* a static member: a data symbol to demangle */
 };
+
+long Widget::counts[4] = { 1, 2, 3, 4 };
 
 int Widget::draw(int x) {
 	return x + 1;
