@@ -580,6 +580,38 @@ out:
 	trace_release(&t);
 }
 
+/* Two threads in the same function at the same time (their chunks
+ * interleaved in the file): no recursion, each call's inclusive counts. */
+static void test_threads_overlap(void)
+{
+	struct trace t;
+	struct fed f;
+	const struct ctrstats_fn_row *r;
+
+	trace_init(&t, "task-clock,page-faults", NULL);
+	thread_begin(&t, 20, 20);
+	put(&t, 1, LP_CTR_BEGIN, 0, 2, V(0, 0));
+	enter(&t, 10, FN(ctr_inner), 2, V(10, 1));
+	thread_flush(&t);
+	thread_begin(&t, 20, 21);
+	put(&t, 2, LP_CTR_BEGIN, 0, 2, V(0, 0));
+	enter(&t, 12, FN(ctr_inner), 2, V(5, 0));
+	leave(&t, 22, FN(ctr_inner), 2, V(25, 4));
+	thread_flush(&t);
+	thread_begin(&t, 20, 20);
+	leave(&t, 30, FN(ctr_inner), 2, V(110, 3));
+	put(&t, 31, LP_CTR_END, 0, 2, V(111, 3));
+	thread_flush(&t);
+	feed(&f, &t, 0, NULL);
+	if (CHECK_EQ_U64(f.collect, 0) && (r = fn_row(&f, "ctr_inner", 0))) {
+		CHECK_EQ_U64(r->calls, 2);
+		check_counts(r->incl, V(120, 6), 2, "inner, both threads at once");
+		check_counts(r->self, V(120, 6), 2, "inner's self, both threads at once");
+	}
+	fed_release(&f);
+	trace_release(&t);
+}
+
 /* ------------------------------------------------------------ metrics and sorting */
 
 static uint32_t metrics_of(const char *list, struct ctrstats_metric *out)
@@ -902,6 +934,7 @@ int main(int argc, char **argv)
 	test_longjmp();
 	test_deep();
 	test_threads();
+	test_threads_overlap();
 	test_metrics();
 	test_sort();
 	test_report_files();

@@ -16,6 +16,9 @@ struct ctr_frame {
 	uint64_t fn;
 	uint32_t func; /* its entry in st->fns + 1; 0: over the cap, not counted */
 	uint32_t n;
+	/* a call of the same function is open below it in the thread: its
+	 * inclusive counts are in that one's already (recursion counts once) */
+	bool nested;
 	uint64_t at[LP_COUNTERS_MAX];
 	uint64_t child[LP_COUNTERS_MAX];
 };
@@ -42,7 +45,6 @@ struct ctrstats_fn {
 	uint32_t image, tid;
 	const struct walk_stream *s; /* the first thread that called it */
 	uint64_t calls, ended, unwound;
-	uint32_t active; /* calls open now: recursion counts inclusive once */
 	uint32_t n;
 	uint64_t incl[LP_COUNTERS_MAX], self[LP_COUNTERS_MAX];
 };
@@ -250,9 +252,13 @@ static void call_enter(struct ctrstats *st, struct ctrstats_thread *t, const str
 	memcpy(fr->at, c->values, n * sizeof(fr->at[0]));
 	memset(fr->child, 0, sizeof(fr->child));
 	fr->func = fn_get(st, t->s, c->fn);
+	fr->nested = false;
 	if (fr->func) {
 		st->fns[fr->func - 1].calls++;
-		st->fns[fr->func - 1].active++;
+		/* the same thread only: another thread's call of the function
+		 * at the same time is no recursion */
+		for (uint32_t k = 0; k + 1 < t->depth && !fr->nested; k++)
+			fr->nested = t->stack[k].func == fr->func;
 	}
 }
 
@@ -276,12 +282,10 @@ static void call_end(struct ctrstats *st, struct ctrstats_thread *t, const uint6
 	if (!f)
 		return;
 	f->ended++;
-	if (f->active)
-		f->active--;
 	if (m > f->n)
 		f->n = m;
 	for (i = 0; i < m; i++) {
-		if (!f->active)
+		if (!fr->nested)
 			f->incl[i] += incl[i];
 		f->self[i] += incl[i] > fr->child[i] ? incl[i] - fr->child[i] : 0;
 	}
@@ -298,8 +302,6 @@ static void call_unwind(struct ctrstats *st, struct ctrstats_thread *t)
 		struct ctrstats_fn *f = &st->fns[fr->func - 1];
 
 		f->unwound++;
-		if (f->active)
-			f->active--;
 	}
 }
 
