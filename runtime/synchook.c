@@ -103,7 +103,33 @@ static ALWAYS_INLINE int mode(void)
 	X(int, sem_timedwait, (sem_t *, const struct timespec *))                                                 \
 	X(int, sem_clockwait, (sem_t *, clockid_t, const struct timespec *))                                      \
 	X(int, sem_post, (sem_t *))                                                                               \
-	X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+	X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))                  \
+	SYNC_FNS_TIME64(X)
+
+/* A 32-bit glibc (2.34 on) has each timed function twice: under its name
+ * with the 32-bit struct timespec, and as __NAME64 (__sem_timedwait64, ...)
+ * with the 64-bit one, which a program built with _TIME_BITS=64 calls (all
+ * of Debian's armhf since trixie).  The hooks of those pass the time on
+ * unread: declared here with struct timespec, only its pointer matters. */
+#if defined(__GLIBC__) && defined(__TIMESIZE) && __TIMESIZE == 32 && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
+#define LP_SYNC_TIME64 1
+#define SYNC_FNS_TIME64(X)                                                                                            \
+	X(int, __pthread_mutex_timedlock64, (pthread_mutex_t *, const struct timespec *))                             \
+	X(int, __pthread_mutex_clocklock64, (pthread_mutex_t *, clockid_t, const struct timespec *))                  \
+	X(int, __pthread_rwlock_timedrdlock64, (pthread_rwlock_t *, const struct timespec *))                         \
+	X(int, __pthread_rwlock_clockrdlock64, (pthread_rwlock_t *, clockid_t, const struct timespec *))              \
+	X(int, __pthread_rwlock_timedwrlock64, (pthread_rwlock_t *, const struct timespec *))                         \
+	X(int, __pthread_rwlock_clockwrlock64, (pthread_rwlock_t *, clockid_t, const struct timespec *))              \
+	X(int, __pthread_cond_timedwait64, (pthread_cond_t *, pthread_mutex_t *, const struct timespec *))            \
+	X(int, __pthread_cond_clockwait64, (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *)) \
+	X(int, __pthread_timedjoin_np64, (pthread_t, void **, const struct timespec *))                               \
+	X(int, __pthread_clockjoin_np64, (pthread_t, void **, clockid_t, const struct timespec *))                    \
+	X(int, __sem_timedwait64, (sem_t *, const struct timespec *))                                                 \
+	X(int, __sem_clockwait64, (sem_t *, clockid_t, const struct timespec *))
+#else
+#define LP_SYNC_TIME64 0
+#define SYNC_FNS_TIME64(X)
+#endif
 
 #ifdef LP_SYNCHOOK_WRAP
 /* ld --wrap turns these into references to the real functions.  Weak, so
@@ -139,19 +165,21 @@ static _Atomic int hooks_state; /* 0: unresolved, 2: resolved */
 #define GUARDED() (lp_synchook.guard != 0)
 
 /* glibc keeps the condition variables of before 2.3.2 under the name's
- * oldest version, which an unversioned dlsym may find. */
+ * oldest version, which an unversioned dlsym may find (x86); the ARM
+ * libraries have one version of each (aarch64 GLIBC_2.17, armhf GLIBC_2.4:
+ * the guest suite's sync group checks), which dlsym finds. */
 #if defined(__x86_64__) || defined(__i386__)
 #define COND_VERSION "GLIBC_2.3.2"
-#else
-#define COND_VERSION NULL
 #endif
 
 static LP_NOINSTR void *real_lookup(const char *name)
 {
 	void *p = NULL;
 
-	if (COND_VERSION && !strncmp(name, "pthread_cond_", 13))
+#ifdef COND_VERSION
+	if (!strncmp(name, "pthread_cond_", 13))
 		p = dlvsym(RTLD_NEXT, name, COND_VERSION);
+#endif
 	return p ? p : dlsym(RTLD_NEXT, name);
 }
 
@@ -311,6 +339,15 @@ LOCK_HOOK(pthread_spin_lock, pthread_spin_trylock, LP_SYNC_SPIN_LOCK, pthread_sp
 TRY_HOOK(pthread_spin_trylock, LP_SYNC_SPIN_LOCK, pthread_spinlock_t)
 RELEASE_HOOK(pthread_spin_unlock, LP_SYNC_SPIN_UNLOCK, pthread_spinlock_t)
 
+#if LP_SYNC_TIME64
+TIMED_HOOK(__pthread_mutex_timedlock64, pthread_mutex_trylock, LP_SYNC_MUTEX_LOCK, pthread_mutex_t)
+CLOCK_HOOK(__pthread_mutex_clocklock64, pthread_mutex_trylock, LP_SYNC_MUTEX_LOCK, pthread_mutex_t)
+TIMED_HOOK(__pthread_rwlock_timedrdlock64, pthread_rwlock_tryrdlock, LP_SYNC_RD_LOCK, pthread_rwlock_t)
+CLOCK_HOOK(__pthread_rwlock_clockrdlock64, pthread_rwlock_tryrdlock, LP_SYNC_RD_LOCK, pthread_rwlock_t)
+TIMED_HOOK(__pthread_rwlock_timedwrlock64, pthread_rwlock_trywrlock, LP_SYNC_WR_LOCK, pthread_rwlock_t)
+CLOCK_HOOK(__pthread_rwlock_clockwrlock64, pthread_rwlock_trywrlock, LP_SYNC_WR_LOCK, pthread_rwlock_t)
+#endif
+
 /* ---- condition variables, barriers --------------------------------------- */
 
 /* The wait ends when the mutex is held again; a timeout still holds it. */
@@ -363,6 +400,35 @@ HOOK_EXPORT int HOOK(pthread_cond_clockwait)(pthread_cond_t *c, pthread_mutex_t 
 	cond_done(r, LP_SYNC_TIMED, c, m, begin, SITE);
 	return r;
 }
+
+#if LP_SYNC_TIME64
+HOOK_EXPORT int HOOK(__pthread_cond_timedwait64)(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *at)
+{
+	uint64_t begin;
+	int r;
+
+	if (!tracing())
+		return REAL_CALL(__pthread_cond_timedwait64, c, m, at);
+	begin = lp_sync_clock();
+	r = REAL_CALL(__pthread_cond_timedwait64, c, m, at);
+	cond_done(r, LP_SYNC_TIMED, c, m, begin, SITE);
+	return r;
+}
+
+HOOK_EXPORT int HOOK(__pthread_cond_clockwait64)(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
+                                                 const struct timespec *at)
+{
+	uint64_t begin;
+	int r;
+
+	if (!tracing())
+		return REAL_CALL(__pthread_cond_clockwait64, c, m, clk, at);
+	begin = lp_sync_clock();
+	r = REAL_CALL(__pthread_cond_clockwait64, c, m, clk, at);
+	cond_done(r, LP_SYNC_TIMED, c, m, begin, SITE);
+	return r;
+}
+#endif
 
 RELEASE_HOOK(pthread_cond_signal, LP_SYNC_COND_SIGNAL, pthread_cond_t)
 RELEASE_HOOK(pthread_cond_broadcast, LP_SYNC_COND_BROADCAST, pthread_cond_t)
@@ -434,6 +500,34 @@ HOOK_EXPORT int HOOK(pthread_clockjoin_np)(pthread_t th, void **ret, clockid_t c
 	return r;
 }
 
+#if LP_SYNC_TIME64
+HOOK_EXPORT int HOOK(__pthread_timedjoin_np64)(pthread_t th, void **ret, const struct timespec *at)
+{
+	uint64_t begin;
+	int r;
+
+	if (!tracing())
+		return REAL_CALL(__pthread_timedjoin_np64, th, ret, at);
+	begin = lp_sync_clock();
+	r = REAL_CALL(__pthread_timedjoin_np64, th, ret, at);
+	lp_sync_record(LP_SYNC_OPF(LP_SYNC_JOIN, LP_SYNC_TIMED | failed_flags(r)), OBJ(th), begin, SITE, 0);
+	return r;
+}
+
+HOOK_EXPORT int HOOK(__pthread_clockjoin_np64)(pthread_t th, void **ret, clockid_t clk, const struct timespec *at)
+{
+	uint64_t begin;
+	int r;
+
+	if (!tracing())
+		return REAL_CALL(__pthread_clockjoin_np64, th, ret, clk, at);
+	begin = lp_sync_clock();
+	r = REAL_CALL(__pthread_clockjoin_np64, th, ret, clk, at);
+	lp_sync_record(LP_SYNC_OPF(LP_SYNC_JOIN, LP_SYNC_TIMED | failed_flags(r)), OBJ(th), begin, SITE, 0);
+	return r;
+}
+#endif
+
 /* ---- semaphores (-1 and errno) -------------------------------------------- */
 
 /* sem_wait and its timed forms: tried first; the program's errno is the
@@ -479,6 +573,22 @@ HOOK_EXPORT int HOOK(sem_clockwait)(sem_t *s, clockid_t clk, const struct timesp
 		return REAL_CALL(sem_clockwait, s, clk, at);
 	SEM_WAIT_BODY(LP_SYNC_TIMED, REAL_CALL(sem_clockwait, s, clk, at));
 }
+
+#if LP_SYNC_TIME64
+HOOK_EXPORT int HOOK(__sem_timedwait64)(sem_t *s, const struct timespec *at)
+{
+	if (!tracing())
+		return REAL_CALL(__sem_timedwait64, s, at);
+	SEM_WAIT_BODY(LP_SYNC_TIMED, REAL_CALL(__sem_timedwait64, s, at));
+}
+
+HOOK_EXPORT int HOOK(__sem_clockwait64)(sem_t *s, clockid_t clk, const struct timespec *at)
+{
+	if (!tracing())
+		return REAL_CALL(__sem_clockwait64, s, clk, at);
+	SEM_WAIT_BODY(LP_SYNC_TIMED, REAL_CALL(__sem_clockwait64, s, clk, at));
+}
+#endif
 
 HOOK_EXPORT int HOOK(sem_trywait)(sem_t *s)
 {

@@ -18,6 +18,12 @@ groups (in this order):
   kernel    `record --kernel`: test_kernel's page faults (the software event,
             ARM having no exceptions:page_fault_user), sleeps and their timer
             wake-ups, pipe wake-ups by the writer, preemption
+  sync      `record --sync`: test_sync's exact operations per kind on the
+            sync_* programs, armhf also built with 64-bit time; report
+            --sync's producer/consumer verdict on sync_prodcons
+  counters  `record --counters`: what each guest cannot count and why,
+            per-function page faults and task-clock of ctr_pages; on
+            aarch64 cycles, read(2) and with perf_user_access=1 (rdpmc)
   live      the guest's agent driven by this machine's `layerprof live`:
             exact counts, --syscalls, --memory, start/stop, filters
   noboot    a guest that cannot boot fails in time, with its console
@@ -55,6 +61,8 @@ import test_live as tl  # noqa: E402
 import test_memory as tm  # noqa: E402
 import test_kernel as tk  # noqa: E402
 import test_syscalls as ts  # noqa: E402
+import test_sync as tsync  # noqa: E402
+import test_counters as tc  # noqa: E402
 from harness import check, skip  # noqa: E402
 
 OPT = guestvm.OPT
@@ -549,6 +557,168 @@ def group_kernel(ctx):
     tk.group_kfunctions(lp, progs, tmp)
 
 
+SYNC_PROGS = ["sync_mutex", "sync_prodcons", "sync_barrier", "sync_sem", "sync_misc"]
+# the C library's condition variables: one version each on ARM (no compat
+# ones from before 2.3.2, as x86 has), which an unversioned dlsym finds
+COND_VERSIONS = {"aarch64": "GLIBC_2.17", "armhf": "GLIBC_2.4"}
+
+
+def group_sync(ctx):
+    """record --sync in the guest: test_sync's checks (exact operations and
+    failures per kind, waits, contention, thread starts and joins) on the
+    sync_* programs, on armhf also built with 64-bit time (what Debian's
+    armhf packages use since trixie: the timed calls are glibc's
+    __*_time64 entries); report --sync's producer/consumer verdict."""
+    d = os.path.join(ctx.progs, "sync")
+    os.makedirs(d, exist_ok=True)
+    variants = [("", ())]
+    if ctx.arch == "armhf":
+        variants.append(("_t64", ("-D_FILE_OFFSET_BITS=64", "-D_TIME_BITS=64")))
+    for suffix, flags in variants:
+        for name in SYNC_PROGS:
+            cc(ctx, os.path.join(PROGS, name + ".c"), os.path.join(d, name + suffix), *flags)
+    libc = os.path.join(ctx.guest.img.rootfs, "lib", ctx.a["triplet"], "libc.so.6")
+    r = it.run([ctx.a["prefix"] + "objdump", "-T", libc])
+    vers = sorted({ln.split()[-2] for ln in r.stdout.splitlines() if ln.split()[-1:] == ["pthread_cond_wait"]})
+    check(vers == [COND_VERSIONS[ctx.arch]], "%s: the guest's libc has one pthread_cond_wait, %s" % (
+        ctx.arch, COND_VERSIONS[ctx.arch]), vers)
+    ctx.guest.put(ctx.progs, ctx.progs)
+    tmp = os.path.join(ctx.tmp, "sync")
+    ctx.guest.run("mkdir -p %s" % tmp)
+    lp = GuestLayerprof(ctx.guest)
+    tests = {"sync_mutex": tsync.test_mutex, "sync_prodcons": tsync.test_prodcons,
+             "sync_barrier": tsync.test_barrier, "sync_sem": tsync.test_sem, "sync_misc": tsync.test_misc}
+    for suffix, _ in variants:
+        for name in SYNC_PROGS:
+            if ctx.quick and suffix:
+                continue
+            tests[name](lp, tmp, d, os.path.join(d, name + suffix), "%s %s%s" % (ctx.arch, name, suffix))
+    # the producer/consumer pair of sync_prodcons: the producer is slow
+    r = lp("report", "--sync", "--format", "json", os.path.join(tmp, "%s sync_prodcons" % ctx.arch))
+    try:
+        pairs = json.loads(r.stdout)["pairs"]
+    except (ValueError, KeyError):
+        pairs = None
+    check(pairs is not None and len(pairs) == 1 and len(pairs[0]["producers"]) == 1 and
+          len(pairs[0]["consumers"]) == 1 and pairs[0]["slow"] == "producer" and
+          pairs[0]["text"].startswith("producer side"),
+          "%s sync_prodcons: report --sync: one producer, one consumer, the producer side slow" % ctx.arch,
+          "%s %s" % (pairs, r.stderr[-300:]))
+
+
+def guest_meta(ctx, trace):
+    """The counters META keys of a trace in the guest."""
+    r = ctx.guest.run("grep -a -E '^counters[a-z.]*=' %s/data | head -n 8" % shlex.quote(trace), check=False)
+    out = {}
+    for ln in r.stdout.splitlines():
+        k, _, v = ln.partition("=")
+        out.setdefault(k, v)
+    return out
+
+
+def ctr_record(ctx, lp, tmp, name, prog, counters, pre=""):
+    """record --counters=COUNTERS of prog in the guest (after the shell
+    command pre): (result, META keys, replay's document or None)."""
+    trace = os.path.join(tmp, name)
+    opt = "--counters" + ("=" + counters if counters else "")
+    r = ctx.guest.run("%s%s record -q %s -o %s -- %s" % (pre, LP, opt, trace, prog), check=False, timeout=300)
+    rep = None
+    if r.returncode == tc.STATUS:
+        p = lp("replay", "--format", "json", trace)
+        try:
+            rep = json.loads(p.stdout)
+        except ValueError:
+            pass
+    return r, guest_meta(ctx, trace), rep
+
+
+def group_counters(ctx):
+    """record --counters in the guest: the default set says what the guest
+    cannot count and why (armhf: no PMU; aarch64: qemu's PMU counts cycles,
+    not instructions); software events give per-function values for
+    ctr_pages; aarch64: cycles per function, read with read(2) and, with
+    perf_user_access=1, from user space."""
+    d = os.path.join(ctx.progs, "ctr")
+    os.makedirs(d, exist_ok=True)
+    prog = cc(ctx, os.path.join(PROGS, "ctr_pages.c"), os.path.join(d, "ctr_pages"), "-std=c11",
+              "-finstrument-functions")
+    ctx.guest.put(ctx.progs, ctx.progs)
+    tmp = os.path.join(ctx.tmp, "counters")
+    ctx.guest.run("mkdir -p %s" % tmp)
+    lp = GuestLayerprof(ctx.guest)
+    tag = "%s counters" % ctx.arch
+    # software events, per function and per thread
+    r, meta, rep = ctr_record(ctx, lp, tmp, "sw", prog, "task-clock,page-faults")
+    if check(rep is not None and r.stdout.startswith(tc.OUTPUT), "%s: ctr_pages recorded, its output and status "
+             "unchanged" % tag, "%s %s" % (r.returncode, r.stderr[-500:])):
+        check(meta.get("counters") == "task-clock,page-faults" and meta.get("counters.read") == "read" and
+              "counters.unavailable" not in meta, "%s: META: both software events, read with read(2)" % tag, meta)
+        by = tc.threads_by_pages(rep)
+        faults = sorted(f for t, f in by.values())
+        want = sorted((tc.MAIN_PAGES,) + tc.THREAD_PAGES)
+        check(len(faults) == 3 and all(p <= f <= p + tc.PAGE_SLACK for p, f in zip(want, faults)),
+              "%s: each touch_pages(N) counts N page faults (+%d at most), N = %s" % (tag, tc.PAGE_SLACK, want),
+              faults)
+        main = [t for t in rep["threads"] if t["pid"] == t["tid"]]
+        spun = tc.calls(main[0], "spin", "task-clock") if main else []
+        # the spin stops at the thread's CPU time: at least its 50 ms, and
+        # a tick of the emulated guest's clock more at most
+        check(len(spun) == 1 and tc.MAIN_SPIN_MS * 0.9e6 <= spun[0] <= tc.MAIN_SPIN_MS * 1.5e6,
+              "%s: spin(%d ms) counts its task-clock" % (tag, tc.MAIN_SPIN_MS), spun)
+    # the default set: what this guest cannot count, and why
+    r, meta, rep = ctr_record(ctx, lp, tmp, "default", prog, None)
+    print("     %s default set: counters=%s; unavailable: %s; read=%s" % (
+        ctx.arch, meta.get("counters"), meta.get("counters.unavailable"), meta.get("counters.read")))
+    hw = ["cycles", "instructions", "cache-misses", "branch-misses"]
+    missing = hw if ctx.arch == "armhf" else [n for n in hw if n != "cycles"]
+    una = meta.get("counters.unavailable", "")
+    got = [n for n in meta.get("counters", "").split(",") if n]
+    check(rep is not None and got == [n for n in hw if n not in missing] + ["task-clock", "page-faults",
+                                                                            "context-switches"] and
+          una == "; ".join("%s: not supported by this CPU or kernel" % n for n in missing),
+          "%s: the default set: %s unavailable, said with the reason" % (tag, ", ".join(missing)),
+          "%s / %s / %s" % (got, una, r.stderr.strip()[-400:]))
+    if ctx.arch != "aarch64" or ctx.quick:
+        return
+    counters_cycles(ctx, lp, tmp, prog, tag)
+
+
+def counters_cycles(ctx, lp, tmp, prog, tag):
+    """aarch64: cycles per function from qemu's PMU, read with read(2)
+    (with a software event: the recorder reads from user space only when
+    every event is a hardware one), and cycles alone with
+    perf_user_access=1, where the recorder reads them with mrs."""
+    old = ctx.guest.run("cat /proc/sys/kernel/perf_user_access", check=False).stdout.strip()
+    for access in ("0", "1"):
+        pre = "echo %s >/proc/sys/kernel/perf_user_access && " % access if old else ""
+        r, meta, rep = ctr_record(ctx, lp, tmp, "cycles" + access, prog,
+                                  "cycles,page-faults" if access == "0" else "cycles", pre)
+        print("     %s perf_user_access=%s: counters=%s read=%s unavailable=%s" % (
+            ctx.arch, access if old else "(none)", meta.get("counters"), meta.get("counters.read"),
+            meta.get("counters.unavailable")))
+        if not check(rep is not None and meta.get("counters") == ("cycles,page-faults" if access == "0" else "cycles"),
+                     "%s: cycles recorded (perf_user_access=%s)" % (tag, access),
+                     "%s %s %s" % (r.returncode, meta, r.stderr[-400:])):
+            continue
+        want_read = "rdpmc" if access == "1" and old else "read"
+        check(meta.get("counters.read") == want_read, "%s: perf_user_access=%s: counters.read=%s" % (
+            tag, access, want_read), meta.get("counters.read"))
+        for t in rep["threads"]:
+            if t["pid"] == t["tid"]:
+                continue
+            w, tp, sp = (tc.calls(t, n, "cycles") for n in ("worker", "touch_pages", "spin"))
+            ok = (len(w) == len(tp) == len(sp) == 1 and tp[0] > 0 and sp[0] > 0 and w[0] >= tp[0] + sp[0])
+            if not check(ok, "%s: perf_user_access=%s: cycles per function, nonzero, worker's covering its "
+                         "touch_pages and spin" % (tag, access), (w, tp, sp)):
+                break
+            print("     %s cycles: worker %d, touch_pages %d, spin %d" % (ctx.arch, w[0], tp[0], sp[0]))
+            break
+    if old:
+        ctx.guest.run("echo %s >/proc/sys/kernel/perf_user_access" % old, check=False)
+    else:
+        print("     %s: the guest kernel has no /proc/sys/kernel/perf_user_access" % ctx.arch)
+
+
 class GuestAgent:
     """layerprofd in the guest on its TCP port, which qemu forwards to
     guest.agent_port on this machine's loopback; the token is in
@@ -742,7 +912,8 @@ def group_noboot(ctx):
 
 
 GROUPS = [("probe", group_probe), ("unit", group_unit), ("samples", group_samples), ("memory", group_memory),
-          ("syscalls", group_syscalls), ("kernel", group_kernel), ("dynamic", group_dynamic), ("live", group_live),
+          ("syscalls", group_syscalls), ("kernel", group_kernel), ("dynamic", group_dynamic), ("sync", group_sync),
+          ("counters", group_counters), ("live", group_live),
           ("noboot", group_noboot)]
 QUICK = ["probe", "samples", "syscalls", "kernel", "dynamic", "live", "noboot"]
 
