@@ -15,9 +15,11 @@ Ends with 'N passed, N failed'."""
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(os.path.dirname(HERE), "programs")
@@ -38,6 +40,14 @@ PAGE_SLACK = 2
 # make ahead, the session's control block, the counters' pages.  Measured
 # here: 8 to 11 more for ctr_pages' three threads.
 TOTAL_PAGE_SLACK = 32
+# ctr_threads' workers: pages touched after the go.  A thread's exit after
+# its END record (the pthread key destructor) faults on pages perf stat
+# counts and layerprof does not: the END record's ring page, and glibc's
+# exit of the first thread to end (2 or 3 faults under perf stat alone,
+# without layerprof).  Measured here: 1 to 3 for the first worker to end, 0
+# for the other.
+THREAD_PAGES_GO = (64, 128)
+THREAD_EXIT_SLACK = 4
 OUTPUT = "ctr_pages: touched 100 pages, spun"
 STATUS = 3
 
@@ -55,20 +65,21 @@ class Env:
         self.cc = os.environ.get("CC") or "cc"
         self.progs = {}
 
-    def prog(self, tmp, variant):
-        """ctr_pages built as variant: O0, O2 (-finstrument-functions) or
-        plain (no instrumentation)."""
-        if variant not in self.progs:
-            out = os.path.join(tmp, "ctr_pages_" + variant)
+    def prog(self, tmp, variant, name="ctr_pages"):
+        """tests/programs/NAME.c (ctr_pages by default) built as variant:
+        O0, O2 (-finstrument-functions) or plain (-O2, no
+        instrumentation)."""
+        if (name, variant) not in self.progs:
+            out = os.path.join(tmp, name + "_" + variant)
             flags = ["-O0"] if variant == "O0" else ["-O2"]
             if variant != "plain":
                 flags.append("-finstrument-functions")
             r = run([self.cc, "-std=c11", "-g", "-pthread"] + flags +
-                    ["-o", out, os.path.join(PROGRAMS, "ctr_pages.c")])
+                    ["-o", out, os.path.join(PROGRAMS, name + ".c")])
             if r.returncode:
-                raise RuntimeError("cannot build ctr_pages: " + r.stderr)
-            self.progs[variant] = out
-        return self.progs[variant]
+                raise RuntimeError("cannot build %s: %s" % (name, r.stderr))
+            self.progs[(name, variant)] = out
+        return self.progs[(name, variant)]
 
     def record(self, out, prog, counters=None, args=()):
         opt = "--counters" if counters is None else "--counters=" + counters
@@ -394,7 +405,173 @@ def group_user(env, tmp):
           "user: touch_pages(%d) still counts its page faults" % MAIN_PAGES, got)
 
 
+def children(pid):
+    """The pids of pid's children."""
+    out = []
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def read_line(f, timeout):
+    """One line of pipe f within timeout seconds, or None."""
+    if not select.select([f], [], [], timeout)[0]:
+        return None
+    return f.readline()
+
+
+def perf_attach(pid, tmp):
+    """perf stat --per-thread on process pid, started with its events
+    disabled and enabled through its control fifo: returns (perf, None)
+    once perf has acknowledged the enable (its events count from then), or
+    (None, why) when perf cannot attach here."""
+    ctl, ack = os.path.join(tmp, "perf-ctl"), os.path.join(tmp, "perf-ack")
+    for f in (ctl, ack):
+        if os.path.exists(f):
+            os.unlink(f)
+        os.mkfifo(f)
+    perf = subprocess.Popen(["perf", "stat", "--per-thread", "-x,", "-e", "task-clock,page-faults", "-D", "-1",
+                             "--control", "fifo:%s,%s" % (ctl, ack), "-p", str(pid)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    harness.started.append(perf)
+    # the control fifo has a reader once perf is up: open it without
+    # blocking, so that a perf that exits is seen
+    fd, deadline = None, time.monotonic() + 30
+    while fd is None and time.monotonic() < deadline and perf.poll() is None:
+        try:
+            fd = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            time.sleep(0.01)
+    if fd is None:
+        perf.kill()
+        _, err = perf.communicate()
+        return None, "perf stat -p %d did not start: %s" % (pid, err.strip()[-300:])
+    ackfd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+    os.write(fd, b"enable\n")
+    got = b""
+    while b"ack" not in got and select.select([ackfd], [], [], 30)[0]:
+        chunk = os.read(ackfd, 64)
+        if not chunk and perf.poll() is not None:
+            break
+        got += chunk
+    os.close(fd)
+    os.close(ackfd)
+    if b"ack" not in got:
+        perf.kill()
+        _, err = perf.communicate()
+        return None, "perf stat -p %d did not enable its events: %s" % (pid, err.strip()[-300:])
+    return perf, None
+
+
+def perf_per_thread(err):
+    """perf stat --per-thread -x, lines: {tid: {event: count}}."""
+    out = {}
+    for line in err.splitlines():
+        f = line.split(",")
+        m = re.match(r".*-(\d+)$", f[0])
+        if len(f) > 3 and m and f[3] in ("task-clock", "page-faults"):
+            try:
+                v = float(f[1])
+            except ValueError:
+                continue
+            out.setdefault(int(m.group(1)), {})[f[3]] = v * (1e6 if f[2] == "msec" else 1)
+    return out
+
+
+def group_perthread(env, tmp):
+    """Per-thread totals against perf stat --per-thread attached to the
+    same run (ctr_threads: two workers that block until the go, then
+    touch 64 and 128 pages and spin 20 and 40 ms).  perf counts each
+    thread from its attach (the workers blocked, nothing of theirs
+    running) to the thread's exit; layerprof from the thread's start (its
+    ring and counters made before it blocked) to its END record.  So for
+    each worker: layerprof's values from work()'s entry to END equal
+    perf's page faults exactly but for faults of the thread's exit after
+    END (at most THREAD_EXIT_SLACK), and the thread's total (report
+    --counters) is perf's plus what it counted before the go."""
+    if not shutil.which("perf"):
+        skip("perthread", "perf is not installed")
+        return
+    prog = env.prog(tmp, "O2", "ctr_threads")
+    trace = os.path.join(tmp, "perthread")
+    rec = subprocess.Popen([env.exe, "record", "-q", "--counters=task-clock,page-faults", "-o", trace, "--", prog],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+    harness.started.append(rec)
+    line = read_line(rec.stdout, 60)
+    if not check(line == "ctr_threads: ready\n", "perthread: the workers wait for the go", line):
+        rec.kill()
+        return
+    pids = [p for p in children(rec.pid) if os.path.exists("/proc/%d/task" % p)]
+    tasks = sorted(int(t) for t in os.listdir("/proc/%d/task" % pids[0])) if len(pids) == 1 else []
+    if not check(len(tasks) == 3, "perthread: the program's three threads exist", (pids, tasks)):
+        rec.kill()
+        return
+    pid = pids[0]
+    perf, why = perf_attach(pid, tmp)
+    rec.stdin.write("g")
+    rec.stdin.flush()
+    out, err = rec.communicate(timeout=120)
+    if perf is None:
+        skip("perthread: perf stat --per-thread", why)
+        return
+    _, perr = perf.communicate(timeout=60)
+    check(rec.returncode == 4 and out == "ctr_threads: threads 64 and 128 pages, 20 and 40 ms\n",
+          "perthread: the program's output and status unchanged", (rec.returncode, out, err))
+    peer = perf_per_thread(perr)
+    if not check(set(peer) == set(tasks), "perthread: perf stat counted the three threads", perr):
+        return
+    r = run([env.exe, "report", "--counters", "--format", "json", trace])
+    if not check(r.returncode == 0, "perthread: report --counters --format json", r.stderr):
+        return
+    rep = json.loads(r.stdout)
+    threads = {t["tid"]: t for t in rep["threads"]}
+    check(set(threads) == set(tasks), "perthread: report has the three threads", sorted(threads))
+    byrep = {t["tid"]: t for t in env.replay(trace)["threads"]}
+    # which worker touched which number of pages: by its touch_pages call
+    want = {}
+    for tid in tasks[1:]:
+        got = calls(byrep[tid], "touch_pages", "page-faults") if tid in byrep else []
+        want[tid] = min(THREAD_PAGES_GO, key=lambda p: abs(p - got[0])) if len(got) == 1 else None
+    if not check(sorted(want.values(), key=str) == sorted(THREAD_PAGES_GO, key=str),
+                 "perthread: one worker touched %d pages, the other %d" % THREAD_PAGES_GO, want):
+        return
+    for tid in tasks[1:]:
+        pages = want[tid]
+        t, rt = threads.get(tid), byrep.get(tid)
+        if not check(t and rt and t["has_begin"] and t["has_end"], "perthread: thread %d has BEGIN and END" % tid):
+            continue
+        pf = perf_per_thread(perr)[tid]["page-faults"]
+        total = t["values"]["page-faults"]
+        entry = [e["values"]["page-faults"] for e in counter_events(rt, "entry", "work")]
+        begin = counter_events(rt, "begin")[0]["values"]["page-faults"]
+        end = counter_events(rt, "end")[0]["values"]["page-faults"]
+        since_go = end - entry[0] if len(entry) == 1 else None
+        print("     thread %d (%d pages): perf stat %d page faults from its attach; layerprof %d from the "
+              "thread's start, %d from work()'s entry; task-clock perf %.1f ms, layerprof %.1f ms" %
+              (tid, pages, pf, total, since_go if since_go is not None else -1,
+               peer[tid]["task-clock"] / 1e6, t["values"]["task-clock"] / 1e6))
+        check(total == end - begin, "perthread: thread %d's total in report is END less BEGIN" % tid,
+              (total, end, begin))
+        check(pages <= pf <= pages + PAGE_SLACK + THREAD_EXIT_SLACK,
+              "perthread: perf stat counts thread %d's %d pages" % (tid, pages), pf)
+        check(since_go is not None and since_go <= pf <= since_go + THREAD_EXIT_SLACK,
+              "perthread: thread %d from work()'s entry to END: perf stat's count, less at most %d "
+              "of the thread's exit" % (tid, THREAD_EXIT_SLACK), (since_go, pf))
+        check(since_go is not None and since_go <= total <= since_go + PAGE_SLACK,
+              "perthread: thread %d's total in report: that part and at most %d faults before the go" %
+              (tid, PAGE_SLACK), (total, since_go))
+        tc, ptc = t["values"]["task-clock"], peer[tid]["task-clock"]
+        check(0.9 * ptc <= tc <= 1.1 * ptc, "perthread: thread %d's task-clock within 10%% of perf stat's" % tid,
+              (tc, ptc))
+
+
 GROUPS = {
+    "perthread": group_perthread,
     "fold": group_fold,
     "user": group_user,
     "pages": group_pages,
