@@ -7,7 +7,12 @@ CPU time counts that much task-clock, each of two threads its own pages;
 the program's totals held against `perf stat -e task-clock,page-faults` on
 the same program in the same run; events this machine cannot count named
 with their reason; bad lists refused with one message and exit status 2;
-the program's output and exit status unchanged.
+the program's output and exit status unchanged.  Also: per-thread totals of
+tests/programs/ctr_threads.c against `perf stat --per-thread` attached to
+the same run (perthread); counter values kept by the record-time filters
+-F, -N and --min-time (filters); a plain binary under --dynamic (the patch
+backend's gates read the counters; the uprobe and ptrace backends say they
+cannot) (dynamic).
 
 usage: test_counters.py --build BUILD [--keep] [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -570,7 +575,136 @@ def group_perthread(env, tmp):
               (tc, ptc))
 
 
+def paired(thread):
+    """The function events of thread without a counter event of the same
+    kind, function and time right after them."""
+    ev, bad = thread["events"], []
+    for i, e in enumerate(ev):
+        if e["type"] not in ("entry", "exit"):
+            continue
+        nx = ev[i + 1] if i + 1 < len(ev) else {}
+        if not (nx.get("type") == "counter" and nx.get("kind") == e["type"] and nx.get("time_ns") == e["time_ns"]
+                and nx.get("name") == e["name"]):
+            bad.append((e["type"], e["name"], e["time_ns"]))
+    return bad
+
+
+def group_filters(env, tmp):
+    """Record-time filters (-F, -N, --min-time, applied by the recorder's
+    drain) keep the counter records of the functions they keep: every
+    function event kept has its counter event right after it, at its time;
+    and an entry --min-time holds back until its call proves long enough
+    is written with the values read at the entry."""
+    prog = env.prog(tmp, "O2")
+    cases = [("-F touch_pages", ["-F", "touch_pages"], {"touch_pages"}),
+             ("-N spin", ["-N", "spin"], {"main", "touch_pages", "worker"})]
+    for what, opts, names in cases:
+        trace = os.path.join(tmp, "filter_" + opts[1])
+        r = run([env.exe, "record", "-q", "--counters=task-clock,page-faults"] + opts + ["-o", trace, "--", prog])
+        if not check(r.returncode == STATUS and r.stdout.startswith(OUTPUT), "%s: recorded" % what,
+                     (r.returncode, r.stderr)):
+            continue
+        rep = env.replay(trace)
+        seen = {e["name"] for t in rep["threads"] for e in t["events"] if e["type"] in ("entry", "exit")}
+        check(seen == names, "%s: the functions kept are %s" % (what, sorted(names)), sorted(seen))
+        bad = [b for t in rep["threads"] for b in paired(t)]
+        check(not bad, "%s: each function event kept has its counter event after it" % what, bad[:5])
+        main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+        got = calls(main, "touch_pages", "page-faults")
+        check(len(got) == 1 and MAIN_PAGES <= got[0] <= MAIN_PAGES + PAGE_SLACK,
+              "%s: touch_pages(%d) counts its page faults" % (what, MAIN_PAGES), got)
+        workers = sorted(f for tid, (t, f) in threads_by_pages(rep).items() if tid != main["tid"])
+        check(len(workers) == 2 and all(p <= f <= p + PAGE_SLACK for p, f in zip(THREAD_PAGES, workers)),
+              "%s: the threads' touch_pages count %s page faults" % (what, THREAD_PAGES), workers)
+    # --min-time: main's spin of 200 ms of CPU time is kept, and main
+    # around it; touch_pages (100 faults, well under 100 ms) is not
+    spin_ms, min_ms = 200, 100
+    trace = os.path.join(tmp, "filter_mintime")
+    r = run([env.exe, "record", "-q", "--counters=task-clock,page-faults", "--min-time", "%dms" % min_ms, "-o",
+             trace, "--", prog, str(MAIN_PAGES), str(spin_ms)])
+    if not check(r.returncode == STATUS, "--min-time: recorded", (r.returncode, r.stderr)):
+        return
+    rep = env.replay(trace)
+    bad = [b for t in rep["threads"] for b in paired(t)]
+    check(not bad, "--min-time: each function event kept has its counter event after it (the entries held "
+          "back too)", bad[:5])
+    main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+    kept = [e["name"] for e in main["events"] if e["type"] == "entry"]
+    check(kept == ["main", "spin"], "--min-time: main's calls kept: main and its spin", kept)
+    spun = calls(main, "spin", "task-clock")
+    check(len(spun) == 1 and spin_ms * 0.9e6 <= spun[0] <= spin_ms * 1.1e6,
+          "--min-time: spin(%d ms) counts its task-clock within 10%% from its held entry's values" % spin_ms, spun)
+    faults = calls(main, "main", "page-faults")
+    check(len(faults) == 1 and faults[0] >= MAIN_PAGES,
+          "--min-time: main's values span its touch_pages (left out) too", faults)
+    r = run([env.exe, "report", "--counters", "--format", "json", trace])
+    if check(r.returncode == 0, "--min-time: report --counters", r.stderr):
+        d = json.loads(r.stdout)
+        fn = {f["name"]: f for f in d["functions"]}
+        check("spin" in fn and "touch_pages" not in fn and not any(d["left_out"].values()),
+              "--min-time: report's functions have spin, not touch_pages, nothing left out",
+              (sorted(fn), d["left_out"]))
+
+
+def group_dynamic(env, tmp):
+    """--dynamic on ctr_pages built plain (-O2, no -finstrument-functions):
+    the patch backend's gates read the counters as the instrumented
+    build's do (touch_pages(n) counts n page faults, +PAGE_SLACK at most;
+    each function event has its counter event); the uprobe and ptrace
+    backends, whose probes run outside the program's threads, say so in
+    one line and record the threads' and the program's totals."""
+    prog = env.prog(tmp, "plain")
+    trace = os.path.join(tmp, "dyn_patch")
+    r = run([env.exe, "record", "-q", "--dynamic", "--backend=patch", "--counters=page-faults", "-o", trace, "--",
+             prog])
+    if "patch" in r.stderr and r.returncode not in (0, STATUS):
+        skip("dynamic: patch backend", r.stderr.strip())
+    elif check(r.returncode == STATUS and r.stdout.startswith(OUTPUT) and not r.stderr,
+               "dynamic patch: output and status unchanged, nothing said", (r.returncode, r.stderr)):
+        check(meta(trace, "counters.read") == "read", "dynamic patch: META counters.read=read",
+              meta(trace, "counters.read"))
+        rep = env.replay(trace)
+        bad = [b for t in rep["threads"] for b in paired(t)]
+        nfunc = sum(1 for t in rep["threads"] for e in t["events"] if e["type"] in ("entry", "exit"))
+        check(nfunc > 0 and not bad, "dynamic patch: each of %d function events has its counter event" % nfunc,
+              bad[:5])
+        main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+        got = calls(main, "touch_pages", "page-faults")
+        check(len(got) == 1 and MAIN_PAGES <= got[0] <= MAIN_PAGES + PAGE_SLACK,
+              "dynamic patch: touch_pages(%d) counts %d page faults (+%d at most)" % (MAIN_PAGES, MAIN_PAGES,
+                                                                                  PAGE_SLACK), got)
+        workers = sorted(f for tid, (t, f) in threads_by_pages(rep).items() if tid != main["tid"])
+        check(len(workers) == 2 and all(p <= f <= p + PAGE_SLACK for p, f in zip(THREAD_PAGES, workers)),
+              "dynamic patch: the threads' touch_pages count %s page faults" % (THREAD_PAGES,), workers)
+    for backend in ("uprobe", "ptrace"):
+        trace = os.path.join(tmp, "dyn_" + backend)
+        r = run([env.exe, "record", "-q", "--dynamic", "--backend=" + backend, "--counters=page-faults", "-o",
+                 trace, "--", prog])
+        msg = ("layerprof record: warning: --counters with the %s backend: no values per function (its probes "
+               "run outside the program's threads): the threads' and the program's totals only" % backend)
+        if r.returncode != STATUS and msg not in r.stderr:
+            skip("dynamic %s" % backend, "the backend cannot trace here: " + r.stderr.strip()[-300:])
+            continue
+        check(r.returncode == STATUS and r.stdout.startswith(OUTPUT) and r.stderr.strip() == msg,
+              "dynamic %s: one line says there are no values per function" % backend, (r.returncode, r.stderr))
+        check(meta(trace, "counters.read") == "none", "dynamic %s: META counters.read=none" % backend,
+              meta(trace, "counters.read"))
+        rep = env.replay(trace)
+        main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+        kinds = {e["kind"] for t in rep["threads"] for e in counter_events(t)}
+        names = {e["name"] for e in main["events"] if e["type"] in ("entry", "exit", "call")}
+        check("touch_pages" in names, "dynamic %s: the functions still traced" % backend, sorted(names))
+        check({"begin", "end", "process"} <= kinds and not kinds & {"entry", "exit"},
+              "dynamic %s: BEGIN, END and the totals, no function records" % backend, sorted(kinds))
+        ends = sorted(counter_events(t, "end")[0]["values"]["page-faults"] for t in rep["threads"]
+                      if counter_events(t, "end"))
+        check(len(ends) == 3 and all(p <= f for p, f in zip(sorted(THREAD_PAGES + (MAIN_PAGES,)), ends)),
+              "dynamic %s: each thread's END counts its pages" % backend, ends)
+
+
 GROUPS = {
+    "dynamic": group_dynamic,
+    "filters": group_filters,
     "perthread": group_perthread,
     "fold": group_fold,
     "user": group_user,
