@@ -247,6 +247,45 @@ static void ctr_fifo_free(struct stream *s)
 	s->ctr_fifo = NULL;
 }
 
+/* Keeps the values of an ENTRY counter record whose function event the
+ * filter stage may hold back (--min-time), for the frame it pushes next.
+ * Returns the tag to give the frame: its stack index + 1, or 0 when the
+ * values cannot be kept (too deep, out of memory: the entry is written
+ * without them). */
+static uint32_t ctr_held_put(struct stream *s, const struct ctrevent *c)
+{
+	uint32_t i = s->fs.depth;
+
+	if (i >= DRAIN_CTR_HELD_MAX)
+		return 0;
+	if (i >= s->ctr_held_cap) {
+		uint32_t cap = s->ctr_held_cap ? 2 * s->ctr_held_cap : 64;
+		struct drain_ctrheld *a;
+
+		while (cap <= i)
+			cap *= 2;
+		if (cap > DRAIN_CTR_HELD_MAX)
+			cap = DRAIN_CTR_HELD_MAX;
+		a = realloc(s->ctr_held, cap * sizeof(*a));
+		if (!a)
+			return 0;
+		s->ctr_held = a;
+		s->ctr_held_cap = cap;
+	}
+	s->ctr_held[i].fn = c->fn;
+	s->ctr_held[i].kind = c->kind;
+	s->ctr_held[i].n = (uint8_t)c->n;
+	memcpy(s->ctr_held[i].values, c->values, c->n * sizeof(c->values[0]));
+	return i + 1;
+}
+
+static void ctr_held_free(struct stream *s)
+{
+	free(s->ctr_held);
+	s->ctr_held = NULL;
+	s->ctr_held_cap = 0;
+}
+
 /* A counter event of the stream (record --counters), after the function
  * event it belongs to: through the folding stage when there is one (it
  * holds function events back), so that heap blocks fold across it. */
@@ -312,6 +351,17 @@ static void sink_entry(void *ctx, uint64_t ns, uint64_t addr, uint32_t depth, un
 	if (s->ctr_pending && s->ctr_pending_type == LP_EV_ENTRY && s->ctr_pending->fn == addr) {
 		put_counter(s, ns, s->ctr_pending);
 		s->ctr_pending = NULL;
+	} else if (s->fs.sink_tag && s->fs.sink_tag <= s->ctr_held_cap && s->ctr_held[s->fs.sink_tag - 1].fn == addr) {
+		/* an entry held back for --min-time: its values, kept */
+		const struct drain_ctrheld *h = &s->ctr_held[s->fs.sink_tag - 1];
+		struct ctrevent c;
+
+		memset(&c, 0, sizeof(c));
+		c.kind = LP_CTR_ENTRY;
+		c.fn = addr;
+		c.n = h->n;
+		memcpy(c.values, h->values, c.n * sizeof(c.values[0]));
+		put_counter(s, ns, &c);
 	}
 }
 
@@ -1088,8 +1138,8 @@ static uint32_t consume_funcs(struct stream *s, const struct lp_slot *sl, uint32
 /* An LP_RAW_COUNTER record at the stream's tail (record --counters): an
  * ENTRY or EXIT is the function event, as LP_RAW_ENTRY / LP_RAW_EXIT,
  * through the filter and folding stages, followed by its counter event at
- * the same time (only when the filter stage passes the function event on
- * at once: an entry it holds back for --min-time gets none); the other
+ * the same time (an entry the filter stage holds back for --min-time
+ * keeps its values in s->ctr_held until the stage hands it on); the other
  * kinds are the counter event alone.  Returns the slots it takes, 1 for
  * a broken record (skipped), 0 when its slots are not all published. */
 static uint32_t consume_counter(struct stream *s, uint64_t ns, uint64_t payload, uint32_t head)
@@ -1130,7 +1180,7 @@ static uint32_t consume_counter(struct stream *s, uint64_t ns, uint64_t payload,
 		s->ctr_pending = &c;
 		s->ctr_pending_type = kind == LP_CTR_ENTRY ? LP_EV_ENTRY : LP_EV_EXIT;
 		if (kind == LP_CTR_ENTRY)
-			filter_entry(&s->fs, ns, arg);
+			filter_entry_tag(&s->fs, ns, arg, s->fs.spec->min_ns ? ctr_held_put(s, &c) : 0);
 		else
 			filter_exit(&s->fs, ns, arg);
 		s->ctr_pending = NULL;
@@ -1477,6 +1527,7 @@ static void stream_close(struct stream *s)
 	image_pass_last(s);
 	if (s->filtered)
 		filter_stream_release(&s->fs);
+	ctr_held_free(s);
 	munmap(s->ring, s->map_size);
 	s->ring = NULL;
 	s->closed = true;
@@ -1864,6 +1915,7 @@ void drain_free(struct drain *d)
 		memfold_free(d->streams[i]->fold);
 		free(d->streams[i]->sync_held);
 		ctr_fifo_free(d->streams[i]);
+		ctr_held_free(d->streams[i]);
 		if (d->streams[i]->filtered)
 			filter_stream_release(&d->streams[i]->fs);
 		if (d->streams[i]->ring)

@@ -84,6 +84,12 @@ struct stream {
 	 * LP_EV_COUNTER events in its queue), oldest first; NULL until the
 	 * first */
 	struct drain_ctrfifo *ctr_fifo;
+	/* record --counters with --min-time: the values of each ENTRY the
+	 * filter stage holds back, by its frame's stack index (the frame's
+	 * tag is that index + 1), written with the entry when the stage
+	 * hands it on; NULL until the first, at most DRAIN_CTR_HELD_MAX */
+	struct drain_ctrheld *ctr_held;
+	uint32_t ctr_held_cap;
 	struct drain *d;
 };
 
@@ -97,6 +103,11 @@ struct drain_ctrheld {
 	uint8_t n;
 	uint64_t values[LP_COUNTERS_MAX];
 };
+
+/* Entries held back by --min-time whose counter values are kept, per
+ * stream (112 bytes each: 7 MiB at the bound); a held entry deeper than
+ * that is written without its counter event. */
+#define DRAIN_CTR_HELD_MAX 65536u
 
 struct drain_ctrfifo {
 	struct drain_ctrheld *a;

@@ -20,6 +20,7 @@ int filter_stream_init(struct filter_stream *fs, const struct filter_spec *spec,
 	fs->excluded_at = UINT32_MAX;
 	fs->last_ns = 0;
 	fs->unmatched = 0;
+	fs->sink_tag = 0;
 	fs->deep_calls = fs->deep_events = 0;
 	fs->cap = spec->stack_max && spec->stack_max < 64 ? spec->stack_max : 64;
 	fs->stack = malloc(fs->cap * sizeof(*fs->stack));
@@ -32,7 +33,7 @@ void filter_stream_release(struct filter_stream *fs)
 	fs->stack = NULL;
 }
 
-static void push(struct filter_stream *fs, uint64_t ns, uint64_t addr, unsigned flags)
+static void push(struct filter_stream *fs, uint64_t ns, uint64_t addr, unsigned flags, uint32_t tag)
 {
 	const struct filter_spec *spec = fs->spec;
 	struct filter_frame *f;
@@ -60,6 +61,7 @@ static void push(struct filter_stream *fs, uint64_t ns, uint64_t addr, unsigned 
 	f->entry_ns = ns;
 	f->visible = f->emitted = f->only = 0;
 	f->flags = (uint8_t)flags;
+	f->tag = tag;
 	/* classified inside an excluded subtree too, where the answer is not
 	 * used, so that the readers can say which patterns matched nothing */
 	if (spec->classify)
@@ -78,6 +80,7 @@ static void push(struct filter_stream *fs, uint64_t ns, uint64_t addr, unsigned 
 			fs->visible++;
 			if (!spec->min_ns) {
 				f->emitted = 1;
+				fs->sink_tag = tag;
 				fs->sink.entry(fs->sink.ctx, ns, addr, fs->emitted++, flags);
 			}
 		}
@@ -98,6 +101,7 @@ static void emit_pending(struct filter_stream *fs, uint32_t top)
 
 		if (f->visible && !f->emitted) {
 			f->emitted = 1;
+			fs->sink_tag = f->tag;
 			fs->sink.entry(fs->sink.ctx, f->entry_ns, f->addr, fs->emitted++, f->flags);
 		}
 	}
@@ -127,13 +131,19 @@ static void pop(struct filter_stream *fs, uint64_t ns, unsigned flags)
 void filter_entry(struct filter_stream *fs, uint64_t ns, uint64_t addr)
 {
 	fs->last_ns = ns;
-	push(fs, ns, addr, 0);
+	push(fs, ns, addr, 0, 0);
+}
+
+void filter_entry_tag(struct filter_stream *fs, uint64_t ns, uint64_t addr, uint32_t tag)
+{
+	fs->last_ns = ns;
+	push(fs, ns, addr, 0, tag);
 }
 
 void filter_inherit(struct filter_stream *fs, uint64_t ns, uint64_t addr)
 {
 	fs->last_ns = ns;
-	push(fs, ns, addr, FILTER_INHERITED);
+	push(fs, ns, addr, FILTER_INHERITED, 0);
 }
 
 /* Says the events of untracked calls to the sink. */

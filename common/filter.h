@@ -55,6 +55,7 @@ struct filter_frame {
 	uint8_t emitted;
 	uint8_t only;
 	uint8_t flags;
+	uint32_t tag; /* the caller's, from filter_entry_tag; else 0 */
 };
 
 struct filter_stream {
@@ -72,6 +73,10 @@ struct filter_stream {
 	uint64_t unmatched;   /* exits that matched no frame */
 	uint64_t deep_calls;  /* calls past the tracked stack, in all */
 	uint64_t deep_events; /* their events not yet said to sink.lost */
+	/* the tag of the entry being handed to sink.entry: valid during
+	 * that call (an entry held back for min_ns is handed on later, from
+	 * another call's filter_exit) */
+	uint32_t sink_tag;
 	struct filter_frame *stack;
 };
 
@@ -81,6 +86,11 @@ int filter_stream_init(struct filter_stream *fs, const struct filter_spec *spec,
 void filter_stream_release(struct filter_stream *fs);
 
 void filter_entry(struct filter_stream *fs, uint64_t ns, uint64_t addr);
+/* filter_entry with a tag the stage keeps with the frame and shows in
+ * fs->sink_tag when it hands the entry on (the drain's counter values of
+ * an entry held back for min_ns).  The frame's stack index is
+ * fs->depth before the call. */
+void filter_entry_tag(struct filter_stream *fs, uint64_t ns, uint64_t addr, uint32_t tag);
 void filter_exit(struct filter_stream *fs, uint64_t ns, uint64_t addr);
 /* A frame the thread was already inside when its stream began (fork). */
 void filter_inherit(struct filter_stream *fs, uint64_t ns, uint64_t addr);

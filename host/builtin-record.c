@@ -798,6 +798,7 @@ static int record_counters_probe(struct recorder *rec)
 
 	if (!rec->ctr.on)
 		return RECORD_GO_ON;
+	rec->ctr.no_gates = rec->dyn.on && !recdyn_patching(&rec->dyn);
 	if (recctr_probe(&rec->ctr, err, sizeof(err))) {
 		fprintf(stderr, "layerprof record: --counters: %s\n", err);
 		return LP_EXIT_USAGE;
@@ -809,7 +810,12 @@ static int record_counters_probe(struct recorder *rec)
 		        rec->ctr.unavailable);
 	else if (rec->ctr.unavailable[0])
 		fprintf(stderr, "layerprof record: warning: --counters: left out: %s\n", rec->ctr.unavailable);
-	if (!strcmp(rec->ctr.how, "none"))
+	if (rec->ctr.no_gates)
+		fprintf(stderr,
+		        "layerprof record: warning: --counters with the %s backend: no values per function (its probes "
+		        "run outside the program's threads): the threads' and the program's totals only\n",
+		        recdyn_backend_name(&rec->dyn));
+	else if (!strcmp(rec->ctr.how, "none"))
 		fprintf(stderr, "layerprof record: warning: --counters: the counters cannot be read in the program: "
 		                "program totals only\n");
 	return RECORD_GO_ON;

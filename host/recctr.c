@@ -230,7 +230,7 @@ int recctr_probe(struct recctr *rc, char *err, size_t errlen)
 		snprintf(err, errlen, "no counter can be opened (%s)", rc->unavailable);
 		return -ENOENT;
 	}
-	rc->how = probe_read(rc);
+	rc->how = rc->no_gates ? "none" : probe_read(rc);
 	r = launch_counters_env(rc->set, rc->n, rc->how, rc->user, rc->env, sizeof(rc->env));
 	if (r < 0) {
 		snprintf(err, errlen, "counter settings too long");

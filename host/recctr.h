@@ -20,7 +20,11 @@
 #define RECCTR_CPUS_MAX 256u
 
 struct recctr {
-	bool on;          /* --counters */
+	bool on; /* --counters */
+	/* set before recctr_probe when the program's functions are traced
+	 * from outside its threads (the uprobe and ptrace backends): no gate
+	 * reads the counters (how "none") */
+	bool no_gates;
 	const char *list; /* its LIST; NULL: CTRNAMES_DEFAULT */
 	struct ctrname asked[LP_COUNTERS_MAX];
 	uint32_t nasked;

@@ -92,12 +92,19 @@ LP_NOINSTR void lp_gate_filtered(struct lp_thread *t, uintptr_t fn, bool entry)
 		if ((max_depth && d >= max_depth) || !passes(fn))
 			goto out;
 		if (min_raw) {
-			/* decided at the exit; 0 marks "not kept" */
+			/* decided at the exit; 0 marks "not kept".  The call's
+			 * record (LP_EXT_CALL) carries no counter values: keeping
+			 * them per open call would take LP_SHADOW_MAX sets per
+			 * thread */
 			if (d < LP_SHADOW_MAX)
 				t->entry_time[d] = lp_clock_now() | 1;
 			goto out;
 		}
-		lp_gate_write(t, LP_RAW_ENTRY, fn);
+		/* record --counters: the counter record stands for the entry */
+		if (t->ctr)
+			lp_ctr_gate(t, LP_CTR_ENTRY, fn);
+		else
+			lp_gate_write(t, LP_RAW_ENTRY, fn);
 	} else {
 		if (!t->depth)
 			goto out;
@@ -118,7 +125,10 @@ LP_NOINSTR void lp_gate_filtered(struct lp_thread *t, uintptr_t fn, bool entry)
 				lp_ring_put_ext(t, LP_EXT_CALL, &call, sizeof(call));
 			goto out;
 		}
-		lp_gate_write(t, LP_RAW_EXIT, fn);
+		if (t->ctr)
+			lp_ctr_gate(t, LP_CTR_EXIT, fn);
+		else
+			lp_gate_write(t, LP_RAW_EXIT, fn);
 	}
 out:
 	atomic_signal_fence(memory_order_seq_cst);

@@ -7,7 +7,12 @@ CPU time counts that much task-clock, each of two threads its own pages;
 the program's totals held against `perf stat -e task-clock,page-faults` on
 the same program in the same run; events this machine cannot count named
 with their reason; bad lists refused with one message and exit status 2;
-the program's output and exit status unchanged.
+the program's output and exit status unchanged.  Also: per-thread totals of
+tests/programs/ctr_threads.c against `perf stat --per-thread` attached to
+the same run (perthread); counter values kept by the record-time filters
+-F, -N and --min-time (filters); a plain binary under --dynamic (the patch
+backend's gates read the counters; the uprobe and ptrace backends say they
+cannot) (dynamic).
 
 usage: test_counters.py --build BUILD [--keep] [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -15,9 +20,11 @@ Ends with 'N passed, N failed'."""
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(os.path.dirname(HERE), "programs")
@@ -38,6 +45,14 @@ PAGE_SLACK = 2
 # make ahead, the session's control block, the counters' pages.  Measured
 # here: 8 to 11 more for ctr_pages' three threads.
 TOTAL_PAGE_SLACK = 32
+# ctr_threads' workers: pages touched after the go.  A thread's exit after
+# its END record (the pthread key destructor) faults on pages perf stat
+# counts and layerprof does not: the END record's ring page, and glibc's
+# exit of the first thread to end (2 or 3 faults under perf stat alone,
+# without layerprof).  Measured here: 1 to 3 for the first worker to end, 0
+# for the other.
+THREAD_PAGES_GO = (64, 128)
+THREAD_EXIT_SLACK = 4
 OUTPUT = "ctr_pages: touched 100 pages, spun"
 STATUS = 3
 
@@ -55,20 +70,21 @@ class Env:
         self.cc = os.environ.get("CC") or "cc"
         self.progs = {}
 
-    def prog(self, tmp, variant):
-        """ctr_pages built as variant: O0, O2 (-finstrument-functions) or
-        plain (no instrumentation)."""
-        if variant not in self.progs:
-            out = os.path.join(tmp, "ctr_pages_" + variant)
+    def prog(self, tmp, variant, name="ctr_pages"):
+        """tests/programs/NAME.c (ctr_pages by default) built as variant:
+        O0, O2 (-finstrument-functions) or plain (-O2, no
+        instrumentation)."""
+        if (name, variant) not in self.progs:
+            out = os.path.join(tmp, name + "_" + variant)
             flags = ["-O0"] if variant == "O0" else ["-O2"]
             if variant != "plain":
                 flags.append("-finstrument-functions")
             r = run([self.cc, "-std=c11", "-g", "-pthread"] + flags +
-                    ["-o", out, os.path.join(PROGRAMS, "ctr_pages.c")])
+                    ["-o", out, os.path.join(PROGRAMS, name + ".c")])
             if r.returncode:
-                raise RuntimeError("cannot build ctr_pages: " + r.stderr)
-            self.progs[variant] = out
-        return self.progs[variant]
+                raise RuntimeError("cannot build %s: %s" % (name, r.stderr))
+            self.progs[(name, variant)] = out
+        return self.progs[(name, variant)]
 
     def record(self, out, prog, counters=None, args=()):
         opt = "--counters" if counters is None else "--counters=" + counters
@@ -394,7 +410,302 @@ def group_user(env, tmp):
           "user: touch_pages(%d) still counts its page faults" % MAIN_PAGES, got)
 
 
+def children(pid):
+    """The pids of pid's children."""
+    out = []
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def read_line(f, timeout):
+    """One line of pipe f within timeout seconds, or None."""
+    if not select.select([f], [], [], timeout)[0]:
+        return None
+    return f.readline()
+
+
+def perf_attach(pid, tmp):
+    """perf stat --per-thread on process pid, started with its events
+    disabled and enabled through its control fifo: returns (perf, None)
+    once perf has acknowledged the enable (its events count from then), or
+    (None, why) when perf cannot attach here."""
+    ctl, ack = os.path.join(tmp, "perf-ctl"), os.path.join(tmp, "perf-ack")
+    for f in (ctl, ack):
+        if os.path.exists(f):
+            os.unlink(f)
+        os.mkfifo(f)
+    perf = subprocess.Popen(["perf", "stat", "--per-thread", "-x,", "-e", "task-clock,page-faults", "-D", "-1",
+                             "--control", "fifo:%s,%s" % (ctl, ack), "-p", str(pid)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    harness.started.append(perf)
+    # the control fifo has a reader once perf is up: open it without
+    # blocking, so that a perf that exits is seen
+    fd, deadline = None, time.monotonic() + 30
+    while fd is None and time.monotonic() < deadline and perf.poll() is None:
+        try:
+            fd = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            time.sleep(0.01)
+    if fd is None:
+        perf.kill()
+        _, err = perf.communicate()
+        return None, "perf stat -p %d did not start: %s" % (pid, err.strip()[-300:])
+    ackfd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+    os.write(fd, b"enable\n")
+    got = b""
+    while b"ack" not in got and select.select([ackfd], [], [], 30)[0]:
+        chunk = os.read(ackfd, 64)
+        if not chunk and perf.poll() is not None:
+            break
+        got += chunk
+    os.close(fd)
+    os.close(ackfd)
+    if b"ack" not in got:
+        perf.kill()
+        _, err = perf.communicate()
+        return None, "perf stat -p %d did not enable its events: %s" % (pid, err.strip()[-300:])
+    return perf, None
+
+
+def perf_per_thread(err):
+    """perf stat --per-thread -x, lines: {tid: {event: count}}."""
+    out = {}
+    for line in err.splitlines():
+        f = line.split(",")
+        m = re.match(r".*-(\d+)$", f[0])
+        if len(f) > 3 and m and f[3] in ("task-clock", "page-faults"):
+            try:
+                v = float(f[1])
+            except ValueError:
+                continue
+            out.setdefault(int(m.group(1)), {})[f[3]] = v * (1e6 if f[2] == "msec" else 1)
+    return out
+
+
+def group_perthread(env, tmp):
+    """Per-thread totals against perf stat --per-thread attached to the
+    same run (ctr_threads: two workers that block until the go, then
+    touch 64 and 128 pages and spin 20 and 40 ms).  perf counts each
+    thread from its attach (the workers blocked, nothing of theirs
+    running) to the thread's exit; layerprof from the thread's start (its
+    ring and counters made before it blocked) to its END record.  So for
+    each worker: layerprof's values from work()'s entry to END equal
+    perf's page faults exactly but for faults of the thread's exit after
+    END (at most THREAD_EXIT_SLACK), and the thread's total (report
+    --counters) is perf's plus what it counted before the go."""
+    if not shutil.which("perf"):
+        skip("perthread", "perf is not installed")
+        return
+    prog = env.prog(tmp, "O2", "ctr_threads")
+    trace = os.path.join(tmp, "perthread")
+    rec = subprocess.Popen([env.exe, "record", "-q", "--counters=task-clock,page-faults", "-o", trace, "--", prog],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+    harness.started.append(rec)
+    line = read_line(rec.stdout, 60)
+    if not check(line == "ctr_threads: ready\n", "perthread: the workers wait for the go", line):
+        rec.kill()
+        return
+    pids = [p for p in children(rec.pid) if os.path.exists("/proc/%d/task" % p)]
+    tasks = sorted(int(t) for t in os.listdir("/proc/%d/task" % pids[0])) if len(pids) == 1 else []
+    if not check(len(tasks) == 3, "perthread: the program's three threads exist", (pids, tasks)):
+        rec.kill()
+        return
+    pid = pids[0]
+    perf, why = perf_attach(pid, tmp)
+    rec.stdin.write("g")
+    rec.stdin.flush()
+    out, err = rec.communicate(timeout=120)
+    if perf is None:
+        skip("perthread: perf stat --per-thread", why)
+        return
+    _, perr = perf.communicate(timeout=60)
+    check(rec.returncode == 4 and out == "ctr_threads: threads 64 and 128 pages, 20 and 40 ms\n",
+          "perthread: the program's output and status unchanged", (rec.returncode, out, err))
+    peer = perf_per_thread(perr)
+    if not check(set(peer) == set(tasks), "perthread: perf stat counted the three threads", perr):
+        return
+    r = run([env.exe, "report", "--counters", "--format", "json", trace])
+    if not check(r.returncode == 0, "perthread: report --counters --format json", r.stderr):
+        return
+    rep = json.loads(r.stdout)
+    threads = {t["tid"]: t for t in rep["threads"]}
+    check(set(threads) == set(tasks), "perthread: report has the three threads", sorted(threads))
+    byrep = {t["tid"]: t for t in env.replay(trace)["threads"]}
+    # which worker touched which number of pages: by its touch_pages call
+    want = {}
+    for tid in tasks[1:]:
+        got = calls(byrep[tid], "touch_pages", "page-faults") if tid in byrep else []
+        want[tid] = min(THREAD_PAGES_GO, key=lambda p: abs(p - got[0])) if len(got) == 1 else None
+    if not check(sorted(want.values(), key=str) == sorted(THREAD_PAGES_GO, key=str),
+                 "perthread: one worker touched %d pages, the other %d" % THREAD_PAGES_GO, want):
+        return
+    for tid in tasks[1:]:
+        pages = want[tid]
+        t, rt = threads.get(tid), byrep.get(tid)
+        if not check(t and rt and t["has_begin"] and t["has_end"], "perthread: thread %d has BEGIN and END" % tid):
+            continue
+        pf = perf_per_thread(perr)[tid]["page-faults"]
+        total = t["values"]["page-faults"]
+        entry = [e["values"]["page-faults"] for e in counter_events(rt, "entry", "work")]
+        begin = counter_events(rt, "begin")[0]["values"]["page-faults"]
+        end = counter_events(rt, "end")[0]["values"]["page-faults"]
+        since_go = end - entry[0] if len(entry) == 1 else None
+        print("     thread %d (%d pages): perf stat %d page faults from its attach; layerprof %d from the "
+              "thread's start, %d from work()'s entry; task-clock perf %.1f ms, layerprof %.1f ms" %
+              (tid, pages, pf, total, since_go if since_go is not None else -1,
+               peer[tid]["task-clock"] / 1e6, t["values"]["task-clock"] / 1e6))
+        check(total == end - begin, "perthread: thread %d's total in report is END less BEGIN" % tid,
+              (total, end, begin))
+        check(pages <= pf <= pages + PAGE_SLACK + THREAD_EXIT_SLACK,
+              "perthread: perf stat counts thread %d's %d pages" % (tid, pages), pf)
+        check(since_go is not None and since_go <= pf <= since_go + THREAD_EXIT_SLACK,
+              "perthread: thread %d from work()'s entry to END: perf stat's count, less at most %d "
+              "of the thread's exit" % (tid, THREAD_EXIT_SLACK), (since_go, pf))
+        check(since_go is not None and since_go <= total <= since_go + PAGE_SLACK,
+              "perthread: thread %d's total in report: that part and at most %d faults before the go" %
+              (tid, PAGE_SLACK), (total, since_go))
+        tc, ptc = t["values"]["task-clock"], peer[tid]["task-clock"]
+        check(0.9 * ptc <= tc <= 1.1 * ptc, "perthread: thread %d's task-clock within 10%% of perf stat's" % tid,
+              (tc, ptc))
+
+
+def paired(thread):
+    """The function events of thread without a counter event of the same
+    kind, function and time right after them."""
+    ev, bad = thread["events"], []
+    for i, e in enumerate(ev):
+        if e["type"] not in ("entry", "exit"):
+            continue
+        nx = ev[i + 1] if i + 1 < len(ev) else {}
+        if not (nx.get("type") == "counter" and nx.get("kind") == e["type"] and nx.get("time_ns") == e["time_ns"]
+                and nx.get("name") == e["name"]):
+            bad.append((e["type"], e["name"], e["time_ns"]))
+    return bad
+
+
+def group_filters(env, tmp):
+    """Record-time filters (-F, -N, --min-time, applied by the recorder's
+    drain) keep the counter records of the functions they keep: every
+    function event kept has its counter event right after it, at its time;
+    and an entry --min-time holds back until its call proves long enough
+    is written with the values read at the entry."""
+    prog = env.prog(tmp, "O2")
+    cases = [("-F touch_pages", ["-F", "touch_pages"], {"touch_pages"}),
+             ("-N spin", ["-N", "spin"], {"main", "touch_pages", "worker"})]
+    for what, opts, names in cases:
+        trace = os.path.join(tmp, "filter_" + opts[1])
+        r = run([env.exe, "record", "-q", "--counters=task-clock,page-faults"] + opts + ["-o", trace, "--", prog])
+        if not check(r.returncode == STATUS and r.stdout.startswith(OUTPUT), "%s: recorded" % what,
+                     (r.returncode, r.stderr)):
+            continue
+        rep = env.replay(trace)
+        seen = {e["name"] for t in rep["threads"] for e in t["events"] if e["type"] in ("entry", "exit")}
+        check(seen == names, "%s: the functions kept are %s" % (what, sorted(names)), sorted(seen))
+        bad = [b for t in rep["threads"] for b in paired(t)]
+        check(not bad, "%s: each function event kept has its counter event after it" % what, bad[:5])
+        main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+        got = calls(main, "touch_pages", "page-faults")
+        check(len(got) == 1 and MAIN_PAGES <= got[0] <= MAIN_PAGES + PAGE_SLACK,
+              "%s: touch_pages(%d) counts its page faults" % (what, MAIN_PAGES), got)
+        workers = sorted(f for tid, (t, f) in threads_by_pages(rep).items() if tid != main["tid"])
+        check(len(workers) == 2 and all(p <= f <= p + PAGE_SLACK for p, f in zip(THREAD_PAGES, workers)),
+              "%s: the threads' touch_pages count %s page faults" % (what, THREAD_PAGES), workers)
+    # --min-time: main's spin of 200 ms of CPU time is kept, and main
+    # around it; touch_pages (100 faults, well under 100 ms) is not
+    spin_ms, min_ms = 200, 100
+    trace = os.path.join(tmp, "filter_mintime")
+    r = run([env.exe, "record", "-q", "--counters=task-clock,page-faults", "--min-time", "%dms" % min_ms, "-o",
+             trace, "--", prog, str(MAIN_PAGES), str(spin_ms)])
+    if not check(r.returncode == STATUS, "--min-time: recorded", (r.returncode, r.stderr)):
+        return
+    rep = env.replay(trace)
+    bad = [b for t in rep["threads"] for b in paired(t)]
+    check(not bad, "--min-time: each function event kept has its counter event after it (the entries held "
+          "back too)", bad[:5])
+    main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+    kept = [e["name"] for e in main["events"] if e["type"] == "entry"]
+    check(kept == ["main", "spin"], "--min-time: main's calls kept: main and its spin", kept)
+    spun = calls(main, "spin", "task-clock")
+    check(len(spun) == 1 and spin_ms * 0.9e6 <= spun[0] <= spin_ms * 1.1e6,
+          "--min-time: spin(%d ms) counts its task-clock within 10%% from its held entry's values" % spin_ms, spun)
+    faults = calls(main, "main", "page-faults")
+    check(len(faults) == 1 and faults[0] >= MAIN_PAGES,
+          "--min-time: main's values span its touch_pages (left out) too", faults)
+    r = run([env.exe, "report", "--counters", "--format", "json", trace])
+    if check(r.returncode == 0, "--min-time: report --counters", r.stderr):
+        d = json.loads(r.stdout)
+        fn = {f["name"]: f for f in d["functions"]}
+        check("spin" in fn and "touch_pages" not in fn and not any(d["left_out"].values()),
+              "--min-time: report's functions have spin, not touch_pages, nothing left out",
+              (sorted(fn), d["left_out"]))
+
+
+def group_dynamic(env, tmp):
+    """--dynamic on ctr_pages built plain (-O2, no -finstrument-functions):
+    the patch backend's gates read the counters as the instrumented
+    build's do (touch_pages(n) counts n page faults, +PAGE_SLACK at most;
+    each function event has its counter event); the uprobe and ptrace
+    backends, whose probes run outside the program's threads, say so in
+    one line and record the threads' and the program's totals."""
+    prog = env.prog(tmp, "plain")
+    trace = os.path.join(tmp, "dyn_patch")
+    r = run([env.exe, "record", "-q", "--dynamic", "--backend=patch", "--counters=page-faults", "-o", trace, "--",
+             prog])
+    if "patch" in r.stderr and r.returncode not in (0, STATUS):
+        skip("dynamic: patch backend", r.stderr.strip())
+    elif check(r.returncode == STATUS and r.stdout.startswith(OUTPUT) and not r.stderr,
+               "dynamic patch: output and status unchanged, nothing said", (r.returncode, r.stderr)):
+        check(meta(trace, "counters.read") == "read", "dynamic patch: META counters.read=read",
+              meta(trace, "counters.read"))
+        rep = env.replay(trace)
+        bad = [b for t in rep["threads"] for b in paired(t)]
+        nfunc = sum(1 for t in rep["threads"] for e in t["events"] if e["type"] in ("entry", "exit"))
+        check(nfunc > 0 and not bad, "dynamic patch: each of %d function events has its counter event" % nfunc,
+              bad[:5])
+        main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+        got = calls(main, "touch_pages", "page-faults")
+        check(len(got) == 1 and MAIN_PAGES <= got[0] <= MAIN_PAGES + PAGE_SLACK,
+              "dynamic patch: touch_pages(%d) counts %d page faults (+%d at most)" % (MAIN_PAGES, MAIN_PAGES,
+                                                                                  PAGE_SLACK), got)
+        workers = sorted(f for tid, (t, f) in threads_by_pages(rep).items() if tid != main["tid"])
+        check(len(workers) == 2 and all(p <= f <= p + PAGE_SLACK for p, f in zip(THREAD_PAGES, workers)),
+              "dynamic patch: the threads' touch_pages count %s page faults" % (THREAD_PAGES,), workers)
+    for backend in ("uprobe", "ptrace"):
+        trace = os.path.join(tmp, "dyn_" + backend)
+        r = run([env.exe, "record", "-q", "--dynamic", "--backend=" + backend, "--counters=page-faults", "-o",
+                 trace, "--", prog])
+        msg = ("layerprof record: warning: --counters with the %s backend: no values per function (its probes "
+               "run outside the program's threads): the threads' and the program's totals only" % backend)
+        if r.returncode != STATUS and msg not in r.stderr:
+            skip("dynamic %s" % backend, "the backend cannot trace here: " + r.stderr.strip()[-300:])
+            continue
+        check(r.returncode == STATUS and r.stdout.startswith(OUTPUT) and r.stderr.strip() == msg,
+              "dynamic %s: one line says there are no values per function" % backend, (r.returncode, r.stderr))
+        check(meta(trace, "counters.read") == "none", "dynamic %s: META counters.read=none" % backend,
+              meta(trace, "counters.read"))
+        rep = env.replay(trace)
+        main = [t for t in rep["threads"] if t["pid"] == t["tid"]][0]
+        kinds = {e["kind"] for t in rep["threads"] for e in counter_events(t)}
+        names = {e["name"] for e in main["events"] if e["type"] in ("entry", "exit", "call")}
+        check("touch_pages" in names, "dynamic %s: the functions still traced" % backend, sorted(names))
+        check({"begin", "end", "process"} <= kinds and not kinds & {"entry", "exit"},
+              "dynamic %s: BEGIN, END and the totals, no function records" % backend, sorted(kinds))
+        ends = sorted(counter_events(t, "end")[0]["values"]["page-faults"] for t in rep["threads"]
+                      if counter_events(t, "end"))
+        check(len(ends) == 3 and all(p <= f for p, f in zip(sorted(THREAD_PAGES + (MAIN_PAGES,)), ends)),
+              "dynamic %s: each thread's END counts its pages" % backend, ends)
+
+
 GROUPS = {
+    "dynamic": group_dynamic,
+    "filters": group_filters,
+    "perthread": group_perthread,
     "fold": group_fold,
     "user": group_user,
     "pages": group_pages,
