@@ -73,17 +73,15 @@ static const char report_usage[] =
 /* Output buffer: the documents are written in many small pieces. */
 #define REPORT_OUT_BUFFER (1u << 20)
 
-/* Writes the report to stdout (which points at -o's file; out names it,
- * NULL: the real standard output, and it is removed when writing fails),
- * prints any error and the trace's condition, and returns the exit code:
- * 0, 1 (memory, writing) or 3 (damaged trace: the readable part is in the
- * report). */
-static int report_write(struct walk *w, const struct export_report_opts *o, const char *out)
+/* After a document was written to stdout (which points at -o's file; out
+ * names it, NULL: the real standard output, and it is removed when writing
+ * fails) with the writer's result r: prints any error and the trace's
+ * condition, and returns the exit code: 0, 1 (memory, writing) or 3
+ * (damaged trace: the readable part is in the report). */
+static int report_finish(struct walk *w, int r, const char *out)
 {
-	int code, r, werr = 0;
+	int code, werr = 0;
 
-	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
-	r = export_report_write(w, o, stdout);
 	if (r == -ENOMEM) {
 		fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w->dir);
 		if (out)
@@ -103,6 +101,12 @@ static int report_write(struct walk *w, const struct export_report_opts *o, cons
 		code = LP_EXIT_FAILURE;
 	}
 	return code;
+}
+
+static int report_write(struct walk *w, const struct export_report_opts *o, const char *out)
+{
+	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
+	return report_finish(w, export_report_write(w, o, stdout), out);
 }
 
 /* report --counters: its options from report's.  Returns 0 or the exit
@@ -139,7 +143,7 @@ static int counters_opts(struct ctrreport_opts *co, const struct export_report_o
 static int counters_write(struct walk *w, const struct ctrreport_opts *co, const char *out)
 {
 	char err[256] = "";
-	int code, r, werr = 0;
+	int r;
 
 	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
 	r = ctrreport_write(w, co, stdout, err, sizeof(err));
@@ -149,25 +153,7 @@ static int counters_write(struct walk *w, const struct ctrreport_opts *co, const
 			unlink(out);
 		return LP_EXIT_USAGE;
 	}
-	if (r == -ENOMEM) {
-		fprintf(stderr, "layerprof report: out of memory reading '%s'\n", w->dir);
-		if (out)
-			unlink(out);
-		return LP_EXIT_FAILURE;
-	}
-	code = layerprof_trace_condition(w, "report");
-	if (fflush(stdout))
-		werr = errno;
-	if (r == -EIO && !werr)
-		werr = EIO;
-	if (werr) {
-		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out ? out : "standard output",
-		        strerror(werr));
-		if (out)
-			unlink(out);
-		code = LP_EXIT_FAILURE;
-	}
-	return code;
+	return report_finish(w, r, out);
 }
 
 /* report --sync: its own pass and document (export/syncreport.c).  The
@@ -177,7 +163,7 @@ static int report_sync(const char *dir, const struct filter_opts *fopts, const s
 {
 	struct syncreport_opts so = { .fmt = o->fmt };
 	struct walk w;
-	int code, r, werr = 0;
+	int code, r;
 
 	if (other_mode || o->at_peak || o->has_at || (o->flags & PROFILE_PER_THREAD)) {
 		fprintf(stderr, "layerprof report: --sync goes alone (not with --memory, --syscalls, --layers, "
@@ -229,18 +215,7 @@ static int report_sync(const char *dir, const struct filter_opts *fopts, const s
 		walk_release(&w);
 		return code;
 	}
-	code = layerprof_trace_condition(&w, "report");
-	if (fflush(stdout))
-		werr = errno;
-	if (r == -EIO && !werr)
-		werr = EIO;
-	if (werr) {
-		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out ? out : "standard output",
-		        strerror(werr));
-		if (out)
-			unlink(out);
-		code = LP_EXIT_FAILURE;
-	}
+	code = report_finish(&w, r, out);
 	walk_release(&w);
 	return code;
 }
