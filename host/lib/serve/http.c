@@ -475,34 +475,14 @@ static enum MHD_Result answer_flow(struct servehttp *h, struct MHD_Connection *c
 	return send_owned(c, (unsigned)status, "application/json", buf, len);
 }
 
-/* GET /api/coverage: coverage reads the trace and its binaries itself,
- * so this runs outside the model's lock; the answer is made once and kept
- * (serve/coverage.h).  A live session has no saved trace to read. */
-static enum MHD_Result answer_coverage(struct servehttp *h, struct MHD_Connection *c)
-{
-	char *buf = NULL;
-	const char *dir;
-	size_t len = 0;
-	FILE *f;
-	int status;
+/* The tabs whose answer is a pass of its own over the saved trace. */
+enum kept_tab { KEPT_COVERAGE, KEPT_COUNTERS, KEPT_SYNC };
 
-	pthread_mutex_lock(&h->lock);
-	dir = h->m->live ? NULL : h->m->dir;
-	pthread_mutex_unlock(&h->lock);
-	f = open_memstream(&buf, &len);
-	if (!f)
-		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	status = servecov_answer(&h->cov, dir, f);
-	if (fclose(f)) {
-		free(buf);
-		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	}
-	return send_owned(c, (unsigned)status, "application/json", buf, len);
-}
-
-/* GET /api/counters: a pass of its own over the trace, outside the
- * model's lock, made once and kept (serve/counters.h). */
-static enum MHD_Result answer_counters(struct servehttp *h, struct MHD_Connection *c)
+/* GET /api/coverage, /api/counters, /api/sync: each reads the trace (and
+ * coverage its binaries) itself, so this runs outside the model's lock;
+ * the answer is made once and kept (serve/coverage.h, counters.h,
+ * synctab.h).  A live session has no saved trace to read. */
+static enum MHD_Result answer_kept(struct servehttp *h, struct MHD_Connection *c, enum kept_tab tab)
 {
 	struct query_ctx qc = { c };
 	struct serve_query q = { query_get, &qc };
@@ -518,31 +498,17 @@ static enum MHD_Result answer_counters(struct servehttp *h, struct MHD_Connectio
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	status = servectr_answer(&h->ctr, dir, &q, f);
-	if (fclose(f)) {
-		free(buf);
-		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	switch (tab) {
+	case KEPT_COVERAGE:
+		status = servecov_answer(&h->cov, dir, f);
+		break;
+	case KEPT_COUNTERS:
+		status = servectr_answer(&h->ctr, dir, &q, f);
+		break;
+	default:
+		status = servesync_answer(&h->sync, dir, f);
+		break;
 	}
-	return send_owned(c, (unsigned)status, "application/json", buf, len);
-}
-
-/* GET /api/sync: report --sync's pass over the trace, outside the
- * model's lock, made once and kept (serve/synctab.h). */
-static enum MHD_Result answer_sync(struct servehttp *h, struct MHD_Connection *c)
-{
-	char *buf = NULL;
-	const char *dir;
-	size_t len = 0;
-	FILE *f;
-	int status;
-
-	pthread_mutex_lock(&h->lock);
-	dir = h->m->live ? NULL : h->m->dir;
-	pthread_mutex_unlock(&h->lock);
-	f = open_memstream(&buf, &len);
-	if (!f)
-		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	status = servesync_answer(&h->sync, dir, f);
 	if (fclose(f)) {
 		free(buf);
 		return send_error(h, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
@@ -728,11 +694,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!strcmp(url, "/api/flow"))
 		return answer_flow(h, c);
 	if (!strcmp(url, "/api/coverage"))
-		return answer_coverage(h, c);
+		return answer_kept(h, c, KEPT_COVERAGE);
 	if (!strcmp(url, "/api/counters"))
-		return answer_counters(h, c);
+		return answer_kept(h, c, KEPT_COUNTERS);
 	if (!strcmp(url, "/api/sync"))
-		return answer_sync(h, c);
+		return answer_kept(h, c, KEPT_SYNC);
 	if (!strncmp(url, "/api/", 5))
 		return answer_api(h, c, url + 5);
 	return answer_asset(h, c, url);
