@@ -512,23 +512,6 @@ static void write_json(FILE *f, struct walk *w, const struct ctrreport_opts *o, 
 
 /* ------------------------------------------------------------ XML */
 
-static void attr_str(FILE *f, const char *name, const char *value)
-{
-	fprintf(f, " %s=\"", name);
-	escape_xml(f, value);
-	fputc('"', f);
-}
-
-static void attr_u64(FILE *f, const char *name, uint64_t value)
-{
-	fprintf(f, " %s=\"%" PRIu64 "\"", name, value);
-}
-
-static void attr_bool(FILE *f, const char *name, bool value)
-{
-	fprintf(f, " %s=\"%s\"", name, value ? "true" : "false");
-}
-
 static void attr_metric(FILE *f, const char *name, const struct ctrstats_metric *m, const uint64_t *v)
 {
 	double x;
@@ -548,11 +531,11 @@ static void xml_valueset(FILE *f, const struct ctrstats_result *res, const struc
 		double x;
 
 		fprintf(f, "%s<value", indent);
-		attr_str(f, "counter", res->names[i]);
-		attr_u64(f, "count", val->v[i]);
+		xml_attr_str(f, "counter", res->names[i]);
+		xml_attr_u64(f, "count", val->v[i]);
 		if (val->has_times) {
-			attr_u64(f, "enabled-ns", val->enabled[i]);
-			attr_u64(f, "running-ns", val->running[i]);
+			xml_attr_u64(f, "enabled-ns", val->enabled[i]);
+			xml_attr_u64(f, "running-ns", val->running[i]);
 		}
 		if (scale && ctrstats_scale(val, i, &x))
 			fprintf(f, " scale=\"%.6g\"", x);
@@ -564,7 +547,7 @@ static void xml_valueset(FILE *f, const struct ctrstats_result *res, const struc
 		if (!ctrstats_metric_value(&res->metrics[i], val->v, &x))
 			continue;
 		fprintf(f, "%s<derived", indent);
-		attr_str(f, "metric", res->metrics[i].name);
+		xml_attr_str(f, "metric", res->metrics[i].name);
 		fprintf(f, " value=\"%.6g\"/>\n", x);
 	}
 }
@@ -578,40 +561,43 @@ static void xml_header(FILE *f, struct walk *w, const struct ctrstats *st, const
 
 	fputs("  <counters", f);
 	if (m)
-		attr_str(f, "read", m);
+		xml_attr_str(f, "read", m);
 	if ((m = count_scope(w, buf, sizeof(buf))))
-		attr_str(f, "scope", m);
-	attr_u64(f, "records", st->records);
-	attr_u64(f, "scaled-records", st->scaled_records);
-	attr_u64(f, "unmatched-exits", st->unmatched_exits);
-	attr_u64(f, "unwound-calls", st->unwound);
-	attr_u64(f, "open-at-end", st->open_at_end);
-	attr_u64(f, "deep-calls", st->deep_dropped);
-	attr_u64(f, "function-calls-over-cap", st->fns_dropped);
-	attr_u64(f, "thread-records-over-cap", st->threads_dropped);
-	attr_u64(f, "cpu-records-over-cap", st->cpus_dropped);
-	attr_u64(f, "malformed-records", w->counter_malformed);
+		xml_attr_str(f, "scope", m);
+	xml_attr_u64(f, "records", st->records);
+	xml_attr_u64(f, "scaled-records", st->scaled_records);
+	xml_attr_u64(f, "unmatched-exits", st->unmatched_exits);
+	xml_attr_u64(f, "unwound-calls", st->unwound);
+	xml_attr_u64(f, "open-at-end", st->open_at_end);
+	xml_attr_u64(f, "deep-calls", st->deep_dropped);
+	xml_attr_u64(f, "function-calls-over-cap", st->fns_dropped);
+	xml_attr_u64(f, "thread-records-over-cap", st->threads_dropped);
+	xml_attr_u64(f, "cpu-records-over-cap", st->cpus_dropped);
+	xml_attr_u64(f, "malformed-records", w->counter_malformed);
 	fputs(">\n", f);
 	for (i = 0; i < res->n; i++) {
 		fputs("    <counter", f);
-		attr_u64(f, "index", i);
-		attr_str(f, "name", res->names[i]);
+		xml_attr_u64(f, "index", i);
+		xml_attr_str(f, "name", res->names[i]);
 		fputs("/>\n", f);
 	}
 	for (i = 0; i < nun; i++) {
 		fputs("    <unavailable", f);
-		attr_str(f, "name", un[i].name);
-		attr_str(f, "reason", un[i].reason);
+		xml_attr_str(f, "name", un[i].name);
+		xml_attr_str(f, "reason", un[i].reason);
 		fputs("/>\n", f);
 	}
 	for (i = 0; i < res->nmetrics; i++) {
 		const struct ctrstats_metric *mt = &res->metrics[i];
 
 		fputs("    <metric", f);
-		attr_str(f, "name", mt->name);
-		attr_str(f, "kind", mt->kind == CTRSTATS_IPC ? "ipc" : mt->kind == CTRSTATS_MPKI ? "mpki" : "ratio");
-		attr_str(f, "numerator", res->names[mt->num]);
-		attr_str(f, "denominator", res->names[mt->den]);
+		xml_attr_str(f, "name", mt->name);
+		xml_attr_str(f, "kind",
+		             mt->kind == CTRSTATS_IPC    ? "ipc"
+		             : mt->kind == CTRSTATS_MPKI ? "mpki"
+		                                         : "ratio");
+		xml_attr_str(f, "numerator", res->names[mt->num]);
+		xml_attr_str(f, "denominator", res->names[mt->den]);
 		fputs("/>\n", f);
 	}
 }
@@ -628,8 +614,8 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 	xml_header(f, w, st, res);
 	if (res->has_program) {
 		fputs("    <program", f);
-		attr_str(f, "source", res->from_process ? "process" : "threads");
-		attr_bool(f, "scaled", (res->program.flags & LP_CTR_SCALED) != 0);
+		xml_attr_str(f, "source", res->from_process ? "process" : "threads");
+		xml_attr_bool(f, "scaled", (res->program.flags & LP_CTR_SCALED) != 0);
 		fputs(">\n", f);
 		xml_valueset(f, res, &res->program, true, "      ");
 		fputs("    </program>\n", f);
@@ -637,8 +623,8 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 	fputs("    <cpus>\n", f);
 	for (i = 0; i < res->ncpus; i++) {
 		fputs("      <cpu", f);
-		attr_u64(f, "cpu", res->cpus[i].cpu);
-		attr_bool(f, "scaled", (res->cpus[i].val.flags & LP_CTR_SCALED) != 0);
+		xml_attr_u64(f, "cpu", res->cpus[i].cpu);
+		xml_attr_bool(f, "scaled", (res->cpus[i].val.flags & LP_CTR_SCALED) != 0);
 		fputs(">\n", f);
 		xml_valueset(f, res, &res->cpus[i].val, false, "        ");
 		fputs("      </cpu>\n", f);
@@ -648,14 +634,14 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 		const struct ctrstats_thread_row *t = &res->threads[i];
 
 		fputs("      <thread", f);
-		attr_u64(f, "pid", t->s->pid);
-		attr_u64(f, "tid", t->s->tid);
-		attr_u64(f, "image", t->s->image);
-		attr_str(f, "comm", t->s->comm);
-		attr_bool(f, "has-begin", t->has_begin);
-		attr_bool(f, "has-end", t->has_end);
-		attr_u64(f, "records", t->records);
-		attr_bool(f, "scaled", (t->val.flags & LP_CTR_SCALED) != 0);
+		xml_attr_u64(f, "pid", t->s->pid);
+		xml_attr_u64(f, "tid", t->s->tid);
+		xml_attr_u64(f, "image", t->s->image);
+		xml_attr_str(f, "comm", t->s->comm);
+		xml_attr_bool(f, "has-begin", t->has_begin);
+		xml_attr_bool(f, "has-end", t->has_end);
+		xml_attr_u64(f, "records", t->records);
+		xml_attr_bool(f, "scaled", (t->val.flags & LP_CTR_SCALED) != 0);
 		fputs(">\n", f);
 		xml_valueset(f, res, &t->val, true, "        ");
 		fputs("      </thread>\n", f);
@@ -665,24 +651,24 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 		const struct ctrstats_fn_row *fn = &res->fns[r];
 
 		fputs("      <function", f);
-		attr_str(f, "name", fn->name);
-		attr_u64(f, "calls", fn->calls);
-		attr_u64(f, "ended", fn->ended);
-		attr_u64(f, "unwound", fn->unwound);
+		xml_attr_str(f, "name", fn->name);
+		xml_attr_u64(f, "calls", fn->calls);
+		xml_attr_u64(f, "ended", fn->ended);
+		xml_attr_u64(f, "unwound", fn->unwound);
 		if (o->per_thread) {
-			attr_u64(f, "tid", fn->tid);
-			attr_u64(f, "pid", fn->pid);
+			xml_attr_u64(f, "tid", fn->tid);
+			xml_attr_u64(f, "pid", fn->pid);
 		}
 		if (fn->file) {
-			attr_str(f, "file", fn->file);
-			attr_u64(f, "line", fn->line);
+			xml_attr_str(f, "file", fn->file);
+			xml_attr_u64(f, "line", fn->line);
 		}
 		fputs(">\n", f);
 		for (i = 0; i < res->n; i++) {
 			fputs("        <value", f);
-			attr_str(f, "counter", res->names[i]);
-			attr_u64(f, "inclusive", fn->incl[i]);
-			attr_u64(f, "self", fn->self[i]);
+			xml_attr_str(f, "counter", res->names[i]);
+			xml_attr_u64(f, "inclusive", fn->incl[i]);
+			xml_attr_u64(f, "self", fn->self[i]);
 			fputs("/>\n", f);
 		}
 		for (i = 0; i < res->nmetrics; i++) {
@@ -692,7 +678,7 @@ static int write_xml(FILE *f, struct walk *w, const struct ctrreport_opts *o, co
 			    !ctrstats_metric_value(&res->metrics[i], fn->self, &x))
 				continue;
 			fputs("        <derived", f);
-			attr_str(f, "metric", res->metrics[i].name);
+			xml_attr_str(f, "metric", res->metrics[i].name);
 			attr_metric(f, "inclusive", &res->metrics[i], fn->incl);
 			attr_metric(f, "self", &res->metrics[i], fn->self);
 			fputs("/>\n", f);

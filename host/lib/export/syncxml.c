@@ -9,36 +9,11 @@
 #include "host/lib/export/xml.h"
 #include "host/lib/util/escape.h"
 
-static void attr_str(FILE *f, const char *name, const char *value)
-{
-	fprintf(f, " %s=\"", name);
-	escape_xml(f, value);
-	fputc('"', f);
-}
-
-static void attr_u64(FILE *f, const char *name, uint64_t value)
-{
-	fprintf(f, " %s=\"%" PRIu64 "\"", name, value);
-}
-
-static void attr_hex(FILE *f, const char *name, uint64_t value)
-{
-	fprintf(f, " %s=\"0x%" PRIx64 "\"", name, value);
-}
-
-static void attr_f64(FILE *f, const char *name, double value)
-{
-	if (isfinite(value))
-		fprintf(f, " %s=\"%.6g\"", name, value);
-	else
-		fprintf(f, " %s=\"NaN\"", name);
-}
-
 static void attr_waits(FILE *f, const struct syncstats_waits *w)
 {
-	attr_u64(f, "waits", w->n);
-	attr_u64(f, "wait-ns", w->total_ns);
-	attr_u64(f, "wait-max-ns", w->max_ns);
+	xml_attr_u64(f, "waits", w->n);
+	xml_attr_u64(f, "wait-ns", w->total_ns);
+	xml_attr_u64(f, "wait-max-ns", w->max_ns);
 }
 
 static void xml_object(FILE *f, struct walk *w, const struct syncstats *st, const struct syncstats_object *o)
@@ -47,50 +22,50 @@ static void xml_object(FILE *f, struct walk *w, const struct syncstats *st, cons
 	bool lock = o->kind <= SYNCSTATS_SPIN;
 
 	fputs(lock ? "      <lock" : "      <object", f);
-	attr_str(f, "name", syncstats_object_name(o, buf, sizeof(buf)));
-	attr_str(f, "kind", syncstats_kind_name(o->kind));
-	attr_hex(f, "addr", o->addr);
-	attr_u64(f, "image", o->image);
-	attr_u64(f, "pid", o->pid);
+	xml_attr_str(f, "name", syncstats_object_name(o, buf, sizeof(buf)));
+	xml_attr_str(f, "kind", syncstats_kind_name(o->kind));
+	xml_attr_hex(f, "addr", o->addr);
+	xml_attr_u64(f, "image", o->image);
+	xml_attr_u64(f, "pid", o->pid);
 	if (o->site)
-		attr_str(f, "first-site", syncstats_object_site(w, o, site, sizeof(site)));
-	attr_u64(f, "first-ns", o->first_ns);
-	attr_u64(f, "last-ns", o->last_ns);
+		xml_attr_str(f, "first-site", syncstats_object_site(w, o, site, sizeof(site)));
+	xml_attr_u64(f, "first-ns", o->first_ns);
+	xml_attr_u64(f, "last-ns", o->last_ns);
 	attr_waits(f, &o->waits);
-	attr_u64(f, "wait-p99-ns", o->wait_p99_ns);
+	xml_attr_u64(f, "wait-p99-ns", o->wait_p99_ns);
 	fprintf(f, " wait-p99-approx=\"%s\"", o->p99_approx ? "true" : "false");
 	if (lock) {
-		attr_u64(f, "acquisitions", o->acquisitions);
-		attr_u64(f, "read-acquisitions", o->rd_acquisitions);
-		attr_u64(f, "contended", o->contended);
-		attr_u64(f, "try-failures", o->try_failures);
-		attr_u64(f, "failures", o->failures);
-		attr_u64(f, "holds", o->holds);
-		attr_u64(f, "hold-ns", o->hold_ns);
-		attr_u64(f, "hold-max-ns", o->hold_max_ns);
-		attr_u64(f, "held-ns", o->held_ns);
-		attr_u64(f, "releases", o->releases);
-		attr_u64(f, "unmatched-releases", o->unmatched_releases);
-		attr_u64(f, "held-at-end", o->held_at_end);
+		xml_attr_u64(f, "acquisitions", o->acquisitions);
+		xml_attr_u64(f, "read-acquisitions", o->rd_acquisitions);
+		xml_attr_u64(f, "contended", o->contended);
+		xml_attr_u64(f, "try-failures", o->try_failures);
+		xml_attr_u64(f, "failures", o->failures);
+		xml_attr_u64(f, "holds", o->holds);
+		xml_attr_u64(f, "hold-ns", o->hold_ns);
+		xml_attr_u64(f, "hold-max-ns", o->hold_max_ns);
+		xml_attr_u64(f, "held-ns", o->held_ns);
+		xml_attr_u64(f, "releases", o->releases);
+		xml_attr_u64(f, "unmatched-releases", o->unmatched_releases);
+		xml_attr_u64(f, "held-at-end", o->held_at_end);
 	} else {
-		attr_u64(f, "calls", o->calls);
-		attr_u64(f, "timeouts", o->timeouts);
-		attr_u64(f, "failures", o->failures);
-		attr_u64(f, "try-failures", o->try_failures);
-		attr_u64(f, "signals", o->signals + o->broadcasts + o->posts);
+		xml_attr_u64(f, "calls", o->calls);
+		xml_attr_u64(f, "timeouts", o->timeouts);
+		xml_attr_u64(f, "failures", o->failures);
+		xml_attr_u64(f, "try-failures", o->try_failures);
+		xml_attr_u64(f, "signals", o->signals + o->broadcasts + o->posts);
 	}
 	fputs(">\n", f);
 	for (uint32_t k = 0; k < o->nuses; k++) {
 		const struct syncstats_use *u = &st->uses[o->first_use + k];
 
 		fputs("        <use", f);
-		attr_u64(f, "tid", st->threads[u->thread].tid);
-		attr_u64(f, "operations", u->ops);
-		attr_u64(f, "acquisitions", u->acquisitions);
-		attr_u64(f, "holds", u->holds);
-		attr_u64(f, "hold-ns", u->hold_ns);
-		attr_u64(f, "calls", u->calls);
-		attr_u64(f, "signals", u->signals);
+		xml_attr_u64(f, "tid", st->threads[u->thread].tid);
+		xml_attr_u64(f, "operations", u->ops);
+		xml_attr_u64(f, "acquisitions", u->acquisitions);
+		xml_attr_u64(f, "holds", u->holds);
+		xml_attr_u64(f, "hold-ns", u->hold_ns);
+		xml_attr_u64(f, "calls", u->calls);
+		xml_attr_u64(f, "signals", u->signals);
 		attr_waits(f, &u->waits);
 		fputs("/>\n", f);
 	}
@@ -115,30 +90,30 @@ static void xml_rest(FILE *f, const struct syncstats *st, const struct syncstats
 		const struct syncstats_thread *t = &st->threads[r->threads[i]];
 
 		fputs("      <thread", f);
-		attr_u64(f, "tid", t->tid);
-		attr_u64(f, "pid", t->pid);
-		attr_u64(f, "image", t->image);
-		attr_str(f, "comm", t->comm);
+		xml_attr_u64(f, "tid", t->tid);
+		xml_attr_u64(f, "pid", t->pid);
+		xml_attr_u64(f, "image", t->image);
+		xml_attr_str(f, "comm", t->comm);
 		if (t->pthread)
-			attr_hex(f, "pthread", t->pthread);
-		attr_u64(f, "operations", t->ops);
-		attr_u64(f, "wait-ns", t->wait_ns);
-		attr_f64(f, "wait-share", t->wait_share);
-		attr_u64(f, "acquisitions", t->acquisitions);
-		attr_u64(f, "holds", t->holds);
-		attr_u64(f, "hold-ns", t->hold_ns);
-		attr_u64(f, "signals", t->signals);
-		attr_u64(f, "posts", t->posts);
-		attr_u64(f, "creates", t->creates);
+			xml_attr_hex(f, "pthread", t->pthread);
+		xml_attr_u64(f, "operations", t->ops);
+		xml_attr_u64(f, "wait-ns", t->wait_ns);
+		xml_attr_f64(f, "wait-share", t->wait_share);
+		xml_attr_u64(f, "acquisitions", t->acquisitions);
+		xml_attr_u64(f, "holds", t->holds);
+		xml_attr_u64(f, "hold-ns", t->hold_ns);
+		xml_attr_u64(f, "signals", t->signals);
+		xml_attr_u64(f, "posts", t->posts);
+		xml_attr_u64(f, "creates", t->creates);
 		fputs(">\n", f);
 		for (unsigned k = 0; k < SYNCSTATS_KINDS; k++) {
 			if (!t->waits[k].n)
 				continue;
 			fputs("        <wait", f);
-			attr_str(f, "kind", syncstats_kind_name(k));
-			attr_u64(f, "count", t->waits[k].n);
-			attr_u64(f, "ns", t->waits[k].total_ns);
-			attr_u64(f, "max-ns", t->waits[k].max_ns);
+			xml_attr_str(f, "kind", syncstats_kind_name(k));
+			xml_attr_u64(f, "count", t->waits[k].n);
+			xml_attr_u64(f, "ns", t->waits[k].total_ns);
+			xml_attr_u64(f, "max-ns", t->waits[k].max_ns);
 			fputs("/>\n", f);
 		}
 		fputs("      </thread>\n", f);
@@ -148,12 +123,12 @@ static void xml_rest(FILE *f, const struct syncstats *st, const struct syncstats
 		const struct syncstats_join *jn = &st->joins[i];
 
 		fputs("      <join", f);
-		attr_u64(f, "tid", st->threads[jn->thread].tid);
+		xml_attr_u64(f, "tid", st->threads[jn->thread].tid);
 		if (jn->joined)
-			attr_u64(f, "joined-tid", st->threads[jn->joined - 1].tid);
-		attr_hex(f, "pthread", jn->pthread);
-		attr_u64(f, "ns", jn->ns);
-		attr_u64(f, "wait-ns", jn->wait_ns);
+			xml_attr_u64(f, "joined-tid", st->threads[jn->joined - 1].tid);
+		xml_attr_hex(f, "pthread", jn->pthread);
+		xml_attr_u64(f, "ns", jn->ns);
+		xml_attr_u64(f, "wait-ns", jn->wait_ns);
 		fprintf(f, " failed=\"%s\"/>\n", jn->failed ? "true" : "false");
 	}
 	fputs("    </joins>\n    <pairs>\n", f);
@@ -161,13 +136,13 @@ static void xml_rest(FILE *f, const struct syncstats *st, const struct syncstats
 		const struct syncstats_pair *p = &r->pairs[i];
 
 		fputs("      <pair", f);
-		attr_u64(f, "span-ns", p->span_ns);
-		attr_u64(f, "producer-wait-ns", p->wait_ns[0]);
-		attr_u64(f, "consumer-wait-ns", p->wait_ns[1]);
-		attr_f64(f, "producer-share", p->share[0]);
-		attr_f64(f, "consumer-share", p->share[1]);
-		attr_str(f, "slow", p->slow == 0 ? "producer" : p->slow == 1 ? "consumer" : "neither");
-		attr_str(f, "text", syncreport_pair_text(st, p, buf, sizeof(buf)));
+		xml_attr_u64(f, "span-ns", p->span_ns);
+		xml_attr_u64(f, "producer-wait-ns", p->wait_ns[0]);
+		xml_attr_u64(f, "consumer-wait-ns", p->wait_ns[1]);
+		xml_attr_f64(f, "producer-share", p->share[0]);
+		xml_attr_f64(f, "consumer-share", p->share[1]);
+		xml_attr_str(f, "slow", p->slow == 0 ? "producer" : p->slow == 1 ? "consumer" : "neither");
+		xml_attr_str(f, "text", syncreport_pair_text(st, p, buf, sizeof(buf)));
 		fputs(">\n", f);
 		for (int s = 0; s < 2; s++)
 			for (uint32_t k = 0; k < p->nside[s]; k++)
@@ -175,7 +150,7 @@ static void xml_rest(FILE *f, const struct syncstats *st, const struct syncstats
 				        st->threads[p->side[s][k]].tid);
 		for (uint32_t k = 0; k < p->nobjects && k < SYNCSTATS_PAIR_OBJECTS; k++) {
 			fputs("        <through", f);
-			attr_str(f, "name", syncstats_object_name(&st->objects[p->objects[k]], buf, sizeof(buf)));
+			xml_attr_str(f, "name", syncstats_object_name(&st->objects[p->objects[k]], buf, sizeof(buf)));
 			fputs("/>\n", f);
 		}
 		fputs("      </pair>\n", f);
@@ -189,11 +164,11 @@ void syncreport_xml(FILE *f, struct walk *w, const struct syncstats *st, const s
 	fputs("<layerprof-report format-version=\"1\" generator=\"layerprof\">\n", f);
 	export_xml_trace(f, w);
 	fputs("  <sync", f);
-	attr_u64(f, "malformed-sync-events", w->sync_malformed);
-	attr_u64(f, "operations", st->ops);
-	attr_u64(f, "late-operations", st->late);
-	attr_u64(f, "futex-waits", st->futex_waits);
-	attr_u64(f, "futex-waits-inside-operations", st->futex_waits_inside);
+	xml_attr_u64(f, "malformed-sync-events", w->sync_malformed);
+	xml_attr_u64(f, "operations", st->ops);
+	xml_attr_u64(f, "late-operations", st->late);
+	xml_attr_u64(f, "futex-waits", st->futex_waits);
+	xml_attr_u64(f, "futex-waits-inside-operations", st->futex_waits_inside);
 	fputs(">\n", f);
 	xml_objects(f, w, st, "locks", r->locks, r->nlocks);
 	xml_objects(f, w, st, "conditions", r->conds, r->nconds);

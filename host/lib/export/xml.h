@@ -5,6 +5,8 @@
 #ifndef LP_EXPORT_XML_H
 #define LP_EXPORT_XML_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "host/lib/analysis/reportdata.h"
@@ -19,6 +21,14 @@
  * element (the walk's counts and the META keys) and <lost-events>, each
  * indented for a child of the root. */
 struct walk;
+/* Attributes of an element being opened (" name=\"value\""): text
+ * escaped, numbers as report --format json writes them (a number that is
+ * not finite as NaN), hex as 0x... */
+void xml_attr_str(FILE *f, const char *name, const char *value);
+void xml_attr_u64(FILE *f, const char *name, uint64_t value);
+void xml_attr_bool(FILE *f, const char *name, bool value);
+void xml_attr_f64(FILE *f, const char *name, double value);
+void xml_attr_hex(FILE *f, const char *name, uint64_t value);
 void export_xml_trace(FILE *f, const struct walk *w);
 void export_xml_lost(FILE *f, const struct walk *w);
 
