@@ -1,0 +1,109 @@
+/* Power and energy sources: what a machine has (RAPL through powercap,
+ * hwmon power and energy sensors, a battery's fuel gauge), probed at run
+ * time, and external meters given as a command or a timestamped CSV file.
+ * Used by `energy sources`, `record --power`, `energy train` and `check`,
+ * and `tune --objective energy --power`.  Readings are timestamped on the
+ * trace clock (CLOCK_MONOTONIC). */
+#ifndef LP_ENERGY_POWER_H
+#define LP_ENERGY_POWER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum power_kind {
+	POWER_RAPL = 1,    /* /sys/class/powercap/intel-rapl:N[:M]/energy_uj (also AMD's) */
+	POWER_HWMON = 2,   /* /sys/class/hwmon/hwmonN/powerK_input (µW) or energyK_input (µJ) */
+	POWER_BATTERY = 3, /* /sys/class/power_supply/X (type Battery): power_now, else current_now x voltage_now */
+	POWER_CMD = 4,     /* an external meter: a command run once per reading, printing watts */
+	POWER_CSV = 5,     /* an external meter's log: "seconds,watts" lines, read after the run */
+};
+
+#define POWER_NAME_MAX 96
+/* Sources power_list reports at most. */
+#define POWER_SOURCES_MAX 64
+/* Samples one meter keeps (more are counted in power_result.dropped). */
+#define POWER_SAMPLES_MAX (1u << 20)
+/* The sampling interval when none is given. */
+#define POWER_INTERVAL_MS_DEFAULT 100u
+
+/* One source the machine has. */
+struct power_desc {
+	enum power_kind kind;
+	/* how the user names it: "rapl:package-0", "rapl:package-0:core",
+	 * "hwmon:ina226:power1" (the chip's name file, then the sensor),
+	 * "battery:BAT0" */
+	char name[POWER_NAME_MAX];
+	char label[POWER_NAME_MAX]; /* the sensor's label file, or "" */
+	char path[PATH_MAX];        /* the file read */
+	bool energy;                /* a cumulative energy counter (µJ), not a power reading */
+	uint64_t range_uj;          /* where an energy counter wraps (max_energy_range_uj); 0 unknown */
+	bool readable;              /* the file could be read by this user now */
+};
+
+/* The root of sysfs: $LAYERPROF_SYSFS when set (tests give a made-up
+ * tree), else "/sys".  Borrowed, static. */
+const char *power_sysfs_root(void);
+
+/* Lists the machine's sources under sysfs (NULL: power_sysfs_root()):
+ * RAPL domains, hwmon sensors, batteries, in that order.  Returns how
+ * many were written to out (at most max), or -errno. */
+int power_list(const char *sysfs, struct power_desc *out, size_t max);
+
+struct power_source;
+
+/* Opens a source by spec: "auto" (the first RAPL package domain, else the
+ * first hwmon power or energy sensor, else a battery), a name power_list
+ * gives, or its first part ("rapl": every package domain summed,
+ * "hwmon:ina226"), "cmd:COMMAND" (run through /bin/sh -c once per
+ * reading; its first line of output is watts, or a number followed by W,
+ * mW or uW), "csv:FILE" (lines "seconds,watts"; seconds on CLOCK_REALTIME,
+ * as a meter's log has them, or CLOCK_MONOTONIC with a first line
+ * "#clock=monotonic"; a header line is skipped).  NULL with err set: no
+ * such source ("no power source on this machine: ..." for "auto" on a
+ * machine without one), unreadable, or a bad spec. */
+struct power_source *power_open(const char *spec, char *err, size_t errlen);
+/* Its name ("rapl:package-0", "cmd:meter --watts", "csv:log.csv"). */
+const char *power_name(const struct power_source *ps);
+/* true when power_read works (every kind but POWER_CSV). */
+bool power_can_read(const struct power_source *ps);
+
+struct power_sample {
+	uint64_t ns;  /* CLOCK_MONOTONIC */
+	double watts; /* instantaneous, or the mean since the previous reading of an energy counter */
+};
+
+/* One reading now.  An energy counter's first reading gives 0 W (no
+ * interval yet) and returns 1; later ones the mean power since the
+ * previous reading (wraps handled with range_uj).  Returns 0, 1, or
+ * -errno with err set (a command that failed or printed no number). */
+int power_read(struct power_source *ps, struct power_sample *s, char *err, size_t errlen);
+/* Accepts NULL. */
+void power_close(struct power_source *ps);
+
+/* A meter samples a source every interval on a thread of its own, from
+ * power_meter_start to power_meter_stop (a CSV source is read at stop, for
+ * the lines within the span). */
+struct power_meter;
+
+struct power_result {
+	uint64_t t0_ns, t1_ns; /* the span */
+	double joules;         /* energy over the span: an energy counter's difference, else the samples integrated (trapezoids, the first and last held to the ends) */
+	double mean_watts;     /* joules / span */
+	uint32_t nsamples;
+	uint64_t failed;  /* readings that failed */
+	uint64_t dropped; /* samples over POWER_SAMPLES_MAX */
+	const struct power_sample *samples; /* owned by the meter: valid until power_meter_free */
+};
+
+/* interval_ms 0: POWER_INTERVAL_MS_DEFAULT.  The source stays the
+ * caller's and must outlive the meter.  NULL with err set. */
+struct power_meter *power_meter_start(struct power_source *ps, unsigned interval_ms, char *err, size_t errlen);
+/* Stops sampling and fills out.  -ENODATA with err when the span has no
+ * usable reading (every reading failed; no CSV line in it). */
+int power_meter_stop(struct power_meter *m, struct power_result *out, char *err, size_t errlen);
+/* Accepts NULL; stops a meter still sampling. */
+void power_meter_free(struct power_meter *m);
+
+#endif
