@@ -288,6 +288,32 @@ static void test_auto(const char *base)
 	if (ps)
 		CHECK(read_watts(ps) == 4.2);
 	power_close(ps);
+	/* a source that cannot be read (as root: a directory where the
+	 * value is) is listed, and not opened */
+	snprintf(t, sizeof(t), "%s/unreadable", base);
+	mkdir(t, 0755);
+	put(t, "class/powercap/intel-rapl:0/name", "package-0");
+	put(t, "class/powercap/intel-rapl:0/energy_uj/x", "");
+	setenv("LAYERPROF_SYSFS", t, 1);
+	{
+		struct power_desc v[4];
+
+		CHECK_EQ_U64(power_list(NULL, v, 4), 1);
+		CHECK(!v[0].readable);
+	}
+	CHECK(!power_open("auto", err, sizeof(err)));
+	snprintf(want, sizeof(want),
+	         "no readable power source: rapl:package-0 ('%s/class/powercap/intel-rapl:0/energy_uj') cannot be read "
+	         "by this user (RAPL's energy_uj is root's alone since Linux 5.10: run as root, or let this user read "
+	         "it)",
+	         t);
+	CHECK_STR(err, want);
+	CHECK(!power_open("rapl:package-0", err, sizeof(err)));
+	snprintf(want, sizeof(want),
+	         "power source rapl:package-0: cannot read '%s/class/powercap/intel-rapl:0/energy_uj' (RAPL's "
+	         "energy_uj is root's alone since Linux 5.10: run as root, or let this user read it)",
+	         t);
+	CHECK_STR(err, want);
 	/* nothing at all */
 	snprintf(t, sizeof(t), "%s/none", base);
 	mkdir(t, 0755);

@@ -373,6 +373,14 @@ static void powersys_take(struct power_source *ps, const struct power_desc *d)
 	ps->nfiles = 1;
 }
 
+/* Why a source may be unreadable, for its message. */
+static const char *powersys_hint(const struct power_desc *d)
+{
+	return d->kind == POWER_RAPL ? " (RAPL's energy_uj is root's alone since Linux 5.10: run as root, or let "
+	                               "this user read it)"
+	                             : "";
+}
+
 /* "auto": the first readable of the packages, a hwmon sensor, a battery. */
 static int powersys_open_auto(struct power_source *ps, const struct power_desc *v, int n, const char *sysfs, char *err,
                               size_t errlen)
@@ -395,8 +403,8 @@ static int powersys_open_auto(struct power_source *ps, const struct power_desc *
 			unreadable = i;
 	}
 	if (unreadable >= 0) {
-		snprintf(err, errlen, "no readable power source: %s ('%s') cannot be read by this user",
-		         v[unreadable].name, v[unreadable].path);
+		snprintf(err, errlen, "no readable power source: %s ('%s') cannot be read by this user%s",
+		         v[unreadable].name, v[unreadable].path, powersys_hint(&v[unreadable]));
 		return -EACCES;
 	}
 	power_none_why(sysfs, err, errlen);
@@ -449,7 +457,8 @@ int powersys_open(struct power_source *ps, const char *spec, char *err, size_t e
 		goto out;
 	}
 	if (!v[found].readable) {
-		snprintf(err, errlen, "power source %s: cannot read '%s'", v[found].name, v[found].path);
+		snprintf(err, errlen, "power source %s: cannot read '%s'%s", v[found].name, v[found].path,
+		         powersys_hint(&v[found]));
 		r = -EACCES;
 		goto out;
 	}
