@@ -42,8 +42,9 @@ struct power_desc {
 	bool readable;              /* the file could be read by this user now */
 };
 
-/* The root of sysfs: $LAYERPROF_SYSFS when set (tests give a made-up
- * tree), else "/sys".  Borrowed, static. */
+/* The root of sysfs: $LAYERPROF_SYSFS when set and not empty (tests give
+ * a made-up tree), else "/sys"; looked up at each call.  Borrowed: valid
+ * until the environment changes. */
 const char *power_sysfs_root(void);
 
 /* Lists the machine's sources under sysfs (NULL: power_sysfs_root()):
@@ -93,10 +94,14 @@ struct power_sample {
 	double watts; /* instantaneous, or the mean since the previous reading of an energy counter */
 };
 
-/* One reading now.  An energy counter's first reading gives 0 W (no
- * interval yet) and returns 1; later ones the mean power since the
- * previous reading (wraps handled with range_uj).  Returns 0, 1, or
- * -errno with err set (a command that failed or printed no number). */
+/* One reading now (one thread at a time: a meter's, once it samples).
+ * An energy counter's first reading gives 0 W (no interval yet) and
+ * returns 1; later ones the mean power since the previous reading (wraps
+ * handled with range_uj).  A command's reading is timed at the middle of
+ * its run.  Returns 0, 1, or -errno with err set: a file that cannot be
+ * read or holds no number, a command that failed (-EIO), printed no
+ * number (-EINVAL, -ENODATA) or ran past 2 s (-ETIME), a CSV source
+ * (-EOPNOTSUPP). */
 int power_read(struct power_source *ps, struct power_sample *s, char *err, size_t errlen);
 /* Accepts NULL. */
 void power_close(struct power_source *ps);
