@@ -271,8 +271,9 @@ def group_record(env, tmp):
     check(power and all(src == 0 for src, _ in power), "POWER chunks of source 0", [src for src, _ in power])
     check(end and end.get("power.samples") == str(len(samples)) and end.get("power.failed") == "0",
           "END power.samples is the samples in the trace, power.failed 0", (end, len(samples)))
-    # 300 ms of slices at 20 ms: some 15 samples; never asserted exactly
-    check(len(samples) >= 3, "at least 3 samples", len(samples))
+    # 300 ms of slices at 20 ms: some 15 samples; timings are never
+    # asserted: the first and the last are sure
+    check(len(samples) >= 2, "at least 2 samples", len(samples))
     check(all(a[0] <= b[0] for a, b in zip(samples, samples[1:])), "the samples in time order")
     # the first reading comes before the program starts, and one or two
     # more may come before its pid is known (a loaded machine)
@@ -289,6 +290,10 @@ def group_record(env, tmp):
     except ValueError:
         threads = None
     check(r.returncode == 0 and threads is not None and "slice" in r.stdout, "replay reads the trace", r.stderr)
+    times = [e["time_ns"] for t in (threads or {}).get("threads", []) for e in t["events"] if "time_ns" in e]
+    check(times and samples and samples[0][0] <= min(times) and samples[-1][0] >= max(times),
+          "the samples span the program's run: the first before its first event, the last after its last",
+          (samples[:1], samples[-1:], times[:1], times[-1:]))
     r = run([env.exe, "report", out])
     check(r.returncode == 0 and "slice" in r.stdout, "report reads the trace", r.stderr)
     r = run([env.exe, "dump", "--chrome", out])
