@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,49 +56,64 @@ struct powerext_child {
 	int out, err; /* the pipes' write ends */
 };
 
+/* fd as the descriptor `to` of the exec'd shell.  Raw system calls, as
+ * everywhere in the runner. */
+static void powerext_move_fd(int fd, int to)
+{
+	if (fd == to)
+		syscall(SYS_fcntl, fd, F_SETFD, 0);
+	else
+		syscall(SYS_dup3, fd, to, 0);
+}
+
 /* The runner: a child whose exit signal is 0 (a "clone" child: a
  * waitpid(-1, ...) of the caller's, as the recorder's loop makes, never
  * reaps it; an exec would make it an ordinary child again, so it does
  * not exec).  It runs the shell as its own child, in a process group of
  * its own that a timeout kills whole, and ends with the shell's exit
- * status, or 128 + the signal that killed it. */
+ * status, or 128 + the signal that killed it.  A copy of a process that
+ * may have threads, made without the C library knowing (its locks, and a
+ * sanitizer's, may be held by threads it does not have): it makes raw
+ * system calls only, the shell's child made as fork does it. */
 static int powerext_child_main(void *arg)
 {
 	const struct powerext_child *c = arg;
 	char *argv[] = { "sh", "-c", (char *)c->command, NULL };
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigset_t none;
-	int in, st;
-	pid_t sh;
+	/* the kernel's struct sigaction, all zero: SIG_DFL, no flags, no
+	 * mask (larger than any architecture's) */
+	unsigned long dfl[8] = { 0 }, none = 0;
+	long sh, in;
+	int st = 0;
 
-	setpgid(0, 0);
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);
-	in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	syscall(SYS_setpgid, 0, 0);
+	in = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY);
 	if (in >= 0)
-		dup2(in, 0);
-	dup2(c->out, 1);
-	dup2(c->err, 2);
-	sh = vfork();
+		powerext_move_fd((int)in, 0);
+	powerext_move_fd(c->out, 1);
+	powerext_move_fd(c->err, 2);
+	sh = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (sh == 0) {
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execve("/bin/sh", argv, c->envp);
-		_exit(127);
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				syscall(SYS_rt_sigaction, sig, dfl, NULL, sizeof(none));
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+		syscall(SYS_execve, "/bin/sh", argv, c->envp);
+		syscall(SYS_exit_group, 127);
 	}
 	/* the pipes end when the shell (and what it started) closes them */
-	close(0);
-	close(1);
-	close(2);
-	close(c->out);
-	close(c->err);
+	for (int fd = 0; fd < 3; fd++)
+		syscall(SYS_close, fd);
+	syscall(SYS_close, c->out);
+	syscall(SYS_close, c->err);
+	if (in > 2)
+		syscall(SYS_close, in);
 	if (sh < 0)
-		_exit(126);
-	while (waitpid(sh, &st, 0) < 0)
+		syscall(SYS_exit_group, 126);
+	while (syscall(SYS_wait4, sh, &st, 0, NULL) < 0)
 		if (errno != EINTR)
-			_exit(126);
-	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+			syscall(SYS_exit_group, 126);
+	syscall(SYS_exit_group, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	return 126;
 }
 
 /* The environment of the command: ours without LAYERPROF_POWER_PIDS, then
