@@ -387,6 +387,7 @@ int emodel_save(const struct emodel *m, const char *path, char *err, size_t errl
 		goto fail;
 	}
 	save_doc(f, m);
+	errno = 0;
 	r = fflush(f) || ferror(f) || fsync(fileno(f)) ? -(errno ? errno : EIO) : 0;
 	if (fclose(f) && !r)
 		r = -errno;
@@ -477,6 +478,15 @@ double emodel_power(const struct emodel *m, const uint32_t *map, const uint64_t 
 
 /* --- the machine --- */
 
+/* src into dst[size], cut to fit (uname's and cpuinfo's may be longer than ours). */
+static void copy_cut(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 /* The value of "key<spaces/tabs>: value" when line holds key, else NULL;
  * the trailing newline is cut. */
 static const char *cpuinfo_value(char *line, const char *key)
@@ -516,29 +526,20 @@ static void describe_cpu(char *cpu, size_t size)
 	while (lines++ < CPUINFO_LINES_MAX && fgets(line, sizeof(line), f)) {
 		for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			if (!found[k][0] && (v = cpuinfo_value(line, keys[k])))
-				snprintf(found[k], sizeof(found[k]), "%s", v);
+				copy_cut(found[k], sizeof(found[k]), v);
 		if (!impl[0] && (v = cpuinfo_value(line, "CPU implementer")))
-			snprintf(impl, sizeof(impl), "%s", v);
+			copy_cut(impl, sizeof(impl), v);
 		if (!part[0] && (v = cpuinfo_value(line, "CPU part")))
-			snprintf(part, sizeof(part), "%s", v);
+			copy_cut(part, sizeof(part), v);
 	}
 	fclose(f);
 	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		if (found[k][0]) {
-			snprintf(cpu, size, "%s", found[k]);
+			copy_cut(cpu, size, found[k]);
 			return;
 		}
 	if (impl[0] || part[0])
 		snprintf(cpu, size, "CPU implementer %s part %s", impl[0] ? impl : "?", part[0] ? part : "?");
-}
-
-/* src into dst[size], cut to fit (uname's fields are longer than ours). */
-static void copy_cut(char *dst, size_t size, const char *src)
-{
-	size_t n = strnlen(src, size - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
 }
 
 void emodel_describe_machine(struct emodel *m)

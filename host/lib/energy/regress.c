@@ -395,14 +395,15 @@ static int check_data(const struct emodel_data *d, double alpha, uint32_t folds,
 				return -EINVAL;
 			}
 	}
-	if (d->n > REGRESS_OBS_MAX || d->n < d->k + 2) {
+	if (d->n > REGRESS_OBS_MAX) {
+		snprintf(err, errlen, "%u observations are more than the %u the fit takes", d->n, REGRESS_OBS_MAX);
+		return -EINVAL;
+	}
+	if (d->n < d->k + 2) {
 		snprintf(err, errlen,
 		         "%u observations are too few for %u candidate events: at least %u are needed (one per event, "
 		         "one for the constant, one to judge the fit)",
 		         d->n, d->k, d->k + 2);
-		if (d->n > REGRESS_OBS_MAX)
-			snprintf(err, errlen, "%u observations are more than the %u the fit takes", d->n,
-			         REGRESS_OBS_MAX);
 		return -EINVAL;
 	}
 	for (i = 0; i < d->n; i++) {
