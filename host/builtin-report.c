@@ -75,9 +75,10 @@ static const char report_usage[] =
     "  -o, --output FILE     write to FILE (default: standard output)\n" FILTER_HELP
     "  -h, --help            this text\n"
     "\n"
-    "Exit status: 0 ok, 2 usage (also --counters or --sync on a trace without\n"
-    "them), 1 --energy: a bad model, a trace without the counters it needs,\n"
-    "3 trace missing, empty, damaged or of another version.\n";
+    "Exit status: 0 ok, 1 failure (also --energy with a bad model file or a\n"
+    "trace without the counters the model needs), 2 usage (also --counters or\n"
+    "--sync on a trace without them), 3 trace missing, empty, damaged or of\n"
+    "another version.\n";
 
 /* Output buffer: the documents are written in many small pieces. */
 #define REPORT_OUT_BUFFER (1u << 20)

@@ -77,8 +77,8 @@ struct energystats_result {
 	bool has_program;
 	/* the threads together, and program less threads: its constant part
 	 * (the constant of CPUs no thread of the program used) and its counts
-	 * part (counts of the program in no thread's values: children, threads
-	 * over the cap, what the recorder's totals hold beyond the threads') */
+	 * part (counts of the program in no thread's values: before a thread's
+	 * first record or after its END, children, threads over the cap) */
 	struct energystats_energy threads;
 	double rest_constant, rest_events;
 	struct energystats_cpu_row *cpus_rows; /* by CPU number */

@@ -114,8 +114,8 @@ static void text_program(FILE *f, const struct energystats_result *er)
 	        er->program.joules - er->threads.joules, "", er->rest_constant);
 	if (er->rest_events != 0)
 		fprintf(f,
-		        "# of the difference, %.6f J are counts of the program in no thread's values (children, "
-		        "threads not counted)\n",
+		        "# of the difference, %.6f J are counts of the program in no thread's values (before a "
+		        "thread's first record or after its END, children, threads not counted)\n",
 		        er->rest_events);
 }
 
@@ -154,6 +154,8 @@ static void text_functions(FILE *f, const struct energyreport_opts *o, const str
 	        er->cpus, sort_name(o->sort));
 	fprintf(f, "%10s %14s %10s %12s %14s %10s %12s  %sFunction\n", "Calls", "Incl (J)", "Incl (W)", "Incl (s)",
 	        "Self (J)", "Self (W)", "Self (s)", o->per_thread ? "TID     " : "");
+	if (!er->nfns)
+		fprintf(f, "# no function has counter values\n");
 	for (size_t i = 0; i < er->nfns; i++) {
 		const struct energystats_fn_row *r = &er->fns[i];
 
@@ -205,6 +207,8 @@ static void write_text(FILE *f, struct walk *w, const struct energyreport_opts *
 		fprintf(f,
 		        "# counted in user space only (perf_event_paranoid): the kernel's part of the events is left "
 		        "out\n");
+	if (walk_meta(w, "counters.read", scope, sizeof(scope)) && !strcmp(scope, "none"))
+		fprintf(f, "# no values at function entry and exit (counters.read=none): no energy per function\n");
 	if (res->ncpus && res->ncpus != er->cpus)
 		fprintf(
 		    f, "# the trace has values of %u CPUs, the model's machine had %u: the constant is divided by %u\n",
