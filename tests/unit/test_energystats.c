@@ -541,6 +541,41 @@ static int report_to(const char *dir, const struct emodel *m, enum export_report
 	return r;
 }
 
+/* energyreport_other_machine on a trace of arch (NULL: no key) and a
+ * model of model_arch. */
+static bool other_machine(const char *arch, const char *model_arch)
+{
+	char meta[128], buf[256];
+	struct emodel m;
+	struct walk w;
+	bool other;
+	int n;
+
+	model_init(&m, model_arch);
+	if (walk_open(&w, NULL, NULL, buf, sizeof(buf)))
+		die("walk_open");
+	n = snprintf(meta, sizeof(meta), "layerprof=test\n%s%s%s", arch ? "arch=" : "", arch ? arch : "",
+	             arch ? "\n" : "");
+	CHECK_EQ_U64(walk_begin(&w, NULL), 0);
+	CHECK_EQ_U64(walk_feed(&w, LP_CHUNK_META, (const uint8_t *)meta, (size_t)n), 0);
+	walk_end(&w);
+	other = energyreport_other_machine(&w, &m, buf, sizeof(buf));
+	walk_release(&w);
+	return other;
+}
+
+static void test_other_machine(void)
+{
+	CHECK(!other_machine("x86_64", "x86_64"));
+	CHECK(other_machine("x86_64", "aarch64"));
+	CHECK(!other_machine("aarch64", "arm64"));
+	CHECK(!other_machine("arm", "armv7l"));
+	CHECK(other_machine("arm", "aarch64"));
+	/* nothing known of the trace's machine */
+	CHECK(!other_machine("generic", "aarch64"));
+	CHECK(!other_machine(NULL, "aarch64"));
+}
+
 static void test_report_files(void)
 {
 	char dir[512], err[512], *out;
@@ -589,6 +624,13 @@ static void test_report_files(void)
 	CHECK_EQ_U64(report_to(dir, &m, EXPORT_REPORT_TEXT, &out, err, sizeof(err)), 0);
 	CHECK(out && strstr(out, "# warning: the model was made on aarch64 (test cpu), the trace recorded on x86_64"));
 	free(out);
+
+	/* another name of the same architecture: no warning */
+	model_init(&m, "amd64");
+	CHECK_EQ_U64(report_to(dir, &m, EXPORT_REPORT_TEXT, &out, err, sizeof(err)), 0);
+	CHECK(out && !strstr(out, "warning"));
+	free(out);
+	model_init(&m, "aarch64");
 
 	/* events the trace lacks */
 	snprintf(m.terms[1].name, sizeof(m.terms[1].name), "instructions");
@@ -690,6 +732,7 @@ int main(int argc, char **argv)
 	test_recursion();
 	test_threads();
 	test_measured();
+	test_other_machine();
 	test_report_files();
 	if (layerprof)
 		test_command();

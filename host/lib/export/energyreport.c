@@ -32,13 +32,29 @@ static const char *sort_name(enum energystats_sort sort)
 	return sort == ENERGYSTATS_SORT_SELF ? "self" : sort == ENERGYSTATS_SORT_CALLS ? "calls" : "incl";
 }
 
+/* The architecture a name means: the trace says layerprof's (x86_64,
+ * aarch64, arm, generic), the model uname's machine (armv7l, arm64, ...). */
+static const char *arch_family(const char *a)
+{
+	if (!strcmp(a, "arm64"))
+		return "aarch64";
+	if (!strncmp(a, "arm", 3) && strcmp(a, "aarch64"))
+		return "arm";
+	if (!strcmp(a, "amd64"))
+		return "x86_64";
+	return a;
+}
+
 bool energyreport_other_machine(const struct walk *w, const struct emodel *m, char *buf, size_t size)
 {
 	char arch[64], cpu[128];
 	const char *ta = walk_meta(w, "arch", arch, sizeof(arch));
 	const char *tc = walk_meta(w, "cpu", cpu, sizeof(cpu));
 
-	if (ta && *ta && m->machine.arch[0] && strcmp(ta, m->machine.arch)) {
+	/* "generic": layerprof built without an architecture's code, which
+	 * says nothing of the machine */
+	if (ta && *ta && strcmp(ta, "generic") && m->machine.arch[0] &&
+	    strcmp(arch_family(ta), arch_family(m->machine.arch))) {
 		snprintf(buf, size, "the model was made on %s (%s), the trace recorded on %s: its numbers may not hold",
 		         m->machine.arch, m->machine.cpu[0] ? m->machine.cpu : "CPU unknown", ta);
 		return true;
