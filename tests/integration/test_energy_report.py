@@ -198,6 +198,23 @@ def group_estimate(env, tmp):
     self_j = [f["self"]["joules"] for f in rep_self["functions"]]
     check(self_j == sorted(self_j, reverse=True), "estimate: -s self sorts by self energy", self_j)
 
+    # -t: a row per function and thread, from the per-thread counts and times
+    rep_t = env.json(["report", "--energy", "--model", model, "--format", "json", "-t", trace])
+    cfns = {(f["name"], f["tid"]): f for f in env.json(["report", "--counters", "-t", "--format", "json",
+                                                         trace])["functions"]}
+    tfns = {(f["name"], f["tid"]): f for f in env.json(["report", "-t", "--format", "json", trace])["functions"]}
+    keys = sorted((f["name"], f["tid"]) for f in rep_t["functions"])
+    check(keys == sorted(cfns) and len({tid for _, tid in keys}) == 3, "estimate -t: a row per function and thread",
+          keys)
+    bad = []
+    for f in rep_t["functions"]:
+        c, t = cfns.get((f["name"], f["tid"])), tfns.get((f["name"], f["tid"]))
+        for kind, counts, ns in (("inclusive", c["inclusive"], t["total_ns"]), ("self", c["self"], t["self_ns"])):
+            want = energy(counts, ns, 1.0 / CPUS)
+            if not (f[kind]["ns"] == ns and near(f[kind]["joules"], want)):
+                bad.append((f["name"], f["tid"], kind, f[kind], ns, want))
+    check(not bad, "estimate -t: each function's joules on each thread", bad)
+
     # the text: the same numbers, printed to the microjoule
     r = run([env.exe, "report", "--energy", "--model", model, trace])
     want_line = "%-28s %14.6f" % ("estimated", p["estimated"]["joules"])
