@@ -442,7 +442,7 @@ static int cross_validate(struct emodel *m, const struct emodel_data *d, double 
                           uint32_t *rows, char *err, size_t errlen)
 {
 	struct emodel *part = malloc(sizeof(*part));
-	char sub[256];
+	char sub[256] = "";
 	double sum = 0, worst = 0;
 	uint32_t k, i, n;
 	int rc = 0;
