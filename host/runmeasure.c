@@ -208,7 +208,9 @@ static void run_reap(struct run *run, uint32_t i, struct runmeasure *out)
 	out->status[i] = status;
 }
 
-/* The programs' totals summed into out (they have been reaped). */
+/* The programs' totals summed into out (they have been reaped).  They are
+ * counts as counted, per CPU, never multiplexed (recctr_read_totals): out->
+ * scaled stays false. */
 static int run_totals(struct run *run, struct runmeasure *out)
 {
 	struct ctrevent *ev = NULL;
@@ -365,6 +367,7 @@ int runmeasure_run(char *const *const *argvs, uint32_t nprogs, const struct runm
 		out->joules = pr.joules;
 		out->mean_watts = pr.mean_watts;
 		out->nsamples = pr.nsamples;
+		out->power_span_ns = pr.t1_ns - pr.t0_ns;
 	}
 	for (i = 0; i < nprogs; i++)
 		run_reap(run, i, out);
