@@ -21,7 +21,7 @@
 /* Programs one check runs, at most. */
 #define CHECK_PROGS_MAX 64u
 /* The width of the program column. */
-#define CHECK_NAME_WIDTH 36
+#define CHECK_NAME_WIDTH 40
 
 static const char check_usage[] =
     "usage: layerprof energy check --model FILE [options] -- PROG [ARGS] [--and PROG [ARGS]]...\n"
@@ -87,7 +87,9 @@ static void check_machine(const struct check *c)
 
 	memset(&here, 0, sizeof(here));
 	emodel_describe_machine(&here);
-	if (strcmp(here.machine.arch, c->m.machine.arch) || strcmp(here.machine.cpu, c->m.machine.cpu))
+	/* a model that does not say its CPU differs only by its architecture */
+	if (strcmp(here.machine.arch, c->m.machine.arch) ||
+	    (c->m.machine.cpu[0] && strcmp(here.machine.cpu, c->m.machine.cpu)))
 		fprintf(stderr,
 		        "layerprof energy: warning: model '%s' was made on another machine (%s, %s; this one is %s, "
 		        "%s): its predictions may not hold here\n",
@@ -162,13 +164,13 @@ static void check_text(const struct check *c)
 		size_t len = 0;
 
 		name[0] = '\0';
-		for (char *const *a = row->argv; *a && len < sizeof(name) - 1; a++) {
+		for (char *const *a = row->argv; *a && len < sizeof(name); a++) {
 			/* the program by its file's name, its arguments whole */
 			const char *w = a == row->argv && strrchr(*a, '/') ? strrchr(*a, '/') + 1 : *a;
 
 			len += (size_t)snprintf(name + len, sizeof(name) - len, "%s%s", len ? " " : "", w);
 		}
-		if (len >= sizeof(name) - 1)
+		if (len >= sizeof(name)) /* cut */
 			memcpy(name + sizeof(name) - 4, "...", 4);
 		status_text(row->rm.status[0], st, sizeof(st));
 		printf("%-*s %-9s %8.3f %9.4g %9.4g", CHECK_NAME_WIDTH, name, row->rm.timed_out ? "timed out" : st,

@@ -84,6 +84,7 @@ struct train {
 	/* the candidates this machine counts, and the passes they need */
 	char cand[ENERGY_EVENTS_MAX][EMODEL_NAME_MAX];
 	uint32_t ncand, npasses;
+	char unavailable[2048]; /* the others, and why */
 	char pass[TRAIN_PASSES_MAX][LP_COUNTERS_MAX * EMODEL_NAME_MAX];
 	/* the observations */
 	double *x, *y;
@@ -183,9 +184,7 @@ static int train_candidates(struct train *t)
 		fprintf(stderr, "layerprof energy: no candidate event can be counted here (%s)\n", unavailable);
 		return LP_EXIT_FAILURE;
 	}
-	if (unavailable[0])
-		fprintf(stderr, "layerprof energy: warning: candidates this machine cannot count, left out: %s\n",
-		        unavailable);
+	snprintf(t->unavailable, sizeof(t->unavailable), "%s", unavailable);
 	t->npasses = (t->ncand + LP_COUNTERS_MAX - 1) / LP_COUNTERS_MAX;
 	for (i = 0; i < t->ncand; i++) {
 		char *pass = t->pass[i / LP_COUNTERS_MAX];
@@ -198,12 +197,20 @@ static int train_candidates(struct train *t)
 			pass[len++] = ',';
 		memcpy(pass + len, t->cand[i], w + 1);
 	}
+	return 0;
+}
+
+/* What train_candidates found, said once the run is sure to go on. */
+static void train_say_candidates(const struct train *t)
+{
+	if (t->unavailable[0])
+		fprintf(stderr, "layerprof energy: warning: candidates this machine cannot count, left out: %s\n",
+		        t->unavailable);
 	if (t->npasses > 1)
 		fprintf(stderr,
 		        "layerprof energy: %u candidates, at most %u counted at once: each program runs %u times "
 		        "(the mean of the runs' watts)\n",
 		        t->ncand, LP_COUNTERS_MAX, t->npasses);
-	return 0;
 }
 
 static void train_print_programs(const struct train *t)
@@ -534,6 +541,9 @@ int energy_train_cmd(int argc, char **argv)
 		train_print_programs(t);
 		goto out;
 	}
+	r = train_candidates(t);
+	if (r)
+		goto out;
 #ifndef LP_HAVE_GSL
 	fprintf(stderr, "layerprof energy: energy train needs GSL: this layerprof was built without it\n");
 	r = LP_EXIT_FAILURE;
@@ -545,9 +555,7 @@ int energy_train_cmd(int argc, char **argv)
 		r = LP_EXIT_FAILURE;
 		goto out;
 	}
-	r = train_candidates(t);
-	if (r)
-		goto out;
+	train_say_candidates(t);
 	if (t->data) {
 		t->data_f = fopen(t->data, "w");
 		if (!t->data_f) {

@@ -19,7 +19,9 @@
  *
  * A C program rather than a script: an interpreter's start takes longer
  * than a reading may on a loaded machine. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
