@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,8 +107,10 @@ static int train_segments(struct train *t)
 
 	t->list = malloc(TRAIN_LIST_MAX + 1);
 	if (!t->list || pipe2(fd, O_CLOEXEC)) {
-		fprintf(stderr, "layerprof energy: cannot run '%s': %s\n", t->work, strerror(t->list ? errno : ENOMEM));
-		return -ENOMEM;
+		int e = t->list ? errno : ENOMEM;
+
+		fprintf(stderr, "layerprof energy: cannot run '%s': %s\n", t->work, strerror(e));
+		return -e;
 	}
 	pid = fork();
 	if (pid == 0) {
@@ -122,8 +125,10 @@ static int train_segments(struct train *t)
 		if (k < 0)
 			break;
 		len += (size_t)k;
-		if (len == TRAIN_LIST_MAX)
+		if (len == TRAIN_LIST_MAX) {
+			kill(pid, SIGKILL); /* a list this long is no list of ours */
 			break;
+		}
 	}
 	close(fd[0]);
 	if (pid > 0)
@@ -143,6 +148,10 @@ static int train_segments(struct train *t)
 		sp = strchr(p, ' ');
 		if (sp)
 			*sp++ = '\0';
+		if (strlen(p) >= EMODEL_NAME_MAX) {
+			fprintf(stderr, "layerprof energy: '%s --list' gave a name too long: '%.40s...'\n", t->work, p);
+			return -EIO;
+		}
 		if (*p) {
 			if (!strcmp(p, TRAIN_IDLE_SEGMENT))
 				t->idle = (int)t->nnames;
