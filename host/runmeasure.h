@@ -28,8 +28,12 @@ struct runmeasure_opts {
 	const char *counters;
 	struct power_source *power; /* sampled over the span; NULL: none */
 	unsigned power_interval_ms; /* 0: POWER_INTERVAL_MS_DEFAULT */
-	bool quiet;                 /* the programs' stdout and stderr go to /dev/null */
-	double timeout_s;           /* > 0: programs still running then are killed (SIGKILL) and timed_out set */
+	/* the programs' stdout and stderr go to /dev/null, their stdin comes
+	 * from it (the caller's own stdout and stderr point there while the
+	 * programs are forked and the meter takes its first reading: another
+	 * thread's output then is lost) */
+	bool quiet;
+	double timeout_s; /* > 0: programs still running then are killed (SIGKILL) and timed_out set */
 };
 
 struct runmeasure {
