@@ -7,6 +7,7 @@
 
 #include "common/exepath.h"
 #include "host/builtin.h"
+#include "host/energy.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/options.h"
 #include "lp_version.h"
@@ -32,6 +33,7 @@ static const struct command commands[] = {
 	{ "serve", cmd_serve, "web UI: a trace (or a live session) in a browser" },
 	{ "callgraph", cmd_callgraph, "the static call graph of a binary, and its possible call paths" },
 	{ "coverage", cmd_coverage, "a trace against its binaries' static call graph: what never ran" },
+	{ "energy", cmd_energy, "power sources, and a model of energy from event counts: train, check" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -28,8 +28,12 @@ struct runmeasure_opts {
 	const char *counters;
 	struct power_source *power; /* sampled over the span; NULL: none */
 	unsigned power_interval_ms; /* 0: POWER_INTERVAL_MS_DEFAULT */
-	bool quiet;                 /* the programs' stdout and stderr go to /dev/null */
-	double timeout_s;           /* > 0: programs still running then are killed (SIGKILL) and timed_out set */
+	/* the programs' stdout and stderr go to /dev/null, their stdin comes
+	 * from it (the caller's own stdout and stderr point there while the
+	 * programs are forked and the meter takes its first reading: another
+	 * thread's output then is lost) */
+	bool quiet;
+	double timeout_s; /* > 0: programs still running then are killed (SIGKILL) and timed_out set */
 };
 
 struct runmeasure {
@@ -42,12 +46,17 @@ struct runmeasure {
 	uint32_t n;
 	char names[LP_COUNTERS_MAX][EMODEL_NAME_MAX];
 	uint64_t counts[LP_COUNTERS_MAX];
-	bool scaled; /* a count was multiplexed and scaled */
+	bool scaled;            /* a count was multiplexed and scaled */
 	char unavailable[1024]; /* "cycles: not supported by this CPU or kernel; ..." or "" */
 	/* with a power source: the span's energy */
 	bool has_power;
 	double joules, mean_watts;
 	uint32_t nsamples;
+	/* the meter's span (its first reading, taken just before the programs
+	 * start, to its last, just after they end), over which joules and
+	 * mean_watts were measured: rates of counts held against mean_watts
+	 * divide by it */
+	uint64_t power_span_ns;
 };
 
 /* Runs argvs[0..nprogs) (each argv[0] found in PATH, NULL-terminated) to
@@ -55,7 +64,7 @@ struct runmeasure {
  * status), or -errno with err set: a program could not be started (the
  * others are killed and reaped), no requested event can be counted, the
  * power source gave no reading. */
-int runmeasure_run(char *const *const *argvs, uint32_t nprogs, const struct runmeasure_opts *o,
-                   struct runmeasure *out, char *err, size_t errlen);
+int runmeasure_run(char *const *const *argvs, uint32_t nprogs, const struct runmeasure_opts *o, struct runmeasure *out,
+                   char *err, size_t errlen);
 
 #endif
