@@ -32,6 +32,7 @@ static const struct command commands[] = {
 	{ "serve", cmd_serve, "web UI: a trace (or a live session) in a browser" },
 	{ "callgraph", cmd_callgraph, "the static call graph of a binary, and its possible call paths" },
 	{ "coverage", cmd_coverage, "a trace against its binaries' static call graph: what never ran" },
+	{ "tune", cmd_tune, "search a program's parameters for the best time or energy" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,177 @@
+/* Timing a configuration's run: fork and exec through common/launch, the
+ * wait on SIGCHLD with a deadline (no polling: the end of the last
+ * program is seen when it happens). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/launch.h"
+#include "common/progpath.h"
+#include "host/lib/tune/spawn.h"
+
+extern char **environ;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The first line of what program k wrote on stderr (fd), or "". */
+static void first_line(int fd, char *buf, size_t size)
+{
+	ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
+	char *nl;
+
+	buf[n > 0 ? n : 0] = '\0';
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = '\0';
+}
+
+/* Says why program argv0 failed (status from waitpid) into out->why. */
+static void say_failed(struct tune_sample *out, const char *argv0, int status, int errfd)
+{
+	char line[160];
+	const char *base = strrchr(argv0, '/') ? strrchr(argv0, '/') + 1 : argv0;
+
+	first_line(errfd, line, sizeof(line));
+	out->failed = true;
+	if (WIFEXITED(status))
+		snprintf(out->why, sizeof(out->why), "%s exited with status %d%s%s", base, WEXITSTATUS(status),
+		         line[0] ? ": " : "", line);
+	else
+		snprintf(out->why, sizeof(out->why), "%s was killed by signal %d (%s)%s%s", base, WTERMSIG(status),
+		         strsignal(WTERMSIG(status)), line[0] ? ": " : "", line);
+}
+
+/* The programs start with the caller's stdout on /dev/null and stderr on
+ * their own memfd: saved[] keeps the caller's. */
+static int redirect_begin(int saved[2], int *null)
+{
+	fflush(stdout);
+	fflush(stderr);
+	saved[0] = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	saved[1] = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	*null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (saved[0] < 0 || saved[1] < 0 || *null < 0 || dup2(*null, STDOUT_FILENO) < 0)
+		return -errno;
+	return 0;
+}
+
+static void redirect_end(int saved[2], int null)
+{
+	for (int k = 0; k < 2; k++)
+		if (saved[k] >= 0) {
+			dup2(saved[k], k ? STDERR_FILENO : STDOUT_FILENO);
+			close(saved[k]);
+		}
+	if (null >= 0)
+		close(null);
+}
+
+int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, struct tune_sample *out, char *err,
+                   size_t errlen)
+{
+	pid_t pids[TUNE_PROGS_MAX];
+	int errfd[TUNE_PROGS_MAX], status[TUNE_PROGS_MAX], saved[2] = { -1, -1 }, null = -1, r = 0;
+	bool done[TUNE_PROGS_MAX] = { false };
+	uint32_t started = 0, left;
+	sigset_t chld, old;
+	double t0, deadline;
+
+	if (!n || n > TUNE_PROGS_MAX)
+		return error_set(err, errlen, -EINVAL, "%u programs: 1 to %u at once", n, TUNE_PROGS_MAX);
+	for (uint32_t k = 0; k < n; k++)
+		errfd[k] = memfd_create("layerprof-tune-stderr", MFD_CLOEXEC);
+	r = redirect_begin(saved, &null);
+	t0 = now_s();
+	for (uint32_t k = 0; !r && k < n; k++) {
+		char path[PATH_MAX];
+		struct launch_cmd cmd = { .argv = argvs[k], .envp = environ, .stdin_null = true, .path = path };
+		enum launch_step step;
+		pid_t pid;
+
+		sigemptyset(&cmd.reset);
+		r = progpath_find(argvs[k][0], path, sizeof(path));
+		if (!r && (errfd[k] < 0 || dup2(errfd[k], STDERR_FILENO) < 0))
+			r = -errno;
+		if (!r) {
+			pid = launch_spawn(&cmd, &step);
+			r = pid < 0 ? (int)pid : 0;
+			if (!r)
+				pids[started++] = pid;
+		}
+	}
+	redirect_end(saved, null);
+	if (r) {
+		for (uint32_t k = 0; k < started; k++) {
+			kill(pids[k], SIGKILL);
+			while (waitpid(pids[k], NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		error_set(err, errlen, r, "cannot run '%s': %s", argvs[started][0], strerror(-r));
+		goto out;
+	}
+	/* SIGCHLD blocked after the forks (the programs must not inherit the
+	 * mask): an end before it is found by the WNOHANG pass, one after it
+	 * stays pending for sigtimedwait */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &old);
+	deadline = timeout_s > 0 ? t0 + timeout_s : 0;
+	for (left = n;;) {
+		struct timespec ts;
+		double rest;
+
+		for (uint32_t k = 0; k < n; k++)
+			if (!done[k] && waitpid(pids[k], &status[k], WNOHANG) == pids[k]) {
+				done[k] = true;
+				left--;
+			}
+		if (!left)
+			break;
+		if (!deadline) {
+			sigwaitinfo(&chld, NULL);
+			continue;
+		}
+		rest = deadline - now_s();
+		if (rest <= 0) {
+			out->timed_out = out->failed = true;
+			snprintf(out->why, sizeof(out->why), "still running after %.3g s: killed", timeout_s);
+			for (uint32_t k = 0; k < n; k++)
+				if (!done[k]) {
+					kill(pids[k], SIGKILL);
+					while (waitpid(pids[k], &status[k], 0) < 0 && errno == EINTR)
+						;
+					done[k] = true;
+				}
+			break;
+		}
+		ts.tv_sec = (time_t)rest;
+		ts.tv_nsec = (long)((rest - (double)ts.tv_sec) * 1e9);
+		sigtimedwait(&chld, NULL, &ts);
+	}
+	out->seconds = now_s() - t0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	for (uint32_t k = 0; k < n && !out->timed_out; k++)
+		if (!WIFEXITED(status[k]) || WEXITSTATUS(status[k])) {
+			say_failed(out, argvs[k][0], status[k], errfd[k]);
+			break;
+		}
+out:
+	for (uint32_t k = 0; k < n; k++)
+		if (errfd[k] >= 0)
+			close(errfd[k]);
+	return r;
+}
