@@ -99,7 +99,10 @@ static int entry_run(struct tune *t, uint32_t i, char *err, size_t errlen)
 		e->timed_out = s.timed_out;
 		memcpy(e->why, s.why, sizeof(e->why));
 		e->why[sizeof(e->why) - 1] = '\0';
-		error_warn(t->o.warn, "%s failed: %s", tune_space_format(t->sp, &e->c, cfg, sizeof(cfg)), e->why);
+		/* the baseline's failure ends the search: tune_run says it */
+		if (t->baseline != UINT32_MAX)
+			error_warn(t->o.warn, "%s failed: %s", tune_space_format(t->sp, &e->c, cfg, sizeof(cfg)),
+			           e->why);
 		goto out;
 	}
 	e->seconds[e->n] = s.seconds;

@@ -1,10 +1,15 @@
-/* Timing a configuration's run: fork and exec through common/launch, the
- * wait on SIGCHLD with a deadline (no polling: the end of the last
- * program is seen when it happens). */
+/* Timing a configuration's run: the programs started with posix_spawn,
+ * the wait on SIGCHLD with a deadline (no polling: the end of the last
+ * program is seen when it happens).  Why not common/launch's fork: the
+ * start is part of what is timed, and fork copies the page tables of the
+ * whole layerprof process (5 to 15 ms apart from the run on a loaded
+ * two-CPU VM, against 1 to 3 ms for posix_spawn's vfork-like clone), which
+ * would add its own noise to every measurement. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,8 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/launch.h"
-#include "common/progpath.h"
 #include "host/lib/tune/spawn.h"
 
 extern char **environ;
@@ -55,36 +58,11 @@ static void say_failed(struct tune_sample *out, const char *argv0, int status, i
 		         strsignal(WTERMSIG(status)), line[0] ? ": " : "", line);
 }
 
-/* The programs start with the caller's stdout on /dev/null and stderr on
- * their own memfd: saved[] keeps the caller's. */
-static int redirect_begin(int saved[2], int *null)
-{
-	fflush(stdout);
-	fflush(stderr);
-	saved[0] = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-	saved[1] = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-	*null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (saved[0] < 0 || saved[1] < 0 || *null < 0 || dup2(*null, STDOUT_FILENO) < 0)
-		return -errno;
-	return 0;
-}
-
-static void redirect_end(int saved[2], int null)
-{
-	for (int k = 0; k < 2; k++)
-		if (saved[k] >= 0) {
-			dup2(saved[k], k ? STDERR_FILENO : STDOUT_FILENO);
-			close(saved[k]);
-		}
-	if (null >= 0)
-		close(null);
-}
-
 int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, struct tune_sample *out, char *err,
                    size_t errlen)
 {
 	pid_t pids[TUNE_PROGS_MAX];
-	int errfd[TUNE_PROGS_MAX], status[TUNE_PROGS_MAX], saved[2] = { -1, -1 }, null = -1, r = 0;
+	int errfd[TUNE_PROGS_MAX], status[TUNE_PROGS_MAX], r = 0;
 	bool done[TUNE_PROGS_MAX] = { false };
 	uint32_t started = 0, left;
 	sigset_t chld, old;
@@ -94,26 +72,23 @@ int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, stru
 		return error_set(err, errlen, -EINVAL, "%u programs: 1 to %u at once", n, TUNE_PROGS_MAX);
 	for (uint32_t k = 0; k < n; k++)
 		errfd[k] = memfd_create("layerprof-tune-stderr", MFD_CLOEXEC);
-	r = redirect_begin(saved, &null);
 	t0 = now_s();
 	for (uint32_t k = 0; !r && k < n; k++) {
-		char path[PATH_MAX];
-		struct launch_cmd cmd = { .argv = argvs[k], .envp = environ, .stdin_null = true, .path = path };
-		enum launch_step step;
-		pid_t pid;
+		posix_spawn_file_actions_t fa;
 
-		sigemptyset(&cmd.reset);
-		r = progpath_find(argvs[k][0], path, sizeof(path));
-		if (!r && (errfd[k] < 0 || dup2(errfd[k], STDERR_FILENO) < 0))
+		if (errfd[k] < 0) {
 			r = -errno;
-		if (!r) {
-			pid = launch_spawn(&cmd, &step);
-			r = pid < 0 ? (int)pid : 0;
-			if (!r)
-				pids[started++] = pid;
+			break;
 		}
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+		posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+		posix_spawn_file_actions_adddup2(&fa, errfd[k], STDERR_FILENO);
+		r = -posix_spawnp(&pids[k], argvs[k][0], &fa, NULL, argvs[k], environ);
+		posix_spawn_file_actions_destroy(&fa);
+		if (!r)
+			started++;
 	}
-	redirect_end(saved, null);
 	if (r) {
 		for (uint32_t k = 0; k < started; k++) {
 			kill(pids[k], SIGKILL);
@@ -123,7 +98,7 @@ int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, stru
 		error_set(err, errlen, r, "cannot run '%s': %s", argvs[started][0], strerror(-r));
 		goto out;
 	}
-	/* SIGCHLD blocked after the forks (the programs must not inherit the
+	/* SIGCHLD blocked after the spawns (the programs must not inherit the
 	 * mask): an end before it is found by the WNOHANG pass, one after it
 	 * stays pending for sigtimedwait */
 	sigemptyset(&chld);

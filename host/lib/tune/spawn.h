@@ -1,5 +1,5 @@
 /* Timing a configuration's run for `layerprof tune --objective time`: the
- * commands started together (common/launch), their output kept away from
+ * commands started together (posix_spawn), their output kept away from
  * tune's own, waited for to the last, killed at a timeout.  The energy
  * objectives measure through runmeasure instead (host/builtin-tune.c). */
 #ifndef LP_TUNE_SPAWN_H
@@ -16,9 +16,8 @@
  * last end, failed and why when one exited nonzero, was killed by a
  * signal, or was still running after timeout_s (> 0; all are then
  * killed).  Returns 0, or -errno with err when a program could not be
- * started (the others are killed and reaped).  The caller's stdout and
- * stderr are redirected while the programs start: call it from the only
- * thread that writes them. */
+ * started (the others are killed and reaped).  SIGCHLD is blocked while
+ * it waits (and its pending ones taken): call it from the main thread. */
 int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, struct tune_sample *out, char *err,
                    size_t errlen);
 

@@ -113,8 +113,9 @@ int tunereport_text(FILE *f, const struct tune *t)
 		fprintf(f, "  %10.6f", e->med_seconds);
 		if (energy)
 			fprintf(f, "  %10.4f", e->med_joules);
-		fprintf(f, "  %10.6g  %4u  %5.1f%%  %s\n", e->med_obj, e->n, 100.0 * e->spread,
-		        status_text(t, i, buf, sizeof(buf)));
+		status_text(t, i, buf, sizeof(buf));
+		fprintf(f, "  %10.6g  %4u  %5.1f%%%s%s\n", e->med_obj, e->n, 100.0 * e->spread, buf[0] ? "  " : "",
+		        buf);
 	}
 	if (t->best != UINT32_MAX) {
 		const struct tune_entry *b = &t->entries[t->best], *base = &t->entries[t->baseline];
