@@ -515,6 +515,21 @@ int cmd_tune(int argc, char **argv)
 		                "producer-consumer\n");
 		goto out;
 	}
+	if (o.strategy == TUNE_PRODCONS && o.tile != UINT32_MAX &&
+	    (!sp.params[o.tile].numeric || sp.params[o.tile].num[0] < 2)) {
+		fprintf(stderr,
+		        "layerprof tune: --tile %s: its first value must be an integer above 1 (the untiled "
+		        "size)\n",
+		        sp.params[o.tile].name);
+		goto out;
+	}
+	if (o.strategy == TUNE_GRID && !o.budget && tune_space_size(&sp) > TUNE_CONFIGS_MAX) {
+		fprintf(stderr,
+		        "layerprof tune: the grid has %llu configurations, more than %u: give a --budget or use "
+		        "--strategy pattern\n",
+		        (unsigned long long)tune_space_size(&sp), TUNE_CONFIGS_MAX);
+		goto out;
+	}
 	if (baseline) {
 		if (tune_space_config_parse(&sp, baseline, &o.baseline, err, sizeof(err))) {
 			fprintf(stderr, "layerprof tune: invalid --baseline: %s\n", err);
@@ -536,7 +551,7 @@ int cmd_tune(int argc, char **argv)
 	r = tune_run(&t, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "layerprof tune: %s\n", err);
-		code = r == -E2BIG || r == -EINVAL ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
+		code = LP_EXIT_FAILURE;
 		goto out;
 	}
 	r = json ? tunereport_json(stdout, &t) : tunereport_text(stdout, &t);

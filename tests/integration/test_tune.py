@@ -270,11 +270,13 @@ def group_energy(env, tmp):
               "energy: the gain in energy", doc["gain"])
     # with software events: joules above the constant's share by the events'
     doc = env.tune_json("edp, event model", "--objective", "edp", "--model",
-                        write_model(tmp, "ev.json", 1.5, [("task-clock", 2e-9), ("page-faults", 4e-5)]), *NOISE,
-                        "--param", "X=1..5", "--param", "Y=1..4", *surface(env))
+                        write_model(tmp, "ev.json", 1.5, [("task-clock", 2e-9), ("page-faults", 4e-5)]),
+                        "--noise", "11", "--repeat", "1", "--max-repeat", "1", "--param", "X=1..5", "--param",
+                        "Y=1..4", *surface(env))
     if doc:
         extra = [c["energy_j"] - 1.5 * c["time_s"] for c in doc["configs"]]
         check(all(0 < e < 0.1 for e in extra), "edp: the events add a little energy above the constant", extra)
+        # one run each: the objective is that run's product
         objs = [abs(c["objective"] - c["energy_j"] * c["time_s"]) <= 1e-4 * c["objective"] for c in doc["configs"]]
         check(all(objs), "edp: the objective is joules x seconds", doc["configs"][:2])
         check(best(doc) == (3, 2), "edp: best X=3 Y=2", doc.get("best"))
@@ -323,6 +325,11 @@ def group_badinput(env, tmp):
          None),
         ("producer-consumer without --consumers", ["--strategy", "producer-consumer", "--producers", "X", "--param",
                                                    "X=1..3", "--", cs, "{X}", "1"], 2, None),
+        ("a grid too large", ["--strategy", "grid", "--param", "X=1..100", "--param", "Y=1..100", "--", cs, "{X}",
+                              "{Y}"], 2, None),
+        ("a tile that is no size", ["--strategy", "producer-consumer", "--producers", "X", "--consumers", "Y",
+                                    "--tile", "T", "--param", "X=1", "--param", "Y=1", "--param", "T=big", "--", cs,
+                                    "{X}", "{Y}", "{T}"], 2, None),
         ("--repeat 0", ["--repeat", "0", "--param", "X=1..3", "--", cs, "{X}", "1"], 2, None),
         ("--max-repeat below --repeat", ["--repeat", "5", "--max-repeat", "2", "--param", "X=1", "--", cs, "{X}",
                                          "1"], 2, None),
