@@ -229,7 +229,7 @@ def group_prodcons(env, tmp):
     check(doc["stop"] in ("the threads did not change after the tile", "4 rounds of threads and tile"),
           "producer-consumer: why it stopped", doc["stop"])
     r = env.run("tune", "--strategy", "producer-consumer", "--producers", "P", "--consumers", "C", "--param",
-                "P=1..2", "--param", "C=1..2", "--repeat", "1", "--", mmmt, "{P}", "{C}", "64", "64")
+                "P=1..2", "--param", "C=1..2", "--repeat", "1", "--", mmmt, "{P}", "{C}", n, n)
     check(r.returncode == 0 and "# verdict of the first configuration under record --sync: producer side" in
           r.stdout, "producer-consumer without --tile: text names the verdict", r.stdout + r.stderr)
 

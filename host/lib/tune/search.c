@@ -264,7 +264,8 @@ static int search_prodcons(struct tune *t, char *err, size_t errlen)
 			break;
 		if (t->entries[t->best].c.idx[both[0]] == before.idx[both[0]] &&
 		    t->entries[t->best].c.idx[both[1]] == before.idx[both[1]]) {
-			snprintf(t->stop, sizeof(t->stop), "the threads did not change after the tile");
+			snprintf(t->stop, sizeof(t->stop), "the threads did not change%s",
+			         tile ? " after the tile" : "");
 			break;
 		}
 	}
