@@ -171,7 +171,8 @@ static int prodcons_verdict(void *ctx, char *const *argv, int *slow, char *line,
                             size_t errlen)
 {
 	const char *keep = ctx;
-	char tmp[PATH_MAX] = "", dir[PATH_MAX];
+	char tmp[PATH_MAX] = "", dir[PATH_MAX], exe[PATH_MAX];
+	ssize_t len;
 	char *rec[TUNE_ARGS_MAX + 10];
 	const char *tmpdir = getenv("TMPDIR");
 	struct tune_sample s = { 0 };
@@ -187,7 +188,14 @@ static int prodcons_verdict(void *ctx, char *const *argv, int *slow, char *line,
 			return error_set(err, errlen, -errno, "cannot make a directory '%s': %s", tmp, strerror(errno));
 		snprintf(dir, sizeof(dir), "%s/sync", tmp);
 	}
-	rec[n++] = "/proc/self/exe";
+	/* this very executable, by the path /proc/self/exe leads to (the
+	 * messages then name it layerprof) */
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len <= 0)
+		snprintf(exe, sizeof(exe), "/proc/self/exe");
+	else
+		exe[len] = '\0';
+	rec[n++] = exe;
 	rec[n++] = "record";
 	rec[n++] = "-q";
 	rec[n++] = "--sync";
