@@ -149,7 +149,10 @@ static int measure_energy(void *ctx, char *const *const *argvs, uint32_t n, stru
 			return r;
 		out->joules = emodel_energy(m->model, m->map, rm.counts, rm.span_ns, 1.0);
 	} else if (rm.has_power) {
-		out->joules = rm.joules;
+		/* the meter's span is a little longer than the programs' (its
+		 * first reading before they start, its last after they end):
+		 * its mean power over the programs' span */
+		out->joules = rm.mean_watts * out->seconds;
 	} else {
 		return error_set(err, errlen, -ENODATA, "the power source gave no reading");
 	}
