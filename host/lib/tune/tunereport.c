@@ -266,6 +266,7 @@ static void svg_order(FILE *f, const struct tune *t)
 	fprintf(f, "<text x=\"4\" y=\"%d\" font-size=\"11\">%.4g</text>\n", PLOT_H - PLOT_MARGIN, lo);
 	fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">configuration (order tried)</text>\n", PLOT_W / 2 - 60,
 	        PLOT_H - 12);
+	fprintf(f, "<text x=\"%d\" y=\"12\" font-size=\"11\">objective (%s)</text>\n", PLOT_MARGIN, objective_unit(t));
 	fprintf(f, "<polyline fill=\"none\" stroke=\"#36c\" points=\"");
 	for (uint32_t i = 0; i < t->n; i++) {
 		if (t->entries[i].failed)
@@ -316,6 +317,12 @@ static void svg_heat(FILE *f, const struct tune *t)
 	fprintf(f, " (rows) and ");
 	escape_xml(f, b->name);
 	fprintf(f, " (columns)</title>\n");
+	/* the corner names the rows' and the columns' parameters */
+	fprintf(f, "<text x=\"4\" y=\"%d\" font-size=\"11\" font-weight=\"bold\">", PLOT_MARGIN - 22);
+	escape_xml(f, a->name);
+	fprintf(f, " \\ ");
+	escape_xml(f, b->name);
+	fprintf(f, "</text>\n");
 	for (uint32_t v = 0; v < b->nvalues; v++) {
 		fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">", PLOT_MARGIN + CELL * (int)v + 4,
 		        PLOT_MARGIN - 6);
@@ -373,8 +380,8 @@ int tunereport_html(FILE *f, const struct tune *t)
 		fprintf(f, "</code>");
 	}
 	fprintf(f,
-	        "</p>\n<p>%u runs each (up to %u), noise %.1f%%; %u configurations, %llu runs; stopped: ", t->o.repeat,
-	        t->o.max_repeat, 100.0 * t->noise, t->n, (unsigned long long)t->runs);
+	        "</p>\n<p>%u run%s each (up to %u), noise %.1f%%; %u configurations, %llu runs; stopped: ", t->o.repeat,
+	        t->o.repeat == 1 ? "" : "s", t->o.max_repeat, 100.0 * t->noise, t->n, (unsigned long long)t->runs);
 	escape_xml(f, t->stop);
 	fprintf(f, "</p>\n");
 	if (t->o.strategy == TUNE_PRODCONS) {
