@@ -163,7 +163,9 @@ int tune_improves(struct tune *t, uint32_t cand, uint32_t inc, char *err, size_t
 			return 0;
 		if (b->failed)
 			return 1;
-		d = (b->med_obj - c->med_obj) / b->med_obj;
+		/* relative to the incumbent; an objective of 0 (a model with
+		 * nothing but zeros) compares as is */
+		d = b->med_obj > 0 ? (b->med_obj - c->med_obj) / b->med_obj : b->med_obj - c->med_obj;
 		if (fabs(d) > 2 * t->noise || (c->n >= t->o.max_repeat && b->n >= t->o.max_repeat))
 			return d > t->noise;
 		more = c->n <= b->n && c->n < t->o.max_repeat ? cand : inc;
