@@ -76,6 +76,10 @@ size_t meta_format(const struct meta *m, char *buf, size_t size)
 		meta_advance(&n, size, snprintf(buf + n, size - n, "counters.read=%s\n", m->counters_read));
 	if (m->counters_scope && *m->counters_scope)
 		meta_advance(&n, size, snprintf(buf + n, size - n, "counters.scope=%s\n", m->counters_scope));
+	if (m->power_sources && *m->power_sources)
+		meta_advance(&n, size,
+		             snprintf(buf + n, size - n, "power.sources=%s\npower.interval_ms=%u\n", m->power_sources,
+		                      m->power_interval_ms));
 	/* the command last: it runs to the end of its line */
 	meta_advance(&n, size, snprintf(buf + n, size - n, "command="));
 	if (n > size - 2)

@@ -50,6 +50,11 @@ struct meta {
 	const char *counters_unavailable;
 	const char *counters_read;
 	const char *counters_scope;
+	/* record --power: power.sources= (the sources' names, comma-separated,
+	 * in the order of the POWER chunks' source index) and
+	 * power.interval_ms=; NULL or "": not written */
+	const char *power_sources;
+	unsigned power_interval_ms;
 	int argc;          /* command=: the arguments joined by spaces */
 	char *const *argv; /* borrowed */
 };

@@ -30,6 +30,7 @@
 #include "host/builtin.h"
 #include "host/recctr.h"
 #include "host/recdyn.h"
+#include "host/recpower.h"
 #include "host/lib/trace/classify.h"
 #include "host/lib/trace/dir.h"
 #include "host/lib/trace/file.h"
@@ -73,6 +74,8 @@
 #define RECORD_OPT_PROBE 0x2001
 #define RECORD_OPT_SYNC 0x2010
 #define RECORD_OPT_COUNTERS 0x2002
+#define RECORD_OPT_POWER 0x2003
+#define RECORD_OPT_POWER_INTERVAL 0x2004
 
 static const char record_usage[] =
     "usage: layerprof record [options] [--] <program> [<args>]\n"
@@ -162,7 +165,14 @@ static const char record_usage[] =
     "                        names, comma-separated, at most 12 (default: cycles,\n"
     "                        instructions, cache-misses, branch-misses, task-clock,\n"
     "                        page-faults, context-switches); events this CPU or\n"
-    "                        kernel cannot count are named and left out\n" FILTER_HELP_FUNCS
+    "                        kernel cannot count are named and left out\n"
+    "      --power[=SPEC]    also sample a power source from just before the program\n"
+    "                        starts to its end (the trace's POWER chunks): auto\n"
+    "                        (default: RAPL, else a hwmon sensor, else a battery),\n"
+    "                        a name `layerprof energy sources` lists, cmd:COMMAND\n"
+    "                        (run once per sample, prints watts) or csv:FILE (a\n"
+    "                        meter's log of seconds,watts lines, read at the end)\n"
+    "      --power-interval MS  milliseconds between samples (default 100)\n" FILTER_HELP_FUNCS
     "  -h, --help            this text\n"
     "\n"
     "A recorder killed with SIGKILL leaves a trace that ends at most some 200 ms\n"
@@ -244,6 +254,8 @@ struct recorder {
 	bool sync;            /* --sync */
 	const char *sync_how; /* with sync: META "sync" (preload, wrap) */
 	struct recctr ctr;    /* --counters */
+	/* --power */
+	struct recpower power;
 	/* the program */
 	pid_t child;
 	int status; /* its wait status, once child_done */
@@ -270,7 +282,10 @@ static int on_chunk(void *ctx, uint8_t type, const uint8_t *payload, size_t len,
 	int r;
 
 	if (type == LP_CHUNK_END) {
-		r = tracefile_end(&rec->tf, (const char *)payload, len);
+		char end[RECPOWER_END_MAX];
+		const char *text = recpower_end(&rec->power, (const char *)payload, &len, end, sizeof(end));
+
+		r = tracefile_end(&rec->tf, text, len);
 		if (r)
 			fprintf(stderr,
 			        "layerprof record: cannot end trace '%s': %s: it ends at its last whole chunk\n",
@@ -375,6 +390,8 @@ static int write_meta(struct recorder *rec, uint64_t buffer)
 		m.counters_read = rec->ctr.how;
 		m.counters_scope = rec->ctr.user ? "user" : "all";
 	}
+	m.power_sources = recpower_meta_sources(&rec->power);
+	m.power_interval_ms = rec->power.interval_ms;
 	m.argc = rec->prog_argc;
 	m.argv = rec->prog_argv;
 	n = meta_format(&m, text, sizeof(text));
@@ -536,6 +553,15 @@ static int record_option(struct recorder *rec, int c, const char *arg)
 			return LP_EXIT_USAGE;
 		}
 		break;
+	case RECORD_OPT_POWER:
+		recpower_option(&rec->power, arg);
+		break;
+	case RECORD_OPT_POWER_INTERVAL:
+		if (recpower_interval_option(&rec->power, arg, err, sizeof(err))) {
+			fprintf(stderr, "layerprof record: %s\n", err);
+			return LP_EXIT_USAGE;
+		}
+		break;
 	case 'h':
 		fputs(record_usage, stdout);
 		return LP_EXIT_OK;
@@ -579,6 +605,8 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 		{ "probe", required_argument, NULL, RECORD_OPT_PROBE },
 		{ "sync", no_argument, NULL, RECORD_OPT_SYNC },
 		{ "counters", optional_argument, NULL, RECORD_OPT_COUNTERS },
+		{ "power", optional_argument, NULL, RECORD_OPT_POWER },
+		{ "power-interval", required_argument, NULL, RECORD_OPT_POWER_INTERVAL },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -611,6 +639,10 @@ static int record_parse(struct recorder *rec, int argc, char **argv)
 	}
 	if (rec->dyn_backend_set && !rec->dyn.on) {
 		fprintf(stderr, "layerprof record: --backend needs --dynamic\n");
+		return LP_EXIT_USAGE;
+	}
+	if (recpower_options_done(&rec->power, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: %s\n", err);
 		return LP_EXIT_USAGE;
 	}
 	if (recdyn_options_done(&rec->dyn, err, sizeof(err))) {
@@ -912,6 +944,11 @@ static int record_open(struct recorder *rec)
 	r = record_counters_probe(rec);
 	if (r != RECORD_GO_ON)
 		return r;
+	/* before the trace is made: no source, no trace */
+	if (recpower_open(&rec->power, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: --power: %s\n", err);
+		return LP_EXIT_FAILURE;
+	}
 	signal(SIGXFSZ, on_xfsz);
 	rec->dirfd = tracedir_create(rec->out, err, sizeof(err));
 	if (rec->dirfd < 0) {
@@ -1028,6 +1065,12 @@ static int record_spawn(struct recorder *rec)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	/* the first sample just before the program starts */
+	if (recpower_start(&rec->power, err, sizeof(err))) {
+		fprintf(stderr, "layerprof record: --power: %s\n", err);
+		free(env);
+		return LP_EXIT_FAILURE;
+	}
 	if (rec->syscalls) {
 		struct systrace_ops sops = sysdrain_ops(&rec->feed);
 
@@ -1050,6 +1093,7 @@ static int record_spawn(struct recorder *rec)
 			fprintf(stderr, "layerprof record: syscalls: %s\n", why);
 		if (rec->kt)
 			ktrace_follow(rec->kt, rec->child, true);
+		recpower_set_pid(&rec->power, rec->child);
 		record_counters_late(rec);
 		return RECORD_GO_ON;
 	}
@@ -1079,6 +1123,7 @@ static int record_spawn(struct recorder *rec)
 		return LP_EXIT_FAILURE;
 	}
 	rec->child = pid;
+	recpower_set_pid(&rec->power, pid);
 	if (rec->kt)
 		ktrace_follow(rec->kt, pid, true);
 	return RECORD_GO_ON;
@@ -1125,6 +1170,9 @@ static void record_loop(struct recorder *rec)
 			drain_flush_idle(rec->d);
 			last_flush = clocksync_monotonic_ns();
 		}
+		if (recpower_flush(&rec->power, &rec->tf, false) < 0)
+			fprintf(stderr, "layerprof record: cannot write trace '%s': %s: no more power samples\n",
+			        rec->out, strerror(-rec->tf.error));
 		if (forward_signal && !rec->child_done) {
 			kill(rec->child, forward_signal);
 			forward_signal = 0;
@@ -1227,6 +1275,8 @@ static int record_summary(struct recorder *rec)
 	bool tty = !rec->quiet && isatty(STDERR_FILENO);
 	int r;
 
+	/* the program has ended: the last power sample */
+	recpower_finish(&rec->power, &rec->tf, rec->quiet, tty);
 	/* the kernel's last records go in before the streams end */
 	ktrace_finish(rec->kt);
 	if (rec->dyn.on)
@@ -1326,6 +1376,7 @@ static int record_release(struct recorder *rec, int exit_code)
 	ktrace_free(rec->kt);
 	recdyn_free(&rec->dyn);
 	recctr_release(&rec->ctr);
+	recpower_release(&rec->power);
 	drain_free(rec->d);
 	classifier_free(rec->cls);
 	symbolizer_free(rec->sym);

@@ -9,7 +9,9 @@
 
 #include "host/builtin.h"
 #include "host/lib/analysis/profile.h"
+#include "host/lib/energy/emodel.h"
 #include "host/lib/export/ctrreport.h"
+#include "host/lib/export/energyreport.h"
 #include "host/lib/export/report.h"
 #include "host/lib/export/syncreport.h"
 #include "host/lib/trace/walk.h"
@@ -57,6 +59,12 @@ static const char report_usage[] =
     "                        producer/consumer balance, futex waits of other code\n"
     "                        (text, json or xml; --sort wait, ops, avg, max, hold,\n"
     "                        contended, name)\n"
+    "      --energy          the energy instead (record --counters), estimated with\n"
+    "                        --model: per program (with the meter's joules when\n"
+    "                        recorded with --power), CPU, thread and function\n"
+    "                        (inclusive and self) in joules and mean watts (text or\n"
+    "                        json; --sort incl, self or calls)\n"
+    "      --model FILE      the energy model (energy train's JSON) for --energy\n"
     "      --at-peak         with --memory: the state when the heap was largest\n"
     "      --at TIME         with --memory: the state TIME after the recording began\n"
     "                        (e.g. 1.5s, 200ms)\n"
@@ -67,8 +75,10 @@ static const char report_usage[] =
     "  -o, --output FILE     write to FILE (default: standard output)\n" FILTER_HELP
     "  -h, --help            this text\n"
     "\n"
-    "Exit status: 0 ok, 2 usage (also --counters or --sync on a trace without\n"
-    "them), 3 trace missing, empty, damaged or of another version.\n";
+    "Exit status: 0 ok, 1 failure (also --energy with a bad model file or a\n"
+    "trace without the counters the model needs), 2 usage (also --counters or\n"
+    "--sync on a trace without them), 3 trace missing, empty, damaged or of\n"
+    "another version.\n";
 
 /* Output buffer: the documents are written in many small pieces. */
 #define REPORT_OUT_BUFFER (1u << 20)
@@ -220,6 +230,79 @@ static int report_sync(const char *dir, const struct filter_opts *fopts, const s
 	return code;
 }
 
+/* report --energy: the model applied to the trace's counters
+ * (export/energyreport.c).  The other modes are refused; --sort takes
+ * incl, self or calls; a bad model or a trace without the counters the
+ * model needs is a failure (1), with nothing written. */
+static int report_energy(const char *dir, const struct filter_opts *fopts, const struct export_report_opts *o,
+                         const char *sort, const char *model, bool other_mode, const char *out)
+{
+	struct energyreport_opts eo = { .fmt = o->fmt, .per_thread = (o->flags & PROFILE_PER_THREAD) != 0 };
+	static struct emodel m; /* large: not on the stack */
+	char err[1024] = "";
+	struct walk w;
+	int code, r;
+
+	if (other_mode || o->at_peak || o->has_at) {
+		fprintf(stderr, "layerprof report: --energy goes alone (not with --memory, --syscalls, --layers, "
+		                "--kernel, --counters, --sync, --at or --at-peak)\n");
+		return LP_EXIT_USAGE;
+	}
+	if (!model) {
+		fprintf(stderr, "layerprof report: --energy needs --model FILE (made by layerprof energy train)\n");
+		return LP_EXIT_USAGE;
+	}
+	if (o->fmt != EXPORT_REPORT_TEXT && o->fmt != EXPORT_REPORT_JSON) {
+		fprintf(stderr, "layerprof report: --energy is text or json\n");
+		return LP_EXIT_USAGE;
+	}
+	if (sort && energyreport_sort_parse(&eo.sort, sort)) {
+		fprintf(stderr, "layerprof report: invalid --sort '%s' with --energy: use incl, self, calls\n", sort);
+		return LP_EXIT_USAGE;
+	}
+	if (emodel_load(&m, model, err, sizeof(err))) {
+		fprintf(stderr, "layerprof report: %s\n", err);
+		return LP_EXIT_FAILURE;
+	}
+	eo.model = &m;
+	eo.model_path = model;
+	code = builtin_trace_open("report", &w, dir, fopts);
+	if (code)
+		return code;
+	if (out) {
+		FILE *f = outfile_open(out);
+
+		if (!f || fflush(stdout) || dup2(fileno(f), STDOUT_FILENO) < 0) {
+			fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, outfile_strerror(errno));
+			if (f)
+				fclose(f);
+			walk_release(&w);
+			return LP_EXIT_FAILURE;
+		}
+		fclose(f);
+	}
+	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
+	r = energyreport_write(&w, &eo, stdout, err, sizeof(err));
+	if (r == -ENODATA || r == -ENOENT) {
+		/* nothing written: no document left behind */
+		if (out)
+			unlink(out);
+		code = layerprof_trace_condition(&w, "report");
+		if (!code) {
+			fprintf(stderr, "layerprof report: %s\n", err);
+			code = LP_EXIT_FAILURE;
+		}
+		walk_release(&w);
+		return code;
+	}
+	/* the trace's META is known once it was read */
+	if (!r && energyreport_other_machine(&w, &m, err, sizeof(err)))
+		fprintf(stderr, "layerprof report: warning: %s\n", err);
+	code = report_finish(&w, r, out);
+	walk_release(&w);
+	return code;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -235,6 +318,8 @@ int cmd_report(int argc, char **argv)
 		{ "at", required_argument, NULL, 'A' },
 		{ "counters", no_argument, NULL, 'C' },
 		{ "sync", no_argument, NULL, 'W' },
+		{ "energy", no_argument, NULL, 'E' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		FILTER_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -243,8 +328,8 @@ int cmd_report(int argc, char **argv)
 	struct filter_opts fopts = { 0 };
 	const char *dir = "layerprof.data", *out = NULL;
 	bool syscalls = false, memory = false, layers = false, kernel = false;
-	bool counters = false, sync = false;
-	const char *sort = NULL;
+	bool counters = false, sync = false, energy = false;
+	const char *sort = NULL, *model = NULL;
 	struct ctrreport_opts co;
 	struct walk w;
 	int c, code;
@@ -275,6 +360,12 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'W':
 			sync = true;
+			break;
+		case 'E':
+			energy = true;
+			break;
+		case 'm':
+			model = optarg;
 			break;
 		case 'P':
 			o.at_peak = true;
@@ -309,6 +400,13 @@ int cmd_report(int argc, char **argv)
 	}
 	if (builtin_trace_operand("report", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
+	if (model && !energy) {
+		fprintf(stderr, "layerprof report: --model goes with --energy\n");
+		return LP_EXIT_USAGE;
+	}
+	if (energy)
+		return report_energy(dir, &fopts, &o, sort, model,
+		                     memory || syscalls || layers || kernel || counters || sync, out);
 	if (sync)
 		return report_sync(dir, &fopts, &o, sort, memory || syscalls || layers || kernel || counters, out);
 	if (sort && !counters && profile_order_parse(&o.order, sort)) {

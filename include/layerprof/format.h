@@ -653,8 +653,8 @@ struct lp_ext_task {
 #define LP_TRACE_MAGIC "LPTRACE"
 #define LP_TRACE_MAJOR 1u
 #define LP_TRACE_MINOR                                                                           \
-	4u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL, PROBE; \
-	    * 4: LP_EV_SYNC, LP_EV_COUNTER */
+	5u /* 1: LP_XEV_UNMAP; 2: LP_CHUNK_KFORMAT, LP_EV_KERNEL; 3: LP_XEV_ARGS, RETVAL, PROBE; \
+	    * 4: LP_EV_SYNC, LP_EV_COUNTER; 5: LP_CHUNK_POWER */
 #define LP_FILE_HEADER_SIZE 16u
 
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" as little-endian bytes */
@@ -672,7 +672,13 @@ enum lp_chunk_type {
 	LP_CHUNK_KFORMAT = 5, /* kernel tracepoint formats: varint count, then per
 	                       * tracepoint varint id and three strings (varint
 	                       * length, bytes): group, name, tracefs format text */
+	LP_CHUNK_POWER = 6,   /* power samples (record --power): varint source
+	                       * index (into META power.sources), varint count,
+	                       * count x (varint ns from the previous sample of
+	                       * the chunk, the first from 0; varint microwatts) */
 };
+/* Samples in one LP_CHUNK_POWER, at most. */
+#define LP_POWER_CHUNK_SAMPLES 4096u
 
 /* EVENTS payload: varint image, varint pid, varint tid, varint base_ns,
  * then events.  Each event: one byte (type | arg << 4), varint delta_ns from

@@ -38,7 +38,7 @@ struct emodel_term {
 
 struct emodel {
 	uint32_t version;
-	char source[96]; /* the power source it was trained against */
+	char source[96];  /* the power source it was trained against */
 	char created[32]; /* ISO 8601, UTC */
 	struct {
 		char arch[32];    /* uname machine */
@@ -54,23 +54,27 @@ struct emodel {
 	uint32_t ndropped;
 	struct {
 		double r2, adj_r2;
-		double f, f_p;  /* the model's F test (adequacy) and its p-value */
-		double rmse;    /* W */
-		uint32_t n;     /* observations */
-		double alpha;   /* significance level of the elimination */
+		double f, f_p; /* the model's F test (adequacy) and its p-value */
+		double rmse;   /* W */
+		uint32_t n;    /* observations */
+		double alpha;  /* significance level of the elimination */
 	} fit;
 	struct {
-		uint32_t folds;        /* k of the k-fold cross-validation; 0: not done */
-		double mean_abs_pct;   /* mean |predicted - measured| / measured over held-out programs, % */
-		double max_abs_pct;    /* the worst held-out program, % */
+		uint32_t folds;      /* k of the k-fold cross-validation; 0: not done */
+		double mean_abs_pct; /* mean |predicted - measured| / measured over held-out programs, % */
+		double max_abs_pct;  /* the worst held-out program, % */
 	} cv;
 	struct {
-		uint32_t programs;  /* random programs run */
-		double seconds;     /* each one's length */
+		uint32_t programs; /* random programs run */
+		double seconds;    /* each one's length */
 		uint64_t seed;
-		uint32_t segments;  /* basis segments the generator drew from */
+		uint32_t segments; /* basis segments the generator drew from */
 	} training;
 };
+
+/* Empties m for a new model: version EMODEL_VERSION, created now (UTC),
+ * c0 named "const", no terms, the statistics NaN (unknown). */
+void emodel_init(struct emodel *m);
 
 /* Reads a model file.  0, or -errno with err naming the file and what is
  * wrong ("'m.json' is not a layerprof energy model", "... version 2 is
@@ -81,15 +85,17 @@ int emodel_load(struct emodel *m, const char *path, char *err, size_t errlen);
 int emodel_save(const struct emodel *m, const char *path, char *err, size_t errlen);
 
 /* Which of names[0..n) each term of m is: map[t] = the index of term t's
- * event in names.  Returns 0, or -ENOENT with err listing the events the
- * model needs that names lack ("the model needs instructions,
- * cache-misses; the trace has task-clock"). */
-int emodel_bind(const struct emodel *m, const char (*names)[EMODEL_NAME_MAX], uint32_t n, uint32_t *map,
-                char *err, size_t errlen);
+ * event in names (the same name, else another name of the same event:
+ * "cs" for "context-switches").  Returns 0, or -ENOENT with err listing
+ * the events the model needs that names lack ("the model needs
+ * instructions, cache-misses; the trace has task-clock"). */
+int emodel_bind(const struct emodel *m, const char (*names)[EMODEL_NAME_MAX], uint32_t n, uint32_t *map, char *err,
+                size_t errlen);
 /* Energy (J) of a span of span_ns with counts v (indexed through map) and
  * share of the constant (1, or 1 / machine.cpus for one thread or CPU). */
 double emodel_energy(const struct emodel *m, const uint32_t *map, const uint64_t *v, uint64_t span_ns, double share);
-/* Mean power (W) of the same span. */
+/* Mean power (W) of the same span: c0 + sum coef * (count / seconds), the
+ * model's own formula; NaN when span_ns is 0. */
 double emodel_power(const struct emodel *m, const uint32_t *map, const uint64_t *v, uint64_t span_ns);
 
 /* Fills m's machine description from this machine (uname, /proc/cpuinfo,
@@ -111,7 +117,6 @@ struct emodel_data {
  * whole procedure (folds 0: none).  Fills c0, terms, dropped, fit, cv; the
  * rest of m is left as it was.  0, or -EINVAL with err (fewer observations
  * than terms + 2, no variation in y), -ENOMEM. */
-int emodel_fit(struct emodel *m, const struct emodel_data *d, double alpha, uint32_t folds, char *err,
-               size_t errlen);
+int emodel_fit(struct emodel *m, const struct emodel_data *d, double alpha, uint32_t folds, char *err, size_t errlen);
 
 #endif

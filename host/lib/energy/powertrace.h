@@ -8,6 +8,7 @@
 
 #include "host/lib/energy/power.h"
 #include "host/lib/trace/walk.h"
+#include "layerprof/format.h"
 
 /* Sources one trace may hold. */
 #define POWERTRACE_SOURCES_MAX 8u
@@ -21,10 +22,24 @@ struct powertrace {
 	uint64_t dropped;    /* samples past POWER_SAMPLES_MAX per source */
 };
 
+/* Samples one LP_CHUNK_POWER chunk holds, at most (docs/format.md). */
+#define POWERTRACE_CHUNK_SAMPLES LP_POWER_CHUNK_SAMPLES
+/* Room powertrace_encode needs for n samples. */
+#define POWERTRACE_CHUNK_BYTES(n) ((size_t)(2 + 2 * (size_t)(n)) * 10u)
+
+/* The LP_CHUNK_POWER payload of n samples (by time; at most
+ * POWERTRACE_CHUNK_SAMPLES) of the trace's source src into buf (room for
+ * POWERTRACE_CHUNK_BYTES(n)): varint src, varint n, n x (varint ns from
+ * the previous sample, the first from 0; varint µW, rounded).  Returns
+ * its length. */
+size_t powertrace_encode(uint32_t src, const struct power_sample *s, uint32_t n, uint8_t *buf);
+
 /* Zeroes pt. */
 void powertrace_init(struct powertrace *pt);
 /* Sets ops->ctx and chunk_begin (the others stay as they were) to collect
- * the samples of w's POWER chunks into pt. */
+ * the samples of w's POWER chunks into pt.  walk_run hands every chunk to
+ * chunk_begin; walk_run_by_time only those with events: use walk_run (or
+ * a pass of its own) for the power samples. */
 void powertrace_walk_ops(struct powertrace *pt, struct walk_ops *ops);
 /* After the pass: the names from the walk's META.  true when the trace has
  * samples of at least one source. */

@@ -1,6 +1,7 @@
 /* Streaming JSON writer (see json.h). */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "host/lib/util/json.h"
 
@@ -100,6 +101,30 @@ void json_fixed(struct json *j, const char *key, double value, int decimals)
 		fprintf(j->f, "%.*f", decimals < 0 ? 0 : decimals > 9 ? 9 : decimals, value);
 	else
 		fputs("null", j->f);
+}
+
+void json_f64_exact(struct json *j, const char *key, double value)
+{
+	char buf[40];
+	int prec;
+
+	sep(j, key);
+	if (!isfinite(value)) {
+		fputs("null", j->f);
+		return;
+	}
+	if (value == 0 && signbit(value)) {
+		fputs("-0.0", j->f); /* "-0" would read back as the integer 0 */
+		return;
+	}
+	for (prec = 15; prec < 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, value);
+		if (strtod(buf, NULL) == value)
+			break;
+	}
+	if (prec == 17)
+		snprintf(buf, sizeof(buf), "%.17g", value);
+	fputs(buf, j->f);
 }
 
 void json_bool(struct json *j, const char *key, bool value)

@@ -29,6 +29,10 @@ void json_f64(struct json *j, const char *key, double value);
 /* With exactly decimals (0 to 9) digits after the point ("75.0"); null for
  * NaN and infinities. */
 void json_fixed(struct json *j, const char *key, double value, int decimals);
+/* The shortest text (at most 17 significant digits) that reads back as
+ * exactly value, for files read again (the energy model); null for NaN
+ * and infinities. */
+void json_f64_exact(struct json *j, const char *key, double value);
 void json_bool(struct json *j, const char *key, bool value);
 void json_null(struct json *j, const char *key);
 /* Writes s as a JSON string literal (quoted, escaped, invalid UTF-8 as
