@@ -336,13 +336,19 @@ const char *tune_space_format(const struct tune_space *sp, const struct tune_con
 char **tune_space_argv(const struct tune_space *sp, const struct tune_config *c, uint32_t prog)
 {
 	char *const *words = sp->progs[prog];
+	char word[TUNE_WORD_MAX], **argv, *text;
 	size_t n = 0, room = 0, used = 0;
-	char **argv, *text;
 
+	/* two passes: the words' lengths, then the block of the right size */
 	while (words[n])
 		n++;
-	for (size_t i = 0; i < n; i++)
-		room += TUNE_WORD_MAX;
+	for (size_t i = 0; i < n; i++) {
+		if (word_subst(sp, c, words[i], word, sizeof(word), NULL, NULL, 0)) {
+			errno = E2BIG;
+			return NULL;
+		}
+		room += strlen(word) + 1;
+	}
 	argv = malloc((n + 1) * sizeof(*argv) + room);
 	if (!argv) {
 		errno = ENOMEM;
@@ -350,11 +356,7 @@ char **tune_space_argv(const struct tune_space *sp, const struct tune_config *c,
 	}
 	text = (char *)(argv + n + 1);
 	for (size_t i = 0; i < n; i++) {
-		if (word_subst(sp, c, words[i], text + used, TUNE_WORD_MAX, NULL, NULL, 0)) {
-			free(argv);
-			errno = E2BIG;
-			return NULL;
-		}
+		word_subst(sp, c, words[i], text + used, room - used, NULL, NULL, 0);
 		argv[i] = text + used;
 		used += strlen(text + used) + 1;
 	}
