@@ -65,6 +65,8 @@ int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, stru
 	int errfd[TUNE_PROGS_MAX], status[TUNE_PROGS_MAX], r = 0;
 	bool done[TUNE_PROGS_MAX] = { false };
 	uint32_t started = 0, left;
+	bool lost[TUNE_PROGS_MAX] = { false };
+	struct sigaction dfl, oldact;
 	sigset_t chld, old;
 	double t0, deadline;
 
@@ -72,6 +74,12 @@ int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, stru
 		return error_set(err, errlen, -EINVAL, "%u programs: 1 to %u at once", n, TUNE_PROGS_MAX);
 	for (uint32_t k = 0; k < n; k++)
 		errfd[k] = memfd_create("layerprof-tune-stderr", MFD_CLOEXEC);
+	/* SIGCHLD at its default: ignored (SIG_IGN inherited from a parent),
+	 * the programs would be reaped by the kernel, unseen */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGCHLD, &dfl, &oldact);
 	t0 = now_s();
 	for (uint32_t k = 0; !r && k < n; k++) {
 		posix_spawn_file_actions_t fa;
@@ -110,9 +118,14 @@ int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, stru
 		double rest;
 
 		for (uint32_t k = 0; k < n; k++)
-			if (!done[k] && waitpid(pids[k], &status[k], WNOHANG) == pids[k]) {
-				done[k] = true;
-				left--;
+			if (!done[k]) {
+				pid_t w = waitpid(pids[k], &status[k], WNOHANG);
+
+				if (w == pids[k] || (w < 0 && errno == ECHILD)) {
+					lost[k] = w < 0; /* reaped by someone else */
+					done[k] = true;
+					left--;
+				}
 			}
 		if (!left)
 			break;
@@ -140,11 +153,16 @@ int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, stru
 	out->seconds = now_s() - t0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	for (uint32_t k = 0; k < n && !out->timed_out; k++)
-		if (!WIFEXITED(status[k]) || WEXITSTATUS(status[k])) {
+		if (lost[k]) {
+			out->failed = true;
+			snprintf(out->why, sizeof(out->why), "%s could not be waited for", argvs[k][0]);
+			break;
+		} else if (!WIFEXITED(status[k]) || WEXITSTATUS(status[k])) {
 			say_failed(out, argvs[k][0], status[k], errfd[k]);
 			break;
 		}
 out:
+	sigaction(SIGCHLD, &oldact, NULL);
 	for (uint32_t k = 0; k < n; k++)
 		if (errfd[k] >= 0)
 			close(errfd[k]);

@@ -16,8 +16,9 @@
  * last end, failed and why when one exited nonzero, was killed by a
  * signal, or was still running after timeout_s (> 0; all are then
  * killed).  Returns 0, or -errno with err when a program could not be
- * started (the others are killed and reaped).  SIGCHLD is blocked while
- * it waits (and its pending ones taken): call it from the main thread. */
+ * started (the others are killed and reaped).  SIGCHLD is at its default
+ * action and blocked while it waits (its pending ones taken): call it from
+ * the main thread. */
 int tune_spawn_run(char *const *const *argvs, uint32_t n, double timeout_s, struct tune_sample *out, char *err,
                    size_t errlen);
 
