@@ -34,6 +34,7 @@ static const struct command commands[] = {
 	{ "callgraph", cmd_callgraph, "the static call graph of a binary, and its possible call paths" },
 	{ "coverage", cmd_coverage, "a trace against its binaries' static call graph: what never ran" },
 	{ "energy", cmd_energy, "power sources, and a model of energy from event counts: train, check" },
+	{ "tune", cmd_tune, "search a program's parameters for the best time or energy" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
