@@ -301,6 +301,7 @@ static void quiet_end(const int saved[2])
 int runmeasure_run(char *const *const *argvs, uint32_t nprogs, const struct runmeasure_opts *o, struct runmeasure *out,
                    char *err, size_t errlen)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, oldchld;
 	struct run *run;
 	struct power_result pr;
 	int saved[2] = { -1, -1 }, r;
@@ -316,6 +317,11 @@ int runmeasure_run(char *const *const *argvs, uint32_t nprogs, const struct runm
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	/* SIGCHLD at its default while the programs run: ignored (SIG_IGN
+	 * inherited from a parent), the kernel would reap them before their
+	 * wait status could be read */
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGCHLD, &dfl, &oldchld);
 	run->argvs = argvs;
 	run->nprogs = out->nprogs = nprogs;
 	run->o = o;
@@ -377,5 +383,6 @@ out:
 		recctr_release(&run->ctr[i]);
 	power_meter_free(run->meter);
 	free(run);
+	sigaction(SIGCHLD, &oldchld, NULL);
 	return r;
 }
