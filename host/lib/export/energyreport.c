@@ -126,8 +126,12 @@ static void text_program(FILE *f, const struct energystats_result *er)
 	}
 	fprintf(f, "%-28s %14.6f %10.3f %14.6f\n", "the threads together", er->threads.joules, er->threads.watts,
 	        er->threads.constant);
-	fprintf(f, "%-28s %14.6f %10s %14.6f  the constant of CPUs no thread of the program used\n", "difference",
-	        er->program.joules - er->threads.joules, "", er->rest_constant);
+	/* negative when more threads than CPUs lived at once: their shares of
+	 * the constant add up to more than the machine's */
+	fprintf(f, "%-28s %14.6f %10s %14.6f  %s\n", "difference", er->program.joules - er->threads.joules, "",
+	        er->rest_constant,
+	        er->rest_constant >= 0 ? "the constant of CPUs no thread of the program used"
+	                               : "the constant counted more than once: more threads than CPUs lived at once");
 	if (er->rest_events != 0)
 		fprintf(f,
 		        "# of the difference, %.6f J are counts of the program in no thread's values (before a "
