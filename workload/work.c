@@ -207,6 +207,12 @@ static void *worker_run(void *arg)
 		k->slices[e]++;
 		k->ns[e] += work_now() - now;
 	}
+	/* a thread_setup's state is one malloc'd block (its buffers are
+	 * mapped and go with the process) */
+	for (i = 0; i < w->nmix; i++) {
+		free(k->t.state[w->mix[i].index]);
+		k->t.state[w->mix[i].index] = NULL;
+	}
 	return NULL;
 }
 

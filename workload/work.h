@@ -26,7 +26,8 @@ struct work_seg {
 	 * none); 0 or -errno */
 	int (*setup)(unsigned nthreads);
 	/* the thread's own state, made by the thread itself before the clock
-	 * starts (NULL: none); 0 or -errno */
+	 * starts (NULL: none): one malloc'd block (or none), freed by the
+	 * thread when it ends; 0 or -errno */
 	int (*thread_setup)(struct work_thread *t, void **state);
 	/* runs until work_now() >= deadline (checked every few microseconds
 	 * at most); returns a value the caller consumes, so that the

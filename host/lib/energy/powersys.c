@@ -117,7 +117,8 @@ static int powersys_entries(const char *dir, const char *prefix, char ***names, 
 		n++;
 	}
 	closedir(d);
-	qsort(v, (size_t)n, sizeof(*v), cmp);
+	if (n)
+		qsort(v, (size_t)n, sizeof(*v), cmp);
 	*names = v;
 	return n;
 }

@@ -53,18 +53,21 @@ static double median(const double *v, uint32_t n)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
 }
 
+/* The spread of an entry's runs: twice their median absolute deviation
+ * over their median.  For two runs that is (max - min) / median; of three,
+ * one run far off the other two (a start delayed by another process) does
+ * not count, so one outlier cannot make the noise, and with it every
+ * decision of the search, as wide as itself. */
 static void entry_summarise(struct tune_entry *e)
 {
-	double lo = INFINITY, hi = -INFINITY;
+	double dev[TUNE_REPEAT_MAX];
 
 	e->med_seconds = median(e->seconds, e->n);
 	e->med_joules = median(e->joules, e->n);
 	e->med_obj = median(e->obj, e->n);
-	for (uint32_t i = 0; i < e->n; i++) {
-		lo = e->obj[i] < lo ? e->obj[i] : lo;
-		hi = e->obj[i] > hi ? e->obj[i] : hi;
-	}
-	e->spread = e->n && e->med_obj > 0 ? (hi - lo) / e->med_obj : 0.0;
+	for (uint32_t i = 0; i < e->n; i++)
+		dev[i] = fabs(e->obj[i] - e->med_obj);
+	e->spread = e->n && e->med_obj > 0 ? 2.0 * median(dev, e->n) / e->med_obj : 0.0;
 }
 
 /* One more run of entry i. */

@@ -65,7 +65,8 @@ struct tune_entry {
 	struct tune_config c;
 	uint32_t n; /* repeats run */
 	double seconds[TUNE_REPEAT_MAX], joules[TUNE_REPEAT_MAX], obj[TUNE_REPEAT_MAX];
-	/* medians of the repeats, and the objective's spread (max - min) / median */
+	/* medians of the repeats, and the objective's spread: twice the median
+	 * absolute deviation over the median (noise.c) */
 	double med_seconds, med_joules, med_obj, spread;
 	bool failed, timed_out;
 	char why[TUNE_WHY_MAX];
