@@ -60,6 +60,16 @@ def summary():
     return 1 if _counts["failed"] else 0
 
 
+def sanitized(build):
+    """True when the build directory's project is instrumented by the
+    sanitizers (LP_SANITIZE)."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            return any(line.strip() == "LP_SANITIZE:BOOL=ON" for line in f)
+    except OSError:
+        return False
+
+
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
     """A TCP port free on host now (another process may take it before the
     caller binds it)."""

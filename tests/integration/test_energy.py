@@ -272,6 +272,13 @@ def group_method(lp, work, fake, tmp):
     if not have_gsl(lp, tmp):
         skip("method", "this layerprof was built without GSL: energy train is left out")
         return
+    if harness.sanitized(os.path.dirname(os.path.dirname(lp))):
+        # the meter sees the programs through /proc; a sanitizer's runtime
+        # adds tasks and work of its own (LeakSanitizer's exit-time scan)
+        # that the inherited counters count and /proc does not
+        skip("method", "a sanitizer's build: its runtime's own work is counted by the events and not by the fake "
+             "meter; the release build tests the method")
+        return
     seed = None
     for s in SEEDS:
         _, progs = dry_run(lp, s, PROGRAMS)

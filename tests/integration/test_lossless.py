@@ -206,16 +206,6 @@ def group_stall(lp, tmp):
               state_of(pid))
 
 
-def sanitized(lp):
-    """True when the build is instrumented by the sanitizers (LP_SANITIZE)."""
-    cache = os.path.join(os.path.dirname(os.path.dirname(lp.exe)), "CMakeCache.txt")
-    try:
-        with open(cache) as f:
-            return any(line.strip() == "LP_SANITIZE:BOOL=ON" for line in f)
-    except OSError:
-        return False
-
-
 FUTEX_NR = {"x86_64": 202, "aarch64": 98}
 
 
@@ -283,7 +273,7 @@ def group_syscalls(lp, tmp):
         if r.returncode:
             skip("the %s backend" % backend, r.stderr.strip())
             continue
-        if backend != "ptrace" and sanitized(lp):
+        if backend != "ptrace" and harness.sanitized(os.path.dirname(os.path.dirname(lp.exe))):
             # the kernel cannot make the program wait: a recorder slowed
             # down by the sanitizers reads records slower than a loop of
             # getppid makes them, and the buffer overflows
