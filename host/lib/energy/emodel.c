@@ -554,5 +554,5 @@ void emodel_describe_machine(struct emodel *m)
 		copy_cut(m->machine.host, sizeof(m->machine.host), u.nodename);
 	}
 	describe_cpu(m->machine.cpu, sizeof(m->machine.cpu));
-	m->machine.cpus = cpus > 0 && cpus <= UINT32_MAX ? (uint32_t)cpus : 1;
+	m->machine.cpus = cpus > 0 && (unsigned long long)cpus <= UINT32_MAX ? (uint32_t)cpus : 1;
 }
