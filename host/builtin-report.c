@@ -83,6 +83,26 @@ static const char report_usage[] =
 /* Output buffer: the documents are written in many small pieces. */
 #define REPORT_OUT_BUFFER (1u << 20)
 
+/* Points stdout at -o's file out (none: left as it is), never through a
+ * link another user planted beside it.  0, or the exit code with the
+ * message said (the walk is the caller's, released by it). */
+static int report_redirect(const char *out)
+{
+	FILE *f;
+
+	if (!out)
+		return LP_EXIT_OK;
+	f = outfile_open(out);
+	if (!f || fflush(stdout) || dup2(fileno(f), STDOUT_FILENO) < 0) {
+		fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, outfile_strerror(errno));
+		if (f)
+			fclose(f);
+		return LP_EXIT_FAILURE;
+	}
+	fclose(f);
+	return LP_EXIT_OK;
+}
+
 /* After a document was written to stdout (which points at -o's file; out
  * names it, NULL: the real standard output, and it is removed when writing
  * fails) with the writer's result r: prints any error and the trace's
@@ -194,17 +214,10 @@ static int report_sync(const char *dir, const struct filter_opts *fopts, const s
 	code = builtin_trace_open("report", &w, dir, fopts);
 	if (code)
 		return code;
-	if (out) {
-		FILE *f = outfile_open(out);
-
-		if (!f || fflush(stdout) || dup2(fileno(f), STDOUT_FILENO) < 0) {
-			fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, outfile_strerror(errno));
-			if (f)
-				fclose(f);
-			walk_release(&w);
-			return LP_EXIT_FAILURE;
-		}
-		fclose(f);
+	code = report_redirect(out);
+	if (code) {
+		walk_release(&w);
+		return code;
 	}
 	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
 	r = syncreport_write(&w, &so, stdout);
@@ -269,17 +282,10 @@ static int report_energy(const char *dir, const struct filter_opts *fopts, const
 	code = builtin_trace_open("report", &w, dir, fopts);
 	if (code)
 		return code;
-	if (out) {
-		FILE *f = outfile_open(out);
-
-		if (!f || fflush(stdout) || dup2(fileno(f), STDOUT_FILENO) < 0) {
-			fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, outfile_strerror(errno));
-			if (f)
-				fclose(f);
-			walk_release(&w);
-			return LP_EXIT_FAILURE;
-		}
-		fclose(f);
+	code = report_redirect(out);
+	if (code) {
+		walk_release(&w);
+		return code;
 	}
 	setvbuf(stdout, NULL, _IOFBF, REPORT_OUT_BUFFER);
 	r = energyreport_write(&w, &eo, stdout, err, sizeof(err));
@@ -441,18 +447,10 @@ int cmd_report(int argc, char **argv)
 	code = builtin_trace_open("report", &w, dir, &fopts);
 	if (code)
 		return code;
-	if (out) {
-		/* never through a link another user planted beside it */
-		FILE *f = outfile_open(out);
-
-		if (!f || fflush(stdout) || dup2(fileno(f), STDOUT_FILENO) < 0) {
-			fprintf(stderr, "layerprof report: cannot write '%s': %s\n", out, outfile_strerror(errno));
-			if (f)
-				fclose(f);
-			walk_release(&w);
-			return LP_EXIT_FAILURE;
-		}
-		fclose(f);
+	code = report_redirect(out);
+	if (code) {
+		walk_release(&w);
+		return code;
 	}
 	code = counters ? counters_write(&w, &co, out) : report_write(&w, &o, out);
 	walk_release(&w);
