@@ -20,6 +20,7 @@
 #include "host/lib/energy/emodel.h"
 #include "host/lib/energy/power.h"
 #include "host/lib/energy/randprog.h"
+#include "host/lib/util/outfile.h"
 #include "host/runmeasure.h"
 
 /* The candidates when --events is not given: the generic hardware events
@@ -566,9 +567,10 @@ int energy_train_cmd(int argc, char **argv)
 	}
 	train_say_candidates(t);
 	if (t->data) {
-		t->data_f = fopen(t->data, "w");
+		/* never through a link another user planted */
+		t->data_f = outfile_open(t->data);
 		if (!t->data_f) {
-			fprintf(stderr, "layerprof energy: cannot write '%s': %s\n", t->data, strerror(errno));
+			fprintf(stderr, "layerprof energy: cannot write '%s': %s\n", t->data, outfile_strerror(errno));
 			r = LP_EXIT_FAILURE;
 			goto out;
 		}
