@@ -33,6 +33,7 @@
 #include "host/lib/util/jsonread.h"
 #include "layerprof/format.h"
 #include "tests/unit/check.h"
+#include "tests/unit/ctrtrace.h"
 
 /* The functions the traces call: named by the symbolizer from this
  * executable's own symbols. */
@@ -106,104 +107,6 @@ static void model_init(struct emodel *m, const char *arch)
 }
 
 /* ------------------------------------------------------------ traces */
-
-#define TRACE_CHUNKS_MAX 64u
-
-/* A trace kept in memory as its chunks: fed to a walk, or written out. */
-struct trace {
-	uint32_t n;
-	uint8_t type[TRACE_CHUNKS_MAX];
-	uint8_t *payload[TRACE_CHUNKS_MAX];
-	size_t len[TRACE_CHUNKS_MAX];
-	struct encoder *e;
-};
-
-static void trace_chunk(struct trace *t, uint8_t type, const void *p, size_t len)
-{
-	if (t->n == TRACE_CHUNKS_MAX)
-		die("too many chunks");
-	t->type[t->n] = type;
-	t->payload[t->n] = malloc(len ? len : 1);
-	if (!t->payload[t->n])
-		die("malloc");
-	memcpy(t->payload[t->n], p, len);
-	t->len[t->n++] = len;
-}
-
-/* MAP events (at ns 1) of this executable's code, so that addresses get
- * names. */
-static int map_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct encoder *e = data;
-	char exe[512];
-	ssize_t n;
-	int i;
-
-	(void)size;
-	if (info->dlpi_name && *info->dlpi_name)
-		return 0;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return 0;
-	exe[n] = '\0';
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		encoder_map(e, 1, info->dlpi_addr, info->dlpi_addr + ph->p_vaddr,
-		            info->dlpi_addr + ph->p_vaddr + ph->p_memsz, ph->p_offset, NULL, 0, exe, strlen(exe));
-	}
-	return 1;
-}
-
-/* A trace with META "counters=<counters>" (NULL: no key) and extra lines. */
-static void trace_init(struct trace *t, const char *counters, const char *extra)
-{
-	char meta[1024];
-	int n;
-
-	memset(t, 0, sizeof(*t));
-	t->e = malloc(sizeof(*t->e));
-	if (!t->e)
-		die("malloc");
-	n = snprintf(meta, sizeof(meta), "layerprof=test\nclock=monotonic\ncommand=synthetic\n%s%s%s%s",
-	             counters ? "counters=" : "", counters ? counters : "", counters ? "\n" : "", extra ? extra : "");
-	trace_chunk(t, LP_CHUNK_META, meta, (size_t)n);
-}
-
-/* Begins the events of a thread (image 1); the first thread also maps this
- * executable, at ns 1: its first event. */
-static void thread_begin(struct trace *t, uint32_t pid, uint32_t tid)
-{
-	encoder_init(t->e, 1, pid, tid);
-	if (t->n == 1)
-		dl_iterate_phdr(map_cb, t->e);
-}
-
-static void thread_flush(struct trace *t)
-{
-	const uint8_t *p;
-	size_t len = encoder_take(t->e, &p);
-
-	if (len)
-		trace_chunk(t, LP_CHUNK_EVENTS, p, len);
-}
-
-static void trace_release(struct trace *t)
-{
-	for (uint32_t i = 0; i < t->n; i++)
-		free(t->payload[i]);
-	free(t->e);
-}
-
-static void put(struct trace *t, uint64_t ns, uint8_t kind, uint64_t fn, uint32_t n, const uint64_t *v)
-{
-	struct ctrevent c = { .kind = kind, .fn = fn, .n = n };
-
-	memcpy(c.values, v, n * sizeof(v[0]));
-	encoder_counter(t->e, ns, &c);
-}
 
 static void put_cpu(struct trace *t, uint64_t ns, uint8_t kind, uint32_t cpu, const uint64_t *v)
 {
@@ -493,31 +396,6 @@ static void test_measured(void)
 
 /* ------------------------------------------------------------ reports from files */
 
-static void trace_write(const struct trace *t, const char *name, char *dir, size_t size)
-{
-	static const char end[] = "events=0\nlost=0\nstreams=0\n";
-	uint8_t hdr[LP_FILE_HEADER_SIZE];
-	char path[512];
-	int fd;
-
-	snprintf(dir, size, "%s/%s", root, name);
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		die("mkdir");
-	snprintf(path, sizeof(path), "%s/%s", dir, LP_TRACE_DATA);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		die("open");
-	trace_header_put(hdr);
-	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
-		die("write");
-	for (uint32_t i = 0; i < t->n; i++)
-		if (chunk_write_fd(fd, t->type[i], t->payload[i], (uint32_t)t->len[i]))
-			die("chunk_write_fd");
-	if (chunk_write_fd(fd, LP_CHUNK_END, end, sizeof(end) - 1))
-		die("chunk_write_fd");
-	close(fd);
-}
-
 /* energyreport_write with model m into memory; returns its value, *out the
  * text. */
 static int report_to(const char *dir, const struct emodel *m, enum export_report_format fmt, char **out, char *err,
@@ -589,7 +467,7 @@ static void test_report_files(void)
 	encoder_entry(t.e, 10, FN(en_main));
 	encoder_exit(t.e, 20, FN(en_main));
 	thread_flush(&t);
-	trace_write(&t, "plain", dir, sizeof(dir));
+	trace_write(root, &t, "plain", dir, sizeof(dir));
 	trace_release(&t);
 	CHECK_EQ_U64(report_to(dir, &m, EXPORT_REPORT_TEXT, &out, err, sizeof(err)), -ENODATA);
 	CHECK(strstr(err, "was not recorded with --counters") != NULL);
@@ -597,7 +475,7 @@ static void test_report_files(void)
 	free(out);
 
 	nested_trace(&t, "arch=x86_64\n");
-	trace_write(&t, "nested", dir, sizeof(dir));
+	trace_write(root, &t, "nested", dir, sizeof(dir));
 	trace_release(&t);
 	CHECK_EQ_U64(report_to(dir, &m, EXPORT_REPORT_JSON, &out, err, sizeof(err)), 0);
 	j = out ? jsonread_parse(out, strlen(out), err, sizeof(err)) : NULL;
