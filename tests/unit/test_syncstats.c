@@ -741,13 +741,20 @@ static void trace_write(const char *name, bool with_sync)
 	if (with_sync) {
 		uint64_t ips[1] = { 0x401234 };
 		struct memevent m = { .op = LP_MEM_MALLOC, .ptr = 0x9000, .size = 64, .stack = 1 };
+		struct memevent fr = { .op = LP_MEM_FREE, .ptr = 0x9000 };
 
-		/* the lock lives at +0x10 in a block the main thread allocated */
+		/* the lock lives at +0x10 in a block the main thread allocated;
+		 * another thread frees it after the lock's uses, in a chunk that
+		 * begins before them (the report must name the lock by the heap as
+		 * it was at its first use, not as it is at the end) */
 		trace_fd = fd;
 		thread(80, "main", 500);
 		dl_iterate_phdr(map_self, NULL);
 		encoder_stack(enc, 600, 1, ips, 1);
 		encoder_mem(enc, 600, &m);
+		flush();
+		thread(81, "freer", 550);
+		encoder_mem(enc, 30000, &fr);
 		flush();
 		write_queue();
 		trace_fd = -1;

@@ -24,6 +24,7 @@ struct objnamer {
 	struct heap h;
 	struct heapfeed feed;
 	struct symbolizer *sym; /* the walk's, borrowed */
+	struct syncstats *st;
 };
 
 /* "heap block from <allocation site>" (+0x<offset> when inside it); else,
@@ -36,6 +37,8 @@ static bool object_namer(void *ctx, uint32_t image, uint64_t addr, uint64_t ns, 
 	uint64_t ptr, bsize;
 	uint32_t site;
 
+	/* the heap as it was at the object's first use: what happened before */
+	heapfeed_watermark(&hn->feed, ns);
 	if (!p || !heap_find_block(p, addr, &ptr, &bsize, &site) || site >= hn->h.nsites)
 		return symbolizer_data_name(hn->sym, image, addr, ns, buf, size);
 	if (addr == ptr)
@@ -43,6 +46,18 @@ static bool object_namer(void *ctx, uint32_t image, uint64_t addr, uint64_t ns, 
 	else
 		snprintf(buf, size, "heap block from %s +0x%" PRIx64, hn->h.sites[site].key, addr - ptr);
 	return true;
+}
+
+/* The pass's order: the operations up to ns first, each naming its object
+ * with the heap brought up to that operation's time, then the heap up to
+ * ns.  The other way round, a block freed after a lock's first use but
+ * before ns would be gone when the lock is named. */
+static void namer_watermark(void *ctx, uint64_t ns)
+{
+	struct objnamer *hn = ctx;
+
+	syncstats_watermark(hn->st, ns);
+	heapfeed_watermark(&hn->feed, ns);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -628,7 +643,7 @@ static void write_json(FILE *f, struct walk *w, const struct syncstats *st, cons
 
 int syncreport_write(struct walk *w, const struct syncreport_opts *o, FILE *f)
 {
-	struct walk_ops heap_ops = { 0 }, sync_ops = { 0 };
+	struct walk_ops heap_ops = { 0 }, sync_ops = { 0 }, order_ops = { 0 };
 	struct objnamer *hn = calloc(1, sizeof(*hn));
 	struct syncstats st;
 	struct syncstats_result res = { 0 };
@@ -641,11 +656,19 @@ int syncreport_write(struct walk *w, const struct syncreport_opts *o, FILE *f)
 	syncstats_init(&st, w);
 	if (!hn || heap_init(&hn->h) || heapfeed_init(&hn->feed, w, &hn->h))
 		goto out;
-	/* the heap first: a lock's block is applied before the lock is seen */
+	/* both hold their items back to apply them in time order; one
+	 * watermark for the two (namer_watermark) keeps the heap from getting
+	 * ahead of the operations that are named by it */
 	heapfeed_walk_ops(&hn->feed, &heap_ops);
 	syncstats_walk_ops(&st, &sync_ops);
+	heap_ops.watermark = NULL;
+	sync_ops.watermark = NULL;
+	order_ops.ctx = hn;
+	order_ops.watermark = namer_watermark;
 	heap_ops.next = &sync_ops;
+	sync_ops.next = &order_ops;
 	hn->sym = w->sym;
+	hn->st = &st;
 	syncstats_set_namer(&st, object_namer, hn);
 	if (walk_run_by_time(w, &heap_ops))
 		goto out;
@@ -653,6 +676,7 @@ int syncreport_write(struct walk *w, const struct syncreport_opts *o, FILE *f)
 		r = -ENODATA;
 		goto out;
 	}
+	syncstats_flush(&st);
 	heapfeed_flush(&hn->feed, 0);
 	if (hn->h.oom || hn->feed.oom || syncstats_collect(&st, &o->order, &res))
 		goto out;
