@@ -25,8 +25,8 @@ Groups:
             context-switches and cpu-migrations must find that formula again
             (task-clock's coefficient 2.0e-9 W per ns/s within 15 %,
             page-faults' 4e-5 within 25 %, the constant 1.5 within 15 %,
-            context-switches and cpu-migrations dropped at a significance
-            level of 0.001, see ALPHA), and energy check
+            cpu-migrations dropped at a significance level of 0.001, see
+            ALPHA; context-switches dropped or tiny, see CS_MAX), and energy check
             must predict two programs it was not trained on within 10 % of
             the meter.  It says the regression, the elimination and the
             measurement agree with one another; it says nothing of how well
@@ -61,6 +61,9 @@ EVENTS = "task-clock,page-faults,context-switches,cpu-migrations"
 # out, a real but tiny context-switches term (found at p = 0.02 to 0.7 in
 # five runs here).  The true terms' t values are in the tens: 0.001 keeps them.
 ALPHA = 0.001
+# In some runs the context-switches term is found all the same (p = 0.0005,
+# 2.1e-6 J a switch, 1 us of CPU time): the most it may weigh if kept.
+CS_MAX = 1e-5
 # Training: programs, their length; the seed is the first of SEEDS whose
 # programs have page faults in at least MIN_PF_PROGRAMS of them (the method
 # needs each true term to vary).
@@ -314,8 +317,14 @@ def group_method(lp, work, fake, tmp):
           "page-faults' coefficient %.3g within %d %% of 4e-5" % (terms.get("page-faults", 0), PF_TOL * 100))
     check(near(m["const"]["coef"], BASE_W, CONST_TOL),
           "the constant %.3f W within %d %% of 1.5 W" % (m["const"]["coef"], CONST_TOL * 100))
-    check("context-switches" in dropped and "cpu-migrations" in dropped, "context-switches and cpu-migrations dropped",
-          str(dropped))
+    # cpu-migrations has no part in the meter's formula: dropped.  The
+    # meter's CPU time holds a little of each context switch that
+    # task-clock leaves out (see ALPHA): context-switches is dropped, or kept
+    # with at most CS_MAX joules a switch (5 us of CPU time at 2 W a CPU)
+    cs = terms.get("context-switches")
+    check("cpu-migrations" in dropped and ("context-switches" in dropped or (cs is not None and abs(cs) <= CS_MAX)),
+          "cpu-migrations dropped; context-switches dropped or at most %g J a switch" % CS_MAX,
+          "dropped %s, context-switches %r" % (dropped, cs))
     check(m["fit"]["n"] == PROGRAMS and m["training"]["seed"] == seed and m["source"] == power,
           "the model says what it was trained on")
     with open(data) as f:
