@@ -11,8 +11,9 @@
 
 #include "oscal/suite.h"
 
-static const long xs_sleep[] = { 0, 1000, 10000, 100000 };
-static const long xs_timer[] = { 1000, 10000, 100000 };
+/* a quick run takes 0, 1000, 10000 and 100000 */
+static const long xs_sleep[] = { 0, 1000, 5000, 10000, 50000, 100000 };
+static const long xs_timer[] = { 1000, 2000, 5000, 10000, 20000, 50000, 100000 };
 
 #define T0 uint64_t t0_ = suite_now()
 #define T1 (*ns = suite_now() - t0_)
