@@ -130,6 +130,12 @@ static void on_signal(int sig)
 {
 	if (getpid() != g_main_pid) /* a child of an entry: the parent cleans up */
 		_exit(128 + sig);
+	if (suite_gettid() != g_main_pid) {
+		/* an entry's thread: the main thread, which makes the files,
+		 * cleans up (and so makes none after the cleanup) */
+		syscall(SYS_tgkill, g_main_pid, g_main_pid, sig);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(g_children) / sizeof(g_children[0]); i++)
 		if (g_children[i] > 0)
 			kill(g_children[i], SIGKILL);
