@@ -1,7 +1,7 @@
 /* The file group: system calls on a regular file (page cache) and on
- * directories (stdio.c has the C library's streams), all in the suite's own directory.  Names used there:
- * f (the file), g (a second file), n (made and removed per sample), d (a
- * directory of x entries), ln, hl (links). */
+ * directories, all in the suite's own directory (stdio.c has the C
+ * library's streams).  Names used there: f (the file), g (a second file), n
+ * (made and removed per sample), d (a directory of x entries), d2, ln, hl. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
