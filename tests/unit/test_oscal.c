@@ -484,8 +484,9 @@ static void check_refused(struct oscal_cal *cal, const char *line, int code, con
 {
 	char err[256];
 	int r = feed1(cal, line, err, sizeof(err));
+	int ok = CHECK_EQ_U64(r, (uint64_t)code);
 
-	if (!CHECK_EQ_U64(r, (uint64_t)code) | !CHECK(strstr(err, needle)))
+	if (!CHECK(strstr(err, needle)) || !ok)
 		printf("  line '%.80s': %d '%s'\n", line, r, err);
 }
 
@@ -545,7 +546,10 @@ static void test_feed(void)
 	check_refused(&cal, "entry Read call=read", -EINVAL, "is not [a-z0-9_-]");
 	check_refused(&cal, "entry a-name-that-is-far-too-long-for-the-calibration-to-keep-it-at-all-x", -EINVAL,
 	              "is not [a-z0-9_-]");
-	check_refused(&cal, "entry read call=re\xc3\xa4" "d", -EINVAL, "not printable");
+	check_refused(&cal,
+	              "entry read call=re\xc3\xa4"
+	              "d",
+	              -EINVAL, "not printable");
 	check_refused(&cal, "entry read reps=x", -EINVAL, "reps 'x' is not a count");
 	CHECK_EQ_U64(cal.nentries, 0); /* a refused entry is not kept */
 	CHECK_EQ_U64(feed1(&cal, "entry getpid", err, sizeof(err)), 0);
@@ -821,11 +825,13 @@ static void check_bad_file(const char *name, const char *text, const char *needl
 {
 	struct oscal_cal cal;
 	char err[512] = "";
-	int r;
+	int r, ok;
 
 	write_file(name, text);
 	r = oscal_cal_read(file_in(name), &cal, err, sizeof(err));
-	if (!CHECK(r < 0) | !CHECK(strstr(err, needle)))
+	ok = CHECK(r < 0);
+
+	if (!CHECK(strstr(err, needle)) || !ok)
 		printf("  %s: %d '%s', want '%s'\n", name, r, err, needle);
 	if (!r)
 		oscal_cal_release(&cal);
