@@ -1,6 +1,31 @@
 /* The paper's modelling procedure (section 4.2; oscal.h): clusters split
  * until each one's spread is under the threshold, then each cluster
- * fitted constant or linear by least squares. */
+ * fitted constant or linear by least squares.
+ *
+ * Exactly (what docs/oscal.md says):
+ * - The points are sorted by x (then time) when the entry has a
+ *   parameter, by time (then x) otherwise; a cluster is a run of them.
+ * - A cluster's fit: the constant (the mean time) and, with a parameter
+ *   and two x values at least, the least-squares line; the line is kept
+ *   only when its mean absolute error is below the constant's by more
+ *   than OSCAL_LINEAR_GAIN (5 %) of it.  Its spread: the sample sd of
+ *   its residuals from that fit over its mean time.
+ * - While there are fewer than OSCAL_CLUSTERS_MAX clusters, the cluster
+ *   with the largest spread above the threshold that can be split is
+ *   split: with a parameter at the break between two distinct x values
+ *   where the least-squares lines of the two parts leave the least sum
+ *   of squared residuals together (the lowest x on ties); without one at
+ *   the largest gap between consecutive times (the first on ties).  A
+ *   cluster of one x (or of equal times) cannot be split.  Nothing is
+ *   merged back.
+ * - The model: with a parameter, one cluster gives its fit (constant or
+ *   linear, over the cluster's x range), several give a piecewise model
+ *   of their fits, a piece per cluster over its x range.  Without one,
+ *   the constant of all points (the clusters only describe the times).
+ * - r² = 1 - SSres / SStot over all points (NaN for a constant);
+ *   mean_abs_ns and mean_rel: mean |model - time| and mean |model -
+ *   time| / max(time, 1 ns), each point with its cluster's fit.
+ * The result depends on the points' values only, not their order. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -317,6 +342,10 @@ static double piece_at(const struct oscal_piece *pc, double x)
 	return pc->m * x + pc->q;
 }
 
+/* Below the first piece its line, above the last piece its line, inside
+ * a piece's [x0, x1] that piece's line, and between two pieces' ranges
+ * the straight line from the one's end to the next one's start (no jump
+ * inside a gap nothing was measured in); never below 0. */
 double oscal_model_eval(const struct oscal_model *m, double x)
 {
 	const struct oscal_piece *pc = m->pieces;
