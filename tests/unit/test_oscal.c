@@ -825,6 +825,20 @@ static void test_round_trip(void)
 	CHECK(e && e->spread_high);
 	e = oscal_cal_find(&back, "mq-send");
 	CHECK(e && !strcmp(e->desc, "\"quoted\" \\ and \xc3\xa9"));
+	/* the analysis without the samples: no "ns", refused as a calibration */
+	{
+		FILE *out = fopen(file_in("analysis.json"), "w");
+		size_t len;
+		char *text;
+
+		CHECK_EQ_U64(oscal_cal_write_analysis(out, &back), 0);
+		fclose(out);
+		text = slurp(file_in("analysis.json"), &len);
+		CHECK(text && !strstr(text, "\"ns\"") && strstr(text, "\"p99\"") && strstr(text, "\"piecewise\""));
+		free(text);
+		CHECK_EQ_U64(oscal_cal_read(file_in("analysis.json"), &again, err, sizeof(err)), (uint64_t)-EINVAL);
+		CHECK(strstr(err, "has no times"));
+	}
 	/* analysed again after reading: the same file */
 	CHECK_EQ_U64(oscal_cal_analyse(&back), 0);
 	CHECK_EQ_U64(write_cal(&back, "rt3.cal"), 0);
