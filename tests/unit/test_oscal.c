@@ -909,7 +909,7 @@ static void test_bad_files(void)
 	check_bad_file("other.cal", "{\"format\":\"layerprof-energy-model\",\"version\":1}",
 	               "is not a layerprof calibration");
 	check_bad_file("newer.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":2,\"entries\":[]}",
-	               "version 2, newer than this layerprof reads (1)");
+	               "newer.cal': version 2 is newer than this layerprof reads (1)");
 	check_bad_file("huge-version.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":1e300,\"entries\":[]}",
 	               "no version");
 	check_bad_file("strver.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":\"1\",\"entries\":[]}",

@@ -582,7 +582,7 @@ static int get_root(struct rd *r, const struct json_object *root, struct oscal_c
 	if (!(version >= 1) || version != floor(version) || version > 1e9)
 		return bad(r, "no version (a whole number from 1)");
 	if (version > OSCAL_VERSION) {
-		snprintf(r->err, r->errlen, "calibration '%s' is of version %.0f, newer than this layerprof reads (%u)",
+		snprintf(r->err, r->errlen, "calibration '%s': version %.0f is newer than this layerprof reads (%u)",
 		         r->path, version, OSCAL_VERSION);
 		return -EINVAL;
 	}
