@@ -113,9 +113,11 @@ static void clu_fit(const struct oscal_point *p, struct clu *c, bool linear)
 }
 
 /* Sums of one prefix of a cluster's points, x and times shifted by the
- * cluster's means (fewer digits lost in the differences). */
+ * cluster's means (fewer digits lost in the differences), kept at each
+ * x value's first point: points [lo, at). */
 struct sums {
 	double x, y, xx, xy, yy;
+	size_t at;
 };
 
 /* The least-squares residual sum of squares of the points between two
@@ -135,10 +137,12 @@ static double seg_ssr(const struct sums *a, const struct sums *b, size_t cnt, bo
 
 /* The break of cluster c along x (p sorted by x): the first point of the
  * right part, where the two parts' least-squares residuals together are
- * least (the lowest such break on ties); 0 when c has one x value. */
+ * least (the lowest such break on ties); 0 when c has one x value.  pre
+ * has room for one more than c's x values. */
 static size_t split_x(const struct oscal_point *p, const struct clu *c, struct sums *pre)
 {
-	size_t i, k = c->hi - c->lo, best = 0;
+	struct sums run = { .at = c->lo };
+	size_t i, k = c->hi - c->lo, g = 0, b, best = 0;
 	double mx = 0, my = 0, best_ssr = INFINITY, s;
 
 	for (i = c->lo; i < c->hi; i++) {
@@ -147,26 +151,28 @@ static size_t split_x(const struct oscal_point *p, const struct clu *c, struct s
 	}
 	mx /= (double)k;
 	my /= (double)k;
-	memset(&pre[0], 0, sizeof(pre[0]));
-	for (i = 0; i < k; i++) {
-		double x = p[c->lo + i].x - mx, y = p[c->lo + i].ns - my;
+	pre[0] = run;
+	for (i = c->lo; i < c->hi; i++) {
+		double x = p[i].x - mx, y = p[i].ns - my;
 
-		pre[i + 1].x = pre[i].x + x;
-		pre[i + 1].y = pre[i].y + y;
-		pre[i + 1].xx = pre[i].xx + x * x;
-		pre[i + 1].xy = pre[i].xy + x * y;
-		pre[i + 1].yy = pre[i].yy + y * y;
+		if (i > c->lo && p[i].x != p[i - 1].x) {
+			run.at = i;
+			pre[++g] = run;
+		}
+		run.x += x;
+		run.y += y;
+		run.xx += x * x;
+		run.xy += x * y;
+		run.yy += y * y;
 	}
-	for (i = 1; i < k; i++) {
-		size_t at = c->lo + i;
-
-		if (p[at - 1].x == p[at].x)
-			continue;
-		s = seg_ssr(&pre[0], &pre[i], i, p[c->lo].x != p[at - 1].x) +
-		    seg_ssr(&pre[i], &pre[k], k - i, p[at].x != p[c->hi - 1].x);
+	run.at = c->hi;
+	pre[++g] = run; /* g: c's x values */
+	for (b = 1; b < g; b++) {
+		s = seg_ssr(&pre[0], &pre[b], pre[b].at - c->lo, b > 1) +
+		    seg_ssr(&pre[b], &pre[g], c->hi - pre[b].at, g - b > 1);
 		if (s < best_ssr) {
 			best_ssr = s;
-			best = at;
+			best = pre[b].at;
 		}
 	}
 	return best;
@@ -262,15 +268,22 @@ int oscal_fit(const struct oscal_point *p_in, size_t n, bool has_param, double t
 	if (!n)
 		return -EINVAL;
 	p = malloc(n * sizeof(*p));
-	if (has_param)
-		pre = malloc((n + 1) * sizeof(*pre));
-	if (!p || (has_param && !pre)) {
-		free(p);
-		free(pre);
+	if (!p)
 		return -ENOMEM;
-	}
 	memcpy(p, p_in, n * sizeof(*p));
 	qsort(p, n, sizeof(*p), has_param ? cmp_by_x : cmp_by_ns);
+	if (has_param) {
+		/* the break search's sums: one per x value */
+		size_t d = 1, i;
+
+		for (i = 1; i < n; i++)
+			d += p[i].x != p[i - 1].x;
+		pre = malloc((d + 1) * sizeof(*pre));
+		if (!pre) {
+			free(p);
+			return -ENOMEM;
+		}
+	}
 	cl[0].lo = 0;
 	cl[0].hi = n;
 	clu_fit(p, &cl[0], has_param);
