@@ -946,6 +946,14 @@ static void test_bad_files(void)
 	               "is not a number of ns");
 	check_bad_file("negns.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[-1]}]}]}",
 	               "is not a number of ns");
+	check_bad_file("bigns.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[1e20]}]}]}",
+	               "is not a number of ns from 0 to 1e15");
+	check_bad_file("bigx.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":-1e300,\"ns\":[1]}]}]}",
+	               "\"x\" is beyond 1e15");
+	check_bad_file("longns.cal",
+	               HEAD "\"entries\":[" ENTRY
+	                    "\"series\":[{\"x\":1,\"ns\":[123456789012345678901234567890123456789]}]}]}",
+	               "longns.cal' is not valid JSON");
 	check_bad_file("hugens.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[1e999]}]}]}",
 	               "hugens.cal");
 	check_bad_file("order.cal",

@@ -378,6 +378,8 @@ static int get_series(struct rd *r, const struct json_object *o, struct oscal_ca
 	if (!jsonread_get(o, "x"))
 		return bad(r, "a series has no \"x\"");
 	e = get_f64(r, o, "x", &se->x, 0);
+	if (!e && fabs(se->x) > OSCAL_NS_MAX)
+		e = bad(r, "a series' \"x\" is beyond 1e15");
 	if (!e)
 		e = get_array(r, o, "ns", OSCAL_SAMPLES_MAX, &ns, &n);
 	if (e)
@@ -396,8 +398,8 @@ static int get_series(struct rd *r, const struct json_object *o, struct oscal_ca
 	for (k = 0; k < n; k++) {
 		double t = jsonread_f64(jsonread_at(ns, k), NAN);
 
-		if (!(t >= 0) || isinf(t))
-			return bad(r, "a time (\"ns\") is not a number of ns at least 0");
+		if (!(t >= 0) || t > OSCAL_NS_MAX)
+			return bad(r, "a time (\"ns\") is not a number of ns from 0 to 1e15");
 		se->ns[se->n++] = t;
 	}
 	cal->nsamples += n;
