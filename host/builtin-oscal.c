@@ -228,15 +228,19 @@ const char *oscal_piece_text(const struct oscal_entry *e, const struct oscal_pie
 const char *oscal_model_text(const struct oscal_entry *e, char *buf, size_t size)
 {
 	const struct oscal_model *m = &e->model;
-	char piece[160];
 
 	switch (m->form) {
 	case OSCAL_CONSTANT:
 		snprintf(buf, size, "constant %.4g ns", m->npieces ? m->pieces[0].q : NAN);
 		break;
 	case OSCAL_LINEAR:
-		oscal_piece_text(e, &m->pieces[0], piece, sizeof(piece));
-		snprintf(buf, size, "linear %s", piece);
+		/* "linear " and the piece */
+		if (size > 7) {
+			memcpy(buf, "linear ", 7);
+			oscal_piece_text(e, &m->pieces[0], buf + 7, size - 7);
+		} else if (size) {
+			buf[0] = '\0';
+		}
 		break;
 	case OSCAL_PIECEWISE:
 		snprintf(buf, size, "piecewise %u", m->npieces);

@@ -142,7 +142,7 @@ static void html_table(FILE *f, const struct oscal_cal *c, const char *calls)
 			for (uint32_t k = 0; k < e->model.npieces; k++) {
 				char piece[160];
 
-				fprintf(f, "<br>%g..%g: ", e->model.pieces[k].x0, e->model.pieces[k].x1);
+				fprintf(f, "<br>%.10g..%.10g: ", e->model.pieces[k].x0, e->model.pieces[k].x1);
 				escape_xml(f, oscal_piece_text(e, &e->model.pieces[k], piece, sizeof(piece)));
 			}
 		fputs("</td><td>", f);

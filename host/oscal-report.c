@@ -141,7 +141,7 @@ static void report_text(FILE *f, const struct oscal_cal *c, const char *path, co
 			char piece[160];
 
 			oscal_piece_text(e, &e->model.pieces[k], piece, sizeof(piece));
-			fprintf(f, "  %-26s %s %g..%g: %s\n", k ? "" : e->name, e->param, e->model.pieces[k].x0,
+			fprintf(f, "  %-26s %s %.10g..%.10g: %s\n", k ? "" : e->name, e->param, e->model.pieces[k].x0,
 			        e->model.pieces[k].x1, piece);
 		}
 	}

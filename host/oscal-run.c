@@ -470,8 +470,7 @@ static int run_args(struct run *r, char **args, char *store, size_t size)
 	}
 	if (r->have_old && r->old.nentries) {
 		ARG("--skip");
-		args[n - 1][0] = '\0';
-		used--;
+		args[n++] = store + used;
 		for (uint32_t i = 0; i < r->old.nentries; i++) {
 			int w = snprintf(store + used, size - used, "%s%s", i ? "," : "", r->old.entries[i].name);
 

@@ -130,7 +130,7 @@ def group_usage(lp, suite, tmp):
         for args in (["report", path], ["compare", good, path], ["compare", path, good]):
             r = run([lp, "oscal"] + args)
             check(r.returncode == 1 and one_line(r) and (name != "newer" or "newer" in r.stderr),
-                  "%s of a %s file: exit 1, one line" % (" ".join(a if a != path else "FILE" for a in args), name),
+                  "%s of a %s file: exit 1, one line" % (" ".join("FILE" if a == path else "GOOD" if a == good else a for a in args), name),
                   "%d %s" % (r.returncode, r.stderr[-300:]))
     r = run([lp, "oscal", "report", bad["newer"]])
     check("version 2" in r.stderr, "a newer version is named as such", r.stderr)
@@ -141,15 +141,15 @@ def group_usage(lp, suite, tmp):
         f.write("precious\n")
     link = os.path.join(tmp, "link.cal")
     os.symlink(victim, link)
-    r = run([lp, "oscal", "run", "--quick", "--calls", "getpid", "-o", link])
+    r = run([lp, "oscal", "run", "--quick", "--calls", "read", "-o", link])
     check(r.returncode == 1 and one_line(r) and "link" in r.stderr and r.stdout == "",
           "run -o a symbolic link: refused, exit 1, one line", "%d %s" % (r.returncode, r.stderr))
     check(os.path.islink(link) and open(victim).read() == "precious\n", "the link and its target untouched")
-    r = run([lp, "oscal", "run", "--quick", "--calls", "getpid", "-o", victim])
+    r = run([lp, "oscal", "run", "--quick", "--calls", "read", "-o", victim])
     check(r.returncode == 1 and one_line(r) and "not a layerprof calibration" in r.stderr,
           "run -o a file that is not a calibration: refused", "%d %s" % (r.returncode, r.stderr))
     check(open(victim).read() == "precious\n", "that file untouched")
-    r = run([lp, "oscal", "run", "--quick", "--calls", "getpid", "-o", good])
+    r = run([lp, "oscal", "run", "--quick", "--calls", "read", "-o", good])
     check(r.returncode == 0 and load(good)["format"] == "layerprof-oscal-cal",
           "run -o an existing calibration: replaced", "%d %s" % (r.returncode, r.stderr[-300:]))
     leftovers = [n for n in os.listdir(tmp) if ".tmp." in n]
