@@ -50,7 +50,7 @@ static void put_ns(FILE *f, double ns)
 
 static void html_header(FILE *f, const struct oscal_cal *c, const char *path)
 {
-	char a[32], b[32];
+	char b[32];
 
 	fputs("<h1>layerprof oscal: ", f);
 	escape_xml(f, path);
@@ -71,8 +71,8 @@ static void html_header(FILE *f, const struct oscal_cal *c, const char *path)
 	escape_xml(f, c->machine.cpu);
 	fputs("</td></tr>\n<tr><td>clock</td><td class=\"l\">", f);
 	escape_xml(f, c->clock.name);
-	fprintf(f, ", resolution %s ns, overhead %s ns a read pair (subtracted from every sample)</td></tr>\n",
-	        oscal_fmt_ns(c->clock.resolution_ns, a, sizeof(a)), oscal_fmt_ns(c->clock.overhead_ns, b, sizeof(b)));
+	fprintf(f, ", resolution %g ns, overhead %s ns a read pair (subtracted from every sample)</td></tr>\n",
+	        c->clock.resolution_ns, oscal_fmt_ns(c->clock.overhead_ns, b, sizeof(b)));
 	fprintf(f,
 	        "<tr><td>settings</td><td class=\"l\">%u repetitions and %u warm-up runs per parameter value, "
 	        "quick %s, calls ",

@@ -514,7 +514,7 @@ static int run_suite(struct run *r, char **args)
 		goto out;
 	}
 	if (run_status_bad(r, status))
-		rr = -EIO;
+		rr = -ECHILD; /* the suite died: what ended may still be kept */
 	else if (!r->cal.header_seen) {
 		fprintf(stderr, "layerprof oscal: '%s' gave no measurement\n", r->suite);
 		rr = -EIO;
@@ -887,7 +887,7 @@ int oscal_run_cmd(int argc, char **argv)
 	struct run *r = calloc(1, sizeof(*r));
 	char store[16384];
 	char *args[RUN_ARGS_MAX];
-	bool stop = false, complete, interrupted;
+	bool stop = false, complete, interrupted, died = false;
 	int ret;
 
 	if (!r) {
@@ -942,6 +942,12 @@ int oscal_run_cmd(int argc, char **argv)
 	}
 	if (r->base < r->nlisted) {
 		ret = run_suite(r, args);
+		/* a suite that died after some entries ended: those are kept,
+		 * as an interrupted run's (a long run on a device is not lost) */
+		if (ret == -ECHILD && r->cal.header_seen && r->ended) {
+			died = true;
+			ret = -EINTR;
+		}
 		if (ret && ret != -EINTR) {
 			ret = LP_EXIT_FAILURE;
 			goto out;
@@ -992,7 +998,12 @@ int oscal_run_cmd(int argc, char **argv)
 		ret = LP_EXIT_FAILURE;
 		goto out;
 	}
-	if (interrupted) {
+	if (died) {
+		fprintf(stderr,
+		        "layerprof oscal: %u of %u entries ended before the suite did; resume with --resume %s\n",
+		        r->cal.nentries, r->nlisted, r->output);
+		ret = LP_EXIT_FAILURE;
+	} else if (interrupted) {
 		fprintf(stderr, "layerprof oscal: interrupted: %u of %u entries ended; resume with --resume %s\n",
 		        r->cal.nentries, r->nlisted, r->output);
 		ret = RUN_EXIT_INTERRUPTED;

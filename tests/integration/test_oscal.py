@@ -34,7 +34,9 @@ Groups:
            began (its progress on stderr: entries 1 to 4 ended): exit 130,
            the message, the file incomplete with the entries that ended;
            then --resume: exit 0, the file complete with every entry of the
-           list once, in its order, the first part's entries as they were.
+           list once, in its order, the first part's entries as they were; the
+           suite killed (SIGKILL) after 4 entries: exit 1, the entries that
+           ended written, incomplete, and resumed to a complete file.
 
 usage: test_oscal.py --build BUILD [--keep] [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -388,6 +390,35 @@ def group_resume(lp, suite, tmp):
     check(r.returncode == 0 and not [line for line in r.stderr.splitlines() if line.startswith("[")]
           and load(os.path.join(tmp, "again.cal"))["entries"] == final["entries"],
           "--resume of a complete file: nothing runs, the same entries", r.stderr[-300:])
+    group_resume_died(lp, tmp, names)
+
+
+def group_resume_died(lp, tmp, names):
+    """The suite killed (not layerprof): what ended is written, exit 1."""
+    cal = os.path.join(tmp, "died.cal")
+    p = subprocess.Popen([lp, "oscal", "run", "--quick", "-o", cal], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    harness.started.append(p)
+    seen = []
+    for line in p.stderr:
+        seen.append(line.rstrip("\n"))
+        if line.startswith("[5/"):
+            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                for kid in f.read().split():
+                    os.kill(int(kid), signal.SIGKILL)
+            break
+    out, err = p.communicate(timeout=120)
+    err = "\n".join(seen) + "\n" + err
+    check(p.returncode == 1 and "was killed by signal 9" in err
+          and re.search(r"\d+ of %d entries ended before the suite did; resume with --resume" % len(names), err),
+          "the suite killed: exit 1, said, how to resume", "%s %s" % (p.returncode, err[-300:]))
+    doc = load(cal) if os.path.exists(cal) else {"complete": None, "entries": []}
+    check(doc["complete"] is False and len(doc["entries"]) >= 4
+          and [e["name"] for e in doc["entries"]] == names[:len(doc["entries"])],
+          "the file holds the entries that ended, incomplete", "%d entries" % len(doc["entries"]))
+    r = run([lp, "oscal", "run", "--resume", cal])
+    check(r.returncode == 0 and [e["name"] for e in load(cal)["entries"]] == names and load(cal)["complete"],
+          "resumed: complete, every entry once", r.stderr[-300:])
 
 
 def setup(build):
