@@ -397,7 +397,7 @@ enum outcome { RAN_MEASURED, RAN_SKIPPED, RAN_FAILED };
 static void print_reason(const char *rec, const struct suite_def *d, int err, const struct suite_ctx *c)
 {
 	printf("%s %s reason=", rec, d->name);
-	if (is_unavailable(err))
+	if (is_unavailable(err) || c->unavailable)
 		printf("%s: %s", c->what ? c->what : d->call, strerror(err));
 	else
 		printf("%s: %s (%s)", errno_name(err), strerror(err), c->what ? c->what : d->call);
@@ -446,9 +446,10 @@ static enum outcome run_entry(const struct suite_def *d, const struct opts *o, c
 			d->done(&c);
 		if (err) {
 			int e = -err;
-			print_reason(is_unavailable(e) ? "skip" : "fail", d, e, &c);
+			int skip_it = is_unavailable(e) || c.unavailable;
+			print_reason(skip_it ? "skip" : "fail", d, e, &c);
 			fflush(stdout);
-			return is_unavailable(e) ? RAN_SKIPPED : RAN_FAILED;
+			return skip_it ? RAN_SKIPPED : RAN_FAILED;
 		}
 		if (i < 0) {
 			printf("skip %s reason=stopped after %u of %u parameter values: over --seconds-max %g\n",

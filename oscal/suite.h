@@ -39,6 +39,7 @@ struct suite_ctx {
 	 * remark ("no mqueue file system") */
 	const char *what;
 	const char *why;
+	int unavailable; /* the error means "not available here": a skip */
 };
 
 /* one() returns 0 and the raw time in *ns, or -errno with c->what set.
