@@ -535,13 +535,25 @@ static int run_check_output(const char *path)
 	struct stat st;
 	char head[256];
 	ssize_t k;
-	int fd;
+	int fd, e;
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
 
-	if (lstat(path, &st)) {
-		if (errno == ENOENT)
-			return 0;
-		fprintf(stderr, "layerprof oscal: cannot write '%s': %s\n", path, strerror(errno));
-		return -errno;
+	/* the directory first: a run of an hour is not made for nothing */
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (slash && !slash[1]) {
+		fprintf(stderr, "layerprof oscal: cannot write '%s': no file name\n", path);
+		return -EINVAL;
+	}
+	e = access(dir, W_OK | X_OK) ? errno : lstat(path, &st) ? errno : 0;
+	if (e == ENOENT && access(dir, W_OK | X_OK) == 0)
+		return 0; /* the file is not there yet */
+	if (e) {
+		fprintf(stderr, "layerprof oscal: cannot write '%s': %s\n", path, strerror(e));
+		return -e;
 	}
 	if (S_ISLNK(st.st_mode)) {
 		fprintf(stderr, "layerprof oscal: '%s' is a symbolic link: not overwritten (remove it first)\n", path);
@@ -556,8 +568,9 @@ static int run_check_output(const char *path)
 	if (fd >= 0)
 		close(fd);
 	if (k < 0) {
-		fprintf(stderr, "layerprof oscal: cannot read '%s': %s\n", path, strerror(errno));
-		return -errno;
+		e = errno;
+		fprintf(stderr, "layerprof oscal: cannot read '%s': %s\n", path, strerror(e));
+		return -e;
 	}
 	head[k] = '\0';
 	if (k == 0 || strstr(head, "\"format\":\"" OSCAL_FORMAT "\""))

@@ -10,9 +10,9 @@ Groups:
            bad options (exit 2); no entry matching --calls (exit 2); the suite
            not found, a missing calibration, garbage, a truncated file, a
            file that is no calibration, a newer version (exit 1); a
-           symbolic link planted as run's -o target and an existing file that
-           is not a calibration are refused before anything runs, the file
-           the link names untouched.
+           symbolic link planted as run's -o target, an existing file that
+           is not a calibration and a missing directory are refused before
+           anything runs, the file the link names untouched.
   run      `oscal list` has at least 100 entries; `oscal run --quick`: every
            entry listed ended once, in the list's order, measured or skipped
            with a reason (none failed on this machine), the file complete;
@@ -154,6 +154,9 @@ def group_usage(lp, suite, tmp):
     r = run([lp, "oscal", "run", "--quick", "--calls", "read", "-o", good])
     check(r.returncode == 0 and load(good)["format"] == "layerprof-oscal-cal",
           "run -o an existing calibration: replaced", "%d %s" % (r.returncode, r.stderr[-300:]))
+    r = run([lp, "oscal", "run", "--quick", "--calls", "read", "-o", os.path.join(tmp, "no-such-dir", "x.cal")])
+    check(r.returncode == 1 and one_line(r) and "[1/" not in r.stderr,
+          "run -o in a missing directory: refused before anything runs", "%d %s" % (r.returncode, r.stderr))
     leftovers = [n for n in os.listdir(tmp) if ".tmp." in n]
     check(not leftovers, "no temporary left beside the files", leftovers)
 
