@@ -113,6 +113,13 @@ def group_usage(lp, suite, tmp):
     check(r.returncode == 1 and one_line(r) and "LAYERPROF_OSCAL" in r.stderr, "the suite not found: exit 1",
           "%d %s" % (r.returncode, r.stderr))
 
+    r = run([lp, "oscal", "run", "--quick", "--runner", "no-such-runner-cmd --x", "-o", os.path.join(tmp, "x.cal")])
+    check(r.returncode == 1 and one_line(r) and "cannot run 'no-such-runner-cmd'" in r.stderr,
+          "a runner that does not exist: exit 1, one line", "%d %s" % (r.returncode, r.stderr))
+    r = run([lp, "oscal", "run", "--quick", "--runner", "  ", "-o", os.path.join(tmp, "x.cal")])
+    check(r.returncode == 2 and one_line(r), "an empty --runner: exit 2", "%d %s" % (r.returncode, r.stderr))
+    check(not os.path.exists(os.path.join(tmp, "x.cal")), "no file written by those")
+
     good = os.path.join(tmp, "good.cal")
     r = make_cal(lp, good, "getpid,read")
     if not check(r.returncode == 0 and os.path.exists(good), "a small calibration for the bad files",
