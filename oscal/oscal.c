@@ -414,6 +414,7 @@ static enum outcome run_entry(const struct suite_def *d, const struct opts *o, c
 	uint64_t start = suite_now();
 
 	print_entry_line("entry", d, o->reps, o->warmup);
+	fflush(stdout); /* the host sees which entry runs (and where a run stopped) */
 	for (unsigned k = 0; k < nx; k++) {
 		struct suite_ctx c;
 		int err = 0;

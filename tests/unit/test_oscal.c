@@ -458,6 +458,45 @@ static void test_models(void)
 	CHECK_F64(c[1].lo, 110);
 	CHECK_F64(m.pieces[0].q, 115);
 
+	/* the kinked series shuffled: the same clusters and model to the bit */
+	{
+		struct oscal_point *a = malloc(400 * sizeof(*a)), *b = malloc(400 * sizeof(*b));
+		struct oscal_cluster ca[OSCAL_CLUSTERS_MAX], cb[OSCAL_CLUSTERS_MAX];
+		struct oscal_model ma, mb;
+		uint32_t na, nb;
+
+		rng_state = 21;
+		for (i = 0; i < 400; i++) {
+			a[i].x = 100.0 * (1 + i % 20);
+			a[i].ns = noisy(f_kink(a[i].x), 0.01);
+			b[i] = a[i];
+		}
+		for (i = 399; i > 0; i--) {
+			uint32_t j = (uint32_t)(rng_next() % (i + 1));
+			struct oscal_point t = b[i];
+
+			b[i] = b[j];
+			b[j] = t;
+		}
+		CHECK_EQ_U64(oscal_fit(a, 400, true, 0.1, ca, &na, &ma), 0);
+		CHECK_EQ_U64(oscal_fit(b, 400, true, 0.1, cb, &nb, &mb), 0);
+		CHECK_EQ_U64(na, 2);
+		CHECK_EQ_U64(nb, na);
+		CHECK(!memcmp(&ma, &mb, sizeof(ma)));
+		CHECK(!memcmp(ca, cb, na * sizeof(ca[0])));
+		CHECK_F64(ma.pieces[0].x1, 1000);
+		/* one x value only: nothing to split along x, one constant */
+		for (i = 0; i < 400; i++)
+			a[i].x = 7;
+		CHECK_EQ_U64(oscal_fit(a, 400, true, 0.1, ca, &na, &ma), 0);
+		CHECK_EQ_U64(na, 1);
+		CHECK_EQ_U64(ma.form, OSCAL_CONSTANT);
+		CHECK_F64(ma.pieces[0].x0, 7);
+		CHECK_F64(ma.pieces[0].x1, 7);
+		free(a);
+		free(b);
+	}
+
 	/* evaluation: below, inside, between and above the pieces */
 	memset(&m, 0, sizeof(m));
 	m.form = OSCAL_PIECEWISE;
@@ -786,6 +825,20 @@ static void test_round_trip(void)
 	CHECK(e && e->spread_high);
 	e = oscal_cal_find(&back, "mq-send");
 	CHECK(e && !strcmp(e->desc, "\"quoted\" \\ and \xc3\xa9"));
+	/* the analysis without the samples: no "ns", refused as a calibration */
+	{
+		FILE *out = fopen(file_in("analysis.json"), "w");
+		size_t len;
+		char *text;
+
+		CHECK_EQ_U64(oscal_cal_write_analysis(out, &back), 0);
+		fclose(out);
+		text = slurp(file_in("analysis.json"), &len);
+		CHECK(text && !strstr(text, "\"ns\"") && strstr(text, "\"p99\"") && strstr(text, "\"piecewise\""));
+		free(text);
+		CHECK_EQ_U64(oscal_cal_read(file_in("analysis.json"), &again, err, sizeof(err)), (uint64_t)-EINVAL);
+		CHECK(strstr(err, "has no times"));
+	}
 	/* analysed again after reading: the same file */
 	CHECK_EQ_U64(oscal_cal_analyse(&back), 0);
 	CHECK_EQ_U64(write_cal(&back, "rt3.cal"), 0);
@@ -856,7 +909,7 @@ static void test_bad_files(void)
 	check_bad_file("other.cal", "{\"format\":\"layerprof-energy-model\",\"version\":1}",
 	               "is not a layerprof calibration");
 	check_bad_file("newer.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":2,\"entries\":[]}",
-	               "version 2, newer than this layerprof reads (1)");
+	               "newer.cal': version 2 is newer than this layerprof reads (1)");
 	check_bad_file("huge-version.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":1e300,\"entries\":[]}",
 	               "no version");
 	check_bad_file("strver.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":\"1\",\"entries\":[]}",

@@ -1,6 +1,15 @@
 /* A calibration in memory (oscal.h): the suite protocol's lines fed into
  * it, its entries looked up, and each measured entry analysed (the
- * statistics, the outliers, the spread flag, the clusters and model). */
+ * statistics, the outliers, the spread flag, the clusters and model).
+ *
+ * The timer's overhead (the clock record's overhead_ns) is subtracted
+ * from each time as it is fed (clamped at 0), so that the samples in
+ * memory and in the file are net and analysing twice changes nothing; a
+ * resumed run's samples get that run's overhead.  Per entry the analysis
+ * takes each series' outliers (oscal_outlier_limit over that series)
+ * out of the fit; spread_high is set when one series without its
+ * outliers has sd / mean above the threshold, or when the fit found
+ * clusters by time. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
