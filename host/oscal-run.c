@@ -1,7 +1,8 @@
-/* layerprof oscal run and list: layerprof-oscal run (no shell; a runner
- * such as qemu-user before it), its output lines fed one by one into a
- * calibration, progress on stderr, the calibration analysed and written;
- * an interrupted run written as such and resumed later. */
+/* layerprof oscal run: layerprof-oscal run (oscal-suite.c), its output
+ * lines fed one by one into a calibration (run_line: the one place lines
+ * enter, whatever their source), progress on stderr, the calibration
+ * analysed and written; an interrupted run written as such and resumed
+ * later. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>

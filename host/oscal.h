@@ -1,5 +1,6 @@
 /* layerprof oscal: OS and C-library call timing (paper 004), one command
- * with four subcommands: run and list (oscal-run.c), report (oscal-report.c,
+ * with four subcommands: run (oscal-run.c; the suite as a child and list
+ * in oscal-suite.c), report (oscal-report.c,
  * its HTML page in oscal-html.c), compare (oscal-compare.c), dispatched by
  * builtin-oscal.c, which also holds what they share: finding
  * layerprof-oscal, reading a calibration, the --calls patterns, option
