@@ -133,6 +133,16 @@ static int run_line(void *ctx, const char *text)
 		} else {
 			fprintf(stderr, "[%u/%u] %.*s\n", r->base + r->begun, r->nlisted, (int)w, name);
 		}
+	} else if (run_interrupted && !strncmp(text, "fail ", 5)) {
+		/* the entry the stop cut short, if the suite says so: not ended,
+		 * it runs again when resumed */
+		char name[OSCAL_NAME_MAX];
+		struct oscal_entry *cut;
+
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(text + 5, " "), text + 5);
+		cut = oscal_cal_find(&r->cal, name);
+		if (cut)
+			cut->status = OSCAL_PENDING;
 	} else if (!strncmp(text, "end ", 4) || !strncmp(text, "skip ", 5) || !strncmp(text, "fail ", 5)) {
 		r->ended++;
 	}
