@@ -634,12 +634,15 @@ int oscal_run_cmd(int argc, char **argv)
 	} else {
 		/* nothing left: the file as it was, complete */
 		ret = 0;
+	}
+	if (r->have_old && !r->cal.header_seen) {
+		/* nothing of this run's header (nothing left, or stopped at once):
+		 * the machine and clock are the file's */
 		r->cal.machine = r->old.machine;
 		r->cal.clock = r->old.clock;
-		r->cal.header_seen = true;
-	}
-	if (r->have_old && r->cal.header_seen &&
-	    (strcmp(r->cal.machine.host, r->old.machine.host) || strcmp(r->cal.machine.arch, r->old.machine.arch))) {
+	} else if (r->have_old && r->old.machine.host[0] &&
+	           (strcmp(r->cal.machine.host, r->old.machine.host) ||
+	            strcmp(r->cal.machine.arch, r->old.machine.arch))) {
 		fprintf(stderr, "layerprof oscal: '%s' was measured on %s (%s), this run on %s (%s): not resumed\n",
 		        r->o.resume, r->old.machine.host, r->old.machine.arch, r->cal.machine.host,
 		        r->cal.machine.arch);
