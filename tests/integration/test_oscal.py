@@ -9,7 +9,8 @@ Groups:
   usage    exit codes and one-line messages: no subcommand, an unknown one,
            bad options (exit 2); no entry matching --calls (exit 2); the suite
            not found, a missing calibration, garbage, a truncated file, a
-           file that is no calibration, a newer version (exit 1); a
+           file that is no calibration, a newer version, --resume of a
+           file measured under another runner (exit 1); a
            symbolic link planted as run's -o target, an existing file that
            is not a calibration and a missing directory are refused before
            anything runs, the file the link names untouched.
@@ -150,6 +151,12 @@ def group_usage(lp, suite, tmp):
                   "%d %s" % (r.returncode, r.stderr[-300:]))
     r = run([lp, "oscal", "report", bad["newer"]])
     check("version 2" in r.stderr, "a newer version is named as such", r.stderr)
+
+    r = run([lp, "oscal", "run", "--resume", good, "--runner", "qemu-x86_64-static", "-o",
+             os.path.join(tmp, "other.cal")])
+    check(r.returncode == 1 and one_line(r) and "not resumed" in r.stderr
+          and not os.path.exists(os.path.join(tmp, "other.cal")),
+          "--resume under another runner than the file's: refused, exit 1", "%d %s" % (r.returncode, r.stderr))
 
     # run's -o: a planted link, a file that is not a calibration
     victim = os.path.join(tmp, "victim.txt")
