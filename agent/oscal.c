@@ -28,6 +28,7 @@ extern char **environ;
 enum oscal_key { OSCAL_KEY_CALLS, OSCAL_KEY_QUICK, OSCAL_KEY_REPS, OSCAL_KEY_WARMUP, OSCAL_KEY_SKIP, OSCAL_KEYS };
 
 static const char *const oscal_keys[OSCAL_KEYS] = { "calls", "quick", "reps", "warmup", "skip" };
+static const char *const oscal_options[OSCAL_KEYS] = { "--calls", "--quick", "--reps", "--warmup", "--skip" };
 
 void oscal_init(struct agent *a)
 {
@@ -152,10 +153,10 @@ static int check_value(enum oscal_key k, const char *v, size_t len, char *err, s
 }
 
 /* The suite's command line from the request's key=value lines, only
- * from the known keys and checked values: argv[] points into buf (as big
- * as the payload plus OSCAL_ARGV_EXTRA).  Returns the number of arguments
- * or -EINVAL with the reason in err. */
-#define OSCAL_ARGV_EXTRA 128u
+ * from the known keys and checked values: argv[OSCAL_ARGV_MAX] points
+ * into buf (as big as the payload) and to static strings.  Returns the
+ * number of arguments or -EINVAL with the reason in err. */
+#define OSCAL_ARGV_MAX (2 * OSCAL_KEYS + 2)
 static int build_argv(const struct agent *a, const uint8_t *payload, size_t len, char *buf, char **argv, char *err,
                       size_t errlen)
 {
@@ -207,19 +208,17 @@ static int build_argv(const struct agent *a, const uint8_t *payload, size_t len,
 	}
 	argv[argc++] = (char *)a->oscal_path;
 	for (int k = 0; k < OSCAL_KEYS; k++) {
-		int n;
-
 		if (!val[k])
 			continue;
-		/* one word per option, the value after '=': a value never
-		 * reads as an option of its own */
+		/* the option, then its value as the next word (the suite takes
+		 * that word as the value whatever it begins with) */
+		argv[argc++] = (char *)oscal_options[k];
 		if (k == OSCAL_KEY_QUICK)
-			n = snprintf(buf + used, len + OSCAL_ARGV_EXTRA - used, "--quick");
-		else
-			n = snprintf(buf + used, len + OSCAL_ARGV_EXTRA - used, "--%s=%.*s", oscal_keys[k],
-			             (int)vlen[k], val[k]);
+			continue;
+		memcpy(buf + used, val[k], vlen[k]);
+		buf[used + vlen[k]] = '\0';
 		argv[argc++] = buf + used;
-		used += (size_t)n + 1;
+		used += vlen[k] + 1;
 	}
 	argv[argc] = NULL;
 	return argc;
@@ -299,7 +298,7 @@ static int suite_spawn(struct agent *a, char **argv, char *err, size_t errlen)
 
 int oscal_request(struct agent *a, struct conn *c, const struct wire_frame *f)
 {
-	char *argv[OSCAL_KEYS + 2], *buf, err[600];
+	char *argv[OSCAL_ARGV_MAX], *buf, err[600];
 	int argc;
 
 	if (!oscal_available(a)) {
@@ -315,7 +314,7 @@ int oscal_request(struct agent *a, struct conn *c, const struct wire_frame *f)
 		refuse(c, "the options are too long");
 		return 0;
 	}
-	buf = malloc(f->len + OSCAL_ARGV_EXTRA);
+	buf = malloc(f->len + 1);
 	if (!buf) {
 		refuse(c, "out of memory");
 		return 0;
@@ -326,7 +325,7 @@ int oscal_request(struct agent *a, struct conn *c, const struct wire_frame *f)
 		refuse(c, err);
 		return 0;
 	}
-	agent_log("host %s: oscal suite started (pid %d, %d options)", c->peer, (int)a->oscal.pid, argc - 1);
+	agent_log("host %s: oscal suite started (pid %d, %d arguments)", c->peer, (int)a->oscal.pid, argc - 1);
 	free(buf);
 	return 0;
 }

@@ -60,9 +60,11 @@ d = os.environ["FAKE_OSCAL_DIR"]
 with open(os.path.join(d, "runs"), "a") as f:
     f.write(json.dumps({"pid": os.getpid(), "pgid": os.getpgrp(), "argv": sys.argv[1:]}) + "\n")
 calls = ""
+prev = None
 for a in sys.argv[1:]:
-    if a.startswith("--calls="):
-        calls = a[len("--calls="):]
+    if prev == "--calls":
+        calls = a
+    prev = a
 out = sys.stdout
 out.write("layerprof-oscal 1\n")
 out.write("machine arch=fake cpus=1 kernel=k libc=l host=h cpu=a fake cpu\n")
@@ -266,9 +268,9 @@ def protocol_run(agent, fake, c):
     data, st, err = run_suite(c, request(opts))
     runs = fake.runs()
     check(err is None and st is not None, "OSCAL runs the suite to its end", err)
-    check(len(runs) == 1 and runs[0]["argv"] == ["--calls=getpid,read", "--quick", "--reps=5", "--warmup=1",
-                                                 "--skip=a-b,c_d"],
-          "the suite's arguments are exactly the options, one word each", runs)
+    check(len(runs) == 1 and runs[0]["argv"] == ["--calls", "getpid,read", "--quick", "--reps", "5", "--warmup",
+                                                 "1", "--skip", "a-b,c_d"],
+          "the suite's arguments are exactly the options, each value its own word", runs)
     check(runs and runs[0]["pid"] == runs[0]["pgid"], "the suite leads a process group of its own", runs)
     check(b"".join(data) == expected_small(["getpid", "read"]), "its output comes back byte for byte",
           b"".join(data)[:300])
@@ -279,7 +281,7 @@ def protocol_run(agent, fake, c):
     # options in another order, quick=0 and empty values: left out
     data, st, err = run_suite(c, request([("warmup", "0"), ("quick", "0"), ("calls", ""), ("skip", "")]))
     runs = fake.runs()
-    check(st and st.get("status") == "0" and runs[-1]["argv"] == ["--warmup=0"],
+    check(st and st.get("status") == "0" and runs[-1]["argv"] == ["--warmup", "0"],
           "quick=0 and empty calls/skip are left out; the order is the suite's", runs[-1:])
     data, st, err = run_suite(c, b"")
     check(st and st.get("status") == "0" and fake.runs()[-1]["argv"] == [] and
