@@ -25,10 +25,18 @@ extern char **environ;
 #define OSCAL_NUMBER_DIGITS 9 /* reps and warmup: what an int holds */
 
 /* The suite's options a host may give, in the order of its command line. */
-enum oscal_key { OSCAL_KEY_CALLS, OSCAL_KEY_QUICK, OSCAL_KEY_REPS, OSCAL_KEY_WARMUP, OSCAL_KEY_SKIP, OSCAL_KEYS };
+enum oscal_key {
+	OSCAL_KEY_CALLS,
+	OSCAL_KEY_QUICK,
+	OSCAL_KEY_REPS,
+	OSCAL_KEY_WARMUP,
+	OSCAL_KEY_SKIP,
+	OSCAL_KEY_LIST, /* the entries only, nothing measured */
+	OSCAL_KEYS
+};
 
-static const char *const oscal_keys[OSCAL_KEYS] = { "calls", "quick", "reps", "warmup", "skip" };
-static const char *const oscal_options[OSCAL_KEYS] = { "--calls", "--quick", "--reps", "--warmup", "--skip" };
+static const char *const oscal_keys[OSCAL_KEYS] = { "calls", "quick", "reps", "warmup", "skip", "list" };
+static const char *const oscal_options[OSCAL_KEYS] = { "--calls", "--quick", "--reps", "--warmup", "--skip", "--list" };
 
 void oscal_init(struct agent *a)
 {
@@ -133,8 +141,9 @@ static int check_value(enum oscal_key k, const char *v, size_t len, char *err, s
 		}
 		return 0;
 	case OSCAL_KEY_QUICK:
+	case OSCAL_KEY_LIST:
 		if (len != 1 || (v[0] != '0' && v[0] != '1')) {
-			snprintf(err, errlen, "invalid quick '%s': 0 or 1", shown);
+			snprintf(err, errlen, "invalid %s '%s': 0 or 1", oscal_keys[k], shown);
 			return -EINVAL;
 		}
 		return v[0] == '0';
@@ -190,7 +199,7 @@ static int build_argv(const struct agent *a, const uint8_t *payload, size_t len,
 				break;
 		if (k == OSCAL_KEYS) {
 			printable(shown, sizeof(shown), line, (size_t)(eq - line));
-			snprintf(err, errlen, "unknown option '%s' (calls, quick, reps, warmup, skip)", shown);
+			snprintf(err, errlen, "unknown option '%s' (calls, quick, reps, warmup, skip, list)", shown);
 			return -EINVAL;
 		}
 		if (seen[k]) {
@@ -213,7 +222,7 @@ static int build_argv(const struct agent *a, const uint8_t *payload, size_t len,
 		/* the option, then its value as the next word (the suite takes
 		 * that word as the value whatever it begins with) */
 		argv[argc++] = (char *)oscal_options[k];
-		if (k == OSCAL_KEY_QUICK)
+		if (k == OSCAL_KEY_QUICK || k == OSCAL_KEY_LIST)
 			continue;
 		memcpy(buf + used, val[k], vlen[k]);
 		buf[used + vlen[k]] = '\0';

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
+#include "host/lib/live/oscalremote.h"
 #include "host/lib/util/json.h"
 #include "host/lib/util/outfile.h"
 #include "host/oscal.h"
@@ -62,6 +63,9 @@ static const char run_usage[] =
     "      --runner 'CMD ARGS'  run the suite under CMD (words split at spaces, no\n"
     "                        shell): qemu-aarch64-static -L /usr/aarch64-linux-gnu\n"
     "      --format FMT      the summary: text or json (default text)\n"
+    "      --connect HOST:PORT  run the agent's suite on its device (layerprofd;\n"
+    "                        unix:PATH too), as layerprof live connects\n"
+    "      --token-file F    the agent's token (first line of F)\n"
     "  -h, --help            this text\n"
     "\n"
     "layerprof-oscal is looked for beside layerprof ($LAYERPROF_OSCAL overrides).\n"
@@ -84,6 +88,7 @@ struct run_opts {
 	const char *resume;
 	const char *runner;
 	enum oscal_format format;
+	const char *connect, *token_file; /* the agent's suite (oscalremote.h) */
 };
 
 /* An entry of the suite's --list. */
@@ -234,6 +239,62 @@ static int run_status_bad(const struct run *r, int status)
 	return -EIO;
 }
 
+/* ------------------------------------------------------------ the agent's suite */
+
+static void run_progress_end(struct run *r);
+
+static void run_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "layerprof oscal: %s\n", msg);
+}
+
+/* --connect: the agent's suite with args (as run_spawn's), each line to
+ * line(ctx, text).  Returns 0, -EINTR when interrupted, or -errno after
+ * the message (r->err, when set, is line's). */
+static int run_remote(struct run *r, char *const *args, int (*line)(void *ctx, const char *text), void *ctx)
+{
+	struct oscal_remote_opts ro = { .addr = r->o.connect,
+		                        .token_file = r->o.token_file,
+		                        .warn = { run_warn, NULL },
+		                        .stop = &run_interrupted };
+	char err[LP_ERROR_MAX] = "";
+	int st;
+
+	r->err[0] = '\0';
+	st = oscal_remote_run(&ro, args, line, ctx, err, sizeof(err));
+	if (st == 0 || st == -EINTR)
+		return st;
+	run_progress_end(r);
+	if (st < 0 && r->err[0])
+		fprintf(stderr, "layerprof oscal: the suite's output: %s\n", r->err);
+	else if (st < 0)
+		fprintf(stderr, "layerprof oscal: %s\n", err[0] ? err : strerror(-st));
+	else
+		fprintf(stderr, "layerprof oscal: the suite on the agent at %s failed (exit %d)%s%s\n", r->o.connect,
+		        st, err[0] ? ": " : "", err);
+	return st < 0 ? st : -EIO;
+}
+
+/* The suite's --list as text: one line callback's lines. */
+struct run_text {
+	char *buf;
+	size_t len, max;
+};
+
+static int run_text_line(void *ctx, const char *text)
+{
+	struct run_text *t = ctx;
+	size_t n = strlen(text);
+
+	if (t->len + n + 1 > t->max)
+		return -E2BIG;
+	memcpy(t->buf + t->len, text, n);
+	t->buf[t->len + n] = '\n';
+	t->len += n + 1;
+	return 0;
+}
+
 /* ------------------------------------------------------------ list */
 
 /* Runs the suite's --list and keeps the entries --calls takes.  Returns
@@ -250,6 +311,17 @@ static int run_list(struct run *r)
 	if (!buf) {
 		fprintf(stderr, "layerprof oscal: out of memory\n");
 		return -ENOMEM;
+	}
+	if (r->o.connect) {
+		struct run_text t = { .buf = buf, .max = RUN_LIST_MAX };
+
+		e = run_remote(r, args, run_text_line, &t);
+		buf[t.len] = '\0';
+		if (e) {
+			free(buf);
+			return e == -EINTR ? e : -EIO;
+		}
+		goto parse;
 	}
 	pid = run_spawn(r, args, &fd);
 	if (pid < 0) {
@@ -281,6 +353,7 @@ static int run_list(struct run *r)
 		free(buf);
 		return -e;
 	}
+parse:
 	for (p = buf; *p;) {
 		char *eol = strchr(p, '\n');
 		char name[OSCAL_NAME_MAX], call[OSCAL_NAME_MAX];
@@ -498,6 +571,16 @@ static int run_suite(struct run *r, char **args)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	if (r->o.connect) {
+		rr = run_remote(r, args, run_line, r);
+		run_progress_end(r);
+		if (!rr && !r->cal.header_seen) {
+			fprintf(stderr, "layerprof oscal: the suite on the agent at %s gave no measurement\n",
+			        r->o.connect);
+			rr = -EIO;
+		}
+		goto out;
+	}
 	pid = run_spawn(r, args, &fd);
 	if (pid < 0) {
 		rr = pid;
@@ -737,6 +820,8 @@ enum run_opt_code {
 	OPT_RESUME,
 	OPT_RUNNER,
 	OPT_FORMAT,
+	OPT_CONNECT,
+	OPT_TOKEN_FILE,
 };
 
 /* run's options into o.  Returns 0 to go on, else the exit code with
@@ -753,6 +838,8 @@ static int run_options(struct run_opts *o, int argc, char **argv, bool *stop)
 		{ "resume", required_argument, NULL, OPT_RESUME },
 		{ "runner", required_argument, NULL, OPT_RUNNER },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "connect", required_argument, NULL, OPT_CONNECT },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -798,6 +885,12 @@ static int run_options(struct run_opts *o, int argc, char **argv, bool *stop)
 			if (oscal_parse_format(optarg, false, &o->format))
 				return LP_EXIT_USAGE;
 			break;
+		case OPT_CONNECT:
+			o->connect = optarg;
+			break;
+		case OPT_TOKEN_FILE:
+			o->token_file = optarg;
+			break;
 		case 'h':
 			fputs(run_usage, stdout);
 			*stop = true;
@@ -809,6 +902,14 @@ static int run_options(struct run_opts *o, int argc, char **argv, bool *stop)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "layerprof oscal: run takes no operand ('%s')\n", argv[optind]);
+		return LP_EXIT_USAGE;
+	}
+	if (o->connect && o->runner) {
+		fprintf(stderr, "layerprof oscal: --connect runs the agent's suite: no --runner\n");
+		return LP_EXIT_USAGE;
+	}
+	if (o->token_file && !o->connect) {
+		fprintf(stderr, "layerprof oscal: --token-file goes with --connect\n");
 		return LP_EXIT_USAGE;
 	}
 	if (o->resume && (o->calls || o->quick || o->reps || o->warmup || o->threshold_set)) {
@@ -908,12 +1009,16 @@ int oscal_run_cmd(int argc, char **argv)
 		goto out;
 	if (run_check_output(r->output))
 		goto out;
-	if (oscal_suite_path(r->suite)) {
+	if (!r->o.connect && oscal_suite_path(r->suite)) {
 		fprintf(stderr, "layerprof oscal: cannot find layerprof-oscal (set %s to its path): %s\n",
 		        OSCAL_SUITE_ENV, strerror(ENOENT));
 		goto out;
 	}
-	if (r->nrunner) {
+	if (r->o.connect) {
+		/* the agent's suite, on its device */
+		snprintf(r->source, sizeof(r->source), "agent %s", r->o.connect);
+		snprintf(r->suite, sizeof(r->suite), "layerprof-oscal on the agent at %s", r->o.connect);
+	} else if (r->nrunner) {
 		/* the runner and the suite: the platform the file describes */
 		size_t used = 0;
 

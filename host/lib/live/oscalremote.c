@@ -19,8 +19,9 @@
 
 /* The suite's options a host may pass on: the agent knows these and no
  * other (docs/protocol.md, OSCAL). */
-static const char *const option_keys[] = { "calls", "quick", "reps", "warmup", "skip" };
+static const char *const option_keys[] = { "calls", "quick", "reps", "warmup", "skip", "list" };
 #define OPTION_QUICK 1
+#define OPTION_LIST 5
 
 /* The suite's output so far, cut into lines for the caller. */
 struct remote_lines {
@@ -57,15 +58,15 @@ static int build_request(char *const *args, char *out, size_t size, size_t *len,
 				break;
 		if (k == sizeof(option_keys) / sizeof(option_keys[0]))
 			return error_set(err, errlen, -EINVAL,
-			                 "the agent runs the suite with --calls, --quick, --reps, --warmup and --skip "
-			                 "only, not '%.100s'",
+			                 "the agent runs the suite with --calls, --quick, --reps, --warmup, --skip and "
+			                 "--list only, not '%.100s'",
 			                 arg);
 		if (seen[k])
 			return error_set(err, errlen, -EINVAL, "suite option --%s given twice", option_keys[k]);
 		seen[k] = true;
-		if (k == OPTION_QUICK) {
+		if (k == OPTION_QUICK || k == OPTION_LIST) {
 			if (eq)
-				return error_set(err, errlen, -EINVAL, "--quick takes no value");
+				return error_set(err, errlen, -EINVAL, "--%s takes no value", option_keys[k]);
 			val = "1";
 		} else if (eq) {
 			val = eq + 1;

@@ -32,7 +32,7 @@ struct oscal_remote_opts {
 /* Runs the suite on the agent at o->addr (live's connection and
  * authentication rules) with the suite arguments args (NULL-terminated,
  * only --calls/--quick/--reps/--warmup/--skip, each value as the next
- * argument or after '='), calling line(ctx, text) for each output line
+ * argument or after '=', and --list: the entries alone), calling line(ctx, text) for each output line
  * (text without its '\n', valid during the call).  A nonzero return of
  * line (a negative errno, the caller's message kept by the caller) ends
  * the run there (the agent stops the suite) and is returned.
