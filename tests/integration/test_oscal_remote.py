@@ -591,6 +591,20 @@ def group_nosuite(build, lp, tmp):
         c.close()
     finally:
         agent.stop()
+    if not os.access(lp, os.X_OK) or "--connect" not in subprocess.run(
+            [lp, "oscal", "run", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            universal_newlines=True).stdout:
+        skip("oscal run --connect to an agent without the suite", "no oscal run --connect here")
+        return
+    agent = Agent(build, tmp, {"LAYERPROF_OSCAL": plain})
+    try:
+        r = oscal_run(lp, agent, ["--token-file", agent.token_file, "--calls", "read", "-o",
+                                  os.path.join(tmp, "none.cal")], timeout=WAIT * 2)
+        errs = r.stderr.strip().splitlines()
+        check(r.returncode == 1 and len(errs) == 1 and "no capability oscal" in errs[0],
+              "oscal run --connect to an agent without the suite: one line, exit 1", r.stderr)
+    finally:
+        agent.stop()
 
 
 # ------------------------------------------------------------ remote
@@ -676,8 +690,53 @@ def group_remote(build, lp, tmp):
                                   os.path.join(tmp, "next.cal")])
         check(r.returncode == 0 and os.path.exists(os.path.join(tmp, "next.cal")),
               "the next host is served", r.stderr[-300:])
+        remote_interrupt(lp, agent, tmp, suite)
     finally:
         agent.stop()
+
+
+def remote_interrupt(lp, agent, tmp, suite):
+    """Ctrl-C during a remote run: what ended is written, the agent's suite
+    stops; --resume --connect finishes it."""
+    out = os.path.join(tmp, "part.cal")
+    err = os.path.join(tmp, "part.err")
+    with open(err, "w") as errf:
+        p = subprocess.Popen([lp, "oscal", "run", "--connect", agent.addr, "--token-file", agent.token_file,
+                              "--quick", "--calls", "read*,write*,lseek*", "-o", out], stdout=subprocess.DEVNULL,
+                             stderr=errf)
+    started.append(p)
+
+    def progress(n):
+        with open(err) as f:
+            return sum(1 for line in f if line.startswith("[")) >= n
+    check(wait_until(lambda: progress(3), WAIT * 4), "a remote run shows its progress", open(err).read()[-300:])
+    p.send_signal(signal.SIGINT)
+    try:
+        rc = p.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait()
+    msg = open(err).read()
+    try:
+        with open(out) as f:
+            cal = json.load(f)
+    except (OSError, ValueError):
+        cal = {}
+    check(rc == 130 and "interrupted" in msg and cal.get("complete") is False and cal.get("entries"),
+          "SIGINT: exit 130, the entries that ended written, complete:false", msg[-300:])
+    check(wait_until(lambda: not [q for q in os.listdir("/proc") if q.isdigit() and
+                                  proc_exe(int(q)) == os.path.realpath(suite)], WAIT),
+          "the agent's suite stops with the interrupted host")
+    r = oscal_run(lp, agent, ["--token-file", agent.token_file, "--resume", out])
+    try:
+        with open(out) as f:
+            cal = json.load(f)
+    except (OSError, ValueError):
+        cal = {}
+    names = [e["name"] for e in cal.get("entries", [])]
+    check(r.returncode == 0 and cal.get("complete") is True and len(names) == len(set(names)) and
+          cal.get("source") == "agent %s" % agent.addr, "--resume --connect completes it, each entry once",
+          r.stderr[-300:])
 
 
 def proc_exe(pid):
