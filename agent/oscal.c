@@ -461,9 +461,10 @@ void oscal_input(struct agent *a, const struct pollfd *pfd)
 		read_stderr(a);
 }
 
-/* The exit told to the host that asked (its output before it), and the
- * place freed for the next run. */
-static void finish(struct agent *a)
+/* The exit told to the host that asked, after all its output, and the
+ * place freed for the next run.  Returns false while the host's queue
+ * cannot take the rest yet (the next round tries again). */
+static bool finish(struct agent *a)
 {
 	struct oscal_run *o = &a->oscal;
 	char msg[OSCAL_ERRLINE_MAX + 128];
@@ -475,12 +476,15 @@ static void finish(struct agent *a)
 		code = 128 + WTERMSIG(o->status);
 	if (!o->orphaned && a->conn && conn_ready(a->conn)) {
 		send_output(a, true);
+		if (o->out_len)
+			return false;
 		n = snprintf(msg, sizeof(msg), "event=oscal_exit\nstatus=%d\n", code);
 		if (WIFSIGNALED(o->status))
 			n += snprintf(msg + n, sizeof(msg) - (size_t)n, "signal=%d\n", WTERMSIG(o->status));
 		if (o->last_err[0])
 			n += snprintf(msg + n, sizeof(msg) - (size_t)n, "stderr=%s\n", o->last_err);
-		conn_queue(a->conn, LP_FRAME_STATUS, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+		if (conn_queue(a->conn, LP_FRAME_STATUS, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1))
+			return false;
 	}
 	agent_log("oscal suite (pid %d) ended with status %d%s", (int)o->pid, code,
 	          o->orphaned ? ", stopped as its host left" : "");
@@ -490,6 +494,7 @@ static void finish(struct agent *a)
 		close(o->err_fd);
 	memset(o, 0, sizeof(*o));
 	o->out_fd = o->err_fd = -1;
+	return true;
 }
 
 /* The suite is reaped: the rest of its process group goes too (a child
@@ -586,5 +591,5 @@ void oscal_release(struct agent *a)
 		o->exited = true;
 		o->status = status;
 	}
-	finish(a);
+	finish(a); /* orphaned: nothing is queued, it always ends */
 }
