@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,27 +39,59 @@ enum oscal_key {
 static const char *const oscal_keys[OSCAL_KEYS] = { "calls", "quick", "reps", "warmup", "skip", "list" };
 static const char *const oscal_options[OSCAL_KEYS] = { "--calls", "--quick", "--reps", "--warmup", "--skip", "--list" };
 
+/* Whether the suite at path is the agent's to run: a regular file that
+ * only the agent's user or root may change, in a directory only they may
+ * change (an agent run by root must not run what another user can
+ * replace).  Returns 0, or -EPERM / -errno with the reason in why. */
+static int suite_trusted(const struct agent *a, const char *path, char *why, size_t size)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if (stat(path, &st) || access(path, X_OK)) {
+		snprintf(why, size, "%s", strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_uid != a->uid && st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		snprintf(why, size, "not a file only uid %u or root may change", a->uid);
+		return -EPERM;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	if (stat(dir, &st) || (st.st_uid != a->uid && st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		snprintf(why, size, "its directory may be changed by other users than uid %u and root", a->uid);
+		return -EPERM;
+	}
+	return 0;
+}
+
 void oscal_init(struct agent *a)
 {
 	static const char *const rel[] = { "/" OSCAL_PROGRAM, "/../oscal/" OSCAL_PROGRAM };
 	struct oscal_run *o = &a->oscal;
 	const char *env = getenv(OSCAL_ENV);
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], why[200];
 
 	memset(o, 0, sizeof(*o));
 	o->out_fd = o->err_fd = -1;
 	a->oscal_path[0] = '\0';
 	if (env && env[0]) {
-		if (!realpath(env, a->oscal_path) || access(a->oscal_path, X_OK)) {
-			fprintf(stderr, "layerprofd: warning: %s='%s' is not a program the agent can run: no oscal\n",
-			        OSCAL_ENV, env);
+		if (!realpath(env, a->oscal_path) || suite_trusted(a, a->oscal_path, why, sizeof(why))) {
+			fprintf(stderr,
+			        "layerprofd: warning: %s='%s' is not a program the agent can run (%s): no oscal\n",
+			        OSCAL_ENV, env, a->oscal_path[0] ? why : strerror(errno));
 			a->oscal_path[0] = '\0';
 		}
 		return;
 	}
-	if (exepath_dir(dir, sizeof(dir)) || exepath_find(dir, rel, sizeof(rel) / sizeof(rel[0]), a->oscal_path) ||
-	    access(a->oscal_path, X_OK))
+	if (exepath_dir(dir, sizeof(dir)) || exepath_find(dir, rel, sizeof(rel) / sizeof(rel[0]), a->oscal_path))
 		a->oscal_path[0] = '\0';
+	else if (suite_trusted(a, a->oscal_path, why, sizeof(why))) {
+		fprintf(stderr, "layerprofd: warning: not running '%s' (%s): no oscal\n", a->oscal_path, why);
+		a->oscal_path[0] = '\0';
+	}
 }
 
 bool oscal_available(const struct agent *a)
@@ -317,6 +350,14 @@ int oscal_request(struct agent *a, struct conn *c, const struct wire_frame *f)
 	}
 	if (a->oscal.pid) {
 		refuse(c, "busy: a suite run is under way");
+		return 0;
+	}
+	/* again now: the file may have changed since the agent started */
+	if (suite_trusted(a, a->oscal_path, err, sizeof(err))) {
+		char msg[700];
+
+		snprintf(msg, sizeof(msg), "no suite: not running '%.300s': %.200s", a->oscal_path, err);
+		refuse(c, msg);
 		return 0;
 	}
 	if (f->len > OSCAL_REQUEST_MAX) {

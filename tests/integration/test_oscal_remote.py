@@ -589,8 +589,31 @@ def group_nosuite(build, lp, tmp):
         ftype, hello = c.recv()
         check("oscal" in lpwire.kv(hello).get("caps", "").split(","), "with a suite HELLO lists oscal")
         c.close()
+        # another user could replace it now: the agent no longer runs it
+        os.chmod(fake.exe, 0o777)
+        c, ftype, _ = agent.client()
+        data, st, err = run_suite(c, request([("calls", "getpid")]))
+        check(err is not None and "no suite: not running" in err and "may change" in err and not fake.runs(),
+              "a suite others may change since the start: ERROR, not run", err)
+        c.close()
     finally:
         agent.stop()
+    # nor one that is so from the start, or whose directory is
+    for what, path, mode in (("file", fake.exe, 0o777), ("directory", fake.dir, 0o777)):
+        os.chmod(fake.exe, 0o755)
+        os.chmod(fake.dir, 0o755)
+        os.chmod(path, mode)
+        agent = Agent(build, tmp, fake.env)
+        try:
+            c = lpwire.Client("127.0.0.1", agent.port)
+            ftype, hello = c.recv()
+            check("oscal" not in lpwire.kv(hello).get("caps", "").split(",") and
+                  "is not a program the agent can run" in agent.text() and not fake.runs(),
+                  "a suite whose %s others may change: no oscal, a warning" % what, agent.text()[-300:])
+            c.close()
+        finally:
+            agent.stop()
+    os.chmod(fake.dir, 0o755)
     if not os.access(lp, os.X_OK) or "--connect" not in subprocess.run(
             [lp, "oscal", "run", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             universal_newlines=True).stdout:
