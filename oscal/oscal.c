@@ -397,7 +397,7 @@ enum outcome { RAN_MEASURED, RAN_SKIPPED, RAN_FAILED };
 static void print_reason(const char *rec, const struct suite_def *d, int err, const struct suite_ctx *c)
 {
 	printf("%s %s reason=", rec, d->name);
-	if (is_unavailable(err))
+	if (is_unavailable(err) || c->unavailable)
 		printf("%s: %s", c->what ? c->what : d->call, strerror(err));
 	else
 		printf("%s: %s (%s)", errno_name(err), strerror(err), c->what ? c->what : d->call);
@@ -414,6 +414,7 @@ static enum outcome run_entry(const struct suite_def *d, const struct opts *o, c
 	uint64_t start = suite_now();
 
 	print_entry_line("entry", d, o->reps, o->warmup);
+	fflush(stdout); /* the host sees which entry runs (and where a run stopped) */
 	for (unsigned k = 0; k < nx; k++) {
 		struct suite_ctx c;
 		int err = 0;
@@ -446,9 +447,10 @@ static enum outcome run_entry(const struct suite_def *d, const struct opts *o, c
 			d->done(&c);
 		if (err) {
 			int e = -err;
-			print_reason(is_unavailable(e) ? "skip" : "fail", d, e, &c);
+			int skip_it = is_unavailable(e) || c.unavailable;
+			print_reason(skip_it ? "skip" : "fail", d, e, &c);
 			fflush(stdout);
-			return is_unavailable(e) ? RAN_SKIPPED : RAN_FAILED;
+			return skip_it ? RAN_SKIPPED : RAN_FAILED;
 		}
 		if (i < 0) {
 			printf("skip %s reason=stopped after %u of %u parameter values: over --seconds-max %g\n",
