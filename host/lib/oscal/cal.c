@@ -1,6 +1,15 @@
 /* A calibration in memory (oscal.h): the suite protocol's lines fed into
  * it, its entries looked up, and each measured entry analysed (the
- * statistics, the outliers, the spread flag, the clusters and model). */
+ * statistics, the outliers, the spread flag, the clusters and model).
+ *
+ * The timer's overhead (the clock record's overhead_ns) is subtracted
+ * from each time as it is fed (clamped at 0), so that the samples in
+ * memory and in the file are net and analysing twice changes nothing; a
+ * resumed run's samples get that run's overhead.  Per entry the analysis
+ * takes each series' outliers (oscal_outlier_limit over that series)
+ * out of the fit; spread_high is set when one series without its
+ * outliers has sd / mean above the threshold, or when the fit found
+ * clusters by time. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -162,11 +171,12 @@ static bool key_is(const struct field *f, const char *key)
 }
 
 /* The next space-separated word at *s into w[size]; false at the end of the
- * line or when it does not fit. */
+ * line (*len 0) or when it does not fit (*len its length). */
 static bool next_word(const char **s, char *w, size_t size, size_t *len)
 {
 	const char *p = *s, *end;
 
+	*len = 0;
 	while (*p == ' ')
 		p++;
 	if (!*p)
@@ -455,9 +465,9 @@ static int feed_sample(struct oscal_cal *cal, const char *s, char *err, size_t e
 	char name[OSCAL_NAME_MAX], w[64];
 	struct oscal_entry *e = record_entry(cal, &s, "sample", name, err, errlen);
 	struct oscal_series *se;
-	size_t len;
+	const char *times;
+	size_t len, n = 0;
 	double x, t;
-	bool any = false;
 
 	if (!e)
 		return -EINVAL;
@@ -467,41 +477,47 @@ static int feed_sample(struct oscal_cal *cal, const char *s, char *err, size_t e
 	}
 	if (!next_word(&s, w, sizeof(w), &len) || !parse_f64(w, len, &x) || fabs(x) > SAMPLE_NS_MAX) {
 		snprintf(err, errlen, len ? "sample of '%s': x '%.40s' is not a number" : "sample of '%s' without x",
-		         name, w);
+		         name, len < sizeof(w) ? w : "(too long)");
 		return -EINVAL;
+	}
+	/* the whole line checked first: a refused line adds nothing */
+	times = s;
+	while (next_word(&s, w, sizeof(w), &len)) {
+		if (!parse_f64(w, len, &t) || t < 0 || t > SAMPLE_NS_MAX) {
+			snprintf(err, errlen, "sample of '%s' at x %g: time '%s' is not a number of ns", name, x, w);
+			return -EINVAL;
+		}
+		n++;
+	}
+	if (len) {
+		snprintf(err, errlen, "sample of '%s' at x %g: a time is too long", name, x);
+		return -EINVAL;
+	}
+	if (!n) {
+		snprintf(err, errlen, "sample of '%s' at x %g without times", name, x);
+		return -EINVAL;
+	}
+	if (cal->nsamples + n > OSCAL_SAMPLES_MAX) {
+		snprintf(err, errlen, "more than %u samples", OSCAL_SAMPLES_MAX);
+		return -E2BIG;
 	}
 	se = series_at(e, x);
 	if (!se) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	s = times;
 	while (next_word(&s, w, sizeof(w), &len)) {
-		if (!parse_f64(w, len, &t) || t < 0 || t > SAMPLE_NS_MAX) {
-			snprintf(err, errlen, "sample of '%s' at x %g: time '%s' is not a number of ns", name, x, w);
-			return -EINVAL;
-		}
-		if (cal->nsamples >= OSCAL_SAMPLES_MAX) {
-			snprintf(err, errlen, "more than %u samples", OSCAL_SAMPLES_MAX);
-			return -E2BIG;
-		}
 		if (oscal_grow((void **)&se->ns, se->n, sizeof(*se->ns))) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
+		parse_f64(w, len, &t);
 		/* kept net of the timer's overhead, so that a calibration read
 		 * back and analysed again gives the same */
 		t -= cal->clock.overhead_ns;
 		se->ns[se->n++] = t > 0 ? t : 0;
 		cal->nsamples++;
-		any = true;
-	}
-	if (*s) {
-		snprintf(err, errlen, "sample of '%s': a word is too long", name);
-		return -EINVAL;
-	}
-	if (!any) {
-		snprintf(err, errlen, "sample of '%s' at x %g without times", name, x);
-		return -EINVAL;
 	}
 	return 0;
 }
