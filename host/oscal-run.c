@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
+#include "host/lib/live/netclient.h"
 #include "host/lib/live/oscalremote.h"
 #include "host/lib/util/json.h"
 #include "host/lib/util/outfile.h"
@@ -915,6 +916,12 @@ static int run_options(struct run_opts *o, int argc, char **argv, bool *stop)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "layerprof oscal: run takes no operand ('%s')\n", argv[optind]);
+		return LP_EXIT_USAGE;
+	}
+	if (o->connect && netclient_check_address(o->connect)) {
+		fprintf(stderr,
+		        "layerprof oscal: invalid --connect '%s': expected HOST:PORT, [IPV6]:PORT or unix:PATH\n",
+		        o->connect);
 		return LP_EXIT_USAGE;
 	}
 	if (o->connect && o->runner) {

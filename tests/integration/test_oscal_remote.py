@@ -676,6 +676,13 @@ def group_remote(build, lp, tmp):
         check(cal.get("machine", {}).get("arch") == os.uname().machine, "machine from the suite's lines",
               cal.get("machine"))
 
+        for args, what in ((["--connect", "[::1"], "a bad address"), (["--connect", "x:1", "--runner", "qemu"],
+                                                                      "--runner with --connect"),
+                           (["--token-file", agent.token_file], "--token-file without --connect")):
+            r = subprocess.run([lp, "oscal", "run", "-o", os.path.join(tmp, "never.cal")] + args,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=WAIT)
+            check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+                  "oscal run %s: usage, one line, exit 2" % what, r.stderr)
         bad = os.path.join(tmp, "bad-token")
         with open(bad, "w") as f:
             f.write("0123456789abcdef0123456789abcdef-not-it\n")
