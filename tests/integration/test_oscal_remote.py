@@ -723,6 +723,22 @@ def group_remote(build, lp, tmp):
         remote_interrupt(lp, agent, tmp, suite)
     finally:
         agent.stop()
+    # the agent's UNIX socket: its own user needs no token
+    agent = Agent(build, tmp, unix=True)
+    try:
+        out = os.path.join(tmp, "unix.cal")
+        r = subprocess.run([lp, "oscal", "run", "--connect", "unix:" + agent.socket, "--quick", "--calls", "getpid",
+                            "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                           timeout=600)
+        try:
+            with open(out) as f:
+                cal = json.load(f)
+        except (OSError, ValueError):
+            cal = {}
+        check(r.returncode == 0 and cal.get("source") == "agent unix:" + agent.socket and cal.get("entries"),
+              "oscal run --connect unix:PATH, no token: the agent's suite measures", r.stderr[-300:])
+    finally:
+        agent.stop()
 
 
 def remote_interrupt(lp, agent, tmp, suite):
