@@ -4,32 +4,37 @@ docs/protocol.md): a real layerprofd on a free loopback port with a token.
 
 Groups:
   protocol  a stand-in suite (a script named by LAYERPROF_OSCAL in the
-            agent's environment, which prints what it was given): HELLO
-            lists `oscal`; the options become exactly the suite's
-            arguments; its output comes back byte for byte, in whole
-            lines, long lines and many lines included; the exit STATUS
-            (status, signal, the stderr line); a second OSCAL while one
-            runs gets ERROR busy, a second host ERROR busy; a program
-            STARTed meanwhile is served (the loop is not blocked).
-  hostgone  the host that asked goes away mid-run (its socket closed, or
-            BYE): the suite and the child it made are gone, SIGTERM
+            agent's environment, which logs what it was given): the
+            options become exactly the suite's arguments (list=1 its
+            --list); its output comes back byte for byte, in whole lines,
+            20000 lines and one longer than a frame included; the exit
+            STATUS (status, signal, the last stderr line); a second OSCAL
+            while one runs gets ERROR busy, a second host ERROR busy; a
+            program STARTed meanwhile is served and the output goes on.
+  hostgone  the host that asked goes away mid-run (its socket closed):
+            the suite and the child it made are gone and reaped, SIGTERM
             first (the suite cleans up), SIGKILL for one that ignores it;
             the next host runs the suite.
-  attacker  as the attacker would: OSCAL before AUTH, after a wrong MAC,
-            as an oversized first frame, as nobody on the UNIX socket
-            (root only); an authenticated host's options outside the
-            known keys or forms (a shell command, a path, an unknown
-            key, twice the same key, a NUL); peers that never
-            authenticate do not keep a host from the suite.  Each gets
+  attacker  as the attacker would: OSCAL before AUTH, after a wrong or no
+            MAC, as an oversized first frame, as nobody on the UNIX
+            socket (root only); an authenticated host's options outside
+            the known keys or forms (a shell command, a path, an unknown
+            key, a key twice, a NUL, too long); 20 peers that never
+            authenticate do not keep the host from the suite.  Each gets
             ERROR or the close, and the suite never runs.
-  nosuite   an agent without a suite: no `oscal` in HELLO, ERROR no suite.
+  nosuite   no usable suite (not executable; a file or directory others
+            may change, at the start or later): no `oscal` in HELLO, a
+            warning, ERROR no suite; `oscal run --connect` says so in one
+            line, exit 1.
   remote    the real suite (build/oscal/layerprof-oscal beside the agent)
             through `layerprof oscal run --connect` (skipped while the
-            suite or the command are not built): a calibration with the
-            entries asked for measured and `source` naming the agent; a
-            wrong token: one line, exit 1; a second host: busy, exit 1;
-            the host killed mid-run: the suite is gone and the next host
-            is served.
+            suite or the option are not built): a calibration with getpid
+            and read measured, `source` naming the agent, the machine
+            from the suite; usage errors; a wrong token: one line, exit 1;
+            a second host: busy, exit 1; the host killed mid-run: the
+            suite is gone and the next host is served; SIGINT: exit 130,
+            complete:false, then --resume --connect completes it; over
+            the UNIX socket without a token.
 
 usage: test_oscal_remote.py --build BUILD_DIR [GROUP...]
 Prints one line per check and ends with 'N passed, N failed'."""
