@@ -29,7 +29,7 @@
 static const long xs_bytes[] = { 1, 16, 64, 256, 1024, 4096, 16384, 65536 };
 static const long xs_udp[] = { 1, 16, 64, 256, 1024, 4096, 16384, 32768 };
 static const long xs_mq[] = { 1, 64, 256, 1024, 4096, 8192 };
-static const long xs_fds[] = { 1, 4, 16, 64 };
+static const long xs_fds[] = { 1, 2, 4, 8, 16, 32, 64 };
 
 #define MQ_MSG_MAX 8192 /* the default msgsize_max of Linux */
 

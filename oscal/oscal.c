@@ -27,6 +27,7 @@
 #define QUICK_REPS 20
 #define QUICK_WARMUP 3
 #define QUICK_XS 4 /* parameter values of a numeric entry in a quick run */
+#define XS_MAX 64  /* parameter values of an entry */
 #define DEF_REPS 100
 #define DEF_WARMUP 10
 #define REPS_MAX 100000
@@ -193,7 +194,7 @@ static unsigned pick_xs(const struct suite_def *d, int quick, long *out)
 		return 1;
 	}
 	if (!quick || d->nxs <= QUICK_XS) {
-		for (unsigned i = 0; i < d->nxs; i++)
+		for (unsigned i = 0; i < d->nxs && i < XS_MAX; i++)
 			out[n++] = d->xs[i];
 		return n;
 	}
@@ -409,7 +410,7 @@ static void print_reason(const char *rec, const struct suite_def *d, int err, co
 static enum outcome run_entry(const struct suite_def *d, const struct opts *o, const char *dir, unsigned char *buf,
                               unsigned char *buf2, uint64_t *samples)
 {
-	long xs[64];
+	long xs[XS_MAX];
 	unsigned nx = pick_xs(d, o->quick, xs);
 	uint64_t start = suite_now();
 

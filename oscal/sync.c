@@ -17,8 +17,8 @@
 
 #include "oscal/suite.h"
 
-static const long xs_waiters[] = { 1, 2, 4, 8, 16 };
-static const long xs_threads[] = { 2, 4, 8, 16 };
+static const long xs_waiters[] = { 1, 2, 3, 4, 6, 8, 12, 16 };
+static const long xs_threads[] = { 2, 3, 4, 6, 8, 12, 16 };
 
 #define T0 uint64_t t0_ = suite_now()
 #define T1 (*ns = suite_now() - t0_)

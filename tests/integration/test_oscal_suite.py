@@ -23,7 +23,15 @@ Groups:
   select  --calls with a name, a pattern and a call name runs exactly the
           entries whose name or call matches (as fnmatch); --skip leaves out
           exactly its names; --reps and --warmup in every entry record and
-          in the number of times per sample.
+          in the number of times per sample; --seconds-max stops an entry
+          that outlasts it (nanosleep 100000 times per requested length: at least
+          15 s of sleeps requested against a limit of 2 s) with a skip line,
+          and the next (sem-getvalue 100000 times, well under a second) runs
+          to its end.
+  skip    as user nobody (when the test runs as root and setpriv is
+          installed): sched_setscheduler-fifo is skipped with its reason
+          (EPERM: not permitted), the next entry still measured, exit 0, the
+          done record counts the skip.
   signal  SIGINT while the suite is in fsync (a file in its directory) and
           SIGTERM while in pipe-pingpong (a child process): the suite ends
           by that signal, its directory is removed, its child no longer
@@ -35,10 +43,12 @@ Times are never checked: only the protocol's shape and the bookkeeping.
 usage: test_oscal_suite.py --build BUILD [--keep] [GROUP...]
 Ends with 'N passed, N failed'."""
 
+import errno
 import fnmatch
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -294,6 +304,15 @@ def group_select(suite, tmp):
     head, entries, problems, left = run_selected(suite, tmp, "sel3", ["--skip", ",".join(e["name"] for e in ls),
                                                                       "--reps", "1"])
     check(entries == [] and not problems, "--skip of every entry: none runs, the run still ends with done")
+    head, entries, problems, left = run_selected(suite, tmp, "sel4", ["--calls", "nanosleep,sem-getvalue", "--reps",
+                                                                      "100000", "--seconds-max", "2"])
+    ends = {e["name"]: e["ends"] for e in entries}
+    nano = ends.get("nanosleep", [""])
+    check(len(nano) == 1 and re.match(r"^skip nanosleep reason=stopped after [0-5] of 6 parameter values: "
+                                       r"over --seconds-max 2$", nano[0]) is not None,
+          "--seconds-max: nanosleep stopped, a skip line says why", nano)
+    check(ends.get("sem-getvalue") == ["end sem-getvalue"] and not problems and not left,
+          "--seconds-max: the next entry runs, nothing left in --dir", ends.get("sem-getvalue"))
 
 
 def wait_line(p, prefix, timeout=120):
@@ -377,6 +396,30 @@ def group_signal(suite, tmp):
               kids)
 
 
+def group_skip(suite, tmp):
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        harness.skip("skip group", "needs root and setpriv to run the suite as nobody")
+        return
+    os.chmod(tmp, 0o711)
+    d = fresh_dir(tmp, "nobody")
+    os.chmod(d, 0o777)
+    r = run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", suite, "--calls",
+             "sched_setscheduler-fifo,getpid", "--reps", "2", "--warmup", "0", "--dir", d])
+    if not check(r.returncode == 0, "as nobody: exit 0", r.stderr):
+        return
+    head, entries, done, problems = parse_run(r.stdout)
+    ends = {e["name"]: e["ends"] for e in entries}
+    want = "skip sched_setscheduler-fifo reason=sched_setscheduler SCHED_FIFO priority 1: %s" % os.strerror(errno.EPERM)
+    fifo = ends.get("sched_setscheduler-fifo", [""])
+    check(len(fifo) == 1 and fifo[0].startswith(want), "as nobody: sched_setscheduler-fifo skipped, EPERM its reason",
+          fifo)
+    check(ends.get("getpid") == ["end getpid"], "as nobody: getpid measured after the skip", ends.get("getpid"))
+    check(done == {"measured": "1", "skipped": "1", "failed": "0"} and not problems, "as nobody: the done record",
+          done)
+    check(not leftovers(d), "as nobody: nothing left in --dir", leftovers(d)[:5])
+
+
 def setup(build):
     suite = os.path.join(build, "oscal", "layerprof-oscal")
     if not os.access(suite, os.X_OK):
@@ -387,5 +430,5 @@ def setup(build):
 
 if __name__ == "__main__":
     sys.exit(harness.run_groups({"list": group_list, "usage": group_usage, "run": group_run,
-                                 "select": group_select, "signal": group_signal}, setup,
+                                 "select": group_select, "skip": group_skip, "signal": group_signal}, setup,
                                 prefix="layerprof-oscal-test-"))
