@@ -57,6 +57,8 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+static int same_files(const char *a, const char *b);
+
 /* Feeds lines separated by '\n'; returns the first error (0 if none). */
 static int feed_text(struct oscal_cal *cal, const char *text, char *err, size_t errlen)
 {
@@ -736,6 +738,59 @@ static void test_feed(void)
 	oscal_cal_release(&cal);
 }
 
+/* The suite's lines with bytes changed, fed one by one: each is taken or
+ * refused with a message; never a crash, and what was taken analyses and
+ * writes (run under ASan). */
+static void test_feed_garbled(void)
+{
+	static const char junk[] = "=- \t0123456789.eE+xn\xff";
+	char line[512], err[256];
+	const char *p;
+	uint32_t round, refused = 0, taken = 0;
+	FILE *f;
+
+	rng_state = 77;
+	for (round = 0; round < 200; round++) {
+		struct oscal_cal cal;
+
+		oscal_cal_init(&cal);
+		for (p = suite_text; *p;) {
+			const char *nl = strchr(p, '\n');
+			size_t n = (size_t)(nl - p), k;
+
+			memcpy(line, p, n);
+			line[n] = '\0';
+			p = nl + 1;
+			if (n && rng_next() % 3 == 0)
+				for (k = 0; k < 1 + rng_next() % 3; k++)
+					line[rng_next() % n] = junk[rng_next() % (sizeof(junk) - 1)];
+			line[strlen(line)] = '\0';
+			err[0] = '\0';
+			if (oscal_cal_feed(&cal, line, err, sizeof(err))) {
+				if (CHECK(err[0]))
+					refused++;
+			} else
+				taken++;
+		}
+		CHECK_EQ_U64(oscal_cal_analyse(&cal), 0);
+		f = fopen(file_in("garbled-feed.cal"), "w");
+		CHECK_EQ_U64(oscal_cal_write(f, &cal), 0);
+		fclose(f);
+		oscal_cal_release(&cal);
+		/* what the feeder took, the reader takes back, to the byte */
+		if (CHECK_EQ_U64(oscal_cal_read(file_in("garbled-feed.cal"), &cal, err, sizeof(err)), 0)) {
+			f = fopen(file_in("garbled-feed2.cal"), "w");
+			CHECK_EQ_U64(oscal_cal_write(f, &cal), 0);
+			fclose(f);
+			oscal_cal_release(&cal);
+			CHECK(same_files("garbled-feed.cal", "garbled-feed2.cal"));
+		} else
+			printf("  %s\n", err);
+	}
+	CHECK(refused > 100);
+	CHECK(taken > 1000);
+}
+
 /* ------------------------------------------------------------ the file */
 
 /* A calibration with every kind of entry, analysed. */
@@ -946,6 +1001,14 @@ static void test_bad_files(void)
 	               "is not a number of ns");
 	check_bad_file("negns.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[-1]}]}]}",
 	               "is not a number of ns");
+	check_bad_file("bigns.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[1e20]}]}]}",
+	               "is not a number of ns from 0 to 1e15");
+	check_bad_file("bigx.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":-1e300,\"ns\":[1]}]}]}",
+	               "\"x\" is beyond 1e15");
+	check_bad_file("longns.cal",
+	               HEAD "\"entries\":[" ENTRY
+	                    "\"series\":[{\"x\":1,\"ns\":[123456789012345678901234567890123456789]}]}]}",
+	               "longns.cal' is not valid JSON");
 	check_bad_file("hugens.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[1e999]}]}]}",
 	               "hugens.cal");
 	check_bad_file("order.cal",
@@ -1126,6 +1189,7 @@ int main(void)
 	test_stats();
 	test_models();
 	test_feed();
+	test_feed_garbled();
 	test_round_trip();
 	test_bad_files();
 	test_compare();

@@ -25,10 +25,20 @@
  *   S = {"n","mean","sd","min","max","p50","p90","p99","outliers",
  *        "hist":{"lo","hi","counts":[30 counts]}}
  *
+ * sd is the sample standard deviation (n - 1); the percentiles are nearest
+ * rank; the histogram's 30 bins are equal over [min, max] (bin b holds
+ * [lo + b w, lo + (b + 1) w), the last also max; all in bin 0 when min =
+ * max).  An entry without a parameter has one series at x = 0, and its
+ * clusters (by time) have x0 = x1 = 0.  "clusters" and "model" are empty
+ * ([] and "none") for entries not measured.  "r2" is null for a constant.
+ *
  * The same calibration is written to the same bytes but for "created".
- * Reading refuses anything else with one message naming the file; a file
- * whose measured entries have no "model" (written by hand, or by a tool
- * that kept only the samples) is analysed as it is read. */
+ * Reading refuses anything else with one message naming the file
+ * (unknown members are ignored; absent ones take their defaults, but an
+ * entry needs "name", "call" and "status", a series "x" and at least one
+ * time, at most 1e15 ns); a file whose measured entries have no "model"
+ * (written by hand, or by a tool that kept only the samples) is analysed
+ * as it is read. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -378,6 +388,8 @@ static int get_series(struct rd *r, const struct json_object *o, struct oscal_ca
 	if (!jsonread_get(o, "x"))
 		return bad(r, "a series has no \"x\"");
 	e = get_f64(r, o, "x", &se->x, 0);
+	if (!e && fabs(se->x) > OSCAL_NS_MAX)
+		e = bad(r, "a series' \"x\" is beyond 1e15");
 	if (!e)
 		e = get_array(r, o, "ns", OSCAL_SAMPLES_MAX, &ns, &n);
 	if (e)
@@ -396,8 +408,8 @@ static int get_series(struct rd *r, const struct json_object *o, struct oscal_ca
 	for (k = 0; k < n; k++) {
 		double t = jsonread_f64(jsonread_at(ns, k), NAN);
 
-		if (!(t >= 0) || isinf(t))
-			return bad(r, "a time (\"ns\") is not a number of ns at least 0");
+		if (!(t >= 0) || t > OSCAL_NS_MAX)
+			return bad(r, "a time (\"ns\") is not a number of ns from 0 to 1e15");
 		se->ns[se->n++] = t;
 	}
 	cal->nsamples += n;
