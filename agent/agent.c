@@ -52,7 +52,11 @@ static const char usage[] =
     "                          " LP_ATTACH_DIR_DEFAULT ")\n"
     "  -b, --buffer-size SZ    ring per thread of started programs (default 8M)\n"
     "  -v, --verbose           log every connection and session\n"
-    "  -h, --help              this text\n";
+    "  -h, --help              this text\n"
+    "\n"
+    "For 'layerprof oscal run --connect' the agent runs its OS-call timing suite:\n"
+    "layerprof-oscal beside it, or $LAYERPROF_OSCAL (a file only the agent's user\n"
+    "or root may change).\n";
 
 static struct agent agent;
 static bool log_verbose = true;
