@@ -35,16 +35,25 @@ Groups:
             suite is gone and the next host is served; SIGINT: exit 130,
             complete:false, then --resume --connect completes it; over
             the UNIX socket without a token.
+  client    the host's side against a stand-in agent: CONTROL tracing=off,
+            OSCAL list=1, then the run's options and BYE; the suite's
+            lines cut anywhere across frames are put together again (the
+            calibration holds every sample); the suite's exit 3 with its
+            stderr, ERROR busy, the agent gone mid-run, a silent agent:
+            each one line, exit 1.
 
 usage: test_oscal_remote.py --build BUILD_DIR [GROUP...]
 Prints one line per check and ends with 'N passed, N failed'."""
 
+import hashlib
+import hmac
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -774,6 +783,161 @@ def remote_interrupt(lp, agent, tmp, suite):
           r.stderr[-300:])
 
 
+# ------------------------------------------------------------ client
+
+class FakeAgent:
+    """A stand-in agent for the host's side (oscalremote.c): HELLO with a
+    nonce, AUTH checked against the token, WELCOME; then each connection's
+    frames are kept and the next scenario of `plan` answers its OSCAL."""
+
+    def __init__(self, token, plan):
+        self.token, self.plan, self.got = token, list(plan), []
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(4)
+        self.addr = "127.0.0.1:%d" % self.srv.getsockname()[1]
+        self.t = threading.Thread(target=self._serve, daemon=True)
+        self.t.start()
+
+    def _send(self, s, seq, ftype, payload=b""):
+        s.sendall(lpwire.frame(ftype, seq[0], payload))
+        seq[0] += 1
+
+    def _recv(self, s, buf):
+        while True:
+            if len(buf) >= lpwire.HEADER.size:
+                length = lpwire.HEADER.unpack(bytes(buf[:lpwire.HEADER.size]))[5]
+                if len(buf) >= lpwire.HEADER.size + length:
+                    ftype = buf[4]
+                    payload = bytes(buf[lpwire.HEADER.size:lpwire.HEADER.size + length])
+                    del buf[:lpwire.HEADER.size + length]
+                    return ftype, payload
+            d = s.recv(65536)
+            if not d:
+                raise lpwire.Closed()
+            buf += d
+
+    def _serve(self):
+        while self.plan:
+            conn, _ = self.srv.accept()
+            conn.settimeout(30)
+            scenario = self.plan.pop(0)
+            seq, buf, frames = [0], bytearray(), []
+            self.got.append(frames)
+            try:
+                nonce = os.urandom(32)
+                self._send(conn, seq, lpwire.HELLO, ("protocol=1\nagent=fake\ncaps=startstop,oscal\nnonce=%s\n"
+                                                     % nonce.hex()).encode())
+                ftype, payload = self._recv(conn, buf)
+                want = hmac.new(self.token.encode(), nonce, hashlib.sha256).hexdigest()
+                if ftype != lpwire.AUTH or lpwire.kv(payload).get("mac") != want:
+                    self._send(conn, seq, lpwire.ERROR, b"refused")
+                    continue
+                self._send(conn, seq, lpwire.WELCOME, b"session_count=0\n")
+                while True:
+                    ftype, payload = self._recv(conn, buf)
+                    frames.append((ftype, payload))
+                    if ftype == lpwire.OSCAL:
+                        break
+                scenario(self, conn, seq)
+                # what the host sends after: its BYE, or nothing
+                conn.settimeout(10)
+                while True:
+                    frames.append(self._recv(conn, buf))
+            except (lpwire.Closed, OSError):
+                pass
+            finally:
+                conn.close()
+
+    def close(self):
+        self.srv.close()
+
+
+def fake_lines(fa, conn, seq, text, cut, status=0, stderr=None):
+    """Sends text as OSCALDATA frames cut every `cut` bytes (lines split
+    anywhere), then the end."""
+    for i in range(0, len(text), cut):
+        fa._send(conn, seq, lpwire.OSCALDATA, text[i:i + cut])
+    end = "event=oscal_exit\nstatus=%d\n" % status + ("stderr=%s\n" % stderr if stderr else "")
+    fa._send(conn, seq, lpwire.STATUS, end.encode())
+
+
+def group_client(build, lp, tmp):
+    suite = os.path.join(build, "oscal", "layerprof-oscal")
+    if not os.access(suite, os.X_OK) or "--connect" not in subprocess.run(
+            [lp, "oscal", "run", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            universal_newlines=True).stdout:
+        skip("client", "no suite or no oscal run --connect here")
+        return
+    token_file = os.path.join(tmp, "client-token")
+    token = os.urandom(32).hex()
+    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(token + "\n")
+    listing = subprocess.run([suite, "--list"], stdout=subprocess.PIPE, check=True).stdout
+    output = subprocess.run([suite, "--quick", "--calls", "getpid,read"], stdout=subprocess.PIPE,
+                            check=True).stdout
+    samples = {}
+    for line in output.decode().splitlines():
+        w = line.split()
+        if w and w[0] == "sample":
+            samples.setdefault(w[1], []).append(len(w) - 3)
+
+    def run(plan, name, *extra):
+        fa = FakeAgent(token, plan)
+        out = os.path.join(tmp, name + ".cal")
+        try:
+            r = subprocess.run([lp, "oscal", "run", "--connect", fa.addr, "--token-file", token_file, "--quick",
+                                "--calls", "getpid,read", "-o", out] + list(extra), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=WAIT * 2)
+        finally:
+            fa.close()
+        return r, fa.got, out
+
+    def lst(fa, conn, seq):
+        fake_lines(fa, conn, seq, listing, 4096)
+
+    # the lines cut at every 7th byte, across frames
+    r, got, out = run([lst, lambda fa, c, q: fake_lines(fa, c, q, output, 7)], "split")
+    try:
+        with open(out) as f:
+            cal = json.load(f)
+    except (OSError, ValueError):
+        cal = {}
+    counts = {e["name"]: [len(x["ns"]) for x in e.get("series", [])] for e in cal.get("entries", [])}
+    check(r.returncode == 0 and counts == samples, "lines cut anywhere across frames are put together again",
+          (r.stderr[-300:], counts, samples))
+    check(len(got) == 2 and got[0][0] == (lpwire.CONTROL, b"tracing=off\n") and
+          got[0][1] == (lpwire.OSCAL, b"list=1\n"), "the host asks for tracing off, then list=1", got[:1])
+    check(len(got) == 2 and got[1][1] == (lpwire.OSCAL, b"quick=1\ncalls=getpid,read\n") and
+          got[1][-1][0] == lpwire.BYE, "then OSCAL quick=1 calls=..., and BYE at the end",
+          got[1][1:] if len(got) > 1 else got)
+
+    r, got, out = run([lst, lambda fa, c, q: fake_lines(fa, c, q, b"layerprof-oscal 1\n", 100, 3,
+                                                        "layerprof-oscal: something went wrong")], "exit3")
+    errs = r.stderr.strip().splitlines()
+    check(r.returncode == 1 and errs and errs[-1].endswith("failed (exit 3): layerprof-oscal: something went wrong"),
+          "the suite's exit 3 and stderr: said, exit 1", r.stderr)
+
+    r, got, out = run([lst, lambda fa, c, q: fa._send(c, q, lpwire.ERROR, b"OSCAL: busy: a suite run is under way")],
+                      "busy")
+    errs = r.stderr.strip().splitlines()
+    check(r.returncode == 1 and len(errs) == 1 and "busy" in errs[0], "ERROR busy: one line, exit 1", r.stderr)
+
+    def closes(fa, conn, seq):
+        fa._send(conn, seq, lpwire.OSCALDATA, output[:200])
+        conn.close()
+        raise lpwire.Closed()
+    r, got, out = run([lst, closes], "closed")
+    check(r.returncode == 1 and "closed the connection before the suite ended" in r.stderr,
+          "the agent gone mid-run: said, exit 1", r.stderr)
+
+    def silent(fa, conn, seq):
+        fa._send(conn, seq, lpwire.OSCALDATA, output[:200])
+        time.sleep(12)  # no frame, no heartbeat: a host gives up after 5 s
+    r, got, out = run([lst, silent], "silent")
+    check(r.returncode == 1 and "stopped responding" in r.stderr, "a silent agent: said, exit 1", r.stderr)
+
+
 def proc_exe(pid):
     try:
         return os.readlink("/proc/%d/exe" % pid)
@@ -782,7 +946,7 @@ def proc_exe(pid):
 
 
 GROUPS = {"protocol": group_protocol, "hostgone": group_hostgone, "attacker": group_attacker,
-          "nosuite": group_nosuite, "remote": group_remote}
+          "nosuite": group_nosuite, "remote": group_remote, "client": group_client}
 
 
 def setup(build):
