@@ -992,7 +992,7 @@ static void test_bad_files(void)
 	check_bad_file("repsstr.cal", HEAD "\"entries\":[" ENTRY "\"reps\":\"5\"}]}", "\"reps\" is not a count");
 	check_bad_file("noseries.cal", HEAD "\"entries\":[" ENTRY "\"series\":[]}]}", "measured, but it has no series");
 	check_bad_file("seriesobj.cal", HEAD "\"entries\":[" ENTRY "\"series\":{}}]}", "\"series\" is not an array");
-	check_bad_file("seriesnum.cal", HEAD "\"entries\":[" ENTRY "\"series\":[1]}]}", "a series is not an object");
+	check_bad_file("seriesnum.cal", HEAD "\"entries\":[" ENTRY "\"series\":[1]}]}", "a series is not an object with members");
 	check_bad_file("nox.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"ns\":[1]}]}]}", "has no \"x\"");
 	check_bad_file("strx.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":\"1\",\"ns\":[1]}]}]}",
 	               "\"x\" is not a finite number");

@@ -384,7 +384,7 @@ static int get_series(struct rd *r, const struct json_object *o, struct oscal_ca
 	int e;
 
 	if (!o || jsonread_count(o) == 0 || jsonread_is_array(o))
-		return bad(r, "a series is not an object");
+		return bad(r, "a series is not an object with members");
 	if (!jsonread_get(o, "x"))
 		return bad(r, "a series has no \"x\"");
 	e = get_f64(r, o, "x", &se->x, 0);
@@ -521,14 +521,14 @@ static int get_entry(struct rd *r, const struct json_object *o, struct oscal_cal
 		err = get_array(r, o, "series", OSCAL_SAMPLES_MAX, &arr, &n);
 	if (err)
 		return err;
-	if (n) {
-		e->series = calloc(oscal_cap(n), sizeof(*e->series));
-		if (!e->series) {
+	for (i = 0; i < n; i++) {
+		/* grown as the series prove good: a file of empty series costs
+		 * nothing */
+		if (oscal_grow((void **)&e->series, i, sizeof(*e->series))) {
 			snprintf(r->err, r->errlen, "cannot read calibration '%s': out of memory", r->path);
 			return -ENOMEM;
 		}
-	}
-	for (i = 0; i < n; i++) {
+		memset(&e->series[i], 0, sizeof(e->series[i]));
 		err = get_series(r, jsonread_at(arr, i), cal, &e->series[i]);
 		e->nseries++;
 		if (err)
