@@ -1,12 +1,14 @@
 /* layerprof oscal: the subcommands' table (run, list, report, compare) and
  * what they share (oscal.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/exepath.h"
@@ -171,6 +173,112 @@ int oscal_load(const char *path, struct oscal_cal *cal)
 		}
 	}
 	return 0;
+}
+
+int oscal_file_check(const char *path)
+{
+	struct stat st;
+	char head[256];
+	ssize_t k;
+	int fd, e;
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	/* the directory first: a run of an hour is not made for nothing */
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (slash && !slash[1]) {
+		fprintf(stderr, "layerprof oscal: cannot write '%s': no file name\n", path);
+		return -EINVAL;
+	}
+	e = access(dir, W_OK | X_OK) ? errno : lstat(path, &st) ? errno : 0;
+	if (e == ENOENT && access(dir, W_OK | X_OK) == 0)
+		return 0; /* the file is not there yet */
+	if (e) {
+		fprintf(stderr, "layerprof oscal: cannot write '%s': %s\n", path, strerror(e));
+		return -e;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "layerprof oscal: '%s' is a symbolic link: not overwritten (remove it first)\n", path);
+		return -ELOOP;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "layerprof oscal: '%s' is not a regular file: not overwritten\n", path);
+		return -EEXIST;
+	}
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	k = fd < 0 ? -1 : read(fd, head, sizeof(head) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (k < 0) {
+		e = errno;
+		fprintf(stderr, "layerprof oscal: cannot read '%s': %s\n", path, strerror(e));
+		return -e;
+	}
+	head[k] = '\0';
+	if (k == 0 || strstr(head, "\"format\":\"" OSCAL_FORMAT "\""))
+		return 0;
+	fprintf(stderr, "layerprof oscal: '%s' exists and is not a layerprof calibration: not overwritten\n", path);
+	return -EEXIST;
+}
+
+int oscal_file_write(const struct oscal_cal *cal, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	int dirfd = -1, fd, r;
+	FILE *f;
+
+	if (!*name) {
+		fprintf(stderr, "layerprof oscal: cannot write '%s': no file name\n", path);
+		return -EINVAL;
+	}
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	fd = outfile_tmp_create(dirfd, name, tmp, sizeof(tmp));
+	if (fd < 0) {
+		r = fd;
+		goto fail;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+		goto fail;
+	}
+	r = oscal_cal_write(f, cal);
+	errno = 0;
+	if (!r && (fflush(f) || ferror(f) || fsync(fileno(f))))
+		r = -(errno ? errno : EIO);
+	if (fclose(f) && !r)
+		r = -errno;
+	if (r) {
+		unlinkat(dirfd, tmp, 0);
+		goto fail;
+	}
+	r = outfile_tmp_commit(dirfd, tmp, name);
+	if (r)
+		goto fail;
+	close(dirfd);
+	return 0;
+fail:
+	fprintf(stderr, "layerprof oscal: cannot write calibration '%s': %s\n", path, strerror(-r));
+	if (dirfd >= 0)
+		close(dirfd);
+	return r;
 }
 
 FILE *oscal_output_open(const char *path)

@@ -1,18 +1,16 @@
-/* layerprof oscal run and list: layerprof-oscal run (no shell; a runner
- * such as qemu-user before it), its output lines fed one by one into a
- * calibration, progress on stderr, the calibration analysed and written;
- * an interrupted run written as such and resumed later. */
+/* layerprof oscal run: layerprof-oscal run (oscal-suite.c), its output
+ * lines fed one by one into a calibration (run_line: the one place lines
+ * enter, whatever their source), progress on stderr, the calibration
+ * analysed and written; an interrupted run written as such and resumed
+ * later. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,20 +19,13 @@
 #include "host/lib/live/netclient.h"
 #include "host/lib/live/oscalremote.h"
 #include "host/lib/util/json.h"
-#include "host/lib/util/outfile.h"
 #include "host/oscal.h"
-
-extern char **environ;
 
 /* One line of the suite's output, at most (a sample line holds reps
  * numbers). */
 #define RUN_LINE_MAX (1u << 20)
-/* layerprof-oscal --list's output, at most. */
-#define RUN_LIST_MAX (1u << 20)
-/* Words of --runner, at most. */
-#define RUN_RUNNER_WORDS 32u
-/* Arguments of the suite, at most (with the runner's). */
-#define RUN_ARGS_MAX (RUN_RUNNER_WORDS + 16u)
+/* Arguments of the suite, at most. */
+#define RUN_ARGS_MAX 16u
 /* After SIGTERM, how long the suite has to end before SIGKILL (ms). */
 #define RUN_TERM_GRACE_MS 5000
 /* The suite's default repetitions and warm-up runs (layerprof-oscal's). */
@@ -73,11 +64,6 @@ static const char run_usage[] =
     "Exit status: 0 ok, 1 the suite could not run or the file not be written,\n"
     "2 usage, 130 interrupted (the file written, incomplete).\n";
 
-static const char list_usage[] = "usage: layerprof oscal list [--calls PATTERNS]\n"
-                                 "\n"
-                                 "The suite's entries (layerprof-oscal --list): name, call, condition,\n"
-                                 "group, parameter, unit, description; '-' for none.\n";
-
 /* run's options, all of them: what the command line gave. */
 struct run_opts {
 	const char *output;
@@ -92,21 +78,11 @@ struct run_opts {
 	const char *connect, *token_file; /* the agent's suite (oscalremote.h) */
 };
 
-/* An entry of the suite's --list. */
-struct run_listed {
-	char name[OSCAL_NAME_MAX];
-	char call[OSCAL_NAME_MAX];
-	char rest[OSCAL_TEXT_MAX + 4 * OSCAL_NAME_MAX]; /* cond group param unit description */
-};
-
 struct run {
 	struct run_opts o;
-	char suite[PATH_MAX];
-	char runner_buf[1024];
-	char *runner[RUN_RUNNER_WORDS + 1];
-	uint32_t nrunner;
+	struct oscal_suite suite;
 	/* the entries --list gave that --calls takes, in the suite's order */
-	struct run_listed *listed;
+	struct oscal_listed *listed;
 	uint32_t nlisted;
 	/* the calibration the lines are fed to */
 	struct oscal_cal cal;
@@ -127,275 +103,6 @@ static volatile sig_atomic_t run_interrupted;
 static void run_on_signal(int sig)
 {
 	run_interrupted = sig;
-}
-
-/* ------------------------------------------------------------ the suite as a child */
-
-/* Splits --runner's words into r->runner.  0 or -EINVAL after the
- * message. */
-static int run_split_runner(struct run *r)
-{
-	char *p, *save = NULL;
-
-	if (!r->o.runner)
-		return 0;
-	if (strlen(r->o.runner) >= sizeof(r->runner_buf)) {
-		fprintf(stderr, "layerprof oscal: invalid --runner: longer than %zu bytes\n",
-		        sizeof(r->runner_buf) - 1);
-		return -EINVAL;
-	}
-	memcpy(r->runner_buf, r->o.runner, strlen(r->o.runner) + 1);
-	for (p = strtok_r(r->runner_buf, " \t", &save); p; p = strtok_r(NULL, " \t", &save)) {
-		if (r->nrunner == RUN_RUNNER_WORDS) {
-			fprintf(stderr, "layerprof oscal: invalid --runner: more than %u words\n", RUN_RUNNER_WORDS);
-			return -EINVAL;
-		}
-		r->runner[r->nrunner++] = p;
-	}
-	if (!r->nrunner) {
-		fprintf(stderr, "layerprof oscal: invalid --runner '': no command\n");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Starts the runner's words, the suite and args (NULL-terminated) in a
- * process group of its own, its stdout into *fd.  Returns the pid, or
- * -errno after the message. */
-static pid_t run_spawn(struct run *r, char *const *args, int *fd)
-{
-	char *argv[RUN_ARGS_MAX + 1];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t dfl;
-	uint32_t n = 0;
-	int p[2], e;
-	pid_t pid;
-
-	for (uint32_t i = 0; i < r->nrunner; i++)
-		argv[n++] = r->runner[i];
-	argv[n++] = r->suite;
-	for (; *args && n < RUN_ARGS_MAX; args++)
-		argv[n++] = *args;
-	argv[n] = NULL;
-	if (pipe2(p, O_CLOEXEC)) {
-		e = errno;
-		fprintf(stderr, "layerprof oscal: cannot run '%s': %s\n", argv[0], strerror(e));
-		return -e;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	posix_spawnattr_init(&at);
-	/* its own group: a terminal's Ctrl-C reaches layerprof only, which
-	 * stops the suite's whole group (its children too) itself */
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGINT);
-	sigaddset(&dfl, SIGTERM);
-	sigaddset(&dfl, SIGPIPE);
-	posix_spawnattr_setsigdefault(&at, &dfl);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-	if (r->nrunner)
-		e = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
-	else
-		e = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	close(p[1]);
-	if (e) {
-		close(p[0]);
-		fprintf(stderr, "layerprof oscal: cannot run '%s': %s\n", argv[0], strerror(e));
-		return -e;
-	}
-	*fd = p[0];
-	return pid;
-}
-
-/* Waits for pid.  Returns its wait status. */
-static int run_reap(pid_t pid)
-{
-	int status = 0;
-
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return status;
-}
-
-/* Says how the suite ended when that was not exit 0.  Returns 0 when it
- * was. */
-static int run_status_bad(const struct run *r, int status)
-{
-	const char *who = r->nrunner ? r->runner[0] : r->suite;
-
-	if (WIFEXITED(status) && !WEXITSTATUS(status))
-		return 0;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && r->nrunner)
-		fprintf(stderr, "layerprof oscal: '%s' could not run the suite '%s' (exit 127)\n", who, r->suite);
-	else if (WIFEXITED(status))
-		fprintf(stderr, "layerprof oscal: '%s' failed (exit %d)\n", who, WEXITSTATUS(status));
-	else
-		fprintf(stderr, "layerprof oscal: '%s' was killed by signal %d (%s)\n", who, WTERMSIG(status),
-		        strsignal(WTERMSIG(status)));
-	return -EIO;
-}
-
-/* ------------------------------------------------------------ the agent's suite */
-
-static void run_progress_end(struct run *r);
-
-static void run_warn(void *ctx, const char *msg)
-{
-	(void)ctx;
-	fprintf(stderr, "layerprof oscal: %s\n", msg);
-}
-
-/* --connect: the agent's suite with args (as run_spawn's), each line to
- * line(ctx, text).  Returns 0, -EINTR when interrupted, or -errno after
- * the message (r->err, when set, is line's). */
-static int run_remote(struct run *r, char *const *args, int (*line)(void *ctx, const char *text), void *ctx)
-{
-	struct oscal_remote_opts ro = { .addr = r->o.connect,
-		                        .token_file = r->o.token_file,
-		                        .warn = { run_warn, NULL },
-		                        .stop = &run_interrupted };
-	char err[LP_ERROR_MAX] = "";
-	int st;
-
-	r->err[0] = '\0';
-	st = oscal_remote_run(&ro, args, line, ctx, err, sizeof(err));
-	if (st == 0 || st == -EINTR)
-		return st;
-	run_progress_end(r);
-	if (st < 0 && r->err[0])
-		fprintf(stderr, "layerprof oscal: the suite's output: %s\n", r->err);
-	else if (st < 0)
-		fprintf(stderr, "layerprof oscal: %s\n", err[0] ? err : strerror(-st));
-	else
-		fprintf(stderr, "layerprof oscal: the suite on the agent at %s failed (exit %d)%s%s\n", r->o.connect,
-		        st, err[0] ? ": " : "", err);
-	return st < 0 ? st : -EIO;
-}
-
-/* The suite's --list as text: one line callback's lines. */
-struct run_text {
-	char *buf;
-	size_t len, max;
-};
-
-static int run_text_line(void *ctx, const char *text)
-{
-	struct run_text *t = ctx;
-	size_t n = strlen(text);
-
-	if (t->len + n + 1 > t->max)
-		return -E2BIG;
-	memcpy(t->buf + t->len, text, n);
-	t->buf[t->len + n] = '\n';
-	t->len += n + 1;
-	return 0;
-}
-
-/* ------------------------------------------------------------ list */
-
-/* Runs the suite's --list and keeps the entries --calls takes.  Returns
- * 0, or -errno after the message (-ENOENT: none matches). */
-static int run_list(struct run *r)
-{
-	char *args[] = { (char *)"--list", NULL };
-	char *buf = malloc(RUN_LIST_MAX + 1), *p;
-	size_t len = 0, cap = 0;
-	int fd = -1, e = 0;
-	ssize_t k;
-	pid_t pid;
-
-	if (!buf) {
-		fprintf(stderr, "layerprof oscal: out of memory\n");
-		return -ENOMEM;
-	}
-	if (r->o.connect) {
-		struct run_text t = { .buf = buf, .max = RUN_LIST_MAX };
-
-		e = run_remote(r, args, run_text_line, &t);
-		buf[t.len] = '\0';
-		if (e) {
-			free(buf);
-			return e == -EINTR ? e : -EIO;
-		}
-		goto parse;
-	}
-	pid = run_spawn(r, args, &fd);
-	if (pid < 0) {
-		free(buf);
-		return pid;
-	}
-	while ((k = read(fd, buf + len, RUN_LIST_MAX - len)) != 0) {
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			e = errno;
-			break;
-		}
-		len += (size_t)k;
-		if (len == RUN_LIST_MAX) {
-			kill(-pid, SIGKILL); /* a list this long is no list of the suite's */
-			e = E2BIG;
-			break;
-		}
-	}
-	close(fd);
-	buf[len] = '\0';
-	if (run_status_bad(r, run_reap(pid))) {
-		free(buf);
-		return -EIO;
-	}
-	if (e) {
-		fprintf(stderr, "layerprof oscal: cannot read '%s --list': %s\n", r->suite, strerror(e));
-		free(buf);
-		return -e;
-	}
-parse:
-	for (p = buf; *p;) {
-		char *eol = strchr(p, '\n');
-		char name[OSCAL_NAME_MAX], call[OSCAL_NAME_MAX];
-		int off = 0;
-
-		if (eol)
-			*eol = '\0';
-		if (sscanf(p, "%63s %63s %n", name, call, &off) == 2 && off > 0 &&
-		    oscal_calls_match(r->o.calls, name, call)) {
-			if (r->nlisted == cap) {
-				size_t ncap = cap ? 2 * cap : 128;
-				void *n =
-				    ncap > OSCAL_ENTRIES_MAX ? NULL : realloc(r->listed, ncap * sizeof(*r->listed));
-
-				if (!n) {
-					fprintf(stderr, "layerprof oscal: '%s --list': more than %u entries\n",
-					        r->suite, OSCAL_ENTRIES_MAX);
-					free(buf);
-					return -E2BIG;
-				}
-				r->listed = n;
-				cap = ncap;
-			}
-			snprintf(r->listed[r->nlisted].name, OSCAL_NAME_MAX, "%s", name);
-			snprintf(r->listed[r->nlisted].call, OSCAL_NAME_MAX, "%s", call);
-			snprintf(r->listed[r->nlisted].rest, sizeof(r->listed[0].rest), "%s", p + off);
-			r->nlisted++;
-		}
-		if (!eol)
-			break;
-		p = eol + 1;
-	}
-	free(buf);
-	if (!r->nlisted) {
-		if (r->o.calls)
-			fprintf(stderr, "layerprof oscal: no entry matches '%s'\n", r->o.calls);
-		else
-			fprintf(stderr, "layerprof oscal: '%s --list' gave no entry\n", r->suite);
-		return -ENOENT;
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------ feeding */
@@ -432,6 +139,16 @@ static int run_line(void *ctx, const char *text)
 		} else {
 			fprintf(stderr, "[%u/%u] %.*s\n", r->base + r->begun, r->nlisted, (int)w, name);
 		}
+	} else if (run_interrupted && !strncmp(text, "fail ", 5)) {
+		/* the entry the stop cut short, if the suite says so: not ended,
+		 * it runs again when resumed */
+		char name[OSCAL_NAME_MAX];
+		struct oscal_entry *cut;
+
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(text + 5, " "), text + 5);
+		cut = oscal_cal_find(&r->cal, name);
+		if (cut)
+			cut->status = OSCAL_PENDING;
 	} else if (!strncmp(text, "end ", 4) || !strncmp(text, "skip ", 5) || !strncmp(text, "fail ", 5)) {
 		r->ended++;
 	}
@@ -559,6 +276,83 @@ static int run_args(struct run *r, char **args, char *store, size_t size)
 	return 0;
 }
 
+/* ------------------------------------------------------------ the agent's suite (--connect) */
+
+static void run_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "layerprof oscal: %s\n", msg);
+}
+
+/* The agent's suite with args (as oscal_suite_spawn's), each line to
+ * line(ctx, text).  Returns 0, -EINTR when interrupted, -ECHILD after the
+ * message when the suite failed or the agent went (what ended may be
+ * kept), or -errno after the message (r->err, when set, is line's). */
+static int run_remote(struct run *r, char *const *args, int (*line)(void *ctx, const char *text), void *ctx)
+{
+	struct oscal_remote_opts ro = { .addr = r->o.connect,
+		                        .token_file = r->o.token_file,
+		                        .warn = { run_warn, NULL },
+		                        .stop = &run_interrupted };
+	char err[LP_ERROR_MAX] = "";
+	int st;
+
+	r->err[0] = '\0';
+	st = oscal_remote_run(&ro, args, line, ctx, err, sizeof(err));
+	if (st == 0 || st == -EINTR)
+		return st;
+	run_progress_end(r);
+	if (st < 0 && r->err[0])
+		fprintf(stderr, "layerprof oscal: the suite's output: %s\n", r->err);
+	else if (st < 0)
+		fprintf(stderr, "layerprof oscal: %s\n", err[0] ? err : strerror(-st));
+	else
+		fprintf(stderr, "layerprof oscal: the suite on the agent at %s failed (exit %d)%s%s\n", r->o.connect,
+		        st, err[0] ? ": " : "", err);
+	return st > 0 || st == -ECONNRESET || st == -ETIMEDOUT ? -ECHILD : st;
+}
+
+/* The suite's --list as text: one line callback's lines. */
+struct run_text {
+	char *buf;
+	size_t len, max;
+};
+
+static int run_text_line(void *ctx, const char *text)
+{
+	struct run_text *t = ctx;
+	size_t n = strlen(text);
+
+	if (t->len + n + 1 > t->max)
+		return -E2BIG;
+	memcpy(t->buf + t->len, text, n);
+	t->buf[t->len + n] = '\n';
+	t->len += n + 1;
+	return 0;
+}
+
+/* The agent's suite's --list into r->listed, as oscal_suite_list.
+ * Returns 0, or -errno after the message (-ENOENT: none matches). */
+static int run_remote_list(struct run *r)
+{
+	char *args[] = { (char *)"--list", NULL };
+	struct run_text t = { .buf = malloc(RUN_LINE_MAX + 1), .max = RUN_LINE_MAX };
+	int e;
+
+	if (!t.buf) {
+		fprintf(stderr, "layerprof oscal: out of memory\n");
+		return -ENOMEM;
+	}
+	e = run_remote(r, args, run_text_line, &t);
+	t.buf[t.len] = '\0';
+	if (!e)
+		e = oscal_listed_parse(t.buf, r->suite.path, r->o.calls, &r->listed, &r->nlisted);
+	else
+		e = e == -EINTR ? e : -EIO;
+	free(t.buf);
+	return e;
+}
+
 /* Runs the suite with args, its lines into r->cal.  0, -EINTR when
  * interrupted (what ended is fed), or -errno after the message. */
 static int run_suite(struct run *r, char **args)
@@ -576,20 +370,19 @@ static int run_suite(struct run *r, char **args)
 		rr = run_remote(r, args, run_line, r);
 		run_progress_end(r);
 		if (!rr && !r->cal.header_seen) {
-			fprintf(stderr, "layerprof oscal: the suite on the agent at %s gave no measurement\n",
-			        r->o.connect);
+			fprintf(stderr, "layerprof oscal: '%s' gave no measurement\n", r->suite.path);
 			rr = -EIO;
 		}
 		goto out;
 	}
-	pid = run_spawn(r, args, &fd);
+	pid = oscal_suite_spawn(&r->suite, args, &fd);
 	if (pid < 0) {
 		rr = pid;
 		goto out;
 	}
 	rr = run_read(r, fd, pid);
 	close(fd);
-	status = run_reap(pid);
+	status = oscal_suite_reap(pid);
 	run_progress_end(r);
 	if (rr)
 		goto out;
@@ -597,130 +390,16 @@ static int run_suite(struct run *r, char **args)
 		rr = -EINTR;
 		goto out;
 	}
-	if (run_status_bad(r, status))
+	if (oscal_suite_status_bad(&r->suite, status))
 		rr = -ECHILD; /* the suite died: what ended may still be kept */
 	else if (!r->cal.header_seen) {
-		fprintf(stderr, "layerprof oscal: '%s' gave no measurement\n", r->suite);
+		fprintf(stderr, "layerprof oscal: '%s' gave no measurement\n", r->suite.path);
 		rr = -EIO;
 	}
 out:
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	return rr;
-}
-
-/* ------------------------------------------------------------ the file */
-
-/* Whether an existing path may be replaced by the calibration: absent, or
- * a regular file that is one (a link, a directory, another file is
- * refused).  0 or -errno after the message. */
-static int run_check_output(const char *path)
-{
-	struct stat st;
-	char head[256];
-	ssize_t k;
-	int fd, e;
-	const char *slash = strrchr(path, '/');
-	char dir[PATH_MAX];
-
-	/* the directory first: a run of an hour is not made for nothing */
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	if (slash && !slash[1]) {
-		fprintf(stderr, "layerprof oscal: cannot write '%s': no file name\n", path);
-		return -EINVAL;
-	}
-	e = access(dir, W_OK | X_OK) ? errno : lstat(path, &st) ? errno : 0;
-	if (e == ENOENT && access(dir, W_OK | X_OK) == 0)
-		return 0; /* the file is not there yet */
-	if (e) {
-		fprintf(stderr, "layerprof oscal: cannot write '%s': %s\n", path, strerror(e));
-		return -e;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		fprintf(stderr, "layerprof oscal: '%s' is a symbolic link: not overwritten (remove it first)\n", path);
-		return -ELOOP;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "layerprof oscal: '%s' is not a regular file: not overwritten\n", path);
-		return -EEXIST;
-	}
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	k = fd < 0 ? -1 : read(fd, head, sizeof(head) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (k < 0) {
-		e = errno;
-		fprintf(stderr, "layerprof oscal: cannot read '%s': %s\n", path, strerror(e));
-		return -e;
-	}
-	head[k] = '\0';
-	if (k == 0 || strstr(head, "\"format\":\"" OSCAL_FORMAT "\""))
-		return 0;
-	fprintf(stderr, "layerprof oscal: '%s' exists and is not a layerprof calibration: not overwritten\n", path);
-	return -EEXIST;
-}
-
-/* Writes cal to path: an exclusive temporary beside it, renamed over it
- * (a link there is replaced, never followed).  0 or -errno after the
- * message. */
-static int run_write(const struct oscal_cal *cal, const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	const char *name = slash ? slash + 1 : path;
-	char dir[PATH_MAX], tmp[PATH_MAX];
-	int dirfd = -1, fd, r;
-	FILE *f;
-
-	if (!*name) {
-		fprintf(stderr, "layerprof oscal: cannot write '%s': no file name\n", path);
-		return -EINVAL;
-	}
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		r = -errno;
-		goto fail;
-	}
-	fd = outfile_tmp_create(dirfd, name, tmp, sizeof(tmp));
-	if (fd < 0) {
-		r = fd;
-		goto fail;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		r = -errno;
-		close(fd);
-		unlinkat(dirfd, tmp, 0);
-		goto fail;
-	}
-	r = oscal_cal_write(f, cal);
-	errno = 0;
-	if (!r && (fflush(f) || ferror(f) || fsync(fileno(f))))
-		r = -(errno ? errno : EIO);
-	if (fclose(f) && !r)
-		r = -errno;
-	if (r) {
-		unlinkat(dirfd, tmp, 0);
-		goto fail;
-	}
-	r = outfile_tmp_commit(dirfd, tmp, name);
-	if (r)
-		goto fail;
-	close(dirfd);
-	return 0;
-fail:
-	fprintf(stderr, "layerprof oscal: cannot write calibration '%s': %s\n", path, strerror(-r));
-	if (dirfd >= 0)
-		close(dirfd);
-	return r;
 }
 
 /* ------------------------------------------------------------ merging a resumed run */
@@ -1021,30 +700,27 @@ int oscal_run_cmd(int argc, char **argv)
 	if (ret || stop)
 		goto out;
 	r->output = r->o.output ? r->o.output : r->o.resume ? r->o.resume : OSCAL_DEFAULT_FILE;
-	ret = LP_EXIT_USAGE;
-	if (run_split_runner(r))
+	if (r->o.connect)
+		/* the agent's suite, on its device: nothing to find here */
+		snprintf(r->suite.path, sizeof(r->suite.path), "layerprof-oscal on the agent at %s", r->o.connect);
+	else
+		ret = oscal_suite_init(&r->suite, r->o.runner);
+	if (ret)
 		goto out;
 	ret = LP_EXIT_FAILURE;
 	if (r->o.resume && run_resume_load(r))
 		goto out;
-	if (run_check_output(r->output))
+	if (oscal_file_check(r->output))
 		goto out;
-	if (!r->o.connect && oscal_suite_path(r->suite)) {
-		fprintf(stderr, "layerprof oscal: cannot find layerprof-oscal (set %s to its path): %s\n",
-		        OSCAL_SUITE_ENV, strerror(ENOENT));
-		goto out;
-	}
 	if (r->o.connect) {
-		/* the agent's suite, on its device */
 		snprintf(r->source, sizeof(r->source), "agent %s", r->o.connect);
-		snprintf(r->suite, sizeof(r->suite), "layerprof-oscal on the agent at %s", r->o.connect);
-	} else if (r->nrunner) {
+	} else if (r->suite.nrunner) {
 		/* the runner and the suite: the platform the file describes */
 		size_t used = 0;
 
-		for (uint32_t i = 0; i < r->nrunner; i++)
-			used += (size_t)snprintf(r->source + used, sizeof(r->source) - used, "%s ", r->runner[i]);
-		snprintf(r->source + used, sizeof(r->source) - used, "%s", r->suite);
+		for (uint32_t i = 0; i < r->suite.nrunner; i++)
+			used += (size_t)snprintf(r->source + used, sizeof(r->source) - used, "%s ", r->suite.runner[i]);
+		snprintf(r->source + used, sizeof(r->source) - used, "%s", r->suite.path);
 	} else {
 		snprintf(r->source, sizeof(r->source), "local");
 	}
@@ -1053,7 +729,10 @@ int oscal_run_cmd(int argc, char **argv)
 		        r->o.resume, r->old.source, r->source);
 		goto out;
 	}
-	ret = run_list(r);
+	if (r->o.connect)
+		ret = run_remote_list(r);
+	else
+		ret = oscal_suite_list(&r->suite, r->o.calls, &r->listed, &r->nlisted);
 	if (ret) {
 		ret = ret == -ENOENT && r->o.calls ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
 		goto out;
@@ -1119,7 +798,7 @@ int oscal_run_cmd(int argc, char **argv)
 		ret = LP_EXIT_FAILURE;
 		goto out;
 	}
-	if (run_write(&r->cal, r->output)) {
+	if (oscal_file_write(&r->cal, r->output)) {
 		ret = LP_EXIT_FAILURE;
 		goto out;
 	}
@@ -1145,68 +824,6 @@ out:
 	oscal_cal_release(&r->cal);
 	if (r->have_old)
 		oscal_cal_release(&r->old);
-	free(r->listed);
-	free(r);
-	return ret;
-}
-
-/* ------------------------------------------------------------ list */
-
-int oscal_list_cmd(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "calls", required_argument, NULL, OPT_CALLS },
-		{ "runner", required_argument, NULL, OPT_RUNNER },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct run *r = calloc(1, sizeof(*r));
-	int c, ret = LP_EXIT_USAGE;
-
-	if (!r) {
-		fprintf(stderr, "layerprof oscal: out of memory\n");
-		return LP_EXIT_FAILURE;
-	}
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_CALLS:
-			r->o.calls = optarg;
-			break;
-		case OPT_RUNNER:
-			r->o.runner = optarg;
-			break;
-		case 'h':
-			fputs(list_usage, stdout);
-			ret = LP_EXIT_OK;
-			goto out;
-		default:
-			fputs(list_usage, stderr);
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "layerprof oscal: list takes no operand ('%s')\n", argv[optind]);
-		goto out;
-	}
-	if (run_split_runner(r))
-		goto out;
-	ret = LP_EXIT_FAILURE;
-	if (oscal_suite_path(r->suite)) {
-		fprintf(stderr, "layerprof oscal: cannot find layerprof-oscal (set %s to its path): %s\n",
-		        OSCAL_SUITE_ENV, strerror(ENOENT));
-		goto out;
-	}
-	c = run_list(r);
-	if (c) {
-		ret = c == -ENOENT && r->o.calls ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
-		goto out;
-	}
-	printf("%-28s %-24s %s\n", "name", "call", "cond group param unit description");
-	for (uint32_t i = 0; i < r->nlisted; i++)
-		printf("%-28s %-24s %s\n", r->listed[i].name, r->listed[i].call, r->listed[i].rest);
-	ret = fflush(stdout) ? LP_EXIT_FAILURE : LP_EXIT_OK;
-out:
 	free(r->listed);
 	free(r);
 	return ret;

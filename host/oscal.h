@@ -1,5 +1,6 @@
 /* layerprof oscal: OS and C-library call timing (paper 004), one command
- * with four subcommands: run and list (oscal-run.c), report (oscal-report.c,
+ * with four subcommands: run (oscal-run.c; the suite as a child and list
+ * in oscal-suite.c), report (oscal-report.c,
  * its HTML page in oscal-html.c), compare (oscal-compare.c), dispatched by
  * builtin-oscal.c, which also holds what they share: finding
  * layerprof-oscal, reading a calibration, the --calls patterns, option
@@ -11,7 +12,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "host/lib/oscal/oscal.h"
 
@@ -34,6 +37,62 @@ int oscal_compare_cmd(int argc, char **argv);
  * (build/oscal beside build/host).  Writes its path into out (PATH_MAX
  * bytes).  Returns 0 or -errno (the message is the caller's). */
 int oscal_suite_path(char *out);
+
+/* ------------------------------------------------------------ the suite as a child (oscal-suite.c) */
+
+/* Words of --runner, at most. */
+#define OSCAL_RUNNER_WORDS 32u
+
+/* layerprof-oscal and the runner it runs under. */
+struct oscal_suite {
+	char path[PATH_MAX];
+	char runner_buf[1024];
+	char *runner[OSCAL_RUNNER_WORDS + 1]; /* the words, in runner_buf */
+	uint32_t nrunner;
+};
+
+/* An entry of the suite's --list. */
+struct oscal_listed {
+	char name[OSCAL_NAME_MAX];
+	char call[OSCAL_NAME_MAX];
+	char rest[OSCAL_TEXT_MAX + 4 * OSCAL_NAME_MAX]; /* cond group param unit description */
+};
+
+/* Splits runner (NULL: none) into its words (at spaces and tabs; no
+ * shell) and finds the suite (oscal_suite_path).  Returns 0, or the exit
+ * code after the message (LP_EXIT_USAGE: a bad runner). */
+int oscal_suite_init(struct oscal_suite *s, const char *runner);
+/* Starts the runner's words, the suite and args (NULL-terminated) in a
+ * process group of its own (SIGINT, SIGTERM, SIGPIPE at their defaults,
+ * stdin /dev/null), its stdout into *fd (the caller closes it).  Returns
+ * the pid, or -errno after the message. */
+pid_t oscal_suite_spawn(const struct oscal_suite *s, char *const *args, int *fd);
+/* Waits for pid (EINTR retried).  Returns its wait status. */
+int oscal_suite_reap(pid_t pid);
+/* Says how the suite ended when that was not exit 0.  Returns 0 when it
+ * was, else -EIO after the message. */
+int oscal_suite_status_bad(const struct oscal_suite *s, int status);
+/* Runs the suite's --list and keeps the entries the --calls patterns take
+ * (NULL: all), in its order: *out (the caller frees it), *n.  Returns 0,
+ * or -errno after the message (-ENOENT: none matches). */
+int oscal_suite_list(const struct oscal_suite *s, const char *calls, struct oscal_listed **out, uint32_t *n);
+/* The entries of a --list's text (cut into lines in place) that the
+ * --calls patterns take, as oscal_suite_list gives them; who names the
+ * suite in messages (the agent's, for run --connect).  Returns 0, or
+ * -errno after the message (-ENOENT: none matches). */
+int oscal_listed_parse(char *text, const char *who, const char *calls, struct oscal_listed **out, uint32_t *n);
+
+/* ------------------------------------------------------------ the calibration file run writes (builtin-oscal.c) */
+
+/* Whether an existing path may be replaced by a calibration: its
+ * directory writable and the path absent, empty, or a regular file that
+ * is a calibration (a link, a directory, another file are refused).
+ * Returns 0 or -errno after the message. */
+int oscal_file_check(const char *path);
+/* Writes cal to path: an exclusive temporary beside it, renamed over it
+ * (a link there is replaced, never followed).  Returns 0 or -errno after
+ * the message. */
+int oscal_file_write(const struct oscal_cal *cal, const char *path);
 
 /* The output formats of report, compare and run's summary. */
 enum oscal_format {
