@@ -130,6 +130,12 @@ static void on_signal(int sig)
 {
 	if (getpid() != g_main_pid) /* a child of an entry: the parent cleans up */
 		_exit(128 + sig);
+	if (suite_gettid() != g_main_pid) {
+		/* an entry's thread: the main thread, which makes the files,
+		 * cleans up (and so makes none after the cleanup) */
+		syscall(SYS_tgkill, g_main_pid, g_main_pid, sig);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(g_children) / sizeof(g_children[0]); i++)
 		if (g_children[i] > 0)
 			kill(g_children[i], SIGKILL);
@@ -576,12 +582,13 @@ int main(int argc, char **argv)
 	unsigned char *buf = NULL, *buf2 = NULL;
 	uint64_t *samples = NULL;
 	unsigned measured = 0, skipped = 0, failed = 0;
+	int rc = 1;
 
 	parse_options(argc, argv, &o);
-	if (o.calls && !(calls_copy = strdup(o.calls)))
-		return 1;
-	if (o.skip && !(skip_copy = strdup(o.skip)))
-		return 1;
+	if ((o.calls && !(calls_copy = strdup(o.calls))) || (o.skip && !(skip_copy = strdup(o.skip)))) {
+		fprintf(stderr, "layerprof-oscal: out of memory\n");
+		goto out;
+	}
 	if (calls_copy)
 		npat = split(calls_copy, pat, PATTERNS_MAX);
 	if (skip_copy)
@@ -589,15 +596,19 @@ int main(int argc, char **argv)
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
 		for (size_t i = 0; i < *groups[g].n; i++)
 			nsel += selected(&groups[g].defs[i], pat, npat, NULL, 0);
-	if (o.calls && nsel == 0)
-		usage_error("no entry matches '%s'", o.calls);
+	if (o.calls && nsel == 0) {
+		fprintf(stderr, "layerprof-oscal: no entry matches '%s'\n", o.calls);
+		rc = 2;
+		goto out;
+	}
 
 	if (o.list) {
 		for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
 			for (size_t i = 0; i < *groups[g].n; i++)
 				if (selected(&groups[g].defs[i], pat, npat, skip, nskip))
 					print_list_line(&groups[g].defs[i]);
-		return fflush(stdout) ? 1 : 0;
+		rc = fflush(stdout) ? 1 : 0;
+		goto out;
 	}
 
 	g_main_pid = getpid();
@@ -607,11 +618,11 @@ int main(int argc, char **argv)
 	samples = calloc((size_t)o.reps, sizeof(*samples));
 	if (!buf || !buf2 || !samples) {
 		fprintf(stderr, "layerprof-oscal: out of memory\n");
-		return 1;
+		goto out;
 	}
 	suite_fill(buf, buf2);
 	if (make_dir(&o) < 0)
-		return 1;
+		goto out;
 
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	printf("layerprof-oscal %d\n", PROTOCOL);
@@ -640,12 +651,13 @@ int main(int argc, char **argv)
 			}
 		}
 	printf("done measured=%u skipped=%u failed=%u\n", measured, skipped, failed);
-	fflush(stdout);
+	rc = fflush(stdout) ? 1 : 0;
+out:
 	remove_dir();
 	free(buf);
 	free(buf2);
 	free(samples);
 	free(calls_copy);
 	free(skip_copy);
-	return 0;
+	return rc;
 }
