@@ -28,9 +28,10 @@ Groups:
            --calls keeps the matching entries only; -o writes the file.
   compare  a calibration against itself: every K, Kmin, Kmax is 1 exactly,
            the overall sd 0; a --quick run of CPU-bound entries (memcpy,
-           memset, malloc, getpid...) under qemu-x86_64-static (skipped when
-           it is not installed) against the same natively: K > 1 for each
-           (the emulator slows them ten times and more); the JSON.
+           memset, malloc, strlen, memcmp) under qemu-x86_64-static (skipped
+           when it is not installed) against the same natively: K > 1 for
+           each (the emulator slows them ten times and more; getpid's K is
+           printed, not asserted: see SYSCALL); the JSON.
   resume   `oscal run --quick` interrupted with SIGINT once the 5th entry
            began (its progress on stderr: entries 1 to 4 ended): exit 130,
            the message, the file incomplete with the entries that ended;
@@ -55,8 +56,13 @@ sys.path.insert(0, HERE)
 import harness  # noqa: E402
 from harness import check, skip  # noqa: E402
 
-# CPU-bound entries: under an emulator each takes many times its native time.
-CPU_BOUND = "memcpy,memset,malloc,getpid"
+# CPU-bound entries: under an emulator each takes many times its native time
+# (ten times and more here).
+CPU_BOUND = "memcpy,memset,malloc,strlen,memcmp"
+# A system call measured beside them under the emulator, its K shown but not
+# asserted: its time is mostly the kernel's, which the emulator does not
+# slow (1.4 here: too near 1 for a check on a loaded machine).
+SYSCALL = "getpid"
 # The small calibration of the report group.
 REPORT_CALLS = "read,write,getpid,malloc,memcpy,kill,sem*"
 
@@ -352,8 +358,8 @@ def group_compare(lp, suite, tmp):
         skip("compare under qemu-x86_64-static", "qemu-user-static is not installed")
         return
     native, emu = os.path.join(tmp, "native.cal"), os.path.join(tmp, "qemu.cal")
-    r1 = make_cal(lp, native, CPU_BOUND)
-    r2 = make_cal(lp, emu, CPU_BOUND, ["--runner", qemu])
+    r1 = make_cal(lp, native, CPU_BOUND + "," + SYSCALL)
+    r2 = make_cal(lp, emu, CPU_BOUND + "," + SYSCALL, ["--runner", qemu])
     if not check(r1.returncode == 0 and r2.returncode == 0, "the same calls natively and under qemu",
                  "%d %d %s" % (r1.returncode, r2.returncode, r2.stderr[-500:])):
         return
@@ -364,9 +370,12 @@ def group_compare(lp, suite, tmp):
     rows = {e["name"]: e for e in cmp["entries"]}
     want = [e["name"] for e in load(native)["entries"] if e["status"] == "measured"]
     check(want and sorted(rows) == sorted(want), "a K for each entry measured", sorted(rows))
-    slow = [(n, e["k"]) for n, e in rows.items() if not e["k"] > 1]
-    check(not slow, "K > 1 for every CPU-bound entry under the emulator",
-          slow or ["%s %.1f" % (n, e["k"]) for n, e in sorted(rows.items())])
+    cpu = {n: e for n, e in rows.items() if n != SYSCALL}
+    slow = [(n, e["k"]) for n, e in cpu.items() if not e["k"] > 1]
+    check(len(cpu) >= 4 and not slow, "K > 1 for every CPU-bound entry under the emulator",
+          slow or ["%s %.1f" % (n, e["k"]) for n, e in sorted(cpu.items())])
+    if SYSCALL in rows:
+        print("     (not asserted: %s's K under the emulator %.2f)" % (SYSCALL, rows[SYSCALL]["k"]))
     check(cmp["all"]["k"] > 1 and cmp["left_out"]["only_a"] == 0, "overall K > 1", cmp["all"])
 
 
