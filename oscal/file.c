@@ -1,5 +1,5 @@
-/* The file group: system calls and stdio on a regular file (page cache)
- * and on directories, all in the suite's own directory.  Names used there:
+/* The file group: system calls on a regular file (page cache) and on
+ * directories (stdio.c has the C library's streams), all in the suite's own directory.  Names used there:
  * f (the file), g (a second file), n (made and removed per sample), d (a
  * directory of x entries), ln, hl (links). */
 #include <dirent.h>
@@ -17,7 +17,7 @@
 
 #include "oscal/suite.h"
 
-#define FILE_LEN 65536 /* f's length: the largest read */
+#define FILE_LEN SUITE_FILE_LEN
 #define DIR_ENTRIES_MAX 256
 
 static const long xs_bytes[] = { 1, 16, 64, 256, 1024, 4096, 16384, 65536 };
@@ -29,7 +29,7 @@ static const long xs_entries[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 };
 
 /* ------------------------------------------------------------ setup and done */
 
-static int setup_file(struct suite_ctx *c)
+int suite_file_setup(struct suite_ctx *c)
 {
 	c->fd[0] = suite_make_file(c, "f", FILE_LEN);
 	return c->fd[0] < 0 ? c->fd[0] : 0;
@@ -37,25 +37,11 @@ static int setup_file(struct suite_ctx *c)
 
 static int setup_two(struct suite_ctx *c)
 {
-	int err = setup_file(c);
+	int err = suite_file_setup(c);
 	if (err)
 		return err;
 	c->fd[1] = suite_make_file(c, "g", 0);
 	return c->fd[1] < 0 ? c->fd[1] : 0;
-}
-
-static int setup_stdio(struct suite_ctx *c)
-{
-	char path[PATH_MAX];
-	int err = setup_file(c);
-	if (err)
-		return err;
-	if ((err = suite_path(c, "f", path)) < 0)
-		return err;
-	/* the file f was made exclusively above: fopen opens that one */
-	if (!(c->p = fopen(path, "r+e")))
-		return suite_err(c, "fopen of the file");
-	return 0;
 }
 
 static void remove_dir_entries(struct suite_ctx *c)
@@ -68,7 +54,7 @@ static void remove_dir_entries(struct suite_ctx *c)
 	suite_remove(c, "d");
 }
 
-static void file_done(struct suite_ctx *c)
+void suite_file_done(struct suite_ctx *c)
 {
 	static const char *const names[] = { "f", "g", "n", "ln", "hl", "d2" };
 	if (c->p)
@@ -488,7 +474,7 @@ static int one_symlink(struct suite_ctx *c, uint64_t *ns)
 static int setup_link(struct suite_ctx *c)
 {
 	char path[PATH_MAX];
-	int err = setup_file(c);
+	int err = suite_file_setup(c);
 	if (!err)
 		err = path_of(c, "ln", path);
 	if (!err && symlink("f", path) < 0)
@@ -644,200 +630,74 @@ static int one_readdir(struct suite_ctx *c, uint64_t *ns)
 	return err;
 }
 
-/* ------------------------------------------------------------ stdio */
-
-static int one_fopen(struct suite_ctx *c, uint64_t *ns)
-{
-	char path[PATH_MAX];
-	FILE *f;
-	int err = path_of(c, "f", path);
-	if (err)
-		return err;
-	T0;
-	f = fopen(path, "re");
-	T1;
-	if (!f)
-		return suite_err(c, "fopen");
-	fclose(f);
-	return 0;
-}
-
-static int one_fclose(struct suite_ctx *c, uint64_t *ns)
-{
-	char path[PATH_MAX];
-	FILE *f;
-	int r, err = path_of(c, "f", path);
-	if (err)
-		return err;
-	if (!(f = fopen(path, "re")))
-		return suite_err(c, "fopen before fclose");
-	T0;
-	r = fclose(f);
-	T1;
-	return r ? suite_err(c, "fclose") : 0;
-}
-
-static int one_fread(struct suite_ctx *c, uint64_t *ns)
-{
-	size_t n;
-	rewind(c->p);
-	T0;
-	n = fread(c->buf, 1, (size_t)c->x, c->p);
-	T1;
-	return short_io(c, (ssize_t)n, c->x, "fread");
-}
-
-static int one_fwrite(struct suite_ctx *c, uint64_t *ns)
-{
-	size_t n;
-	rewind(c->p); /* flushes the previous sample's bytes */
-	T0;
-	n = fwrite(c->buf, 1, (size_t)c->x, c->p);
-	T1;
-	return short_io(c, (ssize_t)n, c->x, "fwrite");
-}
-
-static int one_fgetc(struct suite_ctx *c, uint64_t *ns)
-{
-	int ch;
-	if (ftell(c->p) >= FILE_LEN)
-		rewind(c->p);
-	T0;
-	ch = fgetc(c->p);
-	T1;
-	return ch == EOF ? suite_err(c, "fgetc") : 0;
-}
-
-static int one_fputc(struct suite_ctx *c, uint64_t *ns)
-{
-	int ch;
-	if (ftell(c->p) >= FILE_LEN)
-		rewind(c->p);
-	T0;
-	ch = fputc('x', c->p);
-	T1;
-	return ch == EOF ? suite_err(c, "fputc") : 0;
-}
-
-static int one_fseek(struct suite_ctx *c, uint64_t *ns)
-{
-	int r;
-	T0;
-	r = fseek(c->p, 100, SEEK_SET);
-	T1;
-	return r ? suite_err(c, "fseek") : 0;
-}
-
-static int one_ftell(struct suite_ctx *c, uint64_t *ns)
-{
-	long r;
-	T0;
-	r = ftell(c->p);
-	T1;
-	return r < 0 ? suite_err(c, "ftell") : 0;
-}
-
-static int one_fflush(struct suite_ctx *c, uint64_t *ns)
-{
-	int r;
-	rewind(c->p);
-	if (fputc('x', c->p) == EOF)
-		return suite_err(c, "fputc before fflush");
-	T0;
-	r = fflush(c->p);
-	T1;
-	return r ? suite_err(c, "fflush") : 0;
-}
-
-static int setup_fgets(struct suite_ctx *c)
-{
-	int err;
-	/* lines of 64 bytes: f is written from buf, which is put back after */
-	for (size_t i = 63; i < FILE_LEN; i += 64)
-		c->buf[i] = '\n';
-	err = setup_stdio(c);
-	for (size_t i = 63; i < FILE_LEN; i += 64)
-		c->buf[i] = c->buf2[i];
-	return err;
-}
-
-static int one_fgets(struct suite_ctx *c, uint64_t *ns)
-{
-	char *r;
-	if (ftell(c->p) >= FILE_LEN - 64)
-		rewind(c->p);
-	T0;
-	r = fgets((char *)c->buf2, 128, c->p);
-	T1;
-	return r ? 0 : suite_err(c, "fgets");
-}
-
-#define F(name, call, cond, param, unit, xs, setup, one, desc)                         \
-	{                                                                              \
-		name, call, cond, "file", param, unit, xs, setup, one, file_done, desc \
+#define F(name, call, cond, param, unit, xs, setup, one, desc)                               \
+	{                                                                                    \
+		name, call, cond, "file", param, unit, xs, setup, one, suite_file_done, desc \
 	}
 
 const struct suite_def suite_file[] = {
-	F("read", "read", "file", "bytes", "B", SUITE_XS(xs_bytes), setup_file, one_read,
+	F("read", "read", "file", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_read,
 	  "read(2) of a regular file in the page cache, from its start"),
-	F("read-eof", "read", "eof", "", "", SUITE_NOX, setup_file, one_read_eof,
+	F("read-eof", "read", "eof", "", "", SUITE_NOX, suite_file_setup, one_read_eof,
 	  "read(2) of 4096 bytes at the end of a regular file (returns 0)"),
-	F("write", "write", "file", "bytes", "B", SUITE_XS(xs_bytes), setup_file, one_write,
+	F("write", "write", "file", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_write,
 	  "write(2) to a regular file in the page cache, over its start"),
-	F("pread", "pread", "", "bytes", "B", SUITE_XS(xs_bytes), setup_file, one_pread,
+	F("pread", "pread", "", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_pread,
 	  "pread(2) at offset 0 of a regular file in the page cache"),
-	F("pwrite", "pwrite", "", "bytes", "B", SUITE_XS(xs_bytes), setup_file, one_pwrite,
+	F("pwrite", "pwrite", "", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_pwrite,
 	  "pwrite(2) at offset 0 of a regular file in the page cache"),
-	F("readv", "readv", "", "bytes", "B", SUITE_XS(xs_bytes), setup_file, one_readv,
+	F("readv", "readv", "", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_readv,
 	  "readv(2) of two buffers (half each) from a regular file"),
-	F("writev", "writev", "", "bytes", "B", SUITE_XS(xs_bytes), setup_file, one_writev,
+	F("writev", "writev", "", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_writev,
 	  "writev(2) of two buffers (half each) to a regular file"),
 	F("sendfile", "sendfile", "", "bytes", "B", SUITE_XS(xs_bytes), setup_two, one_sendfile,
 	  "sendfile(2) from a regular file to another"),
-	F("lseek-set", "lseek", "set", "", "", SUITE_NOX, setup_file, one_lseek_set, "lseek(2) SEEK_SET"),
-	F("lseek-cur", "lseek", "cur", "", "", SUITE_NOX, setup_file, one_lseek_cur, "lseek(2) SEEK_CUR by 0"),
-	F("lseek-end", "lseek", "end", "", "", SUITE_NOX, setup_file, one_lseek_end, "lseek(2) SEEK_END"),
-	F("open", "open", "existing", "", "", SUITE_NOX, setup_file, one_open,
+	F("lseek-set", "lseek", "set", "", "", SUITE_NOX, suite_file_setup, one_lseek_set, "lseek(2) SEEK_SET"),
+	F("lseek-cur", "lseek", "cur", "", "", SUITE_NOX, suite_file_setup, one_lseek_cur, "lseek(2) SEEK_CUR by 0"),
+	F("lseek-end", "lseek", "end", "", "", SUITE_NOX, suite_file_setup, one_lseek_end, "lseek(2) SEEK_END"),
+	F("open", "open", "existing", "", "", SUITE_NOX, suite_file_setup, one_open,
 	  "open(2) O_RDONLY of an existing file (its close not timed)"),
-	F("open-create", "open", "create", "", "", SUITE_NOX, setup_file, one_open_create,
+	F("open-create", "open", "create", "", "", SUITE_NOX, suite_file_setup, one_open_create,
 	  "open(2) O_CREAT|O_EXCL of a new file (close and unlink not timed)"),
-	F("open-missing", "open", "missing", "", "", SUITE_NOX, setup_file, one_open_missing,
+	F("open-missing", "open", "missing", "", "", SUITE_NOX, suite_file_setup, one_open_missing,
 	  "open(2) of a name that does not exist (ENOENT is its result)"),
-	F("close", "close", "file", "", "", SUITE_NOX, setup_file, one_close,
+	F("close", "close", "file", "", "", SUITE_NOX, suite_file_setup, one_close,
 	  "close(2) of a regular file's descriptor"),
-	F("stat", "stat", "existing", "", "", SUITE_NOX, setup_file, one_stat, "stat(2) of a regular file"),
-	F("stat-missing", "stat", "missing", "", "", SUITE_NOX, setup_file, one_stat_missing,
+	F("stat", "stat", "existing", "", "", SUITE_NOX, suite_file_setup, one_stat, "stat(2) of a regular file"),
+	F("stat-missing", "stat", "missing", "", "", SUITE_NOX, suite_file_setup, one_stat_missing,
 	  "stat(2) of a name that does not exist (ENOENT is its result)"),
-	F("lstat", "lstat", "", "", "", SUITE_NOX, setup_file, one_lstat, "lstat(2) of a regular file"),
-	F("fstat", "fstat", "", "", "", SUITE_NOX, setup_file, one_fstat, "fstat(2) of a regular file"),
-	F("fstatfs", "fstatfs", "", "", "", SUITE_NOX, setup_file, one_fstatfs,
+	F("lstat", "lstat", "", "", "", SUITE_NOX, suite_file_setup, one_lstat, "lstat(2) of a regular file"),
+	F("fstat", "fstat", "", "", "", SUITE_NOX, suite_file_setup, one_fstat, "fstat(2) of a regular file"),
+	F("fstatfs", "fstatfs", "", "", "", SUITE_NOX, suite_file_setup, one_fstatfs,
 	  "fstatfs(2) of the suite's file system"),
-	F("access", "access", "", "", "", SUITE_NOX, setup_file, one_access, "access(2) R_OK of a regular file"),
-	F("chmod", "chmod", "", "", "", SUITE_NOX, setup_file, one_chmod, "chmod(2) of a regular file"),
-	F("fchmod", "fchmod", "", "", "", SUITE_NOX, setup_file, one_fchmod, "fchmod(2) of a regular file"),
-	F("utimensat", "utimensat", "", "", "", SUITE_NOX, setup_file, one_utimensat,
+	F("access", "access", "", "", "", SUITE_NOX, suite_file_setup, one_access, "access(2) R_OK of a regular file"),
+	F("chmod", "chmod", "", "", "", SUITE_NOX, suite_file_setup, one_chmod, "chmod(2) of a regular file"),
+	F("fchmod", "fchmod", "", "", "", SUITE_NOX, suite_file_setup, one_fchmod, "fchmod(2) of a regular file"),
+	F("utimensat", "utimensat", "", "", "", SUITE_NOX, suite_file_setup, one_utimensat,
 	  "utimensat(2) of a regular file to now"),
-	F("fsync", "fsync", "", "", "", SUITE_NOX, setup_file, one_fsync,
+	F("fsync", "fsync", "", "", "", SUITE_NOX, suite_file_setup, one_fsync,
 	  "fsync(2) of a 64 KiB file after a 1-byte write (not timed)"),
-	F("fdatasync", "fdatasync", "", "", "", SUITE_NOX, setup_file, one_fdatasync,
+	F("fdatasync", "fdatasync", "", "", "", SUITE_NOX, suite_file_setup, one_fdatasync,
 	  "fdatasync(2) of a 64 KiB file after a 1-byte write (not timed)"),
 	F("ftruncate", "ftruncate", "grow", "bytes", "B", SUITE_XS(xs_alloc), setup_two, one_ftruncate,
 	  "ftruncate(2) of an empty file to x bytes (sparse)"),
 	F("fallocate", "fallocate", "", "bytes", "B", SUITE_XS(xs_alloc), setup_two, one_fallocate,
 	  "fallocate(2) of x bytes in an empty file"),
 	F("unlink", "unlink", "", "", "", SUITE_NOX, NULL, one_unlink, "unlink(2) of an empty file (made, not timed)"),
-	F("rename", "rename", "", "", "", SUITE_NOX, setup_file, one_rename,
+	F("rename", "rename", "", "", "", SUITE_NOX, suite_file_setup, one_rename,
 	  "rename(2) of a file within its directory"),
 	F("mkdir", "mkdir", "", "", "", SUITE_NOX, NULL, one_mkdir, "mkdir(2) (rmdir not timed)"),
 	F("rmdir", "rmdir", "", "", "", SUITE_NOX, NULL, one_rmdir, "rmdir(2) of an empty directory"),
-	F("symlink", "symlink", "", "", "", SUITE_NOX, setup_file, one_symlink, "symlink(2) (unlink not timed)"),
+	F("symlink", "symlink", "", "", "", SUITE_NOX, suite_file_setup, one_symlink, "symlink(2) (unlink not timed)"),
 	F("readlink", "readlink", "", "", "", SUITE_NOX, setup_link, one_readlink, "readlink(2) of a symbolic link"),
-	F("link", "link", "", "", "", SUITE_NOX, setup_file, one_link, "link(2) of a regular file (unlink not timed)"),
+	F("link", "link", "", "", "", SUITE_NOX, suite_file_setup, one_link,
+	  "link(2) of a regular file (unlink not timed)"),
 	F("getcwd", "getcwd", "", "", "", SUITE_NOX, NULL, one_getcwd, "getcwd(3)"),
-	F("dup", "dup", "", "", "", SUITE_NOX, setup_file, one_dup, "dup(2) of a file's descriptor (close not timed)"),
+	F("dup", "dup", "", "", "", SUITE_NOX, suite_file_setup, one_dup,
+	  "dup(2) of a file's descriptor (close not timed)"),
 	F("dup2", "dup2", "", "", "", SUITE_NOX, setup_two, one_dup2, "dup2(2) onto an open descriptor"),
-	F("fcntl-getfl", "fcntl", "getfl", "", "", SUITE_NOX, setup_file, one_fcntl_getfl, "fcntl(2) F_GETFL"),
-	F("fcntl-setfl", "fcntl", "setfl", "", "", SUITE_NOX, setup_file, one_fcntl_setfl,
+	F("fcntl-getfl", "fcntl", "getfl", "", "", SUITE_NOX, suite_file_setup, one_fcntl_getfl, "fcntl(2) F_GETFL"),
+	F("fcntl-setfl", "fcntl", "setfl", "", "", SUITE_NOX, suite_file_setup, one_fcntl_setfl,
 	  "fcntl(2) F_SETFL O_NONBLOCK"),
 	F("getdents", "getdents64", "", "entries", "entries", SUITE_XS(xs_entries), setup_dir, one_getdents,
 	  "getdents64(2) of a whole directory of x files in one call"),
@@ -845,21 +705,5 @@ const struct suite_def suite_file[] = {
 	  "opendir(3) of a directory (closedir not timed)"),
 	F("readdir", "readdir", "whole", "entries", "entries", SUITE_XS(xs_entries), setup_dir, one_readdir,
 	  "readdir(3) to the end of a directory of x files, all calls together"),
-	F("fopen", "fopen", "", "", "", SUITE_NOX, setup_file, one_fopen,
-	  "fopen(3) \"r\" of a file (fclose not timed)"),
-	F("fclose", "fclose", "", "", "", SUITE_NOX, setup_file, one_fclose, "fclose(3) of a file opened for reading"),
-	F("fread", "fread", "", "bytes", "B", SUITE_XS(xs_bytes), setup_stdio, one_fread,
-	  "fread(3) from the start of a file (rewind not timed)"),
-	F("fwrite", "fwrite", "", "bytes", "B", SUITE_XS(xs_bytes), setup_stdio, one_fwrite,
-	  "fwrite(3) into an empty full buffer (the flush not timed)"),
-	F("fgetc", "fgetc", "", "", "", SUITE_NOX, setup_stdio, one_fgetc,
-	  "fgetc(3) of successive bytes of a file (the buffer's refills included)"),
-	F("fgets", "fgets", "", "", "", SUITE_NOX, setup_fgets, one_fgets,
-	  "fgets(3) of successive 64-byte lines of a file"),
-	F("fputc", "fputc", "", "", "", SUITE_NOX, setup_stdio, one_fputc,
-	  "fputc(3) of successive bytes to a file (the buffer's flushes included)"),
-	F("fseek", "fseek", "", "", "", SUITE_NOX, setup_stdio, one_fseek, "fseek(3) SEEK_SET"),
-	F("ftell", "ftell", "", "", "", SUITE_NOX, setup_stdio, one_ftell, "ftell(3)"),
-	F("fflush", "fflush", "", "", "", SUITE_NOX, setup_stdio, one_fflush, "fflush(3) of one buffered byte"),
 };
 const size_t suite_file_n = sizeof(suite_file) / sizeof(suite_file[0]);

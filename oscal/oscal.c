@@ -165,9 +165,9 @@ static const struct {
 	const struct suite_def *defs;
 	const size_t *n;
 } groups[] = {
-	{ suite_file, &suite_file_n }, { suite_mem, &suite_mem_n }, { suite_proc, &suite_proc_n },
-	{ suite_sync, &suite_sync_n }, { suite_ipc, &suite_ipc_n }, { suite_sig, &suite_sig_n },
-	{ suite_time, &suite_time_n },
+	{ suite_file, &suite_file_n }, { suite_stdio, &suite_stdio_n }, { suite_mem, &suite_mem_n },
+	{ suite_proc, &suite_proc_n }, { suite_sync, &suite_sync_n },   { suite_ipc, &suite_ipc_n },
+	{ suite_sig, &suite_sig_n },   { suite_time, &suite_time_n },
 };
 
 /* Splits a comma-separated list into its words (s is changed). */

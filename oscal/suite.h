@@ -59,9 +59,10 @@ struct suite_def {
 #define SUITE_NOX NULL, 0
 
 /* The groups' tables, in the order of the suite. */
-extern const struct suite_def suite_file[], suite_mem[], suite_proc[], suite_sync[], suite_ipc[], suite_sig[],
-    suite_time[];
-extern const size_t suite_file_n, suite_mem_n, suite_proc_n, suite_sync_n, suite_ipc_n, suite_sig_n, suite_time_n;
+extern const struct suite_def suite_file[], suite_stdio[], suite_mem[], suite_proc[], suite_sync[], suite_ipc[],
+    suite_sig[], suite_time[];
+extern const size_t suite_file_n, suite_stdio_n, suite_mem_n, suite_proc_n, suite_sync_n, suite_ipc_n, suite_sig_n,
+    suite_time_n;
 
 /* The clock every entry uses (CLOCK_MONOTONIC, through the vDSO). */
 static inline uint64_t suite_now(void)
@@ -70,6 +71,13 @@ static inline uint64_t suite_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* The file group's regular file f (SUITE_FILE_LEN bytes, fd[0]), made by
+ * suite_file_setup; suite_file_done closes every descriptor and stream
+ * (c->p a FILE) and removes every name the file group makes. */
+#define SUITE_FILE_LEN 65536
+int suite_file_setup(struct suite_ctx *c);
+void suite_file_done(struct suite_ctx *c);
 
 /* An error return: sets c->what and gives -errno (errno as it is now, or
  * EIO when errno is 0). */
