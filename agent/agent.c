@@ -52,7 +52,11 @@ static const char usage[] =
     "                          " LP_ATTACH_DIR_DEFAULT ")\n"
     "  -b, --buffer-size SZ    ring per thread of started programs (default 8M)\n"
     "  -v, --verbose           log every connection and session\n"
-    "  -h, --help              this text\n";
+    "  -h, --help              this text\n"
+    "\n"
+    "For 'layerprof oscal run --connect' the agent runs its OS-call timing suite:\n"
+    "layerprof-oscal beside it, or $LAYERPROF_OSCAL (a file only the agent's user\n"
+    "or root may change).\n";
 
 static struct agent agent;
 static bool log_verbose = true;
@@ -105,6 +109,8 @@ static void drop_host(struct agent *a, const char *why)
 		session_apply_filters(s);
 	}
 	agent_end_probed(a);
+	/* a suite run lasts as long as the host that asked for it */
+	oscal_host_gone(a);
 }
 
 static struct session *session_of(struct agent *a, pid_t pid)
@@ -208,7 +214,10 @@ static void reap(struct agent *a)
 	 * under the ptrace backend is the child of the tracer's thread, which
 	 * reaps it and every stop of its tracees: waiting here would take
 	 * them from it */
+	oscal_check(a);
 	while ((pid = waitpid(-1, &status, WNOHANG | __WNOTHREAD)) > 0) {
+		if (oscal_reaped(a, pid, status))
+			continue;
 		s = session_of(a, pid);
 		if (s && !s->exited)
 			session_exited(s, status);
@@ -255,8 +264,9 @@ static int run(struct agent *a)
 	bool pressure = false;
 
 	while (!a->stop) {
-		/* the listeners, the host, then the pending peers (fd -1: ignored) */
-		struct pollfd pfd[3 + AGENT_PENDING_MAX];
+		/* the listeners, the host, the pending peers (fd -1: ignored),
+		 * then the suite's stdout and stderr */
+		struct pollfd pfd[3 + AGENT_PENDING_MAX + 2], *suite = pfd + 3 + AGENT_PENDING_MAX;
 		struct session *s;
 		int timeout;
 		size_t i;
@@ -280,6 +290,7 @@ static int run(struct agent *a)
 			pfd[3 + i].fd = a->pending[i].fd;
 			pfd[3 + i].events = POLLIN;
 		}
+		oscal_poll_fds(a, suite);
 		for (i = 0; i < sizeof(pfd) / sizeof(pfd[0]); i++)
 			pfd[i].revents = 0;
 		if (poll(pfd, sizeof(pfd) / sizeof(pfd[0]), timeout) < 0 && errno != EINTR)
@@ -305,6 +316,7 @@ static int run(struct agent *a)
 		if (pfd[1].revents & POLLIN)
 			listen_accept(a, a->unix_fd, true);
 		pending_expire(a, agent_now_ns());
+		oscal_input(a, suite);
 		/* drain only what the host can take: a slow link fills the
 		 * rings, and the runtime drops (and counts) whole chunks */
 		pressure = false;
@@ -527,6 +539,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	find_memlib(a);
+	oscal_init(a);
 	a->cfg.chunk_slots = 4096;
 	a->cfg.ring_chunks = 2;
 	while ((uint64_t)a->cfg.ring_chunks * 2 * a->cfg.chunk_slots * 16 <= buffer && a->cfg.ring_chunks < 4096)
@@ -581,6 +594,7 @@ int main(int argc, char **argv)
 		agent_log("listening on unix:%s (uid %u and root; others %s)", a->unix_path, a->uid,
 		          a->has_token ? "need the token" : "refused");
 	r = run(a);
+	oscal_release(a);
 	/* the programs go on, untraced */
 	while (a->sessions) {
 		struct session *s = a->sessions;

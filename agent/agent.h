@@ -5,6 +5,7 @@
 #define LP_AGENT_H
 
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +46,16 @@
 #define AGENT_AUTH_DEADLINE_NS 5000000000ull /* from accept to a good AUTH, whatever arrives */
 #define AGENT_AUTH_FRAME_MAX 256u            /* the longest AUTH payload taken */
 #define AGENT_LISTEN_BACKLOG 64
+
+/* The OS-call timing suite (agent/oscal.c): the program, found beside the
+ * agent or named by the agent's environment (never by a host). */
+#define OSCAL_PROGRAM "layerprof-oscal"
+#define OSCAL_ENV "LAYERPROF_OSCAL"
+#define OSCAL_REQUEST_MAX 65536u          /* an OSCAL frame's options, at most */
+#define OSCAL_BLOCK_MAX 65536u            /* the suite's output per OSCALDATA frame, at most */
+#define OSCAL_ERRLINE_MAX 300u            /* the suite's stderr line kept for the host */
+#define OSCAL_STOP_GRACE_NS 2000000000ull /* SIGTERM to SIGKILL, when the host left */
+#define OSCAL_EOF_GRACE_NS 2000000000ull  /* after the exit, the wait for the pipes' end */
 
 struct agent;
 
@@ -168,6 +179,24 @@ struct conn {
 	uint64_t udp_events_told;
 };
 
+/* The one run of the suite (OSCAL).  pid 0: none; the place is taken
+ * from the start until the suite is reaped and its pipes are read to
+ * the end (or OSCAL_EOF_GRACE_NS after its exit). */
+struct oscal_run {
+	pid_t pid;          /* the suite, leader of its own process group */
+	int out_fd, err_fd; /* our ends of its stdout and stderr; -1 once at their end */
+	bool exited;        /* reaped: status is its wait status */
+	int status;
+	bool orphaned;                /* its host left: stopped, its output dropped */
+	uint64_t kill_ns;             /* orphaned: SIGKILL to the group from then */
+	uint64_t exit_ns;             /* exited: stop waiting for the pipes' end then */
+	uint8_t out[OSCAL_BLOCK_MAX]; /* stdout read but not queued to the host yet */
+	size_t out_len;
+	char err[OSCAL_ERRLINE_MAX]; /* the stderr line being read */
+	size_t err_len;
+	char last_err[OSCAL_ERRLINE_MAX]; /* its last whole line */
+};
+
 struct agent {
 	int tcp_fd;  /* -1, or the TCP listener (--listen; a token required) */
 	int unix_fd; /* -1, or the UNIX socket listener */
@@ -203,6 +232,8 @@ struct agent {
 	 * (environment LAYERPROFD_TEST_OUT_MAX, bytes) */
 	size_t out_max;
 	bool verbose;
+	char oscal_path[PATH_MAX]; /* the suite to run for OSCAL; "" when there is none */
+	struct oscal_run oscal;
 	volatile int stop;
 };
 
@@ -316,6 +347,36 @@ void listen_accept(struct agent *a, int fd, bool unix_sock);
 void pending_input(struct agent *a, struct pending *p);
 /* Closes the pending peers whose deadline has passed. */
 void pending_expire(struct agent *a, uint64_t now);
+
+/* oscal.c */
+/* Finds the suite: $LAYERPROF_OSCAL, else layerprof-oscal beside the
+ * agent (installed) or in the build tree's oscal/.  No run yet. */
+void oscal_init(struct agent *a);
+/* A suite was found: HELLO lists capability `oscal`. */
+bool oscal_available(const struct agent *a);
+/* OSCAL from the authenticated host c: the options checked (known keys,
+ * values of a fixed form), the suite started with them, or ERROR with
+ * the reason (busy while a run holds the place).  Returns 0: a refusal
+ * does not end the connection. */
+int oscal_request(struct agent *a, struct conn *c, const struct wire_frame *f);
+/* The suite's pipes for the poll loop: pfd[0] its stdout (fd -1 while
+ * the host's queue is too full to take more), pfd[1] its stderr. */
+void oscal_poll_fds(struct agent *a, struct pollfd *pfd);
+/* Reads what the pipes of pfd[0..1] hold: stdout goes to the host as
+ * OSCALDATA frames of whole lines, stderr to the log. */
+void oscal_input(struct agent *a, const struct pollfd *pfd);
+/* Looks at the suite without reaping anything else: once it exited (and
+ * its output is read), STATUS event=oscal_exit to its host and the place
+ * freed; a stopped suite that dawdles is killed. */
+void oscal_check(struct agent *a);
+/* For the agent's wait loop: true when pid was the suite (taken then). */
+bool oscal_reaped(struct agent *a, pid_t pid, int status);
+/* Its host left: the suite's process group gets SIGTERM (SIGKILL after
+ * OSCAL_STOP_GRACE_NS); it is reaped in the loop. */
+void oscal_host_gone(struct agent *a);
+/* The agent stops: the suite stopped and reaped now (blocks at most
+ * OSCAL_STOP_GRACE_NS, then kills it). */
+void oscal_release(struct agent *a);
 
 /* conn.c */
 /* The host's connection, authenticated on fd: HELLO was seq 0 and AUTH

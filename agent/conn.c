@@ -702,6 +702,8 @@ static int on_frame(struct agent *a, struct conn *c, const struct wire_frame *f)
 		return on_control(a, c, f);
 	case LP_FRAME_UDPINFO:
 		return on_udpinfo(c, f);
+	case LP_FRAME_OSCAL:
+		return oscal_request(a, c, f);
 	case LP_FRAME_HEARTBEAT:
 		return 0;
 	case LP_FRAME_BYE:

@@ -290,9 +290,9 @@ static int send_hello(const struct agent *a, struct pending *p)
 	n = snprintf(
 	    hello, sizeof(frame) - LP_WIRE_HEADER_SIZE,
 	    "protocol=%d\nagent=layerprofd " LP_VERSION "\narch=" LP_ARCH_NAME
-	    "\ncaps=startstop,attach,filters%s,syscalls,kernel,kernel_system,dynamic,attach_dynamic%s%s\nnonce=%s\n",
+	    "\ncaps=startstop,attach,filters%s,syscalls,kernel,kernel_system,dynamic,attach_dynamic%s%s%s\nnonce=%s\n",
 	    LP_WIRE_PROTOCOL, p->unix_sock ? "" : ",udp", dpatch_supported() ? ",libcalls" : "",
-	    a->memlib[0] ? ",memory,mem_fold" : "", nonce_hex);
+	    a->memlib[0] ? ",memory,mem_fold" : "", oscal_available(a) ? ",oscal" : "", nonce_hex);
 	if (n < 0 || (size_t)n >= sizeof(frame) - LP_WIRE_HEADER_SIZE)
 		return -EOVERFLOW;
 	wire_header_put(frame, LP_FRAME_HELLO, 0, hello, (uint32_t)n);

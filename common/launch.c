@@ -118,6 +118,12 @@ static void child_run(const struct launch_cmd *cmd, int errfd, int gofd)
 			close(fd);
 		}
 	}
+	if (cmd->stdout_fd > STDERR_FILENO)
+		dup2(cmd->stdout_fd, STDOUT_FILENO);
+	if (cmd->stderr_fd > STDERR_FILENO)
+		dup2(cmd->stderr_fd, STDERR_FILENO);
+	if (cmd->new_group)
+		setpgid(0, 0);
 	for (sig = 1; sig < NSIG; sig++)
 		if (sigismember(&cmd->reset, sig) == 1)
 			signal(sig, SIG_DFL);

@@ -70,7 +70,15 @@ struct launch_cmd {
 	char *const *argv; /* its arguments, argv[0] first; borrowed */
 	char *const *envp; /* its environment (launch_env_new); borrowed */
 	bool stdin_null;   /* stdin from /dev/null instead of the caller's */
-	sigset_t reset;    /* signals set back to their default in the child */
+	/* above 2: made the child's stdout and stderr (the caller closes its
+	 * copies, and makes them close-on-exec); 0, as a zeroed struct has
+	 * them: the caller's own */
+	int stdout_fd, stderr_fd;
+	/* the child leads a process group of its own (setpgid before the
+	 * exec), so that it and the processes it makes can be signalled as
+	 * one: kill(-pid, sig) */
+	bool new_group;
+	sigset_t reset; /* signals set back to their default in the child */
 	/* when set: called with the child's pid while it waits before its
 	 * exec; nonzero stops the launch (the child is killed and reaped,
 	 * launch_spawn fails with LAUNCH_HELD and that value) */

@@ -34,7 +34,7 @@ static const char *const wire_names[] = {
 	[LP_FRAME_ERROR] = "ERROR",     [LP_FRAME_START] = "START",         [LP_FRAME_ATTACH] = "ATTACH",
 	[LP_FRAME_SESSION] = "SESSION", [LP_FRAME_CHUNK] = "CHUNK",         [LP_FRAME_CONTROL] = "CONTROL",
 	[LP_FRAME_STATUS] = "STATUS",   [LP_FRAME_HEARTBEAT] = "HEARTBEAT", [LP_FRAME_BYE] = "BYE",
-	[LP_FRAME_UDPINFO] = "UDPINFO",
+	[LP_FRAME_UDPINFO] = "UDPINFO", [LP_FRAME_OSCAL] = "OSCAL",         [LP_FRAME_OSCALDATA] = "OSCALDATA",
 };
 
 const char *wire_frame_name(unsigned type)

@@ -28,7 +28,9 @@ enum lp_frame_type {
 	LP_FRAME_STATUS,
 	LP_FRAME_HEARTBEAT,
 	LP_FRAME_BYE,
-	LP_FRAME_UDPINFO
+	LP_FRAME_UDPINFO,
+	LP_FRAME_OSCAL,     /* host -> agent: run the OS-call timing suite */
+	LP_FRAME_OSCALDATA, /* agent -> host: lines of the suite's output */
 };
 
 /* The type's name ("HELLO", ...) or "unknown": a static string.  The reader

@@ -112,7 +112,7 @@ static void frame_check(const struct wire_reader *r, const struct wire_frame *f,
 	ENSURE(!memcmp(f->payload, s + *off + LP_WIRE_HEADER_SIZE, f->len));
 	ENSURE(!r->check_seq || f->seq == index);
 	ENSURE(!strcmp(wire_frame_name(f->type), "unknown") ==
-	       (f->type < LP_FRAME_HELLO || f->type > LP_FRAME_UDPINFO));
+	       (f->type < LP_FRAME_HELLO || f->type > LP_FRAME_OSCALDATA));
 	*off += LP_WIRE_HEADER_SIZE + f->len;
 	payload_search(f->payload, f->len);
 }

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
+#include "host/lib/live/netclient.h"
+#include "host/lib/live/oscalremote.h"
 #include "host/lib/util/json.h"
 #include "host/oscal.h"
 
@@ -53,6 +55,9 @@ static const char run_usage[] =
     "      --runner 'CMD ARGS'  run the suite under CMD (words split at spaces, no\n"
     "                        shell): qemu-aarch64-static -L /usr/aarch64-linux-gnu\n"
     "      --format FMT      the summary: text or json (default text)\n"
+    "      --connect HOST:PORT  run the agent's suite on its device (layerprofd;\n"
+    "                        unix:PATH too), as layerprof live connects\n"
+    "      --token-file F    the agent's token (first line of F)\n"
     "  -h, --help            this text\n"
     "\n"
     "layerprof-oscal is looked for beside layerprof ($LAYERPROF_OSCAL overrides).\n"
@@ -70,6 +75,7 @@ struct run_opts {
 	const char *resume;
 	const char *runner;
 	enum oscal_format format;
+	const char *connect, *token_file; /* the agent's suite (oscalremote.h) */
 };
 
 struct run {
@@ -270,6 +276,83 @@ static int run_args(struct run *r, char **args, char *store, size_t size)
 	return 0;
 }
 
+/* ------------------------------------------------------------ the agent's suite (--connect) */
+
+static void run_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "layerprof oscal: %s\n", msg);
+}
+
+/* The agent's suite with args (as oscal_suite_spawn's), each line to
+ * line(ctx, text).  Returns 0, -EINTR when interrupted, -ECHILD after the
+ * message when the suite failed or the agent went (what ended may be
+ * kept), or -errno after the message (r->err, when set, is line's). */
+static int run_remote(struct run *r, char *const *args, int (*line)(void *ctx, const char *text), void *ctx)
+{
+	struct oscal_remote_opts ro = { .addr = r->o.connect,
+		                        .token_file = r->o.token_file,
+		                        .warn = { run_warn, NULL },
+		                        .stop = &run_interrupted };
+	char err[LP_ERROR_MAX] = "";
+	int st;
+
+	r->err[0] = '\0';
+	st = oscal_remote_run(&ro, args, line, ctx, err, sizeof(err));
+	if (st == 0 || st == -EINTR)
+		return st;
+	run_progress_end(r);
+	if (st < 0 && r->err[0])
+		fprintf(stderr, "layerprof oscal: the suite's output: %s\n", r->err);
+	else if (st < 0)
+		fprintf(stderr, "layerprof oscal: %s\n", err[0] ? err : strerror(-st));
+	else
+		fprintf(stderr, "layerprof oscal: the suite on the agent at %s failed (exit %d)%s%s\n", r->o.connect,
+		        st, err[0] ? ": " : "", err);
+	return st > 0 || st == -ECONNRESET || st == -ETIMEDOUT ? -ECHILD : st;
+}
+
+/* The suite's --list as text: one line callback's lines. */
+struct run_text {
+	char *buf;
+	size_t len, max;
+};
+
+static int run_text_line(void *ctx, const char *text)
+{
+	struct run_text *t = ctx;
+	size_t n = strlen(text);
+
+	if (t->len + n + 1 > t->max)
+		return -E2BIG;
+	memcpy(t->buf + t->len, text, n);
+	t->buf[t->len + n] = '\n';
+	t->len += n + 1;
+	return 0;
+}
+
+/* The agent's suite's --list into r->listed, as oscal_suite_list.
+ * Returns 0, or -errno after the message (-ENOENT: none matches). */
+static int run_remote_list(struct run *r)
+{
+	char *args[] = { (char *)"--list", NULL };
+	struct run_text t = { .buf = malloc(RUN_LINE_MAX + 1), .max = RUN_LINE_MAX };
+	int e;
+
+	if (!t.buf) {
+		fprintf(stderr, "layerprof oscal: out of memory\n");
+		return -ENOMEM;
+	}
+	e = run_remote(r, args, run_text_line, &t);
+	t.buf[t.len] = '\0';
+	if (!e)
+		e = oscal_listed_parse(t.buf, r->suite.path, r->o.calls, &r->listed, &r->nlisted);
+	else
+		e = e == -EINTR ? e : -EIO;
+	free(t.buf);
+	return e;
+}
+
 /* Runs the suite with args, its lines into r->cal.  0, -EINTR when
  * interrupted (what ended is fed), or -errno after the message. */
 static int run_suite(struct run *r, char **args)
@@ -283,6 +366,15 @@ static int run_suite(struct run *r, char **args)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	if (r->o.connect) {
+		rr = run_remote(r, args, run_line, r);
+		run_progress_end(r);
+		if (!rr && !r->cal.header_seen) {
+			fprintf(stderr, "layerprof oscal: '%s' gave no measurement\n", r->suite.path);
+			rr = -EIO;
+		}
+		goto out;
+	}
 	pid = oscal_suite_spawn(&r->suite, args, &fd);
 	if (pid < 0) {
 		rr = pid;
@@ -421,6 +513,8 @@ enum run_opt_code {
 	OPT_RESUME,
 	OPT_RUNNER,
 	OPT_FORMAT,
+	OPT_CONNECT,
+	OPT_TOKEN_FILE,
 };
 
 /* run's options into o.  Returns 0 to go on, else the exit code with
@@ -437,6 +531,8 @@ static int run_options(struct run_opts *o, int argc, char **argv, bool *stop)
 		{ "resume", required_argument, NULL, OPT_RESUME },
 		{ "runner", required_argument, NULL, OPT_RUNNER },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "connect", required_argument, NULL, OPT_CONNECT },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -482,6 +578,12 @@ static int run_options(struct run_opts *o, int argc, char **argv, bool *stop)
 			if (oscal_parse_format(optarg, false, &o->format))
 				return LP_EXIT_USAGE;
 			break;
+		case OPT_CONNECT:
+			o->connect = optarg;
+			break;
+		case OPT_TOKEN_FILE:
+			o->token_file = optarg;
+			break;
 		case 'h':
 			fputs(run_usage, stdout);
 			*stop = true;
@@ -493,6 +595,20 @@ static int run_options(struct run_opts *o, int argc, char **argv, bool *stop)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "layerprof oscal: run takes no operand ('%s')\n", argv[optind]);
+		return LP_EXIT_USAGE;
+	}
+	if (o->connect && netclient_check_address(o->connect)) {
+		fprintf(stderr,
+		        "layerprof oscal: invalid --connect '%s': expected HOST:PORT, [IPV6]:PORT or unix:PATH\n",
+		        o->connect);
+		return LP_EXIT_USAGE;
+	}
+	if (o->connect && o->runner) {
+		fprintf(stderr, "layerprof oscal: --connect runs the agent's suite: no --runner\n");
+		return LP_EXIT_USAGE;
+	}
+	if (o->token_file && !o->connect) {
+		fprintf(stderr, "layerprof oscal: --token-file goes with --connect\n");
 		return LP_EXIT_USAGE;
 	}
 	if (o->resume && (o->calls || o->quick || o->reps || o->warmup || o->threshold_set)) {
@@ -584,7 +700,11 @@ int oscal_run_cmd(int argc, char **argv)
 	if (ret || stop)
 		goto out;
 	r->output = r->o.output ? r->o.output : r->o.resume ? r->o.resume : OSCAL_DEFAULT_FILE;
-	ret = oscal_suite_init(&r->suite, r->o.runner);
+	if (r->o.connect)
+		/* the agent's suite, on its device: nothing to find here */
+		snprintf(r->suite.path, sizeof(r->suite.path), "layerprof-oscal on the agent at %s", r->o.connect);
+	else
+		ret = oscal_suite_init(&r->suite, r->o.runner);
 	if (ret)
 		goto out;
 	ret = LP_EXIT_FAILURE;
@@ -592,7 +712,9 @@ int oscal_run_cmd(int argc, char **argv)
 		goto out;
 	if (oscal_file_check(r->output))
 		goto out;
-	if (r->suite.nrunner) {
+	if (r->o.connect) {
+		snprintf(r->source, sizeof(r->source), "agent %s", r->o.connect);
+	} else if (r->suite.nrunner) {
 		/* the runner and the suite: the platform the file describes */
 		size_t used = 0;
 
@@ -607,7 +729,10 @@ int oscal_run_cmd(int argc, char **argv)
 		        r->o.resume, r->old.source, r->source);
 		goto out;
 	}
-	ret = oscal_suite_list(&r->suite, r->o.calls, &r->listed, &r->nlisted);
+	if (r->o.connect)
+		ret = run_remote_list(r);
+	else
+		ret = oscal_suite_list(&r->suite, r->o.calls, &r->listed, &r->nlisted);
 	if (ret) {
 		ret = ret == -ENOENT && r->o.calls ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
 		goto out;

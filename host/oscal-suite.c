@@ -144,11 +144,9 @@ int oscal_suite_status_bad(const struct oscal_suite *s, int status)
 
 int oscal_suite_list(const struct oscal_suite *s, const char *calls, struct oscal_listed **out, uint32_t *nout)
 {
-	struct oscal_listed *listed = NULL;
-	uint32_t nlisted = 0;
 	char *args[] = { (char *)"--list", NULL };
-	char *buf = malloc(SUITE_LIST_MAX + 1), *p;
-	size_t len = 0, cap = 0;
+	char *buf = malloc(SUITE_LIST_MAX + 1);
+	size_t len = 0;
 	int fd = -1, e = 0;
 	ssize_t k;
 	pid_t pid;
@@ -187,7 +185,19 @@ int oscal_suite_list(const struct oscal_suite *s, const char *calls, struct osca
 		free(buf);
 		return -e;
 	}
-	for (p = buf; *p;) {
+	e = oscal_listed_parse(buf, s->path, calls, out, nout);
+	free(buf);
+	return e;
+}
+
+int oscal_listed_parse(char *text, const char *who, const char *calls, struct oscal_listed **out, uint32_t *nout)
+{
+	struct oscal_listed *listed = NULL;
+	uint32_t nlisted = 0;
+	size_t cap = 0;
+	char *p;
+
+	for (p = text; *p;) {
 		char *eol = strchr(p, '\n');
 		char name[OSCAL_NAME_MAX], call[OSCAL_NAME_MAX];
 		int off = 0;
@@ -201,9 +211,8 @@ int oscal_suite_list(const struct oscal_suite *s, const char *calls, struct osca
 				void *n = ncap > OSCAL_ENTRIES_MAX ? NULL : realloc(listed, ncap * sizeof(*listed));
 
 				if (!n) {
-					fprintf(stderr, "layerprof oscal: '%s --list': more than %u entries\n", s->path,
+					fprintf(stderr, "layerprof oscal: '%s --list': more than %u entries\n", who,
 					        OSCAL_ENTRIES_MAX);
-					free(buf);
 					free(listed);
 					return -E2BIG;
 				}
@@ -219,12 +228,11 @@ int oscal_suite_list(const struct oscal_suite *s, const char *calls, struct osca
 			break;
 		p = eol + 1;
 	}
-	free(buf);
 	if (!nlisted) {
 		if (calls)
 			fprintf(stderr, "layerprof oscal: no entry matches '%s'\n", calls);
 		else
-			fprintf(stderr, "layerprof oscal: '%s --list' gave no entry\n", s->path);
+			fprintf(stderr, "layerprof oscal: '%s --list' gave no entry\n", who);
 		return -ENOENT;
 	}
 	*out = listed;

@@ -76,6 +76,11 @@ int oscal_suite_status_bad(const struct oscal_suite *s, int status);
  * (NULL: all), in its order: *out (the caller frees it), *n.  Returns 0,
  * or -errno after the message (-ENOENT: none matches). */
 int oscal_suite_list(const struct oscal_suite *s, const char *calls, struct oscal_listed **out, uint32_t *n);
+/* The entries of a --list's text (cut into lines in place) that the
+ * --calls patterns take, as oscal_suite_list gives them; who names the
+ * suite in messages (the agent's, for run --connect).  Returns 0, or
+ * -errno after the message (-ENOENT: none matches). */
+int oscal_listed_parse(char *text, const char *who, const char *calls, struct oscal_listed **out, uint32_t *n);
 
 /* ------------------------------------------------------------ the calibration file run writes (builtin-oscal.c) */
 

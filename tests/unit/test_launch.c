@@ -177,6 +177,43 @@ static void test_spawn(void)
 	free(env);
 }
 
+/* stdout_fd and stderr_fd become the child's, new_group makes it lead a
+ * process group of its own; zeroed, they leave the caller's. */
+static void test_spawn_redirect(void)
+{
+	char *argv[] = { "sh", "-c", "echo out; echo err >&2; read -r st < /proc/$$/stat; set -- $st; echo $5 >&2",
+		         NULL },
+	     *env[] = { "PATH=/bin:/usr/bin", NULL };
+	struct launch_cmd cmd = { .path = "/bin/sh", .argv = argv, .envp = env, .stdin_null = true, .new_group = true };
+	char out[64] = "", err[64] = "", want[64];
+	enum launch_step step;
+	int po[2], pe[2], status = -1;
+	ssize_t n;
+	pid_t pid;
+
+	sigemptyset(&cmd.reset);
+	CHECK(!pipe2(po, O_CLOEXEC) && !pipe2(pe, O_CLOEXEC));
+	cmd.stdout_fd = po[1];
+	cmd.stderr_fd = pe[1];
+	pid = launch_spawn(&cmd, &step);
+	close(po[1]);
+	close(pe[1]);
+	CHECK(pid > 0);
+	n = read(po[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = '\0';
+	for (size_t got = 0; got < sizeof(err) - 1 && (n = read(pe[0], err + got, sizeof(err) - 1 - got)) > 0;)
+		got += (size_t)n;
+	close(po[0]);
+	close(pe[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_STR(out, "out\n");
+	snprintf(want, sizeof(want), "err\n%d\n", (int)pid);
+	CHECK_STR(err, want);
+	CHECK(getpgrp() != pid);
+}
+
 static void test_spawn_fails(void)
 {
 	char dir[] = "/tmp/lp-launch-XXXXXX", path[64];
@@ -214,6 +251,7 @@ int main(void)
 	test_env_memory();
 	test_env_all();
 	test_spawn();
+	test_spawn_redirect();
 	test_spawn_fails();
 	return check_summary();
 }

@@ -114,8 +114,10 @@ static void test_header(void)
 	CHECK_STR(wire_frame_name(LP_FRAME_CHUNK), "CHUNK");
 	CHECK_STR(wire_frame_name(LP_FRAME_HEARTBEAT), "HEARTBEAT");
 	CHECK_STR(wire_frame_name(LP_FRAME_UDPINFO), "UDPINFO");
+	CHECK_STR(wire_frame_name(LP_FRAME_OSCAL), "OSCAL");
+	CHECK_STR(wire_frame_name(LP_FRAME_OSCALDATA), "OSCALDATA");
 	CHECK_STR(wire_frame_name(0), "unknown");
-	CHECK_STR(wire_frame_name(14), "unknown");
+	CHECK_STR(wire_frame_name(16), "unknown");
 	CHECK_STR(wire_frame_name(~0u), "unknown");
 }
 

@@ -376,6 +376,48 @@ int netclient_handshake(struct netclient *c, const char *token, size_t token_len
 	return 0;
 }
 
+/* The token in the first line of path into token[size]: its length, or
+ * -EACCES with c->error set. */
+static int load_token(struct netclient *c, const char *path, char *token, size_t size, const struct lp_warner *warn)
+{
+	bool readable = false;
+	int r = auth_token_load(path, token, size, &readable);
+
+	if (r == -EINVAL) {
+		snprintf(c->error, sizeof(c->error),
+		         "token file '%s' holds no usable token (one line of 1 to %u bytes)", path, AUTH_TOKEN_MAX);
+		return -EACCES;
+	}
+	if (r < 0) {
+		snprintf(c->error, sizeof(c->error), "cannot read token file '%s': %s", path, strerror(-r));
+		return -EACCES;
+	}
+	if (readable)
+		error_warn(warn, "warning: token file '%s' is readable by other users", path);
+	return r;
+}
+
+int netclient_open(struct netclient *c, const char *addr, const char *token_file, const struct lp_warner *warn)
+{
+	char token[AUTH_TOKEN_MAX + 2], reason[sizeof(c->error)];
+	int len = 0, r;
+
+	if (token_file) {
+		len = load_token(c, token_file, token, sizeof(token), warn);
+		if (len < 0)
+			return len; /* the token file's fault, not the command line's */
+	}
+	r = netclient_connect(c, addr);
+	if (!r)
+		r = netclient_handshake(c, token_file ? token : NULL, (size_t)len);
+	explicit_bzero(token, sizeof(token));
+	if (r == -EACCES) {
+		memcpy(reason, c->error, sizeof(reason));
+		snprintf(c->error, sizeof(c->error), "agent refused the connection: %.400s", reason);
+	}
+	return r;
+}
+
 bool netclient_has_cap(const struct netclient *c, const char *cap)
 {
 	size_t len = strlen(cap);

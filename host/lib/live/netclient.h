@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/wire.h"
+#include "host/lib/util/error.h"
 
 #define NETCLIENT_DEFAULT_PORT "7878"
 /* How long connecting and each step of the handshake may take. */
@@ -68,6 +69,16 @@ int netclient_connect(struct netclient *c, const char *addr);
  * else unexpected, -ETIMEDOUT, -ECONNRESET when the agent closed, or
  * -errno; c->error says what. */
 int netclient_handshake(struct netclient *c, const char *token, size_t token_len);
+
+/* Connects to addr and passes the handshake, with the token in the first
+ * line of token_file (NULL: none), as every host command that speaks to
+ * an agent does.  A token file readable by other users is warned about
+ * through warn (may be NULL).  Returns 0, or -errno with c->error set
+ * (a whole line for people): -EINVAL when addr is not an agent address;
+ * -EACCES when the token file cannot be used or the agent refused ("agent
+ * refused the connection: <its reason>"); other codes when connecting
+ * failed. */
+int netclient_open(struct netclient *c, const char *addr, const char *token_file, const struct lp_warner *warn);
 
 /* True when HELLO listed capability cap. */
 bool netclient_has_cap(const struct netclient *c, const char *cap);

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/auth.h"
 #include "common/chunk.h"
 #include "common/varint.h"
 #include "host/lib/kernel/klayer.h"
@@ -561,43 +560,10 @@ int livesession_start(struct livesession *ls, bool tracing)
 	return send_start_frame(ls);
 }
 
-static int load_token(const struct livesession *ls, const char *path, char *token, size_t size)
-{
-	bool warn = false;
-	int r = auth_token_load(path, token, size, &warn);
-
-	if (r == -EINVAL) {
-		error_warn(&ls->complain, "token file '%s' holds no usable token (one line of 1 to %u bytes)", path,
-		           AUTH_TOKEN_MAX);
-		return r;
-	}
-	if (r < 0) {
-		error_warn(&ls->complain, "cannot read token file '%s': %s", path, strerror(-r));
-		return r;
-	}
-	if (warn)
-		error_warn(&ls->complain, "warning: token file '%s' is readable by other users", path);
-	return r;
-}
-
 int livesession_connect(struct livesession *ls)
 {
-	char token[AUTH_TOKEN_MAX + 2];
-	int len = 0, r;
+	int r = netclient_open(&ls->nc, ls->addr, ls->token_file, &ls->complain);
 
-	if (ls->token_file) {
-		len = load_token(ls, ls->token_file, token, sizeof(token));
-		if (len < 0)
-			return -EACCES; /* the token file's fault, not the command line's */
-	}
-	r = netclient_connect(&ls->nc, ls->addr);
-	if (!r)
-		r = netclient_handshake(&ls->nc, ls->token_file ? token : NULL, (size_t)len);
-	explicit_bzero(token, sizeof(token));
-	if (r == -EACCES) {
-		error_warn(&ls->complain, "agent refused the connection: %s", ls->nc.error);
-		return r;
-	}
 	if (r) {
 		error_warn(&ls->complain, "%s", ls->nc.error);
 		return r;
