@@ -35,6 +35,7 @@ static const struct command commands[] = {
 	{ "coverage", cmd_coverage, "a trace against its binaries' static call graph: what never ran" },
 	{ "energy", cmd_energy, "power sources, and a model of energy from event counts: train, check" },
 	{ "tune", cmd_tune, "search a program's parameters for the best time or energy" },
+	{ "estimate", cmd_estimate, "a program's run time on a characterised platform, from its trace" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,1108 @@
+/* layerprof estimate's method (estimate.h): the table that maps a traced
+ * call to a calibration entry and its parameter, the walk that decides
+ * each call, and the estimated time line of the threads. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/systab.h"
+#include "host/lib/oscal/estimate.h"
+#include "host/lib/trace/walk.h"
+#include "host/lib/util/hashindex.h"
+
+/* How a call's parameter x is had. */
+enum xrule {
+	X_NONE = 0, /* the entry has no parameter */
+	X_ARG,      /* argument a */
+	X_RET_ARG,  /* the result when >= 0 (what the call did: bytes read), else argument a */
+	X_RET,      /* the result when >= 0, else unknown */
+	X_MUL,      /* argument a times argument b (calloc) */
+	X_RET_MUL,  /* the result times argument b when >= 0, else a x b (fread: items x size) */
+	X_USEC,     /* argument a microseconds, in ns (usleep) */
+	X_SEC,      /* argument a seconds, in ns (sleep) */
+	X_UNKNOWN,  /* the trace does not hold it (nanosleep's timespec is behind a pointer) */
+};
+
+/* How a call's condition (or its being a wait) is told. */
+enum condrule {
+	C_NONE = 0,
+	C_FD_READ,  /* a regular file opened in the trace: "file", else a wait (pipe, socket, terminal) */
+	C_FD_WRITE, /* a regular file: "file", else the call's first entry */
+	C_LSEEK,    /* whence argument 2: "set", "cur", "end" */
+	C_OPEN,     /* flags argument a: "create" with O_CREAT, else "existing" */
+	C_STAT,     /* AT_EMPTY_PATH in flags argument a: fstat (glibc's fstat on newfstatat) */
+	C_UNLINKAT, /* AT_REMOVEDIR in argument 2: rmdir */
+	C_MMAP,     /* MAP_ANONYMOUS in flags argument 3: "anon", else "file" */
+	C_FUTEX,    /* a wait operation: a wait; else "wake" */
+	C_KILL,     /* the caller's own pid: "self"; no such task: "none"; else "other" */
+	C_CLOCK,    /* clock id argument 0: "monotonic", "realtime", ... */
+	C_WAIT,     /* always a wait */
+	C_NEVER,    /* never modelled: the suite's entry of that name times more than the call */
+};
+
+struct callrule {
+	const char *name; /* as the trace names it (syscall, or libcall without @plt) */
+	const char *call; /* the calibration's call */
+	uint8_t x, a, b;  /* enum xrule and its arguments */
+	uint8_t cond, ca; /* enum condrule and its argument */
+};
+
+/* System calls (the kernel's names) and C library calls (NAME@plt without
+ * @plt) in one table: where both have a name, they mean the same call. */
+static const struct callrule callrules[] = {
+	/* file */
+	{ "read", "read", X_RET_ARG, 2, 0, C_FD_READ, 0 },
+	{ "write", "write", X_RET_ARG, 2, 0, C_FD_WRITE, 0 },
+	{ "pread64", "pread", X_RET_ARG, 2, 0, C_FD_READ, 0 },
+	{ "pread", "pread", X_RET_ARG, 2, 0, C_FD_READ, 0 },
+	{ "pwrite64", "pwrite", X_RET_ARG, 2, 0, C_FD_WRITE, 0 },
+	{ "pwrite", "pwrite", X_RET_ARG, 2, 0, C_FD_WRITE, 0 },
+	{ "readv", "readv", X_RET, 0, 0, C_FD_READ, 0 },
+	{ "writev", "writev", X_RET, 0, 0, C_FD_WRITE, 0 },
+	{ "sendfile", "sendfile", X_RET_ARG, 3, 0, C_NONE, 0 },
+	{ "lseek", "lseek", X_NONE, 0, 0, C_LSEEK, 0 },
+	{ "open", "open", X_NONE, 0, 0, C_OPEN, 1 },
+	{ "openat", "open", X_NONE, 0, 0, C_OPEN, 2 },
+	{ "creat", "open", X_NONE, 0, 0, C_OPEN, 9 },
+	{ "close", "close", X_NONE, 0, 0, C_NONE, 0 },
+	{ "stat", "stat", X_NONE, 0, 0, C_NONE, 0 },
+	{ "lstat", "stat", X_NONE, 0, 0, C_NONE, 0 },
+	{ "newfstatat", "stat", X_NONE, 0, 0, C_STAT, 3 },
+	{ "statx", "stat", X_NONE, 0, 0, C_STAT, 2 },
+	{ "fstat", "fstat", X_NONE, 0, 0, C_NONE, 0 },
+	{ "access", "access", X_NONE, 0, 0, C_NONE, 0 },
+	{ "faccessat", "access", X_NONE, 0, 0, C_NONE, 0 },
+	{ "faccessat2", "access", X_NONE, 0, 0, C_NONE, 0 },
+	{ "unlinkat", "unlink", X_NONE, 0, 0, C_UNLINKAT, 0 },
+	{ "renameat", "rename", X_NONE, 0, 0, C_NONE, 0 },
+	{ "renameat2", "rename", X_NONE, 0, 0, C_NONE, 0 },
+	{ "mkdirat", "mkdir", X_NONE, 0, 0, C_NONE, 0 },
+	{ "dup3", "dup2", X_NONE, 0, 0, C_NONE, 0 },
+	{ "getdents64", "getdents", X_UNKNOWN, 0, 0, C_NONE, 0 },
+	{ "fread", "fread", X_RET_MUL, 2, 1, C_NONE, 0 },
+	{ "fwrite", "fwrite", X_RET_MUL, 2, 1, C_NONE, 0 },
+	/* memory */
+	{ "malloc", "malloc", X_ARG, 0, 0, C_NONE, 0 },
+	{ "free", "free", X_UNKNOWN, 0, 0, C_NONE, 0 },
+	{ "calloc", "calloc", X_MUL, 0, 1, C_NONE, 0 },
+	{ "realloc", "realloc", X_ARG, 1, 0, C_NONE, 0 },
+	{ "memcpy", "memcpy", X_ARG, 2, 0, C_NONE, 0 },
+	{ "memmove", "memmove", X_ARG, 2, 0, C_NONE, 0 },
+	{ "memset", "memset", X_ARG, 2, 0, C_NONE, 0 },
+	{ "memcmp", "memcmp", X_ARG, 2, 0, C_NONE, 0 },
+	{ "strlen", "strlen", X_RET, 0, 0, C_NONE, 0 },
+	{ "strcpy", "strcpy", X_UNKNOWN, 0, 0, C_NONE, 0 },
+	{ "mmap", "mmap", X_ARG, 1, 0, C_MMAP, 3 },
+	{ "munmap", "munmap", X_ARG, 1, 0, C_NONE, 0 },
+	{ "mprotect", "mprotect", X_ARG, 1, 0, C_NONE, 0 },
+	/* processes and threads: creation is followed by the time line, its
+	 * suite entries time the child's run too */
+	{ "clone", "clone", X_NONE, 0, 0, C_NEVER, 0 },
+	{ "clone3", "clone", X_NONE, 0, 0, C_NEVER, 0 },
+	{ "fork", "fork", X_NONE, 0, 0, C_NEVER, 0 },
+	{ "vfork", "vfork", X_NONE, 0, 0, C_NEVER, 0 },
+	{ "execve", "execve", X_NONE, 0, 0, C_NEVER, 0 },
+	{ "system", "system", X_NONE, 0, 0, C_NEVER, 0 },
+	{ "wait4", "wait4", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "waitid", "waitid", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "waitpid", "waitpid", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "pthread_join", "pthread_join", X_NONE, 0, 0, C_WAIT, 0 },
+	/* sync */
+	{ "futex", "futex", X_NONE, 0, 0, C_FUTEX, 1 },
+	{ "pthread_cond_wait", "pthread_cond_wait", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "sem_wait", "sem_wait", X_NONE, 0, 0, C_WAIT, 0 },
+	/* ipc */
+	{ "pipe2", "pipe", X_NONE, 0, 0, C_NONE, 0 },
+	{ "eventfd2", "eventfd", X_NONE, 0, 0, C_NONE, 0 },
+	{ "recv", "recv", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "recvfrom", "recvfrom", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "recvmsg", "recvmsg", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "accept", "accept", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "accept4", "accept", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "poll", "poll", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "ppoll", "poll", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "select", "select", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "pselect6", "select", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "epoll_wait", "epoll_wait", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "epoll_pwait", "epoll_wait", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "epoll_pwait2", "epoll_wait", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "msgrcv", "msgrcv", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "mq_timedreceive", "mq_receive", X_NONE, 0, 0, C_WAIT, 0 },
+	/* signals */
+	{ "kill", "kill", X_NONE, 0, 0, C_KILL, 0 },
+	{ "tgkill", "raise", X_NONE, 0, 0, C_NONE, 0 },
+	{ "rt_sigaction", "sigaction", X_NONE, 0, 0, C_NONE, 0 },
+	{ "rt_sigprocmask", "sigprocmask", X_NONE, 0, 0, C_NONE, 0 },
+	{ "pause", "pause", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "rt_sigsuspend", "sigsuspend", X_NONE, 0, 0, C_WAIT, 0 },
+	{ "rt_sigtimedwait", "sigtimedwait", X_NONE, 0, 0, C_WAIT, 0 },
+	/* time */
+	{ "clock_gettime", "clock_gettime", X_NONE, 0, 0, C_CLOCK, 0 },
+	{ "nanosleep", "nanosleep", X_UNKNOWN, 0, 0, C_NONE, 0 },
+	{ "clock_nanosleep", "nanosleep", X_UNKNOWN, 0, 0, C_NONE, 0 },
+	{ "usleep", "nanosleep", X_USEC, 0, 0, C_NONE, 0 },
+	{ "sleep", "nanosleep", X_SEC, 0, 0, C_NONE, 0 },
+};
+
+#define NRULES (sizeof(callrules) / sizeof(callrules[0]))
+
+static const char *const clock_conds[] = {
+	"realtime",      "monotonic",       "process",          "thread",
+	"monotonic_raw", "realtime_coarse", "monotonic_coarse", "boottime",
+};
+
+const char *estimate_fate_name(enum estimate_fate f)
+{
+	static const char *const names[] = { "modelled", "no entry",   "no model", "no parameter",
+		                             "wait",     "unfinished", "inside" };
+
+	return (unsigned)f < sizeof(names) / sizeof(names[0]) ? names[f] : "?";
+}
+
+/* ------------------------------------------------------------ private state */
+
+/* A point of a thread's time line: at exit_ns, its modelled calls so far
+ * added delta (with the models) and delta_wo (without). */
+struct tpoint {
+	uint64_t ns;
+	double delta, delta_wo;
+};
+
+/* A C library call entered and not yet exited. */
+struct opencall {
+	uint64_t addr, enter_ns;
+	uint32_t depth;
+	const struct callrule *rule; /* NULL: not in the table */
+	char name[OSCAL_NAME_MAX];   /* without @plt */
+	bool has_args;
+	uint64_t args[6];
+	uint32_t nargs;
+	bool has_ret;
+	uint64_t ret;
+	bool modelled; /* decided at entry: its inner calls are its own */
+	bool waited;   /* a wait inside it: its measured time is kept */
+};
+
+struct tstate {
+	uint32_t index; /* in e->threads */
+	struct tpoint *pts;
+	uint32_t npts, cap;
+	struct opencall stack[ESTIMATE_STACK_MAX];
+	uint32_t depth;         /* open @plt calls followed (deeper ones ignored) */
+	uint32_t modelled_open; /* how many of them are modelled */
+	double delta, delta_wo;
+};
+
+struct proc {
+	uint32_t pid;
+	uint8_t files[ESTIMATE_FDS_MAX / 8]; /* fds opened as files */
+};
+
+struct creation {
+	uint32_t creator; /* thread index */
+	uint32_t child;   /* tid (pid of a forked process) */
+	uint64_t ns;
+};
+
+struct pltname {
+	uint32_t image;
+	uint64_t addr;
+	bool plt;
+	char name[OSCAL_NAME_MAX];
+};
+
+struct estimate_priv {
+	struct walk *w;
+	struct hashindex row_index;
+	uint32_t rows_cap;
+	struct pltname *plts;
+	uint32_t nplts, plts_cap;
+	struct hashindex plt_index;
+	struct proc *procs;
+	uint32_t nprocs, procs_cap;
+	struct creation *creations;
+	uint32_t ncreations, creations_cap;
+	struct tstate **ts; /* by thread index */
+	uint32_t threads_cap;
+	uint64_t npoints;
+	bool plt_seen;
+	int error;
+	char err[160];
+};
+
+void estimate_init(struct estimate *e, const struct oscal_cal *cal, const struct estimate_opts *opts)
+{
+	memset(e, 0, sizeof(*e));
+	e->cal = cal;
+	if (opts)
+		e->opts = *opts;
+}
+
+static void fail(struct estimate_priv *p, int error, const char *what)
+{
+	if (p->error)
+		return;
+	p->error = error;
+	snprintf(p->err, sizeof(p->err), "%s", what);
+}
+
+static int grow(void **v, uint32_t *cap, uint32_t need, size_t size, uint32_t max)
+{
+	uint32_t n;
+	void *g;
+
+	if (need <= *cap)
+		return 0;
+	if (need > max)
+		return -E2BIG;
+	n = *cap ? *cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	if (n > max)
+		n = max;
+	g = realloc(*v, (size_t)n * size);
+	if (!g)
+		return -ENOMEM;
+	*v = g;
+	*cap = n;
+	return 0;
+}
+
+static const struct callrule *rule_find(const char *name)
+{
+	for (size_t i = 0; i < NRULES; i++)
+		if (!strcmp(callrules[i].name, name))
+			return &callrules[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------ processes' files */
+
+static struct proc *proc_get(struct estimate_priv *p, uint32_t pid)
+{
+	for (uint32_t i = 0; i < p->nprocs; i++)
+		if (p->procs[i].pid == pid)
+			return &p->procs[i];
+	if (grow((void **)&p->procs, &p->procs_cap, p->nprocs + 1, sizeof(*p->procs), ESTIMATE_THREADS_MAX))
+		return NULL;
+	memset(&p->procs[p->nprocs], 0, sizeof(p->procs[0]));
+	p->procs[p->nprocs].pid = pid;
+	return &p->procs[p->nprocs++];
+}
+
+static bool fd_is_file(struct proc *pr, int64_t fd)
+{
+	return pr && fd >= 0 && fd < ESTIMATE_FDS_MAX && (pr->files[fd / 8] >> (fd % 8) & 1);
+}
+
+static void fd_set_file(struct proc *pr, int64_t fd, bool file)
+{
+	if (!pr || fd < 0 || fd >= ESTIMATE_FDS_MAX)
+		return;
+	if (file)
+		pr->files[fd / 8] |= (uint8_t)(1u << (fd % 8));
+	else
+		pr->files[fd / 8] &= (uint8_t) ~(1u << (fd % 8));
+}
+
+/* What a finished call does to the process's table of files. */
+static void fd_follow(struct estimate_priv *p, uint32_t pid, const char *name, const uint64_t *args, int64_t ret)
+{
+	struct proc *pr;
+
+	if (ret < 0)
+		return;
+	pr = proc_get(p, pid);
+	if (!strcmp(name, "open") || !strcmp(name, "openat") || !strcmp(name, "creat"))
+		fd_set_file(pr, ret, true);
+	else if (!strcmp(name, "close"))
+		fd_set_file(pr, (int64_t)(int32_t)args[0], false);
+	else if (!strcmp(name, "dup"))
+		fd_set_file(pr, ret, fd_is_file(pr, (int64_t)(int32_t)args[0]));
+	else if (!strcmp(name, "dup2") || !strcmp(name, "dup3"))
+		fd_set_file(pr, (int64_t)(int32_t)args[1], fd_is_file(pr, (int64_t)(int32_t)args[0]));
+}
+
+/* ------------------------------------------------------------ rows */
+
+struct rowkey {
+	const char *name, *entry;
+	enum estimate_fate fate;
+};
+
+static bool row_eq(const void *ctx, uint32_t item, const void *key)
+{
+	const struct estimate_row *r = &((const struct estimate *)ctx)->rows[item];
+	const struct rowkey *k = key;
+
+	return r->fate == k->fate && !strcmp(r->name, k->name) && !strcmp(r->entry, k->entry);
+}
+
+static void row_add(struct estimate *e, const char *name, const char *entry, enum estimate_fate fate, double measured,
+                    double model)
+{
+	struct estimate_priv *p = e->p;
+	struct rowkey k = { name, entry, fate };
+	uint64_t h = hashindex_bytes(name, strlen(name), hashindex_bytes(entry, strlen(entry), fate));
+	struct estimate_row *r;
+	uint32_t slot;
+
+	if (hashindex_reserve(&p->row_index)) {
+		fail(p, -ENOMEM, "out of memory");
+		return;
+	}
+	slot = hashindex_slot(&p->row_index, h, row_eq, e, &k);
+	if (p->row_index.val[slot]) {
+		r = &e->rows[p->row_index.val[slot] - 1];
+	} else {
+		int g = grow((void **)&e->rows, &p->rows_cap, e->nrows + 1, sizeof(*e->rows), ESTIMATE_NAMES_MAX);
+
+		if (g) {
+			fail(p, g, g == -E2BIG ? "too many call names" : "out of memory");
+			return;
+		}
+		r = &e->rows[e->nrows];
+		memset(r, 0, sizeof(*r));
+		snprintf(r->name, sizeof(r->name), "%s", name);
+		snprintf(r->entry, sizeof(r->entry), "%s", entry);
+		r->fate = fate;
+		hashindex_put(&p->row_index, slot, h, e->nrows++);
+	}
+	r->count++;
+	r->measured_ns += measured;
+	r->model_ns += model;
+}
+
+/* ------------------------------------------------------------ deciding a call */
+
+/* A call in the making: what the rules need of it. */
+struct callin {
+	const char *tname; /* as the trace names it */
+	const char *name;  /* rule lookup name (libcall without @plt) */
+	bool libcall;
+	const uint64_t *args;
+	uint32_t nargs;
+	bool has_args;
+	bool has_ret;
+	int64_t ret;
+	uint32_t pid, tid;
+};
+
+static uint64_t arg(const struct callin *c, unsigned i)
+{
+	return i < c->nargs ? c->args[i] : 0;
+}
+
+/* The entry for c under rule r (NULL: r unknown, then the call by name).
+ * Sets *fate to WAIT, NEVER-as-NO_ENTRY, NO_ENTRY or NO_MODEL when no
+ * modelled entry applies. */
+static const struct oscal_entry *entry_for(const struct estimate *e, const struct callrule *r, const struct callin *c,
+                                           enum estimate_fate *fate)
+{
+	const char *call = r ? r->call : c->name, *cond = NULL;
+	const struct oscal_entry *en;
+	struct proc *pr;
+	int64_t fd;
+
+	*fate = ESTIMATE_MODELLED;
+	switch (r ? r->cond : C_NONE) {
+	case C_NEVER:
+		*fate = ESTIMATE_NO_ENTRY;
+		return NULL;
+	case C_WAIT:
+		*fate = ESTIMATE_WAIT;
+		return NULL;
+	case C_FD_READ:
+	case C_FD_WRITE:
+		if (!c->has_args)
+			break;
+		fd = (int64_t)(int32_t)arg(c, 0);
+		pr = proc_get(e->p, c->pid);
+		if (fd_is_file(pr, fd))
+			cond = "file";
+		else if (r->cond == C_FD_READ) {
+			*fate = ESTIMATE_WAIT;
+			return NULL;
+		}
+		break;
+	case C_LSEEK:
+		if (c->has_args)
+			cond = arg(c, 2) == 0 ? "set" : arg(c, 2) == 1 ? "cur" : arg(c, 2) == 2 ? "end" : NULL;
+		break;
+	case C_OPEN:
+		if (r->ca == 9)
+			cond = "create";
+		else if (c->has_args)
+			cond = arg(c, r->ca) & 0100 ? "create" : "existing";
+		break;
+	case C_STAT:
+		if (c->has_args && (arg(c, r->ca) & 0x1000))
+			call = "fstat";
+		break;
+	case C_UNLINKAT:
+		if (c->has_args && (arg(c, 2) & 0x200))
+			call = "rmdir";
+		break;
+	case C_MMAP:
+		if (c->has_args)
+			cond = arg(c, r->ca) & 0x20 ? "anon" : "file";
+		break;
+	case C_FUTEX: {
+		unsigned op = (unsigned)arg(c, r->ca) & 127u;
+
+		/* WAIT, LOCK_PI, WAIT_BITSET, WAIT_REQUEUE_PI, LOCK_PI2 */
+		if (!c->has_args || op == 0 || op == 6 || op == 9 || op == 11 || op == 13) {
+			*fate = ESTIMATE_WAIT;
+			return NULL;
+		}
+		cond = "wake";
+		break;
+	}
+	case C_KILL:
+		if (c->has_ret && c->ret < 0 && (!c->libcall ? c->ret == -ESRCH : true))
+			cond = "none";
+		else if (c->has_args && (uint32_t)arg(c, 0) == c->pid)
+			cond = "self";
+		else if (c->has_args)
+			cond = "other";
+		break;
+	case C_CLOCK:
+		if (c->has_args && arg(c, 0) < sizeof(clock_conds) / sizeof(clock_conds[0]))
+			cond = clock_conds[arg(c, 0)];
+		break;
+	default:
+		break;
+	}
+	en = cond ? oscal_cal_find_call(e->cal, call, cond) : NULL;
+	if (!en)
+		en = oscal_cal_find_call(e->cal, call, NULL);
+	if (!en) {
+		*fate = ESTIMATE_NO_ENTRY;
+		return NULL;
+	}
+	if (en->status != OSCAL_MEASURED || en->model.form == OSCAL_NONE) {
+		*fate = ESTIMATE_NO_MODEL;
+		return en;
+	}
+	return en;
+}
+
+/* The parameter x of c under r for entry en; false when unknown. */
+static bool param_for(const struct oscal_entry *en, const struct callrule *r, const struct callin *c, double *x)
+{
+	*x = 0;
+	if (!en->param[0])
+		return true;
+	if (!r || !c->has_args)
+		return false;
+	switch (r->x) {
+	case X_ARG:
+		*x = (double)arg(c, r->a);
+		return true;
+	case X_RET_ARG:
+		*x = c->has_ret && c->ret >= 0 ? (double)c->ret : (double)arg(c, r->a);
+		return true;
+	case X_RET:
+		*x = (double)c->ret;
+		return c->has_ret && c->ret >= 0;
+	case X_MUL:
+		*x = (double)arg(c, r->a) * (double)arg(c, r->b);
+		return true;
+	case X_RET_MUL:
+		*x = c->has_ret && c->ret >= 0 ? (double)c->ret * (double)arg(c, r->b)
+		                               : (double)arg(c, r->a) * (double)arg(c, r->b);
+		return true;
+	case X_USEC:
+		*x = (double)arg(c, r->a) * 1e3;
+		return true;
+	case X_SEC:
+		*x = (double)arg(c, r->a) * 1e9;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Decides c: its fate, entry, x and model time. */
+static enum estimate_fate decide(const struct estimate *e, const struct callin *c, const struct oscal_entry **enp,
+                                 double *x, double *model)
+{
+	const struct callrule *r = rule_find(c->name);
+	enum estimate_fate fate;
+	const struct oscal_entry *en = entry_for(e, r, c, &fate);
+
+	*enp = en;
+	*x = 0;
+	*model = 0;
+	if (fate != ESTIMATE_MODELLED)
+		return fate;
+	if (!param_for(en, r, c, x)) {
+		/* a sleep whose request is behind a pointer is a wait for time */
+		if (r && !strcmp(r->call, "nanosleep"))
+			return ESTIMATE_WAIT;
+		return ESTIMATE_NO_PARAM;
+	}
+	*model = oscal_model_eval(&en->model, *x);
+	if (!isfinite(*model))
+		return ESTIMATE_NO_MODEL;
+	if (*model < 0)
+		*model = 0;
+	return ESTIMATE_MODELLED;
+}
+
+/* ------------------------------------------------------------ threads */
+
+static struct tstate *tstate_of(struct estimate *e, struct walk_stream *s)
+{
+	struct estimate_priv *p = e->p;
+	struct tstate *ts;
+	struct estimate_thread *t;
+	int g;
+
+	if (s->user)
+		return s->user;
+	g = grow((void **)&e->threads, &p->threads_cap, e->nthreads + 1, sizeof(*e->threads), ESTIMATE_THREADS_MAX);
+	if (!g) {
+		uint32_t cap = p->threads_cap;
+		struct tstate **v = realloc(p->ts, (size_t)cap * sizeof(*v));
+
+		if (!v)
+			g = -ENOMEM;
+		else
+			p->ts = v;
+	}
+	ts = g ? NULL : calloc(1, sizeof(*ts));
+	if (!ts) {
+		fail(p, g == -E2BIG ? g : -ENOMEM, g == -E2BIG ? "too many threads" : "out of memory");
+		return NULL;
+	}
+	t = &e->threads[e->nthreads];
+	memset(t, 0, sizeof(*t));
+	t->pid = s->pid;
+	t->tid = s->tid;
+	t->image = s->image;
+	t->creator = -1;
+	ts->index = e->nthreads;
+	p->ts[e->nthreads++] = ts;
+	s->user = ts;
+	return ts;
+}
+
+static void point_add(struct estimate *e, struct tstate *ts, uint64_t ns, double delta, double delta_wo)
+{
+	struct estimate_priv *p = e->p;
+	int g;
+
+	if (p->npoints >= ESTIMATE_POINTS_MAX) {
+		fail(p, -E2BIG, "too many modelled calls for the time line");
+		return;
+	}
+	g = grow((void **)&ts->pts, &ts->cap, ts->npts + 1, sizeof(*ts->pts), ESTIMATE_POINTS_MAX);
+	if (g) {
+		fail(p, g, "out of memory");
+		return;
+	}
+	ts->delta += delta;
+	ts->delta_wo += delta_wo;
+	ts->pts[ts->npts].ns = ns;
+	ts->pts[ts->npts].delta = ts->delta;
+	ts->pts[ts->npts].delta_wo = ts->delta_wo;
+	ts->npts++;
+	p->npoints++;
+	e->threads[ts->index].modelled++;
+}
+
+/* Accounts one finished, outermost-or-not call. */
+static void account(struct estimate *e, struct walk_stream *s, struct tstate *ts, const struct callin *c,
+                    const char *call, enum estimate_fate fate, const struct oscal_entry *en, double x,
+                    uint64_t enter_ns, uint64_t exit_ns, double model)
+{
+	double measured = (double)(exit_ns - enter_ns);
+
+	if (fate != ESTIMATE_MODELLED)
+		model = 0;
+	if (fate == ESTIMATE_MODELLED)
+		point_add(e, ts, exit_ns, model - measured, -measured);
+	if (fate != ESTIMATE_INSIDE && fate != ESTIMATE_UNFINISHED) {
+		if (c->libcall)
+			e->libcalls++;
+		else
+			e->syscalls++;
+	}
+	if (fate != ESTIMATE_INSIDE)
+		row_add(e, call, fate == ESTIMATE_MODELLED && en ? en->name : "", fate, measured, model);
+	if (e->opts.on_call) {
+		struct estimate_call ec = {
+			.pid = s->pid,
+			.tid = s->tid,
+			.name = c->tname,
+			.call = call,
+			.entry = en && fate == ESTIMATE_MODELLED ? en->name : "",
+			.libcall = c->libcall,
+			.fate = fate,
+			.enter_ns = enter_ns,
+			.exit_ns = exit_ns,
+			.x = x,
+			.measured_ns = measured,
+			.model_ns = model,
+		};
+		e->opts.on_call(e->opts.ctx, &ec);
+	}
+}
+
+static const char *call_name(const struct callin *c)
+{
+	const struct callrule *r = rule_find(c->name);
+
+	return r ? r->call : c->name;
+}
+
+/* ------------------------------------------------------------ the walk's callbacks */
+
+/* A task created by the thread ts (a clone, fork or vfork that returned
+ * child): the child's creator, and a forked child's files (a thread's
+ * table is its process's; the copy under its tid is never read). */
+static void creation(struct estimate_priv *p, struct walk_stream *s, struct tstate *ts, uint32_t child, uint64_t ns)
+{
+	struct proc *from, *to;
+
+	if (!grow((void **)&p->creations, &p->creations_cap, p->ncreations + 1, sizeof(*p->creations),
+	          ESTIMATE_THREADS_MAX)) {
+		p->creations[p->ncreations].creator = ts->index;
+		p->creations[p->ncreations].child = child;
+		p->creations[p->ncreations].ns = ns;
+		p->ncreations++;
+	}
+	from = proc_get(p, s->pid);
+	to = proc_get(p, child);
+	from = proc_get(p, s->pid); /* the table may have moved */
+	if (from && to && from != to)
+		memcpy(to->files, from->files, sizeof(to->files));
+}
+
+static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
+{
+	struct estimate *e = ctx;
+	struct estimate_priv *p = e->p;
+	struct tstate *ts = tstate_of(e, s);
+	char name[48];
+	struct callin c = { 0 };
+	const struct oscal_entry *en = NULL;
+	enum estimate_fate fate;
+	double x = 0, model = 0;
+
+	if (!ts)
+		return;
+	sys_name((enum sys_arch)sc->arch, sc->nr, name, sizeof(name));
+	c.tname = c.name = name;
+	c.args = sc->args;
+	c.nargs = sc->nargs;
+	c.has_args = sc->has_enter;
+	c.has_ret = sc->has_exit;
+	c.ret = sc->ret;
+	c.pid = s->pid;
+	c.tid = s->tid;
+	if (sc->has_exit && sc->has_enter)
+		fd_follow(p, s->pid, name, sc->args, sc->ret);
+	if (sc->has_exit && sc->ret > 0 &&
+	    (!strcmp(name, "clone") || !strcmp(name, "clone3") || !strcmp(name, "fork") || !strcmp(name, "vfork")))
+		creation(p, s, ts, (uint32_t)sc->ret, sc->exit_ns);
+	if (!sc->has_exit || !sc->has_enter) {
+		account(e, s, ts, &c, call_name(&c), ESTIMATE_UNFINISHED, NULL, 0, 0, 0, 0);
+		return;
+	}
+	fate = decide(e, &c, &en, &x, &model);
+	if (ts->modelled_open) {
+		/* inside a modelled C library call: its own time; a wait in it
+		 * makes it a wait */
+		if (fate == ESTIMATE_WAIT)
+			for (uint32_t i = 0; i < ts->depth && i < ESTIMATE_STACK_MAX; i++)
+				if (ts->stack[i].modelled)
+					ts->stack[i].waited = true;
+		fate = ESTIMATE_INSIDE;
+	}
+	account(e, s, ts, &c, call_name(&c), fate, en, x, sc->enter_ns, sc->exit_ns, model);
+}
+
+/* The name of the function at addr when it is a NAME@plt, else NULL. */
+static const char *plt_name(struct estimate *e, struct walk_stream *s, uint64_t addr)
+{
+	struct estimate_priv *p = e->p;
+	uint64_t h = hashindex_u64(addr ^ ((uint64_t)s->image << 48));
+	uint32_t mask, slot;
+	struct pltname *pn;
+	char buf[1024];
+	size_t len;
+
+	if (hashindex_reserve(&p->plt_index)) {
+		fail(p, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	mask = p->plt_index.cap - 1;
+	for (slot = (uint32_t)h & mask; p->plt_index.val[slot]; slot = (slot + 1) & mask) {
+		pn = &p->plts[p->plt_index.val[slot] - 1];
+		if (pn->addr == addr && pn->image == s->image)
+			return pn->plt ? pn->name : NULL;
+	}
+	if (grow((void **)&p->plts, &p->plts_cap, p->nplts + 1, sizeof(*p->plts), 1u << 20)) {
+		fail(p, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	pn = &p->plts[p->nplts];
+	memset(pn, 0, sizeof(*pn));
+	pn->image = s->image;
+	pn->addr = addr;
+	walk_name(p->w, s->image, addr, buf, sizeof(buf));
+	len = strlen(buf);
+	if (len > 4 && len - 4 < sizeof(pn->name) && !strcmp(buf + len - 4, "@plt")) {
+		pn->plt = true;
+		memcpy(pn->name, buf, len - 4);
+		pn->name[len - 4] = '\0';
+	}
+	hashindex_put(&p->plt_index, slot, h, p->nplts++);
+	return pn->plt ? pn->name : NULL;
+}
+
+static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, unsigned flags)
+{
+	struct estimate *e = ctx;
+	struct tstate *ts = tstate_of(e, s);
+	const char *name;
+	struct opencall *oc;
+
+	(void)flags;
+	if (!ts || !(name = plt_name(e, s, addr)))
+		return;
+	e->p->plt_seen = true;
+	if (ts->depth++ >= ESTIMATE_STACK_MAX)
+		return;
+	oc = &ts->stack[ts->depth - 1];
+	memset(oc, 0, sizeof(*oc));
+	oc->addr = addr;
+	oc->enter_ns = ns;
+	oc->depth = depth;
+	oc->rule = rule_find(name);
+	snprintf(oc->name, sizeof(oc->name), "%s", name);
+	/* decided now from the name alone (the arguments follow): a call that
+	 * may be modelled owns the calls inside it */
+	if (!ts->modelled_open) {
+		struct callin c = { .tname = name, .name = name, .libcall = true, .pid = s->pid, .tid = s->tid };
+		enum estimate_fate fate;
+
+		entry_for(e, oc->rule, &c, &fate);
+		oc->modelled = fate == ESTIMATE_MODELLED;
+		if (oc->modelled)
+			ts->modelled_open++;
+	}
+}
+
+static void on_args(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, const struct libcsig_args *a)
+{
+	struct tstate *ts = s->user;
+	struct opencall *oc;
+
+	(void)ctx;
+	(void)ns;
+	if (!ts || !ts->depth || ts->depth > ESTIMATE_STACK_MAX)
+		return;
+	oc = &ts->stack[ts->depth - 1];
+	if (oc->addr != addr)
+		return;
+	oc->has_args = true;
+	oc->nargs = a->n < 6 ? a->n : 6;
+	memcpy(oc->args, a->words, sizeof(oc->args));
+}
+
+static void on_retval(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint64_t value)
+{
+	struct tstate *ts = s->user;
+	struct opencall *oc;
+
+	(void)ctx;
+	(void)ns;
+	if (!ts || !ts->depth || ts->depth > ESTIMATE_STACK_MAX)
+		return;
+	oc = &ts->stack[ts->depth - 1];
+	if (oc->addr != addr)
+		return;
+	oc->has_ret = true;
+	oc->ret = value;
+}
+
+/* A libcall's result as a signed number, by its type. */
+static int64_t libcall_ret(const char *name, uint64_t v)
+{
+	const struct libcsig *sig = libcsig_find(name);
+
+	if (sig && sig->ret == 'i')
+		return (int64_t)(int32_t)(uint32_t)v;
+	return (int64_t)v;
+}
+
+static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t addr, uint32_t depth, uint64_t entry_ns,
+                       unsigned flags)
+{
+	struct estimate *e = ctx;
+	struct tstate *ts = s->user;
+	struct opencall *oc;
+	struct callin c = { 0 };
+	const struct oscal_entry *en = NULL;
+	enum estimate_fate fate;
+	double x = 0, model = 0;
+	char tname[OSCAL_NAME_MAX + 8];
+	bool inside;
+
+	if (!ts || !ts->depth)
+		return;
+	if (ts->depth > ESTIMATE_STACK_MAX) {
+		if (plt_name(e, s, addr))
+			ts->depth--;
+		return;
+	}
+	oc = &ts->stack[ts->depth - 1];
+	if (oc->addr != addr || oc->depth != depth)
+		return;
+	ts->depth--;
+	if (oc->modelled)
+		ts->modelled_open--;
+	inside = ts->modelled_open > 0;
+	snprintf(tname, sizeof(tname), "%s@plt", oc->name);
+	c.tname = tname;
+	c.name = oc->name;
+	c.libcall = true;
+	c.args = oc->args;
+	c.nargs = oc->nargs;
+	c.has_args = oc->has_args;
+	c.has_ret = oc->has_ret;
+	c.ret = oc->has_ret ? libcall_ret(oc->name, oc->ret) : 0;
+	c.pid = s->pid;
+	c.tid = s->tid;
+	if (oc->has_args && oc->has_ret)
+		fd_follow(e->p, s->pid, oc->name, oc->args, c.ret);
+	if (oc->has_ret && c.ret > 0 && !strcmp(oc->name, "fork"))
+		creation(e->p, s, ts, (uint32_t)c.ret, ns);
+	if (flags & FILTER_UNFINISHED) {
+		account(e, s, ts, &c, call_name(&c), ESTIMATE_UNFINISHED, NULL, 0, entry_ns, ns, 0);
+		return;
+	}
+	fate = decide(e, &c, &en, &x, &model);
+	if (inside)
+		fate = ESTIMATE_INSIDE;
+	else if (oc->waited)
+		fate = ESTIMATE_WAIT;
+	else if (!oc->modelled && fate == ESTIMATE_MODELLED)
+		fate = ESTIMATE_NO_MODEL; /* its inner calls were counted on their own */
+	account(e, s, ts, &c, call_name(&c), fate, en, x, entry_ns, ns, model);
+}
+
+/* ------------------------------------------------------------ the time line */
+
+/* The thread's added deltas by measured time t (calls ended by then). */
+static void deltas_at(const struct tstate *ts, uint64_t t, double *d, double *d_wo)
+{
+	uint32_t lo = 0, hi = ts->npts;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ts->pts[mid].ns <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*d = lo ? ts->pts[lo - 1].delta : 0;
+	*d_wo = lo ? ts->pts[lo - 1].delta_wo : 0;
+}
+
+static int32_t find_creator(const struct estimate *e, uint32_t i)
+{
+	const struct estimate_priv *p = e->p;
+	const struct estimate_thread *t = &e->threads[i];
+	uint32_t j;
+
+	for (j = 0; j < p->ncreations; j++)
+		if (p->creations[j].child == t->tid && p->creations[j].creator != i &&
+		    e->threads[p->creations[j].creator].first_ns <= t->first_ns)
+			return (int32_t)p->creations[j].creator;
+	/* an image that replaced another (exec): the one before, same tid */
+	for (j = 0; j < e->nthreads; j++)
+		if (j != i && e->threads[j].tid == t->tid && e->threads[j].image != t->image &&
+		    e->threads[j].first_ns <= t->first_ns)
+			return (int32_t)j;
+	/* a thread of the process: its main thread */
+	for (j = 0; j < e->nthreads; j++)
+		if (j != i && e->threads[j].tid == t->pid && e->threads[j].pid == t->pid &&
+		    e->threads[j].first_ns <= t->first_ns)
+			return (int32_t)j;
+	return -1;
+}
+
+static int cmp_first(const void *a, const void *b, void *ctx)
+{
+	const struct estimate *e = ctx;
+	const struct estimate_thread *x = &e->threads[*(const uint32_t *)a], *y = &e->threads[*(const uint32_t *)b];
+
+	if (x->first_ns != y->first_ns)
+		return x->first_ns < y->first_ns ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int timeline(struct estimate *e)
+{
+	struct estimate_priv *p = e->p;
+	uint32_t *order, i, k;
+	bool *done;
+
+	order = malloc((size_t)e->nthreads * sizeof(*order) + 1);
+	done = calloc(e->nthreads + 1, sizeof(*done));
+	if (!order || !done) {
+		free(order);
+		free(done);
+		return -ENOMEM;
+	}
+	for (i = 0; i < e->nthreads; i++)
+		order[i] = i;
+	/* by first event (few threads: an insertion sort keeps it simple) */
+	for (i = 1; i < e->nthreads; i++)
+		for (k = i; k > 0 && cmp_first(&order[k - 1], &order[k], e) > 0; k--) {
+			uint32_t tmp = order[k];
+
+			order[k] = order[k - 1];
+			order[k - 1] = tmp;
+		}
+	e->estimate_ns = e->without_ns = 0;
+	for (k = 0; k < e->nthreads; k++) {
+		struct estimate_thread *t = &e->threads[order[k]];
+		const struct tstate *ts = p->ts[order[k]];
+		int32_t c = find_creator(e, order[k]);
+
+		t->delta = ts->delta;
+		t->delta_wo = ts->delta_wo;
+		if (c >= 0 && done[c]) {
+			const struct estimate_thread *ct = &e->threads[c];
+			double d, d_wo;
+
+			deltas_at(p->ts[c], t->first_ns, &d, &d_wo);
+			t->creator = c;
+			t->start = ct->start + (double)(t->first_ns - ct->first_ns) + d;
+			t->start_wo = ct->start_wo + (double)(t->first_ns - ct->first_ns) + d_wo;
+		} else {
+			t->creator = -1;
+			t->start = t->start_wo = (double)(t->first_ns - e->t0);
+		}
+		t->end = t->start + (double)(t->last_ns - t->first_ns) + t->delta;
+		t->end_wo = t->start_wo + (double)(t->last_ns - t->first_ns) + t->delta_wo;
+		if (t->end > e->estimate_ns)
+			e->estimate_ns = t->end;
+		if (t->end_wo > e->without_ns)
+			e->without_ns = t->end_wo;
+		done[order[k]] = true;
+	}
+	free(order);
+	free(done);
+	return 0;
+}
+
+/* Rows: modelled ones first, then by name, then by fate. */
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct estimate_row *x = a, *y = b;
+	int c;
+
+	if ((x->fate == ESTIMATE_MODELLED) != (y->fate == ESTIMATE_MODELLED))
+		return x->fate == ESTIMATE_MODELLED ? -1 : 1;
+	c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	if (x->fate != y->fate)
+		return x->fate < y->fate ? -1 : 1;
+	return strcmp(x->entry, y->entry);
+}
+
+int estimate_run(struct estimate *e, struct walk *w, char *err, size_t errlen)
+{
+	struct walk_ops ops = { .ctx = e,
+		                .entry = on_entry,
+		                .exit = on_exit_ev,
+		                .args = on_args,
+		                .retval = on_retval,
+		                .syscall = on_syscall };
+	struct estimate_priv *p;
+	int r;
+
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	e->p = p;
+	p->w = w;
+	r = walk_run_by_time(w, &ops);
+	if (!r && p->error)
+		r = p->error;
+	if (r) {
+		snprintf(err, errlen, "%s", p->error ? p->err : "out of memory");
+		return r;
+	}
+	if (!w->syscalls && !p->plt_seen) {
+		snprintf(err, errlen,
+		         "the trace has neither system calls nor C library calls: estimate needs a "
+		         "trace of record --syscalls or --libcalls");
+		return -ENODATA;
+	}
+	/* the threads' measured spans */
+	e->t0 = e->t1 = 0;
+	for (uint32_t i = 0; i < w->nstreams; i++) {
+		struct walk_stream *s = w->streams[i];
+		struct tstate *ts = s->user;
+
+		if (!s->selected || s->other)
+			continue;
+		if (!ts && !(ts = tstate_of(e, s))) {
+			snprintf(err, errlen, "%s", p->err);
+			return p->error;
+		}
+		e->threads[ts->index].first_ns = s->first_ns;
+		e->threads[ts->index].last_ns = s->last_ns;
+		if (!e->t0 || s->first_ns < e->t0)
+			e->t0 = s->first_ns;
+		if (s->last_ns > e->t1)
+			e->t1 = s->last_ns;
+	}
+	e->span_ns = e->t1 > e->t0 ? (double)(e->t1 - e->t0) : 0;
+	r = timeline(e);
+	if (r) {
+		snprintf(err, errlen, "out of memory");
+		return r;
+	}
+	qsort(e->rows, e->nrows, sizeof(*e->rows), cmp_rows);
+	return 0;
+}
+
+void estimate_release(struct estimate *e)
+{
+	struct estimate_priv *p = e->p;
+
+	if (p) {
+		for (uint32_t i = 0; i < e->nthreads; i++) {
+			if (p->ts[i]) {
+				free(p->ts[i]->pts);
+				free(p->ts[i]);
+			}
+		}
+		free(p->ts);
+		hashindex_release(&p->row_index);
+		hashindex_release(&p->plt_index);
+		free(p->plts);
+		free(p->procs);
+		free(p->creations);
+		free(p);
+	}
+	free(e->rows);
+	free(e->threads);
+	e->p = NULL;
+	e->rows = NULL;
+	e->threads = NULL;
+	e->nrows = e->nthreads = 0;
+}
