@@ -31,6 +31,10 @@ static const char estimate_usage[] =
     "      --cal FILE        the calibration (layerprof oscal run -o FILE)\n"
     "      --measured DUR    the program's measured run time (\"1.25s\", \"850ms\"):\n"
     "                        the estimates' errors against it\n"
+    "      --overhead DUR[,DUR]  the recorder's cost per system call [, per C library\n"
+    "                        call] outside the calls' measured times, taken off the\n"
+    "                        time line (default: the least gap between two\n"
+    "                        consecutive calls of a thread in the trace; 0ns: none)\n"
     "      --calls           list every call with its entry, x and times (json: \"calls\")\n"
     "      --format FMT      text (default) or json\n"
     "  -o, --output FILE     write there instead of stdout\n"
@@ -39,7 +43,28 @@ static const char estimate_usage[] =
     "Exit status: 0 ok, 1 bad calibration or failure, 2 usage, 3 trace missing,\n"
     "empty, damaged or of another version.\n";
 
-enum { OPT_CAL = 256, OPT_MEASURED, OPT_CALLS, OPT_FORMAT };
+enum { OPT_CAL = 256, OPT_MEASURED, OPT_CALLS, OPT_FORMAT, OPT_OVERHEAD };
+
+/* --overhead SYS[,LIB]: LIB defaults to SYS.  Returns 0 or -EINVAL. */
+static int parse_overhead(const char *arg, struct estimate_opts *o)
+{
+	char buf[64];
+	const char *comma = strchr(arg, ',');
+	uint64_t a, b;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%.*s", comma ? (int)(comma - arg) : (int)strlen(arg), arg);
+	if (options_parse_duration(buf, &a))
+		return -EINVAL;
+	b = a;
+	if (comma && options_parse_duration(comma + 1, &b))
+		return -EINVAL;
+	o->overhead_given = true;
+	o->overhead_sys_ns = (double)a;
+	o->overhead_lib_ns = (double)b;
+	return 0;
+}
 
 struct calls_out {
 	FILE *f;
@@ -100,6 +125,9 @@ static void print_text(FILE *f, const struct estimate *e, const char *dir, const
 	        cal->machine.host[0] ? cal->machine.host : "-", cal->source[0] ? cal->source : "-");
 	fmt_dur(e->span_ns, a, sizeof(a));
 	fprintf(f, "  measured span (trace)       %12s\n", a);
+	fmt_dur(e->overhead_sys_ns, a, sizeof(a));
+	fmt_dur(e->overhead_lib_ns, b, sizeof(b));
+	fprintf(f, "  recorder's cost per call    %12s (system call), %s (C library call), taken off\n", a, b);
 	fmt_dur(e->without_ns, a, sizeof(a));
 	fprintf(f, "  estimate without the models %12s", a);
 	if (has_measured)
@@ -156,6 +184,10 @@ static void print_json(FILE *f, const struct estimate *e, const char *dir, const
 	json_u64(&j, "start_ns", e->t0);
 	json_u64(&j, "end_ns", e->t1);
 	json_f64_exact(&j, "span_ns", e->span_ns);
+	json_f64_exact(&j, "gap_sys_ns", e->gap_sys_ns);
+	json_f64_exact(&j, "gap_lib_ns", e->gap_lib_ns);
+	json_f64_exact(&j, "overhead_sys_ns", e->overhead_sys_ns);
+	json_f64_exact(&j, "overhead_lib_ns", e->overhead_lib_ns);
 	json_f64_exact(&j, "without_ns", e->without_ns);
 	json_f64_exact(&j, "estimate_ns", e->estimate_ns);
 	if (has_measured) {
@@ -203,6 +235,8 @@ static void print_json(FILE *f, const struct estimate *e, const char *dir, const
 		json_u64(&j, "first_ns", t->first_ns);
 		json_u64(&j, "last_ns", t->last_ns);
 		json_u64(&j, "modelled", t->modelled);
+		json_u64(&j, "calls", t->calls);
+		json_f64_exact(&j, "overhead_ns", t->overhead);
 		json_f64_exact(&j, "delta_ns", t->delta);
 		json_f64_exact(&j, "delta_without_ns", t->delta_wo);
 		json_f64_exact(&j, "start_ns", t->start);
@@ -227,6 +261,7 @@ int cmd_estimate(int argc, char **argv)
 		{ "cal", required_argument, NULL, OPT_CAL },
 		{ "measured", required_argument, NULL, OPT_MEASURED },
 		{ "calls", no_argument, NULL, OPT_CALLS },
+		{ "overhead", required_argument, NULL, OPT_OVERHEAD },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
@@ -262,6 +297,15 @@ int cmd_estimate(int argc, char **argv)
 			break;
 		case OPT_CALLS:
 			list = true;
+			break;
+		case OPT_OVERHEAD:
+			if (parse_overhead(optarg, &eo)) {
+				fprintf(stderr,
+				        "layerprof estimate: invalid --overhead '%s': a duration, or two "
+				        "separated by a comma (\"800ns,150ns\")\n",
+				        optarg);
+				return LP_EXIT_USAGE;
+			}
 			break;
 		case OPT_FORMAT:
 			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {

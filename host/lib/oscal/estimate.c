@@ -21,17 +21,21 @@ enum xrule {
 	X_RET_MUL,  /* the result times argument b when >= 0, else a x b (fread: items x size) */
 	X_USEC,     /* argument a microseconds, in ns (usleep) */
 	X_SEC,      /* argument a seconds, in ns (sleep) */
+	X_BLOCK,    /* the size of the heap block argument a points to (free; realloc: the old size, the
+	             * suite's x, else argument b / 2) */
 	X_UNKNOWN,  /* the trace does not hold it (nanosleep's timespec is behind a pointer) */
 };
 
 /* How a call's condition (or its being a wait) is told. */
 enum condrule {
 	C_NONE = 0,
-	C_FD_READ,  /* a regular file opened in the trace: "file", else a wait (pipe, socket, terminal) */
+	C_FD_READ,  /* a regular file opened in the trace: "file" ("eof" when it read 0 bytes), else a
+	             * wait (pipe, socket, terminal) */
 	C_FD_WRITE, /* a regular file: "file", else the call's first entry */
 	C_LSEEK,    /* whence argument 2: "set", "cur", "end" */
-	C_OPEN,     /* flags argument a: "create" with O_CREAT, else "existing" */
-	C_STAT,     /* AT_EMPTY_PATH in flags argument a: fstat (glibc's fstat on newfstatat) */
+	C_OPEN,     /* flags argument a: "create" with O_CREAT, else "existing"; failed: "missing" */
+	C_STAT,     /* AT_EMPTY_PATH in flags argument a: fstat (glibc's fstat on newfstatat); else
+	             * "existing", failed: "missing" */
 	C_UNLINKAT, /* AT_REMOVEDIR in argument 2: rmdir */
 	C_MMAP,     /* MAP_ANONYMOUS in flags argument 3: "anon", else "file" */
 	C_FUTEX,    /* a wait operation: a wait; else "wake" */
@@ -66,8 +70,8 @@ static const struct callrule callrules[] = {
 	{ "openat", "open", X_NONE, 0, 0, C_OPEN, 2 },
 	{ "creat", "open", X_NONE, 0, 0, C_OPEN, 9 },
 	{ "close", "close", X_NONE, 0, 0, C_NONE, 0 },
-	{ "stat", "stat", X_NONE, 0, 0, C_NONE, 0 },
-	{ "lstat", "stat", X_NONE, 0, 0, C_NONE, 0 },
+	{ "stat", "stat", X_NONE, 0, 0, C_STAT, 9 },
+	{ "lstat", "lstat", X_NONE, 0, 0, C_NONE, 0 },
 	{ "newfstatat", "stat", X_NONE, 0, 0, C_STAT, 3 },
 	{ "statx", "stat", X_NONE, 0, 0, C_STAT, 2 },
 	{ "fstat", "fstat", X_NONE, 0, 0, C_NONE, 0 },
@@ -79,14 +83,14 @@ static const struct callrule callrules[] = {
 	{ "renameat2", "rename", X_NONE, 0, 0, C_NONE, 0 },
 	{ "mkdirat", "mkdir", X_NONE, 0, 0, C_NONE, 0 },
 	{ "dup3", "dup2", X_NONE, 0, 0, C_NONE, 0 },
-	{ "getdents64", "getdents", X_UNKNOWN, 0, 0, C_NONE, 0 },
+	{ "getdents64", "getdents64", X_UNKNOWN, 0, 0, C_NONE, 0 },
 	{ "fread", "fread", X_RET_MUL, 2, 1, C_NONE, 0 },
 	{ "fwrite", "fwrite", X_RET_MUL, 2, 1, C_NONE, 0 },
 	/* memory */
 	{ "malloc", "malloc", X_ARG, 0, 0, C_NONE, 0 },
-	{ "free", "free", X_UNKNOWN, 0, 0, C_NONE, 0 },
+	{ "free", "free", X_BLOCK, 0, 0, C_NONE, 0 },
 	{ "calloc", "calloc", X_MUL, 0, 1, C_NONE, 0 },
-	{ "realloc", "realloc", X_ARG, 1, 0, C_NONE, 0 },
+	{ "realloc", "realloc", X_BLOCK, 0, 1, C_NONE, 0 },
 	{ "memcpy", "memcpy", X_ARG, 2, 0, C_NONE, 0 },
 	{ "memmove", "memmove", X_ARG, 2, 0, C_NONE, 0 },
 	{ "memset", "memset", X_ARG, 2, 0, C_NONE, 0 },
@@ -140,8 +144,8 @@ static const struct callrule callrules[] = {
 	/* time */
 	{ "clock_gettime", "clock_gettime", X_NONE, 0, 0, C_CLOCK, 0 },
 	{ "nanosleep", "nanosleep", X_UNKNOWN, 0, 0, C_NONE, 0 },
-	{ "clock_nanosleep", "nanosleep", X_UNKNOWN, 0, 0, C_NONE, 0 },
-	{ "usleep", "nanosleep", X_USEC, 0, 0, C_NONE, 0 },
+	{ "clock_nanosleep", "clock_nanosleep", X_UNKNOWN, 0, 0, C_NONE, 0 },
+	{ "usleep", "usleep", X_USEC, 0, 0, C_NONE, 0 },
 	{ "sleep", "nanosleep", X_SEC, 0, 0, C_NONE, 0 },
 };
 
@@ -167,6 +171,7 @@ const char *estimate_fate_name(enum estimate_fate f)
 struct tpoint {
 	uint64_t ns;
 	double delta, delta_wo;
+	uint64_t nsys, nlib; /* calls counted so far, each with the recorder's cost outside it */
 };
 
 /* A C library call entered and not yet exited. */
@@ -192,6 +197,12 @@ struct tstate {
 	uint32_t depth;         /* open @plt calls followed (deeper ones ignored) */
 	uint32_t modelled_open; /* how many of them are modelled */
 	double delta, delta_wo;
+	uint64_t nsys, nlib;
+	/* the last event was the exit of a system call (1) or a C library call
+	 * (2) at last_exit: the gap to the next call of that kind is the
+	 * recorder's cost outside a call, plus the program's code between */
+	int last_kind;
+	uint64_t last_exit;
 };
 
 struct proc {
@@ -212,8 +223,20 @@ struct pltname {
 	char name[OSCAL_NAME_MAX];
 };
 
+/* A heap block a C library call returned (malloc, calloc, realloc): its
+ * size, for free's and realloc's x.  size 0: freed. */
+struct block {
+	uint32_t pid;
+	uint64_t ptr, size;
+};
+
+#define ESTIMATE_BLOCKS_MAX (1u << 20) /* past it the table starts again */
+
 struct estimate_priv {
 	struct walk *w;
+	struct block *blocks;
+	uint32_t nblocks, blocks_cap;
+	struct hashindex block_index;
 	struct hashindex row_index;
 	uint32_t rows_cap;
 	struct pltname *plts;
@@ -226,6 +249,7 @@ struct estimate_priv {
 	struct tstate **ts; /* by thread index */
 	uint32_t threads_cap;
 	uint64_t npoints;
+	uint64_t gap_sys, gap_lib; /* the least gaps seen (UINT64_MAX: none) */
 	bool plt_seen;
 	int error;
 	char err[160];
@@ -324,6 +348,69 @@ static void fd_follow(struct estimate_priv *p, uint32_t pid, const char *name, c
 		fd_set_file(pr, (int64_t)(int32_t)args[1], fd_is_file(pr, (int64_t)(int32_t)args[0]));
 }
 
+/* ------------------------------------------------------------ heap blocks */
+
+static bool block_eq(const void *ctx, uint32_t item, const void *key)
+{
+	const struct block *b = &((const struct estimate_priv *)ctx)->blocks[item], *k = key;
+
+	return b->pid == k->pid && b->ptr == k->ptr;
+}
+
+static uint64_t block_hash(uint32_t pid, uint64_t ptr)
+{
+	return hashindex_u64(ptr ^ ((uint64_t)pid << 40));
+}
+
+/* The size of the block at ptr in pid, 0 when unknown or freed. */
+static uint64_t block_get(const struct estimate_priv *p, uint32_t pid, uint64_t ptr)
+{
+	struct block k = { pid, ptr, 0 };
+	int64_t i = hashindex_get(&p->block_index, block_hash(pid, ptr), block_eq, p, &k);
+
+	return i < 0 ? 0 : p->blocks[i].size;
+}
+
+static void block_set(struct estimate_priv *p, uint32_t pid, uint64_t ptr, uint64_t size)
+{
+	struct block k = { pid, ptr, size };
+	uint64_t h = block_hash(pid, ptr);
+	uint32_t slot;
+
+	if (!ptr)
+		return;
+	if (p->nblocks >= ESTIMATE_BLOCKS_MAX) {
+		hashindex_clear(&p->block_index);
+		p->nblocks = 0;
+	}
+	if (hashindex_reserve(&p->block_index) ||
+	    grow((void **)&p->blocks, &p->blocks_cap, p->nblocks + 1, sizeof(*p->blocks), ESTIMATE_BLOCKS_MAX))
+		return; /* not followed: later calls on it have no x */
+	slot = hashindex_slot(&p->block_index, h, block_eq, p, &k);
+	if (p->block_index.val[slot]) {
+		p->blocks[p->block_index.val[slot] - 1].size = size;
+		return;
+	}
+	p->blocks[p->nblocks] = k;
+	hashindex_put(&p->block_index, slot, h, p->nblocks++);
+}
+
+/* What a finished C library call does to the heap blocks. */
+static void block_follow(struct estimate_priv *p, uint32_t pid, const char *name, const uint64_t *args, uint64_t ret)
+{
+	if (!strcmp(name, "malloc"))
+		block_set(p, pid, ret, args[0]);
+	else if (!strcmp(name, "calloc"))
+		block_set(p, pid, ret, args[0] * args[1]);
+	else if (!strcmp(name, "realloc")) {
+		if (ret) {
+			block_set(p, pid, args[0], 0);
+			block_set(p, pid, ret, args[1]);
+		}
+	} else if (!strcmp(name, "free"))
+		block_set(p, pid, args[0], 0);
+}
+
 /* ------------------------------------------------------------ rows */
 
 struct rowkey {
@@ -420,7 +507,7 @@ static const struct oscal_entry *entry_for(const struct estimate *e, const struc
 		fd = (int64_t)(int32_t)arg(c, 0);
 		pr = proc_get(e->p, c->pid);
 		if (fd_is_file(pr, fd))
-			cond = "file";
+			cond = r->cond == C_FD_READ && c->has_ret && c->ret == 0 ? "eof" : "file";
 		else if (r->cond == C_FD_READ) {
 			*fate = ESTIMATE_WAIT;
 			return NULL;
@@ -431,14 +518,18 @@ static const struct oscal_entry *entry_for(const struct estimate *e, const struc
 			cond = arg(c, 2) == 0 ? "set" : arg(c, 2) == 1 ? "cur" : arg(c, 2) == 2 ? "end" : NULL;
 		break;
 	case C_OPEN:
-		if (r->ca == 9)
+		if (c->has_ret && c->ret < 0)
+			cond = "missing";
+		else if (r->ca == 9)
 			cond = "create";
 		else if (c->has_args)
 			cond = arg(c, r->ca) & 0100 ? "create" : "existing";
 		break;
 	case C_STAT:
-		if (c->has_args && (arg(c, r->ca) & 0x1000))
+		if (r->ca != 9 && c->has_args && (arg(c, r->ca) & 0x1000))
 			call = "fstat";
+		else
+			cond = c->has_ret && c->ret < 0 ? "missing" : "existing";
 		break;
 	case C_UNLINKAT:
 		if (c->has_args && (arg(c, 2) & 0x200))
@@ -489,8 +580,11 @@ static const struct oscal_entry *entry_for(const struct estimate *e, const struc
 }
 
 /* The parameter x of c under r for entry en; false when unknown. */
-static bool param_for(const struct oscal_entry *en, const struct callrule *r, const struct callin *c, double *x)
+static bool param_for(const struct estimate *e, const struct oscal_entry *en, const struct callrule *r,
+                      const struct callin *c, double *x)
 {
+	uint64_t size;
+
 	*x = 0;
 	if (!en->param[0])
 		return true;
@@ -519,6 +613,14 @@ static bool param_for(const struct oscal_entry *en, const struct callrule *r, co
 	case X_SEC:
 		*x = (double)arg(c, r->a) * 1e9;
 		return true;
+	case X_BLOCK:
+		size = block_get(e->p, c->pid, arg(c, r->a));
+		if (!size && r->b && c->libcall) {
+			*x = (double)(arg(c, r->b) / 2);
+			return true;
+		}
+		*x = (double)size;
+		return size > 0;
 	default:
 		return false;
 	}
@@ -537,7 +639,7 @@ static enum estimate_fate decide(const struct estimate *e, const struct callin *
 	*model = 0;
 	if (fate != ESTIMATE_MODELLED)
 		return fate;
-	if (!param_for(en, r, c, x)) {
+	if (!param_for(e, en, r, c, x)) {
 		/* a sleep whose request is behind a pointer is a wait for time */
 		if (r && !strcmp(r->call, "nanosleep"))
 			return ESTIMATE_WAIT;
@@ -589,7 +691,7 @@ static struct tstate *tstate_of(struct estimate *e, struct walk_stream *s)
 	return ts;
 }
 
-static void point_add(struct estimate *e, struct tstate *ts, uint64_t ns, double delta, double delta_wo)
+static void point_add(struct estimate *e, struct tstate *ts, uint64_t ns, double delta, double delta_wo, bool lib)
 {
 	struct estimate_priv *p = e->p;
 	int g;
@@ -605,12 +707,17 @@ static void point_add(struct estimate *e, struct tstate *ts, uint64_t ns, double
 	}
 	ts->delta += delta;
 	ts->delta_wo += delta_wo;
+	if (lib)
+		ts->nlib++;
+	else
+		ts->nsys++;
 	ts->pts[ts->npts].ns = ns;
 	ts->pts[ts->npts].delta = ts->delta;
 	ts->pts[ts->npts].delta_wo = ts->delta_wo;
+	ts->pts[ts->npts].nsys = ts->nsys;
+	ts->pts[ts->npts].nlib = ts->nlib;
 	ts->npts++;
 	p->npoints++;
-	e->threads[ts->index].modelled++;
 }
 
 /* Accounts one finished, outermost-or-not call. */
@@ -623,7 +730,10 @@ static void account(struct estimate *e, struct walk_stream *s, struct tstate *ts
 	if (fate != ESTIMATE_MODELLED)
 		model = 0;
 	if (fate == ESTIMATE_MODELLED)
-		point_add(e, ts, exit_ns, model - measured, -measured);
+		e->threads[ts->index].modelled++;
+	if (fate != ESTIMATE_INSIDE && fate != ESTIMATE_UNFINISHED)
+		point_add(e, ts, exit_ns, fate == ESTIMATE_MODELLED ? model - measured : 0,
+		          fate == ESTIMATE_MODELLED ? -measured : 0, c->libcall);
 	if (fate != ESTIMATE_INSIDE && fate != ESTIMATE_UNFINISHED) {
 		if (c->libcall)
 			e->libcalls++;
@@ -709,9 +819,14 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 	    (!strcmp(name, "clone") || !strcmp(name, "clone3") || !strcmp(name, "fork") || !strcmp(name, "vfork")))
 		creation(p, s, ts, (uint32_t)sc->ret, sc->exit_ns);
 	if (!sc->has_exit || !sc->has_enter) {
+		ts->last_kind = 0;
 		account(e, s, ts, &c, call_name(&c), ESTIMATE_UNFINISHED, NULL, 0, 0, 0, 0);
 		return;
 	}
+	if (ts->last_kind == 1 && sc->enter_ns >= ts->last_exit && sc->enter_ns - ts->last_exit < p->gap_sys)
+		p->gap_sys = sc->enter_ns - ts->last_exit;
+	ts->last_kind = 1;
+	ts->last_exit = sc->exit_ns;
 	fate = decide(e, &c, &en, &x, &model);
 	if (ts->modelled_open) {
 		/* inside a modelled C library call: its own time; a wait in it
@@ -772,9 +887,16 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 	struct opencall *oc;
 
 	(void)flags;
-	if (!ts || !(name = plt_name(e, s, addr)))
+	if (!ts)
 		return;
+	if (!(name = plt_name(e, s, addr))) {
+		ts->last_kind = 0;
+		return;
+	}
 	e->p->plt_seen = true;
+	if (ts->last_kind == 2 && ns >= ts->last_exit && ns - ts->last_exit < e->p->gap_lib)
+		e->p->gap_lib = ns - ts->last_exit;
+	ts->last_kind = 0;
 	if (ts->depth++ >= ESTIMATE_STACK_MAX)
 		return;
 	oc = &ts->stack[ts->depth - 1];
@@ -853,7 +975,10 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	char tname[OSCAL_NAME_MAX + 8];
 	bool inside;
 
-	if (!ts || !ts->depth)
+	if (!ts)
+		return;
+	ts->last_kind = 0;
+	if (!ts->depth)
 		return;
 	if (ts->depth > ESTIMATE_STACK_MAX) {
 		if (plt_name(e, s, addr))
@@ -864,6 +989,8 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	if (oc->addr != addr || oc->depth != depth)
 		return;
 	ts->depth--;
+	ts->last_kind = 2;
+	ts->last_exit = ns;
 	if (oc->modelled)
 		ts->modelled_open--;
 	inside = ts->modelled_open > 0;
@@ -887,6 +1014,8 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 		return;
 	}
 	fate = decide(e, &c, &en, &x, &model);
+	if (oc->has_args && oc->has_ret)
+		block_follow(e->p, s->pid, oc->name, oc->args, oc->ret);
 	if (inside)
 		fate = ESTIMATE_INSIDE;
 	else if (oc->waited)
@@ -899,8 +1028,10 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 /* ------------------------------------------------------------ the time line */
 
 /* The thread's added deltas by measured time t (calls ended by then). */
-static void deltas_at(const struct tstate *ts, uint64_t t, double *d, double *d_wo)
+static void deltas_at(const struct estimate *e, const struct tstate *ts, uint64_t t, double *d, double *d_wo)
 {
+	double o;
+
 	uint32_t lo = 0, hi = ts->npts;
 
 	while (lo < hi) {
@@ -911,8 +1042,13 @@ static void deltas_at(const struct tstate *ts, uint64_t t, double *d, double *d_
 		else
 			hi = mid;
 	}
-	*d = lo ? ts->pts[lo - 1].delta : 0;
-	*d_wo = lo ? ts->pts[lo - 1].delta_wo : 0;
+	if (!lo) {
+		*d = *d_wo = 0;
+		return;
+	}
+	o = e->overhead_sys_ns * (double)ts->pts[lo - 1].nsys + e->overhead_lib_ns * (double)ts->pts[lo - 1].nlib;
+	*d = ts->pts[lo - 1].delta - o;
+	*d_wo = ts->pts[lo - 1].delta_wo - o;
 }
 
 static int32_t find_creator(const struct estimate *e, uint32_t i)
@@ -977,13 +1113,15 @@ static int timeline(struct estimate *e)
 		const struct tstate *ts = p->ts[order[k]];
 		int32_t c = find_creator(e, order[k]);
 
-		t->delta = ts->delta;
-		t->delta_wo = ts->delta_wo;
+		t->calls = ts->nsys + ts->nlib;
+		t->overhead = e->overhead_sys_ns * (double)ts->nsys + e->overhead_lib_ns * (double)ts->nlib;
+		t->delta = ts->delta - t->overhead;
+		t->delta_wo = ts->delta_wo - t->overhead;
 		if (c >= 0 && done[c]) {
 			const struct estimate_thread *ct = &e->threads[c];
 			double d, d_wo;
 
-			deltas_at(p->ts[c], t->first_ns, &d, &d_wo);
+			deltas_at(e, p->ts[c], t->first_ns, &d, &d_wo);
 			t->creator = c;
 			t->start = ct->start + (double)(t->first_ns - ct->first_ns) + d;
 			t->start_wo = ct->start_wo + (double)(t->first_ns - ct->first_ns) + d_wo;
@@ -1038,6 +1176,7 @@ int estimate_run(struct estimate *e, struct walk *w, char *err, size_t errlen)
 	}
 	e->p = p;
 	p->w = w;
+	p->gap_sys = p->gap_lib = UINT64_MAX;
 	r = walk_run_by_time(w, &ops);
 	if (!r && p->error)
 		r = p->error;
@@ -1071,6 +1210,15 @@ int estimate_run(struct estimate *e, struct walk *w, char *err, size_t errlen)
 			e->t1 = s->last_ns;
 	}
 	e->span_ns = e->t1 > e->t0 ? (double)(e->t1 - e->t0) : 0;
+	e->gap_sys_ns = p->gap_sys == UINT64_MAX ? -1 : (double)p->gap_sys;
+	e->gap_lib_ns = p->gap_lib == UINT64_MAX ? -1 : (double)p->gap_lib;
+	if (e->opts.overhead_given) {
+		e->overhead_sys_ns = e->opts.overhead_sys_ns;
+		e->overhead_lib_ns = e->opts.overhead_lib_ns;
+	} else {
+		e->overhead_sys_ns = e->gap_sys_ns > 0 ? e->gap_sys_ns : 0;
+		e->overhead_lib_ns = e->gap_lib_ns > 0 ? e->gap_lib_ns : 0;
+	}
 	r = timeline(e);
 	if (r) {
 		snprintf(err, errlen, "out of memory");
@@ -1094,6 +1242,8 @@ void estimate_release(struct estimate *e)
 		free(p->ts);
 		hashindex_release(&p->row_index);
 		hashindex_release(&p->plt_index);
+		hashindex_release(&p->block_index);
+		free(p->blocks);
 		free(p->plts);
 		free(p->procs);
 		free(p->creations);

@@ -84,7 +84,9 @@ struct estimate_thread {
 	uint32_t pid, tid, image;
 	int32_t creator; /* index in threads, -1: none (a root) */
 	uint64_t first_ns, last_ns;
-	uint64_t modelled;       /* calls */
+	uint64_t modelled;       /* calls modelled */
+	uint64_t calls;          /* calls counted (finished, not inside a modelled one) */
+	double overhead;         /* the recorder's cost taken off: calls x its cost per call */
 	double delta, delta_wo;  /* sum of model - measured; of - measured */
 	double start, end;       /* on the estimated time line, from the program's start */
 	double start_wo, end_wo; /* the same without the call models */
@@ -95,6 +97,11 @@ struct estimate_opts {
 	 * the callback */
 	void (*on_call)(void *ctx, const struct estimate_call *c);
 	void *ctx;
+	/* the recorder's cost per call outside the call's measured time, for a
+	 * system call and a C library call (ns); when not given, the least gap
+	 * between two consecutive calls of that kind in a thread of the trace */
+	bool overhead_given;
+	double overhead_sys_ns, overhead_lib_ns;
 };
 
 struct estimate {
@@ -106,7 +113,11 @@ struct estimate {
 	double estimate_ns;          /* with the call models */
 	double without_ns;           /* with each modelled call's time 0 */
 	uint64_t syscalls, libcalls; /* calls seen (finished, outermost) */
-	struct estimate_row *rows;   /* modelled rows first, then the others, each by name */
+	/* the least gap between consecutive system calls, C library calls of a
+	 * thread (-1: none), and the cost per call taken off (opts, else these) */
+	double gap_sys_ns, gap_lib_ns;
+	double overhead_sys_ns, overhead_lib_ns;
+	struct estimate_row *rows; /* modelled rows first, then the others, each by name */
 	uint32_t nrows;
 	struct estimate_thread *threads; /* in the walk's order of streams */
 	uint32_t nthreads;
