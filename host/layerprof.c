@@ -8,6 +8,7 @@
 #include "common/exepath.h"
 #include "host/builtin.h"
 #include "host/energy.h"
+#include "host/oscal.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/options.h"
 #include "lp_version.h"
@@ -35,6 +36,7 @@ static const struct command commands[] = {
 	{ "coverage", cmd_coverage, "a trace against its binaries' static call graph: what never ran" },
 	{ "energy", cmd_energy, "power sources, and a model of energy from event counts: train, check" },
 	{ "tune", cmd_tune, "search a program's parameters for the best time or energy" },
+	{ "oscal", cmd_oscal, "OS and C-library call timing: measure, model, report, compare platforms" },
 	{ "estimate", cmd_estimate, "a program's run time on a characterised platform, from its trace" },
 };
 
