@@ -40,8 +40,8 @@ static const char estimate_usage[] =
     "  -o, --output FILE     write there instead of stdout\n"
     "  -h, --help            this text\n"
     "\n"
-    "Exit status: 0 ok, 1 bad calibration or failure, 2 usage, 3 trace missing,\n"
-    "empty, damaged or of another version.\n";
+    "Exit status: 0 ok, 1 no calibration, a bad one, or a failure, 2 usage, 3 trace\n"
+    "missing, empty, damaged, of another version, or without system or C library calls.\n";
 
 enum { OPT_CAL = 256, OPT_MEASURED, OPT_CALLS, OPT_FORMAT, OPT_OVERHEAD };
 
@@ -329,7 +329,7 @@ int cmd_estimate(int argc, char **argv)
 		return LP_EXIT_USAGE;
 	if (!calpath) {
 		fprintf(stderr, "layerprof estimate: no calibration: give --cal FILE (layerprof oscal run -o FILE)\n");
-		return LP_EXIT_USAGE;
+		return LP_EXIT_FAILURE;
 	}
 	oscal_cal_init(&cal);
 	r = oscal_cal_read(calpath, &cal, err, sizeof(err));

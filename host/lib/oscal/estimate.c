@@ -7,155 +7,12 @@
 #include <string.h>
 
 #include "common/systab.h"
+#include "host/lib/oscal/estcall.h"
 #include "host/lib/oscal/estimate.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/hashindex.h"
 
 /* How a call's parameter x is had. */
-enum xrule {
-	X_NONE = 0, /* the entry has no parameter */
-	X_ARG,      /* argument a */
-	X_RET_ARG,  /* the result when >= 0 (what the call did: bytes read), else argument a */
-	X_RET,      /* the result when >= 0, else unknown */
-	X_MUL,      /* argument a times argument b (calloc) */
-	X_RET_MUL,  /* the result times argument b when >= 0, else a x b (fread: items x size) */
-	X_USEC,     /* argument a microseconds, in ns (usleep) */
-	X_SEC,      /* argument a seconds, in ns (sleep) */
-	X_BLOCK,    /* the size of the heap block argument a points to (free; realloc: the old size, the
-	             * suite's x, else argument b / 2) */
-	X_UNKNOWN,  /* the trace does not hold it (nanosleep's timespec is behind a pointer) */
-};
-
-/* How a call's condition (or its being a wait) is told. */
-enum condrule {
-	C_NONE = 0,
-	C_FD_READ,  /* a regular file opened in the trace: "file" ("eof" when it read 0 bytes), else a
-	             * wait (pipe, socket, terminal) */
-	C_FD_WRITE, /* a regular file: "file", else the call's first entry */
-	C_LSEEK,    /* whence argument 2: "set", "cur", "end" */
-	C_OPEN,     /* flags argument a: "create" with O_CREAT, else "existing"; failed: "missing" */
-	C_STAT,     /* AT_EMPTY_PATH in flags argument a: fstat (glibc's fstat on newfstatat); else
-	             * "existing", failed: "missing" */
-	C_UNLINKAT, /* AT_REMOVEDIR in argument 2: rmdir */
-	C_MMAP,     /* MAP_ANONYMOUS in flags argument 3: "anon", else "file" */
-	C_FUTEX,    /* a wait operation: a wait; else "wake" */
-	C_KILL,     /* the caller's own pid: "self"; no such task: "none"; else "other" */
-	C_CLOCK,    /* clock id argument 0: "monotonic", "realtime", ... */
-	C_WAIT,     /* always a wait */
-	C_NEVER,    /* never modelled: the suite's entry of that name times more than the call */
-};
-
-struct callrule {
-	const char *name; /* as the trace names it (syscall, or libcall without @plt) */
-	const char *call; /* the calibration's call */
-	uint8_t x, a, b;  /* enum xrule and its arguments */
-	uint8_t cond, ca; /* enum condrule and its argument */
-};
-
-/* System calls (the kernel's names) and C library calls (NAME@plt without
- * @plt) in one table: where both have a name, they mean the same call. */
-static const struct callrule callrules[] = {
-	/* file */
-	{ "read", "read", X_RET_ARG, 2, 0, C_FD_READ, 0 },
-	{ "write", "write", X_RET_ARG, 2, 0, C_FD_WRITE, 0 },
-	{ "pread64", "pread", X_RET_ARG, 2, 0, C_FD_READ, 0 },
-	{ "pread", "pread", X_RET_ARG, 2, 0, C_FD_READ, 0 },
-	{ "pwrite64", "pwrite", X_RET_ARG, 2, 0, C_FD_WRITE, 0 },
-	{ "pwrite", "pwrite", X_RET_ARG, 2, 0, C_FD_WRITE, 0 },
-	{ "readv", "readv", X_RET, 0, 0, C_FD_READ, 0 },
-	{ "writev", "writev", X_RET, 0, 0, C_FD_WRITE, 0 },
-	{ "sendfile", "sendfile", X_RET_ARG, 3, 0, C_NONE, 0 },
-	{ "lseek", "lseek", X_NONE, 0, 0, C_LSEEK, 0 },
-	{ "open", "open", X_NONE, 0, 0, C_OPEN, 1 },
-	{ "openat", "open", X_NONE, 0, 0, C_OPEN, 2 },
-	{ "creat", "open", X_NONE, 0, 0, C_OPEN, 9 },
-	{ "close", "close", X_NONE, 0, 0, C_NONE, 0 },
-	{ "stat", "stat", X_NONE, 0, 0, C_STAT, 9 },
-	{ "lstat", "lstat", X_NONE, 0, 0, C_NONE, 0 },
-	{ "newfstatat", "stat", X_NONE, 0, 0, C_STAT, 3 },
-	{ "statx", "stat", X_NONE, 0, 0, C_STAT, 2 },
-	{ "fstat", "fstat", X_NONE, 0, 0, C_NONE, 0 },
-	{ "access", "access", X_NONE, 0, 0, C_NONE, 0 },
-	{ "faccessat", "access", X_NONE, 0, 0, C_NONE, 0 },
-	{ "faccessat2", "access", X_NONE, 0, 0, C_NONE, 0 },
-	{ "unlinkat", "unlink", X_NONE, 0, 0, C_UNLINKAT, 0 },
-	{ "renameat", "rename", X_NONE, 0, 0, C_NONE, 0 },
-	{ "renameat2", "rename", X_NONE, 0, 0, C_NONE, 0 },
-	{ "mkdirat", "mkdir", X_NONE, 0, 0, C_NONE, 0 },
-	{ "dup3", "dup2", X_NONE, 0, 0, C_NONE, 0 },
-	{ "getdents64", "getdents64", X_UNKNOWN, 0, 0, C_NONE, 0 },
-	{ "fread", "fread", X_RET_MUL, 2, 1, C_NONE, 0 },
-	{ "fwrite", "fwrite", X_RET_MUL, 2, 1, C_NONE, 0 },
-	/* memory */
-	{ "malloc", "malloc", X_ARG, 0, 0, C_NONE, 0 },
-	{ "free", "free", X_BLOCK, 0, 0, C_NONE, 0 },
-	{ "calloc", "calloc", X_MUL, 0, 1, C_NONE, 0 },
-	{ "realloc", "realloc", X_BLOCK, 0, 1, C_NONE, 0 },
-	{ "memcpy", "memcpy", X_ARG, 2, 0, C_NONE, 0 },
-	{ "memmove", "memmove", X_ARG, 2, 0, C_NONE, 0 },
-	{ "memset", "memset", X_ARG, 2, 0, C_NONE, 0 },
-	{ "memcmp", "memcmp", X_ARG, 2, 0, C_NONE, 0 },
-	{ "strlen", "strlen", X_RET, 0, 0, C_NONE, 0 },
-	{ "strcpy", "strcpy", X_UNKNOWN, 0, 0, C_NONE, 0 },
-	{ "mmap", "mmap", X_ARG, 1, 0, C_MMAP, 3 },
-	{ "munmap", "munmap", X_ARG, 1, 0, C_NONE, 0 },
-	{ "mprotect", "mprotect", X_ARG, 1, 0, C_NONE, 0 },
-	/* processes and threads: creation is followed by the time line, its
-	 * suite entries time the child's run too */
-	{ "clone", "clone", X_NONE, 0, 0, C_NEVER, 0 },
-	{ "clone3", "clone", X_NONE, 0, 0, C_NEVER, 0 },
-	{ "fork", "fork", X_NONE, 0, 0, C_NEVER, 0 },
-	{ "vfork", "vfork", X_NONE, 0, 0, C_NEVER, 0 },
-	{ "execve", "execve", X_NONE, 0, 0, C_NEVER, 0 },
-	{ "system", "system", X_NONE, 0, 0, C_NEVER, 0 },
-	{ "wait4", "wait4", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "waitid", "waitid", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "waitpid", "waitpid", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "pthread_join", "pthread_join", X_NONE, 0, 0, C_WAIT, 0 },
-	/* sync */
-	{ "futex", "futex", X_NONE, 0, 0, C_FUTEX, 1 },
-	{ "pthread_cond_wait", "pthread_cond_wait", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "sem_wait", "sem_wait", X_NONE, 0, 0, C_WAIT, 0 },
-	/* ipc */
-	{ "pipe2", "pipe", X_NONE, 0, 0, C_NONE, 0 },
-	{ "eventfd2", "eventfd", X_NONE, 0, 0, C_NONE, 0 },
-	{ "recv", "recv", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "recvfrom", "recvfrom", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "recvmsg", "recvmsg", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "accept", "accept", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "accept4", "accept", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "poll", "poll", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "ppoll", "poll", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "select", "select", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "pselect6", "select", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "epoll_wait", "epoll_wait", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "epoll_pwait", "epoll_wait", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "epoll_pwait2", "epoll_wait", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "msgrcv", "msgrcv", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "mq_timedreceive", "mq_receive", X_NONE, 0, 0, C_WAIT, 0 },
-	/* signals */
-	{ "kill", "kill", X_NONE, 0, 0, C_KILL, 0 },
-	{ "tgkill", "raise", X_NONE, 0, 0, C_NONE, 0 },
-	{ "rt_sigaction", "sigaction", X_NONE, 0, 0, C_NONE, 0 },
-	{ "rt_sigprocmask", "sigprocmask", X_NONE, 0, 0, C_NONE, 0 },
-	{ "pause", "pause", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "rt_sigsuspend", "sigsuspend", X_NONE, 0, 0, C_WAIT, 0 },
-	{ "rt_sigtimedwait", "sigtimedwait", X_NONE, 0, 0, C_WAIT, 0 },
-	/* time */
-	{ "clock_gettime", "clock_gettime", X_NONE, 0, 0, C_CLOCK, 0 },
-	{ "nanosleep", "nanosleep", X_UNKNOWN, 0, 0, C_NONE, 0 },
-	{ "clock_nanosleep", "clock_nanosleep", X_UNKNOWN, 0, 0, C_NONE, 0 },
-	{ "usleep", "usleep", X_USEC, 0, 0, C_NONE, 0 },
-	{ "sleep", "nanosleep", X_SEC, 0, 0, C_NONE, 0 },
-};
-
-#define NRULES (sizeof(callrules) / sizeof(callrules[0]))
-
-static const char *const clock_conds[] = {
-	"realtime",      "monotonic",       "process",          "thread",
-	"monotonic_raw", "realtime_coarse", "monotonic_coarse", "boottime",
-};
-
 const char *estimate_fate_name(enum estimate_fate f)
 {
 	static const char *const names[] = { "modelled", "no entry",   "no model", "no parameter",
@@ -205,11 +62,6 @@ struct tstate {
 	uint64_t last_exit;
 };
 
-struct proc {
-	uint32_t pid;
-	uint8_t files[ESTIMATE_FDS_MAX / 8]; /* fds opened as files */
-};
-
 struct creation {
 	uint32_t creator; /* thread index */
 	uint32_t child;   /* tid (pid of a forked process) */
@@ -223,27 +75,14 @@ struct pltname {
 	char name[OSCAL_NAME_MAX];
 };
 
-/* A heap block a C library call returned (malloc, calloc, realloc): its
- * size, for free's and realloc's x.  size 0: freed. */
-struct block {
-	uint32_t pid;
-	uint64_t ptr, size;
-};
-
-#define ESTIMATE_BLOCKS_MAX (1u << 20) /* past it the table starts again */
-
 struct estimate_priv {
 	struct walk *w;
-	struct block *blocks;
-	uint32_t nblocks, blocks_cap;
-	struct hashindex block_index;
+	struct estcall calls; /* files and heap blocks followed */
 	struct hashindex row_index;
 	uint32_t rows_cap;
 	struct pltname *plts;
 	uint32_t nplts, plts_cap;
 	struct hashindex plt_index;
-	struct proc *procs;
-	uint32_t nprocs, procs_cap;
 	struct creation *creations;
 	uint32_t ncreations, creations_cap;
 	struct tstate **ts; /* by thread index */
@@ -269,146 +108,6 @@ static void fail(struct estimate_priv *p, int error, const char *what)
 		return;
 	p->error = error;
 	snprintf(p->err, sizeof(p->err), "%s", what);
-}
-
-static int grow(void **v, uint32_t *cap, uint32_t need, size_t size, uint32_t max)
-{
-	uint32_t n;
-	void *g;
-
-	if (need <= *cap)
-		return 0;
-	if (need > max)
-		return -E2BIG;
-	n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	if (n > max)
-		n = max;
-	g = realloc(*v, (size_t)n * size);
-	if (!g)
-		return -ENOMEM;
-	*v = g;
-	*cap = n;
-	return 0;
-}
-
-static const struct callrule *rule_find(const char *name)
-{
-	for (size_t i = 0; i < NRULES; i++)
-		if (!strcmp(callrules[i].name, name))
-			return &callrules[i];
-	return NULL;
-}
-
-/* ------------------------------------------------------------ processes' files */
-
-static struct proc *proc_get(struct estimate_priv *p, uint32_t pid)
-{
-	for (uint32_t i = 0; i < p->nprocs; i++)
-		if (p->procs[i].pid == pid)
-			return &p->procs[i];
-	if (grow((void **)&p->procs, &p->procs_cap, p->nprocs + 1, sizeof(*p->procs), ESTIMATE_THREADS_MAX))
-		return NULL;
-	memset(&p->procs[p->nprocs], 0, sizeof(p->procs[0]));
-	p->procs[p->nprocs].pid = pid;
-	return &p->procs[p->nprocs++];
-}
-
-static bool fd_is_file(struct proc *pr, int64_t fd)
-{
-	return pr && fd >= 0 && fd < ESTIMATE_FDS_MAX && (pr->files[fd / 8] >> (fd % 8) & 1);
-}
-
-static void fd_set_file(struct proc *pr, int64_t fd, bool file)
-{
-	if (!pr || fd < 0 || fd >= ESTIMATE_FDS_MAX)
-		return;
-	if (file)
-		pr->files[fd / 8] |= (uint8_t)(1u << (fd % 8));
-	else
-		pr->files[fd / 8] &= (uint8_t) ~(1u << (fd % 8));
-}
-
-/* What a finished call does to the process's table of files. */
-static void fd_follow(struct estimate_priv *p, uint32_t pid, const char *name, const uint64_t *args, int64_t ret)
-{
-	struct proc *pr;
-
-	if (ret < 0)
-		return;
-	pr = proc_get(p, pid);
-	if (!strcmp(name, "open") || !strcmp(name, "openat") || !strcmp(name, "creat"))
-		fd_set_file(pr, ret, true);
-	else if (!strcmp(name, "close"))
-		fd_set_file(pr, (int64_t)(int32_t)args[0], false);
-	else if (!strcmp(name, "dup"))
-		fd_set_file(pr, ret, fd_is_file(pr, (int64_t)(int32_t)args[0]));
-	else if (!strcmp(name, "dup2") || !strcmp(name, "dup3"))
-		fd_set_file(pr, (int64_t)(int32_t)args[1], fd_is_file(pr, (int64_t)(int32_t)args[0]));
-}
-
-/* ------------------------------------------------------------ heap blocks */
-
-static bool block_eq(const void *ctx, uint32_t item, const void *key)
-{
-	const struct block *b = &((const struct estimate_priv *)ctx)->blocks[item], *k = key;
-
-	return b->pid == k->pid && b->ptr == k->ptr;
-}
-
-static uint64_t block_hash(uint32_t pid, uint64_t ptr)
-{
-	return hashindex_u64(ptr ^ ((uint64_t)pid << 40));
-}
-
-/* The size of the block at ptr in pid, 0 when unknown or freed. */
-static uint64_t block_get(const struct estimate_priv *p, uint32_t pid, uint64_t ptr)
-{
-	struct block k = { pid, ptr, 0 };
-	int64_t i = hashindex_get(&p->block_index, block_hash(pid, ptr), block_eq, p, &k);
-
-	return i < 0 ? 0 : p->blocks[i].size;
-}
-
-static void block_set(struct estimate_priv *p, uint32_t pid, uint64_t ptr, uint64_t size)
-{
-	struct block k = { pid, ptr, size };
-	uint64_t h = block_hash(pid, ptr);
-	uint32_t slot;
-
-	if (!ptr)
-		return;
-	if (p->nblocks >= ESTIMATE_BLOCKS_MAX) {
-		hashindex_clear(&p->block_index);
-		p->nblocks = 0;
-	}
-	if (hashindex_reserve(&p->block_index) ||
-	    grow((void **)&p->blocks, &p->blocks_cap, p->nblocks + 1, sizeof(*p->blocks), ESTIMATE_BLOCKS_MAX))
-		return; /* not followed: later calls on it have no x */
-	slot = hashindex_slot(&p->block_index, h, block_eq, p, &k);
-	if (p->block_index.val[slot]) {
-		p->blocks[p->block_index.val[slot] - 1].size = size;
-		return;
-	}
-	p->blocks[p->nblocks] = k;
-	hashindex_put(&p->block_index, slot, h, p->nblocks++);
-}
-
-/* What a finished C library call does to the heap blocks. */
-static void block_follow(struct estimate_priv *p, uint32_t pid, const char *name, const uint64_t *args, uint64_t ret)
-{
-	if (!strcmp(name, "malloc"))
-		block_set(p, pid, ret, args[0]);
-	else if (!strcmp(name, "calloc"))
-		block_set(p, pid, ret, args[0] * args[1]);
-	else if (!strcmp(name, "realloc")) {
-		if (ret) {
-			block_set(p, pid, args[0], 0);
-			block_set(p, pid, ret, args[1]);
-		}
-	} else if (!strcmp(name, "free"))
-		block_set(p, pid, args[0], 0);
 }
 
 /* ------------------------------------------------------------ rows */
@@ -443,7 +142,8 @@ static void row_add(struct estimate *e, const char *name, const char *entry, enu
 	if (p->row_index.val[slot]) {
 		r = &e->rows[p->row_index.val[slot] - 1];
 	} else {
-		int g = grow((void **)&e->rows, &p->rows_cap, e->nrows + 1, sizeof(*e->rows), ESTIMATE_NAMES_MAX);
+		int g =
+		    estcall_grow((void **)&e->rows, &p->rows_cap, e->nrows + 1, sizeof(*e->rows), ESTIMATE_NAMES_MAX);
 
 		if (g) {
 			fail(p, g, g == -E2BIG ? "too many call names" : "out of memory");
@@ -461,198 +161,6 @@ static void row_add(struct estimate *e, const char *name, const char *entry, enu
 	r->model_ns += model;
 }
 
-/* ------------------------------------------------------------ deciding a call */
-
-/* A call in the making: what the rules need of it. */
-struct callin {
-	const char *tname; /* as the trace names it */
-	const char *name;  /* rule lookup name (libcall without @plt) */
-	bool libcall;
-	const uint64_t *args;
-	uint32_t nargs;
-	bool has_args;
-	bool has_ret;
-	int64_t ret;
-	uint32_t pid, tid;
-};
-
-static uint64_t arg(const struct callin *c, unsigned i)
-{
-	return i < c->nargs ? c->args[i] : 0;
-}
-
-/* The entry for c under rule r (NULL: r unknown, then the call by name).
- * Sets *fate to WAIT, NEVER-as-NO_ENTRY, NO_ENTRY or NO_MODEL when no
- * modelled entry applies. */
-static const struct oscal_entry *entry_for(const struct estimate *e, const struct callrule *r, const struct callin *c,
-                                           enum estimate_fate *fate)
-{
-	const char *call = r ? r->call : c->name, *cond = NULL;
-	const struct oscal_entry *en;
-	struct proc *pr;
-	int64_t fd;
-
-	*fate = ESTIMATE_MODELLED;
-	switch (r ? r->cond : C_NONE) {
-	case C_NEVER:
-		*fate = ESTIMATE_NO_ENTRY;
-		return NULL;
-	case C_WAIT:
-		*fate = ESTIMATE_WAIT;
-		return NULL;
-	case C_FD_READ:
-	case C_FD_WRITE:
-		if (!c->has_args)
-			break;
-		fd = (int64_t)(int32_t)arg(c, 0);
-		pr = proc_get(e->p, c->pid);
-		if (fd_is_file(pr, fd))
-			cond = r->cond == C_FD_READ && c->has_ret && c->ret == 0 ? "eof" : "file";
-		else if (r->cond == C_FD_READ) {
-			*fate = ESTIMATE_WAIT;
-			return NULL;
-		}
-		break;
-	case C_LSEEK:
-		if (c->has_args)
-			cond = arg(c, 2) == 0 ? "set" : arg(c, 2) == 1 ? "cur" : arg(c, 2) == 2 ? "end" : NULL;
-		break;
-	case C_OPEN:
-		if (c->has_ret && c->ret < 0)
-			cond = "missing";
-		else if (r->ca == 9)
-			cond = "create";
-		else if (c->has_args)
-			cond = arg(c, r->ca) & 0100 ? "create" : "existing";
-		break;
-	case C_STAT:
-		if (r->ca != 9 && c->has_args && (arg(c, r->ca) & 0x1000))
-			call = "fstat";
-		else
-			cond = c->has_ret && c->ret < 0 ? "missing" : "existing";
-		break;
-	case C_UNLINKAT:
-		if (c->has_args && (arg(c, 2) & 0x200))
-			call = "rmdir";
-		break;
-	case C_MMAP:
-		if (c->has_args)
-			cond = arg(c, r->ca) & 0x20 ? "anon" : "file";
-		break;
-	case C_FUTEX: {
-		unsigned op = (unsigned)arg(c, r->ca) & 127u;
-
-		/* WAIT, LOCK_PI, WAIT_BITSET, WAIT_REQUEUE_PI, LOCK_PI2 */
-		if (!c->has_args || op == 0 || op == 6 || op == 9 || op == 11 || op == 13) {
-			*fate = ESTIMATE_WAIT;
-			return NULL;
-		}
-		cond = "wake";
-		break;
-	}
-	case C_KILL:
-		if (c->has_ret && c->ret < 0 && (!c->libcall ? c->ret == -ESRCH : true))
-			cond = "none";
-		else if (c->has_args && (uint32_t)arg(c, 0) == c->pid)
-			cond = "self";
-		else if (c->has_args)
-			cond = "other";
-		break;
-	case C_CLOCK:
-		if (c->has_args && arg(c, 0) < sizeof(clock_conds) / sizeof(clock_conds[0]))
-			cond = clock_conds[arg(c, 0)];
-		break;
-	default:
-		break;
-	}
-	en = cond ? oscal_cal_find_call(e->cal, call, cond) : NULL;
-	if (!en)
-		en = oscal_cal_find_call(e->cal, call, NULL);
-	if (!en) {
-		*fate = ESTIMATE_NO_ENTRY;
-		return NULL;
-	}
-	if (en->status != OSCAL_MEASURED || en->model.form == OSCAL_NONE) {
-		*fate = ESTIMATE_NO_MODEL;
-		return en;
-	}
-	return en;
-}
-
-/* The parameter x of c under r for entry en; false when unknown. */
-static bool param_for(const struct estimate *e, const struct oscal_entry *en, const struct callrule *r,
-                      const struct callin *c, double *x)
-{
-	uint64_t size;
-
-	*x = 0;
-	if (!en->param[0])
-		return true;
-	if (!r || !c->has_args)
-		return false;
-	switch (r->x) {
-	case X_ARG:
-		*x = (double)arg(c, r->a);
-		return true;
-	case X_RET_ARG:
-		*x = c->has_ret && c->ret >= 0 ? (double)c->ret : (double)arg(c, r->a);
-		return true;
-	case X_RET:
-		*x = (double)c->ret;
-		return c->has_ret && c->ret >= 0;
-	case X_MUL:
-		*x = (double)arg(c, r->a) * (double)arg(c, r->b);
-		return true;
-	case X_RET_MUL:
-		*x = c->has_ret && c->ret >= 0 ? (double)c->ret * (double)arg(c, r->b)
-		                               : (double)arg(c, r->a) * (double)arg(c, r->b);
-		return true;
-	case X_USEC:
-		*x = (double)arg(c, r->a) * 1e3;
-		return true;
-	case X_SEC:
-		*x = (double)arg(c, r->a) * 1e9;
-		return true;
-	case X_BLOCK:
-		size = block_get(e->p, c->pid, arg(c, r->a));
-		if (!size && r->b && c->libcall) {
-			*x = (double)(arg(c, r->b) / 2);
-			return true;
-		}
-		*x = (double)size;
-		return size > 0;
-	default:
-		return false;
-	}
-}
-
-/* Decides c: its fate, entry, x and model time. */
-static enum estimate_fate decide(const struct estimate *e, const struct callin *c, const struct oscal_entry **enp,
-                                 double *x, double *model)
-{
-	const struct callrule *r = rule_find(c->name);
-	enum estimate_fate fate;
-	const struct oscal_entry *en = entry_for(e, r, c, &fate);
-
-	*enp = en;
-	*x = 0;
-	*model = 0;
-	if (fate != ESTIMATE_MODELLED)
-		return fate;
-	if (!param_for(e, en, r, c, x)) {
-		/* a sleep whose request is behind a pointer is a wait for time */
-		if (r && !strcmp(r->call, "nanosleep"))
-			return ESTIMATE_WAIT;
-		return ESTIMATE_NO_PARAM;
-	}
-	*model = oscal_model_eval(&en->model, *x);
-	if (!isfinite(*model))
-		return ESTIMATE_NO_MODEL;
-	if (*model < 0)
-		*model = 0;
-	return ESTIMATE_MODELLED;
-}
-
 /* ------------------------------------------------------------ threads */
 
 static struct tstate *tstate_of(struct estimate *e, struct walk_stream *s)
@@ -664,7 +172,8 @@ static struct tstate *tstate_of(struct estimate *e, struct walk_stream *s)
 
 	if (s->user)
 		return s->user;
-	g = grow((void **)&e->threads, &p->threads_cap, e->nthreads + 1, sizeof(*e->threads), ESTIMATE_THREADS_MAX);
+	g = estcall_grow((void **)&e->threads, &p->threads_cap, e->nthreads + 1, sizeof(*e->threads),
+	                 ESTIMATE_THREADS_MAX);
 	if (!g) {
 		uint32_t cap = p->threads_cap;
 		struct tstate **v = realloc(p->ts, (size_t)cap * sizeof(*v));
@@ -700,7 +209,7 @@ static void point_add(struct estimate *e, struct tstate *ts, uint64_t ns, double
 		fail(p, -E2BIG, "too many modelled calls for the time line");
 		return;
 	}
-	g = grow((void **)&ts->pts, &ts->cap, ts->npts + 1, sizeof(*ts->pts), ESTIMATE_POINTS_MAX);
+	g = estcall_grow((void **)&ts->pts, &ts->cap, ts->npts + 1, sizeof(*ts->pts), ESTIMATE_POINTS_MAX);
 	if (g) {
 		fail(p, g, "out of memory");
 		return;
@@ -721,7 +230,7 @@ static void point_add(struct estimate *e, struct tstate *ts, uint64_t ns, double
 }
 
 /* Accounts one finished, outermost-or-not call. */
-static void account(struct estimate *e, struct walk_stream *s, struct tstate *ts, const struct callin *c,
+static void account(struct estimate *e, struct walk_stream *s, struct tstate *ts, const struct estcall_in *c,
                     const char *call, enum estimate_fate fate, const struct oscal_entry *en, double x,
                     uint64_t enter_ns, uint64_t exit_ns, double model)
 {
@@ -761,9 +270,9 @@ static void account(struct estimate *e, struct walk_stream *s, struct tstate *ts
 	}
 }
 
-static const char *call_name(const struct callin *c)
+static const char *call_name(const struct estcall_in *c)
 {
-	const struct callrule *r = rule_find(c->name);
+	const struct callrule *r = estcall_rule(c->name);
 
 	return r ? r->call : c->name;
 }
@@ -775,20 +284,14 @@ static const char *call_name(const struct callin *c)
  * table is its process's; the copy under its tid is never read). */
 static void creation(struct estimate_priv *p, struct walk_stream *s, struct tstate *ts, uint32_t child, uint64_t ns)
 {
-	struct proc *from, *to;
-
-	if (!grow((void **)&p->creations, &p->creations_cap, p->ncreations + 1, sizeof(*p->creations),
-	          ESTIMATE_THREADS_MAX)) {
+	if (!estcall_grow((void **)&p->creations, &p->creations_cap, p->ncreations + 1, sizeof(*p->creations),
+	                  ESTIMATE_THREADS_MAX)) {
 		p->creations[p->ncreations].creator = ts->index;
 		p->creations[p->ncreations].child = child;
 		p->creations[p->ncreations].ns = ns;
 		p->ncreations++;
 	}
-	from = proc_get(p, s->pid);
-	to = proc_get(p, child);
-	from = proc_get(p, s->pid); /* the table may have moved */
-	if (from && to && from != to)
-		memcpy(to->files, from->files, sizeof(to->files));
+	estcall_fork(&p->calls, s->pid, child);
 }
 
 static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_syscall *sc)
@@ -797,7 +300,7 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 	struct estimate_priv *p = e->p;
 	struct tstate *ts = tstate_of(e, s);
 	char name[48];
-	struct callin c = { 0 };
+	struct estcall_in c = { 0 };
 	const struct oscal_entry *en = NULL;
 	enum estimate_fate fate;
 	double x = 0, model = 0;
@@ -814,7 +317,7 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 	c.pid = s->pid;
 	c.tid = s->tid;
 	if (sc->has_exit && sc->has_enter)
-		fd_follow(p, s->pid, name, sc->args, sc->ret);
+		estcall_follow_fd(&p->calls, s->pid, name, sc->args, sc->ret);
 	if (sc->has_exit && sc->ret > 0 &&
 	    (!strcmp(name, "clone") || !strcmp(name, "clone3") || !strcmp(name, "fork") || !strcmp(name, "vfork")))
 		creation(p, s, ts, (uint32_t)sc->ret, sc->exit_ns);
@@ -827,7 +330,7 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 		p->gap_sys = sc->enter_ns - ts->last_exit;
 	ts->last_kind = 1;
 	ts->last_exit = sc->exit_ns;
-	fate = decide(e, &c, &en, &x, &model);
+	fate = estcall_decide(&e->p->calls, e->cal, &c, &en, &x, &model);
 	if (ts->modelled_open) {
 		/* inside a modelled C library call: its own time; a wait in it
 		 * makes it a wait */
@@ -860,7 +363,7 @@ static const char *plt_name(struct estimate *e, struct walk_stream *s, uint64_t 
 		if (pn->addr == addr && pn->image == s->image)
 			return pn->plt ? pn->name : NULL;
 	}
-	if (grow((void **)&p->plts, &p->plts_cap, p->nplts + 1, sizeof(*p->plts), 1u << 20)) {
+	if (estcall_grow((void **)&p->plts, &p->plts_cap, p->nplts + 1, sizeof(*p->plts), 1u << 20)) {
 		fail(p, -ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -904,15 +407,15 @@ static void on_entry(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t add
 	oc->addr = addr;
 	oc->enter_ns = ns;
 	oc->depth = depth;
-	oc->rule = rule_find(name);
+	oc->rule = estcall_rule(name);
 	snprintf(oc->name, sizeof(oc->name), "%s", name);
 	/* decided now from the name alone (the arguments follow): a call that
 	 * may be modelled owns the calls inside it */
 	if (!ts->modelled_open) {
-		struct callin c = { .tname = name, .name = name, .libcall = true, .pid = s->pid, .tid = s->tid };
+		struct estcall_in c = { .tname = name, .name = name, .libcall = true, .pid = s->pid, .tid = s->tid };
 		enum estimate_fate fate;
 
-		entry_for(e, oc->rule, &c, &fate);
+		estcall_entry(&e->p->calls, e->cal, oc->rule, &c, &fate);
 		oc->modelled = fate == ESTIMATE_MODELLED;
 		if (oc->modelled)
 			ts->modelled_open++;
@@ -968,7 +471,7 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	struct estimate *e = ctx;
 	struct tstate *ts = s->user;
 	struct opencall *oc;
-	struct callin c = { 0 };
+	struct estcall_in c = { 0 };
 	const struct oscal_entry *en = NULL;
 	enum estimate_fate fate;
 	double x = 0, model = 0;
@@ -1006,16 +509,16 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 	c.pid = s->pid;
 	c.tid = s->tid;
 	if (oc->has_args && oc->has_ret)
-		fd_follow(e->p, s->pid, oc->name, oc->args, c.ret);
+		estcall_follow_fd(&e->p->calls, s->pid, oc->name, oc->args, c.ret);
 	if (oc->has_ret && c.ret > 0 && !strcmp(oc->name, "fork"))
 		creation(e->p, s, ts, (uint32_t)c.ret, ns);
 	if (flags & FILTER_UNFINISHED) {
 		account(e, s, ts, &c, call_name(&c), ESTIMATE_UNFINISHED, NULL, 0, entry_ns, ns, 0);
 		return;
 	}
-	fate = decide(e, &c, &en, &x, &model);
+	fate = estcall_decide(&e->p->calls, e->cal, &c, &en, &x, &model);
 	if (oc->has_args && oc->has_ret)
-		block_follow(e->p, s->pid, oc->name, oc->args, oc->ret);
+		estcall_follow_heap(&e->p->calls, s->pid, oc->name, oc->args, oc->ret);
 	if (inside)
 		fate = ESTIMATE_INSIDE;
 	else if (oc->waited)
@@ -1242,10 +745,8 @@ void estimate_release(struct estimate *e)
 		free(p->ts);
 		hashindex_release(&p->row_index);
 		hashindex_release(&p->plt_index);
-		hashindex_release(&p->block_index);
-		free(p->blocks);
+		estcall_release(&p->calls);
 		free(p->plts);
-		free(p->procs);
 		free(p->creations);
 		free(p);
 	}
