@@ -57,6 +57,8 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+static int same_files(const char *a, const char *b);
+
 /* Feeds lines separated by '\n'; returns the first error (0 if none). */
 static int feed_text(struct oscal_cal *cal, const char *text, char *err, size_t errlen)
 {
@@ -458,6 +460,45 @@ static void test_models(void)
 	CHECK_F64(c[1].lo, 110);
 	CHECK_F64(m.pieces[0].q, 115);
 
+	/* the kinked series shuffled: the same clusters and model to the bit */
+	{
+		struct oscal_point *a = malloc(400 * sizeof(*a)), *b = malloc(400 * sizeof(*b));
+		struct oscal_cluster ca[OSCAL_CLUSTERS_MAX], cb[OSCAL_CLUSTERS_MAX];
+		struct oscal_model ma, mb;
+		uint32_t na, nb;
+
+		rng_state = 21;
+		for (i = 0; i < 400; i++) {
+			a[i].x = 100.0 * (1 + i % 20);
+			a[i].ns = noisy(f_kink(a[i].x), 0.01);
+			b[i] = a[i];
+		}
+		for (i = 399; i > 0; i--) {
+			uint32_t j = (uint32_t)(rng_next() % (i + 1));
+			struct oscal_point t = b[i];
+
+			b[i] = b[j];
+			b[j] = t;
+		}
+		CHECK_EQ_U64(oscal_fit(a, 400, true, 0.1, ca, &na, &ma), 0);
+		CHECK_EQ_U64(oscal_fit(b, 400, true, 0.1, cb, &nb, &mb), 0);
+		CHECK_EQ_U64(na, 2);
+		CHECK_EQ_U64(nb, na);
+		CHECK(!memcmp(&ma, &mb, sizeof(ma)));
+		CHECK(!memcmp(ca, cb, na * sizeof(ca[0])));
+		CHECK_F64(ma.pieces[0].x1, 1000);
+		/* one x value only: nothing to split along x, one constant */
+		for (i = 0; i < 400; i++)
+			a[i].x = 7;
+		CHECK_EQ_U64(oscal_fit(a, 400, true, 0.1, ca, &na, &ma), 0);
+		CHECK_EQ_U64(na, 1);
+		CHECK_EQ_U64(ma.form, OSCAL_CONSTANT);
+		CHECK_F64(ma.pieces[0].x0, 7);
+		CHECK_F64(ma.pieces[0].x1, 7);
+		free(a);
+		free(b);
+	}
+
 	/* evaluation: below, inside, between and above the pieces */
 	memset(&m, 0, sizeof(m));
 	m.form = OSCAL_PIECEWISE;
@@ -484,8 +525,9 @@ static void check_refused(struct oscal_cal *cal, const char *line, int code, con
 {
 	char err[256];
 	int r = feed1(cal, line, err, sizeof(err));
+	int ok = CHECK_EQ_U64(r, (uint64_t)code);
 
-	if (!CHECK_EQ_U64(r, (uint64_t)code) | !CHECK(strstr(err, needle)))
+	if (!CHECK(strstr(err, needle)) || !ok)
 		printf("  line '%.80s': %d '%s'\n", line, r, err);
 }
 
@@ -545,7 +587,10 @@ static void test_feed(void)
 	check_refused(&cal, "entry Read call=read", -EINVAL, "is not [a-z0-9_-]");
 	check_refused(&cal, "entry a-name-that-is-far-too-long-for-the-calibration-to-keep-it-at-all-x", -EINVAL,
 	              "is not [a-z0-9_-]");
-	check_refused(&cal, "entry read call=re\xc3\xa4" "d", -EINVAL, "not printable");
+	check_refused(&cal,
+	              "entry read call=re\xc3\xa4"
+	              "d",
+	              -EINVAL, "not printable");
 	check_refused(&cal, "entry read reps=x", -EINVAL, "reps 'x' is not a count");
 	CHECK_EQ_U64(cal.nentries, 0); /* a refused entry is not kept */
 	CHECK_EQ_U64(feed1(&cal, "entry getpid", err, sizeof(err)), 0);
@@ -693,6 +738,59 @@ static void test_feed(void)
 	oscal_cal_release(&cal);
 }
 
+/* The suite's lines with bytes changed, fed one by one: each is taken or
+ * refused with a message; never a crash, and what was taken analyses and
+ * writes (run under ASan). */
+static void test_feed_garbled(void)
+{
+	static const char junk[] = "=- \t0123456789.eE+xn\xff";
+	char line[512], err[256];
+	const char *p;
+	uint32_t round, refused = 0, taken = 0;
+	FILE *f;
+
+	rng_state = 77;
+	for (round = 0; round < 200; round++) {
+		struct oscal_cal cal;
+
+		oscal_cal_init(&cal);
+		for (p = suite_text; *p;) {
+			const char *nl = strchr(p, '\n');
+			size_t n = (size_t)(nl - p), k;
+
+			memcpy(line, p, n);
+			line[n] = '\0';
+			p = nl + 1;
+			if (n && rng_next() % 3 == 0)
+				for (k = 0; k < 1 + rng_next() % 3; k++)
+					line[rng_next() % n] = junk[rng_next() % (sizeof(junk) - 1)];
+			line[strlen(line)] = '\0';
+			err[0] = '\0';
+			if (oscal_cal_feed(&cal, line, err, sizeof(err))) {
+				if (CHECK(err[0]))
+					refused++;
+			} else
+				taken++;
+		}
+		CHECK_EQ_U64(oscal_cal_analyse(&cal), 0);
+		f = fopen(file_in("garbled-feed.cal"), "w");
+		CHECK_EQ_U64(oscal_cal_write(f, &cal), 0);
+		fclose(f);
+		oscal_cal_release(&cal);
+		/* what the feeder took, the reader takes back, to the byte */
+		if (CHECK_EQ_U64(oscal_cal_read(file_in("garbled-feed.cal"), &cal, err, sizeof(err)), 0)) {
+			f = fopen(file_in("garbled-feed2.cal"), "w");
+			CHECK_EQ_U64(oscal_cal_write(f, &cal), 0);
+			fclose(f);
+			oscal_cal_release(&cal);
+			CHECK(same_files("garbled-feed.cal", "garbled-feed2.cal"));
+		} else
+			printf("  %s\n", err);
+	}
+	CHECK(refused > 100);
+	CHECK(taken > 1000);
+}
+
 /* ------------------------------------------------------------ the file */
 
 /* A calibration with every kind of entry, analysed. */
@@ -782,6 +880,20 @@ static void test_round_trip(void)
 	CHECK(e && e->spread_high);
 	e = oscal_cal_find(&back, "mq-send");
 	CHECK(e && !strcmp(e->desc, "\"quoted\" \\ and \xc3\xa9"));
+	/* the analysis without the samples: no "ns", refused as a calibration */
+	{
+		FILE *out = fopen(file_in("analysis.json"), "w");
+		size_t len;
+		char *text;
+
+		CHECK_EQ_U64(oscal_cal_write_analysis(out, &back), 0);
+		fclose(out);
+		text = slurp(file_in("analysis.json"), &len);
+		CHECK(text && !strstr(text, "\"ns\"") && strstr(text, "\"p99\"") && strstr(text, "\"piecewise\""));
+		free(text);
+		CHECK_EQ_U64(oscal_cal_read(file_in("analysis.json"), &again, err, sizeof(err)), (uint64_t)-EINVAL);
+		CHECK(strstr(err, "has no times"));
+	}
 	/* analysed again after reading: the same file */
 	CHECK_EQ_U64(oscal_cal_analyse(&back), 0);
 	CHECK_EQ_U64(write_cal(&back, "rt3.cal"), 0);
@@ -821,11 +933,13 @@ static void check_bad_file(const char *name, const char *text, const char *needl
 {
 	struct oscal_cal cal;
 	char err[512] = "";
-	int r;
+	int r, ok;
 
 	write_file(name, text);
 	r = oscal_cal_read(file_in(name), &cal, err, sizeof(err));
-	if (!CHECK(r < 0) | !CHECK(strstr(err, needle)))
+	ok = CHECK(r < 0);
+
+	if (!CHECK(strstr(err, needle)) || !ok)
 		printf("  %s: %d '%s', want '%s'\n", name, r, err, needle);
 	if (!r)
 		oscal_cal_release(&cal);
@@ -850,7 +964,7 @@ static void test_bad_files(void)
 	check_bad_file("other.cal", "{\"format\":\"layerprof-energy-model\",\"version\":1}",
 	               "is not a layerprof calibration");
 	check_bad_file("newer.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":2,\"entries\":[]}",
-	               "version 2, newer than this layerprof reads (1)");
+	               "newer.cal': version 2 is newer than this layerprof reads (1)");
 	check_bad_file("huge-version.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":1e300,\"entries\":[]}",
 	               "no version");
 	check_bad_file("strver.cal", "{\"format\":\"layerprof-oscal-cal\",\"version\":\"1\",\"entries\":[]}",
@@ -887,6 +1001,14 @@ static void test_bad_files(void)
 	               "is not a number of ns");
 	check_bad_file("negns.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[-1]}]}]}",
 	               "is not a number of ns");
+	check_bad_file("bigns.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[1e20]}]}]}",
+	               "is not a number of ns from 0 to 1e15");
+	check_bad_file("bigx.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":-1e300,\"ns\":[1]}]}]}",
+	               "\"x\" is beyond 1e15");
+	check_bad_file("longns.cal",
+	               HEAD "\"entries\":[" ENTRY
+	                    "\"series\":[{\"x\":1,\"ns\":[123456789012345678901234567890123456789]}]}]}",
+	               "longns.cal' is not valid JSON");
 	check_bad_file("hugens.cal", HEAD "\"entries\":[" ENTRY "\"series\":[{\"x\":1,\"ns\":[1e999]}]}]}",
 	               "hugens.cal");
 	check_bad_file("order.cal",
@@ -1067,6 +1189,7 @@ int main(void)
 	test_stats();
 	test_models();
 	test_feed();
+	test_feed_garbled();
 	test_round_trip();
 	test_bad_files();
 	test_compare();

@@ -1,6 +1,15 @@
 /* A calibration in memory (oscal.h): the suite protocol's lines fed into
  * it, its entries looked up, and each measured entry analysed (the
- * statistics, the outliers, the spread flag, the clusters and model). */
+ * statistics, the outliers, the spread flag, the clusters and model).
+ *
+ * The timer's overhead (the clock record's overhead_ns) is subtracted
+ * from each time as it is fed (clamped at 0), so that the samples in
+ * memory and in the file are net and analysing twice changes nothing; a
+ * resumed run's samples get that run's overhead.  Per entry the analysis
+ * takes each series' outliers (oscal_outlier_limit over that series)
+ * out of the fit; spread_high is set when one series without its
+ * outliers has sd / mean above the threshold, or when the fit found
+ * clusters by time. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,9 +18,6 @@
 
 #include "host/lib/oscal/oscal.h"
 #include "host/lib/oscal/oscal_impl.h"
-
-/* A time of the suite above this (ns: about 11 days) is no measurement. */
-#define SAMPLE_NS_MAX 1e15
 
 size_t oscal_cap(size_t n)
 {
@@ -299,7 +305,7 @@ static int feed_clock(struct oscal_cal *cal, const char *s, char *err, size_t er
 			r = set_f64(&cal->clock.resolution_ns, &f, err, errlen);
 		else if (key_is(&f, "overhead_ns")) {
 			r = set_f64(&cal->clock.overhead_ns, &f, err, errlen);
-			if (!r && (cal->clock.overhead_ns < 0 || cal->clock.overhead_ns > SAMPLE_NS_MAX)) {
+			if (!r && (cal->clock.overhead_ns < 0 || cal->clock.overhead_ns > OSCAL_NS_MAX)) {
 				snprintf(err, errlen, "overhead_ns %g is out of range", cal->clock.overhead_ns);
 				r = -EINVAL;
 			}
@@ -466,7 +472,7 @@ static int feed_sample(struct oscal_cal *cal, const char *s, char *err, size_t e
 		snprintf(err, errlen, "sample of entry '%s', which has ended", name);
 		return -EINVAL;
 	}
-	if (!next_word(&s, w, sizeof(w), &len) || !parse_f64(w, len, &x) || fabs(x) > SAMPLE_NS_MAX) {
+	if (!next_word(&s, w, sizeof(w), &len) || !parse_f64(w, len, &x) || fabs(x) > OSCAL_NS_MAX) {
 		snprintf(err, errlen, len ? "sample of '%s': x '%.40s' is not a number" : "sample of '%s' without x",
 		         name, len < sizeof(w) ? w : "(too long)");
 		return -EINVAL;
@@ -474,7 +480,7 @@ static int feed_sample(struct oscal_cal *cal, const char *s, char *err, size_t e
 	/* the whole line checked first: a refused line adds nothing */
 	times = s;
 	while (next_word(&s, w, sizeof(w), &len)) {
-		if (!parse_f64(w, len, &t) || t < 0 || t > SAMPLE_NS_MAX) {
+		if (!parse_f64(w, len, &t) || t < 0 || t > OSCAL_NS_MAX) {
 			snprintf(err, errlen, "sample of '%s' at x %g: time '%s' is not a number of ns", name, x, w);
 			return -EINVAL;
 		}

@@ -68,7 +68,7 @@ static void write_stats(struct json *j, const char *key, const struct oscal_stat
 	json_object_end(j);
 }
 
-static void write_entry(struct json *j, const struct oscal_entry *e)
+static void write_entry(struct json *j, const struct oscal_entry *e, bool samples)
 {
 	uint32_t i, k;
 
@@ -90,10 +90,12 @@ static void write_entry(struct json *j, const struct oscal_entry *e)
 
 		json_object_begin(j, NULL);
 		json_f64_exact(j, "x", se->x);
-		json_array_begin(j, "ns");
-		for (k = 0; k < se->n; k++)
-			json_f64_exact(j, NULL, se->ns[k]);
-		json_array_end(j);
+		if (samples) {
+			json_array_begin(j, "ns");
+			for (k = 0; k < se->n; k++)
+				json_f64_exact(j, NULL, se->ns[k]);
+			json_array_end(j);
+		}
 		write_stats(j, "stats", &se->st);
 		json_object_end(j);
 	}
@@ -137,7 +139,7 @@ static void write_entry(struct json *j, const struct oscal_entry *e)
 	json_object_end(j);
 }
 
-int oscal_cal_write(FILE *f, const struct oscal_cal *cal)
+static int write_cal(FILE *f, const struct oscal_cal *cal, bool samples)
 {
 	struct json j;
 	uint32_t i;
@@ -171,12 +173,22 @@ int oscal_cal_write(FILE *f, const struct oscal_cal *cal)
 	json_object_end(&j);
 	json_array_begin(&j, "entries");
 	for (i = 0; i < cal->nentries; i++)
-		write_entry(&j, &cal->entries[i]);
+		write_entry(&j, &cal->entries[i], samples);
 	json_array_end(&j);
 	json_object_end(&j);
 	json_finish(&j);
 	fflush(f);
 	return ferror(f) ? -EIO : 0;
+}
+
+int oscal_cal_write(FILE *f, const struct oscal_cal *cal)
+{
+	return write_cal(f, cal, true);
+}
+
+int oscal_cal_write_analysis(FILE *f, const struct oscal_cal *cal)
+{
+	return write_cal(f, cal, false);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -366,6 +378,8 @@ static int get_series(struct rd *r, const struct json_object *o, struct oscal_ca
 	if (!jsonread_get(o, "x"))
 		return bad(r, "a series has no \"x\"");
 	e = get_f64(r, o, "x", &se->x, 0);
+	if (!e && fabs(se->x) > OSCAL_NS_MAX)
+		e = bad(r, "a series' \"x\" is beyond 1e15");
 	if (!e)
 		e = get_array(r, o, "ns", OSCAL_SAMPLES_MAX, &ns, &n);
 	if (e)
@@ -384,8 +398,8 @@ static int get_series(struct rd *r, const struct json_object *o, struct oscal_ca
 	for (k = 0; k < n; k++) {
 		double t = jsonread_f64(jsonread_at(ns, k), NAN);
 
-		if (!(t >= 0) || isinf(t))
-			return bad(r, "a time (\"ns\") is not a number of ns at least 0");
+		if (!(t >= 0) || t > OSCAL_NS_MAX)
+			return bad(r, "a time (\"ns\") is not a number of ns from 0 to 1e15");
 		se->ns[se->n++] = t;
 	}
 	cal->nsamples += n;
@@ -570,7 +584,7 @@ static int get_root(struct rd *r, const struct json_object *root, struct oscal_c
 	if (!(version >= 1) || version != floor(version) || version > 1e9)
 		return bad(r, "no version (a whole number from 1)");
 	if (version > OSCAL_VERSION) {
-		snprintf(r->err, r->errlen, "calibration '%s' is of version %.0f, newer than this layerprof reads (%u)",
+		snprintf(r->err, r->errlen, "calibration '%s': version %.0f is newer than this layerprof reads (%u)",
 		         r->path, version, OSCAL_VERSION);
 		return -EINVAL;
 	}

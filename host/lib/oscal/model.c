@@ -1,6 +1,31 @@
 /* The paper's modelling procedure (section 4.2; oscal.h): clusters split
  * until each one's spread is under the threshold, then each cluster
- * fitted constant or linear by least squares. */
+ * fitted constant or linear by least squares.
+ *
+ * Exactly (what docs/oscal.md says):
+ * - The points are sorted by x (then time) when the entry has a
+ *   parameter, by time (then x) otherwise; a cluster is a run of them.
+ * - A cluster's fit: the constant (the mean time) and, with a parameter
+ *   and two x values at least, the least-squares line; the line is kept
+ *   only when its mean absolute error is below the constant's by more
+ *   than OSCAL_LINEAR_GAIN (5 %) of it.  Its spread: the sample sd of
+ *   its residuals from that fit over its mean time.
+ * - While there are fewer than OSCAL_CLUSTERS_MAX clusters, the cluster
+ *   with the largest spread above the threshold that can be split is
+ *   split: with a parameter at the break between two distinct x values
+ *   where the least-squares lines of the two parts leave the least sum
+ *   of squared residuals together (the lowest x on ties); without one at
+ *   the largest gap between consecutive times (the first on ties).  A
+ *   cluster of one x (or of equal times) cannot be split.  Nothing is
+ *   merged back.
+ * - The model: with a parameter, one cluster gives its fit (constant or
+ *   linear, over the cluster's x range), several give a piecewise model
+ *   of their fits, a piece per cluster over its x range.  Without one,
+ *   the constant of all points (the clusters only describe the times).
+ * - r² = 1 - SSres / SStot over all points (NaN for a constant);
+ *   mean_abs_ns and mean_rel: mean |model - time| and mean |model -
+ *   time| / max(time, 1 ns), each point with its cluster's fit.
+ * The result depends on the points' values only, not their order. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -88,9 +113,11 @@ static void clu_fit(const struct oscal_point *p, struct clu *c, bool linear)
 }
 
 /* Sums of one prefix of a cluster's points, x and times shifted by the
- * cluster's means (fewer digits lost in the differences). */
+ * cluster's means (fewer digits lost in the differences), kept at each
+ * x value's first point: points [lo, at). */
 struct sums {
 	double x, y, xx, xy, yy;
+	size_t at;
 };
 
 /* The least-squares residual sum of squares of the points between two
@@ -110,10 +137,12 @@ static double seg_ssr(const struct sums *a, const struct sums *b, size_t cnt, bo
 
 /* The break of cluster c along x (p sorted by x): the first point of the
  * right part, where the two parts' least-squares residuals together are
- * least (the lowest such break on ties); 0 when c has one x value. */
+ * least (the lowest such break on ties); 0 when c has one x value.  pre
+ * has room for one more than c's x values. */
 static size_t split_x(const struct oscal_point *p, const struct clu *c, struct sums *pre)
 {
-	size_t i, k = c->hi - c->lo, best = 0;
+	struct sums run = { .at = c->lo };
+	size_t i, k = c->hi - c->lo, g = 0, b, best = 0;
 	double mx = 0, my = 0, best_ssr = INFINITY, s;
 
 	for (i = c->lo; i < c->hi; i++) {
@@ -122,26 +151,28 @@ static size_t split_x(const struct oscal_point *p, const struct clu *c, struct s
 	}
 	mx /= (double)k;
 	my /= (double)k;
-	memset(&pre[0], 0, sizeof(pre[0]));
-	for (i = 0; i < k; i++) {
-		double x = p[c->lo + i].x - mx, y = p[c->lo + i].ns - my;
+	pre[0] = run;
+	for (i = c->lo; i < c->hi; i++) {
+		double x = p[i].x - mx, y = p[i].ns - my;
 
-		pre[i + 1].x = pre[i].x + x;
-		pre[i + 1].y = pre[i].y + y;
-		pre[i + 1].xx = pre[i].xx + x * x;
-		pre[i + 1].xy = pre[i].xy + x * y;
-		pre[i + 1].yy = pre[i].yy + y * y;
+		if (i > c->lo && p[i].x != p[i - 1].x) {
+			run.at = i;
+			pre[++g] = run;
+		}
+		run.x += x;
+		run.y += y;
+		run.xx += x * x;
+		run.xy += x * y;
+		run.yy += y * y;
 	}
-	for (i = 1; i < k; i++) {
-		size_t at = c->lo + i;
-
-		if (p[at - 1].x == p[at].x)
-			continue;
-		s = seg_ssr(&pre[0], &pre[i], i, p[c->lo].x != p[at - 1].x) +
-		    seg_ssr(&pre[i], &pre[k], k - i, p[at].x != p[c->hi - 1].x);
+	run.at = c->hi;
+	pre[++g] = run; /* g: c's x values */
+	for (b = 1; b < g; b++) {
+		s = seg_ssr(&pre[0], &pre[b], pre[b].at - c->lo, b > 1) +
+		    seg_ssr(&pre[b], &pre[g], c->hi - pre[b].at, g - b > 1);
 		if (s < best_ssr) {
 			best_ssr = s;
-			best = at;
+			best = pre[b].at;
 		}
 	}
 	return best;
@@ -237,15 +268,22 @@ int oscal_fit(const struct oscal_point *p_in, size_t n, bool has_param, double t
 	if (!n)
 		return -EINVAL;
 	p = malloc(n * sizeof(*p));
-	if (has_param)
-		pre = malloc((n + 1) * sizeof(*pre));
-	if (!p || (has_param && !pre)) {
-		free(p);
-		free(pre);
+	if (!p)
 		return -ENOMEM;
-	}
 	memcpy(p, p_in, n * sizeof(*p));
 	qsort(p, n, sizeof(*p), has_param ? cmp_by_x : cmp_by_ns);
+	if (has_param) {
+		/* the break search's sums: one per x value */
+		size_t d = 1, i;
+
+		for (i = 1; i < n; i++)
+			d += p[i].x != p[i - 1].x;
+		pre = malloc((d + 1) * sizeof(*pre));
+		if (!pre) {
+			free(p);
+			return -ENOMEM;
+		}
+	}
 	cl[0].lo = 0;
 	cl[0].hi = n;
 	clu_fit(p, &cl[0], has_param);
@@ -317,6 +355,10 @@ static double piece_at(const struct oscal_piece *pc, double x)
 	return pc->m * x + pc->q;
 }
 
+/* Below the first piece its line, above the last piece its line, inside
+ * a piece's [x0, x1] that piece's line, and between two pieces' ranges
+ * the straight line from the one's end to the next one's start (no jump
+ * inside a gap nothing was measured in); never below 0. */
 double oscal_model_eval(const struct oscal_model *m, double x)
 {
 	const struct oscal_piece *pc = m->pieces;

@@ -205,6 +205,10 @@ const struct oscal_entry *oscal_cal_find_call(const struct oscal_cal *cal, const
 int oscal_cal_analyse(struct oscal_cal *cal);
 /* Writes cal as JSON (docs/oscal.md).  Returns 0 or -EIO. */
 int oscal_cal_write(FILE *f, const struct oscal_cal *cal);
+/* The same without the raw samples (each series' "ns"): the analysis
+ * only, for reports; not a calibration oscal_cal_read takes back.
+ * Returns 0 or -EIO. */
+int oscal_cal_write_analysis(FILE *f, const struct oscal_cal *cal);
 /* Reads a calibration file (the raw samples and everything analysed).
  * Returns 0, or -errno with err naming the file and what is wrong ("'x'
  * is not a layerprof calibration", "... version 2 is newer than this

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* A time (or an x) beyond this (ns: about 11 days) is no measurement:
+ * refused in the suite's lines and in files. */
+#define OSCAL_NS_MAX 1e15
+
 /* qsort's comparison of two doubles, ascending. */
 int oscal_cmp_f64(const void *a, const void *b);
 /* The sample standard deviation (n - 1 divisor) of v[0..n) around mean;
