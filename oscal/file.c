@@ -21,8 +21,8 @@
 #define DIR_ENTRIES_MAX 256
 
 static const long xs_bytes[] = { 1, 16, 64, 256, 1024, 4096, 16384, 65536 };
-static const long xs_alloc[] = { 4096, 16384, 65536, 262144, 1048576 };
-static const long xs_entries[] = { 1, 4, 16, 64, 256 };
+static const long xs_alloc[] = { 4096, 8192, 16384, 65536, 131072, 262144, 524288, 1048576 };
+static const long xs_entries[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 };
 
 #define T0 uint64_t t0_ = suite_now()
 #define T1 (*ns = suite_now() - t0_)

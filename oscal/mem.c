@@ -12,7 +12,7 @@
 
 static const long xs_mem[] = { 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576 };
 static const long xs_grow[] = { 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 524288 };
-static const long xs_map[] = { 4096, 16384, 65536, 262144, 1048576 };
+static const long xs_map[] = { 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576 };
 
 static void *(*volatile p_malloc)(size_t) = malloc;
 static void (*volatile p_free)(void *) = free;

@@ -27,6 +27,7 @@
 #define QUICK_REPS 20
 #define QUICK_WARMUP 3
 #define QUICK_XS 4 /* parameter values of a numeric entry in a quick run */
+#define XS_MAX 64  /* parameter values of an entry */
 #define DEF_REPS 100
 #define DEF_WARMUP 10
 #define REPS_MAX 100000
@@ -193,7 +194,7 @@ static unsigned pick_xs(const struct suite_def *d, int quick, long *out)
 		return 1;
 	}
 	if (!quick || d->nxs <= QUICK_XS) {
-		for (unsigned i = 0; i < d->nxs; i++)
+		for (unsigned i = 0; i < d->nxs && i < XS_MAX; i++)
 			out[n++] = d->xs[i];
 		return n;
 	}
@@ -397,7 +398,7 @@ enum outcome { RAN_MEASURED, RAN_SKIPPED, RAN_FAILED };
 static void print_reason(const char *rec, const struct suite_def *d, int err, const struct suite_ctx *c)
 {
 	printf("%s %s reason=", rec, d->name);
-	if (is_unavailable(err))
+	if (is_unavailable(err) || c->unavailable)
 		printf("%s: %s", c->what ? c->what : d->call, strerror(err));
 	else
 		printf("%s: %s (%s)", errno_name(err), strerror(err), c->what ? c->what : d->call);
@@ -409,11 +410,12 @@ static void print_reason(const char *rec, const struct suite_def *d, int err, co
 static enum outcome run_entry(const struct suite_def *d, const struct opts *o, const char *dir, unsigned char *buf,
                               unsigned char *buf2, uint64_t *samples)
 {
-	long xs[64];
+	long xs[XS_MAX];
 	unsigned nx = pick_xs(d, o->quick, xs);
 	uint64_t start = suite_now();
 
 	print_entry_line("entry", d, o->reps, o->warmup);
+	fflush(stdout); /* the host sees which entry runs (and where a run stopped) */
 	for (unsigned k = 0; k < nx; k++) {
 		struct suite_ctx c;
 		int err = 0;
@@ -446,9 +448,10 @@ static enum outcome run_entry(const struct suite_def *d, const struct opts *o, c
 			d->done(&c);
 		if (err) {
 			int e = -err;
-			print_reason(is_unavailable(e) ? "skip" : "fail", d, e, &c);
+			int skip_it = is_unavailable(e) || c.unavailable;
+			print_reason(skip_it ? "skip" : "fail", d, e, &c);
 			fflush(stdout);
-			return is_unavailable(e) ? RAN_SKIPPED : RAN_FAILED;
+			return skip_it ? RAN_SKIPPED : RAN_FAILED;
 		}
 		if (i < 0) {
 			printf("skip %s reason=stopped after %u of %u parameter values: over --seconds-max %g\n",

@@ -39,6 +39,7 @@ struct suite_ctx {
 	 * remark ("no mqueue file system") */
 	const char *what;
 	const char *why;
+	int unavailable; /* the error means "not available here": a skip */
 };
 
 /* one() returns 0 and the raw time in *ns, or -errno with c->what set.
@@ -93,6 +94,9 @@ void suite_child_forget(pid_t pid);
 /* Writes all of len bytes / reads exactly len bytes (loops); 0 or -errno. */
 int suite_write_all(int fd, const void *b, size_t len);
 int suite_read_all(int fd, void *b, size_t len);
+/* The name of a POSIX message queue while it exists (between mq_open and
+ * mq_unlink), else "": a signal's cleanup unlinks it. */
+extern char suite_mq[64];
 /* Fills buf and buf2 with the same letters (no NUL). */
 void suite_fill(unsigned char *buf, unsigned char *buf2);
 /* The gettid system call (every libc). */
