@@ -220,6 +220,11 @@ const char *oscal_piece_text(const struct oscal_entry *e, const struct oscal_pie
 {
 	const char *unit = e->unit[0] ? e->unit : e->param;
 
+	if (p->m == 0) {
+		/* a constant piece */
+		snprintf(buf, size, "%.4g ns", p->q);
+		return buf;
+	}
 	snprintf(buf, size, "%.4g ns/%s \xc3\x97 %s %c %.4g ns", p->m, unit, e->param, p->q < 0 ? '-' : '+',
 	         fabs(p->q));
 	return buf;

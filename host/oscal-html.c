@@ -31,7 +31,7 @@ static const char html_style[] =
     "body{font-family:sans-serif;margin:1.5em;color:#222}\n"
     "table{border-collapse:collapse;font-size:0.85em}\n"
     "th,td{padding:2px 6px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}\n"
-    "th:first-child,td:first-child,td.l{text-align:left}\n"
+    "th:first-child,td:first-child,td.l,th.l{text-align:left}\n"
     "section{display:inline-block;vertical-align:top;margin:0.6em;padding:0.4em;border:1px solid #ccc}\n"
     "section h3{margin:0.1em 0;font-size:1em}\n"
     "section p{margin:0.2em 0;font-size:0.8em;max-width:44em}\n"
@@ -50,7 +50,7 @@ static void put_ns(FILE *f, double ns)
 
 static void html_header(FILE *f, const struct oscal_cal *c, const char *path)
 {
-	char a[32], b[32];
+	char b[32];
 
 	fputs("<h1>layerprof oscal: ", f);
 	escape_xml(f, path);
@@ -71,8 +71,8 @@ static void html_header(FILE *f, const struct oscal_cal *c, const char *path)
 	escape_xml(f, c->machine.cpu);
 	fputs("</td></tr>\n<tr><td>clock</td><td class=\"l\">", f);
 	escape_xml(f, c->clock.name);
-	fprintf(f, ", resolution %s ns, overhead %s ns a read pair (subtracted from every sample)</td></tr>\n",
-	        oscal_fmt_ns(c->clock.resolution_ns, a, sizeof(a)), oscal_fmt_ns(c->clock.overhead_ns, b, sizeof(b)));
+	fprintf(f, ", resolution %g ns, overhead %s ns a read pair (subtracted from every sample)</td></tr>\n",
+	        c->clock.resolution_ns, oscal_fmt_ns(c->clock.overhead_ns, b, sizeof(b)));
 	fprintf(f,
 	        "<tr><td>settings</td><td class=\"l\">%u repetitions and %u warm-up runs per parameter value, "
 	        "quick %s, calls ",
@@ -97,8 +97,8 @@ static void put_anchor(FILE *f, const struct oscal_entry *e)
 static void html_table(FILE *f, const struct oscal_cal *c, const char *calls)
 {
 	fputs("<h2>Entries</h2>\n<table>\n<tr><th>name</th><th>group</th><th>n</th><th>mean</th><th>sd</th>"
-	      "<th>min</th><th>p50</th><th>p99</th><th>max</th><th>model</th><th>r2</th><th>rel</th>"
-	      "<th>flags</th><th>status</th></tr>\n",
+	      "<th>min</th><th>p50</th><th>p99</th><th>max</th><th class=\"l\">model</th><th>r2</th>"
+	      "<th>rel</th><th class=\"l\">flags</th><th class=\"l\">status</th></tr>\n",
 	      f);
 	for (uint32_t i = 0; i < c->nentries; i++) {
 		const struct oscal_entry *e = &c->entries[i];

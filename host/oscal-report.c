@@ -42,7 +42,7 @@ static size_t display_width(const char *s)
 void oscal_report_header(FILE *f, const struct oscal_cal *c, const char *path)
 {
 	uint32_t n[4] = { 0, 0, 0, 0 };
-	char a[32], b[32];
+	char b[32];
 
 	for (uint32_t i = 0; i < c->nentries; i++)
 		n[c->entries[i].status <= OSCAL_PENDING ? c->entries[i].status : OSCAL_PENDING]++;
@@ -50,9 +50,8 @@ void oscal_report_header(FILE *f, const struct oscal_cal *c, const char *path)
 	        c->complete ? "complete" : "incomplete (an interrupted run: --resume goes on)");
 	fprintf(f, "machine: host %s, %s, %u CPUs, Linux %s, %s, cpu %s\n", c->machine.host, c->machine.arch,
 	        c->machine.cpus, c->machine.kernel, c->machine.libc, c->machine.cpu[0] ? c->machine.cpu : "-");
-	fprintf(f, "clock: %s, resolution %s ns, overhead %s ns a read pair (subtracted from every sample)\n",
-	        c->clock.name, oscal_fmt_ns(c->clock.resolution_ns, a, sizeof(a)),
-	        oscal_fmt_ns(c->clock.overhead_ns, b, sizeof(b)));
+	fprintf(f, "clock: %s, resolution %g ns, overhead %s ns a read pair (subtracted from every sample)\n",
+	        c->clock.name, c->clock.resolution_ns, oscal_fmt_ns(c->clock.overhead_ns, b, sizeof(b)));
 	fprintf(f, "settings: %u repetitions and %u warm-up runs per parameter value, quick %s, calls %s\n",
 	        c->settings.reps, c->settings.warmup, c->settings.quick ? "yes" : "no",
 	        c->settings.calls[0] ? c->settings.calls : "all");

@@ -514,7 +514,7 @@ static int run_suite(struct run *r, char **args)
 		goto out;
 	}
 	if (run_status_bad(r, status))
-		rr = -EIO;
+		rr = -ECHILD; /* the suite died: what ended may still be kept */
 	else if (!r->cal.header_seen) {
 		fprintf(stderr, "layerprof oscal: '%s' gave no measurement\n", r->suite);
 		rr = -EIO;
@@ -535,13 +535,25 @@ static int run_check_output(const char *path)
 	struct stat st;
 	char head[256];
 	ssize_t k;
-	int fd;
+	int fd, e;
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
 
-	if (lstat(path, &st)) {
-		if (errno == ENOENT)
-			return 0;
-		fprintf(stderr, "layerprof oscal: cannot write '%s': %s\n", path, strerror(errno));
-		return -errno;
+	/* the directory first: a run of an hour is not made for nothing */
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (slash && !slash[1]) {
+		fprintf(stderr, "layerprof oscal: cannot write '%s': no file name\n", path);
+		return -EINVAL;
+	}
+	e = access(dir, W_OK | X_OK) ? errno : lstat(path, &st) ? errno : 0;
+	if (e == ENOENT && access(dir, W_OK | X_OK) == 0)
+		return 0; /* the file is not there yet */
+	if (e) {
+		fprintf(stderr, "layerprof oscal: cannot write '%s': %s\n", path, strerror(e));
+		return -e;
 	}
 	if (S_ISLNK(st.st_mode)) {
 		fprintf(stderr, "layerprof oscal: '%s' is a symbolic link: not overwritten (remove it first)\n", path);
@@ -556,8 +568,9 @@ static int run_check_output(const char *path)
 	if (fd >= 0)
 		close(fd);
 	if (k < 0) {
-		fprintf(stderr, "layerprof oscal: cannot read '%s': %s\n", path, strerror(errno));
-		return -errno;
+		e = errno;
+		fprintf(stderr, "layerprof oscal: cannot read '%s': %s\n", path, strerror(e));
+		return -e;
 	}
 	head[k] = '\0';
 	if (k == 0 || strstr(head, "\"format\":\"" OSCAL_FORMAT "\""))
@@ -887,7 +900,7 @@ int oscal_run_cmd(int argc, char **argv)
 	struct run *r = calloc(1, sizeof(*r));
 	char store[16384];
 	char *args[RUN_ARGS_MAX];
-	bool stop = false, complete, interrupted;
+	bool stop = false, complete, interrupted, died = false;
 	int ret;
 
 	if (!r) {
@@ -942,6 +955,12 @@ int oscal_run_cmd(int argc, char **argv)
 	}
 	if (r->base < r->nlisted) {
 		ret = run_suite(r, args);
+		/* a suite that died after some entries ended: those are kept,
+		 * as an interrupted run's (a long run on a device is not lost) */
+		if (ret == -ECHILD && r->cal.header_seen && r->ended) {
+			died = true;
+			ret = -EINTR;
+		}
 		if (ret && ret != -EINTR) {
 			ret = LP_EXIT_FAILURE;
 			goto out;
@@ -992,7 +1011,12 @@ int oscal_run_cmd(int argc, char **argv)
 		ret = LP_EXIT_FAILURE;
 		goto out;
 	}
-	if (interrupted) {
+	if (died) {
+		fprintf(stderr,
+		        "layerprof oscal: %u of %u entries ended before the suite did; resume with --resume %s\n",
+		        r->cal.nentries, r->nlisted, r->output);
+		ret = LP_EXIT_FAILURE;
+	} else if (interrupted) {
 		fprintf(stderr, "layerprof oscal: interrupted: %u of %u entries ended; resume with --resume %s\n",
 		        r->cal.nentries, r->nlisted, r->output);
 		ret = RUN_EXIT_INTERRUPTED;

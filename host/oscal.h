@@ -71,7 +71,8 @@ const char *oscal_fmt_ns(double ns, char *buf, size_t size);
 /* The model as one line: "constant 1203 ns", "linear 0.052 ns/B x bytes +
  * 310 ns", "piecewise 2", "none". */
 const char *oscal_model_text(const struct oscal_entry *e, char *buf, size_t size);
-/* One piece of a model: "0.052 ns/B x bytes + 310 ns" (x: U+00D7). */
+/* One piece of a model: "0.052 ns/B x bytes + 310 ns" (x: U+00D7), "7 ns"
+ * when its slope is 0. */
 const char *oscal_piece_text(const struct oscal_entry *e, const struct oscal_piece *p, char *buf, size_t size);
 /* "measured", "skipped", "failed", "pending". */
 const char *oscal_status_name(enum oscal_status s);

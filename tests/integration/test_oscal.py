@@ -10,9 +10,9 @@ Groups:
            bad options (exit 2); no entry matching --calls (exit 2); the suite
            not found, a missing calibration, garbage, a truncated file, a
            file that is no calibration, a newer version (exit 1); a
-           symbolic link planted as run's -o target and an existing file that
-           is not a calibration are refused before anything runs, the file
-           the link names untouched.
+           symbolic link planted as run's -o target, an existing file that
+           is not a calibration and a missing directory are refused before
+           anything runs, the file the link names untouched.
   run      `oscal list` has at least 100 entries; `oscal run --quick`: every
            entry listed ended once, in the list's order, measured or skipped
            with a reason (none failed on this machine), the file complete;
@@ -24,6 +24,7 @@ Groups:
            document (no script, no external resource) with one 30-bar SVG
            histogram per measured entry and a series chart with the model's
            line(s) for each entry with a parameter; the JSON and text reports;
+           a file without its analysis (raw samples only) gives the same;
            --calls keeps the matching entries only; -o writes the file.
   compare  a calibration against itself: every K, Kmin, Kmax is 1 exactly,
            the overall sd 0; a --quick run of CPU-bound entries (memcpy,
@@ -34,7 +35,9 @@ Groups:
            began (its progress on stderr: entries 1 to 4 ended): exit 130,
            the message, the file incomplete with the entries that ended;
            then --resume: exit 0, the file complete with every entry of the
-           list once, in its order, the first part's entries as they were.
+           list once, in its order, the first part's entries as they were; the
+           suite killed (SIGKILL) after 4 entries: exit 1, the entries that
+           ended written, incomplete, and resumed to a complete file.
 
 usage: test_oscal.py --build BUILD [--keep] [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -110,6 +113,13 @@ def group_usage(lp, suite, tmp):
     check(r.returncode == 1 and one_line(r) and "LAYERPROF_OSCAL" in r.stderr, "the suite not found: exit 1",
           "%d %s" % (r.returncode, r.stderr))
 
+    r = run([lp, "oscal", "run", "--quick", "--runner", "no-such-runner-cmd --x", "-o", os.path.join(tmp, "x.cal")])
+    check(r.returncode == 1 and one_line(r) and "cannot run 'no-such-runner-cmd'" in r.stderr,
+          "a runner that does not exist: exit 1, one line", "%d %s" % (r.returncode, r.stderr))
+    r = run([lp, "oscal", "run", "--quick", "--runner", "  ", "-o", os.path.join(tmp, "x.cal")])
+    check(r.returncode == 2 and one_line(r), "an empty --runner: exit 2", "%d %s" % (r.returncode, r.stderr))
+    check(not os.path.exists(os.path.join(tmp, "x.cal")), "no file written by those")
+
     good = os.path.join(tmp, "good.cal")
     r = make_cal(lp, good, "getpid,read")
     if not check(r.returncode == 0 and os.path.exists(good), "a small calibration for the bad files",
@@ -152,6 +162,9 @@ def group_usage(lp, suite, tmp):
     r = run([lp, "oscal", "run", "--quick", "--calls", "read", "-o", good])
     check(r.returncode == 0 and load(good)["format"] == "layerprof-oscal-cal",
           "run -o an existing calibration: replaced", "%d %s" % (r.returncode, r.stderr[-300:]))
+    r = run([lp, "oscal", "run", "--quick", "--calls", "read", "-o", os.path.join(tmp, "no-such-dir", "x.cal")])
+    check(r.returncode == 1 and one_line(r) and "[1/" not in r.stderr,
+          "run -o in a missing directory: refused before anything runs", "%d %s" % (r.returncode, r.stderr))
     leftovers = [n for n in os.listdir(tmp) if ".tmp." in n]
     check(not leftovers, "no temporary left beside the files", leftovers)
 
@@ -280,8 +293,23 @@ def group_report(lp, suite, tmp):
     rep = json.loads(r.stdout)
     check(r.returncode == 0 and len(rep["entries"]) == len(doc["entries"]) and rep["file"] == cal
           and rep["settings"]["calls"] == REPORT_CALLS, "report --format json")
+    # a file without its analysis (made by another tool): analysed when read
+    bare = dict(doc)
+    bare["entries"] = [{k: v for k, v in e.items() if k not in ("stats", "clusters", "model", "spread_high")}
+                       for e in doc["entries"]]
+    for e in bare["entries"]:
+        e["series"] = [{"x": s["x"], "ns": s["ns"]} for s in e["series"]]
+    barefile = os.path.join(tmp, "bare.cal")
+    with open(barefile, "w") as f:
+        json.dump(bare, f)
+    r2 = run([lp, "oscal", "report", "--format", "json", barefile])
+    rep2 = json.loads(r2.stdout) if r2.returncode == 0 else {"entries": []}
+    check([(e.get("stats"), e.get("model"), e.get("clusters")) for e in rep2["entries"]]
+          == [(e.get("stats"), e.get("model"), e.get("clusters")) for e in rep["entries"]],
+          "a file without its analysis: analysed when read, the same statistics and models", r2.stderr)
     r = run([lp, "oscal", "report", "--calls", "read", cal])
-    rows = [line.split()[0] for line in r.stdout.splitlines()
+    table = r.stdout.split("(times in ns")[0]  # the piecewise models' pieces follow
+    rows = [line.split()[0] for line in table.splitlines()
             if line.split() and line.split()[0] in {e["name"] for e in doc["entries"]}]
     want = [e["name"] for e in doc["entries"] if e["name"] == "read" or e["call"] == "read"]
     check(r.returncode == 0 and rows == want, "report --calls read: the entries of read only", rows)
@@ -388,6 +416,35 @@ def group_resume(lp, suite, tmp):
     check(r.returncode == 0 and not [line for line in r.stderr.splitlines() if line.startswith("[")]
           and load(os.path.join(tmp, "again.cal"))["entries"] == final["entries"],
           "--resume of a complete file: nothing runs, the same entries", r.stderr[-300:])
+    group_resume_died(lp, tmp, names)
+
+
+def group_resume_died(lp, tmp, names):
+    """The suite killed (not layerprof): what ended is written, exit 1."""
+    cal = os.path.join(tmp, "died.cal")
+    p = subprocess.Popen([lp, "oscal", "run", "--quick", "-o", cal], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    harness.started.append(p)
+    seen = []
+    for line in p.stderr:
+        seen.append(line.rstrip("\n"))
+        if line.startswith("[5/"):
+            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                for kid in f.read().split():
+                    os.kill(int(kid), signal.SIGKILL)
+            break
+    out, err = p.communicate(timeout=120)
+    err = "\n".join(seen) + "\n" + err
+    check(p.returncode == 1 and "was killed by signal 9" in err
+          and re.search(r"\d+ of %d entries ended before the suite did; resume with --resume" % len(names), err),
+          "the suite killed: exit 1, said, how to resume", "%s %s" % (p.returncode, err[-300:]))
+    doc = load(cal) if os.path.exists(cal) else {"complete": None, "entries": []}
+    check(doc["complete"] is False and len(doc["entries"]) >= 4
+          and [e["name"] for e in doc["entries"]] == names[:len(doc["entries"])],
+          "the file holds the entries that ended, incomplete", "%d entries" % len(doc["entries"]))
+    r = run([lp, "oscal", "run", "--resume", cal])
+    check(r.returncode == 0 and [e["name"] for e in load(cal)["entries"]] == names and load(cal)["complete"],
+          "resumed: complete, every entry once", r.stderr[-300:])
 
 
 def setup(build):
