@@ -488,6 +488,15 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 			ts->depth--;
 		return;
 	}
+	/* calls the thread left without their exit (a longjmp past them):
+	 * forgotten, so that a modelled one does not own the calls after it */
+	while (ts->depth && ts->depth <= ESTIMATE_STACK_MAX && ts->stack[ts->depth - 1].depth > depth) {
+		if (ts->stack[ts->depth - 1].modelled)
+			ts->modelled_open--;
+		ts->depth--;
+	}
+	if (!ts->depth)
+		return;
 	oc = &ts->stack[ts->depth - 1];
 	if (oc->addr != addr || oc->depth != depth)
 		return;
