@@ -17,12 +17,13 @@ Groups:
             the estimates with and without the models, with --overhead 0ns
             and with the default (the least gap per call); the errors of
             --measured; text and json agree.
-  threads   ex_threads and ex_pingpong (--syscalls): each thread or process
-            starts at its creator's estimated time of its first event (the
-            creator's deltas of calls ended by then, from estimate's call
-            listing), ends its measured span plus its deltas later; the
-            estimate is the latest end; the listing has every syscall of
-            replay, thread by thread.
+  threads   ex_threads and ex_pingpong (--syscalls): the time line again from
+            estimate's call listing, all threads' calls in time order: each
+            thread or process starts at its creator's estimated time of its
+            first event, each call adds its delta, a wait for another task
+            ends where its waker (the last other thread to act during the
+            wait) stood, and not before it began; the estimate is the latest
+            end; the listing has every syscall of replay, thread by thread.
   libcalls  ex_mem recorded with --dynamic --libcalls --syscalls: malloc,
             memset, memcpy, free modelled (free's x the size malloc was given
             for its block), the system calls inside them not counted again.
@@ -298,27 +299,55 @@ def check_timeline(env, name, trace):
         n_list[c["tid"]] = n_list.get(c["tid"], 0) + 1
     check(n_list == {k: v for k, v in n_replay.items() if v}, "%s: the listing has replay's syscalls per thread" %
           name, "%s vs %s" % (n_list, n_replay))
-    g = d["overhead_sys_ns"]
-    pts = {}
+    # the time line again: every thread's calls in the order of the trace's
+    # times; a wait for another task ends where its waker stood
+    th = d["threads"]
+    pos = {t["tid"]: i for i, t in enumerate(th)}
+    pts = [[] for _ in th]
     for c in d["calls"]:
-        if c["fate"] in ("unfinished", "inside"):
-            continue
-        delta = c["model_ns"] - c["measured_ns"] if c["fate"] == "modelled" else 0
-        pts.setdefault(c["tid"], []).append((c["exit_ns"], delta))
+        if c["fate"] not in ("unfinished", "inside"):
+            pts[pos[c["tid"]]].append(c)
+    ev = []
+    for i, t in enumerate(th):
+        ev.append((t["first_ns"], 1, i, 0))
+        ev += [(c["exit_ns"], 0, i, j) for j, c in enumerate(pts[i])]
+        ev.append((t["last_ns"], 2, i, 0))
+    ev.sort()
+    off, started = [0.0] * len(th), [False] * len(th)
+    off_wo = [0.0] * len(th)
+    last = other = None
+    last_ns = other_ns = 0
     bad = []
-    for t in sorted(d["threads"], key=lambda t: t["first_ns"]):
-        p = pts.get(t["tid"], [])
-        dt = sum(x[1] for x in p) - g * len(p)
-        if t["creator_tid"] < 0:
-            start = t["first_ns"] - d["start_ns"]
-        else:
-            c = byt[t["creator_tid"]]
-            before = [x for x in pts.get(c["tid"], []) if x[0] <= t["first_ns"]]
-            start = c["start_ns"] + (t["first_ns"] - c["first_ns"]) + sum(x[1] for x in before) - g * len(before)
-        end = start + (t["last_ns"] - t["first_ns"]) + dt
-        if abs(start - t["start_ns"]) > 1e-3 or abs(end - t["end_ns"]) > 1e-3:
-            bad.append((t["tid"], start, t["start_ns"], end, t["end_ns"]))
-    check(not bad, "%s: each thread's estimated start and end from its creator's deltas" % name, bad[:3])
+    for ns, kind, i, j in ev:
+        t = th[i]
+        if kind == 1:
+            c = pos.get(t["creator_tid"]) if t["creator_tid"] >= 0 else None
+            off[i] = off[c] if c is not None else 0.0
+            off_wo[i] = off_wo[c] if c is not None else 0.0
+            started[i] = True
+            if abs(t["first_ns"] - d["start_ns"] + off[i] - t["start_ns"]) > 1e-2:
+                bad.append(("start", t["tid"], t["first_ns"] - d["start_ns"] + off[i], t["start_ns"]))
+        elif kind == 0 and started[i]:
+            c = pts[i][j]
+            w, w_ns = (other, other_ns) if last == i else (last, last_ns)
+            if (c["fate"] == "wait" and c["call"] not in ("nanosleep", "clock_nanosleep") and w is not None and
+                    started[w] and w_ns >= c["enter_ns"]):
+                ln = c["exit_ns"] - c["enter_ns"]
+                off[i] = max(off[i] - ln, off[w])
+                off_wo[i] = max(off_wo[i] - ln, off_wo[w])
+            o = d["overhead_lib_ns"] if c["libcall"] else d["overhead_sys_ns"]
+            modelled = c["fate"] == "modelled"
+            off[i] += (c["model_ns"] - c["measured_ns"] if modelled else 0) - o
+            off_wo[i] += (-c["measured_ns"] if modelled else 0) - o
+        elif kind == 2 and started[i]:
+            if abs(t["last_ns"] - d["start_ns"] + off[i] - t["end_ns"]) > 1e-2 or \
+                    abs(t["last_ns"] - d["start_ns"] + off_wo[i] - t["end_without_ns"]) > 1e-2:
+                bad.append(("end", t["tid"], t["last_ns"] - d["start_ns"] + off[i], t["end_ns"]))
+        if last != i:
+            other, other_ns = last, last_ns
+        last, last_ns = i, ns
+    check(not bad, "%s: each thread's estimated start and end: its creator's time, its calls' deltas, its "
+          "waits ended by their wakers" % name, bad[:3])
     roots = [t for t in d["threads"] if t["creator_tid"] < 0]
     check(len(roots) == 1, "%s: one thread without a creator (the first)" % name, roots)
     check(abs(d["estimate_ns"] - max(t["end_ns"] for t in d["threads"])) < 1e-3,
@@ -338,7 +367,7 @@ def group_threads(build, tmp):
             check(all(x["creator_tid"] == main["tid"] for x in d["threads"] if x is not main),
                   "ex_threads: every thread created by the main thread (its clone's result)")
             waits = [r for r in d["unmodelled"] if r["name"] == "futex" and r["why"] == "wait"]
-            check(bool(waits), "ex_threads: futex waits kept as measured", d["unmodelled"])
+            check(bool(waits), "ex_threads: futex waits are waits", d["unmodelled"])
     t = record(env, "t_pingpong", env.ex("ex_pingpong"), ["--syscalls"])
     if t:
         d = check_timeline(env, "ex_pingpong", t)

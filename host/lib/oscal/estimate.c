@@ -29,6 +29,8 @@ struct tpoint {
 	uint64_t ns;
 	double delta, delta_wo;
 	uint64_t nsys, nlib; /* calls counted so far, each with the recorder's cost outside it */
+	uint64_t enter_ns;   /* the call's entry */
+	bool wait;           /* a wait for another task (not for time) */
 };
 
 /* A C library call entered and not yet exited. */
@@ -200,7 +202,8 @@ static struct tstate *tstate_of(struct estimate *e, struct walk_stream *s)
 	return ts;
 }
 
-static void point_add(struct estimate *e, struct tstate *ts, uint64_t ns, double delta, double delta_wo, bool lib)
+static void point_add(struct estimate *e, struct tstate *ts, uint64_t enter_ns, uint64_t ns, double delta,
+                      double delta_wo, bool lib, bool wait)
 {
 	struct estimate_priv *p = e->p;
 	int g;
@@ -225,6 +228,8 @@ static void point_add(struct estimate *e, struct tstate *ts, uint64_t ns, double
 	ts->pts[ts->npts].delta_wo = ts->delta_wo;
 	ts->pts[ts->npts].nsys = ts->nsys;
 	ts->pts[ts->npts].nlib = ts->nlib;
+	ts->pts[ts->npts].enter_ns = enter_ns;
+	ts->pts[ts->npts].wait = wait;
 	ts->npts++;
 	p->npoints++;
 }
@@ -241,8 +246,9 @@ static void account(struct estimate *e, struct walk_stream *s, struct tstate *ts
 	if (fate == ESTIMATE_MODELLED)
 		e->threads[ts->index].modelled++;
 	if (fate != ESTIMATE_INSIDE && fate != ESTIMATE_UNFINISHED)
-		point_add(e, ts, exit_ns, fate == ESTIMATE_MODELLED ? model - measured : 0,
-		          fate == ESTIMATE_MODELLED ? -measured : 0, c->libcall);
+		point_add(e, ts, enter_ns, exit_ns, fate == ESTIMATE_MODELLED ? model - measured : 0,
+		          fate == ESTIMATE_MODELLED ? -measured : 0, c->libcall,
+		          fate == ESTIMATE_WAIT && strcmp(call, "nanosleep") && strcmp(call, "clock_nanosleep"));
 	if (fate != ESTIMATE_INSIDE && fate != ESTIMATE_UNFINISHED) {
 		if (c->libcall)
 			e->libcalls++;
@@ -539,30 +545,6 @@ static void on_exit_ev(void *ctx, struct walk_stream *s, uint64_t ns, uint64_t a
 
 /* ------------------------------------------------------------ the time line */
 
-/* The thread's added deltas by measured time t (calls ended by then). */
-static void deltas_at(const struct estimate *e, const struct tstate *ts, uint64_t t, double *d, double *d_wo)
-{
-	double o;
-
-	uint32_t lo = 0, hi = ts->npts;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (ts->pts[mid].ns <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo) {
-		*d = *d_wo = 0;
-		return;
-	}
-	o = e->overhead_sys_ns * (double)ts->pts[lo - 1].nsys + e->overhead_lib_ns * (double)ts->pts[lo - 1].nlib;
-	*d = ts->pts[lo - 1].delta - o;
-	*d_wo = ts->pts[lo - 1].delta_wo - o;
-}
-
 static int32_t find_creator(const struct estimate *e, uint32_t i)
 {
 	const struct estimate_priv *p = e->p;
@@ -586,71 +568,123 @@ static int32_t find_creator(const struct estimate *e, uint32_t i)
 	return -1;
 }
 
-static int cmp_first(const void *a, const void *b, void *ctx)
-{
-	const struct estimate *e = ctx;
-	const struct estimate_thread *x = &e->threads[*(const uint32_t *)a], *y = &e->threads[*(const uint32_t *)b];
+/* An event of the time line: a point (kind 0), a thread's start (1), its
+ * end (2), in the order of the trace's times. */
+struct tlevent {
+	uint64_t ns;
+	uint32_t kind, thread, idx;
+};
 
-	if (x->first_ns != y->first_ns)
-		return x->first_ns < y->first_ns ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+static int cmp_tlevent(const void *a, const void *b)
+{
+	const struct tlevent *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* Per thread during the pass: its estimated time less its measured time
+ * (both from the program's start), with and without the models. */
+struct tlstate {
+	bool started;
+	double off, off_wo;
+	double prev_d, prev_d_wo; /* the cumulative figures of its last point */
+};
+
+/* The threads' estimated time lines, in one pass over every thread's
+ * points in time order.  A point adds its call's delta (model - measured,
+ * less the recorder's cost).  A thread starts at its creator's estimated
+ * time of its first event.  A wait for another task ends, on the
+ * estimated time line, where the task that acted last before its end (its
+ * waker: the last other thread with an event between the wait's entry and
+ * exit) stood then, and not before the wait began: off = max(off - the
+ * wait's length, the waker's off).  Without a waker, the wait keeps its
+ * length. */
 static int timeline(struct estimate *e)
 {
 	struct estimate_priv *p = e->p;
-	uint32_t *order, i, k;
-	bool *done;
+	struct tlevent *ev;
+	struct tlstate *st;
+	uint64_t n = 2u * (uint64_t)e->nthreads, k = 0, last_ns = 0, other_ns = 0;
+	int64_t last = -1, other = -1;
+	uint32_t i;
 
-	order = malloc((size_t)e->nthreads * sizeof(*order) + 1);
-	done = calloc(e->nthreads + 1, sizeof(*done));
-	if (!order || !done) {
-		free(order);
-		free(done);
+	for (i = 0; i < e->nthreads; i++)
+		n += p->ts[i]->npts;
+	ev = malloc((size_t)n * sizeof(*ev) + 1);
+	st = calloc(e->nthreads + 1, sizeof(*st));
+	if (!ev || !st) {
+		free(ev);
+		free(st);
 		return -ENOMEM;
 	}
-	for (i = 0; i < e->nthreads; i++)
-		order[i] = i;
-	/* by first event (few threads: an insertion sort keeps it simple) */
-	for (i = 1; i < e->nthreads; i++)
-		for (k = i; k > 0 && cmp_first(&order[k - 1], &order[k], e) > 0; k--) {
-			uint32_t tmp = order[k];
+	for (i = 0; i < e->nthreads; i++) {
+		const struct tstate *ts = p->ts[i];
 
-			order[k] = order[k - 1];
-			order[k - 1] = tmp;
-		}
-	e->estimate_ns = e->without_ns = 0;
-	for (k = 0; k < e->nthreads; k++) {
-		struct estimate_thread *t = &e->threads[order[k]];
-		const struct tstate *ts = p->ts[order[k]];
-		int32_t c = find_creator(e, order[k]);
-
-		t->calls = ts->nsys + ts->nlib;
-		t->overhead = e->overhead_sys_ns * (double)ts->nsys + e->overhead_lib_ns * (double)ts->nlib;
-		t->delta = ts->delta - t->overhead;
-		t->delta_wo = ts->delta_wo - t->overhead;
-		if (c >= 0 && done[c]) {
-			const struct estimate_thread *ct = &e->threads[c];
-			double d, d_wo;
-
-			deltas_at(e, p->ts[c], t->first_ns, &d, &d_wo);
-			t->creator = c;
-			t->start = ct->start + (double)(t->first_ns - ct->first_ns) + d;
-			t->start_wo = ct->start_wo + (double)(t->first_ns - ct->first_ns) + d_wo;
-		} else {
-			t->creator = -1;
-			t->start = t->start_wo = (double)(t->first_ns - e->t0);
-		}
-		t->end = t->start + (double)(t->last_ns - t->first_ns) + t->delta;
-		t->end_wo = t->start_wo + (double)(t->last_ns - t->first_ns) + t->delta_wo;
-		if (t->end > e->estimate_ns)
-			e->estimate_ns = t->end;
-		if (t->end_wo > e->without_ns)
-			e->without_ns = t->end_wo;
-		done[order[k]] = true;
+		ev[k++] = (struct tlevent){ e->threads[i].first_ns, 1, i, 0 };
+		for (uint32_t j = 0; j < ts->npts; j++)
+			ev[k++] = (struct tlevent){ ts->pts[j].ns, 0, i, j };
+		ev[k++] = (struct tlevent){ e->threads[i].last_ns, 2, i, 0 };
 	}
-	free(order);
-	free(done);
+	qsort(ev, n, sizeof(*ev), cmp_tlevent);
+	e->estimate_ns = e->without_ns = 0;
+	for (k = 0; k < n; k++) {
+		struct estimate_thread *t = &e->threads[ev[k].thread];
+		const struct tstate *ts = p->ts[ev[k].thread];
+		struct tlstate *me = &st[ev[k].thread];
+
+		if (ev[k].kind == 1) {
+			int32_t c = find_creator(e, ev[k].thread);
+
+			t->creator = c >= 0 && st[c].started ? c : -1;
+			me->off = t->creator >= 0 ? st[c].off : 0;
+			me->off_wo = t->creator >= 0 ? st[c].off_wo : 0;
+			me->started = true;
+			t->start = (double)(t->first_ns - e->t0) + me->off;
+			t->start_wo = (double)(t->first_ns - e->t0) + me->off_wo;
+			t->calls = ts->nsys + ts->nlib;
+			t->overhead = e->overhead_sys_ns * (double)ts->nsys + e->overhead_lib_ns * (double)ts->nlib;
+			t->delta = ts->delta - t->overhead;
+			t->delta_wo = ts->delta_wo - t->overhead;
+		} else if (ev[k].kind == 0 && me->started) {
+			const struct tpoint *pt = &ts->pts[ev[k].idx];
+			double o = e->overhead_sys_ns * (double)pt->nsys + e->overhead_lib_ns * (double)pt->nlib;
+			bool mine = last == (int64_t)ev[k].thread;
+			int64_t w = mine ? other : last;
+			uint64_t w_ns = mine ? other_ns : last_ns;
+
+			if (pt->wait && w >= 0 && st[w].started && w_ns >= pt->enter_ns) {
+				double len = (double)(pt->ns - pt->enter_ns);
+
+				me->off = me->off - len > st[w].off ? me->off - len : st[w].off;
+				me->off_wo = me->off_wo - len > st[w].off_wo ? me->off_wo - len : st[w].off_wo;
+			}
+			me->off += (pt->delta - o) - me->prev_d;
+			me->off_wo += (pt->delta_wo - o) - me->prev_d_wo;
+			me->prev_d = pt->delta - o;
+			me->prev_d_wo = pt->delta_wo - o;
+		} else if (ev[k].kind == 2 && me->started) {
+			t->end = (double)(t->last_ns - e->t0) + me->off;
+			t->end_wo = (double)(t->last_ns - e->t0) + me->off_wo;
+			if (t->end > e->estimate_ns)
+				e->estimate_ns = t->end;
+			if (t->end_wo > e->without_ns)
+				e->without_ns = t->end_wo;
+		}
+		if (last != (int64_t)ev[k].thread) {
+			other = last;
+			other_ns = last_ns;
+		}
+		last = ev[k].thread;
+		last_ns = ev[k].ns;
+	}
+	free(ev);
+	free(st);
 	return 0;
 }
 
