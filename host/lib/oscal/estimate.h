@@ -15,13 +15,16 @@
  *   parameter x from an argument or the result (read: the bytes read);
  * - calls that wait for another task or for time (a futex wait, wait4,
  *   pthread_join, a read from a pipe, poll, a sleep whose request the trace
- *   does not hold) keep their measured time: their length is another
- *   task's doing, not the call's;
- * - per thread: estimated span = measured span + sum of (model(x) -
- *   measured) over its modelled calls; a thread starts at its creator's
- *   estimated time of its creation (the creator's measured time plus the
- *   deltas of its calls ended by then); the program's estimate is the
- *   latest estimated end of a thread less the program's start;
+ *   does not hold) are not modelled: their length is another task's doing
+ *   or a requested time, not the call's;
+ * - all threads' calls in the order of the trace's times, each thread with
+ *   its offset (estimated less measured time): a modelled call adds model(x)
+ *   - measured, every call takes off the recorder's cost per call outside
+ *   the call; a thread starts with its creator's offset at its first event;
+ *   a wait for another task ends where its waker (the last other thread to
+ *   act during the wait) stands: offset = max(offset - the wait's length,
+ *   the waker's offset); the program's estimate is the latest estimated end
+ *   of a thread less the program's start;
  * - without the call models: the same with each modelled call's time 0.
  *
  * Not thread-safe.  One struct estimate per trace. */
