@@ -31,6 +31,7 @@ int cmd_flow(int argc, char **argv);
 int cmd_callgraph(int argc, char **argv);
 int cmd_coverage(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 
 /* A struct lp_warner fn (host/lib/util/error.h) whose ctx is the command's
  * name ("live"): prints msg as "layerprof <cmd>: <msg>" on stderr, as the

@@ -37,6 +37,7 @@ static const struct command commands[] = {
 	{ "energy", cmd_energy, "power sources, and a model of energy from event counts: train, check" },
 	{ "tune", cmd_tune, "search a program's parameters for the best time or energy" },
 	{ "oscal", cmd_oscal, "OS and C-library call timing: measure, model, report, compare platforms" },
+	{ "estimate", cmd_estimate, "a program's run time on a characterised platform, from its trace" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
