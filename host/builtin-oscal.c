@@ -364,17 +364,3 @@ const char *oscal_model_text(const struct oscal_entry *e, char *buf, size_t size
 	}
 	return buf;
 }
-
-const char *oscal_status_name(enum oscal_status s)
-{
-	switch (s) {
-	case OSCAL_MEASURED:
-		return "measured";
-	case OSCAL_SKIPPED:
-		return "skipped";
-	case OSCAL_FAILED:
-		return "failed";
-	default:
-		return "pending";
-	}
-}

@@ -148,79 +148,6 @@ static void report_text(FILE *f, const struct oscal_cal *c, const char *path, co
 
 /* ------------------------------------------------------------ JSON */
 
-static void json_stats(struct json *j, const char *key, const struct oscal_stats *s, bool hist)
-{
-	json_object_begin(j, key);
-	json_u64(j, "n", s->n);
-	json_f64_exact(j, "mean", s->mean);
-	json_f64_exact(j, "sd", s->sd);
-	json_f64_exact(j, "min", s->min);
-	json_f64_exact(j, "max", s->max);
-	json_f64_exact(j, "p50", s->p50);
-	json_f64_exact(j, "p90", s->p90);
-	json_f64_exact(j, "p99", s->p99);
-	json_u64(j, "outliers", s->outliers);
-	if (hist) {
-		json_object_begin(j, "hist");
-		json_f64_exact(j, "lo", s->hist_lo);
-		json_f64_exact(j, "hi", s->hist_hi);
-		json_array_begin(j, "counts");
-		for (uint32_t b = 0; b < OSCAL_BINS; b++)
-			json_u64(j, NULL, s->hist[b]);
-		json_array_end(j);
-		json_object_end(j);
-	}
-	json_object_end(j);
-}
-
-void oscal_json_model(struct json *j, const char *key, const struct oscal_model *m)
-{
-	json_object_begin(j, key);
-	json_str(j, "form", oscal_form_name(m->form));
-	json_array_begin(j, "pieces");
-	for (uint32_t k = 0; k < m->npieces; k++) {
-		json_object_begin(j, NULL);
-		json_f64_exact(j, "x0", m->pieces[k].x0);
-		json_f64_exact(j, "x1", m->pieces[k].x1);
-		json_f64_exact(j, "m", m->pieces[k].m);
-		json_f64_exact(j, "q", m->pieces[k].q);
-		json_object_end(j);
-	}
-	json_array_end(j);
-	json_f64_exact(j, "r2", m->r2);
-	json_f64_exact(j, "mean_abs_ns", m->mean_abs_ns);
-	json_f64_exact(j, "mean_rel", m->mean_rel);
-	json_u64(j, "points", m->points);
-	json_object_end(j);
-}
-
-void oscal_json_head(struct json *j, const struct oscal_cal *c)
-{
-	json_str(j, "created", c->created);
-	json_str(j, "source", c->source);
-	json_bool(j, "complete", c->complete);
-	json_object_begin(j, "machine");
-	json_str(j, "arch", c->machine.arch);
-	json_u64(j, "cpus", c->machine.cpus);
-	json_str(j, "kernel", c->machine.kernel);
-	json_str(j, "libc", c->machine.libc);
-	json_str(j, "host", c->machine.host);
-	json_str(j, "cpu", c->machine.cpu);
-	json_object_end(j);
-	json_object_begin(j, "clock");
-	json_str(j, "name", c->clock.name);
-	json_f64_exact(j, "resolution_ns", c->clock.resolution_ns);
-	json_f64_exact(j, "overhead_ns", c->clock.overhead_ns);
-	json_object_end(j);
-	json_object_begin(j, "settings");
-	json_bool(j, "quick", c->settings.quick);
-	json_u64(j, "reps", c->settings.reps);
-	json_u64(j, "warmup", c->settings.warmup);
-	json_f64_exact(j, "threshold", c->settings.threshold);
-	json_str(j, "calls", c->settings.calls);
-	json_object_end(j);
-}
-
 static void report_json(FILE *f, const struct oscal_cal *c, const char *path, const char *calls)
 {
 	struct json j;
@@ -238,47 +165,7 @@ static void report_json(FILE *f, const struct oscal_cal *c, const char *path, co
 
 		if (!oscal_calls_match(calls, e->name, e->call))
 			continue;
-		json_object_begin(&j, NULL);
-		json_str(&j, "name", e->name);
-		json_str(&j, "call", e->call);
-		json_str(&j, "cond", e->cond);
-		json_str(&j, "group", e->group);
-		json_str(&j, "param", e->param);
-		json_str(&j, "unit", e->unit);
-		json_str(&j, "desc", e->desc);
-		json_str(&j, "status", oscal_status_name(e->status));
-		json_str(&j, "reason", e->reason);
-		json_u64(&j, "reps", e->reps);
-		json_u64(&j, "warmup", e->warmup);
-		json_array_begin(&j, "series");
-		for (uint32_t k = 0; k < e->nseries; k++) {
-			json_object_begin(&j, NULL);
-			json_f64_exact(&j, "x", e->series[k].x);
-			json_stats(&j, "stats", &e->series[k].st, false);
-			json_object_end(&j);
-		}
-		json_array_end(&j);
-		if (e->status == OSCAL_MEASURED && e->st.n) {
-			json_stats(&j, "stats", &e->st, true);
-			json_bool(&j, "spread_high", e->spread_high);
-			json_array_begin(&j, "clusters");
-			for (uint32_t k = 0; k < e->nclusters; k++) {
-				const struct oscal_cluster *cl = &e->clusters[k];
-
-				json_object_begin(&j, NULL);
-				json_f64_exact(&j, "x0", cl->x0);
-				json_f64_exact(&j, "x1", cl->x1);
-				json_f64_exact(&j, "lo", cl->lo);
-				json_f64_exact(&j, "hi", cl->hi);
-				json_u64(&j, "n", cl->n);
-				json_f64_exact(&j, "mean", cl->mean);
-				json_f64_exact(&j, "sd", cl->sd);
-				json_object_end(&j);
-			}
-			json_array_end(&j);
-			oscal_json_model(&j, "model", &e->model);
-		}
-		json_object_end(&j);
+		oscal_json_entry(&j, e, false);
 	}
 	json_array_end(&j);
 	json_object_end(&j);

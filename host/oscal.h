@@ -133,22 +133,14 @@ const char *oscal_model_text(const struct oscal_entry *e, char *buf, size_t size
 /* One piece of a model: "0.052 ns/B x bytes + 310 ns" (x: U+00D7), "7 ns"
  * when its slope is 0. */
 const char *oscal_piece_text(const struct oscal_entry *e, const struct oscal_piece *p, char *buf, size_t size);
-/* "measured", "skipped", "failed", "pending". */
-const char *oscal_status_name(enum oscal_status s);
 /* The outlier rule and the fitting procedure, said in one line each (the
  * reports' headers). */
 extern const char oscal_outlier_rule[];
 
-struct json;
 /* oscal-report.c: the text report's first lines (the file, machine,
  * clock, settings, outlier rule, threshold, entries), which run prints
  * too. */
 void oscal_report_header(FILE *f, const struct oscal_cal *c, const char *path);
-/* The members of the JSON reports that say where a calibration comes
- * from: created, source, complete, machine, clock, settings. */
-void oscal_json_head(struct json *j, const struct oscal_cal *c);
-/* A model as a JSON object under key. */
-void oscal_json_model(struct json *j, const char *key, const struct oscal_model *m);
 
 /* oscal-html.c: the report as one self-contained page.  Returns 0 or
  * -EIO. */

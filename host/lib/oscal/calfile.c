@@ -51,6 +51,11 @@
 
 static const char *const status_names[] = { "measured", "skipped", "failed", "pending" };
 
+const char *oscal_status_name(enum oscal_status s)
+{
+	return (unsigned)s < 4 ? status_names[s] : "failed";
+}
+
 /* ------------------------------------------------------------ writing */
 
 static void write_stats(struct json *j, const char *key, const struct oscal_stats *st)
@@ -78,7 +83,7 @@ static void write_stats(struct json *j, const char *key, const struct oscal_stat
 	json_object_end(j);
 }
 
-static void write_entry(struct json *j, const struct oscal_entry *e, bool samples)
+void oscal_json_entry(struct json *j, const struct oscal_entry *e, bool samples)
 {
 	uint32_t i, k;
 
@@ -90,7 +95,7 @@ static void write_entry(struct json *j, const struct oscal_entry *e, bool sample
 	json_str(j, "param", e->param);
 	json_str(j, "unit", e->unit);
 	json_str(j, "desc", e->desc);
-	json_str(j, "status", (unsigned)e->status < 4 ? status_names[e->status] : "failed");
+	json_str(j, "status", oscal_status_name(e->status));
 	json_str(j, "reason", e->reason);
 	json_u64(j, "reps", e->reps);
 	json_u64(j, "warmup", e->warmup);
@@ -149,7 +154,34 @@ static void write_entry(struct json *j, const struct oscal_entry *e, bool sample
 	json_object_end(j);
 }
 
-static int write_cal(FILE *f, const struct oscal_cal *cal, bool samples)
+void oscal_json_head(struct json *j, const struct oscal_cal *cal)
+{
+	json_str(j, "created", cal->created);
+	json_str(j, "source", cal->source);
+	json_bool(j, "complete", cal->complete);
+	json_object_begin(j, "machine");
+	json_str(j, "arch", cal->machine.arch);
+	json_u64(j, "cpus", cal->machine.cpus);
+	json_str(j, "kernel", cal->machine.kernel);
+	json_str(j, "libc", cal->machine.libc);
+	json_str(j, "host", cal->machine.host);
+	json_str(j, "cpu", cal->machine.cpu);
+	json_object_end(j);
+	json_object_begin(j, "clock");
+	json_str(j, "name", cal->clock.name);
+	json_f64_exact(j, "resolution_ns", cal->clock.resolution_ns);
+	json_f64_exact(j, "overhead_ns", cal->clock.overhead_ns);
+	json_object_end(j);
+	json_object_begin(j, "settings");
+	json_bool(j, "quick", cal->settings.quick);
+	json_u64(j, "reps", cal->settings.reps);
+	json_u64(j, "warmup", cal->settings.warmup);
+	json_f64_exact(j, "threshold", cal->settings.threshold);
+	json_str(j, "calls", cal->settings.calls);
+	json_object_end(j);
+}
+
+int oscal_cal_write(FILE *f, const struct oscal_cal *cal)
 {
 	struct json j;
 	uint32_t i;
@@ -158,47 +190,15 @@ static int write_cal(FILE *f, const struct oscal_cal *cal, bool samples)
 	json_object_begin(&j, NULL);
 	json_str(&j, "format", OSCAL_FORMAT);
 	json_u64(&j, "version", OSCAL_VERSION);
-	json_str(&j, "created", cal->created);
-	json_str(&j, "source", cal->source);
-	json_bool(&j, "complete", cal->complete);
-	json_object_begin(&j, "machine");
-	json_str(&j, "arch", cal->machine.arch);
-	json_u64(&j, "cpus", cal->machine.cpus);
-	json_str(&j, "kernel", cal->machine.kernel);
-	json_str(&j, "libc", cal->machine.libc);
-	json_str(&j, "host", cal->machine.host);
-	json_str(&j, "cpu", cal->machine.cpu);
-	json_object_end(&j);
-	json_object_begin(&j, "clock");
-	json_str(&j, "name", cal->clock.name);
-	json_f64_exact(&j, "resolution_ns", cal->clock.resolution_ns);
-	json_f64_exact(&j, "overhead_ns", cal->clock.overhead_ns);
-	json_object_end(&j);
-	json_object_begin(&j, "settings");
-	json_bool(&j, "quick", cal->settings.quick);
-	json_u64(&j, "reps", cal->settings.reps);
-	json_u64(&j, "warmup", cal->settings.warmup);
-	json_f64_exact(&j, "threshold", cal->settings.threshold);
-	json_str(&j, "calls", cal->settings.calls);
-	json_object_end(&j);
+	oscal_json_head(&j, cal);
 	json_array_begin(&j, "entries");
 	for (i = 0; i < cal->nentries; i++)
-		write_entry(&j, &cal->entries[i], samples);
+		oscal_json_entry(&j, &cal->entries[i], true);
 	json_array_end(&j);
 	json_object_end(&j);
 	json_finish(&j);
 	fflush(f);
 	return ferror(f) ? -EIO : 0;
-}
-
-int oscal_cal_write(FILE *f, const struct oscal_cal *cal)
-{
-	return write_cal(f, cal, true);
-}
-
-int oscal_cal_write_analysis(FILE *f, const struct oscal_cal *cal)
-{
-	return write_cal(f, cal, false);
 }
 
 /* ------------------------------------------------------------ reading */

@@ -182,6 +182,8 @@ int oscal_fit(const struct oscal_point *p, size_t n, bool has_param, double thre
 double oscal_model_eval(const struct oscal_model *m, double x);
 /* "constant", "linear", "piecewise", "none". */
 const char *oscal_form_name(enum oscal_form f);
+/* "measured", "skipped", "failed", "pending" (the file's words). */
+const char *oscal_status_name(enum oscal_status s);
 
 /* ------------------------------------------------------------ a calibration (cal.c, calfile.c) */
 
@@ -205,10 +207,13 @@ const struct oscal_entry *oscal_cal_find_call(const struct oscal_cal *cal, const
 int oscal_cal_analyse(struct oscal_cal *cal);
 /* Writes cal as JSON (docs/oscal.md).  Returns 0 or -EIO. */
 int oscal_cal_write(FILE *f, const struct oscal_cal *cal);
-/* The same without the raw samples (each series' "ns"): the analysis
- * only, for reports; not a calibration oscal_cal_read takes back.
- * Returns 0 or -EIO. */
-int oscal_cal_write_analysis(FILE *f, const struct oscal_cal *cal);
+/* The members a calibration file and the reports share, written into an
+ * object that j has open: the header's (created, source, complete,
+ * machine, clock, settings), and one entry as an array element (its raw
+ * samples, each series' "ns", only with samples). */
+struct json;
+void oscal_json_head(struct json *j, const struct oscal_cal *cal);
+void oscal_json_entry(struct json *j, const struct oscal_entry *e, bool samples);
 /* Reads a calibration file (the raw samples and everything analysed).
  * Returns 0, or -errno with err naming the file and what is wrong ("'x'
  * is not a layerprof calibration", "... version 2 is newer than this
