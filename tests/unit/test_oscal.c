@@ -427,14 +427,14 @@ static void test_models(void)
 	oscal_cal_release(&cal);
 
 	/* oscal_fit directly: no points; points in any order give one answer */
-	CHECK_EQ_U64(oscal_fit(pts, 0, true, 0.1, c, &nc, &m), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(oscal_fit(pts, 0, true, 0.1, 0, c, &nc, &m), (uint64_t)-EINVAL);
 	CHECK_EQ_U64(m.form, OSCAL_NONE);
 	CHECK(isnan(oscal_model_eval(&m, 1)));
 	pts[0] = (struct oscal_point){ 10, 110 };
 	pts[1] = (struct oscal_point){ 0, 100 };
 	pts[2] = (struct oscal_point){ 30, 130 };
 	pts[3] = (struct oscal_point){ 20, 120 };
-	CHECK_EQ_U64(oscal_fit(pts, 4, true, 0.1, c, &nc, &m), 0);
+	CHECK_EQ_U64(oscal_fit(pts, 4, true, 0.1, 0, c, &nc, &m), 0);
 	CHECK_EQ_U64(m.form, OSCAL_LINEAR);
 	CHECK_F64(m.pieces[0].m, 1);
 	CHECK_F64(m.pieces[0].q, 100);
@@ -448,13 +448,13 @@ static void test_models(void)
 	CHECK_F64(c[0].hi, 130);
 	CHECK_F64(c[0].mean, 115);
 	/* the same points without a parameter: one constant */
-	CHECK_EQ_U64(oscal_fit(pts, 4, false, 0.2, c, &nc, &m), 0);
+	CHECK_EQ_U64(oscal_fit(pts, 4, false, 0.2, 0, c, &nc, &m), 0);
 	CHECK_EQ_U64(m.form, OSCAL_CONSTANT);
 	CHECK_F64(m.pieces[0].q, 115);
 	CHECK_EQ_U64(nc, 1);
 	/* sd 12.9 over 115 is above 0.1: split at the first of the equal
 	 * gaps; 110, 120, 130 (sd 10 over 120) stay together */
-	CHECK_EQ_U64(oscal_fit(pts, 4, false, 0.1, c, &nc, &m), 0);
+	CHECK_EQ_U64(oscal_fit(pts, 4, false, 0.1, 0, c, &nc, &m), 0);
 	CHECK_EQ_U64(nc, 2);
 	CHECK_F64(c[0].hi, 100);
 	CHECK_F64(c[1].lo, 110);
@@ -480,8 +480,8 @@ static void test_models(void)
 			b[i] = b[j];
 			b[j] = t;
 		}
-		CHECK_EQ_U64(oscal_fit(a, 400, true, 0.1, ca, &na, &ma), 0);
-		CHECK_EQ_U64(oscal_fit(b, 400, true, 0.1, cb, &nb, &mb), 0);
+		CHECK_EQ_U64(oscal_fit(a, 400, true, 0.1, 0, ca, &na, &ma), 0);
+		CHECK_EQ_U64(oscal_fit(b, 400, true, 0.1, 0, cb, &nb, &mb), 0);
 		CHECK_EQ_U64(na, 2);
 		CHECK_EQ_U64(nb, na);
 		CHECK(!memcmp(&ma, &mb, sizeof(ma)));
@@ -490,7 +490,7 @@ static void test_models(void)
 		/* one x value only: nothing to split along x, one constant */
 		for (i = 0; i < 400; i++)
 			a[i].x = 7;
-		CHECK_EQ_U64(oscal_fit(a, 400, true, 0.1, ca, &na, &ma), 0);
+		CHECK_EQ_U64(oscal_fit(a, 400, true, 0.1, 0, ca, &na, &ma), 0);
 		CHECK_EQ_U64(na, 1);
 		CHECK_EQ_U64(ma.form, OSCAL_CONSTANT);
 		CHECK_F64(ma.pieces[0].x0, 7);

@@ -623,7 +623,7 @@ static void entry_clear_analysis(struct oscal_entry *e)
 	e->model.r2 = NAN;
 }
 
-static int entry_analyse(struct oscal_entry *e, double threshold)
+static int entry_analyse(struct oscal_entry *e, double threshold, double floor_ns)
 {
 	struct oscal_point *pts = NULL;
 	double *all = NULL;
@@ -670,7 +670,7 @@ static int entry_analyse(struct oscal_entry *e, double threshold)
 			for (k = first; k < np; k++)
 				sd += (pts[k].ns - mean) * (pts[k].ns - mean);
 			sd = sqrt(sd / (double)(np - first - 1));
-			if (mean > 0 ? sd / mean > threshold : sd > 0)
+			if (mean > 0 || floor_ns > 0 ? sd / fmax(mean, floor_ns) > threshold : sd > 0)
 				e->spread_high = true;
 		}
 	}
@@ -680,7 +680,7 @@ static int entry_analyse(struct oscal_entry *e, double threshold)
 	e->st.outliers = outliers;
 	if (e->status != OSCAL_MEASURED || !np)
 		goto out;
-	r = oscal_fit(pts, np, e->param[0] != '\0', threshold, e->clusters, &e->nclusters, &e->model);
+	r = oscal_fit(pts, np, e->param[0] != '\0', threshold, floor_ns, e->clusters, &e->nclusters, &e->model);
 	if (!r && !e->param[0] && e->nclusters > 1)
 		e->spread_high = true;
 out:
@@ -692,6 +692,7 @@ out:
 int oscal_cal_analyse(struct oscal_cal *cal)
 {
 	double threshold = cal->settings.threshold;
+	double floor_ns = cal->clock.overhead_ns > 0 ? OSCAL_FLOOR_PAIRS * cal->clock.overhead_ns : 0;
 	uint32_t i;
 	int r;
 
@@ -704,7 +705,7 @@ int oscal_cal_analyse(struct oscal_cal *cal)
 			e->status = OSCAL_FAILED;
 			snprintf(e->reason, sizeof(e->reason), "interrupted");
 		}
-		r = entry_analyse(e, threshold);
+		r = entry_analyse(e, threshold, floor_ns);
 		if (r)
 			return r;
 	}

@@ -9,7 +9,9 @@
  *   and two x values at least, the least-squares line; the line is kept
  *   only when its mean absolute error is below the constant's by more
  *   than OSCAL_LINEAR_GAIN (5 %) of it.  Its spread: the sample sd of
- *   its residuals from that fit over its mean time.
+ *   its residuals from that fit over its mean time, or over the floor
+ *   when the mean is below it (times the clock cannot tell apart are not
+ *   clusters).
  * - While there are fewer than OSCAL_CLUSTERS_MAX clusters, the cluster
  *   with the largest spread above the threshold that can be split is
  *   split: with a parameter at the break between two distinct x values
@@ -66,7 +68,7 @@ static int cmp_by_ns(const void *a, const void *b)
  * have two x values at least, linear; keeps the linear fit only when its
  * mean absolute error is below the constant's by more than
  * OSCAL_LINEAR_GAIN (relative). */
-static void clu_fit(const struct oscal_point *p, struct clu *c, bool linear)
+static void clu_fit(const struct oscal_point *p, struct clu *c, bool linear, double floor_ns)
 {
 	size_t i, k = c->hi - c->lo;
 	double mx = 0, my = 0, sxx = 0, sxy = 0, mae_c = 0, mae_l = 0, ssr = 0, m, q, sd;
@@ -106,8 +108,8 @@ static void clu_fit(const struct oscal_point *p, struct clu *c, bool linear)
 	}
 	c->ssr = ssr;
 	sd = k > 1 ? sqrt(ssr / (double)(k - 1)) : 0;
-	if (my > 0)
-		c->spread = sd / my;
+	if (my > 0 || floor_ns > 0)
+		c->spread = sd / fmax(my, floor_ns);
 	else
 		c->spread = sd > 0 ? INFINITY : 0;
 }
@@ -253,8 +255,8 @@ static void model_errors(const struct oscal_point *p, size_t n, const struct clu
 		m->r2 = ssr > 0 ? NAN : 1;
 }
 
-int oscal_fit(const struct oscal_point *p_in, size_t n, bool has_param, double threshold, struct oscal_cluster *c,
-              uint32_t *nc, struct oscal_model *m)
+int oscal_fit(const struct oscal_point *p_in, size_t n, bool has_param, double threshold, double floor_ns,
+              struct oscal_cluster *c, uint32_t *nc, struct oscal_model *m)
 {
 	struct oscal_point *p;
 	struct sums *pre = NULL;
@@ -286,7 +288,7 @@ int oscal_fit(const struct oscal_point *p_in, size_t n, bool has_param, double t
 	}
 	cl[0].lo = 0;
 	cl[0].hi = n;
-	clu_fit(p, &cl[0], has_param);
+	clu_fit(p, &cl[0], has_param, floor_ns);
 	while (ncl < OSCAL_CLUSTERS_MAX) {
 		/* the splittable cluster with the largest spread above the threshold */
 		worst = ncl;
@@ -308,8 +310,8 @@ int oscal_fit(const struct oscal_point *p_in, size_t n, bool has_param, double t
 		cl[worst + 1].lo = at;
 		cl[worst + 1].hi = cl[worst].hi;
 		cl[worst].hi = at;
-		clu_fit(p, &cl[worst], has_param);
-		clu_fit(p, &cl[worst + 1], has_param);
+		clu_fit(p, &cl[worst], has_param, floor_ns);
+		clu_fit(p, &cl[worst + 1], has_param, floor_ns);
 		ncl++;
 	}
 	for (j = 0; j < ncl; j++)
@@ -324,7 +326,7 @@ int oscal_fit(const struct oscal_point *p_in, size_t n, bool has_param, double t
 		if (has_param)
 			all = cl[0];
 		else
-			clu_fit(p, &all, false);
+			clu_fit(p, &all, false, floor_ns);
 		m->form = all.m != 0 ? OSCAL_LINEAR : OSCAL_CONSTANT;
 		m->npieces = 1;
 		m->pieces[0].x0 = p[0].x;

@@ -173,11 +173,16 @@ struct oscal_point {
 /* The paper's procedure over p[0..n) (any order; the caller has left
  * the outliers out): clusters into c (at most OSCAL_CLUSTERS_MAX, *nc),
  * the model into m.  threshold: the spread a cluster may keep (sd of the
- * residuals / mean time).  has_param: whether x is a parameter (else all
+ * residuals / mean time, the mean taken as floor_ns when below it: the
+ * clock's noise, 0 none).  has_param: whether x is a parameter (else all
  * x are 0 and clusters are by time).  Returns 0, -EINVAL (n == 0) or
  * -ENOMEM. */
-int oscal_fit(const struct oscal_point *p, size_t n, bool has_param, double threshold, struct oscal_cluster *c,
-              uint32_t *nc, struct oscal_model *m);
+int oscal_fit(const struct oscal_point *p, size_t n, bool has_param, double threshold, double floor_ns,
+              struct oscal_cluster *c, uint32_t *nc, struct oscal_model *m);
+/* The floor of oscal_cal_analyse's fits: OSCAL_FLOOR_PAIRS read pairs of
+ * the calibration's clock (a time under it is mostly the clock's own
+ * granularity and jitter). */
+#define OSCAL_FLOOR_PAIRS 5.0
 /* The model's time at x (ns); NaN for OSCAL_NONE. */
 double oscal_model_eval(const struct oscal_model *m, double x);
 /* "constant", "linear", "piecewise", "none". */
