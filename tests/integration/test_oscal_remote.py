@@ -701,6 +701,12 @@ def group_remote(build, lp, tmp):
         suite_pid = []
 
         def suite_running():
+            # the measuring run, not the list before it (a connection of
+            # its own: between the two another host could get in): the
+            # first entry's progress line is out
+            with open(log) as f:
+                if "[1/" not in f.read():
+                    return False
             suite_pid[:] = [int(p) for p in os.listdir("/proc") if p.isdigit() and
                             proc_exe(int(p)) == os.path.realpath(suite)]
             return bool(suite_pid)
