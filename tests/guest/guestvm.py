@@ -476,6 +476,8 @@ def install(guest, guest_build, stage):
         os.makedirs(os.path.join(stage, d), exist_ok=True)
     shutil.copy2(os.path.join(guest_build, "host", "layerprof"), os.path.join(stage, "bin"))
     shutil.copy2(os.path.join(guest_build, "agent", "layerprofd"), os.path.join(stage, "bin"))
+    # the call-timing suite, which the agent runs for `oscal run --connect`
+    shutil.copy2(os.path.join(guest_build, "oscal", "layerprof-oscal"), os.path.join(stage, "bin"))
     for lib in ("liblayerprof.so", "liblayerprof-mem.so", "liblayerprof-sync.so"):
         shutil.copy2(os.path.join(guest_build, "runtime", lib), os.path.join(stage, "lib"))
     guest.put(stage, OPT)

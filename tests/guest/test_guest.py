@@ -771,6 +771,7 @@ def group_live(ctx):
     try:
         live_counts(ctx, agent, exps, bins, names)
         live_syscalls(ctx, agent, writer)
+        live_oscal(ctx, agent)
         if ctx.quick:
             return
         live_filters(ctx, agent, bins["killme"])
@@ -820,6 +821,35 @@ def live_syscalls(ctx, agent, writer):
         check(len(f) == 1 and f[0]["calls"] == 100, "%s: the writes are attributed to writer" % tag, f)
         f = tl.sys_by_function(last, "opener", "openat")
         check(len(f) == 1 and f[0]["calls"] == 1 and f[0]["errors"] == 1, "%s: opener's failing openat" % tag, f)
+
+
+def live_oscal(ctx, agent):
+    """`layerprof oscal run --connect` from this machine: the guest's agent
+    runs its layerprof-oscal on the guest's kernel; the calibration is the
+    guest's."""
+    tag = "%s oscal run --connect" % ctx.arch
+    out = os.path.join(ctx.tmp, "guest.cal")
+    names = ("getpid", "read", "write", "kill-self", "kill-other", "kill-none")
+    r = ctx.host_lp("oscal", "run", "--connect", agent.addr, *agent.token_args, "--quick", "--calls",
+                    "getpid,read,write,kill*", "-o", out)
+    if not check(r.returncode == 0 and os.path.exists(out), "%s: exit 0, the file written" % tag, r.stderr[-800:]):
+        return
+    with open(out) as f:
+        cal = json.load(f)
+    arch = ctx.guest.run("uname -m").stdout.strip()
+    check(cal["machine"]["arch"] == arch and cal["source"] == "agent " + agent.addr and cal["complete"],
+          "%s: the guest's machine (%s), source the agent, complete" % (tag, arch),
+          (cal["machine"], cal["source"], cal["complete"]))
+    ents = {e["name"]: e for e in cal["entries"]}
+    check(all(ents.get(n, {}).get("status") == "measured" for n in names), "%s: %s measured" % (tag, ", ".join(names)),
+          {n: ents.get(n, {}).get("status") for n in names})
+    for n in ("read", "write"):
+        m = ents.get(n, {}).get("model", {})
+        p = m.get("pieces") or [{}]
+        lo = p[0].get("m", 0) * p[0].get("x0", 0) + p[0].get("q", 0)
+        hi = p[-1].get("m", 0) * p[-1].get("x1", 0) + p[-1].get("q", 0)
+        check(m.get("form") in ("linear", "piecewise") and hi > lo,
+              "%s: %s grows with its bytes (%s)" % (tag, n, m.get("form")), m)
 
 
 def live_filters(ctx, agent, killme):
