@@ -19,12 +19,15 @@
 #include "host/lib/util/json.h"
 #include "host/oscal.h"
 
-/* The suite's entries timed: one cheap system call each, made through the
- * C library's PLT, that the suite makes nowhere else but once (getpid) at
- * its start, so that its timed calls are the last reps of that name in
- * the trace. */
-static const char *const rec_calls[] = { "getpid", "getppid", "getuid" };
+/* The suite's entries timed, that the suite calls nowhere else but once
+ * (getpid) at its start, so that its timed calls are the last reps of
+ * that name in the trace: REC_SYS cheap system calls, each made through
+ * the C library's PLT (the costs per system call), then, with --libcalls,
+ * gettimeofday, through the PLT into the vDSO with no system call (the
+ * cost per C library call). */
+static const char *const rec_calls[] = { "getpid", "getppid", "getuid", "gettimeofday" };
 #define REC_NCALLS (sizeof(rec_calls) / sizeof(rec_calls[0]))
+#define REC_SYS 3u
 #define REC_REPS_MAX 100000u
 #define REC_FILE_MAX (1u << 20)
 
@@ -172,14 +175,15 @@ static int write_cal(FILE *f, struct rec_state *st, bool libcalls, unsigned reps
 {
 	double sum_sys = 0, sum_lib = 0, lim_sys[REC_NCALLS], lim_lib[REC_NCALLS];
 	uint64_t n_sys = 0, n_lib = 0;
+	unsigned ncalls = libcalls ? REC_NCALLS : REC_SYS;
 	double *osys = NULL, *olib = NULL;
 	struct json j;
 	int r = -ENOMEM;
 
-	for (unsigned i = 0; i < REC_NCALLS; i++) {
-		const struct series *d = libcalls ? &st->lib[i] : &st->sys[i];
+	for (unsigned i = 0; i < ncalls; i++) {
+		const struct series *d = i < REC_SYS ? &st->sys[i] : &st->lib[i];
 
-		if (st->samples[i].n != reps || d->n < reps || (libcalls && st->sys[i].n < reps)) {
+		if (st->samples[i].n != reps || d->n < reps || (libcalls && st->lib[i].n < reps)) {
 			snprintf(err, errlen, "%s: %u samples, %u traced calls: expected %u of each", rec_calls[i],
 			         st->samples[i].n, d->n, reps);
 			return -EINVAL;
@@ -191,23 +195,25 @@ static int write_cal(FILE *f, struct rec_state *st, bool libcalls, unsigned reps
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	for (unsigned i = 0; i < REC_NCALLS; i++) {
+	for (unsigned i = 0; i < ncalls; i++) {
 		const double *s = st->samples[i].v;
-		const double *ds = st->sys[i].v + (st->sys[i].n - reps);
+		const double *ds = i < REC_SYS ? st->sys[i].v + (st->sys[i].n - reps) : NULL;
 		const double *dl = libcalls ? st->lib[i].v + (st->lib[i].n - reps) : NULL;
 		double *os = osys + i * reps, *ol = olib + i * reps;
 
-		for (unsigned k = 0; k < reps; k++) {
-			/* syscalls: outside the system call, in the suite's window;
-			 * libcalls: outside NAME@plt in the window, and outside the
-			 * system call inside NAME@plt */
-			ol[k] = libcalls ? s[k] - st->clock_ns - dl[k] : 0;
-			os[k] = libcalls ? dl[k] - ds[k] : s[k] - st->clock_ns - ds[k];
-		}
-		costs(os, reps, &lim_sys[i], &sum_sys, &n_sys);
-		lim_lib[i] = 0;
-		if (libcalls)
+		lim_sys[i] = lim_lib[i] = 0;
+		if (i >= REC_SYS) {
+			/* outside gettimeofday@plt, in the suite's window */
+			for (unsigned k = 0; k < reps; k++)
+				ol[k] = s[k] - st->clock_ns - dl[k];
 			costs(ol, reps, &lim_lib[i], &sum_lib, &n_lib);
+			continue;
+		}
+		/* syscalls: outside the system call, in the suite's window;
+		 * libcalls: outside the system call, inside NAME@plt */
+		for (unsigned k = 0; k < reps; k++)
+			os[k] = libcalls ? dl[k] - ds[k] : s[k] - st->clock_ns - ds[k];
+		costs(os, reps, &lim_sys[i], &sum_sys, &n_sys);
 	}
 	json_init(&j, f);
 	json_object_begin(&j, NULL);
@@ -222,15 +228,17 @@ static int write_cal(FILE *f, struct rec_state *st, bool libcalls, unsigned reps
 	json_u64(&j, "reps", reps);
 	json_f64_exact(&j, "clock_ns", st->clock_ns);
 	json_array_begin(&j, "entries");
-	for (unsigned i = 0; i < REC_NCALLS; i++) {
+	for (unsigned i = 0; i < ncalls; i++) {
 		json_object_begin(&j, NULL);
 		json_str(&j, "call", rec_calls[i]);
 		put_series(&j, "samples_ns", st->samples[i].v, reps);
-		put_series(&j, "sys_ns", st->sys[i].v + (st->sys[i].n - reps), reps);
+		if (i < REC_SYS)
+			put_series(&j, "sys_ns", st->sys[i].v + (st->sys[i].n - reps), reps);
 		if (libcalls)
 			put_series(&j, "lib_ns", st->lib[i].v + (st->lib[i].n - reps), reps);
-		json_f64_exact(&j, "sys_limit_ns", lim_sys[i]);
-		if (libcalls)
+		if (i < REC_SYS)
+			json_f64_exact(&j, "sys_limit_ns", lim_sys[i]);
+		else
 			json_f64_exact(&j, "lib_limit_ns", lim_lib[i]);
 		json_object_end(&j);
 	}
@@ -298,7 +306,7 @@ int recorder_calibrate(bool libcalls, unsigned reps, const char *keep, const cha
 	argv[n++] = "--";
 	argv[n++] = suite;
 	argv[n++] = "--calls";
-	argv[n++] = "getpid,getppid,getuid";
+	argv[n++] = libcalls ? "getpid,getppid,getuid,gettimeofday" : "getpid,getppid,getuid";
 	argv[n++] = "--reps";
 	argv[n++] = nreps;
 	argv[n++] = "--dir";
