@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "host/builtin.h"
+#include "host/estimate-recorder.h"
 #include "host/lib/oscal/estimate.h"
 #include "host/lib/trace/walk.h"
 #include "host/lib/util/json.h"
@@ -18,6 +19,7 @@
 
 static const char estimate_usage[] =
     "usage: layerprof estimate --cal FILE [options] [<trace dir>]\n"
+    "       layerprof estimate --calibrate-recorder [--libcalls] [--reps N] [--keep DIR] [-o FILE]\n"
     "\n"
     "Estimates a program's run time on the platform a calibration characterises\n"
     "(layerprof oscal run) from its trace (default layerprof.data), recorded with\n"
@@ -35,6 +37,13 @@ static const char estimate_usage[] =
     "                        call] outside the calls' measured times, taken off the\n"
     "                        time line (default: the least gap between two\n"
     "                        consecutive calls of a thread in the trace; 0ns: none)\n"
+    "      --recorder FILE   the recorder's costs per call from a recorder calibration\n"
+    "                        (refused for a trace of another machine or mode)\n"
+    "      --calibrate-recorder  record the call suite (layerprof-oscal) with record\n"
+    "                        --syscalls, or with --libcalls --dynamic --libcalls\n"
+    "                        --syscalls, and write the recorder's costs per call\n"
+    "                        (JSON) for --recorder; --reps N timed calls per entry\n"
+    "                        (default 2000), --keep DIR keeps the trace and output\n"
     "      --calls           list every call with its entry, x and times (json: \"calls\")\n"
     "      --format FMT      text (default) or json\n"
     "  -o, --output FILE     write there instead of stdout\n"
@@ -43,7 +52,18 @@ static const char estimate_usage[] =
     "Exit status: 0 ok, 1 no calibration, a bad one, or a failure, 2 usage, 3 trace\n"
     "missing, empty, damaged, of another version, or without system or C library calls.\n";
 
-enum { OPT_CAL = 256, OPT_MEASURED, OPT_CALLS, OPT_FORMAT, OPT_OVERHEAD };
+enum {
+	OPT_CAL = 256,
+	OPT_MEASURED,
+	OPT_CALLS,
+	OPT_FORMAT,
+	OPT_OVERHEAD,
+	OPT_RECORDER,
+	OPT_CALIBRATE,
+	OPT_LIBCALLS,
+	OPT_REPS,
+	OPT_KEEP,
+};
 
 /* --overhead SYS[,LIB]: LIB defaults to SYS.  Returns 0 or -EINVAL. */
 static int parse_overhead(const char *arg, struct estimate_opts *o)
@@ -262,13 +282,21 @@ int cmd_estimate(int argc, char **argv)
 		{ "measured", required_argument, NULL, OPT_MEASURED },
 		{ "calls", no_argument, NULL, OPT_CALLS },
 		{ "overhead", required_argument, NULL, OPT_OVERHEAD },
+		{ "recorder", required_argument, NULL, OPT_RECORDER },
+		{ "calibrate-recorder", no_argument, NULL, OPT_CALIBRATE },
+		{ "libcalls", no_argument, NULL, OPT_LIBCALLS },
+		{ "reps", required_argument, NULL, OPT_REPS },
+		{ "keep", required_argument, NULL, OPT_KEEP },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *dir = "layerprof.data", *calpath = NULL, *outpath = NULL;
-	bool json = false, list = false, has_measured = false;
+	const char *dir = "layerprof.data", *calpath = NULL, *outpath = NULL, *recpath = NULL, *keep = NULL;
+	bool json = false, list = false, has_measured = false, calibrate = false, libcalls = false;
+	unsigned long reps = 2000;
+	char *end;
+	struct recorder_cal rc;
 	uint64_t measured = 0;
 	struct oscal_cal cal;
 	struct estimate e;
@@ -307,6 +335,26 @@ int cmd_estimate(int argc, char **argv)
 				return LP_EXIT_USAGE;
 			}
 			break;
+		case OPT_RECORDER:
+			recpath = optarg;
+			break;
+		case OPT_CALIBRATE:
+			calibrate = true;
+			break;
+		case OPT_LIBCALLS:
+			libcalls = true;
+			break;
+		case OPT_REPS:
+			errno = 0;
+			reps = strtoul(optarg, &end, 10);
+			if (errno || *end || !reps || reps > 100000) {
+				fprintf(stderr, "layerprof estimate: invalid --reps '%s': 1 to 100000\n", optarg);
+				return LP_EXIT_USAGE;
+			}
+			break;
+		case OPT_KEEP:
+			keep = optarg;
+			break;
 		case OPT_FORMAT:
 			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
 				fprintf(stderr, "layerprof estimate: invalid --format '%s': text or json\n", optarg);
@@ -325,6 +373,22 @@ int cmd_estimate(int argc, char **argv)
 			return LP_EXIT_USAGE;
 		}
 	}
+	if (calibrate) {
+		if (optind < argc || calpath || recpath || eo.overhead_given) {
+			fprintf(stderr, "layerprof estimate: --calibrate-recorder takes no trace, --cal, --recorder "
+			                "or --overhead\n");
+			return LP_EXIT_USAGE;
+		}
+		return recorder_calibrate(libcalls, (unsigned)reps, keep, outpath);
+	}
+	if (libcalls || keep) {
+		fprintf(stderr, "layerprof estimate: --libcalls and --keep go with --calibrate-recorder\n");
+		return LP_EXIT_USAGE;
+	}
+	if (recpath && eo.overhead_given) {
+		fprintf(stderr, "layerprof estimate: --recorder and --overhead: give one\n");
+		return LP_EXIT_USAGE;
+	}
 	if (builtin_trace_operand("estimate", argc, argv, optind, &dir))
 		return LP_EXIT_USAGE;
 	if (!calpath) {
@@ -337,6 +401,16 @@ int cmd_estimate(int argc, char **argv)
 		fprintf(stderr, "layerprof estimate: %s\n", err);
 		oscal_cal_release(&cal);
 		return LP_EXIT_FAILURE;
+	}
+	if (recpath) {
+		if (recorder_cal_read(recpath, &rc, err, sizeof(err))) {
+			fprintf(stderr, "layerprof estimate: %s\n", err);
+			oscal_cal_release(&cal);
+			return LP_EXIT_FAILURE;
+		}
+		eo.overhead_given = true;
+		eo.overhead_sys_ns = rc.overhead_sys_ns > 0 ? rc.overhead_sys_ns : 0;
+		eo.overhead_lib_ns = rc.overhead_lib_ns > 0 ? rc.overhead_lib_ns : 0;
 	}
 	code = builtin_trace_open("estimate", &w, dir, &fopts);
 	if (code) {
@@ -360,6 +434,24 @@ int cmd_estimate(int argc, char **argv)
 		fprintf(stderr, "layerprof estimate: %s: %s\n", dir, err);
 		code = r == -ENODATA ? LP_EXIT_TRACE : LP_EXIT_FAILURE;
 		goto out_e;
+	}
+	if (recpath) {
+		char host[128], arch[32];
+		const char *mode = e.libcalls ? "libcalls" : "syscalls";
+
+		if (!walk_meta(&w, "host", host, sizeof(host)))
+			host[0] = '\0';
+		if (!walk_meta(&w, "arch", arch, sizeof(arch)))
+			arch[0] = '\0';
+		if (strcmp(mode, rc.mode) || strcmp(host, rc.host) || strcmp(arch, rc.arch)) {
+			fprintf(
+			    stderr,
+			    "layerprof estimate: recorder calibration '%s' is for %s, %s, record %s; the trace is of "
+			    "%s, %s, record %s\n",
+			    recpath, rc.host, rc.arch, rc.mode, host, arch, mode);
+			code = LP_EXIT_FAILURE;
+			goto out_e;
+		}
 	}
 	code = layerprof_trace_condition(&w, "estimate");
 	if (outpath) {

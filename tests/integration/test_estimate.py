@@ -27,6 +27,14 @@ Groups:
   libcalls  ex_mem recorded with --dynamic --libcalls --syscalls: malloc,
             memset, memcpy, free modelled (free's x the size malloc was given
             for its block), the system calls inside them not counted again.
+  recorder  estimate --calibrate-recorder (--syscalls, and --libcalls where
+            record --dynamic works): its costs recomputed exactly from its own
+            file's series (the suite's samples less its clock pair less the
+            traced durations; with --libcalls the PLT call's duration less
+            its system call's; the outlier rule, the mean), the series checked
+            against the kept suite output and the kept trace's call listing;
+            --recorder takes its costs off; refused (exit 1, one line) for a
+            trace of another mode or machine; bad files: exit 1, one line.
 
 usage: test_estimate.py --build BUILD [--keep] [GROUP...]
 Ends with 'N passed, N failed'."""
@@ -419,6 +427,125 @@ def group_libcalls(build, tmp):
     check(xs and xs == lx, "ex_mem: memset's x is replay's third argument", "%s vs %s" % (xs[:4], lx[:4]))
 
 
+def outlier_limit(v):
+    """host/lib/oscal/stats.c's rule: median + 10 MAD, the MAD at least 5 %
+    of the median and 1 ns."""
+    def median(s):
+        n = len(s)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    s = sorted(v)
+    med = median(s)
+    mad = median(sorted(abs(x - med) for x in s))
+    floor_ns = max(0.05 * abs(med), 1.0)
+    return med + 10.0 * max(mad, floor_ns)
+
+
+def check_recorder(env, rec, keep, libcalls):
+    what = "recorder%s" % (" --libcalls" if libcalls else "")
+    with open(rec) as f:
+        d = json.load(f)
+    reps = d["reps"]
+    check(d["format"] == "layerprof-recorder" and d["mode"] == ("libcalls" if libcalls else "syscalls") and
+          [e["call"] for e in d["entries"]] == ["getpid", "getppid", "getuid"] + (["gettimeofday"] if libcalls else []),
+          "%s: the file's format, mode and entries" % what, {k: d[k] for k in ("format", "mode")})
+    # the series are the suite's samples and the trace's durations
+    with open(os.path.join(keep, "suite.txt")) as f:
+        lines = f.read().splitlines()
+    clock = float([ln for ln in lines if ln.startswith("clock ")][0].split("overhead_ns=")[1].split()[0])
+    samples = {ln.split()[1]: [float(x) for x in ln.split()[3:]] for ln in lines if ln.startswith("sample ")}
+    check(d["clock_ns"] == clock and all(samples.get(e["call"]) == e["samples_ns"] for e in d["entries"]),
+          "%s: the samples and clock pair are the traced suite's own" % what)
+    r = run([env.exe, "estimate", "--cal", env.cal, "--calls", "--format", "json", os.path.join(keep, "trace")])
+    if not check(r.returncode == 0, "%s: estimate --calls of the kept trace" % what, r.stderr):
+        return None
+    calls = [c for c in json.loads(r.stdout)["calls"] if c["fate"] != "unfinished"]
+    ok = True
+    for e in d["entries"]:
+        if e["call"] != "gettimeofday":
+            sys_d = [c["measured_ns"] for c in calls if c["call"] == e["call"] and not c["libcall"]][-reps:]
+            ok &= sys_d == e["sys_ns"]
+        if libcalls:
+            lib_d = [c["measured_ns"] for c in calls if c["call"] == e["call"] and c["libcall"]][-reps:]
+            ok &= lib_d == e["lib_ns"]
+    check(ok, "%s: the durations are the trace's last %d calls of each name" % (what, reps))
+    # the arithmetic
+    sums = {"sys": [0.0, 0], "lib": [0.0, 0]}
+    ok = True
+    for e in d["entries"]:
+        if e["call"] == "gettimeofday":  # through the PLT into the vDSO: the cost per C library call
+            series = {"lib": [s - clock - x for s, x in zip(e["samples_ns"], e["lib_ns"])]}
+        elif libcalls:  # the system call's cost, inside NAME@plt
+            series = {"sys": [a - b for a, b in zip(e["lib_ns"], e["sys_ns"])]}
+        else:
+            series = {"sys": [s - clock - x for s, x in zip(e["samples_ns"], e["sys_ns"])]}
+        for kind, o in series.items():
+            lim = outlier_limit(o)
+            ok &= e["%s_limit_ns" % kind] == lim
+            for x in o:
+                if x <= lim:
+                    sums[kind][0] += x
+                    sums[kind][1] += 1
+    check(ok, "%s: the outlier limits" % what)
+    want_sys = sums["sys"][0] / sums["sys"][1]
+    want_lib = sums["lib"][0] / sums["lib"][1] if libcalls else 0
+    check(d["overhead_sys_ns"] == want_sys and d["overhead_lib_ns"] == want_lib,
+          "%s: the costs per call are the means within the limits" % what,
+          "%s %s vs %s %s" % (d["overhead_sys_ns"], d["overhead_lib_ns"], want_sys, want_lib))
+    return d
+
+
+def group_recorder(build, tmp):
+    env = make_env(build, tmp)
+    rec = os.path.join(env.tmp, "rec.json")
+    keep = os.path.join(env.tmp, "rec_keep")
+    r = run([env.exe, "estimate", "--calibrate-recorder", "--reps", "300", "--keep", keep, "-o", rec])
+    if not check(r.returncode == 0, "estimate --calibrate-recorder", r.stderr):
+        return
+    d = check_recorder(env, rec, keep, False)
+    t = record(env, "r_crc", env.ex("ex_crc"), ["--syscalls"])
+    if d and t:
+        e = estimate(env, t, "--recorder", rec)
+        g = estimate(env, t, "--overhead", "0ns")
+        if e and g:
+            n = e["syscalls"]
+            check(e["overhead_sys_ns"] == max(d["overhead_sys_ns"], 0) and e["overhead_lib_ns"] == 0,
+                  "--recorder: its costs per call are taken", e["overhead_sys_ns"])
+            check(abs(e["estimate_ns"] - (g["estimate_ns"] - n * e["overhead_sys_ns"])) < 1e-3 * n,
+                  "--recorder: the cost taken off once per call counted",
+                  "%s vs %s" % (e["estimate_ns"], g["estimate_ns"] - n * e["overhead_sys_ns"]))
+        for key, value, why in (("mode", "libcalls", "another mode"), ("host", "elsewhere", "another machine")):
+            other = dict(d)
+            other[key] = value
+            path = os.path.join(env.tmp, "rec_%s.json" % key)
+            with open(path, "w") as f:
+                json.dump(other, f)
+            r = run([env.exe, "estimate", "--cal", env.cal, "--recorder", path, t])
+            check(r.returncode == 1 and one_line(r) and "recorder calibration" in r.stderr,
+                  "--recorder: refused for a trace of %s: exit 1, one line" % why,
+                  "exit %d: %r" % (r.returncode, r.stderr))
+    garbage = os.path.join(env.tmp, "rec_garbage.json")
+    with open(garbage, "w") as f:
+        f.write('{"format":"layerprof-recorder","mode":')
+    for path, why in ((os.path.join(env.tmp, "nothere.json"), "a missing file"), (garbage, "a garbage file"),
+                      (env.cal, "a call calibration")):
+        r = run([env.exe, "estimate", "--cal", env.cal, "--recorder", path, t or "t"])
+        check(r.returncode == 1 and one_line(r) and r.stderr.startswith("layerprof estimate: "),
+              "--recorder: %s: exit 1, one line" % why, "exit %d: %r" % (r.returncode, r.stderr))
+    r = run([env.exe, "estimate", "--cal", env.cal, "--recorder", rec, "--overhead", "0ns", t or "t"])
+    check(r.returncode == 2 and one_line(r), "--recorder with --overhead: exit 2, one line", r.stderr)
+    rec = os.path.join(env.tmp, "rec_lib.json")
+    keep = os.path.join(env.tmp, "rec_lib_keep")
+    r = run([env.exe, "estimate", "--calibrate-recorder", "--libcalls", "--reps", "300", "--keep", keep, "-o", rec])
+    if r.returncode:
+        skip("recorder --libcalls", "the recording failed here: " + r.stderr.strip()[-200:])
+        return
+    check_recorder(env, rec, keep, True)
+    if t:
+        r = run([env.exe, "estimate", "--cal", env.cal, "--recorder", rec, t])
+        check(r.returncode == 1 and one_line(r) and "libcalls" in r.stderr,
+              "--recorder: a --libcalls calibration refused for a --syscalls trace", r.stderr)
+
+
 _envs = {}
 
 
@@ -453,7 +580,7 @@ def setup(build):
 
 def main():
     groups = {"usage": group_usage, "syscalls": group_syscalls, "threads": group_threads,
-              "libcalls": group_libcalls}
+              "libcalls": group_libcalls, "recorder": group_recorder}
     sys.exit(harness.run_groups(groups, setup, prefix="layerprof-estimate-"))
 
 
