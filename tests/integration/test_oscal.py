@@ -227,9 +227,10 @@ def group_run(lp, suite, tmp):
             continue
         m = e["model"]
         xs = [s["x"] for s in e["series"]]
+        # piecewise: on a busy machine the small sizes may split into
+        # constant pieces; the model (lines between the pieces) still grows
         ok = (m["form"] == "linear" and m["pieces"][0]["m"] > 0) or \
-             (m["form"] == "piecewise" and any(p["m"] > 0 for p in m["pieces"])
-              and model_at(m, max(xs)) > model_at(m, min(xs)))
+             (m["form"] == "piecewise" and model_at(m, max(xs)) > model_at(m, min(xs)))
         check(ok, "%s: linear (or piecewise) with a positive slope over bytes" % name, m)
     summ = json.loads(r.stdout)
     check(summ["complete"] is True and summ["listed"] == len(names) and summ["ended"] == len(ents)
