@@ -14,13 +14,7 @@
 #include "host/energy.h"
 #include "host/recctr.h"
 
-struct energy_sub {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *summary;
-};
-
-static const struct energy_sub energy_subs[] = {
+static const struct builtin_sub energy_subs[] = {
 	{ "sources", energy_sources_cmd, "the machine's power and energy sensors (RAPL, hwmon, battery)" },
 	{ "train", energy_train_cmd, "fit a model of this machine's power from event rates, with a meter" },
 	{ "check", energy_check_cmd, "run programs: the model's prediction beside a meter's measurement" },
@@ -28,48 +22,20 @@ static const struct energy_sub energy_subs[] = {
 
 #define ENERGY_NSUBS (sizeof(energy_subs) / sizeof(energy_subs[0]))
 
-static void energy_usage(FILE *f)
-{
-	fprintf(f, "usage: layerprof energy <subcommand> [<args>]\n\n"
-	           "Energy without a meter: a linear model of the machine's power from event rates,\n"
-	           "trained once against a meter, then applied to counts (report --energy, tune).\n"
-	           "See docs/energy.md.\n\nsubcommands:\n");
-	for (size_t i = 0; i < ENERGY_NSUBS; i++)
-		fprintf(f, "  %-8s %s\n", energy_subs[i].name, energy_subs[i].summary);
-	fprintf(f, "\n'layerprof energy <subcommand> --help' describes one.\n");
-}
+static const char energy_intro[] = "Energy without a meter: a linear model of the machine's power from event rates,\n"
+                                   "trained once against a meter, then applied to counts (report --energy, tune).\n"
+                                   "See docs/energy.md.\n";
 
 int cmd_energy(int argc, char **argv)
 {
-	if (argc < 2) {
-		energy_usage(stderr);
-		return LP_EXIT_USAGE;
-	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		energy_usage(stdout);
-		return LP_EXIT_OK;
-	}
-	for (size_t i = 0; i < ENERGY_NSUBS; i++)
-		if (!strcmp(argv[1], energy_subs[i].name))
-			return energy_subs[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "layerprof energy: '%s' is not an energy subcommand (sources, train, check)\n", argv[1]);
-	return LP_EXIT_USAGE;
+	return builtin_subcommand("energy", energy_intro, energy_subs, ENERGY_NSUBS, argc, argv);
 }
 
 int energy_work_path(char *out)
 {
 	static const char *const rel[] = { "/layerprof-work", "/../workload/layerprof-work" };
-	const char *env = getenv(ENERGY_WORK_ENV);
 
-	if (env && *env) {
-		if (access(env, X_OK))
-			return -errno;
-		if (strlen(env) >= PATH_MAX)
-			return -ENAMETOOLONG;
-		memcpy(out, env, strlen(env) + 1);
-		return 0;
-	}
-	return exepath_find(layerprof_exe_dir(), rel, sizeof(rel) / sizeof(rel[0]), out);
+	return builtin_program_path(ENERGY_WORK_ENV, rel, sizeof(rel) / sizeof(rel[0]), out);
 }
 
 /* Appends "; " and text to buf (cut to fit). */

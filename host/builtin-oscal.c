@@ -16,13 +16,7 @@
 #include "host/lib/util/outfile.h"
 #include "host/oscal.h"
 
-struct oscal_sub {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *summary;
-};
-
-static const struct oscal_sub oscal_subs[] = {
+static const struct builtin_sub oscal_subs[] = {
 	{ "run", oscal_run_cmd, "measure the calls of this machine (or a target's) into a calibration file" },
 	{ "list", oscal_list_cmd, "the suite's entries: name, call, condition, group, parameter" },
 	{ "report", oscal_report_cmd, "a calibration's statistics and models: text, JSON or an HTML page" },
@@ -34,49 +28,21 @@ static const struct oscal_sub oscal_subs[] = {
 const char oscal_outlier_rule[] = "a sample above median + 10 x MAD (MAD at least 5 % of the median) is an "
                                   "outlier: kept in the statistics, left out of the model";
 
-static void oscal_usage(FILE *f)
-{
-	fprintf(f, "usage: layerprof oscal <subcommand> [<args>]\n\n"
-	           "OS and C-library call timing: the suite layerprof-oscal measures each call in\n"
-	           "series over its parameter, each is summarised and modelled (constant, linear\n"
-	           "or piecewise-linear), two platforms are compared by the ratio of their models.\n"
-	           "See docs/oscal.md.\n\nsubcommands:\n");
-	for (size_t i = 0; i < OSCAL_NSUBS; i++)
-		fprintf(f, "  %-8s %s\n", oscal_subs[i].name, oscal_subs[i].summary);
-	fprintf(f, "\n'layerprof oscal <subcommand> --help' describes one.\n");
-}
+static const char oscal_intro[] = "OS and C-library call timing: the suite layerprof-oscal measures each call in\n"
+                                  "series over its parameter, each is summarised and modelled (constant, linear\n"
+                                  "or piecewise-linear), two platforms are compared by the ratio of their models.\n"
+                                  "See docs/oscal.md.\n";
 
 int cmd_oscal(int argc, char **argv)
 {
-	if (argc < 2) {
-		oscal_usage(stderr);
-		return LP_EXIT_USAGE;
-	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		oscal_usage(stdout);
-		return LP_EXIT_OK;
-	}
-	for (size_t i = 0; i < OSCAL_NSUBS; i++)
-		if (!strcmp(argv[1], oscal_subs[i].name))
-			return oscal_subs[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "layerprof oscal: '%s' is not an oscal subcommand (run, list, report, compare)\n", argv[1]);
-	return LP_EXIT_USAGE;
+	return builtin_subcommand("oscal", oscal_intro, oscal_subs, OSCAL_NSUBS, argc, argv);
 }
 
 int oscal_suite_path(char *out)
 {
 	static const char *const rel[] = { "/layerprof-oscal", "/../oscal/layerprof-oscal" };
-	const char *env = getenv(OSCAL_SUITE_ENV);
 
-	if (env && *env) {
-		if (access(env, X_OK))
-			return -errno;
-		if (strlen(env) >= PATH_MAX)
-			return -ENAMETOOLONG;
-		memcpy(out, env, strlen(env) + 1);
-		return 0;
-	}
-	return exepath_find(layerprof_exe_dir(), rel, sizeof(rel) / sizeof(rel[0]), out);
+	return builtin_program_path(OSCAL_SUITE_ENV, rel, sizeof(rel) / sizeof(rel[0]), out);
 }
 
 int oscal_parse_format(const char *arg, bool html_ok, enum oscal_format *out)

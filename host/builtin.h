@@ -3,6 +3,7 @@
 #define LP_BUILTIN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include "host/lib/util/error.h"
 
 struct filter_opts;
@@ -58,6 +59,25 @@ bool builtin_filter_option(struct filter_opts *f, int code, const char *arg, con
  * which keeps its default otherwise.  Returns LP_EXIT_OK, or LP_EXIT_USAGE
  * after saying which operand is extra. */
 int builtin_trace_operand(const char *cmd, int argc, char **argv, int first, const char **dir);
+
+/* A subcommand of a command that has several (energy, oscal). */
+struct builtin_sub {
+	const char *name;
+	int (*fn)(int argc, char **argv); /* argv[0] is the subcommand's name */
+	const char *summary;
+};
+/* Runs the subcommand argv[1] of cmd ("energy") among subs[0..n).  For
+ * --help, -h or help prints the usage (intro, the subcommands with their
+ * summaries) on stdout and returns LP_EXIT_OK; without a subcommand prints
+ * it on stderr, and for an unknown one says so in one line: LP_EXIT_USAGE. */
+int builtin_subcommand(const char *cmd, const char *intro, const struct builtin_sub *subs, size_t n, int argc,
+                       char **argv);
+/* A program layerprof runs (layerprof-work, layerprof-oscal): the path in
+ * the environment variable env when it is set (it must be executable),
+ * else the first of rel[0..n) beside the running layerprof that exists
+ * (exepath_find).  Writes it into out (PATH_MAX bytes).  Returns 0 or
+ * -errno (the message is the caller's). */
+int builtin_program_path(const char *env, const char *const *rel, size_t n, char *out);
 /* walk_open with the subcommand's message on failure.  Returns LP_EXIT_OK,
  * LP_EXIT_TRACE (missing, empty, damaged, another version) or
  * LP_EXIT_FAILURE (out of memory). */
