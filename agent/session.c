@@ -95,7 +95,7 @@ static void on_map(void *ctx, uint32_t image, const struct lp_event *ev)
 	s->nmaps++;
 }
 
-static void on_collect(void *ctx)
+static bool on_collect(void *ctx)
 {
 	struct session *s = ctx;
 
@@ -113,6 +113,7 @@ static void on_collect(void *ctx)
 		drain_set_plans(s->drain, s->nplans);
 		drain_plan_answered(s->drain, s->plans_answered);
 	}
+	return s->st && systrace_backlog(s->st);
 }
 
 /* Opens the kernel tracer for s before its program starts.  Returns 0 or

@@ -1562,9 +1562,8 @@ long drain_poll(struct drain *d)
 		heads[i] = atomic_load_explicit((_Atomic uint32_t *)&d->streams[i]->ring->head, memory_order_acquire);
 	clocksync_sample(d->clock, 1);
 	d->sys_polled = 0;
-	if (d->ops.collect)
-		d->ops.collect(d->ops.ctx);
-	d->pressure = false;
+	/* a source that kept records back is pressure: poll again at once */
+	d->pressure = d->ops.collect && d->ops.collect(d->ops.ctx);
 	for (i = 0; i < d->nstreams; i++) {
 		struct stream *s = d->streams[i];
 		uint32_t state = atomic_load_explicit((_Atomic uint32_t *)&s->ring->state, memory_order_acquire);

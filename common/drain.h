@@ -29,8 +29,9 @@ struct drain_ops {
 	/* Optional: record-time filters; NULL or empty records everything. */
 	const struct filter_spec *filter;
 	/* Optional: called by drain_poll after it has loaded the ring heads,
-	 * to hand over syscall records (drain_syscall) */
-	void (*collect)(void *ctx);
+	 * to hand over syscall records (drain_syscall).  Returns true when a
+	 * source kept records back for the next poll (drain_pressure). */
+	bool (*collect)(void *ctx);
 };
 
 struct drain_config {
@@ -119,7 +120,8 @@ void drain_set_chunk_bytes(struct drain *d, uint32_t bytes);
  * are), or -errno from the chunk callback. */
 long drain_poll(struct drain *d);
 /* True when the last poll found a ring more than a quarter full or one that
- * dropped events since the poll before: poll again without sleeping. */
+ * dropped events since the poll before, or ops.collect said a source kept
+ * records back: poll again without sleeping. */
 bool drain_pressure(const struct drain *d);
 /* Sleeps up to `us` microseconds between polls, or until a producer that
  * must wait for room wakes the drain (LP_RING_FULL_WAIT). */

@@ -329,7 +329,7 @@ static unsigned record_classify(void *ctx, uint32_t image, uint64_t addr)
 
 /* The tracer's records are collected on each drain poll (ops.collect),
  * after the ring heads are loaded. */
-static void on_collect(void *ctx)
+static bool on_collect(void *ctx)
 {
 	struct recorder *rec = ctx;
 
@@ -339,6 +339,7 @@ static void on_collect(void *ctx)
 		ktrace_poll(rec->kt);
 	if (rec->dyn.on)
 		recdyn_poll(&rec->dyn, rec->d, rec->session);
+	return rec->st && systrace_backlog(rec->st);
 }
 
 /* Where the runtime library is: $LAYERPROF_LIB, next to an installed

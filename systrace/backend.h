@@ -13,6 +13,7 @@ struct systrace {
 	struct systrace_ops ops;
 	struct systrace_stats stats; /* the backend keeps these up to date */
 	void *impl;                  /* the backend's state */
+	bool backlog;                /* the last poll left records behind */
 	/* spawn: the program's file, found by systrace_spawn before the
 	 * backend forks (progpath_find), so that the child's first call is
 	 * the program's own exec */

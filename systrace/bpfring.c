@@ -44,13 +44,15 @@ int bpfring_init(struct bpfring *r, size_t size, char *err, size_t errlen)
 	return 0;
 }
 
-long bpfring_drain(struct bpfring *r, long (*take)(void *ctx, const unsigned char *data, uint32_t len), void *ctx)
+long bpfring_drain(struct bpfring *r, size_t max, long (*take)(void *ctx, const unsigned char *data, uint32_t len),
+                   void *ctx)
 {
 	unsigned long cons = __atomic_load_n(r->consumer_pos, __ATOMIC_RELAXED);
 	unsigned long prod = __atomic_load_n(r->producer_pos, __ATOMIC_ACQUIRE);
 	long n = 0;
 
-	while ((long)(prod - cons) > 0) { /* positions wrap on 32-bit kernels */
+	/* positions wrap on 32-bit kernels */
+	for (size_t i = 0; i < max && (long)(prod - cons) > 0; i++) {
 		const unsigned char *rec = r->data + (cons & (r->size - 1));
 		uint32_t hdr = __atomic_load_n((const uint32_t *)rec, __ATOMIC_ACQUIRE);
 		uint32_t len = hdr & ~(uint32_t)(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
@@ -63,6 +65,11 @@ long bpfring_drain(struct bpfring *r, long (*take)(void *ctx, const unsigned cha
 		__atomic_store_n(r->consumer_pos, cons, __ATOMIC_RELEASE);
 	}
 	return n;
+}
+
+bool bpfring_pending(const struct bpfring *r)
+{
+	return __atomic_load_n(r->producer_pos, __ATOMIC_ACQUIRE) != __atomic_load_n(r->consumer_pos, __ATOMIC_RELAXED);
 }
 
 void bpfring_release(struct bpfring *r)

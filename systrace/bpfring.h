@@ -4,6 +4,7 @@
 #ifndef LP_SYSTRACE_BPFRING_H
 #define LP_SYSTRACE_BPFRING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,9 +25,12 @@ struct bpfring {
  * size) and maps it.  Returns 0 or -errno (-EINVAL or -ENOTSUP on kernels
  * before 5.8) with the reason in err. */
 int bpfring_init(struct bpfring *r, size_t size, char *err, size_t errlen);
-/* Hands every complete record to take (data, length) and frees its room.
- * Returns the sum of take's results. */
-long bpfring_drain(struct bpfring *r, long (*take)(void *ctx, const unsigned char *data, uint32_t len), void *ctx);
+/* Hands complete records to take (data, length), at most max of them,
+ * and frees their room.  Returns the sum of take's results. */
+long bpfring_drain(struct bpfring *r, size_t max, long (*take)(void *ctx, const unsigned char *data, uint32_t len),
+                   void *ctx);
+/* True when records are waiting (complete or still being written). */
+bool bpfring_pending(const struct bpfring *r);
 /* Unmaps and closes.  Accepts one never set up (fd -1 and no maps). */
 void bpfring_release(struct bpfring *r);
 

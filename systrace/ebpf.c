@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -562,8 +563,13 @@ long eb_poll(struct systrace *st)
 		return -EINVAL;
 	eb->st = st;
 	if (eb->rb.fd >= 0) {
-		long n = bpfring_drain(&eb->rb, eb_take_call, eb);
+		/* a bounded share at a time: the drain writes each share out
+		 * before the next, so its queues stay small (growing them by a
+		 * whole ring's backlog costs a page fault every few records,
+		 * slower than a busy program makes them) */
+		long n = bpfring_drain(&eb->rb, EB_POLL_CALLS, eb_take_call, eb);
 
+		st->backlog = bpfring_pending(&eb->rb);
 		eb_ring_losses(st, eb);
 		return n;
 	}
@@ -628,7 +634,7 @@ void eb_release(struct systrace *st)
 	eb->nlinks = 0;
 	eb->st = st;
 	if (eb->rb.fd >= 0) {
-		bpfring_drain(&eb->rb, eb_take_call, eb);
+		bpfring_drain(&eb->rb, SIZE_MAX, eb_take_call, eb);
 		eb_ring_losses(st, eb);
 	} else {
 		perfrings_drain(&eb->pr, UINT64_MAX, eb_take, eb);

@@ -43,6 +43,7 @@ static const int16_t eb_arg_off[6] __attribute__((unused)) = { 0, 4, 8, 12, 16, 
 #define EB_TASKS_MAX 32768u      /* threads traced at once */
 #define EB_DEFAULT_PAGES 1024u   /* per CPU ring: 4 MiB, 16k calls */
 #define EB_RING_MAX (256u << 20) /* the BPF ring buffer: per-CPU size x CPUs, at most this */
+#define EB_POLL_CALLS 8192u      /* calls taken from the ring buffer a poll, at most */
 #define EB_ATTACH_SCANS 16       /* passes over /proc/<pid>/task */
 #define EB_STACK_SPAN (8u << 20) /* stack words this close above sp point into the stack */
 #define EB_LOW_ADDR 0x10000u     /* no code below */

@@ -184,6 +184,11 @@ long systrace_poll(struct systrace *st)
 	return backend_of(st->backend)->poll(st);
 }
 
+bool systrace_backlog(const struct systrace *st)
+{
+	return st->backlog;
+}
+
 bool systrace_exited(struct systrace *st, int *status)
 {
 	return st->backend == SYSTRACE_PTRACE && pt_exited(st, status);

@@ -114,11 +114,15 @@ enum systrace_backend systrace_backend(const struct systrace *st);
  * 0, or -EINVAL for an unknown name (NULL is auto). */
 const char *systrace_backend_name(enum systrace_backend id);
 int systrace_backend_parse(const char *name, enum systrace_backend *out);
-/* Hands every record available now to ops.sys, in time order per thread.
+/* Hands the records available now to ops.sys, in time order per thread (a
+ * backend may hand a bounded share: see systrace_backlog).
  * Non-blocking; call it often (the recorder calls it on each drain poll,
  * after loading the ring heads).  Returns the number of records, or
  * -errno. */
 long systrace_poll(struct systrace *st);
+/* True when the last systrace_poll left records in the kernel's buffers (a
+ * poll takes a bounded share): poll again soon, without sleeping. */
+bool systrace_backlog(const struct systrace *st);
 /* The spawned program has ended; *status receives its wait status.  With
  * the ptrace backend the tracer reaps the tree itself, so the caller must
  * not waitpid the program and learns of its end here.  With the other

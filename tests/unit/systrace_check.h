@@ -267,6 +267,11 @@ struct stc_run {
 	struct systrace_stats stats; /* the backend's, after the last poll, before systrace_free */
 	char why[256];               /* why the backend was chosen */
 	struct stc_log log;          /* every record and loss, systrace_free's included */
+	/* the polls after its end, until one handed nothing: how many, the
+	 * records of the first, and the backlog each left behind */
+	unsigned end_polls;
+	long end_first;
+	bool end_backlog_first, end_backlog_last;
 };
 
 static inline uint64_t stc_ru_ns(const struct rusage *ru)
@@ -335,8 +340,13 @@ static inline bool stc_run(const struct systrace_config *cfg, struct stc_run *ru
 	}
 	run->t1 = stc_now_ns();
 	run->cpu_ns = reaps ? 0 : stc_ru_ns(&ru);
-	while (systrace_poll(st) > 0)
-		;
+	for (long n; (n = systrace_poll(st)) > 0;) {
+		if (!run->end_polls++) {
+			run->end_first = n;
+			run->end_backlog_first = systrace_backlog(st);
+		}
+		run->end_backlog_last = systrace_backlog(st);
+	}
 	if (!reaps)
 		CHECK(!systrace_exited(st, &ignored));
 	systrace_get_stats(st, &run->stats);

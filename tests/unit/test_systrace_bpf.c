@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "systrace/backend.h"
+#include "systrace/ebpf_impl.h"
 #include "tests/unit/check.h"
 #include "tests/unit/systrace_check.h"
 
@@ -121,6 +122,28 @@ static void test_lost(bool per_cpu)
 	stc_run_free(&r);
 }
 
+/* A backlog larger than one poll's share: the first poll after the end
+ * hands EB_POLL_CALLS records (a call's entry and exit each) and says records
+ * are left; the polls after it hand the rest, the last leaving none. */
+static void test_backlog(void)
+{
+	struct stc_run r = { .prog = "sys_getppid", .arg = "30000", .no_poll = true, .log.count_only = true };
+
+	printf("a backlog of 30000 calls\n");
+	if (run_bpf(&r, "getppid", 0, false)) {
+		CHECK_EQ_U64(r.log.lost, 0);
+		CHECK_EQ_U64(r.log.count, 60000);
+		CHECK_EQ_U64(r.end_polls, 30000 / EB_POLL_CALLS + 1);
+		/* the share may begin with the program's exec, which the
+		 * tracer takes to know the program started, and the filter
+		 * then leaves out */
+		CHECK(r.end_first == 2 * EB_POLL_CALLS || r.end_first == 2 * (EB_POLL_CALLS - 1));
+		CHECK(r.end_backlog_first);
+		CHECK(!r.end_backlog_last);
+	}
+	stc_run_free(&r);
+}
+
 /* Attaching to a running process: its calls from then on, and those of the
  * thread it starts afterwards. */
 static void test_attach(void)
@@ -160,6 +183,7 @@ int main(int argc, char **argv)
 	test_filter();
 	test_lost(false);
 	test_lost(true);
+	test_backlog();
 	test_attach();
 	return check_summary();
 }
