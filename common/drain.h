@@ -196,7 +196,10 @@ int drain_syscall(struct drain *d, uint32_t pid, uint32_t tid, uint64_t ns, cons
  * (no code mappings: the process is not profiled); such a stream never
  * waits for syscall records, and its encoder is let go of while the
  * thread is quiet, so that a whole system's threads do not each hold one.
- * Returns 0 or -ENOMEM (counted lost). */
+ * pid 0: the thread's process is not known yet (a task named by another's
+ * record, gone before the tracer could look): the record goes to the
+ * thread of that tid, and a thread first seen so takes the process of
+ * the first record that names one.  Returns 0 or -ENOMEM (counted lost). */
 struct kernrec {
 	uint32_t id, cpu, len;
 	bool packed;

@@ -108,8 +108,9 @@ struct systhread {
 	 * --kernel-system (struct kernrec.other): its stream is flagged, has
 	 * no mappings, and waits for nothing */
 	bool other;
-	bool announced; /* its TASK START is written (own may be let go of since) */
-	char comm[16];  /* other: its name as the tracer last saw it */
+	bool announced;   /* its TASK START is written (own may be let go of since) */
+	bool pid_unknown; /* made by a record of pid 0: pid is the tid until one tells */
+	char comm[16];    /* other: its name as the tracer last saw it */
 };
 
 struct drainsys {
@@ -236,6 +237,21 @@ static struct systhread *thread_new(struct drainsys *ds, uint32_t pid, uint32_t 
 		k = (k + 1) & (ds->hash_cap - 1);
 	ds->hash[k] = ds->nthreads;
 	return t;
+}
+
+/* True when a record of (pid, t's tid) belongs to t: pid is t's process,
+ * or is 0 (not known: see drain_kernel), or t was made by such a record
+ * and nothing of it is bound or written yet, so that its queued records
+ * simply go on under pid, which it takes. */
+static bool thread_learns_pid(struct systhread *t, uint32_t pid)
+{
+	if (t->pid == pid || !pid)
+		return true;
+	if (!t->pid_unknown || t->bound || t->own || t->announced)
+		return false;
+	t->pid = pid;
+	t->pid_unknown = false;
+	return true;
 }
 
 static inline struct sysq_rec *sq_at(const struct sysq *q, uint32_t i)
@@ -541,7 +557,7 @@ void drainsys_bind(struct drain *d, struct stream *s)
 
 	if (p && s->ring->image > p->ring_image)
 		p->ring_image = s->ring->image;
-	if (!t || t->pid != s->ring->pid)
+	if (!t || !thread_learns_pid(t, s->ring->pid))
 		t = thread_new(ds, s->ring->pid, s->ring->tid, 0);
 	if (!t)
 		return;
@@ -937,18 +953,18 @@ static struct systhread *thread_for(struct drain *d, uint32_t pid, uint32_t tid,
 	if (!ds)
 		return NULL;
 	t = thread_find(ds, tid);
-	if (t && t->pid != pid && !t->bound && !t->n) {
+	if (t && !thread_learns_pid(t, pid) && !t->bound && !t->n) {
 		/* the tid was reused by another process */
 		own_close(d, t);
 		free(t->own);
 		t->own = NULL;
 		t->image = 0;
 		t->pid = pid;
-		t->other = t->announced = false;
+		t->pid_unknown = t->other = t->announced = false;
 		t->comm[0] = '\0';
 	}
-	if (!t)
-		t = thread_new(ds, pid, tid, ns);
+	if (!t && (t = thread_new(ds, pid ? pid : tid, tid, ns)))
+		t->pid_unknown = !pid;
 	return t;
 }
 

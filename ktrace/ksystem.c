@@ -38,7 +38,7 @@ uint32_t ksystem_read_task(uint32_t tid, char comm[KSYSTEM_COMM])
 		comm[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%u/status", tid);
 	if (tracefs_read_file(path, buf, sizeof(buf)))
-		return tid;
+		return 0;
 	if (comm && !strncmp(buf, "Name:\t", 6)) {
 		size_t n = strcspn(buf + 6, "\n");
 
@@ -48,7 +48,7 @@ uint32_t ksystem_read_task(uint32_t tid, char comm[KSYSTEM_COMM])
 		comm[n] = '\0';
 	}
 	p = strstr(buf, "\nTgid:");
-	return p ? (uint32_t)strtoul(p + 6, NULL, 10) : tid;
+	return p ? (uint32_t)strtoul(p + 6, NULL, 10) : 0;
 }
 
 static struct ksystem_task *ks_find(struct ksystem *ks, uint32_t tid)
@@ -121,7 +121,10 @@ const struct ksystem_task *ksystem_named(struct ksystem *ks, uint32_t tid)
 		return t;
 	if (!t && !(t = ks_add(ks, tid)))
 		return NULL;
+	/* a task gone already is named by its tid */
 	t->pid = ksystem_read_task(tid, t->comm);
+	if (!t->pid)
+		t->pid = tid;
 	return t;
 }
 

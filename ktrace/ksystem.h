@@ -43,7 +43,7 @@ void ksystem_comm(struct ksystem *ks, uint32_t tid, const char *comm, size_t n);
  * tid had before): its process is read from /proc at its next naming. */
 void ksystem_forget(struct ksystem *ks, uint32_t tid);
 /* The process (Tgid) of task tid and, when comm is not NULL, its name,
- * from /proc/<tid>/status; tid itself (comm "") when the task is gone. */
+ * from /proc/<tid>/status; 0 (comm "") when the task is gone. */
 uint32_t ksystem_read_task(uint32_t tid, char comm[KSYSTEM_COMM]);
 
 #endif

@@ -94,7 +94,7 @@ static void task_remove(struct ktrace *kt, uint32_t tid)
 	}
 }
 
-/* The process of a new task: its Tgid, or the task itself when it is gone
+/* The process of a new task: its Tgid, or 0 (not known) when it is gone
  * already (its own records will say). */
 static uint32_t task_tgid(uint32_t tid)
 {

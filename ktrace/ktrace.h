@@ -60,8 +60,9 @@ struct ktrace_config {
 
 struct ktrace_ops {
 	void *ctx;
-	/* one record for the stream of thread tid of process pid, in time
-	 * order per thread; k's record is valid during the call */
+	/* one record for the stream of thread tid of process pid (0: not
+	 * known yet, a new task gone before its process could be read), in
+	 * time order per thread; k's record is valid during the call */
 	void (*event)(void *ctx, uint32_t pid, uint32_t tid, uint64_t ns, const struct kernrec *k);
 	/* count records the kernel dropped on cpu (its ring was full) */
 	void (*lost)(void *ctx, uint32_t cpu, uint64_t count);
