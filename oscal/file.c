@@ -66,23 +66,7 @@ void suite_file_done(struct suite_ctx *c)
 	remove_dir_entries(c);
 }
 
-static int path_of(struct suite_ctx *c, const char *name, char *out)
-{
-	int err = suite_path(c, name, out);
-	if (err)
-		c->what = "a path in the suite's directory";
-	return err;
-}
-
 /* ------------------------------------------------------------ read and write */
-
-static int short_io(struct suite_ctx *c, ssize_t got, long want, const char *what)
-{
-	if (got < 0)
-		return suite_err(c, what);
-	c->what = what;
-	return got == want ? 0 : -EIO;
-}
 
 static int one_read(struct suite_ctx *c, uint64_t *ns)
 {
@@ -91,7 +75,7 @@ static int one_read(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = read(c->fd[0], c->buf, (size_t)c->x);
 	T1;
-	return short_io(c, n, c->x, "read");
+	return suite_io_result(c, n, c->x, "read");
 }
 
 static int one_read_eof(struct suite_ctx *c, uint64_t *ns)
@@ -101,7 +85,7 @@ static int one_read_eof(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = read(c->fd[0], c->buf, 4096);
 	T1;
-	return short_io(c, n, 0, "read at the end of the file");
+	return suite_io_result(c, n, 0, "read at the end of the file");
 }
 
 static int one_write(struct suite_ctx *c, uint64_t *ns)
@@ -111,7 +95,7 @@ static int one_write(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = write(c->fd[0], c->buf, (size_t)c->x);
 	T1;
-	return short_io(c, n, c->x, "write");
+	return suite_io_result(c, n, c->x, "write");
 }
 
 static int one_pread(struct suite_ctx *c, uint64_t *ns)
@@ -120,7 +104,7 @@ static int one_pread(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = pread(c->fd[0], c->buf, (size_t)c->x, 0);
 	T1;
-	return short_io(c, n, c->x, "pread");
+	return suite_io_result(c, n, c->x, "pread");
 }
 
 static int one_pwrite(struct suite_ctx *c, uint64_t *ns)
@@ -129,7 +113,7 @@ static int one_pwrite(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = pwrite(c->fd[0], c->buf, (size_t)c->x, 0);
 	T1;
-	return short_io(c, n, c->x, "pwrite");
+	return suite_io_result(c, n, c->x, "pwrite");
 }
 
 static int one_readv(struct suite_ctx *c, uint64_t *ns)
@@ -140,7 +124,7 @@ static int one_readv(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = readv(c->fd[0], v, 2);
 	T1;
-	return short_io(c, n, c->x, "readv");
+	return suite_io_result(c, n, c->x, "readv");
 }
 
 static int one_writev(struct suite_ctx *c, uint64_t *ns)
@@ -151,7 +135,7 @@ static int one_writev(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = writev(c->fd[0], v, 2);
 	T1;
-	return short_io(c, n, c->x, "writev");
+	return suite_io_result(c, n, c->x, "writev");
 }
 
 static int one_sendfile(struct suite_ctx *c, uint64_t *ns)
@@ -162,7 +146,7 @@ static int one_sendfile(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = sendfile(c->fd[1], c->fd[0], &off, (size_t)c->x);
 	T1;
-	return short_io(c, n, c->x, "sendfile from a file to a file");
+	return suite_io_result(c, n, c->x, "sendfile from a file to a file");
 }
 
 static int lseek_whence(struct suite_ctx *c, uint64_t *ns, off_t off, int whence)
@@ -237,7 +221,7 @@ static int one_fallocate(struct suite_ctx *c, uint64_t *ns)
 static int one_open(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int fd, err = path_of(c, "f", path);
+	int fd, err = suite_entry_path(c, "f", path);
 	if (err)
 		return err;
 	T0;
@@ -252,7 +236,7 @@ static int one_open(struct suite_ctx *c, uint64_t *ns)
 static int one_open_create(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int fd, err = path_of(c, "n", path);
+	int fd, err = suite_entry_path(c, "n", path);
 	if (err)
 		return err;
 	T0;
@@ -268,7 +252,7 @@ static int one_open_create(struct suite_ctx *c, uint64_t *ns)
 static int one_open_missing(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int fd, err = path_of(c, "missing", path);
+	int fd, err = suite_entry_path(c, "missing", path);
 	if (err)
 		return err;
 	T0;
@@ -285,7 +269,7 @@ static int one_open_missing(struct suite_ctx *c, uint64_t *ns)
 static int one_close(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int fd, r, err = path_of(c, "f", path);
+	int fd, r, err = suite_entry_path(c, "f", path);
 	if (err)
 		return err;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -300,7 +284,7 @@ static int stat_of(struct suite_ctx *c, uint64_t *ns, const char *name, int miss
 {
 	char path[PATH_MAX];
 	struct stat st;
-	int r, err = path_of(c, name, path);
+	int r, err = suite_entry_path(c, name, path);
 	if (err)
 		return err;
 	T0;
@@ -351,7 +335,7 @@ static int one_fstatfs(struct suite_ctx *c, uint64_t *ns)
 static int one_access(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int r, err = path_of(c, "f", path);
+	int r, err = suite_entry_path(c, "f", path);
 	if (err)
 		return err;
 	T0;
@@ -363,7 +347,7 @@ static int one_access(struct suite_ctx *c, uint64_t *ns)
 static int one_chmod(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int r, err = path_of(c, "f", path);
+	int r, err = suite_entry_path(c, "f", path);
 	if (err)
 		return err;
 	T0;
@@ -384,7 +368,7 @@ static int one_fchmod(struct suite_ctx *c, uint64_t *ns)
 static int one_utimensat(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int r, err = path_of(c, "f", path);
+	int r, err = suite_entry_path(c, "f", path);
 	if (err)
 		return err;
 	T0;
@@ -396,7 +380,7 @@ static int one_utimensat(struct suite_ctx *c, uint64_t *ns)
 static int one_unlink(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int fd, r, err = path_of(c, "n", path);
+	int fd, r, err = suite_entry_path(c, "n", path);
 	if (err)
 		return err;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -413,9 +397,9 @@ static int one_unlink(struct suite_ctx *c, uint64_t *ns)
 static int one_rename(struct suite_ctx *c, uint64_t *ns)
 {
 	char a[PATH_MAX], b[PATH_MAX];
-	int r, err = path_of(c, c->len ? "n" : "f", a);
+	int r, err = suite_entry_path(c, c->len ? "n" : "f", a);
 	if (!err)
-		err = path_of(c, c->len ? "f" : "n", b);
+		err = suite_entry_path(c, c->len ? "f" : "n", b);
 	if (err)
 		return err;
 	T0;
@@ -430,7 +414,7 @@ static int one_rename(struct suite_ctx *c, uint64_t *ns)
 static int one_mkdir(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int r, err = path_of(c, "d2", path);
+	int r, err = suite_entry_path(c, "d2", path);
 	if (err)
 		return err;
 	T0;
@@ -445,7 +429,7 @@ static int one_mkdir(struct suite_ctx *c, uint64_t *ns)
 static int one_rmdir(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int r, err = path_of(c, "d2", path);
+	int r, err = suite_entry_path(c, "d2", path);
 	if (err)
 		return err;
 	if (mkdir(path, 0700) < 0)
@@ -459,7 +443,7 @@ static int one_rmdir(struct suite_ctx *c, uint64_t *ns)
 static int one_symlink(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
-	int r, err = path_of(c, "ln", path);
+	int r, err = suite_entry_path(c, "ln", path);
 	if (err)
 		return err;
 	T0;
@@ -476,7 +460,7 @@ static int setup_link(struct suite_ctx *c)
 	char path[PATH_MAX];
 	int err = suite_file_setup(c);
 	if (!err)
-		err = path_of(c, "ln", path);
+		err = suite_entry_path(c, "ln", path);
 	if (!err && symlink("f", path) < 0)
 		err = suite_err(c, "symlink before readlink");
 	return err;
@@ -486,7 +470,7 @@ static int one_readlink(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
 	ssize_t r;
-	int err = path_of(c, "ln", path);
+	int err = suite_entry_path(c, "ln", path);
 	if (err)
 		return err;
 	T0;
@@ -498,9 +482,9 @@ static int one_readlink(struct suite_ctx *c, uint64_t *ns)
 static int one_link(struct suite_ctx *c, uint64_t *ns)
 {
 	char a[PATH_MAX], b[PATH_MAX];
-	int r, err = path_of(c, "f", a);
+	int r, err = suite_entry_path(c, "f", a);
 	if (!err)
-		err = path_of(c, "hl", b);
+		err = suite_entry_path(c, "hl", b);
 	if (err)
 		return err;
 	T0;
@@ -567,7 +551,7 @@ static int one_fcntl_setfl(struct suite_ctx *c, uint64_t *ns)
 static int setup_dir(struct suite_ctx *c)
 {
 	char path[PATH_MAX], name[32];
-	int err = path_of(c, "d", path);
+	int err = suite_entry_path(c, "d", path);
 	if (err)
 		return err;
 	if (mkdir(path, 0700) < 0)
@@ -599,7 +583,7 @@ static int one_opendir(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
 	DIR *d;
-	int err = path_of(c, "d", path);
+	int err = suite_entry_path(c, "d", path);
 	if (err)
 		return err;
 	T0;
@@ -615,7 +599,7 @@ static int one_readdir(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
 	DIR *d;
-	int err = path_of(c, "d", path);
+	int err = suite_entry_path(c, "d", path);
 	if (err)
 		return err;
 	if (!(d = opendir(path)))

@@ -14,22 +14,6 @@ static const long xs_bytes[] = { 1, 16, 64, 256, 1024, 4096, 16384, 65536 };
 #define T0 uint64_t t0_ = suite_now()
 #define T1 (*ns = suite_now() - t0_)
 
-static int path_of(struct suite_ctx *c, const char *name, char *out)
-{
-	int err = suite_path(c, name, out);
-	if (err)
-		c->what = "a path in the suite's directory";
-	return err;
-}
-
-static int short_io(struct suite_ctx *c, ssize_t got, long want, const char *what)
-{
-	if (got < 0)
-		return suite_err(c, what);
-	c->what = what;
-	return got == want ? 0 : -EIO;
-}
-
 static int setup_stdio(struct suite_ctx *c)
 {
 	char path[PATH_MAX];
@@ -50,7 +34,7 @@ static int one_fopen(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
 	FILE *f;
-	int err = path_of(c, "f", path);
+	int err = suite_entry_path(c, "f", path);
 	if (err)
 		return err;
 	T0;
@@ -66,7 +50,7 @@ static int one_fclose(struct suite_ctx *c, uint64_t *ns)
 {
 	char path[PATH_MAX];
 	FILE *f;
-	int r, err = path_of(c, "f", path);
+	int r, err = suite_entry_path(c, "f", path);
 	if (err)
 		return err;
 	if (!(f = fopen(path, "re")))
@@ -84,7 +68,7 @@ static int one_fread(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = fread(c->buf, 1, (size_t)c->x, c->p);
 	T1;
-	return short_io(c, (ssize_t)n, c->x, "fread");
+	return suite_io_result(c, (ssize_t)n, c->x, "fread");
 }
 
 static int one_fwrite(struct suite_ctx *c, uint64_t *ns)
@@ -94,7 +78,7 @@ static int one_fwrite(struct suite_ctx *c, uint64_t *ns)
 	T0;
 	n = fwrite(c->buf, 1, (size_t)c->x, c->p);
 	T1;
-	return short_io(c, (ssize_t)n, c->x, "fwrite");
+	return suite_io_result(c, (ssize_t)n, c->x, "fwrite");
 }
 
 static int one_fgetc(struct suite_ctx *c, uint64_t *ns)

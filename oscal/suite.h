@@ -84,6 +84,11 @@ void suite_file_done(struct suite_ctx *c);
 int suite_err(struct suite_ctx *c, const char *what);
 /* dir/name into out (PATH_MAX).  Returns 0 or -ENAMETOOLONG. */
 int suite_path(const struct suite_ctx *c, const char *name, char *out);
+/* suite_path for an entry: a failure also sets c->what. */
+int suite_entry_path(struct suite_ctx *c, const char *name, char *out);
+/* A transfer's result: got < 0 is the call's error (suite_err), a count
+ * other than want is -EIO; c->what names the call. */
+int suite_io_result(struct suite_ctx *c, ssize_t got, long want, const char *what);
 /* A regular file dir/name of len bytes (the buffer's bytes), created
  * exclusively; returns its descriptor (O_RDWR) or -errno with c->what. */
 int suite_make_file(struct suite_ctx *c, const char *name, size_t len);

@@ -24,6 +24,23 @@ int suite_path(const struct suite_ctx *c, const char *name, char *out)
 	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
+int suite_entry_path(struct suite_ctx *c, const char *name, char *out)
+{
+	int err = suite_path(c, name, out);
+
+	if (err)
+		c->what = "a path in the suite's directory";
+	return err;
+}
+
+int suite_io_result(struct suite_ctx *c, ssize_t got, long want, const char *what)
+{
+	if (got < 0)
+		return suite_err(c, what);
+	c->what = what;
+	return got == want ? 0 : -EIO;
+}
+
 int suite_make_file(struct suite_ctx *c, const char *name, size_t len)
 {
 	char path[PATH_MAX];
