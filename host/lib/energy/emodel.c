@@ -263,14 +263,9 @@ int emodel_load(struct emodel *m, const char *path, char *err, size_t errlen)
 
 	emodel_init(m);
 	m->created[0] = '\0';
-	errno = 0;
-	root = jsonread_file(path, err, errlen);
-	if (!root) {
-		/* "cannot open/read ...": the file; else its text is no JSON */
-		if (!strncmp(err, "cannot", 6))
-			return errno ? -errno : -EIO;
-		return -EINVAL;
-	}
+	root = jsonread_file(path, &r, err, errlen);
+	if (!root)
+		return r == -EBADMSG ? -EINVAL : r;
 	r = load_root(&l, root, m);
 	jsonread_release(root);
 	return r;

@@ -115,9 +115,9 @@ int snapshot_read(const char *path, struct snapshot *out, char *err, size_t errl
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
-	root = jsonread_file(path, err, errlen);
+	root = jsonread_file(path, &r, err, errlen);
 	if (!root)
-		return strstr(err, "cannot") ? -EIO : -EBADMSG;
+		return r == -EBADMSG ? r : -EIO;
 	/* a non-negative integer: no default of the lookup can be one */
 	v = jsonread_get(root, SNAPSHOT_MAGIC_KEY);
 	version = jsonread_u64(v, 0);

@@ -668,14 +668,9 @@ int oscal_cal_read(const char *path, struct oscal_cal *cal, char *err, size_t er
 
 	oscal_cal_init(cal);
 	cal->created[0] = '\0';
-	errno = 0;
-	root = jsonread_file(path, err, errlen);
-	if (!root) {
-		/* "cannot open/read ...": the file; else its text is no JSON */
-		if (!strncmp(err, "cannot", 6))
-			return errno ? -errno : -EIO;
-		return -EINVAL;
-	}
+	root = jsonread_file(path, &e, err, errlen);
+	if (!root)
+		return e == -EBADMSG ? -EINVAL : e;
 	e = get_root(&r, root, cal);
 	jsonread_release(root);
 	if (!e && r.analyse) {

@@ -149,7 +149,7 @@ struct json_object *jsonread_parse(const char *text, size_t len, char *err, size
 	return root;
 }
 
-struct json_object *jsonread_file(const char *path, char *err, size_t errlen)
+struct json_object *jsonread_file(const char *path, int *res, char *err, size_t errlen)
 {
 	struct json_object *root = NULL;
 	struct stat st;
@@ -157,17 +157,21 @@ struct json_object *jsonread_file(const char *path, char *err, size_t errlen)
 	size_t got = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
+	*res = 0;
 	if (fd < 0 || fstat(fd, &st)) {
+		*res = -errno;
 		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > JSONREAD_INPUT_MAX) {
+		*res = -EINVAL;
 		snprintf(err, errlen, "cannot read '%s': not a regular file of at most %u bytes", path,
 		         JSONREAD_INPUT_MAX);
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
+		*res = -ENOMEM;
 		snprintf(err, errlen, "cannot read '%s': out of memory", path);
 		goto out;
 	}
@@ -177,14 +181,17 @@ struct json_object *jsonread_file(const char *path, char *err, size_t errlen)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
+			*res = r ? -errno : -EIO;
 			snprintf(err, errlen, "cannot read '%s': %s", path, r ? strerror(errno) : "file shrank");
 			goto out;
 		}
 		got += (size_t)r;
 	}
 	root = jsonread_parse(buf, got, msg, sizeof(msg));
-	if (!root)
+	if (!root) {
+		*res = -EBADMSG;
 		snprintf(err, errlen, "'%s' is not valid JSON: %s", path, msg);
+	}
 out:
 	if (fd >= 0)
 		close(fd);

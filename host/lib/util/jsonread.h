@@ -22,9 +22,11 @@ struct json_object; /* json-c's */
  * with jsonread_release), or NULL with a message in err: "out of memory",
  * or what is wrong "at byte N". */
 struct json_object *jsonread_parse(const char *text, size_t len, char *err, size_t errlen);
-/* Reads a whole regular file and parses it; messages name the path and
- * begin with "cannot" when the file could not be read. */
-struct json_object *jsonread_file(const char *path, char *err, size_t errlen);
+/* Reads a whole regular file and parses it.  NULL with a message naming
+ * the path in err and in *res -errno when the file could not be read
+ * (-EINVAL: not a regular file or too large), -EBADMSG when its text is
+ * not JSON. */
+struct json_object *jsonread_file(const char *path, int *res, char *err, size_t errlen);
 /* Releases a root and all below it; accepts NULL. */
 void jsonread_release(struct json_object *root);
 
