@@ -190,60 +190,17 @@ int oscal_file_check(const char *path)
 	return -EEXIST;
 }
 
+static int write_cal(FILE *f, void *cal)
+{
+	return oscal_cal_write(f, cal);
+}
+
 int oscal_file_write(const struct oscal_cal *cal, const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	const char *name = slash ? slash + 1 : path;
-	char dir[PATH_MAX], tmp[PATH_MAX];
-	int dirfd = -1, fd, r;
-	FILE *f;
+	int r = outfile_replace(path, write_cal, (void *)cal);
 
-	if (!*name) {
-		fprintf(stderr, "layerprof oscal: cannot write '%s': no file name\n", path);
-		return -EINVAL;
-	}
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		r = -errno;
-		goto fail;
-	}
-	fd = outfile_tmp_create(dirfd, name, tmp, sizeof(tmp));
-	if (fd < 0) {
-		r = fd;
-		goto fail;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		r = -errno;
-		close(fd);
-		unlinkat(dirfd, tmp, 0);
-		goto fail;
-	}
-	r = oscal_cal_write(f, cal);
-	errno = 0;
-	if (!r && (fflush(f) || ferror(f) || fsync(fileno(f))))
-		r = -(errno ? errno : EIO);
-	if (fclose(f) && !r)
-		r = -errno;
-	if (r) {
-		unlinkat(dirfd, tmp, 0);
-		goto fail;
-	}
-	r = outfile_tmp_commit(dirfd, tmp, name);
 	if (r)
-		goto fail;
-	close(dirfd);
-	return 0;
-fail:
-	fprintf(stderr, "layerprof oscal: cannot write calibration '%s': %s\n", path, strerror(-r));
-	if (dirfd >= 0)
-		close(dirfd);
+		fprintf(stderr, "layerprof oscal: cannot write calibration '%s': %s\n", path, strerror(-r));
 	return r;
 }
 

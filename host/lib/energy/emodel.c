@@ -342,63 +342,18 @@ static void save_doc(FILE *f, const struct emodel *m)
 	json_finish(&j);
 }
 
+static int write_doc(FILE *f, void *m)
+{
+	save_doc(f, m);
+	return 0;
+}
+
 int emodel_save(const struct emodel *m, const char *path, char *err, size_t errlen)
 {
-	const char *slash = strrchr(path, '/');
-	const char *name = slash ? slash + 1 : path;
-	char dir[4096], tmp[4096];
-	int dirfd = -1, fd = -1, r;
-	FILE *f = NULL;
+	int r = outfile_replace(path, write_doc, (void *)m);
 
-	if (!*name) {
-		snprintf(err, errlen, "cannot write energy model '%s': no file name", path);
-		return -EINVAL;
-	}
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else if ((size_t)(slash - path) < sizeof(dir))
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	else {
-		snprintf(err, errlen, "cannot write energy model '%.200s...': %s", path, strerror(ENAMETOOLONG));
-		return -ENAMETOOLONG;
-	}
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		r = -errno;
-		goto fail;
-	}
-	fd = outfile_tmp_create(dirfd, name, tmp, sizeof(tmp));
-	if (fd < 0) {
-		r = fd;
-		goto fail;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		r = -errno;
-		close(fd);
-		unlinkat(dirfd, tmp, 0);
-		goto fail;
-	}
-	save_doc(f, m);
-	errno = 0;
-	r = fflush(f) || ferror(f) || fsync(fileno(f)) ? -(errno ? errno : EIO) : 0;
-	if (fclose(f) && !r)
-		r = -errno;
-	if (r) {
-		unlinkat(dirfd, tmp, 0);
-		goto fail;
-	}
-	r = outfile_tmp_commit(dirfd, tmp, name);
 	if (r)
-		goto fail;
-	close(dirfd);
-	return 0;
-fail:
-	snprintf(err, errlen, "cannot write energy model '%s': %s", path, strerror(-r));
-	if (dirfd >= 0)
-		close(dirfd);
+		snprintf(err, errlen, "cannot write energy model '%.200s': %s", path, strerror(-r));
 	return r;
 }
 

@@ -10,21 +10,29 @@
 #include "common/sessiondir.h"
 #include "host/lib/util/outfile.h"
 
-bool outfile_dir_shared(const char *path)
+/* The directory of path into dir (PATH_MAX): "." or "/" or what is before
+ * the last slash.  Returns 0 or -ENAMETOOLONG. */
+static int dir_of(const char *path, char *dir)
 {
 	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, PATH_MAX, ".");
+	else if (slash == path)
+		snprintf(dir, PATH_MAX, "/");
+	else if ((size_t)(slash - path) < PATH_MAX)
+		snprintf(dir, PATH_MAX, "%.*s", (int)(slash - path), path);
+	else
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+bool outfile_dir_shared(const char *path)
+{
 	char dir[PATH_MAX];
 	struct stat st;
 
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else if ((size_t)(slash - path) < sizeof(dir))
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	else
-		return true;
-	if (stat(dir, &st))
+	if (dir_of(path, dir) || stat(dir, &st))
 		return true;
 	return (st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != geteuid() && st.st_uid != 0);
 }
@@ -121,5 +129,47 @@ int outfile_tmp_commit(int dirfd, const char *tmp, const char *name)
 		r = -errno;
 		unlinkat(dirfd, tmp, 0);
 	}
+	return r;
+}
+
+int outfile_replace(const char *path, int (*write)(FILE *f, void *ctx), void *ctx)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	int dirfd, fd, r;
+	FILE *f;
+
+	if (!*name)
+		return -EISDIR;
+	if (dir_of(path, dir))
+		return -ENAMETOOLONG;
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	fd = outfile_tmp_create(dirfd, name, tmp, sizeof(tmp));
+	if (fd < 0) {
+		close(dirfd);
+		return fd;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+		close(dirfd);
+		return r;
+	}
+	r = write(f, ctx);
+	errno = 0;
+	if (!r && (fflush(f) || ferror(f) || fsync(fileno(f))))
+		r = -(errno ? errno : EIO);
+	if (fclose(f) && !r)
+		r = -errno;
+	if (r)
+		unlinkat(dirfd, tmp, 0);
+	else
+		r = outfile_tmp_commit(dirfd, tmp, name);
+	close(dirfd);
 	return r;
 }

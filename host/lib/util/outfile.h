@@ -40,5 +40,10 @@ int outfile_tmp_create(int dirfd, const char *name, char *tmp, size_t size);
  * replaced, not followed); on failure the temporary is removed.  Returns
  * 0 or -errno. */
 int outfile_tmp_commit(int dirfd, const char *tmp, const char *name);
+/* Writes `path` whole or not at all: write(f, ctx) fills an exclusive
+ * temporary beside it (outfile_tmp_create), which is flushed to the disk
+ * and renamed over path.  write returns 0 or -errno.  Returns 0, or -errno
+ * (-EISDIR: path ends in '/'; write's own error), nothing left behind. */
+int outfile_replace(const char *path, int (*write)(FILE *f, void *ctx), void *ctx);
 
 #endif
