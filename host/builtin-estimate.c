@@ -148,6 +148,17 @@ static void print_text(FILE *f, const struct estimate *e, const char *dir, const
 	fmt_dur(e->overhead_sys_ns, a, sizeof(a));
 	fmt_dur(e->overhead_lib_ns, b, sizeof(b));
 	fprintf(f, "  recorder's cost per call    %12s (system call), %s (C library call), taken off\n", a, b);
+	if (e->switches) {
+		uint64_t n = 0;
+
+		for (i = 0; i < e->nthreads; i++)
+			n += e->threads[i].preemptions;
+		fmt_dur(e->preempted_ns, a, sizeof(a));
+		fprintf(f, "  preempted (runnable)        %12s (%llu times, outside modelled calls), taken off\n", a,
+		        (unsigned long long)n);
+	} else {
+		fprintf(f, "  preempted (runnable)        %12s (record --kernel to take it off)\n", "not recorded");
+	}
 	fmt_dur(e->without_ns, a, sizeof(a));
 	fprintf(f, "  estimate without the models %12s", a);
 	if (has_measured)
@@ -208,6 +219,8 @@ static void print_json(FILE *f, const struct estimate *e, const char *dir, const
 	json_f64_exact(&j, "gap_lib_ns", e->gap_lib_ns);
 	json_f64_exact(&j, "overhead_sys_ns", e->overhead_sys_ns);
 	json_f64_exact(&j, "overhead_lib_ns", e->overhead_lib_ns);
+	json_bool(&j, "switches", e->switches);
+	json_f64_exact(&j, "preempted_ns", e->preempted_ns);
 	json_f64_exact(&j, "without_ns", e->without_ns);
 	json_f64_exact(&j, "estimate_ns", e->estimate_ns);
 	if (has_measured) {
@@ -257,6 +270,8 @@ static void print_json(FILE *f, const struct estimate *e, const char *dir, const
 		json_u64(&j, "modelled", t->modelled);
 		json_u64(&j, "calls", t->calls);
 		json_f64_exact(&j, "overhead_ns", t->overhead);
+		json_f64_exact(&j, "preempted_ns", t->preempted);
+		json_u64(&j, "preemptions", t->preemptions);
 		json_f64_exact(&j, "delta_ns", t->delta);
 		json_f64_exact(&j, "delta_without_ns", t->delta_wo);
 		json_f64_exact(&j, "start_ns", t->start);

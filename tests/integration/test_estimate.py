@@ -24,6 +24,13 @@ Groups:
             ends where its waker (the last other thread to act during the
             wait) stood, and not before it began; the estimate is the latest
             end; the listing has every syscall of replay, thread by thread.
+  preempted ex_logw recorded with --syscalls --kernel=sched:sched_switch on
+            one CPU beside a CPU-bound process, so that it is preempted:
+            from replay's sched_switch records alone, each thread's time from
+            a switch out in state R to its next switch in, less its overlap
+            with the thread's modelled calls, is its preempted time, the
+            sum is taken off the estimate with and without the models; a
+            trace without the switches takes nothing off and says so.
   libcalls  ex_mem recorded with --dynamic --libcalls --syscalls: malloc,
             memset, memcpy, free modelled (free's x the size malloc was given
             for its block), the system calls inside them not counted again.
@@ -292,6 +299,84 @@ def group_syscalls(build, tmp):
         t = record(env, "s_" + name, env.ex(name), ["--syscalls"])
         if t:
             check_syscall_trace(env, name, t)
+
+
+SWITCH = re.compile(r"prev_pid=(\d+) .*prev_state=(\S+) ==> .*next_pid=(\d+)")
+
+
+def expect_preempted(threads, calls):
+    """Per tid: (preempted ns outside modelled calls, intervals), from
+    replay's sched_switch records and estimate's call listing."""
+    out = {}
+    for t in threads:
+        tid, since, ivs = t["tid"], None, []
+        for ev in t["events"]:
+            if ev["type"] != "kernel" or ev["event"] != "sched:sched_switch":
+                continue
+            m = SWITCH.search(ev["text"])
+            prev, state, nxt = int(m.group(1)), m.group(2), int(m.group(3))
+            if prev == tid and prev != nxt:
+                since = ev["time_ns"] if state.startswith("R") else None
+            elif nxt == tid and since is not None:
+                if ev["time_ns"] > since:
+                    ivs.append((since, ev["time_ns"]))
+                since = None
+        mod = [(c["enter_ns"], c["exit_ns"]) for c in calls if c["tid"] == tid and c["fate"] == "modelled"]
+        inside = sum(max(0, min(b, y) - max(a, x)) for a, b in ivs for x, y in mod)
+        out[tid] = (sum(b - a for a, b in ivs) - inside, len(ivs))
+    return out
+
+
+def group_preempted(build, tmp):
+    env = make_env(build, tmp)
+    out = os.path.join(env.tmp, "p_logw")
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    harness.started.append(hog)
+    try:
+        r = subprocess.run([env.exe, "record", "-q", "--syscalls", "--kernel=sched:sched_switch", "-o", out, "--",
+                            env.ex("ex_logw"), env.tmp], capture_output=True, text=True, timeout=300,
+                           preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    finally:
+        hog.kill()
+        hog.wait()
+    if r.returncode and "--kernel" in r.stderr:
+        skip("preempted", "record --kernel does not work here: " + r.stderr.strip()[-200:])
+        return
+    if not check(r.returncode == 0, "record --syscalls --kernel=sched:sched_switch ex_logw beside a CPU hog",
+                 r.stderr):
+        return
+    threads = replay(env, out)
+    d = estimate(env, out, "--overhead", "0ns")
+    if not d or not check(threads is not None, "preempted: replay --format json"):
+        return
+    want = expect_preempted(threads, d["calls"])
+    got = {t["tid"]: (t["preempted_ns"], t["preemptions"]) for t in d["threads"]}
+    check(d["switches"] and got == want, "preempted: each thread's preempted time outside modelled calls, "
+          "and its preemptions, as replay's switches give them", "got %s, want %s" % (got, want))
+    total = sum(v[0] for v in want.values())
+    check(total > 0 and d["preempted_ns"] == total, "preempted: some, and the sum is the trace's",
+          "%s, want %s" % (d["preempted_ns"], total))
+    rows, _, _, _ = expect_syscalls(threads)
+    dsum = sum(v[2] - v[1] for v in rows.values())
+    msum = sum(v[1] for v in rows.values())
+    span = d["span_ns"]
+    check(len(d["threads"]) == 1 and abs(d["estimate_ns"] - (span + dsum - total)) < 0.5 and
+          abs(d["without_ns"] - (span - msum - total)) < 0.5,
+          "preempted: taken off the estimates with and without the models",
+          "%s vs %s; %s vs %s" % (d["estimate_ns"], span + dsum - total, d["without_ns"], span - msum - total))
+    txt = run([env.exe, "estimate", "--cal", env.cal, "--overhead", "0ns", out])
+    check(txt.returncode == 0 and re.search(r"preempted \(runnable\) +[0-9.]+ [mu]?s \(%d times, outside modelled "
+                                            r"calls\), taken off" % sum(v[1] for v in want.values()), txt.stdout),
+          "preempted: the text report says how much was taken off", txt.stdout[:600])
+    # without the switches: nothing taken off, and the report says how to have it
+    plain = record(env, "p_logw_plain", env.ex("ex_logw"), ["--syscalls"])
+    if plain:
+        e = estimate(env, plain, "--overhead", "0ns")
+        txt = run([env.exe, "estimate", "--cal", env.cal, plain])
+        check(e and not e["switches"] and e["preempted_ns"] == 0 and
+              "not recorded (record --kernel to take it off)" in txt.stdout,
+              "preempted: a trace without the switches takes nothing off, and says how to have them",
+              txt.stdout[:600])
 
 
 def check_timeline(env, name, trace):
@@ -580,7 +665,7 @@ def setup(build):
 
 def main():
     groups = {"usage": group_usage, "syscalls": group_syscalls, "threads": group_threads,
-              "libcalls": group_libcalls, "recorder": group_recorder}
+              "preempted": group_preempted, "libcalls": group_libcalls, "recorder": group_recorder}
     sys.exit(harness.run_groups(groups, setup, prefix="layerprof-estimate-"))
 
 

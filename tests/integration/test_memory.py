@@ -448,7 +448,9 @@ def test_fork_shell(lp, tmp):
               "fork_shell: each child ends with as many blocks more than the one before as valgrind says",
               (ours, theirs))
     out = os.path.join(tmp, "shell3s")
-    r = lp.record(out, bash, "-c", "end=$((SECONDS + 3)); while [ $SECONDS -lt $end ]; do x=$(echo $SECONDS); done")
+    # at least 3 s and at least 100 children, however slow the machine is
+    r = lp.record(out, bash, "-c", "n=0; end=$((SECONDS + 3)); "
+                  "while [ $SECONDS -lt $end ] || [ $n -lt 100 ]; do x=$(echo $SECONDS); n=$((n + 1)); done")
     rep, r = lp.memory(out) if r.returncode == 0 else (None, r)
     if not check(rep is not None, "fork_shell 3 s: records and reports", r.stderr):
         return

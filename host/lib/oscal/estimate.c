@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "common/systab.h"
+#include "host/lib/kernel/kevent.h"
+#include "host/lib/kernel/klayer.h"
 #include "host/lib/oscal/estcall.h"
 #include "host/lib/oscal/estimate.h"
 #include "host/lib/trace/walk.h"
@@ -62,6 +64,17 @@ struct tstate {
 	 * recorder's cost outside a call, plus the program's code between */
 	int last_kind;
 	uint64_t last_exit;
+	/* its preempted intervals [a, b) (sched_switch out in state R, then
+	 * in), the one open since pre_since (0: none), their sum, the part of
+	 * it inside modelled calls (their model replaces all their time), and
+	 * the part already taken off at a point */
+	struct preempt {
+		uint64_t a, b;
+	} * pre;
+	uint32_t npre, pre_cap;
+	uint64_t pre_since;
+	double pre_total, pre_inside, pre_taken;
+	uint64_t preemptions;
 };
 
 struct creation {
@@ -91,6 +104,8 @@ struct estimate_priv {
 	uint32_t threads_cap;
 	uint64_t npoints;
 	uint64_t gap_sys, gap_lib; /* the least gaps seen (UINT64_MAX: none) */
+	const struct kformats *kf; /* the trace's tracepoint formats, once a kernel event came */
+	bool kf_tried;
 	bool plt_seen;
 	int error;
 	char err[160];
@@ -217,8 +232,13 @@ static void point_add(struct estimate *e, struct tstate *ts, uint64_t enter_ns, 
 		fail(p, g, "out of memory");
 		return;
 	}
-	ts->delta += delta;
-	ts->delta_wo += delta_wo;
+	/* what the thread was preempted since its last point, outside
+	 * modelled calls: not the program's time */
+	double pre = ts->pre_total - ts->pre_inside - ts->pre_taken;
+
+	ts->pre_taken += pre;
+	ts->delta += delta - pre;
+	ts->delta_wo += delta_wo - pre;
 	if (lib)
 		ts->nlib++;
 	else
@@ -234,6 +254,22 @@ static void point_add(struct estimate *e, struct tstate *ts, uint64_t enter_ns, 
 	p->npoints++;
 }
 
+/* The thread's preempted time within [a, b): the intervals that end after
+ * a (the latest come last). */
+static double preempted_within(const struct tstate *ts, uint64_t a, uint64_t b)
+{
+	double sum = 0;
+
+	for (uint32_t i = ts->npre; i > 0 && ts->pre[i - 1].b > a; i--) {
+		uint64_t lo = ts->pre[i - 1].a > a ? ts->pre[i - 1].a : a;
+		uint64_t hi = ts->pre[i - 1].b < b ? ts->pre[i - 1].b : b;
+
+		if (hi > lo)
+			sum += (double)(hi - lo);
+	}
+	return sum;
+}
+
 /* Accounts one finished, outermost-or-not call. */
 static void account(struct estimate *e, struct walk_stream *s, struct tstate *ts, const struct estcall_in *c,
                     const char *call, enum estimate_fate fate, const struct oscal_entry *en, double x,
@@ -243,8 +279,10 @@ static void account(struct estimate *e, struct walk_stream *s, struct tstate *ts
 
 	if (fate != ESTIMATE_MODELLED)
 		model = 0;
-	if (fate == ESTIMATE_MODELLED)
+	if (fate == ESTIMATE_MODELLED) {
 		e->threads[ts->index].modelled++;
+		ts->pre_inside += preempted_within(ts, enter_ns, exit_ns);
+	}
 	if (fate != ESTIMATE_INSIDE && fate != ESTIMATE_UNFINISHED)
 		point_add(e, ts, enter_ns, exit_ns, fate == ESTIMATE_MODELLED ? model - measured : 0,
 		          fate == ESTIMATE_MODELLED ? -measured : 0, c->libcall,
@@ -347,6 +385,40 @@ static void on_syscall(void *ctx, struct walk_stream *s, const struct walk_sysca
 		fate = ESTIMATE_INSIDE;
 	}
 	account(e, s, ts, &c, call_name(&c), fate, en, x, sc->enter_ns, sc->exit_ns, model);
+}
+
+/* A scheduler switch of the thread (record --kernel): out preempted (state
+ * R) opens an interval, the next switch in closes it. */
+static void on_kernel(void *ctx, struct walk_stream *s, const struct walk_kernel *k)
+{
+	struct estimate *e = ctx;
+	struct estimate_priv *p = e->p;
+	struct tstate *ts = tstate_of(e, s);
+	struct kevent ev;
+
+	if (!ts)
+		return;
+	if (!p->kf_tried) {
+		p->kf = klayer_formats(p->w, NULL, 0);
+		p->kf_tried = true;
+	}
+	if (!p->kf || kevent_decode(p->kf, k->id, k->raw, k->raw_len, &ev) || ev.kind != KEV_SWITCH)
+		return;
+	e->switches = true;
+	if ((uint32_t)ev.u.sw.prev_pid == s->tid && ev.u.sw.prev_pid != ev.u.sw.next_pid) {
+		ts->pre_since = kevent_switch_state(&ev) == 'R' ? k->ns : 0;
+		return;
+	}
+	if ((uint32_t)ev.u.sw.next_pid != s->tid || !ts->pre_since)
+		return;
+	if (k->ns > ts->pre_since &&
+	    !estcall_grow((void **)&ts->pre, &ts->pre_cap, ts->npre + 1, sizeof(*ts->pre), ESTIMATE_POINTS_MAX)) {
+		ts->pre[ts->npre].a = ts->pre_since;
+		ts->pre[ts->npre++].b = k->ns;
+		ts->pre_total += (double)(k->ns - ts->pre_since);
+		ts->preemptions++;
+	}
+	ts->pre_since = 0;
 }
 
 /* The name of the function at addr when it is a NAME@plt, else NULL. */
@@ -651,6 +723,9 @@ static int timeline(struct estimate *e)
 			t->overhead = e->overhead_sys_ns * (double)ts->nsys + e->overhead_lib_ns * (double)ts->nlib;
 			t->delta = ts->delta - t->overhead;
 			t->delta_wo = ts->delta_wo - t->overhead;
+			t->preempted = ts->pre_total - ts->pre_inside;
+			t->preemptions = ts->preemptions;
+			e->preempted_ns += t->preempted;
 		} else if (ev[k].kind == 0 && me->started) {
 			const struct tpoint *pt = &ts->pts[ev[k].idx];
 			double o = e->overhead_sys_ns * (double)pt->nsys + e->overhead_lib_ns * (double)pt->nlib;
@@ -669,8 +744,11 @@ static int timeline(struct estimate *e)
 			me->prev_d = pt->delta - o;
 			me->prev_d_wo = pt->delta_wo - o;
 		} else if (ev[k].kind == 2 && me->started) {
-			t->end = (double)(t->last_ns - e->t0) + me->off;
-			t->end_wo = (double)(t->last_ns - e->t0) + me->off_wo;
+			/* preempted after its last point */
+			double tail = ts->pre_total - ts->pre_inside - ts->pre_taken;
+
+			t->end = (double)(t->last_ns - e->t0) + me->off - tail;
+			t->end_wo = (double)(t->last_ns - e->t0) + me->off_wo - tail;
 			if (t->end > e->estimate_ns)
 				e->estimate_ns = t->end;
 			if (t->end_wo > e->without_ns)
@@ -711,7 +789,8 @@ int estimate_run(struct estimate *e, struct walk *w, char *err, size_t errlen)
 		                .exit = on_exit_ev,
 		                .args = on_args,
 		                .retval = on_retval,
-		                .syscall = on_syscall };
+		                .syscall = on_syscall,
+		                .kernel = on_kernel };
 	struct estimate_priv *p;
 	int r;
 
@@ -782,6 +861,7 @@ void estimate_release(struct estimate *e)
 		for (uint32_t i = 0; i < e->nthreads; i++) {
 			if (p->ts[i]) {
 				free(p->ts[i]->pts);
+				free(p->ts[i]->pre);
 				free(p->ts[i]);
 			}
 		}

@@ -93,6 +93,10 @@ struct estimate_thread {
 	double delta, delta_wo;  /* sum of model - measured; of - measured */
 	double start, end;       /* on the estimated time line, from the program's start */
 	double start_wo, end_wo; /* the same without the call models */
+	/* time it was preempted (runnable, off the CPU: sched_switch of
+	 * record --kernel) outside its modelled calls, taken off its time line */
+	double preempted;
+	uint64_t preemptions;
 };
 
 struct estimate_opts {
@@ -120,6 +124,12 @@ struct estimate {
 	 * thread (-1: none), and the cost per call taken off (opts, else these) */
 	double gap_sys_ns, gap_lib_ns;
 	double overhead_sys_ns, overhead_lib_ns;
+	/* the trace has the scheduler's switches of its threads (record
+	 * --kernel): their preempted time outside modelled calls, the sum of
+	 * the threads', is taken off (another task's time, the recorder's
+	 * among them); else 0 and nothing is taken off */
+	bool switches;
+	double preempted_ns;
 	struct estimate_row *rows; /* modelled rows first, then the others, each by name */
 	uint32_t nrows;
 	struct estimate_thread *threads; /* in the walk's order of streams */
