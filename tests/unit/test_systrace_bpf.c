@@ -131,9 +131,10 @@ static void test_backlog(void)
 
 	printf("a backlog of 30000 calls\n");
 	if (run_bpf(&r, "getppid", 0, false)) {
+		/* (a sanitizer's runtime makes a getppid call or two of its own) */
 		CHECK_EQ_U64(r.log.lost, 0);
-		CHECK_EQ_U64(r.log.count, 60000);
-		CHECK_EQ_U64(r.end_polls, 30000 / EB_POLL_CALLS + 1);
+		CHECK(r.log.count >= 60000 && r.log.count <= 60008);
+		CHECK_EQ_U64(r.end_polls, r.log.count / 2 / EB_POLL_CALLS + 1);
 		/* the share may begin with the program's exec, which the
 		 * tracer takes to know the program started, and the filter
 		 * then leaves out */
