@@ -18,6 +18,7 @@
 #include "oscal/suite.h"
 
 #define FILE_LEN SUITE_FILE_LEN
+#define APPEND_MAX (8 << 20) /* write-append empties its file past this */
 #define DIR_ENTRIES_MAX 256
 
 static const long xs_bytes[] = { 1, 16, 64, 256, 1024, 4096, 16384, 65536 };
@@ -96,6 +97,24 @@ static int one_write(struct suite_ctx *c, uint64_t *ns)
 	n = write(c->fd[0], c->buf, (size_t)c->x);
 	T1;
 	return suite_io_result(c, n, c->x, "write");
+}
+
+/* Appending: the file grows by each write (new page-cache pages, a new
+ * size); emptied, untimed, once it passes APPEND_MAX. */
+static int one_write_append(struct suite_ctx *c, uint64_t *ns)
+{
+	off_t end = lseek(c->fd[0], 0, SEEK_END);
+	ssize_t n;
+
+	if (end > APPEND_MAX) {
+		if (ftruncate(c->fd[0], 0))
+			return suite_err(c, "ftruncate of the appended file");
+		lseek(c->fd[0], 0, SEEK_SET);
+	}
+	T0;
+	n = write(c->fd[0], c->buf, (size_t)c->x);
+	T1;
+	return suite_io_result(c, n, c->x, "write at the end of the file");
 }
 
 static int one_pread(struct suite_ctx *c, uint64_t *ns)
@@ -626,6 +645,8 @@ const struct suite_def suite_file[] = {
 	  "read(2) of 4096 bytes at the end of a regular file (returns 0)"),
 	F("write", "write", "file", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_write,
 	  "write(2) to a regular file in the page cache, over its start"),
+	F("write-append", "write", "append", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_write_append,
+	  "write(2) at the end of a regular file in the page cache, which grows (emptied, untimed, past 8 MiB)"),
 	F("pread", "pread", "", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_pread,
 	  "pread(2) at offset 0 of a regular file in the page cache"),
 	F("pwrite", "pwrite", "", "bytes", "B", SUITE_XS(xs_bytes), suite_file_setup, one_pwrite,

@@ -190,37 +190,72 @@ static struct estcall_proc *proc_get(struct estcall *p, uint32_t pid)
 	return &p->procs[p->nprocs++];
 }
 
-static bool fd_is_file(struct estcall_proc *pr, int64_t fd)
+static bool fd_bit(const uint8_t *set, int64_t fd)
 {
-	return pr && fd >= 0 && fd < ESTIMATE_FDS_MAX && (pr->files[fd / 8] >> (fd % 8) & 1);
+	return fd >= 0 && fd < ESTIMATE_FDS_MAX && (set[fd / 8] >> (fd % 8) & 1);
 }
 
-static void fd_set_file(struct estcall_proc *pr, int64_t fd, bool file)
+static void fd_set_bit(uint8_t *set, int64_t fd, bool on)
 {
-	if (!pr || fd < 0 || fd >= ESTIMATE_FDS_MAX)
+	if (fd < 0 || fd >= ESTIMATE_FDS_MAX)
 		return;
-	if (file)
-		pr->files[fd / 8] |= (uint8_t)(1u << (fd % 8));
+	if (on)
+		set[fd / 8] |= (uint8_t)(1u << (fd % 8));
 	else
-		pr->files[fd / 8] &= (uint8_t) ~(1u << (fd % 8));
+		set[fd / 8] &= (uint8_t) ~(1u << (fd % 8));
+}
+
+static bool fd_is_file(struct estcall_proc *pr, int64_t fd)
+{
+	return pr && fd_bit(pr->files, fd);
+}
+
+/* A file descriptor's state: a file, and at its end. */
+static void fd_state(struct estcall_proc *pr, int64_t fd, bool file, bool at_end)
+{
+	if (!pr)
+		return;
+	fd_set_bit(pr->files, fd, file);
+	fd_set_bit(pr->at_end, fd, file && at_end);
+}
+
+/* Open flags (x86-64, arm and aarch64 alike) that leave the new
+ * descriptor at its file's end: O_TRUNC, O_APPEND, or O_CREAT|O_EXCL (a
+ * new file). */
+static bool opens_at_end(uint64_t flags)
+{
+	return (flags & 01000) || (flags & 02000) || (flags & 0300) == 0300;
 }
 
 /* What a finished call does to the process's table of files. */
 void estcall_follow_fd(struct estcall *p, uint32_t pid, const char *name, const uint64_t *args, int64_t ret)
 {
 	struct estcall_proc *pr;
+	int64_t fd = (int64_t)(int32_t)args[0];
 
 	if (ret < 0)
 		return;
 	pr = proc_get(p, pid);
-	if (!strcmp(name, "open") || !strcmp(name, "openat") || !strcmp(name, "creat"))
-		fd_set_file(pr, ret, true);
+	if (!pr)
+		return;
+	if (!strcmp(name, "open"))
+		fd_state(pr, ret, true, opens_at_end(args[1]));
+	else if (!strcmp(name, "openat"))
+		fd_state(pr, ret, true, opens_at_end(args[2]));
+	else if (!strcmp(name, "creat"))
+		fd_state(pr, ret, true, true);
 	else if (!strcmp(name, "close"))
-		fd_set_file(pr, (int64_t)(int32_t)args[0], false);
+		fd_state(pr, fd, false, false);
 	else if (!strcmp(name, "dup"))
-		fd_set_file(pr, ret, fd_is_file(pr, (int64_t)(int32_t)args[0]));
+		fd_state(pr, ret, fd_is_file(pr, fd), fd_bit(pr->at_end, fd));
 	else if (!strcmp(name, "dup2") || !strcmp(name, "dup3"))
-		fd_set_file(pr, (int64_t)(int32_t)args[1], fd_is_file(pr, (int64_t)(int32_t)args[0]));
+		fd_state(pr, (int64_t)(int32_t)args[1], fd_is_file(pr, fd), fd_bit(pr->at_end, fd));
+	else if ((!strcmp(name, "read") || !strcmp(name, "readv")) && ret > 0)
+		fd_set_bit(pr->at_end, fd, false); /* (at the end, a read gives 0) */
+	else if (!strcmp(name, "lseek") || !strcmp(name, "ftruncate"))
+		/* SEEK_END by 0 is the end; another move, or a new size, may not be */
+		fd_set_bit(pr->at_end, fd,
+		           !strcmp(name, "lseek") && args[1] == 0 && args[2] == 2 && fd_is_file(pr, fd));
 }
 
 /* ------------------------------------------------------------ heap blocks */
@@ -318,8 +353,12 @@ const struct oscal_entry *estcall_entry(struct estcall *st, const struct oscal_c
 			break;
 		fd = (int64_t)(int32_t)arg(c, 0);
 		pr = proc_get(st, c->pid);
-		if (fd_is_file(pr, fd))
-			cond = r->cond == C_FD_READ && c->has_ret && c->ret == 0 ? "eof" : "file";
+		if (fd_is_file(pr, fd) && r->cond == C_FD_READ)
+			cond = c->has_ret && c->ret == 0 ? "eof" : "file";
+		else if (fd_is_file(pr, fd))
+			/* write and writev at the end append (the entry of that
+			 * condition when the calibration has it, else "file") */
+			cond = fd_bit(pr->at_end, fd) && strcmp(call, "pwrite") ? "append" : "file";
 		else if (r->cond == C_FD_READ) {
 			*fate = ESTIMATE_WAIT;
 			return NULL;
@@ -472,8 +511,10 @@ void estcall_fork(struct estcall *p, uint32_t parent, uint32_t child)
 	from = proc_get(p, parent);
 	to = proc_get(p, child);
 	from = proc_get(p, parent); /* the table may have moved */
-	if (from && to && from != to)
+	if (from && to && from != to) {
 		memcpy(to->files, from->files, sizeof(to->files));
+		memcpy(to->at_end, from->at_end, sizeof(to->at_end));
+	}
 }
 
 void estcall_release(struct estcall *p)

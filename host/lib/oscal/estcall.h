@@ -40,6 +40,10 @@ struct estcall_in {
 struct estcall_proc {
 	uint32_t pid;
 	uint8_t files[ESTIMATE_FDS_MAX / 8]; /* fds opened as files */
+	/* files whose position is known to be their end (a new, emptied or
+	 * O_APPEND file, written, not read or moved since): a write there
+	 * appends */
+	uint8_t at_end[ESTIMATE_FDS_MAX / 8];
 };
 
 /* A heap block a C library call returned (malloc, calloc, realloc): its
