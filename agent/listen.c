@@ -240,13 +240,27 @@ static void peer_names(const struct sockaddr_storage *ss, char *peer, size_t psi
 	snprintf(key, ksize, "%s", host);
 }
 
+/* Whether pending p should go before q: one that has sent part of a
+ * frame and stopped (a real host sends its AUTH whole, as soon as HELLO
+ * comes) before one that has sent nothing yet, then the one that has
+ * waited longest, the most likely to be stalling. */
+static bool goes_before(const struct pending *p, const struct pending *q)
+{
+	if (!q)
+		return true;
+	if ((p->len > 0) != (q->len > 0))
+		return p->len > 0;
+	return p->since_ns < q->since_ns;
+}
+
 /* A place for a new peer with this key: a free one, unless the key has
- * AGENT_PENDING_PER_PEER already (its oldest goes) or none is free (the
- * oldest of all goes).  A peer that has waited longest is the one most
- * likely to be stalling; a real host answers HELLO at once. */
+ * AGENT_PENDING_PER_PEER already (one of its own goes) or none is free
+ * (one of all goes), chosen by goes_before: a peer that trickles its
+ * frame cannot push out a real host waiting for its own HELLO answer by
+ * opening new connections. */
 static struct pending *pending_place(struct agent *a, const char *key)
 {
-	struct pending *free_place = NULL, *oldest = NULL, *oldest_same = NULL;
+	struct pending *free_place = NULL, *victim = NULL, *victim_same = NULL;
 	unsigned same = 0;
 	size_t i;
 
@@ -258,23 +272,23 @@ static struct pending *pending_place(struct agent *a, const char *key)
 				free_place = p;
 			continue;
 		}
-		if (!oldest || p->since_ns < oldest->since_ns)
-			oldest = p;
+		if (goes_before(p, victim))
+			victim = p;
 		if (!strcmp(p->key, key)) {
 			same++;
-			if (!oldest_same || p->since_ns < oldest_same->since_ns)
-				oldest_same = p;
+			if (goes_before(p, victim_same))
+				victim_same = p;
 		}
 	}
 	if (same >= AGENT_PENDING_PER_PEER) {
-		pending_refuse(oldest_same, "timeout: no AUTH in time",
+		pending_refuse(victim_same, "timeout: no AUTH in time",
 		               "pushed out by a newer peer from the same place");
-		return oldest_same;
+		return victim_same;
 	}
 	if (free_place)
 		return free_place;
-	pending_refuse(oldest, "timeout: no AUTH in time", "pushed out: every pending place is taken");
-	return oldest;
+	pending_refuse(victim, "timeout: no AUTH in time", "pushed out: every pending place is taken");
+	return victim;
 }
 
 /* HELLO with a fresh nonce; no datagram channel by the UNIX socket. */

@@ -486,6 +486,18 @@ def group_preauth(build, lp, tmp):
                                stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
             sessions.append((r.returncode, r.stderr.strip()[-300:]))
         check(all(rc == 0 for rc, _ in sessions), "the real host runs 3 sessions during the attack", sessions)
+        # a slow host (a loaded machine): it answers HELLO a second after
+        # connecting, while the attacker opens a connection for each one
+        # the agent closes; those trickle their frames and go first
+        answer = None
+        try:
+            c = lpwire.Client("127.0.0.1", port, timeout=20)
+            time.sleep(1.0)
+            answer = c.handshake(open(tok).read().strip())[0]
+            c.close()
+        except (lpwire.Closed, OSError, AssertionError) as e:
+            answer = type(e).__name__
+        check(answer == lpwire.WELCOME, "a host that answers HELLO after 1 s is served during the attack", answer)
     finally:
         open(stop, "w").close()
         t.join(400)
