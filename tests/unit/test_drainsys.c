@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testring.h"
 #include "common/clocksync.h"
 #include "common/decoder.h"
 #include "common/drain.h"
@@ -22,11 +23,10 @@
 #include "common/systab.h"
 #include "layerprof/format.h"
 
-#define CHUNKS 2u
-#define SLOTS 64u
-#define HEADER 4096u
-#define PID 4242u
-#define TID 4243u
+#define CHUNKS RING_CHUNKS
+#define SLOTS RING_SLOTS
+#define PID RING_PID
+#define TID RING_TID
 #define FN 0x401000u
 #define STREAMS_MAX 8
 
@@ -101,52 +101,6 @@ static bool feed_collect(void *ctx)
 		CHECK(drain_syscall(f->d, PID, TID, clocksync_monotonic_ns(), &ev) == 0);
 	}
 	return false;
-}
-
-struct ring {
-	struct lp_ring_header *h;
-	struct lp_slot *slots;
-	size_t size;
-};
-
-/* A ring of (PID, TID) as the runtime makes one, in the session. */
-static int ring_make(struct ring *r, const char *session)
-{
-	char path[512];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s%u.%u.1", session, LP_RING_PREFIX, PID, TID);
-	r->size = HEADER + (size_t)(CHUNKS + 1) * SLOTS * sizeof(struct lp_slot);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)r->size))
-		return -1;
-	r->h = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (r->h == MAP_FAILED)
-		return -1;
-	r->slots = (struct lp_slot *)((char *)r->h + HEADER);
-	r->h->version = LP_SHM_VERSION;
-	r->h->header_size = HEADER;
-	r->h->slot_size = sizeof(struct lp_slot);
-	r->h->ring_chunks = CHUNKS;
-	r->h->chunk_slots = SLOTS;
-	r->h->pid = PID;
-	r->h->tid = TID;
-	r->h->image = 1;
-	r->h->clock = LP_CLOCK_MONOTONIC;
-	r->h->ptr_bits = 64;
-	atomic_store_explicit((_Atomic uint32_t *)&r->h->magic, LP_RING_MAGIC, memory_order_release);
-	return 0;
-}
-
-static void ring_put(struct ring *r, uint32_t type, uint64_t payload)
-{
-	uint32_t head = r->h->head;
-	struct lp_slot *s = &r->slots[head % (CHUNKS * SLOTS)];
-
-	s->time = clocksync_monotonic_ns();
-	s->word = payload | (uint64_t)type << LP_SLOT_TYPE_SHIFT;
-	atomic_store_explicit((_Atomic uint32_t *)&r->h->head, head + 1, memory_order_release);
 }
 
 enum order {
